@@ -1,0 +1,72 @@
+"""The ``tuiprof.summary/1`` document: the stable JSON contract behind ``tuiprof summary``.
+
+Later analyses add keys; existing keys keep their meaning and units (ns, bytes, %).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from tui_prof import __version__
+from tui_prof.analysis.hotspots import all_kernels, hotspot_records, hotspots, kernel_time_ns
+from tui_prof.model import Agent, RunSet
+
+SCHEMA = "tuiprof.summary/1"
+
+
+def agent_record(agent: Agent, process: str) -> dict:
+    record = {k: v for k, v in asdict(agent).items() if k != "extra"}
+    record["arch"] = agent.arch or None
+    record["process"] = process
+    return record
+
+
+def build_summary(runset: RunSet, top: int | None = 20) -> dict:
+    """Everything ``tuiprof summary`` reports, as plain JSON-ready data."""
+    kernels = all_kernels(runset)
+    table = hotspots(kernels)
+    processes = []
+    agents = []
+    warnings: list[str] = []
+    for run in runset.runs:
+        label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
+        processes.append(
+            {
+                "label": label,
+                "hostname": run.meta.hostname or None,
+                "pid": run.meta.pid,
+                "rank": run.meta.rank,
+                "formats": list(run.meta.formats),
+                "tool": run.meta.tool or None,
+                "tool_version": run.meta.tool_version or None,
+                "command": run.meta.command or None,
+                "files": len(run.meta.files),
+                "partial": run.partial,
+                "dispatches": int(len(run.kernels)),
+                "api_calls": int(len(run.api)),
+                "copies": int(len(run.copies)),
+                "counter_values": int(len(run.counters)),
+            }
+        )
+        agents.extend(agent_record(agent, label) for agent in run.agents)
+        warnings.extend(f"{label}: {w}" for w in run.warnings)
+    warnings.extend(str(issue) for issue in runset.errors)
+    return {
+        "schema": SCHEMA,
+        "tuiprof_version": __version__,
+        "source": {
+            "path": runset.root,
+            "formats": runset.formats,
+            "errors": [{"path": i.path, "message": i.message} for i in runset.errors],
+            "skipped": [{"path": i.path, "message": i.message} for i in runset.skipped],
+        },
+        "processes": processes,
+        "agents": agents,
+        "kernels": {
+            "dispatches": int(len(kernels)),
+            "unique_names": int(len(table)),
+            "total_ns": kernel_time_ns(kernels),
+        },
+        "hotspots": hotspot_records(table, top),
+        "warnings": warnings,
+    }

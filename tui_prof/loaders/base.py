@@ -1,0 +1,123 @@
+"""What every loader module shares: the detected-file record, errors, and file helpers.
+
+A loader module exposes:
+
+* ``FORMAT`` — the format id shown to users, e.g. ``"rocprofv3-csv"``;
+* ``sniff(path, head) -> Sniffed | None`` — decide from the first bytes of a file
+  (``head``, already gunzipped) whether this loader reads it;
+* ``load(files, issues) -> list[Run]`` — read the detected files. A file that cannot be
+  read is reported with ``issues.error(path, message)`` and the other files still load.
+  The Runs it returns are fragments keyed by ``RunMeta.hostname``/``pid``/``label``;
+  :mod:`tui_prof.loaders.detect` merges and finishes them.
+
+Loaders never write to the run directory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui_prof.model import LoadIssue
+
+HEAD_BYTES = 64 * 1024
+
+
+class LoadError(Exception):
+    """A file cannot be loaded; the message is one line that says what is wrong."""
+
+
+@dataclass
+class Sniffed:
+    """A loader's verdict on one file."""
+
+    kind: str  # file kind inside the format, e.g. "kernel_trace", "hip_api_stats"
+    group: str = ""  # files with the same group belong to one process (e.g. "dir/1234")
+
+
+@dataclass
+class DetectedFile:
+    path: Path
+    format: str
+    kind: str
+    group: str
+
+
+class IssueSink:
+    """Collects per-file problems while a run directory loads."""
+
+    def __init__(self) -> None:
+        self.issues: list[LoadIssue] = []
+
+    def error(self, path: Path | str, message: str) -> None:
+        self.issues.append(LoadIssue(str(path), one_line(message), "error"))
+
+    def skipped(self, path: Path | str, message: str) -> None:
+        self.issues.append(LoadIssue(str(path), one_line(message), "skipped"))
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """Collapse whitespace so a message is one line, and cap its length."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def open_binary(path: Path):
+    """Open a file for reading, transparently gunzipping ``.gz`` content."""
+    if is_gzip(path):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of the (decompressed) file; b"" if it cannot be read."""
+    try:
+        with open_binary(path) as fh:
+            return fh.read(size)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        # A truncated gzip still yields its first bytes through a raw decompressor.
+        try:
+            import zlib
+
+            with open(path, "rb") as fh:
+                raw = fh.read(size)
+            return zlib.decompressobj(47).decompress(raw, size)
+        except (OSError, Exception):
+            return b""
+
+
+def read_text(path: Path) -> str:
+    """Whole file as text (gunzipped, UTF-8 with replacement of bad bytes)."""
+    with open_binary(path) as fh:
+        return io.TextIOWrapper(fh, encoding="utf-8", errors="replace").read()
+
+
+def first_line(head: bytes) -> str:
+    """The first line of ``head`` decoded leniently, without BOM or line ending."""
+    line = head.split(b"\n", 1)[0].rstrip(b"\r")
+    return line.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+def split_header(line: str) -> list[str]:
+    """Split a CSV header line into lower-case column names without quotes or spaces."""
+    return [cell.strip().strip('"').strip().lower() for cell in line.split(",")]
+
+
+def group_key(path: Path, suffix: str) -> str:
+    """Process group of a file named ``<prefix><suffix>`` (prefix like "1234_"), as "dir/prefix"."""
+    name = path.name
+    prefix = name[: -len(suffix)] if name.endswith(suffix) else name
+    return f"{path.parent}/{prefix.rstrip('_')}"
+
+
+def pid_from_prefix(prefix: str) -> int | None:
+    """rocprofv3's default file prefix is ``<pid>``: return it when the prefix is all digits."""
+    tail = prefix.rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else None

@@ -1,0 +1,276 @@
+"""Column schemas of the run model's tables.
+
+Every table is a ``pandas.DataFrame`` with exactly the columns listed here, in this
+order and with these dtypes:
+
+* timestamps and durations are ``int64`` nanoseconds on the profiler's own clock
+  (rocprofv3: CLOCK_BOOTTIME; Kineto: µs converted to ns);
+* integer fields that a format does not record hold ``UNKNOWN`` (-1);
+* strings are ``category`` columns, so each distinct name is stored once (interned)
+  and rows hold small integer codes;
+* float fields that are not recorded hold NaN.
+
+Loaders build tables with :func:`make_table`, which fills missing columns with the
+"unknown" value and casts every column to its declared dtype, so analysis code can
+rely on the schema whatever the source format was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+UNKNOWN = -1
+"""Sentinel stored in integer columns when the source format does not record the value."""
+
+CATEGORY = "category"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Name and ordered ``column -> dtype`` mapping of one model table."""
+
+    name: str
+    columns: Mapping[str, str]
+    doc: str
+
+
+KERNELS = TableSpec(
+    "kernels",
+    {
+        "start": "int64",  # ns
+        "end": "int64",  # ns
+        "agent": "int32",  # Agent.id of the GPU that ran it
+        "queue": "int64",  # HSA queue id / handle as the profiler wrote it
+        "stream": "int64",  # HIP/CUDA stream id
+        "pid": "int64",
+        "tid": "int64",  # host thread that launched it
+        "correlation_id": "int64",  # equals the launching API call's correlation_id
+        "dispatch_id": "int64",
+        "kernel_id": "int64",
+        "name": CATEGORY,  # kernel name as the profiler wrote it (usually demangled)
+        "grid_x": "int64",  # grid size in work-items
+        "grid_y": "int64",
+        "grid_z": "int64",
+        "wg_x": "int32",  # workgroup size in work-items
+        "wg_y": "int32",
+        "wg_z": "int32",
+        "lds_bytes": "int32",  # LDS (group segment) bytes per workgroup
+        "scratch_bytes": "int32",  # scratch (private segment) bytes per work-item
+        "arch_vgpr": "int16",
+        "accum_vgpr": "int16",
+        "sgpr": "int16",
+    },
+    "One row per kernel dispatch (GPU execution interval).",
+)
+
+API_CALLS = TableSpec(
+    "api",
+    {
+        "start": "int64",
+        "end": "int64",
+        "domain": CATEGORY,  # normalised: hip, hsa, marker, rccl, cuda, rocdecode, rocjpeg, ...
+        "name": CATEGORY,  # function name, e.g. hipLaunchKernel
+        "pid": "int64",
+        "tid": "int64",
+        "correlation_id": "int64",  # links to kernels/copies launched by this call
+    },
+    "One row per host API call (HIP, HSA, roctx marker API, RCCL, CUDA runtime ...).",
+)
+
+COPIES = TableSpec(
+    "copies",
+    {
+        "start": "int64",
+        "end": "int64",
+        "bytes": "int64",
+        "direction": CATEGORY,  # HtoD, DtoH, DtoD, HtoH, PtoP, memset, unknown
+        "src_agent": "int32",
+        "dst_agent": "int32",
+        "queue": "int64",
+        "stream": "int64",
+        "pid": "int64",
+        "tid": "int64",
+        "correlation_id": "int64",
+        "name": CATEGORY,  # the profiler's label, e.g. MEMORY_COPY_HOST_TO_DEVICE
+    },
+    "One row per asynchronous memory copy or memset executed by a copy engine / GPU.",
+)
+
+ALLOCATIONS = TableSpec(
+    "allocations",
+    {
+        "start": "int64",
+        "end": "int64",
+        "operation": CATEGORY,  # ALLOCATE, FREE, REALLOC, ...
+        "agent": "int32",
+        "bytes": "int64",
+        "address": "int64",
+        "pid": "int64",
+        "tid": "int64",
+        "correlation_id": "int64",
+    },
+    "Memory allocation and free events.",
+)
+
+SCRATCH = TableSpec(
+    "scratch",
+    {
+        "start": "int64",
+        "end": "int64",
+        "operation": CATEGORY,  # ALLOC, FREE, ASYNC_RECLAIM
+        "agent": "int32",
+        "queue": "int64",
+        "tid": "int64",
+        "flags": CATEGORY,
+        "bytes": "int64",
+    },
+    "Scratch-memory events reported by the runtime.",
+)
+
+MARKERS = TableSpec(
+    "markers",
+    {
+        "start": "int64",  # an instant marker has end == start
+        "end": "int64",
+        "name": CATEGORY,  # the user's message / annotation
+        "source": CATEGORY,  # roctx, user_annotation, gpu_user_annotation, ...
+        "pid": "int64",
+        "tid": "int64",
+    },
+    "User markers and regions (roctx ranges, PyTorch record_function annotations).",
+)
+
+COUNTERS = TableSpec(
+    "counters",
+    {
+        "dispatch_id": "int64",  # joins kernels.dispatch_id of the same run
+        "correlation_id": "int64",
+        "agent": "int32",
+        "counter": CATEGORY,  # e.g. SQ_WAVES, TCC_HIT_sum
+        "value": "float64",  # summed over instances/dimensions as the profiler does
+    },
+    "Hardware counter values, one row per (dispatch, counter).",
+)
+
+SERIES = TableSpec(
+    "series",
+    {
+        "track": CATEGORY,  # e.g. "COPY BYTES to Agent [1] (GPU)", "power (W)"
+        "agent": "int32",
+        "ts": "int64",
+        "value": "float64",
+        "unit": CATEGORY,  # bytes, W, %, ...
+    },
+    "Counter time series (perfetto counter tracks, rocm-smi samples).",
+)
+
+PC_SAMPLES = TableSpec(
+    "pc_samples",
+    {
+        "ts": "int64",
+        "dispatch_id": "int64",
+        "correlation_id": "int64",
+        "exec_mask": "int64",
+        "instruction": CATEGORY,
+        "comment": CATEGORY,
+        "stall_reason": CATEGORY,
+    },
+    "Program-counter samples (host-trap or stochastic).",
+)
+
+TABLES: dict[str, TableSpec] = {
+    spec.name: spec
+    for spec in (KERNELS, API_CALLS, COPIES, ALLOCATIONS, SCRATCH, MARKERS, COUNTERS, SERIES, PC_SAMPLES)
+}
+
+STATS_COLUMNS = ("name", "calls", "total_ns", "avg_ns", "percent", "min_ns", "max_ns", "stddev_ns")
+"""Columns of a profiler-written statistics table kept in ``Run.tool_stats``.
+Min/max/stddev are NaN when the file does not have them (legacy rocprof)."""
+
+
+def _fill_value(dtype: str):
+    if dtype == CATEGORY:
+        return ""
+    if dtype.startswith("float"):
+        return np.nan
+    return UNKNOWN
+
+
+def _coerce(values, dtype: str, length: int) -> pd.Series:
+    if dtype == CATEGORY:
+        series = pd.Series(values) if not isinstance(values, pd.Series) else values
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            return series.reset_index(drop=True)
+        return series.fillna("").astype(str).astype(CATEGORY).reset_index(drop=True)
+    if dtype.startswith("float"):
+        return pd.Series(pd.to_numeric(values, errors="coerce"), dtype=dtype).reset_index(drop=True)
+    array = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
+    if array.dtype.kind in "iub":
+        limits = np.iinfo(dtype)
+        if array.size and (array.min() < limits.min or array.max() > limits.max):
+            array = np.clip(array, limits.min, limits.max)
+        return pd.Series(array.astype(dtype, copy=False))
+    numeric = pd.to_numeric(pd.Series(array), errors="coerce")
+    numeric = numeric.fillna(UNKNOWN).to_numpy()
+    limits = np.iinfo(dtype)
+    numeric = np.clip(numeric, limits.min, limits.max)
+    return pd.Series(numeric.astype(dtype))
+
+
+def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = None) -> pd.DataFrame:
+    """Build a table of ``spec`` from a mapping ``column -> array-like``.
+
+    Columns the mapping lacks are filled with the unknown value (-1, "" or NaN);
+    keys that are not in the schema raise ``KeyError`` so typos cannot hide data.
+    All given arrays must have the same length.
+    """
+    if isinstance(spec, str):
+        spec = TABLES[spec]
+    columns = dict(columns or {})
+    extra = set(columns) - set(spec.columns)
+    if extra:
+        raise KeyError(f"{spec.name}: unknown column(s) {sorted(extra)}")
+    lengths = {len(v) for v in columns.values() if not np.isscalar(v)}
+    if len(lengths) > 1:
+        raise ValueError(f"{spec.name}: columns have different lengths {sorted(lengths)}")
+    length = lengths.pop() if lengths else 0
+    data = {}
+    for name, dtype in spec.columns.items():
+        if name in columns:
+            values = columns[name]
+            if np.isscalar(values):
+                values = np.full(length, values) if dtype != CATEGORY else [values] * length
+        else:
+            fill = _fill_value(dtype)
+            values = [fill] * length if dtype == CATEGORY else np.full(length, fill)
+        data[name] = _coerce(values, dtype, length)
+    return pd.DataFrame(data, columns=list(spec.columns))
+
+
+def empty_table(spec: TableSpec | str) -> pd.DataFrame:
+    """An empty table with the schema of ``spec``."""
+    return make_table(spec, {})
+
+
+def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate tables of one schema, keeping category columns categorical."""
+    if isinstance(spec, str):
+        spec = TABLES[spec]
+    tables = [t for t in tables if len(t)]
+    if not tables:
+        return empty_table(spec)
+    if len(tables) == 1:
+        return tables[0].reset_index(drop=True)
+    data = {}
+    for name, dtype in spec.columns.items():
+        parts = [t[name] for t in tables]
+        if dtype == CATEGORY:
+            data[name] = pd.api.types.union_categoricals(parts, ignore_order=True)
+            data[name] = pd.Series(data[name])
+        else:
+            data[name] = pd.Series(np.concatenate([p.to_numpy() for p in parts]), dtype=dtype)
+    return pd.DataFrame(data, columns=list(spec.columns))
