@@ -27,8 +27,8 @@ def loader_modules() -> list[ModuleType]:
     return [importlib.import_module(f"tui_prof.loaders.{name}") for name in LOADER_MODULES]
 
 
-def load_path(path, *, progress=None):
+def load_path(path, *, progress=None, use_cache: bool = False):
     """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`."""
     from tui_prof.loaders.detect import load_path as _load_path
 
-    return _load_path(path, progress=progress)
+    return _load_path(path, progress=progress, use_cache=use_cache)

@@ -16,7 +16,7 @@ from typing import Callable
 
 from tui_prof.loaders import loader_modules
 from tui_prof.loaders.base import DetectedFile, IssueSink, one_line, read_head
-from tui_prof.model import Run, RunSet
+from tui_prof.model import LoadIssue, Run, RunSet
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total)."""
@@ -149,15 +149,36 @@ def assemble(fragments: list[Run], sink: IssueSink) -> list[Run]:
     return runs
 
 
-def load_path(path: str | os.PathLike, *, progress: Progress | None = None) -> RunSet:
-    """Load every recognised file under ``path`` (a directory or one file)."""
+def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False) -> RunSet:
+    """Load every recognised file under ``path`` (a directory or one file).
+
+    With ``use_cache`` the result is read from / written to the columnar cache in the
+    user cache directory (:mod:`tui_prof.loaders.cache`), keyed by the files' state.
+    """
     root = Path(path)
+    if not root.exists():
+        runset = RunSet(root=str(root))
+        runset.issues = [LoadIssue(str(root), "no such file or directory")]
+        return runset
+    key = None
+    if use_cache:
+        from tui_prof.loaders import cache
+
+        key = cache.cache_key(root, cache.files_for_key(root))
+        cached = cache.load(key) if key else None
+        if cached is not None:
+            if progress:
+                progress("done", 1, 1)
+            return cached
+    runset = _load_uncached(root, progress)
+    if key and runset.runs:
+        cache.save(runset, key)
+    return runset
+
+
+def _load_uncached(root: Path, progress: Progress | None) -> RunSet:
     runset = RunSet(root=str(root))
     sink = IssueSink()
-    if not root.exists():
-        sink.error(root, "no such file or directory")
-        runset.issues = sink.issues
-        return runset
 
     detected = scan(root, sink, progress)
     by_module: dict[str, list[DetectedFile]] = defaultdict(list)

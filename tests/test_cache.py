@@ -1,0 +1,60 @@
+"""The columnar cache: a saved run set comes back identical; any file change misses."""
+
+import pandas as pd
+import pytest
+
+from tui_prof.loaders import cache
+from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet, make_table
+from tui_prof.model.schema import TABLES
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def sample_runset() -> RunSet:
+    run = Run(
+        meta=RunMeta(formats=["rocprofv3-csv"], tool="rocprofv3", hostname="h", pid=7, label="h/7", files=["a.csv"]),
+        agents=[Agent(id=4, name="gfx942", cu_count=304, extra={"x": 1})],
+        kernels=make_table("kernels", {"start": [1, 5], "end": [3, 9], "name": ["k1", "k2"], "agent": [4, 4]}),
+        api=make_table("api", {"start": [0], "end": [1], "name": ["hipLaunchKernel"], "domain": ["hip"]}),
+        warnings=["w"],
+        partial=True,
+    )
+    run.tool_stats["kernel_stats"] = pd.DataFrame({"name": ["k1"], "calls": [1], "total_ns": [2]})
+    return RunSet(root="/r", runs=[run], issues=[LoadIssue("/r/x", "bad", "error")])
+
+
+def test_roundtrip_keeps_tables_dtypes_and_metadata():
+    original = sample_runset()
+    assert cache.save(original, "k" * 40) is not None
+    loaded = cache.load("k" * 40)
+    assert loaded is not None
+    got, want = loaded.runs[0], original.runs[0]
+    for name in TABLES:
+        pd.testing.assert_frame_equal(got.table(name), want.table(name))
+    assert got.meta == want.meta
+    assert got.agents == want.agents
+    assert got.warnings == ["w"] and got.partial
+    pd.testing.assert_frame_equal(got.tool_stats["kernel_stats"], want.tool_stats["kernel_stats"])
+    assert loaded.issues == original.issues
+
+
+def test_key_changes_when_a_file_changes(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    f = run_dir / "1_kernel_trace.csv"
+    f.write_text("abc\n")
+    key1 = cache.cache_key(run_dir, [f])
+    f.write_text("abd\n")
+    key2 = cache.cache_key(run_dir, [f])
+    assert key1 != key2
+    assert cache.cache_key(run_dir, [f]) == key2
+
+
+def test_missing_or_corrupt_entry_is_a_miss(tmp_path):
+    assert cache.load("0" * 40) is None
+    cache.save(sample_runset(), "1" * 40)
+    (cache.cache_root() / ("1" * 40) / "manifest.json").write_text("{not json")
+    assert cache.load("1" * 40) is None

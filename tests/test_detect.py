@@ -1,0 +1,76 @@
+"""Run-directory discovery: what is loaded, skipped or reported, and that nothing is written."""
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tui_prof.loaders import load_path
+
+
+def tree_state(root: Path) -> dict:
+    """Every path under root with its size, mtime and content hash."""
+    state = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            state[str(path)] = "dir-or-link"
+            continue
+        stat = path.stat()
+        state[str(path)] = (stat.st_size, stat.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
+    return state
+
+
+def test_missing_path_is_one_error(tmp_path):
+    runset = load_path(tmp_path / "nope")
+    assert runset.runs == []
+    assert len(runset.errors) == 1
+    assert "no such file or directory" in runset.errors[0].message
+
+
+def test_unrelated_files_are_skipped_not_errors(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "script.py").write_text("print(1)\n")
+    runset = load_path(tmp_path)
+    assert runset.errors == []
+    assert sorted(Path(i.path).name for i in runset.skipped) == ["notes.txt", "script.py"]
+
+
+def test_empty_and_binary_profiler_named_files_are_errors(tmp_path):
+    (tmp_path / "1234_kernel_trace.csv").write_bytes(b"")
+    (tmp_path / "1234_results.db").write_bytes(os.urandom(4096))
+    (tmp_path / "run.pftrace").write_bytes(b"\x00\xff" * 100)
+    runset = load_path(tmp_path)
+    messages = {Path(i.path).name: i.message for i in runset.errors}
+    assert messages["1234_kernel_trace.csv"] == "empty file (0 bytes)"
+    assert "1234_results.db" in messages
+    assert "run.pftrace" in messages
+    assert all("\n" not in m for m in messages.values())
+
+
+def test_symlink_loop_does_not_hang(tmp_path):
+    (tmp_path / "sub").mkdir()
+    os.symlink(tmp_path, tmp_path / "sub" / "loop")
+    os.symlink(tmp_path / "missing", tmp_path / "dangling_results.json")
+    runset = load_path(tmp_path)
+    assert runset.runs == []
+    assert any("broken symbolic link" in i.message for i in runset.issues)
+
+
+def test_loading_never_writes_into_the_run_directory(tmp_path):
+    (tmp_path / "1_kernel_trace.csv").write_text("garbage\n")
+    (tmp_path / "1_results.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    before = tree_state(tmp_path)
+    load_path(tmp_path)
+    assert tree_state(tmp_path) == before
+
+
+def test_cli_reports_nothing_loaded_without_traceback(tmp_path):
+    (tmp_path / "1_kernel_trace.csv").write_bytes(b"\x00\x01\x02binary")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "summary", str(tmp_path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert f"{tmp_path / '1_kernel_trace.csv'}: not recognised" in proc.stderr
+    assert "nothing could be loaded" in proc.stderr
