@@ -1,0 +1,697 @@
+"""Legacy rocprof (v1) output: ``rocprof [--stats] [--hip-trace|--hsa-trace|--sys-trace] -o <prefix>.csv``.
+
+Files of one run share a prefix (the ``-o`` name without ``.csv``):
+
+* ``<prefix>.db`` — SQLite written by ``tblextr.py``: tables ``KERN`` (kernel dispatches
+  with counters), ``OPS`` (kernels from ``--hip-trace``), ``COPY``, ``HIP``, ``HSA``, ``rocTX``;
+* ``<prefix>.json`` — chrome trace of the same tables (first event ``{}``, ns kept in ``args``);
+* ``<prefix>.csv`` — the ``KERN`` table (``Index,KernelName,...``; quoted header plus a
+  ``DurationNs`` column when a DB was written, unquoted and without it for counter runs);
+* ``<prefix>.stats.csv`` / ``.hip_stats.csv`` / ``.hsa_stats.csv`` / ``.copy_stats.csv`` —
+  the profiler's own 5-column statistics, kept in ``Run.tool_stats``;
+* ``<prefix>.sysinfo.txt`` — a ``rocminfo`` dump, read for the agents.
+
+The DB, JSON and CSV of one prefix hold the same dispatches: exactly one of them is read
+(preference db > json > csv; a broken one falls back to the next) and the others are
+reported as skipped, so nothing is counted twice.
+
+Agent ids: ``gpu-id`` (KERN) and ``dev-id`` (OPS/COPY) are KFD node ids — in the samples
+they equal the ``Node:`` of the GPU agent in the run's rocminfo dump — so they are used as
+``Agent.id`` directly.
+
+How rocprof v1 computed its statistics (``dform.py`` ``post_process_data`` /
+``gen_table_bins`` / ``gen_data_bins``, SQLite): per row ``DurationNs = EndNs - BeginNs``;
+grouped by name, ``Calls = count``, ``TotalDurationNs = sum(DurationNs)``,
+``AverageNs = TotalDurationNs / Calls`` in SQLite integer division (truncated toward zero),
+``Percentage = TotalDurationNs * 100.0 / sum of all TotalDurationNs``; rows sorted by total
+descending. Kernel stats come from ``OPS`` when it has rows (it is written last and overwrites
+the ``KERN`` stats), else from ``KERN``; HIP/HSA stats from ``HIP``/``HSA`` (HSA includes the
+zero-length ``hsa_dispatch`` rows), copy stats from ``COPY``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, first_line, one_line, read_text, split_header
+from tui_prof.model import Agent, Run, RunMeta
+from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables, make_table
+
+FORMAT = "rocprof-v1"
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+LEGACY_TABLES = (b"KERN", b"OPS", b"COPY", b"HIP", b"HSA", b"rocTX")
+STATS_HEADER = ["name", "calls", "totaldurationns", "averagens", "percentage"]
+
+# file-name suffix -> (kind, tool_stats key); the longest suffix is tried first.
+SUFFIXES = (
+    (".hip_stats.csv", "hip_api_stats"),
+    (".hsa_stats.csv", "hsa_api_stats"),
+    (".copy_stats.csv", "memory_copy_stats"),
+    (".stats.csv", "kernel_stats"),
+    (".sysinfo.txt", "sysinfo"),
+    (".memcopy_info.csv", "memcopy_info"),
+    (".csv", "kernel_csv"),
+    (".json", "trace_json"),
+    (".db", "trace_db"),
+)
+STATS_KINDS = {"hip_api_stats", "hsa_api_stats", "memory_copy_stats", "kernel_stats"}
+TRACE_KINDS = ("trace_db", "trace_json", "kernel_csv")  # preference order for the dispatches
+
+# Columns of the KERN table that are dispatch properties, not counters.
+KERN_PROPERTIES = {
+    "Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds", "scr",
+    "vgpr", "arch_vgpr", "accum_vgpr", "sgpr", "wave_size", "fbar", "sig", "obj",
+    "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "DurationNs",
+}
+
+# chrome-trace pids fixed by tblextr.py
+JSON_MARKER_PID, JSON_COPY_PID, JSON_HIP_PID, JSON_HSA_PID, JSON_GPU_BASE_PID = 0, 1, 2, 3, 6
+
+
+# --------------------------------------------------------------------------- sniffing
+
+
+def _split_name(path: Path) -> tuple[str, str]:
+    """(kind, prefix) from the file name; kind "" if the name has none of our suffixes."""
+    name = path.name
+    for suffix, kind in SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return kind, name[: -len(suffix)]
+    return "", name
+
+
+def sniff(path: Path, head: bytes) -> Sniffed | None:
+    kind, prefix = _split_name(path)
+    group = f"{path.parent}/{prefix}"
+    if head.startswith(SQLITE_MAGIC):
+        # The schema (sqlite_master) lives in page 1: look for the tblextr.py CREATE statements.
+        if any(b"CREATE TABLE " + t + b" (" in head for t in LEGACY_TABLES) and b"rocpd_" not in head:
+            return Sniffed("trace_db", group)
+        return None
+    text = head.lstrip()
+    if text.startswith(b"{"):
+        if re.match(rb'\{\s*"traceEvents"\s*:\s*\[\s*\{\s*\}', text):
+            return Sniffed("trace_json", group)
+        return None
+    line = first_line(head)
+    if line.startswith("CMD: rocminfo") and kind == "sysinfo":
+        return Sniffed("sysinfo", group)
+    cells = split_header(line)
+    if cells[:2] == ["index", "kernelname"]:
+        return Sniffed("kernel_csv", group)
+    if cells == STATS_HEADER:
+        return Sniffed(kind if kind in STATS_KINDS else "kernel_stats", group)
+    return None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _unquote(values: pd.Series) -> pd.Series:
+    """Strip one pair of literal double quotes: tblextr.py stores names as '"name"' in the DB."""
+    text = values.astype(str)
+    quoted = text.str.startswith('"') & text.str.endswith('"') & (text.str.len() >= 2)
+    if quoted.any():
+        text = text.where(~quoted, text.str.slice(1, -1))
+    return text
+
+
+def _ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
+    """Integer column (int64) or UNKNOWN when absent; non-numeric cells ("None") become UNKNOWN."""
+    if column not in frame.columns:
+        return UNKNOWN
+    col = frame[column]
+    if col.dtype.kind in "iu":
+        return col.to_numpy(dtype="int64")
+    numeric = pd.to_numeric(col, errors="coerce")
+    if numeric.dtype.kind in "iu":
+        return numeric.to_numpy(dtype="int64")
+    # Exact for integers given as text: parse the strings, not through float.
+    out = np.full(len(col), UNKNOWN, dtype="int64")
+    ok = numeric.notna().to_numpy()
+    if ok.any():
+        out[ok] = [int(str(v).split(".")[0]) for v in col.to_numpy()[ok]]
+    return out
+
+
+def _timestamp_ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
+    """Timestamps as int64 ns, parsed without float (columns may be text in JSON args)."""
+    if column not in frame.columns:
+        return UNKNOWN
+    col = frame[column]
+    if col.dtype.kind in "iu":
+        return col.to_numpy(dtype="int64")
+    text = col.astype(str).str.strip()
+    good = text.str.fullmatch(r"-?\d+")
+    out = np.full(len(text), UNKNOWN, dtype="int64")
+    if good.any():
+        out[good.to_numpy()] = text[good].astype("int64").to_numpy()
+    return out
+
+
+def _direction(names: pd.Series) -> np.ndarray:
+    text = names.astype(str)
+    out = np.full(len(text), "unknown", dtype=object)
+    for pattern, label in (
+        ("HostToDevice", "HtoD"), ("DeviceToHost", "DtoH"), ("DeviceToDevice", "DtoD"),
+        ("HostToHost", "HtoH"), ("PeerToPeer", "PtoP"), ("Fill|Memset", "memset"),
+    ):
+        out[text.str.contains(pattern, regex=True).to_numpy()] = label
+    return out
+
+
+# --------------------------------------------------------------------------- table builders
+
+
+def kern_tables(frame: pd.DataFrame, quoted_names: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(kernels, counters) from a KERN-shaped frame (results.csv, KERN table, JSON KERN args)."""
+    names = frame["KernelName"].astype(str)
+    if quoted_names:
+        names = _unquote(names)
+    dispatch = _ints(frame, "Index")
+    agent = _ints(frame, "gpu-id")
+    kernels = make_table(
+        "kernels",
+        {
+            "start": _timestamp_ints(frame, "BeginNs"),
+            "end": _timestamp_ints(frame, "EndNs"),
+            "agent": agent,
+            "queue": _ints(frame, "queue-id"),
+            "pid": _ints(frame, "pid"),
+            "tid": _ints(frame, "tid"),
+            "dispatch_id": dispatch,
+            "name": names,
+            "grid_x": _ints(frame, "grd"),
+            "wg_x": _ints(frame, "wgr"),
+            "lds_bytes": _ints(frame, "lds"),
+            "scratch_bytes": _ints(frame, "scr"),
+            "arch_vgpr": _ints(frame, "arch_vgpr" if "arch_vgpr" in frame.columns else "vgpr"),
+            "accum_vgpr": _ints(frame, "accum_vgpr"),
+            "sgpr": _ints(frame, "sgpr"),
+        },
+    )
+    counter_cols = [c for c in frame.columns if c not in KERN_PROPERTIES and not str(c).startswith("__")]
+    parts = []
+    n = len(frame)
+    for col in counter_cols:
+        values = pd.to_numeric(frame[col], errors="coerce")
+        parts.append(
+            make_table(
+                "counters",
+                {
+                    "dispatch_id": dispatch if isinstance(dispatch, np.ndarray) else np.full(n, UNKNOWN),
+                    "agent": agent if isinstance(agent, np.ndarray) else np.full(n, UNKNOWN),
+                    "counter": pd.Categorical([col] * n),
+                    "value": values.to_numpy(dtype="float64"),
+                },
+            )
+        )
+    return kernels, concat_tables("counters", parts)
+
+
+def ops_kernels(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
+    """Kernels (and barrier packets) from the OPS table of a --hip-trace run."""
+    names = frame["Name"].astype(str)
+    if quoted_names:
+        names = _unquote(names)
+    return make_table(
+        "kernels",
+        {
+            "start": _timestamp_ints(frame, "BeginNs"),
+            "end": _timestamp_ints(frame, "EndNs"),
+            "agent": _ints(frame, "dev-id"),
+            "queue": _ints(frame, "queue-id"),
+            "stream": _ints(frame, "stream-id"),
+            "pid": _ints(frame, "pid"),
+            "tid": _ints(frame, "tid"),
+            "correlation_id": _ints(frame, "Index"),
+            "name": names,
+        },
+    )
+
+
+def copy_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
+    names = frame["Name"].astype(str)
+    if quoted_names:
+        names = _unquote(names)
+    direction = _direction(names)
+    dev = _ints(frame, "dev-id")
+    n = len(frame)
+    dev_arr = dev if isinstance(dev, np.ndarray) else np.full(n, UNKNOWN, dtype="int64")
+    src = np.where(np.isin(direction, ["DtoH", "DtoD", "memset"]), dev_arr, UNKNOWN)
+    dst = np.where(np.isin(direction, ["HtoD", "DtoD", "memset"]), dev_arr, UNKNOWN)
+    return make_table(
+        "copies",
+        {
+            "start": _timestamp_ints(frame, "BeginNs"),
+            "end": _timestamp_ints(frame, "EndNs"),
+            "direction": direction,
+            "src_agent": src,
+            "dst_agent": dst,
+            "queue": _ints(frame, "queue-id"),
+            "stream": _ints(frame, "stream-id"),
+            "pid": _ints(frame, "pid"),
+            "tid": _ints(frame, "tid"),
+            "correlation_id": _ints(frame, "Index"),
+            "name": names,
+        },
+    )
+
+
+def api_table(frame: pd.DataFrame, domain: str, quoted_names: bool) -> pd.DataFrame:
+    names = frame["Name"].astype(str)
+    if quoted_names:
+        names = _unquote(names)
+    return make_table(
+        "api",
+        {
+            "start": _timestamp_ints(frame, "BeginNs"),
+            "end": _timestamp_ints(frame, "EndNs"),
+            "domain": domain,
+            "name": names,
+            "pid": _ints(frame, "pid"),
+            "tid": _ints(frame, "tid"),
+            "correlation_id": _ints(frame, "Index"),
+        },
+    )
+
+
+def marker_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
+    names = frame["Name"].astype(str)
+    if quoted_names:
+        names = _unquote(names)
+    return make_table(
+        "markers",
+        {
+            "start": _timestamp_ints(frame, "BeginNs"),
+            "end": _timestamp_ints(frame, "EndNs"),
+            "name": names,
+            "source": "roctx",
+            "pid": _ints(frame, "pid"),
+            "tid": _ints(frame, "tid"),
+        },
+    )
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def read_db(path: Path, run: Run) -> None:
+    """Fill ``run`` from a tblextr.py SQLite file, opened read-only and immutable."""
+    uri = f"file:{path.resolve().as_posix()}?mode=ro&immutable=1"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as err:
+        raise LoadError(f"cannot open SQLite database: {err}") from None
+    try:
+        try:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as err:
+            raise LoadError(f"cannot read SQLite database: {err}") from None
+        if not tables & {"KERN", "OPS", "COPY", "HIP", "HSA", "rocTX"}:
+            raise LoadError("SQLite database without the rocprof v1 tables KERN/OPS/COPY/HIP/HSA/rocTX")
+
+        def table(name: str) -> pd.DataFrame | None:
+            if name not in tables:
+                return None
+            try:
+                return pd.read_sql_query(f'SELECT * FROM "{name}"', con)
+            except (sqlite3.DatabaseError, pd.errors.DatabaseError) as err:
+                raise LoadError(f"cannot read table {name}: {err}") from None
+
+        kern, ops = table("KERN"), table("OPS")
+        _fill_kernels(run, kern, ops, quoted_names=True)
+        copy = table("COPY")
+        if copy is not None and len(copy):
+            run.copies = copy_table(copy, True)
+        apis = []
+        for name, domain in (("HIP", "hip"), ("HSA", "hsa")):
+            frame = table(name)
+            if frame is not None and len(frame):
+                apis.append(api_table(frame, domain, True))
+        run.api = concat_tables("api", apis)
+        roctx = table("rocTX")
+        if roctx is not None and len(roctx):
+            run.markers = marker_table(roctx, True)
+    finally:
+        con.close()
+
+
+def _fill_kernels(run: Run, kern: pd.DataFrame | None, ops: pd.DataFrame | None, quoted_names: bool) -> None:
+    """Kernels from OPS when it has rows (as rocprof's own kernel stats), else from KERN; KERN
+    counters are kept either way."""
+    has_kern = kern is not None and len(kern) and "KernelName" in kern.columns
+    kern_kernels = None
+    if has_kern:
+        kern_kernels, run.counters = kern_tables(kern, quoted_names)
+    if ops is not None and len(ops):
+        run.kernels = ops_kernels(ops, quoted_names)
+        if has_kern:
+            run.warnings.append(
+                f"both KERN ({len(kern)} rows) and OPS ({len(ops)} rows) hold dispatches; kernels taken from OPS "
+                "as rocprof's own kernel statistics are, KERN kept for its counters only"
+            )
+    elif kern_kernels is not None:
+        run.kernels = kern_kernels
+
+
+def read_json(path: Path, run: Run) -> dict:
+    """Fill ``run`` from a rocprof v1 chrome trace; returns its ``otherData`` (rocminfo facts).
+
+    Timestamps come from ``args.BeginNs``/``args.EndNs`` (exact ns), not from the µs ``ts``."""
+    try:
+        doc = json.loads(read_text(path))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise LoadError(f"invalid JSON ({err.__class__.__name__}: {err})") from None
+    except OSError as err:
+        raise LoadError(f"cannot read file: {err}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise LoadError("JSON without a traceEvents list")
+    events = doc["traceEvents"]
+    lanes: dict[int, str] = {}
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
+            try:
+                lanes[int(ev.get("pid"))] = str((ev.get("args") or {}).get("name", ""))
+            except (TypeError, ValueError):
+                pass
+    buckets: dict[str, list[dict]] = defaultdict(list)
+    for ev in events:
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        args = ev.get("args")
+        if not isinstance(args, dict):
+            continue
+        try:
+            pid = int(ev.get("pid"))
+        except (TypeError, ValueError):
+            continue
+        label = lanes.get(pid, "")
+        if "KernelName" in args:
+            buckets["kern"].append(args)
+        elif pid == JSON_COPY_PID or label == "COPY":
+            buckets["copy"].append(args)
+        elif pid == JSON_HIP_PID or label == "CPU HIP API":
+            buckets["hip"].append(args)
+        elif pid == JSON_HSA_PID or label == "CPU HSA API":
+            buckets["hsa"].append(args)
+        elif pid == JSON_MARKER_PID or label == "Markers and Ranges":
+            buckets["roctx"].append(args)
+        elif pid >= JSON_GPU_BASE_PID or label.startswith("GPU"):
+            buckets["ops"].append(args)
+    frames = {key: pd.DataFrame.from_records(rows) for key, rows in buckets.items()}
+    _fill_kernels(run, frames.get("kern"), frames.get("ops"), quoted_names=True)
+    if "copy" in frames:
+        run.copies = copy_table(frames["copy"], True)
+    run.api = concat_tables(
+        "api", [api_table(frames[k], k, True) for k in ("hip", "hsa") if k in frames]
+    )
+    if "roctx" in frames:
+        run.markers = marker_table(frames["roctx"], True)
+    other = doc.get("otherData")
+    return other if isinstance(other, dict) else {}
+
+
+def read_kernel_csv(path: Path, run: Run, issues: IssueSink) -> None:
+    """Fill ``run`` from results.csv (KERN table dump). A last row cut short is dropped with an error."""
+    try:
+        text = read_text(path)
+    except OSError as err:
+        raise LoadError(f"cannot read file: {err}") from None
+    if split_header(first_line(text.encode("utf-8", "replace")))[:2] != ["index", "kernelname"]:
+        raise LoadError("not a rocprof kernel table (header must start with Index,KernelName)")
+    if not text.endswith("\n"):
+        # rocprof ends every row with a newline: without one the last row was cut short.
+        cut = text.rfind("\n")
+        if cut < 0:
+            raise LoadError("truncated: file ends inside the header line")
+        text = text[: cut + 1]
+        run.partial = True
+        truncated = True
+    else:
+        truncated = False
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, ValueError) as err:
+        raise LoadError(f"malformed CSV: {one_line(str(err))}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if truncated:
+        issues.error(path, f"truncated: last row cut short and dropped; {len(frame)} complete rows loaded")
+    _fill_kernels(run, frame, None, quoted_names=False)
+
+
+def read_stats(path: Path) -> pd.DataFrame:
+    """A 5-column rocprof v1 stats file as a ``STATS_COLUMNS`` table (min/max/stddev NaN)."""
+    try:
+        frame = pd.read_csv(path, dtype={"Name": str}, keep_default_na=False)
+    except (pd.errors.ParserError, ValueError, OSError) as err:
+        raise LoadError(f"malformed stats CSV: {one_line(str(err))}") from None
+    cols = [c.strip() for c in frame.columns]
+    if [c.lower() for c in cols] != STATS_HEADER:
+        raise LoadError(f"unexpected stats header {cols}")
+    frame.columns = cols
+    try:
+        calls = pd.to_numeric(frame["Calls"], errors="raise").astype("int64")
+        total = pd.to_numeric(frame["TotalDurationNs"], errors="raise").astype("int64")
+        avg = pd.to_numeric(frame["AverageNs"], errors="raise").astype("float64")
+        pct = pd.to_numeric(frame["Percentage"], errors="raise").astype("float64")
+    except (ValueError, TypeError) as err:
+        raise LoadError(f"non-numeric value in stats file (truncated?): {one_line(str(err))}") from None
+    nan = np.full(len(frame), np.nan)
+    return pd.DataFrame(
+        {
+            "name": frame["Name"].astype(str).to_numpy(),
+            "calls": calls.to_numpy(),
+            "total_ns": total.to_numpy(),
+            "avg_ns": avg.to_numpy(),
+            "percent": pct.to_numpy(),
+            "min_ns": nan,
+            "max_ns": nan.copy(),
+            "stddev_ns": nan.copy(),
+        },
+        columns=list(STATS_COLUMNS),
+    )
+
+
+# --------------------------------------------------------------------------- agents (rocminfo)
+
+
+def parse_rocminfo(text: str) -> list[dict[str, str]]:
+    """Agents of a rocminfo dump as flat ``{key: value}`` dicts; keys have whitespace removed and
+    nested sections joined by dots ("PoolInfo.Pool1.Segment"), as in rocprof's JSON otherData."""
+    agents: list[dict[str, str]] = []
+    current: dict[str, str] | None = None
+    stack: list[tuple[int, str]] = []
+    for raw in text.splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*m", "", raw).rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith("*") or stripped.startswith("="):
+            if stripped.startswith("*** Done"):
+                current = None
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            match = re.fullmatch(r"Agent\s+(\d+)", stripped)
+            if match:
+                current = {}
+                agents.append(current)
+            else:
+                current = None
+            stack = []
+            continue
+        if current is None:
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        prefix = ".".join(name for _, name in stack)
+        if ":" in stripped:
+            key, value = stripped.split(":", 1)
+            key = re.sub(r"\s+", "", key)
+            value = value.strip()
+            if value:
+                current[f"{prefix}.{key}" if prefix else key] = value
+            else:
+                stack.append((indent, key))
+        else:
+            stack.append((indent, re.sub(r"\s+", "", stripped)))
+    return agents
+
+
+def agents_from_other_data(other: dict) -> list[dict[str, str]]:
+    """Agents from the flattened rocminfo in a rocprof v1 JSON ``otherData`` ("Agent3.Name": ...)."""
+    by_index: dict[int, dict[str, str]] = {}
+    for key, value in other.items():
+        match = re.match(r"Agent(\d+)\.(.+)$", str(key))
+        if match:
+            by_index.setdefault(int(match.group(1)), {})[match.group(2)] = str(value)
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def _leading_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    match = re.match(r"\s*(\d+)", value)
+    return int(match.group(1)) if match else None
+
+
+def _size_bytes(value: str | None) -> int | None:
+    """"64(0x40) KB" -> 65536."""
+    number = _leading_int(value)
+    if number is None:
+        return None
+    unit = re.search(r"([KMG]B)\s*$", value or "")
+    scale = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}.get(unit.group(1) if unit else "", 1)
+    return number * scale
+
+
+def agents_from_props(items: list[dict[str, str]]) -> list[Agent]:
+    agents = []
+    gpu_index = 0
+    for props in items:
+        node = _leading_int(props.get("Node"))
+        dtype = props.get("DeviceType", "").strip().upper()
+        if node is None or dtype not in ("GPU", "CPU"):
+            continue
+        lds = None
+        pools = defaultdict(dict)
+        for key, value in props.items():
+            match = re.match(r"PoolInfo\.(Pool\d+)\.(Segment|Size)$", key)
+            if match:
+                pools[match.group(1)][match.group(2)] = value
+        for pool in pools.values():
+            if pool.get("Segment", "").strip().upper() == "GROUP":
+                lds = _size_bytes(pool.get("Size"))
+        cu = _leading_int(props.get("ComputeUnit"))
+        simd = _leading_int(props.get("SIMDsperCU"))
+        agent = Agent(
+            id=node,
+            type=dtype,
+            name=props.get("Name", ""),
+            product=props.get("MarketingName", ""),
+            vendor=props.get("VendorName", ""),
+            node_id=node,
+            type_index=gpu_index if dtype == "GPU" else None,
+            cu_count=cu,
+            simd_per_cu=simd if dtype == "GPU" else None,
+            simd_count=cu * simd if (dtype == "GPU" and cu is not None and simd is not None) else None,
+            wave_size=_leading_int(props.get("WavefrontSize")),
+            max_waves_per_cu=_leading_int(props.get("MaxWavesPerCU")),
+            lds_bytes_per_cu=lds,
+            max_clock_mhz=_leading_int(props.get("MaxClockFreq.(MHz)")),
+            workgroup_max_size=_leading_int(props.get("WorkgroupMaxSize")),
+            extra={k: v for k, v in props.items() if "." not in k or k == "MaxClockFreq.(MHz)"},
+        )
+        if dtype == "GPU":
+            gpu_index += 1
+        agents.append(agent)
+    return agents
+
+
+# --------------------------------------------------------------------------- load
+
+
+def _count_negative(run: Run) -> None:
+    for name in ("kernels", "copies", "api"):
+        table = run.table(name)
+        if not len(table):
+            continue
+        start, end = table["start"].to_numpy(), table["end"].to_numpy()
+        known = (start != UNKNOWN) & (end != UNKNOWN)
+        negative = int(np.count_nonzero(known & (end < start)))
+        if negative:
+            run.warnings.append(f"{negative} {name} rows have a negative duration (end < start); kept as recorded")
+    if len(run.kernels) and (run.kernels["start"] == UNKNOWN).all():
+        run.warnings.append("kernel table has no timestamps (counter-only rocprof run)")
+
+
+def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Run | None:
+    by_kind: dict[str, list[DetectedFile]] = defaultdict(list)
+    for item in files:
+        by_kind[item.kind].append(item)
+    run = Run(meta=RunMeta(formats=[FORMAT], tool="rocprof", label=Path(prefix).name))
+    other_data: dict = {}
+    loaded_from = None
+    for kind in TRACE_KINDS:
+        for item in by_kind.get(kind, []):
+            if loaded_from is not None:
+                issues.skipped(item.path, f"same run already loaded from {loaded_from.name}")
+                continue
+            attempt = Run(meta=RunMeta(formats=[FORMAT]))
+            try:
+                if kind == "trace_db":
+                    read_db(item.path, attempt)
+                elif kind == "trace_json":
+                    other_data = read_json(item.path, attempt)
+                else:
+                    read_kernel_csv(item.path, attempt, issues)
+            except LoadError as err:
+                issues.error(item.path, str(err))
+                continue
+            except (OSError, ValueError, KeyError, sqlite3.Error) as err:
+                issues.error(item.path, f"cannot load: {one_line(repr(err))}")
+                continue
+            for name in ("kernels", "api", "copies", "markers", "counters"):
+                setattr(run, name, attempt.table(name))
+            run.warnings.extend(attempt.warnings)
+            run.partial = run.partial or attempt.partial
+            run.meta.files.append(str(item.path))
+            loaded_from = item.path
+    for kind, items in by_kind.items():
+        if kind not in STATS_KINDS:
+            continue
+        for item in items:
+            try:
+                run.tool_stats[kind] = read_stats(item.path)
+                run.meta.files.append(str(item.path))
+            except LoadError as err:
+                issues.error(item.path, str(err))
+    agent_props: list[dict[str, str]] = []
+    for item in by_kind.get("sysinfo", []):
+        try:
+            agent_props = parse_rocminfo(read_text(item.path))
+            run.meta.files.append(str(item.path))
+        except OSError as err:
+            issues.error(item.path, f"cannot read file: {err}")
+    if not agent_props and other_data:
+        agent_props = agents_from_other_data(other_data)
+    run.agents = agents_from_props(agent_props)
+    if not run.meta.files:
+        return None
+    pids = set()
+    for name in ("kernels", "api", "copies"):
+        table = run.table(name)
+        if len(table):
+            pids.update(int(p) for p in pd.unique(table["pid"]) if p != UNKNOWN)
+    if len(pids) == 1:
+        run.meta.pid = pids.pop()
+    elif len(pids) > 1:
+        run.meta.extra["pids"] = sorted(pids)
+    run.meta.extra["prefix"] = prefix
+    _count_negative(run)
+    return run
+
+
+def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
+    groups: dict[str, list[DetectedFile]] = defaultdict(list)
+    for item in files:
+        groups[item.group or str(item.path)].append(item)
+    runs = []
+    for prefix in sorted(groups):
+        try:
+            run = _load_group(prefix, groups[prefix], issues)
+        except Exception as err:  # one broken group must not lose the others
+            for item in groups[prefix]:
+                issues.error(item.path, f"rocprof v1 loader failed: {one_line(repr(err))}")
+            continue
+        if run is not None:
+            runs.append(run)
+    return runs
