@@ -31,26 +31,77 @@ def _progress_printer():
     return progress
 
 
+def parse_duration_ns(text: str) -> int:
+    """'10us', '2.5ms', '500ns', '1s' -> ns; a bare number is µs."""
+    units = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+    value = text.strip().lower()
+    for unit in sorted(units, key=len, reverse=True):
+        if value.endswith(unit):
+            number, scale = value[: -len(unit)], units[unit]
+            break
+    else:
+        number, scale = value, 1_000
+    try:
+        result = int(round(float(number) * scale))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (examples: 10us, 2ms, 500ns)") from None
+    if result < 0:
+        raise argparse.ArgumentTypeError(f"duration must not be negative: {text!r}")
+    return result
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from tui_prof.analysis.summary import build_summary
     from tui_prof.loaders import load_path
-    from tui_prof.report import summary_text
+    from tui_prof.report import summary_markdown, summary_text
 
+    rules = None
+    if getattr(args, "categories", None):
+        from tui_prof.analysis.names import load_category_rules
+
+        try:
+            rules = load_category_rules(args.categories)
+        except ValueError as err:
+            print(f"tuiprof: {err}", file=sys.stderr)
+            return EXIT_USAGE
     runset = load_path(args.path, progress=_progress_printer())
     for issue in runset.errors:
         print(f"tuiprof: {issue}", file=sys.stderr)
     if args.verbose:
         for issue in runset.skipped:
             print(f"tuiprof: skipped {issue}", file=sys.stderr)
-    summary = build_summary(runset, top=None if args.top <= 0 else args.top)
+    summary = build_summary(runset, top=None if args.top <= 0 else args.top, gap_threshold_ns=args.gap_threshold,
+                            rules=rules, max_gaps=None if args.max_gaps <= 0 else args.max_gaps)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
+    elif args.md:
+        sys.stdout.write(summary_markdown(summary))
     else:
         print(summary_text(summary))
     if not runset.runs:
         print(f"tuiprof: nothing could be loaded from {args.path}", file=sys.stderr)
         return EXIT_NOTHING_LOADED
+    return EXIT_OK
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    """Run the Textual app; TEXTUAL_* variables are set before textual is imported."""
+    import os
+    from pathlib import Path
+
+    if args.color_system != "auto":
+        os.environ["TEXTUAL_COLOR_SYSTEM"] = args.color_system
+    path = args.path
+    if path is None:
+        path = Path(__file__).resolve().parents[1] / "sample_traces" / "synthetic_sync_per_launch"
+        if not path.exists():
+            print(f"tuiprof: the bundled sample run is not installed alongside the package (looked for {path}); "
+                  "give a run: tuiprof open RUN", file=sys.stderr)
+            return EXIT_NOTHING_LOADED
+    from tui_prof.tui.app import TuiProfApp
+
+    TuiProfApp(str(path)).run(mouse=not args.no_mouse)
     return EXIT_OK
 
 
@@ -66,10 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = sub.add_parser("summary", help="print formats, processes, agents and top kernels of a run")
     summary.add_argument("path", help="run directory or profiler output file")
-    summary.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.summary/1)")
+    fmt = summary.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.summary/1)")
+    fmt.add_argument("--md", action="store_true", help="Markdown report (paste into a ticket)")
     summary.add_argument("--top", type=int, default=20, help="number of kernels listed (0 = all; default 20)")
+    summary.add_argument("--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION",
+                         help="list and classify GPU idle gaps at least this long (e.g. 10us, 1ms; bare number = µs; default 10us)")
+    summary.add_argument("--max-gaps", type=int, default=200, help="gaps listed in the report, longest first (0 = all; default 200)")
+    summary.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
     summary.add_argument("-v", "--verbose", action="store_true", help="also list skipped files on stderr")
     summary.set_defaults(func=cmd_summary)
+    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto")  # no command: the sample run
+    opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
+    opener.add_argument("path", nargs="?", help="run directory or profiler output file")
+    opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
+    opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
+    opener.set_defaults(func=cmd_open)
     return parser
 
 

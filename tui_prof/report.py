@@ -65,6 +65,8 @@ def summary_text(summary: dict, name_width: int = 48) -> str:
             for h in summary["hotspots"]
         ]
         out.extend(table(["kernel", "calls", "total", "avg", "min", "max", "stddev", "%"], rows))
+    if "gpu" in summary:
+        out.append(analysis_text(summary))
     if summary["warnings"]:
         out.append("")
         out.append("Warnings")
@@ -72,3 +74,151 @@ def summary_text(summary: dict, name_width: int = 48) -> str:
     if source["skipped"]:
         out.append(f"Skipped {len(source['skipped'])} file(s) that are not profiler output (--verbose lists them).")
     return "\n".join(out)
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.2f} %"
+
+
+def _sections(summary: dict, name_width: int = 60, max_gaps: int = 20) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Report sections as (title, headers, rows, notes); rendered as text or Markdown."""
+    out = []
+    if "gpu" not in summary:
+        return out
+    m = summary["measurement"]
+    rows = [
+        ["end-to-end span", format_ns(m["span_ns"])],
+        ["GPU active span", format_ns(m["gpu_span_ns"])],
+        ["kernel dispatches", str(m["kernel_count"])],
+        ["kernel time", format_ns(m["kernel_time_ns"])],
+        ["GEMM share of kernel time", _pct(m["gemm_pct_of_kernel_time"])],
+        ["sync overhead (target < 5 %)", _pct(m["sync_pct_of_wall"])],
+        ["launch API time", _pct(m["launch_api_pct_of_wall"])],
+        ["median queue delay", format_ns(m["median_queue_delay_ns"])],
+        ["GPU idle", _pct(m["idle_pct"])],
+        ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
+        ["peak memory", "-" if m["peak_memory_bytes"] is None else f"{m['peak_memory_bytes'] / 2**20:.1f} MiB"],
+    ]
+    out.append(("Measurements", ["metric", "value"], rows, []))
+    if summary["findings"]:
+        rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
+        out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
+    gpu = summary["gpu"]
+    rows = [[a["process"], str(a["agent"]), format_ns(a["span_ns"]), format_ns(a["busy_ns"]), _pct(a["busy_pct"]), _pct(a["idle_pct"]),
+             str(a["dispatches"]), str(a["copies"])] for a in gpu["agents"]]
+    out.append(("GPU busy / idle (union of kernels and copies over all queues)",
+                ["process", "agent", "span", "busy", "busy %", "idle %", "dispatches", "copies"], rows, []))
+    gaps = summary["gaps"]
+    notes = [f"{gaps['count']} gaps >= {format_ns(gaps['threshold_ns'])} (threshold, --gap-threshold); "
+             f"{gaps['below_threshold_count']} shorter gaps total {format_ns(gaps['below_threshold_ns'])}.",
+             "By cause: " + ", ".join(f"{c} {format_ns(v)} ({gaps['count_by_cause'][c]})" for c, v in gaps["by_cause"].items() if gaps["count_by_cause"][c])]
+    listed = sorted(gaps["listed"], key=lambda g: -g["duration_ns"])[:max_gaps]
+    rows = [[str(g["agent"]), format_ns(g["start_ns"] - gpu_first(summary, g)), format_ns(g["duration_ns"]), g["cause"],
+             g["api_cause"] or "-", g["api_before"] or "-", shorten(g["next"], 40)] for g in listed]
+    out.append((f"Idle gaps (longest {len(rows)})", ["agent", "at (from GPU start)", "duration", "cause", "caused by", "API before", "next work"], rows, notes))
+    s = summary["sync"]
+    sal = s["sync_after_launch"]
+    rows = [[name, str(v["calls"]), format_ns(v["total_ns"])] for name, v in s["by_name"].items()]
+    notes = [f"{s['calls']} calls, {format_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
+             f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
+             + (" -> sync inside the loop detected" if sal["detected"] else "")]
+    out.append(("Synchronisation", ["API", "calls", "time"], rows, notes))
+    lc = summary["launch"]
+    rows = [["launch calls", str(lc["launch_calls"])], ["graph launches", str(lc["graph_launch_calls"])],
+            ["dispatches linked by correlation id", str(lc["linked_dispatches"])],
+            ["median launch API time", format_ns(lc["median_api_ns"])],
+            ["median queue delay (kernel start - API start)", format_ns(lc["median_queue_delay_ns"])],
+            ["median kernel time", format_ns(lc["median_kernel_ns"])],
+            [f"kernels < {format_ns(lc['tiny_kernel_threshold_ns'])}", str(lc["tiny_kernels"])]]
+    out.append(("Launch overhead", ["metric", "value"], rows, []))
+    c = summary["copies"]
+    if c["count"]:
+        rows = [[d, str(v["count"]), f"{v['bytes'] / 2**20:.2f} MiB", format_ns(v["time_ns"]),
+                 "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s"] for d, v in c["by_direction"].items()]
+        out.append(("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"]))
+    rows = [[h["name"], str(h["calls"]), format_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
+            for h in summary["hotspots_by"]["category"]]
+    out.append(("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"]))
+    rows = [[shorten(h["name"], name_width), str(h["calls"]), format_ns(h["total_ns"]), format_ns(h["median_ns"]), f"{h['percent']:.2f}",
+             f"{h.get('pct_wall', 0):.2f}"] for h in summary["hotspots_by"]["normalized"][:15]]
+    out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
+    if summary["occupancy"]:
+        rows = [[shorten(o["name"], name_width), o["arch"], f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}", f"{o['occupancy_pct']:.1f} %",
+                 o["limiter"], o["hint"]] for o in summary["occupancy"][:10]]
+        out.append(("Theoretical occupancy", ["kernel", "arch", "waves/SIMD", "occupancy", "limiter", "what would lift it"], rows, []))
+    for block in summary["counters"]:
+        rows = []
+        for k in block["kernels"][:10]:
+            for m in k["metrics"].values():
+                rows.append([shorten(k["name"], 40), m["label"], f"{m['value']:.4g} {m['unit']}", m["threshold"],
+                             ("! " + m["meaning"]) if m["flagged"] else "ok", m["source"]])
+        notes = []
+        if block["missing"]:
+            notes.append("Missing for: " + ", ".join(block["missing"]) + ". Collect with:")
+            notes.extend("  " + cmd for cmd in block["commands"])
+        if rows or notes:
+            out.append((f"Counters ({block['process']}, {block.get('arch') or '?'})", ["kernel", "metric", "value", "threshold", "verdict", "source"], rows, notes))
+    for a in summary["agents"]:
+        caps = a.get("capabilities")
+        if caps:
+            rows = [[k, str(caps[k])] for k in ("counters", "pc_sampling", "thread_trace", "rocprof_compute", "roofline")]
+            out.append((f"Profiling capability: agent {a['id']} {caps['arch'] or '?'}", ["feature", "support"], rows, caps["notes"]))
+    if summary.get("logs"):
+        rows = [[f"{h['path']}:{h['line']}", h["code"], h["meaning"]] for h in summary["logs"]]
+        out.append(("Known errors in log files", ["where", "code", "meaning"], rows, []))
+    return out
+
+
+def gpu_first(summary: dict, gap: dict) -> int:
+    for a in summary["gpu"]["agents"]:
+        if a["agent"] == gap["agent"] and a["process"] == gap["process"]:
+            return a["first_ns"]
+    return 0
+
+
+def analysis_text(summary: dict) -> str:
+    """The analysis sections as plain text (appended to ``summary_text``)."""
+    out: list[str] = []
+    for title, headers, rows, notes in _sections(summary):
+        out.append("")
+        out.append(title)
+        if rows:
+            out.extend(table(headers, [[shorten(c, 100) for c in r] for r in rows], "l" * len(headers)))
+        out.extend(notes)
+    return "\n".join(out)
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def summary_markdown(summary: dict) -> str:
+    """The ``tuiprof summary --md`` report: Markdown a user can paste into a ticket."""
+    src = summary["source"]
+    out = [f"# tuiprof report: `{src['path']}`", ""]
+    out.append(f"Formats: {', '.join(src['formats']) or 'none recognised'}  ")
+    for proc in summary["processes"]:
+        out.append(f"Process `{proc['label']}`: {proc['dispatches']} dispatches, {proc['api_calls']} API calls, {proc['copies']} copies  ")
+    k = summary["kernels"]
+    out.append(f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {format_ns(k['total_ns'])} kernel time")
+    for title, headers, rows, notes in _sections(summary, name_width=80):
+        out += ["", f"## {title}", ""]
+        if rows:
+            out.append("| " + " | ".join(headers) + " |")
+            out.append("|" + "|".join("---" for _ in headers) + "|")
+            out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows)
+        if notes:
+            out.append("")
+            code = [n for n in notes if n.startswith("  rocprofv3")]
+            for n in notes:
+                if n not in code:
+                    out.append(n + "  ")
+            if code:
+                out += ["", "```sh"] + [c.strip() for c in code] + ["```"]
+    if summary["hotspots"]:
+        out += ["", "## Top kernels", "", "| kernel | calls | total | avg | median | % |", "|---|---|---|---|---|---|"]
+        out.extend(f"| `{_md_cell(shorten(h['name'], 100))}` | {h['calls']} | {format_ns(h['total_ns'])} | {format_ns(h['avg_ns'])} | "
+                   f"{format_ns(h['median_ns'])} | {h['percent']:.2f} |" for h in summary["hotspots"])
+    if summary["warnings"]:
+        out += ["", "## Warnings", ""] + [f"- {_md_cell(w)}" for w in summary["warnings"]]
+    return "\n".join(out) + "\n"

@@ -23,26 +23,91 @@ def all_kernels(source: Run | RunSet) -> pd.DataFrame:
     return concat_tables("kernels", [run.kernels for run in source.runs])
 
 
-def hotspots(kernels: pd.DataFrame, by: str = "name") -> pd.DataFrame:
+GROUPINGS = ("name", "normalized", "category", "agent", "pid")
+"""Values of ``by`` understood by :func:`hotspots` besides any kernels column."""
+
+
+def group_key(kernels: pd.DataFrame, by: str, rules=None) -> pd.Series:
+    """The grouping column for ``by``: a kernels column, or "normalized" / "category"."""
+    from tui_prof.analysis.names import kernel_categories, normalized_names
+
+    if by == "normalized":
+        return normalized_names(kernels["name"])
+    if by == "category":
+        return kernel_categories(kernels["name"], rules)
+    return kernels[by]
+
+
+def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None, rules=None, dur_order: np.ndarray | None = None) -> pd.DataFrame:
     """One row per distinct value of ``by``, sorted by total time descending (ties by name).
 
-    Columns: name, calls, total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns, percent.
+    Columns: name, calls, total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns, percent
+    (of summed kernel time); with ``wall_ns`` also ``pct_wall`` (total / wall * 100).
+    ``by``: "name", "normalized" (template args, argument list, clone suffix stripped),
+    "category" (``rules``: :class:`~tui_prof.analysis.names.CategoryRules`), "agent",
+    "pid" or any other kernels column. ``dur_order`` (``duration_order(kernels)``) may be
+    passed to share the sort between several groupings.
     """
+    columns = list(HOTSPOT_COLUMNS) + (["pct_wall"] if wall_ns is not None else [])
     if kernels.empty:
-        return pd.DataFrame({c: pd.Series(dtype="float64") for c in HOTSPOT_COLUMNS}).astype(
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in columns}).astype(
             {"name": "object", "calls": "int64", "total_ns": "int64", "min_ns": "int64", "max_ns": "int64"}
         )
-    frame = pd.DataFrame({"key": kernels[by], "dur": kernels["end"].to_numpy() - kernels["start"].to_numpy()})
-    grouped = frame.groupby("key", observed=True, sort=False)["dur"]
-    table = grouped.agg(["count", "sum", "mean", "median", "min", "max", "std"])
-    table.columns = ["calls", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "stddev_ns"]
-    table["stddev_ns"] = table["stddev_ns"].fillna(0.0)
-    grand_total = float(frame["dur"].sum())
+    dur = kernels["end"].to_numpy() - kernels["start"].to_numpy()
+    key = group_key(kernels, by, rules)
+    if isinstance(key.dtype, pd.CategoricalDtype):
+        codes = key.cat.codes.to_numpy()
+        labels = np.asarray(key.cat.categories, dtype=object)
+    else:
+        codes, labels = pd.factorize(key, sort=False)
+        labels = np.asarray(labels, dtype=object)
+    ngroups = len(labels)
+    codes = codes.astype(np.int16 if ngroups < 2**15 else np.int32)
+    order = duration_order(kernels) if dur_order is None else dur_order
+    # stable sort by group of the duration-sorted rows: each group's durations come out sorted
+    by_code = codes[order]
+    final = order[np.argsort(by_code, kind="stable")]
+    sorted_codes = codes[final]
+    sorted_dur = dur[final]
+    valid = sorted_codes >= 0
+    sorted_codes, sorted_dur = sorted_codes[valid], sorted_dur[valid]
+    counts = np.bincount(sorted_codes, minlength=ngroups)
+    present = np.nonzero(counts)[0]
+    counts = counts[present]
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ends = starts + counts
+    totals = np.add.reduceat(sorted_dur, starts)
+    means = totals / counts
+    lo_mid = sorted_dur[starts + (counts - 1) // 2]
+    hi_mid = sorted_dur[starts + counts // 2]
+    median = (lo_mid.astype(np.float64) + hi_mid.astype(np.float64)) / 2.0
+    dev = sorted_dur.astype(np.float64) - np.repeat(means, counts)
+    ss = np.add.reduceat(dev * dev, starts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        std = np.where(counts > 1, np.sqrt(ss / np.maximum(counts - 1, 1)), 0.0)
+    grand_total = float(sorted_dur.sum())
+    table = pd.DataFrame(
+        {
+            "name": labels[present].astype(str),
+            "calls": counts.astype(np.int64),
+            "total_ns": totals.astype(np.int64),
+            "avg_ns": means,
+            "median_ns": median,
+            "min_ns": sorted_dur[starts].astype(np.int64),
+            "max_ns": sorted_dur[ends - 1].astype(np.int64),
+            "stddev_ns": std,
+        }
+    )
     table["percent"] = 100.0 * table["total_ns"] / grand_total if grand_total else 0.0
-    table = table.reset_index().rename(columns={"key": "name"})
-    table["name"] = table["name"].astype(str)
     table = table.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    return table[list(HOTSPOT_COLUMNS)]
+    if wall_ns is not None:
+        table["pct_wall"] = 100.0 * table["total_ns"] / wall_ns if wall_ns > 0 else 0.0
+    return table[columns]
+
+
+def duration_order(kernels: pd.DataFrame) -> np.ndarray:
+    """Row order of ``kernels`` by duration: shared by several hotspot groupings."""
+    return np.argsort(kernels["end"].to_numpy() - kernels["start"].to_numpy())
 
 
 def hotspot_records(table: pd.DataFrame, limit: int | None = None) -> list[dict]:
@@ -63,6 +128,8 @@ def hotspot_records(table: pd.DataFrame, limit: int | None = None) -> list[dict]
                 "percent": round(float(row.percent), 4),
             }
         )
+        if "pct_wall" in table.columns:
+            out[-1]["pct_wall"] = round(float(row.pct_wall), 4)
     return out
 
 

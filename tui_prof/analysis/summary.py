@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from tui_prof import __version__
-from tui_prof.analysis.hotspots import all_kernels, hotspot_records, hotspots, kernel_time_ns
+from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots, kernel_time_ns
 from tui_prof.model import Agent, RunSet
 
 SCHEMA = "tuiprof.summary/1"
@@ -21,10 +21,18 @@ def agent_record(agent: Agent, process: str) -> dict:
     return record
 
 
-def build_summary(runset: RunSet, top: int | None = 20) -> dict:
-    """Everything ``tuiprof summary`` reports, as plain JSON-ready data."""
+def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int | None = None, rules=None,
+                  max_gaps: int | None = 200, logs: bool = True) -> dict:
+    """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
+
+    ``gap_threshold_ns``: idle gaps at least this long are listed and classified (default
+    10 µs); ``rules``: :class:`~tui_prof.analysis.names.CategoryRules`; ``max_gaps``: gaps
+    listed in the document (longest first; None = all); ``logs``: scan the run directory's
+    log files for known profiler errors (read-only).
+    """
     kernels = all_kernels(runset)
-    table = hotspots(kernels)
+    order = duration_order(kernels)
+    table = hotspots(kernels, dur_order=order)
     processes = []
     agents = []
     warnings: list[str] = []
@@ -51,7 +59,7 @@ def build_summary(runset: RunSet, top: int | None = 20) -> dict:
         agents.extend(agent_record(agent, label) for agent in run.agents)
         warnings.extend(f"{label}: {w}" for w in run.warnings)
     warnings.extend(str(issue) for issue in runset.errors)
-    return {
+    doc = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
         "source": {
@@ -70,3 +78,7 @@ def build_summary(runset: RunSet, top: int | None = 20) -> dict:
         "hotspots": hotspot_records(table, top),
         "warnings": warnings,
     }
+    from tui_prof.analysis.engine import add_analysis
+
+    add_analysis(doc, runset, kernels, dur_order=order, top=top, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=max_gaps, logs=logs)
+    return doc

@@ -1,0 +1,106 @@
+"""Occupancy (worked examples of research/counters_hw.md §3c), derived counter metrics, capabilities, log scan."""
+
+from pathlib import Path
+
+import pytest
+
+from tui_prof.analysis.capability import capabilities, scan_logs
+from tui_prof.analysis.counters import counter_metrics, pmc_commands
+from tui_prof.analysis.occupancy import kernel_occupancy, occupancy
+from tui_prof.model import Agent, Run, make_table
+
+DATA = Path(__file__).parent / "data" / "analysis"
+
+
+def test_occupancy_mi210_measured_examples():
+    # rocprof-compute docs occupancy-limiters example on MI210 (gfx90a): measured 49.92 % and 12.49 %
+    vgpr = occupancy("gfx90a", 256, vgpr=124, agpr=4, sgpr=80)
+    assert (vgpr["occupancy_pct"], vgpr["waves_per_simd"], vgpr["limiter"]) == (50.0, 4.0, "VGPR")
+    lds = occupancy("gfx90a", 256, vgpr=96, lds_bytes=65536)
+    assert (lds["occupancy_pct"], lds["limiter"], lds["workgroups_per_cu"]) == (12.5, "LDS", 1)
+
+
+def test_occupancy_computed_examples_and_hints():
+    mi300 = occupancy("gfx942", 256, vgpr=90, sgpr=60, lds_bytes=24576)
+    assert (mi300["workgroups_per_cu"], mi300["waves_per_cu"], mi300["occupancy_pct"], mi300["limiter"]) == (2, 8, 25.0, "LDS")
+    mi355 = occupancy("gfx950:sramecc+:xnack-", 256, vgpr=90, sgpr=60, lds_bytes=24576)
+    assert (mi355["workgroups_per_cu"], mi355["occupancy_pct"], mi355["limiter"]) == (5, 62.5, "VGPR")
+    assert "<= 80 VGPRs would give 6" in mi355["hint"]
+    rdna = occupancy("gfx1100", 256, vgpr=90, lds_bytes=24576)
+    assert (rdna["waves_per_cu"], rdna["occupancy_pct"], rdna["limiter"]) == (40, 62.5, "LDS")
+    v128 = occupancy("gfx942", 256, vgpr=128)
+    assert v128["hint"] == "VGPR-limited: 128 VGPRs give 4 of 8 waves per SIMD; <= 96 VGPRs would give 5."
+    full = occupancy("gfx942", 256, vgpr=64)
+    assert full["limiter"] == "none" and full["occupancy_pct"] == 100.0
+    assert occupancy("gfx9999", 256, vgpr=64) is None
+
+
+def test_kernel_occupancy_groups_configurations():
+    k = make_table("kernels", {"start": [0, 10, 20], "end": [5, 15, 40], "agent": 1, "name": ["a", "a", "b"], "wg_x": 256, "wg_y": 1,
+                               "wg_z": 1, "arch_vgpr": [128, 128, 64], "accum_vgpr": 0, "sgpr": 30, "lds_bytes": 0})
+    rows = kernel_occupancy(k, {1: "gfx942"})
+    assert [(r["name"], r["dispatches"], r["total_ns"], r["occupancy_pct"]) for r in rows] == [("b", 1, 20, 100.0), ("a", 2, 10, 50.0)]
+
+
+def _counter_run(values: dict, agent=Agent(id=1, name="gfx942", cu_count=304, num_xcc=8, wave_size=64)):
+    names = list(values)
+    k = make_table("kernels", {"start": [0, 1000], "end": [1000, 3000], "agent": 1, "dispatch_id": [1, 2], "name": ["gemm_k", "gemm_k"]})
+    rows = {"dispatch_id": [], "counter": [], "value": []}
+    for d in (1, 2):
+        for n in names:
+            rows["dispatch_id"].append(d)
+            rows["counter"].append(n)
+            rows["value"].append(values[n][d - 1])
+    return Run(agents=[agent], kernels=k, counters=make_table("counters", rows))
+
+
+def test_derived_metrics_by_hand():
+    run = _counter_run({
+        "TCC_HIT_sum": [30, 90], "TCC_MISS_sum": [70, 10],  # 30 % and 90 % -> mean 60 %
+        "GRBM_GUI_ACTIVE": [8000, 8000], "GRBM_COUNT": [16000, 8000],  # GPU busy 50 %, 100 %
+        "SQ_WAVES": [100, 300],
+        "SQ_THREAD_CYCLES_VALU": [640, 320], "SQ_ACTIVE_INST_VALU": [20, 10],  # 50 % lanes
+        "SQ_VALU_MFMA_BUSY_CYCLES": [304 * 4 * 100, 304 * 4 * 500],  # per XCD GRBM = 1000 -> 10 %, 50 %
+    })
+    res = counter_metrics(run)
+    (kern,) = res["kernels"]
+    m = kern["metrics"]
+    assert m["l2_hit"]["value"] == pytest.approx(60.0)
+    assert m["gpu_busy"]["value"] == pytest.approx(75.0)
+    assert m["waves"]["value"] == pytest.approx(200.0)
+    assert m["valu_utilization"]["value"] == pytest.approx(50.0) and m["valu_utilization"]["flagged"]
+    assert m["mfma_utilization"]["value"] == pytest.approx(30.0)
+    assert "alu_stalled_by_lds" not in m  # not defined on gfx942
+    assert m["l2_hit"]["source"].startswith("counter_defs.yaml")
+    assert "lds_bank_conflict" in res["missing"]
+    assert any("SQ_LDS_BANK_CONFLICT" in c for c in res["commands"])
+
+
+def test_missing_counters_give_exact_commands_per_arch():
+    run = Run(agents=[Agent(id=1, name="gfx1100")], kernels=make_table("kernels", {"start": [0], "end": [1], "agent": 1, "name": ["k"]}))
+    res = counter_metrics(run)
+    assert res["kernels"] == [] and res["commands"]
+    assert res["commands"][1] == "rocprofv3 --kernel-trace --pmc GL2C_HIT GL2C_MISS --output-format csv -d tuiprof_pmc -- <your app and its arguments>"
+    assert all("TCC_" not in c for c in pmc_commands("gfx1100"))
+    assert any("TCC_HIT_sum" in c for c in pmc_commands("gfx942"))
+    assert all("SQ_WAIT_INST_LDS" not in c for c in pmc_commands("gfx942"))
+    assert any("SQ_WAIT_INST_LDS" in c for c in pmc_commands("gfx90a"))
+
+
+def test_capabilities_are_version_dependent():
+    c = capabilities("gfx1151", "7.2.0")
+    assert c["counters"].startswith("partial") and any(n.startswith("This run's ROCm 7.2.0 is affected") for n in c["notes"])
+    assert not any("affected" in n for n in capabilities("gfx1151", "7.11.0")["notes"])
+    assert any("stable power state" in n for n in c["notes"])
+    assert capabilities("gfx942")["pc_sampling"].startswith("host_trap and stochastic")
+    assert capabilities("gfx90a")["pc_sampling"].startswith("host_trap only")
+    assert capabilities("gfx942")["limits"]["max_waves_per_simd"] == 8
+
+
+def test_scan_logs_finds_known_errors_read_only():
+    hits = scan_logs(DATA / "logs")
+    assert sorted((Path(h["path"]).name, h["code"], h["line"]) for h in hits) == [
+        ("compute.txt", "no-supported-arch", 1), ("rocprofv3_pmc.log", "hsa-iterate-agents", 2)]
+    assert scan_logs(DATA / "does-not-exist") == []
+    # size cap: only head and tail are read
+    assert scan_logs(DATA / "logs", max_bytes=16) == [] or all(h["line"] in (1, -1) for h in scan_logs(DATA / "logs", max_bytes=16))

@@ -1,0 +1,261 @@
+"""Runs every analysis over a run set and adds its sections to the summary document.
+
+Wall time of a process = last end - first start over its API calls, kernels and copies;
+the run set's wall is the same over all processes (one clock per host). Per-agent results
+are computed per process (agent ids are per run) and then combined:
+``gpu.busy_pct`` = sum of busy / sum of spans over all (process, agent) pairs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis import hostapi
+from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, scan_logs
+from tui_prof.analysis.counters import counter_metrics
+from tui_prof.analysis.hotspots import hotspot_records, hotspots
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, kernel_categories
+from tui_prof.analysis.occupancy import kernel_occupancy
+from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, gpu_timeline, union_length
+from tui_prof.model import Run, RunSet
+
+
+def time_range(run: Run) -> tuple[int, int] | None:
+    """(first start, last end) in ns over the run's API calls, kernels and copies."""
+    lo, hi = [], []
+    for table in (run.api, run.kernels, run.copies):
+        if len(table):
+            lo.append(int(table["start"].min()))
+            hi.append(int(table["end"].max()))
+    return (min(lo), max(hi)) if lo else None
+
+
+def copy_stats(copies: pd.DataFrame, wall_ns: int) -> dict:
+    """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction."""
+    dur = copies["end"].to_numpy() - copies["start"].to_numpy()
+    nbytes = copies["bytes"].to_numpy()
+    known = nbytes >= 0
+    by_direction = {}
+    if len(copies):
+        frame = pd.DataFrame({"dir": copies["direction"].astype(str).replace("", "unknown"), "dur": dur,
+                              "bytes": np.where(known, nbytes, 0)})
+        for direction, g in frame.groupby("dir", sort=True):
+            t = int(g["dur"].sum())
+            b = int(g["bytes"].sum())
+            by_direction[direction] = {"count": int(len(g)), "bytes": b, "time_ns": t,
+                                       "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None}
+    time_ns = int(dur.sum()) if len(copies) else 0
+    busy = union_length(copies["start"].to_numpy(), copies["end"].to_numpy())
+    return {
+        "count": int(len(copies)),
+        "bytes": int(nbytes[known].sum()) if len(copies) else 0,
+        "time_ns": time_ns,
+        "busy_ns": busy,
+        "pct_of_wall": round(100.0 * busy / wall_ns, 4) if wall_ns > 0 else 0.0,
+        "by_direction": by_direction,
+    }
+
+
+def peak_memory(allocations: pd.DataFrame) -> int | None:
+    """Peak of (allocated - freed) bytes over time; frees without a size take the size of
+    the last allocation at the same address. None when nothing is recorded."""
+    if allocations.empty:
+        return None
+    op = allocations["operation"].astype(str).str.upper().to_numpy()
+    is_alloc = np.char.find(op.astype(str), "ALLOC") >= 0
+    is_free = np.char.find(op.astype(str), "FREE") >= 0
+    nbytes = allocations["bytes"].to_numpy().astype(np.int64)
+    frame = pd.DataFrame({"t": allocations["start"].to_numpy(), "addr": allocations["address"].to_numpy(),
+                          "alloc": np.where(is_alloc & (nbytes > 0), nbytes, np.nan)})
+    frame = frame.sort_values("t", kind="stable")
+    size_at_addr = frame.groupby("addr")["alloc"].ffill().fillna(0).to_numpy()
+    order = frame.index.to_numpy()
+    free_bytes = np.where(nbytes[order] > 0, nbytes[order], size_at_addr)
+    delta = np.where(is_alloc[order] & ~is_free[order], np.maximum(nbytes[order], 0), 0) - np.where(is_free[order], free_bytes, 0)
+    if not (is_alloc.any() and (nbytes > 0).any()):
+        return None
+    return int(max(np.cumsum(delta).max(), 0))
+
+
+def _label(run: Run) -> str:
+    return run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
+
+
+def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=None, top: int | None = 20, gap_threshold_ns: int | None = None,
+                 rules=None, max_gaps: int | None = 200, logs: bool = True) -> None:
+    threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
+    rules = rules or DEFAULT_CATEGORY_RULES
+    ranges = [r for r in (time_range(run) for run in runset.runs) if r]
+    wall = (max(r[1] for r in ranges) - min(r[0] for r in ranges)) if ranges else 0
+    doc["wall_ns"] = int(wall)
+
+    agent_rows, gap_frames = [], []
+    sync_tot = {"calls": 0, "total_ns": 0, "blocking_copy_calls": 0, "by_name": {}}
+    sal_tot = {"launches": 0, "followed_by_sync": 0}
+    launch_parts, copy_frames, counter_blocks, occupancy_rows = [], [], [], []
+    queue_delays = []
+    peak = None
+    for run in runset.runs:
+        label = _label(run)
+        rng = time_range(run)
+        run_wall = (rng[1] - rng[0]) if rng else 0
+        classes = hostapi.api_classes(run.api) if len(run.api) else np.array([], dtype=np.int8)
+        if len(run.kernels) or len(run.copies):
+            agents, gaps = gpu_timeline(run, threshold)
+            for a in agents:
+                a["process"] = label
+            agent_rows.extend(agents)
+            gaps.insert(0, "process", label)
+            gap_frames.append(gaps)
+        s = hostapi.sync_stats(run.api, run_wall, classes)
+        sync_tot["calls"] += s["calls"]
+        sync_tot["total_ns"] += s["total_ns"]
+        sync_tot["blocking_copy_calls"] += s["blocking_copy_calls"]
+        for name, v in s["by_name"].items():
+            acc = sync_tot["by_name"].setdefault(name, {"calls": 0, "total_ns": 0})
+            acc["calls"] += v["calls"]
+            acc["total_ns"] += v["total_ns"]
+        sal = hostapi.sync_after_launch(run.api, classes)
+        sal_tot["launches"] += sal["launches"]
+        sal_tot["followed_by_sync"] += sal["followed_by_sync"]
+        links = hostapi.link_launches(run.kernels, run.api, classes)
+        ls = hostapi.launch_stats(run.kernels, run.api, run_wall, classes, links=links)
+        launch_parts.append(ls)
+        queue_delays.append(links.loc[~links["graph"].to_numpy(), ["queue_delay_ns", "api_dur_ns"]])
+        copy_frames.append(run.copies)
+        if len(run.counters) or (len(run.kernels) and run.gpu_agents):
+            block = counter_metrics(run)
+            block["process"] = label
+            counter_blocks.append(block)
+        arch_of = {a.id: a.arch for a in run.gpu_agents}
+        wave_of = {a.id: a.wave_size for a in run.gpu_agents if a.wave_size}
+        for occ in kernel_occupancy(run.kernels, arch_of, wave_of):
+            occ["process"] = label
+            occupancy_rows.append(occ)
+        p = peak_memory(run.allocations)
+        if p is not None:
+            peak = p if peak is None else max(peak, p)
+
+    # GPU busy / idle
+    span = sum(a["span_ns"] for a in agent_rows)
+    busy = sum(a["busy_ns"] for a in agent_rows)
+    doc["gpu"] = {
+        "span_ns": int(span),
+        "busy_ns": int(busy),
+        "idle_ns": int(span - busy),
+        "busy_pct": round(100.0 * busy / span, 4) if span else 0.0,
+        "idle_pct": round(100.0 * (span - busy) / span, 4) if span else 0.0,
+        "agents": agent_rows,
+    }
+    gaps_all = pd.concat(gap_frames, ignore_index=True) if gap_frames else pd.DataFrame()
+    by_cause = {c: int(sum(a["gaps_by_cause"][c] for a in agent_rows)) for c in CAUSES}
+    count_by_cause = {c: int(sum(a["gaps_count_by_cause"][c] for a in agent_rows)) for c in CAUSES}
+    listed = gaps_all.sort_values("duration_ns", ascending=False, kind="stable") if len(gaps_all) else gaps_all
+    if max_gaps is not None:
+        listed = listed.head(max_gaps)
+    listed = listed.sort_values(["process", "agent", "start"], kind="stable") if len(listed) else listed
+    doc["gaps"] = {
+        "count": int(len(gaps_all)),
+        "threshold_ns": threshold,
+        "by_cause": by_cause,
+        "count_by_cause": count_by_cause,
+        "below_threshold_ns": int(sum(a["below_threshold_ns"] for a in agent_rows)),
+        "below_threshold_count": int(sum(a["below_threshold_count"] for a in agent_rows)),
+        "listed": [
+            {"process": r.process, "agent": int(r.agent), "start_ns": int(r.start), "duration_ns": int(r.duration_ns),
+             "cause": r.cause, "api_cause": r.api_cause or None, "api_before": r.api_before or None,
+             "prev": r.prev_name, "next": r.next_name}
+            for r in listed.itertuples(index=False)
+        ],
+        "truncated": int(len(gaps_all) - len(listed)),
+    }
+    # synchronisation
+    launches = sal_tot["launches"]
+    ratio = sal_tot["followed_by_sync"] / launches if launches else 0.0
+    doc["sync"] = {
+        "calls": sync_tot["calls"],
+        "total_ns": sync_tot["total_ns"],
+        "pct_of_wall": round(100.0 * sync_tot["total_ns"] / wall, 4) if wall else 0.0,
+        "blocking_copy_calls": sync_tot["blocking_copy_calls"],
+        "by_name": dict(sorted(sync_tot["by_name"].items(), key=lambda kv: -kv[1]["total_ns"])),
+        "sync_after_launch": {
+            "launches": launches,
+            "followed_by_sync": sal_tot["followed_by_sync"],
+            "ratio": round(ratio, 4),
+            "detected": bool(launches >= hostapi.SYNC_AFTER_LAUNCH_MIN and ratio >= hostapi.SYNC_AFTER_LAUNCH_RATIO),
+        },
+    }
+    # launch overhead
+    qd = pd.concat(queue_delays, ignore_index=True) if queue_delays else pd.DataFrame({"queue_delay_ns": [], "api_dur_ns": []})
+    kd = kernels["end"].to_numpy() - kernels["start"].to_numpy()
+    api_total = sum(p["api_total_ns"] for p in launch_parts)
+    doc["launch"] = {
+        "launch_calls": sum(p["launch_calls"] for p in launch_parts),
+        "graph_launch_calls": sum(p["graph_launch_calls"] for p in launch_parts),
+        "linked_dispatches": sum(p["linked_dispatches"] for p in launch_parts),
+        "graph_dispatches": sum(p["graph_dispatches"] for p in launch_parts),
+        "api_total_ns": int(api_total),
+        "api_pct_of_wall": round(100.0 * api_total / wall, 4) if wall else 0.0,
+        "median_api_ns": float(np.median(qd["api_dur_ns"])) if len(qd) else None,
+        "median_queue_delay_ns": float(np.median(qd["queue_delay_ns"])) if len(qd) else None,
+        "p90_queue_delay_ns": float(np.percentile(qd["queue_delay_ns"], 90)) if len(qd) else None,
+        "median_kernel_ns": float(np.median(kd)) if len(kd) else None,
+        "avg_kernel_ns": float(kd.mean()) if len(kd) else None,
+        "tiny_kernel_threshold_ns": hostapi.TINY_KERNEL_NS,
+        "tiny_kernels": int((kd < hostapi.TINY_KERNEL_NS).sum()),
+        "tiny_kernel_time_ns": int(kd[kd < hostapi.TINY_KERNEL_NS].sum()) if len(kd) else 0,
+        "many_tiny_kernels": bool(len(kd) > hostapi.MANY_LAUNCHES and kd.mean() < hostapi.TINY_KERNEL_NS) if len(kd) else False,
+    }
+    # copies
+    from tui_prof.model.schema import concat_tables
+
+    copies = concat_tables("copies", copy_frames)
+    doc["copies"] = copy_stats(copies, wall)
+    # categories and grouped hotspots
+    from tui_prof.analysis.hotspots import duration_order
+
+    order = duration_order(kernels) if dur_order is None else dur_order
+    cats = hotspots(kernels, by="category", wall_ns=wall, rules=rules, dur_order=order)
+    doc["categories"] = {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)}
+    doc["category_rules"] = rules.source
+    doc["hotspots_by"] = {
+        "normalized": hotspot_records(hotspots(kernels, by="normalized", wall_ns=wall, dur_order=order), top),
+        "category": hotspot_records(cats, None),
+        "agent": hotspot_records(hotspots(kernels, by="agent", wall_ns=wall, dur_order=order), None),
+        "process": hotspot_records(hotspots(kernels, by="pid", wall_ns=wall, dur_order=order), None),
+    }
+    # measurement table
+    ktime = int(kd.sum()) if len(kd) else 0
+    gemm = doc["categories"].get("GEMM", 0)
+    doc["measurement"] = {
+        "span_ns": int(wall),
+        "gpu_span_ns": int(span),
+        "kernel_count": int(len(kernels)),
+        "kernel_time_ns": ktime,
+        "gemm_pct_of_kernel_time": round(100.0 * gemm / ktime, 4) if ktime else 0.0,
+        "sync_pct_of_wall": doc["sync"]["pct_of_wall"],
+        "sync_target_pct": 5.0,
+        "launch_api_pct_of_wall": doc["launch"]["api_pct_of_wall"],
+        "median_queue_delay_ns": doc["launch"]["median_queue_delay_ns"],
+        "idle_pct": doc["gpu"]["idle_pct"],
+        "copy_pct_of_wall": doc["copies"]["pct_of_wall"],
+        "peak_memory_bytes": peak,
+    }
+    # counters, occupancy, capabilities, logs
+    doc["counters"] = counter_blocks
+    occupancy_rows.sort(key=lambda o: -o["total_ns"])
+    doc["occupancy"] = occupancy_rows[:top] if top else occupancy_rows
+    for record in doc["agents"]:
+        if record.get("type") == "GPU":
+            run = next((r for r in runset.runs if _label(r) == record["process"]), None)
+            record["capabilities"] = capabilities(record.get("arch") or "", run.meta.tool_version if run else "")
+    if any(len(run.counters) for run in runset.runs):
+        doc["warnings"].append(SERIALISATION_WARNING)
+    root = Path(runset.root)
+    doc["logs"] = scan_logs(root if root.is_dir() else root.parent) if logs and runset.root and root.exists() else []
+    from tui_prof.analysis.findings import build_findings
+
+    doc["findings"] = build_findings(doc)

@@ -1,0 +1,214 @@
+"""Host API classes (synchronisation, launch, copy), synchronisation cost and launch overhead.
+
+Name rules (HIP, CUDA runtime and CUDA driver spellings):
+
+* sync: ``hip|cuda|cu`` + ``Device|Stream|Event|Ctx|Thread`` + ``Synchronize``;
+* blocking copy: ``hip|cuda|cu`` + ``Memcpy*`` without ``Async`` (the host waits for it);
+  these count as synchronisation too (nsys "synchronous memcpy" rule);
+* copy API: any ``Memcpy*`` / ``Memset*`` call;
+* launch: ``hip|cuda|cu`` + ``*Launch*`` (hipLaunchKernel, hipModuleLaunchKernel,
+  hipExtLaunchKernel, cudaLaunchKernel, hipGraphLaunch, ...); graph launch: ``*GraphLaunch``.
+
+Queue delay = kernel start - launching API start (the brief's definition; TraceLens
+"T = A + Q + K" splits the same interval into API duration A and queue delay Q after the
+API ends, nsys uses API end -> kernel start). We report both the API duration and
+``queue_delay_ns`` so either convention can be recovered (Q_nsys = queue_delay - api_dur).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+SYNC_RE = re.compile(r"^(hip|cuda|cu)(Device|Stream|Event|Ctx|Thread)Synchronize$")
+BLOCKING_COPY_RE = re.compile(r"^(hip|cuda|cu)Memcpy(?!.*Async)\w*$")
+COPY_API_RE = re.compile(r"^(hip|cuda|cu)Mem(cpy|set)\w*$")
+LAUNCH_RE = re.compile(r"^(hip|cuda|cu)\w*Launch\w*$")
+GRAPH_LAUNCH_RE = re.compile(r"^(hip|cuda|cu)GraphLaunch\w*$")
+
+# codes used by api_classes()
+OTHER, SYNC, BLOCKING_COPY, COPY, LAUNCH, GRAPH_LAUNCH = 0, 1, 2, 3, 4, 5
+CLASS_NAMES = {OTHER: "other", SYNC: "sync", BLOCKING_COPY: "blocking_copy", COPY: "copy", LAUNCH: "launch", GRAPH_LAUNCH: "graph_launch"}
+
+TINY_KERNEL_NS = 10_000  # rocinsight / TraceLens short-kernel threshold (10 µs)
+MANY_LAUNCHES = 1000  # rocinsight "many small kernels": > 1000 launches and average < 10 µs
+SYNC_AFTER_LAUNCH_RATIO = 0.5  # [P] share of launches directly followed by a sync that flags the pattern
+SYNC_AFTER_LAUNCH_MIN = 10  # [P] minimum number of launches before the pattern is reported
+
+
+def classify_name(name: str) -> int:
+    if SYNC_RE.match(name):
+        return SYNC
+    if BLOCKING_COPY_RE.match(name):
+        return BLOCKING_COPY
+    if COPY_API_RE.match(name):
+        return COPY
+    if GRAPH_LAUNCH_RE.match(name):
+        return GRAPH_LAUNCH
+    if LAUNCH_RE.match(name):
+        return LAUNCH
+    return OTHER
+
+
+def api_classes(api: pd.DataFrame) -> np.ndarray:
+    """One class code per API row (see the module constants), computed on distinct names."""
+    names = api["name"]
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        names = names.astype("category")
+    per_cat = np.array([classify_name(str(c)) for c in names.cat.categories] + [OTHER], dtype=np.int8)
+    return per_cat[names.cat.codes.to_numpy()]  # code -1 (missing) picks the appended OTHER
+
+
+def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None) -> dict:
+    """Calls and time in synchronisation APIs and blocking copies.
+
+    ``total_ns`` sums call durations (calls on different threads may overlap, so the sum
+    can exceed the wall time); ``pct_of_wall`` = total_ns / wall_ns * 100.
+    """
+    classes = api_classes(api) if classes is None else classes
+    mask = (classes == SYNC) | (classes == BLOCKING_COPY)
+    dur = api["end"].to_numpy()[mask] - api["start"].to_numpy()[mask]
+    by_name: dict[str, dict] = {}
+    if mask.any():
+        column = api["name"] if isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"].astype("category")
+        codes = column.cat.codes.to_numpy()[mask]
+        cats = column.cat.categories
+        rows = []
+        for code in np.unique(codes):
+            sel = codes == code
+            rows.append((str(cats[code]) if code >= 0 else "", int(sel.sum()), int(dur[sel].sum())))
+        for name, calls, total in sorted(rows, key=lambda r: (-r[2], r[0])):
+            by_name[name] = {"calls": calls, "total_ns": total}
+    total = int(dur.sum()) if len(dur) else 0
+    return {
+        "calls": int(mask.sum()),
+        "total_ns": total,
+        "pct_of_wall": round(100.0 * total / wall_ns, 4) if wall_ns > 0 else 0.0,
+        "blocking_copy_calls": int((classes == BLOCKING_COPY).sum()),
+        "by_name": by_name,
+    }
+
+
+def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> dict:
+    """Detect "a synchronisation after every launch" (sync inside the loop).
+
+    For every launch call, looks at the next launch-or-sync call on the same (pid, tid):
+    if it is a sync (or blocking copy), the launch is "followed by a sync".
+    """
+    classes = api_classes(api) if classes is None else classes
+    keep = np.isin(classes, (SYNC, BLOCKING_COPY, LAUNCH, GRAPH_LAUNCH))
+    launches = int(np.isin(classes, (LAUNCH, GRAPH_LAUNCH)).sum())
+    result = {"launches": launches, "followed_by_sync": 0, "ratio": 0.0, "detected": False}
+    if not keep.any() or launches == 0:
+        return result
+    pid = api["pid"].to_numpy()[keep]
+    tid = api["tid"].to_numpy()[keep]
+    start = api["start"].to_numpy()[keep]
+    cls = classes[keep]
+    # order by thread, then start: stable sort of small thread codes over start-sorted rows
+    by_start = np.argsort(start, kind="stable") if not np.all(start[1:] >= start[:-1]) else np.arange(len(start))
+    thread, _ = pd.factorize((pid[by_start].astype(np.int64) << 32) ^ (tid[by_start].astype(np.int64) & 0xFFFFFFFF))
+    thread = thread.astype(np.int16 if thread.max(initial=0) < 2**15 else np.int64)
+    order = by_start[np.argsort(thread, kind="stable")]
+    pid, tid, cls = pid[order], tid[order], cls[order]
+    is_launch = (cls == LAUNCH) | (cls == GRAPH_LAUNCH)
+    is_sync = (cls == SYNC) | (cls == BLOCKING_COPY)
+    same_thread = (pid[1:] == pid[:-1]) & (tid[1:] == tid[:-1])
+    followed = int((is_launch[:-1] & is_sync[1:] & same_thread).sum())
+    ratio = followed / launches
+    result.update(
+        followed_by_sync=followed,
+        ratio=round(ratio, 4),
+        detected=bool(launches >= SYNC_AFTER_LAUNCH_MIN and ratio >= SYNC_AFTER_LAUNCH_RATIO),
+    )
+    return result
+
+
+def unique_match(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Position in ``sorted_keys`` equal to each query, or -1 when absent, negative, or
+    ambiguous (the key occurs more than once, e.g. a format that writes 0 for every id)."""
+    if len(sorted_keys) == 0:
+        return np.full(len(queries), -1, dtype=np.int64)
+    left = np.searchsorted(sorted_keys, queries, side="left")
+    right = np.searchsorted(sorted_keys, queries, side="right")
+    return np.where((queries >= 0) & (right - left == 1), left, -1)
+
+
+def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray | None = None) -> pd.DataFrame:
+    """Kernel dispatches joined to their launching API call through (pid, correlation_id).
+
+    Returns one row per linked dispatch: api_start, api_dur_ns, queue_delay_ns
+    (kernel start - API start), kernel_dur_ns, graph (launched by a graph launch).
+    Only API rows of launch classes are used, so HSA calls sharing an id do not match.
+    """
+    classes = api_classes(api) if classes is None else classes
+    lmask = (classes == LAUNCH) | (classes == GRAPH_LAUNCH)
+    empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")})
+    empty["graph"] = pd.Series(dtype=bool)
+    if not lmask.any() or kernels.empty:
+        return empty
+    a_corr = api["correlation_id"].to_numpy()[lmask]
+    a_pid = api["pid"].to_numpy()[lmask]
+    a_start = api["start"].to_numpy()[lmask]
+    a_end = api["end"].to_numpy()[lmask]
+    a_graph = classes[lmask] == GRAPH_LAUNCH
+    k_corr = kernels["correlation_id"].to_numpy()
+    k_pid = kernels["pid"].to_numpy()
+    # Kernels with pid unknown (-1) match API rows of any pid: compare pid only when both known.
+    a_order = np.arange(len(a_corr)) if np.all(a_corr[1:] >= a_corr[:-1]) else np.argsort(a_corr)
+    pos = unique_match(a_corr[a_order], k_corr)
+    found = pos >= 0
+    j = a_order[np.maximum(pos, 0)]
+    pid_ok = (k_pid < 0) | (a_pid[j] < 0) | (a_pid[j] == k_pid)
+    ok = found & pid_ok
+    rows = np.nonzero(ok)[0]
+    j = j[ok]
+    k_start = kernels["start"].to_numpy()[ok]
+    k_end = kernels["end"].to_numpy()[ok]
+    return pd.DataFrame(
+        {
+            "kernel_row": rows,
+            "api_start": a_start[j],
+            "api_dur_ns": a_end[j] - a_start[j],
+            "queue_delay_ns": k_start - a_start[j],
+            "kernel_dur_ns": k_end - k_start,
+            "graph": a_graph[j],
+        }
+    )
+
+
+def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None,
+                 links: pd.DataFrame | None = None) -> dict:
+    """Launch overhead: API duration, queue delay and kernel time of linked dispatches.
+
+    Graph replays (hipGraphLaunch) are counted apart: one API call launches many kernels,
+    so their queue delay grows along the graph and is not a per-launch cost.
+    """
+    classes = api_classes(api) if classes is None else classes
+    links = link_launches(kernels, api, classes) if links is None else links
+    direct = links[~links["graph"].to_numpy()]
+    lmask = classes == LAUNCH
+    launch_api_dur = api["end"].to_numpy()[lmask] - api["start"].to_numpy()[lmask]
+    kdur = kernels["end"].to_numpy() - kernels["start"].to_numpy()
+    n = len(kernels)
+    tiny = kdur < TINY_KERNEL_NS
+    stats = {
+        "launch_calls": int(lmask.sum()),
+        "graph_launch_calls": int((classes == GRAPH_LAUNCH).sum()),
+        "api_total_ns": int(launch_api_dur.sum()),
+        "api_pct_of_wall": round(100.0 * float(launch_api_dur.sum()) / wall_ns, 4) if wall_ns > 0 else 0.0,
+        "linked_dispatches": int(len(links)),
+        "graph_dispatches": int(links["graph"].sum()),
+        "median_api_ns": float(np.median(direct["api_dur_ns"])) if len(direct) else None,
+        "median_queue_delay_ns": float(np.median(direct["queue_delay_ns"])) if len(direct) else None,
+        "p90_queue_delay_ns": float(np.percentile(direct["queue_delay_ns"], 90)) if len(direct) else None,
+        "median_kernel_ns": float(np.median(kdur)) if n else None,
+        "avg_kernel_ns": float(kdur.mean()) if n else None,
+        "tiny_kernels": int(tiny.sum()),
+        "tiny_kernel_threshold_ns": TINY_KERNEL_NS,
+        "tiny_kernel_time_ns": int(kdur[tiny].sum()) if n else 0,
+    }
+    stats["many_tiny_kernels"] = bool(n > MANY_LAUNCHES and n and kdur.mean() < TINY_KERNEL_NS)
+    return stats

@@ -1,0 +1,176 @@
+"""Kernel-name normalisation and categorisation.
+
+``normalize_name`` turns a demangled kernel name into a short, stable key so the same
+kernel compiled with other template arguments, or listed with its argument list or a
+clone suffix, groups together::
+
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int, ...)"
+        -> "at::native::vectorized_elementwise_kernel"
+    "my_kernel.kd" / "my_kernel [clone .kd]" -> "my_kernel"
+
+Categories come from an ordered list of case-insensitive regular expressions matched
+against the raw name; the first match wins and a name nothing matches is "other". The
+default rules are listed in ``DEFAULT_RULES`` and documented in docs/metrics.md; a user
+file (TOML or JSON) can add rules in front of them or replace them.
+
+Both functions work on the distinct names only (category columns store each name once),
+so a table of millions of dispatches costs one pass over its few hundred names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CATEGORIES = (
+    "GEMM",
+    "attention",
+    "convolution",
+    "normalisation",
+    "elementwise",
+    "reduction",
+    "communication",
+    "copy/fill",
+    "other",
+)
+
+# Ordered (category, pattern): the first matching pattern wins. Order matters: copies
+# and collectives first (their names contain "reduce"/"copy"), attention and convolution
+# before GEMM (flash-attention and implicit-GEMM convolutions contain "gemm").
+DEFAULT_RULES: tuple[tuple[str, str], ...] = (
+    ("copy/fill", r"^__amd_rocclr_|memcpy|memset|fillbuffer|copybuffer|^dma|\bcopy_?kernel|direct_copy"),
+    ("communication", r"nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|custom_ar"),
+    ("attention", r"attn|attention|flash|fmha|\bmha|sdpa|paged_?att"),
+    ("convolution", r"conv|winograd|igemm_(fwd|bwd|wrw)|implicit_?gemm|im2col|col2im"),
+    ("GEMM", r"gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma|\bmm_|_mm\b|\bbmm\b|dot_?product"),
+    ("normalisation", r"norm|softmax"),
+    ("reduction", r"reduce|reduction|argmax|argmin|cumsum|\bscan|topk|\bsort|radix"),
+    ("elementwise", r"elementwise|element_wise|vectorized|pointwise|triton_poi|\bfill|unary|binary|activation|gelu|silu|swiglu|relu|sigmoid|tanh|\bcast|dropout|rotary|rope|\bcopy|index|scatter|gather|where|clamp|add_kernel|mul_kernel"),
+)
+
+_CLONE = re.compile(r"(\s*\[clone [^\]]*\])+$")
+
+
+@dataclass(frozen=True)
+class CategoryRules:
+    """Compiled category rules: ordered (category, regex) pairs; 'other' if none matches."""
+
+    rules: tuple[tuple[str, re.Pattern], ...]
+    source: str = "built-in"
+
+    def classify(self, name: str) -> str:
+        for category, pattern in self.rules:
+            if pattern.search(name):
+                return category
+        return "other"
+
+
+def compile_rules(pairs, source: str = "built-in") -> CategoryRules:
+    return CategoryRules(tuple((c, re.compile(p, re.IGNORECASE)) for c, p in pairs), source)
+
+
+DEFAULT_CATEGORY_RULES = compile_rules(DEFAULT_RULES)
+
+
+def load_category_rules(path: str | Path) -> CategoryRules:
+    """Read a user rules file (``.toml`` or ``.json``).
+
+    Format (TOML; JSON uses the same keys)::
+
+        replace_defaults = false        # true: use only these rules
+        [[rules]]
+        category = "GEMM"
+        pattern = "my_matmul|fused_linear"
+
+    User rules are tried before the defaults. Raises ``ValueError`` with a one-line
+    message naming the file when it cannot be read or is malformed.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read category rules: {err.strerror or err}") from None
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import tomllib
+
+            data = tomllib.loads(text)
+    except Exception as err:  # json.JSONDecodeError, tomllib.TOMLDecodeError
+        raise ValueError(f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'TOML'}: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        raise ValueError(f"{path}: expected a 'rules' list of {{category, pattern}} entries")
+    pairs = []
+    for i, rule in enumerate(data["rules"]):
+        if not isinstance(rule, dict) or not isinstance(rule.get("category"), str) or not isinstance(rule.get("pattern"), str):
+            raise ValueError(f"{path}: rule {i + 1} needs string keys 'category' and 'pattern'")
+        try:
+            re.compile(rule["pattern"])
+        except re.error as err:
+            raise ValueError(f"{path}: rule {i + 1}: bad regular expression {rule['pattern']!r}: {err}") from None
+        pairs.append((rule["category"], rule["pattern"]))
+    if not data.get("replace_defaults", False):
+        pairs.extend(DEFAULT_RULES)
+    return compile_rules(pairs, str(path))
+
+
+def _strip_balanced(text: str, open_ch: str, close_ch: str) -> str:
+    out = []
+    depth = 0
+    for ch in text:
+        if ch == open_ch:
+            depth += 1
+        elif ch == close_ch and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def normalize_name(name: str) -> str:
+    """Kernel name without return type, template arguments, argument list or clone suffix."""
+    text = _CLONE.sub("", str(name).strip())
+    if text.endswith(".kd"):
+        text = text[:-3]
+    # "operator()" / "operator<" would confuse the bracket stripping: keep such names' head.
+    text = text.replace("operator()", "operator_call")
+    text = _strip_balanced(text, "(", ")")
+    text = _strip_balanced(text, "<", ">")
+    text = " ".join(text.split())
+    if text.startswith("void "):
+        text = text[5:]
+    # a return type left in front ("float foo") is a single leading word followed by a space
+    if " " in text:
+        head, _, rest = text.partition(" ")
+        if rest and "::" not in head and head.isidentifier():
+            text = rest
+    return text.strip() or str(name)
+
+
+def map_categorical(values: pd.Series, func) -> pd.Series:
+    """Apply ``func`` to each distinct value of a category column; returns a category column."""
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype("category")
+    cats = values.cat.categories
+    mapped = np.array([func(c) for c in cats], dtype=object)
+    codes = values.cat.codes.to_numpy()
+    uniq, inverse = np.unique(mapped.astype(str), return_inverse=True) if len(mapped) else (np.array([], dtype=object), np.array([], dtype=np.int64))
+    new_codes = np.where(codes >= 0, inverse[codes] if len(inverse) else -1, -1)
+    return pd.Series(pd.Categorical.from_codes(new_codes.astype(np.int32), categories=pd.Index(uniq, dtype=object)), index=values.index)
+
+
+def normalized_names(names: pd.Series) -> pd.Series:
+    """``normalize_name`` of every row of a kernel-name column (category column out)."""
+    return map_categorical(names, normalize_name)
+
+
+def kernel_categories(names: pd.Series, rules: CategoryRules | None = None) -> pd.Series:
+    """Category of every row of a kernel-name column (category column out)."""
+    rules = rules or DEFAULT_CATEGORY_RULES
+    return map_categorical(names, rules.classify)

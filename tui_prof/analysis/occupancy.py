@@ -1,0 +1,219 @@
+"""Theoretical occupancy of AMD GPU kernels from their register/LDS use and the arch limits.
+
+Formula (LLVM ``AMDGPUBaseInfo.cpp`` getNumWavesPerEUWithNumVGPRs, getOccupancyWithNumSGPRs,
+getMaxWorkGroupsPerCU; ROCm MI300X workload guide "Compute the occupancy of a kernel"),
+as collected in research/counters_hw.md §3b::
+
+    W          = ceil(workgroup size / wave size)                    waves per workgroup
+    V          = gfx90a+ and AGPR>0 ? alignTo(VGPR,4)+AGPR : max(VGPR, AGPR)
+    waves_vgpr = V <= G ? Wmax : min(floor(B / alignTo(V, G)), Wmax)  B budget, G granule
+    waves_sgpr = gfx9: <=80 -> 10, <=88 -> 9, <=100 -> 8, else 7;  gfx10+: Wmax
+    wg_regs    = floor(min(waves_vgpr, waves_sgpr) * E / W)           E SIMDs per CU (WGP on RDNA)
+    wg_lds     = floor(LDS per CU / alignTo(LDS per WG, LDS granule))
+    wg_slots   = W == 1 ? Wmax*E : min(floor(Wmax*E / W), max barriers)
+    waves/SIMD = min(wg_regs, wg_lds, wg_slots) * W / E
+
+RDNA parts are modelled in WGP mode (the compiler default; LLVM ``cumode`` is opt-in).
+Scratch is not a hard limit (LLVM FIXME); a kernel using scratch gets a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class ArchLimits:
+    family: str  # CDNA1..4, RDNA2..4
+    wave: int  # default wave size
+    simds: int  # E: SIMDs per CU (per WGP on RDNA)
+    max_waves_simd: int  # Wmax
+    vgpr_budget: int  # B per lane per SIMD (wave64 budget on RDNA is half: handled in vgpr_budget_for)
+    vgpr_granule: int
+    unified_agpr: bool  # gfx90a+: AGPRs share the VGPR file
+    sgpr_limits: bool  # gfx9: SGPR count limits occupancy
+    lds_per_cu: int
+    lds_per_wg: int
+    lds_granule: int
+    max_barriers: int
+    peak_hbm_gbs: float | None = None  # documented peak memory bandwidth per agent (GB/s)
+    hbm_source: str = ""
+
+    @property
+    def rdna(self) -> bool:
+        return self.family.startswith("RDNA")
+
+
+_CDNA3 = dict(family="CDNA3", wave=64, simds=4, max_waves_simd=8, vgpr_budget=512, vgpr_granule=8, unified_agpr=True,
+              sgpr_limits=True, lds_per_cu=65536, lds_per_wg=65536, lds_granule=512, max_barriers=16)
+_RDNA_15X = dict(wave=32, simds=4, max_waves_simd=16, vgpr_budget=1536, vgpr_granule=24, unified_agpr=False,
+                 sgpr_limits=False, lds_per_cu=131072, lds_per_wg=65536, lds_granule=512, max_barriers=32)
+_RDNA_1X = dict(_RDNA_15X, vgpr_budget=1024, vgpr_granule=16)
+
+# research/counters_hw.md §2a (ROCM-SPECS, LLVM, ROCM-ARCH). Peak HBM: mi100.md 1.228 TB/s,
+# mi250.md 3.2 TB/s per MI250 OAM = 1.6 per GCD (one agent), mi300.md MI300X 5.3 TB/s.
+ARCHS: dict[str, ArchLimits] = {
+    "gfx908": ArchLimits(**dict(_CDNA3, family="CDNA1", max_waves_simd=10, vgpr_budget=256, vgpr_granule=4, unified_agpr=False),
+                         peak_hbm_gbs=1228.0, hbm_source="ROCm mi100.md"),
+    "gfx90a": ArchLimits(**dict(_CDNA3, family="CDNA2"), peak_hbm_gbs=1600.0, hbm_source="ROCm mi250.md (3.2 TB/s per 2 GCDs)"),
+    "gfx940": ArchLimits(**_CDNA3),
+    "gfx941": ArchLimits(**_CDNA3),
+    "gfx942": ArchLimits(**_CDNA3, peak_hbm_gbs=5300.0, hbm_source="ROCm mi300.md (MI300X)"),
+    "gfx950": ArchLimits(**dict(_CDNA3, family="CDNA4", lds_per_cu=163840, lds_per_wg=163840, lds_granule=1280)),
+    **{f"gfx103{i}": ArchLimits(**dict(_RDNA_1X, family="RDNA2")) for i in range(7)},
+    "gfx1100": ArchLimits(**dict(_RDNA_15X, family="RDNA3")),
+    "gfx1101": ArchLimits(**dict(_RDNA_15X, family="RDNA3")),
+    "gfx1102": ArchLimits(**dict(_RDNA_1X, family="RDNA3")),
+    "gfx1103": ArchLimits(**dict(_RDNA_1X, family="RDNA3")),
+    "gfx1150": ArchLimits(**dict(_RDNA_1X, family="RDNA3.5")),
+    "gfx1151": ArchLimits(**dict(_RDNA_15X, family="RDNA3.5")),
+    "gfx1152": ArchLimits(**dict(_RDNA_1X, family="RDNA3.5")),
+    "gfx1153": ArchLimits(**dict(_RDNA_1X, family="RDNA3.5")),
+    "gfx1200": ArchLimits(**dict(_RDNA_15X, family="RDNA4")),
+    "gfx1201": ArchLimits(**dict(_RDNA_15X, family="RDNA4")),
+}
+
+
+def arch_limits(arch: str) -> ArchLimits | None:
+    """Limits of a gfx target; a feature suffix (``gfx90a:sramecc+:xnack-``) is ignored."""
+    return ARCHS.get((arch or "").split(":")[0].strip().lower())
+
+
+def _align(x: int, g: int) -> int:
+    return -(-x // g) * g
+
+
+def occupancy(arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: int = 0, lds_bytes: int = 0,
+              wave_size: int | None = None, scratch_bytes: int = 0) -> dict | None:
+    """Theoretical occupancy of one kernel configuration on ``arch``; None if the arch is unknown.
+
+    Returns waves_per_simd, max_waves_per_simd, waves_per_cu, workgroups_per_cu,
+    occupancy_pct, limiter ("VGPR", "SGPR", "LDS", "workgroup slots", or "none" at the
+    maximum), the per-resource workgroup limits, and ``hint``: what would lift it.
+    """
+    lim = arch_limits(arch)
+    if lim is None or workgroup_size <= 0:
+        return None
+    wave = wave_size or lim.wave
+    budget = lim.vgpr_budget if wave == 32 or not lim.rdna else lim.vgpr_budget // 2
+    granule = lim.vgpr_granule if wave == 32 or not lim.rdna else lim.vgpr_granule // 2
+    E, wmax = lim.simds, lim.max_waves_simd
+    W = -(-workgroup_size // wave)
+    vgpr, agpr, sgpr = max(vgpr, 0), max(agpr, 0), max(sgpr, 0)
+
+    def total_vgpr(v: int) -> int:
+        if lim.unified_agpr and agpr > 0:
+            return _align(v, 4) + agpr
+        return max(v, agpr)
+
+    def waves_for_vgpr(total: int) -> int:
+        if total <= granule:
+            return wmax
+        return min(max(budget // _align(total, granule), 1), wmax)
+
+    V = total_vgpr(vgpr)
+    waves_vgpr = waves_for_vgpr(V)
+    if lim.sgpr_limits and sgpr > 0:
+        waves_sgpr = min(10 if sgpr <= 80 else 9 if sgpr <= 88 else 8 if sgpr <= 100 else 7, wmax)
+    else:
+        waves_sgpr = wmax
+    wg_vgpr = waves_vgpr * E // W
+    wg_sgpr = waves_sgpr * E // W
+    lds = _align(max(lds_bytes, 0), lim.lds_granule)
+    wg_lds = lim.lds_per_cu // lds if lds > 0 else 10**9
+    wg_slots = wmax * E if W == 1 else min(wmax * E // W, lim.max_barriers)
+    limits = {"VGPR": wg_vgpr, "SGPR": wg_sgpr, "LDS": wg_lds, "workgroup slots": wg_slots}
+    wg = min(limits.values())
+    waves_cu = wg * W
+    waves_simd = waves_cu / E
+    full = waves_simd >= wmax
+    limiter = "none" if full else min(limits, key=lambda k: (limits[k], list(limits).index(k)))
+    if lds_bytes > lim.lds_per_wg:
+        limiter, wg, waves_cu, waves_simd = "LDS", 0, 0, 0.0
+    hint = _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr)
+    if scratch_bytes > 0:
+        hint += f" Uses {scratch_bytes} B scratch per work-item (register spilling or private arrays): may stall wave launch."
+    return {
+        "arch": arch,
+        "wave_size": wave,
+        "waves_per_workgroup": W,
+        "total_vgpr": V,
+        "waves_per_simd": round(waves_simd, 3),
+        "max_waves_per_simd": wmax,
+        "waves_per_cu": waves_cu,
+        "workgroups_per_cu": wg,
+        "occupancy_pct": round(100.0 * waves_cu / (wmax * E), 2),
+        "limiter": limiter,
+        "limits_workgroups": {k: (v if v < 10**9 else None) for k, v in limits.items()},
+        "hint": hint.strip(),
+    }
+
+
+def _fmt_waves(x: float) -> str:
+    return f"{x:g}"
+
+
+def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr) -> str:
+    others = min(v for k, v in limits.items() if k != limiter) if limiter != "none" else None
+    if limiter == "none":
+        return f"Full occupancy: {_fmt_waves(waves_simd)} of {wmax} waves per SIMD."
+    now = f"{_fmt_waves(waves_simd)} of {wmax} waves per SIMD"
+    if limiter == "VGPR":
+        for target in range(int(waves_for_vgpr(V)) + 1, wmax + 1):
+            wg_new = min(target * E // W, others)
+            if wg_new * W / E > waves_simd:
+                max_total = (budget // target) // granule * granule
+                max_arch = max_total - agpr if (lim.unified_agpr and agpr > 0) else max_total
+                label = "VGPRs (arch, with AGPRs counted)" if (lim.unified_agpr and agpr > 0) else "VGPRs"
+                return (f"VGPR-limited: {V} VGPRs give {now}; <= {max_arch} {label} would give "
+                        f"{_fmt_waves(wg_new * W / E)}.")
+        return f"VGPR-limited: {V} VGPRs give {now}; fewer VGPRs alone would not help (next limit: workgroup size {W} waves)."
+    if limiter == "SGPR":
+        return f"SGPR-limited: {sgpr} SGPRs give {now}; <= 80 SGPRs would allow 10 (gfx9 rule)."
+    if limiter == "LDS":
+        if lds > lim.lds_per_wg:
+            return f"LDS: {lds} B per workgroup exceeds the {lim.lds_per_wg} B limit."
+        want = limits["LDS"] + 1
+        max_lds = (lim.lds_per_cu // want) // lim.lds_granule * lim.lds_granule
+        gain = min(want, others) * W / E
+        return (f"LDS-limited: {lds} B per workgroup allows {limits['LDS']} workgroups per CU ({now}); "
+                f"<= {max_lds} B would allow {want} ({_fmt_waves(gain)} waves per SIMD). Shrink the LDS tile or use fewer, larger workgroups.")
+    return (f"Workgroup-slot/barrier-limited: {W}-wave workgroups give {now}; "
+            f"larger workgroups (more waves each) would fill the CU.")
+
+
+KERNEL_RESOURCE_COLUMNS = ("name", "wg_x", "wg_y", "wg_z", "arch_vgpr", "accum_vgpr", "sgpr", "lds_bytes", "scratch_bytes")
+
+
+def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_of_agent: dict[int, int] | None = None) -> list[dict]:
+    """Occupancy of every distinct (name, agent, resources) configuration, by kernel time.
+
+    Kernels without a known workgroup size or VGPR count are skipped. One Python call per
+    distinct configuration (a few hundred), the rows are grouped with pandas.
+    """
+    if kernels.empty:
+        return []
+    known = (kernels["wg_x"].to_numpy() > 0) & (kernels["arch_vgpr"].to_numpy() >= 0)
+    if not known.any():
+        return []
+    k = kernels.loc[known, ["agent", *KERNEL_RESOURCE_COLUMNS]].copy()
+    k["dur"] = kernels["end"].to_numpy()[known] - kernels["start"].to_numpy()[known]
+    keys = ["agent", *KERNEL_RESOURCE_COLUMNS]
+    grouped = k.groupby(keys, observed=True, sort=False)["dur"].agg(["count", "sum"]).reset_index()
+    grouped = grouped.sort_values("sum", ascending=False, kind="stable")
+    out = []
+    for row in grouped.itertuples(index=False):
+        arch = arch_of_agent.get(int(row.agent), "")
+        wg = max(int(row.wg_x), 1) * max(int(row.wg_y), 1) * max(int(row.wg_z), 1)
+        occ = occupancy(arch, wg, int(row.arch_vgpr), max(int(row.accum_vgpr), 0), max(int(row.sgpr), 0),
+                        max(int(row.lds_bytes), 0), (wave_of_agent or {}).get(int(row.agent)), max(int(row.scratch_bytes), 0))
+        if occ is None:
+            continue
+        occ.update(name=str(row.name), agent=int(row.agent), workgroup_size=wg, vgpr=int(row.arch_vgpr),
+                   agpr=max(int(row.accum_vgpr), 0), sgpr=max(int(row.sgpr), 0), lds_bytes=max(int(row.lds_bytes), 0),
+                   dispatches=int(row[len(keys)]), total_ns=int(row[len(keys) + 1]))
+        out.append(occ)
+    return out
