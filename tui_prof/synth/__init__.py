@@ -1,0 +1,80 @@
+"""Synthetic runs with known answers, written in real profiler file layouts.
+
+``build(SynthSpec(...))`` -> :class:`SynthRun` (events + ``expected`` answers); writers:
+:func:`tui_prof.synth.write_csv.write_rocprofv3_csv` (rocprofv3 7.x CSV) and
+:func:`tui_prof.synth.write_rocpd.write_rocpd` (rocpd SQLite, schema 3).
+
+CLI: ``python -m tui_prof.synth OUTDIR --format csv|rocpd --dispatches N --sync per_launch|end``
+writes ``OUTDIR/<hostname>/<pid>_*.csv`` or ``OUTDIR/<hostname>/<pid>_results.db`` and prints
+the expected answers as JSON (``--answers FILE`` also saves them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+from tui_prof.synth.spec import GEMM_NAME, SYNC_MODES, Expected, SynthRun, SynthSpec, build, summary
+
+__all__ = ["GEMM_NAME", "SYNC_MODES", "Expected", "SynthRun", "SynthSpec", "build", "summary", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point: generate one synthetic run and print its known answers."""
+    parser = argparse.ArgumentParser(prog="python -m tui_prof.synth",
+                                     description="Write a synthetic GPU run whose answers are known by construction.")
+    parser.add_argument("outdir", help="output folder (files go to OUTDIR/<hostname>/)")
+    parser.add_argument("--format", choices=("csv", "rocpd"), default="csv")
+    parser.add_argument("--dispatches", type=int, default=None,
+                        help="total kernel dispatches (rounded up to whole iterations on every GPU)")
+    parser.add_argument("--iterations", type=int, default=200, help="used when --dispatches is not given")
+    parser.add_argument("--kernels-per-iteration", type=int, default=10)
+    parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--streams", type=int, default=1)
+    parser.add_argument("--sync", choices=SYNC_MODES, default="per_launch")
+    parser.add_argument("--gap-ns", type=int, default=SynthSpec.gap_ns, help="host work between API calls (ns)")
+    parser.add_argument("--gemm-share", type=float, default=SynthSpec.gemm_share)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hostname", default="synthhost")
+    parser.add_argument("--pid", type=int, default=4242)
+    parser.add_argument("--answers", default=None, help="also write the expected answers as JSON to this file")
+    args = parser.parse_args(argv)
+
+    iterations = args.iterations
+    if args.dispatches is not None:
+        per_iteration = args.kernels_per_iteration * args.gpus
+        iterations = max(1, math.ceil(args.dispatches / per_iteration))
+    try:
+        spec = SynthSpec(iterations=iterations, kernels_per_iteration=args.kernels_per_iteration,
+                         gpus=args.gpus, streams=args.streams, sync=args.sync, gap_ns=args.gap_ns,
+                         gemm_share=args.gemm_share, seed=args.seed, pid=args.pid)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    run = build(spec, hostname=args.hostname)
+    t1 = time.perf_counter()
+    if args.format == "csv":
+        from tui_prof.synth.write_csv import write_rocprofv3_csv
+
+        where = write_rocprofv3_csv(run, args.outdir, hostname=args.hostname, pid=args.pid)
+    else:
+        from pathlib import Path
+
+        from tui_prof.synth.write_rocpd import write_rocpd
+
+        where = write_rocpd(run, Path(args.outdir) / args.hostname / f"{args.pid}_results.db",
+                            hostname=args.hostname)
+    t2 = time.perf_counter()
+    answers = summary(run.expected)
+    text = json.dumps(answers, indent=2)
+    if args.answers:
+        with open(args.answers, "w") as out:
+            out.write(text + "\n")
+    print(text)
+    print(f"wrote {where} ({spec.dispatches} dispatches; build {t1 - t0:.2f} s, write {t2 - t1:.2f} s)",
+          file=sys.stderr)
+    return 0
