@@ -1,0 +1,49 @@
+"""Regenerate the SVG screenshots of docs/user_guide.md from the app itself.
+
+Run: python docs/screens/make_screens.py   (writes docs/screens/*.svg, prints the key table)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.keys import key_rows
+from tui_prof.tui.sample import synthetic_runset
+
+HERE = Path(__file__).resolve().parent
+SHOTS = {
+    "hotspots": ("per_launch", []),
+    "timeline_sync_per_launch": ("per_launch", ["2"]),
+    "timeline_sync_once": ("end", ["2"]),
+    "timeline_gap": ("per_launch", ["2", "n", "n"]),
+    "dispatch_detail": ("per_launch", ["enter", "enter"]),
+    "hardware": ("per_launch", ["3"]),
+    "help": ("per_launch", ["question_mark"]),
+}
+
+
+async def shoot(name: str, mode: str, keys: list[str], size=(120, 32)) -> None:
+    runset, _ = synthetic_runset(mode, iterations=60)
+    app = TuiProfApp(runset)
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        app.save_screenshot(f"{name}.svg", str(HERE))
+
+
+def main() -> None:
+    for name, (mode, keys) in SHOTS.items():
+        asyncio.run(shoot(name, mode, keys))
+        print(f"wrote docs/screens/{name}.svg")
+    print("\n| where | keys | action |\n|---|---|---|")
+    for where, keys, action in key_rows():
+        print(f"| {where} | `{keys}` | {action} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+"""Pilot tests: real keyboard flows in the headless app at 80×24, asserting widget state.
+
+Data: a synthetic run (tui_prof.synth) whose kernel counts, totals and idle gaps are known
+by construction, so the numbers the panes show are checked against those answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import numpy as np
+
+from tui_prof.tui.app import MainScreen, TuiProfApp
+from tui_prof.tui.sample import synthetic_runset
+from tui_prof.tui.screens import DispatchDetailScreen, DispatchesScreen, GapScreen, HelpScreen
+from tui_prof.tui.widgets.table import TableView
+from tui_prof.tui.widgets.timeline import Timeline
+
+
+def drive(app: TuiProfApp, flow, size=(80, 24)):
+    """Run ``flow(app, pilot)`` inside ``app.run_test`` after loading finished."""
+
+    async def main():
+        async with app.run_test(size=size) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await flow(app, pilot)
+
+    asyncio.run(main())
+
+
+def hot(app) -> TableView:
+    return app.main.query_one("#hotspot-table", TableView)
+
+
+def text_of(app, widget_id: str) -> str:
+    """The plain text a Static shows (Rich renderables rendered 200 columns wide)."""
+    widget = app.screen.query_one(widget_id)
+    renderable = widget.render()
+    renderable = getattr(renderable, "_renderable", renderable)
+    return "".join(seg.text for seg in app.console.render(renderable, app.console.options.update_width(200)))
+
+
+def column(table: TableView, key: str) -> np.ndarray:
+    return table.model.frame[key].to_numpy()[table.model.order]
+
+
+def test_hotspots_match_known_answers_and_sort_by_any_column():
+    runset, synth = synthetic_runset("per_launch")
+    expected = synth.expected.kernels
+
+    async def flow(app, pilot):
+        table = hot(app)
+        assert table.has_focus
+        # default: total time descending; totals and calls equal the synthetic answers
+        assert table.sort_column == "total_ns" and table.model.descending
+        names = table.model.frame["name"].to_numpy()[table.model.order]
+        assert list(names) == list(expected.index)
+        assert list(column(table, "total_ns")) == list(expected["total_ns"])
+        assert list(column(table, "calls")) == list(expected["calls"])
+        # the column cursor starts on the sorted column (total); two right is "calls"
+        assert table.columns[table.col_cursor].key == "total_ns"
+        await pilot.press("l", "l", "s")
+        assert table.sort_column == "calls" and table.model.descending
+        assert np.all(np.diff(column(table, "calls")) <= 0)
+        await pilot.press("s")
+        assert not table.model.descending
+        await pilot.press("l", "s")  # avg column
+        assert table.sort_column == "avg_ns"
+        avg = column(table, "avg_ns")
+        assert np.all(np.diff(avg) <= 0)
+        await pilot.press("h", "h", "h", "h", "s")  # back to the name column: text sorts ascending
+        assert table.sort_column == "name"
+        assert list(column(table, "name")) == sorted(expected.index)
+
+    drive(TuiProfApp(runset), flow)
+
+
+def test_regex_filter_and_clear():
+    runset, synth = synthetic_runset("per_launch")
+    pattern = "native::(reduce|vectorized)"
+    want = [n for n in synth.expected.kernels.index if re.search(pattern, n, re.I)]
+    assert 0 < len(want) < len(synth.expected.kernels)
+
+    async def flow(app, pilot):
+        await pilot.press("slash")
+        box = app.main.query_one("#filter")
+        assert box.display and box.has_focus
+        for ch in pattern:
+            await pilot.press(ch if ch not in "(|):" else {"(": "left_parenthesis", ")": "right_parenthesis", "|": "vertical_line", ":": "colon"}[ch])
+        await pilot.press("enter")
+        table = hot(app)
+        assert table.has_focus and not box.display
+        assert sorted(column(table, "name")) == sorted(want)
+        assert "filter /" in text_of(app, "#hot-status")
+        await pilot.press("escape")
+        assert table.row_count == len(synth.expected.kernels)
+
+    drive(TuiProfApp(runset), flow)
+
+
+def test_group_by_cycles_through_analysis_groupings():
+    runset, synth = synthetic_runset("per_launch")
+
+    async def flow(app, pilot):
+        groups = app.view.groups
+        assert groups[0] == "name" and "agent" in groups and "process" in groups
+        seen = []
+        for _ in groups:
+            seen.append(app.main.group)
+            await pilot.press("b")
+        assert seen == groups
+        # back at "name" after a full cycle; "agent" grouping sums to the same total
+        agent_table = app.view.hotspots("agent")
+        assert int(agent_table["total_ns"].sum()) == synth.expected.kernel_total_ns
+
+    drive(TuiProfApp(runset), flow)
+
+
+def test_drill_into_kernel_dispatch_and_back():
+    runset, synth = synthetic_runset("per_launch")
+    top = synth.expected.kernels.index[0]
+
+    async def flow(app, pilot):
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DispatchesScreen) and screen.value == top
+        dispatches = screen.query_one("#dispatches", TableView)
+        assert dispatches.row_count == int(synth.expected.kernels.loc[top, "calls"])
+        await pilot.press("j", "enter")
+        await pilot.pause()
+        detail = app.screen
+        assert isinstance(detail, DispatchDetailScreen)
+        row = dispatches.current_row
+        assert detail.row["dispatch_id"] == row["dispatch_id"]
+        # the detail timeline is centred on the dispatch and marks it
+        tl = detail.query_one("#detail-timeline", Timeline)
+        await pilot.pause()
+        assert tl.marker == (int(row["lane"]), int(row["t"]), int(row["t"] + row["dur"]))
+        assert tl.t0 <= row["t"] and row["t"] + row["dur"] <= tl.t1
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+    drive(TuiProfApp(runset), flow)
+
+
+def test_timeline_zoom_pan_fit_and_gaps():
+    runset, synth = synthetic_runset("per_launch")
+    gaps = synth.expected.gaps[1]
+    gaps = gaps[(gaps["end"] - gaps["start"]) >= 10_000].sort_values("start")
+
+    async def flow(app, pilot):
+        await pilot.press("2")
+        tl = app.main.query_one("#timeline-view", Timeline)
+        assert tl.has_focus
+        span = tl.model.span
+        assert (tl.t0, tl.t1) == (0, span)
+        await pilot.press("w")
+        assert tl.t1 - tl.t0 == span // 2
+        await pilot.press("plus")
+        assert tl.t1 - tl.t0 == span // 4
+        before = tl.t0
+        await pilot.press("d")
+        assert tl.t0 == before + span // 16
+        await pilot.press("a", "a")
+        assert tl.t0 == before - span // 16
+        await pilot.press("s", "minus", "f")
+        assert (tl.t0, tl.t1) == (0, span)
+        # gaps: the first n lands on the first gap of the run, n again on the second
+        origin = app.view.origin
+        await pilot.press("n")
+        assert tl.gap_index == 0
+        lane, gs, ge = tl.current_gap
+        assert (gs + origin, ge + origin) == (gaps["start"].iloc[0], gaps["end"].iloc[0])
+        assert tl.t0 <= gs and ge <= tl.t1 and (tl.t1 - tl.t0) < span // 10
+        await pilot.press("n")
+        assert tl.current_gap[1] + origin == gaps["start"].iloc[1]
+        await pilot.press("N")
+        assert tl.gap_index == 0
+        assert len(tl.model.gaps) == len(gaps)
+        # Enter on a gap lists the host calls around it
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, GapScreen)
+        calls = app.screen.query_one("#gap-calls", TableView)
+        assert calls.row_count > 0
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+    drive(TuiProfApp(runset), flow)
+
+
+def test_jump_to_selected_kernel_on_timeline():
+    runset, synth = synthetic_runset("per_launch")
+
+    async def flow(app, pilot):
+        await pilot.press("j")  # second hotspot row
+        name = hot(app).current_row["name"]
+        await pilot.press("t")
+        tl = app.main.query_one("#timeline-view", Timeline)
+        first = app.view.kernels[app.view.kernels["name"] == name].iloc[0]
+        assert tl.marker == (int(first["lane"]), int(first["t"]), int(first["t"] + first["dur"]))
+        assert tl.t0 <= first["t"] <= tl.t1
+        await pilot.press("c")  # next dispatch of the same kernel
+        second = app.view.kernels[app.view.kernels["name"] == name].iloc[1]
+        assert tl.marker[1] == int(second["t"])
+
+    drive(TuiProfApp(runset), flow)
+
+
+def test_help_hardware_and_load_issues_in_app():
+    runset, synth = synthetic_runset("per_launch", issues=True)
+
+    async def flow(app, pilot):
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("3")
+        hardware = text_of(app, "#hardware-body")
+        assert "gfx942" in hardware
+        await pilot.press("6")
+        text = text_of(app, "#issues-body")
+        assert "broken_kernel_trace.csv" in text and "expected 18 columns" in text
+        assert "1 file(s) failed" in text_of(app, "#title")
+
+    drive(TuiProfApp(runset), flow)
+
+
+def test_missing_path_shows_message_not_traceback(tmp_path):
+    async def flow(app, pilot):
+        status = text_of(app, "#load-status")
+        assert "no such file or directory" in status
+        assert not app.main.query_one("#tabs").display
+
+    drive(TuiProfApp(str(tmp_path / "nope")), flow)
+
+
+def test_sync_per_launch_looks_different_from_sync_once():
+    """The GPU row is mostly partly-idle cells with a sync after every launch and mostly
+    busy cells with one sync at the end; the host row shows the sync bars accordingly."""
+    from tui_prof.tui.runview import build_view
+    from tui_prof.tui.widgets.timeline import MIXED_GLYPH, S_BUSY, S_IDLE, S_PARTIAL, SYNC_GLYPH, build_frame
+
+    shares = {}
+    for mode in ("per_launch", "end"):
+        runset, synth = synthetic_runset(mode, iterations=200)
+        view = build_view(runset)
+        model = view.timeline
+        gpu = next(i for i, lane in enumerate(model.lanes) if lane.kind == "gpu")
+        host = next(i for i, lane in enumerate(model.lanes) if lane.kind == "host")
+        kernels = view.kernels
+        # view: the kernel phase only (first to last kernel), 100 cells
+        t0, t1 = int(kernels["t"].min()), int((kernels["t"] + kernels["dur"]).max())
+        glyph, style = build_frame(model, t0, t1, 100)
+        g = style[gpu]
+        shares[mode] = (
+            np.mean(g == S_BUSY),
+            np.mean((g == S_PARTIAL) | (g == S_IDLE)),
+            np.mean(glyph[host] == MIXED_GLYPH),
+            np.mean(glyph[host] == SYNC_GLYPH),
+        )
+    busy_pl, idle_pl, mixed_pl, sync_pl = shares["per_launch"]
+    busy_end, idle_end, mixed_end, sync_end = shares["end"]
+    # GPU row: partly idle everywhere vs busy everywhere
+    assert busy_pl < 0.1 and busy_end > 0.9
+    assert idle_pl > 0.9 and idle_end < 0.1
+    # host row: sync interleaved with launches in every cell vs one long sync bar
+    assert mixed_pl > 0.9 and sync_pl < 0.1
+    assert mixed_end < 0.1 and sync_end > 0.5

@@ -1,0 +1,61 @@
+"""SVG snapshots of each main screen at 80×24 and 160×50 (pytest-textual-snapshot).
+
+Update after an intended change with ``pytest tests/test_tui_snapshots.py --snapshot-update``
+and review the SVGs (tests/__snapshots__/test_tui_snapshots/). Data is the seeded
+synthetic run, no clock is shown, so the output is deterministic.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is not installed")
+
+from tui_prof.tui.app import TuiProfApp  # noqa: E402
+from tui_prof.tui.sample import synthetic_runset  # noqa: E402
+
+SIZES = {"80x24": (80, 24), "160x50": (160, 50)}
+FLOWS = {
+    "hotspots": [],
+    "timeline": ["2"],
+    "timeline_gap": ["2", "n", "n"],
+    "dispatches": ["enter"],
+    "dispatch_detail": ["enter", "enter"],
+    "hardware": ["3"],
+    "help": ["question_mark"],
+}
+
+
+async def _loaded(pilot) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("flow", FLOWS)
+def test_screen(snap_compare, flow, size):
+    runset, _ = synthetic_runset("per_launch", issues=(flow == "hotspots"))
+
+    async def run_before(pilot):
+        await _loaded(pilot)
+        for key in FLOWS[flow]:
+            await pilot.press(key)
+            await pilot.pause()
+
+    assert snap_compare(TuiProfApp(runset), terminal_size=SIZES[size], run_before=run_before)
+
+
+@pytest.mark.parametrize("mode", ["per_launch", "end"])
+def test_timeline_sync_modes(snap_compare, mode):
+    """The sync-after-every-launch and sync-once runs side by side in the review report."""
+    runset, _ = synthetic_runset(mode, iterations=60)
+    assert snap_compare(TuiProfApp(runset), terminal_size=(120, 16), run_before=_timeline(_loaded))
+
+
+def _timeline(loaded):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+
+    return run_before

@@ -1,0 +1,1 @@
+"""Line-API widgets: the table and the timeline."""

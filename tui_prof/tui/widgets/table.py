@@ -1,0 +1,330 @@
+"""A Line-API table over a pandas DataFrame: sort and regex filter work on numpy
+index arrays, and only the visible rows are ever formatted.
+
+Sorting 1M rows is one ``np.argsort``; filtering a category column tests each distinct
+string once and maps the result through the category codes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.strip import Strip
+from textual.widget import Widget
+
+from tui_prof.tui.fmt import fmt_value
+
+
+@dataclass
+class Column:
+    """A table column: DataFrame key, header title, cell width and formatter kind."""
+
+    key: str
+    title: str
+    width: int
+    kind: str = "int"  # "text", "int", "ns", "pct", "float"
+
+
+class TableModel:
+    """Rows of a DataFrame in filtered + sorted order (``order`` indexes the frame)."""
+
+    def __init__(self, frame: pd.DataFrame, text_key: str | None = None) -> None:
+        self.frame = frame.reset_index(drop=True)
+        self.text_key = text_key
+        self.sort_key: str | None = None
+        self.descending = False
+        self.pattern = ""
+        self._mask = np.ones(len(self.frame), dtype=bool)
+        self.order = np.arange(len(self.frame), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.order.size)
+
+    def _keys(self, column: str) -> np.ndarray:
+        series = self.frame[column]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            ranks = np.argsort(np.argsort(series.cat.categories.astype(str).to_numpy(), kind="stable"))
+            codes = series.cat.codes.to_numpy()
+            return np.where(codes >= 0, ranks[np.maximum(codes, 0)], -1)
+        if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+            return series.astype("category").cat.codes.to_numpy()  # categories are sorted
+        return series.to_numpy()
+
+    def text_matches(self, regex: re.Pattern) -> np.ndarray:
+        series = self.frame[self.text_key]
+        if not isinstance(series.dtype, pd.CategoricalDtype):
+            series = series.astype(str).astype("category")
+        cats = series.cat.categories.astype(str)
+        hit = np.fromiter((bool(regex.search(c)) for c in cats), dtype=bool, count=len(cats))
+        codes = series.cat.codes.to_numpy()
+        return np.where(codes >= 0, hit[np.maximum(codes, 0)], False)
+
+    def set_filter(self, pattern: str) -> None:
+        """Keep rows whose text column matches ``pattern`` (Python regex, case-insensitive).
+
+        Raises ``re.error`` for a bad pattern (the old filter stays).
+        """
+        if not pattern or not self.text_key:
+            mask = np.ones(len(self.frame), dtype=bool)
+        else:
+            mask = self.text_matches(re.compile(pattern, re.IGNORECASE))
+        self.pattern = pattern
+        self._mask = mask
+        self._reorder()
+
+    def set_sort(self, column: str | None, descending: bool) -> None:
+        self.sort_key, self.descending = column, descending
+        self._reorder()
+
+    def _reorder(self) -> None:
+        rows = np.flatnonzero(self._mask)
+        if self.sort_key is not None and rows.size:
+            keys = self._keys(self.sort_key)[rows]
+            if keys.dtype.kind == "b":
+                keys = keys.astype(np.int8)
+            # Stable in both directions: ties keep their current (frame) order.
+            idx = np.argsort(-keys if self.descending else keys, kind="stable")
+            rows = rows[idx]
+        self.order = rows.astype(np.int64)
+
+    def row(self, position: int) -> pd.Series:
+        return self.frame.iloc[int(self.order[position])]
+
+
+class TableView(Widget, can_focus=True):
+    """Keyboard-first table: j/k rows, h/l columns, s sort, / filter (via the screen)."""
+
+    DEFAULT_CSS = """
+    TableView { height: 1fr; }
+    TableView > .tableview--header { text-style: bold; color: $text; background: $panel; }
+    TableView > .tableview--header-cursor { text-style: bold reverse; }
+    TableView > .tableview--cursor { background: $accent 40%; }
+    TableView:focus > .tableview--cursor { background: $accent; color: $text; }
+    TableView > .tableview--dim { color: $text-muted; }
+    """
+    COMPONENT_CLASSES = {
+        "tableview--header",
+        "tableview--header-cursor",
+        "tableview--cursor",
+        "tableview--dim",
+    }
+    BINDINGS = [
+        Binding("j,down", "move(1)", "Down", show=False),
+        Binding("k,up", "move(-1)", "Up", show=False),
+        Binding("pagedown,ctrl+f", "page(1)", "Page down", show=False),
+        Binding("pageup,ctrl+b", "page(-1)", "Page up", show=False),
+        Binding("g,home", "jump(0)", "Top", show=False),
+        Binding("G,end", "jump(-1)", "Bottom", show=False),
+        Binding("h,left", "column(-1)", "Column left", show=False),
+        Binding("l,right", "column(1)", "Column right", show=False),
+        Binding("s", "sort", "Sort col", id="table.sort"),
+        Binding("left_square_bracket", "sort_dir(False)", "Sort asc", show=False),
+        Binding("right_square_bracket", "sort_dir(True)", "Sort desc", show=False),
+        Binding("enter", "select", "Open", id="table.open"),
+    ]
+
+    cursor = reactive(0, always_update=True)
+
+    class Highlighted(Message):
+        def __init__(self, table: "TableView", row: pd.Series | None) -> None:
+            super().__init__()
+            self.table = table
+            self.row = row
+
+    class Selected(Message):
+        def __init__(self, table: "TableView", row: pd.Series) -> None:
+            super().__init__()
+            self.table = table
+            self.row = row
+
+    def __init__(self, columns: list[Column], *, name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self.columns = columns
+        self.model: TableModel | None = None
+        self.col_cursor = 0
+        self.col_offset = 1
+        self.top = 0
+        self.formatters: dict[str, Callable] = {}
+
+    # -- data ---------------------------------------------------------------------
+    def set_data(self, frame: pd.DataFrame, text_key: str | None = None, sort: tuple[str, bool] | None = None) -> None:
+        self.model = TableModel(frame, text_key or self.columns[0].key)
+        if sort:
+            self.model.set_sort(*sort)
+            self.col_cursor = next((i for i, c in enumerate(self.columns) if c.key == sort[0]), 0)
+        self.top = 0
+        self.cursor = 0
+        self.refresh()
+        self._post_highlight()
+
+    def set_columns(self, columns: list[Column]) -> None:
+        self.columns = columns
+        self.col_cursor = min(self.col_cursor, len(columns) - 1)
+        self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self.model) if self.model else 0
+
+    @property
+    def current_row(self) -> pd.Series | None:
+        if not self.model or not len(self.model):
+            return None
+        return self.model.row(min(self.cursor, len(self.model) - 1))
+
+    @property
+    def sort_column(self) -> str | None:
+        return self.model.sort_key if self.model else None
+
+    def apply_filter(self, pattern: str) -> None:
+        if self.model is None:
+            return
+        self.model.set_filter(pattern)
+        self.top = 0
+        self.cursor = 0
+        self.refresh()
+        self._post_highlight()
+
+    # -- actions --------------------------------------------------------------------
+    def _page_rows(self) -> int:
+        return max(1, self.size.height - 1)
+
+    def _clamp(self, value: int) -> int:
+        return max(0, min(value, self.row_count - 1)) if self.row_count else 0
+
+    def watch_cursor(self, value: int) -> None:
+        rows = self._page_rows()
+        if value < self.top:
+            self.top = value
+        elif value >= self.top + rows:
+            self.top = value - rows + 1
+        self.refresh()
+
+    def _post_highlight(self) -> None:
+        self.post_message(self.Highlighted(self, self.current_row))
+
+    def action_move(self, delta: int) -> None:
+        self.cursor = self._clamp(self.cursor + delta)
+        self._post_highlight()
+
+    def action_page(self, direction: int) -> None:
+        self.action_move(direction * self._page_rows())
+
+    def action_jump(self, where: int) -> None:
+        self.cursor = self._clamp(0 if where == 0 else self.row_count - 1)
+        self._post_highlight()
+
+    def action_column(self, delta: int) -> None:
+        self.col_cursor = max(0, min(self.col_cursor + delta, len(self.columns) - 1))
+        self.refresh()
+
+    def action_sort(self) -> None:
+        """Sort by the cursor column; again on the same column flips the direction."""
+        if self.model is None:
+            return
+        key = self.columns[self.col_cursor].key
+        if self.model.sort_key == key:
+            descending = not self.model.descending
+        else:
+            descending = self.columns[self.col_cursor].kind != "text"
+        self.sort_by(key, descending)
+
+    def action_sort_dir(self, descending: bool) -> None:
+        if self.model is not None:
+            self.sort_by(self.columns[self.col_cursor].key, descending)
+
+    def sort_by(self, key: str, descending: bool) -> None:
+        self.model.set_sort(key, descending)
+        self.col_cursor = next((i for i, c in enumerate(self.columns) if c.key == key), self.col_cursor)
+        self.cursor = 0
+        self.top = 0
+        self.refresh()
+        self._post_highlight()
+
+    def action_select(self) -> None:
+        row = self.current_row
+        if row is not None:
+            self.post_message(self.Selected(self, row))
+
+    def on_mouse_scroll_down(self) -> None:
+        self.action_move(3)
+
+    def on_mouse_scroll_up(self) -> None:
+        self.action_move(-3)
+
+    def on_click(self, event) -> None:
+        if event.y >= 1:
+            self.cursor = self._clamp(self.top + event.y - 1)
+            self._post_highlight()
+
+    # -- rendering ------------------------------------------------------------------
+    def _visible_columns(self, width: int) -> list[tuple[Column, int]]:
+        """The first column always, then columns from ``col_offset`` that fit; the name
+        column gets the remaining width."""
+        if not self.columns:
+            return []
+        first = self.columns[0]
+        rest = self.columns[1:]
+        if self.col_cursor >= 1:
+            if self.col_cursor < self.col_offset:
+                self.col_offset = self.col_cursor
+        min_first = min(first.width, max(12, width // 3))
+        while True:
+            used, shown = 0, []
+            for col in rest[self.col_offset - 1 :]:
+                if used + col.width + 1 > width - min_first:
+                    break
+                shown.append(col)
+                used += col.width + 1
+            last = self.col_offset - 1 + len(shown)
+            if self.col_cursor <= last or self.col_offset >= len(self.columns) - 1:
+                break
+            self.col_offset += 1
+        first_width = max(4, width - used) if first.kind == "text" else first.width
+        return [(first, first_width)] + [(c, c.width) for c in shown]
+
+    def _cell(self, text: str, width: int, kind: str) -> str:
+        if len(text) > width:
+            text = text[: max(0, width - 1)] + "…"
+        return text.ljust(width) if kind == "text" else text.rjust(width)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        cols = self._visible_columns(width)
+        if y == 0:
+            head = self.get_component_rich_style("tableview--header")
+            hcur = self.get_component_rich_style("tableview--header-cursor")
+            segs = []
+            for i, (col, w) in enumerate(cols):
+                title = col.title
+                if self.model and self.model.sort_key == col.key:
+                    title += " ▼" if self.model.descending else " ▲"
+                index = self.columns.index(col)
+                style = hcur if index == self.col_cursor else head
+                text = self._cell(title, w, col.kind if i == 0 else "num")
+                segs.append(Segment(text + (" " if i < len(cols) - 1 else ""), base + style))
+            return Strip(segs).extend_cell_length(width, base + head).crop(0, width)
+        index = self.top + y - 1
+        if self.model is None or index >= len(self.model):
+            if self.model is not None and len(self.model) == 0 and y == 1:
+                msg = "no rows match the filter" if self.model.pattern else "no rows"
+                dim = self.get_component_rich_style("tableview--dim")
+                return Strip([Segment(msg.ljust(width)[:width], base + dim)])
+            return Strip([Segment(" " * width, base)])
+        row = self.model.frame.iloc[int(self.model.order[index])]
+        parts = []
+        for col, w in cols:
+            parts.append(self._cell(fmt_value(row[col.key], col.kind), w, col.kind))
+        line = " ".join(parts)
+        style = base + self.get_component_rich_style("tableview--cursor") if index == self.cursor else base
+        return Strip([Segment(line.ljust(width)[:width], style)])

@@ -1,0 +1,371 @@
+"""The timeline: Line-API rows over a precomputed :class:`TimelineModel`.
+
+Row 0 is the ruler; each further row is one lane (host threads first, then GPU
+queues). A frame (glyph codes + style codes for every lane × cell) is built once per
+view with one vectorised occupancy query and cached; ``render_line`` only slices it
+and run-length-encodes the styles into Segments.
+
+Glyphs: busy density ``▁▂▃▄▅▆▇█`` (fraction of the cell's time covered); a fully idle
+cell inside a GPU lane's active span is ``░`` in the idle colour; sync calls on host
+rows are in the sync colour: ``▓`` when the cell holds only sync time, ``▚`` when sync
+calls are interleaved with other API calls in the cell (a sync after every launch);
+GPU cells at least 90% busy are green, less busy ones yellow; the selected interval is shown reversed; the current gap is underlined ``▔``
+on the ruler.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from tui_prof.tui.fmt import fmt_ns, fmt_tick, tick_step
+from tui_prof.tui.lanes import TimelineModel
+
+BLOCKS = np.array([ord(c) for c in " ▁▂▃▄▅▆▇█"], dtype=np.uint32)
+IDLE_GLYPH = ord("░")
+SYNC_GLYPH = ord("▓")
+MIXED_GLYPH = ord("▚")  # sync calls interleaved with other API calls in one cell
+BUSY_THRESHOLD = 0.9  # a GPU cell at least this busy is "busy", below it "partly idle"
+MIXED_THRESHOLD = 0.02  # non-sync API share of a cell that makes a sync cell "mixed"
+
+# style codes of a cell
+S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP = range(8)
+STYLE_CLASSES = {
+    S_BUSY: "timeline--busy",
+    S_PARTIAL: "timeline--partial",
+    S_IDLE: "timeline--idle",
+    S_API: "timeline--api",
+    S_SYNC: "timeline--sync",
+    S_MARK: "timeline--mark",
+    S_GAP: "timeline--gap",
+}
+
+
+def levels(occ: np.ndarray) -> np.ndarray:
+    """Occupancy 0..1 → block level 0..8 (any busy time shows at least ▁)."""
+    lv = np.ceil(np.clip(occ, 0.0, 1.0) * 8).astype(np.int64)
+    return lv
+
+
+def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None, gap=None):
+    """Glyph codepoints and style codes, each (n_lanes, cells), for the view [t0, t1).
+
+    ``marker`` is (lane, start, end) relative ns to show reversed; ``gap`` is
+    (lane or -1, start, end) to show in the gap style.
+    """
+    busy, sync = model.frame(t0, t1, cells)
+    n = len(model.lanes)
+    glyph = BLOCKS[levels(busy)]
+    style = np.full((n, cells), S_BLANK, dtype=np.int8)
+    kinds = np.array([lane.kind for lane in model.lanes])
+    gpu = kinds == "gpu"
+    edges = t0 + (np.arange(cells + 1, dtype=np.int64) * (t1 - t0)) // cells
+    mid = (edges[:-1] + edges[1:]) // 2
+    if gpu.any():
+        g = np.flatnonzero(gpu)
+        first = np.array([lane.start[0] if lane.start.size else 0 for lane in model.lanes], dtype=np.int64)
+        last = np.array([lane.end[-1] if lane.end.size else 0 for lane in model.lanes], dtype=np.int64)
+        inside = (edges[None, 1:] > first[g, None]) & (edges[None, :-1] < last[g, None])
+        b = busy[g]
+        st = np.where(b >= BUSY_THRESHOLD, S_BUSY, np.where(b > 0, S_PARTIAL, np.where(inside, S_IDLE, S_BLANK)))
+        gl = np.where((b <= 0) & inside, IDLE_GLYPH, glyph[g])
+        style[g] = st
+        glyph[g] = gl
+    copy = np.flatnonzero(kinds == "copy")
+    if copy.size:
+        b = busy[copy]
+        style[copy] = np.where(b >= BUSY_THRESHOLD, S_BUSY, np.where(b > 0, S_PARTIAL, S_BLANK))
+    host = np.flatnonzero(kinds == "host")
+    if host.size:
+        s = sync[host]
+        has_sync = s > 0
+        style[host] = np.where(has_sync, S_SYNC, np.where(busy[host] > 0, S_API, S_BLANK))
+        mixed = has_sync & (busy[host] - s > MIXED_THRESHOLD)
+        glyph[host] = np.where(mixed, MIXED_GLYPH, np.where(has_sync, SYNC_GLYPH, glyph[host]))
+    if gap is not None:
+        lane, gs, ge = gap
+        rows = np.flatnonzero(gpu) if lane < 0 else np.array([lane])
+        hit = (edges[1:] > gs) & (edges[:-1] < ge)
+        for r in rows:
+            style[r, hit & (style[r] == S_IDLE)] = S_GAP
+    if marker is not None:
+        lane, ms, me = marker
+        hit = (edges[1:] > ms) & (edges[:-1] < max(me, ms + 1))
+        if 0 <= lane < n:
+            style[lane, hit] = S_MARK
+            glyph[lane, hit & (glyph[lane] == BLOCKS[0])] = BLOCKS[8]
+    del mid
+    return glyph, style
+
+
+class Timeline(Widget, can_focus=True):
+    """Zoomable, pannable lanes view. Times in the widget are ns relative to the run origin."""
+
+    DEFAULT_CSS = """
+    Timeline { height: 1fr; }
+    Timeline > .timeline--label { color: $text; text-style: bold; }
+    Timeline > .timeline--label-cursor { color: $text; background: $accent; text-style: bold; }
+    Timeline > .timeline--ruler { color: $text-muted; }
+    Timeline > .timeline--busy { color: ansi_bright_green; }
+    Timeline > .timeline--partial { color: ansi_yellow; }
+    Timeline > .timeline--idle { color: ansi_red; }
+    Timeline > .timeline--gap { color: ansi_bright_white; background: ansi_red; }
+    Timeline > .timeline--api { color: ansi_blue; }
+    Timeline > .timeline--sync { color: ansi_bright_magenta; }
+    Timeline > .timeline--mark { color: ansi_bright_white; background: ansi_blue; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {"timeline--label", "timeline--label-cursor", "timeline--ruler", *STYLE_CLASSES.values()}
+    BINDINGS = [
+        Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", id="timeline.zoom_in"),
+        Binding("s,minus", "zoom(2.0)", "Zoom out", id="timeline.zoom_out"),
+        Binding("a,h,left", "pan(-0.25)", "Pan left", id="timeline.pan_left"),
+        Binding("d,l,right", "pan(0.25)", "Pan right", id="timeline.pan_right"),
+        Binding("j,down", "lane(1)", "Lane down", show=False),
+        Binding("k,up", "lane(-1)", "Lane up", show=False),
+        Binding("f,0", "fit", "Fit", id="timeline.fit"),
+        Binding("n,right_square_bracket", "gap(1)", "Next gap", id="timeline.next_gap"),
+        Binding("N,left_square_bracket", "gap(-1)", "Prev gap", id="timeline.prev_gap"),
+        Binding("c", "centre_selected", "Go to kernel", id="timeline.goto_kernel"),
+        Binding("enter", "open_gap", "Gap calls", id="timeline.open_gap"),
+    ]
+
+    class ViewChanged(Message):
+        """Posted after zoom/pan/gap jumps, so the screen can update its status line."""
+
+        def __init__(self, timeline: "Timeline") -> None:
+            super().__init__()
+            self.timeline = timeline
+
+    class GapOpened(Message):
+        def __init__(self, timeline: "Timeline", gap_index: int) -> None:
+            super().__init__()
+            self.timeline = timeline
+            self.gap_index = gap_index
+
+    class CentreRequested(Message):
+        """The user asked to jump to the selected kernel; the screen supplies it."""
+
+        def __init__(self, timeline: "Timeline") -> None:
+            super().__init__()
+            self.timeline = timeline
+
+    def __init__(self, model: TimelineModel | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = model
+        self.t0 = 0
+        self.t1 = model.span if model else 1
+        self.lane_cursor = 0
+        self.lane_top = 0
+        self.gap_index = -1
+        self.marker: tuple[int, int, int] | None = None
+        self._cache_key = None
+        self._frame = None
+        self._styles: dict = {}
+        self._strips: dict = {}
+
+    # -- model / view state ---------------------------------------------------------
+    def set_model(self, model: TimelineModel) -> None:
+        self.model = model
+        self.gap_index = -1
+        self.marker = None
+        self.lane_cursor = 0
+        self.lane_top = 0
+        self.action_fit()
+
+    @property
+    def label_width(self) -> int:
+        return max(8, min(18, self.size.width // 5))
+
+    @property
+    def cells(self) -> int:
+        return max(1, self.size.width - self.label_width - 1)
+
+    def set_view(self, t0: int, t1: int) -> None:
+        """Show [t0, t1) (relative ns), clamped to the run and at least 1 ns per cell."""
+        if self.model is None:
+            return
+        span = self.model.span
+        width = max(int(t1) - int(t0), self.cells)
+        width = min(width, max(span, self.cells))
+        t0 = int(t0)
+        t0 = max(min(t0, span - width), 0) if span > width else 0
+        self.t0, self.t1 = t0, t0 + width
+        self.refresh()
+        self.post_message(self.ViewChanged(self))
+
+    def centre_on(self, start: int, end: int, lane: int | None = None, *, zoom: bool = True) -> None:
+        """Centre the view on [start, end); with ``zoom`` make it ~1/3 of the view."""
+        width = self.t1 - self.t0
+        if zoom:
+            width = max(3 * (end - start), self.cells * 8)
+        mid = (start + end) // 2
+        if lane is not None and self.model and 0 <= lane < len(self.model.lanes):
+            self.lane_cursor = lane
+            self._scroll_lane_into_view()
+        self.set_view(mid - width // 2, mid - width // 2 + width)
+
+    def action_zoom(self, factor: float) -> None:
+        mid = (self.t0 + self.t1) // 2
+        width = int((self.t1 - self.t0) * factor)
+        self.set_view(mid - width // 2, mid - width // 2 + width)
+
+    def action_pan(self, fraction: float) -> None:
+        shift = int((self.t1 - self.t0) * fraction)
+        self.set_view(self.t0 + shift, self.t1 + shift)
+
+    def action_fit(self) -> None:
+        if self.model is not None:
+            self.t0, self.t1 = 0, 1
+            self.set_view(0, max(self.model.span, 1))
+
+    def action_lane(self, delta: int) -> None:
+        if not self.model or not self.model.lanes:
+            return
+        self.lane_cursor = max(0, min(self.lane_cursor + delta, len(self.model.lanes) - 1))
+        self._scroll_lane_into_view()
+        self.refresh()
+        self.post_message(self.ViewChanged(self))
+
+    def _scroll_lane_into_view(self) -> None:
+        rows = max(1, self.size.height - 1)
+        if self.lane_cursor < self.lane_top:
+            self.lane_top = self.lane_cursor
+        elif self.lane_cursor >= self.lane_top + rows:
+            self.lane_top = self.lane_cursor - rows + 1
+
+    def action_gap(self, step: int) -> None:
+        """Jump to the next (step=1) or previous (-1) idle gap after/before the view centre."""
+        gaps = self.model.gaps if self.model else None
+        if gaps is None or len(gaps) == 0:
+            self.notify("No idle gaps (or the gap analysis is not available)", severity="warning")
+            return
+        if self.gap_index < 0:
+            # first jump: the first gap starting in the view (or the last one before its end)
+            starts = gaps[:, 0]
+            index = int(np.searchsorted(starts, self.t0)) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
+        else:
+            index = self.gap_index + step
+        if not 0 <= index < len(gaps):
+            self.notify("No more gaps in that direction", severity="information")
+            return
+        self.gap_index = index
+        start, end = int(gaps[index, 0]), int(gaps[index, 1])
+        lane = int(self.model.gap_lanes[index]) if self.model.gap_lanes is not None else -1
+        self.centre_on(start, end, lane if lane >= 0 else None)
+
+    def action_centre_selected(self) -> None:
+        self.post_message(self.CentreRequested(self))
+
+    def action_open_gap(self) -> None:
+        if self.gap_index >= 0:
+            self.post_message(self.GapOpened(self, self.gap_index))
+        else:
+            self.notify("Select a gap first with n / N", severity="information")
+
+    @property
+    def current_gap(self) -> tuple[int, int, int] | None:
+        if self.model is None or self.model.gaps is None or self.gap_index < 0:
+            return None
+        lane = int(self.model.gap_lanes[self.gap_index]) if self.model.gap_lanes is not None else -1
+        start, end = self.model.gaps[self.gap_index]
+        return lane, int(start), int(end)
+
+    # -- rendering ------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = {}
+        self._strips = {}
+        self._cache_key = None
+
+    def _style(self, code) -> Style:
+        """Rich style of a cell code or a component class name, made once per theme."""
+        if code not in self._styles:
+            base = self._styles[None] = self._styles.get(None) or self.rich_style
+            cls = STYLE_CLASSES.get(code) if isinstance(code, int) else code
+            self._styles[code] = base + self.get_component_rich_style(cls) if cls else base
+        return self._styles[code]
+
+    def frame(self):
+        """The (glyph, style) arrays of the current view; rebuilt only when the view changes."""
+        key = (self.t0, self.t1, self.cells, self.marker, self.current_gap)
+        if key != self._cache_key:
+            self._frame = build_frame(self.model, self.t0, self.t1, self.cells, self.marker, self.current_gap)
+            self._cache_key = key
+            self._strips = {}
+        return self._frame
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self._style(None)
+        if self.model is None:
+            return Strip([Segment(" " * width, base)])
+        lw = self.label_width
+        if y == 0:
+            return self._ruler(width, lw)
+        index = self.lane_top + y - 1
+        if index >= len(self.model.lanes):
+            return Strip([Segment(" " * width, base)])
+        glyph, style = self.frame()
+        lane = self.model.lanes[index]
+        label_cls = "timeline--label-cursor" if index == self.lane_cursor and self.has_focus else "timeline--label"
+        key = (index, label_cls, width)
+        if key in self._strips:
+            return self._strips[key]
+        label = lane.label[: lw - 1] + "…" if len(lane.label) > lw else lane.label
+        segs = [Segment(label.ljust(lw), self._style(label_cls)), Segment("│", base)]
+        text = glyph[index].astype("<u4").tobytes().decode("utf-32-le")
+        codes = style[index]
+        bounds = np.flatnonzero(np.diff(codes)) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [codes.size]])
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            segs.append(Segment(text[s:e], self._style(int(codes[s]))))
+        strip = Strip(segs, width).crop(0, width)
+        self._strips[key] = strip
+        return strip
+
+    def _ruler(self, width: int, lw: int) -> Strip:
+        cells = self.cells
+        step = tick_step(self.t1 - self.t0, cells)
+        line = [" "] * cells
+        first = -(-self.t0 // step) * step
+        ns_per_cell = (self.t1 - self.t0) / cells
+        t = first
+        while t < self.t1:
+            col = int((t - self.t0) / ns_per_cell)
+            label = "|" + fmt_tick(t, step)
+            if col + len(label) <= cells and all(c == " " for c in line[max(0, col - 1) : col + len(label)]):
+                line[col : col + len(label)] = list(label)
+            elif 0 <= col < cells and line[col] == " ":
+                line[col] = "'"
+            t += step
+        gap = self.current_gap
+        if gap is not None:
+            _, gs, ge = gap
+            c0 = max(0, int((gs - self.t0) / ns_per_cell))
+            c1 = min(cells, int((ge - self.t0) / ns_per_cell) + 1)
+            for c in range(c0, c1):
+                if line[c] == " ":
+                    line[c] = "▔"
+        head = fmt_ns(self.t1 - self.t0)
+        ruler_style = self._style("timeline--ruler")
+        return Strip(
+            [Segment(("⟷ " + head).ljust(lw)[:lw], ruler_style), Segment("│", ruler_style), Segment("".join(line), ruler_style)],
+            width,
+        ).crop(0, width)
+
+    def status_text(self) -> str:
+        """One line describing the view: window, width, cursor lane, current gap."""
+        if self.model is None:
+            return ""
+        lane = self.model.lanes[self.lane_cursor].label if self.model.lanes else "-"
+        text = f"view {fmt_ns(self.t0)}–{fmt_ns(self.t1)} ({fmt_ns(self.t1 - self.t0)})  lane: {lane}"
+        gap = self.current_gap
+        if gap is not None:
+            text += f"  gap {self.gap_index + 1}/{len(self.model.gaps)}: {fmt_ns(gap[2] - gap[1])} idle"
+        return text
