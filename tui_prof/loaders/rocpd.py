@@ -1,0 +1,486 @@
+"""rocpd SQLite databases written by rocprofv3 (``--output-format rocpd``, ROCm 7.0+).
+
+Schema: ``rocprofiler-sdk`` ``rocpd_tables.sql`` / ``data_views.sql`` (see formats.md §5).
+Physical tables carry a per-file UUID suffix; the database also holds un-suffixed views
+with the plain names (``rocpd_kernel_dispatch``, ``rocpd_region``, ``memory_copies`` ...),
+and only those views are queried here. The file is opened read-only and immutable, so
+SQLite never creates a journal, WAL or shm file next to it.
+
+Mapping (sources are the rocpd columns):
+
+* one Run per ``rocpd_info_process`` row (hostname from ``rocpd_info_node``);
+* ``agent`` columns = ``rocpd_info_agent.absolute_index`` (the KFD node id);
+* ``correlation_id`` = ``rocpd_event.stack_id``, which is where rocprofv3 stores the
+  *internal* correlation id (``generateRocpd.cpp``: ``stack_id = correlation_id.internal``,
+  ``parent_stack_id = ancestor``, ``correlation_id = external``). It is the value that
+  links an API region to the kernel/copy it launched and equals ``Correlation_Id`` in
+  rocprofv3 CSV; the external id is kept in nothing but the ``corr_id`` view column;
+* kernel name = ``rocpd_info_kernel_symbol.display_name`` (what the ``kernels`` and
+  ``top_kernels`` views print), durations in ns exactly as stored.
+
+Big tables are read with one ``group_concat`` per column and parsed with numpy, which is
+about 2.5x faster than materialising a Python tuple per row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import urllib.parse
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, one_line
+from tui_prof.loaders.rocprofv3_json import agent_from_record, copy_direction, normalise_domain, opt_int, recode
+from tui_prof.model import Agent, Run, RunMeta
+from tui_prof.model.schema import make_table
+
+FORMAT = "rocpd"
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+CHUNK_ROWS = 2_000_000  # rows per group_concat query (keeps each string well under SQLite's 1 GB limit)
+SEP = "\x1f"  # separator for text group_concat (unit separator; never in names)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open ``path`` read-only and immutable: SQLite writes nothing next to the file."""
+    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro&immutable=1"
+    con = sqlite3.connect(uri, uri=True)
+    con.execute("PRAGMA query_only = 1")
+    return con
+
+
+def _schema_names(con: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def _is_rocpd(names: set[str]) -> bool:
+    return "rocpd_metadata" in names or any(re.match(r"rocpd_metadata_[0-9a-f_]{20,}$", n) for n in names)
+
+
+def sniff(path: Path, head: bytes) -> Sniffed | None:
+    """A SQLite file whose schema has a ``rocpd_metadata`` view or suffixed table."""
+    if not head.startswith(SQLITE_MAGIC):
+        return None
+    try:
+        con = connect(path)
+        try:
+            names = _schema_names(con)
+        finally:
+            con.close()
+    except sqlite3.Error:
+        # Unreadable schema (truncated/corrupt): claim it only when the first page names
+        # rocpd tables, so load() can report what is wrong.
+        return Sniffed("rocpd_db", str(path)) if b"rocpd_metadata" in head else None
+    return Sniffed("rocpd_db", str(path)) if _is_rocpd(names) else None
+
+
+def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
+    runs: list[Run] = []
+    for item in files:
+        try:
+            runs.extend(load_db(item.path))
+        except LoadError as err:
+            issues.error(item.path, str(err))
+        except (sqlite3.Error, ValueError, KeyError, TypeError, OverflowError, MemoryError) as err:
+            issues.error(item.path, f"cannot read rocpd database: {one_line(str(err) or type(err).__name__)}")
+    return runs
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _rows(con: sqlite3.Connection, sql: str, params: tuple = ()) -> list[tuple]:
+    return con.execute(sql, params).fetchall()
+
+
+def _columns(con: sqlite3.Connection, name: str) -> set[str]:
+    return {row[1] for row in con.execute(f"PRAGMA table_info(`{name}`)")}
+
+
+def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple) -> list[np.ndarray]:
+    """Integer columns of ``SELECT exprs FROM base WHERE where``; NULL reads as -1.
+
+    ``base`` names its main table ``X``, whose ``id`` (primary key) splits the rows into
+    chunks of CHUNK_ROWS; each chunk is read with one ``group_concat`` per column. A chunk
+    whose text does not parse as one integer per row (a REAL or TEXT value in the column)
+    is read again with ``CAST(... AS INTEGER)``, which is slower but exact for integers.
+    """
+    table = base.split()[0]
+    lo, hi = con.execute(f"SELECT MIN(id), MAX(id) FROM {table}").fetchone()  # primary key: O(1)
+    parts: list[list[np.ndarray]] = [[] for _ in exprs]
+    if lo is None:
+        return [np.empty(0, dtype=np.int64) for _ in exprs]
+    fast = ", ".join(f"group_concat(IFNULL({e}, -1))" for e in exprs)
+    safe = ", ".join(f"group_concat(IFNULL(CAST({e} AS INTEGER), -1))" for e in exprs)
+    for start in range(int(lo), int(hi) + 1, CHUNK_ROWS):
+        chunk = params + (start, start + CHUNK_ROWS)
+        for select in (fast, safe):
+            sql = f"SELECT COUNT(*), {select} FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
+            count, *texts = con.execute(sql, chunk).fetchone()
+            arrays = [_parse_ints(t) for t in texts]
+            if all(len(a) == count for a in arrays):
+                break
+        else:
+            raise LoadError(f"non-integer values in {table} ({', '.join(exprs)})")
+        for i, array in enumerate(arrays):
+            parts[i].append(array)
+    return [np.concatenate(p) if p else np.empty(0, dtype=np.int64) for p in parts]
+
+
+def _text_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple) -> list[np.ndarray]:
+    """Text columns of ``SELECT exprs FROM base WHERE where`` (NULL reads as ""), read in
+    the same id chunks and row order as :func:`_int_columns`."""
+    table = base.split()[0]
+    lo, hi = con.execute(f"SELECT MIN(id), MAX(id) FROM {table}").fetchone()
+    parts: list[list[str]] = [[] for _ in exprs]
+    if lo is None:
+        return [np.empty(0, dtype=object) for _ in exprs]
+    select = ", ".join(f"group_concat(IFNULL(CAST({e} AS TEXT), ''), char(31))" for e in exprs)
+    for start in range(int(lo), int(hi) + 1, CHUNK_ROWS):
+        sql = f"SELECT COUNT(*), {select} FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
+        count, *texts = con.execute(sql, params + (start, start + CHUNK_ROWS)).fetchone()
+        for i, text in enumerate(texts):
+            values = text.split(SEP) if count else []
+            if len(values) != count:
+                raise LoadError(f"text column {exprs[i]} of {table} holds the separator character")
+            parts[i].extend(values)
+    return [np.array(p, dtype=object) for p in parts]
+
+
+def _parse_ints(text: str | None) -> np.ndarray:
+    """Parse "1,2,-1" into int64 exactly (numpy's integer scanner, no float round trip);
+    text that is not all integers parses short (or empty), which the caller detects."""
+    if not text:
+        return np.empty(0, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # numpy < 2 warns and returns the parsed prefix
+        try:
+            return np.fromstring(text, dtype=np.int64, sep=",")
+        except ValueError:  # numpy >= 2 raises instead
+            return np.empty(0, dtype=np.int64)
+
+
+def _lookup(values: np.ndarray, mapping: dict[int, int], default: int = -1) -> np.ndarray:
+    """Map integer ``values`` through ``mapping``; values not in it become ``default``."""
+    if not len(values):
+        return values.astype(np.int64)
+    if not mapping:
+        return np.full(len(values), default, dtype=np.int64)
+    keys = np.array(sorted(mapping), dtype=np.int64)
+    mapped = np.array([mapping[k] for k in keys.tolist()], dtype=np.int64)
+    pos = np.clip(np.searchsorted(keys, values), 0, len(keys) - 1)
+    return np.where(keys[pos] == values, mapped[pos], default)
+
+
+def _categorical(ids: np.ndarray, names: dict[int, str]) -> pd.Categorical:
+    """A categorical of ``names[id]`` per row ("" for unknown ids), built without a str per row."""
+    keys = np.array(sorted(names), dtype=np.int64)
+    labels = [names[k] for k in keys.tolist()]
+    uniq = list(dict.fromkeys(labels + [""]))
+    label_code = {label: i for i, label in enumerate(uniq)}
+    key_codes = np.array([label_code[label] for label in labels], dtype=np.int64)
+    empty = label_code[""]
+    if not len(keys):
+        codes = np.full(len(ids), empty, dtype=np.int64)
+    else:
+        pos = np.clip(np.searchsorted(keys, ids), 0, len(keys) - 1)
+        codes = np.where(keys[pos] == ids, key_codes[pos], empty)
+    return pd.Categorical.from_codes(codes, categories=uniq).remove_unused_categories()
+
+
+def _json(text) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _check_size(path: Path) -> None:
+    """Compare the file size with the SQLite header (page size at byte 16, page count at 28)."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+        size = path.stat().st_size
+    except OSError as err:
+        raise LoadError(f"cannot read file: {err.strerror or err}") from None
+    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
+        raise LoadError(f"not a complete SQLite database ({size} bytes, header missing)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]  # the page count is valid only when these match
+    if valid and pages and size < page_size * pages:
+        raise LoadError(f"truncated SQLite database: {size} bytes, header says {pages} pages x {page_size} = {pages * page_size} bytes")
+
+
+def load_db(path: Path) -> list[Run]:
+    """All processes recorded in one rocpd database, one Run each."""
+    path = Path(path)
+    _check_size(path)
+    try:
+        con = connect(path)
+    except sqlite3.Error as err:
+        raise LoadError(f"cannot open SQLite database: {err}") from None
+    try:
+        try:
+            names = _schema_names(con)
+        except sqlite3.DatabaseError as err:
+            raise LoadError(f"damaged SQLite database ({err})") from None
+        if not _is_rocpd(names):
+            raise LoadError("SQLite database without rocpd tables (no rocpd_metadata); not rocprofv3 rocpd output")
+        missing = [v for v in ("rocpd_info_process", "rocpd_info_agent") if v not in names]
+        if missing:
+            raise LoadError(f"rocpd database lacks the un-suffixed view(s) {', '.join(missing)}")
+        try:
+            return _load(con, path, names)
+        except sqlite3.DatabaseError as err:
+            raise LoadError(f"damaged rocpd database ({err})") from None
+    finally:
+        con.close()
+
+
+def _load(con: sqlite3.Connection, path: Path, names: set[str]) -> list[Run]:
+    metadata = {str(tag): str(value) for tag, value in _rows(con, "SELECT tag, value FROM rocpd_metadata")} if "rocpd_metadata" in names else {}
+    strings = {int(i): str(s) for i, s in _rows(con, "SELECT id, string FROM rocpd_string")} if "rocpd_string" in names else {}
+    hostnames = {}
+    if "rocpd_info_node" in names:
+        hostnames = {int(i): h or "" for i, h in _rows(con, "SELECT id, hostname FROM rocpd_info_node")}
+    threads: dict[int, int] = {}
+    if "rocpd_info_thread" in names:
+        threads = {int(i): int(t) for i, t in _rows(con, "SELECT id, tid FROM rocpd_info_thread")}
+    processes = _rows(con, "SELECT id, guid, nid, pid, command, environment, extdata, start, end FROM rocpd_info_process ORDER BY id")
+    if not processes:
+        raise LoadError("rocpd database has no process (rocpd_info_process is empty)")
+    guids = {row[1] for row in processes}
+
+    runs = []
+    for proc_id, guid, nid, pid, command, environment, extdata, start, end in processes:
+        # Several guids (merged databases) share the id space: filter every query by guid.
+        if len(processes) == 1:
+            where, params = "1 = 1", ()  # the only process: every row is its own (saves a filter per row)
+        elif len(guids) == 1:
+            where, params = "X.pid = ?", (proc_id,)
+        else:
+            where, params = "X.pid = ? AND X.guid = ?", (proc_id, guid)
+        agents, agent_index = _agents(con, proc_id, guid if len(guids) > 1 else None)
+        run = Run(meta=RunMeta(formats=[FORMAT], tool="rocprofv3", hostname=hostnames.get(int(nid), ""), pid=int(pid)))
+        run.meta.command = command or ""
+        run.meta.files = [str(path)]
+        run.meta.label = f"{run.meta.hostname}/{pid}" if run.meta.hostname else str(pid)
+        run.meta.extra.update(_meta_extra(metadata, environment, extdata, start, end))
+        run.meta.tool_version = metadata.get("version", "") or metadata.get("rocprofiler_sdk_version", "")
+        run.agents = agents
+        ctx = _Context(con, names, strings, threads, agent_index, where, params, int(pid))
+        run.kernels = _kernels(ctx)
+        run.api, run.markers = _regions(ctx)
+        run.copies = _copies(ctx)
+        run.allocations, run.scratch = _allocations(ctx)
+        run.counters = _counters(ctx)
+        runs.append(run)
+    return runs
+
+
+def _meta_extra(metadata: dict, environment, extdata, start, end) -> dict:
+    extra = {
+        "rocpd_schema_version": metadata.get("schema_version", ""),
+        "rocpd_guid": metadata.get("guid", ""),
+        "process_start_ns": opt_int(start),
+        "process_end_ns": opt_int(end),
+        "rocprofv3_config": _json(extdata),
+    }
+    env = _json(environment)
+    # The ROCm install the tool was loaded from, e.g. /opt/rocm-7.1.1/lib/... -> "7.1.1".
+    found = re.search(r"/rocm-(\d+\.\d+(?:\.\d+)?)/", str(env.get("ROCP_TOOL_LIBRARIES", "")) + str(env.get("LD_PRELOAD", "")))
+    if found:
+        extra["rocm_version_from_env"] = found.group(1)
+    return extra
+
+
+class _Context:
+    """What every table query of one process needs."""
+
+    def __init__(self, con, names, strings, threads, agent_index, where, params, pid):
+        self.con = con
+        self.names = names
+        self.strings = strings
+        self.threads = threads
+        self.agent_index = agent_index  # rocpd_info_agent.id -> absolute_index
+        self.where = where
+        self.params = params
+        self.pid = pid
+
+    def tids(self, ids: np.ndarray) -> np.ndarray:
+        """rocpd_info_thread.id -> OS thread id."""
+        return _lookup(ids, self.threads)
+
+    def agents(self, ids: np.ndarray) -> np.ndarray:
+        return _lookup(ids, self.agent_index)
+
+
+def _agents(con: sqlite3.Connection, proc_id: int, guid: str | None) -> tuple[list[Agent], dict[int, int]]:
+    sql = (
+        "SELECT id, type, absolute_index, logical_index, type_index, name, model_name, vendor_name, "
+        "product_name, user_name, extdata FROM rocpd_info_agent WHERE pid = ?"
+    )
+    params: tuple = (proc_id,)
+    if guid is not None:
+        sql += " AND guid = ?"
+        params += (guid,)
+    rows = _rows(con, sql + " ORDER BY absolute_index", params)
+    if not rows:  # agent rows not tied to this process row: use every agent of the file
+        rows = _rows(con, sql.replace("WHERE pid = ?", "WHERE ?1 = ?1") + " ORDER BY absolute_index", params)
+    agents: list[Agent] = []
+    index: dict[int, int] = {}
+    for row_id, kind, absolute, logical, type_index, name, model, vendor, product, user_name, extdata in rows:
+        ext = _json(extdata)
+        node = opt_int(absolute)
+        if node is None:
+            node = opt_int(ext.get("node_id"))
+        if node is None:
+            node = int(row_id)
+        index[int(row_id)] = node
+        agents.append(agent_from_record(ext, node, kind=str(kind or ""), name=name or "", product=product or "",
+                                        vendor=vendor or "", logical_index=opt_int(logical), type_index=opt_int(type_index),
+                                        extra={"model_name": model or "", "user_name": user_name or ""}))
+    return agents, index
+
+
+def _kernels(ctx: _Context) -> pd.DataFrame:
+    """``rocpd_kernel_dispatch`` + ``rocpd_event.stack_id`` + kernel symbol (display_name, registers)."""
+    base = "rocpd_kernel_dispatch X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
+    cols = ["X.start", "X.end", "X.agent_id", "X.queue_id", "X.stream_id", "X.tid", "E.stack_id", "X.dispatch_id",
+            "X.kernel_id", "X.grid_size_x", "X.grid_size_y", "X.grid_size_z", "X.workgroup_size_x",
+            "X.workgroup_size_y", "X.workgroup_size_z", "X.group_segment_size", "X.private_segment_size"]
+    if "rocpd_kernel_dispatch" not in ctx.names:
+        return make_table("kernels", {})
+    v = dict(zip([c.split(".")[1] for c in cols], _int_columns(ctx.con, base, cols, ctx.where, ctx.params)))
+    symbols = {}
+    if "rocpd_info_kernel_symbol" in ctx.names:
+        for sid, display, kname, vgpr, agpr, sgpr in _rows(
+            ctx.con, "SELECT id, display_name, kernel_name, arch_vgpr_count, accum_vgpr_count, sgpr_count FROM rocpd_info_kernel_symbol"
+        ):
+            symbols[int(sid)] = (display or kname or "", opt_int(vgpr), opt_int(agpr), opt_int(sgpr))
+    kid = v["kernel_id"]
+
+    def reg(i: int) -> dict[int, int]:
+        return {k: s[i] for k, s in symbols.items() if s[i] is not None}
+
+    return make_table(
+        "kernels",
+        {
+            "start": v["start"],
+            "end": v["end"],
+            "agent": ctx.agents(v["agent_id"]),
+            "queue": v["queue_id"],
+            "stream": v["stream_id"],
+            "pid": np.full(len(kid), ctx.pid, dtype=np.int64),
+            "tid": ctx.tids(v["tid"]),
+            "correlation_id": v["stack_id"],
+            "dispatch_id": v["dispatch_id"],
+            "kernel_id": kid,
+            "name": _categorical(kid, {k: s[0] for k, s in symbols.items()}),
+            "grid_x": v["grid_size_x"],
+            "grid_y": v["grid_size_y"],
+            "grid_z": v["grid_size_z"],
+            "wg_x": v["workgroup_size_x"],
+            "wg_y": v["workgroup_size_y"],
+            "wg_z": v["workgroup_size_z"],
+            "lds_bytes": v["group_segment_size"],
+            "scratch_bytes": v["private_segment_size"],
+            "arch_vgpr": _lookup(kid, reg(1)),
+            "accum_vgpr": _lookup(kid, reg(2)),
+            "sgpr": _lookup(kid, reg(3)),
+        },
+    )
+
+
+def _regions(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``rocpd_region`` -> api table (every category) and markers table (MARKER_* categories)."""
+    if "rocpd_region" not in ctx.names:
+        return make_table("api", {}), make_table("markers", {})
+    base = "rocpd_region X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
+    cols = ["X.start", "X.end", "X.tid", "E.stack_id", "E.category_id", "X.name_id"]
+    start, end, tid, stack, category_id, name_id = _int_columns(ctx.con, base, cols, ctx.where, ctx.params)
+    domain = recode(_categorical(category_id, ctx.strings), normalise_domain)
+    tids = ctx.tids(tid)
+    name = _categorical(name_id, ctx.strings)
+    api = make_table("api", {"start": start, "end": end, "domain": domain, "name": name,
+                             "pid": np.full(len(start), ctx.pid, dtype=np.int64), "tid": tids, "correlation_id": stack})
+    is_marker = np.asarray(pd.Series(domain).astype(str) == "marker")
+    markers = make_table("markers", {
+        "start": start[is_marker], "end": end[is_marker],
+        "name": pd.Series(name)[is_marker].astype(str).to_numpy(),
+        "source": "roctx", "pid": np.full(int(is_marker.sum()), ctx.pid, dtype=np.int64), "tid": tids[is_marker],
+    })
+    return api, markers
+
+
+def _copies(ctx: _Context) -> pd.DataFrame:
+    """``rocpd_memory_copy``; direction from the source/destination agent types."""
+    if "rocpd_memory_copy" not in ctx.names:
+        return make_table("copies", {})
+    base = "rocpd_memory_copy X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
+    cols = ["X.start", "X.end", "X.size", "X.src_agent_id", "X.dst_agent_id", "X.queue_id", "X.stream_id", "X.tid",
+            "E.stack_id", "X.name_id"]
+    start, end, size, src, dst, queue, stream, tid, stack, name_id = _int_columns(ctx.con, base, cols, ctx.where, ctx.params)
+    types = {int(i): str(t or "") for i, t in _rows(ctx.con, "SELECT id, type FROM rocpd_info_agent")}
+    src_abs, dst_abs = ctx.agents(src), ctx.agents(dst)
+    src_type = _categorical(src, types).astype(str)
+    dst_type = _categorical(dst, types).astype(str)
+    return make_table("copies", {
+        "start": start, "end": end, "bytes": size,
+        "direction": copy_direction(np.asarray(src_type), np.asarray(dst_type), src_abs, dst_abs),
+        "src_agent": src_abs, "dst_agent": dst_abs, "queue": queue, "stream": stream,
+        "pid": np.full(len(start), ctx.pid, dtype=np.int64), "tid": ctx.tids(tid), "correlation_id": stack,
+        "name": _categorical(name_id, ctx.strings),
+    })
+
+
+def _allocations(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``rocpd_memory_allocate``: level SCRATCH -> scratch table, other levels -> allocations."""
+    if "rocpd_memory_allocate" not in ctx.names:
+        return make_table("allocations", {}), make_table("scratch", {})
+    base = "rocpd_memory_allocate X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
+    cols = ["X.start", "X.end", "X.agent_id", "X.size", "X.address", "X.tid", "E.stack_id", "X.queue_id"]
+    start, end, agent, size, address, tid, stack, queue = _int_columns(ctx.con, base, cols, ctx.where, ctx.params)
+    flags_expr = "CASE WHEN X.level = 'SCRATCH' AND json_valid(X.extdata) THEN json_extract(X.extdata, '$.flags') END"
+    kinds, levels, flags = _text_columns(ctx.con, base, ["X.type", "X.level", flags_expr], ctx.where, ctx.params)
+    scratch = levels == "SCRATCH"
+    keep = ~scratch
+    allocations = make_table("allocations", {
+        "start": start[keep], "end": end[keep], "operation": kinds[keep], "agent": ctx.agents(agent[keep]),
+        "bytes": size[keep], "address": address[keep], "pid": np.full(int(keep.sum()), ctx.pid, dtype=np.int64),
+        "tid": ctx.tids(tid[keep]), "correlation_id": stack[keep],
+    })
+    scratch_table = make_table("scratch", {
+        "start": start[scratch], "end": end[scratch], "operation": kinds[scratch], "agent": ctx.agents(agent[scratch]),
+        "queue": queue[scratch], "tid": ctx.tids(tid[scratch]), "flags": flags[scratch], "bytes": size[scratch],
+    })
+    return allocations, scratch_table
+
+
+def _counters(ctx: _Context) -> pd.DataFrame:
+    """``counters_collection`` view: one row per (dispatch, counter), value summed over instances."""
+    if "counters_collection" not in ctx.names or "rocpd_pmc_event" not in ctx.names:
+        return make_table("counters", {})
+    if ctx.con.execute("SELECT 1 FROM rocpd_pmc_event LIMIT 1").fetchone() is None:
+        return make_table("counters", {})  # the view's GROUP BY costs a scan even when empty
+    # This view's pid column is the OS pid (rocpd_info_process.pid), not the process row id.
+    where, params = ("pid = ?", (ctx.pid,)) if len(ctx.params) < 2 else ("pid = ? AND guid = ?", (ctx.pid, ctx.params[1]))
+    rows = _rows(ctx.con, f"SELECT dispatch_id, stack_id, agent_abs_index, counter_name, value FROM counters_collection WHERE {where}", params)
+    if not rows:
+        return make_table("counters", {})
+    frame = pd.DataFrame(rows, columns=["dispatch_id", "correlation_id", "agent", "counter", "value"])
+    frame = frame.fillna({"dispatch_id": -1, "correlation_id": -1, "agent": -1})
+    return make_table("counters", {c: frame[c] for c in frame.columns})
