@@ -23,7 +23,12 @@ FLOWS = {
     "dispatch_detail": ["enter", "enter"],
     "hardware": ["3"],
     "help": ["question_mark"],
+    "findings": ["4"],
+    "finding_evidence": ["4", "enter"],
+    "counters": ["5"],
+    "counters_formulas": ["5", "x"],
 }
+WITH_COUNTERS = {"counters", "counters_formulas"}
 
 
 async def _loaded(pilot) -> None:
@@ -34,7 +39,7 @@ async def _loaded(pilot) -> None:
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("flow", FLOWS)
 def test_screen(snap_compare, flow, size):
-    runset, _ = synthetic_runset("per_launch", issues=(flow == "hotspots"))
+    runset, _ = synthetic_runset("per_launch", issues=(flow == "hotspots"), counters=flow in WITH_COUNTERS)
 
     async def run_before(pilot):
         await _loaded(pilot)

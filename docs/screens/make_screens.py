@@ -21,11 +21,17 @@ SHOTS = {
     "dispatch_detail": ("per_launch", ["enter", "enter"]),
     "hardware": ("per_launch", ["3"]),
     "help": ("per_launch", ["question_mark"]),
+    "findings": ("per_launch", ["4"]),
+    "finding_evidence_sync": ("per_launch", ["4", "enter"]),
+    "counters": ("per_launch+counters", ["5"]),
+    "counters_formulas": ("per_launch+counters", ["5", "x"]),
+    "counters_missing": ("per_launch", ["5"]),
 }
 
 
 async def shoot(name: str, mode: str, keys: list[str], size=(120, 32)) -> None:
-    runset, _ = synthetic_runset(mode, iterations=60)
+    sync, _, extra = mode.partition("+")
+    runset, _ = synthetic_runset(sync, iterations=60, counters=extra == "counters")
     app = TuiProfApp(runset)
     async with app.run_test(size=size) as pilot:
         await app.workers.wait_for_complete()

@@ -23,6 +23,16 @@ from textual.widgets import Footer, Input, Label, ProgressBar, Static, TabbedCon
 
 from tui_prof.model import RunSet
 from tui_prof.tui.fmt import fmt_bytes, fmt_ns
+from tui_prof.tui.panes import (
+    CountersPane,
+    capabilities_renderable,
+    counters_renderable,
+    finding_detail,
+    finding_evidence,
+    findings_frame,
+    host_window,
+    measurement_text,
+)
 from tui_prof.tui.runview import RunView, build_view
 from tui_prof.tui.screens import DispatchesScreen, GapScreen, HelpScreen
 from tui_prof.tui.widgets.table import Column, TableView
@@ -40,6 +50,23 @@ HOTSPOT_COLUMNS = [
     Column("stddev_ns", "stddev", 9, "ns"),
 ]
 TABS = ("hotspots", "timeline", "hardware", "findings", "counters", "issues")
+FINDING_COLUMNS = [
+    Column("message", "finding", 60, "text"),
+    Column("severity", "severity", 8, "text"),
+    Column("code", "code", 18, "text"),
+    Column("rank", "#", 3),
+]
+PANES = Binding.Group("Panes", compact=True)
+FOCUS = {"hotspots": "#hotspot-table", "timeline": "#timeline-view", "findings": "#findings-table", "counters": "#counters-pane"}
+
+
+class FindingsTable(TableView):
+    """The findings list; Enter jumps to the evidence of the finding under the cursor."""
+
+    BINDINGS = [Binding("enter", "select", "Evidence", id="findings.evidence")]
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        return action not in ("sort", "sort_dir")  # the analysis' rank order is the order
 
 
 def bundled_sample() -> Path:
@@ -72,12 +99,12 @@ class MainScreen(Screen):
     """Tabs: hotspots, timeline, hardware, findings, counters, load issues."""
 
     BINDINGS = [
-        Binding("1", "tab('hotspots')", "Hotspots", id="tab.hotspots"),
-        Binding("2", "tab('timeline')", "Timeline", id="tab.timeline"),
-        Binding("3", "tab('hardware')", "Hardware", id="tab.hardware"),
-        Binding("4", "tab('findings')", "Findings", show=False, id="tab.findings"),
-        Binding("5", "tab('counters')", "Counters", show=False, id="tab.counters"),
-        Binding("6", "tab('issues')", "Issues", show=False, id="tab.issues"),
+        Binding("1", "tab('hotspots')", "Hotspots", id="tab.hotspots", group=PANES),
+        Binding("2", "tab('timeline')", "Timeline", id="tab.timeline", group=PANES),
+        Binding("3", "tab('hardware')", "Hardware", id="tab.hardware", group=PANES),
+        Binding("4", "tab('findings')", "Findings", id="tab.findings", group=PANES),
+        Binding("5", "tab('counters')", "Counters", id="tab.counters", group=PANES),
+        Binding("6", "tab('issues')", "Issues", id="tab.issues", group=PANES),
         Binding("slash", "filter", "Filter", id="hotspots.filter"),
         Binding("b", "group", "Group by", id="hotspots.group"),
         Binding("t", "goto_kernel", "Kernel on timeline", id="hotspots.timeline"),
@@ -97,6 +124,7 @@ class MainScreen(Screen):
             yield ProgressBar(id="load-progress", show_eta=False)
         with TabbedContent(id="tabs", initial="hotspots"):
             with TabPane("1 Hotspots", id="hotspots"):
+                yield Static("", id="measure")
                 yield Static("", id="hot-status", classes="status")
                 yield TableView(HOTSPOT_COLUMNS, id="hotspot-table")
                 yield Input(placeholder="regex filter on names (Enter: apply, Esc: cancel)", id="filter")
@@ -107,11 +135,13 @@ class MainScreen(Screen):
             with TabPane("3 Hardware", id="hardware"):
                 with VerticalScroll():
                     yield Static("", id="hardware-body")
+                    yield Static("", id="capabilities-body")
             with TabPane("4 Findings", id="findings"):
-                with VerticalScroll():
-                    yield Static("", id="findings-body")
+                yield FindingsTable(FINDING_COLUMNS, id="findings-table")
+                with VerticalScroll(id="finding-scroll"):
+                    yield Static("", id="finding-detail")
             with TabPane("5 Counters", id="counters"):
-                with VerticalScroll():
+                with CountersPane(id="counters-pane"):
                     yield Static("", id="counters-body")
             with TabPane("6 Issues", id="issues"):
                 with VerticalScroll():
@@ -134,6 +164,13 @@ class MainScreen(Screen):
         text.append("▆", "blue")
         text.append(" host API")
         return text
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Hotspot keys (/ b t) only while the hotspot pane is shown (keeps the footer short)."""
+        if action in ("filter", "group", "goto_kernel"):
+            tabs = self.query_one("#tabs", TabbedContent)
+            return tabs.display and tabs.active == "hotspots"
+        return True
 
     def on_mount(self) -> None:
         self.query_one("#tabs").display = False
@@ -163,21 +200,77 @@ class MainScreen(Screen):
         timeline = self.query_one("#timeline-view", Timeline)
         timeline.set_model(view.timeline)
         self.query_one("#hardware-body", Static).update(self._hardware())
-        self.query_one("#findings-body", Static).update(self._not_available("Findings", "analysis.findings"))
-        self.query_one("#counters-body", Static).update(self._not_available("Counters / derived metrics", "analysis.counters"))
+        self.query_one("#capabilities-body", Static).update(capabilities_renderable(view.summary))
+        self.query_one("#measure", Static).update(measurement_text(view.summary))
+        findings = self.query_one("#findings-table", FindingsTable)
+        findings.set_data(findings_frame(view.summary), text_key="message")
+        self.show_finding()
+        self.update_counters()
         self.query_one("#issues-body", Static).update(self._issues())
         self.query_one("#hotspot-table", TableView).focus()
         if errors:
             self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning")
 
-    @staticmethod
-    def _not_available(what: str, module: str) -> str:
-        return f"{what}: not available yet ({module} is not part of this build)."
+    # -- findings / counters ---------------------------------------------------------------
+    @property
+    def findings(self) -> list[dict]:
+        return list((self.view.summary or {}).get("findings") or []) if self.view else []
+
+    def current_finding(self) -> dict | None:
+        row = self.query_one("#findings-table", FindingsTable).current_row
+        return self.findings[int(row["rank"]) - 1] if row is not None else None
+
+    def show_finding(self) -> None:
+        self.query_one("#finding-detail", Static).update(finding_detail(self.current_finding()))
+
+    def selected_kernel(self) -> str | None:
+        """The hotspot row's kernel name (None unless the table is grouped by name)."""
+        row = self.query_one("#hotspot-table", TableView).current_row
+        return str(row["name"]) if row is not None and self.group == "name" else None
+
+    def update_counters(self) -> None:
+        if self.view is None:
+            return
+        pane = self.query_one("#counters-pane", CountersPane)
+        self.query_one("#counters-body", Static).update(counters_renderable(self.view, self.selected_kernel(), pane.explain))
+
+    def on_counters_pane_explain_toggled(self, event: CountersPane.ExplainToggled) -> None:
+        self.update_counters()
+
+    def action_explain(self) -> None:
+        self.action_tab("counters")
+        self.query_one("#counters-pane", CountersPane).action_explain()
+
+    def goto_evidence(self, finding: dict) -> None:
+        """Enter on a finding: a gap -> the timeline centred on it; a kernel -> its
+        dispatches; a sync pattern -> the host row; other findings -> their pane."""
+        kind, target = finding_evidence(self.view, finding)
+        timeline = self.query_one("#timeline-view", Timeline)
+        if kind == "gap":
+            self.action_tab("timeline")
+            timeline.gap_index = int(target)
+            lane, start, end = timeline.current_gap
+            timeline.call_after_refresh(timeline.centre_on, start, end, lane if lane >= 0 else None)
+        elif kind in ("host", "copy"):
+            self.action_tab("timeline")
+            lane = self.view.timeline.lanes[int(target)]
+            if kind == "host":
+                start, end = host_window(self.view, int(target))
+            else:
+                i = int((lane.end - lane.start).argmax())
+                start, end = int(lane.start[i]), int(lane.end[i])
+            timeline.call_after_refresh(timeline.centre_on, start, end, int(target))
+        elif kind == "kernel":
+            self.app.push_screen(DispatchesScreen(self.view, "name", str(target)))
+        elif kind == "tab":
+            self.action_tab(str(target))
+        else:
+            self.notify(f"{finding['code']}: {target}", severity="information")
 
     def _issues(self) -> Table | str:
         runset = self.view.runset
         missing = self.view.missing
-        if not runset.issues and not missing:
+        if not runset.issues and not missing and not (self.view.summary or {}).get("logs"):
             return "Every file loaded; no issues."
         table = Table(expand=True, show_edge=False)
         table.add_column("file / feature", overflow="fold")
@@ -187,35 +280,36 @@ class MainScreen(Screen):
             table.add_row(issue.path, issue.severity, issue.message)
         for what in missing:
             table.add_row(what, "missing", "not available yet in this build")
+        for hit in (self.view.summary or {}).get("logs") or []:
+            table.add_row(f"{hit['path']}:{hit['line']}", hit["code"], f"{hit['text']}\n→ {hit['meaning']}")
         return table
 
     def _hardware(self) -> Table | str:
+        """Agents as columns, fields as rows (fits 80 columns for a few agents)."""
         runset = self.view.runset
-        table = Table(expand=True, show_edge=False, title="Agents")
-        for col in ("process", "id", "type", "arch", "product", "CUs", "SIMD/CU", "wave", "waves/SIMD", "LDS/CU", "XCC", "MHz", "memory"):
-            table.add_column(col, no_wrap=col != "product", overflow="ellipsis")
-        any_agent = False
-        for run in runset.runs:
-            label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
-            for a in run.agents:
-                any_agent = True
-                table.add_row(
-                    label,
-                    str(a.id),
-                    a.type,
-                    a.arch or "-",
-                    a.product or "-",
-                    _opt(a.cu_count),
-                    _opt(a.simd_per_cu),
-                    _opt(a.wave_size),
-                    _opt(a.max_waves_per_simd),
-                    fmt_bytes(a.lds_bytes_per_cu) if a.lds_bytes_per_cu else "-",
-                    _opt(a.num_xcc),
-                    _opt(a.max_clock_mhz),
-                    fmt_bytes(a.memory_bytes) if a.memory_bytes else "-",
-                )
-        if not any_agent:
+        agents = [(run.meta.label or f"{run.meta.hostname}/{run.meta.pid}", a) for run in runset.runs for a in run.agents]
+        if not agents:
             return "No agent information in this run (the format does not record it)."
+        table = Table(expand=True, show_edge=False, title="Agents", title_justify="left")
+        table.add_column("", style="bold", no_wrap=True)
+        multi = len(runset.runs) > 1
+        for label, a in agents:
+            table.add_column(f"{label}:{a.id}" if multi else f"agent {a.id}", overflow="fold")
+        fields = [
+            ("type", lambda a: a.type),
+            ("arch", lambda a: a.arch or "-"),
+            ("product", lambda a: a.product or "-"),
+            ("CUs", lambda a: _opt(a.cu_count)),
+            ("SIMD/CU", lambda a: _opt(a.simd_per_cu)),
+            ("wave size", lambda a: _opt(a.wave_size)),
+            ("waves/SIMD", lambda a: _opt(a.max_waves_per_simd)),
+            ("LDS/CU", lambda a: fmt_bytes(a.lds_bytes_per_cu) if a.lds_bytes_per_cu else "-"),
+            ("XCC", lambda a: _opt(a.num_xcc)),
+            ("max MHz", lambda a: _opt(a.max_clock_mhz)),
+            ("memory", lambda a: fmt_bytes(a.memory_bytes) if a.memory_bytes else "-"),
+        ]
+        for title, get in fields:
+            table.add_row(title, *(get(a) for _, a in agents))
         return table
 
     # -- hotspots ---------------------------------------------------------------------
@@ -279,18 +373,33 @@ class MainScreen(Screen):
         if self.view is None:
             return
         groups = self.view.groups
-        self.group = groups[(groups.index(self.group) + 1) % len(groups)]
+        self.action_group_by(groups[(groups.index(self.group) + 1) % len(groups)])
+
+    def action_group_by(self, group: str) -> None:
+        """Group the hotspot table by ``group`` (analysis.hotspots grouping)."""
+        if self.view is None or group not in self.view.groups:
+            return
+        self.group = group
+        self.action_tab("hotspots")
         self.fill_hotspots()
+        self.update_counters()
         self.notify(f"grouped by {self.group}", timeout=2)
 
     def on_table_view_highlighted(self, event: TableView.Highlighted) -> None:
         self.kernel_cycle = 0
         if event.table.id == "hotspot-table":
             self.update_hot_status()
+            self.update_counters()
+        elif event.table.id == "findings-table":
+            self.show_finding()
 
     def on_table_view_selected(self, event: TableView.Selected) -> None:
         if event.table.id == "hotspot-table":
             self.app.push_screen(DispatchesScreen(self.view, self.group, str(event.row["name"])))
+        elif event.table.id == "findings-table":
+            finding = self.current_finding()
+            if finding is not None:
+                self.goto_evidence(finding)
 
     # -- timeline ---------------------------------------------------------------------
     def action_tab(self, tab: str) -> None:
@@ -298,7 +407,7 @@ class MainScreen(Screen):
         if not tabs.display:
             return
         tabs.active = tab
-        focus = {"hotspots": "#hotspot-table", "timeline": "#timeline-view"}.get(tab)
+        focus = FOCUS.get(tab)
         if focus:
             self.query_one(focus).focus()
 
@@ -334,7 +443,8 @@ class MainScreen(Screen):
             self.app.push_screen(GapScreen(self.view, event.gap_index))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        focus = {"hotspots": "#hotspot-table", "timeline": "#timeline-view"}.get(event.pane.id or "")
+        self.refresh_bindings()
+        focus = FOCUS.get(event.pane.id or "")
         if focus:
             self.query_one(focus).focus()
 
@@ -398,6 +508,11 @@ class TuiProfApp(App):
     def on_load_failed(self, message: LoadFailed) -> None:
         self.main.show_failure(message.text)
 
+    def _evidence(self) -> None:
+        finding = self.main.current_finding() if self.main.view else None
+        if finding is not None:
+            self.main.goto_evidence(finding)
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -421,6 +536,10 @@ class TuiProfApp(App):
         yield SystemCommand("Load issues", "Files that could not be loaded (6)", lambda: main.action_tab("issues"))
         yield SystemCommand("Filter hotspots", "Regex filter on names (/)", main.action_filter)
         yield SystemCommand("Group hotspots by next key", "name / normalised name / category / agent / process (b)", main.action_group)
+        for group in ("name", "normalised name", "category", "agent", "process"):
+            yield SystemCommand(f"Group hotspots by {group}", "analysis.hotspots grouping (b cycles)", lambda g=group: main.action_group_by(g))
+        yield SystemCommand("Evidence of the selected finding", "Findings pane: gap, kernel or host row (Enter)", self._evidence)
+        yield SystemCommand("Counter formulas", "Formula, source and threshold of each metric (x on the counters pane)", main.action_explain)
         yield SystemCommand("Selected kernel on timeline", "Centre the timeline on its next dispatch (t)", main.action_goto_kernel)
         yield SystemCommand("Zoom in", "Timeline zoom in (w + =)", timeline_action("zoom", 0.5))
         yield SystemCommand("Zoom out", "Timeline zoom out (s -)", timeline_action("zoom", 2.0))

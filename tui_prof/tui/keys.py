@@ -12,6 +12,8 @@ _KEY_NAMES = {
     "slash": "/",
     "escape": "Esc",
     "enter": "Enter",
+    "pagedown": "PgDn",
+    "pageup": "PgUp",
 }
 
 
@@ -21,7 +23,8 @@ def pretty_keys(keys: str) -> str:
 
 def key_rows() -> list[tuple[str, str, str]]:
     """(where, keys, action) for every binding of the app, its screens and widgets."""
-    from tui_prof.tui.app import MainScreen, TuiProfApp
+    from tui_prof.tui.app import FindingsTable, MainScreen, TuiProfApp
+    from tui_prof.tui.panes import CountersPane
     from tui_prof.tui.screens import BackScreen
     from tui_prof.tui.widgets.table import TableView
     from tui_prof.tui.widgets.timeline import Timeline
@@ -32,6 +35,8 @@ def key_rows() -> list[tuple[str, str, str]]:
         ("main screen", MainScreen),
         ("tables", TableView),
         ("timeline", Timeline),
+        ("findings", FindingsTable),
+        ("counters", CountersPane),
         ("drill-down", BackScreen),
     ):
         for binding in cls.BINDINGS:

@@ -17,8 +17,9 @@ import pandas as pd
 from tui_prof.model import Run, RunSet
 from tui_prof.tui.lanes import Lane, TimelineModel
 
-# group-by choices: label -> how to get the key column (kernel column or analysis function)
+# group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key
 GROUPS = ("name", "normalised name", "category", "agent", "process")
+GROUP_BY = {"name": "name", "normalised name": "normalized", "category": "category", "agent": "agent", "process": "pid"}
 
 
 def _optional(module: str, name: str):
@@ -40,25 +41,39 @@ class RunView:
     missing: list[str] = field(default_factory=list)
     _hotspots: dict[str, pd.DataFrame] = field(default_factory=dict)
     launches: pd.DataFrame | None = None  # analysis link_launches per kernel row, or None
+    summary: dict | None = None  # analysis.summary.build_summary document (findings, measurement, ...)
 
     @property
     def groups(self) -> list[str]:
         return [g for g in GROUPS if g in self.group_columns]
 
     def hotspots(self, group: str = "name") -> pd.DataFrame:
-        """Hotspot table (analysis.hotspots.hotspots) grouped by ``group``."""
+        """Hotspot table of analysis.hotspots.hotspots(kernels, by=GROUP_BY[group])."""
         if group not in self._hotspots:
             from tui_prof.analysis.hotspots import hotspots
 
-            frame = pd.DataFrame({"key": self.group_columns[group], "start": self.kernels["start"], "end": self.kernels["end"]})
-            table = hotspots(frame, by="key")
-            self._hotspots[group] = table
+            self._hotspots[group] = hotspots(self.kernels, by=GROUP_BY[group])
         return self._hotspots[group]
 
     def dispatches(self, group: str, value: str) -> pd.DataFrame:
         """Kernel rows whose ``group`` key equals ``value`` (a display-ready frame)."""
-        mask = self.group_columns[group].astype(str).to_numpy() == str(value)
+        key = self.group_columns[group]
+        if isinstance(key.dtype, pd.CategoricalDtype):
+            cats = key.cat.categories
+            where = np.flatnonzero(cats.astype(str) == str(value))
+            mask = np.isin(key.cat.codes.to_numpy(), where) if len(where) else np.zeros(len(key), bool)
+        elif key.dtype.kind in "iu":
+            try:
+                mask = key.to_numpy() == int(value)
+            except ValueError:
+                mask = np.zeros(len(key), bool)
+        else:
+            mask = key.astype(str).to_numpy() == str(value)
         return self.kernels[mask]
+
+    def kernel_rows(self, name: str) -> pd.DataFrame:
+        """Dispatches of the kernel called ``name``."""
+        return self.dispatches("name", name)
 
     def run_of(self, row: pd.Series) -> Run:
         return self.runset.runs[int(row["run"])]
@@ -170,24 +185,29 @@ def build_view(runset: RunSet, progress=None) -> RunView:
 
     timeline = TimelineModel(lanes, origin=origin, span=max(span, 1), gaps=gap_array, gap_lanes=gap_lanes)
 
-    group_columns: dict[str, pd.Series] = {"name": kernels["name"]}
-    normalized = _optional("names", "normalized_names")
-    categories = _optional("names", "kernel_categories")
-    if normalized is not None:
-        group_columns["normalised name"] = normalized(kernels["name"]).reset_index(drop=True)
-    else:
-        missing.append("normalised names (analysis.names.normalized_names)")
-    if categories is not None:
-        group_columns["category"] = categories(kernels["name"]).reset_index(drop=True)
-    else:
-        missing.append("kernel categories (analysis.names.kernel_categories)")
-    group_columns["agent"] = kernels["agent"].astype(str).astype("category")
-    group_columns["process"] = kernels["pid"].astype(str).astype("category")
     kernels = kernels.reset_index(drop=True)
+    from tui_prof.analysis.hotspots import group_key
+
+    group_columns: dict[str, pd.Series] = {}
+    for label in GROUPS:
+        try:
+            group_columns[label] = group_key(kernels, GROUP_BY[label]).reset_index(drop=True)
+        except (ImportError, AttributeError, KeyError):
+            missing.append(f"hotspot grouping by {label} (analysis.hotspots.group_key)")
 
     launches = None
     if launch_parts:
         launches = pd.concat(launch_parts, ignore_index=True).set_index("kernel_row")
     elif link_launches is None:
         missing.append("launch links / queue delay (analysis.hostapi.link_launches)")
-    return RunView(runset, kernels, origin, timeline, gaps, group_columns, missing, launches=launches)
+    summary = None
+    build_summary = _optional("summary", "build_summary")
+    if build_summary is not None:
+        if progress:
+            progress("analysing", 0, 1)
+        summary = build_summary(runset, top=50)
+        if progress:
+            progress("analysing", 1, 1)
+    else:
+        missing.append("findings, measurement table, counters (analysis.summary.build_summary)")
+    return RunView(runset, kernels, origin, timeline, gaps, group_columns, missing, launches=launches, summary=summary)

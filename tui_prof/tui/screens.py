@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,6 +13,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 from tui_prof.tui.fmt import fmt_bytes, fmt_ns, fmt_value
+from tui_prof.tui.panes import dispatch_occupancy
 from tui_prof.tui.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
@@ -74,6 +76,7 @@ class DispatchDetailScreen(BackScreen):
     def __init__(self, view: RunView, row: pd.Series) -> None:
         super().__init__()
         self.view, self.row = view, row
+        self.occupancy = dispatch_occupancy(view, row)  # analysis.occupancy.occupancy
 
     def compose(self) -> ComposeResult:
         yield Static(Text(str(self.row["name"]), no_wrap=True, overflow="ellipsis"), classes="title")
@@ -96,7 +99,7 @@ class DispatchDetailScreen(BackScreen):
         start, end = int(self.row["t"]), int(self.row["t"] + self.row["dur"])
         event.timeline.centre_on(start, end, int(self.row["lane"]))
 
-    def _detail(self) -> Table:
+    def _detail(self):
         r = self.row
         run = self.view.run_of(r)
         grid = Table.grid(padding=(0, 2))
@@ -133,18 +136,28 @@ class DispatchDetailScreen(BackScreen):
             ]
         else:
             pairs.append(("launching call", "not linked" if launches is not None else "not available yet"))
-        pairs.append(("occupancy", "not available yet"))
+        occ = self.occupancy
+        if occ is not None:
+            pairs += [
+                ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({occ['occupancy_pct']:g} %)"),
+                ("occupancy limiter", f"{occ['limiter']} · {occ['workgroups_per_cu']} workgroups/CU"),
+            ]
+        else:
+            pairs.append(("occupancy", "unknown (arch, workgroup size or VGPRs not recorded)"))
         counters = run.counters
+        mine = counters.iloc[0:0]
         if len(counters) and int(r["dispatch_id"]) >= 0:
             mine = counters[counters["dispatch_id"].to_numpy() == int(r["dispatch_id"])]
             for name, value in zip(mine["counter"].astype(str), mine["value"]):
                 pairs.append((name, f"{value:.6g}"))
-        else:
+        if not len(mine):
             pairs.append(("counters", "none recorded for this dispatch"))
         for i in range(0, len(pairs), 2):
             left = pairs[i]
             right = pairs[i + 1] if i + 1 < len(pairs) else ("", "")
             grid.add_row(left[0], left[1], right[0], right[1])
+        if occ is not None:
+            return Group(grid, Text.assemble(("to lift occupancy: ", "bold"), occ["hint"]))
         return grid
 
 

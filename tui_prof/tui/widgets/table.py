@@ -1,8 +1,9 @@
 """A Line-API table over a pandas DataFrame: sort and regex filter work on numpy
 index arrays, and only the visible rows are ever formatted.
 
-Sorting 1M rows is one ``np.argsort``; filtering a category column tests each distinct
-string once and maps the result through the category codes.
+Sorting 1M rows is one packed-key ``np.sort`` per column and direction, cached; filtering
+a category column tests each distinct string once and maps the result through the
+category codes.
 """
 
 from __future__ import annotations
@@ -34,8 +35,39 @@ class Column:
     kind: str = "int"  # "text", "int", "ns", "pct", "float"
 
 
+def stable_order(keys: np.ndarray, descending: bool = False) -> np.ndarray:
+    """Row indices that sort ``keys`` (ties keep their index order, in both directions).
+
+    Integer keys whose range leaves room for the row index are packed into one int64
+    ``(key - min) << bits | index`` (or ``max - key`` for descending) and sorted with
+    ``np.sort`` (numpy's SIMD quicksort, ~15-35 ms for 1M rows); the index in the low bits
+    makes the result stable. Other keys fall back to ``np.argsort(kind="stable")``.
+    """
+    n = int(keys.size)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if keys.dtype.kind == "b":
+        keys = keys.astype(np.int8)
+    if keys.dtype.kind in "iu":
+        k = keys.astype(np.int64, copy=False)
+        lo, hi = int(k.min()), int(k.max())
+        bits = max(n - 1, 1).bit_length()
+        if hi - lo < (1 << (62 - bits)):
+            rel = (hi - k) if descending else (k - lo)
+            packed = (rel << bits) | np.arange(n, dtype=np.int64)
+            packed.sort()
+            return packed & ((1 << bits) - 1)
+    return np.argsort(-keys if descending else keys, kind="stable").astype(np.int64)
+
+
 class TableModel:
-    """Rows of a DataFrame in filtered + sorted order (``order`` indexes the frame)."""
+    """Rows of a DataFrame in filtered + sorted order (``order`` indexes the frame).
+
+    Speed on 1M rows (bench/bench_table.py): each column's sort order is computed once
+    per direction and cached, so a later sort or a filter change only applies the row
+    mask to the cached order (one boolean gather); a regex filter runs the regex once per
+    distinct string of the text column and maps the hits through the category codes.
+    """
 
     def __init__(self, frame: pd.DataFrame, text_key: str | None = None) -> None:
         self.frame = frame.reset_index(drop=True)
@@ -43,7 +75,9 @@ class TableModel:
         self.sort_key: str | None = None
         self.descending = False
         self.pattern = ""
-        self._mask = np.ones(len(self.frame), dtype=bool)
+        self._mask: np.ndarray | None = None  # None = every row
+        self._orders: dict[tuple[str, bool], np.ndarray] = {}
+        self._text: tuple[np.ndarray, list[str]] | None = None
         self.order = np.arange(len(self.frame), dtype=np.int64)
 
     def __len__(self) -> int:
@@ -59,14 +93,26 @@ class TableModel:
             return series.astype("category").cat.codes.to_numpy()  # categories are sorted
         return series.to_numpy()
 
+    def sorted_rows(self, column: str, descending: bool) -> np.ndarray:
+        """All rows of the frame ordered by ``column`` (cached per column and direction)."""
+        key = (column, descending)
+        if key not in self._orders:
+            self._orders[key] = stable_order(self._keys(column), descending)
+        return self._orders[key]
+
+    def _text_codes(self) -> tuple[np.ndarray, list[str]]:
+        if self._text is None:
+            series = self.frame[self.text_key]
+            if not isinstance(series.dtype, pd.CategoricalDtype):
+                series = series.astype(str).astype("category")
+            self._text = (series.cat.codes.to_numpy(), [str(c) for c in series.cat.categories])
+        return self._text
+
     def text_matches(self, regex: re.Pattern) -> np.ndarray:
-        series = self.frame[self.text_key]
-        if not isinstance(series.dtype, pd.CategoricalDtype):
-            series = series.astype(str).astype("category")
-        cats = series.cat.categories.astype(str)
+        codes, cats = self._text_codes()
         hit = np.fromiter((bool(regex.search(c)) for c in cats), dtype=bool, count=len(cats))
-        codes = series.cat.codes.to_numpy()
-        return np.where(codes >= 0, hit[np.maximum(codes, 0)], False)
+        hit = np.append(hit, False)  # code -1 (missing) -> the appended False
+        return hit[codes]
 
     def set_filter(self, pattern: str) -> None:
         """Keep rows whose text column matches ``pattern`` (Python regex, case-insensitive).
@@ -74,7 +120,7 @@ class TableModel:
         Raises ``re.error`` for a bad pattern (the old filter stays).
         """
         if not pattern or not self.text_key:
-            mask = np.ones(len(self.frame), dtype=bool)
+            mask = None
         else:
             mask = self.text_matches(re.compile(pattern, re.IGNORECASE))
         self.pattern = pattern
@@ -86,15 +132,15 @@ class TableModel:
         self._reorder()
 
     def _reorder(self) -> None:
-        rows = np.flatnonzero(self._mask)
-        if self.sort_key is not None and rows.size:
-            keys = self._keys(self.sort_key)[rows]
-            if keys.dtype.kind == "b":
-                keys = keys.astype(np.int8)
-            # Stable in both directions: ties keep their current (frame) order.
-            idx = np.argsort(-keys if self.descending else keys, kind="stable")
-            rows = rows[idx]
-        self.order = rows.astype(np.int64)
+        if self.sort_key is not None:
+            rows = self.sorted_rows(self.sort_key, self.descending)
+            if self._mask is not None:
+                rows = rows[self._mask[rows]]
+        elif self._mask is not None:
+            rows = np.flatnonzero(self._mask)
+        else:
+            rows = np.arange(len(self.frame))
+        self.order = rows.astype(np.int64, copy=False)
 
     def row(self, position: int) -> pd.Series:
         return self.frame.iloc[int(self.order[position])]
@@ -311,7 +357,7 @@ class TableView(Widget, can_focus=True):
                     title += " ▼" if self.model.descending else " ▲"
                 index = self.columns.index(col)
                 style = hcur if index == self.col_cursor else head
-                text = self._cell(title, w, col.kind if i == 0 else "num")
+                text = self._cell(title, w, col.kind if col.kind == "text" else "num")
                 segs.append(Segment(text + (" " if i < len(cols) - 1 else ""), base + style))
             return Strip(segs).extend_cell_length(width, base + head).crop(0, width)
         index = self.top + y - 1

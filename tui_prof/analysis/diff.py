@@ -1,0 +1,365 @@
+"""Compare two runs: kernel-by-kernel time deltas and a summary delta table (``tuiprof diff A B``).
+
+Definitions (docs/diff.md has the long form):
+
+* Kernels of each run are grouped by a match key — ``"name"`` (exact kernel name),
+  ``"normalized"`` (template arguments, argument list, clone suffix stripped:
+  :func:`tui_prof.analysis.names.normalize_name`) or ``"category"`` (category rules) —
+  with :func:`tui_prof.analysis.hotspots.hotspots`. Groups present in both runs are
+  "matched", only in B "added", only in A "removed".
+* Kernel deltas are B − A: ``delta_ns = total_b - total_a`` (int64 ns), ``delta_pct =
+  delta_ns / total_a * 100``, ``ratio = total_b / total_a`` (NaN when a side is
+  missing), ``avg_ratio = avg_b / avg_a``. Rows are sorted by ``|delta_ns|`` descending
+  (ties by key).
+* Summary metrics come from the ``tuiprof.summary/1`` document of each run
+  (:func:`tui_prof.analysis.summary.build_summary`), recomputed from its integer ns
+  fields so the percentages are not rounded twice. Each metric has a direction
+  (lower is better, or neutral) and a noise threshold: ``noise_pct`` percent of A's
+  value for times and counts, ``noise_pp`` percentage points for % metrics. A change
+  no larger than the threshold is "within noise"; beyond it a metric is "improved" or
+  "regressed" (neutral metrics: "changed").
+* Median queue delay (kernel start − launching call start) is neutral: it grows when the
+  host runs ahead of the GPU (good pipelining) as well as when launches get slower.
+* ``regressions(result, pct)`` lists the lower-is-better metrics that got worse
+  by more than ``pct`` (percent of A for times and counts, points for % metrics).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.model import RunSet
+
+SCHEMA = "tuiprof.diff/1"
+MATCH_MODES = ("name", "normalized", "category")
+DEFAULT_NOISE_PCT = 2.0  # [P] run-to-run noise of wall/kernel time on a quiet GPU is ~1-2 %
+DEFAULT_NOISE_PP = 1.0  # [P] percentage points for metrics that are themselves percentages
+EXIT_REGRESSION = 4  # exit status of ``tuiprof diff --fail-on-regression`` when it trips
+
+KERNEL_DIFF_COLUMNS = ("key", "status", "calls_a", "calls_b", "total_a_ns", "total_b_ns", "avg_a_ns", "avg_b_ns",
+                       "delta_ns", "delta_pct", "ratio", "avg_ratio", "delta_calls")
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    key: str
+    label: str
+    unit: str  # "ns", "count", "pct"
+    better: str  # "lower" or "neutral"
+
+
+METRICS: tuple[MetricDef, ...] = (
+    MetricDef("span_ns", "span (wall)", "ns", "lower"),
+    MetricDef("kernel_count", "kernel dispatches", "count", "lower"),
+    MetricDef("kernel_time_ns", "kernel time", "ns", "lower"),
+    MetricDef("gemm_pct", "GEMM % of kernel time", "pct", "neutral"),
+    MetricDef("sync_pct", "sync overhead % of wall", "pct", "lower"),
+    MetricDef("idle_pct", "GPU idle %", "pct", "lower"),
+    MetricDef("launch_api_ns", "launch API time", "ns", "lower"),
+    MetricDef("median_queue_delay_ns", "median queue delay", "ns", "neutral"),
+    MetricDef("copy_time_ns", "copy time", "ns", "lower"),
+)
+METRIC_KEYS = tuple(m.key for m in METRICS)
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def run_metrics(doc: dict) -> dict:
+    """The diff's summary metrics from a ``tuiprof.summary/1`` document.
+
+    span_ns = wall (first to last event of API calls, kernels, copies); gemm_pct = GEMM
+    category time / kernel time; sync_pct = sync + blocking-copy call time / wall;
+    idle_pct = GPU idle / GPU span summed over agents; launch_api_ns = time inside launch
+    API calls; median_queue_delay_ns = median kernel start − launching call start
+    (None when no launch is linked); copy_time_ns = sum of copy durations.
+    """
+    wall = int(doc["wall_ns"])
+    ktime = int(doc["kernels"]["total_ns"])
+    gpu = doc["gpu"]
+    return {
+        "span_ns": wall,
+        "kernel_count": int(doc["kernels"]["dispatches"]),
+        "kernel_time_ns": ktime,
+        "gemm_pct": _pct(int(doc["categories"].get("GEMM", 0)), ktime),
+        "sync_pct": _pct(int(doc["sync"]["total_ns"]), wall),
+        "idle_pct": _pct(int(gpu["idle_ns"]), int(gpu["span_ns"])),
+        "launch_api_ns": int(doc["launch"]["api_total_ns"]),
+        "median_queue_delay_ns": doc["launch"]["median_queue_delay_ns"],
+        "copy_time_ns": int(doc["copies"]["time_ns"]),
+    }
+
+
+def metric_delta(defn: MetricDef, a, b, noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP) -> dict:
+    """One summary row: values, delta (B − A), relative change and verdict with its threshold."""
+    row = {"key": defn.key, "label": defn.label, "unit": defn.unit, "better": defn.better, "a": a, "b": b,
+           "delta": None, "delta_pct": None, "threshold": noise_pp if defn.unit == "pct" else noise_pct,
+           "threshold_unit": "pp" if defn.unit == "pct" else "%", "status": "n/a"}
+    if a is None or b is None:
+        return row
+    delta = b - a
+    row["delta"] = delta
+    if a != 0:
+        row["delta_pct"] = 100.0 * delta / abs(a)
+    elif delta != 0:
+        row["delta_pct"] = math.inf if delta > 0 else -math.inf
+    else:
+        row["delta_pct"] = 0.0
+    change = abs(delta) if defn.unit == "pct" else abs(row["delta_pct"])
+    if change <= row["threshold"]:
+        row["status"] = "within noise"
+    elif defn.better == "neutral":
+        row["status"] = "changed"
+    else:
+        row["status"] = "improved" if delta < 0 else "regressed"
+    return row
+
+
+def kernel_diff(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame, by: str = "name", rules=None,
+                noise_pct: float = DEFAULT_NOISE_PCT) -> pd.DataFrame:
+    """Per match key: calls, total and average ns in A and B, delta, ratio, status.
+
+    ``status``: "added" (only in B), "removed" (only in A), else "slower" / "faster"
+    when ``|delta_pct| > noise_pct``, or "same" (within noise). Columns
+    ``KERNEL_DIFF_COLUMNS``; sorted by ``|delta_ns|`` descending, ties by key.
+    """
+    from tui_prof.analysis.hotspots import hotspots
+
+    if by not in MATCH_MODES:
+        raise ValueError(f"match mode must be one of {MATCH_MODES}, got {by!r}")
+    ha = hotspots(kernels_a, by=by, rules=rules)[["name", "calls", "total_ns", "avg_ns"]]
+    hb = hotspots(kernels_b, by=by, rules=rules)[["name", "calls", "total_ns", "avg_ns"]]
+    merged = ha.merge(hb, on="name", how="outer", suffixes=("_a", "_b"), indicator=True)
+    in_a = merged["_merge"].isin(["both", "left_only"]).to_numpy()
+    in_b = merged["_merge"].isin(["both", "right_only"]).to_numpy()
+    calls_a = merged["calls_a"].fillna(0).to_numpy().astype(np.int64)
+    calls_b = merged["calls_b"].fillna(0).to_numpy().astype(np.int64)
+    total_a = merged["total_ns_a"].fillna(0).to_numpy().astype(np.int64)
+    total_b = merged["total_ns_b"].fillna(0).to_numpy().astype(np.int64)
+    avg_a = merged["avg_ns_a"].to_numpy(dtype=np.float64)
+    avg_b = merged["avg_ns_b"].to_numpy(dtype=np.float64)
+    delta = total_b - total_a
+    both = in_a & in_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        delta_pct = np.where(in_a & (total_a > 0), 100.0 * delta / np.where(total_a > 0, total_a, 1), np.nan)
+        ratio = np.where(both & (total_a > 0), total_b / np.where(total_a > 0, total_a, 1), np.nan)
+        avg_ratio = np.where(both & (avg_a > 0), avg_b / np.where(avg_a > 0, avg_a, 1.0), np.nan)
+    status = np.where(~in_a, "added", np.where(~in_b, "removed",
+                      np.where(np.abs(np.nan_to_num(delta_pct)) <= noise_pct, "same",
+                               np.where(delta > 0, "slower", "faster"))))
+    table = pd.DataFrame({
+        "key": merged["name"].astype(str).to_numpy(),
+        "status": status,
+        "calls_a": calls_a, "calls_b": calls_b,
+        "total_a_ns": total_a, "total_b_ns": total_b,
+        "avg_a_ns": avg_a, "avg_b_ns": avg_b,
+        "delta_ns": delta, "delta_pct": delta_pct, "ratio": ratio, "avg_ratio": avg_ratio,
+        "delta_calls": calls_b - calls_a,
+    }, columns=list(KERNEL_DIFF_COLUMNS))
+    table["_abs"] = np.abs(delta)
+    table = table.sort_values(["_abs", "key"], ascending=[False, True], kind="stable").drop(columns="_abs")
+    return table.reset_index(drop=True)
+
+
+@dataclass
+class DiffResult:
+    """Everything ``tuiprof diff`` reports (``to_json`` gives the ``tuiprof.diff/1`` document)."""
+
+    path_a: str
+    path_b: str
+    by: str
+    noise_pct: float
+    noise_pp: float
+    kernels: pd.DataFrame
+    metrics: list[dict]
+    summary_a: dict
+    summary_b: dict
+    category_rules: str = "built-in"
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict:
+        s = self.kernels["status"]
+        return {"matched": int((~s.isin(["added", "removed"])).sum()), "added": int((s == "added").sum()),
+                "removed": int((s == "removed").sum())}
+
+    def metric(self, key: str) -> dict:
+        return next(m for m in self.metrics if m["key"] == key)
+
+
+def diff_runsets(a: RunSet, b: RunSet, *, by: str = "name", rules=None, noise_pct: float = DEFAULT_NOISE_PCT,
+                 noise_pp: float = DEFAULT_NOISE_PP, gap_threshold_ns: int | None = None) -> DiffResult:
+    """Diff run set B against run set A (B − A everywhere)."""
+    from tui_prof.analysis.hotspots import all_kernels
+    from tui_prof.analysis.summary import build_summary
+
+    if by not in MATCH_MODES:
+        raise ValueError(f"match mode must be one of {MATCH_MODES}, got {by!r}")
+    docs = [build_summary(rs, top=None, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=0, logs=False) for rs in (a, b)]
+    ma, mb = run_metrics(docs[0]), run_metrics(docs[1])
+    metrics = [metric_delta(d, ma[d.key], mb[d.key], noise_pct, noise_pp) for d in METRICS]
+    table = kernel_diff(all_kernels(a), all_kernels(b), by=by, rules=rules, noise_pct=noise_pct)
+    notes = []
+    fa, fb = set(a.formats), set(b.formats)
+    if fa != fb:
+        notes.append(f"formats differ: A {', '.join(sorted(fa)) or '-'} vs B {', '.join(sorted(fb)) or '-'}")
+    return DiffResult(a.root, b.root, by, float(noise_pct), float(noise_pp), table, metrics, docs[0], docs[1],
+                      category_rules=docs[0].get("category_rules", "built-in"), notes=notes)
+
+
+def regressions(result: DiffResult, pct: float) -> list[dict]:
+    """Lower-is-better metrics that got worse by more than ``pct`` (percent of A; points for % metrics)."""
+    out = []
+    for m in result.metrics:
+        if m["better"] != "lower" or m["delta"] is None or m["delta"] <= 0:
+            continue
+        change = m["delta"] if m["unit"] == "pct" else m["delta_pct"]
+        if change > pct:
+            out.append(m)
+    return out
+
+
+def _num(value):
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    value = float(value)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return round(value, 6)
+
+
+def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: float | None = None) -> dict:
+    """The ``tuiprof.diff/1`` document (ns ints; floats rounded to 1e-6; NaN -> null)."""
+    from tui_prof import __version__
+
+    def side(doc: dict) -> dict:
+        return {"path": doc["source"]["path"], "formats": doc["source"]["formats"],
+                "processes": [p["label"] for p in doc["processes"]],
+                "errors": doc["source"]["errors"]}
+
+    rows = result.kernels if top is None else result.kernels.head(top)
+    kernels = [{c: (_num(v) if c not in ("key", "status") else v) for c, v in zip(KERNEL_DIFF_COLUMNS, r)}
+               for r in rows.itertuples(index=False)]
+    doc = {
+        "schema": SCHEMA,
+        "tuiprof_version": __version__,
+        "a": side(result.summary_a),
+        "b": side(result.summary_b),
+        "match": result.by,
+        "category_rules": result.category_rules,
+        "noise": {"pct": result.noise_pct, "pp": result.noise_pp},
+        "metrics": [{k: (_num(v) if k in ("a", "b", "delta", "delta_pct", "threshold") else v) for k, v in m.items()}
+                    for m in result.metrics],
+        "kernels": {**result.counts(), "listed": len(kernels), "truncated": int(len(result.kernels) - len(kernels)),
+                    "rows": kernels},
+        "notes": list(result.notes),
+    }
+    if fail_on_regression is not None:
+        regs = regressions(result, fail_on_regression)
+        doc["fail_on_regression"] = {"pct": float(fail_on_regression), "failed": bool(regs),
+                                     "metrics": [m["key"] for m in regs], "exit_status": EXIT_REGRESSION if regs else 0}
+    return doc
+
+
+# ---- text and Markdown -------------------------------------------------------------------
+
+def fmt_metric(value, unit: str, signed: bool = False) -> str:
+    from tui_prof.report import format_ns
+
+    if value is None:
+        return "-"
+    sign = "+" if signed and value > 0 else ""
+    if unit == "ns":
+        return sign + format_ns(value)
+    if unit == "pct":
+        return f"{sign}{value:.2f}{'pp' if signed else '%'}"
+    return f"{sign}{int(value)}"
+
+
+def fmt_rel(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if math.isinf(value):
+        return "new"
+    return f"{value:+.1f}%"
+
+
+def metric_rows(result: DiffResult) -> list[list[str]]:
+    return [[m["label"], fmt_metric(m["a"], m["unit"]), fmt_metric(m["b"], m["unit"]),
+             fmt_metric(m["delta"], m["unit"], signed=True), fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
+             f"±{m['threshold']:g}{m['threshold_unit']}", m["status"]] for m in result.metrics]
+
+
+METRIC_HEADERS = ["metric", "A", "B", "Δ (B−A)", "Δ %", "noise", "verdict"]
+KERNEL_HEADERS = ["kernel", "status", "calls A", "calls B", "total A", "total B", "Δ total", "Δ %", "ratio", "avg A", "avg B"]
+
+
+def kernel_rows(result: DiffResult, top: int | None, width: int) -> list[list[str]]:
+    from tui_prof.report import format_ns, shorten
+
+    rows = result.kernels if top is None else result.kernels.head(top)
+    out = []
+    for r in rows.itertuples(index=False):
+        out.append([shorten(r.key, width), r.status, str(r.calls_a), str(r.calls_b),
+                    format_ns(r.total_a_ns) if r.calls_a else "-", format_ns(r.total_b_ns) if r.calls_b else "-",
+                    ("+" if r.delta_ns > 0 else "") + format_ns(r.delta_ns), fmt_rel(r.delta_pct),
+                    "-" if np.isnan(r.ratio) else f"{r.ratio:.3f}×",
+                    "-" if np.isnan(r.avg_a_ns) else format_ns(r.avg_a_ns), "-" if np.isnan(r.avg_b_ns) else format_ns(r.avg_b_ns)])
+    return out
+
+
+def diff_text(result: DiffResult, top: int | None = 20, name_width: int = 56, fail_on_regression: float | None = None) -> str:
+    """``tuiprof diff`` as plain text."""
+    from tui_prof.report import table
+
+    c = result.counts()
+    out = [f"A: {result.path_a}", f"B: {result.path_b}",
+           f"Kernels matched by {result.by}: {c['matched']} matched, {c['added']} added, {c['removed']} removed"]
+    out += [f"Note: {n}" for n in result.notes]
+    out += ["", "Summary (Δ = B − A; noise: ±{:g}% of A for times and counts, ±{:g} points for % metrics)".format(
+        result.noise_pct, result.noise_pp)]
+    out += table(METRIC_HEADERS, metric_rows(result), "lrrrrrl")
+    shown = len(result.kernels) if top is None else min(top, len(result.kernels))
+    out += ["", f"Kernels by |Δ total| ({shown} of {len(result.kernels)})"]
+    out += table(KERNEL_HEADERS, kernel_rows(result, top, name_width), "llrrrrrrrrr")
+    out += _verdict(result, fail_on_regression)
+    return "\n".join(out)
+
+
+def _verdict(result: DiffResult, pct: float | None) -> list[str]:
+    if pct is None:
+        return []
+    regs = regressions(result, pct)
+    if not regs:
+        return ["", f"No regression beyond {pct:g}%."]
+    return ["", f"REGRESSION beyond {pct:g}%: " + ", ".join(
+        f"{m['label']} {fmt_metric(m['delta'], m['unit'], signed=True)}" + (f" ({fmt_rel(m['delta_pct'])})" if m["unit"] != "pct" else "")
+        for m in regs) + f" -> exit status {EXIT_REGRESSION}"]
+
+
+def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: float | None = None) -> str:
+    """``tuiprof diff --md``: the same tables as Markdown (for tickets and CI comments)."""
+
+    def md(headers, rows):
+        esc = [[cell.replace("|", "\\|") for cell in row] for row in rows]
+        return ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"] + ["| " + " | ".join(r) + " |" for r in esc]
+
+    c = result.counts()
+    out = ["# tuiprof diff", "", f"- **A**: `{result.path_a}`", f"- **B**: `{result.path_b}`",
+           f"- kernels matched by **{result.by}**: {c['matched']} matched, {c['added']} added, {c['removed']} removed",
+           f"- noise threshold: ±{result.noise_pct:g}% of A (times, counts), ±{result.noise_pp:g} points (% metrics)"]
+    out += [f"- note: {n}" for n in result.notes]
+    out += ["", "## Summary (Δ = B − A)", ""] + md(METRIC_HEADERS, metric_rows(result))
+    shown = len(result.kernels) if top is None else min(top, len(result.kernels))
+    out += ["", f"## Kernels by |Δ total| ({shown} of {len(result.kernels)})", ""]
+    out += md(KERNEL_HEADERS, [[f"`{r[0]}`"] + r[1:] for r in kernel_rows(result, top, 80)])
+    out += _verdict(result, fail_on_regression)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,352 @@
+"""``tuiprof diff A B --tui``: the diff screen.
+
+Top: the summary delta table (improved / regressed / within noise, threshold shown).
+Middle: the kernel diff table (:func:`tui_prof.analysis.diff.kernel_diff`), sortable;
+Enter opens the matched pair's dispatches (A and B side by side). Bottom: the two runs'
+timelines stacked, each on a relative axis from its own run's start, sharing one span
+(the longer run's), so a zoom or pan in either one is applied to the other.
+
+Every number comes from :mod:`tui_prof.analysis.diff`; lanes and gaps from
+:func:`tui_prof.tui.runview.build_view` (one per run). Loading runs in a thread worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui_prof.model import RunSet
+from tui_prof.tui.fmt import fmt_ns
+from tui_prof.tui.lanes import TimelineModel
+from tui_prof.tui.runview import RunView, build_view
+from tui_prof.tui.screens import DISPATCH_COLUMNS, BackScreen
+from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.widgets.timeline import Timeline
+
+DIFF_COLUMNS = [
+    Column("key", "kernel", 56, "text"),
+    Column("status", "status", 7, "text"),
+    Column("calls_a", "calls A", 7),
+    Column("calls_b", "calls B", 7),
+    Column("total_a_ns", "total A", 9, "ns"),
+    Column("total_b_ns", "total B", 9, "ns"),
+    Column("delta_ns", "Δ total", 9, "ns"),
+    Column("delta_pct", "Δ %", 7, "pct"),
+    Column("ratio", "ratio", 6, "float"),
+    Column("avg_a_ns", "avg A", 9, "ns"),
+    Column("avg_b_ns", "avg B", 9, "ns"),
+    Column("delta_calls", "Δ calls", 7),
+]
+VERDICT_STYLE = {"improved": "bold green", "regressed": "bold red", "within noise": "dim", "changed": "yellow", "n/a": "dim"}
+MATCH_LABELS = {"name": "name", "normalized": "normalised name", "category": "category"}
+
+
+class DiffLoaded(Message):
+    def __init__(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet]) -> None:
+        super().__init__()
+        self.views = views
+        self.runsets = runsets
+
+
+class DiffLoadFailed(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+def linked_model(view: RunView, span: int, tag: str) -> TimelineModel:
+    """The run's timeline model with lane labels prefixed by ``tag`` and the shared ``span``."""
+    tm = view.timeline
+    lanes = [dataclasses.replace(lane, label=f"{tag} {lane.label}") for lane in tm.lanes]
+    return TimelineModel(lanes, origin=tm.origin, span=max(int(span), 1), gaps=tm.gaps, gap_lanes=tm.gap_lanes)
+
+
+def metrics_table(result) -> Table:
+    """The summary delta table as a Rich table (verdict coloured)."""
+    from tui_prof.analysis.diff import fmt_metric, fmt_rel
+
+    table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ (B−A)", "right"), ("Δ %", "right"),
+                          ("noise", "right"), ("verdict", "left")):
+        table.add_column(name, justify=justify, no_wrap=True)
+    for m in result.metrics:
+        table.add_row(m["label"], fmt_metric(m["a"], m["unit"]), fmt_metric(m["b"], m["unit"]),
+                      fmt_metric(m["delta"], m["unit"], signed=True),
+                      fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
+                      f"±{m['threshold']:g}{m['threshold_unit']}", Text(m["status"], VERDICT_STYLE.get(m["status"], "")))
+    return table
+
+
+class DiffScreen(Screen):
+    """Summary deltas, kernel diff table, two zoom-linked timelines."""
+
+    DEFAULT_CSS = """
+    #diff-metrics { height: auto; padding: 0 1; }
+    #diff-table { height: 1fr; min-height: 5; }
+    #diff-timelines { height: 40%; border-top: solid $primary; }
+    #tl-a, #tl-b { height: 1fr; }
+    .tl-label { height: 1; padding: 0 1; text-style: bold; }
+    """
+    BINDINGS = [
+        Binding("m", "match", "Match by", id="diff.match"),
+        Binding("r", "reset_order", "Order by |Δ|", id="diff.order"),
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom both", id="diff.zoom_in"),
+        Binding("minus", "zoom(2.0)", "Unzoom both", id="diff.zoom_out"),
+        Binding("0", "fit", "Fit both", id="diff.fit"),
+        Binding("t", "goto_kernel", "Kernel on timelines", id="diff.timeline"),
+    ]
+
+    def __init__(self, by: str = "name", rules=None, noise_pct: float | None = None, noise_pp: float | None = None) -> None:
+        super().__init__()
+        from tui_prof.analysis.diff import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP
+
+        self.by = by
+        self.rules = rules
+        self.noise_pct = DEFAULT_NOISE_PCT if noise_pct is None else noise_pct
+        self.noise_pp = DEFAULT_NOISE_PP if noise_pp is None else noise_pp
+        self.views: tuple[RunView, RunView] | None = None
+        self.runsets: tuple[RunSet, RunSet] | None = None
+        self.result = None
+        self._keys: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("tuiprof diff · loading…", id="diff-title", classes="title")
+        yield Static("", id="diff-metrics")
+        yield Static("", id="diff-status", classes="status")
+        yield TableView(DIFF_COLUMNS, id="diff-table")
+        with Vertical(id="diff-timelines"):
+            yield Static("", id="tl-a-label", classes="tl-label")
+            yield Timeline(id="tl-a")
+            yield Static("", id="tl-b-label", classes="tl-label")
+            yield Timeline(id="tl-b")
+            yield Static("", id="tl-status", classes="status")
+        yield Footer()
+
+    # -- data ---------------------------------------------------------------------------
+    def show_failure(self, text: str) -> None:
+        self.query_one("#diff-title", Static).update(Text("tuiprof diff", no_wrap=True))
+        self.query_one("#diff-metrics", Static).update(text)
+
+    def show(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet]) -> None:
+        self.views, self.runsets = views, runsets
+        span = max(views[0].timeline.span, views[1].timeline.span)
+        self.query_one("#tl-a", Timeline).set_model(linked_model(views[0], span, "A"))
+        self.query_one("#tl-b", Timeline).set_model(linked_model(views[1], span, "B"))
+        self.recompute()
+        self.query_one("#diff-table", TableView).focus()
+
+    def recompute(self) -> None:
+        """Run the diff for the current match mode and fill every pane."""
+        from tui_prof.analysis.diff import diff_runsets
+
+        a, b = self.runsets
+        self.result = diff_runsets(a, b, by=self.by, rules=self.rules, noise_pct=self.noise_pct, noise_pp=self.noise_pp)
+        self._keys = {}
+        c = self.result.counts()
+        title = (f"tuiprof diff · A: {a.name} ({', '.join(a.formats) or '-'}) · B: {b.name} ({', '.join(b.formats) or '-'})"
+                 f" · by {MATCH_LABELS[self.by]}: {c['matched']} matched, {c['added']} added, {c['removed']} removed")
+        self.query_one("#diff-title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#diff-metrics", Static).update(metrics_table(self.result))
+        table = self.query_one("#diff-table", TableView)
+        DIFF_COLUMNS[0].title = f"kernel ({MATCH_LABELS[self.by]})"
+        table.set_data(self.result.kernels, text_key="key")
+        self.update_status()
+        idle_a, idle_b = self.result.metric("idle_pct")["a"], self.result.metric("idle_pct")["b"]
+        span_a, span_b = self.result.metric("span_ns")["a"], self.result.metric("span_ns")["b"]
+        self.query_one("#tl-a-label", Static).update(Text(f"A {a.name} · span {fmt_ns(span_a)} · GPU idle {idle_a:.2f}%", no_wrap=True, overflow="ellipsis"))
+        self.query_one("#tl-b-label", Static).update(Text(f"B {b.name} · span {fmt_ns(span_b)} · GPU idle {idle_b:.2f}%", no_wrap=True, overflow="ellipsis"))
+
+    def update_status(self) -> None:
+        table = self.query_one("#diff-table", TableView)
+        model = table.model
+        if model is None:
+            return
+        sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "|Δ total| ↓"
+        text = (f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
+                "Enter: pair dispatches · m: match by · s: sort column · r: |Δ| order · Tab: timelines")
+        self.query_one("#diff-status", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+
+    def key_rows(self, side: int, key: str) -> pd.DataFrame:
+        """Dispatches of run ``side`` (0 = A, 1 = B) whose match key equals ``key``."""
+        from tui_prof.analysis.hotspots import group_key
+
+        view = self.views[side]
+        if side not in self._keys:
+            column = group_key(view.kernels, self.by, self.rules)
+            self._keys[side] = column.astype(str).to_numpy()
+        return view.kernels[self._keys[side] == key]
+
+    # -- actions --------------------------------------------------------------------------
+    def action_match(self) -> None:
+        from tui_prof.analysis.diff import MATCH_MODES
+
+        if self.runsets is None:
+            return
+        self.by = MATCH_MODES[(MATCH_MODES.index(self.by) + 1) % len(MATCH_MODES)]
+        self.recompute()
+        self.notify(f"kernels matched by {MATCH_LABELS[self.by]}", timeout=2)
+
+    def action_reset_order(self) -> None:
+        table = self.query_one("#diff-table", TableView)
+        if table.model is not None:
+            table.model.set_sort(None, False)
+            table.cursor = 0
+            table.refresh()
+            self.update_status()
+
+    def _timelines(self) -> tuple[Timeline, Timeline]:
+        return self.query_one("#tl-a", Timeline), self.query_one("#tl-b", Timeline)
+
+    def action_zoom(self, factor: float) -> None:
+        self._timelines()[0].action_zoom(factor)
+
+    def action_fit(self) -> None:
+        self._timelines()[0].action_fit()
+
+    def action_goto_kernel(self) -> None:
+        """Mark and centre the selected kernel's first dispatch in each run (zoom from A's)."""
+        row = self.query_one("#diff-table", TableView).current_row
+        if row is None or self.views is None:
+            return
+        tla, tlb = self._timelines()
+        first = None
+        for side, tl in ((0, tla), (1, tlb)):
+            rows = self.key_rows(side, str(row["key"]))
+            if len(rows):
+                pick = rows.iloc[0]
+                start, end = int(pick["t"]), int(pick["t"] + pick["dur"])
+                tl.marker = (int(pick["lane"]), start, end)
+                tl.refresh()
+                first = first or (start, end, int(pick["lane"]), tl)
+        if first:
+            start, end, lane, tl = first
+            tl.centre_on(start, end, lane)
+
+    # -- events ---------------------------------------------------------------------------
+    def on_timeline_view_changed(self, event: Timeline.ViewChanged) -> None:
+        """Zoom link: apply the changed timeline's window to the other one."""
+        tla, tlb = self._timelines()
+        source = event.timeline
+        other = tlb if source is tla else tla
+        if other.model is not None and (other.t0, other.t1) != (source.t0, source.t1):
+            other.set_view(source.t0, source.t1)
+        self.query_one("#tl-status", Static).update(
+            Text(f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
+                 "w/s or +/-: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel", no_wrap=True, overflow="ellipsis"))
+
+    def on_timeline_gap_opened(self, event: Timeline.GapOpened) -> None:
+        event.stop()
+
+    def on_table_view_highlighted(self, event: TableView.Highlighted) -> None:
+        if event.table.id == "diff-table":
+            self.update_status()
+
+    def on_table_view_selected(self, event: TableView.Selected) -> None:
+        if event.table.id == "diff-table":
+            key = str(event.row["key"])
+            self.app.push_screen(PairScreen(self, key, event.row))
+
+
+def _pair_stats(tag: str, rows: pd.DataFrame) -> Text:
+    if not len(rows):
+        return Text(f"{tag}: no dispatches (kernel {'added' if tag == 'A' else 'removed'})\n", style="bold")
+    dur = rows["dur"].to_numpy()
+    return Text(f"{tag}: {len(rows)} dispatches · total {fmt_ns(int(dur.sum()))} · avg {fmt_ns(dur.mean())}\n"
+                f"   median {fmt_ns(float(np.median(dur)))} · min {fmt_ns(int(dur.min()))} · max {fmt_ns(int(dur.max()))}",
+                no_wrap=True, overflow="ellipsis", style="bold")
+
+
+class PairScreen(BackScreen):
+    """A matched pair's dispatches: A on the left, B on the right (Tab switches)."""
+
+    DEFAULT_CSS = """
+    #pair-body { height: 1fr; }
+    .pair-side { width: 1fr; }
+    .pair-side TableView { height: 1fr; }
+    """
+
+    def __init__(self, parent: DiffScreen, key: str, row: pd.Series) -> None:
+        super().__init__()
+        self.parent_screen, self.key, self.row = parent, key, row
+
+    def compose(self) -> ComposeResult:
+        r = self.row
+        ratio = "-" if pd.isna(r["ratio"]) else f"{float(r['ratio']):.3f}×"
+        yield Static(Text(f"{MATCH_LABELS[self.parent_screen.by]}: {self.key}", no_wrap=True, overflow="ellipsis"), classes="title")
+        yield Static(Text(f"{r['status']} · Δ total {fmt_ns(int(r['delta_ns']))} · ratio {ratio} · Esc: back · Tab: other run",
+                          no_wrap=True, overflow="ellipsis"), classes="status", id="pair-status")
+        with Horizontal(id="pair-body"):
+            for side, tag in ((0, "A"), (1, "B")):
+                with Vertical(classes="pair-side"):
+                    yield Static(_pair_stats(tag, self.parent_screen.key_rows(side, self.key)), id=f"pair-{tag.lower()}-stats")
+                    yield TableView(DISPATCH_COLUMNS, id=f"pair-{tag.lower()}")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for side, tag in ((0, "a"), (1, "b")):
+            table = self.query_one(f"#pair-{tag}", TableView)
+            table.set_data(self.parent_screen.key_rows(side, self.key), text_key=None)
+        self.query_one("#pair-a", TableView).focus()
+
+    def on_table_view_selected(self, event: TableView.Selected) -> None:
+        event.stop()
+
+
+class DiffApp(App):
+    """tuiprof diff: two runs compared (sources are paths or loaded run sets)."""
+
+    CSS_PATH = "tuiprof.tcss"
+    TITLE = "tuiprof diff"
+    BINDINGS = [Binding("q", "quit", "Quit", id="app.quit")]
+
+    def __init__(self, source_a: str | Path | RunSet, source_b: str | Path | RunSet, *, by: str = "name", rules=None,
+                 noise_pct: float | None = None, noise_pp: float | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.sources = (source_a, source_b)
+        self.diff_screen = DiffScreen(by=by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp)
+
+    def on_mount(self) -> None:
+        self.push_screen(self.diff_screen)
+        self.load()
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load(self) -> None:
+        try:
+            runsets = []
+            for source in self.sources:
+                if isinstance(source, RunSet):
+                    runsets.append(source)
+                    continue
+                from tui_prof.loaders import load_path
+
+                if not Path(source).exists():
+                    self.post_message(DiffLoadFailed(f"{source}: no such file or directory"))
+                    return
+                runset = load_path(source)
+                if not runset.runs:
+                    lines = [f"Nothing could be loaded from {source}."] + [f"  {i}" for i in runset.issues[:20]]
+                    self.post_message(DiffLoadFailed("\n".join(lines)))
+                    return
+                runsets.append(runset)
+            views = (build_view(runsets[0]), build_view(runsets[1]))
+            self.post_message(DiffLoaded(views, (runsets[0], runsets[1])))
+        except Exception as err:  # shown in the app, never as a traceback
+            self.post_message(DiffLoadFailed(f"Could not load the runs: {type(err).__name__}: {err}"))
+
+    def on_diff_loaded(self, message: DiffLoaded) -> None:
+        self.diff_screen.show(message.views, message.runsets)
+
+    def on_diff_load_failed(self, message: DiffLoadFailed) -> None:
+        self.diff_screen.show_failure(message.text)
