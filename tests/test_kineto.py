@@ -212,3 +212,82 @@ def test_directory_of_rank_files_gives_one_run_per_file(tmp_path):
     assert runset.errors == []
     assert sorted(r.meta.pid for r in runset.runs) == [542, 2869224]
     assert [len(r.series) for r in runset.runs] == [1, 1]  # smi samples attached to both runs of the directory
+
+
+# --------------------------------------------------------------------------- streaming reader
+
+
+def tables_of(run):
+    return {name: getattr(run, name) for name in ("kernels", "api", "copies", "markers", "allocations")}
+
+
+@pytest.mark.parametrize("name", ["mi300__gaunernst_bert-small-uncased__1016001.json.gz", "trace_filter__sampled_rank-0.json.gz"])
+def test_tiny_read_window_gives_the_same_run(monkeypatch, name):
+    """Chunk and look-ahead far smaller than one event: every event straddles window edges;
+    the tables equal those of the default window (which test_against_plain_json checks)."""
+    import pandas as pd
+
+    whole = kineto.load_file(DATA / name)
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 97)
+    monkeypatch.setattr(kineto, "LOW_WATER", 13)
+    small = kineto.load_file(DATA / name)
+    for key, table in tables_of(whole).items():
+        pd.testing.assert_frame_equal(table, tables_of(small)[key], check_exact=True)
+    assert whole.meta == small.meta and whole.agents == small.agents
+
+
+def test_top_level_keys_before_and_after_trace_events(tmp_path):
+    """deviceProperties/version keys are read wherever they sit (Kineto writes some after traceEvents)."""
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 0, "ts": 1.5, "dur": 2.25,
+               "args": {"device": 2, "stream": 0, "correlation": 1}}]
+    props = [{"id": 0, "name": "AMD Instinct MI300X", "numSms": 304, "warpSize": 64, "computeMajor": 9, "computeMinor": 4}]
+    for order in ("before", "after"):
+        top = {"traceEvents": events, "hip_runtime_version": 60443483, "deviceProperties": props, "distributedInfo": {"rank": 3}}
+        keys = list(top) if order == "after" else list(top)[::-1]
+        path = tmp_path / f"{order}.json"
+        path.write_text(json.dumps({k: top[k] for k in keys}, indent=1))
+        run = kineto.load_file(path)
+        assert run.meta.extra["runtime"] == "HIP 6.4.43483" and run.meta.rank == 3
+        assert [(a.id, a.cu_count) for a in run.agents] == [(2, 304)]
+        assert run.kernels[["start", "end"]].values.tolist() == [[1500, 3750]]
+
+
+def test_damaged_middle_is_reported_without_reading_on(tmp_path):
+    """Bad JSON inside traceEvents: a one-line error naming the line, not a partial run."""
+    from tui_prof.synth import SynthSpec, build
+    from tui_prof.synth.write_kineto import write_kineto
+
+    path = write_kineto(build(SynthSpec(iterations=200, kernels_per_iteration=5)), tmp_path / "t.json")
+    text = path.read_text()
+    cut = text.index('"ph": "X", "cat": "kernel"', len(text) // 2)
+    bad = tmp_path / "bad.json"
+    bad.write_text(text[:cut] + '"ph": "X", "cat": kernel' + text[cut + 26:])
+    line = text[:cut].count("\n") + 1
+    with pytest.raises(kineto.LoadError, match=rf"not valid JSON \(Expecting value at line {line}\)"):
+        kineto.load_file(bad)
+    cut_gz = tmp_path / "cut.json.gz"
+    packed = gzip.compress(text.encode())
+    cut_gz.write_bytes(packed[: len(packed) // 2])
+    sink = IssueSink()
+    assert kineto.load([DetectedFile(cut_gz, kineto.FORMAT, "trace", str(cut_gz))], sink) == []
+    assert "gzip" in sink.issues[0].message and "\n" not in sink.issues[0].message
+
+
+def test_memory_grows_with_kept_events_not_file_size(tmp_path, monkeypatch):
+    """Python heap peak while reading a ~11 MB synthetic trace stays far below the text size
+    (json.load of the same file peaks at several times the file size; here ~1/4 of it)."""
+    import tracemalloc
+
+    from tui_prof.synth import SynthSpec, build
+    from tui_prof.synth.write_kineto import write_kineto
+
+    path = write_kineto(build(SynthSpec(iterations=800, kernels_per_iteration=10)), tmp_path / "t.json")
+    size = path.stat().st_size
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr(kineto, "LOW_WATER", 64 << 10)
+    tracemalloc.start()
+    events = kineto.read_trace(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(events.kernels.ts) == 8000
+    assert peak < size / 3, (peak, size)  # ~2.9 MB for 11 MB: columns of 8000 kernels + 9000 calls, one window

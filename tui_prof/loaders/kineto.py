@@ -27,14 +27,25 @@ Mapping into the run model:
   first). Agent ids are therefore the event ``device`` values; properties are attached
   when every deviceProperties entry is identical, or when the number of distinct devices
   equals the number of entries (then in sorted order); otherwise left empty, with a warning.
+* Reading: the file is streamed (gunzipped on the fly) through a sliding text window;
+  small top-level keys are decoded whole wherever they appear, and ``traceEvents`` is
+  decoded one event at a time with the C scanner of ``json.JSONDecoder.raw_decode``.
+  Only the fields the run model needs are kept, in ``array`` columns per table (float64 µs,
+  int64 ids, int32 string codes), so memory grows with the events kept rather than with
+  the file's JSON object graph. Integer µs up to 2**53 convert exactly through float64.
+* A truncated or damaged file is an error, not a partial run: Kineto writes events
+  grouped by kind (CPU ops, then GPU activities), so the readable prefix of a cut file can
+  lack whole categories (e.g. every kernel) and its totals would be silently wrong.
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import re
 import zlib
+from array import array
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -42,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, one_line, open_binary
-from tui_prof.model import Agent, Run, RunMeta
+from tui_prof.model import Agent, Run
 from tui_prof.model.schema import UNKNOWN, make_table
 
 FORMAT = "kineto"
@@ -104,16 +115,207 @@ def load(files, issues: IssueSink) -> list[Run]:
     return runs
 
 
-# --------------------------------------------------------------------------- reading
+# --------------------------------------------------------------------------- streaming reader
+
+CHUNK_BYTES = 4 << 20
+"""Bytes read (and gunzipped) per step."""
+LOW_WATER = 1 << 20
+"""Characters kept ahead of the parse position before an event is decoded."""
+ERROR_MARGIN = 1024
+"""A JSON error further than this before the window's end is bad JSON, not a cut window."""
+LONG_STRING = 64 << 20
+"""An unterminated string this long (characters) is bad JSON, not a cut window."""
+
+_WS = re.compile(r"[ \t\n\r]*")
 
 
-def read_json(path: Path) -> dict:
-    """Parse the (possibly gzipped) file; raise LoadError with a one-line reason."""
+class TextWindow:
+    """A sliding window of decoded text over a (gunzipped) byte stream.
+
+    ``buf[pos:]`` is the unparsed text; text before ``pos`` is dropped when the window is
+    refilled, so memory holds one chunk plus the event being decoded, never the file.
+    Values are decoded with the C scanner of :class:`json.JSONDecoder` (``raw_decode``).
+    """
+
+    def __init__(self, fh):
+        self.fh = fh
+        self.utf8 = codecs.getincrementaldecoder("utf-8-sig")()
+        self.decode = json.JSONDecoder().raw_decode
+        self.buf = ""
+        self.pos = 0
+        self.lines = 0  # newlines in the dropped text (for error messages)
+        self.eof = False
+
+    def more(self) -> bool:
+        """Drop parsed text and append the next chunk; False when the file is exhausted."""
+        while not self.eof:
+            data = self.fh.read(CHUNK_BYTES)
+            text = self.utf8.decode(data, final=not data)
+            self.eof = not data
+            if text or self.pos:
+                self.lines += self.buf.count("\n", 0, self.pos)
+                self.buf = self.buf[self.pos:] + text
+                self.pos = 0
+            if text:
+                return True
+        return False
+
+    def ensure(self, n: int) -> None:
+        """At least ``n`` characters after ``pos`` unless the file ends sooner."""
+        while len(self.buf) - self.pos < n and self.more():
+            pass
+
+    def peek(self) -> str:
+        """Skip whitespace; the next character, "" at end of file."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, allowed: str, where: str) -> str:
+        c = self.peek()
+        if c == "" or c not in allowed:
+            found = "end of file" if c == "" else repr(c)
+            raise LoadError(f"not valid JSON (expected one of {allowed!r} {where}, found {found} at line {self.line()}); truncated or damaged file?")
+        self.pos += 1
+        return c
+
+    def value(self):
+        """Decode the JSON value at ``pos`` (after :meth:`peek`), growing the window as needed."""
+        while True:
+            try:
+                obj, self.pos = self.decode(self.buf, self.pos)
+                return obj
+            except json.JSONDecodeError as err:
+                if not (self.cut(err) and self.more()):
+                    raise self.invalid(err) from None
+
+    def cut(self, err: json.JSONDecodeError) -> bool:
+        """Could ``err`` come from the window ending inside the value (not from bad JSON)?"""
+        if err.msg.startswith("Unterminated string"):
+            return len(self.buf) - err.pos < LONG_STRING
+        return err.pos >= len(self.buf) - ERROR_MARGIN
+
+    def line(self, at: int | None = None) -> int:
+        return self.lines + self.buf.count("\n", 0, self.pos if at is None else at) + 1
+
+    def invalid(self, err: json.JSONDecodeError) -> LoadError:
+        return LoadError(f"not valid JSON ({err.msg} at line {self.line(err.pos)}); truncated or damaged file?")
+
+
+def _text_key(value) -> str:
+    """Event name as stored: None -> "", other non-strings -> str()."""
+    return "" if value is None else str(value)
+
+
+def _num(value) -> float:
+    """A µs value that is not a JSON number: numeric strings parse, anything else is 0."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
+def _int(value) -> int:
+    """An id/size that is not a plain JSON integer: integral floats and numeric strings
+    convert, anything else (None, 2.5, lists, out of int64 range) is UNKNOWN."""
+    if isinstance(value, str):
+        try:
+            value = float(value) if not value.strip().lstrip("-").isdigit() else int(value)
+        except ValueError:
+            return UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return value
+    return UNKNOWN
+
+
+def _triple(arr, value) -> None:
+    """Append grid/block [x, y, z] to an int64 array: non-integers and missing entries are UNKNOWN."""
+    if type(value) is list and len(value) == 3:
+        try:
+            arr.extend(value)
+            return
+        except (TypeError, OverflowError):
+            del arr[len(arr) - len(arr) % 3:]
+    items = value[:3] if isinstance(value, list) else []
+    for j in range(3):
+        x = items[j] if j < len(items) else None
+        arr.append(x if isinstance(x, int) and -(2**63) <= x < 2**63 else UNKNOWN)
+
+
+class Columns:
+    """Compact per-table columns: ``array`` of float64 µs (``d``), int64 (``q``) and int32
+    string codes (``i``), plus a string -> code dict per string column."""
+
+    def __init__(self, floats=(), ints=(), codes=()):
+        for name in floats:
+            setattr(self, name, array("d"))
+        for name in ints:
+            setattr(self, name, array("q"))
+        for name in codes:
+            setattr(self, name, array("i"))
+        self.strings: dict[str, dict[str, int]] = defaultdict(dict)
+
+    def categorical(self, column: str) -> pd.Categorical:
+        """String column as a Categorical with sorted categories (as ``astype("category")``)."""
+        lookup = self.strings[column]
+        names = np.array(list(lookup), dtype=object)
+        order = np.argsort(names, kind="stable") if len(names) else np.array([], dtype=np.int64)
+        recode = np.empty(len(names), dtype=np.int32)
+        recode[order] = np.arange(len(names), dtype=np.int32)
+        codes = np.frombuffer(getattr(self, column), dtype=np.int32)
+        return pd.Categorical.from_codes(recode[codes] if len(codes) else codes, categories=list(names[order]))
+
+    def strings_of(self, column: str) -> np.ndarray:
+        """Per-row object array of a string column."""
+        names = np.array(list(self.strings[column]) or [""], dtype=object)
+        return names[np.frombuffer(getattr(self, column), dtype=np.int32)]
+
+
+def as_int64(arr) -> np.ndarray:
+    return np.frombuffer(arr, dtype=np.int64) if len(arr) else np.array([], dtype=np.int64)
+
+
+def as_float64(arr) -> np.ndarray:
+    return np.frombuffer(arr, dtype=np.float64) if len(arr) else np.array([], dtype=np.float64)
+
+
+# category codes within the tables that mix categories (row order = this order, then file order)
+API_ORDER = ("cuda_runtime", "cuda_driver", "cuda_sync")
+COPY_ORDER = COPY_CATS
+MARKER_CODE = {cat: i for i, cat in enumerate(MARKER_CATS)}
+API_CODE = {cat: i for i, cat in enumerate(API_ORDER)}
+COPY_CODE = {cat: i for i, cat in enumerate(COPY_ORDER)}
+
+
+class Events:
+    """What a Kineto trace contributes to the run, kept as compact columns while streaming."""
+
+    def __init__(self):
+        self.top: dict = {}  # every top-level key except traceEvents
+        self.kernels = Columns(("ts", "dur"), ("device", "stream", "corr", "grid", "block", "shared"), ("name",))
+        self.api = Columns(("ts", "dur"), ("pid", "tid", "corr"), ("name", "cat"))
+        self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
+        self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes"), ("name", "cat", "kind"))
+        self.markers = Columns(("ts", "dur"), ("pid", "tid"), ("name", "cat"))
+        self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid"))
+        self.flows: Counter = Counter()
+        self.process_labels: dict = {}
+        self.first_ts: dict[str, object] = {}  # category -> raw ts of its first event
+        self.count = 0  # traceEvents entries read
+
+
+def read_trace(path: Path) -> Events:
+    """Stream the (possibly gzipped) trace; raise LoadError with a one-line reason."""
     try:
         with open_binary(path) as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as err:
-        raise LoadError(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno}); truncated or damaged file?")
+            return parse_trace(TextWindow(fh))
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise LoadError(f"damaged or truncated gzip data ({one_line(err)})")
     except UnicodeDecodeError:
@@ -122,138 +324,312 @@ def read_json(path: Path) -> dict:
         raise LoadError(f"cannot read file: {getattr(err, 'strerror', None) or err}")
     except RecursionError:
         raise LoadError("JSON nested too deeply")
-    if not isinstance(data, dict):
+
+
+def parse_trace(win: TextWindow) -> Events:
+    """Top-level object: small keys decoded whole, ``traceEvents`` streamed event by event.
+    Keys may come in any order; the rest of the file is read to the end (gzip CRC check)."""
+    ev = Events()
+    if win.peek() != "{":
         raise LoadError("not a Kineto trace: top level is not a JSON object")
-    if not isinstance(data.get("traceEvents"), list):
+    win.pos += 1
+    seen_events = False
+    if win.peek() == "}":
+        win.pos += 1
+    else:
+        while True:
+            if win.peek() != '"':
+                win.expect('"', "for a key of the top-level object")
+            key = win.value()
+            win.expect(":", f"after top-level key {key!r}")
+            if win.peek() == "[" and key == "traceEvents":
+                win.pos += 1
+                read_events(win, ev)
+                seen_events = True
+            else:
+                ev.top[key] = win.value()
+            if win.expect(",}", "between top-level keys") == "}":
+                break
+    if win.peek() != "":
+        raise LoadError(f"not valid JSON (extra data after the top-level object at line {win.line()})")
+    if not seen_events:
         raise LoadError("not a Kineto trace: no traceEvents list")
-    return data
+    return ev
 
 
-def us_to_ns(values) -> np.ndarray:
-    """Convert µs values (ints and/or floats from JSON) to int64 ns.
-
-    Integers are multiplied exactly; floats are split into whole and fractional µs so the
-    whole part is exact and only the fraction (< 1 µs) is rounded: ``whole*1000 +
-    rint(frac*1000)``. Missing or non-numeric values become 0.
-    """
-    arr = np.asarray(values)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64) * 1000
-    if arr.dtype.kind != "f":
-        arr = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").fillna(0).to_numpy(dtype=np.float64)
-    arr = np.nan_to_num(arr.astype(np.float64, copy=False), nan=0.0)
-    whole = np.floor(arr)
-    return whole.astype(np.int64) * 1000 + np.rint((arr - whole) * 1000.0).astype(np.int64)
-
-
-def int_column(values) -> np.ndarray:
-    """int64 array from a list of JSON values; None, strings and floats that are not
-    integers become UNKNOWN (-1)."""
-    arr = np.asarray(values)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64)
-    numeric = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
-    numeric = numeric.where(numeric == np.floor(numeric))
-    return numeric.fillna(UNKNOWN).to_numpy(dtype=np.float64).astype(np.int64)
-
-
-def triples(values) -> np.ndarray:
-    """(n, 3) int64 array from a list of [x, y, z] lists (missing -> -1)."""
-    n = len(values)
-    try:
-        arr = np.array(values, dtype=np.int64)
-        if arr.shape == (n, 3):
-            return arr
-    except (TypeError, ValueError):
-        pass
-    out = np.full((n, 3), UNKNOWN, dtype=np.int64)
-    for i, v in enumerate(values):  # rare slow path: malformed grid/block
-        if isinstance(v, (list, tuple)):
-            for j, x in enumerate(v[:3]):
-                if isinstance(x, int):
-                    out[i, j] = x
-    return out
-
-
-def times(events: list[dict]) -> tuple[np.ndarray, np.ndarray]:
-    start = us_to_ns([e["ts"] for e in events])
-    end = start + us_to_ns([e.get("dur", 0) for e in events])
-    return start, end
-
-
-def args_of(events: list[dict]) -> list[dict]:
-    return [e.get("args") or {} for e in events]
+def read_events(win: TextWindow, ev: Events) -> None:
+    """Decode the ``traceEvents`` array one event at a time, keeping only the fields the run
+    model needs in ``ev``'s columns (no event dict outlives its loop iteration)."""
+    k, api, cp, mk, mem, lds = ev.kernels, ev.api, ev.copies, ev.markers, ev.memory, ev.launch_shared
+    k_names, api_names, cp_names, mk_names = k.strings["name"], api.strings["name"], cp.strings["name"], mk.strings["name"]
+    cp_kinds = cp.strings["kind"]
+    flows, labels, first_ts = ev.flows, ev.process_labels, ev.first_ts
+    mk_cat, mk_name, mk_ts, mk_dur = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append
+    mk_pid, mk_tid = mk.pid.append, mk.tid.append
+    decode, ws = win.decode, _WS.match
+    count = 0
+    if win.peek() == "]":
+        win.pos += 1
+        return
+    buf, pos = win.buf, win.pos
+    while True:
+        try:
+            e, pos = decode(buf, pos)
+        except json.JSONDecodeError as err:
+            win.pos = pos
+            if not (win.cut(err) and win.more()):
+                raise win.invalid(err) from None
+            buf, pos = win.buf, win.pos
+            continue
+        count += 1
+        if type(e) is dict:
+            ph = e.get("ph")
+            if ph == "X" and "ts" in e:
+                cat = e.get("cat")
+                ts = e["ts"]
+                dur = e.get("dur", 0)
+                name = e.get("name", "")
+                if type(name) is not str:
+                    name = _text_key(name)
+                if cat in MARKER_CODE:
+                    t = None  # markers: everything inline (most events of a real trace are markers)
+                    mk_cat(MARKER_CODE[cat])
+                    mk_name(mk_names.setdefault(name, len(mk_names)))
+                    try:
+                        mk_ts(ts)
+                    except (TypeError, OverflowError):
+                        mk_ts(_num(ts))
+                    try:
+                        mk_dur(dur)
+                    except (TypeError, OverflowError):
+                        mk_dur(_num(dur))
+                    v = e.get("pid")
+                    try:
+                        mk_pid(v)
+                    except (TypeError, OverflowError):
+                        mk_pid(_int(v))
+                    v = e.get("tid")
+                    try:
+                        mk_tid(v)
+                    except (TypeError, OverflowError):
+                        mk_tid(_int(v))
+                elif cat == "kernel":
+                    t = k
+                    if cat not in first_ts:
+                        first_ts[cat] = ts
+                    a = e.get("args") or {}
+                    k.name.append(k_names.setdefault(name, len(k_names)))
+                    for arr, v in (
+                        (k.device, a.get("device", e.get("pid"))),
+                        (k.stream, a.get("stream", e.get("tid"))),
+                        (k.corr, a.get("correlation")),
+                        (k.shared, a.get("shared memory")),
+                    ):
+                        try:
+                            arr.append(v)
+                        except (TypeError, OverflowError):
+                            arr.append(_int(v))
+                    _triple(k.grid, a.get("grid"))
+                    _triple(k.block, a.get("block"))
+                elif cat in API_CODE:
+                    t = api
+                    if cat not in first_ts:
+                        first_ts[cat] = ts
+                    a = e.get("args") or {}
+                    api.cat.append(API_CODE[cat])
+                    api.name.append(api_names.setdefault(name, len(api_names)))
+                    corr = a.get("correlation")
+                    if cat == "cuda_sync":  # written on the device/stream row; no host thread
+                        pid = tid = UNKNOWN
+                    else:
+                        pid, tid = e.get("pid"), e.get("tid")
+                    for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr)):
+                        try:
+                            arr.append(v)
+                        except (TypeError, OverflowError):
+                            arr.append(_int(v))
+                    if cat == "cuda_runtime" and "shared memory" in a:
+                        lds.corr.append(api.corr[-1])
+                        v = a["shared memory"]
+                        try:
+                            lds.shared.append(v)
+                        except (TypeError, OverflowError):
+                            lds.shared.append(_int(v))
+                elif cat in COPY_CODE:
+                    t = cp
+                    a = e.get("args") or {}
+                    kind = a.get("kind")
+                    cp.cat.append(COPY_CODE[cat])
+                    cp.name.append(cp_names.setdefault(name, len(cp_names)))
+                    cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
+                    for arr, v in (
+                        (cp.device, a.get("device", e.get("pid"))),
+                        (cp.stream, a.get("stream", e.get("tid"))),
+                        (cp.corr, a.get("correlation")),
+                        (cp.bytes, a.get("bytes")),
+                    ):
+                        try:
+                            arr.append(v)
+                        except (TypeError, OverflowError):
+                            arr.append(_int(v))
+                else:
+                    t = None
+                if t is not None:
+                    try:
+                        t.ts.append(ts)
+                    except (TypeError, OverflowError):
+                        t.ts.append(_num(ts))
+                    try:
+                        t.dur.append(dur)
+                    except (TypeError, OverflowError):
+                        t.dur.append(_num(dur))
+            elif ph == "s" or ph == "f":
+                flows[(e.get("cat"), ph)] += 1
+            elif ph == "i":
+                if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
+                    a = e.get("args") or {}
+                    ts = e["ts"]
+                    try:
+                        mem.ts.append(ts)
+                    except (TypeError, OverflowError):
+                        mem.ts.append(_num(ts))
+                    for arr, v in (
+                        (mem.bytes, a.get("Bytes")),
+                        (mem.dev_type, a.get("Device Type")),
+                        (mem.dev_id, a.get("Device Id")),
+                        (mem.addr, a.get("Addr")),
+                        (mem.pid, e.get("pid")),
+                        (mem.tid, e.get("tid")),
+                    ):
+                        try:
+                            arr.append(v)
+                        except (TypeError, OverflowError):
+                            arr.append(_int(v))
+            elif ph == "M" and e.get("name") == "process_labels":
+                labels[e.get("pid")] = (e.get("args") or {}).get("labels")
+        # separator: "," then the next event, or "]"
+        if len(buf) - pos < LOW_WATER and not win.eof:
+            win.pos = pos
+            win.ensure(LOW_WATER)
+            buf, pos = win.buf, win.pos
+        pos = ws(buf, pos).end()
+        c = buf[pos : pos + 1]
+        if c == ",":
+            pos = ws(buf, pos + 1).end()
+            if pos >= len(buf):  # only at end of file: the array is cut after a comma
+                win.pos = pos
+                win.ensure(1)
+                buf, pos = win.buf, win.pos
+            continue
+        win.pos = pos
+        ev.count = count
+        if c == "]":
+            win.pos += 1
+            return
+        found = "end of file" if c == "" else repr(c)
+        raise LoadError(
+            f"not valid JSON (traceEvents cut or damaged after {count} events: expected ',' or ']', "
+            f"found {found} at line {win.line()}); truncated or damaged file?"
+        )
 
 
 # --------------------------------------------------------------------------- loading
 
 
+def us_to_ns(values) -> np.ndarray:
+    """Convert µs values (float64, or int64 read exactly) to int64 ns.
+
+    Integers are multiplied exactly; floats are split into whole and fractional µs so the
+    whole part is exact and only the fraction (< 1 µs) is rounded: ``whole*1000 +
+    rint(frac*1000)``. NaN becomes 0.
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64) * 1000
+    arr = np.nan_to_num(arr.astype(np.float64, copy=False), nan=0.0)
+    whole = np.floor(arr)
+    return whole.astype(np.int64) * 1000 + np.rint((arr - whole) * 1000.0).astype(np.int64)
+
+
+def times(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """start/end ns: ``start = ns(ts)``, ``end = start + ns(dur)`` (rounded separately)."""
+    start = us_to_ns(as_float64(cols.ts))
+    return start, start + us_to_ns(as_float64(cols.dur))
+
+
+def category_order(codes) -> np.ndarray | None:
+    """Stable row order grouping a mixed table by category code (None when already grouped)."""
+    arr = np.frombuffer(codes, dtype=np.int32) if len(codes) else np.array([], dtype=np.int32)
+    if len(arr) < 2 or np.all(arr[1:] >= arr[:-1]):
+        return None
+    return np.argsort(arr, kind="stable")
+
+
+def reorder(columns: dict, order: np.ndarray | None) -> dict:
+    if order is None:
+        return columns
+    out = {}
+    for key, value in columns.items():
+        if isinstance(value, pd.Categorical):
+            out[key] = value[order]
+        elif isinstance(value, np.ndarray):
+            out[key] = value[order]
+        else:
+            out[key] = value
+    return out
+
+
 def load_file(path: Path) -> Run:
     """Load one Kineto trace file into one Run."""
-    data = read_json(Path(path))
-    events = data["traceEvents"]
-
-    by_cat: dict[str, list[dict]] = defaultdict(list)
-    instants: list[dict] = []
-    flows: Counter = Counter()
-    process_labels: dict = {}
-    for e in events:
-        if type(e) is not dict:
-            continue
-        ph = e.get("ph")
-        if ph == "X":
-            if "ts" in e:
-                by_cat[e.get("cat")].append(e)
-        elif ph == "i":
-            if e.get("cat") == "cpu_instant_event" and "ts" in e:
-                instants.append(e)
-        elif ph in ("s", "f"):
-            flows[(e.get("cat"), ph)] += 1
-        elif ph == "M" and e.get("name") == "process_labels":
-            process_labels[e.get("pid")] = (e.get("args") or {}).get("labels")
+    ev = read_trace(Path(path))
+    top = ev.top
+    if "traceEvents" in top:  # a second traceEvents key that is not a list
+        raise LoadError("not a Kineto trace: traceEvents is not a list")
 
     run = Run()
     meta = run.meta
     meta.formats = [FORMAT]
     meta.tool = "pytorch-profiler"
-    if "schemaVersion" in data:
-        meta.tool_version = f"kineto schema {data['schemaVersion']}"
+    if "schemaVersion" in top:
+        meta.tool_version = f"kineto schema {top['schemaVersion']}"
     meta.files = [str(path)]
     meta.label = trace_label(Path(path))
-    dist = data.get("distributedInfo") if isinstance(data.get("distributedInfo"), dict) else {}
+    dist = top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else {}
     if isinstance(dist.get("rank"), int):
         meta.rank = dist["rank"]
-    versions = {k: data[k] for k in VERSION_KEYS if k in data}
-    platform = detect_platform(data, by_cat)
+    versions = {k: top[k] for k in VERSION_KEYS if k in top}
+    platform = detect_platform(top, runtime_names(ev.api))
     meta.extra.update(
         {
             "platform": platform,
             "versions": versions,
             "runtime": runtime_string(versions),
-            "trace_name": data.get("traceName", ""),
-            "base_time_ns": data.get("baseTimeNanoseconds"),
-            "trace_id": data.get("trace_id", ""),
+            "trace_name": top.get("traceName", ""),
+            "base_time_ns": top.get("baseTimeNanoseconds"),
+            "trace_id": top.get("trace_id", ""),
             "distributed": {k: v for k, v in dist.items() if k != "pg_config"},
-            "flows": {f"{cat}:{ph}": n for (cat, ph), n in sorted(flows.items(), key=str)},
+            "flows": {f"{cat}:{ph}": n for (cat, ph), n in sorted(ev.flows.items(), key=str)},
         }
     )
 
-    host_pid = find_host_pid(by_cat, process_labels)
+    host_pid = find_host_pid(ev, ev.process_labels)
     meta.pid = host_pid
 
-    run.api = build_api(by_cat)
+    run.api = build_api(ev.api)
     launch = launch_lookup(run.api)
-    run.kernels = build_kernels(by_cat.get("kernel", []), launch, by_cat, platform, host_pid)
-    run.copies = build_copies(by_cat.get("gpu_memcpy", []) + by_cat.get("gpu_memset", []), launch, host_pid)
-    run.markers = build_markers(by_cat)
-    seen = set(run.kernels["agent"].tolist()) | set(run.copies["src_agent"].tolist()) | set(run.copies["dst_agent"].tolist())
+    run.kernels = build_kernels(ev.kernels, launch, ev.launch_shared, platform, host_pid)
+    run.copies = build_copies(ev.copies, launch, host_pid)
+    run.markers = build_markers(ev.markers)
+    seen = set(run.kernels["agent"].unique().tolist()) | set(run.copies["src_agent"].unique().tolist())
+    seen |= set(run.copies["dst_agent"].unique().tolist())
     gpu_devices = sorted(int(d) for d in seen if d != UNKNOWN)
-    run.agents, warning = build_agents(data.get("deviceProperties"), gpu_devices, platform)
+    run.agents, warning = build_agents(top.get("deviceProperties"), gpu_devices, platform)
     if warning:
         run.warnings.append(warning)
-    run.allocations = build_allocations(instants, platform, run.agents)
+    run.allocations = build_allocations(ev.memory, platform, run.agents)
 
-    floats = any(isinstance(e["ts"], float) for cat in ("kernel", "cuda_runtime") for e in by_cat.get(cat, [])[:1])
+    first = [ev.first_ts[c] for c in ("kernel", "cuda_runtime") if c in ev.first_ts]
+    floats = bool(first) and isinstance(first[0], float)
     latest = max([int(t["start"].max()) for t in (run.kernels, run.api) if len(t)], default=0)
     if floats and latest >= FLOAT_EXACT_LIMIT_US * 1000:
         run.warnings.append(
@@ -270,20 +646,27 @@ def trace_label(path: Path) -> str:
     return name
 
 
-def detect_platform(data: dict, by_cat: dict) -> str:
+def runtime_names(api: Columns) -> list[str]:
+    """Names of the first 50 ``cuda_runtime`` calls, in file order."""
+    cats = np.frombuffer(api.cat, dtype=np.int32) if len(api.cat) else np.array([], dtype=np.int32)
+    rows = np.flatnonzero(cats == API_CODE["cuda_runtime"])[:50]
+    names = api.strings_of("name") if len(api.name) else np.array([], dtype=object)
+    return [str(n) for n in names[rows]]
+
+
+def detect_platform(top: dict, first_runtime_names: list[str]) -> str:
     """"rocm" or "cuda": version keys first, then deviceProperties, then API names."""
-    if any(k in data for k in ("hip_runtime_version", "roctracer_version", "rocprofiler-sdk_version")):
+    if any(k in top for k in ("hip_runtime_version", "roctracer_version", "rocprofiler-sdk_version")):
         return "rocm"
-    if any(k in data for k in ("cuda_runtime_version", "cupti_version")):
+    if any(k in top for k in ("cuda_runtime_version", "cupti_version")):
         return "cuda"
-    props = data.get("deviceProperties")
+    props = top.get("deviceProperties")
     if isinstance(props, list) and props and isinstance(props[0], dict):
         if "maxSharedMemoryPerMultiProcessor" in props[0] or str(props[0].get("name", "")).startswith("AMD"):
             return "rocm"
         return "cuda"
-    for e in by_cat.get("cuda_runtime", [])[:50]:
-        if str(e.get("name", "")).startswith("hip"):
-            return "rocm"
+    if any(name.startswith("hip") for name in first_runtime_names):
+        return "rocm"
     return "cuda"
 
 
@@ -298,59 +681,50 @@ def runtime_string(versions: dict) -> str:
     return ""
 
 
-def find_host_pid(by_cat: dict, process_labels: dict) -> int | None:
-    """The profiled process id: the pid labelled "CPU", else the most common pid of host events."""
+def find_host_pid(ev: Events, process_labels: dict) -> int | None:
+    """The profiled process id: the pid labelled "CPU", else the most common pid among the
+    first 1000 host events of each of cuda_runtime, cpu_op, cuda_driver, user_annotation."""
     for pid, label in process_labels.items():
         if label == "CPU" and isinstance(pid, int):
             return pid
     counts: Counter = Counter()
-    for cat in ("cuda_runtime", "cpu_op", "cuda_driver", "user_annotation"):
-        counts.update(e.get("pid") for e in by_cat.get(cat, [])[:1000])
+    for table, codes, cat in (
+        (ev.api, API_CODE, "cuda_runtime"),
+        (ev.markers, MARKER_CODE, "cpu_op"),
+        (ev.api, API_CODE, "cuda_driver"),
+        (ev.markers, MARKER_CODE, "user_annotation"),
+    ):
+        if not len(table.cat):
+            continue
+        rows = np.flatnonzero(np.frombuffer(table.cat, dtype=np.int32) == codes[cat])[:1000]
+        pids = as_int64(table.pid)[rows]
+        counts.update(pids[pids != UNKNOWN].tolist())
     for pid, _ in counts.most_common():
-        if isinstance(pid, int):
-            return pid
+        return int(pid)
     return None
 
 
-def build_api(by_cat: dict):
-    parts = []
-    for cat, domain in (("cuda_runtime", None), ("cuda_driver", None), ("cuda_sync", "cuda_sync")):
-        events = by_cat.get(cat, [])
-        if not events:
-            continue
-        start, end = times(events)
-        names = pd.Series([e.get("name", "") for e in events], dtype=object).fillna("").astype(str)
-        if domain is None:
-            domains = np.where(names.str.startswith("hip").to_numpy(), "hip", "cuda")
-        else:
-            domains = domain
-        args = args_of(events)
-        if domain == "cuda_sync":  # written on the device/stream row; no host thread recorded
-            pid = UNKNOWN
-            tid = UNKNOWN
-        else:
-            pid = int_column([e.get("pid") for e in events])
-            tid = int_column([e.get("tid") for e in events])
-        parts.append(
-            make_table(
-                "api",
-                {
-                    "start": start,
-                    "end": end,
-                    "domain": domains if not isinstance(domains, str) else [domains] * len(events),
-                    "name": names,
-                    "pid": pid,
-                    "tid": tid,
-                    "correlation_id": int_column([a.get("correlation") for a in args]),
-                },
-            )
-        )
-    if not parts:
+def build_api(cols: Columns):
+    if not len(cols.ts):
         return make_table("api", {})
-    table = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    for col in ("domain", "name"):
-        table[col] = table[col].astype(str).astype("category")
-    return table
+    start, end = times(cols)
+    names = cols.categorical("name")
+    is_hip = np.array([str(c).startswith("hip") for c in names.categories], dtype=bool)
+    cat = np.frombuffer(cols.cat, dtype=np.int32)
+    hip = is_hip[names.codes] if len(is_hip) else np.zeros(len(cat), dtype=bool)
+    domain_code = np.where(cat == API_CODE["cuda_sync"], 1, np.where(hip, 2, 0))
+    domains = pd.Categorical.from_codes(domain_code, categories=["cuda", "cuda_sync", "hip"])
+    domains = domains.remove_unused_categories()
+    columns = {
+        "start": start,
+        "end": end,
+        "domain": domains,
+        "name": names,
+        "pid": as_int64(cols.pid),
+        "tid": as_int64(cols.tid),
+        "correlation_id": as_int64(cols.corr),
+    }
+    return make_table("api", reorder(columns, category_order(cols.cat)))
 
 
 def launch_lookup(api: pd.DataFrame) -> pd.DataFrame:
@@ -369,40 +743,34 @@ def join_launch(correlation: np.ndarray, launch: pd.DataFrame, host_pid: int | N
     return pid, tid, name
 
 
-def build_kernels(events: list[dict], launch: pd.DataFrame, by_cat: dict, platform: str, host_pid):
-    if not events:
+def build_kernels(cols: Columns, launch: pd.DataFrame, launch_shared: Columns, platform: str, host_pid):
+    if not len(cols.ts):
         return make_table("kernels", {})
-    start, end = times(events)
-    args = args_of(events)
-    device = int_column([a.get("device", e.get("pid")) for a, e in zip(args, events)])
-    stream = int_column([a.get("stream", e.get("tid")) for a, e in zip(args, events)])
-    correlation = int_column([a.get("correlation") for a in args])
+    start, end = times(cols)
+    correlation = as_int64(cols.corr)
     pid, tid, launch_name = join_launch(correlation, launch, host_pid)
-
-    grid = triples([a.get("grid") for a in args])
-    block = triples([a.get("block") for a in args])
+    grid = as_int64(cols.grid).reshape(-1, 3)
+    block = as_int64(cols.block).reshape(-1, 3)
     grid_items = grid_in_work_items(grid, block, launch_name, platform)
-
-    shared = [a.get("shared memory") for a in args]
-    lds = int_column(shared)
-    if platform == "rocm":
+    lds = as_int64(cols.shared).copy()
+    if platform == "rocm" and len(launch_shared.corr):
         # ROCm kernel events lack "shared memory"; the launch call records it.
-        launch_lds = launch_shared_memory(by_cat)
+        by_corr = pd.Series(as_int64(launch_shared.shared), index=as_int64(launch_shared.corr))
+        by_corr = by_corr[~by_corr.index.duplicated()]
         missing = lds == UNKNOWN
-        if missing.any() and len(launch_lds):
-            lds[missing] = launch_lds.reindex(correlation[missing]).fillna(UNKNOWN).to_numpy(dtype=np.int64)
-
+        if missing.any():
+            lds[missing] = by_corr.reindex(correlation[missing]).fillna(UNKNOWN).to_numpy(dtype=np.int64)
     return make_table(
         "kernels",
         {
             "start": start,
             "end": end,
-            "agent": device,
-            "stream": stream,
+            "agent": as_int64(cols.device),
+            "stream": as_int64(cols.stream),
             "pid": pid,
             "tid": tid,
             "correlation_id": correlation,
-            "name": [e.get("name", "") for e in events],
+            "name": cols.categorical("name"),
             "grid_x": grid_items[:, 0],
             "grid_y": grid_items[:, 1],
             "grid_z": grid_items[:, 2],
@@ -433,100 +801,85 @@ def grid_in_work_items(grid: np.ndarray, block: np.ndarray, launch_name: np.ndar
     return items
 
 
-def launch_shared_memory(by_cat: dict) -> pd.Series:
-    events = [e for e in by_cat.get("cuda_runtime", []) if "shared memory" in (e.get("args") or {})]
-    if not events:
-        return pd.Series([], dtype=np.int64)
-    args = args_of(events)
-    series = pd.Series(int_column([a.get("shared memory") for a in args]), index=int_column([a.get("correlation") for a in args]))
-    return series[~series.index.duplicated()]
-
-
-def build_copies(events: list[dict], launch: pd.DataFrame, host_pid):
-    if not events:
+def build_copies(cols: Columns, launch: pd.DataFrame, host_pid):
+    """Copies and memsets; direction from args ``kind``, else from the name ("Memcpy HtoD (…)")."""
+    if not len(cols.ts):
         return make_table("copies", {})
-    start, end = times(events)
-    args = args_of(events)
-    names = [e.get("name", "") for e in events]
-    cats = np.array([e.get("cat") for e in events], dtype=object)
-    device = int_column([a.get("device", e.get("pid")) for a, e in zip(args, events)])
-    kinds = pd.Series([a.get("kind") for a in args], dtype=object)
-    # "Memcpy HtoD (Pageable -> Device)" -> "HtoD" when args lack "kind"
-    from_name = pd.Series(names, dtype=object).str.extract(r"^Memcpy (\w+)", expand=False)
-    direction = kinds.where(kinds.isin(COPY_DIRECTIONS), from_name)
-    direction = direction.where(direction.isin(COPY_DIRECTIONS), "unknown").to_numpy(dtype=object, copy=True)
-    direction[cats == "gpu_memset"] = "memset"
+    start, end = times(cols)
+    names = cols.categorical("name")
+    from_name = np.array([_name_direction(str(n)) for n in names.categories] or ["unknown"], dtype=object)
+    direction = from_name[names.codes]
+    kinds = cols.strings_of("kind")
+    has_kind = kinds != ""
+    direction[has_kind] = kinds[has_kind]
+    cats = np.frombuffer(cols.cat, dtype=np.int32)
+    direction[cats == COPY_CODE["gpu_memset"]] = "memset"
+    device = as_int64(cols.device)
     src = np.where(np.isin(direction, ("DtoH", "DtoD", "PtoP")), device, UNKNOWN)
     dst = np.where(np.isin(direction, ("HtoD", "DtoD", "memset")), device, UNKNOWN)
-    correlation = int_column([a.get("correlation") for a in args])
+    correlation = as_int64(cols.corr)
     pid, tid, _ = join_launch(correlation, launch, host_pid)
-    return make_table(
-        "copies",
-        {
-            "start": start,
-            "end": end,
-            "bytes": int_column([a.get("bytes") for a in args]),
-            "direction": direction,
-            "src_agent": src,
-            "dst_agent": dst,
-            "stream": int_column([a.get("stream", e.get("tid")) for a, e in zip(args, events)]),
-            "pid": pid,
-            "tid": tid,
-            "correlation_id": correlation,
-            "name": names,
-        },
-    )
+    columns = {
+        "start": start,
+        "end": end,
+        "bytes": as_int64(cols.bytes),
+        "direction": direction,
+        "src_agent": src,
+        "dst_agent": dst,
+        "stream": as_int64(cols.stream),
+        "pid": pid,
+        "tid": tid,
+        "correlation_id": correlation,
+        "name": names,
+    }
+    return make_table("copies", reorder(columns, category_order(cols.cat)))
 
 
-def build_markers(by_cat: dict):
-    parts = []
-    for cat in MARKER_CATS:
-        events = by_cat.get(cat, [])
-        if not events:
-            continue
-        start, end = times(events)
-        parts.append(
-            make_table(
-                "markers",
-                {
-                    "start": start,
-                    "end": end,
-                    "name": [e.get("name", "") for e in events],
-                    "source": [cat] * len(events),
-                    "pid": int_column([e.get("pid") for e in events]),
-                    "tid": int_column([e.get("tid") for e in events]),
-                },
-            )
-        )
-    if not parts:
+def _name_direction(name: str) -> str:
+    match = re.match(r"Memcpy (\w+)", name)
+    return match.group(1) if match and match.group(1) in COPY_DIRECTIONS else "unknown"
+
+
+def build_markers(cols: Columns):
+    if not len(cols.ts):
         return make_table("markers", {})
-    table = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    for col in ("name", "source"):
-        table[col] = table[col].astype(str).astype("category")
-    return table
+    start, end = times(cols)
+    cats = np.frombuffer(cols.cat, dtype=np.int32)
+    present = sorted(set(np.unique(cats).tolist()), key=lambda c: MARKER_CATS[c])
+    labels = sorted(MARKER_CATS[c] for c in present)
+    recode = np.zeros(len(MARKER_CATS), dtype=np.int32)
+    for c in present:
+        recode[c] = labels.index(MARKER_CATS[c])
+    columns = {
+        "start": start,
+        "end": end,
+        "name": cols.categorical("name"),
+        "source": pd.Categorical.from_codes(recode[cats], categories=labels),
+        "pid": as_int64(cols.pid),
+        "tid": as_int64(cols.tid),
+    }
+    return make_table("markers", reorder(columns, category_order(cols.cat)))
 
 
-def build_allocations(instants: list[dict], platform: str, agents: list[Agent]):
+def build_allocations(cols: Columns, platform: str, agents: list[Agent]):
     """PyTorch caching-allocator "[memory]" instant events: Bytes > 0 allocates, < 0 frees.
 
     ``Device Id`` is the framework's device index; on CUDA that is the agent id, on ROCm
     it is only mapped when the run has exactly one GPU agent.
     """
-    events = [e for e in instants if e.get("name") == "[memory]"]
-    if not events:
+    if not len(cols.ts):
         return make_table("allocations", {})
-    start = us_to_ns([e["ts"] for e in events])
-    args = args_of(events)
-    size = int_column([a.get("Bytes") for a in args])
-    dev_type = int_column([a.get("Device Type") for a in args])
-    dev_id = int_column([a.get("Device Id") for a in args])
+    start = us_to_ns(as_float64(cols.ts))
+    size = as_int64(cols.bytes)
+    dev_type = as_int64(cols.dev_type)
+    dev_id = as_int64(cols.dev_id)
     gpus = [a.id for a in agents if a.type == "GPU"]
     if platform == "cuda":
         agent = np.where(dev_type > 0, dev_id, UNKNOWN)
     elif len(gpus) == 1:
         agent = np.where(dev_type > 0, gpus[0], UNKNOWN)
     else:
-        agent = np.full(len(events), UNKNOWN)
+        agent = np.full(len(start), UNKNOWN)
     return make_table(
         "allocations",
         {
@@ -535,9 +888,9 @@ def build_allocations(instants: list[dict], platform: str, agents: list[Agent]):
             "operation": np.where(size >= 0, "ALLOCATE", "FREE"),
             "agent": agent,
             "bytes": np.abs(size),
-            "address": int_column([a.get("Addr") for a in args]),
-            "pid": int_column([e.get("pid") for e in events]),
-            "tid": int_column([e.get("tid") for e in events]),
+            "address": as_int64(cols.addr),
+            "pid": as_int64(cols.pid),
+            "tid": as_int64(cols.tid),
         },
     )
 
