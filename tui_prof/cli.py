@@ -22,10 +22,20 @@ def _progress_printer():
     if not sys.stderr.isatty():
         return None
 
+    import time
+
+    last = [0.0]
+
     def progress(stage: str, done: int, total: int) -> None:
-        end = "\n" if stage == "done" else ""
-        sys.stderr.write(f"\r\x1b[K{stage} {done}/{total}" if stage != "done" else "\r\x1b[K")
-        sys.stderr.write(end)
+        if stage == "done":
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            return
+        now = time.monotonic()
+        if now - last[0] < 0.1 and 0 < done < total:  # at most 10 updates a second
+            return
+        last[0] = now
+        sys.stderr.write(f"\r\x1b[K{stage} {done}/{total} (Ctrl-C cancels)")
         sys.stderr.flush()
 
     return progress
@@ -64,14 +74,17 @@ def cmd_summary(args: argparse.Namespace) -> int:
         except ValueError as err:
             print(f"tuiprof: {err}", file=sys.stderr)
             return EXIT_USAGE
-    runset = load_path(args.path, progress=_progress_printer())
+    progress = _progress_printer()
+    runset = load_path(args.path, progress=progress, use_cache=not args.no_cache)
     for issue in runset.errors:
         print(f"tuiprof: {issue}", file=sys.stderr)
     if args.verbose:
         for issue in runset.skipped:
             print(f"tuiprof: skipped {issue}", file=sys.stderr)
     summary = build_summary(runset, top=None if args.top <= 0 else args.top, gap_threshold_ns=args.gap_threshold,
-                            rules=rules, max_gaps=None if args.max_gaps <= 0 else args.max_gaps)
+                            rules=rules, max_gaps=None if args.max_gaps <= 0 else args.max_gaps, progress=progress)
+    if progress:
+        progress("done", 1, 1)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -94,14 +107,63 @@ def cmd_open(args: argparse.Namespace) -> int:
         os.environ["TEXTUAL_COLOR_SYSTEM"] = args.color_system
     path = args.path
     if path is None:
-        path = Path(__file__).resolve().parents[1] / "sample_traces" / "synthetic_sync_per_launch"
-        if not path.exists():
-            print(f"tuiprof: the bundled sample run is not installed alongside the package (looked for {path}); "
-                  "give a run: tuiprof open RUN", file=sys.stderr)
+        from tui_prof.samples import sample_path
+
+        try:
+            path = sample_path()
+        except OSError as err:
+            print(f"tuiprof: cannot prepare the bundled sample run ({err}); give a run: tuiprof open RUN",
+                  file=sys.stderr)
             return EXIT_NOTHING_LOADED
     from tui_prof.tui.app import TuiProfApp
 
     TuiProfApp(str(path)).run(mouse=not args.no_mouse)
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
+    from tui_prof.analysis import diff as d
+
+    rules = None
+    if args.categories:
+        from tui_prof.analysis.names import load_category_rules
+
+        try:
+            rules = load_category_rules(args.categories)
+        except ValueError as err:
+            print(f"tuiprof: {err}", file=sys.stderr)
+            return EXIT_USAGE
+    noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
+    noise_pp = d.DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
+    if args.tui:
+        from tui_prof.tui.diff_app import DiffApp
+
+        DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp).run(mouse=not args.no_mouse)
+        return EXIT_OK
+    from tui_prof.loaders import load_path
+
+    runsets = []
+    for path in (args.a, args.b):
+        runset = load_path(path, progress=_progress_printer())
+        for issue in runset.errors:
+            print(f"tuiprof: {issue}", file=sys.stderr)
+        if not runset.runs:
+            print(f"tuiprof: nothing could be loaded from {path}", file=sys.stderr)
+            return EXIT_NOTHING_LOADED
+        runsets.append(runset)
+    result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp,
+                            gap_threshold_ns=args.gap_threshold)
+    top = None if args.top <= 0 else args.top
+    if args.json:
+        json.dump(d.to_json(result, top=top, fail_on_regression=args.fail_on_regression), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    elif args.md:
+        sys.stdout.write(d.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
+    else:
+        print(d.diff_text(result, top=top, fail_on_regression=args.fail_on_regression))
+    if args.fail_on_regression is not None and d.regressions(result, args.fail_on_regression):
+        return d.EXIT_REGRESSION
     return EXIT_OK
 
 
@@ -126,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--max-gaps", type=int, default=200, help="gaps listed in the report, longest first (0 = all; default 200)")
     summary.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
     summary.add_argument("-v", "--verbose", action="store_true", help="also list skipped files on stderr")
+    summary.add_argument("--no-cache", action="store_true",
+                         help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run; "
+                              "cache folder: TUIPROF_CACHE_DIR or the user cache directory)")
     summary.set_defaults(func=cmd_summary)
     parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto")  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
@@ -133,6 +198,27 @@ def build_parser() -> argparse.ArgumentParser:
     opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
     opener.set_defaults(func=cmd_open)
+    differ = sub.add_parser("diff", help="compare run B against run A (kernels and summary deltas; see docs/diff.md)")
+    differ.add_argument("a", metavar="A", help="baseline run directory or file")
+    differ.add_argument("b", metavar="B", help="run compared against A")
+    dfmt = differ.add_mutually_exclusive_group()
+    dfmt.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.diff/1)")
+    dfmt.add_argument("--md", action="store_true", help="Markdown report (tickets, CI comments)")
+    dfmt.add_argument("--tui", action="store_true", help="interactive diff screen (zoom-linked timelines, drill-down)")
+    differ.add_argument("--by", choices=["name", "normalized", "category"], default="name",
+                        help="match kernels by exact name, normalised name (templates/arguments stripped) or category")
+    differ.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
+    differ.add_argument("--noise", type=float, default=None, metavar="PCT",
+                        help="changes within PCT percent of A are 'within noise' (times and counts; default 2)")
+    differ.add_argument("--noise-pp", type=float, default=None, metavar="PP",
+                        help="noise threshold in percentage points for %% metrics (idle %%, sync %%; default 1)")
+    differ.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                        help="exit with status 4 when a lower-is-better metric got worse by more than PCT (percent of A; points for %% metrics)")
+    differ.add_argument("--top", type=int, default=20, help="kernels listed (0 = all; default 20)")
+    differ.add_argument("--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION",
+                        help="idle-gap threshold passed to the analysis (default 10us)")
+    differ.add_argument("--no-mouse", action="store_true", help="with --tui: do not enable mouse reporting")
+    differ.set_defaults(func=cmd_diff)
     return parser
 
 
@@ -144,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     try:
         return args.func(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: the cache is written atomically, nothing is left half-written
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K")
         print("tuiprof: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -80,12 +80,50 @@ def peak_memory(allocations: pd.DataFrame) -> int | None:
     return int(max(np.cumsum(delta).max(), 0))
 
 
+class _Job:
+    """Result of a function run in a daemon thread (so Ctrl-C never waits for it)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.done = threading.Event()
+        self.value = None
+        self.error: BaseException | None = None
+
+    def result(self):
+        while not self.done.wait(0.1):  # short waits keep the main thread responsive to Ctrl-C
+            pass
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _background(funcs: list) -> list[_Job | None]:
+    """Run ``funcs`` (None entries skipped) one after another in one daemon thread."""
+    import threading
+
+    jobs = [_Job() if f is not None else None for f in funcs]
+
+    def work() -> None:
+        for func, job in zip(funcs, jobs):
+            if job is None:
+                continue
+            try:
+                job.value = func()
+            except BaseException as err:  # handed to the caller by result()
+                job.error = err
+            job.done.set()
+
+    threading.Thread(target=work, name="tuiprof-timeline", daemon=True).start()
+    return jobs
+
+
 def _label(run: Run) -> str:
     return run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
 
 
 def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=None, top: int | None = 20, gap_threshold_ns: int | None = None,
-                 rules=None, max_gaps: int | None = 200, logs: bool = True) -> None:
+                 rules=None, max_gaps: int | None = 200, logs: bool = True, progress=None) -> None:
     threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
     ranges = [r for r in (time_range(run) for run in runset.runs) if r]
@@ -98,18 +136,18 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
     launch_parts, copy_frames, counter_blocks, occupancy_rows = [], [], [], []
     queue_delays = []
     peak = None
-    for run in runset.runs:
+    # The GPU timeline (the costliest part) of each run runs in a worker thread while the
+    # host-API analyses run here: numpy releases the GIL in its array loops, so on a
+    # 2-core machine the two overlap. Results are combined in run order.
+    timelines = _background([(lambda run=run: gpu_timeline(run, threshold)) if (len(run.kernels) or len(run.copies)) else None
+                             for run in runset.runs])
+    for step, (run, timeline_job) in enumerate(zip(runset.runs, timelines)):
+        if progress:
+            progress("analysing", step, len(runset.runs))
         label = _label(run)
         rng = time_range(run)
         run_wall = (rng[1] - rng[0]) if rng else 0
         classes = hostapi.api_classes(run.api) if len(run.api) else np.array([], dtype=np.int8)
-        if len(run.kernels) or len(run.copies):
-            agents, gaps = gpu_timeline(run, threshold)
-            for a in agents:
-                a["process"] = label
-            agent_rows.extend(agents)
-            gaps.insert(0, "process", label)
-            gap_frames.append(gaps)
         s = hostapi.sync_stats(run.api, run_wall, classes)
         sync_tot["calls"] += s["calls"]
         sync_tot["total_ns"] += s["total_ns"]
@@ -138,6 +176,13 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         p = peak_memory(run.allocations)
         if p is not None:
             peak = p if peak is None else max(peak, p)
+        if timeline_job is not None:
+            agents, gaps = timeline_job.result()
+            for a in agents:
+                a["process"] = label
+            agent_rows.extend(agents)
+            gaps.insert(0, "process", label)
+            gap_frames.append(gaps)
 
     # GPU busy / idle
     span = sum(a["span_ns"] for a in agent_rows)
@@ -153,9 +198,12 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
     gaps_all = pd.concat(gap_frames, ignore_index=True) if gap_frames else pd.DataFrame()
     by_cause = {c: int(sum(a["gaps_by_cause"][c] for a in agent_rows)) for c in CAUSES}
     count_by_cause = {c: int(sum(a["gaps_count_by_cause"][c] for a in agent_rows)) for c in CAUSES}
-    listed = gaps_all.sort_values("duration_ns", ascending=False, kind="stable") if len(gaps_all) else gaps_all
-    if max_gaps is not None:
-        listed = listed.head(max_gaps)
+    if len(gaps_all):
+        # longest first (ties in table order), then only the kept rows are gathered
+        order = np.argsort(-gaps_all["duration_ns"].to_numpy(), kind="stable")
+        listed = gaps_all.take(order if max_gaps is None else order[:max_gaps])
+    else:
+        listed = gaps_all
     listed = listed.sort_values(["process", "agent", "start"], kind="stable") if len(listed) else listed
     doc["gaps"] = {
         "count": int(len(gaps_all)),

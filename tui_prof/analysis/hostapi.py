@@ -109,9 +109,12 @@ def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> d
     cls = classes[keep]
     # order by thread, then start: stable sort of small thread codes over start-sorted rows
     by_start = np.argsort(start, kind="stable") if not np.all(start[1:] >= start[:-1]) else np.arange(len(start))
-    thread, _ = pd.factorize((pid[by_start].astype(np.int64) << 32) ^ (tid[by_start].astype(np.int64) & 0xFFFFFFFF))
-    thread = thread.astype(np.int16 if thread.max(initial=0) < 2**15 else np.int64)
-    order = by_start[np.argsort(thread, kind="stable")]
+    if len(pid) and (pid == pid[0]).all() and (tid == tid[0]).all():
+        order = by_start  # one host thread: start order is already thread order
+    else:
+        thread, _ = pd.factorize((pid[by_start].astype(np.int64) << 32) ^ (tid[by_start].astype(np.int64) & 0xFFFFFFFF))
+        thread = thread.astype(np.int16 if thread.max(initial=0) < 2**15 else np.int64)
+        order = by_start[np.argsort(thread, kind="stable")]
     pid, tid, cls = pid[order], tid[order], cls[order]
     is_launch = (cls == LAUNCH) | (cls == GRAPH_LAUNCH)
     is_sync = (cls == SYNC) | (cls == BLOCKING_COPY)
@@ -128,12 +131,20 @@ def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> d
 
 def unique_match(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Position in ``sorted_keys`` equal to each query, or -1 when absent, negative, or
-    ambiguous (the key occurs more than once, e.g. a format that writes 0 for every id)."""
-    if len(sorted_keys) == 0:
+    ambiguous (the key occurs more than once, e.g. a format that writes 0 for every id).
+
+    One binary search per query: the key at the left insertion point must equal the query
+    and the next key must differ (keys are sorted, so a duplicate sits right after it).
+    """
+    n = len(sorted_keys)
+    if n == 0:
         return np.full(len(queries), -1, dtype=np.int64)
     left = np.searchsorted(sorted_keys, queries, side="left")
-    right = np.searchsorted(sorted_keys, queries, side="right")
-    return np.where((queries >= 0) & (right - left == 1), left, -1)
+    at = np.minimum(left, n - 1)
+    after = np.minimum(left + 1, n - 1)
+    hit = (left < n) & (sorted_keys[at] == queries)
+    unique = (left + 1 >= n) | (sorted_keys[after] != queries)
+    return np.where((queries >= 0) & hit & unique, left, -1)
 
 
 def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray | None = None) -> pd.DataFrame:

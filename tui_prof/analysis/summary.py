@@ -22,13 +22,14 @@ def agent_record(agent: Agent, process: str) -> dict:
 
 
 def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int | None = None, rules=None,
-                  max_gaps: int | None = 200, logs: bool = True) -> dict:
+                  max_gaps: int | None = 200, logs: bool = True, progress=None) -> dict:
     """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
 
     ``gap_threshold_ns``: idle gaps at least this long are listed and classified (default
     10 µs); ``rules``: :class:`~tui_prof.analysis.names.CategoryRules`; ``max_gaps``: gaps
     listed in the document (longest first; None = all); ``logs``: scan the run directory's
-    log files for known profiler errors (read-only).
+    log files for known profiler errors (read-only); ``progress(stage, done, total)`` is
+    called once per analysed process.
     """
     kernels = all_kernels(runset)
     order = duration_order(kernels)
@@ -80,5 +81,6 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
     }
     from tui_prof.analysis.engine import add_analysis
 
-    add_analysis(doc, runset, kernels, dur_order=order, top=top, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=max_gaps, logs=logs)
+    add_analysis(doc, runset, kernels, dur_order=order, top=top, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=max_gaps, logs=logs,
+                 progress=progress)
     return doc

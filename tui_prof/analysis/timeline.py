@@ -65,8 +65,9 @@ def _activity(run: Run) -> dict[str, np.ndarray]:
     gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(k["agent"].to_numpy()).tolist())
     c_agent = copy_agents(c, gpu_ids) if len(c) else np.array([], dtype=np.int64)
     k_names = k["name"]
-    c_names = c["name"]
-    names = np.concatenate([np.asarray(k_names.astype(object)), np.asarray(c_names.astype(object))]) if len(c) else None
+    # Kernel then copy names as one categorical (codes only: no per-row strings).
+    names = pd.Series(pd.api.types.union_categoricals([k_names.astype("category"), c["name"].astype("category")],
+                                                      ignore_order=True)) if len(c) else k_names
     return {
         "agent": np.concatenate([k["agent"].to_numpy().astype(np.int64), c_agent]),
         "start": np.concatenate([k["start"].to_numpy(), c["start"].to_numpy()]),
@@ -74,16 +75,13 @@ def _activity(run: Run) -> dict[str, np.ndarray]:
         "corr": np.concatenate([k["correlation_id"].to_numpy(), c["correlation_id"].to_numpy()]),
         "tid": np.concatenate([k["tid"].to_numpy(), c["tid"].to_numpy()]),
         "kind": np.concatenate([np.zeros(len(k), np.int8), np.ones(len(c), np.int8)]),
-        "names": names,  # None: use kernel names lazily (only listed gaps need names)
         "kernel_names": k_names,
-        "kernel_lookup": _NameLookup(k_names),
+        "name_lookup": _NameLookup(names),  # row -> name, only listed gaps need names
     }
 
 
-def _name_at(act: dict, rows: np.ndarray):
-    if act["names"] is not None:
-        return pd.Categorical(act["names"][rows].astype(str))
-    return act["kernel_lookup"](rows)
+def _name_at(act: dict, rows: np.ndarray) -> pd.Categorical:
+    return act["name_lookup"](rows)
 
 
 class _NameLookup:
@@ -92,7 +90,7 @@ class _NameLookup:
     def __init__(self, column: pd.Series):
         if not isinstance(column.dtype, pd.CategoricalDtype):
             column = column.astype("category")
-        self.codes = column.cat.codes.to_numpy().astype(np.int64)
+        self.codes = column.cat.codes.to_numpy()  # int8/16/32: widened only for the rows looked up
         cats = [str(c) for c in column.cat.categories]
         if "" in cats:
             self.blank = cats.index("")
@@ -106,7 +104,7 @@ class _NameLookup:
         if len(self.codes) == 0:
             codes = np.full(len(rows), self.blank)
         else:
-            codes = np.where(rows >= 0, self.codes[np.maximum(rows, 0)], self.blank)
+            codes = np.where(rows >= 0, self.codes[np.maximum(rows, 0)].astype(np.int64), self.blank)
             codes = np.where(codes < 0, self.blank, codes)
         return pd.Categorical.from_codes(codes, categories=self.categories)
 
@@ -144,36 +142,55 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
     a_order = np.argsort(a_start, kind="stable") if len(api) and not api["start"].is_monotonic_increasing else None
 
     def sub(mask):
-        s, e = a_start[mask], a_end[mask]
+        if mask is None:  # every call
+            if a_order is not None:
+                return a_start[a_order], a_end[a_order], a_order
+            return a_start, a_end, np.arange(len(a_start))
+        rows = np.flatnonzero(mask)
+        s, e = a_start[rows], a_end[rows]
         if a_order is not None:
             o = np.argsort(s, kind="stable")
-            return s[o], e[o], np.nonzero(mask)[0][o]
-        return s, e, np.nonzero(mask)[0]
+            return s[o], e[o], rows[o]
+        return s, e, rows
 
     sync_s, sync_e, sync_rows = sub((classes == SYNC)) if len(api) else (np.array([], np.int64),) * 3
     copy_s, copy_e, copy_rows = sub((classes == COPY) | (classes == BLOCKING_COPY)) if len(api) else (np.array([], np.int64),) * 3
     launch_mask = (classes == LAUNCH) | (classes == GRAPH_LAUNCH)
     lch_s, lch_e, lch_rows = sub(launch_mask) if len(api) else (np.array([], np.int64),) * 3
-    all_s, _, all_rows = sub(np.ones(len(api), bool)) if len(api) else (np.array([], np.int64),) * 3
+    all_s, _, all_rows = sub(None) if len(api) else (np.array([], np.int64),) * 3
     # launching call of each activity row via correlation id (launch classes only)
     l_corr = api["correlation_id"].to_numpy()[lch_rows] if len(lch_rows) else np.array([], np.int64)
-    l_order = np.arange(len(l_corr)) if np.all(l_corr[1:] >= l_corr[:-1]) else np.argsort(l_corr)
-    l_corr_sorted = l_corr[l_order]
+    if np.all(l_corr[1:] >= l_corr[:-1]):
+        l_rows_sorted, l_corr_sorted = lch_rows, l_corr  # already in id order
+    else:
+        l_order = np.argsort(l_corr)
+        l_rows_sorted, l_corr_sorted = lch_rows[l_order], l_corr[l_order]
     api_names = _NameLookup(api["name"])
     a_corr = api["correlation_id"].to_numpy()
     a_tid = api["tid"].to_numpy()
-    all_corr_rows = np.argsort(a_corr, kind="stable") if len(api) else np.array([], np.int64)
-    all_corr_sorted = a_corr[all_corr_rows] if len(api) else np.array([], np.int64)
+    if len(api) and np.all(a_corr[1:] >= a_corr[:-1]):
+        all_corr_rows = np.arange(len(a_corr))  # already in id order (rocprofv3 writes it so)
+        all_corr_sorted = a_corr
+    else:
+        all_corr_rows = np.argsort(a_corr, kind="stable") if len(api) else np.array([], np.int64)
+        all_corr_sorted = a_corr[all_corr_rows] if len(api) else np.array([], np.int64)
 
     agents_out: list[dict] = []
     gap_frames: list[pd.DataFrame] = []
-    for agent in np.unique(act["agent"]):
-        rows = np.nonzero(act["agent"] == agent)[0]
-        start = act["start"][rows]
+    agent_ids = np.unique(act["agent"])
+    for agent in agent_ids:
+        if len(agent_ids) == 1:
+            rows = np.arange(len(act["agent"]))  # one GPU: no selection needed
+            start = act["start"]
+        else:
+            rows = np.flatnonzero(act["agent"] == agent)
+            start = act["start"][rows]
         if not np.all(start[1:] >= start[:-1]):
             o = np.argsort(start, kind="stable")
             rows, start = rows[o], start[o]
-        end = act["end"][rows]
+            end = act["end"][rows]
+        else:
+            end = act["end"][rows] if len(agent_ids) > 1 else act["end"]
         cummax = np.maximum.accumulate(end)
         gap_len = start[1:] - cummax[:-1]
         is_gap = gap_len > 0
@@ -194,7 +211,7 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
         prev_corr = act["corr"][prev_rows]
         li = unique_match(l_corr_sorted, next_corr)
         next_linked = li >= 0
-        next_api_row = np.where(next_linked, lch_rows[l_order][np.maximum(li, 0)] if len(l_corr_sorted) else -1, -1)
+        next_api_row = np.where(next_linked, l_rows_sorted[np.maximum(li, 0)] if len(l_corr_sorted) else -1, -1)
         # 1. graph replay
         if len(l_corr_sorted):
             next_is_graph = next_linked & (classes[np.maximum(next_api_row, 0)] == GRAPH_LAUNCH)

@@ -35,6 +35,22 @@ FORMAT_PRIORITY = ("rocpd", "rocprofv3-json", "rocprofv3-csv", "pftrace", "kinet
 
 MAX_FILES = 200_000
 
+# Formats whose loader reads each process group (rocprofv3 CSV prefix) or file (rocpd
+# database) on its own: a directory of many ranks loads them in parallel threads.
+PARALLEL_FORMATS = ("rocprofv3-csv", "rocpd")
+
+
+def load_workers(units: int) -> int:
+    """Threads used to load ``units`` independent work units: ``TUIPROF_LOAD_WORKERS`` or
+    the number of CPUs (at most 8); 1 means a serial load."""
+    try:
+        wanted = int(os.environ.get("TUIPROF_LOAD_WORKERS", "0"))
+    except ValueError:
+        wanted = 0
+    if wanted <= 0:
+        wanted = min(os.cpu_count() or 1, 8)
+    return max(1, min(wanted, units))
+
 
 def iter_files(root: Path, sink: IssueSink) -> list[Path]:
     """All regular files under ``root`` (or ``root`` itself), sorted, without following
@@ -187,14 +203,49 @@ def _load_uncached(root: Path, progress: Progress | None) -> RunSet:
 
     fragments: list[Run] = []
     modules = {m.FORMAT: m for m in loader_modules()}
-    for step, (fmt, files) in enumerate(by_module.items()):
-        if progress:
-            progress("loading", step, len(by_module))
+    # Work units: one per format, except that formats whose processes are independent are
+    # split into one unit per process group (a rank), which load in parallel threads.
+    units: list[tuple[str, list[DetectedFile]]] = []
+    for fmt, files in by_module.items():
+        if fmt in PARALLEL_FORMATS:
+            groups: dict[str, list[DetectedFile]] = defaultdict(list)
+            for item in files:
+                groups[item.group or str(item.path)].append(item)
+            units.extend((fmt, items) for items in groups.values())
+        else:
+            units.append((fmt, files))
+
+    def run_unit(unit: tuple[str, list[DetectedFile]]) -> tuple[list[Run], IssueSink]:
+        fmt, files = unit
+        unit_sink = IssueSink()
         try:
-            fragments.extend(modules[fmt].load(files, sink))
+            return modules[fmt].load(files, unit_sink), unit_sink
         except Exception as err:  # a loader bug must not lose the other formats
             for item in files:
-                sink.error(item.path, f"{fmt} loader failed: {one_line(repr(err))}")
+                unit_sink.error(item.path, f"{fmt} loader failed: {one_line(repr(err))}")
+            return [], unit_sink
+
+    workers = load_workers(len(units))
+    if progress:
+        progress("loading", 0, len(units))
+    if workers <= 1:
+        results = []
+        for step, unit in enumerate(units):
+            results.append(run_unit(unit))
+            if progress:
+                progress("loading", step + 1, len(units))
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tuiprof-load") as pool:
+            results = []
+            for step, result in enumerate(pool.map(run_unit, units)):  # results in unit order
+                results.append(result)
+                if progress:
+                    progress("loading", step + 1, len(units))
+    for runs, unit_sink in results:  # issues and runs in the same order as a serial load
+        fragments.extend(runs)
+        sink.issues.extend(unit_sink.issues)
 
     runset.runs = assemble(fragments, sink)
     runset.issues = sink.issues

@@ -157,12 +157,20 @@ def _parse_ints(text: str | None) -> np.ndarray:
     text that is not all integers parses short (or empty), which the caller detects."""
     if not text:
         return np.empty(0, dtype=np.int64)
+    if _NUMPY_RAISES:  # numpy >= 2 raises on bad text; no warning filter (a global, unsafe in loader threads)
+        try:
+            return np.fromstring(text, dtype=np.int64, sep=",")
+        except ValueError:
+            return np.empty(0, dtype=np.int64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # numpy < 2 warns and returns the parsed prefix
         try:
             return np.fromstring(text, dtype=np.int64, sep=",")
-        except ValueError:  # numpy >= 2 raises instead
+        except ValueError:
             return np.empty(0, dtype=np.int64)
+
+
+_NUMPY_RAISES = int(np.__version__.split(".")[0]) >= 2
 
 
 def _lookup(values: np.ndarray, mapping: dict[int, int], default: int = -1) -> np.ndarray:

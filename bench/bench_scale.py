@@ -1,0 +1,412 @@
+"""Scale and speed benchmark (issue 8): tuiprof beside its reference, each in its own process.
+
+Every measurement runs in a fresh subprocess; the parent records its wall time, CPU time
+(user + sys) and peak RSS from ``os.wait4``. The reference of each row runs in the same
+invocation, interleaved with ours, so both see the same machine load. Rows:
+
+* ``summary-csv``: ``tuiprof summary --no-cache`` of a 1M-dispatch + 2M-HIP-call rocprofv3
+  CSV run vs ``pandas.read_csv`` of every CSV file of the same run;
+* ``open-csv`` / ``open-rocpd`` / ``open-pftrace`` / ``open-kineto``: ``TuiProfApp`` started
+  headless (``App.run_test``) until the run is loaded and the first screen rendered,
+  measured from process start (so imports count); reference: ``pandas.read_csv`` / the
+  ``kernels`` view of the rocpd database read with ``pandas.read_sql``;
+* ``reopen-cache``: ``load_path(use_cache=True)`` of an unchanged run vs the first open;
+* ``analysis``: ``build_summary`` after the run is loaded (in-process timer);
+* ``help``: ``tuiprof --help`` vs ``python -c pass``;
+* ``memory``: model bytes and RSS growth per dispatch after load vs the raw column sizes;
+* ``ranks``: a 64-rank directory (``<host>/<pid>_*.csv``): serial vs parallel first load,
+  and the reopen from cache.
+
+Generated runs are kept in ``--data`` (default ``$TMPDIR/tuiprof-bench``) and reused.
+
+    python bench/bench_scale.py [--dispatches 1000000] [--ranks 64] [--rank-dispatches 20000]
+                                [--rows summary-csv,open-csv,...] [--repeat 1] [--data DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+ALL_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks",
+            "open-pftrace", "open-kineto")
+DEFAULT_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks")
+
+# --------------------------------------------------------------------------- data
+
+
+def _spec(dispatches: int, pid: int, seed: int = 0):
+    from tui_prof.synth import SynthSpec
+
+    iterations = max(1, math.ceil(dispatches / 10))
+    return SynthSpec(iterations=iterations, kernels_per_iteration=10, sync="per_launch", seed=seed, pid=pid)
+
+
+def make_run(data: Path, fmt: str, dispatches: int) -> Path:
+    """One synthetic process (``dispatches`` kernels, one hipLaunchKernel + one
+    hipDeviceSynchronize each) in ``fmt``; generated once and reused."""
+    from tui_prof.synth import build
+
+    out = data / f"{fmt}-{dispatches}"
+    done = out / ".complete"
+    if done.exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    run = build(_spec(dispatches, 4242), hostname="synthhost")
+    if fmt == "csv":
+        from tui_prof.synth.write_csv import write_rocprofv3_csv
+
+        write_rocprofv3_csv(run, out, hostname="synthhost", pid=4242)
+    elif fmt == "rocpd":
+        from tui_prof.synth.write_rocpd import write_rocpd
+
+        write_rocpd(run, out / "synthhost" / "4242_results.db", hostname="synthhost")
+    elif fmt == "pftrace":
+        from tui_prof.synth.write_pftrace import write_pftrace
+
+        (out / "synthhost").mkdir(exist_ok=True)
+        write_pftrace(run, out / "synthhost" / "4242_results.pftrace")
+    elif fmt == "kineto":
+        from tui_prof.synth.write_kineto import write_kineto
+
+        write_kineto(run, out / "synthhost_4242.pt.trace.json")
+    else:
+        raise ValueError(fmt)
+    done.write_text(json.dumps({"dispatches": run.expected.dispatches, "kernel_total_ns": run.expected.kernel_total_ns}))
+    print(f"  generated {out} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return out
+
+
+def make_ranks(data: Path, ranks: int, per_rank: int, fmt: str = "csv") -> Path:
+    """``ranks`` processes as ``node<NN>/<pid>_*.csv`` (8 ranks per host), rank r with
+    ``per_rank`` dispatches and seed r; the answers go to ``answers.json``."""
+    from tui_prof.synth import build
+    from tui_prof.synth.write_csv import write_rocprofv3_csv
+    from tui_prof.synth.write_rocpd import write_rocpd
+
+    out = data / f"ranks-{fmt}-{ranks}x{per_rank}"
+    done = out / ".complete"
+    if done.exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    answers = {}
+    for r in range(ranks):
+        host, pid = f"node{r // 8:02d}", 10_000 + r
+        run = build(_spec(per_rank, pid, seed=r), hostname=host)
+        if fmt == "csv":
+            write_rocprofv3_csv(run, out, hostname=host, pid=pid)
+        else:
+            write_rocpd(run, out / host / f"{pid}_results.db", hostname=host)
+        answers[f"{host}/{pid}"] = {"dispatches": run.expected.dispatches, "kernel_total_ns": run.expected.kernel_total_ns}
+    (out / "answers.json").write_text(json.dumps(answers))
+    done.write_text("ok")
+    return out
+
+
+# --------------------------------------------------------------------------- workers (run in a child)
+
+READ_CSV = """
+import sys, glob, pandas as pd
+n = 0
+for f in sorted(glob.glob(sys.argv[1] + '/**/*.csv', recursive=True)):
+    n += len(pd.read_csv(f))
+print('{"rows": %d}' % n)
+"""
+
+READ_SQL = """
+import sys, glob, sqlite3, pandas as pd
+db = glob.glob(sys.argv[1] + '/**/*.db', recursive=True)[0]
+con = sqlite3.connect(db)
+frame = pd.read_sql('SELECT * FROM kernels', con)
+print('{"rows": %d}' % len(frame))
+"""
+
+
+def worker(name: str, path: str) -> dict:
+    """Body of one measured child process; returns what it reports as JSON."""
+    launched = float(os.environ.get("BENCH_LAUNCH", "0")) or time.time()
+    if name == "tui":
+        import asyncio
+
+        from tui_prof.tui.app import TuiProfApp
+
+        async def main() -> dict:
+            app = TuiProfApp(path)
+            async with app.run_test(size=(160, 50)) as pilot:
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                ready = time.time() - launched
+                loaded = app.view is not None
+            return {"first_screen_s": ready, "loaded": loaded}
+
+        return asyncio.run(main())
+    if name.startswith("gen-"):  # generation runs in a child so the parent stays small (see measure)
+        data, _, spec = path.partition("::")
+        if name == "gen-ranks":
+            ranks, per_rank = (int(x) for x in spec.split(","))
+            return {"path": str(make_ranks(Path(data), ranks, per_rank))}
+        return {"path": str(make_run(Path(data), name[4:], int(spec)))}
+    if name in ("load", "load-cache"):
+        from tui_prof.loaders import load_path
+
+        t = time.perf_counter()
+        runset = load_path(path, use_cache=name == "load-cache")
+        return {"load_s": time.perf_counter() - t, "runs": len(runset.runs),
+                "dispatches": int(sum(len(r.kernels) for r in runset.runs)),
+                "kernel_total_ns": {f"{r.meta.hostname}/{r.meta.pid}": int((r.kernels["end"] - r.kernels["start"]).sum())
+                                    for r in runset.runs}}
+    if name == "analysis":
+        from tui_prof.analysis.summary import build_summary
+        from tui_prof.loaders import load_path
+
+        runset = load_path(path, use_cache=True)
+        best = None
+        for _ in range(3):
+            t, c = time.perf_counter(), time.process_time()
+            build_summary(runset, top=20)
+            w, u = time.perf_counter() - t, time.process_time() - c
+            best = (w, u) if best is None or w < best[0] else best
+        return {"analysis_wall_s": best[0], "analysis_cpu_s": best[1],
+                "dispatches": int(sum(len(r.kernels) for r in runset.runs))}
+    if name == "memory":
+        import numpy as np
+        import pandas as pd
+
+        from tui_prof.loaders import load_path
+        from tui_prof.model.schema import TABLES
+
+        def rss() -> int:
+            with open("/proc/self/statm") as fh:
+                return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+        from tui_prof.loaders import loader_modules
+
+        loader_modules()  # imports done before the baseline
+        import pyarrow.csv  # noqa: F401
+
+        before = rss()
+        runset = load_path(path, use_cache=False)
+        import gc
+
+        gc.collect()
+        after = rss()
+        run = runset.runs[0]
+        n = len(run.kernels)
+        kernels_bytes = int(run.kernels.memory_usage(deep=False).sum())
+        model_bytes = int(sum(run.table(t).memory_usage(deep=False).sum() for t in TABLES))
+        # raw: each kernel_trace column as read_csv stores it (int64, name as an 8-byte object pointer)
+        raw = pd.read_csv(next(Path(path).rglob("*_kernel_trace.csv")), nrows=1000)
+        raw_per_row = int(sum(8 for _ in raw.columns))
+        return {"dispatches": n, "kernels_bytes_per_dispatch": kernels_bytes / n,
+                "model_bytes_per_dispatch": model_bytes / n, "rss_growth_per_dispatch": (after - before) / n,
+                "raw_kernel_columns_bytes_per_dispatch": raw_per_row, "raw_kernel_columns": len(raw.columns),
+                "api_rows": len(run.api), "np": np.__version__}
+    raise ValueError(name)
+
+
+# --------------------------------------------------------------------------- parent
+
+
+def measure(argv: list[str], env: dict | None = None) -> dict:
+    """Run ``argv`` in a child; wall, CPU and peak RSS of that child alone (``wait4``).
+
+    Linux carries ``ru_maxrss`` across exec, so the parent imports nothing heavy (data is
+    generated in children too): a child's peak is then its own."""
+    environment = dict(os.environ, **(env or {}))
+    start = time.time()
+    environment["BENCH_LAUNCH"] = repr(start)
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=ROOT)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t
+    # communicate() reaped the child; its rusage is read from /proc-less wait4 below when possible
+    usage = getattr(proc, "_bench_usage", None)
+    result = {"wall_s": wall, "rc": proc.returncode}
+    if usage is not None:
+        result.update(usage)
+    if proc.returncode != 0:
+        result["error"] = err.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+    text = out.decode(errors="replace").strip().splitlines()
+    if text and text[-1].startswith("{"):
+        try:
+            result.update(json.loads(text[-1]))
+        except json.JSONDecodeError:
+            pass
+    return result
+
+
+class _Popen(subprocess.Popen):
+    """Popen that reaps its child with ``os.wait4`` and keeps the child's own rusage."""
+
+    def _try_wait(self, wait_flags):
+        try:
+            pid, sts, usage = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            pid, sts = self.pid, 0
+            usage = None
+        if usage is not None and pid == self.pid:
+            self._bench_usage = {"cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
+        return pid, sts
+
+
+subprocess.Popen = _Popen  # measure() uses the subclass
+
+
+def child(name: str, path: str) -> list[str]:
+    return [PY, str(Path(__file__).resolve()), "--worker", name, path]
+
+
+def cli(*args: str) -> list[str]:
+    return [PY, "-m", "tui_prof.cli", *args]
+
+
+def best(results: list[dict]) -> dict:
+    ok = [r for r in results if r.get("rc") == 0] or results
+    return min(ok, key=lambda r: r["wall_s"])
+
+
+def compare(label: str, ours: list[str], ref: list[str], repeat: int, env: dict | None = None,
+            ref_env: dict | None = None, ours_key: str = "wall_s", ref_key: str = "wall_s") -> dict:
+    a, b = [], []
+    for _ in range(repeat):  # interleaved so both sides see the same load
+        a.append(measure(ours, env))
+        b.append(measure(ref, ref_env or env))
+    row = {"row": label, "ours": best(a), "ref": best(b), "ours_key": ours_key, "ref_key": ref_key}
+    print(f"  {label}: ours {row['ours'].get(ours_key, float('nan')):.3f} s, ref {row['ref'].get(ref_key, float('nan')):.3f} s",
+          file=sys.stderr)
+    return row
+
+
+def fmt_s(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def print_table(rows: list[dict], notes: list[str]) -> None:
+    print()
+    print("| row | tuiprof | cpu s | peak RSS MB | reference | cpu s | peak RSS MB | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        o, f, unit = r["ours"], r["ref"], r.get("unit", "s")
+        ov, fv = o.get(r["ours_key"]), f.get(r["ref_key"])
+        ratio = f"{ov / fv:.2f}×" if ov and fv else "-"
+        rss = lambda d: f"{d['peak_rss_mb']:.0f}" if d.get("peak_rss_mb") else "-"  # noqa: E731
+        print(f"| {r['row']} | {fmt_s(ov)} {unit} | {fmt_s(o.get('cpu_s'))} | {rss(o)} | "
+              f"{fmt_s(fv)} {unit} | {fmt_s(f.get('cpu_s'))} | {rss(f)} | {ratio} |")
+    for n in notes:
+        print(f"- {n}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--dispatches", type=int, default=1_000_000)
+    parser.add_argument("--ranks", type=int, default=64)
+    parser.add_argument("--rank-dispatches", type=int, default=20_000)
+    parser.add_argument("--rows", default=",".join(DEFAULT_ROWS), help=f"comma list of {', '.join(ALL_ROWS)}")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "tuiprof-bench"))
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(*args.worker)))
+        return 0
+
+    data = Path(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    wanted = [r.strip() for r in args.rows.split(",") if r.strip()]
+    cache_dir = tempfile.mkdtemp(prefix="tuiprof-bench-cache-")
+    no_cache_env = {"TUIPROF_CACHE_DIR": cache_dir}
+    rows, notes = [], []
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}",
+          file=sys.stderr)
+    n = args.dispatches
+
+    def generate(kind: str, spec: str) -> Path:
+        r = measure(child(f"gen-{kind}", f"{data}::{spec}"))
+        if r.get("rc") != 0 or "path" not in r:
+            raise SystemExit(f"generation of {kind} failed: {r.get('error')}")
+        return Path(r["path"])
+
+    csv_run = generate("csv", str(n)) if {"summary-csv", "open-csv", "reopen-cache", "analysis", "memory"} & set(wanted) else None
+    if "summary-csv" in wanted:
+        rows.append(compare(f"summary --no-cache, CSV {n:,} dispatches", cli("summary", "--no-cache", str(csv_run)),
+                            [PY, "-c", READ_CSV, str(csv_run)], args.repeat, no_cache_env))
+        leftover = list(Path(cache_dir).iterdir())
+        notes.append(f"--no-cache left {len(leftover)} entries in the cache folder")
+    if "open-csv" in wanted:
+        rows.append(compare(f"open → first screen, CSV {n:,}", child("tui", str(csv_run)),
+                            [PY, "-c", READ_CSV, str(csv_run)], args.repeat, no_cache_env, ours_key="first_screen_s"))
+    if "open-rocpd" in wanted:
+        db_run = generate("rocpd", str(n))
+        rows.append(compare(f"open → first screen, rocpd {n:,}", child("tui", str(db_run)),
+                            [PY, "-c", READ_SQL, str(db_run)], args.repeat, no_cache_env, ours_key="first_screen_s"))
+    for fmt in ("pftrace", "kineto"):
+        if f"open-{fmt}" in wanted:
+            path = generate(fmt, str(n))
+            rows.append(compare(f"open → first screen, {fmt} {n:,}", child("tui", str(path)),
+                                child("load", str(path)), args.repeat, no_cache_env,
+                                ours_key="first_screen_s", ref_key="wall_s"))
+            notes.append(f"open-{fmt}: reference column is our own load_path in a child; the reference tools are "
+                         f"measured by bench/bench_{fmt}.py")
+    if "reopen-cache" in wanted:
+        env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
+        first = measure(child("load-cache", str(csv_run)), env)  # writes the entry
+        reopen = [measure(child("load-cache", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
+        rows.append({"row": f"reopen from cache, CSV {n:,} (load_path)", "ours": best(reopen), "ref": first,
+                     "ours_key": "load_s", "ref_key": "load_s"})
+        cli_reopen = [measure(cli("summary", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
+        rows.append({"row": f"tuiprof summary from cache, CSV {n:,}", "ours": best(cli_reopen),
+                     "ref": measure(cli("summary", "--no-cache", str(csv_run)), env), "ours_key": "wall_s", "ref_key": "wall_s"})
+        notes.append("reopen rows: reference = the first open (which also writes the cache entry)")
+    if "analysis" in wanted:
+        env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
+        measure(child("load-cache", str(csv_run)), env)
+        r = measure(child("analysis", str(csv_run)), env)
+        rows.append({"row": f"summary analysis after load, {n:,} (best of 3, in-process; ref column: its CPU time)",
+                     "ours": {"wall_s": r.get("analysis_wall_s")}, "ref": {"wall_s": r.get("analysis_cpu_s")},
+                     "ours_key": "wall_s", "ref_key": "wall_s"})
+    if "help" in wanted:
+        rows.append(compare("tuiprof --help", cli("--help"), [PY, "-c", "pass"], max(args.repeat, 3)))
+    if "memory" in wanted:
+        m = measure(child("memory", str(csv_run)), no_cache_env)
+        rows.append({"row": "bytes per dispatch after load: kernels table (ref: raw kernel_trace columns × 8 B)",
+                     "ours": {"wall_s": m.get("kernels_bytes_per_dispatch")}, "unit": "B",
+                     "ref": {"wall_s": m.get("raw_kernel_columns_bytes_per_dispatch")}, "ours_key": "wall_s", "ref_key": "wall_s"})
+        notes.append(f"memory: kernels table {m.get('kernels_bytes_per_dispatch', 0):.0f} B/dispatch, all tables "
+                     f"{m.get('model_bytes_per_dispatch', 0):.0f} B/dispatch (incl. {m.get('api_rows', 0):,} API rows), "
+                     f"RSS growth after load {m.get('rss_growth_per_dispatch', 0):.0f} B/dispatch, peak RSS of the load "
+                     f"{m.get('peak_rss_mb', 0):.0f} MB; raw kernel_trace: {m.get('raw_kernel_columns')} columns × 8 B "
+                     "")
+    if "ranks" in wanted:
+        ranks = generate("ranks", f"{args.ranks},{args.rank_dispatches}")
+        answers = json.loads((ranks / "answers.json").read_text())
+        serial = measure(child("load", str(ranks)), {**no_cache_env, "TUIPROF_LOAD_WORKERS": "1"})
+        parallel = measure(child("load", str(ranks)), no_cache_env)
+        rows.append({"row": f"{args.ranks} ranks × {args.rank_dispatches:,}: parallel load (ref: serial)", "ours": parallel,
+                     "ref": serial, "ours_key": "wall_s", "ref_key": "wall_s"})
+        env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
+        first = measure(child("load-cache", str(ranks)), env)
+        again = measure(child("load-cache", str(ranks)), env)
+        rows.append({"row": f"{args.ranks} ranks: reopen from cache (ref: first open)", "ours": again, "ref": first,
+                     "ours_key": "load_s", "ref_key": "load_s"})
+        summary_ranks = measure(cli("summary", str(ranks)), env)
+        rows.append({"row": f"{args.ranks} ranks: tuiprof summary from cache (ref: --no-cache)", "ours": summary_ranks,
+                     "ref": measure(cli("summary", "--no-cache", str(ranks)), env), "ours_key": "wall_s", "ref_key": "wall_s"})
+        ok = (parallel.get("runs") == args.ranks and parallel.get("kernel_total_ns") ==
+              {k: v["kernel_total_ns"] for k, v in answers.items()})
+        notes.append(f"ranks: {parallel.get('runs')} runs loaded, per-rank kernel totals equal the generator's: {ok}")
+    print_table(rows, notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
