@@ -23,3 +23,12 @@ def test_regenerated_samples_equal_the_bundled_files(tmp_path, monkeypatch):
         assert files == sorted(p.name for p in (generated / "synthhost").iterdir())
         match, mismatch, errors = filecmp.cmpfiles(bundled, generated / "synthhost", files, shallow=False)
         assert mismatch == [] and errors == []
+
+
+def test_tuiprof_without_arguments_opens_the_sample(monkeypatch):
+    from tui_prof import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "cmd_open", lambda args: seen.append(args.path) or 0)
+    assert cli.main([]) == 0
+    assert seen == [None]  # cmd_open resolves None to samples.sample_path()

@@ -3,7 +3,11 @@
 Heavy modules (pandas, textual) are imported inside the commands so ``tuiprof --help``
 starts instantly.
 
-Exit status: 0 success; 1 nothing could be loaded from the path; 2 usage error.
+``tuiprof`` with no arguments opens the bundled sample run in the TUI.
+
+Exit status: 0 success; 1 nothing could be loaded from the path; 2 usage error;
+3 internal error (reported on one line); 4 ``diff --fail-on-regression`` found a
+regression; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -224,7 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = parser.parse_args(argv or ["open"])
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_OK

@@ -12,6 +12,7 @@ the expected answers as JSON (``--answers FILE`` also saves them).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import json
 import math
 import sys
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tui_prof.synth",
                                      description="Write a synthetic GPU run whose answers are known by construction.")
     parser.add_argument("outdir", help="output folder (files go to OUTDIR/<hostname>/)")
-    parser.add_argument("--format", choices=("csv", "rocpd"), default="csv")
+    parser.add_argument("--format", choices=("csv", "rocpd", "pftrace", "kineto"), default="csv")
     parser.add_argument("--dispatches", type=int, default=None,
                         help="total kernel dispatches (rounded up to whole iterations on every GPU)")
     parser.add_argument("--iterations", type=int, default=200, help="used when --dispatches is not given")
@@ -61,13 +62,21 @@ def main(argv: list[str] | None = None) -> int:
         from tui_prof.synth.write_csv import write_rocprofv3_csv
 
         where = write_rocprofv3_csv(run, args.outdir, hostname=args.hostname, pid=args.pid)
-    else:
-        from pathlib import Path
-
+    elif args.format == "rocpd":
         from tui_prof.synth.write_rocpd import write_rocpd
 
         where = write_rocpd(run, Path(args.outdir) / args.hostname / f"{args.pid}_results.db",
                             hostname=args.hostname)
+    elif args.format == "pftrace":
+        from tui_prof.synth.write_pftrace import write_pftrace
+
+        (Path(args.outdir) / args.hostname).mkdir(parents=True, exist_ok=True)
+        where = write_pftrace(run, Path(args.outdir) / args.hostname / f"{args.pid}_results.pftrace")
+    else:
+        from tui_prof.synth.write_kineto import write_kineto
+
+        Path(args.outdir).mkdir(parents=True, exist_ok=True)
+        where = write_kineto(run, Path(args.outdir) / f"{args.hostname}_{args.pid}.pt.trace.json.gz")
     t2 = time.perf_counter()
     answers = summary(run.expected)
     text = json.dumps(answers, indent=2)
