@@ -20,7 +20,6 @@ from tui_prof.loaders.base import DetectedFile, IssueSink, read_head
 
 DATA = Path(__file__).parent / "data" / "kineto"
 FILES = sorted(DATA.glob("*.json.gz"))
-SHARED = Path("/work/shared/sample_traces/real")
 
 # HTA 0.5.0 (parser output, kernels + gpu_memcpy + gpu_memset merged with HTA's
 # merge_kernel_intervals), from docs/hta_crosscheck.md: kernel count, GPU busy µs, span µs.
@@ -156,9 +155,9 @@ def test_agents_meta_and_rocm_device_mapping():
 def test_sniff():
     for path in FILES:
         assert kineto.sniff(path, read_head(path)), path.name
-    for other in (SHARED / "tracelens/908_results.json.gz", SHARED / "legacy-rocprof-v1-hip-programming/results.json"):
-        if other.exists():
-            assert kineto.sniff(other, read_head(other)) is None
+    tests_data = DATA.parent
+    for other in (tests_data / "rocprofv3_json/908_results.json.gz", tests_data / "legacy_rocprof/hip-programming/results.json"):
+        assert kineto.sniff(other, read_head(other)) is None, other.name
 
 
 def write_trace(path, events, **top):
