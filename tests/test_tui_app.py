@@ -18,13 +18,23 @@ from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
 
+async def settle(app, pilot) -> None:
+    """Wait until the run is loaded and every lazy pane (computed in thread workers after
+    the first screen) is shown, or loading failed."""
+    for _ in range(500):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.main.complete or (app.main.view is None and all(w.is_finished for w in app.workers)):
+            return
+    raise AssertionError("the lazy panes never finished")
+
+
 def drive(app: TuiProfApp, flow, size=(80, 24)):
     """Run ``flow(app, pilot)`` inside ``app.run_test`` after loading finished."""
 
     async def main():
         async with app.run_test(size=size) as pilot:
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(app, pilot)
             await flow(app, pilot)
 
     asyncio.run(main())
@@ -110,7 +120,13 @@ def test_group_by_cycles_through_analysis_groupings():
         for _ in groups:
             seen.append(app.main.group)
             await pilot.press("b")
+            for _ in range(200):  # the grouping is computed in a thread worker
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if app.main.group != seen[-1]:
+                    break
         assert seen == groups
+        assert app.main.query_one("#hotspot-table", TableView).model.frame.equals(app.view.hotspots("name"))
         # back at "name" after a full cycle; "agent" grouping sums to the same total
         agent_table = app.view.hotspots("agent")
         assert int(agent_table["total_ns"].sum()) == synth.expected.kernel_total_ns
@@ -276,3 +292,153 @@ def test_sync_per_launch_looks_different_from_sync_once():
     # host row: sync interleaved with launches in every cell vs one long sync bar
     assert mixed_pl > 0.9 and sync_pl < 0.1
     assert mixed_end < 0.1 and sync_end > 0.5
+
+
+# -- lazy panes and the cache -------------------------------------------------------------
+
+def gated(monkeypatch, part: str):
+    """Make RunView compute ``part`` only after the returned event is set."""
+    import threading
+
+    from tui_prof.tui.runview import RunView
+
+    gate = threading.Event()
+    original = getattr(RunView, f"_compute_{part}")
+
+    def slow(self):
+        assert gate.wait(30)
+        return original(self)
+
+    monkeypatch.setattr(RunView, f"_compute_{part}", slow)
+    return gate
+
+
+async def first_screen(app, pilot) -> None:
+    for _ in range(500):
+        await pilot.pause()
+        if app.main.view is not None:
+            return
+    raise AssertionError("no first screen")
+
+
+async def until(app, pilot, condition) -> None:
+    for _ in range(500):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if condition():
+            return
+    raise AssertionError("condition never held")
+
+
+def test_timeline_tab_shows_computing_then_the_analysis_gaps(monkeypatch):
+    """Without the background worker the timeline is computed when its tab is first shown;
+    meanwhile the pane says so; then its gaps are analysis.timeline.gpu_timeline's."""
+    from tui_prof.analysis.timeline import gpu_timeline
+
+    runset, _ = synthetic_runset("per_launch")
+    gate = gated(monkeypatch, "timeline")
+
+    async def main():
+        app = TuiProfApp(runset, background=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await first_screen(app, pilot)
+            assert hot(app).row_count > 0  # the first screen does not wait for the timeline
+            await pilot.press("2")
+            await pilot.pause()
+            timeline = app.main.query_one("#timeline-view", Timeline)
+            assert "computing" in text_of(app, "#tl-status") and timeline.model is None
+            assert not app.view.ready("timeline")
+            gate.set()
+            await until(app, pilot, lambda: "timeline" in app.main.filled)
+            assert timeline.model is app.view.timeline
+            _, want = gpu_timeline(runset.runs[0])
+            origin = app.view.origin
+            assert len(want) > 0
+            assert list(timeline.model.gaps[:, 0] + origin) == list(want["start"])
+            assert list(timeline.model.gaps[:, 1] + origin) == list(want["end"])
+            assert "computing" not in text_of(app, "#tl-status")
+
+    asyncio.run(main())
+
+
+def test_measurement_and_findings_show_computing_then_the_summary(monkeypatch):
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.tui.panes import findings_frame, measurement_text
+
+    runset, _ = synthetic_runset("per_launch")
+    gate = gated(monkeypatch, "summary")
+    want = build_summary(runset, top=50)
+
+    async def main():
+        app = TuiProfApp(runset)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await first_screen(app, pilot)
+            assert "computing" in text_of(app, "#measure")
+            await pilot.press("4")
+            await pilot.pause()
+            assert "computing" in text_of(app, "#finding-detail")
+            assert app.main.query_one("#findings-table", TableView).row_count == 0
+            gate.set()
+            await until(app, pilot, lambda: app.main.complete)
+            assert text_of(app, "#measure").strip() == measurement_text(want).plain
+            shown = app.main.query_one("#findings-table", TableView).model.frame
+            assert shown.equals(findings_frame(want)) and len(shown) > 0
+
+    asyncio.run(main())
+
+
+def _csv_run(tmp_path):
+    from tui_prof.synth import SynthSpec, build
+    from tui_prof.synth.write_csv import write_rocprofv3_csv
+
+    synth = build(SynthSpec(iterations=20, kernels_per_iteration=5, sync="per_launch", seed=3, pid=77), hostname="h")
+    out = tmp_path / "run"
+    write_rocprofv3_csv(synth, out, hostname="h", pid=77)
+    return out, synth
+
+
+def test_open_writes_then_reuses_the_cache_and_no_cache_skips_it(tmp_path, monkeypatch):
+    """The app loads through the columnar cache: the first open fills it, the second is
+    served from it (the file loaders are then never called); use_cache=False bypasses it."""
+    import tui_prof.loaders.detect as detect
+
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run_dir, synth = _csv_run(tmp_path)
+
+    def open_app(use_cache: bool):
+        result = {}
+
+        async def main():
+            app = TuiProfApp(str(run_dir), use_cache=use_cache)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await settle(app, pilot)
+                result["view"] = app.view
+                result["status"] = text_of(app, "#load-status")
+
+        asyncio.run(main())
+        return result
+
+    first = open_app(True)
+    assert len(first["view"].kernels) == synth.expected.dispatches
+    assert any((tmp_path / "cache").rglob("*"))
+
+    def no_file_loading(*args, **kwargs):
+        raise RuntimeError("the files were loaded again")
+
+    monkeypatch.setattr(detect, "_load_uncached", no_file_loading)
+    again = open_app(True)
+    assert len(again["view"].kernels) == synth.expected.dispatches
+    assert list(again["view"].hotspots("name")["total_ns"]) == list(first["view"].hotspots("name")["total_ns"])
+    bypass = open_app(False)
+    assert bypass["view"] is None and "the files were loaded again" in bypass["status"]
+
+
+def test_cli_open_uses_the_cache_unless_no_cache(monkeypatch):
+    from tui_prof import cli
+
+    seen = []
+    monkeypatch.setattr(TuiProfApp, "run", lambda self, **kw: seen.append(self.use_cache))
+    for argv, want in ((["open", "x"], True), (["open", "x", "--no-cache"], False)):
+        args = cli.build_parser().parse_args(argv)
+        assert cli.cmd_open(args) == 0
+        assert seen[-1] is want

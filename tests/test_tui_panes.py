@@ -29,11 +29,21 @@ from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
 
+async def settle(app, pilot) -> None:
+    """Wait until the run is loaded and every lazy pane (computed in thread workers after
+    the first screen) is shown, or loading failed."""
+    for _ in range(500):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.main.complete or (app.main.view is None and all(w.is_finished for w in app.workers)):
+            return
+    raise AssertionError("the lazy panes never finished")
+
+
 def drive(app: TuiProfApp, flow, size=(80, 24)):
     async def main():
         async with app.run_test(size=size) as pilot:
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(app, pilot)
             await flow(app, pilot)
 
     asyncio.run(main())
@@ -254,6 +264,11 @@ def test_group_switch_uses_analysis_hotspots():
             assert list(shown["total_ns"]) == list(want["total_ns"])
             assert list(shown["calls"]) == list(want["calls"])
             await pilot.press("b")
+            for _ in range(200):  # a new grouping is computed in a thread worker
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if app.main.group != label:
+                    break
         assert app.main.group == "name"
         # the palette's direct choice
         app.main.action_group_by("category")

@@ -32,8 +32,14 @@ WITH_COUNTERS = {"counters", "counters_formulas"}
 
 
 async def _loaded(pilot) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    """Loaded and every lazy pane shown (they are computed in workers after the first screen)."""
+    app = pilot.app
+    for _ in range(500):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.main.complete:
+            return
+    raise AssertionError("the lazy panes never finished")
 
 
 @pytest.mark.parametrize("size", SIZES)

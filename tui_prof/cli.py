@@ -121,7 +121,7 @@ def cmd_open(args: argparse.Namespace) -> int:
             return EXIT_NOTHING_LOADED
     from tui_prof.tui.app import TuiProfApp
 
-    TuiProfApp(str(path)).run(mouse=not args.no_mouse)
+    TuiProfApp(str(path), use_cache=not args.no_cache).run(mouse=not args.no_mouse)
     return EXIT_OK
 
 
@@ -196,11 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run; "
                               "cache folder: TUIPROF_CACHE_DIR or the user cache directory)")
     summary.set_defaults(func=cmd_summary)
-    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto")  # no command: the sample run
+    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", help="run directory or profiler output file")
     opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
+    opener.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)")
     opener.set_defaults(func=cmd_open)
     differ = sub.add_parser("diff", help="compare run B against run A (kernels and summary deltas; see docs/diff.md)")
     differ.add_argument("a", metavar="A", help="baseline run directory or file")
@@ -228,9 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    if argv is None:
-        argv = sys.argv[1:]
-    args = parser.parse_args(argv or ["open"])
+    args = parser.parse_args(argv)  # no command: the parser's defaults route to cmd_open
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_OK

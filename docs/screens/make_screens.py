@@ -34,8 +34,11 @@ async def shoot(name: str, mode: str, keys: list[str], size=(120, 32)) -> None:
     runset, _ = synthetic_runset(sync, iterations=60, counters=extra == "counters")
     app = TuiProfApp(runset)
     async with app.run_test(size=size) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        for _ in range(500):  # loaded, and every lazy pane computed and shown
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if app.main.complete:
+                break
         for key in keys:
             await pilot.press(key)
             await pilot.pause()

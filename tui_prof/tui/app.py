@@ -1,9 +1,16 @@
 """``tuiprof open RUN``: the Textual app.
 
 The app shows its screen at once and loads the run in a thread worker
-(``load_path`` then :func:`tui_prof.tui.runview.build_view`), posting coalesced
-progress messages. Per-file load errors go to the Issues tab; a run that cannot be
-loaded at all shows the reason in place of the panes — never a traceback.
+(``load_path`` with the columnar cache, then :func:`tui_prof.tui.runview.build_view`
+with ``lazy=True``), posting coalesced progress messages. The first screen (title,
+hotspots) appears as soon as the kernels table exists; the measurement table and the
+other panes (timeline, findings, counters, hardware capabilities, issues) are computed
+by :meth:`RunView.ensure` in thread workers — in the background after the first screen,
+or at once when their tab is shown — and show "computing…" until then. Results come
+back as messages, so the event loop never runs an analysis.
+
+Per-file load errors go to the Issues tab; a run that cannot be loaded at all shows the
+reason in place of the panes — never a traceback.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from tui_prof.tui.panes import (
     host_window,
     measurement_text,
 )
-from tui_prof.tui.runview import RunView, build_view
+from tui_prof.tui.runview import GROUPS, PARTS, RunView, build_view
 from tui_prof.tui.screens import DispatchesScreen, GapScreen, HelpScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
@@ -58,6 +65,10 @@ FINDING_COLUMNS = [
 ]
 PANES = Binding.Group("Panes", compact=True)
 FOCUS = {"hotspots": "#hotspot-table", "timeline": "#timeline-view", "findings": "#findings-table", "counters": "#counters-pane"}
+# the lazy RunView part each tab shows (see tui_prof.tui.runview.PARTS)
+TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary",
+            "counters": "summary", "issues": "summary"}
+COMPUTING = "computing…"
 
 
 class FindingsTable(TableView):
@@ -89,6 +100,14 @@ class Loaded(Message):
         self.view = view
 
 
+class PartReady(Message):
+    """A lazy part of the view (``RunView.ensure(part)``) is computed (or failed: ``error``)."""
+
+    def __init__(self, part: str, error: str = "") -> None:
+        super().__init__()
+        self.part, self.error = part, error
+
+
 class LoadFailed(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
@@ -116,6 +135,8 @@ class MainScreen(Screen):
         self.view: RunView | None = None
         self.group = "name"
         self.kernel_cycle = 0
+        self.filled: set[str] = set()  # lazy parts shown in the panes
+        self.pending_group: str | None = None  # grouping being computed in a worker
 
     def compose(self) -> ComposeResult:
         yield Static("tuiprof", id="title", classes="title")
@@ -186,7 +207,9 @@ class MainScreen(Screen):
         self.query_one("#load-progress").display = False
 
     def show_view(self, view: RunView) -> None:
+        """The first screen: title, hotspots, agents; the lazy panes say "computing…"."""
         self.view = view
+        self.filled = set()
         runset = view.runset
         self.query_one("#loading").display = False
         self.query_one("#tabs").display = True
@@ -197,24 +220,71 @@ class MainScreen(Screen):
             title += f" · {errors} file(s) failed: press 6"
         self.query_one("#title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
         self.fill_hotspots()
-        timeline = self.query_one("#timeline-view", Timeline)
-        timeline.set_model(view.timeline)
         self.query_one("#hardware-body", Static).update(self._hardware())
-        self.query_one("#capabilities-body", Static).update(capabilities_renderable(view.summary))
-        self.query_one("#measure", Static).update(measurement_text(view.summary))
-        findings = self.query_one("#findings-table", FindingsTable)
-        findings.set_data(findings_frame(view.summary), text_key="message")
-        self.show_finding()
-        self.update_counters()
-        self.query_one("#issues-body", Static).update(self._issues())
+        computing = Text(COMPUTING, "dim italic")
+        self.query_one("#measure", Static).update(Text(f"measurement table: {COMPUTING}", "dim italic"))
+        self.query_one("#tl-status", Static).update(Text(f"timeline: {COMPUTING}", "dim italic"))
+        for widget in ("#capabilities-body", "#finding-detail", "#counters-body", "#issues-body"):
+            self.query_one(widget, Static).update(computing)
         self.query_one("#hotspot-table", TableView).focus()
+        for part in PARTS:
+            if view.ready(part):
+                self.fill_part(part)
+        self.need(TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])  # the measurement table
         if errors:
             self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning")
+
+    def fill_part(self, part: str, error: str = "") -> None:
+        """Show a lazy part that a worker has computed (runs on the event loop: no analysis)."""
+        if self.view is None or part in self.filled:
+            return
+        if error:
+            text = Text(f"{part}: could not be computed: {error}", "red")
+            targets = {"summary": ("#measure", "#capabilities-body", "#finding-detail", "#counters-body", "#issues-body"),
+                       "timeline": ("#tl-status",)}.get(part, ())
+            for widget in targets:
+                self.query_one(widget, Static).update(text)
+            self.filled.add(part)
+            return
+        view = self.view
+        if part == "summary":
+            self.filled.add(part)
+            self.query_one("#measure", Static).update(measurement_text(view.summary))
+            self.query_one("#capabilities-body", Static).update(capabilities_renderable(view.summary))
+            findings = self.query_one("#findings-table", FindingsTable)
+            had_focus = findings.has_focus
+            findings.set_data(findings_frame(view.summary), text_key="message")
+            if had_focus:
+                findings.focus()
+            self.show_finding()
+            self.update_counters()
+            self.query_one("#issues-body", Static).update(self._issues())
+        elif part == "timeline":
+            timeline = self.query_one("#timeline-view", Timeline)
+            timeline.set_model(view.timeline)
+            self.query_one("#tl-status", Static).update(Text(timeline.status_text(), no_wrap=True, overflow="ellipsis"))
+            self.filled.add(part)
+        self.filled |= {p for p in ("gaps", "launches") if view.ready(p)}  # nothing to show of their own
+
+    @property
+    def complete(self) -> bool:
+        """Every lazy part is computed and shown."""
+        return self.view is not None and self.filled >= set(PARTS)
+
+    def need(self, part: str) -> bool:
+        """True when ``part`` is shown; else ask the app to compute it now and return False."""
+        if self.view is not None and part in self.filled:
+            return True
+        if self.view is not None:
+            self.app.compute_part(part)
+        return False
 
     # -- findings / counters ---------------------------------------------------------------
     @property
     def findings(self) -> list[dict]:
-        return list((self.view.summary or {}).get("findings") or []) if self.view else []
+        if self.view is None or "summary" not in self.filled:
+            return []
+        return list((self.view.summary or {}).get("findings") or [])
 
     def current_finding(self) -> dict | None:
         row = self.query_one("#findings-table", FindingsTable).current_row
@@ -229,7 +299,7 @@ class MainScreen(Screen):
         return str(row["name"]) if row is not None and self.group == "name" else None
 
     def update_counters(self) -> None:
-        if self.view is None:
+        if self.view is None or "summary" not in self.filled:
             return
         pane = self.query_one("#counters-pane", CountersPane)
         self.query_one("#counters-body", Static).update(counters_renderable(self.view, self.selected_kernel(), pane.explain))
@@ -244,6 +314,9 @@ class MainScreen(Screen):
     def goto_evidence(self, finding: dict) -> None:
         """Enter on a finding: a gap -> the timeline centred on it; a kernel -> its
         dispatches; a sync pattern -> the host row; other findings -> their pane."""
+        if not self.need("timeline"):
+            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            return
         kind, target = finding_evidence(self.view, finding)
         timeline = self.query_one("#timeline-view", Timeline)
         if kind == "gap":
@@ -370,17 +443,42 @@ class MainScreen(Screen):
             self.update_hot_status()
 
     def action_group(self) -> None:
+        """Next grouping (b): name → normalised name → category → agent → process."""
         if self.view is None:
             return
-        groups = self.view.groups
-        self.action_group_by(groups[(groups.index(self.group) + 1) % len(groups)])
+        current = self.pending_group or self.group
+        self.action_group_by(GROUPS[(GROUPS.index(current) + 1) % len(GROUPS)])
 
     def action_group_by(self, group: str) -> None:
-        """Group the hotspot table by ``group`` (analysis.hotspots grouping)."""
-        if self.view is None or group not in self.view.groups:
+        """Group the hotspot table by ``group`` (analysis.hotspots grouping, computed in a
+        thread worker the first time: a million-row grouping must not block the keys)."""
+        if self.view is None or group not in GROUPS:
             return
-        self.group = group
         self.action_tab("hotspots")
+        if group in self.view._hotspots:
+            self.show_group(group)
+            return
+        self.pending_group = group
+        self.query_one("#hot-status", Static).update(Text(f"grouping by {group}: {COMPUTING}", "dim italic"))
+        self.group_worker(self.view, group)
+
+    @work(thread=True, group="grouping", exclusive=True, exit_on_error=False)
+    def group_worker(self, view: RunView, group: str) -> None:
+        ok = view.group_column(group) is not None
+        if ok:
+            view.hotspots(group)
+        self.app.call_from_thread(self.show_group if ok else self.group_missing, group)
+
+    def group_missing(self, group: str) -> None:
+        self.pending_group = None
+        self.update_hot_status()
+        self.notify(f"grouping by {group} is not available in this build", severity="warning")
+
+    def show_group(self, group: str) -> None:
+        if self.pending_group not in (None, group):
+            return  # a later key asked for another grouping
+        self.pending_group = None
+        self.group = group
         self.fill_hotspots()
         self.update_counters()
         self.notify(f"grouped by {self.group}", timeout=2)
@@ -413,12 +511,13 @@ class MainScreen(Screen):
 
     def action_goto_kernel(self) -> None:
         self.action_tab("timeline")
-        self.centre_selected(self.query_one("#timeline-view", Timeline))
+        if self.need("timeline"):
+            self.centre_selected(self.query_one("#timeline-view", Timeline))
 
     def centre_selected(self, timeline: Timeline) -> None:
         """Centre the timeline on the next dispatch of the hotspot row under the cursor."""
         row = self.query_one("#hotspot-table", TableView).current_row
-        if self.view is None or row is None:
+        if self.view is None or row is None or timeline.model is None:
             return
         rows = self.view.dispatches(self.group, str(row["name"]))
         if not len(rows):
@@ -444,6 +543,9 @@ class MainScreen(Screen):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
+        part = TAB_PART.get(event.pane.id or "")
+        if part:
+            self.need(part)  # first shown: compute now if the background worker has not yet
         focus = FOCUS.get(event.pane.id or "")
         if focus:
             self.query_one(focus).focus()
@@ -463,11 +565,17 @@ class TuiProfApp(App):
         Binding("question_mark,f1", "help", "Help", id="app.help"),
     ]
 
-    def __init__(self, source: str | Path | RunSet, **kwargs) -> None:
+    def __init__(self, source: str | Path | RunSet, *, use_cache: bool = True, background: bool = True, **kwargs) -> None:
+        """``use_cache``: read/write the columnar cache (``tuiprof open --no-cache``: False);
+        ``background``: compute the lazy panes after the first screen (False: only when
+        their tab is shown)."""
         super().__init__(**kwargs)
         self.source = source
+        self.use_cache = use_cache
+        self.background = background
         self.source_name = source.name if isinstance(source, RunSet) else Path(source).name
         self.view: RunView | None = None
+        self._asked: set[str] = set()
         self.main = MainScreen()
 
     def on_mount(self) -> None:
@@ -488,13 +596,13 @@ class TuiProfApp(App):
                 if not Path(self.source).exists():
                     self.post_message(LoadFailed(f"{self.source}: no such file or directory"))
                     return
-                runset = load_path(self.source, progress=progress)
+                runset = load_path(self.source, use_cache=self.use_cache, progress=progress)
             if not runset.runs:
                 lines = [f"Nothing could be loaded from {self.source_name}."]
                 lines += [f"  {issue}" for issue in runset.issues[:20]]
                 self.post_message(LoadFailed("\n".join(lines)))
                 return
-            self.post_message(Loaded(build_view(runset, progress)))
+            self.post_message(Loaded(build_view(runset, progress, lazy=True)))
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(LoadFailed(f"Could not load {self.source_name}: {type(err).__name__}: {err}"))
 
@@ -504,6 +612,37 @@ class TuiProfApp(App):
     def on_loaded(self, message: Loaded) -> None:
         self.view = message.view
         self.main.show_view(message.view)
+        if self.background:
+            self.compute_rest(message.view)
+
+    def _ensure(self, view: RunView, part: str) -> None:
+        """Compute ``part`` in this (worker) thread and post the result's arrival."""
+        try:
+            view.ensure(part)
+            self.post_message(PartReady(part))
+        except Exception as err:  # shown in its pane, never as a traceback
+            self.post_message(PartReady(part, f"{type(err).__name__}: {err}"))
+
+    @work(thread=True, group="compute", exit_on_error=False)
+    def compute_rest(self, view: RunView) -> None:
+        """Every lazy part, in PARTS order, after the first screen is up."""
+        for part in PARTS:
+            self._ensure(view, part)
+
+    def compute_part(self, part: str) -> None:
+        """Compute ``part`` now (a tab showing it was opened); no-op when running or done."""
+        view = self.view
+        if view is None or view.ready(part) or part in self._asked:
+            return
+        self._asked.add(part)
+        self._compute_one(view, part)
+
+    @work(thread=True, group="compute-one", exit_on_error=False)
+    def _compute_one(self, view: RunView, part: str) -> None:
+        self._ensure(view, part)
+
+    def on_part_ready(self, message: PartReady) -> None:
+        self.main.fill_part(message.part, message.error)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.main.show_failure(message.text)

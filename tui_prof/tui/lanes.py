@@ -25,8 +25,11 @@ def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
     end = np.maximum(np.asarray(end, dtype=np.int64), start)
     if start.size == 0:
         return start.copy(), end.copy()
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
+    if np.all(start[1:] >= start[:-1]):  # traces are mostly written in time order: no sort
+        s, e = start, end
+    else:
+        order = np.argsort(start, kind="stable")
+        s, e = start[order], end[order]
     run_end = np.maximum.accumulate(e)
     # A new merged interval begins where the start lies after every earlier end.
     new = np.empty(s.size, dtype=bool)
@@ -50,6 +53,9 @@ class Lane:
     key: tuple = ()
     sync_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     sync_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # idle gaps of the lane's agent (analysis.timeline.gpu_timeline), drawn wherever they are
+    idle_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    idle_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 class PackedLanes:
@@ -114,14 +120,20 @@ class TimelineModel:
     gap_lanes: np.ndarray | None = None  # lane index of each gap (-1: whole device)
     busy: PackedLanes | None = None
     sync: PackedLanes | None = None
+    idle: PackedLanes | None = None
 
     def __post_init__(self) -> None:
         self.busy = PackedLanes([(lane.start, lane.end) for lane in self.lanes], self.span)
         self.sync = PackedLanes([(lane.sync_start, lane.sync_end) for lane in self.lanes], self.span)
+        self.idle = PackedLanes([(lane.idle_start, lane.idle_end) for lane in self.lanes], self.span)
 
     def frame(self, t0: int, t1: int, width: int) -> tuple[np.ndarray, np.ndarray]:
         """(busy occupancy, sync occupancy), each (n_lanes, width)."""
         return self.busy.occupancy(t0, t1, width), self.sync.occupancy(t0, t1, width)
+
+    def idle_frame(self, t0: int, t1: int, width: int) -> np.ndarray:
+        """Share of each cell inside a listed idle gap of the lane's agent, (n_lanes, width)."""
+        return self.idle.occupancy(t0, t1, width)
 
 
 def synthetic_model(n_events: int, n_lanes: int, seed: int = 0) -> TimelineModel:

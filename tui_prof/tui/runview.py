@@ -1,4 +1,16 @@
-"""What the TUI shows of a loaded run set, prepared once in the loading worker.
+"""What the TUI shows of a loaded run set, prepared in two steps.
+
+:func:`build_view` does only what the first screen needs (the kernels table with its
+display columns, the lane layout and the name hotspots): a few vectorised passes over
+the kernels. The rest is computed on demand, once, by :meth:`RunView.ensure` — the app
+calls it from thread workers (in the background after the first screen is up, or when a
+tab is first shown) and shows "computing…" meanwhile; plain attribute access (``view.timeline``,
+``view.summary``, ...) computes a missing part synchronously, for scripts and tests.
+
+Lazy parts (:data:`PARTS`): ``summary`` (analysis.summary.build_summary: measurement,
+findings, counters, capabilities, log hits), ``gaps`` (analysis.timeline.gpu_timeline per
+run), ``timeline`` (lanes + packed intervals; needs gaps), ``launches``
+(analysis.hostapi.link_launches per run).
 
 Every number comes from :mod:`tui_prof.analysis` or straight from the model tables;
 this module only arranges them (lane layout, relative times, group columns). Analysis
@@ -9,7 +21,7 @@ panes say "not available yet".
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+import threading
 
 import numpy as np
 import pandas as pd
@@ -20,6 +32,8 @@ from tui_prof.tui.lanes import Lane, TimelineModel
 # group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key
 GROUPS = ("name", "normalised name", "category", "agent", "process")
 GROUP_BY = {"name": "name", "normalised name": "normalized", "category": "category", "agent": "agent", "process": "pid"}
+PARTS = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
+SUMMARY_TOP = 50
 
 
 def _optional(module: str, name: str):
@@ -30,22 +44,106 @@ def _optional(module: str, name: str):
         return None
 
 
-@dataclass
+def split_by(codes: np.ndarray, n: int) -> list[np.ndarray]:
+    """Row indices of each code 0..n-1 (ascending rows within a code), one stable sort."""
+    if n <= 1:
+        return [np.arange(len(codes))] if n == 1 else []
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(1, n))
+    return np.split(order, bounds)
+
+
+def factor(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique values, code of each value): a hash factorisation (no 1M-row sort)."""
+    codes, uniques = pd.factorize(values, sort=True)
+    return np.asarray(uniques), codes.astype(np.int64)
+
+
+class _GpuLayout:
+    """The GPU lanes of one run: one per (agent, queue), the stream when the queue is unknown."""
+
+    def __init__(self, kernels: pd.DataFrame) -> None:
+        agent = kernels["agent"].to_numpy().astype(np.int64)
+        queue = kernels["queue"].to_numpy().astype(np.int64)
+        queue = np.where(queue >= 0, queue, kernels["stream"].to_numpy().astype(np.int64))
+        # one int64 key per (agent, queue): agent in the high bits, queue + 1 in the low 40
+        keys, self.codes = factor(agent * (np.int64(1) << 40) + (queue + 1))
+        self.agents = keys >> 40
+        self.queues = (keys & ((np.int64(1) << 40) - 1)) - 1
+
+
 class RunView:
-    runset: RunSet
-    kernels: pd.DataFrame  # all runs' kernels + display columns t (rel ns), dur, lane, run
-    origin: int
-    timeline: TimelineModel
-    gaps: pd.DataFrame | None  # analysis gaps (+ lane, rel start/end) or None
-    group_columns: dict[str, pd.Series] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
-    _hotspots: dict[str, pd.DataFrame] = field(default_factory=dict)
-    launches: pd.DataFrame | None = None  # analysis link_launches per kernel row, or None
-    summary: dict | None = None  # analysis.summary.build_summary document (findings, measurement, ...)
+    """A loaded run set arranged for the TUI; see the module docstring for the lazy parts."""
+
+    def __init__(self, runset: RunSet, kernels: pd.DataFrame, origin: int, span: int, layout: list[dict],
+                 missing: list[str]) -> None:
+        self.runset = runset
+        self.kernels = kernels  # all runs' kernels + display columns t (rel ns), dur, lane, run, row
+        self.origin = origin
+        self.span = span
+        self.layout = layout  # per run: host tids, GPU layout, lane bases (see build_view)
+        self.missing = missing
+        self._hotspots: dict[str, pd.DataFrame] = {}
+        self._groups: dict[str, pd.Series] = {}
+        self._done: dict[str, object] = {}
+        self._locks = {part: threading.Lock() for part in PARTS}
+        self._group_lock = threading.Lock()
+
+    # -- lazy parts -----------------------------------------------------------------------
+    def ready(self, part: str) -> bool:
+        return part in self._done
+
+    def ensure(self, part: str):
+        """Compute ``part`` once (thread-safe: a second caller waits for the first) and return it."""
+        if part in self._done:
+            return self._done[part]
+        with self._locks[part]:
+            if part not in self._done:
+                self._done[part] = getattr(self, f"_compute_{part}")()
+        return self._done[part]
 
     @property
+    def summary(self) -> dict | None:
+        """analysis.summary.build_summary document (findings, measurement, ...) or None."""
+        return self.ensure("summary")
+
+    @property
+    def gaps(self) -> pd.DataFrame | None:
+        """analysis gaps of every run (+ run, rel t), sorted by start, or None."""
+        return self.ensure("gaps")
+
+    @property
+    def timeline(self) -> TimelineModel:
+        return self.ensure("timeline")
+
+    @property
+    def launches(self) -> pd.DataFrame | None:
+        """analysis link_launches per kernel row (index: kernel_row), or None."""
+        return self.ensure("launches")
+
+    # -- hotspots / groups ------------------------------------------------------------------
+    @property
     def groups(self) -> list[str]:
-        return [g for g in GROUPS if g in self.group_columns]
+        return [g for g in GROUPS if self.group_column(g) is not None]
+
+    @property
+    def group_columns(self) -> dict[str, pd.Series]:
+        return {g: self.group_column(g) for g in self.groups}
+
+    def group_column(self, group: str) -> pd.Series | None:
+        """analysis.hotspots.group_key of the kernels for ``group`` (None if unavailable)."""
+        if group not in self._groups:
+            with self._group_lock:
+                if group not in self._groups:
+                    try:
+                        from tui_prof.analysis.hotspots import group_key
+
+                        column = group_key(self.kernels, GROUP_BY[group]).reset_index(drop=True)
+                    except (ImportError, AttributeError, KeyError):
+                        column = None
+                        self.missing.append(f"hotspot grouping by {group} (analysis.hotspots.group_key)")
+                    self._groups[group] = column
+        return self._groups[group]
 
     def hotspots(self, group: str = "name") -> pd.DataFrame:
         """Hotspot table of analysis.hotspots.hotspots(kernels, by=GROUP_BY[group])."""
@@ -57,7 +155,7 @@ class RunView:
 
     def dispatches(self, group: str, value: str) -> pd.DataFrame:
         """Kernel rows whose ``group`` key equals ``value`` (a display-ready frame)."""
-        key = self.group_columns[group]
+        key = self.group_column(group)
         if isinstance(key.dtype, pd.CategoricalDtype):
             cats = key.cat.categories
             where = np.flatnonzero(cats.astype(str) == str(value))
@@ -78,136 +176,164 @@ class RunView:
     def run_of(self, row: pd.Series) -> Run:
         return self.runset.runs[int(row["run"])]
 
+    # -- computations (thread workers) -----------------------------------------------------
+    def _compute_summary(self) -> dict | None:
+        build_summary = _optional("summary", "build_summary")
+        if build_summary is None:
+            self.missing.append("findings, measurement table, counters (analysis.summary.build_summary)")
+            return None
+        return build_summary(self.runset, top=SUMMARY_TOP)
 
-def _gpu_label(run_prefix: str, agent: int, queue_rank: int, many_queues: bool) -> str:
-    text = f"{run_prefix}GPU{agent}"
-    return text + (f" q{queue_rank}" if many_queues else "")
-
-
-def build_view(runset: RunSet, progress=None) -> RunView:
-    """Arrange a loaded run set for the TUI (lanes, display columns, analysis results)."""
-    from tui_prof.analysis.hotspots import all_kernels
-
-    missing: list[str] = []
-    api_classes = _optional("hostapi", "api_classes")
-    gpu_timeline = _optional("timeline", "gpu_timeline")
-    link_launches = _optional("hostapi", "link_launches")
-    if api_classes is None:
-        missing.append("sync-call classes (analysis.hostapi.api_classes)")
-    if gpu_timeline is None:
-        missing.append("idle gaps (analysis.timeline.gpu_timeline)")
-
-    starts = [int(t["start"].min()) for r in runset.runs for t in (r.kernels, r.api, r.copies) if len(t)]
-    ends = [int(t["end"].max()) for r in runset.runs for t in (r.kernels, r.api, r.copies) if len(t)]
-    origin = min(starts) if starts else 0
-    span = (max(ends) - origin) if ends else 1
-    multi = len(runset.runs) > 1
-
-    lanes: list[Lane] = []
-    kernel_lane_parts = []
-    gap_parts = []
-    launch_parts = []
-    row_base = 0
-    for ri, run in enumerate(runset.runs):
-        prefix = f"{run.meta.pid or ri}:" if multi else ""
-        api = run.api
-        # host rows: one per thread, sync calls as their own intervals
-        if len(api):
-            classes = api_classes(api) if api_classes else None
-            tid = api["tid"].to_numpy()
-            s_all = api["start"].to_numpy() - origin
-            e_all = api["end"].to_numpy() - origin
-            for t in np.unique(tid):
-                m = tid == t
-                lane = Lane(f"{prefix}host T{t}" if t >= 0 else f"{prefix}host", "host", s_all[m], e_all[m], key=(ri, "host", int(t)))
-                if classes is not None:
-                    from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC
-
-                    sm = m & ((classes == SYNC) | (classes == BLOCKING_COPY))
-                    lane.sync_start, lane.sync_end = s_all[sm], e_all[sm]
-                lanes.append(lane)
-        # GPU rows: one per (agent, queue); stream when the queue is unknown
-        k = run.kernels
-        k_lane = np.full(len(k), -1, dtype=np.int64)
-        if len(k):
-            agent = k["agent"].to_numpy().astype(np.int64)
-            queue = k["queue"].to_numpy()
-            queue = np.where(queue >= 0, queue, k["stream"].to_numpy())
-            ks = k["start"].to_numpy() - origin
-            ke = k["end"].to_numpy() - origin
-            for a in np.unique(agent):
-                am = agent == a
-                queues = np.unique(queue[am])
-                for qi, q in enumerate(queues):
-                    m = am & (queue == q)
-                    k_lane[m] = len(lanes)
-                    lanes.append(Lane(_gpu_label(prefix, int(a), qi, len(queues) > 1), "gpu", ks[m], ke[m], key=(ri, int(a), int(q))))
-        c = run.copies
-        if len(c):
-            lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin, key=(ri, "copy")))
-        kernel_lane_parts.append(k_lane)
-        if gpu_timeline is not None and len(k):
+    def _compute_gaps(self) -> pd.DataFrame | None:
+        gpu_timeline = _optional("timeline", "gpu_timeline")
+        if gpu_timeline is None:
+            self.missing.append("idle gaps (analysis.timeline.gpu_timeline)")
+            return None
+        parts = []
+        for ri, run in enumerate(self.runset.runs):
+            if not (len(run.kernels) or len(run.copies)):
+                continue
             _, gaps = gpu_timeline(run)
             if len(gaps):
-                gaps = gaps.copy()
-                gaps["run"] = ri
-                gap_parts.append(gaps)
-        if link_launches is not None and len(k) and len(api):
-            linked = link_launches(k, api)
-            linked = linked.assign(kernel_row=linked["kernel_row"].to_numpy() + row_base)
-            launch_parts.append(linked)
-        row_base += len(k)
+                parts.append(gaps.assign(run=ri))
+        if not parts:
+            return pd.DataFrame({"agent": [], "start": [], "end": [], "duration_ns": [], "run": [], "t": []}, dtype=np.int64)
+        gaps = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        if not gaps["start"].is_monotonic_increasing:
+            gaps = gaps.sort_values("start", kind="stable").reset_index(drop=True)
+        gaps["t"] = gaps["start"].to_numpy() - self.origin
+        return gaps
+
+    def _compute_timeline(self) -> TimelineModel:
+        """Lanes (host threads, GPU queues, copies per run) with their intervals, sync calls
+        (analysis.hostapi.api_classes) and idle gaps (analysis.timeline, per agent)."""
+        api_classes = _optional("hostapi", "api_classes")
+        if api_classes is None:
+            self.missing.append("sync-call classes (analysis.hostapi.api_classes)")
+        gaps = self.gaps
+        lanes: list[Lane] = []
+        origin = self.origin
+        gpu_lanes: dict[tuple[int, int], list[int]] = {}
+        for ri, (run, lay) in enumerate(zip(self.runset.runs, self.layout)):
+            prefix = lay["prefix"]
+            api = run.api
+            if len(api):
+                s_all = api["start"].to_numpy() - origin
+                e_all = api["end"].to_numpy() - origin
+                sync = None
+                if api_classes is not None:
+                    from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC
+
+                    classes = api_classes(api)
+                    sync = (classes == SYNC) | (classes == BLOCKING_COPY)
+                tids = lay["tids"]
+                for t, rows in zip(tids, split_by(lay["tid_codes"], len(tids))):
+                    label = f"{prefix}host T{t}" if t >= 0 else f"{prefix}host"
+                    lane = Lane(label, "host", s_all[rows], e_all[rows], key=(ri, "host", int(t)))
+                    if sync is not None:
+                        srows = rows[sync[rows]]
+                        lane.sync_start, lane.sync_end = s_all[srows], e_all[srows]
+                    lanes.append(lane)
+            gpu = lay["gpu"]
+            if gpu is not None:
+                k = run.kernels
+                ks = k["start"].to_numpy() - origin
+                ke = k["end"].to_numpy() - origin
+                for code, rows in enumerate(split_by(gpu.codes, len(gpu.agents))):
+                    a, q = int(gpu.agents[code]), int(gpu.queues[code])
+                    same = gpu.agents == a
+                    label = f"{prefix}GPU{a}" + (f" q{int(np.sum(same[:code]))}" if same.sum() > 1 else "")
+                    gpu_lanes.setdefault((ri, a), []).append(len(lanes))
+                    lanes.append(Lane(label, "gpu", ks[rows], ke[rows], key=(ri, a, q)))
+            c = run.copies
+            if len(c):
+                lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin,
+                                  key=(ri, "copy")))
+        gap_array = gap_lanes = None
+        if gaps is not None:
+            gs = gaps["start"].to_numpy().astype(np.int64) - origin
+            ge = gaps["end"].to_numpy().astype(np.int64) - origin
+            gap_array = np.stack([gs, ge], axis=1) if len(gaps) else np.zeros((0, 2), np.int64)
+            gap_lanes = np.full(len(gaps), -1, dtype=np.int64)
+            if len(gaps):
+                g_run = gaps["run"].to_numpy().astype(np.int64)
+                g_agent = gaps["agent"].to_numpy().astype(np.int64)
+                for (ri, a), members in gpu_lanes.items():
+                    m = (g_run == ri) & (g_agent == a)
+                    gap_lanes[m] = members[0]  # the gap's lane: the first lane of its agent
+                    for i in members:  # drawn as idle on every lane of the agent (kernels or not)
+                        lanes[i].idle_start, lanes[i].idle_end = gs[m], ge[m]
+        return TimelineModel(lanes, origin=origin, span=self.span, gaps=gap_array, gap_lanes=gap_lanes)
+
+    def _compute_launches(self) -> pd.DataFrame | None:
+        link_launches = _optional("hostapi", "link_launches")
+        if link_launches is None:
+            self.missing.append("launch links / queue delay (analysis.hostapi.link_launches)")
+            return None
+        parts = []
+        row_base = 0
+        for run in self.runset.runs:
+            k, api = run.kernels, run.api
+            if len(k) and len(api):
+                linked = link_launches(k, api)
+                parts.append(linked.assign(kernel_row=linked["kernel_row"].to_numpy() + row_base))
+            row_base += len(k)
+        if not parts:
+            return None
+        return pd.concat(parts, ignore_index=True).set_index("kernel_row")
+
+
+def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
+    """Arrange a loaded run set for the TUI: kernels + display columns, lane layout, the
+    name hotspots. With ``lazy`` the other parts are left for :meth:`RunView.ensure`;
+    without, everything is computed here (``tuiprof diff --tui``, scripts, tests)."""
+    from tui_prof.analysis.hotspots import all_kernels
+
+    runs = runset.runs
+    lo = [int(t["start"].min()) for r in runs for t in (r.kernels, r.api, r.copies) if len(t)]
+    hi = [int(t["end"].max()) for r in runs for t in (r.kernels, r.api, r.copies) if len(t)]
+    origin = min(lo) if lo else 0
+    span = max((max(hi) - origin) if hi else 1, 1)
+    multi = len(runs) > 1
+
+    # lane layout per run: host threads first, then (agent, queue) GPU lanes, then copies
+    layout = []
+    lane_parts = []
+    base = 0
+    for ri, run in enumerate(runs):
+        lay = {"prefix": f"{run.meta.pid or ri}:" if multi else "", "tids": np.zeros(0, np.int64), "gpu": None}
+        if len(run.api):
+            lay["tids"], lay["tid_codes"] = factor(run.api["tid"].to_numpy().astype(np.int64))
+        base += len(lay["tids"])
+        if len(run.kernels):
+            gpu = lay["gpu"] = _GpuLayout(run.kernels)
+            lane_parts.append(gpu.codes + base)
+            base += len(gpu.agents)
+        if len(run.copies):
+            base += 1
+        layout.append(lay)
         if progress:
-            progress("preparing", ri + 1, len(runset.runs))
+            progress("preparing", ri + 1, len(runs))
 
-    kernels = all_kernels(runset).copy()
-    kernels["t"] = kernels["start"].to_numpy() - origin
-    kernels["dur"] = kernels["end"].to_numpy() - kernels["start"].to_numpy()
-    kernels["lane"] = np.concatenate(kernel_lane_parts) if kernel_lane_parts else np.zeros(0, np.int64)
-    kernels["run"] = np.concatenate([np.full(len(r.kernels), i) for i, r in enumerate(runset.runs)]) if runset.runs else []
-    kernels["row"] = np.arange(len(kernels))
-
-    gaps = None
-    gap_array = gap_lanes = None
-    if gap_parts:
-        gaps = pd.concat(gap_parts, ignore_index=True).sort_values("start", kind="stable").reset_index(drop=True)
-        gaps["t"] = gaps["start"].to_numpy() - origin
-        gap_array = np.stack([gaps["start"].to_numpy() - origin, gaps["end"].to_numpy() - origin], axis=1).astype(np.int64)
-        # the gap's lane: the first lane of its agent in its run (gaps are per agent)
-        first_lane = {}
-        for i, lane in enumerate(lanes):
-            if lane.kind == "gpu":
-                first_lane.setdefault((lane.key[0], lane.key[1]), i)
-        gap_lanes = np.array([first_lane.get((int(r), int(a)), -1) for r, a in zip(gaps["run"], gaps["agent"])], dtype=np.int64)
-    elif gpu_timeline is not None:
-        gap_array = np.zeros((0, 2), dtype=np.int64)
-        gap_lanes = np.zeros(0, dtype=np.int64)
-
-    timeline = TimelineModel(lanes, origin=origin, span=max(span, 1), gaps=gap_array, gap_lanes=gap_lanes)
-
-    kernels = kernels.reset_index(drop=True)
-    from tui_prof.analysis.hotspots import group_key
-
-    group_columns: dict[str, pd.Series] = {}
-    for label in GROUPS:
-        try:
-            group_columns[label] = group_key(kernels, GROUP_BY[label]).reset_index(drop=True)
-        except (ImportError, AttributeError, KeyError):
-            missing.append(f"hotspot grouping by {label} (analysis.hotspots.group_key)")
-
-    launches = None
-    if launch_parts:
-        launches = pd.concat(launch_parts, ignore_index=True).set_index("kernel_row")
-    elif link_launches is None:
-        missing.append("launch links / queue delay (analysis.hostapi.link_launches)")
-    summary = None
-    build_summary = _optional("summary", "build_summary")
-    if build_summary is not None:
-        if progress:
-            progress("analysing", 0, 1)
-        summary = build_summary(runset, top=50)
-        if progress:
-            progress("analysing", 1, 1)
-    else:
-        missing.append("findings, measurement table, counters (analysis.summary.build_summary)")
-    return RunView(runset, kernels, origin, timeline, gaps, group_columns, missing, launches=launches, summary=summary)
+    kernels = all_kernels(runset)
+    start = kernels["start"].to_numpy()
+    extra = pd.DataFrame(
+        {
+            "t": start - origin,
+            "dur": kernels["end"].to_numpy() - start,
+            "lane": np.concatenate(lane_parts) if lane_parts else np.zeros(0, np.int64),
+            "run": np.repeat(np.arange(len(runs), dtype=np.int64), [len(r.kernels) for r in runs]),
+            "row": np.arange(len(kernels), dtype=np.int64),
+        }
+    )
+    # a new frame; copy-on-write (pandas 3) shares the model's columns instead of copying them
+    kernels = pd.concat([kernels.reset_index(drop=True), extra], axis=1)
+    view = RunView(runset, kernels, origin, span, layout, [])
+    view.hotspots("name")
+    if not lazy:
+        for i, part in enumerate(PARTS):
+            if progress:
+                progress("analysing", i, len(PARTS))
+            view.ensure(part)
+        view.groups  # noqa: B018  (every grouping column, as before)
+    return view

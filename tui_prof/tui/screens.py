@@ -6,6 +6,7 @@ import pandas as pd
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -78,24 +79,46 @@ class DispatchDetailScreen(BackScreen):
         self.view, self.row = view, row
         self.occupancy = dispatch_occupancy(view, row)  # analysis.occupancy.occupancy
 
+    def _ready(self) -> bool:
+        return self.view.ready("timeline") and self.view.ready("launches")
+
     def compose(self) -> ComposeResult:
         yield Static(Text(str(self.row["name"]), no_wrap=True, overflow="ellipsis"), classes="title")
         with Vertical(id="detail-body"):
             with VerticalScroll(id="detail-scroll"):
                 yield Static(self._detail(), id="detail")
-            yield Timeline(self.view.timeline, id="detail-timeline")
+            yield Timeline(self.view.timeline if self.view.ready("timeline") else None, id="detail-timeline")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#detail-scroll").focus()
+        if self._ready():
+            self._centre()
+        else:  # the launch links and the lanes are computed in a thread, then shown
+            self._prepare()
+
+    @work(thread=True, exit_on_error=False)
+    def _prepare(self) -> None:
+        self.view.ensure("timeline")
+        self.view.ensure("launches")
+        self.app.call_from_thread(self._prepared)
+
+    def _prepared(self) -> None:
+        self.query_one("#detail", Static).update(self._detail())
+        self.query_one("#detail-timeline", Timeline).set_model(self.view.timeline)
+        self._centre()
+
+    def _centre(self) -> None:
         timeline = self.query_one("#detail-timeline", Timeline)
         lane = int(self.row["lane"])
         start, end = int(self.row["t"]), int(self.row["t"] + self.row["dur"])
         timeline.marker = (lane, start, end)
         timeline.call_after_refresh(timeline.centre_on, start, end, lane)
-        self.query_one("#detail-scroll").focus()
 
     def on_timeline_centre_requested(self, event: Timeline.CentreRequested) -> None:
         event.stop()
+        if event.timeline.model is None:
+            return
         start, end = int(self.row["t"]), int(self.row["t"] + self.row["dur"])
         event.timeline.centre_on(start, end, int(self.row["lane"]))
 
@@ -122,8 +145,10 @@ class DispatchDetailScreen(BackScreen):
             ("pid / tid", f"{fmt_value(r['pid'], 'int')} / {fmt_value(r['tid'], 'int')}"),
             ("correlation / dispatch", f"{fmt_value(r['correlation_id'], 'int')} / {fmt_value(r['dispatch_id'], 'int')}"),
         ]
-        launches = self.view.launches
-        if launches is not None and int(r["row"]) in launches.index:
+        launches = self.view.launches if self.view.ready("launches") else None
+        if not self.view.ready("launches"):
+            pairs.append(("launching call", "computing…"))
+        elif launches is not None and int(r["row"]) in launches.index:
             link = launches.loc[int(r["row"])]
             cid = int(r["correlation_id"])
             api = run.api

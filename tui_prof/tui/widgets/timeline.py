@@ -6,7 +6,9 @@ view with one vectorised occupancy query and cached; ``render_line`` only slices
 and run-length-encodes the styles into Segments.
 
 Glyphs: busy density ``▁▂▃▄▅▆▇█`` (fraction of the cell's time covered); a fully idle
-cell inside a GPU lane's active span is ``░`` in the idle colour; sync calls on host
+cell inside a GPU lane's active span, or inside an idle gap of its agent
+(analysis.timeline: union of kernels and copies, so also between copies before the
+first kernel), is ``░`` in the idle colour; sync calls on host
 rows are in the sync colour: ``▓`` when the cell holds only sync time, ``▚`` when sync
 calls are interleaved with other API calls in the cell (a sync after every launch);
 GPU cells at least 90% busy are green, less busy ones yellow; the selected interval is shown reversed; the current gap is underlined ``▔``
@@ -71,6 +73,8 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
         first = np.array([lane.start[0] if lane.start.size else 0 for lane in model.lanes], dtype=np.int64)
         last = np.array([lane.end[-1] if lane.end.size else 0 for lane in model.lanes], dtype=np.int64)
         inside = (edges[None, 1:] > first[g, None]) & (edges[None, :-1] < last[g, None])
+        if model.idle is not None:  # the agent's idle gaps, also where this lane has no kernels
+            inside |= model.idle_frame(t0, t1, cells)[g] > 0
         b = busy[g]
         st = np.where(b >= BUSY_THRESHOLD, S_BUSY, np.where(b > 0, S_PARTIAL, np.where(inside, S_IDLE, S_BLANK)))
         gl = np.where((b <= 0) & inside, IDLE_GLYPH, glyph[g])
