@@ -1,16 +1,34 @@
 """Benchmark: our streaming pftrace loader vs whole-file ``Trace.ParseFromString`` + iteration.
 
-Generates a synthetic rocprofv3 pftrace (default 1M kernels + 1M hipLaunchKernel calls,
-perfetto-SDK interning and incremental timestamps) in a temp dir, then times each reader
-in its own subprocess (wall time, CPU time, peak RSS from ``getrusage``), ``--repeat``
-times interleaved, and prints the best of each.
+Generates a synthetic rocprofv3 pftrace (issue 8 size: 1M kernel dispatches + 2M HIP calls
+-- hipLaunchKernel and hipDeviceSynchronize per launch -- plus copies, perfetto-SDK interning
+and incremental timestamps; 440 MB) in a temp dir, then times each reader in its own
+subprocess (wall time, CPU time, peak RSS from ``getrusage``; imports included), ``--repeat``
+times interleaved, and prints the best of each with the machine load (``os.getloadavg``)
+seen before each run: other jobs share the CPUs, so CPU time is the fairer figure.
 
 The baseline parses the whole file with the bundled (upb) protobuf classes and walks every
 packet, reading what the loader needs (interned names, timestamp, type, track, name,
 category, debug-annotation name and value) into Python lists; it builds no tables and
 pairs no slices, so it is a lower bound for a message-class loader.
 
-    python bench/bench_pftrace.py [--kernels 1000000] [--repeat 3] [--keep FILE]
+    python bench/bench_pftrace.py [--kernels 1000000] [--repeat 2] [--keep FILE]
+
+Results (2026-11-26, this 2-core VM shared with other jobs; load = 1-min load average before
+each run; best of 2 by wall; 440 MB file, 1M kernels + 2M HIP calls + 3 copies, 6M events):
+
+    reader                                        wall s   cpu s  peak RSS MB  load
+    tui_prof loader, packet-layout fast path        6.47    4.15          972  5.16
+    tui_prof loader before (general path only)     20.85   15.31         1360  4.34  (one run)
+    Trace.ParseFromString(whole) + iterate         83.56   57.54        11713  5.27
+
+  -> 13.9x less CPU and 12x less memory than the reference; 3.7x less CPU than before.
+  Wall time is inflated by the load (a 2-core machine at load 5 gives one process well under
+  one core): the 4.15 s of CPU is the figure to hold against the 5 s target. Of it, about
+  0.6 s is importing numpy/pandas (``python -X importtime``), about 2 s decoding chunks
+  (framing, layout matching, columns) and about 1.2 s pairing slices and building tables.
+  Profile: ``python -m cProfile -s tottime`` on ``read_trace``; before the change 80 % went
+  to the per-field numpy rounds (``_walk``, ``_annotations``), now no function dominates.
 """
 
 from __future__ import annotations
@@ -65,7 +83,7 @@ def run_worker(kind: str, path: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernels", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--keep", help="write the trace here (reused if it exists) instead of a temp dir")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -91,27 +109,30 @@ def main() -> None:
         path = Path(tmp.name) / "bench_results.pftrace"
     if not path.exists():
         t0 = time.perf_counter()
-        spec = SynthSpec(iterations=max(args.kernels // 10, 1), kernels_per_iteration=10, sync="end", streams=2)
+        spec = SynthSpec(iterations=max(args.kernels // 10, 1), kernels_per_iteration=10, sync="per_launch", streams=2)
         write_pftrace(build(spec), path, layout="queue", sdk="7")
         print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.0f} s", flush=True)
 
     best: dict[str, dict] = {}
     for _ in range(args.repeat):
         for kind in ("ours", "baseline"):
+            load = os.getloadavg()[0]
             result = run_worker(kind, str(path))
+            result["load1"] = round(load, 2)
             if kind not in best or result["wall_s"] < best[kind]["wall_s"]:
                 best[kind] = result
             print(kind, json.dumps(result), flush=True)
 
     print(f"\nfile: {path.stat().st_size / 1e6:.0f} MB; best of {args.repeat} runs each, own subprocess")
-    print(f"{'reader':<44} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12}")
+    print(f"{'reader':<44} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'load':>6}")
     labels = {"ours": "tui_prof pftrace loader (full Run tables)",
               "baseline": "Trace.ParseFromString(whole) + iterate"}
     for kind in ("ours", "baseline"):
         r = best[kind]
-        print(f"{labels[kind]:<44} {r['wall_s']:>8.2f} {r['cpu_s']:>8.2f} {r['peak_rss_mb']:>12.0f}")
+        print(f"{labels[kind]:<44} {r['wall_s']:>8.2f} {r['cpu_s']:>8.2f} {r['peak_rss_mb']:>12.0f} {r['load1']:>6.2f}")
     speedup = best["baseline"]["wall_s"] / best["ours"]["wall_s"]
-    print(f"speed-up {speedup:.1f}x; memory ratio {best['baseline']['peak_rss_mb'] / best['ours']['peak_rss_mb']:.1f}x")
+    cpu_speedup = best["baseline"]["cpu_s"] / best["ours"]["cpu_s"]
+    print(f"speed-up {speedup:.1f}x wall, {cpu_speedup:.1f}x cpu; memory ratio {best['baseline']['peak_rss_mb'] / best['ours']['peak_rss_mb']:.1f}x")
     if tmp:
         tmp.cleanup()
 

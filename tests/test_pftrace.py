@@ -460,3 +460,82 @@ def test_corrupt_state_packet_is_counted_not_fatal(tmp_path, synth):
     runset, run = _load_one(path)
     assert len(run.kernels) == synth.expected.dispatches
     assert any("malformed" in w for w in run.warnings)
+
+
+def _shaped_counter(monkeypatch) -> list:
+    """Count the packets the layout fast path decodes (wraps _Shapes.match)."""
+    counts = []
+    real = pftrace._Shapes.match
+
+    def match(self, data, buf, starts, ends):
+        groups, rest = real(self, data, buf, starts, ends)
+        counts.append(sum(rows.size for _, rows, _ in groups))
+        return groups, rest
+
+    monkeypatch.setattr(pftrace._Shapes, "match", match)
+    return counts
+
+
+@pytest.mark.parametrize("layout,sdk,clear_every,share", [("queue", "7", None, 0.9), ("stream", "0.5", None, 0.9),
+                                                         ("stream", "7", 41, 0.5)])
+def test_layout_fast_path_equals_general_path(tmp_path, synth, monkeypatch, layout, sdk, clear_every, share):
+    """The same file decoded with learnt packet layouts and with the field-by-field path
+    (layout learning switched off) gives identical tables, and the fast path did the bulk
+    (with a reset every 41 packets many packets carry interned data: general path)."""
+    path = write_pftrace(synth, tmp_path / "x.pftrace", layout=layout, sdk=sdk, clear_every=clear_every)
+    counts = _shaped_counter(monkeypatch)
+    fast, _ = pftrace.read_trace(path)
+    packets = len(_packets(path))
+    assert sum(counts) > share * packets
+    monkeypatch.setattr(pftrace, "MIN_SHAPE_GROUP", 10**9)
+    counts.clear()
+    slow, _ = pftrace.read_trace(path)
+    assert sum(counts) == 0
+    for table in ("kernels", "api", "copies", "series"):
+        pd.testing.assert_frame_equal(getattr(fast, table), getattr(slow, table))
+    assert fast.warnings == slow.warnings
+
+
+def test_same_length_packets_with_different_layouts(tmp_path, monkeypatch):
+    """Packets of one length whose fields sit at different offsets (varints of other sizes,
+    annotations in another order) must not be read with each other's layout."""
+    first = TracePacket()
+    first.trusted_packet_sequence_id = 5
+    first.sequence_flags = 1
+    interned = first.interned_data
+    for table, names in (("event_names", ["hipA"]), ("event_categories", ["hip_api"]),
+                         ("debug_annotation_names", ["corr_id", "tid"])):
+        for iid, text in enumerate(names, start=1):
+            item = getattr(interned, table).add()
+            item.iid, item.name = iid, text
+    pkts = [first]
+    want = []
+    for i in range(64):
+        corr, tid = (100, 300) if i % 2 else (200, 5)  # 1+2 or 2+1 varint bytes: same packet length
+        start = 1_000_000 + 1_000 * i
+        for etype, ts in ((TrackEvent.TYPE_SLICE_BEGIN, start), (TrackEvent.TYPE_SLICE_END, start + 400)):
+            q = TracePacket()
+            q.trusted_packet_sequence_id = 5
+            q.sequence_flags = 2
+            q.timestamp = ts
+            ev = q.track_event
+            ev.type, ev.track_uuid = etype, 9
+            ev.category_iids.append(1)
+            if etype == TrackEvent.TYPE_SLICE_BEGIN:
+                ev.name_iid = 1
+                order = [(1, corr), (2, tid)] if i % 3 else [(2, tid), (1, corr)]
+                for iid, value in order:
+                    ann = ev.debug_annotations.add()
+                    ann.name_iid, ann.uint_value = iid, value
+            pkts.append(q)
+        want.append((start, start + 400, corr, tid))
+    begin_lengths = {p.ByteSize() for p in pkts[1::2]}
+    assert len(begin_lengths) == 1  # one length group, several layouts
+    path = tmp_path / "same.pftrace"
+    path.write_bytes(_frame_packets(pkts))
+    counts = _shaped_counter(monkeypatch)
+    run, problem = pftrace.read_trace(path)
+    assert problem is None and sum(counts) >= 100
+    api = run.api.sort_values("start", ignore_index=True)
+    assert list(zip(api["start"], api["end"], api["correlation_id"], api["tid"])) == want
+    assert set(api["name"].astype(str)) == {"hipA"} and set(api["domain"].astype(str)) == {"hip"}

@@ -5,11 +5,21 @@ of ``Trace.packet`` records (protobuf field 1, length-delimited ``TracePacket``)
 
 How it reads (streaming, bounded memory):
 
-* the file is read in chunks; packet framing (tag 0x0A + varint length) is found with a
-  tight loop over candidate offsets, an incomplete last packet is carried to the next chunk;
-* the common packets (TrackEvent slices/counters) are decoded *vectorised*: all packets of
-  a chunk are walked field by field in parallel with numpy (one round per field), then the
-  TrackEvent and DebugAnnotation sub-messages the same way — no Python work per event;
+* the file is read in chunks into one reusable buffer; packet framing (tag 0x0A + varint
+  length) is found by decoding a length after every 0x0A byte and following the chain of
+  records from the first one (32 records per Python step, see ``_follow``); an incomplete
+  last packet is carried to the next chunk;
+* fast path, "layouts" (``_Shape``): the perfetto SDK writes the same packet layout again
+  and again (same tags, same length prefixes, same interned name/category/annotation-name
+  iids, varints of the same byte size; only values differ). The first packet of a length
+  group is parsed once in Python into a byte mask; every packet of that length whose bytes
+  agree under the mask has exactly that layout, so its timestamp, track, name iid and the
+  wanted annotation values are read at fixed offsets for all such packets at once (numpy);
+  annotations the model does not use are never decoded;
+* general path, for the rest (packets carrying sequence state, inline names, unusual
+  encodings, one-off lengths): all packets of a chunk are walked field by field in parallel
+  with numpy (one round per field), then the TrackEvent and DebugAnnotation sub-messages
+  the same way -- both paths give identical results (tests compare them);
 * the rare "state" packets (interned data, track descriptors, clock snapshots, packet
   defaults, incremental-state resets) are decoded with the bundled ``perfetto`` protobuf
   classes, one packet at a time;
@@ -24,7 +34,8 @@ decoded as ``boottime_at_snapshot + cumsum(deltas) * unit_multiplier_ns``. Other
 clocks are shifted by the offset of the latest snapshot that has both clocks; without one the
 raw value is kept and a run warning says so. rocprofv3 writes CLOCK_BOOTTIME (formats.md §1).
 
-Begin/end slices are paired per track by stack discipline in (timestamp, file order).
+Begin/end slices are paired per track by stack discipline in (timestamp, file order); when
+every track simply alternates begin, end, begin, end (rocprofv3) the pairs are read off directly.
 TrackEvent has no "complete" type; legacy (chrome JSON-style) events are not read. Flow ids
 are not kept: rocprofv3 derives them from the correlation id, which is kept (``corr_id``).
 
@@ -283,17 +294,16 @@ def _walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, wanted: tuple[i
     return Fields(groups), bad
 
 
-def _frame(data: bytes, pos: int, limit: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
-    """Find complete ``Trace.packet`` records in ``data[pos:limit]``.
+def _frame(padded: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """Find complete ``Trace.packet`` records in ``padded[:size]`` (followed by >= 16 zero bytes).
 
     Returns (payload starts, payload ends, offset after the last complete record, broken)
     where ``broken`` means a byte that is not a field-1 record was met. Every 0x0A byte is a
     candidate record start; the length after each is decoded vectorised, and the real chain
     of records is then followed from candidate to candidate (one list lookup per packet).
     """
-    buf = np.frombuffer(data, dtype=np.uint8, count=limit - pos, offset=pos)
+    buf = padded[:size]
     cand = np.flatnonzero(buf == 0x0A)
-    padded = np.concatenate([buf, np.zeros(16, np.uint8)])
     length, after = _varints(padded, cand + 1)
     nxt = after + np.minimum(length, np.uint64(1 << 40)).astype(np.int64)  # next record offset
     # candidate index of the record at nxt; -1 when nxt is past the data or not a candidate
@@ -304,15 +314,7 @@ def _frame(data: bytes, pos: int, limit: int) -> tuple[np.ndarray, np.ndarray, i
         link = np.zeros(0, np.int64)
     link[nxt >= buf.size] = -2  # at or past the end of the data
     exact_end = nxt == buf.size
-    chain: list[int] = []
-    if buf.size and buf[0] == 0x0A:
-        links = link.tolist()
-        i = 0
-        append = chain.append
-        while i >= 0:
-            append(i)
-            i = links[i]
-    chain_arr = np.asarray(chain, dtype=np.int64)
+    chain_arr = _follow(link) if buf.size and buf[0] == 0x0A else np.zeros(0, np.int64)
     broken = False
     if chain_arr.size:
         last = chain_arr[-1]
@@ -325,13 +327,331 @@ def _frame(data: bytes, pos: int, limit: int) -> tuple[np.ndarray, np.ndarray, i
     elif buf.size:
         broken = buf[0] != 0x0A
     if chain_arr.size:
-        starts = after[chain_arr] + pos
-        ends = nxt[chain_arr] + pos
+        starts = after[chain_arr]
+        ends = nxt[chain_arr]
         done = int(ends[-1])
     else:
         starts = ends = np.zeros(0, np.int64)
-        done = pos
+        done = 0
     return starts, ends, done, broken
+
+
+def _follow(link: np.ndarray, stride: int = 32) -> np.ndarray:
+    """The chain 0, link[0], link[link[0]], ... up to the first negative link, in order.
+
+    Python steps ``stride`` records at a time (through ``link`` composed ``stride`` times by
+    repeated squaring); the records in between are filled in with numpy."""
+    sink = link.size
+    nxt = np.append(np.where(link >= 0, link, sink), sink)  # negative links -> a sink that loops on itself
+    jump = nxt
+    for _ in range(stride.bit_length() - 1):
+        jump = jump[jump]
+    marks = []
+    i = 0
+    while i != sink:
+        marks.append(i)
+        i = int(jump[i])
+    cur = np.asarray(marks, dtype=np.int64)
+    rows = [cur]
+    for _ in range(stride - 1):
+        cur = nxt[cur]
+        rows.append(cur)
+    path = np.stack(rows, axis=1).ravel()
+    return path[path != sink]
+
+
+# --------------------------------------------------------------------------------------
+# packet layouts ("shapes"): the fast path for the packets an SDK writes over and over
+
+MAX_SHAPE_BYTES = 2048  # longer packets always take the general path
+MIN_SHAPE_GROUP = 16  # a new layout is learnt only from a length group at least this big
+MAX_SHAPES_PER_LENGTH = 32
+_SHAPE_TOP_WANTED = {8, 10, 13, 58, 11}
+_SHAPE_EVENT_WANTED = set(_EVENT_WANTED)
+
+
+class _Shape:
+    """The byte layout of one kind of event packet (payload of ``length`` bytes).
+
+    Every tag and length prefix, every value that is constant for the layout (sequence id,
+    flags, clock id, event type, category iid, annotation name iids) and the continuation
+    bits of every varint are fixed: a packet whose bytes agree with ``want`` wherever
+    ``mask`` is set parses exactly like the packet the layout was learnt from, so its
+    varying values (timestamp, name iid, track uuid, annotation values) can be read at
+    fixed offsets. Offsets below are into the packet payload; (offset, size) for varints.
+    """
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.width = (length + 7) // 8 * 8
+        self.mask = bytearray(self.width)
+        self.want = bytearray(self.width)
+        self.seq = self.flags = 0
+        self.clock = self.ts = None
+        self.event = False
+        self.type = 0
+        self.cat = self.name = self.track = self.counter = self.dcounter = None
+        self.args: list[tuple[int, str, int, int]] = []  # (name iid, "int"|"double"|"string", offset, size)
+        self.hits = 0
+
+    def fixed(self, data: bytes, a: int, b: int) -> None:
+        self.mask[a:b] = b"\xff" * (b - a)
+        self.want[a:b] = data[a:b]
+
+    def varying(self, a: int, b: int) -> None:
+        """A varint of ``b - a`` bytes: only the continuation bits are fixed."""
+        self.mask[a:b] = b"\x80" * (b - a)
+        self.want[a:b - 1] = b"\x80" * (b - a - 1)
+        self.want[b - 1] = 0
+
+    def finish(self) -> "_Shape":
+        self.mask64 = np.frombuffer(bytes(self.mask), dtype=np.uint64)
+        self.want64 = np.frombuffer(bytes(self.want), dtype=np.uint64)
+        return self
+
+    def matches(self, words: np.ndarray) -> np.ndarray:
+        """Which rows of ``words`` (packets as uint64 words, ``width`` bytes each) have this layout."""
+        return ((words & self.mask64) == self.want64).all(axis=1)
+
+
+def _parse_shape(p: bytes) -> _Shape | None:
+    """Learn the layout of event packet ``p`` (its payload), or None when the packet carries
+    sequence state or anything the layout fast path does not handle (the general path does)."""
+    shape = _Shape(len(p))
+    try:
+        pos = 0
+        while pos < len(p):
+            t0 = pos
+            tag, pos = _varint_at(p, pos)
+            shape.fixed(p, t0, pos)
+            field, wire = tag >> 3, tag & 7
+            if field in _STATE_FIELDS or field == 41:
+                return None
+            if wire == 0:
+                v0 = pos
+                value, pos = _varint_at(p, pos)
+                if field == 8:
+                    shape.ts = (v0, pos - v0)
+                    shape.varying(v0, pos)
+                elif field in (10, 13, 58):
+                    shape.fixed(p, v0, pos)
+                    if field == 10:
+                        shape.seq = value
+                    elif field == 13:
+                        shape.flags = value
+                    else:
+                        shape.clock = value
+                else:
+                    shape.varying(v0, pos)
+            elif wire == 2:
+                l0 = pos
+                size, pos = _varint_at(p, pos)
+                shape.fixed(p, l0, pos)
+                if field == 11:
+                    if shape.event or not _parse_event_shape(p, pos, pos + size, shape):
+                        return None
+                    shape.event = True
+                elif field in _SHAPE_TOP_WANTED:
+                    return None
+                pos += size
+            elif wire in (1, 5) and field not in _SHAPE_TOP_WANTED:
+                pos += 8 if wire == 1 else 4
+            else:
+                return None
+            if pos > len(p):
+                return None
+    except (IndexError, ValueError):
+        return None
+    return shape.finish()
+
+
+def _parse_event_shape(p: bytes, pos: int, end: int, shape: _Shape) -> bool:
+    """Layout of a TrackEvent ``p[pos:end]``; False when it needs the general path."""
+    while pos < end:
+        t0 = pos
+        tag, pos = _varint_at(p, pos)
+        shape.fixed(p, t0, pos)
+        field, wire = tag >> 3, tag & 7
+        if wire == 0:
+            v0 = pos
+            value, pos = _varint_at(p, pos)
+            if field in (9, 3):  # type, category iid: part of the layout (last one wins)
+                shape.fixed(p, v0, pos)
+                if field == 9:
+                    shape.type = value
+                else:
+                    shape.cat = value
+            else:
+                shape.varying(v0, pos)
+                if field == 10:
+                    shape.name = (v0, pos - v0)
+                elif field == 11:
+                    shape.track = (v0, pos - v0)
+                elif field == 30:
+                    shape.counter = (v0, pos - v0)
+                elif field in _SHAPE_EVENT_WANTED:
+                    return False
+        elif wire == 2:
+            l0 = pos
+            size, pos = _varint_at(p, pos)
+            shape.fixed(p, l0, pos)
+            if field == 4:
+                if not _parse_annotation_shape(p, pos, pos + size, shape):
+                    return False
+            elif field in _SHAPE_EVENT_WANTED:  # packed categories, inline names: general path
+                return False
+            pos += size
+        elif wire == 1 and field == 44:
+            shape.dcounter = pos
+            pos += 8
+        elif wire in (1, 5) and field not in _SHAPE_EVENT_WANTED:
+            pos += 8 if wire == 1 else 4
+        else:
+            return False
+        if pos > end:
+            return False
+    return pos == end
+
+
+def _parse_annotation_shape(p: bytes, pos: int, end: int, shape: _Shape) -> bool:
+    """A DebugAnnotation as the perfetto SDK writes it: name_iid, then one int/uint/bool,
+    double or string value, nothing else."""
+    if end <= pos or p[pos] != 0x08:
+        return False
+    iid, q = _varint_at(p, pos + 1)
+    shape.fixed(p, pos, q)
+    tag = p[q]
+    shape.fixed(p, q, q + 1)
+    q += 1
+    if tag in (0x10, 0x18, 0x20):  # bool, uint, int
+        v0 = q
+        _, q = _varint_at(p, q)
+        shape.varying(v0, q)
+        shape.args.append((iid, "int", v0, q - v0))
+    elif tag == 0x29:  # double
+        shape.args.append((iid, "double", q, 8))
+        q += 8
+    elif tag == 0x32:  # string ("Agent-4")
+        l0 = q
+        size, q = _varint_at(p, q)
+        shape.fixed(p, l0, q)
+        shape.args.append((iid, "string", q, size))
+        q += size
+    else:
+        return False
+    return q == end
+
+
+def _column(sub: np.ndarray, offset: int, size: int) -> np.ndarray:
+    """Varints of ``size`` bytes at column ``offset`` of the packet rows ``sub``, as uint64."""
+    value = sub[:, offset].astype(np.uint64)
+    if size > 1:
+        value &= np.uint64(0x7F)
+        for j in range(1, size):
+            value |= (sub[:, offset + j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+    return value
+
+
+def _shape_value(sub: np.ndarray, kind: str, offset: int, size: int) -> np.ndarray:
+    """Annotation values at a fixed offset as int64 (MISSING where a string holds no number)."""
+    if kind == "int":
+        return _column(sub, offset, size).view(np.int64)
+    if kind == "double":
+        return np.ascontiguousarray(sub[:, offset:offset + 8]).view(np.float64).ravel().astype(np.int64)
+    flat = np.ascontiguousarray(sub).ravel()
+    off = np.arange(sub.shape[0], dtype=np.int64) * sub.shape[1] + offset
+    return _Decoder._string_numbers(flat, off, np.full(sub.shape[0], size, dtype=np.int64))
+
+
+class _Shapes:
+    """Layouts learnt so far (per payload length, most used first) and the matching of a chunk's packets."""
+
+    def __init__(self) -> None:
+        self.by_length: dict[int, list[_Shape]] = {}
+
+    def match(self, data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+        """Returns ([(shape, packet indices, packet bytes as rows)], indices of the other packets)."""
+        from numpy.lib.stride_tricks import sliding_window_view
+
+        length = ends - starts
+        order = np.argsort(length, kind="stable")
+        lengths = length[order]
+        cuts = np.flatnonzero(np.diff(lengths)) + 1
+        groups, rest = [], []
+        for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, lengths.size].tolist()):
+            size = int(lengths[a])
+            members = order[a:b]
+            known = self.by_length.get(size, [])
+            if size == 0 or size > MAX_SHAPE_BYTES or (not known and members.size < MIN_SHAPE_GROUP):
+                rest.append(members)
+                continue
+            width = (size + 7) // 8 * 8
+            rows = sliding_window_view(buf, width)[starts[members]]
+            words = rows.view(np.uint64)
+            left = np.arange(members.size)
+            for shape in known:
+                everyone = left.size == members.size
+                hit = shape.matches(words if everyone else words[left])
+                if everyone and hit.all():
+                    groups.append((shape, members, rows))
+                    shape.hits += members.size
+                    left = left[:0]
+                    break
+                if hit.any():
+                    take = left[hit]
+                    groups.append((shape, members[take], rows[take]))
+                    shape.hits += take.size
+                    left = left[~hit]
+                    if not left.size:
+                        break
+            tries = 0
+            while left.size >= MIN_SHAPE_GROUP and tries < 8 and len(known) < MAX_SHAPES_PER_LENGTH:
+                tries += 1
+                first = int(starts[members[left[0]]])
+                shape = _parse_shape(bytes(data[first:first + size]))
+                if shape is None:
+                    rest.append(members[left[:1]])
+                    left = left[1:]
+                    continue
+                known = self.by_length.setdefault(size, known)
+                known.append(shape)
+                hit = shape.matches(words[left])
+                take = left[hit]
+                groups.append((shape, members[take], rows[take]))
+                shape.hits += take.size
+                left = left[~hit]
+            rest.append(members[left])
+            known.sort(key=lambda s: -s.hits)
+        rest = np.sort(np.concatenate(rest)) if rest else np.zeros(0, np.int64)
+        return groups, rest
+
+
+def _distinct(values: np.ndarray) -> list:
+    """Sorted distinct values as Python ints (fast when all are equal, the usual case)."""
+    if values.size and (values == values[0]).all():
+        return [values[0].item()]
+    return np.unique(values).tolist()
+
+
+class _EventColumns:
+    """Per-event outputs of one chunk, filled by both decoding paths."""
+
+    def __init__(self, m: int) -> None:
+        self.etype = np.zeros(m, dtype=np.uint64)
+        self.track = np.zeros(m, dtype=np.uint64)
+        self.has_track = np.zeros(m, dtype=bool)
+        self.name = np.full(m, -1, dtype=np.int64)
+        self.cat = np.full(m, -1, dtype=np.int64)
+        self.m = m
+        self.args: dict[int, np.ndarray] = {}  # INT_ARGS column -> values (MISSING = not recorded), made on first use
+        self.counters: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def column(self, j: int) -> np.ndarray:
+        """Argument column ``j`` (of ``INT_ARGS``) to write into."""
+        values = self.args.get(j)
+        if values is None:
+            values = self.args[j] = np.full(self.m, MISSING, dtype=np.int64)
+        return values
 
 
 # --------------------------------------------------------------------------------------
@@ -369,6 +689,9 @@ class _Decoder:
         self.track_index: dict[int, int] = {}  # track uuid -> small index
         self.packets = 0
         self.bad_packets = 0
+        self.shapes = _Shapes()
+        self.track_sorted = np.zeros(0, np.uint64)
+        self.track_numbers = np.zeros(0, np.int32)
 
     def sid(self, text: str) -> int:
         sid = self.string_ids.get(text)
@@ -449,25 +772,40 @@ class _Decoder:
                 info["multiplier"] = counter.unit_multiplier or 1
 
     # chunks -------------------------------------------------------------------------
-    def chunk(self, data: bytes, starts: list[int], ends: list[int]) -> None:
-        """Decode the complete packets ``data[starts[i]:ends[i]]``."""
+    def chunk(self, data, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        """Decode the complete packets ``data[starts[i]:ends[i]]`` (``buf``: the same bytes as
+        uint8, followed by >= 16 zero bytes for varint reads past the end): packets of a known
+        layout (:class:`_Shape`) by offset arithmetic, the others field by field (:func:`_walk`)."""
         n = len(starts)
         self.packets += n
-        buf = np.frombuffer(data, dtype=np.uint8)
-        buf = np.concatenate([buf, np.zeros(16, np.uint8)])  # varint reads may look past the end
         s = np.asarray(starts, dtype=np.int64)
         e = np.asarray(ends, dtype=np.int64)
-        top, bad = _walk(buf, s, e, _TOP_WANTED)
-        self.bad_packets += int(bad.sum())
-        seq_ids, _ = top.last(10, n)
-        flags, _ = top.last(13, n)
-        ts_raw, has_ts = top.last(8, n)
-        clock_ids, has_clock = top.last(58, n)
-        cleared, _ = top.last(41, n)
-        ev_msg, ev_off, ev_len = top.take(11)
-        special = np.zeros(n, dtype=bool)
-        for number in _STATE_FIELDS:
-            special[top.take(number)[0]] = True
+        seq_ids, flags, ts_raw, clock_ids, cleared = (np.zeros(n, np.uint64) for _ in range(5))
+        has_ts, has_clock, special = (np.zeros(n, bool) for _ in range(3))
+        groups, rest = self.shapes.match(data, buf, s, e)
+        for shape, rows, sub in groups:
+            seq_ids[rows] = shape.seq
+            flags[rows] = shape.flags
+            if shape.ts is not None:
+                ts_raw[rows] = _column(sub, *shape.ts)
+                has_ts[rows] = True
+            if shape.clock is not None:
+                clock_ids[rows] = shape.clock
+                has_clock[rows] = True
+        ev_msg = ev_off = ev_len = np.zeros(0, np.int64)
+        if rest.size:
+            top, bad = _walk(buf, s[rest], e[rest], _TOP_WANTED)
+            self.bad_packets += int(bad.sum())
+            for number, target, has in ((10, seq_ids, None), (13, flags, None), (8, ts_raw, has_ts),
+                                        (58, clock_ids, has_clock), (41, cleared, None)):
+                msg, value, _ = top.take(number)  # (round, message) order: the last one wins
+                target[rest[msg]] = value
+                if has is not None:
+                    has[rest[msg]] = True
+            for number in _STATE_FIELDS:
+                special[rest[top.take(number)[0]]] = True
+            msg, off, ev_len = top.take(11)
+            ev_msg, ev_off = rest[msg], off.astype(np.int64)
         reset = ((flags & np.uint64(SEQ_INCREMENTAL_STATE_CLEARED)) != 0) | (cleared != 0)
         special |= reset
 
@@ -477,7 +815,7 @@ class _Decoder:
         default_track = np.empty(n, dtype=np.uint64)
         ts = ts_raw.astype(np.int64)
         ts[~has_ts] = MISSING
-        for seq_id in np.unique(seq_ids).tolist():
+        for seq_id in _distinct(seq_ids):
             members = np.flatnonzero(seq_ids == seq_id)
             seq = self.sequence(int(seq_id))
             cuts = members[special[members]]
@@ -490,10 +828,10 @@ class _Decoder:
                     break
                 if reset[cut]:
                     self.new_generation(seq)
-                self.state_packet(data[starts[cut]:ends[cut]], seq)
+                self.state_packet(bytes(data[starts[cut]:ends[cut]]), seq)
                 self._stamp(seq, np.array([cut]), gen, clock, default_track, ts, has_ts, has_clock, clock_ids)
                 begin = cut_pos + 1
-        self._events(buf, ev_msg, ev_off.astype(np.int64), ev_len, gen, ts, default_track)
+        self._events(buf, groups, ev_msg, ev_off, ev_len, gen, ts, default_track)
 
     def _stamp(self, seq, part, gen, clock, default_track, ts, has_ts, has_clock, clock_ids) -> None:
         """Give packets ``part`` (file order, one sequence, no state change) generation, track and ns time."""
@@ -504,7 +842,7 @@ class _Decoder:
         cid = np.where(has_clock[part], clock_ids[part].astype(np.int64), seq.clock_id)
         clock[part] = cid
         timed = has_ts[part]
-        for clock_id in np.unique(cid[timed]).tolist():
+        for clock_id in _distinct(cid[timed]):
             sel = part[timed & (cid == clock_id)]
             if clock_id == BOOTTIME:
                 continue
@@ -546,24 +884,85 @@ class _Decoder:
             out[i] = self.sid(bytes(data[o:o + n]).decode("utf-8", "replace"))
         return out
 
-    def _events(self, buf, ev_msg, ev_off, ev_len, gen, ts, default_track) -> None:
-        """Decode the TrackEvents of this chunk into flat arrays."""
-        m = ev_msg.size
+    def _events(self, buf, groups, ev_msg, ev_off, ev_len, gen, ts, default_track) -> None:
+        """Decode the TrackEvents of this chunk (general path ``ev_*`` and shaped ``groups``)
+        into flat per-event arrays, in packet order."""
+        shaped = [(shape, rows, sub) for shape, rows, sub in groups if shape.event]
+        pkt = np.concatenate([ev_msg] + [rows for _, rows, _ in shaped])
+        m = pkt.size
         if not m:
             return
+        if ev_msg.size < 2 or (np.diff(ev_msg) > 0).all():  # at most one event per packet: number them by a count
+            has_event = np.zeros(gen.size, dtype=bool)
+            has_event[pkt] = True
+            ev_pkt = np.flatnonzero(has_event)
+            slot = (np.cumsum(has_event) - 1)[pkt]
+        else:
+            order = np.argsort(pkt, kind="stable")
+            slot = np.empty(m, dtype=np.int64)
+            slot[order] = np.arange(m)
+            ev_pkt = pkt[order]
+        out = _EventColumns(m)
+        if ev_msg.size:
+            self._events_general(buf, slot[:ev_msg.size], ev_msg, ev_off, ev_len, gen, out)
+        pos = ev_msg.size
+        col_of_sid = self._arg_columns()
+        for shape, rows, sub in shaped:
+            self._events_shaped(shape, rows, sub, slot[pos:pos + rows.size], gen, col_of_sid, out)
+            pos += rows.size
+        etype, cat = out.etype, out.cat
+        track = np.where(out.has_track, out.track, default_track[ev_pkt])
+        base = self.n_events
+        self.n_events += m
+        if out.counters:
+            index = np.concatenate([c[0] for c in out.counters])
+            value = np.concatenate([c[1] for c in out.counters])
+            o = np.argsort(index, kind="stable")  # event order, whatever path decoded them
+            self.counters.append((index[o] + base, value[o]))
+
+        # keep only the argument columns of each event's table, rows by global event index
+        begin_like = (etype == TYPE_SLICE_BEGIN) | (etype == TYPE_INSTANT)
+        klass = np.full(m, _OTHER, dtype=np.int8)
+        klass[cat == self.string_ids.get("kernel_dispatch", -2)] = _KERNEL
+        klass[cat == self.string_ids.get("memory_copy", -2)] = _COPY
+        for code, columns in _CLASS_COLUMNS.items():
+            rows = np.flatnonzero(begin_like & (klass == code))
+            if rows.size:
+                kept = [out.args[j][rows] if j in out.args else None for j in columns]  # None: not recorded
+                self.args[code].append((rows + base, kept))
+        # tracks as small ints
+        self.chunks.append({"type": etype.astype(np.int8), "track": self._track_numbers(track), "ts": ts[ev_pkt],
+                            "name": out.name.astype(np.int32), "cat": cat.astype(np.int32)})
+
+    def _track_numbers(self, track: np.ndarray) -> np.ndarray:
+        """Small int per track uuid (first-seen order across the file), via a sorted uuid table."""
+        pos = np.minimum(np.searchsorted(self.track_sorted, track), max(self.track_sorted.size - 1, 0))
+        known = self.track_sorted.size > 0
+        if not known or not (self.track_sorted[pos] == track).all():
+            missing = track if not known else track[self.track_sorted[pos] != track]
+            for u in np.unique(missing).tolist():  # new tracks of a chunk are numbered in uuid order
+                self.track_index.setdefault(int(u), len(self.track_index))
+            self.track_sorted = np.array(sorted(self.track_index), dtype=np.uint64)
+            self.track_numbers = np.array([self.track_index[u] for u in self.track_sorted.tolist()], dtype=np.int32)
+            pos = np.searchsorted(self.track_sorted, track)
+        return self.track_numbers[pos]
+
+    def _events_general(self, buf, slot, ev_msg, ev_off, ev_len, gen, out) -> None:
+        """TrackEvents ``buf[ev_off:ev_off+ev_len]`` of packets ``ev_msg``, field by field, into ``out[slot]``."""
+        m = ev_msg.size
         fields, bad = _walk(buf, ev_off, ev_off + ev_len, _EVENT_WANTED)
         self.bad_packets += int(bad.sum())
         ev_gen = gen[ev_msg]
         etype, _ = fields.last(9, m)
-        track, has_track = fields.last(11, m)
-        track = np.where(has_track, track, default_track[ev_msg])
-        name = np.full(m, -1, dtype=np.int64)
+        out.etype[slot] = etype
+        msg, value, _ = fields.take(11)
+        out.track[slot[msg]] = value
+        out.has_track[slot[msg]] = True
         msg, value, _ = fields.take(10)
-        name[msg] = self._lookup(self.names, ev_gen[msg], value)
+        out.name[slot[msg]] = self._lookup(self.names, ev_gen[msg], value)
         msg, off, length = fields.take(23)
         if msg.size:
-            name[msg] = self._inline(buf, off.astype(np.int64), length)
-        cat = np.full(m, -1, dtype=np.int64)
+            out.name[slot[msg]] = self._inline(buf, off.astype(np.int64), length)
         msg, value, length = fields.take(3)
         if msg.size:
             packed = np.flatnonzero(length > 0)  # packed encoding: first varint of the payload
@@ -572,40 +971,71 @@ class _Decoder:
                 value[packed], _ = _varints(buf, value[packed].astype(np.int64))
             first = np.unique(msg[::-1], return_index=True)[1]
             first = msg.size - 1 - first
-            cat[msg[first]] = self._lookup(self.cats, ev_gen[msg[first]], value[first])
+            out.cat[slot[msg[first]]] = self._lookup(self.cats, ev_gen[msg[first]], value[first])
         msg, off, length = fields.take(22)
         if msg.size:
-            cat[msg] = self._inline(buf, off.astype(np.int64), length)
-        base = self.n_events
-        self.n_events += m
+            out.cat[slot[msg]] = self._inline(buf, off.astype(np.int64), length)
         cmsg, value, _ = fields.take(30)
         dmsg, dvalue, _ = fields.take(44)
         if cmsg.size or dmsg.size:
-            self.counters.append((
-                np.concatenate([cmsg, dmsg]) + base,
+            out.counters.append((
+                slot[np.concatenate([cmsg, dmsg])],
                 np.concatenate([value.view(np.int64).astype(np.float64), dvalue.view(np.float64)])))
-
         # debug annotations of slice begins and instants (ends carry none worth keeping)
         begin_like = (etype == TYPE_SLICE_BEGIN) | (etype == TYPE_INSTANT)
-        args = np.full((m, len(INT_ARGS)), MISSING, dtype=np.int64)
         msg, off, length = fields.take(4)
         keep = begin_like[msg]
         if keep.any():
+            args = np.full((m, len(INT_ARGS)), MISSING, dtype=np.int64)
             self._annotations(buf, msg[keep], off[keep].astype(np.int64), length[keep], ev_gen, args)
-        # keep only the argument columns of each event's table, rows by global event index
-        klass = np.full(m, _OTHER, dtype=np.int8)
-        klass[cat == self.string_ids.get("kernel_dispatch", -2)] = _KERNEL
-        klass[cat == self.string_ids.get("memory_copy", -2)] = _COPY
-        for code, columns in _CLASS_COLUMNS.items():
-            rows = np.flatnonzero(begin_like & (klass == code))
-            if rows.size:
-                self.args[code].append((rows + base, args[np.ix_(rows, columns)]))
-        # tracks as small ints
-        uniq, inverse = np.unique(track, return_inverse=True)
-        index = np.array([self.track_index.setdefault(int(u), len(self.track_index)) for u in uniq.tolist()],
-                         dtype=np.int32)
-        self.chunks.append({"type": etype.astype(np.int8), "track": index[inverse], "ts": ts[ev_msg],
-                            "name": name.astype(np.int32), "cat": cat.astype(np.int32)})
+            for j in np.flatnonzero((args != MISSING).any(axis=0)).tolist():
+                out.column(j)[slot] = args[:, j]
+
+    def _events_shaped(self, shape, rows, sub, slot, gen, col_of_sid, out) -> None:
+        """TrackEvents of packets ``rows`` that all have layout ``shape`` (bytes in ``sub``), into ``out[slot]``."""
+        g = gen[rows]
+        g0 = int(g[0])
+        one_gen = int(g.min()) == int(g.max()) == g0
+        out.etype[slot] = shape.type
+        if shape.track is not None:
+            out.track[slot] = _column(sub, *shape.track)
+            out.has_track[slot] = True
+        if shape.name is not None:
+            out.name[slot] = self._lookup(self.names, g, _column(sub, *shape.name))
+        if shape.cat is not None:
+            if one_gen:
+                out.cat[slot] = self.cats.get((g0, shape.cat), -1)
+            else:
+                out.cat[slot] = self._lookup(self.cats, g, np.full(g.size, shape.cat, np.uint64))
+        if shape.counter is not None:
+            out.counters.append((slot, _column(sub, *shape.counter).view(np.int64).astype(np.float64)))
+        if shape.dcounter is not None:
+            o = shape.dcounter
+            out.counters.append((slot, np.ascontiguousarray(sub[:, o:o + 8]).view(np.float64).ravel()))
+        if shape.type not in (TYPE_SLICE_BEGIN, TYPE_INSTANT):
+            return
+        for iid, kind, o, k in shape.args:  # in annotation order: a repeated name keeps the last
+            if one_gen:
+                column = int(col_of_sid[self.arg_names.get((g0, iid), -1)])
+                if column < 0:
+                    continue
+                value = _shape_value(sub, kind, o, k)
+                ok = value != MISSING
+                if ok.all():
+                    out.column(column)[slot] = value
+                else:
+                    out.column(column)[slot[ok]] = value[ok]
+            else:
+                columns = col_of_sid[self._lookup(self.arg_names, g, np.full(g.size, iid, np.uint64))]
+                sel = np.flatnonzero(columns >= 0)
+                if not sel.size:
+                    continue
+                value = _shape_value(sub[sel], kind, o, k)
+                ok = value != MISSING
+                sel, value, columns = sel[ok], value[ok], columns[sel[ok]]
+                for column in np.unique(columns).tolist():
+                    mine = columns == column
+                    out.column(column)[slot[sel[mine]]] = value[mine]
 
     def _arg_columns(self) -> np.ndarray:
         """string id -> column of ``INT_ARGS`` (-1: not kept); the extra last slot serves id -1."""
@@ -694,7 +1124,10 @@ class _Decoder:
         grid = buf[np.minimum(o[:, None] + np.arange(width), buf.size - 1)]
         grid = np.where(np.arange(width) < n[:, None], grid, 0).astype(np.uint8)
         keys = np.ascontiguousarray(grid).view(np.uint64 if width == 8 else f"S{width}").ravel()
-        uniq, inverse = np.unique(keys, return_inverse=True)
+        if keys.size and (keys == keys[0]).all():  # one distinct string: parse it once
+            uniq, inverse = keys[:1], np.zeros(keys.size, dtype=np.int64)
+        else:
+            uniq, inverse = np.unique(keys, return_inverse=True)
         texts = [bytes(k.tobytes() if width == 8 else k).rstrip(b"\0") for k in uniq]
         out[short] = np.asarray([_parse_number(t) for t in texts], dtype=np.int64)[inverse]
         for i in np.flatnonzero(length > 24).tolist():
@@ -714,19 +1147,31 @@ def _parse_number(text: bytes) -> int:
 # assembling the run
 
 
-def _pair_slices(etype, track, ts, order):
-    """Match SLICE_BEGIN/SLICE_END per track with stack discipline.
+def _pair_slices(etype, track, ts, order=None):
+    """Match SLICE_BEGIN/SLICE_END per track with stack discipline (ties in time: ``order``,
+    default file order).
 
     Returns (begin indices, end indices, unmatched begins, unmatched ends)."""
     sel = np.flatnonzero((etype == TYPE_SLICE_BEGIN) | (etype == TYPE_SLICE_END))
     if not sel.size:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0
     # sort by (track, timestamp, file order); file order is usually time order within a track
-    sel = sel[np.argsort(track[sel], kind="stable")]
+    key = track[sel]
+    if key.size and 0 <= key.min() and key.max() < 1 << 15:
+        key = key.astype(np.int16)  # stable sort of 16-bit keys is a radix sort
+    sel = sel[np.argsort(key, kind="stable")]
     t_sorted, s_ts = track[sel], ts[sel]
     if ((np.diff(s_ts) < 0) & (t_sorted[1:] == t_sorted[:-1])).any():
-        sel = sel[np.lexsort((order[sel], ts[sel], track[sel]))]
-    step = np.where(etype[sel] == TYPE_SLICE_BEGIN, 1, -1)
+        tie = sel if order is None else order[sel]
+        sel = sel[np.lexsort((tie, ts[sel], track[sel]))]
+    is_begin = etype[sel] == TYPE_SLICE_BEGIN
+    # fast path (rocprofv3): on every track B, E, B, E, ... -- each begin's end is the next event
+    t_sorted = track[sel]
+    first = np.r_[True, t_sorted[1:] != t_sorted[:-1]]
+    last = np.r_[first[1:], True]
+    if is_begin[first].all() and not is_begin[last].any() and (is_begin[:-1] != is_begin[1:])[~first[1:]].all():
+        return sel[is_begin], sel[~is_begin], 0, 0
+    step = np.where(is_begin, 1, -1)
     # An END that would take its track's depth below every earlier depth (and below 0) has
     # no BEGIN: drop it first, then depths are plain running sums.
     depth = _track_depth(step, track[sel])
@@ -770,31 +1215,41 @@ _STREAM_IN_NAME = re.compile(r"STREAM\s*\[\s*(\d+)\s*\]")
 
 
 class _Args:
-    """Argument columns of one event class for a list of slice-begin events (global indices)."""
+    """Argument columns of one event class for a list of slice-begin events (global indices).
+
+    ``parts`` holds per chunk (event indices, one array per argument column or None when the
+    chunk recorded none); a column is only concatenated when asked for."""
 
     def __init__(self, parts: list, code: int, events: np.ndarray) -> None:
         self.names = _CLASS_NAMES[code]
-        if parts:
-            index = np.concatenate([p[0] for p in parts])
-            matrix = np.concatenate([p[1] for p in parts])
-        else:
-            index, matrix = np.zeros(0, np.int64), np.zeros((0, len(self.names)), np.int64)
-        if index.size == events.size and np.array_equal(index, events):  # the usual case: no copy
-            self.values = matrix
-            return
-        pos = np.searchsorted(index, events)
-        found = pos < index.size
-        found[found] &= index[pos[found]] == events[found]
-        self.values = np.full((events.size, len(self.names)), MISSING, dtype=np.int64)
-        self.values[found] = matrix[pos[found]]
+        self.parts = parts
+        self.count = events.size
+        index = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        self.pos = self.found = None
+        if not (index.size == events.size and np.array_equal(index, events)):  # usual case: same rows
+            pos = np.searchsorted(index, events)
+            found = pos < index.size
+            found[found] &= index[pos[found]] == events[found]
+            self.pos, self.found = pos, found
+
+    def raw(self, name: str) -> np.ndarray:
+        j = self.names.index(name)
+        if not self.parts:
+            return np.full(self.count, MISSING, dtype=np.int64)
+        values = np.concatenate([p[1][j] if p[1][j] is not None else np.full(p[0].size, MISSING, dtype=np.int64)
+                                 for p in self.parts])
+        if self.pos is None:
+            return values
+        out = np.full(self.count, MISSING, dtype=np.int64)
+        out[self.found] = values[self.pos[self.found]]
+        return out
 
     def col(self, *names: str) -> np.ndarray:
         """First present of ``names`` per row; -1 when none is recorded."""
-        out = np.full(self.values.shape[0], -1, dtype=np.int64)
-        for name in reversed(names):
-            v = self.values[:, self.names.index(name)]
-            out = np.where(v != MISSING, v, out)
-        return out
+        out = self.raw(names[0])
+        for name in names[1:]:
+            out = np.where(out != MISSING, out, self.raw(name))
+        return np.where(out != MISSING, out, -1)
 
 
 def _build_run(dec: _Decoder, path: Path) -> Run:
@@ -807,8 +1262,7 @@ def _build_run(dec: _Decoder, path: Path) -> Run:
     dec.chunks = []
     strings = np.asarray(dec.strings + [""], dtype=object)  # index -1 -> ""
     uuids = list(dec.track_index)  # track index -> uuid (dict keeps insertion order)
-    n = ev["type"].size
-    begins, ends, open_b, orphan_e = _pair_slices(ev["type"], ev["track"], ev["ts"], np.arange(n))
+    begins, ends, open_b, orphan_e = _pair_slices(ev["type"], ev["track"], ev["ts"])
     run = Run(meta=RunMeta(formats=[FORMAT], tool="rocprofv3", files=[str(path)]))
     run.meta.label = path.name
     run.meta.pid = dec.pids[0] if dec.pids else None
@@ -916,7 +1370,14 @@ def _categorical(strings: np.ndarray, ids: np.ndarray):
 
     if not ids.size:
         return pd.Categorical([])
-    uniq, codes = np.unique(ids, return_inverse=True)
+    present = np.zeros(strings.size, dtype=bool)  # the last slot of ``strings`` serves id -1
+    present[ids] = True
+    uniq = np.flatnonzero(present)
+    if present[-1]:
+        uniq = np.r_[-1, uniq[:-1]]  # id -1 first, as np.unique would sort it
+    remap = np.zeros(strings.size, dtype=np.int64)
+    remap[uniq] = np.arange(uniq.size)
+    codes = remap[ids]
     labels = [str(s) for s in strings[uniq]]
     if len(set(labels)) != len(labels):  # "" both as a real name and as "unknown"
         return pd.Categorical(np.asarray(labels, dtype=object)[codes])
@@ -959,30 +1420,41 @@ def read_trace(path: Path, chunk_bytes: int = CHUNK_BYTES) -> tuple[Run, str | N
     problem = None
     consumed = 0
     with open_binary(path) as fh:
-        pending = b""
+        # one reusable buffer: [incomplete packet carried over | new block | 16 zero bytes]
+        store = bytearray(chunk_bytes + 64)
+        fill = 0
         eof = False
         while not eof:
+            if len(store) - 16 - fill < chunk_bytes:  # a packet longer than a chunk is pending
+                bigger = bytearray(max(2 * len(store), fill + chunk_bytes + 64))
+                bigger[:fill] = store[:fill]
+                store = bigger
             try:
-                block = fh.read(chunk_bytes)
+                with memoryview(store) as view:
+                    got = fh.readinto(view[fill:fill + chunk_bytes]) or 0
             except (OSError, EOFError) as err:
                 problem = f"read error after {consumed} bytes ({err}); kept {dec.packets} complete packets"
-                block = b""
-            eof = not block
-            data = pending + block if pending else block
-            if not data:
+                got = 0
+            eof = got == 0
+            fill += got
+            if not fill:
                 break
-            starts, ends, pos, broken = _frame(data, 0, len(data))
+            store[fill:fill + 16] = bytes(16)
+            arr = np.frombuffer(store, dtype=np.uint8)
+            starts, ends, pos, broken = _frame(arr, fill)
             if starts.size:
-                dec.chunk(data, starts, ends)
+                dec.chunk(store, arr, starts, ends)
+            del arr
             consumed += pos
-            pending = data[pos:]
+            store[:fill - pos] = store[pos:fill]
+            fill -= pos
             if broken:
                 problem = f"not a Trace packet at byte {consumed}; kept {dec.packets} complete packets"
                 break
             if problem:
                 break
-    if pending and problem is None:
-        problem = (f"truncated: last packet incomplete ({len(pending)} bytes at offset {consumed}); "
+    if fill and problem is None:
+        problem = (f"truncated: last packet incomplete ({fill} bytes at offset {consumed}); "
                    f"kept {dec.packets} complete packets")
     if dec.packets == 0:
         raise LoadError(problem or "no Trace packets")
