@@ -19,7 +19,7 @@ from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import hotspot_records, hotspots
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, kernel_categories
 from tui_prof.analysis.occupancy import kernel_occupancy
-from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, gpu_timeline, union_length
+from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, gpu_gaps, union_length
 from tui_prof.model import Run, RunSet
 
 
@@ -118,6 +118,23 @@ def _background(funcs: list) -> list[_Job | None]:
     return jobs
 
 
+def longest_first(durations: np.ndarray, keep: int | None) -> np.ndarray:
+    """Positions of the ``keep`` longest durations, longest first, ties in position order:
+    the same as ``np.argsort(-durations, kind="stable")[:keep]`` (``keep`` None: all), but
+    for a small ``keep`` only the kept rows are sorted (one partition of the rest)."""
+    n = len(durations)
+    if keep is None or keep < 0 or keep >= n:
+        order = np.argsort(-durations, kind="stable")
+        return order if keep is None else order[:keep]
+    if keep == 0:
+        return np.array([], dtype=np.int64)
+    threshold = np.partition(durations, n - keep)[n - keep]  # the keep-th longest
+    above = np.flatnonzero(durations > threshold)
+    ties = np.flatnonzero(durations == threshold)[: keep - len(above)]
+    chosen = np.sort(np.concatenate([above, ties]))
+    return chosen[np.argsort(-durations[chosen], kind="stable")]
+
+
 def _label(run: Run) -> str:
     return run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
 
@@ -126,11 +143,12 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
                  rules=None, max_gaps: int | None = 200, logs: bool = True, progress=None) -> None:
     threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
-    ranges = [r for r in (time_range(run) for run in runset.runs) if r]
+    ranges_of = [time_range(run) for run in runset.runs]
+    ranges = [r for r in ranges_of if r]
     wall = (max(r[1] for r in ranges) - min(r[0] for r in ranges)) if ranges else 0
     doc["wall_ns"] = int(wall)
 
-    agent_rows, gap_frames = [], []
+    agent_rows, gap_sets = [], []
     sync_tot = {"calls": 0, "total_ns": 0, "blocking_copy_calls": 0, "by_name": {}}
     sal_tot = {"launches": 0, "followed_by_sync": 0}
     launch_parts, copy_frames, counter_blocks, occupancy_rows = [], [], [], []
@@ -139,13 +157,13 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
     # The GPU timeline (the costliest part) of each run runs in a worker thread while the
     # host-API analyses run here: numpy releases the GIL in its array loops, so on a
     # 2-core machine the two overlap. Results are combined in run order.
-    timelines = _background([(lambda run=run: gpu_timeline(run, threshold)) if (len(run.kernels) or len(run.copies)) else None
+    timelines = _background([(lambda run=run: gpu_gaps(run, threshold)) if (len(run.kernels) or len(run.copies)) else None
                              for run in runset.runs])
     for step, (run, timeline_job) in enumerate(zip(runset.runs, timelines)):
         if progress:
             progress("analysing", step, len(runset.runs))
         label = _label(run)
-        rng = time_range(run)
+        rng = ranges_of[step]
         run_wall = (rng[1] - rng[0]) if rng else 0
         classes = hostapi.api_classes(run.api) if len(run.api) else np.array([], dtype=np.int8)
         s = hostapi.sync_stats(run.api, run_wall, classes)
@@ -160,9 +178,9 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         sal_tot["launches"] += sal["launches"]
         sal_tot["followed_by_sync"] += sal["followed_by_sync"]
         links = hostapi.link_launches(run.kernels, run.api, classes)
-        ls = hostapi.launch_stats(run.kernels, run.api, run_wall, classes, links=links)
-        launch_parts.append(ls)
-        queue_delays.append(links.loc[~links["graph"].to_numpy(), ["queue_delay_ns", "api_dur_ns"]])
+        launch_parts.append(hostapi.launch_counts(run.api, classes, links))
+        direct = ~links["graph"].to_numpy()
+        queue_delays.append((links["queue_delay_ns"].to_numpy()[direct], links["api_dur_ns"].to_numpy()[direct]))
         copy_frames.append(run.copies)
         if len(run.counters) or (len(run.kernels) and run.gpu_agents):
             block = counter_metrics(run)
@@ -181,8 +199,7 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
             for a in agents:
                 a["process"] = label
             agent_rows.extend(agents)
-            gaps.insert(0, "process", label)
-            gap_frames.append(gaps)
+            gap_sets.append((label, gaps))
 
     # GPU busy / idle
     span = sum(a["span_ns"] for a in agent_rows)
@@ -195,18 +212,30 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         "idle_pct": round(100.0 * (span - busy) / span, 4) if span else 0.0,
         "agents": agent_rows,
     }
-    gaps_all = pd.concat(gap_frames, ignore_index=True) if gap_frames else pd.DataFrame()
     by_cause = {c: int(sum(a["gaps_by_cause"][c] for a in agent_rows)) for c in CAUSES}
     count_by_cause = {c: int(sum(a["gaps_count_by_cause"][c] for a in agent_rows)) for c in CAUSES}
-    if len(gaps_all):
-        # longest first (ties in table order), then only the kept rows are gathered
-        order = np.argsort(-gaps_all["duration_ns"].to_numpy(), kind="stable")
-        listed = gaps_all.take(order if max_gaps is None else order[:max_gaps])
+    gap_count = sum(len(g) for _, g in gap_sets)
+    if gap_count:
+        # longest first (ties in run, agent, time order); names are looked up for the kept rows only
+        durations = np.concatenate([g.column("end") - g.column("start") for _, g in gap_sets])
+        order = longest_first(durations, max_gaps)
+        chosen = np.sort(order)
+        bounds = np.cumsum([0] + [len(g) for _, g in gap_sets])
+        frames = []
+        for (label, gaps), lo, hi in zip(gap_sets, bounds[:-1], bounds[1:]):
+            mine = chosen[(chosen >= lo) & (chosen < hi)] - lo
+            if len(mine):
+                frame = gaps.frame(mine)
+                frame.insert(0, "process", label)
+                frames.append(frame)
+        listed = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
+        if len(listed):
+            listed = listed.take(np.searchsorted(chosen, order))  # back to longest-first order
     else:
-        listed = gaps_all
+        listed = pd.DataFrame()
     listed = listed.sort_values(["process", "agent", "start"], kind="stable") if len(listed) else listed
     doc["gaps"] = {
-        "count": int(len(gaps_all)),
+        "count": int(gap_count),
         "threshold_ns": threshold,
         "by_cause": by_cause,
         "count_by_cause": count_by_cause,
@@ -218,7 +247,7 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
              "prev": r.prev_name, "next": r.next_name}
             for r in listed.itertuples(index=False)
         ],
-        "truncated": int(len(gaps_all) - len(listed)),
+        "truncated": int(gap_count - len(listed)),
     }
     # synchronisation
     launches = sal_tot["launches"]
@@ -237,7 +266,8 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         },
     }
     # launch overhead
-    qd = pd.concat(queue_delays, ignore_index=True) if queue_delays else pd.DataFrame({"queue_delay_ns": [], "api_dur_ns": []})
+    qd = {"queue_delay_ns": np.concatenate([q for q, _ in queue_delays]) if queue_delays else np.array([], np.int64),
+          "api_dur_ns": np.concatenate([a for _, a in queue_delays]) if queue_delays else np.array([], np.int64)}
     kd = kernels["end"].to_numpy() - kernels["start"].to_numpy()
     api_total = sum(p["api_total_ns"] for p in launch_parts)
     doc["launch"] = {
@@ -247,9 +277,9 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         "graph_dispatches": sum(p["graph_dispatches"] for p in launch_parts),
         "api_total_ns": int(api_total),
         "api_pct_of_wall": round(100.0 * api_total / wall, 4) if wall else 0.0,
-        "median_api_ns": float(np.median(qd["api_dur_ns"])) if len(qd) else None,
-        "median_queue_delay_ns": float(np.median(qd["queue_delay_ns"])) if len(qd) else None,
-        "p90_queue_delay_ns": float(np.percentile(qd["queue_delay_ns"], 90)) if len(qd) else None,
+        "median_api_ns": float(np.median(qd["api_dur_ns"])) if len(qd["api_dur_ns"]) else None,
+        "median_queue_delay_ns": float(np.median(qd["queue_delay_ns"])) if len(qd["api_dur_ns"]) else None,
+        "p90_queue_delay_ns": float(np.percentile(qd["queue_delay_ns"], 90)) if len(qd["api_dur_ns"]) else None,
         "median_kernel_ns": float(np.median(kd)) if len(kd) else None,
         "avg_kernel_ns": float(kd.mean()) if len(kd) else None,
         "tiny_kernel_threshold_ns": hostapi.TINY_KERNEL_NS,

@@ -188,6 +188,48 @@ def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, l
 KERNEL_RESOURCE_COLUMNS = ("name", "wg_x", "wg_y", "wg_z", "arch_vgpr", "accum_vgpr", "sgpr", "lds_bytes", "scratch_bytes")
 
 
+def _configurations_by_name(kernels: pd.DataFrame, known: np.ndarray, keys: list[str]) -> pd.DataFrame | None:
+    """The groupby of :func:`kernel_occupancy` (``keys`` + count, sum of durations, groups in
+    order of first appearance) without hashing every row, when each (agent, name) has one
+    resource configuration (the usual case: resources are per kernel code object); None
+    when it does not, or when a name is missing, so the caller groups with pandas."""
+    name = kernels["name"]
+    if not isinstance(name.dtype, pd.CategoricalDtype):
+        return None
+    rows = np.flatnonzero(known)
+    codes = name.cat.codes.to_numpy()[rows].astype(np.int64)
+    if len(codes) == 0 or codes.min() < 0:
+        return None
+    agent = kernels["agent"].to_numpy()[rows].astype(np.int64)
+    if (agent == agent[0]).all():
+        group = codes
+    else:
+        group, _ = pd.factorize((agent << 32) | codes)
+    ngroups = int(group.max()) + 1
+    first = np.full(ngroups, len(group), dtype=np.int64)
+    np.minimum.at(first, group, np.arange(len(group)))
+    present = np.flatnonzero(first < len(group))
+    first_rows = rows[first[present]]  # kernel row of each configuration's first dispatch
+    rep = np.empty(ngroups, dtype=np.int64)
+    rep[present] = first_rows
+    for column in keys:
+        if column in ("agent", "name"):
+            continue
+        values = kernels[column].to_numpy()
+        if not (values[rows] == values[rep[group]]).all():
+            return None  # a name with several configurations
+    dur = kernels["end"].to_numpy()[rows] - kernels["start"].to_numpy()[rows]
+    count = np.bincount(group, minlength=ngroups)[present]
+    total = np.bincount(group, weights=dur, minlength=ngroups)[present]
+    if np.abs(dur).sum(dtype=np.float64) >= 2**52:
+        return None  # float sums would not be exact
+    order = np.argsort(first[present], kind="stable")  # first appearance, as groupby(sort=False)
+    out = kernels.iloc[first_rows[order]][keys].reset_index(drop=True)
+    out["count"] = count[order].astype(np.int64)
+    out["sum"] = total[order].astype(np.int64)
+    return out
+
+
 def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_of_agent: dict[int, int] | None = None) -> list[dict]:
     """Occupancy of every distinct (name, agent, resources) configuration, by kernel time.
 
@@ -199,10 +241,12 @@ def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_
     known = (kernels["wg_x"].to_numpy() > 0) & (kernels["arch_vgpr"].to_numpy() >= 0)
     if not known.any():
         return []
-    k = kernels.loc[known, ["agent", *KERNEL_RESOURCE_COLUMNS]].copy()
-    k["dur"] = kernels["end"].to_numpy()[known] - kernels["start"].to_numpy()[known]
     keys = ["agent", *KERNEL_RESOURCE_COLUMNS]
-    grouped = k.groupby(keys, observed=True, sort=False)["dur"].agg(["count", "sum"]).reset_index()
+    grouped = _configurations_by_name(kernels, known, keys)
+    if grouped is None:
+        k = kernels.loc[known, keys].copy()
+        k["dur"] = kernels["end"].to_numpy()[known] - kernels["start"].to_numpy()[known]
+        grouped = k.groupby(keys, observed=True, sort=False)["dur"].agg(["count", "sum"]).reset_index()
     grouped = grouped.sort_values("sum", ascending=False, kind="stable")
     out = []
     for row in grouped.itertuples(index=False):

@@ -59,54 +59,57 @@ def copy_agents(copies: pd.DataFrame, gpu_ids: set[int]) -> np.ndarray:
     return np.where(dst_gpu, dst, np.where(src_gpu, src, np.where(dst >= 0, dst, src)))
 
 
-def _activity(run: Run) -> dict[str, np.ndarray]:
-    """All GPU intervals of a run as flat arrays: agent, start, end, corr, pid, name, kind (0 kernel, 1 copy)."""
-    k, c = run.kernels, run.copies
-    gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(k["agent"].to_numpy()).tolist())
-    c_agent = copy_agents(c, gpu_ids) if len(c) else np.array([], dtype=np.int64)
-    k_names = k["name"]
-    # Kernel then copy names as one categorical (codes only: no per-row strings).
-    names = pd.Series(pd.api.types.union_categoricals([k_names.astype("category"), c["name"].astype("category")],
-                                                      ignore_order=True)) if len(c) else k_names
-    return {
-        "agent": np.concatenate([k["agent"].to_numpy().astype(np.int64), c_agent]),
-        "start": np.concatenate([k["start"].to_numpy(), c["start"].to_numpy()]),
-        "end": np.concatenate([k["end"].to_numpy(), c["end"].to_numpy()]),
-        "corr": np.concatenate([k["correlation_id"].to_numpy(), c["correlation_id"].to_numpy()]),
-        "tid": np.concatenate([k["tid"].to_numpy(), c["tid"].to_numpy()]),
-        "kind": np.concatenate([np.zeros(len(k), np.int8), np.ones(len(c), np.int8)]),
-        "kernel_names": k_names,
-        "name_lookup": _NameLookup(names),  # row -> name, only listed gaps need names
-    }
+class _Names:
+    """Row index -> name, vectorised, over consecutive row ranges that each have their own
+    category column (kernels, then copies). Categories are the union in first-seen order
+    with "" for missing values; only the rows looked up are converted."""
 
+    def __init__(self, columns: list[pd.Series]):
+        position: dict[str, int] = {}
+        self.parts = []  # (first row, codes, part code -> union code)
+        first = 0
+        for column in columns:
+            if not isinstance(column.dtype, pd.CategoricalDtype):
+                column = column.astype("category")
+            lookup = np.array([position.setdefault(str(c), len(position)) for c in column.cat.categories], dtype=np.int64)
+            self.parts.append((first, column.cat.codes.to_numpy(), lookup))
+            first += len(column)
+        self.blank = position.setdefault("", len(position))
+        self.categories = pd.Index(list(position), dtype=object)
 
-def _name_at(act: dict, rows: np.ndarray) -> pd.Categorical:
-    return act["name_lookup"](rows)
-
-
-class _NameLookup:
-    """Row index -> name of a category column, vectorised; returns a Categorical (-1 -> "")."""
-
-    def __init__(self, column: pd.Series):
-        if not isinstance(column.dtype, pd.CategoricalDtype):
-            column = column.astype("category")
-        self.codes = column.cat.codes.to_numpy()  # int8/16/32: widened only for the rows looked up
-        cats = [str(c) for c in column.cat.categories]
-        if "" in cats:
-            self.blank = cats.index("")
-        else:
-            self.blank = len(cats)
-            cats.append("")
-        self.categories = pd.Index(cats, dtype=object)
+    def codes(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.full(len(rows), self.blank, dtype=np.int64)
+        for first, codes, lookup in self.parts:
+            sel = (rows >= first) & (rows < first + len(codes))
+            if not sel.any():
+                continue
+            part = codes[rows[sel] - first].astype(np.int64)
+            out[sel] = np.where(part >= 0, lookup[np.maximum(part, 0)] if len(lookup) else self.blank, self.blank)
+        return out
 
     def __call__(self, rows: np.ndarray) -> pd.Categorical:
-        rows = np.asarray(rows, dtype=np.int64)
-        if len(self.codes) == 0:
-            codes = np.full(len(rows), self.blank)
-        else:
-            codes = np.where(rows >= 0, self.codes[np.maximum(rows, 0)].astype(np.int64), self.blank)
-            codes = np.where(codes < 0, self.blank, codes)
-        return pd.Categorical.from_codes(codes, categories=self.categories)
+        return pd.Categorical.from_codes(self.codes(rows), categories=self.categories)
+
+
+def _activity(run: Run) -> dict:
+    """All GPU intervals of a run as flat arrays: agent, start, end, corr, tid (kernels, then copies)."""
+    k, c = run.kernels, run.copies
+    gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(k["agent"].to_numpy()).tolist())
+
+    def joined(k_col: np.ndarray, c_col: np.ndarray) -> np.ndarray:
+        return np.concatenate([k_col, c_col]) if len(c_col) else k_col
+
+    c_agent = copy_agents(c, gpu_ids) if len(c) else np.array([], dtype=np.int64)
+    return {
+        "agent": joined(k["agent"].to_numpy().astype(np.int64), c_agent),
+        "start": joined(k["start"].to_numpy(), c["start"].to_numpy()),
+        "end": joined(k["end"].to_numpy(), c["end"].to_numpy()),
+        "corr": joined(k["correlation_id"].to_numpy(), c["correlation_id"].to_numpy()),
+        "tid": joined(k["tid"].to_numpy(), c["tid"].to_numpy()),
+        "kernels": len(k),  # rows below this are kernels, the others copies
+        "names": _Names([k["name"], c["name"]] if len(c) else [k["name"]]),  # only listed gaps need names
+    }
 
 
 def _overlapping(starts: np.ndarray, ends: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
@@ -115,15 +118,64 @@ def _overlapping(starts: np.ndarray, ends: np.ndarray, gs: np.ndarray, ge: np.nd
     Uses the running maximum of ``ends``: an interval with start < ge and end > gs exists
     iff the largest end among intervals starting before ge exceeds gs.
     """
-    if len(starts) == 0:
+    if len(starts) == 0 or len(gs) == 0:
         return np.full(len(gs), -1, dtype=np.int64)
     cummax = np.maximum.accumulate(ends)
-    arg = np.maximum.accumulate(np.where(ends == cummax, np.arange(len(ends)), 0))
     idx = np.searchsorted(starts, ge, side="left") - 1
     valid = idx >= 0
     idx_c = np.maximum(idx, 0)
     hit = valid & (cummax[idx_c] > gs)
+    if not hit.any():
+        return np.full(len(gs), -1, dtype=np.int64)
+    # index of the interval holding the running maximum (first one reaching it)
+    arg = np.maximum.accumulate(np.where(ends == cummax, np.arange(len(ends)), 0))
     return np.where(hit, arg[idx_c], -1)
+
+
+class GapSet:
+    """The idle gaps >= threshold of one run, as arrays (in agent order, then time order);
+    names are looked up only for the rows that are materialised (:meth:`frame`)."""
+
+    def __init__(self, act: dict, api_names: _Names, all_s: np.ndarray, all_rows: np.ndarray):
+        self.names = act["names"]
+        self.api_names = api_names
+        self.all_s, self.all_rows = all_s, all_rows
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def __len__(self) -> int:
+        return sum(len(p["start"]) for p in self.parts)
+
+    def column(self, name: str) -> np.ndarray:
+        parts = [p[name] for p in self.parts]
+        return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+    def frame(self, rows: np.ndarray | None = None) -> pd.DataFrame:
+        """The gaps (all, or the positions ``rows`` in that order) with the columns ``GAP_COLUMNS``."""
+        if not self.parts:
+            return pd.DataFrame({c: [] for c in GAP_COLUMNS})
+        cols = {k: self.column(k) for k in ("agent", "start", "end", "cause", "api_cause", "prev_row", "next_row")}
+        if rows is not None:
+            cols = {k: v[rows] for k, v in cols.items()}
+        gs = cols["start"]
+        if len(self.all_s) and len(gs):
+            bi = np.searchsorted(self.all_s, gs, side="right") - 1
+            before = np.where(bi >= 0, self.all_rows[np.maximum(bi, 0)], -1)
+        else:
+            before = np.full(len(gs), -1)
+        return pd.DataFrame(
+            {
+                "agent": cols["agent"],
+                "start": gs,
+                "end": cols["end"],
+                "duration_ns": cols["end"] - gs,
+                "cause": pd.Categorical.from_codes(cols["cause"], categories=list(CAUSES)),
+                "api_cause": self.api_names(cols["api_cause"]),
+                "api_before": self.api_names(before),
+                "prev_name": self.names(cols["prev_row"]),
+                "next_name": self.names(cols["next_row"]),
+            },
+            columns=list(GAP_COLUMNS),
+        )
 
 
 def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[list[dict], pd.DataFrame]:
@@ -134,14 +186,24 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
     {cause: ns}, gaps_count_by_cause, gaps_count, below_threshold_ns,
     below_threshold_count) and a DataFrame with the columns ``GAP_COLUMNS``.
     """
+    agents, gaps = gpu_gaps(run, threshold_ns)
+    return agents, gaps.frame()
+
+
+def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[list[dict], GapSet]:
+    """As :func:`gpu_timeline`, with the gaps as a :class:`GapSet` (names not yet looked up)."""
     act = _activity(run)
     api = run.api
-    classes = api_classes(api) if len(api) else np.array([], dtype=np.int8)
+    has_api = len(api) > 0
+    classes = api_classes(api) if has_api else np.array([], dtype=np.int8)
     a_start = api["start"].to_numpy()
     a_end = api["end"].to_numpy()
-    a_order = np.argsort(a_start, kind="stable") if len(api) and not api["start"].is_monotonic_increasing else None
+    a_order = np.argsort(a_start, kind="stable") if has_api and not api["start"].is_monotonic_increasing else None
+    empty = np.array([], np.int64)
 
     def sub(mask):
+        if not has_api:
+            return empty, empty, empty
         if mask is None:  # every call
             if a_order is not None:
                 return a_start[a_order], a_end[a_order], a_order
@@ -153,31 +215,42 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
             return s[o], e[o], rows[o]
         return s, e, rows
 
-    sync_s, sync_e, sync_rows = sub((classes == SYNC)) if len(api) else (np.array([], np.int64),) * 3
-    copy_s, copy_e, copy_rows = sub((classes == COPY) | (classes == BLOCKING_COPY)) if len(api) else (np.array([], np.int64),) * 3
-    launch_mask = (classes == LAUNCH) | (classes == GRAPH_LAUNCH)
-    lch_s, lch_e, lch_rows = sub(launch_mask) if len(api) else (np.array([], np.int64),) * 3
-    all_s, _, all_rows = sub(None) if len(api) else (np.array([], np.int64),) * 3
+    sync_s, sync_e, sync_rows = sub(classes == SYNC)
+    copy_s, copy_e, copy_rows = sub((classes == COPY) | (classes == BLOCKING_COPY))
+    lch_s, lch_e, lch_rows = sub((classes == LAUNCH) | (classes == GRAPH_LAUNCH))
+    all_s, _, all_rows = sub(None)
     # launching call of each activity row via correlation id (launch classes only)
-    l_corr = api["correlation_id"].to_numpy()[lch_rows] if len(lch_rows) else np.array([], np.int64)
+    l_corr = api["correlation_id"].to_numpy()[lch_rows] if len(lch_rows) else empty
     if np.all(l_corr[1:] >= l_corr[:-1]):
         l_rows_sorted, l_corr_sorted = lch_rows, l_corr  # already in id order
     else:
         l_order = np.argsort(l_corr)
         l_rows_sorted, l_corr_sorted = lch_rows[l_order], l_corr[l_order]
-    api_names = _NameLookup(api["name"])
     a_corr = api["correlation_id"].to_numpy()
     a_tid = api["tid"].to_numpy()
-    if len(api) and np.all(a_corr[1:] >= a_corr[:-1]):
+    if has_api and np.all(a_corr[1:] >= a_corr[:-1]):
         all_corr_rows = np.arange(len(a_corr))  # already in id order (rocprofv3 writes it so)
         all_corr_sorted = a_corr
     else:
-        all_corr_rows = np.argsort(a_corr, kind="stable") if len(api) else np.array([], np.int64)
-        all_corr_sorted = a_corr[all_corr_rows] if len(api) else np.array([], np.int64)
+        all_corr_rows = np.argsort(a_corr, kind="stable") if has_api else empty
+        all_corr_sorted = a_corr[all_corr_rows] if has_api else empty
+    gapset = GapSet(act, _Names([api["name"]]), all_s, all_rows)
+    # per API class: the calls of each host thread, sorted by start (computed on first use)
+    by_thread: dict[tuple[str, int], tuple] = {}
+
+    def calls_of(label: str, s_, e_, r_, t: int):
+        key = (label, int(t))
+        if key not in by_thread:
+            if t < 0:
+                by_thread[key] = (s_, e_, r_)
+            else:
+                a_sel = a_tid[r_] == t
+                by_thread[key] = (s_, e_, r_) if a_sel.all() else (s_[a_sel], e_[a_sel], r_[a_sel])
+        return by_thread[key]
 
     agents_out: list[dict] = []
-    gap_frames: list[pd.DataFrame] = []
-    agent_ids = np.unique(act["agent"])
+    a0 = act["agent"][:1]
+    agent_ids = a0 if len(a0) and (act["agent"] == a0[0]).all() else np.unique(act["agent"])
     for agent in agent_ids:
         if len(agent_ids) == 1:
             rows = np.arange(len(act["agent"]))  # one GPU: no selection needed
@@ -198,85 +271,86 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
         span = last - first
         idle = int(gap_len[is_gap].sum())
         busy = span - idle
-        listed = np.nonzero(gap_len >= max(threshold_ns, 1))[0]
+        listed = np.flatnonzero(gap_len >= max(threshold_ns, 1))
+        n = len(listed)
         gs = cummax[:-1][listed]
         ge = start[1:][listed]
         prev_rows = rows[:-1][listed]
         next_rows = rows[1:][listed]
-        cause = np.full(len(listed), CAUSES.index("other"), dtype=np.int8)
-        api_cause = np.full(len(listed), -1, dtype=np.int64)  # API row that decided the cause
-        decided = np.zeros(len(listed), bool)
+        cause = np.full(n, CAUSES.index("other"), dtype=np.int8)
+        api_cause = np.full(n, -1, dtype=np.int64)  # API row that decided the cause
+        decided = np.zeros(n, bool)
         # launching call of the next / previous activity
         next_corr = act["corr"][next_rows]
-        prev_corr = act["corr"][prev_rows]
         li = unique_match(l_corr_sorted, next_corr)
         next_linked = li >= 0
         next_api_row = np.where(next_linked, l_rows_sorted[np.maximum(li, 0)] if len(l_corr_sorted) else -1, -1)
         # 1. graph replay
-        if len(l_corr_sorted):
+        if len(l_corr_sorted) and n:
             next_is_graph = next_linked & (classes[np.maximum(next_api_row, 0)] == GRAPH_LAUNCH)
-            graph = next_is_graph & (prev_corr == next_corr)
-            cause[graph] = CAUSES.index("graph")
-            api_cause[graph] = next_api_row[graph]
-            decided |= graph
+            if next_is_graph.any():
+                graph = next_is_graph & (act["corr"][prev_rows] == next_corr)
+                cause[graph] = CAUSES.index("graph")
+                api_cause[graph] = next_api_row[graph]
+                decided |= graph
         # 2. sync (started before the next work was submitted), 3. copy
-        if len(all_corr_sorted) and len(listed):
+        next_tid = act["tid"][next_rows]
+        if len(all_corr_sorted) and n:
             ai = unique_match(all_corr_sorted, next_corr)
             linked_any = ai >= 0
-            ai_c = np.maximum(ai, 0)
-            submit = np.where(linked_any, a_start[all_corr_rows[ai_c]], ge)
-            ge_sync = np.minimum(ge, np.maximum(submit, gs + 1))
+            submit_row = all_corr_rows[np.maximum(ai, 0)]
+            ge_sync = np.minimum(ge, np.maximum(np.where(linked_any, a_start[submit_row], ge), gs + 1))
+            # host thread that submitted the next work: only its calls can hold it back
+            unknown_tid = (next_tid < 0) & linked_any
+            if unknown_tid.any():
+                next_tid = np.where(unknown_tid, a_tid[submit_row], next_tid)
         else:
             ge_sync = ge
-        # host thread that submitted the next work: only its calls can hold it back
-        next_tid = act["tid"][next_rows]
-        if len(all_corr_sorted) and len(listed):
-            next_tid = np.where((next_tid < 0) & linked_any, a_tid[all_corr_rows[ai_c]], next_tid)
         for label, (s_, e_, r_), bound in (("sync", (sync_s, sync_e, sync_rows), ge_sync), ("copy", (copy_s, copy_e, copy_rows), ge)):
-            found = np.full(len(listed), -1, dtype=np.int64)  # API row
-            for t in np.unique(next_tid):
-                g_sel = next_tid == t
-                a_sel = (a_tid[r_] == t) if t >= 0 else np.ones(len(r_), bool)
-                hit = _overlapping(s_[a_sel], e_[a_sel], gs[g_sel], bound[g_sel] if np.ndim(bound) else bound)
-                found[g_sel] = np.where(hit >= 0, r_[a_sel][np.maximum(hit, 0)] if a_sel.any() else -1, -1)
-            take = (~decided) & (found >= 0)
+            open_rows = np.flatnonzero(~decided) if decided.any() else None  # only undecided gaps need a search
+            g_tid = next_tid if open_rows is None else next_tid[open_rows]
+            tids = g_tid[:1] if len(g_tid) and (g_tid == g_tid[0]).all() else np.unique(g_tid)
+            found = np.full(len(g_tid), -1, dtype=np.int64)  # API row
+            for t in tids:
+                s_t, e_t, r_t = calls_of(label, s_, e_, r_, t)
+                if len(tids) == 1:
+                    g_gs, g_bound = (gs, bound) if open_rows is None else (gs[open_rows], bound[open_rows])
+                    hit = _overlapping(s_t, e_t, g_gs, g_bound)
+                    found = np.where(hit >= 0, r_t[np.maximum(hit, 0)], -1) if len(r_t) else found
+                else:
+                    g_sel = np.flatnonzero(g_tid == t)
+                    g_rows = g_sel if open_rows is None else open_rows[g_sel]
+                    hit = _overlapping(s_t, e_t, gs[g_rows], bound[g_rows])
+                    found[g_sel] = np.where(hit >= 0, r_t[np.maximum(hit, 0)], -1) if len(r_t) else -1
+            take = np.flatnonzero(found >= 0)
+            if open_rows is not None:
+                found, take = found[take], open_rows[take]
+            else:
+                found = found[take]
             cause[take] = CAUSES.index(label)
-            api_cause[take] = found[take]
-            decided |= take
+            api_cause[take] = found
+            decided[take] = True
         # 4. launch
-        if len(listed) and len(api):
+        if n and has_api:
             late = next_linked & (a_start[np.maximum(next_api_row, 0)] >= gs)
-            hit = _overlapping(lch_s, lch_e, gs, ge)
-            launch = (~decided) & (late | (~next_linked & (hit >= 0)))
+            launch = (~decided) & late
+            api_cause[launch] = next_api_row[launch]
+            # not linked: a launch call overlapping the gap
+            open_rows = np.flatnonzero((~decided) & ~next_linked)
+            if len(open_rows):
+                hit = _overlapping(lch_s, lch_e, gs[open_rows], ge[open_rows])
+                ok = hit >= 0
+                launch[open_rows[ok]] = True
+                api_cause[open_rows[ok]] = lch_rows[hit[ok]]
             cause[launch] = CAUSES.index("launch")
-            src = np.where(late, next_api_row, np.where(hit >= 0, lch_rows[np.maximum(hit, 0)] if len(lch_rows) else -1, -1))
-            api_cause[launch] = src[launch]
             decided |= launch
-        # API call that preceded the gap (last call starting at or before the gap start)
-        if len(all_s) and len(listed):
-            bi = np.searchsorted(all_s, gs, side="right") - 1
-            api_before = api_names(np.where(bi >= 0, all_rows[np.maximum(bi, 0)], -1))
-        else:
-            api_before = api_names(np.full(len(listed), -1))
         durations = ge - gs
-        gaps = pd.DataFrame(
-            {
-                "agent": np.full(len(listed), int(agent), dtype=np.int64),
-                "start": gs,
-                "end": ge,
-                "duration_ns": durations,
-                "cause": pd.Categorical.from_codes(cause, categories=list(CAUSES)),
-                "api_cause": api_names(api_cause),
-                "api_before": api_before,
-                "prev_name": _name_at(act, prev_rows),
-                "next_name": _name_at(act, next_rows),
-            },
-            columns=list(GAP_COLUMNS),
-        )
-        gap_frames.append(gaps)
+        gapset.parts.append({"agent": np.full(n, int(agent), dtype=np.int64), "start": gs, "end": ge, "cause": cause,
+                             "api_cause": api_cause, "prev_row": prev_rows, "next_row": next_rows})
         by_cause = {c: int(durations[cause == i].sum()) for i, c in enumerate(CAUSES)}
         count_by_cause = {c: int(v) for c, v in zip(CAUSES, np.bincount(cause, minlength=len(CAUSES)))}
         below = is_gap & (gap_len < max(threshold_ns, 1))
+        dispatches = int(np.count_nonzero(rows < act["kernels"]))
         agents_out.append(
             {
                 "agent": int(agent),
@@ -287,17 +361,16 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
                 "idle_ns": idle,
                 "busy_pct": round(100.0 * busy / span, 4) if span > 0 else 100.0,
                 "idle_pct": round(100.0 * idle / span, 4) if span > 0 else 0.0,
-                "dispatches": int((act["kind"][rows] == 0).sum()),
-                "copies": int((act["kind"][rows] == 1).sum()),
-                "gaps_count": int(len(listed)),
+                "dispatches": dispatches,
+                "copies": int(len(rows) - dispatches),
+                "gaps_count": int(n),
                 "gaps_by_cause": by_cause,
                 "gaps_count_by_cause": count_by_cause,
                 "below_threshold_ns": int(gap_len[below].sum()),
                 "below_threshold_count": int(below.sum()),
             }
         )
-    gaps_all = pd.concat(gap_frames, ignore_index=True) if gap_frames else pd.DataFrame({c: [] for c in GAP_COLUMNS})
-    return agents_out, gaps_all
+    return agents_out, gapset
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
