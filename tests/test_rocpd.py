@@ -411,3 +411,135 @@ def test_many_rows_across_read_chunks(tmp_path, monkeypatch):
     top = {name: (calls, total) for name, calls, total in query(path, "SELECT name, total_calls, total_duration FROM top_kernels")}
     for row in hotspots(run.kernels).itertuples():
         assert (row.calls, row.total_ns) == (top[row.name][0], round(top[row.name][1] * 1000))
+
+
+# --------------------------------------------------------------------------- fast path (physical tables) vs views
+
+
+TABLES = ("kernels", "api", "markers", "copies", "allocations", "scratch", "counters")
+
+
+def assert_same_runs(a: list, b: list) -> None:
+    import pandas as pd
+
+    assert [r.meta.pid for r in a] == [r.meta.pid for r in b]
+    for x, y in zip(a, b):
+        assert [ag.id for ag in x.agents] == [ag.id for ag in y.agents]
+        for name in TABLES:
+            pd.testing.assert_frame_equal(getattr(x, name), getattr(y, name), check_exact=True)
+
+
+def test_plain_views_resolve_to_their_physical_tables():
+    con = rocpd.connect(DB)
+    try:
+        found = rocpd.physical_tables(con)
+        sfx = _suffix(con)
+        tables = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        con.close()
+    for view in ("rocpd_kernel_dispatch", "rocpd_region", "rocpd_event", "rocpd_string", "rocpd_info_kernel_symbol",
+                 "rocpd_info_agent", "rocpd_info_process", "rocpd_memory_copy", "rocpd_memory_allocate"):
+        assert found[view] == view + sfx and found[view] in tables
+    assert not {"kernels", "regions", "top_kernels", "busy", "memory_copies", "counters_collection"} & set(found)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fast_path_equals_view_path_on_real_db(monkeypatch, threads):
+    monkeypatch.setattr(rocpd, "THREADS", threads)
+    fast, views = rocpd.load_db(DB), rocpd.load_db(DB, physical=False)
+    assert len(fast[0].kernels) == 151 and len(fast[0].api) == 629
+    assert_same_runs(fast, views)
+
+
+def test_fast_path_equals_view_path_on_augmented_db(augmented):
+    """Two processes, copies, allocations, scratch and counters: both paths agree."""
+    path, runs = augmented
+    views = rocpd.load_db(path, physical=False)
+    assert_same_runs(sorted(runs.values(), key=lambda r: r.meta.pid), sorted(views, key=lambda r: r.meta.pid))
+
+
+def test_fast_path_equals_view_path_on_generated_db(tmp_path):
+    """A generated database (tui_prof.synth, schema of the real one): both paths agree and
+    per-kernel calls and total time equal the generator's answer, known by construction."""
+    from tui_prof.synth.spec import SynthSpec, build
+    from tui_prof.synth.write_rocpd import write_rocpd
+
+    synth = build(SynthSpec(iterations=300, kernels_per_iteration=10, streams=2, sync="per_launch"))
+    path = write_rocpd(synth, tmp_path / "synthhost" / f"{synth.spec.pid}_results.db")
+    with sqlite3.connect(path) as con:  # the writer made plain views over suffixed tables
+        assert "rocpd_region" in rocpd.physical_tables(con)
+    (fast,) = rocpd.load_db(path)
+    (views,) = rocpd.load_db(path, physical=False)
+    assert_same_runs([fast], [views])
+    assert len(fast.kernels) == synth.expected.dispatches == 3000
+    assert len(fast.api) == len(synth.api)
+    ours = hotspots(fast.kernels).set_index("name")
+    for name, row in synth.expected.kernels.iterrows():
+        assert (ours.loc[name, "calls"], ours.loc[name, "total_ns"]) == (row["calls"], row["total_ns"])
+
+
+def _rewrite_view(path: Path, view: str, select: str) -> None:
+    con = sqlite3.connect(path)
+    con.execute(f"DROP VIEW `{view}`")
+    con.execute(f"CREATE VIEW `{view}` AS {select}")
+    con.commit()
+    con.close()
+
+
+def test_view_that_is_not_plain_is_queried_as_it_is(tmp_path):
+    """A view that filters its table is not a plain rename: the loader must read the view
+    (every other dispatch), not the physical table behind it (all 151)."""
+    path = tmp_path / "filtered_results.db"
+    shutil.copy(DB, path)
+    path.chmod(0o644)
+    with sqlite3.connect(path) as con:
+        sfx = _suffix(con)
+    _rewrite_view(path, "rocpd_kernel_dispatch", f"SELECT * FROM `rocpd_kernel_dispatch{sfx}` WHERE id % 2 = 0")
+    _rewrite_view(path, "rocpd_region", f"SELECT * FROM `rocpd_region{sfx}` UNION ALL SELECT * FROM `rocpd_region{sfx}` WHERE 0")
+    with sqlite3.connect(path) as con:
+        found = rocpd.physical_tables(con)
+    assert "rocpd_kernel_dispatch" not in found and "rocpd_region" not in found and "rocpd_event" in found
+    (expected,) = query(path, "SELECT count(*) FROM rocpd_kernel_dispatch")[0]
+    assert expected == 75
+    (run,) = rocpd.load_db(path)
+    assert len(run.kernels) == expected and len(run.api) == 629
+    assert sorted(run.kernels["dispatch_id"].tolist()) == sorted(d for (d,) in query(path, "SELECT dispatch_id FROM kernels"))
+    assert_same_runs([run], rocpd.load_db(path, physical=False))
+
+
+def test_view_over_missing_or_foreign_table_is_not_resolved(tmp_path):
+    """A view over a table of another name (not <view>_<suffix>) is read through the view;
+    a dropped view means the table is absent on both paths."""
+    path = tmp_path / "renamed_results.db"
+    shutil.copy(DB, path)
+    path.chmod(0o644)
+    with sqlite3.connect(path) as con:
+        sfx = _suffix(con)
+        con.execute(f"CREATE TABLE dispatch_copy AS SELECT * FROM `rocpd_kernel_dispatch{sfx}` WHERE id <= 10")
+    _rewrite_view(path, "rocpd_kernel_dispatch", "SELECT * FROM dispatch_copy")
+    with sqlite3.connect(path) as con:
+        con.execute("DROP VIEW rocpd_memory_copy")
+        found = rocpd.physical_tables(con)
+    assert "rocpd_kernel_dispatch" not in found and "rocpd_memory_copy" not in found
+    (run,) = rocpd.load_db(path)
+    assert len(run.kernels) == 10 and run.copies.empty
+    assert_same_runs([run], rocpd.load_db(path, physical=False))
+
+
+def test_null_and_real_values_read_like_the_view_path(tmp_path):
+    """Nullable columns holding NULL read as -1, a REAL in an INTEGER column as its integer
+    part (CAST), on both paths; NOT NULL columns skip the NULL guard only on the fast path."""
+    path = tmp_path / "odd_results.db"
+    shutil.copy(DB, path)
+    path.chmod(0o644)
+    with sqlite3.connect(path) as con:
+        sfx = _suffix(con)
+        first, second = [i for (i,) in con.execute(f"SELECT id FROM rocpd_kernel_dispatch{sfx} ORDER BY id LIMIT 2")]
+        con.execute(f"UPDATE rocpd_kernel_dispatch{sfx} SET private_segment_size = NULL, tid = NULL WHERE id = ?", (first,))
+        con.execute(f"UPDATE rocpd_kernel_dispatch{sfx} SET grid_size_x = 12.75 WHERE id = ?", (second,))
+    (run,) = rocpd.load_db(path)
+    k = run.kernels.set_index("dispatch_id")
+    (d1,), (d2,) = query(path, f"SELECT dispatch_id FROM rocpd_kernel_dispatch{sfx} WHERE id IN (?, ?) ORDER BY id", (first, second))
+    assert (k.loc[d1, "scratch_bytes"], k.loc[d1, "tid"]) == (-1, -1)
+    assert k.loc[d2, "grid_x"] == 12
+    assert_same_runs([run], rocpd.load_db(path, physical=False))

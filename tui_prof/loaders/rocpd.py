@@ -2,9 +2,13 @@
 
 Schema: ``rocprofiler-sdk`` ``rocpd_tables.sql`` / ``data_views.sql`` (see formats.md §5).
 Physical tables carry a per-file UUID suffix; the database also holds un-suffixed views
-with the plain names (``rocpd_kernel_dispatch``, ``rocpd_region``, ``memory_copies`` ...),
-and only those views are queried here. The file is opened read-only and immutable, so
-SQLite never creates a journal, WAL or shm file next to it.
+with the plain names (``rocpd_kernel_dispatch``, ``rocpd_region``, ``memory_copies`` ...).
+Names are resolved through those views: where a view is exactly ``SELECT * FROM
+<view>_<suffix>`` over an existing table (what rocprofv3 writes), the table itself is
+queried (the *fast path*: same rows and order, and its ``NOT NULL`` columns need no NULL
+guard); any other view (a merged database's ``UNION``, a filter) is queried as it is.
+The file is opened read-only and immutable, so SQLite never creates a journal, WAL or
+shm file next to it.
 
 Mapping (sources are the rocpd columns):
 
@@ -18,8 +22,15 @@ Mapping (sources are the rocpd columns):
 * kernel name = ``rocpd_info_kernel_symbol.display_name`` (what the ``kernels`` and
   ``top_kernels`` views print), durations in ns exactly as stored.
 
-Big tables are read with one ``group_concat`` per column and parsed with numpy, which is
-about 2.5x faster than materialising a Python tuple per row.
+Big tables are read with one ``group_concat`` per column and parsed with numpy. Measured
+(CPU s, 1M dispatches, bench/bench_rocpd.py): ``fetchall`` of the 17 dispatch columns 2.7
+against 1.5 this way (SQL 1.0 + parse 0.5); one ``printf`` row string or ``||`` per row
+1.8 and 3.4; SQLite's cost is about 70 ns per value whatever its digits. The thin views
+cost nothing over their tables (SQLite flattens ``SELECT *`` views); the LEFT JOIN to
+``rocpd_event`` costs less than reading that 3M-row table and joining in numpy (about
+0.07 against 0.5-0.7). Decoding the b-tree pages with numpy instead of SQL was tried and
+dropped (3.5 against 1.7 for the dispatches). Kernel dispatches and regions are read at
+the same time on two connections in two threads (SQLite releases the GIL while it steps).
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ import re
 import sqlite3
 import urllib.parse
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +56,14 @@ FORMAT = "rocpd"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 CHUNK_ROWS = 2_000_000  # rows per group_concat query (keeps each string well under SQLite's 1 GB limit)
 SEP = "\x1f"  # separator for text group_concat (unit separator; never in names)
+THREADS = 2  # 2: dispatches and regions are read concurrently on a second connection; 1: one after the other
+
+# A view that only renames one physical table, as rocprofv3 writes them (data_views.sql):
+# CREATE VIEW `rocpd_region` AS SELECT * FROM `rocpd_region_<uuid>`
+_PLAIN_VIEW = re.compile(
+    r"\s*CREATE\s+VIEW\s+(?:IF\s+NOT\s+EXISTS\s+)?[`\"\[]?(\w+)[`\"\]]?\s+AS\s+SELECT\s+\*\s+FROM\s+[`\"\[]?(\w+)[`\"\]]?\s*;?\s*",
+    re.IGNORECASE,
+)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -102,34 +122,55 @@ def _columns(con: sqlite3.Connection, name: str) -> set[str]:
     return {row[1] for row in con.execute(f"PRAGMA table_info(`{name}`)")}
 
 
-def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple) -> list[np.ndarray]:
+def physical_tables(con: sqlite3.Connection) -> dict[str, str]:
+    """``view name -> physical table`` for every view that is exactly ``SELECT * FROM
+    <view>_<suffix>`` over a table of the database; other views are not listed."""
+    tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    found = {}
+    for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'"):
+        match = _PLAIN_VIEW.fullmatch(sql or "")
+        if match and match.group(1) == name and match.group(2) in tables and match.group(2).startswith(name + "_"):
+            found[name] = match.group(2)
+    return found
+
+
+def _not_null(con: sqlite3.Connection, source: str) -> set[str]:
+    """Columns declared NOT NULL in ``source`` (a table; a view reports none)."""
+    return {row[1] for row in con.execute(f"PRAGMA table_info({source})") if row[3]}
+
+
+def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple,
+                 not_null: frozenset[str] = frozenset()) -> list[np.ndarray]:
     """Integer columns of ``SELECT exprs FROM base WHERE where``; NULL reads as -1.
 
     ``base`` names its main table ``X``, whose ``id`` (primary key) splits the rows into
-    chunks of CHUNK_ROWS; each chunk is read with one ``group_concat`` per column. A chunk
-    whose text does not parse as one integer per row (a REAL or TEXT value in the column)
-    is read again with ``CAST(... AS INTEGER)``, which is slower but exact for integers.
+    chunks of CHUNK_ROWS; each chunk is read with one ``group_concat`` per column, with
+    ``IFNULL(e, -1)`` except for the ``X.`` columns named in ``not_null``. A column whose
+    text does not parse as one integer per row (a REAL or TEXT value) is read again with
+    ``CAST(... AS INTEGER)``, which is slower but exact for integers.
     """
     table = base.split()[0]
     lo, hi = con.execute(f"SELECT MIN(id), MAX(id) FROM {table}").fetchone()  # primary key: O(1)
     parts: list[list[np.ndarray]] = [[] for _ in exprs]
     if lo is None:
         return [np.empty(0, dtype=np.int64) for _ in exprs]
-    fast = ", ".join(f"group_concat(IFNULL({e}, -1))" for e in exprs)
-    safe = ", ".join(f"group_concat(IFNULL(CAST({e} AS INTEGER), -1))" for e in exprs)
+    fast = [f"group_concat({e})" if e.startswith("X.") and e[2:] in not_null else f"group_concat(IFNULL({e}, -1))" for e in exprs]
     for start in range(int(lo), int(hi) + 1, CHUNK_ROWS):
         chunk = params + (start, start + CHUNK_ROWS)
-        for select in (fast, safe):
-            sql = f"SELECT COUNT(*), {select} FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
-            count, *texts = con.execute(sql, chunk).fetchone()
-            arrays = [_parse_ints(t) for t in texts]
-            if all(len(a) == count for a in arrays):
-                break
-        else:
-            raise LoadError(f"non-integer values in {table} ({', '.join(exprs)})")
+        tail = f"FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
+        count, *texts = con.execute(f"SELECT COUNT(*), {', '.join(fast)} {tail}", chunk).fetchone()
+        arrays = [_parse_ints(t) for t in texts]
+        del texts
+        bad = [i for i, a in enumerate(arrays) if len(a) != count]
+        if bad:
+            safe = ", ".join(f"group_concat(IFNULL(CAST({exprs[i]} AS INTEGER), -1))" for i in bad)
+            for i, text in zip(bad, con.execute(f"SELECT {safe} {tail}", chunk).fetchone()):
+                arrays[i] = _parse_ints(text)
+                if len(arrays[i]) != count:
+                    raise LoadError(f"non-integer values in {table} ({exprs[i]})")
         for i, array in enumerate(arrays):
             parts[i].append(array)
-    return [np.concatenate(p) if p else np.empty(0, dtype=np.int64) for p in parts]
+    return [p[0] if len(p) == 1 else np.concatenate(p) for p in parts]
 
 
 def _text_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple) -> list[np.ndarray]:
@@ -173,6 +214,21 @@ def _parse_ints(text: str | None) -> np.ndarray:
 _NUMPY_RAISES = int(np.__version__.split(".")[0]) >= 2
 
 
+DENSE_IDS = 1 << 22  # ids up to this are mapped through a dense array (an index per row), larger ones by binary search
+
+
+def _positions(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``values``: its index in the sorted unique ``keys`` and whether it is there."""
+    if len(keys) and keys[0] >= 0 and keys[-1] < DENSE_IDS:
+        dense = np.full(int(keys[-1]) + 1, -1, dtype=np.int64)
+        dense[keys] = np.arange(len(keys))
+        pos = dense[np.clip(values, 0, len(dense) - 1)]
+        found = (pos >= 0) & (values >= 0) & (values < len(dense))
+        return np.maximum(pos, 0), found
+    pos = np.clip(np.searchsorted(keys, values), 0, max(len(keys) - 1, 0))
+    return pos, (keys[pos] == values) if len(keys) else np.zeros(len(values), dtype=bool)
+
+
 def _lookup(values: np.ndarray, mapping: dict[int, int], default: int = -1) -> np.ndarray:
     """Map integer ``values`` through ``mapping``; values not in it become ``default``."""
     if not len(values):
@@ -181,12 +237,13 @@ def _lookup(values: np.ndarray, mapping: dict[int, int], default: int = -1) -> n
         return np.full(len(values), default, dtype=np.int64)
     keys = np.array(sorted(mapping), dtype=np.int64)
     mapped = np.array([mapping[k] for k in keys.tolist()], dtype=np.int64)
-    pos = np.clip(np.searchsorted(keys, values), 0, len(keys) - 1)
-    return np.where(keys[pos] == values, mapped[pos], default)
+    pos, found = _positions(keys, values)
+    return np.where(found, mapped[pos], default)
 
 
 def _categorical(ids: np.ndarray, names: dict[int, str]) -> pd.Categorical:
-    """A categorical of ``names[id]`` per row ("" for unknown ids), built without a str per row."""
+    """A categorical of ``names[id]`` per row ("" for unknown ids), built without a str per
+    row; categories in order of first id, unused ones dropped."""
     keys = np.array(sorted(names), dtype=np.int64)
     labels = [names[k] for k in keys.tolist()]
     uniq = list(dict.fromkeys(labels + [""]))
@@ -196,9 +253,11 @@ def _categorical(ids: np.ndarray, names: dict[int, str]) -> pd.Categorical:
     if not len(keys):
         codes = np.full(len(ids), empty, dtype=np.int64)
     else:
-        pos = np.clip(np.searchsorted(keys, ids), 0, len(keys) - 1)
-        codes = np.where(keys[pos] == ids, key_codes[pos], empty)
-    return pd.Categorical.from_codes(codes, categories=uniq).remove_unused_categories()
+        pos, found = _positions(keys, ids)
+        codes = np.where(found, key_codes[pos], empty)
+    used = np.bincount(codes, minlength=len(uniq)) > 0  # drop unused categories in O(rows), no sort
+    renumber = np.cumsum(used) - 1
+    return pd.Categorical.from_codes(renumber[codes], categories=[u for u, keep in zip(uniq, used.tolist()) if keep])
 
 
 def _json(text) -> dict:
@@ -232,8 +291,11 @@ def _check_size(path: Path) -> None:
         raise LoadError(f"truncated SQLite database: {size} bytes, header says {pages} pages x {page_size} = {pages * page_size} bytes")
 
 
-def load_db(path: Path) -> list[Run]:
-    """All processes recorded in one rocpd database, one Run each."""
+def load_db(path: Path, physical: bool = True) -> list[Run]:
+    """All processes recorded in one rocpd database, one Run each.
+
+    ``physical=False`` queries every table through its un-suffixed view (the reference
+    path the fast path is tested against)."""
     path = Path(path)
     _check_size(path)
     try:
@@ -251,23 +313,26 @@ def load_db(path: Path) -> list[Run]:
         if missing:
             raise LoadError(f"rocpd database lacks the un-suffixed view(s) {', '.join(missing)}")
         try:
-            return _load(con, path, names)
+            return _load(con, path, names, physical_tables(con) if physical else {})
         except sqlite3.DatabaseError as err:
             raise LoadError(f"damaged rocpd database ({err})") from None
     finally:
         con.close()
 
 
-def _load(con: sqlite3.Connection, path: Path, names: set[str]) -> list[Run]:
-    metadata = {str(tag): str(value) for tag, value in _rows(con, "SELECT tag, value FROM rocpd_metadata")} if "rocpd_metadata" in names else {}
-    strings = {int(i): str(s) for i, s in _rows(con, "SELECT id, string FROM rocpd_string")} if "rocpd_string" in names else {}
+def _load(con: sqlite3.Connection, path: Path, names: set[str], physical: dict[str, str]) -> list[Run]:
+    def src(view: str) -> str:
+        return f"`{physical.get(view, view)}`"
+
+    metadata = {str(tag): str(value) for tag, value in _rows(con, f"SELECT tag, value FROM {src('rocpd_metadata')}")} if "rocpd_metadata" in names else {}
+    strings = {int(i): str(s) for i, s in _rows(con, f"SELECT id, string FROM {src('rocpd_string')}")} if "rocpd_string" in names else {}
     hostnames = {}
     if "rocpd_info_node" in names:
-        hostnames = {int(i): h or "" for i, h in _rows(con, "SELECT id, hostname FROM rocpd_info_node")}
+        hostnames = {int(i): h or "" for i, h in _rows(con, f"SELECT id, hostname FROM {src('rocpd_info_node')}")}
     threads: dict[int, int] = {}
     if "rocpd_info_thread" in names:
-        threads = {int(i): int(t) for i, t in _rows(con, "SELECT id, tid FROM rocpd_info_thread")}
-    processes = _rows(con, "SELECT id, guid, nid, pid, command, environment, extdata, start, end FROM rocpd_info_process ORDER BY id")
+        threads = {int(i): int(t) for i, t in _rows(con, f"SELECT id, tid FROM {src('rocpd_info_thread')}")}
+    processes = _rows(con, f"SELECT id, guid, nid, pid, command, environment, extdata, start, end FROM {src('rocpd_info_process')} ORDER BY id")
     if not processes:
         raise LoadError("rocpd database has no process (rocpd_info_process is empty)")
     guids = {row[1] for row in processes}
@@ -281,7 +346,7 @@ def _load(con: sqlite3.Connection, path: Path, names: set[str]) -> list[Run]:
             where, params = "X.pid = ?", (proc_id,)
         else:
             where, params = "X.pid = ? AND X.guid = ?", (proc_id, guid)
-        agents, agent_index = _agents(con, proc_id, guid if len(guids) > 1 else None)
+        agents, agent_index = _agents(con, src("rocpd_info_agent"), proc_id, guid if len(guids) > 1 else None)
         run = Run(meta=RunMeta(formats=[FORMAT], tool="rocprofv3", hostname=hostnames.get(int(nid), ""), pid=int(pid)))
         run.meta.command = command or ""
         run.meta.files = [str(path)]
@@ -289,9 +354,16 @@ def _load(con: sqlite3.Connection, path: Path, names: set[str]) -> list[Run]:
         run.meta.extra.update(_meta_extra(metadata, environment, extdata, start, end))
         run.meta.tool_version = metadata.get("version", "") or metadata.get("rocprofiler_sdk_version", "")
         run.agents = agents
-        ctx = _Context(con, names, strings, threads, agent_index, where, params, int(pid))
-        run.kernels = _kernels(ctx)
-        run.api, run.markers = _regions(ctx)
+        ctx = _Context(con, names, physical, strings, threads, agent_index, where, params, int(pid))
+        if THREADS > 1 and "rocpd_kernel_dispatch" in names and "rocpd_region" in names:
+            # The two big tables at once, regions on a second connection in a worker thread.
+            with ThreadPoolExecutor(1) as pool:
+                regions = pool.submit(_on_own_connection, path, ctx, _regions)
+                run.kernels = _kernels(ctx)
+                run.api, run.markers = regions.result()
+        else:
+            run.kernels = _kernels(ctx)
+            run.api, run.markers = _regions(ctx)
         run.copies = _copies(ctx)
         run.allocations, run.scratch = _allocations(ctx)
         run.counters = _counters(ctx)
@@ -315,18 +387,45 @@ def _meta_extra(metadata: dict, environment, extdata, start, end) -> dict:
     return extra
 
 
+def _on_own_connection(path: Path, ctx: "_Context", func):
+    """``func(ctx)`` with ctx's queries on a new connection to ``path`` (for a worker thread)."""
+    con = connect(path)
+    try:
+        return func(ctx.with_connection(con))
+    finally:
+        con.close()
+
+
 class _Context:
     """What every table query of one process needs."""
 
-    def __init__(self, con, names, strings, threads, agent_index, where, params, pid):
+    def __init__(self, con, names, physical, strings, threads, agent_index, where, params, pid):
         self.con = con
         self.names = names
+        self.physical = physical  # view name -> physical table (fast path); empty: views only
         self.strings = strings
         self.threads = threads
         self.agent_index = agent_index  # rocpd_info_agent.id -> absolute_index
         self.where = where
         self.params = params
         self.pid = pid
+
+    def with_connection(self, con: sqlite3.Connection) -> "_Context":
+        return _Context(con, self.names, self.physical, self.strings, self.threads, self.agent_index,
+                        self.where, self.params, self.pid)
+
+    def src(self, view: str) -> str:
+        """What to query for ``view``: its physical table where the view is plain, else the view."""
+        return f"`{self.physical.get(view, view)}`"
+
+    def base(self, view: str) -> str:
+        """``view`` as ``X`` joined with its ``rocpd_event`` row as ``E`` (the views' own join)."""
+        return f"{self.src(view)} X LEFT JOIN {self.src('rocpd_event')} E ON E.id = X.event_id AND E.guid = X.guid"
+
+    def ints(self, view: str, exprs: list[str]) -> list[np.ndarray]:
+        """Integer columns ``exprs`` of this process's rows of ``view`` (see :func:`_int_columns`)."""
+        not_null = frozenset(_not_null(self.con, self.src(view))) if view in self.physical else frozenset()
+        return _int_columns(self.con, self.base(view), exprs, self.where, self.params, not_null)
 
     def tids(self, ids: np.ndarray) -> np.ndarray:
         """rocpd_info_thread.id -> OS thread id."""
@@ -336,10 +435,10 @@ class _Context:
         return _lookup(ids, self.agent_index)
 
 
-def _agents(con: sqlite3.Connection, proc_id: int, guid: str | None) -> tuple[list[Agent], dict[int, int]]:
+def _agents(con: sqlite3.Connection, source: str, proc_id: int, guid: str | None) -> tuple[list[Agent], dict[int, int]]:
     sql = (
         "SELECT id, type, absolute_index, logical_index, type_index, name, model_name, vendor_name, "
-        "product_name, user_name, extdata FROM rocpd_info_agent WHERE pid = ?"
+        f"product_name, user_name, extdata FROM {source} WHERE pid = ?"
     )
     params: tuple = (proc_id,)
     if guid is not None:
@@ -366,17 +465,16 @@ def _agents(con: sqlite3.Connection, proc_id: int, guid: str | None) -> tuple[li
 
 def _kernels(ctx: _Context) -> pd.DataFrame:
     """``rocpd_kernel_dispatch`` + ``rocpd_event.stack_id`` + kernel symbol (display_name, registers)."""
-    base = "rocpd_kernel_dispatch X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
     cols = ["X.start", "X.end", "X.agent_id", "X.queue_id", "X.stream_id", "X.tid", "E.stack_id", "X.dispatch_id",
             "X.kernel_id", "X.grid_size_x", "X.grid_size_y", "X.grid_size_z", "X.workgroup_size_x",
             "X.workgroup_size_y", "X.workgroup_size_z", "X.group_segment_size", "X.private_segment_size"]
     if "rocpd_kernel_dispatch" not in ctx.names:
         return make_table("kernels", {})
-    v = dict(zip([c.split(".")[1] for c in cols], _int_columns(ctx.con, base, cols, ctx.where, ctx.params)))
+    v = dict(zip([c.split(".")[1] for c in cols], ctx.ints("rocpd_kernel_dispatch", cols)))
     symbols = {}
     if "rocpd_info_kernel_symbol" in ctx.names:
         for sid, display, kname, vgpr, agpr, sgpr in _rows(
-            ctx.con, "SELECT id, display_name, kernel_name, arch_vgpr_count, accum_vgpr_count, sgpr_count FROM rocpd_info_kernel_symbol"
+            ctx.con, f"SELECT id, display_name, kernel_name, arch_vgpr_count, accum_vgpr_count, sgpr_count FROM {ctx.src('rocpd_info_kernel_symbol')}"
         ):
             symbols[int(sid)] = (display or kname or "", opt_int(vgpr), opt_int(agpr), opt_int(sgpr))
     kid = v["kernel_id"]
@@ -417,15 +515,15 @@ def _regions(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``rocpd_region`` -> api table (every category) and markers table (MARKER_* categories)."""
     if "rocpd_region" not in ctx.names:
         return make_table("api", {}), make_table("markers", {})
-    base = "rocpd_region X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
     cols = ["X.start", "X.end", "X.tid", "E.stack_id", "E.category_id", "X.name_id"]
-    start, end, tid, stack, category_id, name_id = _int_columns(ctx.con, base, cols, ctx.where, ctx.params)
+    start, end, tid, stack, category_id, name_id = ctx.ints("rocpd_region", cols)
     domain = recode(_categorical(category_id, ctx.strings), normalise_domain)
     tids = ctx.tids(tid)
     name = _categorical(name_id, ctx.strings)
     api = make_table("api", {"start": start, "end": end, "domain": domain, "name": name,
                              "pid": np.full(len(start), ctx.pid, dtype=np.int64), "tid": tids, "correlation_id": stack})
-    is_marker = np.asarray(pd.Series(domain).astype(str) == "marker")
+    categories = list(domain.categories)
+    is_marker = np.asarray(domain.codes) == (categories.index("marker") if "marker" in categories else -2)
     markers = make_table("markers", {
         "start": start[is_marker], "end": end[is_marker],
         "name": pd.Series(name)[is_marker].astype(str).to_numpy(),
@@ -438,11 +536,10 @@ def _copies(ctx: _Context) -> pd.DataFrame:
     """``rocpd_memory_copy``; direction from the source/destination agent types."""
     if "rocpd_memory_copy" not in ctx.names:
         return make_table("copies", {})
-    base = "rocpd_memory_copy X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
     cols = ["X.start", "X.end", "X.size", "X.src_agent_id", "X.dst_agent_id", "X.queue_id", "X.stream_id", "X.tid",
             "E.stack_id", "X.name_id"]
-    start, end, size, src, dst, queue, stream, tid, stack, name_id = _int_columns(ctx.con, base, cols, ctx.where, ctx.params)
-    types = {int(i): str(t or "") for i, t in _rows(ctx.con, "SELECT id, type FROM rocpd_info_agent")}
+    start, end, size, src, dst, queue, stream, tid, stack, name_id = ctx.ints("rocpd_memory_copy", cols)
+    types = {int(i): str(t or "") for i, t in _rows(ctx.con, f"SELECT id, type FROM {ctx.src('rocpd_info_agent')}")}
     src_abs, dst_abs = ctx.agents(src), ctx.agents(dst)
     src_type = _categorical(src, types).astype(str)
     dst_type = _categorical(dst, types).astype(str)
@@ -459,9 +556,9 @@ def _allocations(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``rocpd_memory_allocate``: level SCRATCH -> scratch table, other levels -> allocations."""
     if "rocpd_memory_allocate" not in ctx.names:
         return make_table("allocations", {}), make_table("scratch", {})
-    base = "rocpd_memory_allocate X LEFT JOIN rocpd_event E ON E.id = X.event_id AND E.guid = X.guid"
+    base = ctx.base("rocpd_memory_allocate")
     cols = ["X.start", "X.end", "X.agent_id", "X.size", "X.address", "X.tid", "E.stack_id", "X.queue_id"]
-    start, end, agent, size, address, tid, stack, queue = _int_columns(ctx.con, base, cols, ctx.where, ctx.params)
+    start, end, agent, size, address, tid, stack, queue = ctx.ints("rocpd_memory_allocate", cols)
     flags_expr = "CASE WHEN X.level = 'SCRATCH' AND json_valid(X.extdata) THEN json_extract(X.extdata, '$.flags') END"
     kinds, levels, flags = _text_columns(ctx.con, base, ["X.type", "X.level", flags_expr], ctx.where, ctx.params)
     scratch = levels == "SCRATCH"
@@ -482,7 +579,7 @@ def _counters(ctx: _Context) -> pd.DataFrame:
     """``counters_collection`` view: one row per (dispatch, counter), value summed over instances."""
     if "counters_collection" not in ctx.names or "rocpd_pmc_event" not in ctx.names:
         return make_table("counters", {})
-    if ctx.con.execute("SELECT 1 FROM rocpd_pmc_event LIMIT 1").fetchone() is None:
+    if ctx.con.execute(f"SELECT 1 FROM {ctx.src('rocpd_pmc_event')} LIMIT 1").fetchone() is None:
         return make_table("counters", {})  # the view's GROUP BY costs a scan even when empty
     # This view's pid column is the OS pid (rocpd_info_process.pid), not the process row id.
     where, params = ("pid = ?", (ctx.pid,)) if len(ctx.params) < 2 else ("pid = ? AND guid = ?", (ctx.pid, ctx.params[1]))
