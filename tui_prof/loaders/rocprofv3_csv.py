@@ -400,13 +400,26 @@ def _arrow_read(source, include: list[str], types: dict) -> tuple[pa.Table, list
         bad.append(row.text or "")
         return "skip"
 
-    table = pcsv.read_csv(
-        source,
-        read_options=pcsv.ReadOptions(use_threads=True, block_size=1 << 20),
-        parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
-        convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types, strings_can_be_null=False),
-    )
-    return table, bad
+    # 1 MiB blocks are fastest; a row longer than a block (a multi-megabyte kernel name)
+    # makes pyarrow refuse the file, so retry with blocks large enough to hold it.
+    block_size = 1 << 20
+    while True:
+        try:
+            table = pcsv.read_csv(
+                source,
+                read_options=pcsv.ReadOptions(use_threads=True, block_size=block_size),
+                parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
+                convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types,
+                                                    strings_can_be_null=False),
+            )
+            return table, bad
+        except pa.ArrowInvalid as err:
+            if "straddl" not in str(err) or block_size >= 1 << 30:
+                raise
+            block_size <<= 4
+            bad.clear()
+            if isinstance(source, pa.BufferReader):
+                source.seek(0)
 
 
 def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str], bool]:
