@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,11 @@ HEAD_BYTES = 64 * 1024
 
 class LoadError(Exception):
     """A file cannot be loaded; the message is one line that says what is wrong."""
+
+
+class DamagedGzip(OSError):
+    """A ``.gz`` stream that ends early or has corrupt data (an OSError, so loaders that
+    report unreadable files with ``except OSError`` report this one too)."""
 
 
 @dataclass
@@ -81,22 +87,64 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
     try:
         with open_binary(path) as fh:
             return fh.read(size)
-    except (OSError, EOFError, gzip.BadGzipFile):
-        # A truncated gzip still yields its first bytes through a raw decompressor.
+    except (OSError, EOFError, zlib.error):
+        # A truncated or damaged gzip still yields its first bytes through a raw decompressor.
         try:
-            import zlib
-
             with open(path, "rb") as fh:
                 raw = fh.read(size)
             return zlib.decompressobj(47).decompress(raw, size)
-        except (OSError, Exception):
+        except (OSError, zlib.error):
             return b""
 
 
 def read_text(path: Path) -> str:
-    """Whole file as text (gunzipped, UTF-8 with replacement of bad bytes)."""
-    with open_binary(path) as fh:
-        return io.TextIOWrapper(fh, encoding="utf-8", errors="replace").read()
+    """Whole file as text (gunzipped, UTF-8 with replacement of bad bytes).
+
+    Raises OSError when the file cannot be read, :class:`DamagedGzip` (an OSError) when
+    its gzip stream is truncated or corrupt."""
+    try:
+        with open_binary(path) as fh:
+            return io.TextIOWrapper(fh, encoding="utf-8", errors="replace").read()
+    except (EOFError, zlib.error) as err:
+        raise DamagedGzip(f"damaged gzip data (truncated or corrupt file): {err}") from None
+
+
+def int64_from_text(values) -> "np.ndarray":
+    """Decimal integer text -> int64 exactly (never through float). Cells that are not an
+    integer, or do not fit in int64, become UNKNOWN (-1)."""
+    import numpy as np
+    import pandas as pd
+
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    text = series.astype(str).str.strip()
+    out = np.full(len(text), -1, dtype=np.int64)
+    good = text.str.fullmatch(r"[-+]?\d{1,18}").to_numpy(dtype=bool).copy()
+    # 19 digits may overflow: same-length digit strings compare like the numbers they spell.
+    digits19 = text.str.fullmatch(r"[-+]?\d{19}").to_numpy(dtype=bool)
+    if digits19.any():
+        body = text[digits19].str.lstrip("+-")
+        negative = text[digits19].str.startswith("-").to_numpy(dtype=bool)
+        fits = np.where(negative, (body <= "9223372036854775808").to_numpy(dtype=bool),
+                        (body <= "9223372036854775807").to_numpy(dtype=bool))
+        good[np.flatnonzero(digits19)[fits]] = True
+    if good.any():
+        out[good] = text[good].astype("int64").to_numpy()
+    return out
+
+
+def describe_error(err: BaseException) -> str:
+    """A one-line, user-facing description of an unexpected parsing exception."""
+    if isinstance(err, OverflowError):
+        return f"a number is outside the 64-bit range ({err})"
+    if isinstance(err, RecursionError):
+        return "structure nested too deeply to read"
+    if isinstance(err, MemoryError):
+        return "not enough memory to read this file"
+    if isinstance(err, UnicodeError):
+        return "text that is not valid UTF-8"
+    if isinstance(err, KeyError):
+        return f"required field {err} is missing"
+    return f"unexpected content ({type(err).__name__}: {one_line(str(err), 200)})"
 
 
 def first_line(head: bytes) -> str:

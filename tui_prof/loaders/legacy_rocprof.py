@@ -41,7 +41,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, first_line, one_line, read_text, split_header
+from tui_prof.loaders.base import (
+    DetectedFile,
+    IssueSink,
+    LoadError,
+    Sniffed,
+    describe_error,
+    first_line,
+    int64_from_text,
+    one_line,
+    read_text,
+    split_header,
+)
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables, make_table
 
@@ -50,6 +61,8 @@ FORMAT = "rocprof-v1"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LEGACY_TABLES = (b"KERN", b"OPS", b"COPY", b"HIP", b"HSA", b"rocTX")
 STATS_HEADER = ["name", "calls", "totaldurationns", "averagens", "percentage"]
+STATS_NAMES = {"name": "Name", "calls": "Calls", "totaldurationns": "TotalDurationNs", "averagens": "AverageNs",
+               "percentage": "Percentage"}
 
 # file-name suffix -> (kind, tool_stats key); the longest suffix is tried first.
 SUFFIXES = (
@@ -89,6 +102,11 @@ def _split_name(path: Path) -> tuple[str, str]:
     return "", name
 
 
+def _is_kernel_header(cells: list[str]) -> bool:
+    """rocprof writes Index,KernelName first; columns are read by name, so any order is accepted."""
+    return cells[:2] == ["index", "kernelname"] or ("index" in cells and "kernelname" in cells and "gpu-id" in cells)
+
+
 def sniff(path: Path, head: bytes) -> Sniffed | None:
     kind, prefix = _split_name(path)
     group = f"{path.parent}/{prefix}"
@@ -106,9 +124,9 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
     if line.startswith("CMD: rocminfo") and kind == "sysinfo":
         return Sniffed("sysinfo", group)
     cells = split_header(line)
-    if cells[:2] == ["index", "kernelname"]:
+    if _is_kernel_header(cells):
         return Sniffed("kernel_csv", group)
-    if cells == STATS_HEADER:
+    if sorted(cells) == sorted(STATS_HEADER):
         return Sniffed(kind if kind in STATS_KINDS else "kernel_stats", group)
     return None
 
@@ -126,21 +144,15 @@ def _unquote(values: pd.Series) -> pd.Series:
 
 
 def _ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
-    """Integer column (int64) or UNKNOWN when absent; non-numeric cells ("None") become UNKNOWN."""
+    """Integer column (int64) or UNKNOWN when absent; non-numeric or out-of-range cells
+    ("None", "nan", 1e400) become UNKNOWN. Text like "12.0" keeps its integer part."""
     if column not in frame.columns:
         return UNKNOWN
     col = frame[column]
     if col.dtype.kind in "iu":
         return col.to_numpy(dtype="int64")
-    numeric = pd.to_numeric(col, errors="coerce")
-    if numeric.dtype.kind in "iu":
-        return numeric.to_numpy(dtype="int64")
     # Exact for integers given as text: parse the strings, not through float.
-    out = np.full(len(col), UNKNOWN, dtype="int64")
-    ok = numeric.notna().to_numpy()
-    if ok.any():
-        out[ok] = [int(str(v).split(".")[0]) for v in col.to_numpy()[ok]]
-    return out
+    return int64_from_text(col.astype(str).str.strip().str.replace(r"^([-+]?\d+)\.\d*$", r"\1", regex=True))
 
 
 def _timestamp_ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
@@ -150,12 +162,7 @@ def _timestamp_ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
     col = frame[column]
     if col.dtype.kind in "iu":
         return col.to_numpy(dtype="int64")
-    text = col.astype(str).str.strip()
-    good = text.str.fullmatch(r"-?\d+")
-    out = np.full(len(text), UNKNOWN, dtype="int64")
-    if good.any():
-        out[good.to_numpy()] = text[good].astype("int64").to_numpy()
-    return out
+    return int64_from_text(col)
 
 
 def _direction(names: pd.Series) -> np.ndarray:
@@ -427,7 +434,7 @@ def read_kernel_csv(path: Path, run: Run, issues: IssueSink) -> None:
         text = read_text(path)
     except OSError as err:
         raise LoadError(f"cannot read file: {err}") from None
-    if split_header(first_line(text.encode("utf-8", "replace")))[:2] != ["index", "kernelname"]:
+    if not _is_kernel_header(split_header(first_line(text.encode("utf-8", "replace")))):
         raise LoadError("not a rocprof kernel table (header must start with Index,KernelName)")
     if not text.endswith("\n"):
         # rocprof ends every row with a newline: without one the last row was cut short.
@@ -456,16 +463,16 @@ def read_stats(path: Path) -> pd.DataFrame:
     except (pd.errors.ParserError, ValueError, OSError) as err:
         raise LoadError(f"malformed stats CSV: {one_line(str(err))}") from None
     cols = [c.strip() for c in frame.columns]
-    if [c.lower() for c in cols] != STATS_HEADER:
+    if sorted(c.lower() for c in cols) != sorted(STATS_HEADER):
         raise LoadError(f"unexpected stats header {cols}")
-    frame.columns = cols
+    frame.columns = [STATS_NAMES[c.lower()] for c in cols]
     try:
         calls = pd.to_numeric(frame["Calls"], errors="raise").astype("int64")
         total = pd.to_numeric(frame["TotalDurationNs"], errors="raise").astype("int64")
         avg = pd.to_numeric(frame["AverageNs"], errors="raise").astype("float64")
         pct = pd.to_numeric(frame["Percentage"], errors="raise").astype("float64")
-    except (ValueError, TypeError) as err:
-        raise LoadError(f"non-numeric value in stats file (truncated?): {one_line(str(err))}") from None
+    except (ValueError, TypeError, OverflowError) as err:
+        raise LoadError(f"non-numeric or out-of-range value in stats file (truncated?): {one_line(str(err))}") from None
     nan = np.full(len(frame), np.nan)
     return pd.DataFrame(
         {
@@ -636,8 +643,14 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
             except LoadError as err:
                 issues.error(item.path, str(err))
                 continue
-            except (OSError, ValueError, KeyError, sqlite3.Error) as err:
-                issues.error(item.path, f"cannot load: {one_line(repr(err))}")
+            except OSError as err:
+                issues.error(item.path, f"cannot read file: {err.strerror or err}")
+                continue
+            except sqlite3.Error as err:
+                issues.error(item.path, f"cannot read SQLite database: {one_line(str(err))}")
+                continue
+            except Exception as err:  # a parsing bug on one file must not lose the other files
+                issues.error(item.path, f"cannot load: {describe_error(err)}")
                 continue
             for name in ("kernels", "api", "copies", "markers", "counters"):
                 setattr(run, name, attempt.table(name))
@@ -654,6 +667,8 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
                 run.meta.files.append(str(item.path))
             except LoadError as err:
                 issues.error(item.path, str(err))
+            except Exception as err:  # one bad stats file must not lose the trace beside it
+                issues.error(item.path, f"cannot load: {describe_error(err)}")
     agent_props: list[dict[str, str]] = []
     for item in by_kind.get("sysinfo", []):
         try:
@@ -661,9 +676,14 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
             run.meta.files.append(str(item.path))
         except OSError as err:
             issues.error(item.path, f"cannot read file: {err}")
-    if not agent_props and other_data:
-        agent_props = agents_from_other_data(other_data)
-    run.agents = agents_from_props(agent_props)
+        except Exception as err:
+            issues.error(item.path, f"cannot parse rocminfo text: {describe_error(err)}")
+    try:
+        if not agent_props and other_data:
+            agent_props = agents_from_other_data(other_data)
+        run.agents = agents_from_props(agent_props)
+    except Exception as err:  # damaged agent properties: keep the trace, without agents
+        run.warnings.append(f"agent properties not read: {describe_error(err)}")
     if not run.meta.files:
         return None
     pids = set()

@@ -30,7 +30,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, first_line, one_line, read_text, split_header
+from tui_prof.loaders.base import (
+    DetectedFile,
+    IssueSink,
+    LoadError,
+    Sniffed,
+    describe_error,
+    first_line,
+    int64_from_text,
+    one_line,
+    read_text,
+    split_header,
+)
 from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
 
@@ -49,7 +60,8 @@ KERNEL_FIXED = (
 FILE_NAMES = ("results", "hip_api_trace", "hsa_api_trace", "roctx_trace", "hcc_ops_trace", "async_copy_trace", "pcs_trace")
 DOMAINS = {"HIP_API_DOMAIN": "hip", "HSA_API_DOMAIN": "hsa", "ROCTX_DOMAIN": "marker"}
 CLI_LINE = re.compile(r"^(Dispatch_ID\(\d+\)|Domain\([A-Z_]+\)), ")
-CLI_FIELD = re.compile(r'(\w+)\(("(?:[^"]*)"|[^()]*(?:\([^()]*\)[^()]*)*)\)(?:, |$)')
+# A field starts the line or follows ", " (anchoring keeps a 10 MB value linear, not quadratic).
+CLI_FIELD = re.compile(r'(?:^|(?<=, ))(\w{1,64})\(("(?:[^"]*)"|[^()]*(?:\([^()]*\)[^()]*)*)\)(?:, |$)')
 
 
 def _tag(path: Path) -> str:
@@ -65,15 +77,18 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
     line = first_line(head)
     cells = split_header(line)
     group = f"{path.parent}/{_tag(path)}"
-    if cells[:7] == KERNEL_HEADER and "kernel_name" in cells and "start_timestamp" in cells:
+    # Columns are read by name, so a header with the same columns in another order is accepted
+    # (roctx rows are read by position and need the plugin's order).
+    names = set(cells)
+    if set(KERNEL_HEADER) <= names and "kernel_name" in names and "start_timestamp" in names:
         return Sniffed("kernel_trace", group)
-    if cells == API_HEADER:
+    if names == set(API_HEADER) and len(cells) == len(API_HEADER):
         return Sniffed("api_trace", group)
     if cells == ROCTX_HEADER:
         return Sniffed("roctx_trace", group)
-    if cells == HIP_OPS_HEADER:
+    if names == set(HIP_OPS_HEADER) and len(cells) == len(HIP_OPS_HEADER):
         return Sniffed("hip_ops_trace", group)
-    if cells == HSA_OPS_HEADER:
+    if names == set(HSA_OPS_HEADER) and len(cells) == len(HSA_OPS_HEADER):
         return Sniffed("hsa_ops_trace", group)
     text = head.decode("utf-8", errors="replace")
     if any(CLI_LINE.match(l) for l in text.splitlines()[:50]):
@@ -110,12 +125,7 @@ def _ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
     """int64 column parsed from text without float; unparsable cells -> UNKNOWN."""
     if column not in frame.columns:
         return UNKNOWN
-    text = frame[column].astype(str).str.strip()
-    good = text.str.fullmatch(r"-?\d+").to_numpy()
-    out = np.full(len(text), UNKNOWN, dtype="int64")
-    if good.any():
-        out[good] = text[good].astype("int64").to_numpy()
-    return out
+    return int64_from_text(frame[column])
 
 
 def kernel_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -275,6 +285,9 @@ def parse_cli(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         kernels, counters = kernel_tables(frame)
     if api_rows:
         frame = pd.DataFrame(api_rows).fillna("")
+        for column in ("Domain", "Function"):  # a damaged line may lack one: keep the row, name unknown
+            if column not in frame:
+                frame[column] = ""
         api = api_table(frame, None)
     return kernels, counters, api
 
@@ -318,8 +331,11 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         except LoadError as err:
             issues.error(item.path, str(err))
             continue
-        except (OSError, ValueError, KeyError) as err:
-            issues.error(item.path, f"cannot load: {one_line(repr(err))}")
+        except OSError as err:
+            issues.error(item.path, f"cannot read file: {err.strerror or err}")
+            continue
+        except Exception as err:  # a parsing bug on one file must not lose the other files
+            issues.error(item.path, f"cannot load: {describe_error(err)}")
             continue
         run.meta.files.append(str(item.path))
     if not run.meta.files:

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, one_line, read_text
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, describe_error, one_line, read_text
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
@@ -53,6 +53,8 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
             runs.extend(load_file(item.path))
         except LoadError as err:
             issues.error(item.path, str(err))
+        except Exception as err:  # one damaged file must not lose the other files
+            issues.error(item.path, f"cannot load: {describe_error(err)}")
     return runs
 
 
@@ -171,8 +173,16 @@ def load_file(path: Path) -> list[Run]:
                 raise TypeError("not an object")
             runs.append(_process(element, path))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
-            raise LoadError(f"process element {index} is malformed: {one_line(repr(err))}") from None
+            raise LoadError(f"process element {index} is malformed: {_malformed(err)}") from None
     return runs
+
+
+def _malformed(err: Exception) -> str:
+    """What is wrong with a process element, in words (a record of the wrong JSON type,
+    a missing key, a number out of range)."""
+    if isinstance(err, (AttributeError, TypeError)):
+        return f"a value has the wrong JSON type ({one_line(str(err), 160)})"
+    return describe_error(err)
 
 
 class _Process:
@@ -309,7 +319,11 @@ def _handles(records: list, *keys: str) -> list:
 
 
 def _process(element: dict, path: Path) -> Run:
+    if "metadata" not in element and "buffer_records" not in element:
+        raise KeyError("metadata")
     meta_in = element.get("metadata") or {}
+    if not isinstance(meta_in, dict):
+        raise TypeError("metadata is not an object")
     node = meta_in.get("node") or {}
     pid = opt_int(meta_in.get("pid"))
     command = meta_in.get("command")
@@ -330,7 +344,8 @@ def _process(element: dict, path: Path) -> Run:
     })
     proc = _Process(element)
     run = Run(meta=meta, agents=proc.agents)
-    buffers = element.get("buffer_records") or {}
+    buffers = element.get("buffer_records")
+    buffers = {} if buffers is None else buffers
     if not isinstance(buffers, dict):
         raise TypeError("buffer_records is not an object")
     for key, records in buffers.items():

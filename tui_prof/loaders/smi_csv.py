@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, first_line, read_text
+from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, describe_error, first_line, read_text
 from tui_prof.model import Run
 from tui_prof.model.schema import make_table
 
@@ -38,18 +38,27 @@ TRACKS = {"power(watt)": ("power (W)", "W", "power"), "vram(%)": ("VRAM (%)", "%
 
 
 def parse_header(line: str) -> list[tuple[int, str, str, int]] | None:
-    """[(column index, label, unit, device)] when ``line`` is a madengine sampler header."""
+    """[(column index, label, unit, device)] when ``line`` is a madengine sampler header
+    (the ``time`` column is first as written; another order is accepted, see :func:`time_column`)."""
     cells = next(csv.reader([line]), [])
-    if len(cells) < 2 or cells[0].strip().lower() != "time":
+    names = [c.strip().lower() for c in cells]
+    if len(cells) < 2 or names.count("time") != 1:
         return None
     out = []
-    for index, cell in enumerate(cells[1:], start=1):
+    for index, cell in enumerate(cells):
+        if names[index] == "time":
+            continue
         match = COLUMN.match(cell.strip())
         if not match:
             return None
         track, unit, _ = TRACKS[match.group(1).lower()]
         out.append((index, track, unit, int(match.group(2))))
     return out
+
+
+def time_column(line: str) -> int:
+    """Index of the ``time`` column of a header accepted by :func:`parse_header`."""
+    return [c.strip().lower() for c in next(csv.reader([line]), [])].index("time")
 
 
 def sniff(path: Path, head: bytes) -> Sniffed | None:
@@ -62,26 +71,36 @@ def load(files, issues: IssueSink) -> list[Run]:
     runs = []
     for item in files:
         try:
-            runs.append(load_file(Path(item.path)))
+            runs.append(load_file(Path(item.path), issues))
         except LoadError as err:
             issues.error(item.path, str(err))
+        except Exception as err:  # one damaged file must not lose the other files
+            issues.error(item.path, f"cannot load: {describe_error(err)}")
     return runs
 
 
-def load_file(path: Path) -> Run:
-    """One series-only Run per sampler CSV."""
+def load_file(path: Path, issues: IssueSink | None = None) -> Run:
+    """One series-only Run per sampler CSV. A last line without its newline (the sampler
+    was killed mid-write) is dropped, reported to ``issues`` and the run marked partial."""
     try:
         text = read_text(path)
     except (OSError, EOFError) as err:
         raise LoadError(f"cannot read file: {getattr(err, 'strerror', None) or err}")
-    columns = parse_header(first_line(text.encode("utf-8", errors="replace")[:65536]))
+    header = first_line(text.encode("utf-8", errors="replace")[:65536])
+    columns = parse_header(header)
     if columns is None:
         raise LoadError("not a madengine power/VRAM sampler CSV (header must be time,<Power(Watt)|vram(%)> GPU<n>,...)")
+    truncated = False
+    if text and not text.endswith("\n"):
+        cut = text.rfind("\n")
+        if cut < 0:
+            raise LoadError("truncated: file ends inside the header line")
+        text, truncated = text[: cut + 1], True
     try:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, ValueError) as err:
         raise LoadError(f"malformed CSV: {str(err).splitlines()[0]}")
-    stamps = pd.to_datetime(frame.iloc[:, 0].str.strip(), format="%Y-%m-%d %H:%M:%S.%f", errors="coerce")
+    stamps = pd.to_datetime(frame.iloc[:, time_column(header)].str.strip(), format="%Y-%m-%d %H:%M:%S.%f", errors="coerce")
     bad_time = int(stamps.isna().sum())
     ts = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
     parts = []
@@ -107,6 +126,10 @@ def load_file(path: Path) -> Run:
     run.meta.extra.update(
         {"series_only": True, "directory": str(path.parent), "clock": "local wall clock, read as UTC", "sampler_mode": columns[0][1]}
     )
+    if truncated:
+        run.partial = True
+        if issues is not None:
+            issues.error(path, f"truncated: last row cut short and dropped; {len(frame)} complete rows loaded")
     if bad_time:
         run.warnings.append(f"{path.name}: {bad_time} row(s) with an unreadable time were skipped")
     if frame.empty:
