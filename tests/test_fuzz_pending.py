@@ -93,8 +93,6 @@ def test_truncated_rocprofv3_csv_gives_load_issue(tmp_path):
     assert [i for i in runset.errors if i.path.endswith("1234_kernel_trace.csv")]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="detect.py: a FIFO (or other non-regular file) named like "
-                                                               "profiler output is skipped silently, with no LoadIssue")
 def test_fifo_named_like_profiler_output_is_reported(tmp_path):
     import os
 

@@ -70,8 +70,11 @@ def iter_files(root: Path, sink: IssueSink) -> list[Path]:
             path = Path(dirpath) / name
             if path.is_file():
                 found.append(path)
-            elif path.is_symlink():
+            elif path.is_symlink() and not path.exists():
                 sink.skipped(path, "broken symbolic link")
+            else:  # a FIFO, socket or device: never opened (reading a FIFO would block)
+                report = sink.error if PROFILER_NAME.search(name) else sink.skipped
+                report(path, "not a regular file (FIFO, socket or device); not read")
             if len(found) >= MAX_FILES:
                 sink.error(root, f"more than {MAX_FILES} files; the rest were not read")
                 return found
