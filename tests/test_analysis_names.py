@@ -92,3 +92,69 @@ def test_hotspots_match_pandas_groupby_on_random_data():
     assert ours["calls"].tolist() == ref["count"].tolist() and ours["total_ns"].tolist() == ref["sum"].tolist()
     assert np.allclose(ours["median_ns"], ref["median"]) and np.allclose(ours["stddev_ns"], ref["std"])
     assert ours["min_ns"].tolist() == ref["min"].tolist() and ours["max_ns"].tolist() == ref["max"].tolist()
+
+
+def _reference_normalize(name: str) -> str:
+    """The earlier regex + per-character implementation of normalize_name (short names)."""
+    import re
+
+    def strip(text, open_ch, close_ch):
+        out, depth = [], 0
+        for ch in text:
+            if ch == open_ch:
+                depth += 1
+            elif ch == close_ch and depth:
+                depth -= 1
+            elif depth == 0:
+                out.append(ch)
+        return "".join(out)
+
+    text = re.sub(r"(\s*\[clone [^\]]*\])+$", "", str(name).strip())
+    if text.endswith(".kd"):
+        text = text[:-3]
+    text = strip(strip(text.replace("operator()", "operator_call"), "(", ")"), "<", ">")
+    text = " ".join(text.split())
+    if text.startswith("void "):
+        text = text[5:]
+    if " " in text:
+        head, _, rest = text.partition(" ")
+        if rest and "::" not in head and head.isidentifier():
+            text = rest
+    return text.strip() or str(name)
+
+
+def test_normalize_name_equals_reference_on_random_names():
+    """Random names built from the characters the steps care about (brackets, clone
+    suffixes, spaces, "void ", ".kd", "operator()") normalise as the reference does."""
+    rng = np.random.default_rng(7)
+    pieces = ["(", ")", "<", ">", " ", "\t", "[clone .kd]", "[clone ", "]", "void ", ".kd", "operator()", "::",
+              "ns", "k", "float", "_", "1"]
+    for _ in range(20000):
+        name = "".join(rng.choice(pieces, size=int(rng.integers(0, 14))).tolist())
+        assert normalize_name(name) == _reference_normalize(name), repr(name)
+
+
+def test_absurdly_long_names_are_bounded():
+    """A 10 MB name (fuzz case): key = normalised first MAX_NAME_CHARS characters + marker
+    with the count of characters cut off; classify looks at the same head; each well under 1 s."""
+    import time
+
+    from tui_prof.analysis.names import MAX_NAME_CHARS
+
+    big = "void big_gemm_kernel<" + "K" * (10 * 1024 * 1024) + ">(int)"
+    t0 = time.perf_counter()
+    key = normalize_name(big)
+    category = DEFAULT_CATEGORY_RULES.classify(big)
+    assert time.perf_counter() - t0 < 1.0
+    assert key == f"big_gemm_kernel…[+{len(big) - MAX_NAME_CHARS} chars]"
+    assert category == "GEMM"
+    tail_only = "K" * MAX_NAME_CHARS + "gemm"  # a match past the head is not seen (documented)
+    assert DEFAULT_CATEGORY_RULES.classify(tail_only) == "other"
+    exact = "x" * MAX_NAME_CHARS  # at the limit: unchanged, no marker
+    assert normalize_name(exact) == exact
+    # inputs that made the old suffix regex backtrack quadratically
+    for name, want in (("a" + " " * 60000 + "b", "b"), ("[clone " * 9000 + "x", "[clone " * 9000 + "x"),
+                       (")" * 60000 + "(", ")" * 60000)):
+        t0 = time.perf_counter()
+        assert normalize_name(name) == want
+        assert time.perf_counter() - t0 < 0.5

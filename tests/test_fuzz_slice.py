@@ -19,7 +19,6 @@ CASES_PER_LOADER = 14
 # Violations already reproduced in tests/test_fuzz_pending.py (files owned by others):
 # (loader, text in the violation) -> pending test. Remove an entry when its fix lands.
 KNOWN_PENDING = {
-    ("pftrace", "cannot use a string pattern on a bytes-like object"): "test_pftrace_non_utf8_track_name",
     ("kineto", "kineto loader failed: "): "test_kineto_wrong_type_field_keeps_good_sibling",
     ("rocprofv3_csv", "UnicodeDecodeError"): "test_rocprofv3_csv_non_utf8_bad_row_prints_no_traceback",
     ("rocprofv3_csv", "OverflowError"): "test_rocprofv3_csv_huge_integer_keeps_siblings",

@@ -539,3 +539,35 @@ def test_same_length_packets_with_different_layouts(tmp_path, monkeypatch):
     api = run.api.sort_values("start", ignore_index=True)
     assert list(zip(api["start"], api["end"], api["correlation_id"], api["tid"])) == want
     assert set(api["name"].astype(str)) == {"hipA"} and set(api["domain"].astype(str)) == {"hip"}
+
+
+def test_non_utf8_strings_are_decoded_with_replacement(tmp_path, synth):
+    """Interned kernel/API names, an annotation name and track/thread names that are not
+    valid UTF-8 (bytes changed in place, same lengths) load as str with U+FFFD; every
+    other value equals the clean file's (fuzz case pftrace/1365 crashed on such a track name)."""
+    (tmp_path / "clean").mkdir()
+    clean = write_pftrace(synth, tmp_path / "clean" / "x.pftrace")
+    data = clean.read_bytes()
+    swaps = {b"Cijk_Alik": b"Cijk_\xff\xfeik", b"hipMemcpy": b"hipMem\xffpy", b"operation": b"oper\xfftion",
+             b"QUEUE [1] GPU": b"QUEUE [1] G\xffU", b"THREAD 1 (": b"THREAD\xff1 ("}
+    for old, new in swaps.items():
+        assert len(old) == len(new) and data.count(old) >= 1, old
+        data = data.replace(old, new)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.pftrace").write_bytes(data)
+    _, want = _load_one(clean)
+    runset, got = _load_one(tmp_path / "bad" / "x.pftrace")
+    assert not runset.issues, runset.issues
+
+    def renamed(names: pd.Series) -> list:
+        return [n.replace("Cijk_Alik", "Cijk_\ufffd\ufffdik").replace("hipMemcpy", "hipMem\ufffdpy") for n in names.astype(str)]
+
+    assert renamed(want.kernels["name"]) == got.kernels["name"].astype(str).tolist()
+    assert any("\ufffd" in n for n in got.kernels["name"].astype(str))
+    assert renamed(want.api["name"]) == got.api["name"].astype(str).tolist()
+    assert any("\ufffd" in n for n in got.api["name"].astype(str))
+    for table in ("kernels", "api", "copies", "series"):
+        a, b = getattr(want, table), getattr(got, table)
+        cols = [c for c in a.columns if c != "name"]
+        pd.testing.assert_frame_equal(a[cols], b[cols], check_categorical=False)
+    assert pftrace._text(b"a\xffb") == "a\ufffdb" and pftrace._text("ok") == "ok"

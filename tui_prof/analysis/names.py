@@ -15,6 +15,13 @@ file (TOML or JSON) can add rules in front of them or replace them.
 
 Both functions work on the distinct names only (category columns store each name once),
 so a table of millions of dispatches costs one pass over its few hundred names.
+
+Cost is linear in the name length (one pass per step, no backtracking regex on the name
+in ``normalize_name``), and bounded for absurdly long names (a fuzzed or corrupt trace can
+hold a 10 MB "name"): a name longer than ``MAX_NAME_CHARS`` (64 Ki characters) is
+normalised from its first ``MAX_NAME_CHARS`` characters and its key gets the marker
+``"…[+N chars]"`` (N = characters cut off); category rules are matched against the same
+first ``MAX_NAME_CHARS`` characters only.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ DEFAULT_RULES: tuple[tuple[str, str], ...] = (
     ("elementwise", r"elementwise|element_wise|vectorized|pointwise|triton_poi|\bfill|unary|binary|activation|gelu|silu|swiglu|relu|sigmoid|tanh|\bcast|dropout|rotary|rope|\bcopy|index|scatter|gather|where|clamp|add_kernel|mul_kernel"),
 )
 
-_CLONE = re.compile(r"(\s*\[clone [^\]]*\])+$")
+MAX_NAME_CHARS = 64 * 1024  # longer names: normalised/classified from this many leading characters
 
 
 @dataclass(frozen=True)
@@ -64,8 +71,9 @@ class CategoryRules:
     source: str = "built-in"
 
     def classify(self, name: str) -> str:
+        head = name[:MAX_NAME_CHARS]  # bounded work on absurdly long names (module docstring)
         for category, pattern in self.rules:
-            if pattern.search(name):
+            if pattern.search(head):
                 return category
         return "other"
 
@@ -121,21 +129,58 @@ def load_category_rules(path: str | Path) -> CategoryRules:
 
 
 def _strip_balanced(text: str, open_ch: str, close_ch: str) -> str:
+    """``text`` without the parts inside balanced ``open_ch``...``close_ch`` pairs (nested
+    pairs count depth; a close at depth 0 is kept; an unclosed open drops the rest).
+    One pass over the bracket positions only (``str.find``), so linear in ``len(text)``."""
     out = []
     depth = 0
-    for ch in text:
-        if ch == open_ch:
+    keep_from = 0  # start of the depth-0 stretch not yet copied
+    o = text.find(open_ch)  # next open / close at or after the current position (-1: none)
+    c = text.find(close_ch)
+    while o >= 0 or c >= 0:
+        if c < 0 or 0 <= o < c:
+            if depth == 0:
+                out.append(text[keep_from:o])
             depth += 1
-        elif ch == close_ch and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
+            o = text.find(open_ch, o + 1)
+        else:
+            if depth:
+                depth -= 1
+                if depth == 0:
+                    keep_from = c + 1
+            c = text.find(close_ch, c + 1)
+    if depth == 0:
+        out.append(text[keep_from:])
     return "".join(out)
 
 
+def _strip_clone_suffixes(text: str) -> str:
+    """``text`` without trailing ``[clone ...]`` groups (each with the whitespace before it),
+    as the regex ``(\\s*\\[clone [^\\]]*\\])+$`` would remove them, without its backtracking."""
+    end = len(text)
+    while end and text[end - 1] == "]":
+        prev = text.rfind("]", 0, end - 1)  # the group cannot contain another "]"
+        start = text.find("[clone ", prev + 1, end - 1)
+        if start < 0:
+            break
+        end = start
+        while end and text[end - 1].isspace():
+            end -= 1
+    return text[:end]
+
+
 def normalize_name(name: str) -> str:
-    """Kernel name without return type, template arguments, argument list or clone suffix."""
-    text = _CLONE.sub("", str(name).strip())
+    """Kernel name without return type, template arguments, argument list or clone suffix.
+
+    Names over ``MAX_NAME_CHARS`` characters: the first ``MAX_NAME_CHARS`` are normalised
+    and ``"…[+N chars]"`` is appended (N = characters cut off)."""
+    full = str(name)
+    text = full.strip()
+    marker = ""
+    if len(text) > MAX_NAME_CHARS:
+        marker = f"…[+{len(text) - MAX_NAME_CHARS} chars]"
+        text = text[:MAX_NAME_CHARS]
+    text = _strip_clone_suffixes(text)
     if text.endswith(".kd"):
         text = text[:-3]
     # "operator()" / "operator<" would confuse the bracket stripping: keep such names' head.
@@ -150,7 +195,10 @@ def normalize_name(name: str) -> str:
         head, _, rest = text.partition(" ")
         if rest and "::" not in head and head.isidentifier():
             text = rest
-    return text.strip() or str(name)
+    text = text.strip()
+    if marker:
+        return (text or full[:MAX_NAME_CHARS]) + marker
+    return text or full
 
 
 def map_categorical(values: pd.Series, func) -> pd.Series:

@@ -123,6 +123,13 @@ _KNOWN_TOP_FIELDS = {1, 2, 3, 6, 8, 10, 11, 12, 13, 33, 35, 36, 41, 42, 43, 44, 
 # sniffing
 
 
+def _text(value: str | bytes) -> str:
+    """A trace string as ``str``: the protobuf classes hand back ``bytes`` for a string field
+    that is not valid UTF-8 (proto2); such bytes are decoded with U+FFFD replacements, the
+    same rule as for inline strings read by the numpy paths."""
+    return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else value
+
+
 def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
     """Decode one protobuf varint at ``pos``; returns (value, next position). Raises IndexError/ValueError."""
     value = shift = 0
@@ -693,7 +700,8 @@ class _Decoder:
         self.track_sorted = np.zeros(0, np.uint64)
         self.track_numbers = np.zeros(0, np.int32)
 
-    def sid(self, text: str) -> int:
+    def sid(self, text: str | bytes) -> int:
+        text = _text(text)
         sid = self.string_ids.get(text)
         if sid is None:
             sid = self.string_ids[text] = len(self.strings)
@@ -756,19 +764,19 @@ class _Decoder:
             if desc.HasField("parent_uuid"):
                 info["parent"] = desc.parent_uuid
             if desc.name or desc.static_name:
-                info["name"] = desc.name or desc.static_name
+                info["name"] = _text(desc.name or desc.static_name)
             if desc.HasField("process"):
                 info["pid"] = desc.process.pid
-                info.setdefault("name", desc.process.process_name)
+                info.setdefault("name", _text(desc.process.process_name))
                 if desc.process.pid not in self.pids:
                     self.pids.append(desc.process.pid)
             if desc.HasField("thread"):
                 info["pid"], info["tid"] = desc.thread.pid, desc.thread.tid
-                info.setdefault("name", desc.thread.thread_name)
+                info.setdefault("name", _text(desc.thread.thread_name))
             if desc.HasField("counter"):
                 counter = desc.counter
                 info["counter"] = True
-                info["unit"] = counter.unit_name or COUNTER_UNITS.get(counter.unit, "")
+                info["unit"] = _text(counter.unit_name) or COUNTER_UNITS.get(counter.unit, "")
                 info["multiplier"] = counter.unit_multiplier or 1
 
     # chunks -------------------------------------------------------------------------
