@@ -20,8 +20,6 @@ CASES_PER_LOADER = 14
 # (loader, text in the violation) -> pending test. Remove an entry when its fix lands.
 KNOWN_PENDING = {
     ("kineto", "kineto loader failed: "): "test_kineto_wrong_type_field_keeps_good_sibling",
-    ("rocprofv3_csv", "UnicodeDecodeError"): "test_rocprofv3_csv_non_utf8_bad_row_prints_no_traceback",
-    ("rocprofv3_csv", "OverflowError"): "test_rocprofv3_csv_huge_integer_keeps_siblings",
 }
 
 

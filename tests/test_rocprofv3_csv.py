@@ -765,3 +765,137 @@ def test_load_path_never_writes(tmp_path, monkeypatch):
     before = sorted(p.name for p in root.iterdir())
     detect.load_path(root)
     assert sorted(p.name for p in root.iterdir()) == before
+
+
+# --------------------------------------------------------------------------- fuzz findings (issue 7)
+
+
+def test_good_files_take_the_strict_fast_path(monkeypatch):
+    """Well-formed files parse once with no per-row Python callback and no lenient re-read."""
+
+    def no_fallback(data):
+        raise AssertionError("lenient re-read used for a well-formed file")
+
+    monkeypatch.setattr(v3, "_utf8", no_fallback)
+    for path in (DOCS7 / "kernel_trace.csv", DOCS7 / "memory_copy_trace.csv", DOCS63 / "kernel_trace.csv"):
+        issues = IssueSink()
+        run = load_one(path, issues=issues)
+        assert issues.issues == [] and not run.partial
+
+
+def test_non_utf8_bad_row_is_skipped_without_unraisable(tmp_path, monkeypatch):
+    """Fuzz case: an extra cell with non-UTF-8 bytes. pyarrow decodes an invalid row strictly
+    before calling the handler; the loader must hand it valid UTF-8 (no 'Exception ignored')."""
+    import sys
+
+    lines = (DOCS7 / "kernel_trace.csv").read_bytes().split(b"\n")
+    lines[1] += b",\xff\xfeextra"
+    path = tmp_path / "h" / "3_kernel_trace.csv"
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join(lines))
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(repr(u.exc_value)))
+    issues = IssueSink()
+    run = load_one(path, issues=issues)
+    assert unraisable == []
+    expected = csv_rows(DOCS7 / "kernel_trace.csv")[1:]  # the stdlib oracle without the damaged first row
+    assert run.kernels["dispatch_id"].tolist() == [int(r["dispatch_id"]) for r in expected]
+    assert run.kernels["end"].tolist() == [int(r["end_timestamp"]) for r in expected]
+    assert [(i.path, i.severity) for i in issues.issues] == [(str(path), "error")]
+    assert "1 malformed row(s)" in issues.issues[0].message
+    assert f"{len(expected)} complete rows loaded" in issues.issues[0].message
+    assert any("1 malformed row(s) skipped" in w for w in run.warnings)
+
+
+def test_non_utf8_byte_in_kernel_name_loads_with_replacement(tmp_path):
+    """A kernel name with a byte that is not UTF-8 (a well-formed row) loads with U+FFFD."""
+    data = (DOCS7 / "kernel_trace.csv").read_bytes().replace(b"void addition_kernel", b"void addition\xffkernel", 1)
+    path = tmp_path / "4_kernel_trace.csv"
+    path.write_bytes(data)
+    issues = IssueSink()
+    run = load_one(path, issues=issues)
+    expected = csv_rows(DOCS7 / "kernel_trace.csv")
+    names = [r["kernel_name"] for r in expected]
+    first = next(i for i, n in enumerate(names) if "void addition_kernel" in n)
+    names[first] = names[first].replace("void addition_kernel", "void addition\ufffdkernel", 1)
+    assert run.kernels["name"].astype(str).tolist() == names
+    assert issues.issues == []
+    assert any("not UTF-8" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_truncated_file_is_a_load_issue_and_keeps_complete_rows(tmp_path, gz):
+    """Fuzz case: kernel_trace.csv cut inside its last row -> partial Run, one LoadIssue naming
+    the file, every complete row loaded (count from the stdlib parser on the intact file)."""
+    src = (DOCS7 / "kernel_trace.csv").read_bytes()
+    cut = src[: len(src) - 40]
+    path = tmp_path / ("1234_kernel_trace.csv" + (".gz" if gz else ""))
+    path.write_bytes(gzip.compress(cut) if gz else cut)
+    issues = IssueSink()
+    run = load_one(path, issues=issues)
+    expected = csv_rows(DOCS7 / "kernel_trace.csv")[:-1]
+    assert run.partial
+    assert run.kernels["start"].tolist() == [int(r["start_timestamp"]) for r in expected]
+    assert [(i.path, i.severity) for i in issues.issues] == [(str(path), "error")]
+    assert issues.issues[0].message == f"truncated: last row cut short and dropped; {len(expected)} complete rows loaded"
+
+
+def _with_cell(src: Path, dst: Path, row: int, cell: int, value: bytes) -> Path:
+    lines = src.read_bytes().split(b"\n")
+    cells = lines[row].split(b",")
+    cells[cell] = value
+    lines[row] = b",".join(cells)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(b"\n".join(lines))
+    return dst
+
+
+HUGE = b"99999999999999999999999999"  # > 2**63
+
+
+def test_agent_id_beyond_int64_is_unknown_and_siblings_load(tmp_path):
+    """Fuzz case: Source_Agent_Id beyond int64 (ROCm 6.3 node-id spelling) -> -1 with a warning;
+    the sibling kernel_trace.csv and the other copy rows are unaffected."""
+    kernels = copy_as(DOCS63 / "kernel_trace.csv", tmp_path / "kernel_trace.csv")
+    copies = _with_cell(DOCS63 / "memory_copy_trace.csv", tmp_path / "memory_copy_trace.csv", 1, 2, HUGE)
+    issues = IssueSink()
+    run = load_one(kernels, copies, issues=issues)
+    assert issues.issues == []
+    assert len(run.kernels) == len(csv_rows(DOCS63 / "kernel_trace.csv"))
+    rows = csv_rows(DOCS63 / "memory_copy_trace.csv")
+    src = [agent_token(r["source_agent_id"]) for r in rows]
+    src[0] = UNKNOWN
+    assert run.copies["src_agent"].tolist() == src
+    assert run.copies["start"].tolist() == [int(r["start_timestamp"]) for r in rows]
+    assert any("1 agent id value(s) beyond int64" in w for w in run.warnings)
+
+
+def test_agent_index_beyond_int64_is_unknown(tmp_path):
+    """The 7.x "Agent N" spelling with N beyond int64 is unknown too."""
+    path = _with_cell(DOCS7 / "memory_copy_trace.csv", tmp_path / "memory_copy_trace.csv", 1, 3, b'"Agent ' + HUGE + b'"')
+    issues = IssueSink()
+    run = load_one(path, issues=issues)
+    rows = csv_rows(DOCS7 / "memory_copy_trace.csv")
+    assert issues.issues == [] and len(run.copies) == len(rows)
+    assert run.copies["src_agent"].tolist()[0] == UNKNOWN
+    assert run.copies["src_agent"].tolist()[1:] == [agent_token(r["source_agent_id"]) for r in rows[1:]]
+
+
+def test_timestamp_beyond_int64_fails_that_file_alone(tmp_path):
+    """An integer column beyond int64 cannot be read: that file is one one-line error, the
+    sibling still loads."""
+    kernels = copy_as(DOCS63 / "kernel_trace.csv", tmp_path / "kernel_trace.csv")
+    copies = _with_cell(DOCS63 / "memory_copy_trace.csv", tmp_path / "memory_copy_trace.csv", 1, 5, HUGE)
+    issues = IssueSink()
+    run = load_one(kernels, copies, issues=issues)
+    assert [i.path for i in issues.issues] == [str(copies)]
+    assert "\n" not in issues.issues[0].message and "memory_copy_trace" in issues.issues[0].message
+    assert len(run.kernels) == len(csv_rows(DOCS63 / "kernel_trace.csv")) and len(run.copies) == 0
+    assert run.partial
+
+
+def test_address_beyond_64_bits_is_unknown():
+    assert v3._hex_or_int("0x" + "f" * 17) == UNKNOWN
+    assert v3._hex_or_int("9" * 30) == UNKNOWN
+    assert v3._hex_or_int("0xffffffffffffffff") == -1  # 2**64 - 1 as two's complement
+    assert v3._hex_or_int("0x00007ffb26354000") == 0x7FFB26354000

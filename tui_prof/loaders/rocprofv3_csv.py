@@ -393,7 +393,23 @@ def _requote(data: bytes, header_cols: int, text_index: int, last_is_cut: bool =
     return b"".join(pieces)
 
 
-def _arrow_read(source, include: list[str], types: dict) -> tuple[pa.Table, list[str]]:
+def _utf8(data: bytes) -> tuple[bytes, bool]:
+    """``data`` with every byte sequence that is not UTF-8 replaced by U+FFFD, and whether
+    any was. pyarrow decodes an invalid row's text strictly before calling the
+    invalid-row handler, so bytes read with a handler must be valid UTF-8."""
+    if data.isascii():
+        return data, False
+    try:
+        data.decode("utf-8")
+        return data, False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8"), True
+
+
+def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) -> tuple[pa.Table, list[str]]:
+    """Parse with pyarrow. ``skip_bad``: rows with the wrong number of fields are skipped
+    and their text returned (``source`` must then hold valid UTF-8, see ``_utf8``);
+    otherwise the first such row raises ArrowInvalid."""
     bad: list[str] = []
 
     def on_invalid(row) -> str:
@@ -408,7 +424,7 @@ def _arrow_read(source, include: list[str], types: dict) -> tuple[pa.Table, list
             table = pcsv.read_csv(
                 source,
                 read_options=pcsv.ReadOptions(use_threads=True, block_size=block_size),
-                parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid),
+                parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid if skip_bad else None),
                 convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types,
                                                     strings_can_be_null=False),
             )
@@ -422,12 +438,16 @@ def _arrow_read(source, include: list[str], types: dict) -> tuple[pa.Table, list
                 source.seek(0)
 
 
-def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str], bool]:
+def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str], bool, int]:
     """Read one file of ``kind`` into ``{lower-case column: array}``.
 
-    Returns (columns, warnings, truncated). Integer columns come back as int64 numpy
-    arrays with -1 for blanks, text columns as pandas Categorical series, floats as
-    float64 with NaN. Raises LoadError for a file that cannot be parsed.
+    Returns (columns, warnings, truncated, malformed rows skipped). Integer columns come
+    back as int64 numpy arrays with -1 for blanks, text columns as pandas Categorical
+    series, floats as float64 with NaN. Raises LoadError for a file that cannot be parsed.
+
+    The first parse is strict (no per-row callback: the fast path for good files); a
+    file with a malformed row is read again from memory, made valid UTF-8, with
+    malformed rows skipped.
     """
     spec, text_col, required = READ_SPECS["pc_sampling" if kind.startswith("pc_sampling") else kind]
     gzipped = is_gzip(path)
@@ -449,8 +469,18 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str],
     if last_line is not None and last_line.strip() == header_line.strip():
         last_line = None
 
+    replaced = False
     try:
-        table, bad = _arrow_read(source, include, types)
+        try:
+            table, bad = _arrow_read(source, include, types, skip_bad=False)
+        except pa.ArrowInvalid as err:
+            # Rows with the wrong number of fields, or text that is not UTF-8: read leniently.
+            if not ("parse error" in str(err) or "invalid UTF8" in str(err)):
+                raise
+            if data is None:
+                data = _read_bytes(path)
+            data, replaced = _utf8(data)
+            table, bad = _arrow_read(pa.BufferReader(data), include, types)
         text_orig = next((o for o in include if name_of[o] == text_col), None)
         truncated = last_line is not None and last_line in bad
         if truncated:
@@ -466,6 +496,8 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str],
         if text_orig is not None and needs_requote:
             if data is None:
                 data = _read_bytes(path)
+            data, was_replaced = _utf8(data)
+            replaced = replaced or was_replaced
             fixed = _requote(data, len(original), lower.index(text_col), last_is_cut=truncated)
             table, bad = _arrow_read(pa.BufferReader(fixed), include, types)
             truncated = _last_line(fixed) in bad
@@ -487,6 +519,8 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str],
         raise LoadError(f"cannot parse CSV: {str(err).splitlines()[0]}") from None
 
     warnings = []
+    if replaced:
+        warnings.append(f"{path}: bytes that are not UTF-8 read as U+FFFD")
     if bad:
         warnings.append(f"{path}: {len(bad)} malformed row(s) skipped")
     # Rows without the required values: a last row cut inside the final field, or blanks.
@@ -523,7 +557,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str],
             columns[low] = (arr if arr.null_count == 0 else pc.fill_null(arr, 0)).to_numpy().view(np.int64)
         else:  # fill_null copies every chunk: skip it for the usual column without blanks
             columns[low] = (arr if arr.null_count == 0 else pc.fill_null(arr, UNKNOWN)).to_numpy()
-    return columns, warnings, truncated
+    return columns, warnings, truncated, len(bad)
 
 
 # --------------------------------------------------------------------------- categories
@@ -634,6 +668,7 @@ class AgentResolver:
         self.unresolved: set[str] = set()
         self.types: dict[int, str] = {}  # implied type of ids seen without agent_info
         self.logical: set[int] = set()  # ids that came from "Agent N" without agent_info
+        self.out_of_range = 0  # distinct id spellings beyond int64, read as UNKNOWN
 
     def resolve(self, token: str) -> int:
         text = token.strip()
@@ -641,12 +676,14 @@ class AgentResolver:
             return UNKNOWN
         if re.fullmatch(r"-?\d+", text):
             self.spellings.add("node_id")
-            return int(text)
+            return self._in_range(int(text))
         match = _AGENT_TOKEN.match(text)
         if not match:
             self.unresolved.add(text)
             return UNKNOWN
-        label, index = match.group(1).upper(), int(match.group(2))
+        label, index = match.group(1).upper(), self._in_range(int(match.group(2)))
+        if index == UNKNOWN:
+            return UNKNOWN
         if label == "AGENT":
             self.spellings.add("relative")
             if self.agents:
@@ -663,6 +700,12 @@ class AgentResolver:
             self.unresolved.add(text)
         self.types[index] = label
         return index
+
+    def _in_range(self, value: int) -> int:
+        if -(1 << 63) <= value < 1 << 63:
+            return value
+        self.out_of_range += 1
+        return UNKNOWN
 
     def column(self, series: pd.Series) -> np.ndarray:
         return _map_to_ints(series, self.resolve)
@@ -718,6 +761,8 @@ def _hex_or_int(text: str) -> int:
         value = int(text, 16) if text.lower().startswith("0x") else int(text)
     except ValueError:
         return UNKNOWN
+    if not -(1 << 63) <= value < 1 << 64:
+        return UNKNOWN  # beyond 64 bits: not an address
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
@@ -847,7 +892,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         kind = item.kind
         read_kind = _read_kind(kind)
         try:
-            cols, warnings, truncated = read_csv_table(item.path, read_kind)
+            cols, warnings, truncated, malformed = read_csv_table(item.path, read_kind)
             if read_kind == "kernel_trace":
                 kernels.append(_kernels(cols, resolver))
             elif read_kind == "api_trace":
@@ -870,7 +915,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
                 samples.append(_pc_samples(cols))
             else:
                 run.tool_stats[kind] = _stats(cols)
-        except (LoadError, OSError, KeyError, ValueError, pa.ArrowException) as err:
+        except (LoadError, OSError, KeyError, ValueError, OverflowError, TypeError, IndexError, pa.ArrowException) as err:
             issues.error(item.path, f"cannot read rocprofv3 {kind} CSV: {err}")
             run.warnings.append(f"{item.path}: not loaded ({err})")
             run.partial = True
@@ -880,6 +925,14 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         if truncated:
             run.partial = True
             run.warnings.append(f"{item.path}: last line is incomplete (file cut short?); complete rows loaded")
+        if truncated or malformed:
+            rows = len(next(iter(cols.values()))) if cols else 0
+            problems = []
+            if truncated:
+                problems.append("truncated: last row cut short and dropped")
+            if malformed:
+                problems.append(f"{malformed} malformed row(s) (wrong number of fields) skipped")
+            issues.error(item.path, f"{'; '.join(problems)}; {rows} complete rows loaded")
 
     run.kernels = concat_tables("kernels", kernels)
     run.api = concat_tables("api", apis)
@@ -933,6 +986,8 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             run.warnings.append("type-relative agent ids (GPU N / CPU N) without agent_info.csv; agent ids are approximate")
     elif resolver.unresolved:
         run.warnings.append(f"agent id(s) not found in agent_info.csv: {', '.join(sorted(resolver.unresolved))}")
+    if resolver.out_of_range:
+        run.warnings.append(f"{resolver.out_of_range} agent id value(s) beyond int64 read as unknown (-1)")
 
     if not meta.files:
         return None
