@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from tui_prof.analysis.hotspots import hotspots
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, kernel_categories, load_category_rules, normalize_name
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, load_category_rules, normalize_name
 from tui_prof.model import make_table
 
 

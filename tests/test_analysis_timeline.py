@@ -181,7 +181,8 @@ def test_gap_causes_launch_copy_and_other():
     dict(iterations=20, sync="per_launch", gpus=2, streams=3, seed=7),
 ])
 def test_synth_generator_expected_answers(kwargs):
-    spec_mod = pytest.importorskip("tui_prof.synth.spec", reason="synthetic run generator (tui_prof/synth) not present yet")
+    from tui_prof.synth import spec as spec_mod
+
     synth = spec_mod.build(spec_mod.SynthSpec(**kwargs))
     exp = synth.expected
     run = Run(meta=RunMeta(label="synth", pid=synth.spec.pid), agents=list(synth.agents), kernels=synth.kernels,

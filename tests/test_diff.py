@@ -24,7 +24,6 @@ from tui_prof.analysis.diff import (
     metric_delta,
     METRICS,
     regressions,
-    to_json,
 )
 from tui_prof.cli import main
 from tui_prof.loaders import load_path

@@ -160,7 +160,6 @@ def test_load_failure_is_shown_not_raised(tmp_path):
 
 
 def test_snapshot_160x50(snap_compare):
-    pytest.importorskip("pytest_textual_snapshot")
     ra, rb, _ = changed()
 
     async def run_before(pilot):

@@ -16,17 +16,6 @@ from fuzz.seeds import LOADERS, all_seeds
 
 CASES_PER_LOADER = 14
 
-# Violations already reproduced in tests/test_fuzz_pending.py (files owned by others):
-# (loader, text in the violation) -> pending test. Remove an entry when its fix lands.
-KNOWN_PENDING = {
-    ("kineto", "kineto loader failed: "): "test_kineto_wrong_type_field_keeps_good_sibling",
-}
-
-
-def _pending(loader: str, violation) -> bool:
-    return any(l == loader and text in str(violation) for (l, text) in KNOWN_PENDING)
-
-
 @pytest.mark.parametrize("loader", LOADERS)
 def test_seeds_load_cleanly(loader):
     """The unmutated seeds load with every file contributing (else 'sibling' checks are void)."""
@@ -40,9 +29,8 @@ def test_fixed_seed_slice(loader):
     failures = []
     for index in range(CASES_PER_LOADER):
         result = run_one(loader, index, master_seed=0)
-        hard = [v for v in result.hard if not _pending(loader, v)]
-        if hard:
-            failures.append(f"case {index} ({result.target}: {result.mutation}): " + "; ".join(map(str, hard)))
+        if result.hard:
+            failures.append(f"case {index} ({result.target}: {result.mutation}): " + "; ".join(map(str, result.hard)))
     assert not failures, "\n".join(failures)
 
 

@@ -93,7 +93,7 @@ TRUNCATIONS = [
     ("sqlite-last-page", DATA / "rocpd" / "28_results.db", None, lambda d: len(d) - 4096),
     ("legacy-db-half", LEGACY / "results.db", None, lambda d: len(d) // 2),
     ("json-legacy", LEGACY / "results.json", None, lambda d: len(d) // 2),
-    # rocprofv3 CSV cut mid-row: tests/test_fuzz_pending.py::test_truncated_rocprofv3_csv_gives_load_issue
+    # rocprofv3 CSV cut mid-row: tests/test_fuzz_regressions.py::test_truncated_rocprofv3_csv_gives_load_issue
     ("csv-v3-header", V3_CSV / "kernel_trace.csv", "1234_kernel_trace.csv", lambda d: 40),
     ("csv-v2-mid-row", DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", None, _cut_mid_last_row),
     ("csv-legacy-mid-row", LEGACY / "output_vec_add_gpu.csv", "results.csv", _cut_mid_last_row),

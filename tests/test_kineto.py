@@ -290,3 +290,193 @@ def test_memory_grows_with_kept_events_not_file_size(tmp_path, monkeypatch):
     tracemalloc.stop()
     assert len(events.kernels.ts) == 8000
     assert peak < size / 3, (peak, size)  # ~2.9 MB for 11 MB: columns of 8000 kernels + 9000 calls, one window
+
+
+# --------------------------------------------------------------------------- malformed fields
+# Each good event below has a known answer; one bad copy per wrong-type case must be skipped
+# (counted in one run warning) or, for ids, read as UNKNOWN, and leave every good row as is.
+
+GOOD = [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+     "args": {"device": 0, "stream": 7, "correlation": 1, "grid": [2, 1, 1], "block": [64, 1, 1]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 101, "ts": 8, "dur": 1,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 20,
+     "dur": 3, "args": {"device": 0, "stream": 7, "correlation": 2, "bytes": 4096}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 101, "ts": 7, "dur": 4, "args": {}},
+    {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 101, "ts": 9, "s": "t",
+     "args": {"Bytes": 512, "Device Type": 1, "Device Id": 0, "Addr": 4660}},
+    {"ph": "M", "name": "process_labels", "pid": 100, "tid": 0, "args": {"labels": "CPU"}},
+]
+
+
+def good_numbers(run):
+    """Every row of the tables GOOD fills, as plain tuples."""
+    return {
+        "kernels": run.kernels[["start", "end", "agent", "stream", "correlation_id", "pid", "tid", "grid_x", "wg_x"]]
+        .values.tolist(),
+        "kernel_names": list(run.kernels["name"].cat.categories),
+        "api": run.api[["start", "end", "pid", "tid", "correlation_id"]].values.tolist(),
+        "api_names": list(run.api["name"].cat.categories),
+        "copies": run.copies[["start", "end", "bytes", "dst_agent", "correlation_id"]].values.tolist(),
+        "markers": run.markers[["start", "end", "pid", "tid"]].values.tolist(),
+        "marker_names": list(run.markers["name"].cat.categories),
+        "allocations": run.allocations[["start", "bytes", "agent", "address", "pid"]].values.tolist(),
+        "pid": run.meta.pid,
+    }
+
+
+EXPECTED_GOOD = {
+    "kernels": [[10_000, 15_000, 0, 7, 1, 100, 101, 128, 64]],
+    "kernel_names": ["k"],
+    "api": [[8_000, 9_000, 100, 101, 1]],
+    "api_names": ["cudaLaunchKernel"],
+    "copies": [[20_000, 23_000, 4096, 0, 2]],
+    "markers": [[7_000, 11_000, 100, 101]],
+    "marker_names": ["aten::mm"],
+    "allocations": [[9_000, 512, 0, 4660, 100]],
+    "pid": 100,
+}
+
+
+def with_field(index, field, value, name="bad"):
+    """A copy of GOOD[index] with one field replaced (and a name of its own, to check that a
+    skipped event leaves no category behind)."""
+    event = json.loads(json.dumps(GOOD[index]))
+    if field != "name" and event.get("name") not in ("[memory]", "process_labels"):
+        event["name"] = name
+    event[field] = value
+    return event
+
+
+WRONG_TYPES = [
+    # (case id, bad event) -> skipped and counted
+    ("kernel args number", with_field(0, "args", -1)),
+    ("kernel args list", with_field(0, "args", [1, 2])),
+    ("kernel args string", with_field(0, "args", "x")),
+    ("kernel pid list", with_field(0, "args", {"device": [[1]], "correlation": 5})),
+    ("kernel ts string", with_field(0, "ts", "soon")),
+    ("kernel ts object", with_field(0, "ts", {"us": 1})),
+    ("kernel dur null", with_field(0, "dur", None)),
+    ("kernel name object", with_field(0, "name", {"n": 1})),
+    ("kernel name list", with_field(0, "name", ["k"])),
+    ("runtime args number", with_field(1, "args", 3.5)),
+    ("runtime pid list", with_field(1, "pid", [[1]])),
+    ("runtime correlation object", with_field(1, "args", {"correlation": {"id": 1}})),
+    ("runtime shared memory list", with_field(1, "args", {"correlation": 9, "shared memory": [0]})),
+    ("copy args number", with_field(2, "args", 7)),
+    ("copy bytes list", with_field(2, "args", {"bytes": [4096]})),
+    ("copy dur string", with_field(2, "dur", "three")),
+    ("marker pid list", with_field(3, "pid", [[1]])),
+    ("marker tid object", with_field(3, "tid", {"t": 1})),
+    ("marker ts string", with_field(3, "ts", "later")),
+    ("marker dur null", with_field(3, "dur", None)),
+    ("marker name object", with_field(3, "name", {"n": 1})),
+    ("marker cat list", with_field(3, "cat", ["cpu_op"])),
+    ("memory args number", with_field(4, "args", 1)),
+    ("memory ts string", with_field(4, "ts", "now")),
+    ("memory Bytes list", with_field(4, "args", {"Bytes": [512]})),
+    ("labels pid list", with_field(5, "pid", [[1]])),
+    ("labels args number", with_field(5, "args", 2)),
+    ("flow cat list", {"ph": "s", "cat": ["ac2g"], "id": 1, "pid": 1, "tid": 1, "ts": 1}),
+]
+
+
+@pytest.mark.parametrize("bad", [b for _, b in WRONG_TYPES], ids=[i for i, _ in WRONG_TYPES])
+def test_wrong_type_field_skips_event_and_keeps_the_rest(tmp_path, bad):
+    path = tmp_path / "t.json"
+    write_trace(path, [GOOD[0], GOOD[1], bad, GOOD[2], GOOD[3], GOOD[4], GOOD[5]])
+    run = kineto.load_file(path)
+    assert good_numbers(run) == EXPECTED_GOOD
+    assert [w for w in run.warnings if "malformed" in w] == [
+        "1 events with malformed fields skipped (a field of the wrong JSON type, or ts/dur not a finite µs number)"
+    ]
+
+
+def test_good_trace_has_no_malformed_warning(tmp_path):
+    path = tmp_path / "t.json"
+    write_trace(path, GOOD)
+    run = kineto.load_file(path)
+    assert good_numbers(run) == EXPECTED_GOOD
+    assert not [w for w in run.warnings if "malformed" in w]
+
+
+def test_tolerated_field_types_are_kept(tmp_path):
+    """Types Kineto writes or that convert without guessing stay: numeric strings for ts,
+    number names (as text), string tids (UNKNOWN, as older Kineto's "stream 7"), missing dur (0)."""
+    events = [
+        dict(GOOD[0], ts="10.5", name=42),
+        dict(GOOD[3], tid="stream 7"),
+        {k: v for k, v in GOOD[3].items() if k != "dur"},
+    ]
+    path = tmp_path / "t.json"
+    write_trace(path, events)
+    run = kineto.load_file(path)
+    assert run.kernels[["start", "end"]].values.tolist() == [[10_500, 15_500]]
+    assert run.kernels["name"].tolist() == ["42"]
+    assert run.markers[["start", "end", "tid"]].values.tolist() == [[7_000, 11_000, -1], [7_000, 7_000, 101]]
+    assert not [w for w in run.warnings if "malformed" in w]
+
+
+def test_non_finite_and_huge_times_are_skipped(tmp_path):
+    """JSON NaN/Infinity (accepted by Python's parser) and µs beyond the int64 ns range."""
+    path = tmp_path / "t.json"
+    text = json.dumps({"schemaVersion": 1, "deviceProperties": [], "traceEvents": [
+        GOOD[0], GOOD[1], GOOD[2], GOOD[3], GOOD[4], GOOD[5],
+        with_field(0, "ts", float("nan")), with_field(0, "dur", float("inf")),
+        with_field(3, "ts", -float("inf")), with_field(2, "ts", 1e300), with_field(4, "ts", float("nan")),
+    ]})
+    assert "NaN" in text and "Infinity" in text
+    path.write_text(text)
+    run = kineto.load_file(path)
+    assert good_numbers(run) == EXPECTED_GOOD
+    assert [w for w in run.warnings if "malformed" in w][0].startswith("5 events with malformed fields skipped")
+
+
+def test_device_properties_with_unhashable_id(tmp_path):
+    path = tmp_path / "t.json"
+    write_trace(path, GOOD, deviceProperties=[{"id": [0], "name": "x"}, {"id": 0, "name": "NVIDIA H100", "numSms": 132}])
+    run = kineto.load_file(path)
+    assert [(a.id, a.product, a.cu_count) for a in run.agents] == [(0, "NVIDIA H100", 132)]
+
+
+@pytest.mark.parametrize("sample,index,field,value,table", [
+    ("critical_path__cuda_event_sync__event_sync_trace.json.gz", 43, "args", -1, "api"),  # a cuda_sync event
+    ("triton_example__triton_example.json.gz", 17, "pid", [[1]], None),  # a process_labels event
+])
+def test_real_trace_with_one_wrong_type_field(tmp_path, sample, index, field, value, table):
+    """The fuzzer's cases on real files: the bad file loads less exactly that event, and a good
+    sibling loads as on its own."""
+    doc = json.loads(gzip.decompress((DATA / sample).read_bytes()))
+    doc["traceEvents"][index][field] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    sink = IssueSink()
+    files = [DetectedFile(p, kineto.FORMAT, "trace", str(p)) for p in (bad, DATA / sample)]
+    bad_run, good_run = kineto.load(files, sink)
+    assert not sink.issues
+    assert not [w for w in good_run.warnings if "malformed" in w]
+    assert [w for w in bad_run.warnings if "malformed" in w][0].startswith("1 events with malformed fields skipped")
+    for name in ("kernels", "api", "copies", "markers", "allocations"):
+        want = len(getattr(good_run, name)) - (name == table)
+        assert len(getattr(bad_run, name)) == want, name
+    assert bad_run.kernels.reset_index(drop=True).equals(good_run.kernels.reset_index(drop=True))
+
+
+def test_unforeseen_failure_in_one_file_spares_the_others(tmp_path, monkeypatch):
+    good, other = tmp_path / "good.json", tmp_path / "other.json"
+    write_trace(good, GOOD)
+    write_trace(other, GOOD)
+    real = kineto.load_file
+
+    def flaky(path):
+        if Path(path) == other:
+            raise RuntimeError("boom\nsecond line")
+        return real(path)
+
+    monkeypatch.setattr(kineto, "load_file", flaky)
+    sink = IssueSink()
+    runs = kineto.load([DetectedFile(p, kineto.FORMAT, "trace", str(p)) for p in (other, good)], sink)
+    assert len(runs) == 1 and good_numbers(runs[0]) == EXPECTED_GOOD
+    assert [(i.path, "\n" in i.message) for i in sink.issues] == [(str(other), False)]
+    assert "RuntimeError: boom" in sink.issues[0].message

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import importlib.util
-import shutil
 from pathlib import Path
 
 import numpy as np

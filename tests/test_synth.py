@@ -9,7 +9,6 @@ with real rocprofv3 7.x files and the column lists of a real rocpd database
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import math
 import re
@@ -397,7 +396,8 @@ def test_rocpd_views_agree_with_run(rocpd_db):
 
 
 def test_rocpd_round_trip_through_loader(rocpd_db):
-    loader = pytest.importorskip("tui_prof.loaders.rocpd", reason="rocpd loader not written yet")
+    from tui_prof.loaders import rocpd as loader
+
     run, path = rocpd_db
     loaded = loader.load_db(path)
     assert len(loaded) == 1
@@ -417,28 +417,16 @@ def _assert_same_kernels(loaded, run):
                           run.kernels.sort_values("dispatch_id")["correlation_id"].to_numpy())
 
 
-def _load_path_or_skip(path):
-    from tui_prof.loaders import load_path
-
-    try:
-        return load_path(path)
-    except ModuleNotFoundError as err:  # the loader registry lists modules other helpers still write
-        pytest.skip(f"load_path unavailable: {err}")
-
-
 @pytest.mark.parametrize("fmt", ["csv", "rocpd"])
 def test_round_trip_through_load_path(tmp_path, fmt):
-    module = {"csv": "tui_prof.loaders.rocprofv3_csv", "rocpd": "tui_prof.loaders.rocpd"}[fmt]
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError:
-        pytest.skip(f"{module} not written yet")
+    from tui_prof.loaders import load_path
+
     run = build(SPECS["end"])
     if fmt == "csv":
         write_rocprofv3_csv(run, tmp_path, pid=run.spec.pid)
     else:
         write_rocpd(run, tmp_path / f"{run.spec.pid}_results.db")
-    runset = _load_path_or_skip(tmp_path)
+    runset = load_path(tmp_path)
     assert not runset.errors, runset.errors
     assert len(runset.runs) == 1
     _assert_same_kernels(runset.runs[0], run)
@@ -465,8 +453,6 @@ def test_cli_writes_files_and_answers(tmp_path, capsys):
 def test_bundled_samples_regenerate_identically(tmp_path, name, sync):
     """The bundled samples are what their README's command writes, with the README's answers."""
     sample = REPO / "sample_traces" / name
-    if not sample.is_dir():
-        pytest.skip(f"{sample} not generated")
     readme = (sample / "README.md").read_text()
     command = f"python -m tui_prof.synth sample_traces/{name} --format csv --dispatches 2000 --sync {sync}"
     assert command in readme

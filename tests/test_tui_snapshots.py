@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("pytest_textual_snapshot", reason="pytest-textual-snapshot is not installed")
 
 from tui_prof.tui.app import TuiProfApp  # noqa: E402
 from tui_prof.tui.sample import synthetic_runset  # noqa: E402

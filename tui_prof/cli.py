@@ -105,7 +105,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
 def cmd_open(args: argparse.Namespace) -> int:
     """Run the Textual app; TEXTUAL_* variables are set before textual is imported."""
     import os
-    from pathlib import Path
 
     if args.color_system != "auto":
         os.environ["TEXTUAL_COLOR_SYSTEM"] = args.color_system

@@ -49,8 +49,9 @@ def run_one(loader: str, index: int, master_seed: int = 0, summary: bool = True)
     key = (loader, seed.name)
     if key not in _GOOD:
         _GOOD[key] = baseline_good(seed.files)
-    # The summary of a 10 MB kernel name takes tens of seconds in analysis/names.py (a pending
-    # reproducer in tests/test_fuzz_pending.py): such cases are loaded but not summarised.
+    # Inputs over HUGE are loaded but not summarised (as in the recorded campaign, when the
+    # summary of a 10 MB kernel name took ~20 s; names.py is linear-time since, see
+    # tests/test_fuzz_regressions.py::test_summary_of_10mb_kernel_name_is_fast).
     summary = summary and max(len(d) for d in files.values()) < HUGE
     t0 = time.perf_counter()
     violations, _ = run_case(files, {target}, _GOOD[key], summary=summary)

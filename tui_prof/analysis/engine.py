@@ -17,7 +17,7 @@ from tui_prof.analysis import hostapi
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import hotspot_records, hotspots
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, kernel_categories
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.occupancy import kernel_occupancy
 from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, gpu_gaps, union_length
 from tui_prof.model import Run, RunSet

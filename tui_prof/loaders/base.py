@@ -109,7 +109,7 @@ def read_text(path: Path) -> str:
         raise DamagedGzip(f"damaged gzip data (truncated or corrupt file): {err}") from None
 
 
-def int64_from_text(values) -> "np.ndarray":
+def int64_from_text(values):
     """Decimal integer text -> int64 exactly (never through float). Cells that are not an
     integer, or do not fit in int64, become UNKNOWN (-1)."""
     import numpy as np
@@ -169,3 +169,27 @@ def pid_from_prefix(prefix: str) -> int | None:
     """rocprofv3's default file prefix is ``<pid>``: return it when the prefix is all digits."""
     tail = prefix.rsplit("/", 1)[-1]
     return int(tail) if tail.isdigit() else None
+
+
+def load_groups(files: list[DetectedFile], issues: IssueSink, load_group, label: str) -> list:
+    """Run ``load_group(group, files, issues) -> Run | None`` once per process group.
+
+    A group that raises is reported on each of its files (``"<label> loader failed: ..."``)
+    and the other groups still load.
+    """
+    from collections import defaultdict
+
+    groups: dict[str, list[DetectedFile]] = defaultdict(list)
+    for item in files:
+        groups[item.group or str(item.path)].append(item)
+    runs = []
+    for group in sorted(groups):
+        try:
+            run = load_group(group, groups[group], issues)
+        except Exception as err:  # one broken group must not lose the others
+            for item in groups[group]:
+                issues.error(item.path, f"{label} loader failed: {one_line(repr(err))}")
+            continue
+        if run is not None:
+            runs.append(run)
+    return runs

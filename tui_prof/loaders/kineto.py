@@ -81,6 +81,9 @@ VERSION_KEYS = (
     "rocprofiler-sdk_version",
 )
 
+MAX_ABS_US = float(2**62) / 1000.0
+"""Largest |ts| or |dur| in µs kept: start + dur in ns then fits int64."""
+
 FLOAT_EXACT_LIMIT_US = float(2**43)
 """Below this a float µs value with 3 decimals converts to the exact integer ns."""
 
@@ -112,6 +115,8 @@ def load(files, issues: IssueSink) -> list[Run]:
             issues.error(item.path, str(err))
         except MemoryError:
             issues.error(item.path, "out of memory while reading the Kineto trace")
+        except Exception as err:  # one file's unforeseen failure must not fail its siblings
+            issues.error(item.path, f"cannot load Kineto trace ({type(err).__name__}: {one_line(err)})")
     return runs
 
 
@@ -205,24 +210,37 @@ class TextWindow:
         return LoadError(f"not valid JSON ({err.msg} at line {self.line(err.pos)}); truncated or damaged file?")
 
 
+class Malformed(TypeError):
+    """An event field of the wrong JSON type; the event is skipped and counted."""
+
+
 def _text_key(value) -> str:
-    """Event name as stored: None -> "", other non-strings -> str()."""
-    return "" if value is None else str(value)
+    """Event name as stored: None -> "", numbers -> str(); objects, lists and booleans are
+    malformed (raise :class:`Malformed`)."""
+    if value is None:
+        return ""
+    if type(value) in (int, float):
+        return str(value)
+    raise Malformed("name")
 
 
 def _num(value) -> float:
-    """A µs value that is not a JSON number: numeric strings parse, anything else is 0."""
+    """A µs value that is not a JSON number: numeric strings parse, anything else is NaN
+    (the row is dropped as malformed after collection, see :func:`drop_malformed`)."""
     if isinstance(value, str):
         try:
             return float(value)
         except ValueError:
-            return 0.0
-    return 0.0
+            return float("nan")
+    return float("nan")
 
 
 def _int(value) -> int:
     """An id/size that is not a plain JSON integer: integral floats and numeric strings
-    convert, anything else (None, 2.5, lists, out of int64 range) is UNKNOWN."""
+    convert; None, other strings, 2.5 and values out of int64 range are UNKNOWN; objects
+    and lists are malformed (raise :class:`Malformed`)."""
+    if isinstance(value, (list, dict)):
+        raise Malformed("id")
     if isinstance(value, str):
         try:
             value = float(value) if not value.strip().lstrip("-").isdigit() else int(value)
@@ -253,14 +271,50 @@ class Columns:
     """Compact per-table columns: ``array`` of float64 µs (``d``), int64 (``q``) and int32
     string codes (``i``), plus a string -> code dict per string column."""
 
-    def __init__(self, floats=(), ints=(), codes=()):
+    def __init__(self, floats=(), ints=(), codes=(), triples=()):
+        self.widths: dict[str, int] = {}
         for name in floats:
             setattr(self, name, array("d"))
+            self.widths[name] = 1
         for name in ints:
             setattr(self, name, array("q"))
+            self.widths[name] = 3 if name in triples else 1
         for name in codes:
             setattr(self, name, array("i"))
+            self.widths[name] = 1
         self.strings: dict[str, dict[str, int]] = defaultdict(dict)
+
+    def rollback(self) -> None:
+        """Drop a partly appended row (after an event failed midway): every column is cut
+        to the number of complete rows."""
+        rows = min(len(getattr(self, c)) // w for c, w in self.widths.items())
+        for c, w in self.widths.items():
+            del getattr(self, c)[rows * w:]
+
+    def drop_malformed(self) -> int:
+        """Drop rows whose ``ts``/``dur`` is not a usable µs number (NaN from :func:`_num`,
+        ±inf, or beyond ±2**62 ns); returns how many. Vectorised, after collection."""
+        if not len(getattr(self, "ts", ())):
+            return 0
+        ok = np.abs(as_float64(self.ts)) < MAX_ABS_US  # False for NaN
+        if "dur" in self.widths:
+            ok &= np.abs(as_float64(self.dur)) < MAX_ABS_US
+        bad = int(len(ok) - np.count_nonzero(ok))
+        if not bad:
+            return 0
+        for c, w in self.widths.items():
+            arr = getattr(self, c)
+            kept = np.frombuffer(arr, dtype=arr.typecode).reshape(-1, w)[ok].reshape(-1)
+            setattr(self, c, array(arr.typecode, kept.tobytes()))
+        for c, lookup in self.strings.items():  # forget strings only dropped rows used
+            codes = np.frombuffer(getattr(self, c), dtype=np.int32) if len(getattr(self, c)) else np.array([], dtype=np.int32)
+            used = np.unique(codes)
+            names = list(lookup)
+            recode = np.full(len(names), -1, dtype=np.int32)
+            recode[used] = np.arange(len(used), dtype=np.int32)
+            setattr(self, c, array("i", recode[codes].astype(np.int32).tobytes()))
+            self.strings[c] = {names[i]: j for j, i in enumerate(used.tolist())}
+        return bad
 
     def categorical(self, column: str) -> pd.Categorical:
         """String column as a Categorical with sorted categories (as ``astype("category")``)."""
@@ -299,7 +353,7 @@ class Events:
 
     def __init__(self):
         self.top: dict = {}  # every top-level key except traceEvents
-        self.kernels = Columns(("ts", "dur"), ("device", "stream", "corr", "grid", "block", "shared"), ("name",))
+        self.kernels = Columns(("ts", "dur"), ("device", "stream", "corr", "grid", "block", "shared"), ("name",), ("grid", "block"))
         self.api = Columns(("ts", "dur"), ("pid", "tid", "corr"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes"), ("name", "cat", "kind"))
@@ -309,6 +363,10 @@ class Events:
         self.process_labels: dict = {}
         self.first_ts: dict[str, object] = {}  # category -> raw ts of its first event
         self.count = 0  # traceEvents entries read
+        self.malformed = 0  # events skipped for a field of the wrong JSON type
+
+    def tables(self) -> tuple[Columns, ...]:
+        return (self.kernels, self.api, self.launch_shared, self.copies, self.markers, self.memory)
 
 
 def read_trace(path: Path) -> Events:
@@ -382,131 +440,139 @@ def read_events(win: TextWindow, ev: Events) -> None:
             buf, pos = win.buf, win.pos
             continue
         count += 1
+        # Fields that can fail (unhashable cat/pid, non-object args, object/list ids or names)
+        # are read before the first append of a row; ts/dur never fail (bad ones become NaN and
+        # the row is dropped after collection). A failing event is skipped and counted.
         if type(e) is dict:
-            ph = e.get("ph")
-            if ph == "X" and "ts" in e:
-                cat = e.get("cat")
-                ts = e["ts"]
-                dur = e.get("dur", 0)
-                name = e.get("name", "")
-                if type(name) is not str:
-                    name = _text_key(name)
-                if cat in MARKER_CODE:
-                    t = None  # markers: everything inline (most events of a real trace are markers)
-                    mk_cat(MARKER_CODE[cat])
-                    mk_name(mk_names.setdefault(name, len(mk_names)))
-                    try:
-                        mk_ts(ts)
-                    except (TypeError, OverflowError):
-                        mk_ts(_num(ts))
-                    try:
-                        mk_dur(dur)
-                    except (TypeError, OverflowError):
-                        mk_dur(_num(dur))
-                    v = e.get("pid")
-                    try:
-                        mk_pid(v)
-                    except (TypeError, OverflowError):
-                        mk_pid(_int(v))
-                    v = e.get("tid")
-                    try:
-                        mk_tid(v)
-                    except (TypeError, OverflowError):
-                        mk_tid(_int(v))
-                elif cat == "kernel":
-                    t = k
-                    if cat not in first_ts:
-                        first_ts[cat] = ts
-                    a = e.get("args") or {}
-                    k.name.append(k_names.setdefault(name, len(k_names)))
-                    for arr, v in (
-                        (k.device, a.get("device", e.get("pid"))),
-                        (k.stream, a.get("stream", e.get("tid"))),
-                        (k.corr, a.get("correlation")),
-                        (k.shared, a.get("shared memory")),
-                    ):
-                        try:
-                            arr.append(v)
-                        except (TypeError, OverflowError):
-                            arr.append(_int(v))
-                    _triple(k.grid, a.get("grid"))
-                    _triple(k.block, a.get("block"))
-                elif cat in API_CODE:
-                    t = api
-                    if cat not in first_ts:
-                        first_ts[cat] = ts
-                    a = e.get("args") or {}
-                    api.cat.append(API_CODE[cat])
-                    api.name.append(api_names.setdefault(name, len(api_names)))
-                    corr = a.get("correlation")
-                    if cat == "cuda_sync":  # written on the device/stream row; no host thread
-                        pid = tid = UNKNOWN
-                    else:
-                        pid, tid = e.get("pid"), e.get("tid")
-                    for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr)):
-                        try:
-                            arr.append(v)
-                        except (TypeError, OverflowError):
-                            arr.append(_int(v))
-                    if cat == "cuda_runtime" and "shared memory" in a:
-                        lds.corr.append(api.corr[-1])
-                        v = a["shared memory"]
-                        try:
-                            lds.shared.append(v)
-                        except (TypeError, OverflowError):
-                            lds.shared.append(_int(v))
-                elif cat in COPY_CODE:
-                    t = cp
-                    a = e.get("args") or {}
-                    kind = a.get("kind")
-                    cp.cat.append(COPY_CODE[cat])
-                    cp.name.append(cp_names.setdefault(name, len(cp_names)))
-                    cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
-                    for arr, v in (
-                        (cp.device, a.get("device", e.get("pid"))),
-                        (cp.stream, a.get("stream", e.get("tid"))),
-                        (cp.corr, a.get("correlation")),
-                        (cp.bytes, a.get("bytes")),
-                    ):
-                        try:
-                            arr.append(v)
-                        except (TypeError, OverflowError):
-                            arr.append(_int(v))
-                else:
-                    t = None
-                if t is not None:
-                    try:
-                        t.ts.append(ts)
-                    except (TypeError, OverflowError):
-                        t.ts.append(_num(ts))
-                    try:
-                        t.dur.append(dur)
-                    except (TypeError, OverflowError):
-                        t.dur.append(_num(dur))
-            elif ph == "s" or ph == "f":
-                flows[(e.get("cat"), ph)] += 1
-            elif ph == "i":
-                if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
-                    a = e.get("args") or {}
+            try:
+                ph = e.get("ph")
+                if ph == "X" and "ts" in e:
+                    cat = e.get("cat")
                     ts = e["ts"]
-                    try:
-                        mem.ts.append(ts)
-                    except (TypeError, OverflowError):
-                        mem.ts.append(_num(ts))
-                    for arr, v in (
-                        (mem.bytes, a.get("Bytes")),
-                        (mem.dev_type, a.get("Device Type")),
-                        (mem.dev_id, a.get("Device Id")),
-                        (mem.addr, a.get("Addr")),
-                        (mem.pid, e.get("pid")),
-                        (mem.tid, e.get("tid")),
-                    ):
+                    dur = e.get("dur", 0)
+                    name = e.get("name", "")
+                    if type(name) is not str:
+                        name = _text_key(name)
+                    if cat in MARKER_CODE:
+                        t = None  # markers: everything inline (most events of a real trace are markers)
+                        v = e.get("pid")
                         try:
-                            arr.append(v)
+                            mk_pid(v)
                         except (TypeError, OverflowError):
-                            arr.append(_int(v))
-            elif ph == "M" and e.get("name") == "process_labels":
-                labels[e.get("pid")] = (e.get("args") or {}).get("labels")
+                            mk_pid(_int(v))
+                        v = e.get("tid")
+                        try:
+                            mk_tid(v)
+                        except (TypeError, OverflowError):
+                            mk_tid(_int(v))
+                        mk_cat(MARKER_CODE[cat])
+                        mk_name(mk_names.setdefault(name, len(mk_names)))
+                        try:
+                            mk_ts(ts)
+                        except (TypeError, OverflowError):
+                            mk_ts(_num(ts))
+                        try:
+                            mk_dur(dur)
+                        except (TypeError, OverflowError):
+                            mk_dur(_num(dur))
+                    elif cat == "kernel":
+                        t = k
+                        a = e.get("args") or {}
+                        for arr, v in (
+                            (k.device, a.get("device", e.get("pid"))),
+                            (k.stream, a.get("stream", e.get("tid"))),
+                            (k.corr, a.get("correlation")),
+                            (k.shared, a.get("shared memory")),
+                        ):
+                            try:
+                                arr.append(v)
+                            except (TypeError, OverflowError):
+                                arr.append(_int(v))
+                        _triple(k.grid, a.get("grid"))
+                        _triple(k.block, a.get("block"))
+                        k.name.append(k_names.setdefault(name, len(k_names)))
+                        if cat not in first_ts:
+                            first_ts[cat] = ts
+                    elif cat in API_CODE:
+                        t = api
+                        a = e.get("args") or {}
+                        corr = a.get("correlation")
+                        if cat == "cuda_sync":  # written on the device/stream row; no host thread
+                            pid = tid = UNKNOWN
+                        else:
+                            pid, tid = e.get("pid"), e.get("tid")
+                        for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr)):
+                            try:
+                                arr.append(v)
+                            except (TypeError, OverflowError):
+                                arr.append(_int(v))
+                        if cat == "cuda_runtime" and "shared memory" in a:
+                            v = a["shared memory"]
+                            try:
+                                lds.shared.append(v)
+                            except (TypeError, OverflowError):
+                                lds.shared.append(_int(v))
+                            lds.corr.append(api.corr[-1])
+                        api.cat.append(API_CODE[cat])
+                        api.name.append(api_names.setdefault(name, len(api_names)))
+                        if cat not in first_ts:
+                            first_ts[cat] = ts
+                    elif cat in COPY_CODE:
+                        t = cp
+                        a = e.get("args") or {}
+                        kind = a.get("kind")
+                        for arr, v in (
+                            (cp.device, a.get("device", e.get("pid"))),
+                            (cp.stream, a.get("stream", e.get("tid"))),
+                            (cp.corr, a.get("correlation")),
+                            (cp.bytes, a.get("bytes")),
+                        ):
+                            try:
+                                arr.append(v)
+                            except (TypeError, OverflowError):
+                                arr.append(_int(v))
+                        cp.cat.append(COPY_CODE[cat])
+                        cp.name.append(cp_names.setdefault(name, len(cp_names)))
+                        cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
+                    else:
+                        t = None
+                    if t is not None:
+                        try:
+                            t.ts.append(ts)
+                        except (TypeError, OverflowError):
+                            t.ts.append(_num(ts))
+                        try:
+                            t.dur.append(dur)
+                        except (TypeError, OverflowError):
+                            t.dur.append(_num(dur))
+                elif ph == "s" or ph == "f":
+                    flows[(e.get("cat"), ph)] += 1
+                elif ph == "i":
+                    if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
+                        a = e.get("args") or {}
+                        for arr, v in (
+                            (mem.bytes, a.get("Bytes")),
+                            (mem.dev_type, a.get("Device Type")),
+                            (mem.dev_id, a.get("Device Id")),
+                            (mem.addr, a.get("Addr")),
+                            (mem.pid, e.get("pid")),
+                            (mem.tid, e.get("tid")),
+                        ):
+                            try:
+                                arr.append(v)
+                            except (TypeError, OverflowError):
+                                arr.append(_int(v))
+                        ts = e["ts"]
+                        try:
+                            mem.ts.append(ts)
+                        except (TypeError, OverflowError):
+                            mem.ts.append(_num(ts))
+                elif ph == "M" and e.get("name") == "process_labels":
+                    labels[e.get("pid")] = (e.get("args") or {}).get("labels")
+            except (TypeError, AttributeError):  # unhashable cat/pid, args not an object, Malformed
+                ev.malformed += 1
+                for table in ev.tables():
+                    table.rollback()
         # separator: "," then the next event, or "]"
         if len(buf) - pos < LOW_WATER and not win.eof:
             win.pos = pos
@@ -585,8 +651,14 @@ def load_file(path: Path) -> Run:
     top = ev.top
     if "traceEvents" in top:  # a second traceEvents key that is not a list
         raise LoadError("not a Kineto trace: traceEvents is not a list")
+    skipped = ev.malformed + sum(table.drop_malformed() for table in ev.tables())
 
     run = Run()
+    if skipped:
+        run.warnings.append(
+            f"{skipped} events with malformed fields skipped (a field of the wrong JSON type, "
+            "or ts/dur not a finite µs number)"
+        )
     meta = run.meta
     meta.formats = [FORMAT]
     meta.tool = "pytorch-profiler"
@@ -901,14 +973,14 @@ def build_agents(props, devices: list[int], platform: str) -> tuple[list[Agent],
     warning = ""
     mapping: dict[int, dict] = {}
     if platform == "cuda":
-        by_id = {p.get("id"): p for p in entries}
+        by_id = {p.get("id"): p for p in entries if isinstance(p.get("id"), int)}
         ids = sorted(set(devices) | {i for i in by_id if isinstance(i, int)})
         mapping = {i: by_id.get(i, {}) for i in ids}
     else:
         ids = list(devices)
         if not ids:
             ids = [p.get("id") for p in entries if isinstance(p.get("id"), int)]
-            mapping = {p.get("id"): p for p in entries}
+            mapping = {p.get("id"): p for p in entries if isinstance(p.get("id"), int)}
         else:
             stripped = [{k: v for k, v in p.items() if k != "id"} for p in entries]
             if entries and all(s == stripped[0] for s in stripped):

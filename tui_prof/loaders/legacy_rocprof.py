@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.loaders.base import (
+    load_groups,
     DetectedFile,
     IssueSink,
     LoadError,
@@ -701,17 +702,4 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
 
 
 def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
-    groups: dict[str, list[DetectedFile]] = defaultdict(list)
-    for item in files:
-        groups[item.group or str(item.path)].append(item)
-    runs = []
-    for prefix in sorted(groups):
-        try:
-            run = _load_group(prefix, groups[prefix], issues)
-        except Exception as err:  # one broken group must not lose the others
-            for item in groups[prefix]:
-                issues.error(item.path, f"rocprof v1 loader failed: {one_line(repr(err))}")
-            continue
-        if run is not None:
-            runs.append(run)
-    return runs
+    return load_groups(files, issues, _load_group, "rocprof v1")

@@ -24,13 +24,13 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from tui_prof.loaders.base import (
+    load_groups,
     DetectedFile,
     IssueSink,
     LoadError,
@@ -363,17 +363,4 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
 
 
 def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
-    groups: dict[str, list[DetectedFile]] = defaultdict(list)
-    for item in files:
-        groups[item.group or str(item.path)].append(item)
-    runs = []
-    for group in sorted(groups):
-        try:
-            run = _load_group(group, groups[group], issues)
-        except Exception as err:  # one broken group must not lose the others
-            for item in groups[group]:
-                issues.error(item.path, f"rocprofv2 loader failed: {one_line(repr(err))}")
-            continue
-        if run is not None:
-            runs.append(run)
-    return runs
+    return load_groups(files, issues, _load_group, "rocprofv2")

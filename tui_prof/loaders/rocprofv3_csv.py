@@ -33,7 +33,7 @@ from tui_prof.loaders.base import (
     read_head,
     split_header,
 )
-from tui_prof.model import Agent, Run, RunMeta, make_table
+from tui_prof.model import Agent, Run, make_table
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables
 
 FORMAT = "rocprofv3-csv"

@@ -11,7 +11,6 @@ scientific notation with 8 digits (``0.00000000e+00``).
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np

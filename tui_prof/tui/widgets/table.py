@@ -15,7 +15,6 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 from rich.segment import Segment
-from rich.style import Style
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive

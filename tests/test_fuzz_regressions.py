@@ -1,6 +1,5 @@
-"""Minimal reproducers of contract violations the fuzzer found in files owned by others
-(issue 7). Each is ``xfail(strict=True)``: when the owner fixes the bug the test XPASSes,
-fails, and the xfail marker is removed. Found by ``bench/fuzz_run.py`` (case ids in
+"""Regression tests: minimal reproducers of the contract violations the fuzz campaign
+found (issue 7), all fixed. Found by ``bench/fuzz_run.py`` (case ids in
 docs/reliability.md)."""
 
 from __future__ import annotations
@@ -32,9 +31,6 @@ def test_truncated_pftrace_summary(tmp_path):
     build_summary(runset)  # raises TypeError: dtype of categories must be the same
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="kineto: an event field of the wrong JSON type (args a number, "
-                                                               "pid a list) raises in the loader; detect.py then reports 'kineto "
-                                                               "loader failed' for every Kineto file, good ones too")
 @pytest.mark.parametrize("sample,event,field,value", [
     ("critical_path__cuda_event_sync__event_sync_trace.json.gz", 43, "args", -1),  # fuzz kineto/25: AttributeError
     ("triton_example__triton_example.json.gz", 17, "pid", [[1]]),  # fuzz kineto/438: TypeError unhashable
