@@ -104,3 +104,20 @@ def test_scan_logs_finds_known_errors_read_only():
     assert scan_logs(DATA / "does-not-exist") == []
     # size cap: only head and tail are read
     assert scan_logs(DATA / "logs", max_bytes=16) == [] or all(h["line"] in (1, -1) for h in scan_logs(DATA / "logs", max_bytes=16))
+
+
+def test_low_occupancy_finding_names_its_kernel():
+    """lds 65536 B per 256-thread workgroup on gfx90a: 1 workgroup per CU = 12.5 % (the MI210
+    example above), so the finding fires and carries the kernel's full name for the TUI."""
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.model import RunMeta, RunSet
+
+    name = "void big_lds_kernel<" + "T" * 100 + ">(float*)"
+    kernels = make_table("kernels", {"start": [0, 100], "end": [50, 150], "agent": 1, "name": [name, name],
+                                     "wg_x": 256, "wg_y": 1, "wg_z": 1, "arch_vgpr": 96, "accum_vgpr": 0,
+                                     "sgpr": 30, "lds_bytes": 65536})
+    run = Run(meta=RunMeta(label="t", pid=1), agents=[Agent(id=1, name="gfx90a")], kernels=kernels)
+    doc = build_summary(RunSet(root="mem", runs=[run]), logs=False)
+    finding = next(f for f in doc["findings"] if f["code"] == "low-occupancy")
+    assert finding["numbers"]["name"] == name
+    assert finding["numbers"]["limiter"] == "LDS"

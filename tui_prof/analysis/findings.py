@@ -89,14 +89,14 @@ def build_findings(doc: dict) -> list[dict]:
     for occ in (doc.get("occupancy") or [])[:5]:
         if occ["occupancy_pct"] < 25:
             out.append(_f("low-occupancy", "medium", f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)",
-                          {k: occ[k] for k in ("waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")},
+                          {k: occ[k] for k in ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")},
                           occ["hint"], 25 - occ["occupancy_pct"]))
     for block in doc.get("counters") or []:
         for k in block.get("kernels", [])[:20]:
             for key, m in k["metrics"].items():
                 if m["flagged"]:
                     out.append(_f(f"counter:{key}", "medium", f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})",
-                                  {"value": m["value"], "formula": m["formula"], "source": m["source"]}, m["meaning"], 0))
+                                  {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]}, m["meaning"], 0))
         if block.get("kernels"):
             out.append(_f("counters-serialise", "info", "This run collected hardware counters: dispatches were serialised",
                           {"process": block.get("process")}, "Use a separate trace-only run for idle/overlap/launch analysis.", 0))

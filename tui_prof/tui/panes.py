@@ -106,17 +106,9 @@ def finding_detail(finding: dict | None) -> Table | Text:
 
 
 def finding_kernel(view: RunView, finding: dict) -> str | None:
-    """The kernel a finding is about: ``numbers["name"]``, else the kernel whose name
-    (cut to 60 characters, as findings.py writes it) starts the message."""
+    """The kernel a finding is about (``numbers["name"]``), if any."""
     name = (finding.get("numbers") or {}).get("name")
-    if name:
-        return str(name)
-    message = finding["message"]
-    names = view.hotspots("name")["name"].astype(str)
-    for n in names:  # hotspot order: the biggest kernel wins a tie
-        if message.startswith(n[:60] + ":"):
-            return n
-    return None
+    return str(name) if name else None
 
 
 def finding_evidence(view: RunView, finding: dict) -> tuple[str, object]:
