@@ -153,7 +153,13 @@ def test_copies_fill_gaps_and_are_attributed_to_the_gpu_agent():
     assert res[0]["busy_ns"] == 900 and res[0]["idle_ns"] == 200
     doc = build_summary(RunSet(root="", runs=[run]), logs=False)
     assert doc["copies"]["bytes"] == 7000
-    assert doc["copies"]["by_direction"]["HtoD"] == {"count": 1, "bytes": 5000, "time_ns": 500, "bandwidth_gbs": 10.0}
+    assert doc["copies"]["by_direction"]["HtoD"] == {"count": 1, "bytes": 5000, "size_unknown": 0, "time_ns": 500,
+                                                     "bandwidth_gbs": 10.0}
+    assert doc["copies"]["size_unknown"] == 0
+    # a format that does not record copy sizes (rocprofv3 CSV): sizes -1 are counted, not summed
+    unsized = _run(kernels, copies=copies.assign(bytes=-1), agents=agents)
+    copies_doc = build_summary(RunSet(root="", runs=[unsized]), logs=False)["copies"]
+    assert (copies_doc["bytes"], copies_doc["size_unknown"], copies_doc["by_direction"]["DtoH"]["bandwidth_gbs"]) == (0, 2, None)
     assert doc["copies"]["pct_of_wall"] == pytest.approx(100 * 700 / 1100, abs=1e-4)
 
 

@@ -133,7 +133,7 @@ def _sections(summary: dict, name_width: int = 60, max_gaps: int = 20) -> list[t
     out.append(("Launch overhead", ["metric", "value"], rows, []))
     c = summary["copies"]
     if c["count"]:
-        rows = [[d, str(v["count"]), f"{v['bytes'] / 2**20:.2f} MiB", format_ns(v["time_ns"]),
+        rows = [[d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else f"{v['bytes'] / 2**20:.2f} MiB"), format_ns(v["time_ns"]),
                  "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s"] for d, v in c["by_direction"].items()]
         out.append(("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"]))
     rows = [[h["name"], str(h["calls"]), format_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]

@@ -34,24 +34,29 @@ def time_range(run: Run) -> tuple[int, int] | None:
 
 
 def copy_stats(copies: pd.DataFrame, wall_ns: int) -> dict:
-    """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction."""
+    """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction.
+
+    Some formats do not record a copy's size (rocprofv3 CSV's memory_copy_trace):
+    ``bytes`` sums the known sizes and ``size_unknown`` counts the copies without one."""
     dur = copies["end"].to_numpy() - copies["start"].to_numpy()
     nbytes = copies["bytes"].to_numpy()
     known = nbytes >= 0
     by_direction = {}
     if len(copies):
         frame = pd.DataFrame({"dir": copies["direction"].astype(str).replace("", "unknown"), "dur": dur,
-                              "bytes": np.where(known, nbytes, 0)})
+                              "bytes": np.where(known, nbytes, 0), "unknown": ~known})
         for direction, g in frame.groupby("dir", sort=True):
             t = int(g["dur"].sum())
             b = int(g["bytes"].sum())
-            by_direction[direction] = {"count": int(len(g)), "bytes": b, "time_ns": t,
+            by_direction[direction] = {"count": int(len(g)), "bytes": b, "size_unknown": int(g["unknown"].sum()),
+                                       "time_ns": t,
                                        "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None}
     time_ns = int(dur.sum()) if len(copies) else 0
     busy = union_length(copies["start"].to_numpy(), copies["end"].to_numpy())
     return {
         "count": int(len(copies)),
         "bytes": int(nbytes[known].sum()) if len(copies) else 0,
+        "size_unknown": int((~known).sum()),
         "time_ns": time_ns,
         "busy_ns": busy,
         "pct_of_wall": round(100.0 * busy / wall_ns, 4) if wall_ns > 0 else 0.0,
