@@ -926,6 +926,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             run.partial = True
             run.warnings.append(f"{item.path}: last line is incomplete (file cut short?); complete rows loaded")
         if truncated or malformed:
+            run.partial = True  # rows of this file were dropped
             rows = len(next(iter(cols.values()))) if cols else 0
             problems = []
             if truncated:
