@@ -4,7 +4,6 @@ the analysis function directly) and compares it with what the widget shows."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -28,24 +27,7 @@ from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
 
-async def settle(app, pilot) -> None:
-    """Wait until the run is loaded and every lazy pane (computed in thread workers after
-    the first screen) is shown, or loading failed."""
-    for _ in range(500):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if app.main.complete or (app.main.view is None and all(w.is_finished for w in app.workers)):
-            return
-    raise AssertionError("the lazy panes never finished")
-
-
-def drive(app: TuiProfApp, flow, size=(80, 24)):
-    async def main():
-        async with app.run_test(size=size) as pilot:
-            await settle(app, pilot)
-            await flow(app, pilot)
-
-    asyncio.run(main())
+from tests.test_tui_app import drive  # one definition of the Pilot harness
 
 
 def text_of(app, widget_id: str, width: int = 400) -> str:
