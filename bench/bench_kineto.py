@@ -17,11 +17,12 @@ import argparse
 import gzip
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _measure import run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "data" / "kineto" / "mi300__resnet_act_checkpoint.json.gz"
@@ -102,16 +103,11 @@ def measure(python: str, code: str) -> tuple[float, float, str]:
 
     Also prints the child's CPU time (user + system) and the load average, because wall time
     on a shared machine depends on the other jobs."""
-    t = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out:
-        child = subprocess.Popen([python, "-c", code], stdout=out, stderr=subprocess.PIPE, text=True)
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - t
-        if status:
-            raise SystemExit(child.stderr.read()[-2000:])
-        out.seek(0)
-        print(f"  (child CPU {usage.ru_utime + usage.ru_stime:.2f} s, load average {os.getloadavg()[0]:.1f})")
-        return wall, usage.ru_maxrss / 1024, out.read().strip().splitlines()[-1]
+    r = run_child([python, "-c", code])
+    if r["rc"]:
+        raise SystemExit(r["error"])
+    print(f"  (child CPU {r['cpu_s']:.2f} s, load average {r['load1']:.1f})")
+    return r["wall_s"], r["peak_rss_mb"], r["last_line"]
 
 
 def main() -> None:

@@ -48,6 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _measure import run_child
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 CASES = ("csv-first", "rocpd-first", "csv-reopen")
@@ -116,21 +118,10 @@ def generate(data: Path, fmt: str, dispatches: int) -> Path:
 
 
 def measure(path: Path, use_cache: bool, cache_dir: Path) -> dict:
-    env = dict(os.environ, TUIPROF_CACHE_DIR=str(cache_dir))
-    load = os.getloadavg()
-    env["BENCH_LAUNCH"] = repr(time.time())
-    proc = subprocess.Popen([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    result = {"load_avg_1m": round(load[0], 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-              "peak_rss_mb": round(usage.ru_maxrss / 1024)}
-    lines = out.decode(errors="replace").strip().splitlines()
-    if lines and lines[-1].startswith("{"):
-        result.update(json.loads(lines[-1]))
-    if os.waitstatus_to_exitcode(status) != 0:
-        result["error"] = (err.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+    result = run_child([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))],
+                       env={"TUIPROF_CACHE_DIR": str(cache_dir)}, cwd=ROOT)
+    result["cpu_s"] = round(result["cpu_s"], 2)
+    result["peak_rss_mb"] = round(result["peak_rss_mb"])
     return result
 
 

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _measure import run_checked
 
 
 def worker_ours(path: str) -> dict:
@@ -72,12 +72,6 @@ def worker_baseline(path: str) -> dict:
                          list(event.category_iids), args))
     begins = sum(1 for r in rows if r[1] == 1)
     return {"events": len(rows), "slice_begins": begins}
-
-
-def run_worker(kind: str, path: str) -> dict:
-    cmd = [sys.executable, __file__, "--worker", kind, path]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -116,9 +110,7 @@ def main() -> None:
     best: dict[str, dict] = {}
     for _ in range(args.repeat):
         for kind in ("ours", "baseline"):
-            load = os.getloadavg()[0]
-            result = run_worker(kind, str(path))
-            result["load1"] = round(load, 2)
+            result = run_checked([sys.executable, __file__, "--worker", kind, str(path)])
             if kind not in best or result["wall_s"] < best[kind]["wall_s"]:
                 best[kind] = result
             print(kind, json.dumps(result), flush=True)

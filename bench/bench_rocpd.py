@@ -43,13 +43,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _measure import run_checked
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = {
@@ -99,12 +100,6 @@ def worker(kind: str, path: str) -> dict:
     return result
 
 
-def run_worker(kind: str, path: str) -> dict:
-    cmd = [sys.executable, __file__, "--worker", kind, path]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dispatches", type=int, default=1_000_000)
@@ -134,9 +129,7 @@ def main() -> None:
     best: dict[str, dict] = {}
     for i in range(args.repeat):
         for kind in kinds + (["read_sql"] if i == 0 and not args.no_reference else []):
-            load = os.getloadavg()[0]
-            result = run_worker(kind, str(path))
-            result["load1"] = round(load, 2)
+            result = run_checked([sys.executable, __file__, "--worker", kind, str(path)], cwd=ROOT)
             if kind not in best or result["wall_s"] < best[kind]["wall_s"]:
                 best[kind] = result
             print(kind, json.dumps(result), flush=True)

@@ -29,11 +29,12 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _measure import run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -222,44 +223,7 @@ def measure(argv: list[str], env: dict | None = None) -> dict:
 
     Linux carries ``ru_maxrss`` across exec, so the parent imports nothing heavy (data is
     generated in children too): a child's peak is then its own."""
-    environment = dict(os.environ, **(env or {}))
-    start = time.time()
-    environment["BENCH_LAUNCH"] = repr(start)
-    t = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=ROOT)
-    out, err = proc.communicate()
-    wall = time.perf_counter() - t
-    # communicate() reaped the child; its rusage is read from /proc-less wait4 below when possible
-    usage = getattr(proc, "_bench_usage", None)
-    result = {"wall_s": wall, "rc": proc.returncode}
-    if usage is not None:
-        result.update(usage)
-    if proc.returncode != 0:
-        result["error"] = err.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-    text = out.decode(errors="replace").strip().splitlines()
-    if text and text[-1].startswith("{"):
-        try:
-            result.update(json.loads(text[-1]))
-        except json.JSONDecodeError:
-            pass
-    return result
-
-
-class _Popen(subprocess.Popen):
-    """Popen that reaps its child with ``os.wait4`` and keeps the child's own rusage."""
-
-    def _try_wait(self, wait_flags):
-        try:
-            pid, sts, usage = os.wait4(self.pid, wait_flags)
-        except ChildProcessError:
-            pid, sts = self.pid, 0
-            usage = None
-        if usage is not None and pid == self.pid:
-            self._bench_usage = {"cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
-        return pid, sts
-
-
-subprocess.Popen = _Popen  # measure() uses the subclass
+    return run_child(argv, env, cwd=ROOT)
 
 
 def child(name: str, path: str) -> list[str]:

@@ -63,7 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, open_binary
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, one_line, open_binary
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
@@ -1481,7 +1481,7 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
             issues.error(item.path, f"pftrace: {err}")
             continue
         except (OSError, ValueError, IndexError, MemoryError) as err:
-            issues.error(item.path, f"pftrace: cannot decode ({type(err).__name__}: {err})")
+            issues.error(item.path, f"pftrace: cannot decode ({type(err).__name__}: {one_line(str(err))})")
             continue
         if problem:
             run.partial = True
