@@ -40,7 +40,7 @@ from tui_prof.tui.panes import (
     host_window,
     measurement_text,
 )
-from tui_prof.tui.runview import GROUPS, PARTS, RunView, build_view
+from tui_prof.tui.runview import GROUPS, PARTS, LoadError, RunView, build_view, load_runset
 from tui_prof.tui.screens import DispatchesScreen, GapScreen, HelpScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
@@ -588,21 +588,10 @@ class TuiProfApp(App):
             self.post_message(LoadProgress(stage, done, total))
 
         try:
-            if isinstance(self.source, RunSet):
-                runset = self.source
-            else:
-                from tui_prof.loaders import load_path
-
-                if not Path(self.source).exists():
-                    self.post_message(LoadFailed(f"{self.source}: no such file or directory"))
-                    return
-                runset = load_path(self.source, use_cache=self.use_cache, progress=progress)
-            if not runset.runs:
-                lines = [f"Nothing could be loaded from {self.source_name}."]
-                lines += [f"  {issue}" for issue in runset.issues[:20]]
-                self.post_message(LoadFailed("\n".join(lines)))
-                return
+            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress)
             self.post_message(Loaded(build_view(runset, progress, lazy=True)))
+        except LoadError as err:
+            self.post_message(LoadFailed(str(err)))
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(LoadFailed(f"Could not load {self.source_name}: {type(err).__name__}: {err}"))
 

@@ -30,7 +30,7 @@ from textual.widgets import Footer, Static
 from tui_prof.model import RunSet
 from tui_prof.tui.fmt import fmt_ns
 from tui_prof.tui.lanes import TimelineModel
-from tui_prof.tui.runview import RunView, build_view
+from tui_prof.tui.runview import LoadError, RunView, build_view, load_runset
 from tui_prof.tui.screens import DISPATCH_COLUMNS, BackScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
@@ -119,7 +119,7 @@ class DiffScreen(Screen):
         self.views: tuple[RunView, RunView] | None = None
         self.runsets: tuple[RunSet, RunSet] | None = None
         self.result = None
-        self._keys: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._keys: dict[int, np.ndarray] = {}  # match key of each kernel row, per side
 
     def compose(self) -> ComposeResult:
         yield Static("tuiprof diff · loading…", id="diff-title", classes="title")
@@ -259,12 +259,15 @@ class DiffScreen(Screen):
             self.app.push_screen(PairScreen(self, key, event.row))
 
 
-def _pair_stats(tag: str, rows: pd.DataFrame) -> Text:
+def _pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:
+    """One side's dispatch statistics: the analysis.hotspots row of its (single) match key."""
     if not len(rows):
         return Text(f"{tag}: no dispatches (kernel {'added' if tag == 'A' else 'removed'})\n", style="bold")
-    dur = rows["dur"].to_numpy()
-    return Text(f"{tag}: {len(rows)} dispatches · total {fmt_ns(int(dur.sum()))} · avg {fmt_ns(dur.mean())}\n"
-                f"   median {fmt_ns(float(np.median(dur)))} · min {fmt_ns(int(dur.min()))} · max {fmt_ns(int(dur.max()))}",
+    from tui_prof.analysis.hotspots import hotspots
+
+    h = hotspots(rows, by=by, rules=rules).iloc[0]
+    return Text(f"{tag}: {int(h['calls'])} dispatches · total {fmt_ns(int(h['total_ns']))} · avg {fmt_ns(h['avg_ns'])}\n"
+                f"   median {fmt_ns(float(h['median_ns']))} · min {fmt_ns(int(h['min_ns']))} · max {fmt_ns(int(h['max_ns']))}",
                 no_wrap=True, overflow="ellipsis", style="bold")
 
 
@@ -290,7 +293,8 @@ class PairScreen(BackScreen):
         with Horizontal(id="pair-body"):
             for side, tag in ((0, "A"), (1, "B")):
                 with Vertical(classes="pair-side"):
-                    yield Static(_pair_stats(tag, self.parent_screen.key_rows(side, self.key)), id=f"pair-{tag.lower()}-stats")
+                    yield Static(_pair_stats(tag, self.parent_screen.key_rows(side, self.key), self.parent_screen.by,
+                                             self.parent_screen.rules), id=f"pair-{tag.lower()}-stats")
                     yield TableView(DISPATCH_COLUMNS, id=f"pair-{tag.lower()}")
         yield Footer()
 
@@ -324,24 +328,13 @@ class DiffApp(App):
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
         try:
-            runsets = []
-            for source in self.sources:
-                if isinstance(source, RunSet):
-                    runsets.append(source)
-                    continue
-                from tui_prof.loaders import load_path
-
-                if not Path(source).exists():
-                    self.post_message(DiffLoadFailed(f"{source}: no such file or directory"))
-                    return
-                runset = load_path(source)
-                if not runset.runs:
-                    lines = [f"Nothing could be loaded from {source}."] + [f"  {i}" for i in runset.issues[:20]]
-                    self.post_message(DiffLoadFailed("\n".join(lines)))
-                    return
-                runsets.append(runset)
-            views = (build_view(runsets[0]), build_view(runsets[1]))
-            self.post_message(DiffLoaded(views, (runsets[0], runsets[1])))
+            runsets = tuple(load_runset(source, use_cache=False) for source in self.sources)
+            views = tuple(build_view(rs, lazy=True) for rs in runsets)
+            for view in views:  # the screen shows the lanes; the deltas come from analysis.diff
+                view.ensure("timeline")
+            self.post_message(DiffLoaded(views, runsets))
+        except LoadError as err:
+            self.post_message(DiffLoadFailed(str(err)))
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(DiffLoadFailed(f"Could not load the runs: {type(err).__name__}: {err}"))
 

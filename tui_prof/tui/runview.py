@@ -126,10 +126,6 @@ class RunView:
     def groups(self) -> list[str]:
         return [g for g in GROUPS if self.group_column(g) is not None]
 
-    @property
-    def group_columns(self) -> dict[str, pd.Series]:
-        return {g: self.group_column(g) for g in self.groups}
-
     def group_column(self, group: str) -> pd.Series | None:
         """analysis.hotspots.group_key of the kernels for ``group`` (None if unavailable)."""
         if group not in self._groups:
@@ -168,10 +164,6 @@ class RunView:
         else:
             mask = key.astype(str).to_numpy() == str(value)
         return self.kernels[mask]
-
-    def kernel_rows(self, name: str) -> pd.DataFrame:
-        """Dispatches of the kernel called ``name``."""
-        return self.dispatches("name", name)
 
     def run_of(self, row: pd.Series) -> Run:
         return self.runset.runs[int(row["run"])]
@@ -281,6 +273,30 @@ class RunView:
         if not parts:
             return None
         return pd.concat(parts, ignore_index=True).set_index("kernel_row")
+
+
+class LoadError(Exception):
+    """A source that gives nothing to show; the message is what the app displays."""
+
+
+def load_runset(source, name: str | None = None, *, use_cache: bool = True, progress=None) -> RunSet:
+    """``source`` as a run set (a RunSet is returned as is; a path is read by
+    :func:`tui_prof.loaders.load_path`); :class:`LoadError` when it is missing or nothing
+    in it could be loaded (``name``: how the message names it, default the path)."""
+    if isinstance(source, RunSet):
+        runset = source
+    else:
+        from pathlib import Path
+
+        from tui_prof.loaders import load_path
+
+        if not Path(source).exists():
+            raise LoadError(f"{source}: no such file or directory")
+        runset = load_path(source, use_cache=use_cache, progress=progress)
+    if not runset.runs:
+        lines = [f"Nothing could be loaded from {name or source}."] + [f"  {issue}" for issue in runset.issues[:20]]
+        raise LoadError("\n".join(lines))
+    return runset
 
 
 def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:

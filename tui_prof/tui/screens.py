@@ -53,9 +53,10 @@ class DispatchesScreen(BackScreen):
     def __init__(self, view: RunView, group: str, value: str) -> None:
         super().__init__()
         self.view, self.group, self.value = view, group, value
+        self.rows = view.dispatches(group, value)
 
     def compose(self) -> ComposeResult:
-        rows = self.view.dispatches(self.group, self.value)
+        rows = self.rows
         yield Static(Text(f"{self.group}: {self.value}", no_wrap=True, overflow="ellipsis"), classes="title")
         yield Static(f"{len(rows)} dispatches · Enter: detail · s: sort column · Esc: back", classes="status", id="disp-status")
         yield TableView(DISPATCH_COLUMNS, id="dispatches")
@@ -63,7 +64,7 @@ class DispatchesScreen(BackScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#dispatches", TableView)
-        table.set_data(self.view.dispatches(self.group, self.value), text_key=None)
+        table.set_data(self.rows, text_key=None)
         table.focus()
 
     def on_table_view_selected(self, event: TableView.Selected) -> None:

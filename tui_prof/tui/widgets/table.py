@@ -211,11 +211,6 @@ class TableView(Widget, can_focus=True):
         self.refresh()
         self._post_highlight()
 
-    def set_columns(self, columns: list[Column]) -> None:
-        self.columns = columns
-        self.col_cursor = min(self.col_cursor, len(columns) - 1)
-        self.refresh()
-
     @property
     def row_count(self) -> int:
         return len(self.model) if self.model else 0
