@@ -88,3 +88,41 @@ def _timed(runset):
     doc = build_summary(runset, logs=False)
     assert doc["kernels"]["dispatches"] == 1_000_000
     return time.process_time() - t
+
+
+def test_measurement_and_launch_numbers_of_the_sync_loop_by_hand():
+    """Every number of the measurement table and the launch section, computed by hand from
+    sync_loop_run's construction: 12 kernels of 100 µs 40 µs apart; each launched 8 µs
+    before it by a 3 µs hipLaunchKernel; a hipDeviceSynchronize from 4 µs before the
+    kernel to 5 µs after it."""
+    us, n = 1_000, 12
+    doc = build_summary(RunSet(root="", runs=[sync_loop_run(n)]), logs=False)
+    wall = (n - 1) * 140 * us + 100 * us + 8 * us + 5 * us  # first launch start .. last sync end
+    gpu_span = n * 100 * us + (n - 1) * 40 * us
+    sync_total = n * 109 * us
+    m = doc["measurement"]
+    assert m["span_ns"] == doc["wall_ns"] == wall
+    assert m["gpu_span_ns"] == gpu_span
+    assert (m["kernel_count"], m["kernel_time_ns"]) == (n, n * 100 * us)
+    assert doc["kernels"]["unique_names"] == 1
+    assert m["gemm_pct_of_kernel_time"] == 100.0
+    assert m["sync_pct_of_wall"] == round(100 * sync_total / wall, 4)
+    assert m["launch_api_pct_of_wall"] == round(100 * n * 3 * us / wall, 4)
+    assert m["median_queue_delay_ns"] == 8 * us
+    assert m["idle_pct"] == round(100 * (n - 1) * 40 * us / gpu_span, 4)
+    assert m["copy_pct_of_wall"] == 0.0 and m["peak_memory_bytes"] is None
+    lc = doc["launch"]
+    assert (lc["launch_calls"], lc["linked_dispatches"], lc["api_total_ns"]) == (n, n, n * 3 * us)
+    assert (lc["median_api_ns"], lc["p90_queue_delay_ns"]) == (3 * us, 8 * us)
+    assert (lc["median_kernel_ns"], lc["avg_kernel_ns"], lc["tiny_kernels"], lc["tiny_kernel_time_ns"]) == (100 * us, 100 * us, 0, 0)
+
+
+def test_peak_memory_by_hand():
+    """Allocate 100 B at a, 50 B at b, free a (size not recorded: taken from a's allocation),
+    allocate 30 B: the peak is 150 B, reached before the free."""
+    run = sync_loop_run(2)
+    run.allocations = make_table("allocations", {"start": [10, 20, 30, 40], "end": [11, 21, 31, 41],
+                                                 "operation": ["ALLOCATE", "ALLOCATE", "FREE", "ALLOCATE"],
+                                                 "bytes": [100, 50, 0, 30], "address": [0xA, 0xB, 0xA, 0xC]})
+    doc = build_summary(RunSet(root="", runs=[run]), logs=False)
+    assert doc["measurement"]["peak_memory_bytes"] == 150

@@ -64,20 +64,28 @@ def parse_duration_ns(text: str) -> int:
     return result
 
 
+class _UsageError(Exception):
+    """A bad option value found by a command: reported on one line, exit status EXIT_USAGE."""
+
+
+def _category_rules(args: argparse.Namespace):
+    """The rules of ``--categories FILE`` (None: the built-in rules)."""
+    if not getattr(args, "categories", None):
+        return None
+    from tui_prof.analysis.names import load_category_rules
+
+    try:
+        return load_category_rules(args.categories)
+    except ValueError as err:
+        raise _UsageError(str(err)) from None
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from tui_prof.analysis.summary import build_summary
     from tui_prof.loaders import load_path
     from tui_prof.report import summary_markdown, summary_text
 
-    rules = None
-    if getattr(args, "categories", None):
-        from tui_prof.analysis.names import load_category_rules
-
-        try:
-            rules = load_category_rules(args.categories)
-        except ValueError as err:
-            print(f"tuiprof: {err}", file=sys.stderr)
-            return EXIT_USAGE
+    rules = _category_rules(args)
     progress = _progress_printer()
     runset = load_path(args.path, progress=progress, use_cache=not args.no_cache)
     for issue in runset.errors:
@@ -128,15 +136,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
     from tui_prof.analysis import diff as d
 
-    rules = None
-    if args.categories:
-        from tui_prof.analysis.names import load_category_rules
-
-        try:
-            rules = load_category_rules(args.categories)
-        except ValueError as err:
-            print(f"tuiprof: {err}", file=sys.stderr)
-            return EXIT_USAGE
+    rules = _category_rules(args)
     noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
     noise_pp = d.DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
     if args.tui:
@@ -242,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except _UsageError as err:
+        print(f"tuiprof: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as err:  # the last line of defence: no traceback reaches the user
         print(f"tuiprof: internal error: {type(err).__name__}: {err} (please report)", file=sys.stderr)
         return 3

@@ -192,6 +192,12 @@ def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table (cells escaped: ``|`` and newlines)."""
+    return (["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+            + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows])
+
+
 def summary_markdown(summary: dict) -> str:
     """The ``tuiprof summary --md`` report: Markdown a user can paste into a ticket."""
     src = summary["source"]
@@ -204,9 +210,7 @@ def summary_markdown(summary: dict) -> str:
     for title, headers, rows, notes in _sections(summary, name_width=80):
         out += ["", f"## {title}", ""]
         if rows:
-            out.append("| " + " | ".join(headers) + " |")
-            out.append("|" + "|".join("---" for _ in headers) + "|")
-            out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows)
+            out.extend(markdown_table(headers, rows))
         if notes:
             out.append("")
             code = [n for n in notes if n.startswith("  rocprofv3")]

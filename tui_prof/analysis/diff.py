@@ -347,10 +347,7 @@ def _verdict(result: DiffResult, pct: float | None) -> list[str]:
 
 def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: float | None = None) -> str:
     """``tuiprof diff --md``: the same tables as Markdown (for tickets and CI comments)."""
-
-    def md(headers, rows):
-        esc = [[cell.replace("|", "\\|") for cell in row] for row in rows]
-        return ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"] + ["| " + " | ".join(r) + " |" for r in esc]
+    from tui_prof.report import markdown_table as md
 
     c = result.counts()
     out = ["# tuiprof diff", "", f"- **A**: `{result.path_a}`", f"- **B**: `{result.path_b}`",

@@ -140,7 +140,8 @@ def longest_first(durations: np.ndarray, keep: int | None) -> np.ndarray:
     return chosen[np.argsort(-durations[chosen], kind="stable")]
 
 
-def _label(run: Run) -> str:
+def run_label(run: Run) -> str:
+    """A process's label in the summary: the loader's label, else host/pid."""
     return run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
 
 
@@ -167,7 +168,7 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
     for step, (run, timeline_job) in enumerate(zip(runset.runs, timelines)):
         if progress:
             progress("analysing", step, len(runset.runs))
-        label = _label(run)
+        label = run_label(run)
         rng = ranges_of[step]
         run_wall = (rng[1] - rng[0]) if rng else 0
         classes = hostapi.api_classes(run.api) if len(run.api) else np.array([], dtype=np.int8)
@@ -271,27 +272,12 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         },
     }
     # launch overhead
-    qd = {"queue_delay_ns": np.concatenate([q for q, _ in queue_delays]) if queue_delays else np.array([], np.int64),
-          "api_dur_ns": np.concatenate([a for _, a in queue_delays]) if queue_delays else np.array([], np.int64)}
     kd = kernels["end"].to_numpy() - kernels["start"].to_numpy()
-    api_total = sum(p["api_total_ns"] for p in launch_parts)
-    doc["launch"] = {
-        "launch_calls": sum(p["launch_calls"] for p in launch_parts),
-        "graph_launch_calls": sum(p["graph_launch_calls"] for p in launch_parts),
-        "linked_dispatches": sum(p["linked_dispatches"] for p in launch_parts),
-        "graph_dispatches": sum(p["graph_dispatches"] for p in launch_parts),
-        "api_total_ns": int(api_total),
-        "api_pct_of_wall": round(100.0 * api_total / wall, 4) if wall else 0.0,
-        "median_api_ns": float(np.median(qd["api_dur_ns"])) if len(qd["api_dur_ns"]) else None,
-        "median_queue_delay_ns": float(np.median(qd["queue_delay_ns"])) if len(qd["api_dur_ns"]) else None,
-        "p90_queue_delay_ns": float(np.percentile(qd["queue_delay_ns"], 90)) if len(qd["api_dur_ns"]) else None,
-        "median_kernel_ns": float(np.median(kd)) if len(kd) else None,
-        "avg_kernel_ns": float(kd.mean()) if len(kd) else None,
-        "tiny_kernel_threshold_ns": hostapi.TINY_KERNEL_NS,
-        "tiny_kernels": int((kd < hostapi.TINY_KERNEL_NS).sum()),
-        "tiny_kernel_time_ns": int(kd[kd < hostapi.TINY_KERNEL_NS].sum()) if len(kd) else 0,
-        "many_tiny_kernels": bool(len(kd) > hostapi.MANY_LAUNCHES and kd.mean() < hostapi.TINY_KERNEL_NS) if len(kd) else False,
-    }
+    counts = {key: sum(p[key] for p in launch_parts) for key in
+              ("launch_calls", "graph_launch_calls", "api_total_ns", "linked_dispatches", "graph_dispatches")}
+    empty = np.array([], np.int64)
+    doc["launch"] = hostapi.launch_section(counts, np.concatenate([q for q, _ in queue_delays]) if queue_delays else empty,
+                                           np.concatenate([a for _, a in queue_delays]) if queue_delays else empty, kd, wall)
     # copies
     from tui_prof.model.schema import concat_tables
 
@@ -333,7 +319,7 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
     doc["occupancy"] = occupancy_rows[:top] if top else occupancy_rows
     for record in doc["agents"]:
         if record.get("type") == "GPU":
-            run = next((r for r in runset.runs if _label(r) == record["process"]), None)
+            run = next((r for r in runset.runs if run_label(r) == record["process"]), None)
             record["capabilities"] = capabilities(record.get("arch") or "", run.meta.tool_version if run else "")
     if any(len(run.counters) for run in runset.runs):
         doc["warnings"].append(SERIALISATION_WARNING)

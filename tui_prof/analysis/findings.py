@@ -42,19 +42,17 @@ def build_findings(doc: dict) -> list[dict]:
                       {"idle_pct": gpu["idle_pct"], "span_ns": span, "gaps_by_cause_ns": gaps["by_cause"]},
                       "See the gap list: each gap names the host call before it. Remove syncs, batch launches (HIP graphs), overlap copies.",
                       gpu["idle_pct"]))
-    if span:
-        sync_gap = gaps["by_cause"].get("sync", 0)
-        if sync_gap > 0.05 * span:
-            out.append(_f("idle-sync", "high", f"{100 * sync_gap / span:.1f} % of the GPU span is idle waiting after synchronisation calls",
-                          {"ns": sync_gap, "gaps": gaps["count_by_cause"].get("sync", 0)},
-                          "Synchronise less often: keep work queued on the stream, use events/hipStreamWaitEvent for dependencies.",
-                          100 * sync_gap / span))
-        launch_gap = gaps["by_cause"].get("launch", 0)
-        if launch_gap > 0.10 * span:
-            out.append(_f("launch-bound", "medium", f"{100 * launch_gap / span:.1f} % of the GPU span is idle waiting for the host to launch",
-                          {"ns": launch_gap, "gaps": gaps["count_by_cause"].get("launch", 0)},
-                          "The host cannot issue work fast enough: capture the loop in a HIP graph, fuse kernels, move host work off the critical path.",
-                          100 * launch_gap / span))
+    idle_rules = (
+        ("sync", "idle-sync", "high", 0.05, "idle waiting after synchronisation calls",
+         "Synchronise less often: keep work queued on the stream, use events/hipStreamWaitEvent for dependencies."),
+        ("launch", "launch-bound", "medium", 0.10, "idle waiting for the host to launch",
+         "The host cannot issue work fast enough: capture the loop in a HIP graph, fuse kernels, move host work off the critical path."),
+    )
+    for cause, code, severity, share, what, fix in idle_rules if span else ():
+        ns = gaps["by_cause"].get(cause, 0)
+        if ns > share * span:
+            out.append(_f(code, severity, f"{100 * ns / span:.1f} % of the GPU span is {what}",
+                          {"ns": ns, "gaps": gaps["count_by_cause"].get(cause, 0)}, fix, 100 * ns / span))
     sal = sync.get("sync_after_launch", {})
     if sal.get("detected"):
         out.append(_f("sync-after-launch", "high",

@@ -220,36 +220,42 @@ def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -
     }
 
 
+def launch_section(counts: dict, queue_delay_ns: np.ndarray, api_dur_ns: np.ndarray, kernel_dur_ns: np.ndarray, wall_ns: int) -> dict:
+    """The summary's ``launch`` section from :func:`launch_counts` (summed over runs, or of
+    one run), the queue delay and API duration of the directly launched dispatches, and
+    every kernel's duration."""
+    kd = kernel_dur_ns
+    n = len(kd)
+    tiny = kd < TINY_KERNEL_NS
+    linked = len(api_dur_ns) > 0
+    return {
+        "launch_calls": counts["launch_calls"],
+        "graph_launch_calls": counts["graph_launch_calls"],
+        "linked_dispatches": counts["linked_dispatches"],
+        "graph_dispatches": counts["graph_dispatches"],
+        "api_total_ns": int(counts["api_total_ns"]),
+        "api_pct_of_wall": round(100.0 * counts["api_total_ns"] / wall_ns, 4) if wall_ns > 0 else 0.0,
+        "median_api_ns": float(np.median(api_dur_ns)) if linked else None,
+        "median_queue_delay_ns": float(np.median(queue_delay_ns)) if linked else None,
+        "p90_queue_delay_ns": float(np.percentile(queue_delay_ns, 90)) if linked else None,
+        "median_kernel_ns": float(np.median(kd)) if n else None,
+        "avg_kernel_ns": float(kd.mean()) if n else None,
+        "tiny_kernel_threshold_ns": TINY_KERNEL_NS,
+        "tiny_kernels": int(tiny.sum()),
+        "tiny_kernel_time_ns": int(kd[tiny].sum()) if n else 0,
+        "many_tiny_kernels": bool(n > MANY_LAUNCHES and kd.mean() < TINY_KERNEL_NS) if n else False,
+    }
+
+
 def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None,
                  links: pd.DataFrame | None = None) -> dict:
-    """Launch overhead: API duration, queue delay and kernel time of linked dispatches.
+    """Launch overhead of one run: API duration, queue delay and kernel time of linked dispatches.
 
     Graph replays (hipGraphLaunch) are counted apart: one API call launches many kernels,
     so their queue delay grows along the graph and is not a per-launch cost.
     """
     classes = api_classes(api) if classes is None else classes
     links = link_launches(kernels, api, classes) if links is None else links
-    direct = links[~links["graph"].to_numpy()]
-    lmask = classes == LAUNCH
-    launch_api_dur = api["end"].to_numpy()[lmask] - api["start"].to_numpy()[lmask]
-    kdur = kernels["end"].to_numpy() - kernels["start"].to_numpy()
-    n = len(kernels)
-    tiny = kdur < TINY_KERNEL_NS
-    stats = {
-        "launch_calls": int(lmask.sum()),
-        "graph_launch_calls": int((classes == GRAPH_LAUNCH).sum()),
-        "api_total_ns": int(launch_api_dur.sum()),
-        "api_pct_of_wall": round(100.0 * float(launch_api_dur.sum()) / wall_ns, 4) if wall_ns > 0 else 0.0,
-        "linked_dispatches": int(len(links)),
-        "graph_dispatches": int(links["graph"].sum()),
-        "median_api_ns": float(np.median(direct["api_dur_ns"])) if len(direct) else None,
-        "median_queue_delay_ns": float(np.median(direct["queue_delay_ns"])) if len(direct) else None,
-        "p90_queue_delay_ns": float(np.percentile(direct["queue_delay_ns"], 90)) if len(direct) else None,
-        "median_kernel_ns": float(np.median(kdur)) if n else None,
-        "avg_kernel_ns": float(kdur.mean()) if n else None,
-        "tiny_kernels": int(tiny.sum()),
-        "tiny_kernel_threshold_ns": TINY_KERNEL_NS,
-        "tiny_kernel_time_ns": int(kdur[tiny].sum()) if n else 0,
-    }
-    stats["many_tiny_kernels"] = bool(n > MANY_LAUNCHES and n and kdur.mean() < TINY_KERNEL_NS)
-    return stats
+    direct = ~links["graph"].to_numpy()
+    return launch_section(launch_counts(api, classes, links), links["queue_delay_ns"].to_numpy()[direct],
+                          links["api_dur_ns"].to_numpy()[direct], kernels["end"].to_numpy() - kernels["start"].to_numpy(), wall_ns)

@@ -31,6 +31,8 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
     log files for known profiler errors (read-only); ``progress(stage, done, total)`` is
     called once per analysed process.
     """
+    from tui_prof.analysis.engine import add_analysis, run_label
+
     kernels = all_kernels(runset)
     order = duration_order(kernels)
     table = hotspots(kernels, dur_order=order)
@@ -38,7 +40,7 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
     agents = []
     warnings: list[str] = []
     for run in runset.runs:
-        label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
+        label = run_label(run)
         processes.append(
             {
                 "label": label,
@@ -79,8 +81,6 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
         "hotspots": hotspot_records(table, top),
         "warnings": warnings,
     }
-    from tui_prof.analysis.engine import add_analysis
-
     add_analysis(doc, runset, kernels, dur_order=order, top=top, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=max_gaps, logs=logs,
                  progress=progress)
     return doc
