@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib
 import math
 import shutil
 from pathlib import Path
@@ -14,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import tui_prof.loaders as loaders
 import tui_prof.loaders.detect as detect
 from tui_prof.analysis.hotspots import hotspots
 from tui_prof.loaders import legacy_rocprof as v1
@@ -23,19 +21,6 @@ from tui_prof.loaders.base import DetectedFile, IssueSink, read_head
 DATA = Path(__file__).parent / "data" / "legacy_rocprof"
 HIPPROG = DATA / "hip-programming"
 BLOGS = DATA / "rocm-blogs"
-
-
-@pytest.fixture(autouse=True)
-def available_loaders(monkeypatch):
-    """Directory loading needs every registered loader module; while some are not written yet,
-    sniff with the ones that exist (same order)."""
-    modules = []
-    for name in loaders.LOADER_MODULES:
-        try:
-            modules.append(importlib.import_module(f"tui_prof.loaders.{name}"))
-        except ImportError:
-            pass
-    monkeypatch.setattr(detect, "loader_modules", lambda: modules)
 
 
 def load_files(*paths: Path):

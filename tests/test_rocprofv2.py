@@ -4,30 +4,14 @@ read back independently with the csv module / regexes, plus generated files with
 from __future__ import annotations
 
 import csv
-import importlib
 import re
 from pathlib import Path
 
-import pytest
-
-import tui_prof.loaders as loaders
 import tui_prof.loaders.detect as detect
 from tui_prof.loaders import rocprofv2 as v2
 from tui_prof.loaders.base import read_head
 
 DATA = Path(__file__).parent / "data" / "rocprofv2"
-
-
-@pytest.fixture(autouse=True)
-def available_loaders(monkeypatch):
-    """Sniff with the registered loader modules that exist so far (same order)."""
-    modules = []
-    for name in loaders.LOADER_MODULES:
-        try:
-            modules.append(importlib.import_module(f"tui_prof.loaders.{name}"))
-        except ImportError:
-            pass
-    monkeypatch.setattr(detect, "loader_modules", lambda: modules)
 
 
 def test_file_plugin_hip_api_trace_matches_the_file():

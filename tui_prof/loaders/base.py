@@ -158,6 +158,29 @@ def split_header(line: str) -> list[str]:
     return [cell.strip().strip('"').strip().lower() for cell in line.split(",")]
 
 
+_API_DOMAIN_PREFIXES = (
+    ("HIP_", "hip"),
+    ("HSA_", "hsa"),
+    ("MARKER_", "marker"),
+    ("RCCL", "rccl"),
+    ("ROCDECODE", "rocdecode"),
+    ("ROCJPEG", "rocjpeg"),
+    ("OMPT", "ompt"),
+)
+
+
+def api_domain(category: str) -> str:
+    """rocprofiler-sdk API kind/category/domain name -> model API domain
+    (HIP_RUNTIME_API_EXT -> "hip", HSA_CORE_API -> "hsa", MARKER_CORE_API -> "marker" ...);
+    other names are lower-cased. Shared by the rocprofv3 CSV and JSON and rocpd loaders."""
+    text = str(category)
+    upper = text.upper()
+    for prefix, domain in _API_DOMAIN_PREFIXES:
+        if upper.startswith(prefix):
+            return domain
+    return text.lower()
+
+
 def group_key(path: Path, suffix: str) -> str:
     """Process group of a file named ``<prefix><suffix>`` (prefix like "1234_"), as "dir/prefix"."""
     name = path.name
@@ -169,6 +192,21 @@ def pid_from_prefix(prefix: str) -> int | None:
     """rocprofv3's default file prefix is ``<pid>``: return it when the prefix is all digits."""
     tail = prefix.rsplit("/", 1)[-1]
     return int(tail) if tail.isdigit() else None
+
+
+def warn_negative_durations(run, names=("kernels", "copies", "api")) -> None:
+    """Add a warning to ``run`` per table with rows whose known end lies before their known
+    start (unknown, -1, timestamps are not counted)."""
+    import numpy as np
+
+    for name in names:
+        table = run.table(name)
+        if not len(table):
+            continue
+        start, end = table["start"].to_numpy(), table["end"].to_numpy()
+        negative = int(np.count_nonzero((start != -1) & (end != -1) & (end < start)))
+        if negative:
+            run.warnings.append(f"{negative} {name} rows have a negative duration (end < start); kept as recorded")
 
 
 def load_groups(files: list[DetectedFile], issues: IssueSink, load_group, label: str) -> list:

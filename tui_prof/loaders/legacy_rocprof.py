@@ -53,6 +53,7 @@ from tui_prof.loaders.base import (
     one_line,
     read_text,
     split_header,
+    warn_negative_durations,
 )
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables, make_table
@@ -144,6 +145,12 @@ def _unquote(values: pd.Series) -> pd.Series:
     return text
 
 
+def _names(frame: pd.DataFrame, column: str, quoted: bool) -> pd.Series:
+    """A name column as text, without tblextr.py's literal quotes when ``quoted``."""
+    names = frame[column].astype(str)
+    return _unquote(names) if quoted else names
+
+
 def _ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
     """Integer column (int64) or UNKNOWN when absent; non-numeric or out-of-range cells
     ("None", "nan", 1e400) become UNKNOWN. Text like "12.0" keeps its integer part."""
@@ -182,9 +189,7 @@ def _direction(names: pd.Series) -> np.ndarray:
 
 def kern_tables(frame: pd.DataFrame, quoted_names: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(kernels, counters) from a KERN-shaped frame (results.csv, KERN table, JSON KERN args)."""
-    names = frame["KernelName"].astype(str)
-    if quoted_names:
-        names = _unquote(names)
+    names = _names(frame, "KernelName", quoted_names)
     dispatch = _ints(frame, "Index")
     agent = _ints(frame, "gpu-id")
     kernels = make_table(
@@ -228,9 +233,7 @@ def kern_tables(frame: pd.DataFrame, quoted_names: bool) -> tuple[pd.DataFrame, 
 
 def ops_kernels(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
     """Kernels (and barrier packets) from the OPS table of a --hip-trace run."""
-    names = frame["Name"].astype(str)
-    if quoted_names:
-        names = _unquote(names)
+    names = _names(frame, "Name", quoted_names)
     return make_table(
         "kernels",
         {
@@ -248,9 +251,7 @@ def ops_kernels(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
 
 
 def copy_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
-    names = frame["Name"].astype(str)
-    if quoted_names:
-        names = _unquote(names)
+    names = _names(frame, "Name", quoted_names)
     direction = _direction(names)
     dev = _ints(frame, "dev-id")
     n = len(frame)
@@ -276,9 +277,7 @@ def copy_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
 
 
 def api_table(frame: pd.DataFrame, domain: str, quoted_names: bool) -> pd.DataFrame:
-    names = frame["Name"].astype(str)
-    if quoted_names:
-        names = _unquote(names)
+    names = _names(frame, "Name", quoted_names)
     return make_table(
         "api",
         {
@@ -294,9 +293,7 @@ def api_table(frame: pd.DataFrame, domain: str, quoted_names: bool) -> pd.DataFr
 
 
 def marker_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
-    names = frame["Name"].astype(str)
-    if quoted_names:
-        names = _unquote(names)
+    names = _names(frame, "Name", quoted_names)
     return make_table(
         "markers",
         {
@@ -608,15 +605,7 @@ def agents_from_props(items: list[dict[str, str]]) -> list[Agent]:
 
 
 def _count_negative(run: Run) -> None:
-    for name in ("kernels", "copies", "api"):
-        table = run.table(name)
-        if not len(table):
-            continue
-        start, end = table["start"].to_numpy(), table["end"].to_numpy()
-        known = (start != UNKNOWN) & (end != UNKNOWN)
-        negative = int(np.count_nonzero(known & (end < start)))
-        if negative:
-            run.warnings.append(f"{negative} {name} rows have a negative duration (end < start); kept as recorded")
+    warn_negative_durations(run)
     if len(run.kernels) and (run.kernels["start"] == UNKNOWN).all():
         run.warnings.append("kernel table has no timestamps (counter-only rocprof run)")
 

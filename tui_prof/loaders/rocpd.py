@@ -46,8 +46,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, one_line
-from tui_prof.loaders.rocprofv3_json import agent_from_record, copy_direction, normalise_domain, opt_int, recode
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, api_domain, one_line
+from tui_prof.loaders.rocprofv3_json import agent_from_record, copy_direction, opt_int, recode
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
@@ -517,7 +517,7 @@ def _regions(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
         return make_table("api", {}), make_table("markers", {})
     cols = ["X.start", "X.end", "X.tid", "E.stack_id", "E.category_id", "X.name_id"]
     start, end, tid, stack, category_id, name_id = ctx.ints("rocpd_region", cols)
-    domain = recode(_categorical(category_id, ctx.strings), normalise_domain)
+    domain = recode(_categorical(category_id, ctx.strings), api_domain)
     tids = ctx.tids(tid)
     name = _categorical(name_id, ctx.strings)
     api = make_table("api", {"start": start, "end": end, "domain": domain, "name": name,

@@ -41,6 +41,7 @@ from tui_prof.loaders.base import (
     one_line,
     read_text,
     split_header,
+    warn_negative_durations,
 )
 from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
@@ -353,12 +354,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         pids = {int(p) for p in pd.unique(run.kernels["pid"]) if p != UNKNOWN}
         if len(pids) == 1:
             run.meta.pid = pids.pop()
-    for name in ("kernels", "copies", "api"):
-        table = run.table(name)
-        if len(table):
-            negative = int(np.count_nonzero(table["end"].to_numpy() < table["start"].to_numpy()))
-            if negative:
-                run.warnings.append(f"{negative} {name} rows have a negative duration (end < start); kept as recorded")
+    warn_negative_durations(run)
     return run
 
 

@@ -27,6 +27,7 @@ from tui_prof.loaders.base import (
     IssueSink,
     LoadError,
     Sniffed,
+    api_domain,
     first_line,
     is_gzip,
     open_binary,
@@ -277,22 +278,6 @@ def _split_prefix(stem: str, names: tuple[str, ...]) -> tuple[str, str | None]:
     return "", None
 
 
-def _api_family(domain: str) -> str:
-    """Normalised API domain: HIP_RUNTIME_API_EXT -> hip, HSA_CORE_API -> hsa, ..."""
-    upper = domain.upper()
-    for prefix, family in (
-        ("HIP_", "hip"),
-        ("HSA_", "hsa"),
-        ("MARKER_", "marker"),
-        ("RCCL", "rccl"),
-        ("ROCDECODE", "rocdecode"),
-        ("ROCJPEG", "rocjpeg"),
-    ):
-        if upper.startswith(prefix):
-            return family
-    return domain.lower()
-
-
 def sniff(path: Path, head: bytes) -> Sniffed | None:
     """Recognise a rocprofv3 / rocpd2csv CSV file by its header row."""
     line = first_line(head)
@@ -316,7 +301,7 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
                 first = split_header(rows[1].decode("utf-8", "replace"))
                 domain_index = 1 if split_header(line)[0] == "guid" else 0
                 if len(first) > domain_index:
-                    kind = f"{_api_family(first[domain_index])}_api_trace"
+                    kind = f"{api_domain(first[domain_index])}_api_trace"
     return Sniffed(kind=kind, group=f"{path.parent}/{prefix.rstrip('_')}")
 
 
@@ -739,7 +724,7 @@ def _kernels(cols, resolver: AgentResolver) -> pd.DataFrame:
 
 
 def _api(cols) -> pd.DataFrame:
-    extra = {"domain": _map_categories(cols["domain"], _api_family)}
+    extra = {"domain": _map_categories(cols["domain"], api_domain)}
     mapping = {k: v for k, v in _targets(API_COLUMNS).items() if k != "domain"}
     return _table("api", cols, mapping, extra)
 

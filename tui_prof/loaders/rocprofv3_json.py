@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, describe_error, one_line, read_text
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, api_domain, describe_error, one_line, read_text
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
@@ -59,24 +59,6 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def normalise_domain(category: str) -> str:
-    """rocprofiler kind/category name -> model API domain (HIP_RUNTIME_API_EXT -> "hip" ...)."""
-    c = str(category).upper()
-    for prefix, domain in (
-        ("HIP_RUNTIME_API", "hip"),
-        ("HIP_COMPILER_API", "hip"),
-        ("HSA_", "hsa"),
-        ("MARKER_", "marker"),
-        ("RCCL", "rccl"),
-        ("ROCDECODE", "rocdecode"),
-        ("ROCJPEG", "rocjpeg"),
-        ("OMPT", "ompt"),
-    ):
-        if c.startswith(prefix):
-            return domain
-    return str(category).lower()
 
 
 def copy_direction(src_type, dst_type, src_agent, dst_agent) -> np.ndarray:
@@ -411,7 +393,7 @@ def _api(proc: _Process, buffers: dict, pid: int) -> tuple[pd.DataFrame, pd.Data
     records = [r for key in API_KEYS for r in (buffers.get(key) or [])]
     kinds = _ints(records, "kind")
     uniq, codes = np.unique(kinds, return_inverse=True)
-    domain = _from_codes(codes.reshape(-1), [normalise_domain(proc.kind_name(k)) for k in uniq.tolist()]) if len(kinds) else []
+    domain = _from_codes(codes.reshape(-1), [api_domain(proc.kind_name(k)) for k in uniq.tolist()]) if len(kinds) else []
     start, end = _ints(records, "start_timestamp"), _ints(records, "end_timestamp")
     tid, corr = _ints(records, "thread_id"), _ints(records, "correlation_id", "internal")
     api = make_table("api", {
