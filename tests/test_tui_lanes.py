@@ -44,3 +44,22 @@ def test_ruler_steps_and_labels():
     assert fmt_tick(5_540_000, 10_000) == "5.54ms"
     assert fmt_tick(0, 2_000_000) == "0ms"
     assert fmt_ns(1_234_567) == "1.23ms" and fmt_ns(999) == "999ns"
+
+
+def test_view_reuses_the_summarys_gaps_and_links_exactly():
+    """Gaps and launch links taken from build_summary's details equal the ones the view
+    computes on its own (diff screen, or a tab opened before the summary finished)."""
+    import pandas as pd
+
+    from tui_prof.tui.runview import build_view
+    from tui_prof.tui.sample import synthetic_runset
+
+    runset, _ = synthetic_runset()
+    reused = build_view(runset, lazy=True)
+    reused.ensure("summary")
+    own = build_view(runset, lazy=True)
+    assert not own.ready("summary")
+    assert reused._details["gaps"] and reused._details["links"]
+    pd.testing.assert_frame_equal(reused.ensure("gaps"), own.ensure("gaps"))
+    pd.testing.assert_frame_equal(reused.ensure("launches"), own.ensure("launches"))
+    assert len(own.gaps) > 0 and len(own.launches) > 0

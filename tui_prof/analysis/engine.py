@@ -146,7 +146,13 @@ def run_label(run: Run) -> str:
 
 
 def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=None, top: int | None = 20, gap_threshold_ns: int | None = None,
-                 rules=None, max_gaps: int | None = 200, logs: bool = True, progress=None) -> None:
+                 rules=None, max_gaps: int | None = 200, logs: bool = True, progress=None,
+                 details: dict | None = None) -> None:
+    """Add every analysis section to ``doc``. With ``details`` (a dict), the full per-run
+    results behind the document are kept there so a caller needs not compute them again:
+    ``details["gaps"][run_index]`` (:class:`~tui_prof.analysis.timeline.GapSet`, every gap,
+    not only the listed ones) and ``details["links"][run_index]``
+    (:func:`~tui_prof.analysis.hostapi.link_launches`)."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
     ranges_of = [time_range(run) for run in runset.runs]
@@ -184,6 +190,8 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         sal_tot["launches"] += sal["launches"]
         sal_tot["followed_by_sync"] += sal["followed_by_sync"]
         links = hostapi.link_launches(run.kernels, run.api, classes)
+        if details is not None:
+            details.setdefault("links", {})[step] = links
         launch_parts.append(hostapi.launch_counts(run.api, classes, links))
         direct = ~links["graph"].to_numpy()
         queue_delays.append((links["queue_delay_ns"].to_numpy()[direct], links["api_dur_ns"].to_numpy()[direct]))
@@ -206,6 +214,8 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
                 a["process"] = label
             agent_rows.extend(agents)
             gap_sets.append((label, gaps))
+            if details is not None:
+                details.setdefault("gaps", {})[step] = gaps
 
     # GPU busy / idle
     span = sum(a["span_ns"] for a in agent_rows)

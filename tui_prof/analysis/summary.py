@@ -22,14 +22,15 @@ def agent_record(agent: Agent, process: str) -> dict:
 
 
 def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int | None = None, rules=None,
-                  max_gaps: int | None = 200, logs: bool = True, progress=None) -> dict:
+                  max_gaps: int | None = 200, logs: bool = True, progress=None, details: dict | None = None) -> dict:
     """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
 
     ``gap_threshold_ns``: idle gaps at least this long are listed and classified (default
     10 µs); ``rules``: :class:`~tui_prof.analysis.names.CategoryRules`; ``max_gaps``: gaps
     listed in the document (longest first; None = all); ``logs``: scan the run directory's
     log files for known profiler errors (read-only); ``progress(stage, done, total)`` is
-    called once per analysed process.
+    called once per analysed process; ``details``: see :func:`engine.add_analysis`
+    (the full gap sets and launch links, for the TUI).
     """
     from tui_prof.analysis.engine import add_analysis, run_label
 
@@ -82,5 +83,5 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
         "warnings": warnings,
     }
     add_analysis(doc, runset, kernels, dur_order=order, top=top, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=max_gaps, logs=logs,
-                 progress=progress)
+                 progress=progress, details=details)
     return doc

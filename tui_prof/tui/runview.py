@@ -20,12 +20,14 @@ panes say "not available yet".
 
 from __future__ import annotations
 
-import importlib
 import threading
 
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
+from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.model import Run, RunSet
 from tui_prof.tui.lanes import Lane, TimelineModel
 
@@ -34,14 +36,6 @@ GROUPS = ("name", "normalised name", "category", "agent", "process")
 GROUP_BY = {"name": "name", "normalised name": "normalized", "category": "category", "agent": "agent", "process": "pid"}
 PARTS = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
 SUMMARY_TOP = 50
-
-
-def _optional(module: str, name: str):
-    """``tui_prof.analysis.<module>.<name>`` or None when this build lacks it."""
-    try:
-        return getattr(importlib.import_module(f"tui_prof.analysis.{module}"), name)
-    except (ImportError, AttributeError):
-        return None
 
 
 def split_by(codes: np.ndarray, n: int) -> list[np.ndarray]:
@@ -87,6 +81,7 @@ class RunView:
         self._groups: dict[str, pd.Series] = {}
         self._done: dict[str, object] = {}
         self._locks = {part: threading.Lock() for part in PARTS}
+        self._details: dict = {}  # filled by build_summary: full gap sets and launch links per run
         self._group_lock = threading.Lock()
 
     # -- lazy parts -----------------------------------------------------------------------
@@ -169,24 +164,28 @@ class RunView:
         return self.runset.runs[int(row["run"])]
 
     # -- computations (thread workers) -----------------------------------------------------
-    def _compute_summary(self) -> dict | None:
-        build_summary = _optional("summary", "build_summary")
-        if build_summary is None:
-            self.missing.append("findings, measurement table, counters (analysis.summary.build_summary)")
-            return None
-        return build_summary(self.runset, top=SUMMARY_TOP)
+    def _compute_summary(self) -> dict:
+        # details keeps the full gap sets and launch links the summary computed, so the
+        # gaps and launches parts reuse them instead of running the analysis again
+        return build_summary(self.runset, top=SUMMARY_TOP, details=self._details)
+
+    def _details_of(self, key: str) -> dict | None:
+        """The summary's per-run results ``key`` when the summary is already computed (the
+        background order computes it first), else None: then the part computes its own
+        rather than wait for the whole summary (the diff screen never needs one)."""
+        return self._details.get(key, {}) if self.ready("summary") else None
 
     def _compute_gaps(self) -> pd.DataFrame | None:
-        gpu_timeline = _optional("timeline", "gpu_timeline")
-        if gpu_timeline is None:
-            self.missing.append("idle gaps (analysis.timeline.gpu_timeline)")
-            return None
+        gap_sets = self._details_of("gaps")
         parts = []
         for ri, run in enumerate(self.runset.runs):
-            if not (len(run.kernels) or len(run.copies)):
-                continue
-            _, gaps = gpu_timeline(run)
-            if len(gaps):
+            if gap_sets is not None:
+                gaps = gap_sets[ri].frame() if ri in gap_sets else None
+            elif len(run.kernels) or len(run.copies):
+                _, gaps = gpu_timeline(run)
+            else:
+                gaps = None
+            if gaps is not None and len(gaps):
                 parts.append(gaps.assign(run=ri))
         if not parts:
             return pd.DataFrame({"agent": [], "start": [], "end": [], "duration_ns": [], "run": [], "t": []}, dtype=np.int64)
@@ -199,9 +198,6 @@ class RunView:
     def _compute_timeline(self) -> TimelineModel:
         """Lanes (host threads, GPU queues, copies per run) with their intervals, sync calls
         (analysis.hostapi.api_classes) and idle gaps (analysis.timeline, per agent)."""
-        api_classes = _optional("hostapi", "api_classes")
-        if api_classes is None:
-            self.missing.append("sync-call classes (analysis.hostapi.api_classes)")
         gaps = self.gaps
         lanes: list[Lane] = []
         origin = self.origin
@@ -212,19 +208,14 @@ class RunView:
             if len(api):
                 s_all = api["start"].to_numpy() - origin
                 e_all = api["end"].to_numpy() - origin
-                sync = None
-                if api_classes is not None:
-                    from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC
-
-                    classes = api_classes(api)
-                    sync = (classes == SYNC) | (classes == BLOCKING_COPY)
+                classes = api_classes(api)
+                sync = (classes == SYNC) | (classes == BLOCKING_COPY)
                 tids = lay["tids"]
                 for t, rows in zip(tids, split_by(lay["tid_codes"], len(tids))):
                     label = f"{prefix}host T{t}" if t >= 0 else f"{prefix}host"
                     lane = Lane(label, "host", s_all[rows], e_all[rows], key=(ri, "host", int(t)))
-                    if sync is not None:
-                        srows = rows[sync[rows]]
-                        lane.sync_start, lane.sync_end = s_all[srows], e_all[srows]
+                    srows = rows[sync[rows]]
+                    lane.sync_start, lane.sync_end = s_all[srows], e_all[srows]
                     lanes.append(lane)
             gpu = lay["gpu"]
             if gpu is not None:
@@ -258,18 +249,14 @@ class RunView:
         return TimelineModel(lanes, origin=origin, span=self.span, gaps=gap_array, gap_lanes=gap_lanes)
 
     def _compute_launches(self) -> pd.DataFrame | None:
-        link_launches = _optional("hostapi", "link_launches")
-        if link_launches is None:
-            self.missing.append("launch links / queue delay (analysis.hostapi.link_launches)")
-            return None
+        links = self._details_of("links")
         parts = []
         row_base = 0
-        for run in self.runset.runs:
-            k, api = run.kernels, run.api
-            if len(k) and len(api):
-                linked = link_launches(k, api)
+        for ri, run in enumerate(self.runset.runs):
+            if len(run.kernels) and len(run.api):
+                linked = links[ri] if links is not None else link_launches(run.kernels, run.api)
                 parts.append(linked.assign(kernel_row=linked["kernel_row"].to_numpy() + row_base))
-            row_base += len(k)
+            row_base += len(run.kernels)
         if not parts:
             return None
         return pd.concat(parts, ignore_index=True).set_index("kernel_row")
