@@ -85,7 +85,11 @@ def child(path: str, use_cache: bool) -> dict:
                 await asyncio.sleep(0.005)
                 if app.main.query_one("#load-progress").display is False and app.main.view is None:
                     return {"error": "load failed"}
-            await pilot.pause()  # the refresh with the rows
+            # the first paint with the rows (not pilot.pause(): it also waits up to 1 s
+            # for the process to go idle, and the analyses start right after the paint)
+            painted = asyncio.Event()
+            app.main.call_after_refresh(painted.set)
+            await painted.wait()
             out["first_screen_s"] = time.time() - launched
             out["hotspot_rows"] = table.row_count
             out["dispatches"] = int(len(app.main.view.kernels))

@@ -230,7 +230,9 @@ class MainScreen(Screen):
         for part in PARTS:
             if view.ready(part):
                 self.fill_part(part)
-        self.need(TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])  # the measurement table
+        # the analyses start once this screen is painted: a worker started now would hold
+        # the GIL while the first frame is composed (≈ 1 s later at 1M dispatches)
+        self.call_after_refresh(self.need, TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])
         if errors:
             self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning")
 
@@ -602,7 +604,7 @@ class TuiProfApp(App):
         self.view = message.view
         self.main.show_view(message.view)
         if self.background:
-            self.compute_rest(message.view)
+            self.main.call_after_refresh(self.compute_rest, message.view)
 
     def _ensure(self, view: RunView, part: str) -> None:
         """Compute ``part`` in this (worker) thread and post the result's arrival."""
