@@ -442,3 +442,36 @@ def test_cli_open_uses_the_cache_unless_no_cache(monkeypatch):
         args = cli.build_parser().parse_args(argv)
         assert cli.cmd_open(args) == 0
         assert seen[-1] is want
+
+
+def test_quit_while_loading_does_not_wait_for_the_load(monkeypatch):
+    """``q`` during a long load ends the app at once: thread workers run in daemon threads
+    (tui.threads.DaemonExecutor), so neither asyncio's executor shutdown nor the
+    interpreter's exit joins a parse that is still running."""
+    import threading
+
+    import tui_prof.tui.app as app_module
+
+    started, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def slow_load(*args, **kwargs):
+        seen["daemon"] = threading.current_thread().daemon
+        started.set()
+        release.wait(30)  # a parse that outlives the app
+        raise app_module.LoadError("released")
+
+    monkeypatch.setattr(app_module, "load_runset", slow_load)
+    app = TuiProfApp("unused-path")
+
+    async def main():
+        async with app.run_test(size=(80, 24)) as pilot:
+            assert await asyncio.to_thread(started.wait, 10)
+            await pilot.press("q")
+
+    try:
+        asyncio.run(main())  # returns although the load is still blocked
+        assert not release.is_set() and seen["daemon"] is True
+        assert app.view is None
+    finally:
+        release.set()

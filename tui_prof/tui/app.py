@@ -44,6 +44,7 @@ from tui_prof.tui.runview import GROUPS, PARTS, LoadError, RunView, build_view, 
 from tui_prof.tui.screens import DispatchesScreen, GapScreen, HelpScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
+from tui_prof.tui.threads import use_daemon_threads
 
 HOTSPOT_COLUMNS = [
     Column("name", "name", 60, "text"),
@@ -581,6 +582,7 @@ class TuiProfApp(App):
         self.main = MainScreen()
 
     def on_mount(self) -> None:
+        use_daemon_threads()  # quitting never waits for a load or an analysis
         self.push_screen(self.main)
         self.load()
 

@@ -34,6 +34,7 @@ from tui_prof.tui.runview import LoadError, RunView, build_view, load_runset
 from tui_prof.tui.screens import DISPATCH_COLUMNS, BackScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
+from tui_prof.tui.threads import use_daemon_threads
 
 DIFF_COLUMNS = [
     Column("key", "kernel", 56, "text"),
@@ -322,6 +323,7 @@ class DiffApp(App):
         self.diff_screen = DiffScreen(by=by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp)
 
     def on_mount(self) -> None:
+        use_daemon_threads()  # quitting never waits for a load or an analysis
         self.push_screen(self.diff_screen)
         self.load()
 
