@@ -14,8 +14,9 @@ invocation, interleaved with ours, so both see the same machine load. Rows:
 * ``analysis``: ``build_summary`` after the run is loaded (in-process timer);
 * ``help``: ``tuiprof --help`` vs ``python -c pass``;
 * ``memory``: model bytes and RSS growth per dispatch after load vs the raw column sizes;
-* ``ranks``: a 64-rank directory (``<host>/<pid>_*.csv``): serial vs parallel first load,
-  and the reopen from cache.
+* ``ranks``: a 64-rank directory (``<host>/<pid>_*.csv``): serial vs parallel first load;
+  with the per-unit cache the first open, the reopen, the reopen after one rank's file is
+  touched, ``tuiprof summary``, and the cost of the cache keys.
 
 Generated runs are kept in ``--data`` (default ``$TMPDIR/tuiprof-bench``) and reused.
 
@@ -166,6 +167,32 @@ def worker(name: str, path: str) -> dict:
                 "dispatches": int(sum(len(r.kernels) for r in runset.runs)),
                 "kernel_total_ns": {f"{r.meta.hostname}/{r.meta.pid}": int((r.kernels["end"] - r.kernels["start"]).sum())
                                     for r in runset.runs}}
+    if name == "ranks-keys":  # where a reopen from the per-unit cache spends its time (best of 3)
+        from tui_prof.loaders import cache, detect
+        from tui_prof.loaders.base import IssueSink
+
+        def timed(fn):
+            times, value = [], None
+            for _ in range(3):
+                t = time.perf_counter()
+                value = fn()
+                times.append(time.perf_counter() - t)
+            return min(times), value
+
+        scan_s, detected = timed(lambda: detect.scan(Path(path), IssueSink()))
+        units = detect.work_units(detected)
+        hash_s, keys = timed(lambda: [cache.unit_key(fmt, files) for fmt, files in units])
+        edge = cache._edge_hash
+        cache._edge_hash = lambda p, size: ""  # stat only
+        stat_s, _ = timed(lambda: [cache.unit_key(fmt, files) for fmt, files in units])
+        cache._edge_hash = edge
+        read_s, hits = timed(lambda: cache.load_many(keys))
+        fragments = [run for hit in hits if hit for run in hit.runs]
+        t = time.perf_counter()
+        detect.assemble(fragments, IssueSink())
+        return {"scan_s": scan_s, "keys_hash_s": hash_s, "keys_stat_s": stat_s, "read_s": read_s,
+                "assemble_s": time.perf_counter() - t, "units": len(units), "files": len(detected),
+                "hits": sum(h is not None for h in hits)}
     if name == "analysis":
         from tui_prof.analysis.summary import build_summary
         from tui_prof.loaders import load_path
@@ -270,6 +297,53 @@ def print_table(rows: list[dict], notes: list[str]) -> None:
         print(f"- {n}")
 
 
+def ranks_rows(ranks: Path, count: int, per_rank: int, no_cache_env: dict, notes: list[str]) -> list[dict]:
+    """The ``ranks`` rows: serial vs parallel first load; with the per-unit cache the first
+    open (parse + write), a reopen, a reopen after one rank's file is touched (that rank is
+    reparsed), the CLI summary; and the cost of the cache keys (``ranks-keys`` worker)."""
+    answers = json.loads((ranks / "answers.json").read_text())
+    rows = []
+    serial = measure(child("load", str(ranks)), {**no_cache_env, "TUIPROF_LOAD_WORKERS": "1"})
+    parallel = measure(child("load", str(ranks)), no_cache_env)
+    rows.append({"row": f"{count} ranks × {per_rank:,}: parallel load (ref: serial)", "ours": parallel,
+                 "ref": serial, "ours_key": "wall_s", "ref_key": "wall_s"})
+    env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
+    first = measure(child("load-cache", str(ranks)), env)
+    again = measure(child("load-cache", str(ranks)), env)
+    rows.append({"row": f"{count} ranks: reopen from cache (ref: first open + cache write)", "ours": again, "ref": first,
+                 "ours_key": "wall_s", "ref_key": "wall_s"})
+    touched_file = sorted(ranks.rglob("*_kernel_trace.csv"))[0]  # one rank's file, content unchanged
+    stat = touched_file.stat()
+    os.utime(touched_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    touched = measure(child("load-cache", str(ranks)), env)
+    rows.append({"row": f"{count} ranks: reopen after touching one rank's file (ref: reopen)", "ours": touched,
+                 "ref": again, "ours_key": "wall_s", "ref_key": "wall_s"})
+    entries = [p for p in Path(env["TUIPROF_CACHE_DIR"]).iterdir()]
+    summary_ranks = measure(cli("summary", str(ranks)), env)
+    rows.append({"row": f"{count} ranks: tuiprof summary from cache (ref: --no-cache)", "ours": summary_ranks,
+                 "ref": measure(cli("summary", "--no-cache", str(ranks)), env), "ours_key": "wall_s", "ref_key": "wall_s"})
+    keys = measure(child("ranks-keys", str(ranks)), env)
+    ms = lambda v: None if v is None else v * 1000  # noqa: E731
+    rows.append({"row": f"{count} ranks: cache keys, size+mtime+ctime+4 KiB edge hash (ref: without the hash)",
+                 "ours": {"wall_s": ms(keys.get("keys_hash_s"))}, "ref": {"wall_s": ms(keys.get("keys_stat_s"))},
+                 "ours_key": "wall_s", "ref_key": "wall_s", "unit": "ms"})
+    ok = (parallel.get("runs") == count and parallel.get("kernel_total_ns") ==
+          {k: v["kernel_total_ns"] for k, v in answers.items()})
+    same = all(r.get("kernel_total_ns") == parallel.get("kernel_total_ns") for r in (first, again, touched))
+    notes.append(f"ranks: {parallel.get('runs')} runs loaded, per-rank kernel totals equal the generator's: {ok}; "
+                 f"equal after first open / reopen / touched reopen: {same}; cache entries: {len(entries)}")
+    notes.append("ranks load averages (1 min, before each child): " + ", ".join(
+        f"{name} {r.get('load1')}" for name, r in (("serial", serial), ("parallel", parallel), ("first", first),
+                                                   ("reopen", again), ("touched", touched))))
+    notes.append("ranks in-process load_s: " + ", ".join(
+        f"{name} {r.get('load_s', float('nan')):.2f} s" for name, r in (("first", first), ("reopen", again), ("touched", touched))))
+    notes.append(f"ranks keys ({keys.get('units')} units, {keys.get('files')} files; best of 3, warm page cache): "
+                 f"scan {keys.get('scan_s', float('nan')):.3f} s, keys with edge hash {keys.get('keys_hash_s', float('nan')):.3f} s, "
+                 f"stat only {keys.get('keys_stat_s', float('nan')):.3f} s, reading the {keys.get('units')} entries "
+                 f"{keys.get('read_s', float('nan')):.3f} s, assemble {keys.get('assemble_s', float('nan')):.3f} s")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
@@ -351,23 +425,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"{m.get('peak_rss_mb', 0):.0f} MB; raw kernel_trace: {m.get('raw_kernel_columns')} columns × 8 B "
                      "")
     if "ranks" in wanted:
-        ranks = generate("ranks", f"{args.ranks},{args.rank_dispatches}")
-        answers = json.loads((ranks / "answers.json").read_text())
-        serial = measure(child("load", str(ranks)), {**no_cache_env, "TUIPROF_LOAD_WORKERS": "1"})
-        parallel = measure(child("load", str(ranks)), no_cache_env)
-        rows.append({"row": f"{args.ranks} ranks × {args.rank_dispatches:,}: parallel load (ref: serial)", "ours": parallel,
-                     "ref": serial, "ours_key": "wall_s", "ref_key": "wall_s"})
-        env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
-        first = measure(child("load-cache", str(ranks)), env)
-        again = measure(child("load-cache", str(ranks)), env)
-        rows.append({"row": f"{args.ranks} ranks: reopen from cache (ref: first open)", "ours": again, "ref": first,
-                     "ours_key": "load_s", "ref_key": "load_s"})
-        summary_ranks = measure(cli("summary", str(ranks)), env)
-        rows.append({"row": f"{args.ranks} ranks: tuiprof summary from cache (ref: --no-cache)", "ours": summary_ranks,
-                     "ref": measure(cli("summary", "--no-cache", str(ranks)), env), "ours_key": "wall_s", "ref_key": "wall_s"})
-        ok = (parallel.get("runs") == args.ranks and parallel.get("kernel_total_ns") ==
-              {k: v["kernel_total_ns"] for k, v in answers.items()})
-        notes.append(f"ranks: {parallel.get('runs')} runs loaded, per-rank kernel totals equal the generator's: {ok}")
+        rows += ranks_rows(generate("ranks", f"{args.ranks},{args.rank_dispatches}"), args.ranks, args.rank_dispatches,
+                           no_cache_env, notes)
     print_table(rows, notes)
     return 0
 

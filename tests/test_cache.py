@@ -1,5 +1,8 @@
 """The columnar cache: a saved run set comes back identical; any file change misses."""
 
+import json
+import os
+
 import pandas as pd
 import pytest
 
@@ -41,16 +44,50 @@ def test_roundtrip_keeps_tables_dtypes_and_metadata():
     assert loaded.issues == original.issues
 
 
-def test_key_changes_when_a_file_changes(tmp_path):
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    f = run_dir / "1_kernel_trace.csv"
+def test_unit_key_changes_when_a_file_changes(tmp_path):
+    from tui_prof.loaders.base import DetectedFile
+
+    f = tmp_path / "1_kernel_trace.csv"
     f.write_text("abc\n")
-    key1 = cache.cache_key(run_dir, [f])
-    f.write_text("abd\n")
-    key2 = cache.cache_key(run_dir, [f])
-    assert key1 != key2
-    assert cache.cache_key(run_dir, [f]) == key2
+    unit = [DetectedFile(f, "rocprofv3-csv", "kernel_trace", f"{tmp_path}/1")]
+    key1 = cache.unit_key("rocprofv3-csv", unit)
+    assert cache.unit_key("rocprofv3-csv", unit) == key1
+    stat = f.stat()
+    f.write_text("abd\n")  # same size, mtime put back: ctime and the edge hash still differ
+    os.utime(f, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    key2 = cache.unit_key("rocprofv3-csv", unit)
+    assert key2 != key1
+    assert cache.unit_key("rocprofv3-csv", unit) == key2
+    assert cache.unit_key("rocpd", unit) != key2  # the format is part of the key
+    f.unlink()
+    assert cache.unit_key("rocprofv3-csv", unit) is None
+
+
+def test_empty_tables_keep_their_exact_schema():
+    original = sample_runset()
+    run = original.runs[0]
+    run.markers = run.markers.astype({"source": pd.CategoricalDtype(["roctx"])})  # empty, one category
+    assert cache.save(original, "e" * 40) is not None
+    loaded = cache.load("e" * 40).runs[0]
+    for name in TABLES:
+        pd.testing.assert_frame_equal(loaded.table(name), run.table(name))
+
+
+def test_old_format_entry_is_a_miss():
+    cache.save(sample_runset(), "2" * 40)
+    manifest = cache.cache_root() / ("2" * 40) / "manifest.json"
+    doc = json.loads(manifest.read_text())
+    doc["format"] = 2
+    manifest.write_text(json.dumps(doc))
+    assert cache.load("2" * 40) is None
+
+
+def test_unwritable_cache_is_ignored(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(blocker / "cache"))  # a folder inside a file: cannot exist
+    assert cache.save(sample_runset(), "3" * 40) is None
+    assert cache.load("3" * 40) is None
 
 
 def test_missing_or_corrupt_entry_is_a_miss(tmp_path):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tui_prof import cli
-from tui_prof.loaders import cache, detect, load_path
+from tui_prof.loaders import cache, load_path, rocprofv3_csv
 from tui_prof.model.schema import TABLES
 from tui_prof.synth import SynthSpec, build
 from tui_prof.synth.write_csv import write_rocprofv3_csv
@@ -61,7 +61,7 @@ def test_cache_hit_equals_fresh_load_and_is_used_by_cli(tmp_path, cache_dir, cap
     def no_parsing(*_args, **_kw):
         raise AssertionError("the files were parsed although the cache entry is valid")
 
-    monkeypatch.setattr(detect, "_load_uncached", no_parsing)
+    monkeypatch.setattr(rocprofv3_csv, "load", no_parsing)  # the loader the run needs
     again = summary_json(capsys, str(run_dir))
     assert again == first
 

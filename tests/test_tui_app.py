@@ -400,7 +400,7 @@ def _csv_run(tmp_path):
 def test_open_writes_then_reuses_the_cache_and_no_cache_skips_it(tmp_path, monkeypatch):
     """The app loads through the columnar cache: the first open fills it, the second is
     served from it (the file loaders are then never called); use_cache=False bypasses it."""
-    import tui_prof.loaders.detect as detect
+    import tui_prof.loaders.rocprofv3_csv as rocprofv3_csv
 
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
     run_dir, synth = _csv_run(tmp_path)
@@ -425,7 +425,7 @@ def test_open_writes_then_reuses_the_cache_and_no_cache_skips_it(tmp_path, monke
     def no_file_loading(*args, **kwargs):
         raise RuntimeError("the files were loaded again")
 
-    monkeypatch.setattr(detect, "_load_uncached", no_file_loading)
+    monkeypatch.setattr(rocprofv3_csv, "load", no_file_loading)  # the loader the run needs
     again = open_app(True)
     assert len(again["view"].kernels) == synth.expected.dispatches
     assert list(again["view"].hotspots("name")["total_ns"]) == list(first["view"].hotspots("name")["total_ns"])

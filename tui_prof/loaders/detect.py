@@ -39,6 +39,10 @@ MAX_FILES = 200_000
 # database) on its own: a directory of many ranks loads them in parallel threads.
 PARALLEL_FORMATS = ("rocprofv3-csv", "rocpd")
 
+# Formats whose loader reads each file on its own (one run per file): each file is its own
+# work unit and cache entry; the files are still loaded one after another.
+FILE_FORMATS = ("pftrace", "kineto")
+
 
 def load_workers(units: int) -> int:
     """Threads used to load ``units`` independent work units: ``TUIPROF_LOAD_WORKERS`` or
@@ -168,46 +172,13 @@ def assemble(fragments: list[Run], sink: IssueSink) -> list[Run]:
     return runs
 
 
-def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False) -> RunSet:
-    """Load every recognised file under ``path`` (a directory or one file).
-
-    With ``use_cache`` the result is read from / written to the columnar cache in the
-    user cache directory (:mod:`tui_prof.loaders.cache`), keyed by the files' state.
-    """
-    root = Path(path)
-    if not root.exists():
-        runset = RunSet(root=str(root))
-        runset.issues = [LoadIssue(str(root), "no such file or directory")]
-        return runset
-    key = None
-    if use_cache:
-        from tui_prof.loaders import cache
-
-        key = cache.cache_key(root, cache.files_for_key(root))
-        cached = cache.load(key) if key else None
-        if cached is not None:
-            if progress:
-                progress("done", 1, 1)
-            return cached
-    runset = _load_uncached(root, progress)
-    if key and runset.runs:
-        cache.save(runset, key)
-    return runset
-
-
-def _load_uncached(root: Path, progress: Progress | None) -> RunSet:
-    runset = RunSet(root=str(root))
-    sink = IssueSink()
-
-    detected = scan(root, sink, progress)
+def work_units(detected: list[DetectedFile]) -> list[tuple[str, list[DetectedFile]]]:
+    """The load work units of a scan, in load order: one per process group of a
+    PARALLEL_FORMATS format, one per file of a FILE_FORMATS format, one per other format.
+    Each unit is loaded (and cached) on its own."""
     by_module: dict[str, list[DetectedFile]] = defaultdict(list)
     for item in detected:
         by_module[item.format].append(item)
-
-    fragments: list[Run] = []
-    modules = {m.FORMAT: m for m in loader_modules()}
-    # Work units: one per format, except that formats whose processes are independent are
-    # split into one unit per process group (a rank), which load in parallel threads.
     units: list[tuple[str, list[DetectedFile]]] = []
     for fmt, files in by_module.items():
         if fmt in PARALLEL_FORMATS:
@@ -215,41 +186,109 @@ def _load_uncached(root: Path, progress: Progress | None) -> RunSet:
             for item in files:
                 groups[item.group or str(item.path)].append(item)
             units.extend((fmt, items) for items in groups.values())
+        elif fmt in FILE_FORMATS:
+            units.extend((fmt, [item]) for item in files)
         else:
             units.append((fmt, files))
+    return units
 
-    def run_unit(unit: tuple[str, list[DetectedFile]]) -> tuple[list[Run], IssueSink]:
-        fmt, files = unit
+
+def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False) -> RunSet:
+    """Load every recognised file under ``path`` (a directory or one file).
+
+    With ``use_cache`` each work unit (a rank's process group, a database, a trace file) is
+    read from / written to the columnar cache in the user cache directory
+    (:mod:`tui_prof.loaders.cache`), keyed by its files' state: only changed units are parsed.
+    The directory scan and its issues are redone on every open.
+    """
+    root = Path(path)
+    if not root.exists():
+        runset = RunSet(root=str(root))
+        runset.issues = [LoadIssue(str(root), "no such file or directory")]
+        return runset
+    return _load(root, progress, use_cache)
+
+
+def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
+    """Scan, then each work unit from its cache entry (``use_cache`` and the entry is
+    valid) or from its loader (and written to the cache with ``use_cache``)."""
+    runset = RunSet(root=str(root))
+    sink = IssueSink()
+    detected = scan(root, sink, progress)
+    units = work_units(detected)
+    modules = {m.FORMAT: m for m in loader_modules()}
+
+    # Per unit: (fragments, issues), from the cache or from its loader.
+    results: list[tuple[list[Run], list[LoadIssue]] | None] = [None] * len(units)
+    keys: list[str | None] = [None] * len(units)
+    if use_cache:
+        from tui_prof.loaders import cache
+
+        keys = [cache.unit_key(fmt, files) for fmt, files in units]
+        for slot, hit in enumerate(cache.load_many(keys)):
+            if hit is not None:
+                results[slot] = (hit.runs, hit.issues)
+
+    def run_unit(slot: int) -> tuple[list[Run], list[LoadIssue]]:
+        fmt, files = units[slot]
         unit_sink = IssueSink()
         try:
-            return modules[fmt].load(files, unit_sink), unit_sink
+            runs = modules[fmt].load(files, unit_sink)
         except Exception as err:  # a loader bug must not lose the other formats
             for item in files:
                 unit_sink.error(item.path, f"{fmt} loader failed: {one_line(repr(err))}")
-            return [], unit_sink
+            return [], unit_sink.issues
+        if keys[slot] and runs:  # written before assemble() merges and sorts the fragments
+            cache.save(RunSet(root=str(root), runs=runs, issues=unit_sink.issues), keys[slot])
+        return runs, unit_sink.issues
 
-    workers = load_workers(len(units))
+    # Tasks: each unit of a PARALLEL_FORMATS format alone; the units of any other format
+    # one after another in one task (as one loader call did before), so e.g. two large
+    # pftrace files are never parsed at the same time.
+    tasks: list[list[int]] = []
+    chained: dict[str, list[int]] = {}
+    for slot, (fmt, _files) in enumerate(units):
+        if results[slot] is not None:
+            continue
+        if fmt in PARALLEL_FORMATS:
+            tasks.append([slot])
+        elif fmt in chained:
+            chained[fmt].append(slot)
+        else:
+            chained[fmt] = [slot]
+            tasks.append(chained[fmt])
+
+    def run_task(task: list[int]) -> list[int]:
+        for slot in task:
+            results[slot] = run_unit(slot)
+        return task
+
+    done = len(units) - sum(len(t) for t in tasks)
     if progress:
-        progress("loading", 0, len(units))
+        progress("loading", done, len(units))
+    workers = load_workers(len(tasks))
     if workers <= 1:
-        results = []
-        for step, unit in enumerate(units):
-            results.append(run_unit(unit))
-            if progress:
-                progress("loading", step + 1, len(units))
+        finished = map(run_task, tasks)
     else:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tuiprof-load") as pool:
-            results = []
-            for step, result in enumerate(pool.map(run_unit, units)):  # results in unit order
-                results.append(result)
-                if progress:
-                    progress("loading", step + 1, len(units))
-    for runs, unit_sink in results:  # issues and runs in the same order as a serial load
-        fragments.extend(runs)
-        sink.issues.extend(unit_sink.issues)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tuiprof-load")
+        finished = pool.map(run_task, tasks)
+    try:
+        for task in finished:
+            done += len(task)
+            if progress:
+                progress("loading", done, len(units))
+    finally:
+        if workers > 1:
+            pool.shutdown(wait=True, cancel_futures=True)
 
+    if use_cache and tasks:  # entries were written: keep the cache within its bound
+        cache.prune(keep={key for key in keys if key})
+    fragments: list[Run] = []
+    for runs, issues in results:  # issues and runs in unit order, as a serial load gives them
+        fragments.extend(runs)
+        sink.issues.extend(issues)
     runset.runs = assemble(fragments, sink)
     runset.issues = sink.issues
     if progress:
