@@ -7,35 +7,42 @@ subprocess (wall, CPU = user + system of all threads, peak RSS, from ``getrusage
 excluded), ``--repeat`` times interleaved, with the 1-minute load average
 (``os.getloadavg``) read before each run: other jobs share this 2-core machine.
 
-Readers: ``ours`` (physical tables, dispatches and regions on two threads), ``ours-1thread``
-(``rocpd.THREADS = 1``), ``views`` (``load_db(physical=False)``: every query through the
-un-suffixed views), ``before`` (the loader as committed in git HEAD, with ``--before``) and
-``read_sql`` (``pandas.read_sql("SELECT * FROM kernels", con)``, first round only: 17-57 s).
+Readers: ``ours`` (physical tables; the id chunks of dispatches and regions on
+``rocpd.THREADS`` reader threads = CPUs, max 8), ``ours-1thread`` (``rocpd.THREADS = 1``),
+``views`` (``load_db(physical=False)``: every query through the un-suffixed views),
+``before`` (the loader as committed in git HEAD, with ``--before``) and ``read_sql``
+(``pandas.read_sql("SELECT * FROM kernels", con)``, first round only: 13-57 s). ``--kinds``
+picks the loader readers.
 
-    python bench/bench_rocpd.py [--dispatches 1000000] [--repeat 3] [--db FILE] [--before]
+    python bench/bench_rocpd.py [--dispatches 1000000] [--repeat 3] [--db FILE] [--before] [--kinds ours,views]
 
-Results (2026-11-26, this 2-core VM; two other jobs' processes (nice 5) kept both cores busy
-the whole time, load = 1-min load average before each run; best of 3 by wall, read_sql one
-run; 1M dispatches + 2M regions + 3 copies, 469 MB):
+Results (2026-11-26 04:06, this 2-core VM, other helpers' jobs running; load = 1-min load
+average before each run; best of 3 by wall, read_sql one run; 1M dispatches + 2M regions +
+3 copies, 469 MB; ``--before --repeat 3 --kinds ours,ours-1thread,views``):
 
     reader                                         wall s    cpu s  peak RSS MB   load
-    tui_prof rocpd loader (2 threads, tables)        4.02     3.99          636   3.06
-    same, THREADS = 1                                4.07     3.64          541   3.38
-    same, through the views (physical=False)         3.88     3.99          501   3.47
-    loader as in git HEAD (before this change)       4.78     4.45          637   3.41
-    pandas.read_sql(SELECT * FROM kernels)          17.28    15.98         2493   3.31
+    tui_prof rocpd loader (tables, THREADS readers)     1.67     3.10          603   1.52
+    same, THREADS = 1                                3.18     3.18          462   1.40
+    same, through the views (physical=False)         1.76     3.26          592   1.44
+    loader as in git HEAD (before this change)       1.69     3.20          604   1.67
+    pandas.read_sql(SELECT * FROM kernels)          13.70    13.70         2493   1.61
 
-  -> 4.3x less wall and 4.0x less CPU than the reference (which reads only the kernels);
-  about 0.5-0.8 CPU-s less than before. The 3 s target is not met at this load: with both
-  cores taken by other jobs the second thread finds no free core (wall = CPU); the CPU
-  floor is SQLite producing the 29M values (about 2.9 s, see below).
+  -> 8.2x less wall and 4.4x less CPU than the reference (which reads only the kernels).
+  Ours vs HEAD in the same runs: 1.67-1.74 s against 1.69-1.78 s wall, 3.10-3.23 against
+  3.20-3.37 CPU-s. While another session keeps a core busy (load 3-5 earlier the same
+  day) wall drifts towards CPU, 3.0-5 s for every variant: the second thread finds no
+  free core (the machine schedules per session), so the 3 s target holds only when a
+  second core is free.
 
-Profile at 1M dispatches (``cProfile``, one thread): SQL ``group_concat`` 2.9 s CPU, numpy
-parsing 0.7 s, everything else 0.4 s (0.6 before dense id lookups and bincount-pruned
-categories). SQLite's per-value cost is about 70 ns per column and
-row whatever the digits (``end - start`` or ``start - min`` read no faster than ``end``), so
-the SQL part is bounded by rows x columns; the two threads hide one table behind the other
-when a second core is free.
+SQLite's per-value cost is about 65-70 ns per column and row (``count(col)`` 78 ns per row
+for one column, each further column about 19 ns to decode and about 46 ns in
+``group_concat``), so the SQL part (about 2.2 CPU-s of the 3.1) is bounded by rows x
+columns; numpy parsing 0.5 s, the rest (lookups, categoricals, tables) about 0.25 s.
+Per-thread CPU (``time.thread_time``): HEAD's two threads 1.5 + 1.5 s; now two readers
+1.3 + 1.25 s and the main thread 0.3-0.5 s. A table of more than CHUNK_ROWS rows is now
+spread over the readers instead of one thread: with CHUNK_ROWS = 500,000 (as a stand-in for
+an 8M-region database) on 100k dispatches + 2M regions, 0.95-1.08 s wall against HEAD's
+1.47-1.82 s (busiest thread 0.66 s against 1.44-1.80 s; load 2).
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ from _measure import run_checked
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = {
-    "ours": "tui_prof rocpd loader (2 threads, tables)",
+    "ours": "tui_prof rocpd loader (tables, THREADS readers)",
     "ours-1thread": "same, THREADS = 1",
     "views": "same, through the views (physical=False)",
     "before": "loader as in git HEAD (before this change)",
@@ -93,6 +100,7 @@ def worker(kind: str, path: str) -> dict:
     else:
         runs = module.load_db(Path(path), physical=False) if kind == "views" else module.load_db(Path(path))
         result = {"kernels": sum(len(r.kernels) for r in runs), "api": sum(len(r.api) for r in runs)}
+        result["threads"] = getattr(module, "THREADS", None)
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     result["wall_s"] = round(time.perf_counter() - t0, 3)
     result["cpu_s"] = round(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, 3)
@@ -107,6 +115,7 @@ def main() -> None:
     parser.add_argument("--db", help="an existing rocpd database (else one is generated in a temp dir)")
     parser.add_argument("--before", action="store_true", help="also time the loader committed in git HEAD")
     parser.add_argument("--no-reference", action="store_true", help="skip pandas.read_sql (about a minute)")
+    parser.add_argument("--kinds", default="ours,ours-1thread,views", help="loader readers to time, comma-separated")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -125,7 +134,7 @@ def main() -> None:
         path = next(Path(tmp.name).rglob("*_results.db"))
         print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.0f} s", flush=True)
 
-    kinds = ["ours", "ours-1thread", "views"] + (["before"] if args.before else [])
+    kinds = args.kinds.split(",") + (["before"] if args.before else [])
     best: dict[str, dict] = {}
     for i in range(args.repeat):
         for kind in kinds + (["read_sql"] if i == 0 and not args.no_reference else []):

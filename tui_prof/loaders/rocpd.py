@@ -29,15 +29,26 @@ against 1.5 this way (SQL 1.0 + parse 0.5); one ``printf`` row string or ``||`` 
 cost nothing over their tables (SQLite flattens ``SELECT *`` views); the LEFT JOIN to
 ``rocpd_event`` costs less than reading that 3M-row table and joining in numpy (about
 0.07 against 0.5-0.7). Decoding the b-tree pages with numpy instead of SQL was tried and
-dropped (3.5 against 1.7 for the dispatches). Kernel dispatches and regions are read at
-the same time on two connections in two threads (SQLite releases the GIL while it steps).
+dropped (3.5 against 1.7 for the dispatches). The id chunks of kernel dispatches and
+regions are all queued on THREADS reader threads, one read-only connection each (SQLite
+releases the GIL while it steps), before the first is awaited. Each ``group_concat`` comes
+back as a blob (bytes for numpy, no UTF-8 decode: about 0.1 CPU-s less at 1M).
+Measured and not kept: packing several small columns into one integer per row with SQL
+arithmetic (1.09 against 1.20 CPU-s, and it needs range checks), ``json_group_array(
+json_array(...))`` per row (1.0 + 0.6 parse against 1.1 + 0.3), ``PRAGMA mmap_size``
+(within noise; a file truncated while mapped would kill the process), ``np.fromstring(...,
+count=n)`` (fills a short text with garbage instead of failing), chunks of 256k-512k rows
+for more tasks than tables (the concatenation's copy and page faults cost the main thread
+0.2-0.5 CPU-s at 1M).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import threading
 import urllib.parse
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -54,9 +65,16 @@ from tui_prof.model.schema import make_table
 FORMAT = "rocpd"
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-CHUNK_ROWS = 2_000_000  # rows per group_concat query (keeps each string well under SQLite's 1 GB limit)
+CHUNK_ROWS = 2_000_000  # rows per group_concat query (keeps each string well under SQLite's 1 GB limit); one reader task
 SEP = "\x1f"  # separator for text group_concat (unit separator; never in names)
-THREADS = 2  # 2: dispatches and regions are read concurrently on a second connection; 1: one after the other
+
+
+def _cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+THREADS = max(1, min(8, _cpu_count()))  # reader threads, each with its own connection; 1: every query on the main one
 
 # A view that only renames one physical table, as rocprofv3 writes them (data_views.sql):
 # CREATE VIEW `rocpd_region` AS SELECT * FROM `rocpd_region_<uuid>`
@@ -66,10 +84,10 @@ _PLAIN_VIEW = re.compile(
 )
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, check_same_thread: bool = True) -> sqlite3.Connection:
     """Open ``path`` read-only and immutable: SQLite writes nothing next to the file."""
     uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro&immutable=1"
-    con = sqlite3.connect(uri, uri=True)
+    con = sqlite3.connect(uri, uri=True, check_same_thread=check_same_thread)
     con.execute("PRAGMA query_only = 1")
     return con
 
@@ -139,38 +157,98 @@ def _not_null(con: sqlite3.Connection, source: str) -> set[str]:
     return {row[1] for row in con.execute(f"PRAGMA table_info({source})") if row[3]}
 
 
+class _Readers:
+    """Threads that each query ``path`` through their own read-only connection (SQLite
+    releases the GIL while it steps, so the queries run on several cores at once)."""
+
+    def __init__(self, path: Path, threads: int):
+        self.path = path
+        self.pool = ThreadPoolExecutor(threads)
+        self.local = threading.local()
+        self.connections: list[sqlite3.Connection] = []
+        self.lock = threading.Lock()
+
+    def _connection(self) -> sqlite3.Connection:
+        con = getattr(self.local, "con", None)
+        if con is None:
+            con = connect(self.path, check_same_thread=False)  # closed by close(), from the loading thread
+            with self.lock:
+                self.connections.append(con)
+            self.local.con = con
+        return con
+
+    def submit(self, func, *args):
+        """``func(connection, *args)`` on a reader thread; returns its future."""
+        return self.pool.submit(lambda: func(self._connection(), *args))
+
+    def close(self) -> None:
+        """Stop: queued chunks are dropped, running ones interrupted (only after an error is
+        anything left), then every connection is closed."""
+        with self.lock:
+            for con in self.connections:
+                con.interrupt()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for con in self.connections:
+            con.close()
+
+
+class _Done:
+    """A result already computed, with the ``result()`` of a future."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
 def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple,
-                 not_null: frozenset[str] = frozenset()) -> list[np.ndarray]:
+                 not_null: frozenset[str] = frozenset(), readers: _Readers | None = None):
     """Integer columns of ``SELECT exprs FROM base WHERE where``; NULL reads as -1.
+    Returns a function that waits for them and returns them (a list of int64 arrays).
 
     ``base`` names its main table ``X``, whose ``id`` (primary key) splits the rows into
-    chunks of CHUNK_ROWS; each chunk is read with one ``group_concat`` per column, with
-    ``IFNULL(e, -1)`` except for the ``X.`` columns named in ``not_null``. A column whose
-    text does not parse as one integer per row (a REAL or TEXT value) is read again with
-    ``CAST(... AS INTEGER)``, which is slower but exact for integers.
+    chunks of CHUNK_ROWS; each chunk is one query (see :func:`_int_chunk`), run on
+    ``readers`` when given (all queued at once), else on ``con`` right away.
     """
     table = base.split()[0]
     lo, hi = con.execute(f"SELECT MIN(id), MAX(id) FROM {table}").fetchone()  # primary key: O(1)
-    parts: list[list[np.ndarray]] = [[] for _ in exprs]
     if lo is None:
-        return [np.empty(0, dtype=np.int64) for _ in exprs]
-    fast = [f"group_concat({e})" if e.startswith("X.") and e[2:] in not_null else f"group_concat(IFNULL({e}, -1))" for e in exprs]
-    for start in range(int(lo), int(hi) + 1, CHUNK_ROWS):
-        chunk = params + (start, start + CHUNK_ROWS)
-        tail = f"FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
-        count, *texts = con.execute(f"SELECT COUNT(*), {', '.join(fast)} {tail}", chunk).fetchone()
-        arrays = [_parse_ints(t) for t in texts]
-        del texts
-        bad = [i for i, a in enumerate(arrays) if len(a) != count]
-        if bad:
-            safe = ", ".join(f"group_concat(IFNULL(CAST({exprs[i]} AS INTEGER), -1))" for i in bad)
-            for i, text in zip(bad, con.execute(f"SELECT {safe} {tail}", chunk).fetchone()):
-                arrays[i] = _parse_ints(text)
-                if len(arrays[i]) != count:
-                    raise LoadError(f"non-integer values in {table} ({exprs[i]})")
-        for i, array in enumerate(arrays):
-            parts[i].append(array)
-    return [p[0] if len(p) == 1 else np.concatenate(p) for p in parts]
+        return lambda: [np.empty(0, dtype=np.int64) for _ in exprs]
+    fast = [f"CAST(group_concat({e}) AS BLOB)" if e.startswith("X.") and e[2:] in not_null
+            else f"CAST(group_concat(IFNULL({e}, -1)) AS BLOB)" for e in exprs]
+    tail = f"FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
+    chunks = [params + (start, start + CHUNK_ROWS) for start in range(int(lo), int(hi) + 1, CHUNK_ROWS)]
+    if readers is None:
+        parts = [_Done(_int_chunk(con, table, exprs, fast, tail, chunk)) for chunk in chunks]
+    else:
+        parts = [readers.submit(_int_chunk, table, exprs, fast, tail, chunk) for chunk in chunks]
+
+    def gather() -> list[np.ndarray]:
+        columns = [part.result() for part in parts]
+        if len(columns) == 1:
+            return columns[0]
+        return [np.concatenate([c[i] for c in columns]) for i in range(len(exprs))]
+
+    return gather
+
+
+def _int_chunk(con: sqlite3.Connection, table: str, exprs: list[str], fast: list[str], tail: str, chunk: tuple) -> list[np.ndarray]:
+    """One chunk of :func:`_int_columns`: one ``group_concat`` per column (returned as a
+    blob: bytes, no UTF-8 decode), with ``IFNULL(e, -1)`` except for ``NOT NULL`` table
+    columns. A column whose text does not parse as one integer per row (a REAL or TEXT
+    value) is read again with ``CAST(... AS INTEGER)``, which is slower but exact for integers."""
+    count, *texts = con.execute(f"SELECT COUNT(*), {', '.join(fast)} {tail}", chunk).fetchone()
+    arrays = [_parse_ints(t) for t in texts]
+    del texts
+    bad = [i for i, a in enumerate(arrays) if len(a) != count]
+    if bad:
+        safe = ", ".join(f"CAST(group_concat(IFNULL(CAST({exprs[i]} AS INTEGER), -1)) AS BLOB)" for i in bad)
+        for i, text in zip(bad, con.execute(f"SELECT {safe} {tail}", chunk).fetchone()):
+            arrays[i] = _parse_ints(text)
+            if len(arrays[i]) != count:
+                raise LoadError(f"non-integer values in {table} ({exprs[i]})")
+    return arrays
 
 
 def _text_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple) -> list[np.ndarray]:
@@ -193,7 +271,7 @@ def _text_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: s
     return [np.array(p, dtype=object) for p in parts]
 
 
-def _parse_ints(text: str | None) -> np.ndarray:
+def _parse_ints(text: bytes | str | None) -> np.ndarray:
     """Parse "1,2,-1" into int64 exactly (numpy's integer scanner, no float round trip);
     text that is not all integers parses short (or empty), which the caller detects."""
     if not text:
@@ -312,15 +390,19 @@ def load_db(path: Path, physical: bool = True) -> list[Run]:
         missing = [v for v in ("rocpd_info_process", "rocpd_info_agent") if v not in names]
         if missing:
             raise LoadError(f"rocpd database lacks the un-suffixed view(s) {', '.join(missing)}")
+        readers = _Readers(path, THREADS) if THREADS > 1 else None
         try:
-            return _load(con, path, names, physical_tables(con) if physical else {})
+            return _load(con, path, names, physical_tables(con) if physical else {}, readers)
         except sqlite3.DatabaseError as err:
             raise LoadError(f"damaged rocpd database ({err})") from None
+        finally:
+            if readers is not None:
+                readers.close()
     finally:
         con.close()
 
 
-def _load(con: sqlite3.Connection, path: Path, names: set[str], physical: dict[str, str]) -> list[Run]:
+def _load(con: sqlite3.Connection, path: Path, names: set[str], physical: dict[str, str], readers: _Readers | None) -> list[Run]:
     def src(view: str) -> str:
         return f"`{physical.get(view, view)}`"
 
@@ -354,11 +436,15 @@ def _load(con: sqlite3.Connection, path: Path, names: set[str], physical: dict[s
         run.meta.extra.update(_meta_extra(metadata, environment, extdata, start, end))
         run.meta.tool_version = metadata.get("version", "") or metadata.get("rocprofiler_sdk_version", "")
         run.agents = agents
-        ctx = _Context(con, names, physical, strings, threads, agent_index, where, params, int(pid))
-        if THREADS > 1 and "rocpd_kernel_dispatch" in names and "rocpd_region" in names:
-            # The two big tables at once, regions on a second connection in a worker thread.
-            with ThreadPoolExecutor(1) as pool:
-                regions = pool.submit(_on_own_connection, path, ctx, _regions)
+        ctx = _Context(con, names, physical, strings, threads, agent_index, where, params, int(pid), readers)
+        # Queue the chunks of both big tables before waiting for the first (readers: all at once).
+        for view, cols in (("rocpd_kernel_dispatch", KERNEL_COLUMNS), ("rocpd_region", REGION_COLUMNS)):
+            if view in names:
+                ctx.prefetch(view, cols)
+        if readers is not None and ("rocpd_region", tuple(REGION_COLUMNS)) in ctx.pending:
+            # The regions' numpy work beside the kernels' (it waits for its chunks; no ctx.con use).
+            with ThreadPoolExecutor(1) as side:
+                regions = side.submit(_regions, ctx)
                 run.kernels = _kernels(ctx)
                 run.api, run.markers = regions.result()
         else:
@@ -387,20 +473,12 @@ def _meta_extra(metadata: dict, environment, extdata, start, end) -> dict:
     return extra
 
 
-def _on_own_connection(path: Path, ctx: "_Context", func):
-    """``func(ctx)`` with ctx's queries on a new connection to ``path`` (for a worker thread)."""
-    con = connect(path)
-    try:
-        return func(ctx.with_connection(con))
-    finally:
-        con.close()
-
-
 class _Context:
     """What every table query of one process needs."""
 
-    def __init__(self, con, names, physical, strings, threads, agent_index, where, params, pid):
+    def __init__(self, con, names, physical, strings, threads, agent_index, where, params, pid, readers=None):
         self.con = con
+        self.readers = readers  # reader threads for the big tables' chunks, or None
         self.names = names
         self.physical = physical  # view name -> physical table (fast path); empty: views only
         self.strings = strings
@@ -409,10 +487,14 @@ class _Context:
         self.where = where
         self.params = params
         self.pid = pid
+        self.pending: dict[tuple, object] = {}  # (view, columns) -> what prefetch() queued
 
-    def with_connection(self, con: sqlite3.Connection) -> "_Context":
-        return _Context(con, self.names, self.physical, self.strings, self.threads, self.agent_index,
-                        self.where, self.params, self.pid)
+    def prefetch(self, view: str, exprs: list[str]) -> None:
+        """Start reading what ``ints(view, exprs)`` will return (on the reader threads)."""
+        try:
+            self.pending[(view, tuple(exprs))] = self._start(view, exprs)
+        except sqlite3.DatabaseError:
+            pass  # raised again by ints(), in table order, so a damaged file reports what it did before
 
     def src(self, view: str) -> str:
         """What to query for ``view``: its physical table where the view is plain, else the view."""
@@ -424,8 +506,12 @@ class _Context:
 
     def ints(self, view: str, exprs: list[str]) -> list[np.ndarray]:
         """Integer columns ``exprs`` of this process's rows of ``view`` (see :func:`_int_columns`)."""
+        gather = self.pending.pop((view, tuple(exprs)), None) or self._start(view, exprs)
+        return gather()
+
+    def _start(self, view: str, exprs: list[str]):
         not_null = frozenset(_not_null(self.con, self.src(view))) if view in self.physical else frozenset()
-        return _int_columns(self.con, self.base(view), exprs, self.where, self.params, not_null)
+        return _int_columns(self.con, self.base(view), exprs, self.where, self.params, not_null, self.readers)
 
     def tids(self, ids: np.ndarray) -> np.ndarray:
         """rocpd_info_thread.id -> OS thread id."""
@@ -463,11 +549,15 @@ def _agents(con: sqlite3.Connection, source: str, proc_id: int, guid: str | None
     return agents, index
 
 
+KERNEL_COLUMNS = ["X.start", "X.end", "X.agent_id", "X.queue_id", "X.stream_id", "X.tid", "E.stack_id", "X.dispatch_id",
+                  "X.kernel_id", "X.grid_size_x", "X.grid_size_y", "X.grid_size_z", "X.workgroup_size_x",
+                  "X.workgroup_size_y", "X.workgroup_size_z", "X.group_segment_size", "X.private_segment_size"]
+REGION_COLUMNS = ["X.start", "X.end", "X.tid", "E.stack_id", "E.category_id", "X.name_id"]
+
+
 def _kernels(ctx: _Context) -> pd.DataFrame:
     """``rocpd_kernel_dispatch`` + ``rocpd_event.stack_id`` + kernel symbol (display_name, registers)."""
-    cols = ["X.start", "X.end", "X.agent_id", "X.queue_id", "X.stream_id", "X.tid", "E.stack_id", "X.dispatch_id",
-            "X.kernel_id", "X.grid_size_x", "X.grid_size_y", "X.grid_size_z", "X.workgroup_size_x",
-            "X.workgroup_size_y", "X.workgroup_size_z", "X.group_segment_size", "X.private_segment_size"]
+    cols = KERNEL_COLUMNS
     if "rocpd_kernel_dispatch" not in ctx.names:
         return make_table("kernels", {})
     v = dict(zip([c.split(".")[1] for c in cols], ctx.ints("rocpd_kernel_dispatch", cols)))
@@ -515,8 +605,7 @@ def _regions(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``rocpd_region`` -> api table (every category) and markers table (MARKER_* categories)."""
     if "rocpd_region" not in ctx.names:
         return make_table("api", {}), make_table("markers", {})
-    cols = ["X.start", "X.end", "X.tid", "E.stack_id", "E.category_id", "X.name_id"]
-    start, end, tid, stack, category_id, name_id = ctx.ints("rocpd_region", cols)
+    start, end, tid, stack, category_id, name_id = ctx.ints("rocpd_region", REGION_COLUMNS)
     domain = recode(_categorical(category_id, ctx.strings), api_domain)
     tids = ctx.tids(tid)
     name = _categorical(name_id, ctx.strings)
