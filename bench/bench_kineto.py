@@ -8,7 +8,14 @@ its own address space; os.wait4's ru_maxrss is also shown but on Linux it can in
 parent's RSS at fork/exec time, which matters when the parent has just built a big trace). ``--synth`` writes a
 synthetic ROCm trace with tui_prof.synth.write_kineto instead (kernels, launches, flows only).
 
+Plain files of at least kineto.PARALLEL_MIN_BYTES (64 MiB) are read in parallel pieces by
+worker processes (``TUIPROF_LOAD_WORKERS``, default the CPU count). Our loader runs twice,
+serial (``TUIPROF_LOAD_WORKERS=1``) then parallel, each in its own child; CPU includes the
+workers (reaped children count in ``wait4``), and the parallel peak memory is given as the
+sum parent VmHWM + workers x the largest worker's ``ru_maxrss`` (an upper bound).
+
     /work/venv/bin/python bench/bench_kineto.py [--mb 100] [--synth] [--no-hta] [--hta-python /work/venv-hta/bin/python]
+        [--workers 0] [--repeat 1] [--trace FILE]
 """
 
 from __future__ import annotations
@@ -28,13 +35,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "data" / "kineto" / "mi300__resnet_act_checkpoint.json.gz"
 
 OURS = """
-import sys, time
+import resource, sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from tui_prof.loaders.kineto import load_file
+from tui_prof.loaders.kineto import load_file, parallel_pieces
 t = time.perf_counter(); run = load_file(Path({path!r})); dt = time.perf_counter() - t
 hwm = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
-print(dt, len(run.kernels), len(run.api), len(run.markers), hwm)
+workers = parallel_pieces(Path({path!r})) - 1
+print(dt, len(run.kernels), len(run.api), len(run.markers), hwm, workers, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 HTA = """
 import logging, time
@@ -98,12 +106,12 @@ def build_synth(target_mb: float, out: Path) -> int:
     return run.expected.dispatches
 
 
-def measure(python: str, code: str) -> tuple[float, float, str]:
+def measure(python: str, code: str, env: dict | None = None) -> tuple[float, float, str]:
     """Run ``code`` in a child; (wall s, peak RSS MiB of that child from wait4, last stdout line).
 
-    Also prints the child's CPU time (user + system) and the load average, because wall time
-    on a shared machine depends on the other jobs."""
-    r = run_child([python, "-c", code])
+    Also prints the child's CPU time (user + system, with its reaped worker processes) and
+    the load average, because wall time on a shared machine depends on the other jobs."""
+    r = run_child([python, "-c", code], env=env)
     if r["rc"]:
         raise SystemExit(r["error"])
     print(f"  (child CPU {r['cpu_s']:.2f} s, load average {r['load1']:.1f})")
@@ -117,6 +125,8 @@ def main() -> None:
     parser.add_argument("--synth", action="store_true", help="synthetic trace (write_kineto) instead of the repeated real one")
     parser.add_argument("--no-hta", action="store_true")
     parser.add_argument("--trace", default=None, help="measure this existing trace file instead of building one")
+    parser.add_argument("--workers", default="0", help="TUIPROF_LOAD_WORKERS of the parallel run (0: CPU count)")
+    parser.add_argument("--repeat", type=int, default=1, help="serial/parallel rounds (interleaved)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big_rank0.json"
@@ -132,10 +142,15 @@ def main() -> None:
             what = f"{build(args.mb, path)} copies of {SOURCE.name}"
         size = path.stat().st_size / 1e6
         print(f"trace: {size:.1f} MB ({what}), written in {time.perf_counter() - t:.1f} s")
-        wall, rss, out = measure(sys.executable, OURS.format(root=str(ROOT), path=str(path)))
-        f = out.split()
-        print(f"ours: subprocess wall {wall:.2f} s, load {float(f[0]):.2f} s, peak RSS {int(f[4]) / 1024:.0f} MiB "
-              f"(ru_maxrss {rss:.0f} MiB), kernels/api/markers {f[1:4]}")
+        for _ in range(args.repeat):
+            for label, workers in (("serial", "1"), ("parallel", args.workers)):
+                wall, rss, out = measure(sys.executable, OURS.format(root=str(ROOT), path=str(path)), {"TUIPROF_LOAD_WORKERS": workers})
+                f = out.split()
+                n, child = int(f[5]), int(f[6]) / 1024
+                total = int(f[4]) / 1024 + n * child
+                print(f"ours ({label}, {n} worker processes): subprocess wall {wall:.2f} s, load {float(f[0]):.2f} s, "
+                      f"peak RSS {int(f[4]) / 1024:.0f} MiB + {n} x {child:.0f} MiB = {total:.0f} MiB "
+                      f"(ru_maxrss {rss:.0f} MiB), kernels/api/markers {f[1:4]}")
         if args.no_hta:
             return
         wall, rss2, out = measure(args.hta_python, HTA.format(dir=tmp))

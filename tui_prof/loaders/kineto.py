@@ -29,10 +29,17 @@ Mapping into the run model:
   equals the number of entries (then in sorted order); otherwise left empty, with a warning.
 * Reading: the file is streamed (gunzipped on the fly) through a sliding text window;
   small top-level keys are decoded whole wherever they appear, and ``traceEvents`` is
-  decoded one event at a time with the C scanner of ``json.JSONDecoder.raw_decode``.
-  Only the fields the run model needs are kept, in ``array`` columns per table (float64 µs,
-  int64 ids, int32 string codes), so memory grows with the events kept rather than with
-  the file's JSON object graph. Integer µs up to 2**53 convert exactly through float64.
+  decoded with the C scanner of ``json.JSONDecoder.raw_decode``, a batch of ~64 K
+  characters of events per call (falling back to one event per call wherever a batch does
+  not parse, which also gives the error messages). Only the fields the run model needs are
+  kept, in ``array`` columns per table (float64 µs, int64 ids, int32 string codes), so
+  memory grows with the events kept rather than with the file's JSON object graph. Integer
+  µs up to 2**53 convert exactly through float64.
+* Files of at least PARALLEL_MIN_BYTES of JSON text: ``traceEvents`` is cut into byte
+  ranges at event boundaries, decoded by worker processes (fresh interpreters) and this one,
+  and merged in file order to exactly the serial result; any failure (bad JSON, a guessed
+  boundary that was none) reads the file again serially. gzip workers inflate from the
+  start and skip to their range (see :func:`read_events_parallel`).
 * A truncated or damaged file is an error, not a partial run: Kineto writes events
   grouped by kind (CPU ops, then GPU activities), so the readable prefix of a cut file can
   lack whole categories (e.g. every kernel) and its totals would be silently wrong.
@@ -41,9 +48,14 @@ Mapping into the run model:
 from __future__ import annotations
 
 import codecs
+import gc
 import gzip
 import json
+import os
+import pickle
 import re
+import subprocess
+import sys
 import zlib
 from array import array
 from collections import Counter, defaultdict
@@ -52,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, one_line, open_binary
+from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, is_gzip, one_line, open_binary
 from tui_prof.model import Agent, Run
 from tui_prof.model.schema import UNKNOWN, make_table
 
@@ -132,6 +144,9 @@ LONG_STRING = 64 << 20
 """An unterminated string this long (characters) is bad JSON, not a cut window."""
 
 _WS = re.compile(r"[ \t\n\r]*")
+_EVENT_SEPARATOR = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
+BATCH_CHARS = 64 << 10
+"""Characters of events decoded by one scanner call in :func:`read_events`."""
 
 
 class TextWindow:
@@ -150,11 +165,18 @@ class TextWindow:
         self.pos = 0
         self.lines = 0  # newlines in the dropped text (for error messages)
         self.eof = False
+        self.read_bytes = 0  # bytes read from ``fh`` so far
+
+    def byte_offset(self, at: int) -> int:
+        """Offset in the byte stream of text position ``at`` (counted from where ``fh`` started)."""
+        pending = len(self.utf8.getstate()[0])  # bytes of a character cut by the chunk end
+        return self.read_bytes - pending - len(self.buf[at:].encode("utf-8"))
 
     def more(self) -> bool:
         """Drop parsed text and append the next chunk; False when the file is exhausted."""
         while not self.eof:
             data = self.fh.read(CHUNK_BYTES)
+            self.read_bytes += len(data)
             text = self.utf8.decode(data, final=not data)
             self.eof = not data
             if text or self.pos:
@@ -370,10 +392,25 @@ class Events:
 
 
 def read_trace(path: Path) -> Events:
-    """Stream the (possibly gzipped) trace; raise LoadError with a one-line reason."""
+    """Stream the (possibly gzipped) trace; raise LoadError with a one-line reason.
+
+    A big plain file is first read in parallel pieces (:func:`read_events_parallel`); if that
+    fails for any reason (damaged file, a piece boundary that was not one), the file is read
+    again serially, which gives the result or the error of a serial read."""
+    pieces = parallel_pieces(path)
+    if pieces > 1:
+        try:
+            return read_trace_with(path, pieces)
+        except Exception:  # the serial read below decides what is wrong
+            pass
+    return read_trace_with(path, 1)
+
+
+def read_trace_with(path: Path, pieces: int) -> Events:
+    """:func:`read_trace` with ``traceEvents`` split into at most ``pieces`` pieces."""
     try:
         with open_binary(path) as fh:
-            return parse_trace(TextWindow(fh))
+            return parse_trace(TextWindow(fh), path, pieces)
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise LoadError(f"damaged or truncated gzip data ({one_line(err)})")
     except UnicodeDecodeError:
@@ -384,9 +421,11 @@ def read_trace(path: Path) -> Events:
         raise LoadError("JSON nested too deeply")
 
 
-def parse_trace(win: TextWindow) -> Events:
+def parse_trace(win: TextWindow, path: Path | None = None, pieces: int = 1) -> Events:
     """Top-level object: small keys decoded whole, ``traceEvents`` streamed event by event.
-    Keys may come in any order; the rest of the file is read to the end (gzip CRC check)."""
+    Keys may come in any order; the rest of the file is read to the end (gzip CRC check).
+    ``pieces`` > 1: the first ``traceEvents`` list is read by :func:`read_events_parallel`
+    (``path``: the file ``win`` reads)."""
     ev = Events()
     if win.peek() != "{":
         raise LoadError("not a Kineto trace: top level is not a JSON object")
@@ -402,7 +441,10 @@ def parse_trace(win: TextWindow) -> Events:
             win.expect(":", f"after top-level key {key!r}")
             if win.peek() == "[" and key == "traceEvents":
                 win.pos += 1
-                read_events(win, ev)
+                if pieces > 1 and not seen_events:
+                    win = read_events_parallel(win, ev, path, pieces)
+                else:
+                    read_events(win, ev)
                 seen_events = True
             else:
                 ev.top[key] = win.value()
@@ -415,169 +457,212 @@ def parse_trace(win: TextWindow) -> Events:
     return ev
 
 
-def read_events(win: TextWindow, ev: Events) -> None:
-    """Decode the ``traceEvents`` array one event at a time, keeping only the fields the run
-    model needs in ``ev``'s columns (no event dict outlives its loop iteration)."""
+def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
+    """Decode the ``traceEvents`` array (in batches of events, see the loop), keeping only
+    the fields the run model needs in ``ev``'s columns (no event dict outlives its batch).
+
+    ``piece``: ``win`` holds a byte range of the array that starts at an event and ends
+    right after the ``,`` (and whitespace) of its last event; reaching that end is success,
+    anything else (an event cut by the range end, the array's ``]``) raises LoadError."""
     k, api, cp, mk, mem, lds = ev.kernels, ev.api, ev.copies, ev.markers, ev.memory, ev.launch_shared
     k_names, api_names, cp_names, mk_names = k.strings["name"], api.strings["name"], cp.strings["name"], mk.strings["name"]
     cp_kinds = cp.strings["kind"]
     flows, labels, first_ts = ev.flows, ev.process_labels, ev.first_ts
     mk_cat, mk_name, mk_ts, mk_dur = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append
     mk_pid, mk_tid = mk.pid.append, mk.tid.append
-    decode, ws = win.decode, _WS.match
+    decode, ws, separator = win.decode, _WS.match, _EVENT_SEPARATOR.search
+    marker_code = MARKER_CODE.get
     count = 0
     if win.peek() == "]":
         win.pos += 1
         return
     buf, pos = win.buf, win.pos
+    retry_at = 0  # no batch is tried before this position (one failed up to there)
     while True:
-        try:
-            e, pos = decode(buf, pos)
-        except json.JSONDecodeError as err:
-            win.pos = pos
-            if not (win.cut(err) and win.more()):
-                raise win.invalid(err) from None
-            buf, pos = win.buf, win.pos
-            continue
-        count += 1
-        # Fields that can fail (unhashable cat/pid, non-object args, object/list ids or names)
-        # are read before the first append of a row; ts/dur never fail (bad ones become NaN and
-        # the row is dropped after collection). A failing event is skipped and counted.
-        if type(e) is dict:
-            try:
-                ph = e.get("ph")
-                if ph == "X" and "ts" in e:
-                    cat = e.get("cat")
-                    ts = e["ts"]
-                    dur = e.get("dur", 0)
-                    name = e.get("name", "")
-                    if type(name) is not str:
-                        name = _text_key(name)
-                    if cat in MARKER_CODE:
-                        t = None  # markers: everything inline (most events of a real trace are markers)
-                        v = e.get("pid")
-                        try:
-                            mk_pid(v)
-                        except (TypeError, OverflowError):
-                            mk_pid(_int(v))
-                        v = e.get("tid")
-                        try:
-                            mk_tid(v)
-                        except (TypeError, OverflowError):
-                            mk_tid(_int(v))
-                        mk_cat(MARKER_CODE[cat])
-                        mk_name(mk_names.setdefault(name, len(mk_names)))
-                        try:
-                            mk_ts(ts)
-                        except (TypeError, OverflowError):
-                            mk_ts(_num(ts))
-                        try:
-                            mk_dur(dur)
-                        except (TypeError, OverflowError):
-                            mk_dur(_num(dur))
-                    elif cat == "kernel":
-                        t = k
-                        a = e.get("args") or {}
-                        for arr, v in (
-                            (k.device, a.get("device", e.get("pid"))),
-                            (k.stream, a.get("stream", e.get("tid"))),
-                            (k.corr, a.get("correlation")),
-                            (k.shared, a.get("shared memory")),
-                        ):
-                            try:
-                                arr.append(v)
-                            except (TypeError, OverflowError):
-                                arr.append(_int(v))
-                        _triple(k.grid, a.get("grid"))
-                        _triple(k.block, a.get("block"))
-                        k.name.append(k_names.setdefault(name, len(k_names)))
-                        if cat not in first_ts:
-                            first_ts[cat] = ts
-                    elif cat in API_CODE:
-                        t = api
-                        a = e.get("args") or {}
-                        corr = a.get("correlation")
-                        if cat == "cuda_sync":  # written on the device/stream row; no host thread
-                            pid = tid = UNKNOWN
-                        else:
-                            pid, tid = e.get("pid"), e.get("tid")
-                        for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr)):
-                            try:
-                                arr.append(v)
-                            except (TypeError, OverflowError):
-                                arr.append(_int(v))
-                        if cat == "cuda_runtime" and "shared memory" in a:
-                            v = a["shared memory"]
-                            try:
-                                lds.shared.append(v)
-                            except (TypeError, OverflowError):
-                                lds.shared.append(_int(v))
-                            lds.corr.append(api.corr[-1])
-                        api.cat.append(API_CODE[cat])
-                        api.name.append(api_names.setdefault(name, len(api_names)))
-                        if cat not in first_ts:
-                            first_ts[cat] = ts
-                    elif cat in COPY_CODE:
-                        t = cp
-                        a = e.get("args") or {}
-                        kind = a.get("kind")
-                        for arr, v in (
-                            (cp.device, a.get("device", e.get("pid"))),
-                            (cp.stream, a.get("stream", e.get("tid"))),
-                            (cp.corr, a.get("correlation")),
-                            (cp.bytes, a.get("bytes")),
-                        ):
-                            try:
-                                arr.append(v)
-                            except (TypeError, OverflowError):
-                                arr.append(_int(v))
-                        cp.cat.append(COPY_CODE[cat])
-                        cp.name.append(cp_names.setdefault(name, len(cp_names)))
-                        cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
+        # Decode a batch of events (a run of about BATCH_CHARS up to a "}, {" separator,
+        # decoded as one JSON array: fewer scanner calls, shared key strings) or else one
+        # event. A batch that parses is exactly the events a one-by-one read gives there;
+        # one that does not (the cut fell inside a string, bad JSON) is read one by one.
+        batch = None
+        after = -1
+        if pos >= retry_at:
+            cut = separator(buf, pos + BATCH_CHARS)
+            if cut is not None:
+                text = "[" + buf[pos : cut.start() + 1] + "]"
+                try:
+                    batch, end = decode(text)
+                    if end == len(text):
+                        after = cut.end() - 1  # the "{" of the next event
                     else:
-                        t = None
-                    if t is not None:
-                        try:
-                            t.ts.append(ts)
-                        except (TypeError, OverflowError):
-                            t.ts.append(_num(ts))
-                        try:
-                            t.dur.append(dur)
-                        except (TypeError, OverflowError):
-                            t.dur.append(_num(dur))
-                elif ph == "s" or ph == "f":
-                    flows[(e.get("cat"), ph)] += 1
-                elif ph == "i":
-                    if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
-                        a = e.get("args") or {}
-                        for arr, v in (
-                            (mem.bytes, a.get("Bytes")),
-                            (mem.dev_type, a.get("Device Type")),
-                            (mem.dev_id, a.get("Device Id")),
-                            (mem.addr, a.get("Addr")),
-                            (mem.pid, e.get("pid")),
-                            (mem.tid, e.get("tid")),
-                        ):
-                            try:
-                                arr.append(v)
-                            except (TypeError, OverflowError):
-                                arr.append(_int(v))
+                        batch = None
+                except (json.JSONDecodeError, RecursionError):
+                    pass
+                if batch is None:
+                    retry_at = cut.end()
+        if batch is None:
+            try:
+                e, pos = decode(buf, pos)
+            except json.JSONDecodeError as err:
+                win.pos = pos
+                if not (win.cut(err) and win.more()):
+                    raise win.invalid(err) from None
+                buf, pos = win.buf, win.pos
+                retry_at = 0
+                continue
+            batch = (e,)
+        for e in batch:
+            count += 1
+            # Fields that can fail (unhashable cat/pid, non-object args, object/list ids or names)
+            # are read before the first append of a row; ts/dur never fail (bad ones become NaN and
+            # the row is dropped after collection). A failing event is skipped and counted.
+            if type(e) is dict:
+                try:
+                    ph = e.get("ph")
+                    if ph == "X" and "ts" in e:
+                        cat = e.get("cat")
                         ts = e["ts"]
-                        try:
-                            mem.ts.append(ts)
-                        except (TypeError, OverflowError):
-                            mem.ts.append(_num(ts))
-                elif ph == "M" and e.get("name") == "process_labels":
-                    labels[e.get("pid")] = (e.get("args") or {}).get("labels")
-            except (TypeError, AttributeError):  # unhashable cat/pid, args not an object, Malformed
-                ev.malformed += 1
-                for table in ev.tables():
-                    table.rollback()
+                        dur = e.get("dur", 0)
+                        name = e.get("name", "")
+                        if type(name) is not str:
+                            name = _text_key(name)
+                        mc = marker_code(cat)  # TypeError when cat is unhashable
+                        if mc is not None:
+                            t = None  # markers: everything inline (most events of a real trace are markers)
+                            v = e.get("pid")
+                            try:
+                                mk_pid(v)
+                            except (TypeError, OverflowError):
+                                mk_pid(_int(v))
+                            v = e.get("tid")
+                            try:
+                                mk_tid(v)
+                            except (TypeError, OverflowError):
+                                mk_tid(_int(v))
+                            mk_cat(mc)
+                            code = mk_names.get(name)
+                            if code is None:
+                                code = mk_names[name] = len(mk_names)
+                            mk_name(code)
+                            try:
+                                mk_ts(ts)
+                            except (TypeError, OverflowError):
+                                mk_ts(_num(ts))
+                            try:
+                                mk_dur(dur)
+                            except (TypeError, OverflowError):
+                                mk_dur(_num(dur))
+                        elif cat == "kernel":
+                            t = k
+                            a = e.get("args") or {}
+                            for arr, v in (
+                                (k.device, a.get("device", e.get("pid"))),
+                                (k.stream, a.get("stream", e.get("tid"))),
+                                (k.corr, a.get("correlation")),
+                                (k.shared, a.get("shared memory")),
+                            ):
+                                try:
+                                    arr.append(v)
+                                except (TypeError, OverflowError):
+                                    arr.append(_int(v))
+                            _triple(k.grid, a.get("grid"))
+                            _triple(k.block, a.get("block"))
+                            k.name.append(k_names.setdefault(name, len(k_names)))
+                            if cat not in first_ts:
+                                first_ts[cat] = ts
+                        elif cat in API_CODE:
+                            t = api
+                            a = e.get("args") or {}
+                            corr = a.get("correlation")
+                            if cat == "cuda_sync":  # written on the device/stream row; no host thread
+                                pid = tid = UNKNOWN
+                            else:
+                                pid, tid = e.get("pid"), e.get("tid")
+                            for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr)):
+                                try:
+                                    arr.append(v)
+                                except (TypeError, OverflowError):
+                                    arr.append(_int(v))
+                            if cat == "cuda_runtime" and "shared memory" in a:
+                                v = a["shared memory"]
+                                try:
+                                    lds.shared.append(v)
+                                except (TypeError, OverflowError):
+                                    lds.shared.append(_int(v))
+                                lds.corr.append(api.corr[-1])
+                            api.cat.append(API_CODE[cat])
+                            api.name.append(api_names.setdefault(name, len(api_names)))
+                            if cat not in first_ts:
+                                first_ts[cat] = ts
+                        elif cat in COPY_CODE:
+                            t = cp
+                            a = e.get("args") or {}
+                            kind = a.get("kind")
+                            for arr, v in (
+                                (cp.device, a.get("device", e.get("pid"))),
+                                (cp.stream, a.get("stream", e.get("tid"))),
+                                (cp.corr, a.get("correlation")),
+                                (cp.bytes, a.get("bytes")),
+                            ):
+                                try:
+                                    arr.append(v)
+                                except (TypeError, OverflowError):
+                                    arr.append(_int(v))
+                            cp.cat.append(COPY_CODE[cat])
+                            cp.name.append(cp_names.setdefault(name, len(cp_names)))
+                            cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
+                        else:
+                            t = None
+                        if t is not None:
+                            try:
+                                t.ts.append(ts)
+                            except (TypeError, OverflowError):
+                                t.ts.append(_num(ts))
+                            try:
+                                t.dur.append(dur)
+                            except (TypeError, OverflowError):
+                                t.dur.append(_num(dur))
+                    elif ph == "s" or ph == "f":
+                        flows[(e.get("cat"), ph)] += 1
+                    elif ph == "i":
+                        if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
+                            a = e.get("args") or {}
+                            for arr, v in (
+                                (mem.bytes, a.get("Bytes")),
+                                (mem.dev_type, a.get("Device Type")),
+                                (mem.dev_id, a.get("Device Id")),
+                                (mem.addr, a.get("Addr")),
+                                (mem.pid, e.get("pid")),
+                                (mem.tid, e.get("tid")),
+                            ):
+                                try:
+                                    arr.append(v)
+                                except (TypeError, OverflowError):
+                                    arr.append(_int(v))
+                            ts = e["ts"]
+                            try:
+                                mem.ts.append(ts)
+                            except (TypeError, OverflowError):
+                                mem.ts.append(_num(ts))
+                    elif ph == "M" and e.get("name") == "process_labels":
+                        labels[e.get("pid")] = (e.get("args") or {}).get("labels")
+                except (TypeError, AttributeError):  # unhashable cat/pid, args not an object, Malformed
+                    ev.malformed += 1
+                    for table in ev.tables():
+                        table.rollback()
+        if after >= 0:
+            pos = after
+            if len(buf) - pos < LOW_WATER and not win.eof:
+                win.pos = pos
+                win.ensure(LOW_WATER)
+                buf, pos = win.buf, win.pos
+                retry_at = 0
+            continue
         # separator: "," then the next event, or "]"
         if len(buf) - pos < LOW_WATER and not win.eof:
             win.pos = pos
             win.ensure(LOW_WATER)
             buf, pos = win.buf, win.pos
+            retry_at = 0
         pos = ws(buf, pos).end()
         c = buf[pos : pos + 1]
         if c == ",":
@@ -586,10 +671,14 @@ def read_events(win: TextWindow, ev: Events) -> None:
                 win.pos = pos
                 win.ensure(1)
                 buf, pos = win.buf, win.pos
+                retry_at = 0
+                if piece and pos >= len(buf):  # the piece ends exactly before an event
+                    ev.count = count
+                    return
             continue
         win.pos = pos
         ev.count = count
-        if c == "]":
+        if c == "]" and not piece:
             win.pos += 1
             return
         found = "end of file" if c == "" else repr(c)
@@ -597,6 +686,229 @@ def read_events(win: TextWindow, ev: Events) -> None:
             f"not valid JSON (traceEvents cut or damaged after {count} events: expected ',' or ']', "
             f"found {found} at line {win.line()}); truncated or damaged file?"
         )
+
+
+# --------------------------------------------------------------------------- parallel reading
+
+PARALLEL_MIN_BYTES = 64 << 20
+"""Plain (not gzipped) files at least this big are read in parallel pieces."""
+PIECE_MIN_BYTES = 16 << 20
+"""Smallest piece worth a worker process (bytes)."""
+PROBE_BYTES = 1 << 20
+"""Bytes searched for a piece boundary after each split point."""
+WORKER_START_BYTES = 16 << 20
+"""Bytes this process decodes while a worker starts (interpreter + imports, ~0.4 s): each
+worker's piece is that much smaller than this process's own (the last) piece."""
+
+_BOUNDARY = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
+
+
+def parallel_pieces(path: Path) -> int:
+    """How many pieces to read ``path``'s events in: 1 (serial) for files under
+    PARALLEL_MIN_BYTES (gzip: inflated size), else ``TUIPROF_LOAD_WORKERS`` (as for
+    directories, see loaders/detect.py) or the number of CPUs (at most 8), bounded so each
+    piece has at least PIECE_MIN_BYTES."""
+    try:
+        size = text_size(path)
+    except OSError:
+        return 1
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    try:
+        wanted = int(os.environ.get("TUIPROF_LOAD_WORKERS", "0"))
+    except ValueError:
+        wanted = 0
+    if wanted <= 0:
+        wanted = min(os.cpu_count() or 1, 8)
+    return max(1, min(wanted, size // max(1, PIECE_MIN_BYTES)))
+
+
+def text_size(path: Path) -> int:
+    """Bytes of JSON text: the file size, or for gzip the size its trailer records (exact
+    for one member under 4 GiB; only a guess for split points, never trusted for data)."""
+    if not is_gzip(path):
+        return path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(-4, os.SEEK_END)
+        return int.from_bytes(fh.read(4), "little")
+
+
+def find_boundary(data: bytes, at: int, limit: int) -> int | None:
+    """Offset (in ``[at, limit)``) of a ``{`` in ``data`` (the bytes from offset ``at``)
+    that looks like the start of an event: it follows ``}`` ``,`` and decodes to an object
+    with "ph" followed by ``,`` or ``]``. A guess only: :func:`read_events_parallel`
+    verifies it (the previous piece must end exactly there). None when none is found."""
+    decode = json.JSONDecoder().raw_decode
+    for tries, match in enumerate(_BOUNDARY.finditer(data)):
+        start = at + match.end() - 1
+        if tries == 20 or start >= limit:
+            break
+        text = data[match.end() - 1 :].decode("utf-8", errors="replace")
+        try:
+            obj, end = decode(text)
+        except json.JSONDecodeError:
+            continue
+        if type(obj) is dict and "ph" in obj and text[end : end + 64].lstrip(" \t\n\r")[:1] in (",", "]"):
+            return start
+    return None
+
+
+def skip_to(fh, offset: int) -> None:
+    """Position ``fh`` at ``offset`` (forward only for gzip: inflating and discarding in
+    1 MiB steps, ~0.15-0.2 s per 100 MB)."""
+    if not isinstance(fh, gzip.GzipFile):
+        fh.seek(offset)
+        return
+    if fh.tell() > offset:
+        fh.seek(0)
+    while fh.tell() < offset and fh.read(min(offset - fh.tell(), 1 << 20)):
+        pass
+
+
+class ByteRange:
+    """A binary stream read for at most ``size`` bytes, after ``head`` (bytes already read)."""
+
+    def __init__(self, fh, size: int, head: bytes = b""):
+        self.fh, self.left, self.head = fh, size, head[:size]
+        self.left -= len(self.head)
+
+    def read(self, n: int) -> bytes:
+        if self.head:
+            data, self.head = self.head, b""
+            return data
+        data = self.fh.read(min(n, self.left))
+        self.left -= len(data)
+        return data
+
+
+def decode_piece(path: str, start: int, end: int) -> Events:
+    """Worker: the events in bytes ``[start, end)`` of ``path``'s (inflated) text
+    (see ``read_events(piece=True)``)."""
+    ev = Events()
+    with open_binary(Path(path)) as fh:
+        skip_to(fh, start)
+        read_events(TextWindow(ByteRange(fh, end - start)), ev, piece=True)
+    return ev
+
+
+PIECE_WORKER = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from tui_prof.loaders.kineto import piece_worker; piece_worker(sys.argv[2])"
+)
+
+
+def piece_worker(path: str) -> None:
+    """Entry point of a worker process: reads "start end" from stdin (nothing: exit), writes
+    the pickled :func:`decode_piece` result to stdout. The cyclic garbage collector is off
+    (this process only makes acyclic, short-lived event objects; the collector's passes
+    over them cost about 7 % of the decoding)."""
+    gc.disable()
+    line = sys.stdin.readline().split()
+    if len(line) == 2:
+        ev = decode_piece(path, int(line[0]), int(line[1]))
+        pickle.dump(ev, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        sys.stdout.buffer.flush()
+
+
+def start_worker(path: Path) -> subprocess.Popen:
+    """A fresh interpreter (never a fork: loaders run in threads of the TUI; and unlike
+    multiprocessing it does not re-import the caller's ``__main__``) that imports this
+    module and waits for its byte range on stdin (:func:`piece_worker`)."""
+    root = str(Path(__file__).resolve().parents[2])
+    argv = [sys.executable, "-c", PIECE_WORKER, root, str(path)]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def worker_result(proc: subprocess.Popen) -> Events:
+    out, err = proc.communicate()
+    if proc.returncode != 0 or not out:
+        raise LoadError(f"piece worker failed ({one_line(err.decode(errors='replace'))})")
+    return pickle.loads(out)
+
+
+def read_events_parallel(win: TextWindow, ev: Events, path: Path, pieces: int) -> TextWindow:
+    """Read the ``traceEvents`` array whose first event is at ``win.pos`` in up to ``pieces``
+    byte ranges: worker processes (:func:`start_worker`) decode all but the last, this
+    process the last (to the array's ``]``). Returns the window to go on with (positioned
+    after ``]``, reading on from ``win.fh``).
+
+    Split points are guessed by :func:`find_boundary`; a piece must end exactly where the
+    next one starts (``read_events(piece=True)``), so by induction from the first piece
+    (which starts at a real event) every piece starts at a real event, and the merged
+    columns equal a serial read's. Any failure raises (the caller then reads serially).
+
+    gzip: every worker inflates the file from its start and discards the text before its
+    piece (inflating costs ~12 % of decoding, so the decoding still runs in parallel); this
+    process inflates up to the last piece while looking for the split points. The workers
+    are started first, so their imports overlap that search."""
+    if win.peek() != "{":
+        read_events(win, ev)
+        return win
+    start = win.byte_offset(win.pos)
+    size = text_size(path)
+    head_start = min(WORKER_START_BYTES, max(0, size - start) // (2 * pieces))
+    step = max(0, size - start - head_start) // pieces  # bytes per worker piece
+    workers = [start_worker(path) for _ in range(pieces - 1)]
+    try:
+        fh, bounds, head = win.fh, [start], b""
+        for k in range(1, pieces):
+            at = start + step * k
+            skip_to(fh, at)
+            data = fh.read(PROBE_BYTES)
+            found = find_boundary(data, at, at + len(data))
+            if found is not None and found > bounds[-1]:
+                bounds.append(found)
+                head = data[found - at :]
+        for proc, (a, b) in zip(workers, zip(bounds, bounds[1:])):
+            proc.stdin.write(f"{a} {b}\n".encode())
+            proc.stdin.flush()
+        for proc in workers[len(bounds) - 1 :]:  # not needed (a split point was not found)
+            proc.kill()
+            proc.communicate()
+        if len(bounds) == 1:
+            skip_to(fh, start)
+            win = TextWindow(fh)
+            read_events(win, ev)
+            return win
+        if fh.tell() != bounds[-1] + len(head):  # a later split point was not found
+            skip_to(fh, bounds[-1])
+            head = b""
+        tail = TextWindow(ByteRange(fh, 1 << 62, head))
+        last = Events()
+        read_events(tail, last)
+        for proc in workers[: len(bounds) - 1]:
+            merge_events(ev, worker_result(proc))
+        merge_events(ev, last)
+    finally:
+        for proc in workers:  # only after a failure: stop the workers still running
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return tail
+
+
+def merge_events(ev: Events, part: Events) -> None:
+    """Append ``part`` (the events after those in ``ev``) to ``ev`` as a serial read would
+    have: columns concatenated, string codes remapped in first-seen order, first ``ts`` per
+    category kept, flow and malformed counts added, later process labels winning."""
+    for mine, theirs in zip(ev.tables(), part.tables()):
+        for column in mine.widths:
+            values = getattr(theirs, column)
+            lookup = theirs.strings.get(column)
+            if lookup is not None and len(values):
+                target = mine.strings[column]
+                recode = np.array([target.setdefault(name, len(target)) for name in lookup], dtype=np.int32)
+                values = array("i", recode[np.frombuffer(values, dtype=np.int32)].tobytes())
+            elif lookup is not None:
+                for name in lookup:  # names of rows rolled back still get their code
+                    mine.strings[column].setdefault(name, len(mine.strings[column]))
+            getattr(mine, column).extend(values)
+    ev.flows.update(part.flows)
+    ev.process_labels.update(part.process_labels)
+    for cat, ts in part.first_ts.items():
+        ev.first_ts.setdefault(cat, ts)
+    ev.count += part.count
+    ev.malformed += part.malformed
 
 
 # --------------------------------------------------------------------------- loading
