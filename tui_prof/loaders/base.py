@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,3 +232,13 @@ def load_groups(files: list[DetectedFile], issues: IssueSink, load_group, label:
         if run is not None:
             runs.append(run)
     return runs
+
+
+def configured_workers() -> int:
+    """Parallel workers a loader may use: ``TUIPROF_LOAD_WORKERS`` when set to a positive
+    number (1 means serial), else the number of CPUs, at most 8."""
+    try:
+        wanted = int(os.environ.get("TUIPROF_LOAD_WORKERS", "0"))
+    except ValueError:
+        wanted = 0
+    return wanted if wanted > 0 else min(os.cpu_count() or 1, 8)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from tui_prof.loaders import loader_modules
-from tui_prof.loaders.base import DetectedFile, IssueSink, one_line, read_head
+from tui_prof.loaders.base import DetectedFile, IssueSink, configured_workers, one_line, read_head
 from tui_prof.model import LoadIssue, Run, RunSet
 
 Progress = Callable[[str, int, int], None]
@@ -47,13 +47,7 @@ FILE_FORMATS = ("pftrace", "kineto")
 def load_workers(units: int) -> int:
     """Threads used to load ``units`` independent work units: ``TUIPROF_LOAD_WORKERS`` or
     the number of CPUs (at most 8); 1 means a serial load."""
-    try:
-        wanted = int(os.environ.get("TUIPROF_LOAD_WORKERS", "0"))
-    except ValueError:
-        wanted = 0
-    if wanted <= 0:
-        wanted = min(os.cpu_count() or 1, 8)
-    return max(1, min(wanted, units))
+    return max(1, min(configured_workers(), units))
 
 
 def iter_files(root: Path, sink: IssueSink) -> list[Path]:

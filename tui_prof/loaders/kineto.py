@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, is_gzip, one_line, open_binary
+from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, configured_workers, is_gzip, one_line, open_binary
 from tui_prof.model import Agent, Run
 from tui_prof.model.schema import UNKNOWN, make_table
 
@@ -714,13 +714,7 @@ def parallel_pieces(path: Path) -> int:
         return 1
     if size < PARALLEL_MIN_BYTES:
         return 1
-    try:
-        wanted = int(os.environ.get("TUIPROF_LOAD_WORKERS", "0"))
-    except ValueError:
-        wanted = 0
-    if wanted <= 0:
-        wanted = min(os.cpu_count() or 1, 8)
-    return max(1, min(wanted, size // max(1, PIECE_MIN_BYTES)))
+    return max(1, min(configured_workers(), size // max(1, PIECE_MIN_BYTES)))
 
 
 def text_size(path: Path) -> int:
