@@ -297,6 +297,27 @@ def test_cli_fail_on_regression_exit_status(csv_pair, capsys):
     assert doc["fail_on_regression"]["failed"] and "kernel_time_ns" in doc["fail_on_regression"]["metrics"]
 
 
+def test_cli_diff_reuses_the_cache_and_no_cache_skips_it(csv_pair, capsys, tmp_path, monkeypatch):
+    from tui_prof.loaders import rocprofv3_csv
+
+    a_dir, b_dir, _ = csv_pair
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(cache_dir))
+    assert main(["diff", str(a_dir), str(b_dir), "--json"]) == 0
+    first = capsys.readouterr().out
+    assert len(list(cache_dir.iterdir())) == 2  # one entry per run's process group
+
+    def no_parsing(*_args, **_kw):
+        raise AssertionError("parsed although both runs are cached")
+
+    monkeypatch.setattr(rocprofv3_csv, "load", no_parsing)
+    assert main(["diff", str(a_dir), str(b_dir), "--json"]) == 0
+    assert capsys.readouterr().out == first
+    # --no-cache parses (here: the failing loader), so nothing can be loaded
+    assert main(["diff", str(a_dir), str(b_dir), "--json", "--no-cache"]) == 1  # EXIT_NOTHING_LOADED
+    assert "nothing could be loaded" in capsys.readouterr().err
+
+
 def test_cli_markdown_and_text(csv_pair, capsys):
     a_dir, b_dir, _ = csv_pair
     assert main(["diff", str(a_dir), str(b_dir), "--md"]) == 0

@@ -142,13 +142,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.tui:
         from tui_prof.tui.diff_app import DiffApp
 
-        DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp).run(mouse=not args.no_mouse)
+        DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp,
+                use_cache=not args.no_cache).run(mouse=not args.no_mouse)
         return EXIT_OK
     from tui_prof.loaders import load_path
 
     runsets = []
     for path in (args.a, args.b):
-        runset = load_path(path, progress=_progress_printer())
+        runset = load_path(path, progress=_progress_printer(), use_cache=not args.no_cache)
         for issue in runset.errors:
             print(f"tuiprof: {issue}", file=sys.stderr)
         if not runset.runs:
@@ -223,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     differ.add_argument("--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION",
                         help="idle-gap threshold passed to the analysis (default 10us)")
     differ.add_argument("--no-mouse", action="store_true", help="with --tui: do not enable mouse reporting")
+    differ.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)")
     differ.set_defaults(func=cmd_diff)
     return parser
 

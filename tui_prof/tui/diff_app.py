@@ -317,9 +317,11 @@ class DiffApp(App):
     BINDINGS = [Binding("q", "quit", "Quit", id="app.quit")]
 
     def __init__(self, source_a: str | Path | RunSet, source_b: str | Path | RunSet, *, by: str = "name", rules=None,
-                 noise_pct: float | None = None, noise_pp: float | None = None, **kwargs) -> None:
+                 noise_pct: float | None = None, noise_pp: float | None = None, use_cache: bool = True, **kwargs) -> None:
+        """``use_cache``: read/write the columnar cache (``tuiprof diff --tui --no-cache``: False)."""
         super().__init__(**kwargs)
         self.sources = (source_a, source_b)
+        self.use_cache = use_cache
         self.diff_screen = DiffScreen(by=by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp)
 
     def on_mount(self) -> None:
@@ -330,7 +332,7 @@ class DiffApp(App):
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
         try:
-            runsets = tuple(load_runset(source, use_cache=False) for source in self.sources)
+            runsets = tuple(load_runset(source, use_cache=self.use_cache) for source in self.sources)
             views = tuple(build_view(rs, lazy=True) for rs in runsets)
             for view in views:  # the screen shows the lanes; the deltas come from analysis.diff
                 view.ensure("timeline")
