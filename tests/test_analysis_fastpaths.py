@@ -79,3 +79,38 @@ def test_gap_frame_of_chosen_rows_equals_rows_of_full_frame():
     expected = full.take(rows).reset_index(drop=True)
     for column in full.columns:
         assert part[column].astype(str).tolist() == expected[column].astype(str).tolist(), column
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_corr_index_equals_unique_match_over_all_calls_and_launch_calls(seed):
+    """CorrIndex (built once per run, shared by gpu_gaps and link_launches) answers as
+    unique_match over every call and over the launch-class calls, for consecutive, unique
+    unsorted, and repeated ids (e.g. HSA calls sharing a HIP call's id)."""
+    import pandas as pd
+
+    from tui_prof.analysis.hostapi import LAUNCH, CorrIndex
+
+    rng = np.random.default_rng(seed)
+    for trial in range(40):
+        n = int(rng.integers(1, 300))
+        kind = trial % 4
+        if kind == 0:
+            corr = np.arange(n) + int(rng.integers(-3, 5))  # consecutive (rocprofv3)
+        elif kind == 1:
+            corr = rng.permutation(np.arange(n) * 3 + 1)  # unique, unsorted
+        else:
+            corr = rng.integers(-2, n // 2 + 2, n)  # repeats and negatives
+            if kind == 3:
+                corr = np.sort(corr)
+        classes = rng.integers(0, 6, n).astype(np.int8)
+        api = pd.DataFrame({"correlation_id": corr.astype(np.int64)})
+        index = CorrIndex(api, classes)
+        queries = rng.integers(-4, n + 10, int(rng.integers(1, 200)))
+
+        def by_search(rows):
+            order = rows[np.argsort(corr[rows], kind="stable")]
+            pos = _unique_match_by_search(corr[order], queries) if len(order) else np.full(len(queries), -1)
+            return np.where(pos >= 0, order[np.maximum(pos, 0)] if len(order) else -1, -1)
+
+        assert index.rows(queries).tolist() == by_search(np.arange(n)).tolist()
+        assert index.launch_rows(queries).tolist() == by_search(np.flatnonzero(classes >= LAUNCH)).tolist()

@@ -148,12 +148,15 @@ def unique_match(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
         # of a binary search per query; the same answer
         first = int(np.searchsorted(sorted_keys, 0, side="left"))  # negative keys sit in front
         keys = sorted_keys[first:]
-        count = np.bincount(keys, minlength=top + 1)
-        table = np.full(top + 1, -1, dtype=np.int64)
-        table[keys] = np.arange(first, n)
-        table[count != 1] = -1
+        small = np.int32 if n < 2**31 else np.int64  # positions; half the memory of int64
+        table = np.full(top + 1, -1, dtype=small)
+        table[keys] = np.arange(first, n, dtype=small)
+        if len(keys) > 1:
+            repeated = keys[1:] == keys[:-1]  # sorted: a key seen twice sits next to itself
+            if repeated.any():
+                table[keys[1:][repeated]] = -1
         inside = (queries >= 0) & (queries <= top)
-        return np.where(inside, table[np.where(inside, queries, 0)], -1)
+        return np.where(inside, table[np.where(inside, queries, 0)], np.int64(-1))
     left = np.searchsorted(sorted_keys, queries, side="left")
     at = np.minimum(left, n - 1)
     after = np.minimum(left + 1, n - 1)
@@ -162,45 +165,122 @@ def unique_match(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return np.where((queries >= 0) & hit & unique, left, -1)
 
 
-def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray | None = None) -> pd.DataFrame:
+class CorrIndex:
+    """Correlation id -> API row of one run's API table, built once per run and shared by
+    :func:`link_launches` and :func:`~tui_prof.analysis.timeline.gpu_gaps`.
+
+    :meth:`rows` answers as :func:`unique_match` over every call, :meth:`launch_rows` as
+    :func:`unique_match` over the launch-class calls only (an id may be shared with other
+    calls, e.g. HSA calls, in some formats); both return API row numbers (int64), -1 when
+    absent, ambiguous or negative. When no two calls share a non-negative id (rocprofv3
+    numbers them 1, 2, 3, ...), the launch answer is the all-calls answer if that call is of
+    a launch class, so one lookup serves both; consecutive ids need no table at all.
+    """
+
+    def __init__(self, api: pd.DataFrame, classes: np.ndarray):
+        corr = api["correlation_id"].to_numpy() if len(api) else np.array([], dtype=np.int64)
+        self.classes = classes
+        self.n = n = len(corr)
+        self.first = None  # ids corr[0], corr[0] + 1, ...: row = id - first
+        self.unique = False  # no non-negative id twice: launch_rows derives from rows
+        self._corr = corr
+        self._all = None  # (sorted ids, their rows or None for identity), built on first use
+        self._launch = None
+        if n and int(corr[-1]) - int(corr[0]) == n - 1 and (n == 1 or bool((corr[1:] > corr[:-1]).all())):
+            self.first, self.unique = int(corr[0]), True
+            return
+        if n:
+            keys, order = self._sorted(corr, None)
+            self._all = (keys, order)
+            nonneg = keys[int(np.searchsorted(keys, 0, side="left")):]
+            self.unique = len(nonneg) < 2 or bool((nonneg[1:] != nonneg[:-1]).all())
+
+    @staticmethod
+    def _sorted(corr: np.ndarray, rows: np.ndarray | None):
+        """(ids sorted, API row of each or None when already in order)."""
+        ids = corr if rows is None else corr[rows]
+        if len(ids) < 2 or bool((ids[1:] >= ids[:-1]).all()):
+            return ids, rows
+        order = np.argsort(ids, kind="stable")
+        return ids[order], (order if rows is None else rows[order])
+
+    def rows(self, queries: np.ndarray) -> np.ndarray:
+        """API row whose id equals each query (exactly one such call), else -1."""
+        if self.n == 0:
+            return np.full(len(queries), -1, dtype=np.int64)
+        if self.first is not None:
+            out = queries.astype(np.int64)  # a copy owned here
+            out -= self.first
+            out[(out < 0) | (out >= self.n) | (queries < 0)] = -1
+            return out
+        keys, order = self._all
+        pos = unique_match(keys, queries)
+        if order is None:
+            return pos
+        return np.where(pos >= 0, order[np.maximum(pos, 0)], -1)
+
+    def launch_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """From :meth:`rows` of some queries, the :meth:`launch_rows` of the same queries
+        (only when ``unique``)."""
+        out = rows.copy()
+        out[self.classes[np.maximum(rows, 0)] < LAUNCH] = -1  # LAUNCH, GRAPH_LAUNCH are the top codes
+        return out
+
+    def launch_rows(self, queries: np.ndarray) -> np.ndarray:
+        """API row of the launch-class call whose id equals each query (exactly one such
+        launch call), else -1."""
+        if self.unique:
+            return self.launch_of_rows(self.rows(queries))
+        if self._launch is None:
+            lrows = np.flatnonzero(self.classes >= LAUNCH)
+            keys, order = self._sorted(self._corr, lrows)
+            self._launch = (keys, order)
+        keys, order = self._launch
+        if len(keys) == 0:
+            return np.full(len(queries), -1, dtype=np.int64)
+        pos = unique_match(keys, queries)
+        return np.where(pos >= 0, order[np.maximum(pos, 0)], -1)
+
+
+def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray | None = None,
+                  corr_index: CorrIndex | None = None) -> pd.DataFrame:
     """Kernel dispatches joined to their launching API call through (pid, correlation_id).
 
     Returns one row per linked dispatch: api_start, api_dur_ns, queue_delay_ns
     (kernel start - API start), kernel_dur_ns, graph (launched by a graph launch).
     Only API rows of launch classes are used, so HSA calls sharing an id do not match.
+    ``corr_index``: the run's :class:`CorrIndex` (built here when not given).
     """
     classes = api_classes(api) if classes is None else classes
-    lmask = (classes == LAUNCH) | (classes == GRAPH_LAUNCH)
     empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")})
     empty["graph"] = pd.Series(dtype=bool)
-    if not lmask.any() or kernels.empty:
+    if kernels.empty or not len(classes) or int(classes.max()) < LAUNCH:
         return empty
-    a_corr = api["correlation_id"].to_numpy()[lmask]
-    a_pid = api["pid"].to_numpy()[lmask]
-    a_start = api["start"].to_numpy()[lmask]
-    a_end = api["end"].to_numpy()[lmask]
-    a_graph = classes[lmask] == GRAPH_LAUNCH
-    k_corr = kernels["correlation_id"].to_numpy()
-    k_pid = kernels["pid"].to_numpy()
+    index = CorrIndex(api, classes) if corr_index is None else corr_index
+    j = index.launch_rows(kernels["correlation_id"].to_numpy())  # API row, -1: not linked
+    ok = j >= 0
     # Kernels with pid unknown (-1) match API rows of any pid: compare pid only when both known.
-    a_order = np.arange(len(a_corr)) if np.all(a_corr[1:] >= a_corr[:-1]) else np.argsort(a_corr)
-    pos = unique_match(a_corr[a_order], k_corr)
-    found = pos >= 0
-    j = a_order[np.maximum(pos, 0)]
-    pid_ok = (k_pid < 0) | (a_pid[j] < 0) | (a_pid[j] == k_pid)
-    ok = found & pid_ok
-    rows = np.nonzero(ok)[0]
-    j = j[ok]
-    k_start = kernels["start"].to_numpy()[ok]
-    k_end = kernels["end"].to_numpy()[ok]
+    k_pid = kernels["pid"].to_numpy()
+    a_pid = api["pid"].to_numpy()
+    if not (len(k_pid) and len(a_pid) and k_pid.min() == k_pid.max() == a_pid.min() == a_pid.max()):  # else one pid: all agree
+        jp = a_pid[np.maximum(j, 0)]
+        ok &= (k_pid < 0) | (jp < 0) | (jp == k_pid)
+    rows = np.flatnonzero(ok)
+    if len(rows) != len(j):
+        j = j[rows]
+    a_start = api["start"].to_numpy()[j]
+    k_start = kernels["start"].to_numpy()
+    k_end = kernels["end"].to_numpy()
+    if len(rows) != len(k_start):
+        k_start, k_end = k_start[rows], k_end[rows]
     return pd.DataFrame(
         {
             "kernel_row": rows,
-            "api_start": a_start[j],
-            "api_dur_ns": a_end[j] - a_start[j],
-            "queue_delay_ns": k_start - a_start[j],
+            "api_start": a_start,
+            "api_dur_ns": api["end"].to_numpy()[j] - a_start,
+            "queue_delay_ns": k_start - a_start,
             "kernel_dur_ns": k_end - k_start,
-            "graph": a_graph[j],
+            "graph": classes[j] == GRAPH_LAUNCH,
         },
         copy=False,  # one block per column: no 2-D copy of a million rows
     )

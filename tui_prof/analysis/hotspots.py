@@ -69,8 +69,9 @@ def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None
     final = order[np.argsort(by_code, kind="stable")]
     sorted_codes = codes[final]
     sorted_dur = dur[final]
-    valid = sorted_codes >= 0
-    sorted_codes, sorted_dur = sorted_codes[valid], sorted_dur[valid]
+    if ngroups == 0 or sorted_codes[0] < 0:  # rows without a group sort first (code -1): drop them
+        valid = sorted_codes >= 0
+        sorted_codes, sorted_dur = sorted_codes[valid], sorted_dur[valid]
     counts = np.bincount(sorted_codes, minlength=ngroups)
     present = np.nonzero(counts)[0]
     counts = counts[present]
@@ -81,8 +82,11 @@ def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None
     lo_mid = sorted_dur[starts + (counts - 1) // 2]
     hi_mid = sorted_dur[starts + counts // 2]
     median = (lo_mid.astype(np.float64) + hi_mid.astype(np.float64)) / 2.0
-    dev = sorted_dur.astype(np.float64) - np.repeat(means, counts)
-    ss = np.add.reduceat(dev * dev, starts)
+    dev = sorted_dur.astype(np.float64)  # squared deviations from the group mean, in place
+    dev -= np.repeat(means, counts)
+    dev *= dev
+    ss = np.add.reduceat(dev, starts)
+    del dev
     with np.errstate(divide="ignore", invalid="ignore"):
         std = np.where(counts > 1, np.sqrt(ss / np.maximum(counts - 1, 1)), 0.0)
     grand_total = float(sorted_dur.sum())

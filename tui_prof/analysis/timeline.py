@@ -38,8 +38,8 @@ from tui_prof.analysis.hostapi import (
     GRAPH_LAUNCH,
     LAUNCH,
     SYNC,
+    CorrIndex,
     api_classes,
-    unique_match,
 )
 from tui_prof.model import Run
 
@@ -102,7 +102,7 @@ def _activity(run: Run) -> dict:
 
     c_agent = copy_agents(c, gpu_ids) if len(c) else np.array([], dtype=np.int64)
     return {
-        "agent": joined(k["agent"].to_numpy().astype(np.int64), c_agent),
+        "agent": joined(np.asarray(k["agent"].to_numpy(), dtype=np.int64), c_agent),
         "start": joined(k["start"].to_numpy(), c["start"].to_numpy()),
         "end": joined(k["end"].to_numpy(), c["end"].to_numpy()),
         "corr": joined(k["correlation_id"].to_numpy(), c["correlation_id"].to_numpy()),
@@ -121,22 +121,38 @@ def _overlapping(starts: np.ndarray, ends: np.ndarray, gs: np.ndarray, ge: np.nd
     if len(starts) == 0 or len(gs) == 0:
         return np.full(len(gs), -1, dtype=np.int64)
     cummax = np.maximum.accumulate(ends)
-    idx = np.searchsorted(starts, ge, side="left") - 1
-    valid = idx >= 0
-    idx_c = np.maximum(idx, 0)
-    hit = valid & (cummax[idx_c] > gs)
+    idx = np.searchsorted(starts, ge, side="left")
+    idx -= 1  # last interval starting before ge
+    hit = idx >= 0
+    np.maximum(idx, 0, out=idx)
+    hit &= np.take(cummax, idx) > gs
     if not hit.any():
         return np.full(len(gs), -1, dtype=np.int64)
-    # index of the interval holding the running maximum (first one reaching it)
-    arg = np.maximum.accumulate(np.where(ends == cummax, np.arange(len(ends)), 0))
-    return np.where(hit, arg[idx_c], -1)
+    # index of the interval holding the running maximum (the last one reaching it)
+    arg = np.arange(len(ends), dtype=np.int32 if len(ends) < 2**31 else np.int64)
+    arg *= ends == cummax
+    del cummax
+    np.maximum.accumulate(arg, out=arg)
+    return np.where(hit, np.take(arg, idx), np.int64(-1))
+
+
+def _overlap_rows(starts: np.ndarray, ends: np.ndarray, rows: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
+    """As :func:`_overlapping`, answering ``rows[index]`` (an API row) instead of the index."""
+    hit = _overlapping(starts, ends, gs, ge)
+    if not len(rows):
+        return hit  # every answer -1
+    found = np.take(rows, hit, mode="clip")
+    found[hit < 0] = -1
+    return found.astype(np.int64, copy=False)
 
 
 class GapSet:
     """The idle gaps >= threshold of one run, as arrays (in agent order, then time order);
     names are looked up only for the rows that are materialised (:meth:`frame`)."""
 
-    def __init__(self, act: dict, api_names: _Names, all_s: np.ndarray, all_rows: np.ndarray):
+    def __init__(self, act: dict, api_names: _Names, all_s: np.ndarray, all_rows: np.ndarray | None):
+        """``all_s``: start of every API call, sorted; ``all_rows``: their API rows (None: the
+        calls are stored in that order)."""
         self.names = act["names"]
         self.api_names = api_names
         self.all_s, self.all_rows = all_s, all_rows
@@ -159,7 +175,7 @@ class GapSet:
         gs = cols["start"]
         if len(self.all_s) and len(gs):
             bi = np.searchsorted(self.all_s, gs, side="right") - 1
-            before = np.where(bi >= 0, self.all_rows[np.maximum(bi, 0)], -1)
+            before = bi if self.all_rows is None else np.where(bi >= 0, self.all_rows[np.maximum(bi, 0)], -1)
         else:
             before = np.full(len(gs), -1)
         return pd.DataFrame(
@@ -190,24 +206,28 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
     return agents, gaps.frame()
 
 
-def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[list[dict], GapSet]:
-    """As :func:`gpu_timeline`, with the gaps as a :class:`GapSet` (names not yet looked up)."""
+def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, classes: np.ndarray | None = None,
+             corr_index: CorrIndex | None = None) -> tuple[list[dict], GapSet]:
+    """As :func:`gpu_timeline`, with the gaps as a :class:`GapSet` (names not yet looked up).
+
+    ``classes`` (:func:`api_classes`) and ``corr_index`` (:class:`CorrIndex`) of the run's
+    API table may be passed in when the caller has them; they are computed here otherwise.
+    """
     act = _activity(run)
     api = run.api
     has_api = len(api) > 0
-    classes = api_classes(api) if has_api else np.array([], dtype=np.int8)
+    if classes is None:
+        classes = api_classes(api) if has_api else np.array([], dtype=np.int8)
+    index = CorrIndex(api, classes) if corr_index is None else corr_index
+    has_graph = has_api and int(classes.max()) == GRAPH_LAUNCH  # GRAPH_LAUNCH is the top code
     a_start = api["start"].to_numpy()
     a_end = api["end"].to_numpy()
+    a_tid = api["tid"].to_numpy()
     a_order = np.argsort(a_start, kind="stable") if has_api and not api["start"].is_monotonic_increasing else None
     empty = np.array([], np.int64)
 
     def sub(mask):
-        if not has_api:
-            return empty, empty, empty
-        if mask is None:  # every call
-            if a_order is not None:
-                return a_start[a_order], a_end[a_order], a_order
-            return a_start, a_end, np.arange(len(a_start))
+        """Start, end (sorted by start) and API rows of the calls in ``mask``."""
         rows = np.flatnonzero(mask)
         s, e = a_start[rows], a_end[rows]
         if a_order is not None:
@@ -215,32 +235,35 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[li
             return s[o], e[o], rows[o]
         return s, e, rows
 
-    sync_s, sync_e, sync_rows = sub(classes == SYNC)
-    copy_s, copy_e, copy_rows = sub((classes == COPY) | (classes == BLOCKING_COPY))
-    lch_s, lch_e, lch_rows = sub((classes == LAUNCH) | (classes == GRAPH_LAUNCH))
-    all_s, _, all_rows = sub(None)
-    # launching call of each activity row via correlation id (launch classes only)
-    l_corr = api["correlation_id"].to_numpy()[lch_rows] if len(lch_rows) else empty
-    if np.all(l_corr[1:] >= l_corr[:-1]):
-        l_rows_sorted, l_corr_sorted = lch_rows, l_corr  # already in id order
+    subsets: dict[str, tuple] = {}  # per API class, built on first use
+
+    def subset(label: str) -> tuple:
+        if label not in subsets:
+            if not has_api:
+                subsets[label] = (empty, empty, empty)
+            elif label == "sync":
+                subsets[label] = sub(classes == SYNC)
+            elif label == "copy":
+                subsets[label] = sub((classes == COPY) | (classes == BLOCKING_COPY))
+            else:  # launch: LAUNCH and GRAPH_LAUNCH, the top codes
+                subsets[label] = sub(classes >= LAUNCH)
+        return subsets[label]
+
+    # every call sorted by start (the call before a gap); None rows: already in that order
+    if not has_api:
+        all_s, all_rows = empty, empty
+    elif a_order is None:
+        all_s, all_rows = a_start, None
     else:
-        l_order = np.argsort(l_corr)
-        l_rows_sorted, l_corr_sorted = lch_rows[l_order], l_corr[l_order]
-    a_corr = api["correlation_id"].to_numpy()
-    a_tid = api["tid"].to_numpy()
-    if has_api and np.all(a_corr[1:] >= a_corr[:-1]):
-        all_corr_rows = np.arange(len(a_corr))  # already in id order (rocprofv3 writes it so)
-        all_corr_sorted = a_corr
-    else:
-        all_corr_rows = np.argsort(a_corr, kind="stable") if has_api else empty
-        all_corr_sorted = a_corr[all_corr_rows] if has_api else empty
+        all_s, all_rows = a_start[a_order], a_order
     gapset = GapSet(act, _Names([api["name"]]), all_s, all_rows)
     # per API class: the calls of each host thread, sorted by start (computed on first use)
     by_thread: dict[tuple[str, int], tuple] = {}
 
-    def calls_of(label: str, s_, e_, r_, t: int):
+    def calls_of(label: str, t: int):
         key = (label, int(t))
         if key not in by_thread:
+            s_, e_, r_ = subset(label)
             if t < 0:
                 by_thread[key] = (s_, e_, r_)
             else:
@@ -249,79 +272,96 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[li
         return by_thread[key]
 
     agents_out: list[dict] = []
-    a0 = act["agent"][:1]
-    agent_ids = a0 if len(a0) and (act["agent"] == a0[0]).all() else np.unique(act["agent"])
+    agent_col = act["agent"]
+    agent_ids = agent_col[:1] if len(agent_col) and agent_col.min() == agent_col.max() else np.unique(agent_col)
+    threshold = max(threshold_ns, 1)
     for agent in agent_ids:
         if len(agent_ids) == 1:
-            rows = np.arange(len(act["agent"]))  # one GPU: no selection needed
+            rows = None  # one GPU: every activity row, in stored order (no index array)
             start = act["start"]
         else:
-            rows = np.flatnonzero(act["agent"] == agent)
+            rows = np.flatnonzero(agent_col == agent)
             start = act["start"][rows]
         if not np.all(start[1:] >= start[:-1]):
             o = np.argsort(start, kind="stable")
-            rows, start = rows[o], start[o]
+            rows, start = (o if rows is None else rows[o]), start[o]
             end = act["end"][rows]
         else:
-            end = act["end"][rows] if len(agent_ids) > 1 else act["end"]
+            end = act["end"] if rows is None else act["end"][rows]
+        count = len(start)
         cummax = np.maximum.accumulate(end)
         gap_len = start[1:] - cummax[:-1]
-        is_gap = gap_len > 0
+        np.maximum(gap_len, 0, out=gap_len)  # overlapping work: no gap
         first, last = int(start[0]), int(cummax[-1])
         span = last - first
-        idle = int(gap_len[is_gap].sum())
+        idle = int(gap_len.sum())
         busy = span - idle
-        listed = np.flatnonzero(gap_len >= max(threshold_ns, 1))
+        listed = np.flatnonzero(gap_len >= threshold)
         n = len(listed)
+        idle_gaps = int(np.count_nonzero(gap_len))
+        del gap_len
         gs = cummax[:-1][listed]
         ge = start[1:][listed]
-        prev_rows = rows[:-1][listed]
-        next_rows = rows[1:][listed]
+        del cummax
+        if rows is None:
+            prev_rows, next_rows = listed, listed + 1
+        else:
+            prev_rows, next_rows = rows[:-1][listed], rows[1:][listed]
         cause = np.full(n, CAUSES.index("other"), dtype=np.int8)
         api_cause = np.full(n, -1, dtype=np.int64)  # API row that decided the cause
         decided = np.zeros(n, bool)
-        # launching call of the next / previous activity
+        # the call carrying the next work's correlation id (any class), and its launching call
         next_corr = act["corr"][next_rows]
-        li = unique_match(l_corr_sorted, next_corr)
-        next_linked = li >= 0
-        next_api_row = np.where(next_linked, l_rows_sorted[np.maximum(li, 0)] if len(l_corr_sorted) else -1, -1)
+        if has_api and n:
+            submit_row = index.rows(next_corr)
+            next_api_row = index.launch_of_rows(submit_row) if index.unique else index.launch_rows(next_corr)
+        else:
+            submit_row = next_api_row = np.full(n, -1, dtype=np.int64)
+        next_linked = next_api_row >= 0
         # 1. graph replay
-        if len(l_corr_sorted) and n:
+        if has_graph and n:
             next_is_graph = next_linked & (classes[np.maximum(next_api_row, 0)] == GRAPH_LAUNCH)
             if next_is_graph.any():
                 graph = next_is_graph & (act["corr"][prev_rows] == next_corr)
                 cause[graph] = CAUSES.index("graph")
                 api_cause[graph] = next_api_row[graph]
                 decided |= graph
+        del next_corr
         # 2. sync (started before the next work was submitted), 3. copy
         next_tid = act["tid"][next_rows]
-        if len(all_corr_sorted) and n:
-            ai = unique_match(all_corr_sorted, next_corr)
-            linked_any = ai >= 0
-            submit_row = all_corr_rows[np.maximum(ai, 0)]
-            ge_sync = np.minimum(ge, np.maximum(np.where(linked_any, a_start[submit_row], ge), gs + 1))
+        if has_api and n:
+            linked_any = submit_row >= 0
+            # min(ge, max(start of the submitting call (ge when none), gs + 1))
+            ge_sync = np.take(a_start, submit_row, mode="clip")
+            np.copyto(ge_sync, ge, where=~linked_any)
+            ge_sync -= 1
+            np.maximum(ge_sync, gs, out=ge_sync)
+            ge_sync += 1
+            np.minimum(ge_sync, ge, out=ge_sync)
             # host thread that submitted the next work: only its calls can hold it back
             unknown_tid = (next_tid < 0) & linked_any
             if unknown_tid.any():
-                next_tid = np.where(unknown_tid, a_tid[submit_row], next_tid)
+                next_tid = np.where(unknown_tid, a_tid[np.maximum(submit_row, 0)], next_tid)
         else:
             ge_sync = ge
-        for label, (s_, e_, r_), bound in (("sync", (sync_s, sync_e, sync_rows), ge_sync), ("copy", (copy_s, copy_e, copy_rows), ge)):
+        del submit_row
+        for label, bound in (("sync", ge_sync), ("copy", ge)):
+            if not len(subset(label)[2]):
+                continue  # no calls of this class: nothing to find
             open_rows = np.flatnonzero(~decided) if decided.any() else None  # only undecided gaps need a search
             g_tid = next_tid if open_rows is None else next_tid[open_rows]
-            tids = g_tid[:1] if len(g_tid) and (g_tid == g_tid[0]).all() else np.unique(g_tid)
-            found = np.full(len(g_tid), -1, dtype=np.int64)  # API row
-            for t in tids:
-                s_t, e_t, r_t = calls_of(label, s_, e_, r_, t)
-                if len(tids) == 1:
-                    g_gs, g_bound = (gs, bound) if open_rows is None else (gs[open_rows], bound[open_rows])
-                    hit = _overlapping(s_t, e_t, g_gs, g_bound)
-                    found = np.where(hit >= 0, r_t[np.maximum(hit, 0)], -1) if len(r_t) else found
-                else:
+            tids = g_tid[:1] if len(g_tid) and g_tid.min() == g_tid.max() else np.unique(g_tid)
+            if len(tids) == 1:
+                s_t, e_t, r_t = calls_of(label, tids[0])
+                g_gs, g_bound = (gs, bound) if open_rows is None else (gs[open_rows], bound[open_rows])
+                found = _overlap_rows(s_t, e_t, r_t, g_gs, g_bound)
+            else:
+                found = np.full(len(g_tid), -1, dtype=np.int64)  # API row
+                for t in tids:
+                    s_t, e_t, r_t = calls_of(label, t)
                     g_sel = np.flatnonzero(g_tid == t)
                     g_rows = g_sel if open_rows is None else open_rows[g_sel]
-                    hit = _overlapping(s_t, e_t, gs[g_rows], bound[g_rows])
-                    found[g_sel] = np.where(hit >= 0, r_t[np.maximum(hit, 0)], -1) if len(r_t) else -1
+                    found[g_sel] = _overlap_rows(s_t, e_t, r_t, gs[g_rows], bound[g_rows])
             take = np.flatnonzero(found >= 0)
             if open_rows is not None:
                 found, take = found[take], open_rows[take]
@@ -330,14 +370,16 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[li
             cause[take] = CAUSES.index(label)
             api_cause[take] = found
             decided[take] = True
+        del ge_sync, next_tid
         # 4. launch
         if n and has_api:
-            late = next_linked & (a_start[np.maximum(next_api_row, 0)] >= gs)
+            late = next_linked & (np.take(a_start, next_api_row, mode="clip") >= gs)
             launch = (~decided) & late
             api_cause[launch] = next_api_row[launch]
             # not linked: a launch call overlapping the gap
             open_rows = np.flatnonzero((~decided) & ~next_linked)
             if len(open_rows):
+                lch_s, lch_e, lch_rows = subset("launch")
                 hit = _overlapping(lch_s, lch_e, gs[open_rows], ge[open_rows])
                 ok = hit >= 0
                 launch[open_rows[ok]] = True
@@ -349,8 +391,8 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[li
                              "api_cause": api_cause, "prev_row": prev_rows, "next_row": next_rows})
         by_cause = {c: int(durations[cause == i].sum()) for i, c in enumerate(CAUSES)}
         count_by_cause = {c: int(v) for c, v in zip(CAUSES, np.bincount(cause, minlength=len(CAUSES)))}
-        below = is_gap & (gap_len < max(threshold_ns, 1))
-        dispatches = int(np.count_nonzero(rows < act["kernels"]))
+        listed_ns = int(durations.sum())
+        dispatches = min(count, act["kernels"]) if rows is None else int(np.count_nonzero(rows < act["kernels"]))
         agents_out.append(
             {
                 "agent": int(agent),
@@ -362,12 +404,12 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[li
                 "busy_pct": round(100.0 * busy / span, 4) if span > 0 else 100.0,
                 "idle_pct": round(100.0 * idle / span, 4) if span > 0 else 0.0,
                 "dispatches": dispatches,
-                "copies": int(len(rows) - dispatches),
+                "copies": int(count - dispatches),
                 "gaps_count": int(n),
                 "gaps_by_cause": by_cause,
                 "gaps_count_by_cause": count_by_cause,
-                "below_threshold_ns": int(gap_len[below].sum()),
-                "below_threshold_count": int(below.sum()),
+                "below_threshold_ns": idle - listed_ns,  # idle gaps shorter than the threshold
+                "below_threshold_count": idle_gaps - n,
             }
         )
     return agents_out, gapset
