@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import math
 import os
 import sys
@@ -278,8 +279,8 @@ def compare(label: str, ours: list[str], ref: list[str], repeat: int, env: dict 
             ref_env: dict | None = None, ours_key: str = "wall_s", ref_key: str = "wall_s") -> dict:
     a, b = [], []
     for _ in range(repeat):  # interleaved so both sides see the same load
-        a.append(measure(ours, env))
-        b.append(measure(ref, ref_env or env))
+        a.append(measure(ours, env() if callable(env) else env))  # a callable: a fresh env per run
+        b.append(measure(ref, ref_env or (env() if callable(env) else env)))
     row = {"row": label, "ours": best(a), "ref": best(b), "ours_key": ours_key, "ref_key": ref_key}
     print(f"  {label}: ours {row['ours'].get(ours_key, float('nan')):.3f} s, ref {row['ref'].get(ref_key, float('nan')):.3f} s",
           file=sys.stderr)
@@ -371,6 +372,11 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [r.strip() for r in args.rows.split(",") if r.strip()]
     cache_dir = tempfile.mkdtemp(prefix="tuiprof-bench-cache-")
     no_cache_env = {"TUIPROF_CACHE_DIR": cache_dir}
+    first_open_root = tempfile.mkdtemp(prefix="tuiprof-bench-first-open-")
+
+    def first_open_env() -> dict:
+        """An empty cache folder of its own, so every measured open is a first open."""
+        return {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(dir=first_open_root)}
     rows, notes = [], []
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}",
           file=sys.stderr)
@@ -390,16 +396,16 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"--no-cache left {len(leftover)} entries in the cache folder")
     if "open-csv" in wanted:
         rows.append(compare(f"open → first screen, CSV {n:,}", child("tui", str(csv_run)),
-                            [PY, "-c", READ_CSV, str(csv_run)], args.repeat, no_cache_env, ours_key="first_screen_s"))
+                            [PY, "-c", READ_CSV, str(csv_run)], args.repeat, first_open_env, ours_key="first_screen_s"))
     if "open-rocpd" in wanted:
         db_run = generate("rocpd", str(n))
         rows.append(compare(f"open → first screen, rocpd {n:,}", child("tui", str(db_run)),
-                            [PY, "-c", READ_SQL, str(db_run)], args.repeat, no_cache_env, ours_key="first_screen_s"))
+                            [PY, "-c", READ_SQL, str(db_run)], args.repeat, first_open_env, ours_key="first_screen_s"))
     for fmt in ("pftrace", "kineto"):
         if f"open-{fmt}" in wanted:
             path = generate(fmt, str(n))
             rows.append(compare(f"open → first screen, {fmt} {n:,}", child("tui", str(path)),
-                                child("load", str(path)), args.repeat, no_cache_env,
+                                child("load", str(path)), args.repeat, first_open_env,
                                 ours_key="first_screen_s", ref_key="wall_s"))
             notes.append(f"open-{fmt}: reference column is our own load_path in a child; the reference tools are "
                          f"measured by bench/bench_{fmt}.py")
@@ -436,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += ranks_rows(generate("ranks", f"{args.ranks},{args.rank_dispatches}"), args.ranks, args.rank_dispatches,
                            no_cache_env, notes)
     print_table(rows, notes)
+    shutil.rmtree(first_open_root, ignore_errors=True)
     return 0
 
 
