@@ -19,21 +19,18 @@ OUT --format csv|rocpd --dispatches N --sync per_launch``):
 
     python bench/bench_open.py [--dispatches 1000000] [--data DIR] [--cases csv-first,rocpd-first,csv-reopen]
 
-Measured here, 2-core VM shared with other jobs, 1M dispatches + 2M HIP calls
-(wall s to the first screen with hotspot rows / to the measurement table / to every pane;
-child CPU s in total; load average noted):
+Measured here (2026-11-26, 2-core VM, quiet: load 1.2), 1M dispatches + 2M HIP calls
+(wall s to the first paint with hotspot rows / to the measurement table / to every pane;
+child CPU s in total):
 
     case          load  first screen  measurement  all panes  child CPU  max loop stall
-    csv-first     4.9   5.33 s        6.45 s       8.06 s     6.74 s     40 ms
-    rocpd-first   4.9   10.98 s       13.80 s      15.71 s    9.29 s     31 ms
-    csv-reopen    5.3   3.92 s        6.01 s       8.16 s     4.37 s     48 ms
-    (an earlier run at load 5.4-5.9: csv-first 6.05 s, rocpd-first 7.68 s, csv-reopen 2.33 s)
+    csv-first     1.25  2.44 s        3.17 s       4.42 s     5.59 s     32 ms
+    rocpd-first   1.18  2.80 s        3.59 s       4.78 s     6.95 s     25 ms
+    csv-reopen    1.17  1.08 s        1.60 s       2.29 s     2.88 s     29 ms
 
-With a load of ~5 on 2 CPUs the process gets well under one core, so wall times are
-2-3x its CPU path. In-process CPU of the first-screen path on the same run: imports
-≈ 0.65 s, cache reopen (load_path) ≈ 0.5 s, build_view(lazy=True) 0.13 s (was ≈ 4.9 CPU-s
-for the eager build_view + analysis before issue 8); the rest runs after the first screen.
-Before this change the CSV open took 25.6 s at load 7 (no cache, everything eager).
+Earlier figures (first session, load ≈ 5, first paint timed with ``pilot.pause()``, which
+also waits up to 1 s for the process to go idle): csv-first 5.33 s, rocpd-first 10.98 s,
+csv-reopen 3.92 s. See docs/performance.md.
 """
 
 from __future__ import annotations
