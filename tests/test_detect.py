@@ -74,3 +74,41 @@ def test_cli_reports_nothing_loaded_without_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert f"{tmp_path / '1_kernel_trace.csv'}: not recognised" in proc.stderr
     assert "nothing could be loaded" in proc.stderr
+
+
+def test_reading_progress_while_a_unit_is_parsed(tmp_path, monkeypatch):
+    """A big unit reports progress by the bytes this process has read (the loader itself
+    reports none): done counts up from 0, never reaches total before the load ends, and
+    the load's result is unchanged."""
+    import time
+
+    from tui_prof.loaders import detect, rocprofv3_csv
+    from tui_prof.synth import SynthSpec, build
+    from tui_prof.synth.write_csv import write_rocprofv3_csv
+
+    if detect._bytes_read() is None:
+        import pytest
+
+        pytest.skip("no /proc/self/io on this system")
+    run = build(SynthSpec(iterations=2000, kernels_per_iteration=5, seed=3, pid=77), hostname="h")  # ~4 MB of CSV
+    write_rocprofv3_csv(run, tmp_path, hostname="h", pid=77)
+    total = sum(p.stat().st_size for p in tmp_path.rglob("*.csv"))
+    monkeypatch.setattr(detect, "READ_PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(detect, "READ_PROGRESS_INTERVAL_S", 0.005)
+    original = rocprofv3_csv.load
+
+    def slow_load(files, issues):
+        time.sleep(0.1)  # before reading: the meter reports 0 read
+        runs = original(files, issues)
+        time.sleep(0.1)  # after reading: the meter reports "building tables"
+        return runs
+
+    monkeypatch.setattr(rocprofv3_csv, "load", slow_load)
+    seen = []
+    runset = load_path(tmp_path, progress=lambda stage, done, count: seen.append((stage, done, count)))
+    assert len(runset.runs[0].kernels) == run.expected.dispatches
+    reading = [(s, d, c) for s, d, c in seen if s in ("reading MiB", "building tables")]
+    assert reading and all(0 <= d < c == max(1, total >> 20) for _, d, c in reading)
+    assert reading[0] == ("reading MiB", 0, max(1, total >> 20))
+    assert reading[-1][0] == "building tables"
+    assert seen[-1] == ("done", 1, 1)

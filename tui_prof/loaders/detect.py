@@ -44,6 +44,60 @@ PARALLEL_FORMATS = ("rocprofv3-csv", "rocpd")
 FILE_FORMATS = ("pftrace", "kineto")
 
 
+READ_PROGRESS_MIN_BYTES = 32 << 20  # loads smaller than this report no "reading" progress
+READ_PROGRESS_INTERVAL_S = 0.25
+
+
+def _bytes_read() -> int | None:
+    """Bytes this process has read through read(2) so far (Linux ``/proc/self/io``
+    ``rchar``), or None where that is not available."""
+    try:
+        with open("/proc/self/io", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"rchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class ReadProgress:
+    """Reports ``progress("reading MiB", done, total)`` every READ_PROGRESS_INTERVAL_S
+    while units are parsed, from the bytes this process has read since :meth:`start`, so a
+    single big file (a 1 GB pftrace, one rank's CSVs) shows progress although its loader
+    reports none. Approximate: SQLite may read a page twice and the Kineto worker processes'
+    reads are not counted, so ``done`` stays below ``total`` until the load ends."""
+
+    def __init__(self, progress: Progress, total_bytes: int) -> None:
+        import threading
+
+        self.progress = progress
+        self.total = total_bytes
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="tuiprof-read-progress", daemon=True)
+        self.base = _bytes_read()
+
+    def start(self) -> "ReadProgress":
+        if self.base is not None and self.total >= READ_PROGRESS_MIN_BYTES:
+            self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        total_mib = max(1, self.total >> 20)
+        while not self.stopped.wait(READ_PROGRESS_INTERVAL_S):
+            now = _bytes_read()
+            if now is None:
+                return
+            read_mib = (now - self.base) >> 20
+            if read_mib < total_mib:
+                self.progress("reading MiB", read_mib, total_mib)
+            else:  # every byte read once: the loader is decoding or building its tables
+                self.progress("building tables", total_mib - 1, total_mib)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
 def load_workers(units: int) -> int:
     """Threads used to load ``units`` independent work units: ``TUIPROF_LOAD_WORKERS`` or
     the number of CPUs (at most 8); 1 means a serial load."""
@@ -261,6 +315,17 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
     if progress:
         progress("loading", done, len(units))
     workers = load_workers(len(tasks))
+    reading = None
+    if progress and tasks:
+        parse_bytes = 0
+        for task in tasks:
+            for slot in task:
+                for item in units[slot][1]:
+                    try:
+                        parse_bytes += os.stat(item.path).st_size
+                    except OSError:
+                        pass
+        reading = ReadProgress(progress, parse_bytes).start()
     if workers <= 1:
         finished = map(run_task, tasks)
     else:
@@ -274,6 +339,8 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
             if progress:
                 progress("loading", done, len(units))
     finally:
+        if reading is not None:
+            reading.stop()
         if workers > 1:
             pool.shutdown(wait=True, cancel_futures=True)
 
