@@ -123,13 +123,19 @@ def damaged(tmp_path, monkeypatch, forced, text, name):
     path = plain(tmp_path, name, text)
     with pytest.raises(Exception):
         kineto.read_trace_with(path, 3)
+    messages = load_errors(path, monkeypatch)
+    assert "\n" not in messages[0]
+    return messages
+
+
+def load_errors(path, monkeypatch) -> list[str]:
+    """The one-line error of loading ``path`` serially and with 3 workers."""
     messages = []
     for workers in ("1", "3"):
         monkeypatch.setenv("TUIPROF_LOAD_WORKERS", workers)
         sink = IssueSink()
         assert kineto.load([DetectedFile(path, kineto.FORMAT, "trace", str(path))], sink) == []
         messages.append(sink.issues[0].message)
-    assert "\n" not in messages[0]
     return messages
 
 
@@ -167,12 +173,7 @@ def test_truncated_gzip_gives_the_serial_error(tmp_path, monkeypatch, forced):
     packed = (DATA / SAMPLES[0]).read_bytes()
     path = tmp_path / "cut.json.gz"
     path.write_bytes(packed[: len(packed) * 2 // 3])
-    messages = []
-    for workers in ("1", "3"):
-        monkeypatch.setenv("TUIPROF_LOAD_WORKERS", workers)
-        sink = IssueSink()
-        assert kineto.load([DetectedFile(path, kineto.FORMAT, "trace", str(path))], sink) == []
-        messages.append(sink.issues[0].message)
+    messages = load_errors(path, monkeypatch)
     assert messages[0] == messages[1] and "gzip" in messages[0] and "\n" not in messages[0]
 
 
