@@ -8,7 +8,7 @@ its own address space; os.wait4's ru_maxrss is also shown but on Linux it can in
 parent's RSS at fork/exec time, which matters when the parent has just built a big trace). ``--synth`` writes a
 synthetic ROCm trace with tui_prof.synth.write_kineto instead (kernels, launches, flows only).
 
-Plain files of at least kineto.PARALLEL_MIN_BYTES (64 MiB) are read in parallel pieces by
+Files of at least kineto.PARALLEL_MIN_BYTES (64 MiB) of JSON text (gzip: inflated) are read in parallel pieces by
 worker processes (``TUIPROF_LOAD_WORKERS``, default the CPU count). Our loader runs twice,
 serial (``TUIPROF_LOAD_WORKERS=1``) then parallel, each in its own child; CPU includes the
 workers (reaped children count in ``wait4``), and the parallel peak memory is given as the

@@ -394,7 +394,7 @@ class Events:
 def read_trace(path: Path) -> Events:
     """Stream the (possibly gzipped) trace; raise LoadError with a one-line reason.
 
-    A big plain file is first read in parallel pieces (:func:`read_events_parallel`); if that
+    A big file (plain or gzip) is first read in parallel pieces (:func:`read_events_parallel`); if that
     fails for any reason (damaged file, a piece boundary that was not one), the file is read
     again serially, which gives the result or the error of a serial read."""
     pieces = parallel_pieces(path)
@@ -691,7 +691,7 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
 # --------------------------------------------------------------------------- parallel reading
 
 PARALLEL_MIN_BYTES = 64 << 20
-"""Plain (not gzipped) files at least this big are read in parallel pieces."""
+"""Files with at least this many bytes of JSON text (gzip: inflated) are read in parallel pieces."""
 PIECE_MIN_BYTES = 16 << 20
 """Smallest piece worth a worker process (bytes)."""
 PROBE_BYTES = 1 << 20
@@ -785,10 +785,10 @@ def decode_piece(path: str, start: int, end: int) -> Events:
     return ev
 
 
-PIECE_WORKER = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from tui_prof.loaders.kineto import piece_worker; piece_worker(sys.argv[2])"
-)
+PIECE_WORKER = "import sys; sys.path[:] = {path!r}; from tui_prof.loaders.kineto import piece_worker; piece_worker(sys.argv[1])"
+"""A worker's ``-c`` code: this process's ``sys.path`` replaces the one ``-c`` gives (which
+starts with the working directory, whose ``json.py`` or ``numpy/`` would be imported), so
+the worker imports exactly what this process imports, editable install or not."""
 
 
 def piece_worker(path: str) -> None:
@@ -808,8 +808,7 @@ def start_worker(path: Path) -> subprocess.Popen:
     """A fresh interpreter (never a fork: loaders run in threads of the TUI; and unlike
     multiprocessing it does not re-import the caller's ``__main__``) that imports this
     module and waits for its byte range on stdin (:func:`piece_worker`)."""
-    root = str(Path(__file__).resolve().parents[2])
-    argv = [sys.executable, "-c", PIECE_WORKER, root, str(path)]
+    argv = [sys.executable, "-c", PIECE_WORKER.format(path=sys.path), str(path)]
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -842,8 +841,10 @@ def read_events_parallel(win: TextWindow, ev: Events, path: Path, pieces: int) -
     size = text_size(path)
     head_start = min(WORKER_START_BYTES, max(0, size - start) // (2 * pieces))
     step = max(0, size - start - head_start) // pieces  # bytes per worker piece
-    workers = [start_worker(path) for _ in range(pieces - 1)]
+    workers: list[subprocess.Popen] = []
     try:
+        for _ in range(pieces - 1):  # inside the try: a failed start stops those started
+            workers.append(start_worker(path))
         fh, bounds, head = win.fh, [start], b""
         for k in range(1, pieces):
             at = start + step * k
@@ -889,13 +890,11 @@ def merge_events(ev: Events, part: Events) -> None:
         for column in mine.widths:
             values = getattr(theirs, column)
             lookup = theirs.strings.get(column)
-            if lookup is not None and len(values):
+            if lookup is not None:  # every name gets its code, also those of rolled-back rows
                 target = mine.strings[column]
                 recode = np.array([target.setdefault(name, len(target)) for name in lookup], dtype=np.int32)
-                values = array("i", recode[np.frombuffer(values, dtype=np.int32)].tobytes())
-            elif lookup is not None:
-                for name in lookup:  # names of rows rolled back still get their code
-                    mine.strings[column].setdefault(name, len(mine.strings[column]))
+                if len(values):
+                    values = array("i", recode[np.frombuffer(values, dtype=np.int32)].tobytes())
             getattr(mine, column).extend(values)
     ev.flows.update(part.flows)
     ev.process_labels.update(part.process_labels)
