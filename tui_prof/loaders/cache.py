@@ -24,7 +24,9 @@ The cache is bounded: after a load that wrote entries, :func:`prune` removes the
 recently used entries (a hit refreshes an entry's manifest time) until the total is under
 ``TUIPROF_CACHE_MAX_BYTES`` (default 10 GiB; a 1M-dispatch run takes about 200 MB), never
 an entry used by the load that is pruning, and removes temporary folders that a killed
-process left behind.
+process left behind. Files are only ever created, renamed and unlinked, never rewritten or
+truncated in place, so a process that has an entry mapped keeps reading it after another
+process prunes it (Linux keeps an unlinked file's pages while they are mapped).
 
 ``TUIPROF_CACHE_DIR`` overrides the location (tests use it).
 """
@@ -127,9 +129,9 @@ def save(runset: RunSet, key: str) -> Path | None:
             }
             entry["categories"] = {name: _category_dtypes(run.table(name)) for name in entry["tables"]}
             for name in entry["tables"]:
-                run.table(name).to_feather(work / f"{index}.{name}.arrow", compression="uncompressed")
+                _write_table(run.table(name), work / f"{index}.{name}.arrow")
             for name, stats in run.tool_stats.items():
-                stats.reset_index(drop=True).to_feather(work / f"{index}.stats.{name}.arrow", compression="uncompressed")
+                _write_table(stats.reset_index(drop=True), work / f"{index}.stats.{name}.arrow")
             manifest["runs"].append(entry)
         (work / "manifest.json").write_text(json.dumps(manifest))
         try:
@@ -331,6 +333,13 @@ def _restore_categories(frame: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataF
             categories = column.cat.categories.astype(dtype)
             frame[col] = pd.Categorical.from_codes(column.cat.codes, dtype=pd.CategoricalDtype(categories, column.cat.ordered))
     return frame
+
+
+def _write_table(frame: pd.DataFrame, path: Path) -> None:
+    """One table file: uncompressed, one record batch (Feather's default of 64k rows per
+    batch makes every column of a bigger table chunked, which the load must then copy into
+    one array; one batch keeps it a view of the mapped file: 5 ms instead of 250 ms for 5M rows)."""
+    frame.to_feather(path, compression="uncompressed", chunksize=max(1, len(frame)))
 
 
 def _read_tables(paths: list[tuple[int, Path]]) -> dict[tuple[int, str], pd.DataFrame]:

@@ -95,7 +95,10 @@ class ReadProgress:
                 self.progress("building tables", total_mib - 1, total_mib)
 
     def stop(self) -> None:
+        """Stop sampling; returns once no report can follow (the caller's "done" is the last)."""
         self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join()
 
 
 def load_workers(units: int) -> int:

@@ -184,10 +184,11 @@ class _Readers:
     def close(self) -> None:
         """Stop: queued chunks are dropped, running ones interrupted (only after an error is
         anything left), then every connection is closed."""
+        self.pool.shutdown(wait=False, cancel_futures=True)  # first, so no queued chunk starts after the interrupt
         with self.lock:
             for con in self.connections:
                 con.interrupt()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool.shutdown(wait=True)
         for con in self.connections:
             con.close()
 
