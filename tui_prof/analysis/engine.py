@@ -171,18 +171,17 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
     # 2-core machine the two overlap. Results are combined in run order.
     # API classes and the correlation-id index of each run: built once, shared by the
     # timeline and link_launches
-    classes_of = [hostapi.api_classes(run.api) if len(run.api) else np.array([], dtype=np.int8) for run in runset.runs]
-    index_of = [hostapi.CorrIndex(run.api, classes) for run, classes in zip(runset.runs, classes_of)]
-    timelines = _background([(lambda run=run, c=c, i=i: gpu_gaps(run, threshold, classes=c, corr_index=i))
+    index_of = [hostapi.CorrIndex(run.api) for run in runset.runs]
+    timelines = _background([(lambda run=run, i=i: gpu_gaps(run, threshold, corr_index=i))
                              if (len(run.kernels) or len(run.copies)) else None
-                             for run, c, i in zip(runset.runs, classes_of, index_of)])
+                             for run, i in zip(runset.runs, index_of)])
     for step, (run, timeline_job) in enumerate(zip(runset.runs, timelines)):
         if progress:
             progress("analysing", step, len(runset.runs))
         label = run_label(run)
         rng = ranges_of[step]
         run_wall = (rng[1] - rng[0]) if rng else 0
-        classes = classes_of[step]
+        classes = index_of[step].classes
         s = hostapi.sync_stats(run.api, run_wall, classes)
         sync_tot["calls"] += s["calls"]
         sync_tot["total_ns"] += s["total_ns"]
@@ -194,7 +193,7 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         sal = hostapi.sync_after_launch(run.api, classes)
         sal_tot["launches"] += sal["launches"]
         sal_tot["followed_by_sync"] += sal["followed_by_sync"]
-        links = hostapi.link_launches(run.kernels, run.api, classes, index_of[step])
+        links = hostapi.link_launches(run.kernels, run.api, corr_index=index_of[step])
         if details is not None:
             details.setdefault("links", {})[step] = links
         launch_parts.append(hostapi.launch_counts(run.api, classes, links))

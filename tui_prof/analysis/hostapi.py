@@ -175,17 +175,25 @@ class CorrIndex:
     absent, ambiguous or negative. When no two calls share a non-negative id (rocprofv3
     numbers them 1, 2, 3, ...), the launch answer is the all-calls answer if that call is of
     a launch class, so one lookup serves both; consecutive ids need no table at all.
+
+    ``classes``: :func:`api_classes` of ``api`` (computed here when not given); kept as
+    :attr:`classes`, so that whoever is handed the index also has the classes it was built with.
     """
 
-    def __init__(self, api: pd.DataFrame, classes: np.ndarray):
+    def __init__(self, api: pd.DataFrame, classes: np.ndarray | None = None):
+        if classes is None:
+            classes = api_classes(api) if len(api) else np.array([], dtype=np.int8)
+        if len(classes) != len(api):
+            raise ValueError(f"{len(classes)} API classes for {len(api)} API calls")
         corr = api["correlation_id"].to_numpy() if len(api) else np.array([], dtype=np.int64)
+        self.api = api  # the table indexed (see check)
         self.classes = classes
         self.n = n = len(corr)
         self.first = None  # ids corr[0], corr[0] + 1, ...: row = id - first
         self.unique = False  # no non-negative id twice: launch_rows derives from rows
         self._corr = corr
-        self._all = None  # (sorted ids, their rows or None for identity), built on first use
-        self._launch = None
+        self._all = None  # (sorted ids, their rows or None for identity) unless consecutive
+        self._launch = None  # the same over the launch-class calls, built on first use
         if n and int(corr[-1]) - int(corr[0]) == n - 1 and (n == 1 or bool((corr[1:] > corr[:-1]).all())):
             self.first, self.unique = int(corr[0]), True
             return
@@ -194,6 +202,13 @@ class CorrIndex:
             self._all = (keys, order)
             nonneg = keys[int(np.searchsorted(keys, 0, side="left")):]
             self.unique = len(nonneg) < 2 or bool((nonneg[1:] != nonneg[:-1]).all())
+
+    def check(self, api: pd.DataFrame) -> "CorrIndex":
+        """This index, after making sure it was built from ``api`` (the same table object):
+        an index passed in by a caller answers with row numbers of the table it was built on."""
+        if self.api is not api:
+            raise ValueError("CorrIndex of another API table")
+        return self
 
     @staticmethod
     def _sorted(corr: np.ndarray, rows: np.ndarray | None):
@@ -249,9 +264,13 @@ def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray 
     Returns one row per linked dispatch: api_start, api_dur_ns, queue_delay_ns
     (kernel start - API start), kernel_dur_ns, graph (launched by a graph launch).
     Only API rows of launch classes are used, so HSA calls sharing an id do not match.
-    ``corr_index``: the run's :class:`CorrIndex` (built here when not given).
+    ``corr_index``: the :class:`CorrIndex` of ``api`` (built here when not given); when
+    given, its classes are used and ``classes`` is ignored.
     """
-    classes = api_classes(api) if classes is None else classes
+    if corr_index is not None:
+        classes = corr_index.check(api).classes
+    elif classes is None:
+        classes = api_classes(api)
     empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")})
     empty["graph"] = pd.Series(dtype=bool)
     if kernels.empty or not len(classes) or int(classes.max()) < LAUNCH:

@@ -39,7 +39,6 @@ from tui_prof.analysis.hostapi import (
     LAUNCH,
     SYNC,
     CorrIndex,
-    api_classes,
 )
 from tui_prof.model import Run
 
@@ -206,19 +205,18 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
     return agents, gaps.frame()
 
 
-def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, classes: np.ndarray | None = None,
+def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *,
              corr_index: CorrIndex | None = None) -> tuple[list[dict], GapSet]:
     """As :func:`gpu_timeline`, with the gaps as a :class:`GapSet` (names not yet looked up).
 
-    ``classes`` (:func:`api_classes`) and ``corr_index`` (:class:`CorrIndex`) of the run's
-    API table may be passed in when the caller has them; they are computed here otherwise.
+    ``corr_index``: the :class:`CorrIndex` of ``run.api`` (with its API classes) when the
+    caller has it; built here otherwise.
     """
     act = _activity(run)
     api = run.api
     has_api = len(api) > 0
-    if classes is None:
-        classes = api_classes(api) if has_api else np.array([], dtype=np.int8)
-    index = CorrIndex(api, classes) if corr_index is None else corr_index
+    index = CorrIndex(api) if corr_index is None else corr_index.check(api)
+    classes = index.classes
     has_graph = has_api and int(classes.max()) == GRAPH_LAUNCH  # GRAPH_LAUNCH is the top code
     a_start = api["start"].to_numpy()
     a_end = api["end"].to_numpy()
