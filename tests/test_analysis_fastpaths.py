@@ -2,6 +2,7 @@
 straightforward code they replace: compared on random inputs against that code."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tui_prof.analysis import occupancy
@@ -114,3 +115,25 @@ def test_corr_index_equals_unique_match_over_all_calls_and_launch_calls(seed):
 
         assert index.rows(queries).tolist() == by_search(np.arange(n)).tolist()
         assert index.launch_rows(queries).tolist() == by_search(np.flatnonzero(classes >= LAUNCH)).tolist()
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_hotspots_single_group_path_equals_pandas_groupby(groups):
+    """hotspots() skips the group sort when every row has one group (one GPU, one process);
+    both paths must give pandas' own per-group statistics (sample std, midpoint median)."""
+    from tui_prof.analysis.hotspots import hotspots
+
+    rng = np.random.default_rng(groups)
+    n = 5_000
+    start = np.cumsum(rng.integers(1, 1_000, n)).astype(np.int64)
+    dur = rng.integers(1, 10_000, n).astype(np.int64)
+    agent = rng.integers(0, groups, n).astype(np.int32)
+    kernels = make_table("kernels", {"start": start, "end": start + dur, "agent": agent,
+                                     "name": np.array(["k"] * n, dtype=object)})
+    got = hotspots(kernels, by="agent").set_index("name").sort_index()
+    want = pd.DataFrame({"agent": agent.astype(str), "dur": dur}).groupby("agent")["dur"]
+    assert list(got.index) == sorted(want.groups)
+    assert got["calls"].tolist() == want.count().tolist()
+    assert got["total_ns"].tolist() == want.sum().tolist()
+    assert got["min_ns"].tolist() == want.min().tolist() and got["max_ns"].tolist() == want.max().tolist()
+    assert np.allclose(got["median_ns"], want.median()) and np.allclose(got["stddev_ns"], want.std(ddof=1))

@@ -65,8 +65,10 @@ def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None
     codes = codes.astype(np.int16 if ngroups < 2**15 else np.int32)
     order = duration_order(kernels) if dur_order is None else dur_order
     # stable sort by group of the duration-sorted rows: each group's durations come out sorted
-    by_code = codes[order]
-    final = order[np.argsort(by_code, kind="stable")]
+    if len(codes) and (codes == codes[0]).all():  # one group (one GPU, one process): as sorted
+        final = order
+    else:
+        final = order[np.argsort(codes[order], kind="stable")]
     sorted_codes = codes[final]
     sorted_dur = dur[final]
     if ngroups == 0 or sorted_codes[0] < 0:  # rows without a group sort first (code -1): drop them
