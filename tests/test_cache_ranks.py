@@ -39,6 +39,11 @@ def parses(monkeypatch):
     return seen
 
 
+def entry_dirs(folder: Path) -> list[Path]:
+    """The cache entries in ``folder`` (not the scan memos' sub-folder)."""
+    return [p for p in folder.iterdir() if p.name != cache.SCANS]
+
+
 def make_ranks(root: Path, ranks: int) -> None:
     for r in range(ranks):
         host, pid = f"node{r // 2}", 10_000 + r
@@ -164,7 +169,7 @@ def test_concurrent_opens_write_safely(tmp_path, cache_dir):
     assert errors == []
     for got in results:
         assert_same(got, fresh)
-    names = [p.name for p in cache_dir.iterdir()]
+    names = [p.name for p in entry_dirs(cache_dir)]
     assert len(names) == 4 and not any(n.startswith(".") for n in names)  # one entry per rank, no temp folders
     assert_same(load_path(run_dir, use_cache=True), fresh)
 
@@ -190,7 +195,7 @@ def test_prune_keeps_the_cache_within_its_bound_least_recently_used_first(tmp_pa
     run_dir = tmp_path / "run"
     make_ranks(run_dir, 4)
     load_path(run_dir, use_cache=True)
-    names = sorted(p.name for p in cache_dir.iterdir())
+    names = sorted(p.name for p in entry_dirs(cache_dir))
     sizes = {n: sum(f.stat().st_size for f in (cache_dir / n).iterdir()) for n in names}
     assert len(names) == 4
     # give the entries distinct last-use times, oldest first in `names` order
@@ -200,7 +205,7 @@ def test_prune_keeps_the_cache_within_its_bound_least_recently_used_first(tmp_pa
     limit = sizes[names[-1]] + sizes[names[-2]]
     removed = cache.prune(keep=set(), limit=limit)
     assert removed == names[:2]
-    assert sorted(p.name for p in cache_dir.iterdir()) == names[2:]
+    assert sorted(p.name for p in entry_dirs(cache_dir)) == names[2:]
     # kept keys survive whatever the bound
     assert cache.prune(keep=set(names[2:]), limit=0) == []
     # a hit refreshes the entry's last use, so the cache's own load never loses what it just read
@@ -208,7 +213,7 @@ def test_prune_keeps_the_cache_within_its_bound_least_recently_used_first(tmp_pa
     parses.clear()
     again = load_path(run_dir, use_cache=True)  # two units parse again and are written
     assert len(parses) == 2 and len(again.runs) == 4
-    assert len(list(cache_dir.iterdir())) == 4  # all used by this load: none pruned
+    assert len(entry_dirs(cache_dir)) == 4  # all used by this load: none pruned
 
 
 def test_prune_removes_temporary_folders_of_dead_writers_only(cache_dir):
@@ -223,3 +228,42 @@ def test_prune_removes_temporary_folders_of_dead_writers_only(cache_dir):
     os.utime(old, (time.time() - 2 * cache.STALE_TEMP_S,) * 2)
     assert cache.prune(keep=set()) == [".abc.old"]
     assert fresh.exists() and not old.exists()
+
+
+def test_cached_scan_reads_only_the_heads_of_changed_files(tmp_path, cache_dir, monkeypatch):
+    """With the cache, a reopen takes each unchanged file's verdict (format, kind, group, or
+    "not recognised") from the scan memo instead of reading its head again; the verdicts and
+    the issues equal a fresh scan's, and a touched file is read again."""
+    import os
+
+    from tui_prof.loaders import detect
+
+    run_dir = tmp_path / "run"
+    make_ranks(run_dir, 3)
+    (run_dir / "notes.txt").write_text("not a profiler file\n")
+    (run_dir / "node0" / "9_kernel_trace.csv").write_text("garbage that looks like nothing\n")
+    heads: list[str] = []
+    original = detect.read_head
+
+    def counting(path, *args, **kwargs):
+        heads.append(Path(path).name)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(detect, "read_head", counting)
+    fresh = load_path(run_dir, use_cache=False)
+    files = len(heads)
+    assert files == len([p for p in run_dir.rglob("*") if p.is_file()])
+    heads.clear()
+    load_path(run_dir, use_cache=True)  # first cached open: scans and writes the memo
+    assert len(heads) == files
+    heads.clear()
+    again = load_path(run_dir, use_cache=True)
+    assert heads == []
+    assert_same(again, fresh)
+    target = next(run_dir.rglob("*_hip_api_trace.csv"))
+    stat = target.stat()
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    heads.clear()
+    touched = load_path(run_dir, use_cache=True)
+    assert heads == [target.name]
+    assert_same(touched, fresh)

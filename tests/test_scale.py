@@ -33,7 +33,8 @@ def make_csv_run(root: Path, iterations: int = 20, pid: int = 4242, host: str = 
 
 
 def entries(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir()) if folder.exists() else []
+    """The cache entries in ``folder`` (not the scan memos' sub-folder)."""
+    return sorted(p for p in folder.iterdir() if p.name != cache.SCANS) if folder.exists() else []
 
 
 def summary_json(capsys, *args) -> dict:

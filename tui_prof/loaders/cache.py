@@ -52,6 +52,7 @@ READ_THREADS = 4  # table files read concurrently
 EDGE_BYTES = 4 * 1024  # bytes hashed at each end of every file
 DEFAULT_MAX_BYTES = 10 * 1024**3  # total size kept by prune()
 STALE_TEMP_S = 3600  # a temporary folder this old belongs to a writer that died
+SCANS = "scans"  # sub-folder of the scan memos (a few KB per run directory; not entries)
 
 
 def cache_root() -> Path:
@@ -209,6 +210,39 @@ def load_many(keys: list[str | None]) -> list[RunSet | None]:
         except OSError:
             pass
     return out
+
+
+def _scan_path(root: Path) -> Path:
+    """The scan memo of run directory ``root`` (keyed by its absolute path and this
+    version, since sniffers change between versions)."""
+    name = hashlib.sha256(f"tuiprof {__version__} scan {CACHE_FORMAT}\n{os.path.abspath(root)}".encode()).hexdigest()
+    return cache_root() / SCANS / f"{name[:32]}.json"
+
+
+def load_scan(root: Path) -> dict:
+    """The verdicts of the last scan of ``root`` (see :func:`tui_prof.loaders.detect.scan`);
+    empty when there is none or it cannot be read."""
+    try:
+        memo = json.loads(_scan_path(root).read_text())
+    except (OSError, ValueError):
+        return {}
+    return memo if isinstance(memo, dict) and all(isinstance(v, list) and len(v) == 6 for v in memo.values()) else {}
+
+
+def save_scan(root: Path, memo: dict) -> None:
+    """Write the scan memo of ``root`` (temporary file + rename; a failure is ignored)."""
+    target = _scan_path(root)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".scan.", dir=target.parent)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(memo, fh)
+        os.replace(temp, target)
+    except OSError:
+        try:
+            os.unlink(temp)
+        except (OSError, UnboundLocalError):
+            pass
 
 
 def max_bytes() -> int:

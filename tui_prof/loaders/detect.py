@@ -136,41 +136,59 @@ def iter_files(root: Path, sink: IssueSink) -> list[Path]:
     return found
 
 
-def scan(root: Path, sink: IssueSink, progress: Progress | None = None) -> list[DetectedFile]:
-    """Sniff every file under ``root`` and return the recognised ones."""
+def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: dict | None = None) -> list[DetectedFile]:
+    """Sniff every file under ``root`` and return the recognised ones.
+
+    ``memo`` (from :func:`tui_prof.loaders.cache.load_scan`): the verdicts of an earlier
+    scan by path, each ``[size, mtime_ns, ctime_ns, format, kind, group]`` (format None: not
+    recognised). A file whose size and times are unchanged is not read again (at 1000 ranks
+    × 8 files the heads are 500 MB of reads); ``memo`` is updated in place with this scan's
+    verdicts for every file it looked at."""
     modules = loader_modules()
     files = iter_files(root, sink)
     detected: list[DetectedFile] = []
+    seen: dict = {}
     for index, path in enumerate(files):
         if progress:
             progress("scanning", index, len(files))
         try:
-            size = path.stat().st_size
+            stat = path.stat()
             if not os.access(path, os.R_OK):
                 raise PermissionError("permission denied")
         except OSError as err:
             sink.error(path, f"cannot read file: {getattr(err, 'strerror', None) or err}")
             continue
+        size = stat.st_size
         expected = bool(PROFILER_NAME.search(path.name)) or path == root
         if size == 0:
             (sink.error if expected else sink.skipped)(path, "empty file (0 bytes)")
             continue
-        head = read_head(path)
-        hit = None
-        for module in modules:
-            try:
-                sniffed = module.sniff(path, head)
-            except Exception:  # a sniffer must never stop the scan
-                sniffed = None
-            if sniffed:
-                hit = DetectedFile(path, module.FORMAT, sniffed.kind, sniffed.group)
-                break
+        state = [size, stat.st_mtime_ns, stat.st_ctime_ns]
+        known = memo.get(str(path)) if memo is not None else None
+        if known is not None and list(known[:3]) == state:
+            fmt, kind, group = known[3:]
+            hit = DetectedFile(path, fmt, kind, group) if fmt else None
+        else:
+            head = read_head(path)
+            hit = None
+            for module in modules:
+                try:
+                    sniffed = module.sniff(path, head)
+                except Exception:  # a sniffer must never stop the scan
+                    sniffed = None
+                if sniffed:
+                    hit = DetectedFile(path, module.FORMAT, sniffed.kind, sniffed.group)
+                    break
+        seen[str(path)] = state + ([hit.format, hit.kind, hit.group] if hit else [None, None, None])
         if hit:
             detected.append(hit)
         elif expected:
             sink.error(path, "not recognised as output of any supported profiler (unknown or damaged content)")
         else:
             sink.skipped(path, "not a profiler output file")
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
     return detected
 
 
@@ -265,7 +283,15 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
     valid) or from its loader (and written to the cache with ``use_cache``)."""
     runset = RunSet(root=str(root))
     sink = IssueSink()
-    detected = scan(root, sink, progress)
+    memo = None
+    if use_cache:
+        from tui_prof.loaders import cache
+
+        memo = cache.load_scan(root)
+        before = dict(memo)
+    detected = scan(root, sink, progress, memo)
+    if use_cache and memo != before:
+        cache.save_scan(root, memo)
     units = work_units(detected)
     modules = {m.FORMAT: m for m in loader_modules()}
 
