@@ -126,3 +126,21 @@ def test_peak_memory_by_hand():
                                                  "bytes": [100, 50, 0, 30], "address": [0xA, 0xB, 0xA, 0xC]})
     doc = build_summary(RunSet(root="", runs=[run]), logs=False)
     assert doc["measurement"]["peak_memory_bytes"] == 150
+
+
+def test_grouped_hotspots_computed_in_the_background_equal_direct_ones():
+    """The summary computes the category/normalized/agent/process hotspots in a worker
+    thread while the main thread goes on (and reuses names such as ``order``): each must
+    equal :func:`hotspots` called directly, on a real run with idle gaps listed."""
+    from pathlib import Path
+
+    from tui_prof.analysis.hotspots import all_kernels, hotspot_records, hotspots
+    from tui_prof.loaders import load_path
+
+    runset = load_path(Path(__file__).parent / "data" / "rocpd")
+    kernels = all_kernels(runset)
+    for _ in range(3):
+        doc = build_summary(runset, top=None, max_gaps=None)
+        wall = doc["wall_ns"]
+        for key, by in (("normalized", "normalized"), ("category", "category"), ("agent", "agent"), ("process", "pid")):
+            assert doc["hotspots_by"][key] == hotspot_records(hotspots(kernels, by=by, wall_ns=wall), None), key
