@@ -121,3 +121,25 @@ def test_low_occupancy_finding_names_its_kernel():
     finding = next(f for f in doc["findings"] if f["code"] == "low-occupancy")
     assert finding["numbers"]["name"] == name
     assert finding["numbers"]["limiter"] == "LDS"
+
+
+def test_scan_logs_depth_and_file_caps_follow_path_order(tmp_path):
+    """Files at depth <= max_depth (a file directly under the folder is depth 1), the first
+    max_files of them in path order; the tree below max_depth is never walked."""
+    line = (DATA / "logs" / "compute.txt").read_text().splitlines()[0]
+    made = []
+    for rel in ("a.log", "b/a.log", "b/c/d.log", "b/c/e/f.log", "b/c/e/g/h.log", "z.txt", "b.out", "b/x.csv"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(line + "\n")
+        made.append(path)
+    def hits(**kw):
+        return [Path(h["path"]).relative_to(tmp_path).as_posix() for h in scan_logs(tmp_path, **kw)]
+    # the reference: every log-suffix file at depth <= max_depth, sorted as paths
+    def reference(max_depth, max_files):
+        shallow = [p for p in sorted(made) if len(p.relative_to(tmp_path).parts) <= max_depth and p.suffix != ".csv"]
+        return [p.relative_to(tmp_path).as_posix() for p in shallow[:max_files]]
+    assert hits() == reference(3, 200) == ["a.log", "b/a.log", "b/c/d.log", "b.out", "z.txt"]
+    assert hits(max_depth=1) == reference(1, 200)
+    assert hits(max_depth=5) == reference(5, 200)
+    assert hits(max_files=2) == reference(3, 2)

@@ -8,6 +8,8 @@ issues); several are version-dependent and are stated with the versions they app
 
 from __future__ import annotations
 
+import os
+
 import re
 from pathlib import Path
 
@@ -115,15 +117,19 @@ def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 
     if root.is_file():
         files = [root]
     elif root.is_dir():
-        files = []
+        # walk only the levels that can hold a file at depth <= max_depth (a file directly
+        # under root is at depth 1), without following directory links; then path order
+        candidates = []
         base_depth = len(root.parts)
-        for path in sorted(root.rglob("*")):
-            if len(files) >= max_files:
-                break
-            if len(path.parts) - base_depth > max_depth:
-                continue
-            if path.suffix.lower() in LOG_SUFFIXES and path.is_file():
-                files.append(path)
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            depth = len(Path(dirpath).parts) - base_depth
+            if depth + 1 >= max_depth:
+                dirnames[:] = []  # files below them would be deeper than max_depth
+            for name in filenames:
+                path = Path(dirpath) / name
+                if path.suffix.lower() in LOG_SUFFIXES and path.is_file():
+                    candidates.append(path)
+        files = sorted(candidates)[:max_files]
     else:
         return []
     found: list[dict] = []
