@@ -268,7 +268,8 @@ def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_
     With ``use_cache`` each work unit (a rank's process group, a database, a trace file) is
     read from / written to the columnar cache in the user cache directory
     (:mod:`tui_prof.loaders.cache`), keyed by its files' state: only changed units are parsed.
-    The directory scan and its issues are redone on every open.
+    The directory is walked on every open (its issues are reported afresh); with the cache,
+    only files whose size or times changed are sniffed again.
     """
     root = Path(path)
     if not root.exists():
@@ -299,8 +300,6 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
     results: list[tuple[list[Run], list[LoadIssue]] | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
     if use_cache:
-        from tui_prof.loaders import cache
-
         keys = [cache.unit_key(fmt, files) for fmt, files in units]
         for slot, hit in enumerate(cache.load_many(keys)):
             if hit is not None:
