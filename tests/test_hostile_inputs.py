@@ -25,6 +25,7 @@ from fuzz.seeds import trimmed_rocprofv3_json
 from tui_prof.analysis.summary import build_summary
 from tui_prof.loaders import load_path
 from tui_prof.model.schema import TABLES
+from tui_prof.synth.write_pftrace import _varint
 
 DATA = Path(__file__).parent / "data"
 V3_CSV = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7"
@@ -514,15 +515,6 @@ def test_tui_opens_hostile_run_without_traceback(run_dir):
         after = snapshot(run_dir)
         make_writable(run_dir)
     assert after == before
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def test_pftrace_packet_claiming_a_terabyte(run_dir):

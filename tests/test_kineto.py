@@ -43,6 +43,8 @@ HTA_TOL_US = 0.1
 
 
 def union_ns(start, end) -> int:
+    """Total length of the union of [start, end) intervals: the tests' own reference (also
+    used by test_rocpd), independent of tui_prof.analysis.timeline."""
     order = np.argsort(start, kind="stable")
     total, cur_s, cur_e = 0, None, None
     for s, e in zip(np.asarray(start)[order].tolist(), np.asarray(end)[order].tolist()):

@@ -18,7 +18,7 @@ from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TracePacket, Track
 from tui_prof.loaders import load_path
 from tui_prof.loaders import pftrace
 from tui_prof.synth.spec import SynthSpec, build
-from tui_prof.synth.write_pftrace import midpoint_fix, write_pftrace
+from tui_prof.synth.write_pftrace import _varint as pftrace_varint, midpoint_fix, write_pftrace
 
 DATA = Path(__file__).parent / "data" / "pftrace"
 LAYOUTS = [(layout, sdk) for layout in ("queue", "stream") for sdk in ("7", "0.5")]
@@ -355,15 +355,6 @@ def _frame_packets(packets) -> bytes:
         raw = pkt.SerializeToString()
         out += b"\x0a" + pftrace_varint(len(raw)) + raw
     return bytes(out)
-
-
-def pftrace_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def test_general_paths_inline_names_other_clock_and_domains(tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.test_kineto import union_ns as union_length  # the tests' own interval union, not the project's
 from tui_prof.analysis.hotspots import hotspots
 from tui_prof.loaders import load_path, rocpd
 from tui_prof.loaders.base import DetectedFile, IssueSink, read_head
@@ -150,20 +151,6 @@ def test_meta(run):
     assert (run.meta.hostname, run.meta.pid, run.meta.command) == (host, pid, command)
     assert run.meta.tool == "rocprofv3" and run.meta.formats == ["rocpd"]
     assert run.meta.extra["rocpd_schema_version"] == "3"
-
-
-def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Total length of the union of [start, end) intervals."""
-    order = np.argsort(starts, kind="stable")
-    total, cur_s, cur_e = 0, None, None
-    for s, e in zip(starts[order].tolist(), ends[order].tolist()):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    return total + (cur_e - cur_s if cur_e is not None else 0)
 
 
 def test_busy_view_vs_union_of_intervals(run):

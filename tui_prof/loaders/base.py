@@ -133,6 +133,27 @@ def int64_from_text(values):
     return out
 
 
+def csv_complete_rows(text: str):
+    """``(frame, truncated)`` from CSV text whose writer ends every row with a newline: all
+    cells as strings (no NA parsing, blank lines skipped), column names stripped. A last line
+    without its newline was cut short: it is dropped and ``truncated`` is True. Raises
+    :class:`LoadError` when the text ends inside the header line or is not CSV."""
+    import pandas as pd
+
+    truncated = False
+    if not text.endswith("\n"):
+        cut = text.rfind("\n")
+        if cut < 0:
+            raise LoadError("truncated: file ends inside the header line")
+        text, truncated = text[: cut + 1], True
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=True)
+    except (pd.errors.ParserError, ValueError) as err:
+        raise LoadError(f"malformed CSV: {one_line(str(err))}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame, truncated
+
+
 def describe_error(err: BaseException) -> str:
     """A one-line, user-facing description of an unexpected parsing exception."""
     if isinstance(err, OverflowError):

@@ -31,7 +31,6 @@ zero-length ``hsa_dispatch`` rows), copy stats from ``COPY``.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import sqlite3
@@ -47,6 +46,7 @@ from tui_prof.loaders.base import (
     IssueSink,
     LoadError,
     Sniffed,
+    csv_complete_rows,
     describe_error,
     first_line,
     int64_from_text,
@@ -173,6 +173,16 @@ def _timestamp_ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
     return int64_from_text(col)
 
 
+def _span(frame: pd.DataFrame) -> dict:
+    """The columns every tblextr.py table shares: start/end (BeginNs/EndNs), pid and tid."""
+    return {
+        "start": _timestamp_ints(frame, "BeginNs"),
+        "end": _timestamp_ints(frame, "EndNs"),
+        "pid": _ints(frame, "pid"),
+        "tid": _ints(frame, "tid"),
+    }
+
+
 def _direction(names: pd.Series) -> np.ndarray:
     text = names.astype(str)
     out = np.full(len(text), "unknown", dtype=object)
@@ -195,12 +205,9 @@ def kern_tables(frame: pd.DataFrame, quoted_names: bool) -> tuple[pd.DataFrame, 
     kernels = make_table(
         "kernels",
         {
-            "start": _timestamp_ints(frame, "BeginNs"),
-            "end": _timestamp_ints(frame, "EndNs"),
+            **_span(frame),
             "agent": agent,
             "queue": _ints(frame, "queue-id"),
-            "pid": _ints(frame, "pid"),
-            "tid": _ints(frame, "tid"),
             "dispatch_id": dispatch,
             "name": names,
             "grid_x": _ints(frame, "grd"),
@@ -237,13 +244,10 @@ def ops_kernels(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
     return make_table(
         "kernels",
         {
-            "start": _timestamp_ints(frame, "BeginNs"),
-            "end": _timestamp_ints(frame, "EndNs"),
+            **_span(frame),
             "agent": _ints(frame, "dev-id"),
             "queue": _ints(frame, "queue-id"),
             "stream": _ints(frame, "stream-id"),
-            "pid": _ints(frame, "pid"),
-            "tid": _ints(frame, "tid"),
             "correlation_id": _ints(frame, "Index"),
             "name": names,
         },
@@ -261,15 +265,12 @@ def copy_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
     return make_table(
         "copies",
         {
-            "start": _timestamp_ints(frame, "BeginNs"),
-            "end": _timestamp_ints(frame, "EndNs"),
+            **_span(frame),
             "direction": direction,
             "src_agent": src,
             "dst_agent": dst,
             "queue": _ints(frame, "queue-id"),
             "stream": _ints(frame, "stream-id"),
-            "pid": _ints(frame, "pid"),
-            "tid": _ints(frame, "tid"),
             "correlation_id": _ints(frame, "Index"),
             "name": names,
         },
@@ -281,12 +282,9 @@ def api_table(frame: pd.DataFrame, domain: str, quoted_names: bool) -> pd.DataFr
     return make_table(
         "api",
         {
-            "start": _timestamp_ints(frame, "BeginNs"),
-            "end": _timestamp_ints(frame, "EndNs"),
+            **_span(frame),
             "domain": domain,
             "name": names,
-            "pid": _ints(frame, "pid"),
-            "tid": _ints(frame, "tid"),
             "correlation_id": _ints(frame, "Index"),
         },
     )
@@ -297,12 +295,9 @@ def marker_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
     return make_table(
         "markers",
         {
-            "start": _timestamp_ints(frame, "BeginNs"),
-            "end": _timestamp_ints(frame, "EndNs"),
+            **_span(frame),
             "name": names,
             "source": "roctx",
-            "pid": _ints(frame, "pid"),
-            "tid": _ints(frame, "tid"),
         },
     )
 
@@ -432,24 +427,12 @@ def read_kernel_csv(path: Path, run: Run, issues: IssueSink) -> None:
         text = read_text(path)
     except OSError as err:
         raise LoadError(f"cannot read file: {err}") from None
-    if not _is_kernel_header(split_header(first_line(text.encode("utf-8", "replace")))):
+    if not _is_kernel_header(split_header(first_line(text.partition("\n")[0].encode("utf-8", "replace")))):
         raise LoadError("not a rocprof kernel table (header must start with Index,KernelName)")
-    if not text.endswith("\n"):
-        # rocprof ends every row with a newline: without one the last row was cut short.
-        cut = text.rfind("\n")
-        if cut < 0:
-            raise LoadError("truncated: file ends inside the header line")
-        text = text[: cut + 1]
-        run.partial = True
-        truncated = True
-    else:
-        truncated = False
-    try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, ValueError) as err:
-        raise LoadError(f"malformed CSV: {one_line(str(err))}") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
+    # rocprof ends every row with a newline: without one the last row was cut short.
+    frame, truncated = csv_complete_rows(text)
     if truncated:
+        run.partial = True
         issues.error(path, f"truncated: last row cut short and dropped; {len(frame)} complete rows loaded")
     _fill_kernels(run, frame, None, quoted_names=False)
 

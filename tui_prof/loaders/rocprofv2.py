@@ -35,10 +35,10 @@ from tui_prof.loaders.base import (
     IssueSink,
     LoadError,
     Sniffed,
+    csv_complete_rows,
     describe_error,
     first_line,
     int64_from_text,
-    one_line,
     read_text,
     split_header,
     warn_negative_durations,
@@ -107,19 +107,7 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, bool]:
         text = read_text(path)
     except OSError as err:
         raise LoadError(f"cannot read file: {err}") from None
-    truncated = False
-    if not text.endswith("\n"):
-        cut = text.rfind("\n")
-        if cut < 0:
-            raise LoadError("truncated: file ends inside the header line")
-        text = text[: cut + 1]
-        truncated = True
-    try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=True)
-    except (pd.errors.ParserError, ValueError) as err:
-        raise LoadError(f"malformed CSV: {one_line(str(err))}") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    return frame, truncated
+    return csv_complete_rows(text)
 
 
 def _ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:

@@ -20,10 +20,8 @@ columns are then pulled out of the record dicts with one comprehension per colum
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -139,7 +137,7 @@ def load_file(path: Path) -> list[Run]:
     path = Path(path)
     try:
         data = json.loads(read_text(path))
-    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as err:
+    except OSError as err:  # read_text raises DamagedGzip (an OSError) for broken gzip data
         raise LoadError(f"cannot read file: {one_line(str(err) or type(err).__name__)}") from None
     except json.JSONDecodeError as err:
         raise LoadError(f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg} (truncated file?)") from None

@@ -20,14 +20,13 @@ numbers (e.g. "N/A") are dropped. The Run is marked ``series_only`` with its ``d
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, describe_error, first_line, read_text
+from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, csv_complete_rows, describe_error, first_line, read_text
 from tui_prof.model import Run
 from tui_prof.model.schema import make_table
 
@@ -90,16 +89,7 @@ def load_file(path: Path, issues: IssueSink | None = None) -> Run:
     columns = parse_header(header)
     if columns is None:
         raise LoadError("not a madengine power/VRAM sampler CSV (header must be time,<Power(Watt)|vram(%)> GPU<n>,...)")
-    truncated = False
-    if text and not text.endswith("\n"):
-        cut = text.rfind("\n")
-        if cut < 0:
-            raise LoadError("truncated: file ends inside the header line")
-        text, truncated = text[: cut + 1], True
-    try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, ValueError) as err:
-        raise LoadError(f"malformed CSV: {str(err).splitlines()[0]}")
+    frame, truncated = csv_complete_rows(text)
     stamps = pd.to_datetime(frame.iloc[:, time_column(header)].str.strip(), format="%Y-%m-%d %H:%M:%S.%f", errors="coerce")
     bad_time = int(stamps.isna().sum())
     ts = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
