@@ -40,6 +40,13 @@ def drive(app: TuiProfApp, flow, size=(80, 24)):
     asyncio.run(main())
 
 
+async def back_to_main(app, pilot) -> None:
+    """Escape from a drill-down screen lands on the main screen."""
+    await pilot.press("escape")
+    await pilot.pause()
+    assert isinstance(app.screen, MainScreen)
+
+
 def hot(app) -> TableView:
     return app.main.query_one("#hotspot-table", TableView)
 
@@ -159,9 +166,7 @@ def test_drill_into_kernel_dispatch_and_back():
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
-        await pilot.press("escape")
-        await pilot.pause()
-        assert isinstance(app.screen, MainScreen)
+        await back_to_main(app, pilot)
 
     drive(TuiProfApp(runset), flow)
 
@@ -206,9 +211,7 @@ def test_timeline_zoom_pan_fit_and_gaps():
         assert isinstance(app.screen, GapScreen)
         calls = app.screen.query_one("#gap-calls", TableView)
         assert calls.row_count > 0
-        await pilot.press("escape")
-        await pilot.pause()
-        assert isinstance(app.screen, MainScreen)
+        await back_to_main(app, pilot)
 
     drive(TuiProfApp(runset), flow)
 
@@ -451,6 +454,7 @@ def test_quit_while_loading_does_not_wait_for_the_load(monkeypatch):
     import threading
 
     import tui_prof.tui.app as app_module
+    from tui_prof.tui.runview import LoadError
 
     started, release = threading.Event(), threading.Event()
     seen = {}
@@ -459,7 +463,7 @@ def test_quit_while_loading_does_not_wait_for_the_load(monkeypatch):
         seen["daemon"] = threading.current_thread().daemon
         started.set()
         release.wait(30)  # a parse that outlives the app
-        raise app_module.LoadError("released")
+        raise LoadError("released")
 
     monkeypatch.setattr(app_module, "load_runset", slow_load)
     app = TuiProfApp("unused-path")

@@ -17,7 +17,7 @@ from tui_prof.analysis.hotspots import hotspots
 from tui_prof.analysis.occupancy import occupancy
 from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
-from tui_prof.tui.app import FindingsTable, MainScreen, TuiProfApp
+from tui_prof.tui.app import FindingsTable, TuiProfApp
 from tui_prof.tui.fmt import fmt_ns
 from tui_prof.tui.keys import key_rows
 from tui_prof.tui.panes import CountersPane
@@ -27,7 +27,7 @@ from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
 
-from tests.test_tui_app import drive  # one definition of the Pilot harness
+from tests.test_tui_app import back_to_main, drive  # one definition of the Pilot harness
 
 
 def text_of(app, widget_id: str, width: int = 400) -> str:
@@ -50,6 +50,15 @@ async def select_finding(app, pilot, code: str) -> None:
     for _ in range(index):
         await pilot.press("j")
     assert app.main.current_finding()["code"] == code
+
+
+async def open_evidence(app, pilot, code: str) -> Timeline:
+    """Enter on finding ``code``; the main timeline once the jump has been drawn."""
+    await select_finding(app, pilot, code)
+    await pilot.press("enter")
+    await pilot.pause()
+    await pilot.pause()
+    return app.main.query_one("#timeline-view", Timeline)
 
 
 def test_measurement_table_on_overview():
@@ -104,11 +113,7 @@ def test_enter_on_gap_finding_centres_timeline_on_that_gap():
     longest = sync_gaps.loc[sync_gaps["duration_ns"].idxmax()]
 
     async def flow(app, pilot):
-        await select_finding(app, pilot, "idle-sync")
-        await pilot.press("enter")
-        await pilot.pause()
-        await pilot.pause()
-        tl = app.main.query_one("#timeline-view", Timeline)
+        tl = await open_evidence(app, pilot, "idle-sync")
         assert app.main.query_one("#tabs").active == "timeline" and tl.has_focus
         origin = app.view.origin
         lane, start, end = tl.current_gap
@@ -126,11 +131,7 @@ def test_enter_on_sync_finding_shows_the_host_row():
     sync = (classes == SYNC) | (classes == BLOCKING_COPY)
 
     async def flow(app, pilot):
-        await select_finding(app, pilot, "sync-after-launch")
-        await pilot.press("enter")
-        await pilot.pause()
-        await pilot.pause()
-        tl = app.main.query_one("#timeline-view", Timeline)
+        tl = await open_evidence(app, pilot, "sync-after-launch")
         lane = tl.model.lanes[tl.lane_cursor]
         assert lane.kind == "host"
         origin = app.view.origin
@@ -160,9 +161,7 @@ def test_enter_on_kernel_finding_opens_its_dispatches():
             assert isinstance(screen, DispatchesScreen) and screen.value == name
             rows = screen.query_one("#dispatches", TableView)
             assert rows.row_count == int((kernels["name"].astype(str) == name).sum())
-            await pilot.press("escape")
-            await pilot.pause()
-            assert isinstance(app.screen, MainScreen)
+            await back_to_main(app, pilot)
 
     drive(TuiProfApp(runset), flow)
 

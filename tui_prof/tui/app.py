@@ -40,7 +40,7 @@ from tui_prof.tui.panes import (
     host_window,
     measurement_text,
 )
-from tui_prof.tui.runview import GROUPS, PARTS, LoadError, RunView, build_view, load_runset
+from tui_prof.tui.runview import GROUPS, PARTS, RunView, build_view, load_failure, load_runset
 from tui_prof.tui.screens import DispatchesScreen, GapScreen, HelpScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
@@ -70,6 +70,9 @@ FOCUS = {"hotspots": "#hotspot-table", "timeline": "#timeline-view", "findings":
 TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary",
             "counters": "summary", "issues": "summary"}
 COMPUTING = "computing…"
+# the timeline legend: (glyph, style, label) as drawn by tui_prof.tui.widgets.timeline
+LEGEND = (("█", "bright_green", " busy "), ("▃", "yellow", " <90% busy "), ("░", "red", " idle "),
+          ("▓", "bright_magenta", " sync "), ("▚", "bright_magenta", " sync+launch "), ("▆", "blue", " host API"))
 
 
 class FindingsTable(TableView):
@@ -173,18 +176,9 @@ class MainScreen(Screen):
     @staticmethod
     def _legend() -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append("█", "bright_green")
-        text.append(" busy ")
-        text.append("▃", "yellow")
-        text.append(" <90% busy ")
-        text.append("░", "red")
-        text.append(" idle ")
-        text.append("▓", "bright_magenta")
-        text.append(" sync ")
-        text.append("▚", "bright_magenta")
-        text.append(" sync+launch ")
-        text.append("▆", "blue")
-        text.append(" host API")
+        for glyph, style, label in LEGEND:
+            text.append(glyph, style)
+            text.append(label)
         return text
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
@@ -594,10 +588,8 @@ class TuiProfApp(App):
         try:
             runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress)
             self.post_message(Loaded(build_view(runset, progress, lazy=True)))
-        except LoadError as err:
-            self.post_message(LoadFailed(str(err)))
         except Exception as err:  # shown in the app, never as a traceback
-            self.post_message(LoadFailed(f"Could not load {self.source_name}: {type(err).__name__}: {err}"))
+            self.post_message(LoadFailed(load_failure(err, self.source_name)))
 
     def on_load_progress(self, message: LoadProgress) -> None:
         self.main.show_progress(message.stage, message.done, message.total)

@@ -30,7 +30,7 @@ from textual.widgets import Footer, Static
 from tui_prof.model import RunSet
 from tui_prof.tui.fmt import fmt_ns
 from tui_prof.tui.lanes import TimelineModel
-from tui_prof.tui.runview import LoadError, RunView, build_view, load_runset
+from tui_prof.tui.runview import RunView, build_view, load_failure, load_runset
 from tui_prof.tui.screens import DISPATCH_COLUMNS, BackScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
@@ -55,10 +55,11 @@ MATCH_LABELS = {"name": "name", "normalized": "normalised name", "category": "ca
 
 
 class DiffLoaded(Message):
-    def __init__(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet]) -> None:
+    def __init__(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result) -> None:
         super().__init__()
         self.views = views
         self.runsets = runsets
+        self.result = result  # analysis.diff.diff_runsets, computed in the load worker
 
 
 class DiffLoadFailed(Message):
@@ -140,20 +141,26 @@ class DiffScreen(Screen):
         self.query_one("#diff-title", Static).update(Text("tuiprof diff", no_wrap=True))
         self.query_one("#diff-metrics", Static).update(text)
 
-    def show(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet]) -> None:
+    def diff(self, runsets: tuple[RunSet, RunSet]):
+        """analysis.diff.diff_runsets for the current match mode and noise thresholds (reads
+        only settings: the load worker calls it off the event loop)."""
+        from tui_prof.analysis.diff import diff_runsets
+
+        return diff_runsets(*runsets, by=self.by, rules=self.rules, noise_pct=self.noise_pct, noise_pp=self.noise_pp)
+
+    def show(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result=None) -> None:
+        """Fill the screen (``result``: the diff already computed for the current match mode)."""
         self.views, self.runsets = views, runsets
         span = max(views[0].timeline.span, views[1].timeline.span)
         self.query_one("#tl-a", Timeline).set_model(linked_model(views[0], span, "A"))
         self.query_one("#tl-b", Timeline).set_model(linked_model(views[1], span, "B"))
-        self.recompute()
+        self.recompute(result)
         self.query_one("#diff-table", TableView).focus()
 
-    def recompute(self) -> None:
-        """Run the diff for the current match mode and fill every pane."""
-        from tui_prof.analysis.diff import diff_runsets
-
+    def recompute(self, result=None) -> None:
+        """Fill every pane with ``result``, or the diff for the current match mode."""
         a, b = self.runsets
-        self.result = diff_runsets(a, b, by=self.by, rules=self.rules, noise_pct=self.noise_pct, noise_pp=self.noise_pp)
+        self.result = result if result is not None else self.diff(self.runsets)
         self._keys = {}
         c = self.result.counts()
         title = (f"tuiprof diff · A: {a.name} ({', '.join(a.formats) or '-'}) · B: {b.name} ({', '.join(b.formats) or '-'})"
@@ -336,14 +343,12 @@ class DiffApp(App):
             views = tuple(build_view(rs, lazy=True) for rs in runsets)
             for view in views:  # the screen shows the lanes; the deltas come from analysis.diff
                 view.ensure("timeline")
-            self.post_message(DiffLoaded(views, runsets))
-        except LoadError as err:
-            self.post_message(DiffLoadFailed(str(err)))
+            self.post_message(DiffLoaded(views, runsets, self.diff_screen.diff(runsets)))
         except Exception as err:  # shown in the app, never as a traceback
-            self.post_message(DiffLoadFailed(f"Could not load the runs: {type(err).__name__}: {err}"))
+            self.post_message(DiffLoadFailed(load_failure(err, "the runs")))
 
     def on_diff_loaded(self, message: DiffLoaded) -> None:
-        self.diff_screen.show(message.views, message.runsets)
+        self.diff_screen.show(message.views, message.runsets, message.result)
 
     def on_diff_load_failed(self, message: DiffLoadFailed) -> None:
         self.diff_screen.show_failure(message.text)

@@ -266,6 +266,14 @@ class LoadError(Exception):
     """A source that gives nothing to show; the message is what the app displays."""
 
 
+def load_failure(err: Exception, what: str) -> str:
+    """What an app shows when loading ``what`` raised ``err``: a :class:`LoadError`'s own
+    message, else the exception's type and message (never a traceback)."""
+    if isinstance(err, LoadError):
+        return str(err)
+    return f"Could not load {what}: {type(err).__name__}: {err}"
+
+
 def load_runset(source, name: str | None = None, *, use_cache: bool = True, progress=None) -> RunSet:
     """``source`` as a run set (a RunSet is returned as is; a path is read by
     :func:`tui_prof.loaders.load_path`); :class:`LoadError` when it is missing or nothing
