@@ -9,7 +9,7 @@ from tui_prof.analysis.summary import build_summary
 from tui_prof.cli import main, parse_duration_ns
 from tui_prof.model import Agent, Run, RunSet, make_table
 from tui_prof.model.run import RunMeta
-from tui_prof.report import summary_markdown, summary_text
+from tui_prof.render.summary import summary_markdown, summary_text
 
 from test_analysis_timeline import sync_loop_run
 

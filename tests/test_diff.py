@@ -16,7 +16,6 @@ import pytest
 
 from test_diff_support import ATTENTION, REDUCE, as_runset, remove_kernel, slow_down, spec
 from tui_prof.analysis.diff import (
-    EXIT_REGRESSION,
     METRIC_KEYS,
     SCHEMA,
     diff_runsets,
@@ -26,6 +25,7 @@ from tui_prof.analysis.diff import (
     regressions,
 )
 from tui_prof.cli import main
+from tui_prof.exits import EXIT_REGRESSION
 from tui_prof.loaders import load_path
 from tui_prof.synth import GEMM_NAME, build
 

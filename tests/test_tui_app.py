@@ -449,7 +449,7 @@ def test_cli_open_uses_the_cache_unless_no_cache(monkeypatch):
 
 def test_quit_while_loading_does_not_wait_for_the_load(monkeypatch):
     """``q`` during a long load ends the app at once: thread workers run in daemon threads
-    (tui.threads.DaemonExecutor), so neither asyncio's executor shutdown nor the
+    (tui_prof.threads.DaemonExecutor), so neither asyncio's executor shutdown nor the
     interpreter's exit joins a parse that is still running."""
     import threading
 

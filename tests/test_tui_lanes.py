@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tui_prof.tui.fmt import fmt_ns, fmt_tick, tick_step
+from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
 from tui_prof.tui.lanes import PackedLanes, merge_intervals
 
 
@@ -43,7 +43,7 @@ def test_ruler_steps_and_labels():
     assert tick_step(1_000_000_000, 120, every=12) == 100_000_000
     assert fmt_tick(5_540_000, 10_000) == "5.54ms"
     assert fmt_tick(0, 2_000_000) == "0ms"
-    assert fmt_ns(1_234_567) == "1.23ms" and fmt_ns(999) == "999ns"
+    assert fmt_ns(1_234_567) == "1.23 ms" and fmt_ns(999) == "999 ns" and fmt_ns(99_960) == "100 µs"
 
 
 def test_view_reuses_the_summarys_gaps_and_links_exactly():

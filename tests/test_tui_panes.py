@@ -18,7 +18,7 @@ from tui_prof.analysis.occupancy import occupancy
 from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.tui.app import FindingsTable, TuiProfApp
-from tui_prof.tui.fmt import fmt_ns
+from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.keys import key_rows
 from tui_prof.tui.panes import CountersPane
 from tui_prof.tui.sample import synthetic_runset

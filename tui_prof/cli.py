@@ -16,9 +16,7 @@ import argparse
 import json
 import sys
 
-EXIT_OK = 0
-EXIT_NOTHING_LOADED = 1
-EXIT_USAGE = 2
+from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
 
 
 def _progress_printer():
@@ -83,7 +81,7 @@ def _category_rules(args: argparse.Namespace):
 def cmd_summary(args: argparse.Namespace) -> int:
     from tui_prof.analysis.summary import build_summary
     from tui_prof.loaders import load_path
-    from tui_prof.report import summary_markdown, summary_text
+    from tui_prof.render.summary import summary_markdown, summary_text
 
     rules = _category_rules(args)
     progress = _progress_printer()
@@ -135,6 +133,7 @@ def cmd_open(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
     from tui_prof.analysis import diff as d
+    from tui_prof.render import diff as render_diff
 
     rules = _category_rules(args)
     noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
@@ -160,14 +159,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
                             gap_threshold_ns=args.gap_threshold)
     top = None if args.top <= 0 else args.top
     if args.json:
-        json.dump(d.to_json(result, top=top, fail_on_regression=args.fail_on_regression), sys.stdout, indent=2, ensure_ascii=False)
+        json.dump(render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     elif args.md:
-        sys.stdout.write(d.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
+        sys.stdout.write(render_diff.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
     else:
-        print(d.diff_text(result, top=top, fail_on_regression=args.fail_on_regression))
+        print(render_diff.diff_text(result, top=top, fail_on_regression=args.fail_on_regression))
     if args.fail_on_regression is not None and d.regressions(result, args.fail_on_regression):
-        return d.EXIT_REGRESSION
+        return EXIT_REGRESSION
     return EXIT_OK
 
 
@@ -242,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K")
         print("tuiprof: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except _UsageError as err:
@@ -250,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except Exception as err:  # the last line of defence: no traceback reaches the user
         print(f"tuiprof: internal error: {type(err).__name__}: {err} (please report)", file=sys.stderr)
-        return 3
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -19,8 +19,14 @@ from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import hotspot_records, hotspots
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.occupancy import kernel_occupancy
-from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, gpu_gaps, union_length
+from tui_prof.analysis.timeline import (
+    CAUSES,
+    DEFAULT_GAP_THRESHOLD_NS,
+    gpu_gaps,
+    union_length,
+)
 from tui_prof.model import Run, RunSet
+from tui_prof.threads import background
 
 
 def time_range(run: Run) -> tuple[int, int] | None:
@@ -85,44 +91,6 @@ def peak_memory(allocations: pd.DataFrame) -> int | None:
     return int(max(np.cumsum(delta).max(), 0))
 
 
-class _Job:
-    """Result of a function run in a daemon thread (so Ctrl-C never waits for it)."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self.done = threading.Event()
-        self.value = None
-        self.error: BaseException | None = None
-
-    def result(self):
-        while not self.done.wait(0.1):  # short waits keep the main thread responsive to Ctrl-C
-            pass
-        if self.error is not None:
-            raise self.error
-        return self.value
-
-
-def _background(funcs: list, name: str = "tuiprof-timeline") -> list[_Job | None]:
-    """Run ``funcs`` (None entries skipped) one after another in one daemon thread."""
-    import threading
-
-    jobs = [_Job() if f is not None else None for f in funcs]
-
-    def work() -> None:
-        for func, job in zip(funcs, jobs):
-            if job is None:
-                continue
-            try:
-                job.value = func()
-            except BaseException as err:  # handed to the caller by result()
-                job.error = err
-            job.done.set()
-
-    threading.Thread(target=work, name=name, daemon=True).start()
-    return jobs
-
-
 def longest_first(durations: np.ndarray, keep: int | None) -> np.ndarray:
     """Positions of the ``keep`` longest durations, longest first, ties in position order:
     the same as ``np.argsort(-durations, kind="stable")[:keep]`` (``keep`` None: all), but
@@ -183,8 +151,8 @@ def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=
         return tuple(hotspots(kernels, by=by, wall_ns=wall, rules=rules if by == "category" else None, dur_order=by_duration)
                      for by in ("category", "normalized", "agent", "pid"))
 
-    (grouped_job,) = _background([grouped], name="tuiprof-hotspots")
-    timelines = _background([(lambda run=run, i=i: gpu_gaps(run, threshold, corr_index=i))
+    (grouped_job,) = background([grouped], name="tuiprof-hotspots")
+    timelines = background([(lambda run=run, i=i: gpu_gaps(run, threshold, corr_index=i))
                              if (len(run.kernels) or len(run.copies)) else None
                              for run, i in zip(runset.runs, index_of)])
     for step, (run, timeline_job) in enumerate(zip(runset.runs, timelines)):

@@ -24,6 +24,34 @@ no-counters             no counters recorded: the commands to collect them      
 
 from __future__ import annotations
 
+from enum import Enum
+
+
+class FindingCode(str, Enum):
+    """Every finding's code. The TUI has an evidence handler for each (a test checks it);
+    a counter finding's code is ``counter:<metric>`` (:meth:`of` maps it to COUNTER)."""
+
+    GPU_IDLE = "gpu-idle"
+    IDLE_SYNC = "idle-sync"
+    SYNC_OVERHEAD = "sync-overhead"
+    SYNC_AFTER_LAUNCH = "sync-after-launch"
+    MANY_TINY_KERNELS = "many-tiny-kernels"
+    LAUNCH_BOUND = "launch-bound"
+    COPY_SHARE = "copy-share"
+    SLOW_COPY = "slow-copy"
+    DOMINANT_KERNEL = "dominant-kernel"
+    LOW_OCCUPANCY = "low-occupancy"
+    COUNTER = "counter"
+    COUNTERS_SERIALISE = "counters-serialise"
+    KNOWN_ERROR = "known-error"
+    NO_COUNTERS = "no-counters"
+
+    @classmethod
+    def of(cls, code: str) -> FindingCode:
+        """The member for a finding's ``code`` string (``counter:<metric>`` -> COUNTER)."""
+        return cls.COUNTER if code.startswith("counter:") else cls(code)
+
+
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 

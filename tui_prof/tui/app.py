@@ -29,7 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.model import RunSet
-from tui_prof.tui.fmt import fmt_bytes, fmt_ns
+from tui_prof.render.fmt import fmt_bytes, fmt_ns
 from tui_prof.tui.panes import (
     CountersPane,
     capabilities_renderable,
@@ -44,7 +44,7 @@ from tui_prof.tui.runview import GROUPS, PARTS, RunView, build_view, load_failur
 from tui_prof.tui.screens import DispatchesScreen, GapScreen, HelpScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
-from tui_prof.tui.threads import use_daemon_threads
+from tui_prof.threads import use_daemon_threads
 
 HOTSPOT_COLUMNS = [
     Column("name", "name", 60, "text"),

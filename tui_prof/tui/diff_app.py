@@ -28,13 +28,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui_prof.model import RunSet
-from tui_prof.tui.fmt import fmt_ns
+from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.lanes import TimelineModel
 from tui_prof.tui.runview import RunView, build_view, load_failure, load_runset
 from tui_prof.tui.screens import DISPATCH_COLUMNS, BackScreen
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
-from tui_prof.tui.threads import use_daemon_threads
+from tui_prof.threads import use_daemon_threads
 
 DIFF_COLUMNS = [
     Column("key", "kernel", 56, "text"),
@@ -77,7 +77,7 @@ def linked_model(view: RunView, span: int, tag: str) -> TimelineModel:
 
 def metrics_table(result) -> Table:
     """The summary delta table as a Rich table (verdict coloured)."""
-    from tui_prof.analysis.diff import fmt_metric, fmt_rel
+    from tui_prof.render.diff import fmt_metric, fmt_rel
 
     table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
     for name, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ (B−A)", "right"), ("Δ %", "right"),

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 
-from tui_prof.tui.fmt import fmt_bytes, fmt_ns
+from tui_prof.render.fmt import fmt_bytes, fmt_ns
 from tui_prof.tui.runview import RunView
 
 # findings whose evidence is an idle gap, and the gap cause each one is about (None = any)

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
-from tui_prof.tui.fmt import fmt_bytes, fmt_ns, fmt_value
+from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.panes import dispatch_occupancy
 from tui_prof.tui.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView

@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_prof.tui.fmt import fmt_value
+from tui_prof.render.fmt import fmt_value
 
 
 @dataclass

@@ -25,7 +25,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_prof.tui.fmt import fmt_ns, fmt_tick, tick_step
+from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
 from tui_prof.tui.lanes import TimelineModel
 
 BLOCKS = np.array([ord(c) for c in " ▁▂▃▄▅▆▇█"], dtype=np.uint32)

@@ -1,4 +1,10 @@
-"""Daemon threads for the apps' thread workers, so that quitting never waits for them.
+"""The package's one thread helper: work in daemon threads, so that quitting (``q`` in
+the TUI, Ctrl-C on the command line) never waits for a parse or an analysis.
+
+* :func:`background` runs functions one after another in a daemon thread and returns a
+  :class:`Job` per function, whose :meth:`Job.result` waits in short steps (the main
+  thread stays responsive to Ctrl-C). The summary uses it to overlap analyses.
+* :class:`DaemonExecutor` / :func:`use_daemon_threads`: the TUI's thread workers.
 
 Textual runs a thread worker in the event loop's default executor, and ``asyncio.run``
 joins that executor's threads when the app ends: a user who presses ``q`` while a
@@ -14,7 +20,44 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+
+class Job:
+    """The result of a function run by :func:`background`."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def result(self) -> Any:
+        """The function's return value (its exception is raised here)."""
+        while not self.done.wait(0.1):  # short waits keep the main thread responsive to Ctrl-C
+            pass
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def background(funcs: list[Callable[[], Any] | None], name: str = "tuiprof-background") -> list[Job | None]:
+    """Run ``funcs`` (None entries skipped) one after another in one daemon thread."""
+    jobs = [Job() if f is not None else None for f in funcs]
+
+    def work() -> None:
+        for func, job in zip(funcs, jobs):
+            if func is None or job is None:
+                continue
+            try:
+                job.value = func()
+            except BaseException as err:  # handed to the caller by result()
+                job.error = err
+            job.done.set()
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return jobs
 
 
 class DaemonExecutor(ThreadPoolExecutor):

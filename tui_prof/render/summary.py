@@ -2,25 +2,7 @@
 
 from __future__ import annotations
 
-
-def format_ns(ns: float | int | None) -> str:
-    """Human duration from nanoseconds: 812 ns, 12.4 µs, 3.21 ms, 1.50 s."""
-    if ns is None:
-        return "-"
-    value = float(ns)
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    if value < 1e3:
-        return f"{sign}{value:.0f} ns"
-    if value < 1e6:
-        return f"{sign}{value / 1e3:.1f} µs"
-    if value < 1e9:
-        return f"{sign}{value / 1e6:.2f} ms"
-    return f"{sign}{value / 1e9:.2f} s"
-
-
-def shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+from tui_prof.render.fmt import fmt_bytes, fmt_ns, shorten
 
 
 def table(headers: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
@@ -54,14 +36,14 @@ def summary_text(summary: dict, name_width: int = 48) -> str:
     kernels = summary["kernels"]
     out.append(
         f"Kernels: {kernels['dispatches']} dispatches of {kernels['unique_names']} kernels, "
-        f"{format_ns(kernels['total_ns'])} kernel time"
+        f"{fmt_ns(kernels['total_ns'])} kernel time"
     )
     if summary["hotspots"]:
         out.append("")
         out.append("Top kernels")
         rows = [
-            [shorten(h["name"], name_width), str(h["calls"]), format_ns(h["total_ns"]), format_ns(h["avg_ns"]),
-             format_ns(h["min_ns"]), format_ns(h["max_ns"]), format_ns(h["stddev_ns"]), f"{h['percent']:.2f}"]
+            [shorten(h["name"], name_width), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["avg_ns"]),
+             fmt_ns(h["min_ns"]), fmt_ns(h["max_ns"]), fmt_ns(h["stddev_ns"]), f"{h['percent']:.2f}"]
             for h in summary["hotspots"]
         ]
         out.extend(table(["kernel", "calls", "total", "avg", "min", "max", "stddev", "%"], rows))
@@ -87,59 +69,59 @@ def _sections(summary: dict, name_width: int = 60, max_gaps: int = 20) -> list[t
         return out
     m = summary["measurement"]
     rows = [
-        ["end-to-end span", format_ns(m["span_ns"])],
-        ["GPU active span", format_ns(m["gpu_span_ns"])],
+        ["end-to-end span", fmt_ns(m["span_ns"])],
+        ["GPU active span", fmt_ns(m["gpu_span_ns"])],
         ["kernel dispatches", str(m["kernel_count"])],
-        ["kernel time", format_ns(m["kernel_time_ns"])],
+        ["kernel time", fmt_ns(m["kernel_time_ns"])],
         ["GEMM share of kernel time", _pct(m["gemm_pct_of_kernel_time"])],
         ["sync overhead (target < 5 %)", _pct(m["sync_pct_of_wall"])],
         ["launch API time", _pct(m["launch_api_pct_of_wall"])],
-        ["median queue delay", format_ns(m["median_queue_delay_ns"])],
+        ["median queue delay", fmt_ns(m["median_queue_delay_ns"])],
         ["GPU idle", _pct(m["idle_pct"])],
         ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
-        ["peak memory", "-" if m["peak_memory_bytes"] is None else f"{m['peak_memory_bytes'] / 2**20:.1f} MiB"],
+        ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
     ]
     out.append(("Measurements", ["metric", "value"], rows, []))
     if summary["findings"]:
         rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
         out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
     gpu = summary["gpu"]
-    rows = [[a["process"], str(a["agent"]), format_ns(a["span_ns"]), format_ns(a["busy_ns"]), _pct(a["busy_pct"]), _pct(a["idle_pct"]),
+    rows = [[a["process"], str(a["agent"]), fmt_ns(a["span_ns"]), fmt_ns(a["busy_ns"]), _pct(a["busy_pct"]), _pct(a["idle_pct"]),
              str(a["dispatches"]), str(a["copies"])] for a in gpu["agents"]]
     out.append(("GPU busy / idle (union of kernels and copies over all queues)",
                 ["process", "agent", "span", "busy", "busy %", "idle %", "dispatches", "copies"], rows, []))
     gaps = summary["gaps"]
-    notes = [f"{gaps['count']} gaps >= {format_ns(gaps['threshold_ns'])} (threshold, --gap-threshold); "
-             f"{gaps['below_threshold_count']} shorter gaps total {format_ns(gaps['below_threshold_ns'])}.",
-             "By cause: " + ", ".join(f"{c} {format_ns(v)} ({gaps['count_by_cause'][c]})" for c, v in gaps["by_cause"].items() if gaps["count_by_cause"][c])]
+    notes = [f"{gaps['count']} gaps >= {fmt_ns(gaps['threshold_ns'])} (threshold, --gap-threshold); "
+             f"{gaps['below_threshold_count']} shorter gaps total {fmt_ns(gaps['below_threshold_ns'])}.",
+             "By cause: " + ", ".join(f"{c} {fmt_ns(v)} ({gaps['count_by_cause'][c]})" for c, v in gaps["by_cause"].items() if gaps["count_by_cause"][c])]
     listed = sorted(gaps["listed"], key=lambda g: -g["duration_ns"])[:max_gaps]
-    rows = [[str(g["agent"]), format_ns(g["start_ns"] - gpu_first(summary, g)), format_ns(g["duration_ns"]), g["cause"],
+    rows = [[str(g["agent"]), fmt_ns(g["start_ns"] - gpu_first(summary, g)), fmt_ns(g["duration_ns"]), g["cause"],
              g["api_cause"] or "-", g["api_before"] or "-", shorten(g["next"], 40)] for g in listed]
     out.append((f"Idle gaps (longest {len(rows)})", ["agent", "at (from GPU start)", "duration", "cause", "caused by", "API before", "next work"], rows, notes))
     s = summary["sync"]
     sal = s["sync_after_launch"]
-    rows = [[name, str(v["calls"]), format_ns(v["total_ns"])] for name, v in s["by_name"].items()]
-    notes = [f"{s['calls']} calls, {format_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
+    rows = [[name, str(v["calls"]), fmt_ns(v["total_ns"])] for name, v in s["by_name"].items()]
+    notes = [f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
              f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
              + (" -> sync inside the loop detected" if sal["detected"] else "")]
     out.append(("Synchronisation", ["API", "calls", "time"], rows, notes))
     lc = summary["launch"]
     rows = [["launch calls", str(lc["launch_calls"])], ["graph launches", str(lc["graph_launch_calls"])],
             ["dispatches linked by correlation id", str(lc["linked_dispatches"])],
-            ["median launch API time", format_ns(lc["median_api_ns"])],
-            ["median queue delay (kernel start - API start)", format_ns(lc["median_queue_delay_ns"])],
-            ["median kernel time", format_ns(lc["median_kernel_ns"])],
-            [f"kernels < {format_ns(lc['tiny_kernel_threshold_ns'])}", str(lc["tiny_kernels"])]]
+            ["median launch API time", fmt_ns(lc["median_api_ns"])],
+            ["median queue delay (kernel start - API start)", fmt_ns(lc["median_queue_delay_ns"])],
+            ["median kernel time", fmt_ns(lc["median_kernel_ns"])],
+            [f"kernels < {fmt_ns(lc['tiny_kernel_threshold_ns'])}", str(lc["tiny_kernels"])]]
     out.append(("Launch overhead", ["metric", "value"], rows, []))
     c = summary["copies"]
     if c["count"]:
-        rows = [[d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else f"{v['bytes'] / 2**20:.2f} MiB"), format_ns(v["time_ns"]),
+        rows = [[d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v['bytes'])), fmt_ns(v["time_ns"]),
                  "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s"] for d, v in c["by_direction"].items()]
         out.append(("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"]))
-    rows = [[h["name"], str(h["calls"]), format_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
+    rows = [[h["name"], str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
             for h in summary["hotspots_by"]["category"]]
     out.append(("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"]))
-    rows = [[shorten(h["name"], name_width), str(h["calls"]), format_ns(h["total_ns"]), format_ns(h["median_ns"]), f"{h['percent']:.2f}",
+    rows = [[shorten(h["name"], name_width), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}",
              f"{h.get('pct_wall', 0):.2f}"] for h in summary["hotspots_by"]["normalized"][:15]]
     out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
     if summary["occupancy"]:
@@ -206,7 +188,7 @@ def summary_markdown(summary: dict) -> str:
     for proc in summary["processes"]:
         out.append(f"Process `{proc['label']}`: {proc['dispatches']} dispatches, {proc['api_calls']} API calls, {proc['copies']} copies  ")
     k = summary["kernels"]
-    out.append(f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {format_ns(k['total_ns'])} kernel time")
+    out.append(f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time")
     for title, headers, rows, notes in _sections(summary, name_width=80):
         out += ["", f"## {title}", ""]
         if rows:
@@ -221,8 +203,8 @@ def summary_markdown(summary: dict) -> str:
                 out += ["", "```sh"] + [c.strip() for c in code] + ["```"]
     if summary["hotspots"]:
         out += ["", "## Top kernels", "", "| kernel | calls | total | avg | median | % |", "|---|---|---|---|---|---|"]
-        out.extend(f"| `{_md_cell(shorten(h['name'], 100))}` | {h['calls']} | {format_ns(h['total_ns'])} | {format_ns(h['avg_ns'])} | "
-                   f"{format_ns(h['median_ns'])} | {h['percent']:.2f} |" for h in summary["hotspots"])
+        out.extend(f"| `{_md_cell(shorten(h['name'], 100))}` | {h['calls']} | {fmt_ns(h['total_ns'])} | {fmt_ns(h['avg_ns'])} | "
+                   f"{fmt_ns(h['median_ns'])} | {h['percent']:.2f} |" for h in summary["hotspots"])
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {_md_cell(w)}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"

@@ -1,0 +1,113 @@
+"""Formatting of times, sizes, percentages and table cells: the one module that turns
+numbers into text for every output (CLI text and Markdown, the TUI).
+
+Durations use three significant digits and a space before the unit (``950 ns``,
+``12.3 µs``, ``4.56 ms``, ``1.23 s``), so the same value reads the same in the CLI
+report, the diff table and the TUI. Unknown values (None, NaN, the model's -1 for
+integers) read ``-``. No computation happens here.
+"""
+
+from __future__ import annotations
+
+import math
+
+_UNITS = ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"), (1, "ns"))
+_BYTE_UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+
+
+def _unknown(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def fmt_ns(ns: float | None) -> str:
+    """A duration in ns as a short string with three significant digits: ``950 ns``,
+    ``12.3 µs``, ``4.56 ms``, ``1.23 s`` (``-`` when unknown)."""
+    if _unknown(ns):
+        return "-"
+    assert ns is not None
+    value = float(ns)
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    for scale, unit in _UNITS:
+        if value >= scale or scale == 1:
+            v = value / scale
+            if unit == "ns":
+                return f"{sign}{v:.0f} ns"
+            # round first so 9.996 ms reads "10.0 ms", not "10.00 ms"
+            digits = 2 if round(v, 2) < 10 else (1 if round(v, 1) < 100 else 0)
+            return f"{sign}{v:.{digits}f} {unit}"
+    return "-"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """A size in bytes: ``512 B``, ``1.5 KiB``, ``12.0 MiB``, ``3.2 GiB`` (``-`` when
+    unknown or negative, the model's marker for "not recorded")."""
+    if _unknown(n) or n is None or n < 0:
+        return "-"
+    for scale, unit in _BYTE_UNITS:
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_pct(value: float | None, digits: int = 1) -> str:
+    """A percentage: ``12.3%`` (``-`` when unknown)."""
+    if _unknown(value):
+        return "-"
+    assert value is not None
+    return f"{float(value):.{digits}f}%"
+
+
+def fmt_value(value, kind: str) -> str:
+    """One table cell of ``kind`` (``text``, ``ns``, ``pct``, ``float``, ``bytes``, or an
+    integer); -1 integers and NaN floats (unknown in the model) read ``-``."""
+    if value is None:
+        return "-"
+    if kind == "text":
+        return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "-"
+    if kind == "ns":
+        return fmt_ns(value)
+    if kind == "pct":
+        return fmt_pct(value)
+    if kind == "float":
+        return f"{float(value):.3g}"
+    if kind == "bytes":
+        return fmt_bytes(value)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "-" if number == -1 else str(number)
+
+
+def tick_step(span_ns: float, cells: int, every: int = 12) -> int:
+    """A 1/2/5×10^k ns ruler step giving a label roughly every ``every`` cells."""
+    raw = max(span_ns * every / max(cells, 1), 1.0)
+    power = 10 ** int(math.floor(math.log10(raw)))
+    for mult in (1, 2, 5, 10):
+        if mult * power >= raw:
+            return int(mult * power)
+    return int(10 * power)
+
+
+def fmt_tick(t_ns: int, step_ns: int) -> str:
+    """A ruler label for ``t_ns``: unit from the magnitude, decimals so the step shows
+    (no space before the unit: ruler labels are packed)."""
+    scale, unit = 1, "ns"
+    for s, u in _UNITS:
+        if max(abs(t_ns), step_ns) >= s:
+            scale, unit = s, u
+            break
+    decimals = 0
+    while step_ns * 10**decimals < scale and decimals < 9:
+        decimals += 1
+    return f"{t_ns / scale:.{decimals}f}{unit}"
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis."""
+    return text if len(text) <= width else text[: width - 1] + "…"
