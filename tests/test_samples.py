@@ -15,7 +15,7 @@ def test_checkout_sample_is_used_when_present():
 def test_regenerated_samples_equal_the_bundled_files(tmp_path, monkeypatch):
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(samples, "__file__", str(tmp_path / "site-packages" / "tui_prof" / "samples.py"))
-    for name in samples.SAMPLE_ARGS:
+    for name in samples.SAMPLES:
         generated = samples.sample_path(name)
         assert generated == tmp_path / "samples" / name
         bundled = REPO / "sample_traces" / name / "synthhost"

@@ -8,16 +8,16 @@ Nothing is downloaded.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 DEFAULT_SAMPLE = "synthetic_sync_per_launch"
 
-# name -> the arguments of ``python -m tui_prof.synth`` that wrote sample_traces/<name>
-SAMPLE_ARGS = {
-    "synthetic_sync_per_launch": ["--format", "csv", "--dispatches", "2000", "--sync", "per_launch"],
-    "synthetic_sync_once": ["--format", "csv", "--dispatches", "2000", "--sync", "end"],
+# name -> (SynthSpec arguments, format) that wrote sample_traces/<name>: 2000 dispatches
+# (200 iterations of 10 kernels), as ``python -m tui_prof.synth OUT --format csv
+# --dispatches 2000 --sync <sync>``
+SAMPLES = {
+    "synthetic_sync_per_launch": ({"iterations": 200, "sync": "per_launch"}, "csv"),
+    "synthetic_sync_once": ({"iterations": 200, "sync": "end"}, "csv"),
 }
 
 
@@ -26,12 +26,13 @@ def sample_path(name: str = DEFAULT_SAMPLE) -> Path:
     checkout = Path(__file__).resolve().parents[1] / "sample_traces" / name
     if checkout.is_dir():
         return checkout
+    # imported here: the generator needs numpy and pandas, which `tuiprof --help` must not load
     from tui_prof.loaders.cache import cache_root
-    from tui_prof.synth import main as synth_main
+    from tui_prof.synth import SynthSpec, build, write_run
 
     target = cache_root() / "samples" / name
     if not (target / "synthhost").is_dir():
         target.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.redirect_stdout(io.StringIO()):
-            synth_main([str(target), *SAMPLE_ARGS[name]])
+        args, fmt = SAMPLES[name]
+        write_run(build(SynthSpec(**args)), target, fmt)
     return target

@@ -20,7 +20,35 @@ import time
 
 from tui_prof.synth.spec import GEMM_NAME, SYNC_MODES, Expected, SynthRun, SynthSpec, build, summary
 
-__all__ = ["GEMM_NAME", "SYNC_MODES", "Expected", "SynthRun", "SynthSpec", "build", "summary", "main"]
+__all__ = ["GEMM_NAME", "SYNC_MODES", "Expected", "SynthRun", "SynthSpec", "build", "summary", "main", "write_run", "FORMATS"]
+
+
+FORMATS = ("csv", "rocpd", "pftrace", "kineto")
+
+
+def write_run(run: SynthRun, outdir: str | Path, fmt: str, *, hostname: str = "synthhost", pid: int = 4242) -> Path:
+    """Write ``run`` under ``outdir`` in ``fmt`` (one of :data:`FORMATS`), in the layout
+    that profiler writes; returns the file or folder written."""
+    outdir = Path(outdir)
+    if fmt == "csv":
+        from tui_prof.synth.write_csv import write_rocprofv3_csv
+
+        return Path(write_rocprofv3_csv(run, outdir, hostname=hostname, pid=pid))
+    if fmt == "rocpd":
+        from tui_prof.synth.write_rocpd import write_rocpd
+
+        return Path(write_rocpd(run, outdir / hostname / f"{pid}_results.db", hostname=hostname))
+    if fmt == "pftrace":
+        from tui_prof.synth.write_pftrace import write_pftrace
+
+        (outdir / hostname).mkdir(parents=True, exist_ok=True)
+        return Path(write_pftrace(run, outdir / hostname / f"{pid}_results.pftrace"))
+    if fmt == "kineto":
+        from tui_prof.synth.write_kineto import write_kineto
+
+        outdir.mkdir(parents=True, exist_ok=True)
+        return Path(write_kineto(run, outdir / f"{hostname}_{pid}.pt.trace.json.gz"))
+    raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tui_prof.synth",
                                      description="Write a synthetic GPU run whose answers are known by construction.")
     parser.add_argument("outdir", help="output folder (files go to OUTDIR/<hostname>/)")
-    parser.add_argument("--format", choices=("csv", "rocpd", "pftrace", "kineto"), default="csv")
+    parser.add_argument("--format", choices=FORMATS, default="csv")
     parser.add_argument("--dispatches", type=int, default=None,
                         help="total kernel dispatches (rounded up to whole iterations on every GPU)")
     parser.add_argument("--iterations", type=int, default=200, help="used when --dispatches is not given")
@@ -58,25 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     run = build(spec, hostname=args.hostname)
     t1 = time.perf_counter()
-    if args.format == "csv":
-        from tui_prof.synth.write_csv import write_rocprofv3_csv
-
-        where = write_rocprofv3_csv(run, args.outdir, hostname=args.hostname, pid=args.pid)
-    elif args.format == "rocpd":
-        from tui_prof.synth.write_rocpd import write_rocpd
-
-        where = write_rocpd(run, Path(args.outdir) / args.hostname / f"{args.pid}_results.db",
-                            hostname=args.hostname)
-    elif args.format == "pftrace":
-        from tui_prof.synth.write_pftrace import write_pftrace
-
-        (Path(args.outdir) / args.hostname).mkdir(parents=True, exist_ok=True)
-        where = write_pftrace(run, Path(args.outdir) / args.hostname / f"{args.pid}_results.pftrace")
-    else:
-        from tui_prof.synth.write_kineto import write_kineto
-
-        Path(args.outdir).mkdir(parents=True, exist_ok=True)
-        where = write_kineto(run, Path(args.outdir) / f"{args.hostname}_{args.pid}.pt.trace.json.gz")
+    where = write_run(run, args.outdir, args.format, hostname=args.hostname, pid=args.pid)
     t2 = time.perf_counter()
     answers = summary(run.expected)
     text = json.dumps(answers, indent=2)
