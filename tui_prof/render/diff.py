@@ -13,7 +13,8 @@ import numpy as np
 from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, regressions
 from tui_prof.exits import EXIT_REGRESSION
 from tui_prof.render.fmt import fmt_ns, shorten
-from tui_prof.render.summary import markdown_table, table
+from tui_prof.render.safe import md_code, md_text
+from tui_prof.render.summary import Code, lines_text, markdown_table, table
 
 
 def _num(value):
@@ -97,7 +98,7 @@ def kernel_rows(result: DiffResult, top: int | None, width: int) -> list[list[st
     rows = result.kernels if top is None else result.kernels.head(top)
     out = []
     for r in rows.itertuples(index=False):
-        out.append([shorten(r.key, width), r.status, str(r.calls_a), str(r.calls_b),
+        out.append([Code(shorten(r.key, width)), r.status, str(r.calls_a), str(r.calls_b),
                     fmt_ns(r.total_a_ns) if r.calls_a else "-", fmt_ns(r.total_b_ns) if r.calls_b else "-",
                     ("+" if r.delta_ns > 0 else "") + fmt_ns(r.delta_ns), fmt_rel(r.delta_pct),
                     "-" if np.isnan(r.ratio) else f"{r.ratio:.3f}×",
@@ -119,7 +120,7 @@ def diff_text(result: DiffResult, top: int | None = 20, name_width: int = 56, fa
     out += ["", f"Kernels by |Δ total| ({shown} of {len(result.kernels)})"]
     out += table(KERNEL_HEADERS, kernel_rows(result, top, name_width), "llrrrrrrrrr")
     out += _verdict(result, fail_on_regression)
-    return "\n".join(out)
+    return lines_text(out)
 
 
 def _verdict(result: DiffResult, pct: float | None) -> list[str]:
@@ -137,13 +138,13 @@ def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: 
     """``tuiprof diff --md``: the same tables as Markdown (for tickets and CI comments)."""
 
     c = result.counts()
-    out = ["# tuiprof diff", "", f"- **A**: `{result.path_a}`", f"- **B**: `{result.path_b}`",
+    out = ["# tuiprof diff", "", f"- **A**: {md_code(result.path_a)}", f"- **B**: {md_code(result.path_b)}",
            f"- kernels matched by **{result.by}**: {c['matched']} matched, {c['added']} added, {c['removed']} removed",
            f"- noise threshold: ±{result.noise_pct:g}% of A (times, counts), ±{result.noise_pp:g} points (% metrics)"]
-    out += [f"- note: {n}" for n in result.notes]
+    out += [f"- note: {md_text(n)}" for n in result.notes]
     out += ["", "## Summary (Δ = B − A)", ""] + markdown_table(METRIC_HEADERS, metric_rows(result))
     shown = len(result.kernels) if top is None else min(top, len(result.kernels))
     out += ["", f"## Kernels by |Δ total| ({shown} of {len(result.kernels)})", ""]
-    out += markdown_table(KERNEL_HEADERS, [[f"`{r[0]}`"] + r[1:] for r in kernel_rows(result, top, 80)])
+    out += markdown_table(KERNEL_HEADERS, kernel_rows(result, top, 80))
     out += _verdict(result, fail_on_regression)
-    return "\n".join(out) + "\n"
+    return lines_text(out) + "\n"

@@ -1,13 +1,27 @@
-"""Plain-text rendering of analysis results for the CLI (no rich: fast to import, pipe-safe)."""
+"""The ``tuiprof summary`` report as plain text and Markdown (no rich: fast to import,
+pipe-safe). Every string from the trace goes through :mod:`tui_prof.render.safe`: text
+cells and lines with :func:`safe_text`, Markdown cells with :func:`md_text` and names
+with :func:`md_code`."""
 
 from __future__ import annotations
 
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, shorten
+from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
+
+
+class Code(str):
+    """A table cell that is a name: plain in text, a code span in Markdown."""
+
+
+def lines_text(lines: list[str]) -> str:
+    """Lines joined for the terminal, each one sanitised (idempotent on safe lines)."""
+    return "\n".join(safe_text(line) for line in lines)
 
 
 def table(headers: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
     """Fixed-width text table; ``align`` is one 'l'/'r' per column (default: first left)."""
     align = align or "l" + "r" * (len(headers) - 1)
+    rows = [[safe_text(c) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
@@ -48,14 +62,14 @@ def summary_text(summary: dict, name_width: int = 48) -> str:
         ]
         out.extend(table(["kernel", "calls", "total", "avg", "min", "max", "stddev", "%"], rows))
     if "gpu" in summary:
-        out.append(analysis_text(summary))
+        out.extend(analysis_lines(summary))
     if summary["warnings"]:
         out.append("")
         out.append("Warnings")
         out.extend(f"  {w}" for w in summary["warnings"])
     if source["skipped"]:
         out.append(f"Skipped {len(source['skipped'])} file(s) that are not profiler output (--verbose lists them).")
-    return "\n".join(out)
+    return lines_text(out)
 
 
 def _pct(x) -> str:
@@ -96,11 +110,11 @@ def _sections(summary: dict, name_width: int = 60, max_gaps: int = 20) -> list[t
              "By cause: " + ", ".join(f"{c} {fmt_ns(v)} ({gaps['count_by_cause'][c]})" for c, v in gaps["by_cause"].items() if gaps["count_by_cause"][c])]
     listed = sorted(gaps["listed"], key=lambda g: -g["duration_ns"])[:max_gaps]
     rows = [[str(g["agent"]), fmt_ns(g["start_ns"] - gpu_first(summary, g)), fmt_ns(g["duration_ns"]), g["cause"],
-             g["api_cause"] or "-", g["api_before"] or "-", shorten(g["next"], 40)] for g in listed]
+             g["api_cause"] or "-", g["api_before"] or "-", Code(shorten(g["next"], 40))] for g in listed]
     out.append((f"Idle gaps (longest {len(rows)})", ["agent", "at (from GPU start)", "duration", "cause", "caused by", "API before", "next work"], rows, notes))
     s = summary["sync"]
     sal = s["sync_after_launch"]
-    rows = [[name, str(v["calls"]), fmt_ns(v["total_ns"])] for name, v in s["by_name"].items()]
+    rows = [[Code(name), str(v["calls"]), fmt_ns(v["total_ns"])] for name, v in s["by_name"].items()]
     notes = [f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
              f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
              + (" -> sync inside the loop detected" if sal["detected"] else "")]
@@ -118,21 +132,21 @@ def _sections(summary: dict, name_width: int = 60, max_gaps: int = 20) -> list[t
         rows = [[d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v['bytes'])), fmt_ns(v["time_ns"]),
                  "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s"] for d, v in c["by_direction"].items()]
         out.append(("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"]))
-    rows = [[h["name"], str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
+    rows = [[Code(h["name"]), str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
             for h in summary["hotspots_by"]["category"]]
     out.append(("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"]))
-    rows = [[shorten(h["name"], name_width), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}",
+    rows = [[Code(shorten(h["name"], name_width)), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}",
              f"{h.get('pct_wall', 0):.2f}"] for h in summary["hotspots_by"]["normalized"][:15]]
     out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
     if summary["occupancy"]:
-        rows = [[shorten(o["name"], name_width), o["arch"], f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}", f"{o['occupancy_pct']:.1f} %",
+        rows = [[Code(shorten(o["name"], name_width)), o["arch"], f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}", f"{o['occupancy_pct']:.1f} %",
                  o["limiter"], o["hint"]] for o in summary["occupancy"][:10]]
         out.append(("Theoretical occupancy", ["kernel", "arch", "waves/SIMD", "occupancy", "limiter", "what would lift it"], rows, []))
     for block in summary["counters"]:
         rows = []
         for k in block["kernels"][:10]:
             for m in k["metrics"].values():
-                rows.append([shorten(k["name"], 40), m["label"], f"{m['value']:.4g} {m['unit']}", m["threshold"],
+                rows.append([Code(shorten(k["name"], 40)), m["label"], f"{m['value']:.4g} {m['unit']}", m["threshold"],
                              ("! " + m["meaning"]) if m["flagged"] else "ok", m["source"]])
         notes = []
         if block["missing"]:
@@ -159,7 +173,11 @@ def gpu_first(summary: dict, gap: dict) -> int:
 
 
 def analysis_text(summary: dict) -> str:
-    """The analysis sections as plain text (appended to ``summary_text``)."""
+    """The analysis sections as plain text (the second half of ``summary_text``)."""
+    return lines_text(analysis_lines(summary))
+
+
+def analysis_lines(summary: dict) -> list[str]:
     out: list[str] = []
     for title, headers, rows, notes in _sections(summary):
         out.append("")
@@ -167,30 +185,31 @@ def analysis_text(summary: dict) -> str:
         if rows:
             out.extend(table(headers, [[shorten(c, 100) for c in r] for r in rows], "l" * len(headers)))
         out.extend(notes)
-    return "\n".join(out)
+    return out
 
 
-def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def md_cell(cell: str) -> str:
+    """One Markdown table cell: a :class:`Code` cell as a code span, any other escaped."""
+    return md_code(cell, in_table=True) if isinstance(cell, Code) else md_text(cell, line_start=False)
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    """A Markdown table (cells escaped: ``|`` and newlines)."""
+    """A Markdown table; every cell through :func:`md_cell`."""
     return (["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-            + ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows])
+            + ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows])
 
 
 def summary_markdown(summary: dict) -> str:
     """The ``tuiprof summary --md`` report: Markdown a user can paste into a ticket."""
     src = summary["source"]
-    out = [f"# tuiprof report: `{src['path']}`", ""]
-    out.append(f"Formats: {', '.join(src['formats']) or 'none recognised'}  ")
+    out = [f"# tuiprof report: {md_code(src['path'])}", ""]
+    out.append(f"Formats: {md_text(', '.join(src['formats']) or 'none recognised')}  ")
     for proc in summary["processes"]:
-        out.append(f"Process `{proc['label']}`: {proc['dispatches']} dispatches, {proc['api_calls']} API calls, {proc['copies']} copies  ")
+        out.append(f"Process {md_code(proc['label'])}: {proc['dispatches']} dispatches, {proc['api_calls']} API calls, {proc['copies']} copies  ")
     k = summary["kernels"]
     out.append(f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time")
     for title, headers, rows, notes in _sections(summary, name_width=80):
-        out += ["", f"## {title}", ""]
+        out += ["", f"## {md_text(title, line_start=False)}", ""]
         if rows:
             out.extend(markdown_table(headers, rows))
         if notes:
@@ -198,13 +217,13 @@ def summary_markdown(summary: dict) -> str:
             code = [n for n in notes if n.startswith("  rocprofv3")]
             for n in notes:
                 if n not in code:
-                    out.append(n + "  ")
+                    out.append(md_text(n) + "  ")
             if code:
-                out += ["", "```sh"] + [c.strip() for c in code] + ["```"]
+                out += ["", *md_fence([c.strip() for c in code], "sh")]
     if summary["hotspots"]:
         out += ["", "## Top kernels", "", "| kernel | calls | total | avg | median | % |", "|---|---|---|---|---|---|"]
-        out.extend(f"| `{_md_cell(shorten(h['name'], 100))}` | {h['calls']} | {fmt_ns(h['total_ns'])} | {fmt_ns(h['avg_ns'])} | "
+        out.extend(f"| {md_code(shorten(h['name'], 100), in_table=True)} | {h['calls']} | {fmt_ns(h['total_ns'])} | {fmt_ns(h['avg_ns'])} | "
                    f"{fmt_ns(h['median_ns'])} | {h['percent']:.2f} |" for h in summary["hotspots"])
     if summary["warnings"]:
-        out += ["", "## Warnings", ""] + [f"- {_md_cell(w)}" for w in summary["warnings"]]
+        out += ["", "## Warnings", ""] + [f"- {md_text(w)}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"
