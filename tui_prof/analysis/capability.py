@@ -9,9 +9,9 @@ issues); several are version-dependent and are stated with the versions they app
 from __future__ import annotations
 
 import os
-
 import re
 from pathlib import Path
+from typing import Any
 
 from tui_prof.analysis.occupancy import arch_limits
 
@@ -26,12 +26,12 @@ def _version_tuple(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups(default="0")) if m else None
 
 
-def capabilities(arch: str, tool_version: str = "") -> dict:
+def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     """What can be profiled on ``arch``: counters, PC sampling, thread trace, rocprof-compute, limits, notes."""
     a = (arch or "").split(":")[0].lower()
     lim = arch_limits(a)
     notes: list[str] = []
-    caps = {"arch": a or None, "counters": "unknown", "pc_sampling": "unknown", "thread_trace": "unknown",
+    caps: dict[str, Any] = {"arch": a or None, "counters": "unknown", "pc_sampling": "unknown", "thread_trace": "unknown",
             "rocprof_compute": "unknown", "roofline": "unknown"}
     if a == "gfx908":
         caps.update(counters="yes (rocprofv3 may collect none on MI100: rocprofiler-compute PR #614)", pc_sampling="no",
