@@ -20,11 +20,11 @@ from test_diff_support import ATTENTION, REDUCE, as_runset, remove_kernel, slow_
 from tui_prof.analysis import diff as diff_module
 from tui_prof.analysis.diff import (
     METRIC_KEYS,
+    METRICS,
     SCHEMA,
     diff_runsets,
     kernel_diff,
     metric_delta,
-    METRICS,
     regressions,
     rematch,
     side_metrics,

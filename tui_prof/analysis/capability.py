@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.analysis.occupancy import arch_limits
+from tui_prof.analysis.parts import LogHit
 
 SERIALISATION_WARNING = (
     "Counter collection serialises kernel dispatches (each dispatch runs alone while counters are read), "
@@ -105,7 +106,7 @@ _KNOWN = tuple((code, re.compile(pattern), meaning) for code, pattern, meaning i
 LOG_SUFFIXES = (".log", ".txt", ".err", ".out")
 
 
-def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 200, max_depth: int = 3) -> list[dict]:
+def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 200, max_depth: int = 3) -> list[LogHit]:
     """Known profiler error messages in ``*.log``/``*.txt``/``*.err``/``*.out`` files under ``directory``.
 
     Read-only; each file contributes at most ``max_bytes`` (half from the head, half from
@@ -132,7 +133,7 @@ def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 
         files = sorted(candidates)[:max_files]
     else:
         return []
-    found: list[dict] = []
+    found: list[LogHit] = []
     for path in files:
         try:
             size = path.stat().st_size

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -471,6 +470,5 @@ def logs_part(runset: RunSet) -> list[LogHit]:
     root = Path(runset.root)
     if not root.exists():
         return []
-    hits: list[Any] = scan_logs(root if root.is_dir() else root.parent)
-    return hits
+    return scan_logs(root if root.is_dir() else root.parent)
 
