@@ -78,6 +78,7 @@ class RunInput:
 
 
 def run_inputs(runset: RunSet) -> list[RunInput]:
+    """One :class:`RunInput` per process, in run order."""
     return [RunInput(run, run_label(run), time_range(run), hostapi.CorrIndex(run.api)) for run in runset.runs]
 
 
@@ -269,8 +270,8 @@ def gaps_part(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int
 # --- host API: synchronisation and launch --------------------------------------------------
 
 def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
-    """Sync and blocking-copy calls summed over processes (each run's own wall for its
-    percentages, the run set's ``wall`` for the total), and sync-after-launch."""
+    """Sync and blocking-copy calls summed over processes (``pct_of_wall``: of the run
+    set's ``wall``), and sync-after-launch over every process's launches."""
     calls = total = blocking = launches = followed = 0
     by_name: dict[str, dict[str, int]] = {}
     for r in inputs:
