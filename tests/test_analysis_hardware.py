@@ -102,8 +102,22 @@ def test_scan_logs_finds_known_errors_read_only():
     assert sorted((Path(h["path"]).name, h["code"], h["line"]) for h in hits) == [
         ("compute.txt", "no-supported-arch", 1), ("rocprofv3_pmc.log", "hsa-iterate-agents", 2)]
     assert scan_logs(DATA / "does-not-exist") == []
-    # size cap: only head and tail are read
-    assert scan_logs(DATA / "logs", max_bytes=16) == [] or all(h["line"] in (1, -1) for h in scan_logs(DATA / "logs", max_bytes=16))
+    # size cap: 16 bytes (8 from the head, 8 from the tail) hold none of the messages
+    assert scan_logs(DATA / "logs", max_bytes=16) == []
+
+
+def test_scan_logs_reads_only_head_and_tail_of_a_large_file(tmp_path):
+    """128 bytes: the first 64 hold line 1's message, the last 64 the final line's (line -1);
+    the message in the middle is not read."""
+    head = "ERROR Cannot find a supported arch in rocminfo: gfx1201\n"
+    middle = "x" * 1000 + "\nthis service needs a newer version of KFD\n" + "y" * 1000 + "\n"
+    tail = "Error Calling hsa_iterate_agents: HSA_STATUS_ERROR\n"
+    assert len(head) <= 64 and len(tail) <= 64
+    (tmp_path / "run.log").write_text(head + middle + tail)
+    hits = scan_logs(tmp_path, max_bytes=128)
+    assert [(h["code"], h["line"]) for h in hits] == [("no-supported-arch", 1), ("hsa-iterate-agents", -1)]
+    whole = scan_logs(tmp_path)
+    assert [(h["code"], h["line"]) for h in whole] == [("no-supported-arch", 1), ("kfd-too-old", 3), ("hsa-iterate-agents", 5)]
 
 
 def test_low_occupancy_finding_names_its_kernel():

@@ -20,8 +20,10 @@ for _path in FILES:
         SINGLE_DEVICE.append(_path)
 
 
-def test_most_traces_are_single_device():
-    assert len(SINGLE_DEVICE) >= 10
+def test_every_hta_reference_trace_is_single_device():
+    """HTA's figures exist for exactly the traces whose kernels ran on one device."""
+    assert sorted(p.name for p in SINGLE_DEVICE) == sorted(HTA)
+    assert len(SINGLE_DEVICE) == len(FILES) == 12
 
 
 @pytest.mark.parametrize("path", SINGLE_DEVICE, ids=lambda p: p.name[:40])

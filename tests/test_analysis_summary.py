@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from tui_prof.analysis import parts
 from tui_prof.analysis.summary import build_summary
 from tui_prof.cli import main, parse_duration_ns
 from tui_prof.model import Agent, Run, RunSet, make_table
@@ -15,15 +16,21 @@ from test_analysis_timeline import sync_loop_run
 
 
 def test_summary_keys_of_schema():
+    """The document's keys, in order, are SummaryDoc's; each section's keys are its part's."""
     doc = build_summary(RunSet(root="", runs=[sync_loop_run()]), logs=False)
-    for key in ("schema", "source", "processes", "agents", "kernels", "hotspots", "warnings"):
-        assert key in doc  # keys from before stay
-    assert {"busy_pct", "idle_pct", "span_ns"} <= set(doc["gpu"])
-    assert {"count", "threshold_ns", "by_cause"} <= set(doc["gaps"])
-    assert {"calls", "total_ns", "pct_of_wall"} <= set(doc["sync"])
-    assert "median_queue_delay_ns" in doc["launch"] and "bytes" in doc["copies"]
+    assert list(doc) == list(parts.SummaryDoc.__annotations__)
+    sections = {"source": parts.SourcePart, "kernels": parts.KernelsPart, "gpu": parts.GpuPart, "gaps": parts.GapsPart,
+                "sync": parts.SyncPart, "launch": parts.LaunchPart, "copies": parts.CopiesPart,
+                "hotspots_by": parts.HotspotsBy, "measurement": parts.MeasurementPart}
+    for key, part in sections.items():
+        assert set(doc[key]) == set(part.__annotations__), key
+    assert set(doc["sync"]["sync_after_launch"]) == set(parts.SyncAfterLaunch.__annotations__)
+    assert set(doc["processes"][0]) == set(parts.ProcessRecord.__annotations__)
+    assert set(doc["hotspots"][0]) == set(parts.HotspotRecord.__annotations__) - {"pct_wall"}
+    assert set(doc["hotspots_by"]["category"][0]) == set(parts.HotspotRecord.__annotations__)
+    assert set(doc["gaps"]["listed"][0]) == set(parts.GapRecord.__annotations__)
+    assert all(set(f) == set(parts.Finding.__annotations__) for f in doc["findings"])
     assert doc["categories"] == {"GEMM": 12 * 100_000}
-    assert all(f.keys() >= {"severity", "code", "message"} for f in doc["findings"])
     assert doc["agents"][0]["capabilities"]["arch"] == "gfx942"
     assert doc["measurement"]["gemm_pct_of_kernel_time"] == 100.0
     json.dumps(doc)  # JSON-ready

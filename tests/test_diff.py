@@ -9,21 +9,27 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from test_diff_support import ATTENTION, REDUCE, as_runset, remove_kernel, slow_down, spec
+from tui_prof.analysis import diff as diff_module
 from tui_prof.analysis.diff import (
     METRIC_KEYS,
+    METRICS,
     SCHEMA,
     diff_runsets,
     kernel_diff,
     metric_delta,
-    METRICS,
     regressions,
+    rematch,
+    side_metrics,
 )
+from tui_prof.analysis.hotspots import all_kernels
 from tui_prof.cli import main
 from tui_prof.exits import EXIT_REGRESSION
 from tui_prof.loaders import load_path
@@ -87,12 +93,16 @@ def test_synthetic_run_against_itself_is_all_zero(by):
 
 
 def test_real_rocpd_run_against_itself_is_all_zero():
-    rs = load_path(DATA / "rocpd" / "28_results.db")
-    assert rs.runs and len(rs.runs[0].kernels)
+    db = DATA / "rocpd" / "28_results.db"
+    with sqlite3.connect(db) as con:  # the database's own count and time, read without the loader
+        dispatches, kernel_ns = con.execute("SELECT count(*), sum(end - start) FROM rocpd_kernel_dispatch").fetchone()
+    assert (dispatches, kernel_ns) == (151, 2_604_546)
+    rs = load_path(db)
     result = diff_runsets(rs, rs)
     assert (result.kernels["delta_ns"] == 0).all()
-    assert result.kernels["calls_a"].sum() == sum(len(r.kernels) for r in rs.runs)
-    assert all(m["delta"] in (0, None) for m in result.metrics)
+    assert result.kernels["calls_a"].sum() == dispatches
+    assert result.metric("kernel_count")["a"] == dispatches and result.metric("kernel_time_ns")["a"] == kernel_ns
+    assert [m["delta"] for m in result.metrics] == [0] * len(METRICS)
 
 
 # ---- before / after pairs with known deltas ---------------------------------------------
@@ -224,6 +234,45 @@ def test_csv_against_rocpd_of_the_same_run_is_zero(tmp_path):
     for m in result.metrics:
         assert m["delta"] == 0, m
     assert any("formats differ" in n for n in result.notes)
+
+
+# ---- separable parts: each side's metrics once, the kernel matching alone -------------
+
+def test_side_metrics_equal_the_known_answers():
+    synth = build(spec("per_iteration"))
+    side = side_metrics(as_runset(synth, "A"))
+    for key, value in expected_metrics(synth).items():
+        assert side.metrics[key] == pytest.approx(value, rel=1e-12, abs=1e-9), key
+    assert side.path == "A" and side.summary["kernels"]["dispatches"] == synth.expected.dispatches
+
+
+def test_rematch_runs_only_the_kernel_matching(monkeypatch):
+    """A new match mode: the same table as a fresh diff in that mode, the metrics and both
+    summaries kept (no summary is built again)."""
+    synth = build(spec("per_iteration"))
+    k, api, cp = slow_down(synth.kernels, synth.api, synth.copies, ATTENTION)
+    a, b = as_runset(synth, "A"), as_runset(synth, "B", k, api, cp)
+    by_name = diff_runsets(a, b, by="name")
+    fresh = diff_runsets(a, b, by="category")
+    built = []
+    real_build = diff_module.build_summary
+    monkeypatch.setattr(diff_module, "build_summary", lambda *args, **kw: built.append(1) or real_build(*args, **kw))
+    again = rematch(by_name, a, b, "category")
+    assert built == []
+    assert again.by == "category" and by_name.by == "name"
+    pd.testing.assert_frame_equal(again.kernels, fresh.kernels)
+    assert again.metrics == by_name.metrics == fresh.metrics
+    assert again.summary_a is by_name.summary_a and again.summary_b is by_name.summary_b
+    assert row(again, "attention")["delta_ns"] == synth.expected.kernels.loc[ATTENTION, "total_ns"]
+
+
+def test_kernel_diff_alone_equals_the_diffs_table():
+    synth = build(spec("per_iteration"))
+    k, api = remove_kernel(synth.kernels, synth.api, REDUCE)
+    a, b = as_runset(synth, "A"), as_runset(synth, "B", k, api)
+    for by in ("name", "normalized", "category"):
+        pd.testing.assert_frame_equal(kernel_diff(all_kernels(a), all_kernels(b), by=by),
+                                      diff_runsets(a, b, by=by).kernels)
 
 
 # ---- noise and verdicts -----------------------------------------------------------------

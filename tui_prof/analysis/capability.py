@@ -9,11 +9,12 @@ issues); several are version-dependent and are stated with the versions they app
 from __future__ import annotations
 
 import os
-
 import re
 from pathlib import Path
+from typing import Any
 
 from tui_prof.analysis.occupancy import arch_limits
+from tui_prof.analysis.parts import LogHit
 
 SERIALISATION_WARNING = (
     "Counter collection serialises kernel dispatches (each dispatch runs alone while counters are read), "
@@ -26,12 +27,12 @@ def _version_tuple(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups(default="0")) if m else None
 
 
-def capabilities(arch: str, tool_version: str = "") -> dict:
+def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     """What can be profiled on ``arch``: counters, PC sampling, thread trace, rocprof-compute, limits, notes."""
     a = (arch or "").split(":")[0].lower()
     lim = arch_limits(a)
     notes: list[str] = []
-    caps = {"arch": a or None, "counters": "unknown", "pc_sampling": "unknown", "thread_trace": "unknown",
+    caps: dict[str, Any] = {"arch": a or None, "counters": "unknown", "pc_sampling": "unknown", "thread_trace": "unknown",
             "rocprof_compute": "unknown", "roofline": "unknown"}
     if a == "gfx908":
         caps.update(counters="yes (rocprofv3 may collect none on MI100: rocprofiler-compute PR #614)", pc_sampling="no",
@@ -105,7 +106,7 @@ _KNOWN = tuple((code, re.compile(pattern), meaning) for code, pattern, meaning i
 LOG_SUFFIXES = (".log", ".txt", ".err", ".out")
 
 
-def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 200, max_depth: int = 3) -> list[dict]:
+def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 200, max_depth: int = 3) -> list[LogHit]:
     """Known profiler error messages in ``*.log``/``*.txt``/``*.err``/``*.out`` files under ``directory``.
 
     Read-only; each file contributes at most ``max_bytes`` (half from the head, half from
@@ -132,7 +133,7 @@ def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 
         files = sorted(candidates)[:max_files]
     else:
         return []
-    found: list[dict] = []
+    found: list[LogHit] = []
     for path in files:
         try:
             size = path.stat().st_size

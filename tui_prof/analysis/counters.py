@@ -12,12 +12,14 @@ thresholds tagged [P] are ours (no source gives a number).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.occupancy import arch_limits
+from tui_prof.model import Run
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def _metric_applies(metric: Metric, family: str, arch: str) -> bool:
     return True
 
 
-def counter_metrics(run, kernel_names: pd.Series | None = None) -> dict:
+def counter_metrics(run: Run) -> dict[str, Any]:
     """Derived metrics per kernel name of one run.
 
     Returns {"kernels": [{name, dispatches, agent, metrics: {key: {value, unit, formula,
@@ -162,7 +164,7 @@ def counter_metrics(run, kernel_names: pd.Series | None = None) -> dict:
     counters = run.counters
     gpus = run.gpu_agents
     arch = gpus[0].arch if gpus else ""
-    out = {"available": sorted(map(str, counters["counter"].unique())) if len(counters) else [], "kernels": [], "missing": {}, "commands": []}
+    out: dict[str, Any] = {"available": sorted(map(str, counters["counter"].unique())) if len(counters) else [], "kernels": [], "missing": {}, "commands": []}
     fam = family_of(arch)
     if len(counters):
         table = counters.groupby(["dispatch_id", "counter"], observed=True)["value"].sum().unstack("counter")
@@ -195,7 +197,7 @@ def counter_metrics(run, kernel_names: pd.Series | None = None) -> dict:
         arch = agent.arch if agent else arch
         fam = family_of(arch)
         lim = arch_limits(arch)
-        ctx = {
+        ctx: dict[str, Any] = {
             "xcd": float(agent.num_xcc) if agent and agent.num_xcc else 1.0,
             "cu": float(agent.cu_count) if agent and agent.cu_count else np.nan,
             "wave": float(agent.wave_size) if agent and agent.wave_size else (lim.wave if lim else 64.0),
@@ -230,8 +232,6 @@ def counter_metrics(run, kernel_names: pd.Series | None = None) -> dict:
                 if m.key == "lds_bank_conflict":
                     flagged = v > (5 if fam == "CDNA" else 10)
                 elif m.key == "mfma_utilization":
-                    from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-
                     flagged = v < 20 and DEFAULT_CATEGORY_RULES.classify(str(name)) == "GEMM"
                 elif m.key == "waves":
                     flagged = bool(min_waves and v < min_waves)

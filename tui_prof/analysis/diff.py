@@ -12,8 +12,10 @@ Definitions (docs/diff.md has the long form):
   missing), ``avg_ratio = avg_b / avg_a``. Rows are sorted by ``|delta_ns|`` descending
   (ties by key).
 * Summary metrics come from the ``tuiprof.summary/1`` document of each run
-  (:func:`tui_prof.analysis.summary.build_summary`), recomputed from its integer ns
-  fields so the percentages are not rounded twice. Each metric has a direction
+  (:func:`side_metrics`: :func:`tui_prof.analysis.summary.build_summary` once per run),
+  recomputed from its integer ns fields so the percentages are not rounded twice.
+  The kernel matching (:func:`kernel_diff`) is separate: a new match mode
+  (:func:`rematch`) reuses both runs' metrics. Each metric has a direction
   (lower is better, or neutral) and a noise threshold: ``noise_pct`` percent of A's
   value for times and counts, ``noise_pp`` percentage points for % metrics. A change
   no larger than the threshold is "within noise"; beyond it a metric is "improved" or
@@ -27,11 +29,16 @@ Definitions (docs/diff.md has the long form):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.hotspots import all_kernels, hotspots
+from tui_prof.analysis.names import CategoryRules
+from tui_prof.analysis.parts import SummaryDoc
+from tui_prof.analysis.summary import build_summary
 from tui_prof.model import RunSet
 
 SCHEMA = "tuiprof.diff/1"
@@ -69,7 +76,7 @@ def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
-def run_metrics(doc: dict) -> dict:
+def run_metrics(doc: SummaryDoc) -> dict[str, Any]:
     """The diff's summary metrics from a ``tuiprof.summary/1`` document.
 
     span_ns = wall (first to last event of API calls, kernels, copies); gemm_pct = GEMM
@@ -94,9 +101,10 @@ def run_metrics(doc: dict) -> dict:
     }
 
 
-def metric_delta(defn: MetricDef, a, b, noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP) -> dict:
+def metric_delta(defn: MetricDef, a: float | None, b: float | None, noise_pct: float = DEFAULT_NOISE_PCT,
+                 noise_pp: float = DEFAULT_NOISE_PP) -> dict[str, Any]:
     """One summary row: values, delta (B − A), relative change and verdict with its threshold."""
-    row = {"key": defn.key, "label": defn.label, "unit": defn.unit, "better": defn.better, "a": a, "b": b,
+    row: dict[str, Any] = {"key": defn.key, "label": defn.label, "unit": defn.unit, "better": defn.better, "a": a, "b": b,
            "delta": None, "delta_pct": None, "threshold": noise_pp if defn.unit == "pct" else noise_pct,
            "threshold_unit": "pp" if defn.unit == "pct" else "%", "status": "n/a"}
     if a is None or b is None:
@@ -119,7 +127,7 @@ def metric_delta(defn: MetricDef, a, b, noise_pct: float = DEFAULT_NOISE_PCT, no
     return row
 
 
-def kernel_diff(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame, by: str = "name", rules=None,
+def kernel_diff(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame, by: str = "name", rules: CategoryRules | None = None,
                 noise_pct: float = DEFAULT_NOISE_PCT) -> pd.DataFrame:
     """Per match key: calls, total and average ns in A and B, delta, ratio, status.
 
@@ -127,8 +135,6 @@ def kernel_diff(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame, by: str = "nam
     when ``|delta_pct| > noise_pct``, or "same" (within noise). Columns
     ``KERNEL_DIFF_COLUMNS``; sorted by ``|delta_ns|`` descending, ties by key.
     """
-    from tui_prof.analysis.hotspots import hotspots
-
     if by not in MATCH_MODES:
         raise ValueError(f"match mode must be one of {MATCH_MODES}, got {by!r}")
     ha = hotspots(kernels_a, by=by, rules=rules)[["name", "calls", "total_ns", "avg_ns"]]
@@ -175,39 +181,66 @@ class DiffResult:
     noise_pct: float
     noise_pp: float
     kernels: pd.DataFrame
-    metrics: list[dict]
-    summary_a: dict
-    summary_b: dict
+    metrics: list[dict[str, Any]]
+    summary_a: SummaryDoc
+    summary_b: SummaryDoc
     category_rules: str = "built-in"
     notes: list[str] = field(default_factory=list)
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         s = self.kernels["status"]
         return {"matched": int((~s.isin(["added", "removed"])).sum()), "added": int((s == "added").sum()),
                 "removed": int((s == "removed").sum())}
 
-    def metric(self, key: str) -> dict:
+    def metric(self, key: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["key"] == key)
 
 
-def diff_runsets(a: RunSet, b: RunSet, *, by: str = "name", rules=None, noise_pct: float = DEFAULT_NOISE_PCT,
-                 noise_pp: float = DEFAULT_NOISE_PP, gap_threshold_ns: int | None = None) -> DiffResult:
-    """Diff run set B against run set A (B − A everywhere)."""
-    from tui_prof.analysis.hotspots import all_kernels
-    from tui_prof.analysis.summary import build_summary
+@dataclass(frozen=True)
+class Side:
+    """One run set's part of a diff: its summary document and the metrics taken from it."""
 
-    if by not in MATCH_MODES:
-        raise ValueError(f"match mode must be one of {MATCH_MODES}, got {by!r}")
-    docs = [build_summary(rs, top=None, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=0, logs=False) for rs in (a, b)]
-    ma, mb = run_metrics(docs[0]), run_metrics(docs[1])
-    metrics = [metric_delta(d, ma[d.key], mb[d.key], noise_pct, noise_pp) for d in METRICS]
-    table = kernel_diff(all_kernels(a), all_kernels(b), by=by, rules=rules, noise_pct=noise_pct)
+    path: str
+    formats: tuple[str, ...]
+    summary: SummaryDoc
+    metrics: dict[str, Any]
+
+
+def side_metrics(runset: RunSet, *, rules: CategoryRules | None = None, gap_threshold_ns: int | None = None) -> Side:
+    """The summary (every kernel, no gap list, no log scan) and :func:`run_metrics` of one run set."""
+    doc = build_summary(runset, top=None, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=0, logs=False)
+    return Side(runset.root, tuple(runset.formats), doc, run_metrics(doc))
+
+
+def compare_sides(a: Side, b: Side, kernels: pd.DataFrame, *, by: str = "name", noise_pct: float = DEFAULT_NOISE_PCT,
+                  noise_pp: float = DEFAULT_NOISE_PP) -> DiffResult:
+    """The diff of B against A from both sides' metrics and the :func:`kernel_diff` table ``kernels``."""
+    metrics = [metric_delta(d, a.metrics[d.key], b.metrics[d.key], noise_pct, noise_pp) for d in METRICS]
     notes = []
     fa, fb = set(a.formats), set(b.formats)
     if fa != fb:
         notes.append(f"formats differ: A {', '.join(sorted(fa)) or '-'} vs B {', '.join(sorted(fb)) or '-'}")
-    return DiffResult(a.root, b.root, by, float(noise_pct), float(noise_pp), table, metrics, docs[0], docs[1],
-                      category_rules=docs[0].get("category_rules", "built-in"), notes=notes)
+    return DiffResult(a.path, b.path, by, float(noise_pct), float(noise_pp), kernels, metrics, a.summary, b.summary,
+                      category_rules=a.summary.get("category_rules", "built-in"), notes=notes)
+
+
+def diff_runsets(a: RunSet, b: RunSet, *, by: str = "name", rules: CategoryRules | None = None,
+                 noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP,
+                 gap_threshold_ns: int | None = None) -> DiffResult:
+    """Diff run set B against run set A (B − A everywhere)."""
+    if by not in MATCH_MODES:
+        raise ValueError(f"match mode must be one of {MATCH_MODES}, got {by!r}")
+    side_a = side_metrics(a, rules=rules, gap_threshold_ns=gap_threshold_ns)
+    side_b = side_metrics(b, rules=rules, gap_threshold_ns=gap_threshold_ns)
+    table = kernel_diff(all_kernels(a), all_kernels(b), by=by, rules=rules, noise_pct=noise_pct)
+    return compare_sides(side_a, side_b, table, by=by, noise_pct=noise_pct, noise_pp=noise_pp)
+
+
+def rematch(result: DiffResult, a: RunSet, b: RunSet, by: str, *, rules: CategoryRules | None = None) -> DiffResult:
+    """``result`` with the kernels matched by ``by`` instead: only :func:`kernel_diff`
+    runs again; the summaries and metrics (which do not depend on the match) are kept."""
+    table = kernel_diff(all_kernels(a), all_kernels(b), by=by, rules=rules, noise_pct=result.noise_pct)
+    return replace(result, by=by, kernels=table)
 
 
 def regressions(result: DiffResult, pct: float) -> list[dict]:

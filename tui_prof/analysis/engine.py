@@ -1,4 +1,6 @@
-"""Runs every analysis over a run set and adds its sections to the summary document.
+"""One function per section of the summary document, each returning its typed part
+(:mod:`tui_prof.analysis.parts`); :func:`tui_prof.analysis.summary.build_summary`
+runs them and assembles the document.
 
 Wall time of a process = last end - first start over its API calls, kernels and copies;
 the run set's wall is the same over all processes (one clock per host). Per-agent results
@@ -8,6 +10,8 @@ are computed per process (agent ids are per run) and then combined:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +20,31 @@ import pandas as pd
 from tui_prof.analysis import hostapi
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
-from tui_prof.analysis.hotspots import hotspot_records, hotspots
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+from tui_prof.analysis.hotspots import hotspot_records, hotspots, kernel_time_ns
+from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
-from tui_prof.analysis.timeline import (
-    CAUSES,
-    DEFAULT_GAP_THRESHOLD_NS,
-    gpu_gaps,
-    union_length,
+from tui_prof.analysis.parts import (
+    CategoriesPart,
+    CopiesPart,
+    CopyDirection,
+    GapRecord,
+    GapsPart,
+    GpuPart,
+    KernelsPart,
+    LaunchCounts,
+    LaunchPart,
+    LogHit,
+    MeasurementPart,
+    ProcessRecord,
+    Record,
+    SourcePart,
+    SyncPart,
 )
-from tui_prof.model import Run, RunSet
-from tui_prof.threads import background
+from tui_prof.analysis.timeline import CAUSES, GapSet, gpu_gaps, union_length
+from tui_prof.model import Agent, Run, RunSet
+from tui_prof.model.schema import concat_tables
+
+SYNC_TARGET_PCT = 5.0  # the profiling guide's target for sync + blocking copies, % of wall
 
 
 def time_range(run: Run) -> tuple[int, int] | None:
@@ -39,56 +57,151 @@ def time_range(run: Run) -> tuple[int, int] | None:
     return (min(lo), max(hi)) if lo else None
 
 
-def copy_stats(copies: pd.DataFrame, wall_ns: int) -> dict:
-    """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction.
+def run_label(run: Run) -> str:
+    """A process's label in the summary: the loader's label, else host/pid."""
+    return run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
 
-    Some formats do not record a copy's size (rocprofv3 CSV's memory_copy_trace):
-    ``bytes`` sums the known sizes and ``size_unknown`` counts the copies without one."""
-    dur = copies["end"].to_numpy() - copies["start"].to_numpy()
-    nbytes = copies["bytes"].to_numpy()
-    known = nbytes >= 0
-    by_direction = {}
-    if len(copies):
-        frame = pd.DataFrame({"dir": copies["direction"].astype(str).replace("", "unknown"), "dur": dur,
-                              "bytes": np.where(known, nbytes, 0), "unknown": ~known})
-        for direction, g in frame.groupby("dir", sort=True):
-            t = int(g["dur"].sum())
-            b = int(g["bytes"].sum())
-            by_direction[direction] = {"count": int(len(g)), "bytes": b, "size_unknown": int(g["unknown"].sum()),
-                                       "time_ns": t,
-                                       "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None}
-    time_ns = int(dur.sum()) if len(copies) else 0
-    busy = union_length(copies["start"].to_numpy(), copies["end"].to_numpy())
+
+@dataclass(frozen=True)
+class RunInput:
+    """One run with what several sections share: its label, time range, and the API
+    classes and correlation-id index (built once, used by the timeline, sync and launch)."""
+
+    run: Run
+    label: str
+    range: tuple[int, int] | None
+    index: hostapi.CorrIndex
+
+    @property
+    def wall_ns(self) -> int:
+        return (self.range[1] - self.range[0]) if self.range else 0
+
+
+def run_inputs(runset: RunSet) -> list[RunInput]:
+    """One :class:`RunInput` per process, in run order."""
+    return [RunInput(run, run_label(run), time_range(run), hostapi.CorrIndex(run.api)) for run in runset.runs]
+
+
+def wall_ns(inputs: Sequence[RunInput]) -> int:
+    """First start to last end over every process."""
+    ranges = [r.range for r in inputs if r.range]
+    return (max(r[1] for r in ranges) - min(r[0] for r in ranges)) if ranges else 0
+
+
+# --- processes, agents, warnings ---------------------------------------------------------
+
+def source_part(runset: RunSet) -> SourcePart:
     return {
-        "count": int(len(copies)),
-        "bytes": int(nbytes[known].sum()) if len(copies) else 0,
-        "size_unknown": int((~known).sum()),
-        "time_ns": time_ns,
-        "busy_ns": busy,
-        "pct_of_wall": round(100.0 * busy / wall_ns, 4) if wall_ns > 0 else 0.0,
-        "by_direction": by_direction,
+        "path": runset.root,
+        "formats": runset.formats,
+        "errors": [{"path": i.path, "message": i.message} for i in runset.errors],
+        "skipped": [{"path": i.path, "message": i.message} for i in runset.skipped],
     }
 
 
-def peak_memory(allocations: pd.DataFrame) -> int | None:
-    """Peak of (allocated - freed) bytes over time; frees without a size take the size of
-    the last allocation at the same address. None when nothing is recorded."""
-    if allocations.empty:
-        return None
-    op = allocations["operation"].astype(str).str.upper().to_numpy()
-    is_alloc = np.char.find(op.astype(str), "ALLOC") >= 0
-    is_free = np.char.find(op.astype(str), "FREE") >= 0
-    nbytes = allocations["bytes"].to_numpy().astype(np.int64)
-    frame = pd.DataFrame({"t": allocations["start"].to_numpy(), "addr": allocations["address"].to_numpy(),
-                          "alloc": np.where(is_alloc & (nbytes > 0), nbytes, np.nan)})
-    frame = frame.sort_values("t", kind="stable")
-    size_at_addr = frame.groupby("addr")["alloc"].ffill().fillna(0).to_numpy()
-    order = frame.index.to_numpy()
-    free_bytes = np.where(nbytes[order] > 0, nbytes[order], size_at_addr)
-    delta = np.where(is_alloc[order] & ~is_free[order], np.maximum(nbytes[order], 0), 0) - np.where(is_free[order], free_bytes, 0)
-    if not (is_alloc.any() and (nbytes > 0).any()):
-        return None
-    return int(max(np.cumsum(delta).max(), 0))
+def process_records(inputs: Sequence[RunInput]) -> list[ProcessRecord]:
+    out: list[ProcessRecord] = []
+    for r in inputs:
+        run = r.run
+        out.append(
+            {
+                "label": r.label,
+                "hostname": run.meta.hostname or None,
+                "pid": run.meta.pid,
+                "rank": run.meta.rank,
+                "formats": list(run.meta.formats),
+                "tool": run.meta.tool or None,
+                "tool_version": run.meta.tool_version or None,
+                "command": run.meta.command or None,
+                "files": len(run.meta.files),
+                "partial": run.partial,
+                "dispatches": int(len(run.kernels)),
+                "api_calls": int(len(run.api)),
+                "copies": int(len(run.copies)),
+                "counter_values": int(len(run.counters)),
+            }
+        )
+    return out
+
+
+def agent_record(agent: Agent, process: str) -> Record:
+    record = {k: v for k, v in asdict(agent).items() if k != "extra"}
+    record["arch"] = agent.arch or None
+    record["process"] = process
+    return record
+
+
+def agent_records(inputs: Sequence[RunInput]) -> list[Record]:
+    """Every agent of every process; a GPU's record ends with its ``capabilities`` (for
+    the tool version of the first process with that label)."""
+    first_of: dict[str, Run] = {}
+    for r in inputs:
+        first_of.setdefault(r.label, r.run)
+    out = []
+    for r in inputs:
+        for agent in r.run.agents:
+            record = agent_record(agent, r.label)
+            if record.get("type") == "GPU":
+                record["capabilities"] = capabilities(record.get("arch") or "", first_of[r.label].meta.tool_version)
+            out.append(record)
+    return out
+
+
+def warnings_part(runset: RunSet, inputs: Sequence[RunInput]) -> list[str]:
+    """Each process's load warnings, the files that failed, and the counter-serialisation warning."""
+    warnings = [f"{r.label}: {w}" for r in inputs for w in r.run.warnings]
+    warnings.extend(str(issue) for issue in runset.errors)
+    if any(len(run.counters) for run in runset.runs):
+        warnings.append(SERIALISATION_WARNING)
+    return warnings
+
+
+# --- kernels ---------------------------------------------------------------------------
+
+def kernels_part(kernels: pd.DataFrame, table: pd.DataFrame) -> KernelsPart:
+    """``table``: :func:`hotspots` of ``kernels`` by name."""
+    return {"dispatches": int(len(kernels)), "unique_names": int(len(table)), "total_ns": kernel_time_ns(kernels)}
+
+
+def kernel_durations(kernels: pd.DataFrame) -> np.ndarray:
+    return kernels["end"].to_numpy() - kernels["start"].to_numpy()
+
+
+# --- GPU busy / idle and gaps -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunTimeline:
+    """:func:`~tui_prof.analysis.timeline.gpu_gaps` of one process: per-agent rows
+    (with their ``process``) and every gap >= the threshold."""
+
+    label: str
+    agents: list[Record]
+    gaps: GapSet
+
+
+def run_timeline(r: RunInput, threshold_ns: int) -> RunTimeline:
+    agents, gaps = gpu_gaps(r.run, threshold_ns, corr_index=r.index)
+    for a in agents:
+        a["process"] = r.label
+    return RunTimeline(r.label, agents, gaps)
+
+
+def has_gpu_activity(run: Run) -> bool:
+    return bool(len(run.kernels) or len(run.copies))
+
+
+def gpu_part(timelines: Sequence[RunTimeline]) -> GpuPart:
+    rows = [a for t in timelines for a in t.agents]
+    span = sum(a["span_ns"] for a in rows)
+    busy = sum(a["busy_ns"] for a in rows)
+    return {
+        "span_ns": int(span),
+        "busy_ns": int(busy),
+        "idle_ns": int(span - busy),
+        "busy_pct": round(100.0 * busy / span, 4) if span else 0.0,
+        "idle_pct": round(100.0 * (span - busy) / span, 4) if span else 0.0,
+        "agents": rows,
+    }
 
 
 def longest_first(durations: np.ndarray, keep: int | None) -> np.ndarray:
@@ -108,214 +221,255 @@ def longest_first(durations: np.ndarray, keep: int | None) -> np.ndarray:
     return chosen[np.argsort(-durations[chosen], kind="stable")]
 
 
-def run_label(run: Run) -> str:
-    """A process's label in the summary: the loader's label, else host/pid."""
-    return run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
+def listed_gaps(timelines: Sequence[RunTimeline], max_gaps: int | None) -> pd.DataFrame:
+    """The ``max_gaps`` longest gaps (None: all) over every process, in (process, agent,
+    start) order; names are looked up for the kept rows only."""
+    if not sum(len(t.gaps) for t in timelines):
+        return pd.DataFrame()
+    # longest first, ties in process, agent, time order
+    durations = np.concatenate([t.gaps.column("end") - t.gaps.column("start") for t in timelines])
+    order = longest_first(durations, max_gaps)
+    chosen = np.sort(order)
+    bounds = np.cumsum([0] + [len(t.gaps) for t in timelines])
+    frames = []
+    for t, lo, hi in zip(timelines, bounds[:-1], bounds[1:], strict=True):
+        mine = chosen[(chosen >= lo) & (chosen < hi)] - lo
+        if len(mine):
+            frame = t.gaps.frame(mine)
+            frame.insert(0, "process", t.label)
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    listed = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    listed = listed.take(np.searchsorted(chosen, order))  # back to longest-first order
+    return listed.sort_values(["process", "agent", "start"], kind="stable")
 
 
-def add_analysis(doc: dict, runset: RunSet, kernels: pd.DataFrame, *, dur_order=None, top: int | None = 20, gap_threshold_ns: int | None = None,
-                 rules=None, max_gaps: int | None = 200, logs: bool = True, progress=None,
-                 details: dict | None = None) -> None:
-    """Add every analysis section to ``doc``. With ``details`` (a dict), the full per-run
-    results behind the document are kept there so a caller needs not compute them again:
-    ``details["gaps"][run_index]`` (:class:`~tui_prof.analysis.timeline.GapSet`, every gap,
-    not only the listed ones) and ``details["links"][run_index]``
-    (:func:`~tui_prof.analysis.hostapi.link_launches`)."""
-    threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
-    rules = rules or DEFAULT_CATEGORY_RULES
-    ranges_of = [time_range(run) for run in runset.runs]
-    ranges = [r for r in ranges_of if r]
-    wall = (max(r[1] for r in ranges) - min(r[0] for r in ranges)) if ranges else 0
-    doc["wall_ns"] = int(wall)
+def gaps_part(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int | None) -> GapsPart:
+    rows = [a for t in timelines for a in t.agents]
+    count = sum(len(t.gaps) for t in timelines)
+    listed = listed_gaps(timelines, max_gaps)
+    records: list[GapRecord] = [
+        {"process": r.process, "agent": int(r.agent), "start_ns": int(r.start), "duration_ns": int(r.duration_ns),
+         "cause": r.cause, "api_cause": r.api_cause or None, "api_before": r.api_before or None,
+         "prev": r.prev_name, "next": r.next_name}
+        for r in listed.itertuples(index=False)
+    ]
+    return {
+        "count": int(count),
+        "threshold_ns": threshold_ns,
+        "by_cause": {c: int(sum(a["gaps_by_cause"][c] for a in rows)) for c in CAUSES},
+        "count_by_cause": {c: int(sum(a["gaps_count_by_cause"][c] for a in rows)) for c in CAUSES},
+        "below_threshold_ns": int(sum(a["below_threshold_ns"] for a in rows)),
+        "below_threshold_count": int(sum(a["below_threshold_count"] for a in rows)),
+        "listed": records,
+        "truncated": int(count - len(records)),
+    }
 
-    agent_rows, gap_sets = [], []
-    sync_tot = {"calls": 0, "total_ns": 0, "blocking_copy_calls": 0, "by_name": {}}
-    sal_tot = {"launches": 0, "followed_by_sync": 0}
-    launch_parts, copy_frames, counter_blocks, occupancy_rows = [], [], [], []
-    queue_delays = []
-    peak = None
-    # The GPU timeline (the costliest part) of each run runs in a worker thread while the
-    # host-API analyses run here: numpy releases the GIL in its array loops, so on a
-    # 2-core machine the two overlap. Results are combined in run order.
-    # API classes and the correlation-id index of each run: built once, shared by the
-    # timeline and link_launches
-    index_of = [hostapi.CorrIndex(run.api) for run in runset.runs]
-    # The hotspots grouped by category, normalised name, agent and process (one duration
-    # sort shared) run in another worker thread beside them: the main thread's host-API
-    # analyses were the long pole (≈ 0.33 s against ≈ 0.15 s at 1M dispatches).
-    from tui_prof.analysis.hotspots import duration_order
 
-    by_duration = duration_order(kernels) if dur_order is None else dur_order
+# --- host API: synchronisation and launch --------------------------------------------------
 
-    def grouped(by_duration=by_duration, wall=wall, rules=rules) -> tuple:  # bound now, not when the thread runs
-        return tuple(hotspots(kernels, by=by, wall_ns=wall, rules=rules if by == "category" else None, dur_order=by_duration)
-                     for by in ("category", "normalized", "agent", "pid"))
-
-    (grouped_job,) = background([grouped], name="tuiprof-hotspots")
-    timelines = background([(lambda run=run, i=i: gpu_gaps(run, threshold, corr_index=i))
-                             if (len(run.kernels) or len(run.copies)) else None
-                             for run, i in zip(runset.runs, index_of)])
-    for step, (run, timeline_job) in enumerate(zip(runset.runs, timelines)):
-        if progress:
-            progress("analysing", step, len(runset.runs))
-        label = run_label(run)
-        rng = ranges_of[step]
-        run_wall = (rng[1] - rng[0]) if rng else 0
-        classes = index_of[step].classes
-        s = hostapi.sync_stats(run.api, run_wall, classes)
-        sync_tot["calls"] += s["calls"]
-        sync_tot["total_ns"] += s["total_ns"]
-        sync_tot["blocking_copy_calls"] += s["blocking_copy_calls"]
+def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
+    """Sync and blocking-copy calls summed over processes (``pct_of_wall``: of the run
+    set's ``wall``), and sync-after-launch over every process's launches."""
+    calls = total = blocking = launches = followed = 0
+    by_name: dict[str, dict[str, int]] = {}
+    for r in inputs:
+        s = hostapi.sync_stats(r.run.api, r.wall_ns, r.index.classes)
+        calls += s["calls"]
+        total += s["total_ns"]
+        blocking += s["blocking_copy_calls"]
         for name, v in s["by_name"].items():
-            acc = sync_tot["by_name"].setdefault(name, {"calls": 0, "total_ns": 0})
+            acc = by_name.setdefault(name, {"calls": 0, "total_ns": 0})
             acc["calls"] += v["calls"]
             acc["total_ns"] += v["total_ns"]
-        sal = hostapi.sync_after_launch(run.api, classes)
-        sal_tot["launches"] += sal["launches"]
-        sal_tot["followed_by_sync"] += sal["followed_by_sync"]
-        links = hostapi.link_launches(run.kernels, run.api, corr_index=index_of[step])
-        if details is not None:
-            details.setdefault("links", {})[step] = links
-        launch_parts.append(hostapi.launch_counts(run.api, classes, links))
-        direct = ~links["graph"].to_numpy()
-        queue_delays.append((links["queue_delay_ns"].to_numpy()[direct], links["api_dur_ns"].to_numpy()[direct]))
-        copy_frames.append(run.copies)
-        if len(run.counters) or (len(run.kernels) and run.gpu_agents):
-            block = counter_metrics(run)
-            block["process"] = label
-            counter_blocks.append(block)
-        arch_of = {a.id: a.arch for a in run.gpu_agents}
-        wave_of = {a.id: a.wave_size for a in run.gpu_agents if a.wave_size}
-        for occ in kernel_occupancy(run.kernels, arch_of, wave_of):
-            occ["process"] = label
-            occupancy_rows.append(occ)
-        p = peak_memory(run.allocations)
-        if p is not None:
-            peak = p if peak is None else max(peak, p)
-        if timeline_job is not None:
-            agents, gaps = timeline_job.result()
-            for a in agents:
-                a["process"] = label
-            agent_rows.extend(agents)
-            gap_sets.append((label, gaps))
-            if details is not None:
-                details.setdefault("gaps", {})[step] = gaps
-
-    # GPU busy / idle
-    span = sum(a["span_ns"] for a in agent_rows)
-    busy = sum(a["busy_ns"] for a in agent_rows)
-    doc["gpu"] = {
-        "span_ns": int(span),
-        "busy_ns": int(busy),
-        "idle_ns": int(span - busy),
-        "busy_pct": round(100.0 * busy / span, 4) if span else 0.0,
-        "idle_pct": round(100.0 * (span - busy) / span, 4) if span else 0.0,
-        "agents": agent_rows,
-    }
-    by_cause = {c: int(sum(a["gaps_by_cause"][c] for a in agent_rows)) for c in CAUSES}
-    count_by_cause = {c: int(sum(a["gaps_count_by_cause"][c] for a in agent_rows)) for c in CAUSES}
-    gap_count = sum(len(g) for _, g in gap_sets)
-    if gap_count:
-        # longest first (ties in run, agent, time order); names are looked up for the kept rows only
-        durations = np.concatenate([g.column("end") - g.column("start") for _, g in gap_sets])
-        order = longest_first(durations, max_gaps)
-        chosen = np.sort(order)
-        bounds = np.cumsum([0] + [len(g) for _, g in gap_sets])
-        frames = []
-        for (label, gaps), lo, hi in zip(gap_sets, bounds[:-1], bounds[1:]):
-            mine = chosen[(chosen >= lo) & (chosen < hi)] - lo
-            if len(mine):
-                frame = gaps.frame(mine)
-                frame.insert(0, "process", label)
-                frames.append(frame)
-        listed = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
-        if len(listed):
-            listed = listed.take(np.searchsorted(chosen, order))  # back to longest-first order
-    else:
-        listed = pd.DataFrame()
-    listed = listed.sort_values(["process", "agent", "start"], kind="stable") if len(listed) else listed
-    doc["gaps"] = {
-        "count": int(gap_count),
-        "threshold_ns": threshold,
-        "by_cause": by_cause,
-        "count_by_cause": count_by_cause,
-        "below_threshold_ns": int(sum(a["below_threshold_ns"] for a in agent_rows)),
-        "below_threshold_count": int(sum(a["below_threshold_count"] for a in agent_rows)),
-        "listed": [
-            {"process": r.process, "agent": int(r.agent), "start_ns": int(r.start), "duration_ns": int(r.duration_ns),
-             "cause": r.cause, "api_cause": r.api_cause or None, "api_before": r.api_before or None,
-             "prev": r.prev_name, "next": r.next_name}
-            for r in listed.itertuples(index=False)
-        ],
-        "truncated": int(gap_count - len(listed)),
-    }
-    # synchronisation
-    launches = sal_tot["launches"]
-    ratio = sal_tot["followed_by_sync"] / launches if launches else 0.0
-    doc["sync"] = {
-        "calls": sync_tot["calls"],
-        "total_ns": sync_tot["total_ns"],
-        "pct_of_wall": round(100.0 * sync_tot["total_ns"] / wall, 4) if wall else 0.0,
-        "blocking_copy_calls": sync_tot["blocking_copy_calls"],
-        "by_name": dict(sorted(sync_tot["by_name"].items(), key=lambda kv: -kv[1]["total_ns"])),
+        sal = hostapi.sync_after_launch(r.run.api, r.index.classes)
+        launches += sal["launches"]
+        followed += sal["followed_by_sync"]
+    ratio = followed / launches if launches else 0.0
+    return {
+        "calls": calls,
+        "total_ns": total,
+        "pct_of_wall": round(100.0 * total / wall, 4) if wall else 0.0,
+        "blocking_copy_calls": blocking,
+        "by_name": {name: {"calls": v["calls"], "total_ns": v["total_ns"]}
+                    for name, v in sorted(by_name.items(), key=lambda kv: -kv[1]["total_ns"])},
         "sync_after_launch": {
             "launches": launches,
-            "followed_by_sync": sal_tot["followed_by_sync"],
+            "followed_by_sync": followed,
             "ratio": round(ratio, 4),
             "detected": bool(launches >= hostapi.SYNC_AFTER_LAUNCH_MIN and ratio >= hostapi.SYNC_AFTER_LAUNCH_RATIO),
         },
     }
-    # launch overhead
-    kd = kernels["end"].to_numpy() - kernels["start"].to_numpy()
-    counts = {key: sum(p[key] for p in launch_parts) for key in
-              ("launch_calls", "graph_launch_calls", "api_total_ns", "linked_dispatches", "graph_dispatches")}
+
+
+def launch_links(r: RunInput) -> pd.DataFrame:
+    """:func:`~tui_prof.analysis.hostapi.link_launches` of one process."""
+    return hostapi.link_launches(r.run.kernels, r.run.api, corr_index=r.index)
+
+
+def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kernel_dur_ns: np.ndarray, wall: int) -> LaunchPart:
+    """Launch calls summed over processes; queue delay and API time of the directly
+    launched dispatches (graph replays apart); ``links``: :func:`launch_links` per process."""
+    parts = [hostapi.launch_counts(r.run.api, r.index.classes, lk) for r, lk in zip(inputs, links, strict=True)]
+    counts: LaunchCounts = {
+        "launch_calls": sum(p["launch_calls"] for p in parts),
+        "graph_launch_calls": sum(p["graph_launch_calls"] for p in parts),
+        "api_total_ns": sum(p["api_total_ns"] for p in parts),
+        "linked_dispatches": sum(p["linked_dispatches"] for p in parts),
+        "graph_dispatches": sum(p["graph_dispatches"] for p in parts),
+    }
+    direct = [~lk["graph"].to_numpy() for lk in links]
     empty = np.array([], np.int64)
-    doc["launch"] = hostapi.launch_section(counts, np.concatenate([q for q, _ in queue_delays]) if queue_delays else empty,
-                                           np.concatenate([a for _, a in queue_delays]) if queue_delays else empty, kd, wall)
-    # copies
-    from tui_prof.model.schema import concat_tables
+    queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
+    api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
+    return hostapi.launch_section(counts, queue, api, kernel_dur_ns, wall)
 
-    copies = concat_tables("copies", copy_frames)
-    doc["copies"] = copy_stats(copies, wall)
-    # categories and grouped hotspots (computed in the background, started above)
-    cats, by_normalized, by_agent, by_pid = grouped_job.result()
-    doc["categories"] = {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)}
-    doc["category_rules"] = rules.source
-    doc["hotspots_by"] = {
-        "normalized": hotspot_records(by_normalized, top),
-        "category": hotspot_records(cats, None),
-        "agent": hotspot_records(by_agent, None),
-        "process": hotspot_records(by_pid, None),
+
+# --- copies ------------------------------------------------------------------------------
+
+def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesPart:
+    """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction.
+
+    Some formats do not record a copy's size (rocprofv3 CSV's memory_copy_trace):
+    ``bytes`` sums the known sizes and ``size_unknown`` counts the copies without one."""
+    dur = copies["end"].to_numpy() - copies["start"].to_numpy()
+    nbytes = copies["bytes"].to_numpy()
+    known = nbytes >= 0
+    by_direction: dict[str, CopyDirection] = {}
+    if len(copies):
+        frame = pd.DataFrame({"dir": copies["direction"].astype(str).replace("", "unknown"), "dur": dur,
+                              "bytes": np.where(known, nbytes, 0), "unknown": ~known})
+        for direction, g in frame.groupby("dir", sort=True):
+            t = int(g["dur"].sum())
+            b = int(g["bytes"].sum())
+            by_direction[str(direction)] = {"count": int(len(g)), "bytes": b, "size_unknown": int(g["unknown"].sum()),
+                                            "time_ns": t, "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None}
+    busy = union_length(copies["start"].to_numpy(), copies["end"].to_numpy())
+    return {
+        "count": int(len(copies)),
+        "bytes": int(nbytes[known].sum()) if len(copies) else 0,
+        "size_unknown": int((~known).sum()),
+        "time_ns": int(dur.sum()) if len(copies) else 0,
+        "busy_ns": busy,
+        "pct_of_wall": round(100.0 * busy / wall_ns, 4) if wall_ns > 0 else 0.0,
+        "by_direction": by_direction,
     }
-    # measurement table
-    ktime = int(kd.sum()) if len(kd) else 0
-    gemm = doc["categories"].get("GEMM", 0)
-    doc["measurement"] = {
+
+
+def copies_part(runset: RunSet, wall: int) -> CopiesPart:
+    return copy_stats(concat_tables("copies", [run.copies for run in runset.runs]), wall)
+
+
+# --- categories and grouped hotspots ---------------------------------------------------------
+
+GROUPED_BY = ("category", "normalized", "agent", "pid")
+
+
+def grouped_hotspots(kernels: pd.DataFrame, wall: int, rules: CategoryRules, dur_order: np.ndarray) -> tuple[pd.DataFrame, ...]:
+    """:func:`hotspots` by each of ``GROUPED_BY`` (with % of wall), one duration sort shared."""
+    return tuple(hotspots(kernels, by=by, wall_ns=wall, rules=rules if by == "category" else None, dur_order=dur_order)
+                 for by in GROUPED_BY)
+
+
+def categories_part(grouped: tuple[pd.DataFrame, ...], rules: CategoryRules, top: int | None) -> CategoriesPart:
+    """``grouped``: :func:`grouped_hotspots`."""
+    cats, by_normalized, by_agent, by_pid = grouped
+    return {
+        "categories": {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)},
+        "category_rules": rules.source,
+        "hotspots_by": {
+            "normalized": hotspot_records(by_normalized, top),
+            "category": hotspot_records(cats, None),
+            "agent": hotspot_records(by_agent, None),
+            "process": hotspot_records(by_pid, None),
+        },
+    }
+
+
+# --- measurement ---------------------------------------------------------------------------
+
+def peak_memory(allocations: pd.DataFrame) -> int | None:
+    """Peak of (allocated - freed) bytes over time; frees without a size take the size of
+    the last allocation at the same address. None when nothing is recorded."""
+    if allocations.empty:
+        return None
+    op = allocations["operation"].astype(str).str.upper().to_numpy()
+    is_alloc = np.char.find(op.astype(str), "ALLOC") >= 0
+    is_free = np.char.find(op.astype(str), "FREE") >= 0
+    nbytes = allocations["bytes"].to_numpy().astype(np.int64)
+    if not (is_alloc.any() and (nbytes > 0).any()):
+        return None
+    frame = pd.DataFrame({"t": allocations["start"].to_numpy(), "addr": allocations["address"].to_numpy(),
+                          "alloc": np.where(is_alloc & (nbytes > 0), nbytes, np.nan)})
+    frame = frame.sort_values("t", kind="stable")
+    size_at_addr = frame.groupby("addr")["alloc"].ffill().fillna(0).to_numpy()
+    order = frame.index.to_numpy()
+    free_bytes = np.where(nbytes[order] > 0, nbytes[order], size_at_addr)
+    delta = np.where(is_alloc[order] & ~is_free[order], np.maximum(nbytes[order], 0), 0) - np.where(is_free[order], free_bytes, 0)
+    return int(max(np.cumsum(delta).max(), 0))
+
+
+def peak_memory_of(runset: RunSet) -> int | None:
+    """The largest :func:`peak_memory` over the processes (None when none records allocations)."""
+    peaks = [p for p in (peak_memory(run.allocations) for run in runset.runs) if p is not None]
+    return max(peaks) if peaks else None
+
+
+def measurement_part(wall: int, kernel_dur_ns: np.ndarray, categories: dict[str, int], gpu: GpuPart, sync: SyncPart,
+                     launch: LaunchPart, copies: CopiesPart, peak_memory_bytes: int | None) -> MeasurementPart:
+    """The measurement table: the headline numbers of the other sections side by side."""
+    ktime = int(kernel_dur_ns.sum()) if len(kernel_dur_ns) else 0
+    return {
         "span_ns": int(wall),
-        "gpu_span_ns": int(span),
-        "kernel_count": int(len(kernels)),
+        "gpu_span_ns": int(gpu["span_ns"]),
+        "kernel_count": int(len(kernel_dur_ns)),
         "kernel_time_ns": ktime,
-        "gemm_pct_of_kernel_time": round(100.0 * gemm / ktime, 4) if ktime else 0.0,
-        "sync_pct_of_wall": doc["sync"]["pct_of_wall"],
-        "sync_target_pct": 5.0,
-        "launch_api_pct_of_wall": doc["launch"]["api_pct_of_wall"],
-        "median_queue_delay_ns": doc["launch"]["median_queue_delay_ns"],
-        "idle_pct": doc["gpu"]["idle_pct"],
-        "copy_pct_of_wall": doc["copies"]["pct_of_wall"],
-        "peak_memory_bytes": peak,
+        "gemm_pct_of_kernel_time": round(100.0 * categories.get("GEMM", 0) / ktime, 4) if ktime else 0.0,
+        "sync_pct_of_wall": sync["pct_of_wall"],
+        "sync_target_pct": SYNC_TARGET_PCT,
+        "launch_api_pct_of_wall": launch["api_pct_of_wall"],
+        "median_queue_delay_ns": launch["median_queue_delay_ns"],
+        "idle_pct": gpu["idle_pct"],
+        "copy_pct_of_wall": copies["pct_of_wall"],
+        "peak_memory_bytes": peak_memory_bytes,
     }
-    # counters, occupancy, capabilities, logs
-    doc["counters"] = counter_blocks
-    occupancy_rows.sort(key=lambda o: -o["total_ns"])
-    doc["occupancy"] = occupancy_rows[:top] if top else occupancy_rows
-    for record in doc["agents"]:
-        if record.get("type") == "GPU":
-            run = next((r for r in runset.runs if run_label(r) == record["process"]), None)
-            record["capabilities"] = capabilities(record.get("arch") or "", run.meta.tool_version if run else "")
-    if any(len(run.counters) for run in runset.runs):
-        doc["warnings"].append(SERIALISATION_WARNING)
-    root = Path(runset.root)
-    doc["logs"] = scan_logs(root if root.is_dir() else root.parent) if logs and runset.root and root.exists() else []
-    from tui_prof.analysis.findings import build_findings
 
-    doc["findings"] = build_findings(doc)
+
+# --- counters, occupancy, logs -------------------------------------------------------------
+
+def counters_part(inputs: Sequence[RunInput]) -> list[Record]:
+    """:func:`counter_metrics` of each process that has counters or GPU kernels."""
+    blocks = []
+    for r in inputs:
+        run = r.run
+        if len(run.counters) or (len(run.kernels) and run.gpu_agents):
+            block = counter_metrics(run)
+            block["process"] = r.label
+            blocks.append(block)
+    return blocks
+
+
+def occupancy_part(inputs: Sequence[RunInput], top: int | None) -> list[Record]:
+    """:func:`kernel_occupancy` over every process, by kernel time; the first ``top`` (0 or None: all)."""
+    rows = []
+    for r in inputs:
+        gpus = r.run.gpu_agents
+        arch_of = {a.id: a.arch for a in gpus}
+        wave_of = {a.id: a.wave_size for a in gpus if a.wave_size}
+        for occ in kernel_occupancy(r.run.kernels, arch_of, wave_of):
+            occ["process"] = r.label
+            rows.append(occ)
+    rows.sort(key=lambda o: -o["total_ns"])
+    return rows[:top] if top else rows
+
+
+def logs_part(runset: RunSet) -> list[LogHit]:
+    """Known profiler errors in the log files of the run's directory (read-only)."""
+    if not runset.root:
+        return []
+    root = Path(runset.root)
+    if not root.exists():
+        return []
+    return scan_logs(root if root.is_dir() else root.parent)
+

@@ -25,6 +25,9 @@ no-counters             no counters recorded: the commands to collect them      
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
+
+from tui_prof.analysis.parts import Finding, SummaryDoc
 
 
 class FindingCode(str, Enum):
@@ -55,25 +58,29 @@ class FindingCode(str, Enum):
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
-def _f(code, severity, message, numbers, fix, weight=0.0):
-    return {"severity": severity, "code": code, "message": message, "numbers": numbers, "fix": fix, "_w": weight}
+def _f(code: FindingCode | str, severity: str, message: str, numbers: dict[str, Any], fix: str,
+       weight: float = 0.0) -> tuple[Finding, float]:
+    """One finding and its weight (the order among findings of one severity, largest first);
+    ``code``: a member, or the ``counter:<metric>`` string of a counter finding."""
+    value = code.value if isinstance(code, FindingCode) else code
+    return {"severity": severity, "code": value, "message": message, "numbers": numbers, "fix": fix}, weight
 
 
-def build_findings(doc: dict) -> list[dict]:
+def build_findings(doc: SummaryDoc) -> list[Finding]:
     """Findings from a summary document's analysis sections, most severe and largest first."""
-    out = []
+    out: list[tuple[Finding, float]] = []
     gpu, gaps, sync, launch, copies = doc["gpu"], doc["gaps"], doc["sync"], doc["launch"], doc["copies"]
     wall = doc.get("wall_ns") or 0
     span = gpu.get("span_ns") or 0
     if span and gpu["idle_pct"] > 20:
-        out.append(_f("gpu-idle", "high", f"GPU idle {gpu['idle_pct']:.1f} % of its active span",
+        out.append(_f(FindingCode.GPU_IDLE, "high", f"GPU idle {gpu['idle_pct']:.1f} % of its active span",
                       {"idle_pct": gpu["idle_pct"], "span_ns": span, "gaps_by_cause_ns": gaps["by_cause"]},
                       "See the gap list: each gap names the host call before it. Remove syncs, batch launches (HIP graphs), overlap copies.",
                       gpu["idle_pct"]))
     idle_rules = (
-        ("sync", "idle-sync", "high", 0.05, "idle waiting after synchronisation calls",
+        ("sync", FindingCode.IDLE_SYNC, "high", 0.05, "idle waiting after synchronisation calls",
          "Synchronise less often: keep work queued on the stream, use events/hipStreamWaitEvent for dependencies."),
-        ("launch", "launch-bound", "medium", 0.10, "idle waiting for the host to launch",
+        ("launch", FindingCode.LAUNCH_BOUND, "medium", 0.10, "idle waiting for the host to launch",
          "The host cannot issue work fast enough: capture the loop in a HIP graph, fuse kernels, move host work off the critical path."),
     )
     for cause, code, severity, share, what, fix in idle_rules if span else ():
@@ -83,57 +90,55 @@ def build_findings(doc: dict) -> list[dict]:
                           {"ns": ns, "gaps": gaps["count_by_cause"].get(cause, 0)}, fix, 100 * ns / span))
     sal = sync.get("sync_after_launch", {})
     if sal.get("detected"):
-        out.append(_f("sync-after-launch", "high",
+        out.append(_f(FindingCode.SYNC_AFTER_LAUNCH, "high",
                       f"{sal['followed_by_sync']} of {sal['launches']} launches are followed directly by a synchronisation (sync inside the loop)",
                       dict(sal),
                       "Move hipDeviceSynchronize/hipStreamSynchronize out of the loop: synchronise once after it; use events for timing and hipStreamWaitEvent for cross-stream dependencies.",
                       100 * sal["ratio"]))
     if wall and sync["pct_of_wall"] > 5:
-        out.append(_f("sync-overhead", "medium", f"Synchronisation and blocking copies take {sync['pct_of_wall']:.1f} % of wall time (target < 5 %)",
+        out.append(_f(FindingCode.SYNC_OVERHEAD, "medium", f"Synchronisation and blocking copies take {sync['pct_of_wall']:.1f} % of wall time (target < 5 %)",
                       {"calls": sync["calls"], "total_ns": sync["total_ns"], "pct_of_wall": sync["pct_of_wall"]},
                       "Use async copies (hipMemcpyAsync with pinned memory) and fewer sync points.", sync["pct_of_wall"]))
     if launch.get("many_tiny_kernels"):
-        out.append(_f("many-tiny-kernels", "medium",
-                      f"{doc['kernels']['dispatches']} dispatches averaging {launch['avg_kernel_ns'] / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates",
+        out.append(_f(FindingCode.MANY_TINY_KERNELS, "medium",
+                      f"{doc['kernels']['dispatches']} dispatches averaging {(launch['avg_kernel_ns'] or 0.0) / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates",
                       {"dispatches": doc["kernels"]["dispatches"], "avg_kernel_ns": launch["avg_kernel_ns"],
                        "median_queue_delay_ns": launch["median_queue_delay_ns"], "tiny_kernels": launch["tiny_kernels"]},
                       "Fuse small kernels (torch.compile, custom fused kernels) or capture them in a HIP graph.",
                       100 * launch["tiny_kernel_time_ns"] / wall if wall else 0))
     if wall and copies["pct_of_wall"] > 20:
-        out.append(_f("copy-share", "high", f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time",
+        out.append(_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time",
                       {"bytes": copies["bytes"], "time_ns": copies["time_ns"]},
                       "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.",
                       copies["pct_of_wall"]))
     for direction, d in copies.get("by_direction", {}).items():
         if direction in ("HtoD", "DtoH") and d["bytes"] >= (1 << 20) and d["bandwidth_gbs"] is not None and d["bandwidth_gbs"] < 10:
-            out.append(_f("slow-copy", "medium", f"{direction} copies reach only {d['bandwidth_gbs']:.2f} GB/s",
+            out.append(_f(FindingCode.SLOW_COPY, "medium", f"{direction} copies reach only {d['bandwidth_gbs']:.2f} GB/s",
                           {"direction": direction, **d}, "Use pinned host memory (hipHostMalloc) and larger transfers.", 0))
     hot = doc.get("hotspots") or []
     if hot and hot[0]["percent"] > 50:
-        out.append(_f("dominant-kernel", "low", f"One kernel takes {hot[0]['percent']:.1f} % of kernel time: {hot[0]['name'][:80]}",
+        out.append(_f(FindingCode.DOMINANT_KERNEL, "low", f"One kernel takes {hot[0]['percent']:.1f} % of kernel time: {hot[0]['name'][:80]}",
                       {"name": hot[0]["name"], "percent": hot[0]["percent"]}, "Optimise this kernel first (counters, occupancy below).", hot[0]["percent"]))
     for occ in (doc.get("occupancy") or [])[:5]:
         if occ["occupancy_pct"] < 25:
-            out.append(_f("low-occupancy", "medium", f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)",
+            out.append(_f(FindingCode.LOW_OCCUPANCY, "medium", f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)",
                           {k: occ[k] for k in ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")},
                           occ["hint"], 25 - occ["occupancy_pct"]))
     for block in doc.get("counters") or []:
         for k in block.get("kernels", [])[:20]:
             for key, m in k["metrics"].items():
                 if m["flagged"]:
-                    out.append(_f(f"counter:{key}", "medium", f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})",
+                    out.append(_f(f"{FindingCode.COUNTER.value}:{key}", "medium", f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})",
                                   {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]}, m["meaning"], 0))
         if block.get("kernels"):
-            out.append(_f("counters-serialise", "info", "This run collected hardware counters: dispatches were serialised",
+            out.append(_f(FindingCode.COUNTERS_SERIALISE, "info", "This run collected hardware counters: dispatches were serialised",
                           {"process": block.get("process")}, "Use a separate trace-only run for idle/overlap/launch analysis.", 0))
     for hit in doc.get("logs") or []:
-        out.append(_f("known-error", "high", f"{hit['path']}:{hit['line']}: {hit['text'][:120]}", {"code": hit["code"]}, hit["meaning"], 0))
+        out.append(_f(FindingCode.KNOWN_ERROR, "high", f"{hit['path']}:{hit['line']}: {hit['text'][:120]}", {"code": hit["code"]}, hit["meaning"], 0))
     no_counters = [b for b in (doc.get("counters") or []) if not b.get("kernels") and b.get("commands")]
     if no_counters and doc["kernels"]["dispatches"]:
         b = no_counters[0]
-        out.append(_f("no-counters", "info", f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): collect them with",
+        out.append(_f(FindingCode.NO_COUNTERS, "info", f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): collect them with",
                       {"commands": b["commands"]}, "\n".join(b["commands"]), 0))
-    out.sort(key=lambda f: (SEVERITY_RANK[f["severity"]], -f["_w"]))
-    for f in out:
-        f.pop("_w")
-    return out
+    out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
+    return [f for f, _ in out]

@@ -22,6 +22,14 @@ import re
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.parts import (
+    CallTotals,
+    LaunchCounts,
+    LaunchPart,
+    SyncAfterLaunch,
+    SyncStats,
+)
+
 SYNC_RE = re.compile(r"^(hip|cuda|cu)(Device|Stream|Event|Ctx|Thread)Synchronize$")
 BLOCKING_COPY_RE = re.compile(r"^(hip|cuda|cu)Memcpy(?!.*Async)\w*$")
 COPY_API_RE = re.compile(r"^(hip|cuda|cu)Mem(cpy|set)\w*$")
@@ -30,7 +38,6 @@ GRAPH_LAUNCH_RE = re.compile(r"^(hip|cuda|cu)GraphLaunch\w*$")
 
 # codes used by api_classes()
 OTHER, SYNC, BLOCKING_COPY, COPY, LAUNCH, GRAPH_LAUNCH = 0, 1, 2, 3, 4, 5
-CLASS_NAMES = {OTHER: "other", SYNC: "sync", BLOCKING_COPY: "blocking_copy", COPY: "copy", LAUNCH: "launch", GRAPH_LAUNCH: "graph_launch"}
 
 TINY_KERNEL_NS = 10_000  # rocinsight / TraceLens short-kernel threshold (10 µs)
 MANY_LAUNCHES = 1000  # rocinsight "many small kernels": > 1000 launches and average < 10 µs
@@ -61,7 +68,7 @@ def api_classes(api: pd.DataFrame) -> np.ndarray:
     return per_cat[names.cat.codes.to_numpy()]  # code -1 (missing) picks the appended OTHER
 
 
-def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None) -> dict:
+def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None) -> SyncStats:
     """Calls and time in synchronisation APIs and blocking copies.
 
     ``total_ns`` sums call durations (calls on different threads may overlap, so the sum
@@ -70,7 +77,7 @@ def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = Non
     classes = api_classes(api) if classes is None else classes
     mask = (classes == SYNC) | (classes == BLOCKING_COPY)
     dur = api["end"].to_numpy()[mask] - api["start"].to_numpy()[mask]
-    by_name: dict[str, dict] = {}
+    by_name: dict[str, CallTotals] = {}
     if mask.any():
         column = api["name"] if isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"].astype("category")
         codes = column.cat.codes.to_numpy()[mask]
@@ -91,7 +98,7 @@ def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = Non
     }
 
 
-def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> dict:
+def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> SyncAfterLaunch:
     """Detect "a synchronisation after every launch" (sync inside the loop).
 
     For every launch call, looks at the next launch-or-sync call on the same (pid, tid):
@@ -100,9 +107,8 @@ def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> d
     classes = api_classes(api) if classes is None else classes
     keep = (classes != OTHER) & (classes != COPY)  # SYNC, BLOCKING_COPY, LAUNCH, GRAPH_LAUNCH
     launches = int(np.count_nonzero(classes >= LAUNCH))  # LAUNCH, GRAPH_LAUNCH
-    result = {"launches": launches, "followed_by_sync": 0, "ratio": 0.0, "detected": False}
     if not keep.any() or launches == 0:
-        return result
+        return {"launches": launches, "followed_by_sync": 0, "ratio": 0.0, "detected": False}
     pid = api["pid"].to_numpy()[keep]
     tid = api["tid"].to_numpy()[keep]
     start = api["start"].to_numpy()[keep]
@@ -124,12 +130,8 @@ def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> d
     same_thread = (pid[1:] == pid[:-1]) & (tid[1:] == tid[:-1])
     followed = int((is_launch[:-1] & is_sync[1:] & same_thread).sum())
     ratio = followed / launches
-    result.update(
-        followed_by_sync=followed,
-        ratio=round(ratio, 4),
-        detected=bool(launches >= SYNC_AFTER_LAUNCH_MIN and ratio >= SYNC_AFTER_LAUNCH_RATIO),
-    )
-    return result
+    return {"launches": launches, "followed_by_sync": followed, "ratio": round(ratio, 4),
+            "detected": bool(launches >= SYNC_AFTER_LAUNCH_MIN and ratio >= SYNC_AFTER_LAUNCH_RATIO)}
 
 
 def unique_match(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -189,11 +191,12 @@ class CorrIndex:
         self.api = api  # the table indexed (see check)
         self.classes = classes
         self.n = n = len(corr)
-        self.first = None  # ids corr[0], corr[0] + 1, ...: row = id - first
+        self.first: int | None = None  # ids corr[0], corr[0] + 1, ...: row = id - first
         self.unique = False  # no non-negative id twice: launch_rows derives from rows
         self._corr = corr
-        self._all = None  # (sorted ids, their rows or None for identity) unless consecutive
-        self._launch = None  # the same over the launch-class calls, built on first use
+        # (sorted ids, their rows or None for identity) unless consecutive
+        self._all: tuple[np.ndarray, np.ndarray | None] | None = None
+        self._launch: tuple[np.ndarray, np.ndarray] | None = None  # the same over the launch-class calls, built on first use
         if n and int(corr[-1]) - int(corr[0]) == n - 1 and (n == 1 or bool((corr[1:] > corr[:-1]).all())):
             self.first, self.unique = int(corr[0]), True
             return
@@ -211,7 +214,7 @@ class CorrIndex:
         return self
 
     @staticmethod
-    def _sorted(corr: np.ndarray, rows: np.ndarray | None):
+    def _sorted(corr: np.ndarray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         """(ids sorted, API row of each or None when already in order)."""
         ids = corr if rows is None else corr[rows]
         if len(ids) < 2 or bool((ids[1:] >= ids[:-1]).all()):
@@ -228,6 +231,7 @@ class CorrIndex:
             out -= self.first
             out[(out < 0) | (out >= self.n) | (queries < 0)] = -1
             return out
+        assert self._all is not None  # built whenever the ids are not consecutive
         keys, order = self._all
         pos = unique_match(keys, queries)
         if order is None:
@@ -248,8 +252,8 @@ class CorrIndex:
             return self.launch_of_rows(self.rows(queries))
         if self._launch is None:
             lrows = np.flatnonzero(self.classes >= LAUNCH)
-            keys, order = self._sorted(self._corr, lrows)
-            self._launch = (keys, order)
+            keys, rows = self._sorted(self._corr, lrows)
+            self._launch = (keys, lrows if rows is None else rows)
         keys, order = self._launch
         if len(keys) == 0:
             return np.full(len(queries), -1, dtype=np.int64)
@@ -305,7 +309,7 @@ def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray 
     )
 
 
-def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -> dict:
+def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -> LaunchCounts:
     """The counting part of :func:`launch_stats`: launch / graph-launch calls, their summed
     API time (launch class only, ns), linked and graph-launched dispatches."""
     lmask = classes == LAUNCH
@@ -319,7 +323,8 @@ def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -
     }
 
 
-def launch_section(counts: dict, queue_delay_ns: np.ndarray, api_dur_ns: np.ndarray, kernel_dur_ns: np.ndarray, wall_ns: int) -> dict:
+def launch_section(counts: LaunchCounts, queue_delay_ns: np.ndarray, api_dur_ns: np.ndarray, kernel_dur_ns: np.ndarray,
+                   wall_ns: int) -> LaunchPart:
     """The summary's ``launch`` section from :func:`launch_counts` (summed over runs, or of
     one run), the queue delay and API duration of the directly launched dispatches, and
     every kernel's duration."""
@@ -347,7 +352,7 @@ def launch_section(counts: dict, queue_delay_ns: np.ndarray, api_dur_ns: np.ndar
 
 
 def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None,
-                 links: pd.DataFrame | None = None) -> dict:
+                 links: pd.DataFrame | None = None) -> LaunchPart:
     """Launch overhead of one run: API duration, queue delay and kernel time of linked dispatches.
 
     Graph replays (hipGraphLaunch) are counted apart: one API call launches many kernels,

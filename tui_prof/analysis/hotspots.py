@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.names import CategoryRules, kernel_categories, normalized_names
+from tui_prof.analysis.parts import HotspotRecord
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import concat_tables
 
@@ -23,14 +25,8 @@ def all_kernels(source: Run | RunSet) -> pd.DataFrame:
     return concat_tables("kernels", [run.kernels for run in source.runs])
 
 
-GROUPINGS = ("name", "normalized", "category", "agent", "pid")
-"""Values of ``by`` understood by :func:`hotspots` besides any kernels column."""
-
-
-def group_key(kernels: pd.DataFrame, by: str, rules=None) -> pd.Series:
+def group_key(kernels: pd.DataFrame, by: str, rules: CategoryRules | None = None) -> pd.Series:
     """The grouping column for ``by``: a kernels column, or "normalized" / "category"."""
-    from tui_prof.analysis.names import kernel_categories, normalized_names
-
     if by == "normalized":
         return normalized_names(kernels["name"])
     if by == "category":
@@ -38,7 +34,8 @@ def group_key(kernels: pd.DataFrame, by: str, rules=None) -> pd.Series:
     return kernels[by]
 
 
-def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None, rules=None, dur_order: np.ndarray | None = None) -> pd.DataFrame:
+def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None, rules: CategoryRules | None = None,
+             dur_order: np.ndarray | None = None) -> pd.DataFrame:
     """One row per distinct value of ``by``, sorted by total time descending (ties by name).
 
     Columns: name, calls, total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns, percent
@@ -116,10 +113,10 @@ def duration_order(kernels: pd.DataFrame) -> np.ndarray:
     return np.argsort(kernels["end"].to_numpy() - kernels["start"].to_numpy())
 
 
-def hotspot_records(table: pd.DataFrame, limit: int | None = None) -> list[dict]:
+def hotspot_records(table: pd.DataFrame, limit: int | None = None) -> list[HotspotRecord]:
     """Hotspot rows as JSON-ready dicts (ints stay ints, floats rounded to 0.01 ns)."""
     rows = table if limit is None else table.head(limit)
-    out = []
+    out: list[HotspotRecord] = []
     for row in rows.itertuples(index=False):
         out.append(
             {

@@ -34,18 +34,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-CATEGORIES = (
-    "GEMM",
-    "attention",
-    "convolution",
-    "normalisation",
-    "elementwise",
-    "reduction",
-    "communication",
-    "copy/fill",
-    "other",
-)
-
 # Ordered (category, pattern): the first matching pattern wins. Order matters: copies
 # and collectives first (their names contain "reduce"/"copy"), attention and convolution
 # before GEMM (flash-attention and implicit-GEMM convolutions contain "gemm").

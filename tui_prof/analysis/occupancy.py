@@ -19,7 +19,7 @@ Scratch is not a hard limit (LLVM FIXME); a kernel using scratch gets a warning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -47,33 +47,35 @@ class ArchLimits:
         return self.family.startswith("RDNA")
 
 
-_CDNA3 = dict(family="CDNA3", wave=64, simds=4, max_waves_simd=8, vgpr_budget=512, vgpr_granule=8, unified_agpr=True,
-              sgpr_limits=True, lds_per_cu=65536, lds_per_wg=65536, lds_granule=512, max_barriers=16)
-_RDNA_15X = dict(wave=32, simds=4, max_waves_simd=16, vgpr_budget=1536, vgpr_granule=24, unified_agpr=False,
-                 sgpr_limits=False, lds_per_cu=131072, lds_per_wg=65536, lds_granule=512, max_barriers=32)
-_RDNA_1X = dict(_RDNA_15X, vgpr_budget=1024, vgpr_granule=16)
+_CDNA3 = ArchLimits(family="CDNA3", wave=64, simds=4, max_waves_simd=8, vgpr_budget=512, vgpr_granule=8, unified_agpr=True,
+                    sgpr_limits=True, lds_per_cu=65536, lds_per_wg=65536, lds_granule=512, max_barriers=16)
+# RDNA parts differ from these two only in their family
+_RDNA_15X = ArchLimits(family="RDNA3", wave=32, simds=4, max_waves_simd=16, vgpr_budget=1536, vgpr_granule=24,
+                       unified_agpr=False, sgpr_limits=False, lds_per_cu=131072, lds_per_wg=65536, lds_granule=512,
+                       max_barriers=32)
+_RDNA_1X = replace(_RDNA_15X, vgpr_budget=1024, vgpr_granule=16)
 
 # research/counters_hw.md §2a (ROCM-SPECS, LLVM, ROCM-ARCH). Peak HBM: mi100.md 1.228 TB/s,
 # mi250.md 3.2 TB/s per MI250 OAM = 1.6 per GCD (one agent), mi300.md MI300X 5.3 TB/s.
 ARCHS: dict[str, ArchLimits] = {
-    "gfx908": ArchLimits(**dict(_CDNA3, family="CDNA1", max_waves_simd=10, vgpr_budget=256, vgpr_granule=4, unified_agpr=False),
-                         peak_hbm_gbs=1228.0, hbm_source="ROCm mi100.md"),
-    "gfx90a": ArchLimits(**dict(_CDNA3, family="CDNA2"), peak_hbm_gbs=1600.0, hbm_source="ROCm mi250.md (3.2 TB/s per 2 GCDs)"),
-    "gfx940": ArchLimits(**_CDNA3),
-    "gfx941": ArchLimits(**_CDNA3),
-    "gfx942": ArchLimits(**_CDNA3, peak_hbm_gbs=5300.0, hbm_source="ROCm mi300.md (MI300X)"),
-    "gfx950": ArchLimits(**dict(_CDNA3, family="CDNA4", lds_per_cu=163840, lds_per_wg=163840, lds_granule=1280)),
-    **{f"gfx103{i}": ArchLimits(**dict(_RDNA_1X, family="RDNA2")) for i in range(7)},
-    "gfx1100": ArchLimits(**dict(_RDNA_15X, family="RDNA3")),
-    "gfx1101": ArchLimits(**dict(_RDNA_15X, family="RDNA3")),
-    "gfx1102": ArchLimits(**dict(_RDNA_1X, family="RDNA3")),
-    "gfx1103": ArchLimits(**dict(_RDNA_1X, family="RDNA3")),
-    "gfx1150": ArchLimits(**dict(_RDNA_1X, family="RDNA3.5")),
-    "gfx1151": ArchLimits(**dict(_RDNA_15X, family="RDNA3.5")),
-    "gfx1152": ArchLimits(**dict(_RDNA_1X, family="RDNA3.5")),
-    "gfx1153": ArchLimits(**dict(_RDNA_1X, family="RDNA3.5")),
-    "gfx1200": ArchLimits(**dict(_RDNA_15X, family="RDNA4")),
-    "gfx1201": ArchLimits(**dict(_RDNA_15X, family="RDNA4")),
+    "gfx908": replace(_CDNA3, family="CDNA1", max_waves_simd=10, vgpr_budget=256, vgpr_granule=4, unified_agpr=False,
+                      peak_hbm_gbs=1228.0, hbm_source="ROCm mi100.md"),
+    "gfx90a": replace(_CDNA3, family="CDNA2", peak_hbm_gbs=1600.0, hbm_source="ROCm mi250.md (3.2 TB/s per 2 GCDs)"),
+    "gfx940": _CDNA3,
+    "gfx941": _CDNA3,
+    "gfx942": replace(_CDNA3, peak_hbm_gbs=5300.0, hbm_source="ROCm mi300.md (MI300X)"),
+    "gfx950": replace(_CDNA3, family="CDNA4", lds_per_cu=163840, lds_per_wg=163840, lds_granule=1280),
+    **{f"gfx103{i}": replace(_RDNA_1X, family="RDNA2") for i in range(7)},
+    "gfx1100": replace(_RDNA_15X, family="RDNA3"),
+    "gfx1101": replace(_RDNA_15X, family="RDNA3"),
+    "gfx1102": replace(_RDNA_1X, family="RDNA3"),
+    "gfx1103": replace(_RDNA_1X, family="RDNA3"),
+    "gfx1150": replace(_RDNA_1X, family="RDNA3.5"),
+    "gfx1151": replace(_RDNA_15X, family="RDNA3.5"),
+    "gfx1152": replace(_RDNA_1X, family="RDNA3.5"),
+    "gfx1153": replace(_RDNA_1X, family="RDNA3.5"),
+    "gfx1200": replace(_RDNA_15X, family="RDNA4"),
+    "gfx1201": replace(_RDNA_15X, family="RDNA4"),
 }
 
 

@@ -1,87 +1,119 @@
 """The ``tuiprof.summary/1`` document: the stable JSON contract behind ``tuiprof summary``.
 
 Later analyses add keys; existing keys keep their meaning and units (ns, bytes, %).
+:func:`build_summary` runs the sections of :mod:`tui_prof.analysis.engine` and is the
+one place where the document is assembled from their typed parts
+(:class:`~tui_prof.analysis.parts.SummaryDoc`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots, kernel_time_ns
-from tui_prof.model import Agent, RunSet
+from tui_prof.analysis import engine
+from tui_prof.analysis.findings import build_findings
+from tui_prof.analysis.hotspots import (
+    all_kernels,
+    duration_order,
+    hotspot_records,
+    hotspots,
+)
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
+from tui_prof.analysis.parts import SummaryDoc
+from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
+from tui_prof.model import RunSet
+from tui_prof.threads import background
 
 SCHEMA = "tuiprof.summary/1"
 
-
-def agent_record(agent: Agent, process: str) -> dict:
-    record = {k: v for k, v in asdict(agent).items() if k != "extra"}
-    record["arch"] = agent.arch or None
-    record["process"] = process
-    return record
+Progress = Callable[[str, int, int], None]
 
 
-def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int | None = None, rules=None,
-                  max_gaps: int | None = 200, logs: bool = True, progress=None, details: dict | None = None) -> dict:
+def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int | None = None,
+                  rules: CategoryRules | None = None, max_gaps: int | None = 200, logs: bool = True,
+                  progress: Progress | None = None, details: dict[str, dict[int, Any]] | None = None) -> SummaryDoc:
     """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
 
-    ``gap_threshold_ns``: idle gaps at least this long are listed and classified (default
-    10 µs); ``rules``: :class:`~tui_prof.analysis.names.CategoryRules`; ``max_gaps``: gaps
-    listed in the document (longest first; None = all); ``logs``: scan the run directory's
-    log files for known profiler errors (read-only); ``progress(stage, done, total)`` is
-    called once per analysed process; ``details``: see :func:`engine.add_analysis`
-    (the full gap sets and launch links, for the TUI).
-    """
-    from tui_prof.analysis.engine import add_analysis, run_label
+    ``top``: kernels listed in ``hotspots``, ``hotspots_by.normalized`` and ``occupancy``
+    (None: all); ``gap_threshold_ns``: idle gaps at least this long are listed and
+    classified (default 10 µs); ``rules``: :class:`~tui_prof.analysis.names.CategoryRules`;
+    ``max_gaps``: gaps listed in the document (longest first; None = all); ``logs``: scan
+    the run directory's log files for known profiler errors (read-only);
+    ``progress(stage, done, total)`` is called once per analysed process.
 
+    ``details`` (a dict): the full per-run results behind the document are kept there so a
+    caller needs not compute them again: ``details["gaps"][run_index]``
+    (:class:`~tui_prof.analysis.timeline.GapSet`, every gap, not only the listed ones) and
+    ``details["links"][run_index]`` (:func:`~tui_prof.analysis.hostapi.link_launches`).
+    """
+    threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
+    rules = rules or DEFAULT_CATEGORY_RULES
     kernels = all_kernels(runset)
     order = duration_order(kernels)
-    table = hotspots(kernels, dur_order=order)
-    processes = []
-    agents = []
-    warnings: list[str] = []
-    for run in runset.runs:
-        label = run_label(run)
-        processes.append(
-            {
-                "label": label,
-                "hostname": run.meta.hostname or None,
-                "pid": run.meta.pid,
-                "rank": run.meta.rank,
-                "formats": list(run.meta.formats),
-                "tool": run.meta.tool or None,
-                "tool_version": run.meta.tool_version or None,
-                "command": run.meta.command or None,
-                "files": len(run.meta.files),
-                "partial": run.partial,
-                "dispatches": int(len(run.kernels)),
-                "api_calls": int(len(run.api)),
-                "copies": int(len(run.copies)),
-                "counter_values": int(len(run.counters)),
-            }
-        )
-        agents.extend(agent_record(agent, label) for agent in run.agents)
-        warnings.extend(f"{label}: {w}" for w in run.warnings)
-    warnings.extend(str(issue) for issue in runset.errors)
-    doc = {
+    by_name = hotspots(kernels, dur_order=order)
+    inputs = engine.run_inputs(runset)
+    wall = engine.wall_ns(inputs)
+    # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
+    # two daemon threads while the host-API sections run here: numpy releases the GIL in its
+    # array loops, so on a 2-core machine they overlap. Results are taken in run order.
+    def grouped() -> tuple[pd.DataFrame, ...]:
+        return engine.grouped_hotspots(kernels, wall, rules, order)
+
+    def timeline_of(r: engine.RunInput) -> Callable[[], engine.RunTimeline]:
+        return lambda: engine.run_timeline(r, threshold)
+
+    grouped_job = background([grouped], name="tuiprof-hotspots")[0]
+    timeline_jobs = background([timeline_of(r) if engine.has_gpu_activity(r.run) else None for r in inputs])
+    sync = engine.sync_part(inputs, wall)
+    links = []
+    for step, r in enumerate(inputs):
+        if progress:
+            progress("analysing", step, len(inputs))
+        links.append(engine.launch_links(r))
+    kernel_dur = engine.kernel_durations(kernels)
+    launch = engine.launch_part(inputs, links, kernel_dur, wall)
+    copies = engine.copies_part(runset, wall)
+    counters = engine.counters_part(inputs)
+    occupancy = engine.occupancy_part(inputs, top)
+    peak = engine.peak_memory_of(runset)
+    timelines = []
+    for step, job in enumerate(timeline_jobs):
+        if job is not None:
+            timelines.append(job.result())
+            if details is not None:
+                details.setdefault("gaps", {})[step] = timelines[-1].gaps
+    if details is not None:
+        details.setdefault("links", {}).update(enumerate(links))
+    gpu = engine.gpu_part(timelines)
+    assert grouped_job is not None  # background() gives a job for every function
+    cats = engine.categories_part(grouped_job.result(), rules, top)
+    doc: SummaryDoc = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
-        "source": {
-            "path": runset.root,
-            "formats": runset.formats,
-            "errors": [{"path": i.path, "message": i.message} for i in runset.errors],
-            "skipped": [{"path": i.path, "message": i.message} for i in runset.skipped],
-        },
-        "processes": processes,
-        "agents": agents,
-        "kernels": {
-            "dispatches": int(len(kernels)),
-            "unique_names": int(len(table)),
-            "total_ns": kernel_time_ns(kernels),
-        },
-        "hotspots": hotspot_records(table, top),
-        "warnings": warnings,
+        "source": engine.source_part(runset),
+        "processes": engine.process_records(inputs),
+        "agents": engine.agent_records(inputs),
+        "kernels": engine.kernels_part(kernels, by_name),
+        "hotspots": hotspot_records(by_name, top),
+        "warnings": engine.warnings_part(runset, inputs),
+        "wall_ns": int(wall),
+        "gpu": gpu,
+        "gaps": engine.gaps_part(timelines, threshold, max_gaps),
+        "sync": sync,
+        "launch": launch,
+        "copies": copies,
+        "categories": cats["categories"],
+        "category_rules": cats["category_rules"],
+        "hotspots_by": cats["hotspots_by"],
+        "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak),
+        "counters": counters,
+        "occupancy": occupancy,
+        "logs": engine.logs_part(runset) if logs else [],
+        "findings": [],
     }
-    add_analysis(doc, runset, kernels, dur_order=order, top=top, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=max_gaps, logs=logs,
-                 progress=progress, details=details)
+    doc["findings"] = build_findings(doc)
     return doc

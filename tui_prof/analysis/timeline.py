@@ -129,7 +129,7 @@ def _overlapping(starts: np.ndarray, ends: np.ndarray, gs: np.ndarray, ge: np.nd
         return np.full(len(gs), -1, dtype=np.int64)
     # index of the interval holding the running maximum (the last one reaching it)
     arg = np.arange(len(ends), dtype=np.int32 if len(ends) < 2**31 else np.int64)
-    arg *= ends == cummax
+    np.multiply(arg, ends == cummax, out=arg)
     del cummax
     np.maximum.accumulate(arg, out=arg)
     return np.where(hit, np.take(arg, idx), np.int64(-1))
@@ -388,7 +388,7 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *,
         gapset.parts.append({"agent": np.full(n, int(agent), dtype=np.int64), "start": gs, "end": ge, "cause": cause,
                              "api_cause": api_cause, "prev_row": prev_rows, "next_row": next_rows})
         by_cause = {c: int(durations[cause == i].sum()) for i, c in enumerate(CAUSES)}
-        count_by_cause = {c: int(v) for c, v in zip(CAUSES, np.bincount(cause, minlength=len(CAUSES)))}
+        count_by_cause = {c: int(v) for c, v in zip(CAUSES, np.bincount(cause, minlength=len(CAUSES)), strict=True)}
         listed_ns = int(durations.sum())
         dispatches = min(count, act["kernels"]) if rows is None else int(np.count_nonzero(rows < act["kernels"]))
         agents_out.append(

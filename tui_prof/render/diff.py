@@ -7,6 +7,8 @@ and formats them (:mod:`tui_prof.render.fmt`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +36,7 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
     """The ``tuiprof.diff/1`` document (ns ints; floats rounded to 1e-6; NaN -> null)."""
     from tui_prof import __version__
 
-    def side(doc: dict) -> dict:
+    def side(doc: Mapping[str, Any]) -> dict:
         return {"path": doc["source"]["path"], "formats": doc["source"]["formats"],
                 "processes": [p["label"] for p in doc["processes"]],
                 "errors": doc["source"]["errors"]}

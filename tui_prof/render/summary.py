@@ -5,6 +5,9 @@ with :func:`md_code`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, shorten
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 
@@ -30,7 +33,7 @@ def table(headers: list[str], rows: list[list[str]], align: str | None = None) -
     return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
 
-def summary_text(summary: dict, name_width: int = 48) -> str:
+def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
     """The ``tuiprof summary`` report as text."""
     out: list[str] = []
     source = summary["source"]
@@ -76,7 +79,7 @@ def _pct(x) -> str:
     return "-" if x is None else f"{x:.2f} %"
 
 
-def _sections(summary: dict, name_width: int = 60, max_gaps: int = 20) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 20) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """Report sections as (title, headers, rows, notes); rendered as text or Markdown."""
     out = []
     if "gpu" not in summary:
@@ -165,19 +168,19 @@ def _sections(summary: dict, name_width: int = 60, max_gaps: int = 20) -> list[t
     return out
 
 
-def gpu_first(summary: dict, gap: dict) -> int:
+def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:
     for a in summary["gpu"]["agents"]:
         if a["agent"] == gap["agent"] and a["process"] == gap["process"]:
             return a["first_ns"]
     return 0
 
 
-def analysis_text(summary: dict) -> str:
+def analysis_text(summary: Mapping[str, Any]) -> str:
     """The analysis sections as plain text (the second half of ``summary_text``)."""
     return lines_text(analysis_lines(summary))
 
 
-def analysis_lines(summary: dict) -> list[str]:
+def analysis_lines(summary: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     for title, headers, rows, notes in _sections(summary):
         out.append("")
@@ -199,7 +202,7 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
             + ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows])
 
 
-def summary_markdown(summary: dict) -> str:
+def summary_markdown(summary: Mapping[str, Any]) -> str:
     """The ``tuiprof summary --md`` report: Markdown a user can paste into a ticket."""
     src = summary["source"]
     out = [f"# tuiprof report: {md_code(src['path'])}", ""]

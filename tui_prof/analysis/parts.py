@@ -1,0 +1,228 @@
+"""The typed parts of the ``tuiprof.summary/1`` document (docs/metrics.md defines each number).
+
+Each analysis in :mod:`tui_prof.analysis.engine` returns one of these parts and
+:func:`tui_prof.analysis.summary.build_summary` assembles them; at run time they are plain
+dicts, so the JSON document is the parts as they are. Units: ns, bytes, % (0-100).
+Nested records whose keys follow a profiler's data (agent fields, counter blocks,
+occupancy rows, capabilities) stay ``dict[str, Any]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+Record = dict[str, Any]
+
+
+class IssueRecord(TypedDict):
+    path: str
+    message: str
+
+
+class SourcePart(TypedDict):
+    path: str
+    formats: list[str]
+    errors: list[IssueRecord]
+    skipped: list[IssueRecord]
+
+
+class ProcessRecord(TypedDict):
+    label: str
+    hostname: str | None
+    pid: int | None
+    rank: int | None
+    formats: list[str]
+    tool: str | None
+    tool_version: str | None
+    command: str | None
+    files: int
+    partial: bool
+    dispatches: int
+    api_calls: int
+    copies: int
+    counter_values: int
+
+
+class KernelsPart(TypedDict):
+    dispatches: int
+    unique_names: int
+    total_ns: int
+
+
+class HotspotRecord(TypedDict):
+    name: str
+    calls: int
+    total_ns: int
+    avg_ns: float
+    median_ns: float
+    min_ns: int
+    max_ns: int
+    stddev_ns: float
+    percent: float
+    pct_wall: NotRequired[float]
+
+
+class GpuPart(TypedDict):
+    span_ns: int
+    busy_ns: int
+    idle_ns: int
+    busy_pct: float
+    idle_pct: float
+    agents: list[Record]  # timeline.gpu_gaps' per-agent rows with their "process"
+
+
+class GapRecord(TypedDict):
+    process: str
+    agent: int
+    start_ns: int
+    duration_ns: int
+    cause: str
+    api_cause: str | None
+    api_before: str | None
+    prev: str
+    next: str
+
+
+class GapsPart(TypedDict):
+    count: int
+    threshold_ns: int
+    by_cause: dict[str, int]
+    count_by_cause: dict[str, int]
+    below_threshold_ns: int
+    below_threshold_count: int
+    listed: list[GapRecord]
+    truncated: int
+
+
+class CallTotals(TypedDict):
+    calls: int
+    total_ns: int
+
+
+class SyncAfterLaunch(TypedDict):
+    launches: int
+    followed_by_sync: int
+    ratio: float
+    detected: bool
+
+
+class SyncStats(TypedDict):
+    calls: int
+    total_ns: int
+    pct_of_wall: float
+    blocking_copy_calls: int
+    by_name: dict[str, CallTotals]
+
+
+class SyncPart(SyncStats):
+    sync_after_launch: SyncAfterLaunch
+
+
+class LaunchCounts(TypedDict):
+    launch_calls: int
+    graph_launch_calls: int
+    api_total_ns: int
+    linked_dispatches: int
+    graph_dispatches: int
+
+
+class LaunchPart(LaunchCounts):
+    api_pct_of_wall: float
+    median_api_ns: float | None
+    median_queue_delay_ns: float | None
+    p90_queue_delay_ns: float | None
+    median_kernel_ns: float | None
+    avg_kernel_ns: float | None
+    tiny_kernel_threshold_ns: int
+    tiny_kernels: int
+    tiny_kernel_time_ns: int
+    many_tiny_kernels: bool
+
+
+class CopyDirection(TypedDict):
+    count: int
+    bytes: int
+    size_unknown: int
+    time_ns: int
+    bandwidth_gbs: float | None
+
+
+class CopiesPart(TypedDict):
+    count: int
+    bytes: int
+    size_unknown: int
+    time_ns: int
+    busy_ns: int
+    pct_of_wall: float
+    by_direction: dict[str, CopyDirection]
+
+
+class HotspotsBy(TypedDict):
+    normalized: list[HotspotRecord]
+    category: list[HotspotRecord]
+    agent: list[HotspotRecord]
+    process: list[HotspotRecord]
+
+
+class CategoriesPart(TypedDict):
+    categories: dict[str, int]  # category -> kernel time (ns)
+    category_rules: str  # where the rules came from
+    hotspots_by: HotspotsBy
+
+
+class MeasurementPart(TypedDict):
+    span_ns: int
+    gpu_span_ns: int
+    kernel_count: int
+    kernel_time_ns: int
+    gemm_pct_of_kernel_time: float
+    sync_pct_of_wall: float
+    sync_target_pct: float
+    launch_api_pct_of_wall: float
+    median_queue_delay_ns: float | None
+    idle_pct: float
+    copy_pct_of_wall: float
+    peak_memory_bytes: int | None
+
+
+class LogHit(TypedDict):
+    path: str
+    line: int
+    code: str
+    text: str
+    meaning: str
+
+
+class Finding(TypedDict):
+    severity: str  # high, medium, low, info
+    code: str  # a FindingCode value, or counter:<metric>
+    message: str
+    numbers: Record
+    fix: str
+
+
+class SummaryDoc(TypedDict):
+    """The whole document, keys in the order they are written."""
+
+    schema: str
+    tuiprof_version: str
+    source: SourcePart
+    processes: list[ProcessRecord]
+    agents: list[Record]
+    kernels: KernelsPart
+    hotspots: list[HotspotRecord]
+    warnings: list[str]
+    wall_ns: int
+    gpu: GpuPart
+    gaps: GapsPart
+    sync: SyncPart
+    launch: LaunchPart
+    copies: CopiesPart
+    categories: dict[str, int]
+    category_rules: str
+    hotspots_by: HotspotsBy
+    measurement: MeasurementPart
+    counters: list[Record]
+    occupancy: list[Record]
+    logs: list[LogHit]
+    findings: list[Finding]
