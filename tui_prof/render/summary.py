@@ -81,7 +81,7 @@ def _pct(x) -> str:
 
 def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 20) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """Report sections as (title, headers, rows, notes); rendered as text or Markdown."""
-    out = []
+    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
     if "gpu" not in summary:
         return out
     m = summary["measurement"]
