@@ -417,3 +417,44 @@ def test_default_root_of_an_earlier_version_is_adopted(tmp_path, monkeypatch, ru
     assert (default / cache.MARKER).read_bytes() == cache.MARKER_TEXT
     assert "9" * 40 in cache.prune(keep=set(), limit=0)
     assert (default / "samples").is_dir()
+
+
+def test_cli_warns_once_and_reports_the_same_numbers(tmp_path, monkeypatch, run_dir, capsys):
+    """``tuiprof summary`` with a cache folder that holds other things: one warning line on
+    stderr, exit 0, the same report as ``--no-cache``, nothing written to the folder."""
+    from tui_prof import cli
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(home))
+    assert cli.main(["summary", str(run_dir), "--json", "--no-cache"]) == 0
+    want = capsys.readouterr()
+    assert want.err == ""
+    assert cli.main(["summary", str(run_dir), "--json"]) == 0
+    got = capsys.readouterr()
+    assert got.out == want.out
+    assert json.loads(got.out)["kernels"]["dispatches"] == run_dir.expected.dispatches
+    assert got.err.splitlines() == [f"tuiprof: not using the cache: {str(home)!r} holds other files and no tuiprof "
+                                    "CACHEDIR.TAG; point TUIPROF_CACHE_DIR at a new or empty folder"]
+    assert [p.name for p in home.iterdir()] == [".ssh"]
+
+
+def test_table_names_in_a_manifest_never_reach_outside_the_entry(tmp_path, monkeypatch, run_dir, parses):
+    """A manifest (sound in every check) whose stats name is a path elsewhere is a miss:
+    the file names the cache reads are only ever its own."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(root))
+    fresh = load_path(run_dir)
+    load_path(run_dir, use_cache=True)
+    (entry,) = entries(root)
+    body = cache._parse_manifest((entry / cache.MANIFEST).read_bytes())
+    body["runs"][0]["tool_stats"].append("../../elsewhere")
+    body["files"]["0.stats.../../elsewhere"] = body["files"]["0.kernels"]
+    (entry / cache.MANIFEST).unlink()
+    (entry / cache.MANIFEST).write_bytes(cache._manifest_bytes(body))
+    parses.clear()
+    assert_same_tables(load_path(run_dir, use_cache=True), fresh)
+    assert parses == [f"{run_dir}/h/777"]
+    runset = load_path(run_dir)
+    runset.runs[0].tool_stats["a/b"] = runset.runs[0].tool_stats["kernel_stats"]
+    assert cache.save(runset, "e" * 40) is None  # such a name is never written either

@@ -97,6 +97,7 @@ MARKER_TEXT = (
 )
 ENTRY_NAME = re.compile(r"[0-9a-f]{40}\Z")
 TEMP_NAME = re.compile(r"\.[0-9a-f]{40}\.[a-z0-9_]{8}\Z")  # also the tempfile names of format 3
+_STATS_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")  # a tool_stats table's name in a file name
 CHECK_CHUNK = 8 * 1024**2  # a table file's bytes per CRC (one task of the read pool)
 _CHECK_HEX = 8  # a CRC-32 as hex digits
 _MANIFEST_HEAD = b'{"format":%d,"check":"' % CACHE_FORMAT
@@ -409,8 +410,8 @@ def _columns(frame: pd.DataFrame) -> list[list[str]]:
 def save(runset: RunSet, key: str) -> Path | None:
     """Write ``runset`` (a unit's fragments and issues) under ``key``; returns the entry
     folder, or None when the cache is not usable or not writable (nothing is raised)."""
-    if not _is_key(key):
-        return None
+    if not _is_key(key) or not all(_STATS_NAME.match(name) for run in runset.runs for name in run.tool_stats):
+        return None  # a stats name that cannot be a file name: the unit is not cached
     root = usable_root()
     if root is None:
         return None
@@ -510,6 +511,8 @@ def load_many(keys: list[str | None]) -> list[RunSet | None]:
         try:
             files = manifest["files"]
             for index, entry in enumerate(manifest["runs"]):
+                if not (set(entry["tables"]) <= set(TABLES) and all(map(_STATS_NAME.match, entry["tool_stats"]))):
+                    raise Damaged("a table name that the cache does not write")  # never a path elsewhere
                 wanted += [(slot, f"{index}.{name}", files[f"{index}.{name}"]) for name in entry["tables"]]
                 wanted += [(slot, f"{index}.stats.{name}", files[f"{index}.stats.{name}"]) for name in entry["tool_stats"]]
         except Exception:  # noqa: BLE001 -- a manifest of the wrong shape
