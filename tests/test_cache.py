@@ -31,8 +31,8 @@ def sample_runset() -> RunSet:
 
 def test_roundtrip_keeps_tables_dtypes_and_metadata():
     original = sample_runset()
-    assert cache.save(original, "k" * 40) is not None
-    loaded = cache.load("k" * 40)
+    assert cache.save(original, "c" * 40) is not None
+    loaded = cache.load("c" * 40)
     assert loaded is not None
     got, want = loaded.runs[0], original.runs[0]
     for name in TABLES:
@@ -76,9 +76,11 @@ def test_empty_tables_keep_their_exact_schema():
 def test_old_format_entry_is_a_miss():
     cache.save(sample_runset(), "2" * 40)
     manifest = cache.cache_root() / ("2" * 40) / "manifest.json"
-    doc = json.loads(manifest.read_text())
-    doc["format"] = 2
-    manifest.write_text(json.dumps(doc))
+    data = manifest.read_bytes()
+    assert data.startswith(b'{"format":4,')
+    manifest.unlink()  # files are replaced, never rewritten in place
+    manifest.write_bytes(data.replace(b'{"format":4,', b'{"format":3,', 1))
+    json.loads(manifest.read_text())  # still valid JSON: only the format differs
     assert cache.load("2" * 40) is None
 
 

@@ -40,8 +40,8 @@ def parses(monkeypatch):
 
 
 def entry_dirs(folder: Path) -> list[Path]:
-    """The cache entries in ``folder`` (not the scan memos' sub-folder)."""
-    return [p for p in folder.iterdir() if p.name != cache.SCANS]
+    """The cache entries in ``folder`` (not its tag, temporary folders or the scan memos)."""
+    return [p for p in folder.iterdir() if cache.ENTRY_NAME.match(p.name)]
 
 
 def make_ranks(root: Path, ranks: int) -> None:
@@ -127,12 +127,25 @@ def test_unit_issues_are_replayed_and_directory_issues_recomputed(tmp_path, cach
 
 
 @pytest.mark.parametrize("sample", sorted(p.name for p in DATA.iterdir() if p.is_dir()))
-def test_cached_open_equals_fresh_open_for_samples(sample, tmp_path, cache_dir):
+def test_cached_open_equals_fresh_open_for_samples(sample, tmp_path, cache_dir, monkeypatch):
     root = tmp_path / sample
     shutil.copytree(DATA / sample, root)
     fresh = load_path(root)
+    hits: list[bool] = []
+    original = cache.load_many
+
+    def spying(keys):
+        found = original(keys)
+        hits.extend(hit is not None for key, hit in zip(keys, found, strict=True) if key)
+        return found
+
+    monkeypatch.setattr(cache, "load_many", spying)
     assert_same(load_path(root, use_cache=True), fresh)  # parses and writes
+    written = len(entry_dirs(cache_dir))
+    hits.clear()
     assert_same(load_path(root, use_cache=True), fresh)  # from the cache
+    # every written entry passes its checks (size, CRCs, schema) when read back
+    assert hits.count(True) == written >= 1
 
 
 def test_each_kineto_file_is_its_own_unit(tmp_path, cache_dir, parses):
@@ -220,14 +233,16 @@ def test_prune_removes_temporary_folders_of_dead_writers_only(cache_dir):
     import os
     import time
 
-    cache_dir.mkdir()
-    old, fresh = cache_dir / ".abc.old", cache_dir / ".abc.fresh"
-    for folder in (old, fresh):
+    assert cache.cache_root() == cache_dir  # created and tagged
+    old, fresh = cache_dir / f".{'a' * 40}.0123abcd", cache_dir / f".{'a' * 40}.4567ef01"
+    other = cache_dir / ".abc.old"  # a dot-folder not named by the cache's scheme
+    for folder in (old, fresh, other):
         folder.mkdir()
         (folder / "0.kernels.arrow").write_bytes(b"x" * 10)
-    os.utime(old, (time.time() - 2 * cache.STALE_TEMP_S,) * 2)
-    assert cache.prune(keep=set()) == [".abc.old"]
-    assert fresh.exists() and not old.exists()
+    for folder in (old, other):
+        os.utime(folder, (time.time() - 2 * cache.STALE_TEMP_S,) * 2)
+    assert cache.prune(keep=set()) == [old.name]
+    assert fresh.exists() and other.exists() and not old.exists()
 
 
 def test_cached_scan_reads_only_the_heads_of_changed_files(tmp_path, cache_dir, monkeypatch):

@@ -356,7 +356,7 @@ def test_cli_diff_reuses_the_cache_and_no_cache_skips_it(csv_pair, capsys, tmp_p
     first = capsys.readouterr().out
     from tui_prof.loaders import cache
 
-    assert len([p for p in cache_dir.iterdir() if p.name != cache.SCANS]) == 2  # one entry per run's process group
+    assert len([p for p in cache_dir.iterdir() if cache.ENTRY_NAME.match(p.name)]) == 2  # one entry per run's process group
 
     def no_parsing(*_args, **_kw):
         raise AssertionError("parsed although both runs are cached")

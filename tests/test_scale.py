@@ -33,8 +33,8 @@ def make_csv_run(root: Path, iterations: int = 20, pid: int = 4242, host: str = 
 
 
 def entries(folder: Path) -> list[Path]:
-    """The cache entries in ``folder`` (not the scan memos' sub-folder)."""
-    return sorted(p for p in folder.iterdir() if p.name != cache.SCANS) if folder.exists() else []
+    """The cache entries in ``folder`` (not its tag, temporary folders or the scan memos)."""
+    return sorted(p for p in folder.iterdir() if cache.ENTRY_NAME.match(p.name)) if folder.exists() else []
 
 
 def summary_json(capsys, *args) -> dict:

@@ -5,16 +5,23 @@ starts instantly.
 
 ``tuiprof`` with no arguments opens the bundled sample run in the TUI.
 
-Exit status: 0 success; 1 nothing could be loaded from the path; 2 usage error;
+Exit status: 0 success; 1 nothing could be loaded from the path (or the path cannot be
+used: too long, not permitted); 2 usage error (a bad option value, an empty path);
 3 internal error (reported on one line); 4 ``diff --fail-on-regression`` found a
-regression; 130 interrupted (Ctrl-C).
+regression; 130 interrupted (Ctrl-C). Every message on stderr is one line: characters a
+terminal would act on (newlines, escape sequences, bidi controls) in a file name or an
+option value are shown escaped (``\\n``, ``\\x1b``, ``⟨U+202E⟩``).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import math
+import os
 import sys
+import unicodedata
 
 from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
 
@@ -43,8 +50,52 @@ def _progress_printer():
     return progress
 
 
+INT64_MAX = 2**63 - 1  # the largest time in ns the tables and --json can hold (292 years)
+
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _safe_line(text: object) -> str:
+    """``text`` for one stderr line: every character a terminal would act on instead of
+    print (C0/C1 controls, DEL, bidi and zero-width characters, line separators, lone
+    surrogates) shown visibly, as ``\\n``, ``\\x1b`` or ``⟨U+202E⟩``; printable text,
+    non-ASCII included, is kept."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ch in _NAMED_ESCAPES:
+            out.append(_NAMED_ESCAPES[ch])
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            out.append(f"\\x{code:02x}")
+        elif unicodedata.category(ch) == "Zs":
+            out.append(ch)
+        else:
+            out.append(f"⟨U+{code:04X}⟩")
+    return "".join(out)
+
+
+def _say(message: object) -> None:
+    """One line on stderr, prefixed ``tuiprof:``."""
+    print(f"tuiprof: {_safe_line(message)}", file=sys.stderr)
+
+
+def _shown_path(path: object, limit: int = 160) -> str:
+    """A path for a message: Python's repr (quoted; a newline, escape or bidi control in the
+    name shown as ``\\n``, ``\\x1b``, ``\\u202e``), the middle of a very long one elided."""
+    text = repr(os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path))
+    if len(text) > limit:
+        text = f"{text[: limit // 2]}…{text[-limit // 2:]} ({len(text) - 2} characters)"
+    return text
+
+
 def parse_duration_ns(text: str) -> int:
-    """'10us', '2.5ms', '500ns', '1s' -> ns; a bare number is µs."""
+    """'10us', '2.5ms', '500ns', '1s' -> ns; a bare number is µs. A duration that is not a
+    finite number, is negative or exceeds int64 ns is a usage error."""
     units = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
     value = text.strip().lower()
     for unit in sorted(units, key=len, reverse=True):
@@ -53,13 +104,81 @@ def parse_duration_ns(text: str) -> int:
             break
     else:
         number, scale = value, 1_000
+    amount: int | float
     try:
-        result = int(round(float(number) * scale))
+        amount = int(number)  # a whole number stays exact up to int64
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (examples: 10us, 2ms, 500ns)") from None
-    if result < 0:
+        try:
+            amount = float(number)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a duration: {text!r} (examples: 10us, 2ms, 500ns)") from None
+    if not math.isfinite(amount):
+        raise argparse.ArgumentTypeError(f"not a finite duration: {text!r} (examples: 10us, 2ms, 500ns)")
+    if amount < 0:
         raise argparse.ArgumentTypeError(f"duration must not be negative: {text!r}")
-    return result
+    scaled = amount * scale
+    if not math.isfinite(scaled) or round(scaled) > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"duration too long: {text!r} (at most {INT64_MAX} ns, about 292 years)")
+    return round(scaled)
+
+
+def parse_percent(text: str) -> float:
+    """A percentage or percentage-point threshold: a finite number, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def parse_count(text: str) -> int:
+    """A count of listed rows: an integer, 0 or more (0: all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r} (0 lists all)")
+    if value > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"too large: {text!r} (0 lists all)")
+    return value
+
+
+def parse_path(text: str) -> str:
+    """A run path as given; the empty string is a usage error (it would mean the current
+    folder, which nobody types on purpose)."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path (give a run directory or profiler output file)")
+    return text
+
+
+def _unusable_path(path: str) -> str | None:
+    """Why ``path`` cannot be used (too long, a component too long, not permitted), or None.
+    A path that does not exist is left to the loader, which reports it as an issue."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        if err.errno == errno.ENAMETOOLONG:
+            reason += f" (the limit is {os.pathconf('/', 'PC_PATH_MAX')} bytes a path, {os.pathconf('/', 'PC_NAME_MAX')} a component)"
+        return f"cannot open {_shown_path(path)}: {reason}"
+    except ValueError as err:  # an embedded NUL (only through the Python API)
+        return f"cannot open {_shown_path(path)}: {err}"
+    return None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (``_UsageError``, exit status EXIT_USAGE) instead
+    of the usage text and a SystemExit."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _UsageError(f"{message} (see: {self.prog} --help)")
 
 
 class _UsageError(Exception):
@@ -84,13 +203,17 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from tui_prof.render.summary import summary_markdown, summary_text
 
     rules = _category_rules(args)
+    unusable = _unusable_path(args.path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
     progress = _progress_printer()
     runset = load_path(args.path, progress=progress, use_cache=not args.no_cache)
     for issue in runset.errors:
-        print(f"tuiprof: {issue}", file=sys.stderr)
+        _say(issue)
     if args.verbose:
         for issue in runset.skipped:
-            print(f"tuiprof: skipped {issue}", file=sys.stderr)
+            _say(f"skipped {issue}")
     summary = build_summary(runset, top=None if args.top <= 0 else args.top, gap_threshold_ns=args.gap_threshold,
                             rules=rules, max_gaps=None if args.max_gaps <= 0 else args.max_gaps, progress=progress)
     if progress:
@@ -103,7 +226,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         print(summary_text(summary))
     if not runset.runs:
-        print(f"tuiprof: nothing could be loaded from {args.path}", file=sys.stderr)
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
     return EXIT_OK
 
@@ -121,8 +244,12 @@ def cmd_open(args: argparse.Namespace) -> int:
         try:
             path = sample_path()
         except OSError as err:
-            print(f"tuiprof: cannot prepare the bundled sample run ({err}); give a run: tuiprof open RUN",
-                  file=sys.stderr)
+            _say(f"cannot prepare the bundled sample run ({err}); give a run: tuiprof open RUN")
+            return EXIT_NOTHING_LOADED
+    else:
+        unusable = _unusable_path(path)
+        if unusable:
+            _say(unusable)
             return EXIT_NOTHING_LOADED
     from tui_prof.tui.app import TuiProfApp
 
@@ -136,6 +263,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from tui_prof.render import diff as render_diff
 
     rules = _category_rules(args)
+    for path in (args.a, args.b):
+        unusable = _unusable_path(path)
+        if unusable:
+            _say(unusable)
+            return EXIT_NOTHING_LOADED
     noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
     noise_pp = d.DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
     if args.tui:
@@ -150,9 +282,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for path in (args.a, args.b):
         runset = load_path(path, progress=_progress_printer(), use_cache=not args.no_cache)
         for issue in runset.errors:
-            print(f"tuiprof: {issue}", file=sys.stderr)
+            _say(issue)
         if not runset.runs:
-            print(f"tuiprof: nothing could be loaded from {path}", file=sys.stderr)
+            _say(f"nothing could be loaded from {_shown_path(path)}")
             return EXIT_NOTHING_LOADED
         runsets.append(runset)
     result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp,
@@ -173,7 +305,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from tui_prof import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tuiprof",
         description="Terminal trace explorer for GPU profiler runs (rocprofv3, rocprof, PyTorch profiler).",
     )
@@ -181,14 +313,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     summary = sub.add_parser("summary", help="print formats, processes, agents and top kernels of a run")
-    summary.add_argument("path", help="run directory or profiler output file")
+    summary.add_argument("path", type=parse_path, help="run directory or profiler output file")
     fmt = summary.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.summary/1)")
     fmt.add_argument("--md", action="store_true", help="Markdown report (paste into a ticket)")
-    summary.add_argument("--top", type=int, default=20, help="number of kernels listed (0 = all; default 20)")
+    summary.add_argument("--top", type=parse_count, default=20, help="number of kernels listed (0 = all; default 20)")
     summary.add_argument("--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION",
                          help="list and classify GPU idle gaps at least this long (e.g. 10us, 1ms; bare number = µs; default 10us)")
-    summary.add_argument("--max-gaps", type=int, default=200, help="gaps listed in the report, longest first (0 = all; default 200)")
+    summary.add_argument("--max-gaps", type=parse_count, default=200, help="gaps listed in the report, longest first (0 = all; default 200)")
     summary.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
     summary.add_argument("-v", "--verbose", action="store_true", help="also list skipped files on stderr")
     summary.add_argument("--no-cache", action="store_true",
@@ -197,15 +329,15 @@ def build_parser() -> argparse.ArgumentParser:
     summary.set_defaults(func=cmd_summary)
     parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
-    opener.add_argument("path", nargs="?", help="run directory or profiler output file")
+    opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")
     opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
     opener.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)")
     opener.set_defaults(func=cmd_open)
     differ = sub.add_parser("diff", help="compare run B against run A (kernels and summary deltas; see docs/diff.md)")
-    differ.add_argument("a", metavar="A", help="baseline run directory or file")
-    differ.add_argument("b", metavar="B", help="run compared against A")
+    differ.add_argument("a", metavar="A", type=parse_path, help="baseline run directory or file")
+    differ.add_argument("b", metavar="B", type=parse_path, help="run compared against A")
     dfmt = differ.add_mutually_exclusive_group()
     dfmt.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.diff/1)")
     dfmt.add_argument("--md", action="store_true", help="Markdown report (tickets, CI comments)")
@@ -213,13 +345,13 @@ def build_parser() -> argparse.ArgumentParser:
     differ.add_argument("--by", choices=["name", "normalized", "category"], default="name",
                         help="match kernels by exact name, normalised name (templates/arguments stripped) or category")
     differ.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
-    differ.add_argument("--noise", type=float, default=None, metavar="PCT",
+    differ.add_argument("--noise", type=parse_percent, default=None, metavar="PCT",
                         help="changes within PCT percent of A are 'within noise' (times and counts; default 2)")
-    differ.add_argument("--noise-pp", type=float, default=None, metavar="PP",
+    differ.add_argument("--noise-pp", type=parse_percent, default=None, metavar="PP",
                         help="noise threshold in percentage points for %% metrics (idle %%, sync %%; default 1)")
-    differ.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+    differ.add_argument("--fail-on-regression", type=parse_percent, default=None, metavar="PCT",
                         help="exit with status 4 when a lower-is-better metric got worse by more than PCT (percent of A; points for %% metrics)")
-    differ.add_argument("--top", type=int, default=20, help="kernels listed (0 = all; default 20)")
+    differ.add_argument("--top", type=parse_count, default=20, help="kernels listed (0 = all; default 20)")
     differ.add_argument("--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION",
                         help="idle-gap threshold passed to the analysis (default 10us)")
     differ.add_argument("--no-mouse", action="store_true", help="with --tui: do not enable mouse reporting")
@@ -231,7 +363,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)  # no command: the parser's defaults route to cmd_open
+    try:
+        args = parser.parse_args(argv)  # no command: the parser's defaults route to cmd_open
+    except _UsageError as err:
+        _say(err)
+        return EXIT_USAGE
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_OK
@@ -240,15 +376,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the cache is written atomically, nothing is left half-written
         if sys.stderr.isatty():
             sys.stderr.write("\r\x1b[K")
-        print("tuiprof: interrupted", file=sys.stderr)
+        _say("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except _UsageError as err:
-        print(f"tuiprof: {err}", file=sys.stderr)
+        _say(err)
         return EXIT_USAGE
     except Exception as err:  # the last line of defence: no traceback reaches the user
-        print(f"tuiprof: internal error: {type(err).__name__}: {err} (please report)", file=sys.stderr)
+        _say(f"internal error: {type(err).__name__}: {err} (please report)")
         return EXIT_INTERNAL
 
 
