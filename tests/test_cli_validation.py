@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tui_prof.render.safe import safe_text
 from tui_prof import cli
 from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
 
@@ -159,8 +160,12 @@ def test_internal_error_message_is_escaped(monkeypatch, capsys):
                                 "(please report)")
 
 
-def test_safe_line_shows_every_non_printing_character():
-    assert cli._safe_line("plain ünïcode 名前") == "plain ünïcode 名前"
-    assert cli._safe_line("a\tb\rc\nd\x00e\x7ff\x9bg") == "a\\tb\\rc\\nd\\x00e\\x7ff\\x9bg"
-    assert cli._safe_line("x\u202ey\u200bz\u2028w\udcff") == "x⟨U+202E⟩y⟨U+200B⟩z⟨U+2028⟩w⟨U+DCFF⟩"
-    assert cli._safe_line("no\u00a0break") == "no\u00a0break"
+def test_stderr_lines_go_through_the_one_sanitiser():
+    assert cli.safe_text is safe_text
+
+
+def test_safe_text_shows_every_non_printing_character():
+    assert safe_text("plain ünïcode 名前") == "plain ünïcode 名前"
+    assert safe_text("a\tb\rc\nd\x00e\x7ff\x9bg") == "a\\tb\\rc\\nd\\x00e\\x7ff\\x9bg"
+    assert safe_text("x\u202ey\u200bz\u2028w\udcff") == "x⟨U+202E⟩y⟨U+200B⟩z⟨U+2028⟩w⟨U+DCFF⟩"
+    assert safe_text("no\u00a0break") == "no\u00a0break"

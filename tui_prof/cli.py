@@ -21,8 +21,8 @@ import json
 import math
 import os
 import sys
-import unicodedata
 
+from tui_prof.render.safe import safe_text
 from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
 
 
@@ -52,36 +52,9 @@ def _progress_printer():
 
 INT64_MAX = 2**63 - 1  # the largest time in ns the tables and --json can hold (292 years)
 
-_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _safe_line(text: object) -> str:
-    """``text`` for one stderr line: every character a terminal would act on instead of
-    print (C0/C1 controls, DEL, bidi and zero-width characters, line separators, lone
-    surrogates) shown visibly, as ``\\n``, ``\\x1b`` or ``⟨U+202E⟩``; printable text,
-    non-ASCII included, is kept."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ch in _NAMED_ESCAPES:
-            out.append(_NAMED_ESCAPES[ch])
-        elif code < 0x20 or 0x7F <= code <= 0x9F:
-            out.append(f"\\x{code:02x}")
-        elif unicodedata.category(ch) == "Zs":
-            out.append(ch)
-        else:
-            out.append(f"⟨U+{code:04X}⟩")
-    return "".join(out)
-
-
 def _say(message: object) -> None:
     """One line on stderr, prefixed ``tuiprof:``."""
-    print(f"tuiprof: {_safe_line(message)}", file=sys.stderr)
+    print(f"tuiprof: {safe_text(message)}", file=sys.stderr)
 
 
 def _shown_path(path: object, limit: int = 160) -> str:
