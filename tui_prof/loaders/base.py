@@ -2,7 +2,10 @@
 
 A loader module exposes:
 
-* ``FORMAT`` — the format id shown to users, e.g. ``"rocprofv3-csv"``;
+* ``LOADER`` — its :class:`LoaderSpec` (format id, the file names its profiler writes,
+  duplicate priority, how its files split into work units, its file kinds); the sniffing
+  order is ``tui_prof.loaders.LOADER_MODULES``;
+* ``FORMAT`` — the format id shown to users, e.g. ``"rocprofv3-csv"`` (``LOADER.format``);
 * ``sniff(path, head) -> Sniffed | None`` — decide from the first bytes of a file
   (``head``, already gunzipped) whether this loader reads it;
 * ``load(files, issues) -> list[Run]`` — read the detected files. A file that cannot be
@@ -19,12 +22,33 @@ import gzip
 import io
 import os
 import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tui_prof.model import LoadIssue
+import numpy as np
+import pandas as pd
+
+from tui_prof.model import LoadIssue, Run
+from tui_prof.model.schema import UNKNOWN
 
 HEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LoaderSpec:
+    """What the loading machinery needs to know about one loader module."""
+
+    format: str  # format id shown to users, e.g. "rocprofv3-csv"
+    file_names: str = ""  # regex (searched in a file name) of the files this profiler writes: such
+    # a file that no loader recognises is an error ("damaged"), not a skipped stranger
+    priority: int | None = None  # one process written in several formats keeps the lowest
+    # priority's output and reports the others as duplicates; None: never deduplicated
+    parallel: bool = False  # each process group is its own work unit, loaded in parallel threads
+    per_file: bool = False  # each file is its own work unit (one run per file), loaded one after another
+    kinds: tuple[str, ...] = ()  # the Sniffed.kind values its sniffer returns (fnmatch patterns)
 
 
 class LoadError(Exception):
@@ -76,7 +100,7 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
-def open_binary(path: Path):
+def open_binary(path: Path) -> gzip.GzipFile | io.BufferedReader:
     """Open a file for reading, transparently gunzipping ``.gz`` content."""
     if is_gzip(path):
         return gzip.open(path, "rb")
@@ -110,12 +134,9 @@ def read_text(path: Path) -> str:
         raise DamagedGzip(f"damaged gzip data (truncated or corrupt file): {err}") from None
 
 
-def int64_from_text(values):
+def int64_from_text(values: Iterable[Any]) -> np.ndarray:
     """Decimal integer text -> int64 exactly (never through float). Cells that are not an
     integer, or do not fit in int64, become UNKNOWN (-1)."""
-    import numpy as np
-    import pandas as pd
-
     series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
     text = series.astype(str).str.strip()
     out = np.full(len(text), -1, dtype=np.int64)
@@ -133,13 +154,26 @@ def int64_from_text(values):
     return out
 
 
-def csv_complete_rows(text: str):
+def int_column(frame: pd.DataFrame, column: str, *, drop_fraction: bool = True) -> np.ndarray:
+    """A frame's integer column as int64 (all UNKNOWN when the column is absent). Text is
+    parsed exactly (never through float); cells that are not integers or do not fit in int64
+    ("None", "nan", 1e400) become UNKNOWN. With ``drop_fraction`` text like "12.0" keeps its
+    integer part."""
+    if column not in frame.columns:
+        return np.full(len(frame), UNKNOWN, dtype=np.int64)
+    col = frame[column]
+    if col.dtype.kind in "iu":
+        return col.to_numpy(dtype="int64")
+    if drop_fraction:
+        return int64_from_text(col.astype(str).str.strip().str.replace(r"^([-+]?\d+)\.\d*$", r"\1", regex=True))
+    return int64_from_text(col)
+
+
+def csv_complete_rows(text: str) -> tuple[pd.DataFrame, bool]:
     """``(frame, truncated)`` from CSV text whose writer ends every row with a newline: all
     cells as strings (no NA parsing, blank lines skipped), column names stripped. A last line
     without its newline was cut short: it is dropped and ``truncated`` is True. Raises
     :class:`LoadError` when the text ends inside the header line or is not CSV."""
-    import pandas as pd
-
     truncated = False
     if not text.endswith("\n"):
         cut = text.rfind("\n")
@@ -152,6 +186,12 @@ def csv_complete_rows(text: str):
         raise LoadError(f"malformed CSV: {one_line(str(err))}") from None
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame, truncated
+
+
+def read_error(err: BaseException) -> str:
+    """The one-line message for a file the operating system (or SQLite) cannot read."""
+    reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    return f"cannot read file: {one_line(reason)}"
 
 
 def describe_error(err: BaseException) -> str:
@@ -211,16 +251,97 @@ def group_key(path: Path, suffix: str) -> str:
 
 
 def pid_from_prefix(prefix: str) -> int | None:
-    """rocprofv3's default file prefix is ``<pid>``: return it when the prefix is all digits."""
+    """rocprofv3's default file prefix is ``<pid>`` (rocprofv2's file tag ``<name>_<pid>``
+    ends in it): return it when the prefix is all digits."""
     tail = prefix.rsplit("/", 1)[-1]
     return int(tail) if tail.isdigit() else None
 
 
-def warn_negative_durations(run, names=("kernels", "copies", "api")) -> None:
+def process_pid(prefix: str, *pid_columns: Iterable[Any]) -> tuple[int | None, list[int]]:
+    """``(pid, several)`` of one process's files: the pid in the file prefix
+    (:func:`pid_from_prefix`), else the one known pid in ``pid_columns`` (UNKNOWN ignored);
+    when they hold several, pid is None and ``several`` lists them (callers keep it in
+    ``meta.extra["pids"]``)."""
+    pid = pid_from_prefix(prefix)
+    if pid is not None:
+        return pid, []
+    pids: set[int] = set()
+    for column in pid_columns:
+        pids.update(int(p) for p in pd.unique(np.asarray(column, dtype=np.int64)) if p != UNKNOWN)
+    if len(pids) == 1:
+        return pids.pop(), []
+    return None, sorted(pids)
+
+
+# Copy directions: agent types (source, destination) of each direction label.
+COPY_TYPES: dict[str, tuple[str, str]] = {
+    "HtoD": ("CPU", "GPU"),
+    "DtoH": ("GPU", "CPU"),
+    "DtoD": ("GPU", "GPU"),
+    "PtoP": ("GPU", "GPU"),
+    "HtoH": ("CPU", "CPU"),
+    "memset": ("", "GPU"),
+}
+
+
+def copy_direction(src_type: Any, dst_type: Any, src_agent: Any, dst_agent: Any, label: Any = None) -> np.ndarray:
+    """Direction of each copy from its agents, the one rule every loader uses.
+
+    CPU->GPU "HtoD", GPU->CPU "DtoH", CPU->CPU "HtoH"; GPU->GPU "DtoD" on one agent and
+    "PtoP" between two known agents; otherwise "unknown". ``label`` (optional, per row) is
+    the direction the format names: "memset" rows are memsets, and a GPU->GPU copy with an
+    unknown (-1) agent keeps the label's "DtoD" or "PtoP" (a format that records one GPU
+    only cannot tell them apart by agents)."""
+    src_type = np.asarray(src_type, dtype=object)
+    dst_type = np.asarray(dst_type, dtype=object)
+    src_agent = np.broadcast_to(np.asarray(src_agent, dtype=np.int64), src_type.shape)
+    dst_agent = np.broadcast_to(np.asarray(dst_agent, dtype=np.int64), src_type.shape)
+    out = np.full(len(src_type), "unknown", dtype=object)
+    out[(src_type == "CPU") & (dst_type == "GPU")] = "HtoD"
+    out[(src_type == "GPU") & (dst_type == "CPU")] = "DtoH"
+    out[(src_type == "CPU") & (dst_type == "CPU")] = "HtoH"
+    gpu_gpu = (src_type == "GPU") & (dst_type == "GPU")
+    out[gpu_gpu & (src_agent == dst_agent)] = "DtoD"
+    out[gpu_gpu & (src_agent != dst_agent)] = "PtoP"
+    if label is not None:
+        label = np.broadcast_to(np.asarray(label, dtype=object), src_type.shape)
+        one_unknown = gpu_gpu & ((src_agent == UNKNOWN) | (dst_agent == UNKNOWN))
+        named = one_unknown & np.isin(label, ("DtoD", "PtoP"))
+        out[named] = label[named]
+        out[label == "memset"] = "memset"
+    return out
+
+
+def labelled_copies(
+    label: Any, *, device: Any = None, src_agent: Any = UNKNOWN, dst_agent: Any = UNKNOWN
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(direction, src_agent, dst_agent)`` of copies whose format names their direction
+    (``label`` per row: a :data:`COPY_TYPES` key, anything else is "unknown").
+
+    A format that records both agents passes them; one that records only the GPU running the
+    copy passes it as ``device``, which becomes the GPU side: the destination of HtoD and
+    memset, the source of DtoH and PtoP (the peer is unknown), both of DtoD. The direction
+    is then :func:`copy_direction` of the label's agent types and these agents."""
+    labels = pd.Categorical(label)  # per distinct label, not per row
+    n = len(labels)
+    names = [str(c) for c in labels.categories]
+    codes = np.asarray(labels.codes)  # -1 (missing) picks the trailing ""
+    src_type = np.array([COPY_TYPES.get(c, ("", ""))[0] for c in names] + [""], dtype=object)[codes]
+    dst_type = np.array([COPY_TYPES.get(c, ("", ""))[1] for c in names] + [""], dtype=object)[codes]
+    label = np.array(names + [""], dtype=object)[codes]
+    if device is not None:
+        dev = np.broadcast_to(np.asarray(device, dtype=np.int64), (n,))
+        src = np.where(src_type == "GPU", dev, UNKNOWN)
+        dst = np.where((dst_type == "GPU") & (label != "PtoP"), dev, UNKNOWN)
+    else:
+        src = np.broadcast_to(np.asarray(src_agent, dtype=np.int64), (n,)).copy()
+        dst = np.broadcast_to(np.asarray(dst_agent, dtype=np.int64), (n,)).copy()
+    return copy_direction(src_type, dst_type, src, dst, label), src.astype(np.int64), dst.astype(np.int64)
+
+
+def warn_negative_durations(run: Run, names: Iterable[str] = ("kernels", "copies", "api")) -> None:
     """Add a warning to ``run`` per table with rows whose known end lies before their known
     start (unknown, -1, timestamps are not counted)."""
-    import numpy as np
-
     for name in names:
         table = run.table(name)
         if not len(table):
@@ -231,14 +352,17 @@ def warn_negative_durations(run, names=("kernels", "copies", "api")) -> None:
             run.warnings.append(f"{negative} {name} rows have a negative duration (end < start); kept as recorded")
 
 
-def load_groups(files: list[DetectedFile], issues: IssueSink, load_group, label: str) -> list:
+def load_groups(
+    files: list[DetectedFile],
+    issues: IssueSink,
+    load_group: Callable[[str, list[DetectedFile], IssueSink], Run | None],
+    label: str,
+) -> list[Run]:
     """Run ``load_group(group, files, issues) -> Run | None`` once per process group.
 
     A group that raises is reported on each of its files (``"<label> loader failed: ..."``)
     and the other groups still load.
     """
-    from collections import defaultdict
-
     groups: dict[str, list[DetectedFile]] = defaultdict(list)
     for item in files:
         groups[item.group or str(item.path)].append(item)
@@ -257,9 +381,13 @@ def load_groups(files: list[DetectedFile], issues: IssueSink, load_group, label:
 
 def configured_workers() -> int:
     """Parallel workers a loader may use: ``TUIPROF_LOAD_WORKERS`` when set to a positive
-    number (1 means serial), else the number of CPUs, at most 8."""
+    number (1 means serial), else the CPUs this process may run on (its affinity mask where
+    the OS has one), at most 8."""
     try:
         wanted = int(os.environ.get("TUIPROF_LOAD_WORKERS", "0"))
     except ValueError:
         wanted = 0
-    return wanted if wanted > 0 else min(os.cpu_count() or 1, 8)
+    if wanted > 0:
+        return wanted
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(cpus, 8)

@@ -27,11 +27,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, api_domain, describe_error, one_line, read_text
+from tui_prof.loaders.base import (
+    DetectedFile,
+    IssueSink,
+    LoadError,
+    LoaderSpec,
+    Sniffed,
+    api_domain,
+    copy_direction,
+    describe_error,
+    one_line,
+    read_error,
+    read_text,
+)
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
-FORMAT = "rocprofv3-json"
+LOADER = LoaderSpec(format="rocprofv3-json", file_names=r"results", priority=1, kinds=("results_json",))
+FORMAT = LOADER.format
 
 _HEAD = re.compile(rb'^\s*\{\s*"rocprofiler-sdk-tool"\s*:')
 API_KEYS = ("hip_api", "hsa_api", "marker_api", "rccl_api", "rocdecode_api", "rocjpeg_api")
@@ -59,22 +72,6 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
 # --------------------------------------------------------------------------- shared helpers
 
 
-def copy_direction(src_type, dst_type, src_agent, dst_agent) -> np.ndarray:
-    """Copy direction from agent types: CPU->GPU HtoD, GPU->CPU DtoH, CPU->CPU HtoH,
-    GPU->GPU DtoD on one agent and PtoP between two GPUs, else "unknown"."""
-    src_type = np.asarray(src_type, dtype=object)
-    dst_type = np.asarray(dst_type, dtype=object)
-    out = np.full(len(src_type), "unknown", dtype=object)
-    out[(src_type == "CPU") & (dst_type == "GPU")] = "HtoD"
-    out[(src_type == "GPU") & (dst_type == "CPU")] = "DtoH"
-    out[(src_type == "CPU") & (dst_type == "CPU")] = "HtoH"
-    gpu_gpu = (src_type == "GPU") & (dst_type == "GPU")
-    same = np.asarray(src_agent) == np.asarray(dst_agent)
-    out[gpu_gpu & same] = "DtoD"
-    out[gpu_gpu & ~same] = "PtoP"
-    return out
-
-
 def opt_int(value) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -93,8 +90,8 @@ def agent_from_record(ext: dict, node: int, *, kind: str = "", name: str = "", p
         kind = {1: "CPU", 2: "GPU"}.get(opt_int(ext.get("type")) or 0, "")
     kind = kind.upper()
     is_gpu = kind == "GPU"
-    banks = ext.get("mem_banks") if isinstance(ext.get("mem_banks"), list) else []
-    mem = sum(opt_int(b.get("size_in_bytes")) or 0 for b in banks if isinstance(b, dict))
+    banks = ext.get("mem_banks")
+    mem = sum(opt_int(b.get("size_in_bytes")) or 0 for b in banks if isinstance(b, dict)) if isinstance(banks, list) else 0
     lds_kb = opt_int(ext.get("lds_size_in_kb"))
 
     def gpu_int(key: str) -> int | None:
@@ -138,7 +135,7 @@ def load_file(path: Path) -> list[Run]:
     try:
         data = json.loads(read_text(path))
     except OSError as err:  # read_text raises DamagedGzip (an OSError) for broken gzip data
-        raise LoadError(f"cannot read file: {one_line(str(err) or type(err).__name__)}") from None
+        raise LoadError(read_error(err)) from None
     except json.JSONDecodeError as err:
         raise LoadError(f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg} (truncated file?)") from None
     top = data.get("rocprofiler-sdk-tool") if isinstance(data, dict) else None
