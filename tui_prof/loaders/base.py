@@ -1,4 +1,8 @@
-"""What every loader module shares: the detected-file record, errors, and file helpers.
+"""What every loader module shares: the loader contract (:class:`LoaderSpec`), the
+detected-file record, errors (:func:`read_error`, :func:`describe_error`), file and CSV
+helpers, integer columns (:func:`int_column`), the process id (:func:`process_pid`), copy
+direction and agents (:func:`copy_direction`, :func:`labelled_copies`) and the worker
+count (:func:`configured_workers`).
 
 A loader module exposes:
 

@@ -62,6 +62,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 
 from tui_prof.loaders.base import (
     DetectedFile,
@@ -598,8 +600,6 @@ class _Shapes:
 
     def match(self, data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
         """Returns ([(shape, packet indices, packet bytes as rows)], indices of the other packets)."""
-        from numpy.lib.stride_tricks import sliding_window_view
-
         length = ends - starts
         order = np.argsort(length, kind="stable")
         lengths = length[order]
@@ -1394,8 +1394,6 @@ def _match_int(pattern: re.Pattern, text: str) -> int:
 
 def _categorical(strings: np.ndarray, ids: np.ndarray):
     """A pandas Categorical of ``strings[ids]`` built from codes (no per-row Python)."""
-    import pandas as pd
-
     if not ids.size:
         return pd.Categorical([])
     present = np.zeros(strings.size, dtype=bool)  # the last slot of ``strings`` serves id -1
@@ -1414,8 +1412,6 @@ def _categorical(strings: np.ndarray, ids: np.ndarray):
 
 def _direction_labels(names) -> np.ndarray:
     """Direction label from rocprofv3's operation name (MEMORY_COPY_HOST_TO_DEVICE -> HtoD)."""
-    import pandas as pd
-
     names = pd.Categorical(names)
     mapped = []
     for name in names.categories:
