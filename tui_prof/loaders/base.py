@@ -286,6 +286,46 @@ COPY_TYPES: dict[str, tuple[str, str]] = {
     "HtoH": ("CPU", "CPU"),
     "memset": ("", "GPU"),
 }
+_DIRECTIONS = ("unknown", "HtoD", "DtoH", "HtoH", "DtoD", "PtoP", "memset")  # direction codes
+_CPU, _GPU = 1, 2  # agent type codes (0: other or unknown)
+
+
+def _codes(values: Any, n: int, code_of: Callable[[str], int]) -> np.ndarray:
+    """int8 ``code_of(str(value))`` per row, computed once per distinct value (missing: 0)."""
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.array
+    if isinstance(values, pd.Categorical):
+        codes, uniques = np.asarray(values.codes), list(values.categories)
+    else:
+        codes, uniques = pd.factorize(np.broadcast_to(np.asarray(values, dtype=object), (n,)))
+    lookup = np.array([code_of(str(u)) for u in uniques] + [0], dtype=np.int8)
+    return lookup[codes]
+
+
+def _type_code(agent_type: str) -> int:
+    return _CPU if agent_type == "CPU" else _GPU if agent_type == "GPU" else 0
+
+
+def _direction_code(label: str) -> int:
+    return _DIRECTIONS.index(label) if label in _DIRECTIONS else 0
+
+
+def _directions(src_type: np.ndarray, dst_type: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                label: np.ndarray | None) -> np.ndarray:
+    """:func:`copy_direction` on type and label codes."""
+    out = np.zeros(len(src_type), dtype=np.int8)
+    out[(src_type == _CPU) & (dst_type == _GPU)] = _DIRECTIONS.index("HtoD")
+    out[(src_type == _GPU) & (dst_type == _CPU)] = _DIRECTIONS.index("DtoH")
+    out[(src_type == _CPU) & (dst_type == _CPU)] = _DIRECTIONS.index("HtoH")
+    gpu_gpu = (src_type == _GPU) & (dst_type == _GPU)
+    out[gpu_gpu & (src == dst)] = _DIRECTIONS.index("DtoD")
+    out[gpu_gpu & (src != dst)] = _DIRECTIONS.index("PtoP")
+    if label is not None:
+        one_unknown = gpu_gpu & ((src == UNKNOWN) | (dst == UNKNOWN))
+        named = one_unknown & ((label == _DIRECTIONS.index("DtoD")) | (label == _DIRECTIONS.index("PtoP")))
+        out[named] = label[named]
+        out[label == _DIRECTIONS.index("memset")] = _DIRECTIONS.index("memset")
+    return np.array(_DIRECTIONS, dtype=object)[out]
 
 
 def copy_direction(src_type: Any, dst_type: Any, src_agent: Any, dst_agent: Any, label: Any = None) -> np.ndarray:
@@ -295,25 +335,13 @@ def copy_direction(src_type: Any, dst_type: Any, src_agent: Any, dst_agent: Any,
     "PtoP" between two known agents; otherwise "unknown". ``label`` (optional, per row) is
     the direction the format names: "memset" rows are memsets, and a GPU->GPU copy with an
     unknown (-1) agent keeps the label's "DtoD" or "PtoP" (a format that records one GPU
-    only cannot tell them apart by agents)."""
-    src_type = np.asarray(src_type, dtype=object)
-    dst_type = np.asarray(dst_type, dtype=object)
-    src_agent = np.broadcast_to(np.asarray(src_agent, dtype=np.int64), src_type.shape)
-    dst_agent = np.broadcast_to(np.asarray(dst_agent, dtype=np.int64), src_type.shape)
-    out = np.full(len(src_type), "unknown", dtype=object)
-    out[(src_type == "CPU") & (dst_type == "GPU")] = "HtoD"
-    out[(src_type == "GPU") & (dst_type == "CPU")] = "DtoH"
-    out[(src_type == "CPU") & (dst_type == "CPU")] = "HtoH"
-    gpu_gpu = (src_type == "GPU") & (dst_type == "GPU")
-    out[gpu_gpu & (src_agent == dst_agent)] = "DtoD"
-    out[gpu_gpu & (src_agent != dst_agent)] = "PtoP"
-    if label is not None:
-        label = np.broadcast_to(np.asarray(label, dtype=object), src_type.shape)
-        one_unknown = gpu_gpu & ((src_agent == UNKNOWN) | (dst_agent == UNKNOWN))
-        named = one_unknown & np.isin(label, ("DtoD", "PtoP"))
-        out[named] = label[named]
-        out[label == "memset"] = "memset"
-    return out
+    only cannot tell them apart by agents). Per-row work is on integer codes: the type and
+    label strings are looked at once per distinct value."""
+    n = len(src_type)
+    src = np.broadcast_to(np.asarray(src_agent, dtype=np.int64), (n,))
+    dst = np.broadcast_to(np.asarray(dst_agent, dtype=np.int64), (n,))
+    labels = None if label is None else _codes(label, n, _direction_code)
+    return _directions(_codes(src_type, n, _type_code), _codes(dst_type, n, _type_code), src, dst, labels)
 
 
 def labelled_copies(
@@ -326,21 +354,19 @@ def labelled_copies(
     copy passes it as ``device``, which becomes the GPU side: the destination of HtoD and
     memset, the source of DtoH and PtoP (the peer is unknown), both of DtoD. The direction
     is then :func:`copy_direction` of the label's agent types and these agents."""
-    labels = pd.Categorical(label)  # per distinct label, not per row
-    n = len(labels)
-    names = [str(c) for c in labels.categories]
-    codes = np.asarray(labels.codes)  # -1 (missing) picks the trailing ""
-    src_type = np.array([COPY_TYPES.get(c, ("", ""))[0] for c in names] + [""], dtype=object)[codes]
-    dst_type = np.array([COPY_TYPES.get(c, ("", ""))[1] for c in names] + [""], dtype=object)[codes]
-    label = np.array(names + [""], dtype=object)[codes]
+    n = len(label)
+    labels = _codes(label, n, _direction_code)
+    src_of = np.array([_type_code(COPY_TYPES.get(d, ("", ""))[0]) for d in _DIRECTIONS], dtype=np.int8)
+    dst_of = np.array([_type_code(COPY_TYPES.get(d, ("", ""))[1]) for d in _DIRECTIONS], dtype=np.int8)
+    src_type, dst_type = src_of[labels], dst_of[labels]
     if device is not None:
         dev = np.broadcast_to(np.asarray(device, dtype=np.int64), (n,))
-        src = np.where(src_type == "GPU", dev, UNKNOWN)
-        dst = np.where((dst_type == "GPU") & (label != "PtoP"), dev, UNKNOWN)
+        src = np.where(src_type == _GPU, dev, UNKNOWN)
+        dst = np.where((dst_type == _GPU) & (labels != _DIRECTIONS.index("PtoP")), dev, UNKNOWN)
     else:
         src = np.broadcast_to(np.asarray(src_agent, dtype=np.int64), (n,)).copy()
         dst = np.broadcast_to(np.asarray(dst_agent, dtype=np.int64), (n,)).copy()
-    return copy_direction(src_type, dst_type, src, dst, label), src.astype(np.int64), dst.astype(np.int64)
+    return _directions(src_type, dst_type, src, dst, labels), src.astype(np.int64), dst.astype(np.int64)
 
 
 def warn_negative_durations(run: Run, names: Iterable[str] = ("kernels", "copies", "api")) -> None:
