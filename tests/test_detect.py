@@ -4,9 +4,11 @@ import hashlib
 import os
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
-from tui_prof.loaders import load_path
+from tui_prof.loaders import LOADER_MODULES, detect, load_path, loader_modules
+from tui_prof.loaders.base import IssueSink
 
 
 def tree_state(root: Path) -> dict:
@@ -112,3 +114,30 @@ def test_reading_progress_while_a_unit_is_parsed(tmp_path, monkeypatch):
     assert reading[0] == ("reading MiB", 0, max(1, total >> 20))
     assert reading[-1][0] == "building tables"
     assert seen[-1] == ("done", 1, 1)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_loader_registry_gives_the_sniff_order_and_the_format_tables():
+    """Each loader module declares its LoaderSpec once; detect derives its tables from them."""
+    modules = loader_modules()
+    assert [m.__name__.rsplit(".", 1)[1] for m in modules] == list(LOADER_MODULES)
+    assert [m.FORMAT for m in modules] == [m.LOADER.format for m in modules] == [
+        "rocpd", "rocprofv3-json", "pftrace", "kineto", "rocprof-v1", "rocprofv3-csv", "rocprofv2", "rocm-smi-csv",
+    ]
+    assert detect.FORMAT_PRIORITY == ("rocpd", "rocprofv3-json", "rocprofv3-csv", "pftrace", "kineto")
+    assert sorted(detect.PARALLEL_FORMATS) == ["rocpd", "rocprofv3-csv"]
+    assert detect.FILE_FORMATS == ("pftrace", "kineto")
+    expected = ["1234_kernel_trace.csv", "x_memory_allocation_trace.csv", "counter_collection.csv", "agent_info.csv",
+                "kernel_stats.csv", "results.db", "a.pftrace", "host_1.pt.trace.json", "kineto.json", "rocpd.db"]
+    assert [name for name in expected if detect.PROFILER_NAME.search(name)] == expected
+    assert [n for n in ("notes.txt", "trace.json", "gpu_info_power_profiler_output.csv") if detect.PROFILER_NAME.search(n)] == []
+
+
+def test_every_sniffed_kind_is_declared_by_its_loader():
+    specs = {m.FORMAT: m.LOADER for m in loader_modules()}
+    detected = detect.scan(DATA, IssueSink())
+    assert {d.format for d in detected} == set(specs)
+    undeclared = [(d.format, d.kind) for d in detected if not any(fnmatch(d.kind, k) for k in specs[d.format].kinds)]
+    assert undeclared == []

@@ -530,3 +530,21 @@ def test_null_and_real_values_read_like_the_view_path(tmp_path):
     assert (k.loc[d1, "scratch_bytes"], k.loc[d1, "tid"]) == (-1, -1)
     assert k.loc[d2, "grid_x"] == 12
     assert_same_runs([run], rocpd.load_db(path, physical=False))
+
+
+@pytest.mark.parametrize("workers, readers", [("1", None), ("3", 3)])
+def test_reader_threads_follow_tuiprof_load_workers(monkeypatch, workers, readers):
+    """Without a THREADS override the reader pool has TUIPROF_LOAD_WORKERS threads (1: none)."""
+    made = []
+
+    class Spy(rocpd._Readers):
+        def __init__(self, path, threads):
+            made.append(threads)
+            super().__init__(path, threads)
+
+    monkeypatch.setattr(rocpd, "THREADS", None)
+    monkeypatch.setattr(rocpd, "_Readers", Spy)
+    monkeypatch.setenv("TUIPROF_LOAD_WORKERS", workers)
+    runs = rocpd.load_db(DB)
+    assert len(runs[0].kernels) == 151
+    assert made == ([] if readers is None else [readers])

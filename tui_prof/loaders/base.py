@@ -1,8 +1,15 @@
-"""What every loader module shares: the detected-file record, errors, and file helpers.
+"""What every loader module shares: the loader contract (:class:`LoaderSpec`), the
+detected-file record, errors (:func:`read_error`, :func:`describe_error`), file and CSV
+helpers, integer columns (:func:`int_column`), the process id (:func:`process_pid`), copy
+direction and agents (:func:`copy_direction`, :func:`labelled_copies`) and the worker
+count (:func:`configured_workers`).
 
 A loader module exposes:
 
-* ``FORMAT`` — the format id shown to users, e.g. ``"rocprofv3-csv"``;
+* ``LOADER`` — its :class:`LoaderSpec` (format id, the file names its profiler writes,
+  duplicate priority, how its files split into work units, its file kinds); the sniffing
+  order is ``tui_prof.loaders.LOADER_MODULES``;
+* ``FORMAT`` — the format id shown to users, e.g. ``"rocprofv3-csv"`` (``LOADER.format``);
 * ``sniff(path, head) -> Sniffed | None`` — decide from the first bytes of a file
   (``head``, already gunzipped) whether this loader reads it;
 * ``load(files, issues) -> list[Run]`` — read the detected files. A file that cannot be
@@ -19,12 +26,33 @@ import gzip
 import io
 import os
 import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tui_prof.model import LoadIssue
+import numpy as np
+import pandas as pd
+
+from tui_prof.model import LoadIssue, Run
+from tui_prof.model.schema import UNKNOWN
 
 HEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LoaderSpec:
+    """What the loading machinery needs to know about one loader module."""
+
+    format: str  # format id shown to users, e.g. "rocprofv3-csv"
+    file_names: str = ""  # regex (searched in a file name) of the files this profiler writes: such
+    # a file that no loader recognises is an error ("damaged"), not a skipped stranger
+    priority: int | None = None  # one process written in several formats keeps the lowest
+    # priority's output and reports the others as duplicates; None: never deduplicated
+    parallel: bool = False  # each process group is its own work unit, loaded in parallel threads
+    per_file: bool = False  # each file is its own work unit (one run per file), loaded one after another
+    kinds: tuple[str, ...] = ()  # the Sniffed.kind values its sniffer returns (fnmatch patterns)
 
 
 class LoadError(Exception):
@@ -76,7 +104,7 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
-def open_binary(path: Path):
+def open_binary(path: Path) -> gzip.GzipFile | io.BufferedReader:
     """Open a file for reading, transparently gunzipping ``.gz`` content."""
     if is_gzip(path):
         return gzip.open(path, "rb")
@@ -110,12 +138,9 @@ def read_text(path: Path) -> str:
         raise DamagedGzip(f"damaged gzip data (truncated or corrupt file): {err}") from None
 
 
-def int64_from_text(values):
+def int64_from_text(values: Iterable[Any]) -> np.ndarray:
     """Decimal integer text -> int64 exactly (never through float). Cells that are not an
     integer, or do not fit in int64, become UNKNOWN (-1)."""
-    import numpy as np
-    import pandas as pd
-
     series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
     text = series.astype(str).str.strip()
     out = np.full(len(text), -1, dtype=np.int64)
@@ -133,13 +158,26 @@ def int64_from_text(values):
     return out
 
 
-def csv_complete_rows(text: str):
+def int_column(frame: pd.DataFrame, column: str, *, drop_fraction: bool = True) -> np.ndarray:
+    """A frame's integer column as int64 (all UNKNOWN when the column is absent). Text is
+    parsed exactly (never through float); cells that are not integers or do not fit in int64
+    ("None", "nan", 1e400) become UNKNOWN. With ``drop_fraction`` text like "12.0" keeps its
+    integer part."""
+    if column not in frame.columns:
+        return np.full(len(frame), UNKNOWN, dtype=np.int64)
+    col = frame[column]
+    if col.dtype.kind in "iu":
+        return col.to_numpy(dtype="int64")
+    if drop_fraction:
+        return int64_from_text(col.astype(str).str.strip().str.replace(r"^([-+]?\d+)\.\d*$", r"\1", regex=True))
+    return int64_from_text(col)
+
+
+def csv_complete_rows(text: str) -> tuple[pd.DataFrame, bool]:
     """``(frame, truncated)`` from CSV text whose writer ends every row with a newline: all
     cells as strings (no NA parsing, blank lines skipped), column names stripped. A last line
     without its newline was cut short: it is dropped and ``truncated`` is True. Raises
     :class:`LoadError` when the text ends inside the header line or is not CSV."""
-    import pandas as pd
-
     truncated = False
     if not text.endswith("\n"):
         cut = text.rfind("\n")
@@ -152,6 +190,12 @@ def csv_complete_rows(text: str):
         raise LoadError(f"malformed CSV: {one_line(str(err))}") from None
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame, truncated
+
+
+def read_error(err: BaseException) -> str:
+    """The one-line message for a file the operating system (or SQLite) cannot read."""
+    reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    return f"cannot read file: {one_line(reason)}"
 
 
 def describe_error(err: BaseException) -> str:
@@ -211,16 +255,123 @@ def group_key(path: Path, suffix: str) -> str:
 
 
 def pid_from_prefix(prefix: str) -> int | None:
-    """rocprofv3's default file prefix is ``<pid>``: return it when the prefix is all digits."""
+    """rocprofv3's default file prefix is ``<pid>`` (rocprofv2's file tag ``<name>_<pid>``
+    ends in it): return it when the prefix is all digits."""
     tail = prefix.rsplit("/", 1)[-1]
     return int(tail) if tail.isdigit() else None
 
 
-def warn_negative_durations(run, names=("kernels", "copies", "api")) -> None:
+def process_pid(prefix: str, *pid_columns: Iterable[Any]) -> tuple[int | None, list[int]]:
+    """``(pid, several)`` of one process's files: the pid in the file prefix
+    (:func:`pid_from_prefix`), else the one known pid in ``pid_columns`` (UNKNOWN ignored);
+    when they hold several, pid is None and ``several`` lists them (callers keep it in
+    ``meta.extra["pids"]``)."""
+    pid = pid_from_prefix(prefix)
+    if pid is not None:
+        return pid, []
+    pids: set[int] = set()
+    for column in pid_columns:
+        pids.update(int(p) for p in pd.unique(np.asarray(column, dtype=np.int64)) if p != UNKNOWN)
+    if len(pids) == 1:
+        return pids.pop(), []
+    return None, sorted(pids)
+
+
+# Copy directions: agent types (source, destination) of each direction label.
+COPY_TYPES: dict[str, tuple[str, str]] = {
+    "HtoD": ("CPU", "GPU"),
+    "DtoH": ("GPU", "CPU"),
+    "DtoD": ("GPU", "GPU"),
+    "PtoP": ("GPU", "GPU"),
+    "HtoH": ("CPU", "CPU"),
+    "memset": ("", "GPU"),
+}
+_DIRECTIONS = ("unknown", "HtoD", "DtoH", "HtoH", "DtoD", "PtoP", "memset")  # direction codes
+_CPU, _GPU = 1, 2  # agent type codes (0: other or unknown)
+
+
+def _codes(values: Any, n: int, code_of: Callable[[str], int]) -> np.ndarray:
+    """int8 ``code_of(str(value))`` per row, computed once per distinct value (missing: 0)."""
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.array
+    if isinstance(values, pd.Categorical):
+        codes, uniques = np.asarray(values.codes), list(values.categories)
+    else:
+        codes, uniques = pd.factorize(np.broadcast_to(np.asarray(values, dtype=object), (n,)))
+    lookup = np.array([code_of(str(u)) for u in uniques] + [0], dtype=np.int8)
+    return lookup[codes]
+
+
+def _type_code(agent_type: str) -> int:
+    return _CPU if agent_type == "CPU" else _GPU if agent_type == "GPU" else 0
+
+
+def _direction_code(label: str) -> int:
+    return _DIRECTIONS.index(label) if label in _DIRECTIONS else 0
+
+
+def _directions(src_type: np.ndarray, dst_type: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                label: np.ndarray | None) -> np.ndarray:
+    """:func:`copy_direction` on type and label codes."""
+    out = np.zeros(len(src_type), dtype=np.int8)
+    out[(src_type == _CPU) & (dst_type == _GPU)] = _DIRECTIONS.index("HtoD")
+    out[(src_type == _GPU) & (dst_type == _CPU)] = _DIRECTIONS.index("DtoH")
+    out[(src_type == _CPU) & (dst_type == _CPU)] = _DIRECTIONS.index("HtoH")
+    gpu_gpu = (src_type == _GPU) & (dst_type == _GPU)
+    out[gpu_gpu & (src == dst)] = _DIRECTIONS.index("DtoD")
+    out[gpu_gpu & (src != dst)] = _DIRECTIONS.index("PtoP")
+    if label is not None:
+        one_unknown = gpu_gpu & ((src == UNKNOWN) | (dst == UNKNOWN))
+        named = one_unknown & ((label == _DIRECTIONS.index("DtoD")) | (label == _DIRECTIONS.index("PtoP")))
+        out[named] = label[named]
+        out[label == _DIRECTIONS.index("memset")] = _DIRECTIONS.index("memset")
+    return np.array(_DIRECTIONS, dtype=object)[out]
+
+
+def copy_direction(src_type: Any, dst_type: Any, src_agent: Any, dst_agent: Any, label: Any = None) -> np.ndarray:
+    """Direction of each copy from its agents, the one rule every loader uses.
+
+    CPU->GPU "HtoD", GPU->CPU "DtoH", CPU->CPU "HtoH"; GPU->GPU "DtoD" on one agent and
+    "PtoP" between two known agents; otherwise "unknown". ``label`` (optional, per row) is
+    the direction the format names: "memset" rows are memsets, and a GPU->GPU copy with an
+    unknown (-1) agent keeps the label's "DtoD" or "PtoP" (a format that records one GPU
+    only cannot tell them apart by agents). Per-row work is on integer codes: the type and
+    label strings are looked at once per distinct value."""
+    n = len(src_type)
+    src = np.broadcast_to(np.asarray(src_agent, dtype=np.int64), (n,))
+    dst = np.broadcast_to(np.asarray(dst_agent, dtype=np.int64), (n,))
+    labels = None if label is None else _codes(label, n, _direction_code)
+    return _directions(_codes(src_type, n, _type_code), _codes(dst_type, n, _type_code), src, dst, labels)
+
+
+def labelled_copies(
+    label: Any, *, device: Any = None, src_agent: Any = UNKNOWN, dst_agent: Any = UNKNOWN
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(direction, src_agent, dst_agent)`` of copies whose format names their direction
+    (``label`` per row: a :data:`COPY_TYPES` key, anything else is "unknown").
+
+    A format that records both agents passes them; one that records only the GPU running the
+    copy passes it as ``device``, which becomes the GPU side: the destination of HtoD and
+    memset, the source of DtoH and PtoP (the peer is unknown), both of DtoD. The direction
+    is then :func:`copy_direction` of the label's agent types and these agents."""
+    n = len(label)
+    labels = _codes(label, n, _direction_code)
+    src_of = np.array([_type_code(COPY_TYPES.get(d, ("", ""))[0]) for d in _DIRECTIONS], dtype=np.int8)
+    dst_of = np.array([_type_code(COPY_TYPES.get(d, ("", ""))[1]) for d in _DIRECTIONS], dtype=np.int8)
+    src_type, dst_type = src_of[labels], dst_of[labels]
+    if device is not None:
+        dev = np.broadcast_to(np.asarray(device, dtype=np.int64), (n,))
+        src = np.where(src_type == _GPU, dev, UNKNOWN)
+        dst = np.where((dst_type == _GPU) & (labels != _DIRECTIONS.index("PtoP")), dev, UNKNOWN)
+    else:
+        src = np.broadcast_to(np.asarray(src_agent, dtype=np.int64), (n,)).copy()
+        dst = np.broadcast_to(np.asarray(dst_agent, dtype=np.int64), (n,)).copy()
+    return _directions(src_type, dst_type, src, dst, labels), src.astype(np.int64), dst.astype(np.int64)
+
+
+def warn_negative_durations(run: Run, names: Iterable[str] = ("kernels", "copies", "api")) -> None:
     """Add a warning to ``run`` per table with rows whose known end lies before their known
     start (unknown, -1, timestamps are not counted)."""
-    import numpy as np
-
     for name in names:
         table = run.table(name)
         if not len(table):
@@ -231,14 +382,17 @@ def warn_negative_durations(run, names=("kernels", "copies", "api")) -> None:
             run.warnings.append(f"{negative} {name} rows have a negative duration (end < start); kept as recorded")
 
 
-def load_groups(files: list[DetectedFile], issues: IssueSink, load_group, label: str) -> list:
+def load_groups(
+    files: list[DetectedFile],
+    issues: IssueSink,
+    load_group: Callable[[str, list[DetectedFile], IssueSink], Run | None],
+    label: str,
+) -> list[Run]:
     """Run ``load_group(group, files, issues) -> Run | None`` once per process group.
 
     A group that raises is reported on each of its files (``"<label> loader failed: ..."``)
     and the other groups still load.
     """
-    from collections import defaultdict
-
     groups: dict[str, list[DetectedFile]] = defaultdict(list)
     for item in files:
         groups[item.group or str(item.path)].append(item)
@@ -257,9 +411,13 @@ def load_groups(files: list[DetectedFile], issues: IssueSink, load_group, label:
 
 def configured_workers() -> int:
     """Parallel workers a loader may use: ``TUIPROF_LOAD_WORKERS`` when set to a positive
-    number (1 means serial), else the number of CPUs, at most 8."""
+    number (1 means serial), else the CPUs this process may run on (its affinity mask where
+    the OS has one), at most 8."""
     try:
         wanted = int(os.environ.get("TUIPROF_LOAD_WORKERS", "0"))
     except ValueError:
         wanted = 0
-    return wanted if wanted > 0 else min(os.cpu_count() or 1, 8)
+    if wanted > 0:
+        return wanted
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(cpus, 8)

@@ -10,38 +10,48 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
-from tui_prof.loaders import loader_modules
-from tui_prof.loaders.base import DetectedFile, IssueSink, configured_workers, one_line, read_head
+from tui_prof.loaders import cache, loader_modules
+from tui_prof.loaders.base import (
+    DetectedFile,
+    IssueSink,
+    LoaderSpec,
+    configured_workers,
+    one_line,
+    read_error,
+    read_head,
+)
 from tui_prof.model import LoadIssue, Run, RunSet
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total)."""
 
+LOADERS: tuple[LoaderSpec, ...] = tuple(module.LOADER for module in loader_modules())
+
 # A file whose name matches is expected to be profiler output: if no loader recognises
 # its content, that is an error rather than a skip.
-PROFILER_NAME = re.compile(
-    r"(_(kernel|hip_api|hsa_api|marker_api|rccl_api|memory_copy|memory_allocation|scratch_memory)_trace"
-    r"|counter_collection|agent_info|_stats|results|\.pftrace|pt\.trace|kineto|rocpd)",
-    re.IGNORECASE,
-)
+PROFILER_NAME = re.compile("|".join(f"(?:{spec.file_names})" for spec in LOADERS if spec.file_names), re.IGNORECASE)
 
 # When one process was written in several formats (rocprofv3 --output-format csv json ...),
 # the first format in this list is kept and the others are reported as duplicates.
-FORMAT_PRIORITY = ("rocpd", "rocprofv3-json", "rocprofv3-csv", "pftrace", "kineto")
+FORMAT_PRIORITY = tuple(
+    spec.format for spec in sorted((s for s in LOADERS if s.priority is not None), key=lambda s: s.priority or 0)
+)
 
 MAX_FILES = 200_000
 
 # Formats whose loader reads each process group (rocprofv3 CSV prefix) or file (rocpd
 # database) on its own: a directory of many ranks loads them in parallel threads.
-PARALLEL_FORMATS = ("rocprofv3-csv", "rocpd")
+PARALLEL_FORMATS = tuple(spec.format for spec in LOADERS if spec.parallel)
 
 # Formats whose loader reads each file on its own (one run per file): each file is its own
 # work unit and cache entry; the files are still loaded one after another.
-FILE_FORMATS = ("pftrace", "kineto")
+FILE_FORMATS = tuple(spec.format for spec in LOADERS if spec.per_file)
 
 
 READ_PROGRESS_MIN_BYTES = 32 << 20  # loads smaller than this report no "reading" progress
@@ -69,8 +79,6 @@ class ReadProgress:
     reads are not counted, so ``done`` stays below ``total`` until the load ends."""
 
     def __init__(self, progress: Progress, total_bytes: int) -> None:
-        import threading
-
         self.progress = progress
         self.total = total_bytes
         self.stopped = threading.Event()
@@ -84,11 +92,12 @@ class ReadProgress:
 
     def _run(self) -> None:
         total_mib = max(1, self.total >> 20)
-        while not self.stopped.wait(READ_PROGRESS_INTERVAL_S):
+        base = self.base
+        while base is not None and not self.stopped.wait(READ_PROGRESS_INTERVAL_S):
             now = _bytes_read()
             if now is None:
                 return
-            read_mib = (now - self.base) >> 20
+            read_mib = (now - base) >> 20
             if read_mib < total_mib:
                 self.progress("reading MiB", read_mib, total_mib)
             else:  # every byte read once: the loader is decoding or building its tables
@@ -156,7 +165,7 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
             if not os.access(path, os.R_OK):
                 raise PermissionError("permission denied")
         except OSError as err:
-            sink.error(path, f"cannot read file: {getattr(err, 'strerror', None) or err}")
+            sink.error(path, read_error(err))
             continue
         size = stat.st_size
         expected = bool(PROFILER_NAME.search(path.name)) or path == root
@@ -284,14 +293,13 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
     valid) or from its loader (and written to the cache with ``use_cache``)."""
     runset = RunSet(root=str(root))
     sink = IssueSink()
-    memo = None
+    memo: dict | None = None
+    before: dict = {}
     if use_cache:
-        from tui_prof.loaders import cache
-
         memo = cache.load_scan(root)
         before = dict(memo)
     detected = scan(root, sink, progress, memo)
-    if use_cache and memo != before:
+    if memo is not None and memo != before:
         cache.save_scan(root, memo)
     units = work_units(detected)
     modules = {m.FORMAT: m for m in loader_modules()}
@@ -314,13 +322,14 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
             for item in files:
                 unit_sink.error(item.path, f"{fmt} loader failed: {one_line(repr(err))}")
             return [], unit_sink.issues
-        if keys[slot] and runs:  # written before assemble() merges and sorts the fragments
-            cache.save(RunSet(root=str(root), runs=runs, issues=unit_sink.issues), keys[slot])
+        key = keys[slot]
+        if key and runs:  # written before assemble() merges and sorts the fragments
+            cache.save(RunSet(root=str(root), runs=runs, issues=unit_sink.issues), key)
         return runs, unit_sink.issues
 
     # Tasks: each unit of a PARALLEL_FORMATS format alone; the units of any other format
-    # one after another in one task (as one loader call did before), so e.g. two large
-    # pftrace files are never parsed at the same time.
+    # one after another in one task, so e.g. two large pftrace files are never parsed at the
+    # same time (each holds its whole trace in memory while it decodes).
     tasks: list[list[int]] = []
     chained: dict[str, list[int]] = {}
     for slot, (fmt, _files) in enumerate(units):
@@ -354,11 +363,10 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
                     except OSError:
                         pass
         reading = ReadProgress(progress, parse_bytes).start()
+    finished: Iterable[list[int]]
     if workers <= 1:
         finished = map(run_task, tasks)
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tuiprof-load")
         finished = pool.map(run_task, tasks)
     try:
@@ -375,7 +383,10 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
     if use_cache and tasks:  # entries were written: keep the cache within its bound
         cache.prune(keep={key for key in keys if key})
     fragments: list[Run] = []
-    for runs, issues in results:  # issues and runs in unit order, as a serial load gives them
+    for result in results:  # issues and runs in unit order, as a serial load gives them
+        if result is None:  # every unit ran or came from the cache
+            continue
+        runs, issues = result
         fragments.extend(runs)
         sink.issues.extend(issues)
     runset.runs = assemble(fragments, sink)

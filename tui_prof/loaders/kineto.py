@@ -59,22 +59,35 @@ import sys
 import zlib
 from array import array
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, configured_workers, is_gzip, one_line, open_binary
+from tui_prof.loaders.base import (
+    IssueSink,
+    LoadError,
+    LoaderSpec,
+    Sniffed,
+    configured_workers,
+    is_gzip,
+    labelled_copies,
+    one_line,
+    open_binary,
+    read_error,
+)
 from tui_prof.model import Agent, Run
 from tui_prof.model.schema import UNKNOWN, make_table
 
-FORMAT = "kineto"
+LOADER = LoaderSpec(format="kineto", file_names=r"pt\.trace|kineto", priority=4, per_file=True, kinds=("trace",))
+FORMAT = LOADER.format
 
 _CAT_MARKER = re.compile(rb'"cat"\s*:\s*"(kernel|cuda_runtime|cuda_driver|cpu_op|gpu_memcpy|user_annotation|python_function)"')
 _LEGACY_ROCPROF = re.compile(rb'"traceEvents"\s*:\s*\[\s*\{\s*\}')
 
 MARKER_CATS = ("cpu_op", "user_annotation", "gpu_user_annotation", "python_function")
-API_CATS = ("cuda_runtime", "cuda_driver")
 COPY_CATS = ("gpu_memcpy", "gpu_memset")
 COPY_DIRECTIONS = ("HtoD", "DtoH", "DtoD", "HtoH", "PtoP")
 
@@ -128,7 +141,7 @@ def load(files, issues: IssueSink) -> list[Run]:
         except MemoryError:
             issues.error(item.path, "out of memory while reading the Kineto trace")
         except Exception as err:  # one file's unforeseen failure must not fail its siblings
-            issues.error(item.path, f"cannot load Kineto trace ({type(err).__name__}: {one_line(err)})")
+            issues.error(item.path, f"cannot load Kineto trace ({type(err).__name__}: {one_line(str(err))})")
     return runs
 
 
@@ -144,6 +157,8 @@ LONG_STRING = 64 << 20
 """An unterminated string this long (characters) is bad JSON, not a cut window."""
 
 _WS = re.compile(r"[ \t\n\r]*")
+# The whitespace pattern matches (possibly empty) at every position: never None.
+_ws_match = cast("Callable[[str, int], re.Match[str]]", _WS.match)
 _EVENT_SEPARATOR = re.compile(r"\}[ \t\n\r]*,[ \t\n\r]*\{")
 BATCH_CHARS = 64 << 10
 """Characters of events decoded by one scanner call in :func:`read_events`."""
@@ -195,7 +210,7 @@ class TextWindow:
     def peek(self) -> str:
         """Skip whitespace; the next character, "" at end of file."""
         while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
+            self.pos = _ws_match(self.buf, self.pos).end()
             if self.pos < len(self.buf):
                 return self.buf[self.pos]
             if not self.more():
@@ -293,7 +308,17 @@ class Columns:
     """Compact per-table columns: ``array`` of float64 µs (``d``), int64 (``q``) and int32
     string codes (``i``), plus a string -> code dict per string column."""
 
-    def __init__(self, floats=(), ints=(), codes=(), triples=()):
+    if TYPE_CHECKING:  # the columns are attributes named at construction
+
+        def __getattr__(self, name: str) -> array[Any]: ...
+
+    def __init__(
+        self,
+        floats: tuple[str, ...] = (),
+        ints: tuple[str, ...] = (),
+        codes: tuple[str, ...] = (),
+        triples: tuple[str, ...] = (),
+    ) -> None:
         self.widths: dict[str, int] = {}
         for name in floats:
             setattr(self, name, array("d"))
@@ -365,7 +390,7 @@ def as_float64(arr) -> np.ndarray:
 # category codes within the tables that mix categories (row order = this order, then file order)
 API_ORDER = ("cuda_runtime", "cuda_driver", "cuda_sync")
 COPY_ORDER = COPY_CATS
-MARKER_CODE = {cat: i for i, cat in enumerate(MARKER_CATS)}
+MARKER_CODE: dict[object, int] = {cat: i for i, cat in enumerate(MARKER_CATS)}  # looked up with any JSON value
 API_CODE = {cat: i for i, cat in enumerate(API_ORDER)}
 COPY_CODE = {cat: i for i, cat in enumerate(COPY_ORDER)}
 
@@ -412,11 +437,11 @@ def read_trace_with(path: Path, pieces: int) -> Events:
         with open_binary(path) as fh:
             return parse_trace(TextWindow(fh), path, pieces)
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-        raise LoadError(f"damaged or truncated gzip data ({one_line(err)})")
+        raise LoadError(f"damaged or truncated gzip data ({one_line(str(err))})")
     except UnicodeDecodeError:
         raise LoadError("not UTF-8 JSON text")
     except OSError as err:
-        raise LoadError(f"cannot read file: {getattr(err, 'strerror', None) or err}")
+        raise LoadError(read_error(err))
     except RecursionError:
         raise LoadError("JSON nested too deeply")
 
@@ -441,7 +466,7 @@ def parse_trace(win: TextWindow, path: Path | None = None, pieces: int = 1) -> E
             win.expect(":", f"after top-level key {key!r}")
             if win.peek() == "[" and key == "traceEvents":
                 win.pos += 1
-                if pieces > 1 and not seen_events:
+                if pieces > 1 and path is not None and not seen_events:
                     win = read_events_parallel(win, ev, path, pieces)
                 else:
                     read_events(win, ev)
@@ -470,7 +495,7 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
     flows, labels, first_ts = ev.flows, ev.process_labels, ev.first_ts
     mk_cat, mk_name, mk_ts, mk_dur = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append
     mk_pid, mk_tid = mk.pid.append, mk.tid.append
-    decode, ws, separator = win.decode, _WS.match, _EVENT_SEPARATOR.search
+    decode, ws, separator = win.decode, _ws_match, _EVENT_SEPARATOR.search
     marker_code = MARKER_CODE.get
     count = 0
     if win.peek() == "]":
@@ -573,6 +598,8 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                             t = api
                             a = e.get("args") or {}
                             corr = a.get("correlation")
+                            pid: Any
+                            tid: Any
                             if cat == "cuda_sync":  # written on the device/stream row; no host thread
                                 pid = tid = UNKNOWN
                             else:
@@ -855,8 +882,9 @@ def read_events_parallel(win: TextWindow, ev: Events, path: Path, pieces: int) -
                 bounds.append(found)
                 head = data[found - at :]
         for proc, (a, b) in zip(workers, zip(bounds, bounds[1:])):
-            proc.stdin.write(f"{a} {b}\n".encode())
-            proc.stdin.flush()
+            stdin = cast("IO[bytes]", proc.stdin)  # a pipe: start_worker passes stdin=PIPE
+            stdin.write(f"{a} {b}\n".encode())
+            stdin.flush()
         for proc in workers[len(bounds) - 1 :]:  # not needed (a split point was not found)
             proc.kill()
             proc.communicate()
@@ -971,7 +999,8 @@ def load_file(path: Path) -> Run:
         meta.tool_version = f"kineto schema {top['schemaVersion']}"
     meta.files = [str(path)]
     meta.label = trace_label(Path(path))
-    dist = top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else {}
+    dist_info = top.get("distributedInfo")
+    dist: dict = dist_info if isinstance(dist_info, dict) else {}
     if isinstance(dist.get("rank"), int):
         meta.rank = dist["rank"]
     versions = {k: top[k] for k in VERSION_KEYS if k in top}
@@ -1185,15 +1214,13 @@ def build_copies(cols: Columns, launch: pd.DataFrame, host_pid):
     start, end = times(cols)
     names = cols.categorical("name")
     from_name = np.array([_name_direction(str(n)) for n in names.categories] or ["unknown"], dtype=object)
-    direction = from_name[names.codes]
+    label = from_name[names.codes]
     kinds = cols.strings_of("kind")
     has_kind = kinds != ""
-    direction[has_kind] = kinds[has_kind]
+    label[has_kind] = kinds[has_kind]
     cats = np.frombuffer(cols.cat, dtype=np.int32)
-    direction[cats == COPY_CODE["gpu_memset"]] = "memset"
-    device = as_int64(cols.device)
-    src = np.where(np.isin(direction, ("DtoH", "DtoD", "PtoP")), device, UNKNOWN)
-    dst = np.where(np.isin(direction, ("HtoD", "DtoD", "memset")), device, UNKNOWN)
+    label[cats == COPY_CODE["gpu_memset"]] = "memset"
+    direction, src, dst = labelled_copies(label, device=as_int64(cols.device))
     correlation = as_int64(cols.corr)
     pid, tid, _ = join_launch(correlation, launch, host_pid)
     columns = {
@@ -1284,8 +1311,8 @@ def build_agents(props, devices: list[int], platform: str) -> tuple[list[Agent],
     else:
         ids = list(devices)
         if not ids:
-            ids = [p.get("id") for p in entries if isinstance(p.get("id"), int)]
-            mapping = {p.get("id"): p for p in entries if isinstance(p.get("id"), int)}
+            ids = [p["id"] for p in entries if isinstance(p.get("id"), int)]
+            mapping = {p["id"]: p for p in entries if isinstance(p.get("id"), int)}
         else:
             stripped = [{k: v for k, v in p.items() if k != "id"} for p in entries]
             if entries and all(s == stripped[0] for s in stripped):

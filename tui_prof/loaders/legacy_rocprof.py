@@ -41,16 +41,20 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.loaders.base import (
-    load_groups,
     DetectedFile,
     IssueSink,
     LoadError,
+    LoaderSpec,
     Sniffed,
     csv_complete_rows,
     describe_error,
     first_line,
-    int64_from_text,
+    int_column,
+    labelled_copies,
+    load_groups,
     one_line,
+    process_pid,
+    read_error,
     read_text,
     split_header,
     warn_negative_durations,
@@ -58,7 +62,13 @@ from tui_prof.loaders.base import (
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables, make_table
 
-FORMAT = "rocprof-v1"
+LOADER = LoaderSpec(
+    format="rocprof-v1",
+    file_names=r"results",
+    kinds=("trace_db", "trace_json", "sysinfo", "kernel_csv", "hip_api_stats", "hsa_api_stats", "memory_copy_stats",
+           "kernel_stats"),
+)
+FORMAT = LOADER.format
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LEGACY_TABLES = (b"KERN", b"OPS", b"COPY", b"HIP", b"HSA", b"rocTX")
@@ -151,39 +161,18 @@ def _names(frame: pd.DataFrame, column: str, quoted: bool) -> pd.Series:
     return _unquote(names) if quoted else names
 
 
-def _ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
-    """Integer column (int64) or UNKNOWN when absent; non-numeric or out-of-range cells
-    ("None", "nan", 1e400) become UNKNOWN. Text like "12.0" keeps its integer part."""
-    if column not in frame.columns:
-        return UNKNOWN
-    col = frame[column]
-    if col.dtype.kind in "iu":
-        return col.to_numpy(dtype="int64")
-    # Exact for integers given as text: parse the strings, not through float.
-    return int64_from_text(col.astype(str).str.strip().str.replace(r"^([-+]?\d+)\.\d*$", r"\1", regex=True))
-
-
-def _timestamp_ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
-    """Timestamps as int64 ns, parsed without float (columns may be text in JSON args)."""
-    if column not in frame.columns:
-        return UNKNOWN
-    col = frame[column]
-    if col.dtype.kind in "iu":
-        return col.to_numpy(dtype="int64")
-    return int64_from_text(col)
-
-
 def _span(frame: pd.DataFrame) -> dict:
     """The columns every tblextr.py table shares: start/end (BeginNs/EndNs), pid and tid."""
     return {
-        "start": _timestamp_ints(frame, "BeginNs"),
-        "end": _timestamp_ints(frame, "EndNs"),
-        "pid": _ints(frame, "pid"),
-        "tid": _ints(frame, "tid"),
+        "start": int_column(frame, "BeginNs", drop_fraction=False),
+        "end": int_column(frame, "EndNs", drop_fraction=False),
+        "pid": int_column(frame, "pid"),
+        "tid": int_column(frame, "tid"),
     }
 
 
-def _direction(names: pd.Series) -> np.ndarray:
+def _direction_labels(names: pd.Series) -> np.ndarray:
+    """Direction label from the copy's name (CopyHostToDevice -> HtoD, Fill/Memset -> memset)."""
     text = names.astype(str)
     out = np.full(len(text), "unknown", dtype=object)
     for pattern, label in (
@@ -200,23 +189,23 @@ def _direction(names: pd.Series) -> np.ndarray:
 def kern_tables(frame: pd.DataFrame, quoted_names: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(kernels, counters) from a KERN-shaped frame (results.csv, KERN table, JSON KERN args)."""
     names = _names(frame, "KernelName", quoted_names)
-    dispatch = _ints(frame, "Index")
-    agent = _ints(frame, "gpu-id")
+    dispatch = int_column(frame, "Index")
+    agent = int_column(frame, "gpu-id")
     kernels = make_table(
         "kernels",
         {
             **_span(frame),
             "agent": agent,
-            "queue": _ints(frame, "queue-id"),
+            "queue": int_column(frame, "queue-id"),
             "dispatch_id": dispatch,
             "name": names,
-            "grid_x": _ints(frame, "grd"),
-            "wg_x": _ints(frame, "wgr"),
-            "lds_bytes": _ints(frame, "lds"),
-            "scratch_bytes": _ints(frame, "scr"),
-            "arch_vgpr": _ints(frame, "arch_vgpr" if "arch_vgpr" in frame.columns else "vgpr"),
-            "accum_vgpr": _ints(frame, "accum_vgpr"),
-            "sgpr": _ints(frame, "sgpr"),
+            "grid_x": int_column(frame, "grd"),
+            "wg_x": int_column(frame, "wgr"),
+            "lds_bytes": int_column(frame, "lds"),
+            "scratch_bytes": int_column(frame, "scr"),
+            "arch_vgpr": int_column(frame, "arch_vgpr" if "arch_vgpr" in frame.columns else "vgpr"),
+            "accum_vgpr": int_column(frame, "accum_vgpr"),
+            "sgpr": int_column(frame, "sgpr"),
         },
     )
     counter_cols = [c for c in frame.columns if c not in KERN_PROPERTIES and not str(c).startswith("__")]
@@ -228,8 +217,8 @@ def kern_tables(frame: pd.DataFrame, quoted_names: bool) -> tuple[pd.DataFrame, 
             make_table(
                 "counters",
                 {
-                    "dispatch_id": dispatch if isinstance(dispatch, np.ndarray) else np.full(n, UNKNOWN),
-                    "agent": agent if isinstance(agent, np.ndarray) else np.full(n, UNKNOWN),
+                    "dispatch_id": dispatch,
+                    "agent": agent,
                     "counter": pd.Categorical([col] * n),
                     "value": values.to_numpy(dtype="float64"),
                 },
@@ -245,10 +234,10 @@ def ops_kernels(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
         "kernels",
         {
             **_span(frame),
-            "agent": _ints(frame, "dev-id"),
-            "queue": _ints(frame, "queue-id"),
-            "stream": _ints(frame, "stream-id"),
-            "correlation_id": _ints(frame, "Index"),
+            "agent": int_column(frame, "dev-id"),
+            "queue": int_column(frame, "queue-id"),
+            "stream": int_column(frame, "stream-id"),
+            "correlation_id": int_column(frame, "Index"),
             "name": names,
         },
     )
@@ -256,12 +245,7 @@ def ops_kernels(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
 
 def copy_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
     names = _names(frame, "Name", quoted_names)
-    direction = _direction(names)
-    dev = _ints(frame, "dev-id")
-    n = len(frame)
-    dev_arr = dev if isinstance(dev, np.ndarray) else np.full(n, UNKNOWN, dtype="int64")
-    src = np.where(np.isin(direction, ["DtoH", "DtoD", "memset"]), dev_arr, UNKNOWN)
-    dst = np.where(np.isin(direction, ["HtoD", "DtoD", "memset"]), dev_arr, UNKNOWN)
+    direction, src, dst = labelled_copies(_direction_labels(names), device=int_column(frame, "dev-id"))
     return make_table(
         "copies",
         {
@@ -269,9 +253,9 @@ def copy_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
             "direction": direction,
             "src_agent": src,
             "dst_agent": dst,
-            "queue": _ints(frame, "queue-id"),
-            "stream": _ints(frame, "stream-id"),
-            "correlation_id": _ints(frame, "Index"),
+            "queue": int_column(frame, "queue-id"),
+            "stream": int_column(frame, "stream-id"),
+            "correlation_id": int_column(frame, "Index"),
             "name": names,
         },
     )
@@ -285,7 +269,7 @@ def api_table(frame: pd.DataFrame, domain: str, quoted_names: bool) -> pd.DataFr
             **_span(frame),
             "domain": domain,
             "name": names,
-            "correlation_id": _ints(frame, "Index"),
+            "correlation_id": int_column(frame, "Index"),
         },
     )
 
@@ -349,15 +333,15 @@ def read_db(path: Path, run: Run) -> None:
 def _fill_kernels(run: Run, kern: pd.DataFrame | None, ops: pd.DataFrame | None, quoted_names: bool) -> None:
     """Kernels from OPS when it has rows (as rocprof's own kernel stats), else from KERN; KERN
     counters are kept either way."""
-    has_kern = kern is not None and len(kern) and "KernelName" in kern.columns
+    kern_rows = len(kern) if kern is not None and "KernelName" in kern.columns else 0
     kern_kernels = None
-    if has_kern:
+    if kern is not None and kern_rows:
         kern_kernels, run.counters = kern_tables(kern, quoted_names)
     if ops is not None and len(ops):
         run.kernels = ops_kernels(ops, quoted_names)
-        if has_kern:
+        if kern_rows:
             run.warnings.append(
-                f"both KERN ({len(kern)} rows) and OPS ({len(ops)} rows) hold dispatches; kernels taken from OPS "
+                f"both KERN ({kern_rows} rows) and OPS ({len(ops)} rows) hold dispatches; kernels taken from OPS "
                 "as rocprof's own kernel statistics are, KERN kept for its counters only"
             )
     elif kern_kernels is not None:
@@ -373,7 +357,7 @@ def read_json(path: Path, run: Run) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise LoadError(f"invalid JSON ({err.__class__.__name__}: {err})") from None
     except OSError as err:
-        raise LoadError(f"cannot read file: {err}") from None
+        raise LoadError(read_error(err)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise LoadError("JSON without a traceEvents list")
     events = doc["traceEvents"]
@@ -381,8 +365,8 @@ def read_json(path: Path, run: Run) -> dict:
     for ev in events:
         if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
             try:
-                lanes[int(ev.get("pid"))] = str((ev.get("args") or {}).get("name", ""))
-            except (TypeError, ValueError):
+                lanes[int(ev["pid"])] = str((ev.get("args") or {}).get("name", ""))
+            except (KeyError, TypeError, ValueError):
                 pass
     buckets: dict[str, list[dict]] = defaultdict(list)
     for ev in events:
@@ -392,8 +376,8 @@ def read_json(path: Path, run: Run) -> dict:
         if not isinstance(args, dict):
             continue
         try:
-            pid = int(ev.get("pid"))
-        except (TypeError, ValueError):
+            pid = int(ev["pid"])
+        except (KeyError, TypeError, ValueError):
             continue
         label = lanes.get(pid, "")
         if "KernelName" in args:
@@ -426,7 +410,7 @@ def read_kernel_csv(path: Path, run: Run, issues: IssueSink) -> None:
     try:
         text = read_text(path)
     except OSError as err:
-        raise LoadError(f"cannot read file: {err}") from None
+        raise LoadError(read_error(err)) from None
     if not _is_kernel_header(split_header(first_line(text.partition("\n")[0].encode("utf-8", "replace")))):
         raise LoadError("not a rocprof kernel table (header must start with Index,KernelName)")
     # rocprof ends every row with a newline: without one the last row was cut short.
@@ -550,7 +534,7 @@ def agents_from_props(items: list[dict[str, str]]) -> list[Agent]:
         if node is None or dtype not in ("GPU", "CPU"):
             continue
         lds = None
-        pools = defaultdict(dict)
+        pools: defaultdict[str, dict[str, str]] = defaultdict(dict)
         for key, value in props.items():
             match = re.match(r"PoolInfo\.(Pool\d+)\.(Segment|Size)$", key)
             if match:
@@ -617,7 +601,7 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
                 issues.error(item.path, str(err))
                 continue
             except OSError as err:
-                issues.error(item.path, f"cannot read file: {err.strerror or err}")
+                issues.error(item.path, read_error(err))
                 continue
             except sqlite3.Error as err:
                 issues.error(item.path, f"cannot read SQLite database: {one_line(str(err))}")
@@ -648,7 +632,7 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
             agent_props = parse_rocminfo(read_text(item.path))
             run.meta.files.append(str(item.path))
         except OSError as err:
-            issues.error(item.path, f"cannot read file: {err}")
+            issues.error(item.path, read_error(err))
         except Exception as err:
             issues.error(item.path, f"cannot parse rocminfo text: {describe_error(err)}")
     try:
@@ -659,15 +643,9 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
         run.warnings.append(f"agent properties not read: {describe_error(err)}")
     if not run.meta.files:
         return None
-    pids = set()
-    for name in ("kernels", "api", "copies"):
-        table = run.table(name)
-        if len(table):
-            pids.update(int(p) for p in pd.unique(table["pid"]) if p != UNKNOWN)
-    if len(pids) == 1:
-        run.meta.pid = pids.pop()
-    elif len(pids) > 1:
-        run.meta.extra["pids"] = sorted(pids)
+    run.meta.pid, several = process_pid(prefix, run.kernels["pid"], run.api["pid"], run.copies["pid"])
+    if several:
+        run.meta.extra["pids"] = several
     run.meta.extra["prefix"] = prefix
     _count_negative(run)
     return run

@@ -62,12 +62,24 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, one_line, open_binary
+from tui_prof.loaders.base import (
+    DetectedFile,
+    IssueSink,
+    LoadError,
+    LoaderSpec,
+    Sniffed,
+    labelled_copies,
+    one_line,
+    open_binary,
+)
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
-FORMAT = "pftrace"
+LOADER = LoaderSpec(format="pftrace", file_names=r"\.pftrace", priority=3, per_file=True, kinds=("trace",))
+FORMAT = LOADER.format
 
 CHUNK_BYTES = 4 << 20  # bytes read per step; small enough that the numpy temporaries stay in cache
 BOOTTIME = 6
@@ -236,12 +248,16 @@ def _walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, wanted: tuple[i
     """
     count = starts.size
     lut = np.full(256, -1, dtype=np.int64)
-    for code, number in enumerate(wanted):
-        lut[number] = code
+    for slot, number in enumerate(wanted):
+        lut[number] = slot
     idx = np.flatnonzero(ends > starts)
     pos = starts[idx].astype(np.int64)
     bad = np.zeros(count, dtype=bool)
-    parts = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    code: np.ndarray
+    msg: np.ndarray
+    value: np.ndarray
+    length: np.ndarray
     while idx.size:
         tag, p = _varints(buf, pos)
         tag = tag.view(np.int64)
@@ -394,10 +410,16 @@ class _Shape:
         self.mask = bytearray(self.width)
         self.want = bytearray(self.width)
         self.seq = self.flags = 0
-        self.clock = self.ts = None
+        self.clock: int | None = None
         self.event = False
         self.type = 0
-        self.cat = self.name = self.track = self.counter = self.dcounter = None
+        self.cat: int | None = None
+        self.dcounter: int | None = None  # offset of the double counter value (fixed64)
+        # varints at (offset, size)
+        self.ts: tuple[int, int] | None = None
+        self.name: tuple[int, int] | None = None
+        self.track: tuple[int, int] | None = None
+        self.counter: tuple[int, int] | None = None
         self.args: list[tuple[int, str, int, int]] = []  # (name iid, "int"|"double"|"string", offset, size)
         self.hits = 0
 
@@ -578,8 +600,6 @@ class _Shapes:
 
     def match(self, data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
         """Returns ([(shape, packet indices, packet bytes as rows)], indices of the other packets)."""
-        from numpy.lib.stride_tricks import sliding_window_view
-
         length = ends - starts
         order = np.argsort(length, kind="stable")
         lengths = length[order]
@@ -615,22 +635,22 @@ class _Shapes:
             while left.size >= MIN_SHAPE_GROUP and tries < 8 and len(known) < MAX_SHAPES_PER_LENGTH:
                 tries += 1
                 first = int(starts[members[left[0]]])
-                shape = _parse_shape(bytes(data[first:first + size]))
-                if shape is None:
+                learnt = _parse_shape(bytes(data[first:first + size]))
+                if learnt is None:
                     rest.append(members[left[:1]])
                     left = left[1:]
                     continue
                 known = self.by_length.setdefault(size, known)
-                known.append(shape)
-                hit = shape.matches(words[left])
+                known.append(learnt)
+                hit = learnt.matches(words[left])
                 take = left[hit]
-                groups.append((shape, members[take], rows[take]))
-                shape.hits += take.size
+                groups.append((learnt, members[take], rows[take]))
+                learnt.hits += take.size
                 left = left[~hit]
             rest.append(members[left])
             known.sort(key=lambda s: -s.hits)
-        rest = np.sort(np.concatenate(rest)) if rest else np.zeros(0, np.int64)
-        return groups, rest
+        others = np.sort(np.concatenate(rest)) if rest else np.zeros(0, np.int64)
+        return groups, others
 
 
 def _distinct(values: np.ndarray) -> list:
@@ -672,7 +692,7 @@ class _Sequence:
         self.gen = -1  # global generation id (index into _Decoder.generations)
         self.clock_id = BOOTTIME  # trace_packet_defaults.timestamp_clock_id
         self.default_track = 0  # trace_packet_defaults.track_event_defaults.track_uuid
-        self.incremental = {}  # clock_id -> [last value ns (boottime), unit multiplier]
+        self.incremental: dict[int, list[int]] = {}  # clock_id -> [last value ns (boottime), unit multiplier]
 
 
 class _Decoder:
@@ -1218,7 +1238,6 @@ def _track_depth(step: np.ndarray, track: np.ndarray) -> np.ndarray:
 
 
 _AGENT_IN_NAME = re.compile(r"(?:AGENT|Agent|GPU|CPU)\s*\[\s*(\d+)\s*\]")
-_QUEUE_IN_NAME = re.compile(r"QUEUE\s*\[\s*(\d+)\s*\]")
 _STREAM_IN_NAME = re.compile(r"STREAM\s*\[\s*(\d+)\s*\]")
 
 
@@ -1340,10 +1359,11 @@ def _build_run(dec: _Decoder, path: Path) -> Run:
     c = np.flatnonzero(cat == cat_sid["memory_copy"])
     a = _Args(dec.args[_COPY], _COPY, begins[c])
     copy_names = _categorical(strings, names[c])
+    direction, src_agent, dst_agent = labelled_copies(
+        _direction_labels(copy_names), src_agent=a.col("src_agent"), dst_agent=a.col("dst_agent"))
     run.copies = make_table("copies", {
         "start": start[c], "end": end[c], "bytes": a.col("copy_bytes"),
-        "direction": _directions(copy_names),
-        "src_agent": a.col("src_agent"), "dst_agent": a.col("dst_agent"),
+        "direction": direction, "src_agent": src_agent, "dst_agent": dst_agent,
         "stream": a.col("stream_ID", "stream_id"), "pid": pid, "tid": tids(a, c),
         "correlation_id": a.col("corr_id"), "name": copy_names,
     })
@@ -1374,8 +1394,6 @@ def _match_int(pattern: re.Pattern, text: str) -> int:
 
 def _categorical(strings: np.ndarray, ids: np.ndarray):
     """A pandas Categorical of ``strings[ids]`` built from codes (no per-row Python)."""
-    import pandas as pd
-
     if not ids.size:
         return pd.Categorical([])
     present = np.zeros(strings.size, dtype=bool)  # the last slot of ``strings`` serves id -1
@@ -1392,10 +1410,8 @@ def _categorical(strings: np.ndarray, ids: np.ndarray):
     return pd.Categorical.from_codes(codes, categories=labels)
 
 
-def _directions(names) -> np.ndarray:
-    """Copy direction from rocprofv3's operation name (MEMORY_COPY_HOST_TO_DEVICE -> HtoD)."""
-    import pandas as pd
-
+def _direction_labels(names) -> np.ndarray:
+    """Direction label from rocprofv3's operation name (MEMORY_COPY_HOST_TO_DEVICE -> HtoD)."""
     names = pd.Categorical(names)
     mapped = []
     for name in names.categories:

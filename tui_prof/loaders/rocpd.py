@@ -30,7 +30,7 @@ cost nothing over their tables (SQLite flattens ``SELECT *`` views); the LEFT JO
 ``rocpd_event`` costs less than reading that 3M-row table and joining in numpy (about
 0.07 against 0.5-0.7). Decoding the b-tree pages with numpy instead of SQL was tried and
 dropped (3.5 against 1.7 for the dispatches). The id chunks of kernel dispatches and
-regions are all queued on THREADS reader threads, one read-only connection each (SQLite
+regions are all queued on ``configured_workers()`` reader threads, one read-only connection each (SQLite
 releases the GIL while it steps), before the first is awaited. Each ``group_concat`` comes
 back as a blob (bytes for numpy, no UTF-8 decode: about 0.1 CPU-s less at 1M).
 Measured and not kept: packing several small columns into one integer per row with SQL
@@ -45,36 +45,45 @@ for more tasks than tables (the concatenation's copy and page faults cost the ma
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import threading
 import urllib.parse
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, api_domain, one_line
-from tui_prof.loaders.rocprofv3_json import agent_from_record, copy_direction, opt_int, recode
+from tui_prof.loaders.base import (
+    DetectedFile,
+    IssueSink,
+    LoadError,
+    LoaderSpec,
+    Sniffed,
+    api_domain,
+    configured_workers,
+    copy_direction,
+    one_line,
+    read_error,
+)
+from tui_prof.loaders.rocprofv3_json import agent_from_record, opt_int, recode
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
-FORMAT = "rocpd"
+LOADER = LoaderSpec(format="rocpd", file_names=r"results|rocpd", priority=0, parallel=True, kinds=("rocpd_db",))
+FORMAT = LOADER.format
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 CHUNK_ROWS = 2_000_000  # rows per group_concat query (keeps each string well under SQLite's 1 GB limit); one reader task
 SEP = "\x1f"  # separator for text group_concat (unit separator; never in names)
 
 
-def _cpu_count() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-THREADS = max(1, min(8, _cpu_count()))  # reader threads, each with its own connection; 1: every query on the main one
+# Reader threads, each with its own connection (1: every query on the main one); None:
+# configured_workers() (TUIPROF_LOAD_WORKERS, else the CPUs this process may use, at most 8).
+THREADS: int | None = None
 
 # A view that only renames one physical table, as rocprofv3 writes them (data_views.sql):
 # CREATE VIEW `rocpd_region` AS SELECT * FROM `rocpd_region_<uuid>`
@@ -204,7 +213,8 @@ class _Done:
 
 
 def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple,
-                 not_null: frozenset[str] = frozenset(), readers: _Readers | None = None):
+                 not_null: frozenset[str] = frozenset(),
+                 readers: _Readers | None = None) -> Callable[[], list[np.ndarray]]:
     """Integer columns of ``SELECT exprs FROM base WHERE where``; NULL reads as -1.
     Returns a function that waits for them and returns them (a list of int64 arrays).
 
@@ -359,7 +369,7 @@ def _check_size(path: Path) -> None:
             header = fh.read(100)
         size = path.stat().st_size
     except OSError as err:
-        raise LoadError(f"cannot read file: {err.strerror or err}") from None
+        raise LoadError(read_error(err)) from None
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
         raise LoadError(f"not a complete SQLite database ({size} bytes, header missing)")
     page_size = int.from_bytes(header[16:18], "big")
@@ -391,7 +401,8 @@ def load_db(path: Path, physical: bool = True) -> list[Run]:
         missing = [v for v in ("rocpd_info_process", "rocpd_info_agent") if v not in names]
         if missing:
             raise LoadError(f"rocpd database lacks the un-suffixed view(s) {', '.join(missing)}")
-        readers = _Readers(path, THREADS) if THREADS > 1 else None
+        threads = THREADS or configured_workers()
+        readers = _Readers(path, threads) if threads > 1 else None
         try:
             return _load(con, path, names, physical_tables(con) if physical else {}, readers)
         except sqlite3.DatabaseError as err:
@@ -423,6 +434,7 @@ def _load(con: sqlite3.Connection, path: Path, names: set[str], physical: dict[s
     runs = []
     for proc_id, guid, nid, pid, command, environment, extdata, start, end in processes:
         # Several guids (merged databases) share the id space: filter every query by guid.
+        params: tuple[object, ...]
         if len(processes) == 1:
             where, params = "1 = 1", ()  # the only process: every row is its own (saves a filter per row)
         elif len(guids) == 1:
@@ -488,14 +500,14 @@ class _Context:
         self.where = where
         self.params = params
         self.pid = pid
-        self.pending: dict[tuple, object] = {}  # (view, columns) -> what prefetch() queued
+        self.pending: dict[tuple, Callable[[], list[np.ndarray]]] = {}  # (view, columns) -> what prefetch() queued
 
     def prefetch(self, view: str, exprs: list[str]) -> None:
         """Start reading what ``ints(view, exprs)`` will return (on the reader threads)."""
         try:
             self.pending[(view, tuple(exprs))] = self._start(view, exprs)
         except sqlite3.DatabaseError:
-            pass  # raised again by ints(), in table order, so a damaged file reports what it did before
+            pass  # raised again by ints(), in table order, so a damaged file reports the first table it breaks
 
     def src(self, view: str) -> str:
         """What to query for ``view``: its physical table where the view is plain, else the view."""
@@ -510,7 +522,7 @@ class _Context:
         gather = self.pending.pop((view, tuple(exprs)), None) or self._start(view, exprs)
         return gather()
 
-    def _start(self, view: str, exprs: list[str]):
+    def _start(self, view: str, exprs: list[str]) -> Callable[[], list[np.ndarray]]:
         not_null = frozenset(_not_null(self.con, self.src(view))) if view in self.physical else frozenset()
         return _int_columns(self.con, self.base(view), exprs, self.where, self.params, not_null, self.readers)
 
@@ -562,7 +574,7 @@ def _kernels(ctx: _Context) -> pd.DataFrame:
     if "rocpd_kernel_dispatch" not in ctx.names:
         return make_table("kernels", {})
     v = dict(zip([c.split(".")[1] for c in cols], ctx.ints("rocpd_kernel_dispatch", cols)))
-    symbols = {}
+    symbols: dict[int, tuple[str, int | None, int | None, int | None]] = {}
     if "rocpd_info_kernel_symbol" in ctx.names:
         for sid, display, kname, vgpr, agpr, sgpr in _rows(
             ctx.con, f"SELECT id, display_name, kernel_name, arch_vgpr_count, accum_vgpr_count, sgpr_count FROM {ctx.src('rocpd_info_kernel_symbol')}"
@@ -571,7 +583,7 @@ def _kernels(ctx: _Context) -> pd.DataFrame:
     kid = v["kernel_id"]
 
     def reg(i: int) -> dict[int, int]:
-        return {k: s[i] for k, s in symbols.items() if s[i] is not None}
+        return {k: value for k, s in symbols.items() if (value := s[i]) is not None and not isinstance(value, str)}
 
     return make_table(
         "kernels",

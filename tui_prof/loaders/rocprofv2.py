@@ -30,15 +30,20 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.loaders.base import (
-    load_groups,
     DetectedFile,
     IssueSink,
     LoadError,
+    LoaderSpec,
     Sniffed,
     csv_complete_rows,
     describe_error,
     first_line,
-    int64_from_text,
+    int_column,
+    labelled_copies,
+    load_groups,
+    pid_from_prefix,
+    process_pid,
+    read_error,
     read_text,
     split_header,
     warn_negative_durations,
@@ -46,7 +51,12 @@ from tui_prof.loaders.base import (
 from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
 
-FORMAT = "rocprofv2"
+LOADER = LoaderSpec(
+    format="rocprofv2",
+    file_names=r"results",
+    kinds=("kernel_trace", "api_trace", "roctx_trace", "hip_ops_trace", "hsa_ops_trace", "cli_stdout"),
+)
+FORMAT = LOADER.format
 
 KERNEL_HEADER = ["dispatch_id", "gpu_id", "queue_id", "pid", "tid", "grid_size", "workgroup_size"]
 API_HEADER = ["domain", "function", "start_timestamp", "end_timestamp", "correlation_id"]
@@ -106,60 +116,45 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, bool]:
     try:
         text = read_text(path)
     except OSError as err:
-        raise LoadError(f"cannot read file: {err}") from None
+        raise LoadError(read_error(err)) from None
     return csv_complete_rows(text)
-
-
-def _ints(frame: pd.DataFrame, column: str) -> np.ndarray | int:
-    """int64 column parsed from text without float; unparsable cells -> UNKNOWN."""
-    if column not in frame.columns:
-        return UNKNOWN
-    return int64_from_text(frame[column])
 
 
 def kernel_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(kernels, counters) from a ``results_*.csv``. With XCC_Index there is one row per
     (dispatch, XCC): kernels keep the first row of a dispatch, counters are summed over XCCs."""
     counters_cols = [c for c in frame.columns if c not in KERNEL_FIXED]
-    dispatch = _ints(frame, "Dispatch_ID")
-    agent = _ints(frame, "GPU_ID")
-    corr = _ints(frame, "Correlation_ID")
+    dispatch = int_column(frame, "Dispatch_ID")
+    agent = int_column(frame, "GPU_ID")
+    corr = int_column(frame, "Correlation_ID")
     first = np.ones(len(frame), dtype=bool)
-    if "XCC_Index" in frame.columns and isinstance(dispatch, np.ndarray):
+    if "XCC_Index" in frame.columns and "Dispatch_ID" in frame.columns:
         first = ~pd.Series(dispatch).duplicated().to_numpy()
     rows = frame[first]
-    pick = lambda arr: arr[first] if isinstance(arr, np.ndarray) else arr  # noqa: E731
     kernels = make_table(
         "kernels",
         {
-            "start": _ints(rows, "Start_Timestamp"),
-            "end": _ints(rows, "End_Timestamp"),
-            "agent": pick(agent),
-            "queue": _ints(rows, "Queue_ID"),
-            "pid": _ints(rows, "PID"),
-            "tid": _ints(rows, "TID"),
-            "correlation_id": pick(corr),
-            "dispatch_id": pick(dispatch),
+            "start": int_column(rows, "Start_Timestamp"),
+            "end": int_column(rows, "End_Timestamp"),
+            "agent": agent[first],
+            "queue": int_column(rows, "Queue_ID"),
+            "pid": int_column(rows, "PID"),
+            "tid": int_column(rows, "TID"),
+            "correlation_id": corr[first],
+            "dispatch_id": dispatch[first],
             "name": rows["Kernel_Name"].astype(str).to_numpy() if "Kernel_Name" in rows else "",
-            "grid_x": _ints(rows, "Grid_Size"),  # product x*y*z as written
-            "wg_x": _ints(rows, "Workgroup_Size"),
-            "lds_bytes": _ints(rows, "LDS_Per_Workgroup"),
-            "scratch_bytes": _ints(rows, "Scratch_Per_Workitem"),
-            "arch_vgpr": _ints(rows, "Arch_VGPR"),
-            "accum_vgpr": _ints(rows, "Accum_VGPR"),
-            "sgpr": _ints(rows, "SGPR"),
+            "grid_x": int_column(rows, "Grid_Size"),  # product x*y*z as written
+            "wg_x": int_column(rows, "Workgroup_Size"),
+            "lds_bytes": int_column(rows, "LDS_Per_Workgroup"),
+            "scratch_bytes": int_column(rows, "Scratch_Per_Workitem"),
+            "arch_vgpr": int_column(rows, "Arch_VGPR"),
+            "accum_vgpr": int_column(rows, "Accum_VGPR"),
+            "sgpr": int_column(rows, "SGPR"),
         },
     )
     parts = []
     if counters_cols:
-        n = len(frame)
-        base = pd.DataFrame(
-            {
-                "dispatch_id": dispatch if isinstance(dispatch, np.ndarray) else np.full(n, UNKNOWN),
-                "correlation_id": corr if isinstance(corr, np.ndarray) else np.full(n, UNKNOWN),
-                "agent": agent if isinstance(agent, np.ndarray) else np.full(n, UNKNOWN),
-            }
-        )
+        base = pd.DataFrame({"dispatch_id": dispatch, "correlation_id": corr, "agent": agent})
         for col in counters_cols:
             values = base.assign(value=pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype="float64"))
             summed = values.groupby(["dispatch_id", "correlation_id", "agent"], sort=False, as_index=False)["value"].sum()
@@ -185,12 +180,12 @@ def api_table(frame: pd.DataFrame, pid: int | None) -> pd.DataFrame:
     return make_table(
         "api",
         {
-            "start": _ints(frame, "Start_Timestamp"),
-            "end": _ints(frame, "End_Timestamp"),
+            "start": int_column(frame, "Start_Timestamp"),
+            "end": int_column(frame, "End_Timestamp"),
             "domain": norm.to_numpy(),
             "name": frame["Function"].astype(str).to_numpy(),
             "pid": pid if pid is not None else UNKNOWN,
-            "correlation_id": _ints(frame, "Correlation_ID"),
+            "correlation_id": int_column(frame, "Correlation_ID"),
         },
     )
 
@@ -217,7 +212,8 @@ def roctx_markers(path: Path, pid: int | None) -> pd.DataFrame:
 COPY_PATTERN = r"(?i)copy|memcpy|fill|memset"
 
 
-def _direction(names: pd.Series) -> np.ndarray:
+def _direction_labels(names: pd.Series) -> np.ndarray:
+    """Direction label from the operation name (HostToDevice/HtoD -> HtoD, fill/memset -> memset)."""
     text = names.astype(str)
     out = np.full(len(text), "unknown", dtype=object)
     for pattern, label in (
@@ -233,7 +229,7 @@ def ops_tables(frame: pd.DataFrame, has_kernel_name: bool, pid: int | None) -> t
     op = frame["Operation"].astype(str)
     kname = frame["Kernel_Name"].astype(str).str.strip() if has_kernel_name else pd.Series([""] * len(frame))
     is_copy = (op.str.contains(COPY_PATTERN, regex=True) | (kname == "")).to_numpy() if has_kernel_name else np.ones(len(frame), bool)
-    start, end, corr = _ints(frame, "Start_Timestamp"), _ints(frame, "Stop_Timestamp"), _ints(frame, "Correlation_ID")
+    start, end, corr = int_column(frame, "Start_Timestamp"), int_column(frame, "Stop_Timestamp"), int_column(frame, "Correlation_ID")
     pid_value = pid if pid is not None else UNKNOWN
     k = ~is_copy
     kernels = make_table(
@@ -247,7 +243,7 @@ def ops_tables(frame: pd.DataFrame, has_kernel_name: bool, pid: int | None) -> t
             "end": end[is_copy],
             "correlation_id": corr[is_copy],
             "name": op[is_copy].to_numpy(),
-            "direction": _direction(op[is_copy]),
+            "direction": labelled_copies(_direction_labels(op[is_copy]))[0],
             "pid": pid_value,
         },
     )
@@ -256,7 +252,8 @@ def ops_tables(frame: pd.DataFrame, has_kernel_name: bool, pid: int | None) -> t
 
 def parse_cli(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(kernels, counters, api) from the CLI plugin's ``Key(value), Key(value)`` lines."""
-    dispatch_rows, api_rows = [], []
+    dispatch_rows: list[dict[str, str]] = []
+    api_rows: list[dict[str, str]] = []
     for line in read_text(path).splitlines():
         if not CLI_LINE.match(line):
             continue
@@ -284,13 +281,9 @@ def parse_cli(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 # --------------------------------------------------------------------------- load
 
 
-def _pid_of(tag: str) -> int | None:
-    return int(tag) if tag.isdigit() else None
-
-
 def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run | None:
     tag = group.rsplit("/", 1)[-1]
-    pid = _pid_of(tag)
+    pid = pid_from_prefix(tag)
     run = Run(meta=RunMeta(formats=[FORMAT], tool="rocprofv2", label=tag, pid=pid))
     kernels, ops_kernels, copies, api, markers, counters = [], [], [], [], [], []
     for item in sorted(files, key=lambda f: str(f.path)):
@@ -321,7 +314,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             issues.error(item.path, str(err))
             continue
         except OSError as err:
-            issues.error(item.path, f"cannot read file: {err.strerror or err}")
+            issues.error(item.path, read_error(err))
             continue
         except Exception as err:  # a parsing bug on one file must not lose the other files
             issues.error(item.path, f"cannot load: {describe_error(err)}")
@@ -338,10 +331,9 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
     run.api = concat_tables("api", api)
     run.markers = concat_tables("markers", markers)
     run.counters = concat_tables("counters", counters)
-    if pid is None and len(run.kernels):
-        pids = {int(p) for p in pd.unique(run.kernels["pid"]) if p != UNKNOWN}
-        if len(pids) == 1:
-            run.meta.pid = pids.pop()
+    run.meta.pid, several = process_pid(tag, run.kernels["pid"])
+    if several:
+        run.meta.extra["pids"] = several
     warn_negative_durations(run)
     return run
 

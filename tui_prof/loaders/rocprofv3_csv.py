@@ -14,7 +14,9 @@ breaks the CSV grammar is re-quoted line by line and read again. A last line cut
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,21 +25,36 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from tui_prof.loaders.base import (
+    COPY_TYPES,
     DetectedFile,
     IssueSink,
     LoadError,
+    LoaderSpec,
     Sniffed,
     api_domain,
     first_line,
     is_gzip,
+    labelled_copies,
     open_binary,
+    pid_from_prefix,
+    process_pid,
+    read_error,
     read_head,
     split_header,
 )
 from tui_prof.model import Agent, Run, make_table
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables
 
-FORMAT = "rocprofv3-csv"
+LOADER = LoaderSpec(
+    format="rocprofv3-csv",
+    file_names=r"_(kernel|hip_api|hsa_api|marker_api|rccl_api|memory_copy|memory_allocation|scratch_memory)_trace"
+    r"|counter_collection|agent_info|_stats",
+    priority=2,
+    parallel=True,
+    kinds=("kernel_trace", "*_api_trace", "memory_copy_trace", "memory_allocation_trace", "scratch_memory_trace",
+           "counter_collection", "agent_info", "pc_sampling_*", "*stats*"),
+)
+FORMAT = LOADER.format
 
 INT = pa.int64()
 UINT = pa.uint64()
@@ -213,8 +230,6 @@ DIRECTIONS = {
     "MEMORY_COPY_DEVICE_TO_DEVICE": "DtoD",
     "MEMORY_COPY_HOST_TO_HOST": "HtoH",
 }
-# Agent type of (source, destination) implied by a copy direction.
-DIRECTION_TYPES = {"HtoD": ("CPU", "GPU"), "DtoH": ("GPU", "CPU"), "DtoD": ("GPU", "GPU"), "HtoH": ("CPU", "CPU")}
 
 COUNTER_WARNING = (
     "kernel dispatches reconstructed from counter collection; counter collection serialises "
@@ -423,7 +438,7 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 source.seek(0)
 
 
-def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str], bool, int]:
+def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bool, int]:
     """Read one file of ``kind`` into ``{lower-case column: array}``.
 
     Returns (columns, warnings, truncated, malformed rows skipped). Integer columns come
@@ -467,8 +482,9 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str],
             data, replaced = _utf8(data)
             table, bad = _arrow_read(pa.BufferReader(data), include, types)
         text_orig = next((o for o in include if name_of[o] == text_col), None)
-        truncated = last_line is not None and last_line in bad
-        if truncated:
+        truncated = False
+        if last_line is not None and last_line in bad:
+            truncated = True
             bad.remove(last_line)
         needs_requote = bool(bad)
         if text_orig is not None and not needs_requote:
@@ -478,17 +494,18 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, object], list[str],
                 for chunk in table.column(text_orig).chunks
                 if len(chunk.dictionary)
             )
-        if text_orig is not None and needs_requote:
+        if text_orig is not None and text_col is not None and needs_requote:
             if data is None:
                 data = _read_bytes(path)
             data, was_replaced = _utf8(data)
             replaced = replaced or was_replaced
             fixed = _requote(data, len(original), lower.index(text_col), last_is_cut=truncated)
             table, bad = _arrow_read(pa.BufferReader(fixed), include, types)
-            truncated = _last_line(fixed) in bad
-            if truncated:
-                bad.remove(_last_line(fixed))
-        elif text_orig is not None and truncated:
+            fixed_last = _last_line(fixed)
+            truncated = fixed_last is not None and fixed_last in bad
+            if fixed_last is not None and truncated:
+                bad.remove(fixed_last)
+        elif text_orig is not None and text_col is not None and last_line is not None and truncated:
             # Only the last line failed: a cut-off line, or one name with a quote in it.
             line = (header_line + "\n").encode() + _requote_line(
                 last_line.encode(), len(original), lower.index(text_col)
@@ -699,7 +716,7 @@ class AgentResolver:
 # --------------------------------------------------------------------------- tables
 
 
-def _table(spec: str, cols: dict[str, object], mapping: dict[str, str], extra: dict[str, object]) -> pd.DataFrame:
+def _table(spec: str, cols: dict[str, Any], mapping: dict[str, str], extra: Mapping[str, object]) -> pd.DataFrame:
     data = {}
     for low, values in cols.items():
         target = mapping.get(low)
@@ -729,13 +746,16 @@ def _api(cols) -> pd.DataFrame:
     return _table("api", cols, mapping, extra)
 
 
-def _copies(cols, resolver: AgentResolver) -> pd.DataFrame:
-    extra = {}
+def _copies(cols: dict[str, Any], resolver: AgentResolver) -> pd.DataFrame:
+    extra: dict[str, object] = {}
+    src = resolver.column(cols["source_agent_id"]) if "source_agent_id" in cols else UNKNOWN
+    dst = resolver.column(cols["destination_agent_id"]) if "destination_agent_id" in cols else UNKNOWN
     if "direction" in cols:
-        extra["direction"] = _map_categories(cols["direction"], lambda d: DIRECTIONS.get(d.upper(), "unknown"))
-    for low, target in (("source_agent_id", "src_agent"), ("destination_agent_id", "dst_agent")):
+        label = _map_categories(cols["direction"], lambda d: DIRECTIONS.get(d.upper(), "unknown"))
+        extra["direction"], src, dst = labelled_copies(label, src_agent=src, dst_agent=dst)
+    for low, target, value in (("source_agent_id", "src_agent", src), ("destination_agent_id", "dst_agent", dst)):
         if low in cols:
-            extra[target] = resolver.column(cols[low])
+            extra[target] = value
     mapping = {k: v for k, v in _targets(COPY_COLUMNS).items() if k not in ("source_agent_id", "destination_agent_id")}
     return _table("copies", cols, mapping, extra)
 
@@ -823,7 +843,7 @@ def _minimal_agents(run: Run, resolver: AgentResolver) -> list[Agent]:
                 types.setdefault(value, agent_type)
 
     for _, row in run.copies[["src_agent", "dst_agent", "direction"]].drop_duplicates().iterrows():
-        src_type, dst_type = DIRECTION_TYPES.get(str(row["direction"]), ("GPU", "GPU"))
+        src_type, dst_type = COPY_TYPES.get(str(row["direction"]), ("GPU", "GPU"))
         note([row["src_agent"]], src_type)
         note([row["dst_agent"]], dst_type)
     note(run.kernels["agent"], "GPU")
@@ -864,7 +884,10 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         try:
             run.agents.extend(a for a in read_agent_info(item.path) if run.agent(a.id) is None)
             meta.files.append(str(item.path))
-        except (LoadError, OSError, ValueError, pd.errors.ParserError) as err:
+        except OSError as err:
+            issues.error(item.path, read_error(err))
+            run.partial = True
+        except (LoadError, ValueError, pd.errors.ParserError) as err:
             issues.error(item.path, f"cannot read rocprofv3 agent_info: {err}")
             run.partial = True
     resolver = AgentResolver(run.agents)
@@ -901,7 +924,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             else:
                 run.tool_stats[kind] = _stats(cols)
         except (LoadError, OSError, KeyError, ValueError, OverflowError, TypeError, IndexError, pa.ArrowException) as err:
-            issues.error(item.path, f"cannot read rocprofv3 {kind} CSV: {err}")
+            issues.error(item.path, read_error(err) if isinstance(err, OSError) else f"cannot read rocprofv3 {kind} CSV: {err}")
             run.warnings.append(f"{item.path}: not loaded ({err})")
             run.partial = True
             continue
@@ -948,16 +971,13 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         )
 
     # Process identity: "<hostname>/<pid>_<kind>.csv" by default (formats.md §1).
-    pids.discard(UNKNOWN)
-    if prefix.isdigit():
-        meta.pid = int(prefix)
+    meta.pid, several = process_pid(prefix, sorted(pids))
+    if several:
+        meta.extra["pids"] = several
+    if pid_from_prefix(prefix) is not None:
         meta.hostname = Path(directory).name
         meta.label = f"{meta.hostname}/{prefix}" if meta.hostname else prefix
     else:
-        if len(pids) == 1:
-            meta.pid = pids.pop()
-        elif len(pids) > 1:
-            meta.extra["process_ids"] = sorted(pids)
         meta.label = prefix or Path(directory).name or directory
     if meta.pid is not None and len(run.kernels):
         run.kernels["pid"] = np.where(run.kernels["pid"].to_numpy() == UNKNOWN, meta.pid, run.kernels["pid"].to_numpy())

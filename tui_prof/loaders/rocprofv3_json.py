@@ -27,11 +27,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, api_domain, describe_error, one_line, read_text
+from tui_prof.loaders.base import (
+    DetectedFile,
+    IssueSink,
+    LoadError,
+    LoaderSpec,
+    Sniffed,
+    api_domain,
+    copy_direction,
+    describe_error,
+    one_line,
+    read_error,
+    read_text,
+)
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
-FORMAT = "rocprofv3-json"
+LOADER = LoaderSpec(format="rocprofv3-json", file_names=r"results", priority=1, kinds=("results_json",))
+FORMAT = LOADER.format
 
 _HEAD = re.compile(rb'^\s*\{\s*"rocprofiler-sdk-tool"\s*:')
 API_KEYS = ("hip_api", "hsa_api", "marker_api", "rccl_api", "rocdecode_api", "rocjpeg_api")
@@ -59,22 +72,6 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
 # --------------------------------------------------------------------------- shared helpers
 
 
-def copy_direction(src_type, dst_type, src_agent, dst_agent) -> np.ndarray:
-    """Copy direction from agent types: CPU->GPU HtoD, GPU->CPU DtoH, CPU->CPU HtoH,
-    GPU->GPU DtoD on one agent and PtoP between two GPUs, else "unknown"."""
-    src_type = np.asarray(src_type, dtype=object)
-    dst_type = np.asarray(dst_type, dtype=object)
-    out = np.full(len(src_type), "unknown", dtype=object)
-    out[(src_type == "CPU") & (dst_type == "GPU")] = "HtoD"
-    out[(src_type == "GPU") & (dst_type == "CPU")] = "DtoH"
-    out[(src_type == "CPU") & (dst_type == "CPU")] = "HtoH"
-    gpu_gpu = (src_type == "GPU") & (dst_type == "GPU")
-    same = np.asarray(src_agent) == np.asarray(dst_agent)
-    out[gpu_gpu & same] = "DtoD"
-    out[gpu_gpu & ~same] = "PtoP"
-    return out
-
-
 def opt_int(value) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -93,8 +90,8 @@ def agent_from_record(ext: dict, node: int, *, kind: str = "", name: str = "", p
         kind = {1: "CPU", 2: "GPU"}.get(opt_int(ext.get("type")) or 0, "")
     kind = kind.upper()
     is_gpu = kind == "GPU"
-    banks = ext.get("mem_banks") if isinstance(ext.get("mem_banks"), list) else []
-    mem = sum(opt_int(b.get("size_in_bytes")) or 0 for b in banks if isinstance(b, dict))
+    banks = ext.get("mem_banks")
+    mem = sum(opt_int(b.get("size_in_bytes")) or 0 for b in banks if isinstance(b, dict)) if isinstance(banks, list) else 0
     lds_kb = opt_int(ext.get("lds_size_in_kb"))
 
     def gpu_int(key: str) -> int | None:
@@ -138,7 +135,7 @@ def load_file(path: Path) -> list[Run]:
     try:
         data = json.loads(read_text(path))
     except OSError as err:  # read_text raises DamagedGzip (an OSError) for broken gzip data
-        raise LoadError(f"cannot read file: {one_line(str(err) or type(err).__name__)}") from None
+        raise LoadError(read_error(err)) from None
     except json.JSONDecodeError as err:
         raise LoadError(f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg} (truncated file?)") from None
     top = data.get("rocprofiler-sdk-tool") if isinstance(data, dict) else None
@@ -237,7 +234,7 @@ def _from_codes(codes: np.ndarray, labels: list[str]) -> pd.Categorical:
     return pd.Categorical.from_codes(remap[codes], categories=uniq)
 
 
-def _ints(records: list, *keys: str) -> np.ndarray:
+def _record_ints(records: list, *keys: str) -> np.ndarray:
     """``records[i][k0][k1]...`` as int64, -1 where missing or not an integer.
 
     Fast path: one comprehension and one ``np.array`` for well-formed records; any missing
@@ -295,7 +292,7 @@ def _as_int(value) -> int:
 
 def _handles(records: list, *keys: str) -> list:
     """Handle values (``{"handle": n}``) at ``keys`` as a list of ints."""
-    return _ints(records, *keys, "handle").tolist()
+    return _record_ints(records, *keys, "handle").tolist()
 
 
 def _process(element: dict, path: Path) -> Run:
@@ -350,7 +347,7 @@ def _process(element: dict, path: Path) -> Run:
 
 
 def _kernels(proc: _Process, records: list, pid: int) -> pd.DataFrame:
-    kid = _ints(records, "dispatch_info", "kernel_id")
+    kid = _record_ints(records, "dispatch_info", "kernel_id")
     names = {k: s[0] for k, s in proc.symbols.items()}
     uniq, codes = np.unique(kid, return_inverse=True)
     name = _from_codes(codes.reshape(-1), [names.get(k, "") for k in uniq.tolist()]) if len(kid) else []
@@ -360,25 +357,25 @@ def _kernels(proc: _Process, records: list, pid: int) -> pd.DataFrame:
         return np.array([table.get(k, -1) for k in kid.tolist()], dtype=np.int64)
 
     return make_table("kernels", {
-        "start": _ints(records, "start_timestamp"),
-        "end": _ints(records, "end_timestamp"),
+        "start": _record_ints(records, "start_timestamp"),
+        "end": _record_ints(records, "end_timestamp"),
         "agent": proc.nodes(_handles(records, "dispatch_info", "agent_id")),
-        "queue": _ints(records, "dispatch_info", "queue_id", "handle"),
-        "stream": _ints(records, "stream_id", "handle"),
+        "queue": _record_ints(records, "dispatch_info", "queue_id", "handle"),
+        "stream": _record_ints(records, "stream_id", "handle"),
         "pid": np.full(len(records), pid, dtype=np.int64),
-        "tid": _ints(records, "thread_id"),
-        "correlation_id": _ints(records, "correlation_id", "internal"),
-        "dispatch_id": _ints(records, "dispatch_info", "dispatch_id"),
+        "tid": _record_ints(records, "thread_id"),
+        "correlation_id": _record_ints(records, "correlation_id", "internal"),
+        "dispatch_id": _record_ints(records, "dispatch_info", "dispatch_id"),
         "kernel_id": kid,
         "name": name,
-        "grid_x": _ints(records, "dispatch_info", "grid_size", "x"),
-        "grid_y": _ints(records, "dispatch_info", "grid_size", "y"),
-        "grid_z": _ints(records, "dispatch_info", "grid_size", "z"),
-        "wg_x": _ints(records, "dispatch_info", "workgroup_size", "x"),
-        "wg_y": _ints(records, "dispatch_info", "workgroup_size", "y"),
-        "wg_z": _ints(records, "dispatch_info", "workgroup_size", "z"),
-        "lds_bytes": _ints(records, "dispatch_info", "group_segment_size"),
-        "scratch_bytes": _ints(records, "dispatch_info", "private_segment_size"),
+        "grid_x": _record_ints(records, "dispatch_info", "grid_size", "x"),
+        "grid_y": _record_ints(records, "dispatch_info", "grid_size", "y"),
+        "grid_z": _record_ints(records, "dispatch_info", "grid_size", "z"),
+        "wg_x": _record_ints(records, "dispatch_info", "workgroup_size", "x"),
+        "wg_y": _record_ints(records, "dispatch_info", "workgroup_size", "y"),
+        "wg_z": _record_ints(records, "dispatch_info", "workgroup_size", "z"),
+        "lds_bytes": _record_ints(records, "dispatch_info", "group_segment_size"),
+        "scratch_bytes": _record_ints(records, "dispatch_info", "private_segment_size"),
         "arch_vgpr": reg(1),
         "accum_vgpr": reg(2),
         "sgpr": reg(3),
@@ -389,13 +386,13 @@ def _api(proc: _Process, buffers: dict, pid: int) -> tuple[pd.DataFrame, pd.Data
     """hip/hsa/marker/rccl/rocdecode/rocjpeg API records -> api table; marker records with a
     message in ``strings.marker_api`` (keyed by internal correlation id) -> markers table."""
     records = [r for key in API_KEYS for r in (buffers.get(key) or [])]
-    kinds = _ints(records, "kind")
+    kinds = _record_ints(records, "kind")
     uniq, codes = np.unique(kinds, return_inverse=True)
     domain = _from_codes(codes.reshape(-1), [api_domain(proc.kind_name(k)) for k in uniq.tolist()]) if len(kinds) else []
-    start, end = _ints(records, "start_timestamp"), _ints(records, "end_timestamp")
-    tid, corr = _ints(records, "thread_id"), _ints(records, "correlation_id", "internal")
+    start, end = _record_ints(records, "start_timestamp"), _record_ints(records, "end_timestamp")
+    tid, corr = _record_ints(records, "thread_id"), _record_ints(records, "correlation_id", "internal")
     api = make_table("api", {
-        "start": start, "end": end, "domain": domain, "name": proc.op_names(kinds, _ints(records, "operation")),
+        "start": start, "end": end, "domain": domain, "name": proc.op_names(kinds, _record_ints(records, "operation")),
         "pid": np.full(len(records), pid, dtype=np.int64), "tid": tid, "correlation_id": corr,
     })
     is_marker = np.asarray(pd.Series(domain, dtype=object) == "marker") if len(records) else np.zeros(0, bool)
@@ -412,13 +409,13 @@ def _copies(proc: _Process, records: list, pid: int) -> pd.DataFrame:
     src, dst = _handles(records, "src_agent_id"), _handles(records, "dst_agent_id")
     src_node, dst_node = proc.nodes(src), proc.nodes(dst)
     return make_table("copies", {
-        "start": _ints(records, "start_timestamp"), "end": _ints(records, "end_timestamp"),
-        "bytes": _ints(records, "bytes"),
+        "start": _record_ints(records, "start_timestamp"), "end": _record_ints(records, "end_timestamp"),
+        "bytes": _record_ints(records, "bytes"),
         "direction": copy_direction(proc.types(src), proc.types(dst), src_node, dst_node),
-        "src_agent": src_node, "dst_agent": dst_node, "stream": _ints(records, "stream_id", "handle"),
-        "pid": np.full(len(records), pid, dtype=np.int64), "tid": _ints(records, "thread_id"),
-        "correlation_id": _ints(records, "correlation_id", "internal"),
-        "name": proc.op_names(_ints(records, "kind"), _ints(records, "operation")),
+        "src_agent": src_node, "dst_agent": dst_node, "stream": _record_ints(records, "stream_id", "handle"),
+        "pid": np.full(len(records), pid, dtype=np.int64), "tid": _record_ints(records, "thread_id"),
+        "correlation_id": _record_ints(records, "correlation_id", "internal"),
+        "name": proc.op_names(_record_ints(records, "kind"), _record_ints(records, "operation")),
     })
 
 
@@ -439,24 +436,24 @@ def _strip_prefix(names: pd.Categorical, prefix: str) -> pd.Categorical:
 
 
 def _allocations(proc: _Process, records: list, pid: int) -> pd.DataFrame:
-    ops = proc.op_names(_ints(records, "kind"), _ints(records, "operation"))
+    ops = proc.op_names(_record_ints(records, "kind"), _record_ints(records, "operation"))
     return make_table("allocations", {
-        "start": _ints(records, "start_timestamp"), "end": _ints(records, "end_timestamp"),
+        "start": _record_ints(records, "start_timestamp"), "end": _record_ints(records, "end_timestamp"),
         "operation": _strip_prefix(ops, "MEMORY_ALLOCATION_"),
-        "agent": proc.nodes(_handles(records, "agent_id")), "bytes": _ints(records, "allocation_size"),
-        "address": _ints(records, "address"), "pid": np.full(len(records), pid, dtype=np.int64),
-        "tid": _ints(records, "thread_id"), "correlation_id": _ints(records, "correlation_id", "internal"),
+        "agent": proc.nodes(_handles(records, "agent_id")), "bytes": _record_ints(records, "allocation_size"),
+        "address": _record_ints(records, "address"), "pid": np.full(len(records), pid, dtype=np.int64),
+        "tid": _record_ints(records, "thread_id"), "correlation_id": _record_ints(records, "correlation_id", "internal"),
     })
 
 
 def _scratch(proc: _Process, records: list) -> pd.DataFrame:
-    ops = proc.op_names(_ints(records, "kind"), _ints(records, "operation"))
+    ops = proc.op_names(_record_ints(records, "kind"), _record_ints(records, "operation"))
     return make_table("scratch", {
-        "start": _ints(records, "start_timestamp"), "end": _ints(records, "end_timestamp"),
+        "start": _record_ints(records, "start_timestamp"), "end": _record_ints(records, "end_timestamp"),
         "operation": _strip_prefix(ops, "SCRATCH_MEMORY_"),
-        "agent": proc.nodes(_handles(records, "agent_id")), "queue": _ints(records, "queue_id", "handle"),
-        "tid": _ints(records, "thread_id"), "flags": [str(r.get("flags", "")) for r in records],
-        "bytes": _ints(records, "allocation_size"),
+        "agent": proc.nodes(_handles(records, "agent_id")), "queue": _record_ints(records, "queue_id", "handle"),
+        "tid": _record_ints(records, "thread_id"), "flags": [str(r.get("flags", "")) for r in records],
+        "bytes": _record_ints(records, "allocation_size"),
     })
 
 

@@ -26,11 +26,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, csv_complete_rows, describe_error, first_line, read_text
+from tui_prof.loaders.base import (
+    IssueSink,
+    LoadError,
+    LoaderSpec,
+    Sniffed,
+    csv_complete_rows,
+    describe_error,
+    first_line,
+    read_error,
+    read_text,
+)
 from tui_prof.model import Run
 from tui_prof.model.schema import make_table
 
-FORMAT = "rocm-smi-csv"
+LOADER = LoaderSpec(format="rocm-smi-csv", kinds=("samples",))
+FORMAT = LOADER.format
 
 COLUMN = re.compile(r"^(Power\(Watt\)|vram\(%\))\s*GPU\s*(\d+)$", re.IGNORECASE)
 TRACKS = {"power(watt)": ("power (W)", "W", "power"), "vram(%)": ("VRAM (%)", "%", "vram")}
@@ -84,7 +95,7 @@ def load_file(path: Path, issues: IssueSink | None = None) -> Run:
     try:
         text = read_text(path)
     except (OSError, EOFError) as err:
-        raise LoadError(f"cannot read file: {getattr(err, 'strerror', None) or err}")
+        raise LoadError(read_error(err)) from None
     header = first_line(text.encode("utf-8", errors="replace")[:65536])
     columns = parse_header(header)
     if columns is None:

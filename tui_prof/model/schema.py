@@ -17,8 +17,9 @@ rely on the schema whatever the source format was.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
-from typing import Mapping
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -222,7 +223,7 @@ def _categorical(values) -> pd.Series:
     return pd.Series(pd.Categorical.from_codes(new_codes, categories=categories), copy=False)
 
 
-def _coerce(values, dtype: str, length: int) -> pd.Series:
+def _coerce(values: object, dtype: str) -> pd.Series:
     """``values`` as a Series of ``dtype``; numeric arrays already of that dtype are not copied."""
     if dtype == CATEGORY:
         if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
@@ -260,7 +261,7 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
     extra = set(columns) - set(spec.columns)
     if extra:
         raise KeyError(f"{spec.name}: unknown column(s) {sorted(extra)}")
-    lengths = {len(v) for v in columns.values() if not np.isscalar(v)}
+    lengths = {len(cast(Sized, v)) for v in columns.values() if not np.isscalar(v)}
     if len(lengths) > 1:
         raise ValueError(f"{spec.name}: columns have different lengths {sorted(lengths)}")
     length = lengths.pop() if lengths else 0
@@ -279,7 +280,7 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
                 values = pd.Categorical.from_codes(np.zeros(length, dtype=np.int8), categories=pd.Index([fill] if length else [], dtype="str"))
             else:
                 values = np.full(length, fill, dtype=dtype)
-        data[name] = _coerce(values, dtype, length)
+        data[name] = _coerce(values, dtype)
     # copy=False: keep one block per column instead of copying same-dtype columns into a 2-D block.
     return pd.DataFrame(data, columns=list(spec.columns), copy=False)
 

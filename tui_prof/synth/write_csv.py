@@ -50,8 +50,10 @@ AGENT_INFO_COLUMNS = (
 )
 _AGENT_STRING_FIELDS = {"Agent_Type", "Name", "Vendor_Name", "Product_Name", "Model_Name"}
 
+# rocprofv3 has no peer label: a copy between two GPUs is DEVICE_TO_DEVICE, its agents tell them apart.
 COPY_DIRECTION_LABEL = {"HtoD": "MEMORY_COPY_HOST_TO_DEVICE", "DtoH": "MEMORY_COPY_DEVICE_TO_HOST",
-                        "DtoD": "MEMORY_COPY_DEVICE_TO_DEVICE", "HtoH": "MEMORY_COPY_HOST_TO_HOST"}
+                        "DtoD": "MEMORY_COPY_DEVICE_TO_DEVICE", "PtoP": "MEMORY_COPY_DEVICE_TO_DEVICE",
+                        "HtoH": "MEMORY_COPY_HOST_TO_HOST"}
 
 
 def agent_record(agent: Agent) -> dict:
