@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
-from tui_prof.tui.lanes import PackedLanes, merge_intervals
+from tui_prof.tui.view.lanes import PackedLanes, merge_intervals
 
 
 def brute_occupancy(intervals, t0, t1, width):
@@ -50,9 +50,9 @@ def test_view_reuses_the_summarys_gaps_and_links_exactly():
     """Gaps and launch links taken from build_summary's details equal the ones the view
     computes on its own (diff screen, or a tab opened before the summary finished)."""
     import pandas as pd
+    from synthetic import synthetic_runset
 
-    from tui_prof.tui.runview import build_view
-    from tui_prof.tui.sample import synthetic_runset
+    from tui_prof.tui.view.runview import build_view
 
     runset, _ = synthetic_runset()
     reused = build_view(runset, lazy=True)
