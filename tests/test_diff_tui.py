@@ -19,6 +19,7 @@ from test_diff_support import (
 )
 from tui_harness import drive, press
 
+from tui_prof.analysis.diff import diff_runsets
 from tui_prof.synth import build
 from tui_prof.tui.diff.app import DiffApp
 from tui_prof.tui.diff.screens import DiffScreen, PairScreen
@@ -129,6 +130,9 @@ def test_sort_match_mode_and_drill_in_and_out():
         await press(app, pilot, "m")
         assert screen.by == "normalized"
         assert "at::native::reduce_kernel" in set(screen.result.kernels["key"])
+        # only the kernel matching is recomputed: the same table and metrics as a full diff
+        full = diff_runsets(ra, rb, by="normalized")
+        assert screen.result.kernels.equals(full.kernels) and screen.result.metrics == full.metrics
         await press(app, pilot, "m")
         assert screen.by == "category"
         cat = screen.result.kernels.set_index("key")
