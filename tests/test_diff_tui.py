@@ -142,7 +142,11 @@ def test_sort_match_mode_and_drill_in_and_out():
         await pilot.press("r", "t")
         await pilot.pause()
         tla, tlb = screen.query_one("#tl-a", Timeline), screen.query_one("#tl-b", Timeline)
-        assert tla.marker is not None and tlb.marker is not None
+        # the top row is the attention category: its one kernel's first dispatch in each run
+        assert table.current_row["key"] == "attention"
+        for tl, view in zip((tla, tlb), screen.views, strict=True):
+            first = view.kernels[view.kernels["name"].astype(str) == ATTENTION].iloc[0]
+            assert tl.marker == (int(first["lane"]), int(first["t"]), int(first["t"] + first["dur"]))
         assert (tla.t0, tla.t1) == (tlb.t0, tlb.t1) and tla.t1 - tla.t0 < tla.model.span
 
     drive(DiffApp(ra, rb), flow, size=(160, 50))

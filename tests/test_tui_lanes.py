@@ -54,7 +54,7 @@ def test_view_reuses_the_summarys_gaps_and_links_exactly():
 
     from tui_prof.tui.view.runview import build_view
 
-    runset, _ = synthetic_runset()
+    runset, synth = synthetic_runset()
     reused = build_view(runset, lazy=True)
     reused.ensure("summary")
     own = build_view(runset, lazy=True)
@@ -62,4 +62,4 @@ def test_view_reuses_the_summarys_gaps_and_links_exactly():
     assert reused._details["gaps"] and reused._details["links"]
     pd.testing.assert_frame_equal(reused.ensure("gaps"), own.ensure("gaps"))
     pd.testing.assert_frame_equal(reused.ensure("launches"), own.ensure("launches"))
-    assert len(own.gaps) > 0 and len(own.launches) > 0
+    assert len(own.gaps) == len(synth.expected.gaps[1]) and len(own.launches) == synth.expected.dispatches

@@ -11,6 +11,7 @@ finding's evidence, and the diff app's match modes, pair screen and timeline jum
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import pytest
@@ -62,6 +63,16 @@ def big():
     return synthetic_runset("per_launch", iterations=ITERATIONS)
 
 
+@pytest.fixture(autouse=True)
+def _frozen_heap():
+    """Earlier tests' objects out of the collector's way: a full collection scanning them
+    would stall the loop for reasons that are the test session's, not the app's."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
 async def _first_screen(app, pilot) -> StallMeter:
     """The meter, started once the first screen (hotspots) has been painted."""
     for _ in range(TRIES * 10):
@@ -98,7 +109,11 @@ def test_main_screens_never_stall_the_loop(big):
             meter.step = "gap screen"
             await press(app, pilot, "2", "n", "enter")
             assert isinstance(app.screen, GapScreen)
-            assert app.screen.query_one("#gap-calls").row_count >= 1
+            gap = app.view.gaps.iloc[app.screen.gap_index]
+            margin = gap["end"] - gap["start"]
+            api = synth.api
+            near = (api["end"] >= gap["start"] - margin) & (api["start"] <= gap["end"] + margin)
+            assert app.screen.query_one("#gap-calls").row_count == int(near.sum())
             await press(app, pilot, "escape")
             meter.step = "kernel on timeline"
             await press(app, pilot, "1", "t", "c", "c")
@@ -112,6 +127,7 @@ def test_main_screens_never_stall_the_loop(big):
         return meter
 
     meter = asyncio.run(main())
+    print(f"worst loop stall {meter.worst * 1000:.0f} ms during {meter.where}")
     assert meter.worst < MAX_GAP_S, f"loop stalled {meter.worst * 1000:.0f} ms during {meter.where}"
 
 
@@ -147,4 +163,5 @@ def test_diff_screens_never_stall_the_loop(big):
         return meter
 
     meter = asyncio.run(main())
+    print(f"worst loop stall {meter.worst * 1000:.0f} ms during {meter.where}")
     assert meter.worst < MAX_GAP_S, f"loop stalled {meter.worst * 1000:.0f} ms during {meter.where}"

@@ -15,18 +15,20 @@ from textual.message import Message
 from tui_prof.analysis.diff import DiffResult
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
-from tui_prof.tui.diff.screens import DiffScreen
+from tui_prof.tui.diff.screens import DiffScreen, linked_models
+from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView, build_view, load_failure, load_runset
 
 
 class DiffLoaded(Message):
     def __init__(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result: DiffResult,
-                 keys: tuple[np.ndarray, np.ndarray]) -> None:
+                 keys: tuple[np.ndarray, np.ndarray], models: tuple[TimelineModel, TimelineModel]) -> None:
         super().__init__()
         self.views = views
         self.runsets = runsets
         self.result = result  # analysis.diff.diff_runsets, computed in the load worker
         self.keys = keys  # each side's match key per kernel row
+        self.models = models  # A's and B's timelines on one span
 
 
 class DiffLoadFailed(Message):
@@ -60,15 +62,14 @@ class DiffApp(App):
         try:
             a, b = (load_runset(source, use_cache=self.use_cache) for source in self.sources)
             views = (build_view(a, lazy=True), build_view(b, lazy=True))
-            for view in views:  # the screen shows the lanes; the deltas come from analysis.diff
-                view.ensure("timeline")
+            models = linked_models(views)  # the screen shows the lanes; the deltas come from analysis.diff
             screen = self.diff_screen
-            self.post_message(DiffLoaded(views, (a, b), screen.diff((a, b)), screen.match_keys(views, screen.by)))
+            self.post_message(DiffLoaded(views, (a, b), screen.diff((a, b)), screen.match_keys(views, screen.by), models))
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(DiffLoadFailed(load_failure(err, "the runs")))
 
     def on_diff_loaded(self, message: DiffLoaded) -> None:
-        self.diff_screen.show(message.views, message.runsets, message.result, message.keys)
+        self.diff_screen.show(message.views, message.runsets, message.result, message.keys, message.models)
 
     def on_diff_load_failed(self, message: DiffLoadFailed) -> None:
         self.diff_screen.show_failure(message.text)

@@ -66,6 +66,12 @@ VERDICT_STYLE = {"improved": "bold green", "regressed": "bold red", "within nois
 MATCH_LABELS = {"name": "name", "normalized": "normalised name", "category": "category"}
 
 
+def linked_models(views: tuple[RunView, RunView]) -> tuple[TimelineModel, TimelineModel]:
+    """A's and B's timeline models on one span (the longer run's): zoom-linkable."""
+    span = max(views[0].timeline.span, views[1].timeline.span)
+    return linked_model(views[0], span, "A"), linked_model(views[1], span, "B")
+
+
 def linked_model(view: RunView, span: int, tag: str) -> TimelineModel:
     """The run's timeline model with lane labels prefixed by ``tag`` and the shared ``span``."""
     tm = view.timeline
@@ -139,7 +145,7 @@ class DiffScreen(Screen):
     # -- data ---------------------------------------------------------------------------
     def show_failure(self, text: str) -> None:
         self.query_one("#diff-title", Static).update(Text("tuiprof diff", no_wrap=True))
-        self.query_one("#diff-metrics", Static).update(text)
+        self.query_one("#diff-metrics", Static).update(Text(text))  # names files: never markup
 
     def diff(self, runsets: tuple[RunSet, RunSet]) -> DiffResult:
         """analysis.diff.diff_runsets for the current match mode and noise thresholds (reads
@@ -151,12 +157,12 @@ class DiffScreen(Screen):
         return match_keys(views[0], by, self.rules), match_keys(views[1], by, self.rules)
 
     def show(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result: DiffResult,
-             keys: tuple[np.ndarray, np.ndarray]) -> None:
-        """Fill the screen with the diff computed for the current match mode."""
+             keys: tuple[np.ndarray, np.ndarray], models: tuple[TimelineModel, TimelineModel]) -> None:
+        """Fill the screen with what the load worker computed: the diff for the current
+        match mode, each side's match keys and the two linked timeline models."""
         self.views, self.runsets = views, runsets
-        span = max(views[0].timeline.span, views[1].timeline.span)
-        self.query_one("#tl-a", Timeline).set_model(linked_model(views[0], span, "A"))
-        self.query_one("#tl-b", Timeline).set_model(linked_model(views[1], span, "B"))
+        self.query_one("#tl-a", Timeline).set_model(models[0])
+        self.query_one("#tl-b", Timeline).set_model(models[1])
         self.show_result(result, keys)
         self.query_one("#diff-table", TableView).focus()
 

@@ -53,11 +53,11 @@ def finding_detail(finding: dict | None) -> Table | Text:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     grid.add_row("finding", Text(f"{finding['severity']} · {finding['code']}", SEVERITY_STYLE.get(finding["severity"], "")))
-    grid.add_row("", finding["message"])
+    grid.add_row("", Text(finding["message"]))  # messages and numbers name kernels: never markup
     for key, value in (finding.get("numbers") or {}).items():
         if finding["code"] == "no-counters" and key == "commands":
             continue  # the fix lists them
-        grid.add_row(key, _fmt_number(key, value))
+        grid.add_row(Text(key), Text(_fmt_number(key, value)))
     grid.add_row("fix", Text(finding["fix"], "green"))
     return grid
 

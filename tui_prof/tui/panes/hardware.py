@@ -28,7 +28,7 @@ def agents_renderable(runset: RunSet) -> Table | str:
     table.add_column("", style="bold", no_wrap=True)
     multi = len(runset.runs) > 1
     for label, a in agents:
-        table.add_column(f"{label}:{a.id}" if multi else f"agent {a.id}", overflow="fold")
+        table.add_column(Text(f"{label}:{a.id}" if multi else f"agent {a.id}"), overflow="fold")
     fields = [
         ("type", lambda a: a.type),
         ("arch", lambda a: a.arch or "-"),
@@ -43,7 +43,7 @@ def agents_renderable(runset: RunSet) -> Table | str:
         ("memory", lambda a: fmt_bytes(a.memory_bytes) if a.memory_bytes else "-"),
     ]
     for title, get in fields:
-        table.add_row(title, *(get(a) for _, a in agents))
+        table.add_row(title, *(Text(str(get(a))) for _, a in agents))  # trace strings: never markup
     return table
 
 
@@ -54,15 +54,15 @@ def capabilities_renderable(doc: dict):
         caps = record.get("capabilities")
         if not caps:
             continue
-        table = Table(title=f"Profiling capability · {record['process']} · agent {record['id']} {record.get('arch') or ''}",
+        table = Table(title=Text(f"Profiling capability · {record['process']} · agent {record['id']} {record.get('arch') or ''}", "table.title"),
                       expand=True, show_edge=False, show_header=False, title_justify="left")
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
         for key in ("counters", "pc_sampling", "thread_trace", "rocprof_compute", "roofline"):
-            table.add_row(key.replace("_", " "), str(caps.get(key)))
+            table.add_row(key.replace("_", " "), Text(str(caps.get(key))))
         limits = caps.get("limits")
         if limits:
-            table.add_row("limits", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in limits.items() if v is not None))
+            table.add_row("limits", Text(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in limits.items() if v is not None)))
         for note in caps.get("notes", []):
             table.add_row(Text("note", "yellow"), Text(note, "yellow"))
         parts.append(table)

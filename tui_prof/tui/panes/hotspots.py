@@ -168,7 +168,7 @@ class HotspotsPane(Vertical):
         try:
             self.table.apply_filter(event.value)
         except re.error as err:
-            self.notify(f"bad regex: {err}", severity="error")
+            self.notify(f"bad regex: {err}", severity="error", markup=False)
             return
         event.input.display = False
         self.table.focus()

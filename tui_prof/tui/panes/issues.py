@@ -21,10 +21,10 @@ def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
     table.add_column("file / feature", overflow="fold")
     table.add_column("status")
     table.add_column("message", overflow="fold")
-    for issue in runset.issues:
-        table.add_row(issue.path, issue.severity, issue.message)
+    for issue in runset.issues:  # trace strings: Text, never markup
+        table.add_row(Text(issue.path), Text(issue.severity), Text(issue.message))
     for hit in logs:
-        table.add_row(f"{hit['path']}:{hit['line']}", hit["code"], f"{hit['text']}\n→ {hit['meaning']}")
+        table.add_row(Text(f"{hit['path']}:{hit['line']}"), Text(hit["code"]), Text(f"{hit['text']}\n→ {hit['meaning']}"))
     return table
 
 

@@ -98,7 +98,7 @@ class TimelinePane(Vertical):
         end = start + int(pick["dur"])
         timeline.marker = (int(pick["lane"]), start, end)
         timeline.centre_on(start, end, int(pick["lane"]))
-        self.notify(f"{value}: dispatch {self.kernel_cycle % len(rows) or len(rows)}/{len(rows)}", timeout=2)
+        self.notify(f"{value}: dispatch {self.kernel_cycle % len(rows) or len(rows)}/{len(rows)}", timeout=2, markup=False)
 
     def show_gap(self, gap_index: int) -> None:
         """Centre on idle gap ``gap_index`` (its row in ``view.gaps``) and select it."""

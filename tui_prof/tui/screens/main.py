@@ -103,11 +103,11 @@ class MainScreen(Screen):
 
     # -- loading --------------------------------------------------------------------
     def show_progress(self, stage: str, done: int, total: int) -> None:
-        self.query_one("#load-status", Label).update(f"Loading {self.source_name}: {stage} {done}/{total}")
+        self.query_one("#load-status", Label).update(Text(f"Loading {self.source_name}: {stage} {done}/{total}"))
         self.query_one("#load-progress", ProgressBar).update(total=max(total, 1), progress=done)
 
     def show_failure(self, text: str) -> None:
-        self.query_one("#load-status", Label).update(text)
+        self.query_one("#load-status", Label).update(Text(text))  # names files: never markup
         self.query_one("#load-progress").display = False
 
     def show_view(self, view: RunView) -> None:
@@ -245,4 +245,4 @@ class MainScreen(Screen):
         elif kind == "tab":
             self.action_tab(str(target))
         else:
-            self.notify(f"{finding['code']}: {target}", severity="information")
+            self.notify(f"{finding['code']}: {target}", severity="information", markup=False)

@@ -91,7 +91,9 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
 def gap_calls(view: RunView, gap_index: int) -> pd.DataFrame:
     """Host API calls of the gap's run that overlap the gap widened by its own length on
     each side, with display columns t (relative ns) and dur."""
-    gap = view.gaps.iloc[gap_index]
+    gaps = view.gaps
+    assert gaps is not None, "a gap index needs the gaps part"
+    gap = gaps.iloc[gap_index]
     api = view.runset.runs[int(gap["run"])].api
     gs, ge = int(gap["start"]), int(gap["end"])
     margin = max(ge - gs, 1)

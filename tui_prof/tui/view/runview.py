@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -297,7 +298,7 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     lane_parts = []
     base = 0
     for ri, run in enumerate(runs):
-        lay = {"prefix": f"{run.meta.pid or ri}:" if multi else "", "tids": np.zeros(0, np.int64), "gpu": None}
+        lay: dict[str, Any] = {"prefix": f"{run.meta.pid or ri}:" if multi else "", "tids": np.zeros(0, np.int64), "gpu": None}
         if len(run.api):
             lay["tids"], lay["tid_codes"] = factor(run.api["tid"].to_numpy().astype(np.int64))
         base += len(lay["tids"])

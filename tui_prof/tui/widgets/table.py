@@ -147,7 +147,7 @@ class TableModel:
 
 
 class TableView(Widget, can_focus=True):
-    """Keyboard-first table: j/k rows, h/l columns, s sort, / filter (via the screen)."""
+    """Keyboard-first table: j/k rows, h/l columns, s sort; filtering is the owner's (``apply_filter``)."""
 
     DEFAULT_CSS = """
     TableView { height: 1fr; }

@@ -139,7 +139,7 @@ class Timeline(Widget, can_focus=True):
     ]
 
     class ViewChanged(Message):
-        """Posted after zoom/pan/gap jumps, so the screen can update its status line."""
+        """Posted after zoom/pan/gap jumps, so the owner can update its status line."""
 
         def __init__(self, timeline: "Timeline") -> None:
             super().__init__()
@@ -160,7 +160,7 @@ class Timeline(Widget, can_focus=True):
             return self.timeline
 
     class CentreRequested(Message):
-        """The user asked to jump to the selected kernel; the screen supplies it."""
+        """The user asked to jump to the selected kernel; the owner (pane or screen) supplies it."""
 
         def __init__(self, timeline: "Timeline") -> None:
             super().__init__()
