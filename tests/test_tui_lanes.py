@@ -1,4 +1,4 @@
-"""Timeline binning (tui_prof.tui.lanes) against a brute-force per-cell overlap sum."""
+"""Timeline binning (tui_prof.tui.view.lanes) against a brute-force per-cell overlap sum."""
 
 from __future__ import annotations
 
