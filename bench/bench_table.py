@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from tui_prof.tui.screens import DISPATCH_COLUMNS
+from tui_prof.tui.screens.drilldown import DISPATCH_COLUMNS
 from tui_prof.tui.widgets.table import TableModel, TableView
 
 WIDTH, HEIGHT = 160, 50

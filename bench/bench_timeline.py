@@ -1,6 +1,6 @@
 """Timeline frame time at 5M events in a 200×50 view (a benchmark, not a timed test).
 
-Measures, with synthetic lanes (tui_prof.tui.lanes.synthetic_model):
+Measures, with synthetic lanes (tui_prof.tui.view.lanes.synthetic_model):
   * bin + frame build (``build_frame``) for a new viewport, over 30 zoom steps;
   * the full widget path: every ``render_line`` of a 200×50 Timeline for a new viewport;
   * a repaint of an unchanged viewport (frame cache hit).
@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 
-from tui_prof.tui.lanes import synthetic_model
+from tui_prof.tui.view.lanes import synthetic_model
 from tui_prof.tui.widgets.timeline import Timeline, build_frame
 
 WIDTH, HEIGHT = 200, 50

@@ -7,14 +7,22 @@ attention kernel 2× slower and the reduce kernel removed (test_diff_support.py)
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 import pytest
+from test_diff_support import (
+    ATTENTION,
+    REDUCE,
+    as_runset,
+    remove_kernel,
+    slow_down,
+    spec,
+)
+from tui_harness import drive, press
 
-from test_diff_support import ATTENTION, REDUCE, as_runset, remove_kernel, slow_down, spec
+from tui_prof.analysis.diff import diff_runsets
 from tui_prof.synth import build
-from tui_prof.tui.diff_app import DiffApp, DiffScreen, PairScreen
+from tui_prof.tui.diff.app import DiffApp
+from tui_prof.tui.diff.screens import DiffScreen, PairScreen
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import S_IDLE, Timeline
 
@@ -29,16 +37,6 @@ def changed():
     k, api, cp = slow_down(b.kernels, b.api, b.copies, ATTENTION)
     k, api = remove_kernel(k, api, REDUCE)
     return as_runset(a, "before"), as_runset(b, "after", k, api, cp), a
-
-
-def drive(app: DiffApp, flow, size=(160, 50)):
-    async def main():
-        async with app.run_test(size=size) as pilot:
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            await flow(app, pilot)
-
-    asyncio.run(main())
 
 
 def idle_cells(timeline: Timeline) -> int:
@@ -82,7 +80,7 @@ def test_classic_case_gaps_disappear_and_zoom_is_linked():
         await pilot.pause()
         assert (tla.t0, tla.t1) == (tlb.t0, tlb.t1) == (0, tla.model.span)
 
-    drive(DiffApp(ra, rb), flow)
+    drive(DiffApp(ra, rb), flow, size=(160, 50))
 
 
 def test_sort_match_mode_and_drill_in_and_out():
@@ -107,8 +105,7 @@ def test_sort_match_mode_and_drill_in_and_out():
         assert table.sort_column is None
         assert table.current_row["key"] == ATTENTION
         # drill into the slowed kernel: A's and B's dispatches side by side
-        await pilot.press("enter")
-        await pilot.pause()
+        await press(app, pilot, "enter")
         pair = app.screen
         assert isinstance(pair, PairScreen) and pair.key == ATTENTION
         ta, tb = pair.query_one("#pair-a", TableView), pair.query_one("#pair-b", TableView)
@@ -122,8 +119,7 @@ def test_sort_match_mode_and_drill_in_and_out():
         await pilot.pause()
         assert app.screen is screen and table.current_row["key"] == ATTENTION
         # the removed kernel: A has its dispatches, B none
-        await pilot.press("j", "enter")
-        await pilot.pause()
+        await press(app, pilot, "j", "enter")
         pair = app.screen
         assert pair.key == REDUCE
         assert pair.query_one("#pair-a", TableView).row_count == e.loc[REDUCE, "calls"]
@@ -131,12 +127,13 @@ def test_sort_match_mode_and_drill_in_and_out():
         await pilot.press("escape")
         await pilot.pause()
         # match by normalised name, then by category
-        await pilot.press("m")
-        await pilot.pause()
+        await press(app, pilot, "m")
         assert screen.by == "normalized"
         assert "at::native::reduce_kernel" in set(screen.result.kernels["key"])
-        await pilot.press("m")
-        await pilot.pause()
+        # only the kernel matching is recomputed: the same table and metrics as a full diff
+        full = diff_runsets(ra, rb, by="normalized")
+        assert screen.result.kernels.equals(full.kernels) and screen.result.metrics == full.metrics
+        await press(app, pilot, "m")
         assert screen.by == "category"
         cat = screen.result.kernels.set_index("key")
         assert cat.loc["attention", "delta_ns"] == e.loc[ATTENTION, "total_ns"]
@@ -145,10 +142,14 @@ def test_sort_match_mode_and_drill_in_and_out():
         await pilot.press("r", "t")
         await pilot.pause()
         tla, tlb = screen.query_one("#tl-a", Timeline), screen.query_one("#tl-b", Timeline)
-        assert tla.marker is not None and tlb.marker is not None
+        # the top row is the attention category: its one kernel's first dispatch in each run
+        assert table.current_row["key"] == "attention"
+        for tl, view in zip((tla, tlb), screen.views, strict=True):
+            first = view.kernels[view.kernels["name"].astype(str) == ATTENTION].iloc[0]
+            assert tl.marker == (int(first["lane"]), int(first["t"]), int(first["t"] + first["dur"]))
         assert (tla.t0, tla.t1) == (tlb.t0, tlb.t1) and tla.t1 - tla.t0 < tla.model.span
 
-    drive(DiffApp(ra, rb), flow)
+    drive(DiffApp(ra, rb), flow, size=(160, 50))
 
 
 def test_load_failure_is_shown_not_raised(tmp_path):

@@ -10,57 +10,27 @@ import asyncio
 import re
 
 import numpy as np
+from synthetic import synthetic_runset
+from tui_harness import (
+    back_to_main,
+    column,
+    drive,
+    first_screen,
+    hot,
+    press,
+    settle,
+    text_of,
+    until,
+)
 
-from tui_prof.tui.app import MainScreen, TuiProfApp
-from tui_prof.tui.sample import synthetic_runset
-from tui_prof.tui.screens import DispatchDetailScreen, DispatchesScreen, GapScreen, HelpScreen
+from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.screens.detail import DispatchDetailScreen
+from tui_prof.tui.screens.drilldown import DispatchesScreen
+from tui_prof.tui.screens.gap import GapScreen
+from tui_prof.tui.screens.help import HelpScreen
+from tui_prof.tui.view.runview import GROUPS
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
-
-
-async def settle(app, pilot) -> None:
-    """Wait until the run is loaded and every lazy pane (computed in thread workers after
-    the first screen) is shown, or loading failed."""
-    for _ in range(500):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if app.main.complete or (app.main.view is None and all(w.is_finished for w in app.workers)):
-            return
-    raise AssertionError("the lazy panes never finished")
-
-
-def drive(app: TuiProfApp, flow, size=(80, 24)):
-    """Run ``flow(app, pilot)`` inside ``app.run_test`` after loading finished."""
-
-    async def main():
-        async with app.run_test(size=size) as pilot:
-            await settle(app, pilot)
-            await flow(app, pilot)
-
-    asyncio.run(main())
-
-
-async def back_to_main(app, pilot) -> None:
-    """Escape from a drill-down screen lands on the main screen."""
-    await pilot.press("escape")
-    await pilot.pause()
-    assert isinstance(app.screen, MainScreen)
-
-
-def hot(app) -> TableView:
-    return app.main.query_one("#hotspot-table", TableView)
-
-
-def text_of(app, widget_id: str) -> str:
-    """The plain text a Static shows (Rich renderables rendered 200 columns wide)."""
-    widget = app.screen.query_one(widget_id)
-    renderable = widget.render()
-    renderable = getattr(renderable, "_renderable", renderable)
-    return "".join(seg.text for seg in app.console.render(renderable, app.console.options.update_width(200)))
-
-
-def column(table: TableView, key: str) -> np.ndarray:
-    return table.model.frame[key].to_numpy()[table.model.order]
 
 
 def test_hotspots_match_known_answers_and_sort_by_any_column():
@@ -121,16 +91,16 @@ def test_group_by_cycles_through_analysis_groupings():
     runset, synth = synthetic_runset("per_launch")
 
     async def flow(app, pilot):
-        groups = app.view.groups
-        assert groups[0] == "name" and "agent" in groups and "process" in groups
+        groups = list(GROUPS)
+        assert groups == ["name", "normalised name", "category", "agent", "process"]
         seen = []
         for _ in groups:
-            seen.append(app.main.group)
+            seen.append(app.main.hotspots.group)
             await pilot.press("b")
             for _ in range(200):  # the grouping is computed in a thread worker
                 await app.workers.wait_for_complete()
                 await pilot.pause()
-                if app.main.group != seen[-1]:
+                if app.main.hotspots.group != seen[-1]:
                     break
         assert seen == groups
         assert app.main.query_one("#hotspot-table", TableView).model.frame.equals(app.view.hotspots("name"))
@@ -146,14 +116,12 @@ def test_drill_into_kernel_dispatch_and_back():
     top = synth.expected.kernels.index[0]
 
     async def flow(app, pilot):
-        await pilot.press("enter")
-        await pilot.pause()
+        await press(app, pilot, "enter")
         screen = app.screen
         assert isinstance(screen, DispatchesScreen) and screen.value == top
         dispatches = screen.query_one("#dispatches", TableView)
         assert dispatches.row_count == int(synth.expected.kernels.loc[top, "calls"])
-        await pilot.press("j", "enter")
-        await pilot.pause()
+        await press(app, pilot, "j", "enter")
         detail = app.screen
         assert isinstance(detail, DispatchDetailScreen)
         row = dispatches.current_row
@@ -206,11 +174,14 @@ def test_timeline_zoom_pan_fit_and_gaps():
         assert tl.gap_index == 0
         assert len(tl.model.gaps) == len(gaps)
         # Enter on a gap lists the host calls around it
-        await pilot.press("enter")
-        await pilot.pause()
+        await press(app, pilot, "enter")
         assert isinstance(app.screen, GapScreen)
         calls = app.screen.query_one("#gap-calls", TableView)
-        assert calls.row_count > 0
+        # the generator's HIP calls within one gap length of the first gap
+        api, (gs, ge) = synth.api, (gaps["start"].iloc[0], gaps["end"].iloc[0])
+        margin = ge - gs
+        near = (api["end"] >= gs - margin) & (api["start"] <= ge + margin)
+        assert calls.row_count == int(near.sum()) and calls.row_count >= 2
         await back_to_main(app, pilot)
 
     drive(TuiProfApp(runset), flow)
@@ -266,8 +237,15 @@ def test_missing_path_shows_message_not_traceback(tmp_path):
 def test_sync_per_launch_looks_different_from_sync_once():
     """The GPU row is mostly partly-idle cells with a sync after every launch and mostly
     busy cells with one sync at the end; the host row shows the sync bars accordingly."""
-    from tui_prof.tui.runview import build_view
-    from tui_prof.tui.widgets.timeline import MIXED_GLYPH, S_BUSY, S_IDLE, S_PARTIAL, SYNC_GLYPH, build_frame
+    from tui_prof.tui.view.runview import build_view
+    from tui_prof.tui.widgets.timeline import (
+        MIXED_GLYPH,
+        S_BUSY,
+        S_IDLE,
+        S_PARTIAL,
+        SYNC_GLYPH,
+        build_frame,
+    )
 
     shares = {}
     for mode in ("per_launch", "end"):
@@ -303,7 +281,7 @@ def gated(monkeypatch, part: str):
     """Make RunView compute ``part`` only after the returned event is set."""
     import threading
 
-    from tui_prof.tui.runview import RunView
+    from tui_prof.tui.view.runview import RunView
 
     gate = threading.Event()
     original = getattr(RunView, f"_compute_{part}")
@@ -316,36 +294,19 @@ def gated(monkeypatch, part: str):
     return gate
 
 
-async def first_screen(app, pilot) -> None:
-    for _ in range(500):
-        await pilot.pause()
-        if app.main.view is not None:
-            return
-    raise AssertionError("no first screen")
-
-
-async def until(app, pilot, condition) -> None:
-    for _ in range(500):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if condition():
-            return
-    raise AssertionError("condition never held")
-
-
 def test_timeline_tab_shows_computing_then_the_analysis_gaps(monkeypatch):
     """Without the background worker the timeline is computed when its tab is first shown;
     meanwhile the pane says so; then its gaps are analysis.timeline.gpu_timeline's."""
     from tui_prof.analysis.timeline import gpu_timeline
 
-    runset, _ = synthetic_runset("per_launch")
+    runset, synth = synthetic_runset("per_launch")
     gate = gated(monkeypatch, "timeline")
 
     async def main():
         app = TuiProfApp(runset, background=False)
         async with app.run_test(size=(80, 24)) as pilot:
             await first_screen(app, pilot)
-            assert hot(app).row_count > 0  # the first screen does not wait for the timeline
+            assert hot(app).row_count == len(synth.expected.kernels)  # the first screen does not wait for the timeline
             await pilot.press("2")
             await pilot.pause()
             timeline = app.main.query_one("#timeline-view", Timeline)
@@ -356,7 +317,7 @@ def test_timeline_tab_shows_computing_then_the_analysis_gaps(monkeypatch):
             assert timeline.model is app.view.timeline
             _, want = gpu_timeline(runset.runs[0])
             origin = app.view.origin
-            assert len(want) > 0
+            assert list(want["start"]) == list(synth.expected.gaps[1]["start"])  # 102 gaps
             assert list(timeline.model.gaps[:, 0] + origin) == list(want["start"])
             assert list(timeline.model.gaps[:, 1] + origin) == list(want["end"])
             assert "computing" not in text_of(app, "#tl-status")
@@ -366,7 +327,8 @@ def test_timeline_tab_shows_computing_then_the_analysis_gaps(monkeypatch):
 
 def test_measurement_and_findings_show_computing_then_the_summary(monkeypatch):
     from tui_prof.analysis.summary import build_summary
-    from tui_prof.tui.panes import findings_frame, measurement_text
+    from tui_prof.tui.panes.hotspots import measurement_text
+    from tui_prof.tui.view.findings import findings_frame
 
     runset, _ = synthetic_runset("per_launch")
     gate = gated(monkeypatch, "summary")
@@ -385,7 +347,9 @@ def test_measurement_and_findings_show_computing_then_the_summary(monkeypatch):
             await until(app, pilot, lambda: app.main.complete)
             assert text_of(app, "#measure").strip() == measurement_text(want).plain
             shown = app.main.query_one("#findings-table", TableView).model.frame
-            assert shown.equals(findings_frame(want)) and len(shown) > 0
+            assert shown.equals(findings_frame(want))
+            assert list(shown["code"]) == ["sync-after-launch", "copy-share", "idle-sync", "sync-overhead",
+                                           "dominant-kernel", "no-counters"]
 
     asyncio.run(main())
 
@@ -454,7 +418,7 @@ def test_quit_while_loading_does_not_wait_for_the_load(monkeypatch):
     import threading
 
     import tui_prof.tui.app as app_module
-    from tui_prof.tui.runview import LoadError
+    from tui_prof.tui.view.runview import LoadError
 
     started, release = threading.Event(), threading.Event()
     seen = {}

@@ -8,10 +8,10 @@ synthetic run, no clock is shown, so the output is deterministic.
 from __future__ import annotations
 
 import pytest
+from synthetic import synthetic_runset
+from tui_harness import idle, settle
 
-
-from tui_prof.tui.app import TuiProfApp  # noqa: E402
-from tui_prof.tui.sample import synthetic_runset  # noqa: E402
+from tui_prof.tui.app import TuiProfApp
 
 SIZES = {"80x24": (80, 24), "160x50": (160, 50)}
 FLOWS = {
@@ -30,27 +30,16 @@ FLOWS = {
 WITH_COUNTERS = {"counters", "counters_formulas"}
 
 
-async def _loaded(pilot) -> None:
-    """Loaded and every lazy pane shown (they are computed in workers after the first screen)."""
-    app = pilot.app
-    for _ in range(500):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if app.main.complete:
-            return
-    raise AssertionError("the lazy panes never finished")
-
-
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("flow", FLOWS)
 def test_screen(snap_compare, flow, size):
     runset, _ = synthetic_runset("per_launch", issues=(flow == "hotspots"), counters=flow in WITH_COUNTERS)
 
     async def run_before(pilot):
-        await _loaded(pilot)
+        await settle(pilot.app, pilot)
         for key in FLOWS[flow]:
             await pilot.press(key)
-            await pilot.pause()
+            await idle(pilot.app, pilot)
 
     assert snap_compare(TuiProfApp(runset), terminal_size=SIZES[size], run_before=run_before)
 
@@ -59,13 +48,10 @@ def test_screen(snap_compare, flow, size):
 def test_timeline_sync_modes(snap_compare, mode):
     """The sync-after-every-launch and sync-once runs side by side in the review report."""
     runset, _ = synthetic_runset(mode, iterations=60)
-    assert snap_compare(TuiProfApp(runset), terminal_size=(120, 16), run_before=_timeline(_loaded))
+    assert snap_compare(TuiProfApp(runset), terminal_size=(120, 16), run_before=_timeline)
 
 
-def _timeline(loaded):
-    async def run_before(pilot):
-        await loaded(pilot)
-        await pilot.press("2")
-        await pilot.pause()
-
-    return run_before
+async def _timeline(pilot):
+    await settle(pilot.app, pilot)
+    await pilot.press("2")
+    await pilot.pause()

@@ -41,7 +41,7 @@ def test_open_sample_in_tmux():
         pane = _wait_for(session, "sort total_ns")
         assert "synthetic_sync_per_launch" in pane and "Cijk_" in pane
         subprocess.run(["tmux", "send-keys", "-t", session, "2"], check=True)
-        pane = _wait_for(session, "view 0ns")
+        pane = _wait_for(session, "view 0 ns")
         assert "host T" in pane and "GPU" in pane and "▚" in pane  # sync interleaved with launches
         subprocess.run(["tmux", "send-keys", "-t", session, "n"], check=True)
         pane = _wait_for(session, "gap 1/")

@@ -244,7 +244,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
     noise_pp = d.DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
     if args.tui:
-        from tui_prof.tui.diff_app import DiffApp
+        from tui_prof.tui.diff.app import DiffApp
 
         DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp,
                 use_cache=not args.no_cache).run(mouse=not args.no_mouse)

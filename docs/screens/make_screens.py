@@ -6,13 +6,14 @@ Run: python docs/screens/make_screens.py   (writes docs/screens/*.svg, prints th
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
-from tui_prof.tui.app import TuiProfApp
-from tui_prof.tui.keys import key_rows
-from tui_prof.tui.sample import synthetic_runset
+from tui_prof.tui.app import TuiProfApp, key_rows
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "tests"))  # the synthetic runs are test fixtures
+from synthetic import synthetic_runset  # noqa: E402
 SHOTS = {
     "hotspots": ("per_launch", []),
     "timeline_sync_per_launch": ("per_launch", ["2"]),

@@ -1,4 +1,5 @@
-"""The key table shown by ``?`` and written into docs/user_guide.md, read from BINDINGS."""
+"""Key names as the help screen and docs/user_guide.md print them, and the (where, keys,
+action) rows of a list of classes' BINDINGS (the app passes its own classes)."""
 
 from __future__ import annotations
 
@@ -21,24 +22,11 @@ def pretty_keys(keys: str) -> str:
     return " ".join(_KEY_NAMES.get(k, k) for k in keys.split(","))
 
 
-def key_rows() -> list[tuple[str, str, str]]:
-    """(where, keys, action) for every binding of the app, its screens and widgets."""
-    from tui_prof.tui.app import FindingsTable, MainScreen, TuiProfApp
-    from tui_prof.tui.panes import CountersPane
-    from tui_prof.tui.screens import BackScreen
-    from tui_prof.tui.widgets.table import TableView
-    from tui_prof.tui.widgets.timeline import Timeline
-
+def binding_rows(sources) -> list[tuple[str, str, str]]:
+    """(where, keys, action) for every binding of each (where, class) in ``sources``, then
+    the command palette."""
     rows = []
-    for where, cls in (
-        ("everywhere", TuiProfApp),
-        ("main screen", MainScreen),
-        ("tables", TableView),
-        ("timeline", Timeline),
-        ("findings", FindingsTable),
-        ("counters", CountersPane),
-        ("drill-down", BackScreen),
-    ):
+    for where, cls in sources:
         for binding in cls.BINDINGS:
             rows.append((where, pretty_keys(binding.key), binding.description))
     rows.append(("everywhere", "ctrl+p", "Command palette (every action by name)"))

@@ -8,6 +8,7 @@ category codes.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -146,7 +147,7 @@ class TableModel:
 
 
 class TableView(Widget, can_focus=True):
-    """Keyboard-first table: j/k rows, h/l columns, s sort, / filter (via the screen)."""
+    """Keyboard-first table: j/k rows, h/l columns, s sort; filtering is the owner's (``apply_filter``)."""
 
     DEFAULT_CSS = """
     TableView { height: 1fr; }
@@ -180,20 +181,32 @@ class TableView(Widget, can_focus=True):
     cursor = reactive(0, always_update=True)
 
     class Highlighted(Message):
+        """The cursor moved to ``row`` (None: the table is empty)."""
+
         def __init__(self, table: "TableView", row: pd.Series | None) -> None:
             super().__init__()
             self.table = table
             self.row = row
 
+        @property
+        def control(self) -> "TableView":
+            return self.table
+
     class Selected(Message):
+        """Enter (or a click) on ``row``."""
+
         def __init__(self, table: "TableView", row: pd.Series) -> None:
             super().__init__()
             self.table = table
             self.row = row
 
+        @property
+        def control(self) -> "TableView":
+            return self.table
+
     def __init__(self, columns: list[Column], *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
-        self.columns = columns
+        self.columns = [dataclasses.replace(c) for c in columns]  # per table: titles may change
         self.model: TableModel | None = None
         self.col_cursor = 0
         self.col_offset = 1

@@ -26,7 +26,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
-from tui_prof.tui.lanes import TimelineModel
+from tui_prof.tui.view.lanes import TimelineModel
 
 BLOCKS = np.array([ord(c) for c in " ▁▂▃▄▅▆▇█"], dtype=np.uint32)
 IDLE_GLYPH = ord("░")
@@ -139,11 +139,15 @@ class Timeline(Widget, can_focus=True):
     ]
 
     class ViewChanged(Message):
-        """Posted after zoom/pan/gap jumps, so the screen can update its status line."""
+        """Posted after zoom/pan/gap jumps, so the owner can update its status line."""
 
         def __init__(self, timeline: "Timeline") -> None:
             super().__init__()
             self.timeline = timeline
+
+        @property
+        def control(self) -> "Timeline":
+            return self.timeline
 
     class GapOpened(Message):
         def __init__(self, timeline: "Timeline", gap_index: int) -> None:
@@ -151,12 +155,20 @@ class Timeline(Widget, can_focus=True):
             self.timeline = timeline
             self.gap_index = gap_index
 
+        @property
+        def control(self) -> "Timeline":
+            return self.timeline
+
     class CentreRequested(Message):
-        """The user asked to jump to the selected kernel; the screen supplies it."""
+        """The user asked to jump to the selected kernel; the owner (pane or screen) supplies it."""
 
         def __init__(self, timeline: "Timeline") -> None:
             super().__init__()
             self.timeline = timeline
+
+        @property
+        def control(self) -> "Timeline":
+            return self.timeline
 
     def __init__(self, model: TimelineModel | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -171,6 +183,10 @@ class Timeline(Widget, can_focus=True):
         self._frame = None
         self._styles: dict = {}
         self._strips: dict = {}
+
+        @property
+        def control(self) -> "Timeline":
+            return self.timeline
 
     # -- model / view state ---------------------------------------------------------
     def set_model(self, model: TimelineModel) -> None:

@@ -1,4 +1,4 @@
-"""``tuiprof diff A B --tui``: the diff screen.
+"""``tuiprof diff A B --tui``: the diff screen and the matched pair's screen.
 
 Top: the summary delta table (improved / regressed / within noise, threshold shown).
 Middle: the kernel diff table (:func:`tui_prof.analysis.diff.kernel_diff`), sortable;
@@ -7,36 +7,48 @@ timelines stacked, each on a relative axis from its own run's start, sharing one
 (the longer run's), so a zoom or pan in either one is applied to the other.
 
 Every number comes from :mod:`tui_prof.analysis.diff`; lanes and gaps from
-:func:`tui_prof.tui.runview.build_view` (one per run). Loading runs in a thread worker.
+:func:`tui_prof.tui.view.runview.build_view` (one per run). The match-mode switch (``m``)
+recomputes only the kernel matching (:func:`~tui_prof.analysis.diff.kernel_diff`) in a
+thread worker; the pair screen selects its dispatches in one too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from rich.table import Table
 from rich.text import Text
-from textual import work
-from textual.app import App, ComposeResult
+from textual import on, work
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
+from tui_prof.analysis.diff import (
+    DEFAULT_NOISE_PCT,
+    DEFAULT_NOISE_PP,
+    MATCH_MODES,
+    DiffResult,
+    diff_runsets,
+    kernel_diff,
+)
+from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.model import RunSet
+from tui_prof.render.diff import fmt_metric, fmt_rel
 from tui_prof.render.fmt import fmt_ns
-from tui_prof.tui.lanes import TimelineModel
-from tui_prof.tui.runview import RunView, build_view, load_failure, load_runset
-from tui_prof.tui.screens import DISPATCH_COLUMNS, BackScreen
+from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.screens.back import BackScreen
+from tui_prof.tui.screens.drilldown import DISPATCH_COLUMNS
+from tui_prof.tui.view.lanes import TimelineModel
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
-from tui_prof.threads import use_daemon_threads
 
-DIFF_COLUMNS = [
+DIFF_COLUMNS = (
     Column("key", "kernel", 56, "text"),
     Column("status", "status", 7, "text"),
     Column("calls_a", "calls A", 7),
@@ -49,23 +61,15 @@ DIFF_COLUMNS = [
     Column("avg_a_ns", "avg A", 9, "ns"),
     Column("avg_b_ns", "avg B", 9, "ns"),
     Column("delta_calls", "Δ calls", 7),
-]
+)
 VERDICT_STYLE = {"improved": "bold green", "regressed": "bold red", "within noise": "dim", "changed": "yellow", "n/a": "dim"}
 MATCH_LABELS = {"name": "name", "normalized": "normalised name", "category": "category"}
 
 
-class DiffLoaded(Message):
-    def __init__(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result) -> None:
-        super().__init__()
-        self.views = views
-        self.runsets = runsets
-        self.result = result  # analysis.diff.diff_runsets, computed in the load worker
-
-
-class DiffLoadFailed(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
+def linked_models(views: tuple[RunView, RunView]) -> tuple[TimelineModel, TimelineModel]:
+    """A's and B's timeline models on one span (the longer run's): zoom-linkable."""
+    span = max(views[0].timeline.span, views[1].timeline.span)
+    return linked_model(views[0], span, "A"), linked_model(views[1], span, "B")
 
 
 def linked_model(view: RunView, span: int, tag: str) -> TimelineModel:
@@ -75,10 +79,13 @@ def linked_model(view: RunView, span: int, tag: str) -> TimelineModel:
     return TimelineModel(lanes, origin=tm.origin, span=max(int(span), 1), gaps=tm.gaps, gap_lanes=tm.gap_lanes)
 
 
-def metrics_table(result) -> Table:
-    """The summary delta table as a Rich table (verdict coloured)."""
-    from tui_prof.render.diff import fmt_metric, fmt_rel
+def match_keys(view: RunView, by: str, rules=None) -> np.ndarray:
+    """The match key (analysis.hotspots.group_key) of each of the view's kernel rows."""
+    return group_key(view.kernels, by, rules).astype(str).to_numpy()
 
+
+def metrics_table(result: DiffResult) -> Table:
+    """The summary delta table as a Rich table (verdict coloured)."""
     table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
     for name, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ (B−A)", "right"), ("Δ %", "right"),
                           ("noise", "right"), ("verdict", "left")):
@@ -112,22 +119,21 @@ class DiffScreen(Screen):
 
     def __init__(self, by: str = "name", rules=None, noise_pct: float | None = None, noise_pp: float | None = None) -> None:
         super().__init__()
-        from tui_prof.analysis.diff import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP
-
         self.by = by
         self.rules = rules
         self.noise_pct = DEFAULT_NOISE_PCT if noise_pct is None else noise_pct
         self.noise_pp = DEFAULT_NOISE_PP if noise_pp is None else noise_pp
         self.views: tuple[RunView, RunView] | None = None
         self.runsets: tuple[RunSet, RunSet] | None = None
-        self.result = None
-        self._keys: dict[int, np.ndarray] = {}  # match key of each kernel row, per side
+        self.result: DiffResult | None = None
+        self.keys: tuple[np.ndarray, np.ndarray] | None = None  # match key of each kernel row, per side
+        self.pending_by: str | None = None  # match mode being computed in a worker
 
     def compose(self) -> ComposeResult:
         yield Static("tuiprof diff · loading…", id="diff-title", classes="title")
         yield Static("", id="diff-metrics")
         yield Static("", id="diff-status", classes="status")
-        yield TableView(DIFF_COLUMNS, id="diff-table")
+        yield TableView(list(DIFF_COLUMNS), id="diff-table")
         with Vertical(id="diff-timelines"):
             yield Static("", id="tl-a-label", classes="tl-label")
             yield Timeline(id="tl-a")
@@ -139,40 +145,42 @@ class DiffScreen(Screen):
     # -- data ---------------------------------------------------------------------------
     def show_failure(self, text: str) -> None:
         self.query_one("#diff-title", Static).update(Text("tuiprof diff", no_wrap=True))
-        self.query_one("#diff-metrics", Static).update(text)
+        self.query_one("#diff-metrics", Static).update(Text(text))  # names files: never markup
 
-    def diff(self, runsets: tuple[RunSet, RunSet]):
+    def diff(self, runsets: tuple[RunSet, RunSet]) -> DiffResult:
         """analysis.diff.diff_runsets for the current match mode and noise thresholds (reads
         only settings: the load worker calls it off the event loop)."""
-        from tui_prof.analysis.diff import diff_runsets
-
         return diff_runsets(*runsets, by=self.by, rules=self.rules, noise_pct=self.noise_pct, noise_pp=self.noise_pp)
 
-    def show(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result=None) -> None:
-        """Fill the screen (``result``: the diff already computed for the current match mode)."""
+    def match_keys(self, views: tuple[RunView, RunView], by: str) -> tuple[np.ndarray, np.ndarray]:
+        """Both sides' match keys for mode ``by`` (reads only settings: called in workers)."""
+        return match_keys(views[0], by, self.rules), match_keys(views[1], by, self.rules)
+
+    def show(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result: DiffResult,
+             keys: tuple[np.ndarray, np.ndarray], models: tuple[TimelineModel, TimelineModel]) -> None:
+        """Fill the screen with what the load worker computed: the diff for the current
+        match mode, each side's match keys and the two linked timeline models."""
         self.views, self.runsets = views, runsets
-        span = max(views[0].timeline.span, views[1].timeline.span)
-        self.query_one("#tl-a", Timeline).set_model(linked_model(views[0], span, "A"))
-        self.query_one("#tl-b", Timeline).set_model(linked_model(views[1], span, "B"))
-        self.recompute(result)
+        self.query_one("#tl-a", Timeline).set_model(models[0])
+        self.query_one("#tl-b", Timeline).set_model(models[1])
+        self.show_result(result, keys)
         self.query_one("#diff-table", TableView).focus()
 
-    def recompute(self, result=None) -> None:
-        """Fill every pane with ``result``, or the diff for the current match mode."""
+    def show_result(self, result: DiffResult, keys: tuple[np.ndarray, np.ndarray]) -> None:
+        """Fill every pane with ``result`` (its ``by`` is the match mode shown)."""
         a, b = self.runsets
-        self.result = result if result is not None else self.diff(self.runsets)
-        self._keys = {}
-        c = self.result.counts()
+        self.by, self.result, self.keys = result.by, result, keys
+        c = result.counts()
         title = (f"tuiprof diff · A: {a.name} ({', '.join(a.formats) or '-'}) · B: {b.name} ({', '.join(b.formats) or '-'})"
                  f" · by {MATCH_LABELS[self.by]}: {c['matched']} matched, {c['added']} added, {c['removed']} removed")
         self.query_one("#diff-title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
-        self.query_one("#diff-metrics", Static).update(metrics_table(self.result))
+        self.query_one("#diff-metrics", Static).update(metrics_table(result))
         table = self.query_one("#diff-table", TableView)
-        DIFF_COLUMNS[0].title = f"kernel ({MATCH_LABELS[self.by]})"
-        table.set_data(self.result.kernels, text_key="key")
+        table.columns[0].title = f"kernel ({MATCH_LABELS[self.by]})"
+        table.set_data(result.kernels, text_key="key")
         self.update_status()
-        idle_a, idle_b = self.result.metric("idle_pct")["a"], self.result.metric("idle_pct")["b"]
-        span_a, span_b = self.result.metric("span_ns")["a"], self.result.metric("span_ns")["b"]
+        idle_a, idle_b = result.metric("idle_pct")["a"], result.metric("idle_pct")["b"]
+        span_a, span_b = result.metric("span_ns")["a"], result.metric("span_ns")["b"]
         self.query_one("#tl-a-label", Static).update(Text(f"A {a.name} · span {fmt_ns(span_a)} · GPU idle {idle_a:.2f}%", no_wrap=True, overflow="ellipsis"))
         self.query_one("#tl-b-label", Static).update(Text(f"B {b.name} · span {fmt_ns(span_b)} · GPU idle {idle_b:.2f}%", no_wrap=True, overflow="ellipsis"))
 
@@ -181,6 +189,10 @@ class DiffScreen(Screen):
         model = table.model
         if model is None:
             return
+        if self.pending_by is not None:
+            text = f"matching kernels by {MATCH_LABELS[self.pending_by]}: {COMPUTING}"
+            self.query_one("#diff-status", Static).update(Text(text, "dim italic", no_wrap=True, overflow="ellipsis"))
+            return
         sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "|Δ total| ↓"
         text = (f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
                 "Enter: pair dispatches · m: match by · s: sort column · r: |Δ| order · Tab: timelines")
@@ -188,22 +200,34 @@ class DiffScreen(Screen):
 
     def key_rows(self, side: int, key: str) -> pd.DataFrame:
         """Dispatches of run ``side`` (0 = A, 1 = B) whose match key equals ``key``."""
-        from tui_prof.analysis.hotspots import group_key
-
-        view = self.views[side]
-        if side not in self._keys:
-            column = group_key(view.kernels, self.by, self.rules)
-            self._keys[side] = column.astype(str).to_numpy()
-        return view.kernels[self._keys[side] == key]
+        return self.views[side].kernels[self.keys[side] == key]
 
     # -- actions --------------------------------------------------------------------------
     def action_match(self) -> None:
-        from tui_prof.analysis.diff import MATCH_MODES
-
+        """Next match mode: only the kernel matching depends on it, recomputed in a worker."""
         if self.runsets is None:
             return
-        self.by = MATCH_MODES[(MATCH_MODES.index(self.by) + 1) % len(MATCH_MODES)]
-        self.recompute()
+        current = self.pending_by or self.by
+        self.pending_by = MATCH_MODES[(MATCH_MODES.index(current) + 1) % len(MATCH_MODES)]
+        self.update_status()
+        self._match(self.pending_by)
+
+    @work(thread=True, exclusive=True, group="diff-match", exit_on_error=False)
+    def _match(self, by: str) -> None:
+        a, b = self.runsets
+        kernels = kernel_diff(all_kernels(a), all_kernels(b), by=by, rules=self.rules, noise_pct=self.noise_pct)
+        if get_current_worker().is_cancelled:
+            return
+        keys = self.match_keys(self.views, by)
+        if get_current_worker().is_cancelled:
+            return
+        self.app.call_from_thread(self._matched, dataclasses.replace(self.result, kernels=kernels, by=by), keys)
+
+    def _matched(self, result: DiffResult, keys: tuple[np.ndarray, np.ndarray]) -> None:
+        if self.pending_by != result.by:
+            return  # a later key asked for another mode
+        self.pending_by = None
+        self.show_result(result, keys)
         self.notify(f"kernels matched by {MATCH_LABELS[self.by]}", timeout=2)
 
     def action_reset_order(self) -> None:
@@ -226,7 +250,7 @@ class DiffScreen(Screen):
     def action_goto_kernel(self) -> None:
         """Mark and centre the selected kernel's first dispatch in each run (zoom from A's)."""
         row = self.query_one("#diff-table", TableView).current_row
-        if row is None or self.views is None:
+        if row is None or self.views is None or self.pending_by is not None:
             return
         tla, tlb = self._timelines()
         first = None
@@ -243,7 +267,8 @@ class DiffScreen(Screen):
             tl.centre_on(start, end, lane)
 
     # -- events ---------------------------------------------------------------------------
-    def on_timeline_view_changed(self, event: Timeline.ViewChanged) -> None:
+    @on(Timeline.ViewChanged)
+    def _view_changed(self, event: Timeline.ViewChanged) -> None:
         """Zoom link: apply the changed timeline's window to the other one."""
         tla, tlb = self._timelines()
         source = event.timeline
@@ -254,25 +279,24 @@ class DiffScreen(Screen):
             Text(f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
                  "w/s or +/-: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel", no_wrap=True, overflow="ellipsis"))
 
-    def on_timeline_gap_opened(self, event: Timeline.GapOpened) -> None:
+    @on(Timeline.GapOpened)
+    def _gap_opened(self, event: Timeline.GapOpened) -> None:
         event.stop()
 
-    def on_table_view_highlighted(self, event: TableView.Highlighted) -> None:
-        if event.table.id == "diff-table":
-            self.update_status()
+    @on(TableView.Highlighted, "#diff-table")
+    def _highlighted(self, event: TableView.Highlighted) -> None:
+        self.update_status()
 
-    def on_table_view_selected(self, event: TableView.Selected) -> None:
-        if event.table.id == "diff-table":
-            key = str(event.row["key"])
-            self.app.push_screen(PairScreen(self, key, event.row))
+    @on(TableView.Selected, "#diff-table")
+    def _selected(self, event: TableView.Selected) -> None:
+        if self.pending_by is None:
+            self.app.push_screen(PairScreen(self, str(event.row["key"]), event.row))
 
 
-def _pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:
+def pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:
     """One side's dispatch statistics: the analysis.hotspots row of its (single) match key."""
     if not len(rows):
         return Text(f"{tag}: no dispatches (kernel {'added' if tag == 'A' else 'removed'})\n", style="bold")
-    from tui_prof.analysis.hotspots import hotspots
-
     h = hotspots(rows, by=by, rules=rules).iloc[0]
     return Text(f"{tag}: {int(h['calls'])} dispatches · total {fmt_ns(int(h['total_ns']))} · avg {fmt_ns(h['avg_ns'])}\n"
                 f"   median {fmt_ns(float(h['median_ns']))} · min {fmt_ns(int(h['min_ns']))} · max {fmt_ns(int(h['max_ns']))}",
@@ -280,7 +304,8 @@ def _pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:
 
 
 class PairScreen(BackScreen):
-    """A matched pair's dispatches: A on the left, B on the right (Tab switches)."""
+    """A matched pair's dispatches: A on the left, B on the right (Tab switches); the rows
+    and their statistics are selected in a thread worker."""
 
     DEFAULT_CSS = """
     #pair-body { height: 1fr; }
@@ -291,64 +316,40 @@ class PairScreen(BackScreen):
     def __init__(self, parent: DiffScreen, key: str, row: pd.Series) -> None:
         super().__init__()
         self.parent_screen, self.key, self.row = parent, key, row
+        self.by, self.rules = parent.by, parent.rules
 
     def compose(self) -> ComposeResult:
         r = self.row
         ratio = "-" if pd.isna(r["ratio"]) else f"{float(r['ratio']):.3f}×"
-        yield Static(Text(f"{MATCH_LABELS[self.parent_screen.by]}: {self.key}", no_wrap=True, overflow="ellipsis"), classes="title")
+        yield Static(Text(f"{MATCH_LABELS[self.by]}: {self.key}", no_wrap=True, overflow="ellipsis"), classes="title")
         yield Static(Text(f"{r['status']} · Δ total {fmt_ns(int(r['delta_ns']))} · ratio {ratio} · Esc: back · Tab: other run",
                           no_wrap=True, overflow="ellipsis"), classes="status", id="pair-status")
         with Horizontal(id="pair-body"):
-            for side, tag in ((0, "A"), (1, "B")):
+            for tag in ("a", "b"):
                 with Vertical(classes="pair-side"):
-                    yield Static(_pair_stats(tag, self.parent_screen.key_rows(side, self.key), self.parent_screen.by,
-                                             self.parent_screen.rules), id=f"pair-{tag.lower()}-stats")
-                    yield TableView(DISPATCH_COLUMNS, id=f"pair-{tag.lower()}")
+                    yield Static(Text(COMPUTING, "dim italic"), id=f"pair-{tag}-stats")
+                    yield TableView(list(DISPATCH_COLUMNS), id=f"pair-{tag}")
         yield Footer()
 
     def on_mount(self) -> None:
-        for side, tag in ((0, "a"), (1, "b")):
-            table = self.query_one(f"#pair-{tag}", TableView)
-            table.set_data(self.parent_screen.key_rows(side, self.key), text_key=None)
         self.query_one("#pair-a", TableView).focus()
+        self._select()
 
-    def on_table_view_selected(self, event: TableView.Selected) -> None:
+    @work(thread=True, exclusive=True, group="pair", exit_on_error=False)
+    def _select(self) -> None:
+        sides = []
+        for side, tag in ((0, "A"), (1, "B")):
+            rows = self.parent_screen.key_rows(side, self.key)
+            if get_current_worker().is_cancelled:
+                return
+            sides.append((rows, pair_stats(tag, rows, self.by, self.rules)))
+        self.app.call_from_thread(self._show, sides)
+
+    def _show(self, sides: list[tuple[pd.DataFrame, Text]]) -> None:
+        for tag, (rows, stats) in zip("ab", sides):
+            self.query_one(f"#pair-{tag}-stats", Static).update(stats)
+            self.query_one(f"#pair-{tag}", TableView).set_data(rows, text_key=None)
+
+    @on(TableView.Selected)
+    def _selected(self, event: TableView.Selected) -> None:
         event.stop()
-
-
-class DiffApp(App):
-    """tuiprof diff: two runs compared (sources are paths or loaded run sets)."""
-
-    CSS_PATH = "tuiprof.tcss"
-    TITLE = "tuiprof diff"
-    BINDINGS = [Binding("q", "quit", "Quit", id="app.quit")]
-
-    def __init__(self, source_a: str | Path | RunSet, source_b: str | Path | RunSet, *, by: str = "name", rules=None,
-                 noise_pct: float | None = None, noise_pp: float | None = None, use_cache: bool = True, **kwargs) -> None:
-        """``use_cache``: read/write the columnar cache (``tuiprof diff --tui --no-cache``: False)."""
-        super().__init__(**kwargs)
-        self.sources = (source_a, source_b)
-        self.use_cache = use_cache
-        self.diff_screen = DiffScreen(by=by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp)
-
-    def on_mount(self) -> None:
-        use_daemon_threads()  # quitting never waits for a load or an analysis
-        self.push_screen(self.diff_screen)
-        self.load()
-
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def load(self) -> None:
-        try:
-            runsets = tuple(load_runset(source, use_cache=self.use_cache) for source in self.sources)
-            views = tuple(build_view(rs, lazy=True) for rs in runsets)
-            for view in views:  # the screen shows the lanes; the deltas come from analysis.diff
-                view.ensure("timeline")
-            self.post_message(DiffLoaded(views, runsets, self.diff_screen.diff(runsets)))
-        except Exception as err:  # shown in the app, never as a traceback
-            self.post_message(DiffLoadFailed(load_failure(err, "the runs")))
-
-    def on_diff_loaded(self, message: DiffLoaded) -> None:
-        self.diff_screen.show(message.views, message.runsets, message.result)
-
-    def on_diff_load_failed(self, message: DiffLoadFailed) -> None:
-        self.diff_screen.show_failure(message.text)

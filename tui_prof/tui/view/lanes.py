@@ -118,9 +118,10 @@ class TimelineModel:
     span: int
     gaps: np.ndarray | None = None  # shape (n, 2) relative ns, sorted by start
     gap_lanes: np.ndarray | None = None  # lane index of each gap (-1: whole device)
-    busy: PackedLanes | None = None
-    sync: PackedLanes | None = None
-    idle: PackedLanes | None = None
+    # packed from the lanes in __post_init__
+    busy: PackedLanes = field(init=False)
+    sync: PackedLanes = field(init=False)
+    idle: PackedLanes = field(init=False)
 
     def __post_init__(self) -> None:
         self.busy = PackedLanes([(lane.start, lane.end) for lane in self.lanes], self.span)

@@ -13,23 +13,26 @@ run), ``timeline`` (lanes + packed intervals; needs gaps), ``launches``
 (analysis.hostapi.link_launches per run).
 
 Every number comes from :mod:`tui_prof.analysis` or straight from the model tables;
-this module only arranges them (lane layout, relative times, group columns). Analysis
-functions that are not available in this build are recorded in ``missing`` and their
-panes say "not available yet".
+this module only arranges them (lane layout, relative times, group columns). No Textual
+or Rich import: the panes and screens render what it returns.
 """
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
+from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
+from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
-from tui_prof.tui.lanes import Lane, TimelineModel
+from tui_prof.tui.view.lanes import Lane, TimelineModel
 
 # group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key
 GROUPS = ("name", "normalised name", "category", "agent", "process")
@@ -69,14 +72,12 @@ class _GpuLayout:
 class RunView:
     """A loaded run set arranged for the TUI; see the module docstring for the lazy parts."""
 
-    def __init__(self, runset: RunSet, kernels: pd.DataFrame, origin: int, span: int, layout: list[dict],
-                 missing: list[str]) -> None:
+    def __init__(self, runset: RunSet, kernels: pd.DataFrame, origin: int, span: int, layout: list[dict]) -> None:
         self.runset = runset
         self.kernels = kernels  # all runs' kernels + display columns t (rel ns), dur, lane, run, row
         self.origin = origin
         self.span = span
         self.layout = layout  # per run: host tids, GPU layout, lane bases (see build_view)
-        self.missing = missing
         self._hotspots: dict[str, pd.DataFrame] = {}
         self._groups: dict[str, pd.Series] = {}
         self._done: dict[str, object] = {}
@@ -117,30 +118,21 @@ class RunView:
         return self.ensure("launches")
 
     # -- hotspots / groups ------------------------------------------------------------------
-    @property
-    def groups(self) -> list[str]:
-        return [g for g in GROUPS if self.group_column(g) is not None]
-
-    def group_column(self, group: str) -> pd.Series | None:
-        """analysis.hotspots.group_key of the kernels for ``group`` (None if unavailable)."""
+    def group_column(self, group: str) -> pd.Series:
+        """analysis.hotspots.group_key of the kernels for ``group``, computed once."""
         if group not in self._groups:
             with self._group_lock:
                 if group not in self._groups:
-                    try:
-                        from tui_prof.analysis.hotspots import group_key
-
-                        column = group_key(self.kernels, GROUP_BY[group]).reset_index(drop=True)
-                    except (ImportError, AttributeError, KeyError):
-                        column = None
-                        self.missing.append(f"hotspot grouping by {group} (analysis.hotspots.group_key)")
-                    self._groups[group] = column
+                    self._groups[group] = group_key(self.kernels, GROUP_BY[group]).reset_index(drop=True)
         return self._groups[group]
+
+    def has_hotspots(self, group: str) -> bool:
+        """The hotspot table of ``group`` is computed (showing it costs no analysis)."""
+        return group in self._hotspots
 
     def hotspots(self, group: str = "name") -> pd.DataFrame:
         """Hotspot table of analysis.hotspots.hotspots(kernels, by=GROUP_BY[group])."""
         if group not in self._hotspots:
-            from tui_prof.analysis.hotspots import hotspots
-
             self._hotspots[group] = hotspots(self.kernels, by=GROUP_BY[group])
         return self._hotspots[group]
 
@@ -281,10 +273,6 @@ def load_runset(source, name: str | None = None, *, use_cache: bool = True, prog
     if isinstance(source, RunSet):
         runset = source
     else:
-        from pathlib import Path
-
-        from tui_prof.loaders import load_path
-
         if not Path(source).exists():
             raise LoadError(f"{source}: no such file or directory")
         runset = load_path(source, use_cache=use_cache, progress=progress)
@@ -297,9 +285,7 @@ def load_runset(source, name: str | None = None, *, use_cache: bool = True, prog
 def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     """Arrange a loaded run set for the TUI: kernels + display columns, lane layout, the
     name hotspots. With ``lazy`` the other parts are left for :meth:`RunView.ensure`;
-    without, everything is computed here (``tuiprof diff --tui``, scripts, tests)."""
-    from tui_prof.analysis.hotspots import all_kernels
-
+    without, everything is computed here (scripts, tests)."""
     runs = runset.runs
     lo = [int(t["start"].min()) for r in runs for t in (r.kernels, r.api, r.copies) if len(t)]
     hi = [int(t["end"].max()) for r in runs for t in (r.kernels, r.api, r.copies) if len(t)]
@@ -312,7 +298,7 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     lane_parts = []
     base = 0
     for ri, run in enumerate(runs):
-        lay = {"prefix": f"{run.meta.pid or ri}:" if multi else "", "tids": np.zeros(0, np.int64), "gpu": None}
+        lay: dict[str, Any] = {"prefix": f"{run.meta.pid or ri}:" if multi else "", "tids": np.zeros(0, np.int64), "gpu": None}
         if len(run.api):
             lay["tids"], lay["tid_codes"] = factor(run.api["tid"].to_numpy().astype(np.int64))
         base += len(lay["tids"])
@@ -339,12 +325,11 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     )
     # a new frame; copy-on-write (pandas 3) shares the model's columns instead of copying them
     kernels = pd.concat([kernels.reset_index(drop=True), extra], axis=1)
-    view = RunView(runset, kernels, origin, span, layout, [])
+    view = RunView(runset, kernels, origin, span, layout)
     view.hotspots("name")
     if not lazy:
         for i, part in enumerate(PARTS):
             if progress:
                 progress("analysing", i, len(PARTS))
             view.ensure(part)
-        view.groups  # noqa: B018  (every grouping column, as before)
     return view

@@ -1,0 +1,1 @@
+"""``tuiprof diff A B --tui``: the diff app and its screens."""

@@ -1,0 +1,75 @@
+"""``tuiprof diff A B --tui``: the app. Both runs are loaded, arranged and diffed in one
+thread worker (:func:`tui_prof.analysis.diff.diff_runsets` for the starting match mode);
+the screens are in :mod:`tui_prof.tui.diff.screens`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.message import Message
+
+from tui_prof.analysis.diff import DiffResult
+from tui_prof.model import RunSet
+from tui_prof.threads import use_daemon_threads
+from tui_prof.tui.diff.screens import DiffScreen, linked_models
+from tui_prof.tui.view.lanes import TimelineModel
+from tui_prof.tui.view.runview import RunView, build_view, load_failure, load_runset
+
+
+class DiffLoaded(Message):
+    def __init__(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result: DiffResult,
+                 keys: tuple[np.ndarray, np.ndarray], models: tuple[TimelineModel, TimelineModel]) -> None:
+        super().__init__()
+        self.views = views
+        self.runsets = runsets
+        self.result = result  # analysis.diff.diff_runsets, computed in the load worker
+        self.keys = keys  # each side's match key per kernel row
+        self.models = models  # A's and B's timelines on one span
+
+
+class DiffLoadFailed(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class DiffApp(App):
+    """tuiprof diff: two runs compared (sources are paths or loaded run sets)."""
+
+    CSS_PATH = "../tuiprof.tcss"
+    TITLE = "tuiprof diff"
+    BINDINGS = [Binding("q", "quit", "Quit", id="app.quit")]
+
+    def __init__(self, source_a: str | Path | RunSet, source_b: str | Path | RunSet, *, by: str = "name", rules=None,
+                 noise_pct: float | None = None, noise_pp: float | None = None, use_cache: bool = True, **kwargs) -> None:
+        """``use_cache``: read/write the columnar cache (``tuiprof diff --tui --no-cache``: False)."""
+        super().__init__(**kwargs)
+        self.sources = (source_a, source_b)
+        self.use_cache = use_cache
+        self.diff_screen = DiffScreen(by=by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp)
+
+    def on_mount(self) -> None:
+        use_daemon_threads()  # quitting never waits for a load or an analysis
+        self.push_screen(self.diff_screen)
+        self.load()
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load(self) -> None:
+        try:
+            a, b = (load_runset(source, use_cache=self.use_cache) for source in self.sources)
+            views = (build_view(a, lazy=True), build_view(b, lazy=True))
+            models = linked_models(views)  # the screen shows the lanes; the deltas come from analysis.diff
+            screen = self.diff_screen
+            self.post_message(DiffLoaded(views, (a, b), screen.diff((a, b)), screen.match_keys(views, screen.by), models))
+        except Exception as err:  # shown in the app, never as a traceback
+            self.post_message(DiffLoadFailed(load_failure(err, "the runs")))
+
+    def on_diff_loaded(self, message: DiffLoaded) -> None:
+        self.diff_screen.show(message.views, message.runsets, message.result, message.keys, message.models)
+
+    def on_diff_load_failed(self, message: DiffLoadFailed) -> None:
+        self.diff_screen.show_failure(message.text)

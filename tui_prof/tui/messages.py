@@ -1,0 +1,55 @@
+"""Messages the panes post to their screen ("attributes down, messages up"): a pane never
+reads another pane; the screen routes what one pane asks for to the others."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class ShowTab(Message):
+    """Show tab ``tab`` (a TabPane id of the main screen)."""
+
+    def __init__(self, tab: str) -> None:
+        super().__init__()
+        self.tab = tab
+
+
+class NeedPart(Message):
+    """A pane shows lazy part ``part`` of the run view (``RunView.ensure``): compute it now."""
+
+    def __init__(self, part: str) -> None:
+        super().__init__()
+        self.part = part
+
+
+class KernelSelected(Message):
+    """The hotspot row under the cursor: its ``value`` under grouping ``group`` (None: no row)."""
+
+    def __init__(self, group: str, value: str | None) -> None:
+        super().__init__()
+        self.group, self.value = group, value
+
+    @property
+    def kernel(self) -> str | None:
+        """The kernel name, when the table is grouped by name."""
+        return self.value if self.group == "name" else None
+
+
+class DispatchesRequested(Message):
+    """Open the dispatches of the rows whose ``group`` key is ``value``."""
+
+    def __init__(self, group: str, value: str) -> None:
+        super().__init__()
+        self.group, self.value = group, value
+
+
+class TimelineRequested(Message):
+    """Show the timeline centred on the next dispatch of the selected hotspot row."""
+
+
+class EvidenceRequested(Message):
+    """Enter on a finding: show its evidence (a gap, a host row, a kernel, a tab)."""
+
+    def __init__(self, finding: dict) -> None:
+        super().__init__()
+        self.finding = finding

@@ -1,0 +1,41 @@
+"""Issues pane: files that could not be loaded and known error lines found in logs."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from tui_prof.model import RunSet
+from tui_prof.tui.panes import COMPUTING
+
+
+def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
+    """Per-file load issues, then the summary's log hits (``doc["logs"]``)."""
+    logs = (doc or {}).get("logs") or []
+    if not runset.issues and not logs:
+        return "Every file loaded; no issues."
+    table = Table(expand=True, show_edge=False)
+    table.add_column("file / feature", overflow="fold")
+    table.add_column("status")
+    table.add_column("message", overflow="fold")
+    for issue in runset.issues:  # trace strings: Text, never markup
+        table.add_row(Text(issue.path), Text(issue.severity), Text(issue.message))
+    for hit in logs:
+        table.add_row(Text(f"{hit['path']}:{hit['line']}"), Text(hit["code"]), Text(f"{hit['text']}\n→ {hit['meaning']}"))
+    return table
+
+
+class IssuesPane(VerticalScroll):
+    """Tab 6."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(COMPUTING, "dim italic"), id="issues-body")
+
+    def set_summary(self, runset: RunSet, doc: dict | None) -> None:
+        self.query_one("#issues-body", Static).update(issues_renderable(runset, doc))
+
+    def part_failed(self, text: Text) -> None:
+        self.query_one("#issues-body", Static).update(text)

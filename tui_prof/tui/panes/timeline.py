@@ -1,0 +1,113 @@
+"""Timeline pane: the lanes widget, its status line and legend.
+
+It centres on dispatches of the hotspot selection (``selection``, set by the screen),
+cycling through them on each request, and on the evidence of a finding.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.view.lanes import TimelineModel
+from tui_prof.tui.view.runview import RunView
+from tui_prof.tui.widgets.timeline import Timeline
+
+# the legend: (glyph, style, label) as drawn by tui_prof.tui.widgets.timeline
+LEGEND = (("█", "bright_green", " busy "), ("▃", "yellow", " <90% busy "), ("░", "red", " idle "),
+          ("▓", "bright_magenta", " sync "), ("▚", "bright_magenta", " sync+launch "), ("▆", "blue", " host API"))
+
+
+def legend() -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for glyph, style, label in LEGEND:
+        text.append(glyph, style)
+        text.append(label)
+    return text
+
+
+class TimelinePane(Vertical):
+    """Tab 2. ``selection`` (grouping, value) is the hotspot row the ``c``/``t`` jumps use."""
+
+    DEFAULT_CSS = "TimelinePane { height: 1fr; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.view: RunView | None = None
+        self._selection: tuple[str, str | None] = ("name", None)
+        self.kernel_cycle = 0
+
+    def compose(self) -> ComposeResult:
+        yield Timeline(id="timeline-view")
+        yield Static(Text(f"timeline: {COMPUTING}", "dim italic"), id="tl-status", classes="status")
+        yield Static(legend(), id="tl-legend", classes="status")
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.query_one("#timeline-view", Timeline)
+
+    @property
+    def selection(self) -> tuple[str, str | None]:
+        return self._selection
+
+    @selection.setter
+    def selection(self, value: tuple[str, str | None]) -> None:
+        self._selection = value
+        self.kernel_cycle = 0  # a new row starts at its first dispatch
+
+    # -- data from the screen -------------------------------------------------------------
+    def set_view(self, view: RunView) -> None:
+        self.view = view
+
+    def set_model(self, model: TimelineModel) -> None:
+        self.timeline.set_model(model)
+        self._show_status()
+
+    def part_failed(self, text: Text) -> None:
+        self.query_one("#tl-status", Static).update(text)
+
+    def _show_status(self) -> None:
+        self.query_one("#tl-status", Static).update(Text(self.timeline.status_text(), no_wrap=True, overflow="ellipsis"))
+
+    @on(Timeline.ViewChanged, "#timeline-view")
+    def _view_changed(self, event: Timeline.ViewChanged) -> None:
+        self._show_status()
+
+    @on(Timeline.CentreRequested, "#timeline-view")
+    def _centre_requested(self, event: Timeline.CentreRequested) -> None:
+        event.stop()
+        self.centre_selected()
+
+    # -- jumps ----------------------------------------------------------------------------------
+    def centre_selected(self) -> None:
+        """Centre on the next dispatch of the selected hotspot row."""
+        group, value = self._selection
+        timeline = self.timeline
+        if self.view is None or value is None or timeline.model is None:
+            return
+        rows = self.view.dispatches(group, value)
+        if not len(rows):
+            return
+        pick = rows.iloc[self.kernel_cycle % len(rows)]
+        self.kernel_cycle += 1
+        start = int(pick["t"])
+        end = start + int(pick["dur"])
+        timeline.marker = (int(pick["lane"]), start, end)
+        timeline.centre_on(start, end, int(pick["lane"]))
+        self.notify(f"{value}: dispatch {self.kernel_cycle % len(rows) or len(rows)}/{len(rows)}", timeout=2, markup=False)
+
+    def show_gap(self, gap_index: int) -> None:
+        """Centre on idle gap ``gap_index`` (its row in ``view.gaps``) and select it."""
+        timeline = self.timeline
+        timeline.gap_index = gap_index
+        lane, start, end = timeline.current_gap
+        timeline.call_after_refresh(timeline.centre_on, start, end, lane if lane >= 0 else None)
+
+    def show_window(self, start: int, end: int, lane: int) -> None:
+        """Centre on [start, end) of lane ``lane``."""
+        timeline = self.timeline
+        timeline.call_after_refresh(timeline.centre_on, start, end, lane)

@@ -1,0 +1,64 @@
+"""Kernel → its dispatches: the rows of one hotspot key, selected in a thread worker."""
+
+from __future__ import annotations
+
+import pandas as pd
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.widgets import Footer, Static
+
+from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.screens.back import BackScreen
+from tui_prof.tui.screens.detail import DispatchDetailScreen
+from tui_prof.tui.view.runview import RunView
+from tui_prof.tui.widgets.table import Column, TableView
+
+DISPATCH_COLUMNS = (
+    Column("t", "start", 12, "ns"),
+    Column("dur", "duration", 9, "ns"),
+    Column("agent", "agent", 5),
+    Column("queue", "queue", 6),
+    Column("stream", "stream", 6),
+    Column("grid_x", "grid x", 8),
+    Column("wg_x", "wg x", 5),
+    Column("lds_bytes", "LDS", 7, "bytes"),
+    Column("arch_vgpr", "vgpr", 5),
+    Column("sgpr", "sgpr", 5),
+    Column("correlation_id", "corr id", 8),
+    Column("dispatch_id", "dispatch", 8),
+)
+
+
+class DispatchesScreen(BackScreen):
+    """All dispatches of one hotspot row (a kernel name or another group key)."""
+
+    def __init__(self, view: RunView, group: str, value: str) -> None:
+        super().__init__()
+        self.view, self.group, self.value = view, group, value
+        self.rows: pd.DataFrame | None = None  # set by the worker
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"{self.group}: {self.value}", no_wrap=True, overflow="ellipsis"), classes="title")
+        yield Static(Text(f"dispatches: {COMPUTING}", "dim italic"), classes="status", id="disp-status")
+        yield TableView(list(DISPATCH_COLUMNS), id="dispatches")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#dispatches", TableView).focus()
+        self._select()
+
+    @work(thread=True, exclusive=True, group="dispatches", exit_on_error=False)
+    def _select(self) -> None:
+        rows = self.view.dispatches(self.group, self.value)
+        self.app.call_from_thread(self._show, rows)
+
+    def _show(self, rows: pd.DataFrame) -> None:
+        self.rows = rows
+        self.query_one("#disp-status", Static).update(f"{len(rows)} dispatches · Enter: detail · s: sort column · Esc: back")
+        self.query_one("#dispatches", TableView).set_data(rows, text_key=None)
+
+    @on(TableView.Selected, "#dispatches")
+    def _selected(self, event: TableView.Selected) -> None:
+        event.stop()
+        self.app.push_screen(DispatchDetailScreen(self.view, event.row))

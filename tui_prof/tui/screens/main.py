@@ -1,0 +1,248 @@
+"""The main screen: title, load progress, and the six panes as tabs.
+
+It composes the panes and routes: data goes down (``set_view``, ``fill_part``), the
+panes' requests come up as messages (tui_prof.tui.messages) and are sent on to the pane
+or screen that answers them. It holds no analysis of its own.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Label, ProgressBar, Static, TabbedContent, TabPane
+
+from tui_prof.tui.messages import (
+    DispatchesRequested,
+    EvidenceRequested,
+    KernelSelected,
+    NeedPart,
+    ShowTab,
+    TimelineRequested,
+)
+from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.panes.counters import CountersPane
+from tui_prof.tui.panes.findings import FindingsPane
+from tui_prof.tui.panes.hardware import HardwarePane
+from tui_prof.tui.panes.hotspots import HotspotsPane
+from tui_prof.tui.panes.issues import IssuesPane
+from tui_prof.tui.panes.timeline import TimelinePane
+from tui_prof.tui.screens.drilldown import DispatchesScreen
+from tui_prof.tui.screens.gap import GapScreen
+from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
+from tui_prof.tui.view.runview import PARTS, RunView
+from tui_prof.tui.widgets.timeline import Timeline
+
+PANES = Binding.Group("Panes", compact=True)
+FOCUS = {"hotspots": "#hotspot-table", "timeline": "#timeline-view", "findings": "#findings-table", "counters": "#counters-pane"}
+# the lazy RunView part each tab shows (see tui_prof.tui.view.runview.PARTS)
+TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary",
+            "counters": "summary", "issues": "summary"}
+
+
+class MainScreen(Screen):
+    """Tabs: hotspots, timeline, hardware, findings, counters, load issues."""
+
+    BINDINGS = [
+        Binding("1", "tab('hotspots')", "Hotspots", id="tab.hotspots", group=PANES),
+        Binding("2", "tab('timeline')", "Timeline", id="tab.timeline", group=PANES),
+        Binding("3", "tab('hardware')", "Hardware", id="tab.hardware", group=PANES),
+        Binding("4", "tab('findings')", "Findings", id="tab.findings", group=PANES),
+        Binding("5", "tab('counters')", "Counters", id="tab.counters", group=PANES),
+        Binding("6", "tab('issues')", "Issues", id="tab.issues", group=PANES),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view: RunView | None = None
+        self.source_name = ""
+        self.filled: set[str] = set()  # lazy parts shown in the panes
+
+    def compose(self) -> ComposeResult:
+        yield Static("tuiprof", id="title", classes="title")
+        with Vertical(id="loading"):
+            yield Label("Loading…", id="load-status")
+            yield ProgressBar(id="load-progress", show_eta=False)
+        with TabbedContent(id="tabs", initial="hotspots"):
+            with TabPane("1 Hotspots", id="hotspots"):
+                yield HotspotsPane(id="hotspots-pane")
+            with TabPane("2 Timeline", id="timeline"):
+                yield TimelinePane(id="timeline-pane")
+            with TabPane("3 Hardware", id="hardware"):
+                yield HardwarePane(id="hardware-pane")
+            with TabPane("4 Findings", id="findings"):
+                yield FindingsPane(id="findings-pane")
+            with TabPane("5 Counters", id="counters"):
+                yield CountersPane(id="counters-pane")
+            with TabPane("6 Issues", id="issues"):
+                yield IssuesPane(id="issues-pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#tabs").display = False
+
+    # the panes, for the app's command palette and for tests
+    @property
+    def hotspots(self) -> HotspotsPane:
+        return self.query_one(HotspotsPane)
+
+    @property
+    def timeline(self) -> TimelinePane:
+        return self.query_one(TimelinePane)
+
+    @property
+    def findings(self) -> FindingsPane:
+        return self.query_one(FindingsPane)
+
+    @property
+    def counters(self) -> CountersPane:
+        return self.query_one(CountersPane)
+
+    # -- loading --------------------------------------------------------------------
+    def show_progress(self, stage: str, done: int, total: int) -> None:
+        self.query_one("#load-status", Label).update(Text(f"Loading {self.source_name}: {stage} {done}/{total}"))
+        self.query_one("#load-progress", ProgressBar).update(total=max(total, 1), progress=done)
+
+    def show_failure(self, text: str) -> None:
+        self.query_one("#load-status", Label).update(Text(text))  # names files: never markup
+        self.query_one("#load-progress").display = False
+
+    def show_view(self, view: RunView) -> None:
+        """The first screen: title, hotspots, agents; the lazy panes say "computing…"."""
+        self.view = view
+        self.filled = set()
+        runset = view.runset
+        self.query_one("#loading").display = False
+        self.query_one("#tabs").display = True
+        errors = len(runset.errors)
+        title = (f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es)"
+                 f" · {len(view.kernels)} dispatches")
+        if errors:
+            title += f" · {errors} file(s) failed: press 6"
+        self.query_one("#title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
+        self.timeline.set_view(view)
+        self.query_one(HardwarePane).set_runset(runset)
+        self.hotspots.set_view(view)
+        for part in PARTS:
+            if view.ready(part):
+                self.fill_part(part)
+        # the analyses start once this screen is painted: a worker started now would hold
+        # the GIL while the first frame is composed (≈ 1 s later at 1M dispatches)
+        self.call_after_refresh(self.need, TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])
+        if errors:
+            self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning")
+
+    def fill_part(self, part: str, error: str = "") -> None:
+        """Show a lazy part that a worker has computed (runs on the event loop: no analysis)."""
+        if self.view is None or part in self.filled:
+            return
+        view = self.view
+        if error:
+            text = Text(f"{part}: could not be computed: {error}", "red")
+            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane),
+                     "timeline": (TimelinePane,)}.get(part, ())
+            for pane in panes:
+                self.query_one(pane).part_failed(text)
+        elif part == "summary":
+            doc = view.summary
+            self.hotspots.set_summary(doc)
+            self.query_one(HardwarePane).set_summary(doc)
+            self.findings.set_summary(doc)
+            self.counters.set_summary(doc)
+            self.query_one(IssuesPane).set_summary(view.runset, doc)
+        elif part == "timeline":
+            self.timeline.set_model(view.timeline)
+        self.filled.add(part)
+        self.filled |= {p for p in ("gaps", "launches") if view.ready(p)}  # nothing to show of their own
+
+    @property
+    def complete(self) -> bool:
+        """Every lazy part is computed and shown."""
+        return self.view is not None and self.filled >= set(PARTS)
+
+    def need(self, part: str) -> bool:
+        """True when ``part`` is shown; else ask the app to compute it now and return False."""
+        if self.view is not None and part in self.filled:
+            return True
+        if self.view is not None:
+            self.app.compute_part(part)
+        return False
+
+    # -- tabs -------------------------------------------------------------------------------
+    def action_tab(self, tab: str) -> None:
+        tabs = self.query_one("#tabs", TabbedContent)
+        if not tabs.display:
+            return
+        tabs.active = tab
+        focus = FOCUS.get(tab)
+        if focus:
+            self.query_one(focus).focus()
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()
+        part = TAB_PART.get(event.pane.id or "")
+        if part:
+            self.need(part)  # first shown: compute now if the background worker has not yet
+        focus = FOCUS.get(event.pane.id or "")
+        if focus:
+            self.query_one(focus).focus()
+
+    # -- routing ------------------------------------------------------------------------------
+    @on(ShowTab)
+    def _show_tab(self, message: ShowTab) -> None:
+        self.action_tab(message.tab)
+
+    @on(NeedPart)
+    def _need_part(self, message: NeedPart) -> None:
+        self.need(message.part)
+
+    @on(KernelSelected)
+    def _kernel_selected(self, message: KernelSelected) -> None:
+        self.timeline.selection = (message.group, message.value)
+        self.counters.kernel = message.kernel
+
+    @on(DispatchesRequested)
+    def _dispatches(self, message: DispatchesRequested) -> None:
+        if self.view is not None:
+            self.app.push_screen(DispatchesScreen(self.view, message.group, message.value))
+
+    @on(TimelineRequested)
+    def goto_kernel(self) -> None:
+        """Show the timeline centred on the next dispatch of the selected hotspot row."""
+        self.action_tab("timeline")
+        if self.need("timeline"):
+            self.timeline.centre_selected()
+
+    @on(Timeline.GapOpened, "#timeline-view")
+    def _gap_opened(self, event: Timeline.GapOpened) -> None:
+        if self.view is not None and self.view.ready("gaps") and self.view.gaps is not None:
+            self.app.push_screen(GapScreen(self.view, event.gap_index))
+
+    @on(EvidenceRequested)
+    def goto_evidence(self, message: EvidenceRequested) -> None:
+        """Enter on a finding: a gap -> the timeline centred on it; a kernel -> its
+        dispatches; a sync pattern -> the host row; other findings -> their pane."""
+        finding = message.finding
+        if not self.need("timeline"):
+            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            return
+        kind, target = finding_evidence(self.view, finding)
+        if kind == "gap":
+            self.action_tab("timeline")
+            self.timeline.show_gap(int(target))
+        elif kind == "host":
+            self.action_tab("timeline")
+            self.timeline.show_window(*host_window(self.view, int(target)), int(target))
+        elif kind == "copy":
+            self.action_tab("timeline")
+            self.timeline.show_window(*copy_window(self.view, int(target)), int(target))
+        elif kind == "kernel":
+            self.app.push_screen(DispatchesScreen(self.view, "name", str(target)))
+        elif kind == "tab":
+            self.action_tab(str(target))
+        else:
+            self.notify(f"{finding['code']}: {target}", severity="information", markup=False)

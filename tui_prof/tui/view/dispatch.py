@@ -1,0 +1,104 @@
+"""One dispatch and one gap as the drill-down screens show them (computed in workers).
+
+:func:`dispatch_detail` scans the run's API table (the launching call by correlation id)
+and counters table (this dispatch's values), so the screens call it off the event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from tui_prof.analysis.occupancy import occupancy
+from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
+from tui_prof.tui.view.runview import RunView
+
+
+def dispatch_occupancy(view: RunView, row: pd.Series) -> dict | None:
+    """analysis.occupancy.occupancy for one dispatch's resources on its agent's arch."""
+    run = view.run_of(row)
+    agent = run.agent(int(row["agent"]))
+    if agent is None or not agent.arch or int(row["arch_vgpr"]) < 0 or int(row["wg_x"]) <= 0:
+        return None
+    wg = max(int(row["wg_x"]), 1) * max(int(row["wg_y"]), 1) * max(int(row["wg_z"]), 1)
+    return occupancy(agent.arch, wg, int(row["arch_vgpr"]), max(int(row["accum_vgpr"]), 0), max(int(row["sgpr"]), 0),
+                     max(int(row["lds_bytes"]), 0), agent.wave_size or None, max(int(row["scratch_bytes"]), 0))
+
+
+@dataclass
+class DispatchDetail:
+    """(label, value) pairs of one dispatch and its analysis.occupancy result (None when
+    the arch, workgroup size or VGPRs are not recorded)."""
+
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    occupancy: dict | None = None
+
+
+def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
+    """Fields, launching API call (needs the ``launches`` part), occupancy and counters of
+    one dispatch (a row of ``view.kernels``)."""
+    r = row
+    run = view.run_of(r)
+    agent = run.agent(int(r["agent"]))
+    pairs = [
+        ("start", fmt_ns(r["t"])),
+        ("duration", fmt_ns(r["dur"])),
+        ("agent", f"{int(r['agent'])} {agent.arch if agent else ''}".strip()),
+        ("queue / stream", f"{fmt_value(r['queue'], 'int')} / {fmt_value(r['stream'], 'int')}"),
+        ("grid", " × ".join(fmt_value(r[c], "int") for c in ("grid_x", "grid_y", "grid_z"))),
+        ("workgroup", " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))),
+        ("LDS / workgroup", fmt_bytes(r["lds_bytes"])),
+        ("scratch / item", fmt_bytes(r["scratch_bytes"])),
+        ("arch / accum VGPR", f"{fmt_value(r['arch_vgpr'], 'int')} / {fmt_value(r['accum_vgpr'], 'int')}"),
+        ("SGPR", fmt_value(r["sgpr"], "int")),
+        ("pid / tid", f"{fmt_value(r['pid'], 'int')} / {fmt_value(r['tid'], 'int')}"),
+        ("correlation / dispatch", f"{fmt_value(r['correlation_id'], 'int')} / {fmt_value(r['dispatch_id'], 'int')}"),
+    ]
+    launches = view.launches
+    if launches is not None and int(r["row"]) in launches.index:
+        link = launches.loc[int(r["row"])]
+        api = run.api
+        names = api.loc[api["correlation_id"].to_numpy() == int(r["correlation_id"]), "name"].astype(str)
+        pairs += [
+            ("launched by", names.iloc[0] if len(names) else "?"),
+            ("API start", fmt_ns(int(link["api_start"]) - view.origin)),
+            ("API duration", fmt_ns(link["api_dur_ns"])),
+            ("queue delay", fmt_ns(link["queue_delay_ns"]) + "  (kernel start − API start)"),
+        ]
+    else:
+        pairs.append(("launching call", "not linked" if launches is not None else "not available yet"))
+    occ = dispatch_occupancy(view, r)
+    if occ is not None:
+        pairs += [
+            ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({occ['occupancy_pct']:g} %)"),
+            ("occupancy limiter", f"{occ['limiter']} · {occ['workgroups_per_cu']} workgroups/CU"),
+        ]
+    else:
+        pairs.append(("occupancy", "unknown (arch, workgroup size or VGPRs not recorded)"))
+    counters = run.counters
+    found = 0
+    if len(counters) and int(r["dispatch_id"]) >= 0:
+        mine = counters[counters["dispatch_id"].to_numpy() == int(r["dispatch_id"])]
+        found = len(mine)
+        for name, value in zip(mine["counter"].astype(str), mine["value"]):
+            pairs.append((name, f"{value:.6g}"))
+    if not found:
+        pairs.append(("counters", "none recorded for this dispatch"))
+    return DispatchDetail(pairs, occ)
+
+
+def gap_calls(view: RunView, gap_index: int) -> pd.DataFrame:
+    """Host API calls of the gap's run that overlap the gap widened by its own length on
+    each side, with display columns t (relative ns) and dur."""
+    gaps = view.gaps
+    assert gaps is not None, "a gap index needs the gaps part"
+    gap = gaps.iloc[gap_index]
+    api = view.runset.runs[int(gap["run"])].api
+    gs, ge = int(gap["start"]), int(gap["end"])
+    margin = max(ge - gs, 1)
+    m = (api["end"].to_numpy() >= gs - margin) & (api["start"].to_numpy() <= ge + margin)
+    calls = api[m].copy()
+    calls["t"] = calls["start"].to_numpy() - view.origin
+    calls["dur"] = calls["end"].to_numpy() - calls["start"].to_numpy()
+    return calls
