@@ -8,7 +8,7 @@ timelines stacked, each on a relative axis from its own run's start, sharing one
 
 Every number comes from :mod:`tui_prof.analysis.diff`; lanes and gaps from
 :func:`tui_prof.tui.view.runview.build_view` (one per run). The match-mode switch (``m``)
-recomputes only the kernel matching (:func:`~tui_prof.analysis.diff.kernel_diff`) in a
+recomputes only the kernel matching (:func:`~tui_prof.analysis.diff.rematch`) in a
 thread worker; the pair screen selects its dispatches in one too.
 """
 
@@ -34,9 +34,9 @@ from tui_prof.analysis.diff import (
     MATCH_MODES,
     DiffResult,
     diff_runsets,
-    kernel_diff,
+    rematch,
 )
-from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.hotspots import group_key, hotspots
 from tui_prof.model import RunSet
 from tui_prof.render.diff import fmt_metric, fmt_rel
 from tui_prof.render.fmt import fmt_ns
@@ -215,13 +215,13 @@ class DiffScreen(Screen):
     @work(thread=True, exclusive=True, group="diff-match", exit_on_error=False)
     def _match(self, by: str) -> None:
         a, b = self.runsets
-        kernels = kernel_diff(all_kernels(a), all_kernels(b), by=by, rules=self.rules, noise_pct=self.noise_pct)
+        result = rematch(self.result, a, b, by, rules=self.rules)
         if get_current_worker().is_cancelled:
             return
         keys = self.match_keys(self.views, by)
         if get_current_worker().is_cancelled:
             return
-        self.app.call_from_thread(self._matched, dataclasses.replace(self.result, kernels=kernels, by=by), keys)
+        self.app.call_from_thread(self._matched, result, keys)
 
     def _matched(self, result: DiffResult, keys: tuple[np.ndarray, np.ndarray]) -> None:
         if self.pending_by != result.by:
