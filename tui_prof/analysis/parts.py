@@ -121,7 +121,8 @@ class SyncPart(SyncStats):
 class LaunchCounts(TypedDict):
     launch_calls: int
     graph_launch_calls: int
-    api_total_ns: int
+    api_total_ns: int  # kernel launches and graph launches
+    graph_launch_api_ns: int  # the graph launches' part of api_total_ns
     linked_dispatches: int
     graph_dispatches: int
 
@@ -136,7 +137,11 @@ class LaunchPart(LaunchCounts):
     tiny_kernel_threshold_ns: int
     tiny_kernels: int
     tiny_kernel_time_ns: int
-    many_tiny_kernels: bool
+    many_tiny_kernels: bool  # judged on the directly launched kernels (graph replays apart)
+    direct_kernels: int  # dispatches not replayed from a graph
+    direct_avg_kernel_ns: float | None
+    direct_tiny_kernels: int
+    launches_per_graph: float | None  # graph-replayed dispatches per graph launch call
 
 
 class CopyDirection(TypedDict):
@@ -147,6 +152,16 @@ class CopyDirection(TypedDict):
     bandwidth_gbs: float | None
 
 
+class CopyKindDirection(CopyDirection):
+    first_bandwidth_gbs: float | None  # the first copy of this kind and direction (cold: page faults, pinning)
+    min_bandwidth_gbs: float | None
+    max_bandwidth_gbs: float | None
+
+
+class CopyKind(CopyDirection):
+    by_direction: dict[str, CopyKindDirection]
+
+
 class CopiesPart(TypedDict):
     count: int
     bytes: int
@@ -155,6 +170,7 @@ class CopiesPart(TypedDict):
     busy_ns: int
     pct_of_wall: float
     by_direction: dict[str, CopyDirection]
+    by_kind: dict[str, CopyKind]  # pinned, pageable, managed, host, device, peer, memset, unknown
 
 
 class HotspotsBy(TypedDict):
