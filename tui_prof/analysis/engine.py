@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import hostapi
-from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, scan_logs
+from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import hotspot_records, hotspots, kernel_time_ns
 from tui_prof.analysis.names import CategoryRules
@@ -134,9 +134,10 @@ def agent_record(agent: Agent, process: str) -> Record:
     return record
 
 
-def agent_records(inputs: Sequence[RunInput]) -> list[Record]:
+def agent_records(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
     """Every agent of every process; a GPU's record ends with its ``capabilities`` (for
-    the tool version of the first process with that label)."""
+    the tool version of the first process with that label; on NVIDIA what the trace
+    says about the device, :func:`~tui_prof.analysis.capability.nvidia_capabilities`)."""
     first_of: dict[str, Run] = {}
     for r in inputs:
         first_of.setdefault(r.label, r.run)
@@ -144,7 +145,9 @@ def agent_records(inputs: Sequence[RunInput]) -> list[Record]:
     for r in inputs:
         for agent in r.run.agents:
             record = agent_record(agent, r.label)
-            if record.get("type") == "GPU":
+            if record.get("type") == "GPU" and (agent.vendor.upper().startswith("NVIDIA") or vendor == "nvidia"):
+                record["capabilities"] = nvidia_capabilities(agent)
+            elif record.get("type") == "GPU":
                 record["capabilities"] = capabilities(record.get("arch") or "", first_of[r.label].meta.tool_version)
             out.append(record)
     return out
@@ -527,13 +530,14 @@ def measurement_part(wall: int, kernel_dur_ns: np.ndarray, categories: dict[str,
 
 # --- counters, occupancy, logs -------------------------------------------------------------
 
-def counters_part(inputs: Sequence[RunInput]) -> list[Record]:
-    """:func:`counter_metrics` of each process that has counters or GPU kernels."""
+def counters_part(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
+    """:func:`counter_metrics` of each process that has counters or GPU kernels (``vendor``:
+    the run set's platform, which decides the collection commands)."""
     blocks = []
     for r in inputs:
         run = r.run
         if len(run.counters) or (len(run.kernels) and run.gpu_agents):
-            block = counter_metrics(run)
+            block = counter_metrics(run, vendor)
             block["process"] = r.label
             blocks.append(block)
     return blocks

@@ -209,6 +209,12 @@ class LogHit(TypedDict):
     meaning: str
 
 
+class PlatformPart(TypedDict):
+    vendor: str  # nvidia, amd, mixed, unknown (analysis.platform.detect_platform)
+    pytorch: bool  # every run with kernels is a PyTorch profiler trace
+    evidence: str  # what decided it
+
+
 class Finding(TypedDict):
     severity: str  # high, medium, low, info
     code: str  # a FindingCode value, or counter:<metric>
@@ -225,6 +231,7 @@ class SummaryDoc(TypedDict):
     source: SourcePart
     processes: list[ProcessRecord]
     agents: list[Record]
+    platform: PlatformPart
     kernels: KernelsPart
     hotspots: list[HotspotRecord]
     warnings: list[str]
