@@ -52,7 +52,7 @@ DEFAULT_RULES: tuple[tuple[str, str], ...] = (
                r"|convert_?tensor_?kernel|(?<![a-z])batched_transpose|(?<![a-z])transpose_[a-z0-9]*2"),
     ("attention", r"attn|attention|flash|fmha|(?<![a-z])mha|sdpa|paged_?att"),
     ("convolution", r"conv(?!ert)|winograd|(?<![a-z])igemm_|implicit_?gemm|im2col|col2im|(?<![a-z])(?:fprop|dgrad|wgrad)(?![a-z])"
-                    r"|(?<![a-z])[sdh]cudnn_"),
+                    r"|(?<![a-z])[sdh]cudnn_|cudnn::cnn::|gemm_xdlops_bwd_weight"),
     ("GEMM", r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
              r"|\bmm_|_mm\b|\bbmm\b|dot_?product|epilogue::impl::|(?<![a-z])splitkreduce"),
     ("normalisation", r"norm(?!al_)|softmax|gammabeta|rowwisemoments"),
