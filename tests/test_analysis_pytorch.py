@@ -247,7 +247,7 @@ NOT_ON_AMD = re.compile(r"\bncu\b|\bnsys\b|Nsight|\bcuda[A-Z]\w*|CUDA graph|cuda
 
 def every_sample() -> list[Path]:
     out = []
-    for fmt in sorted(p for p in DATA.iterdir() if p.is_dir() and p.name not in ("synth",)):
+    for fmt in sorted(p for p in DATA.iterdir() if p.is_dir()):
         out.extend(sorted(p for p in fmt.iterdir() if p.name != "PROVENANCE.md" and not p.name.startswith(".")))
     return out
 
@@ -279,6 +279,35 @@ def test_wording_matches_the_platform(path):
         assert not NOT_ON_AMD.search(text), NOT_ON_AMD.search(text)
     else:
         assert not NOT_ON_NVIDIA.search(text) and not NOT_ON_AMD.search(text)
+
+
+def test_wording_covers_both_vendors():
+    vendors = {}
+    for path in (H200, KINETO / "mi300__resnet_act_checkpoint.json.gz", DATA / "rocprofv3_json" / "908_results.json.gz"):
+        doc = summary(path)
+        vendors[path.name] = doc["platform"]["vendor"]
+        text = "\n".join(advice(doc))
+        if doc["platform"]["vendor"] == "nvidia":
+            assert "CUDA graph" in text or "torch.cuda.graph" in text
+            assert "ncu --metrics" in text
+        else:
+            assert "rocprofv3 --kernel-trace --pmc" in text
+    assert vendors == {"h200": "nvidia", "mi300__resnet_act_checkpoint.json.gz": "amd", "908_results.json.gz": "amd"}
+
+
+def test_unknown_and_mixed_platforms_get_neutral_words():
+    from tui_prof.analysis.platform import detect_platform, phrases
+    from tui_prof.model import Run, RunSet
+    from tui_prof.model.schema import make_table
+
+    bare = Run()
+    bare.kernels = make_table("kernels", {"start": [0], "end": [10], "name": ["k"]})
+    assert detect_platform(RunSet("x", [bare]))["vendor"] == "unknown"
+    cuda, rocm = Run(), Run()
+    cuda.meta.extra["platform"], rocm.meta.extra["platform"] = "cuda", "rocm"
+    assert detect_platform(RunSet("x", [cuda, rocm]))["vendor"] == "mixed"
+    for key, words in phrases("mixed").items():
+        assert not NOT_ON_NVIDIA.search(words) and not NOT_ON_AMD.search(words), key
 
 
 def test_platform_detection_on_known_samples():
