@@ -326,3 +326,46 @@ def test_nvidia_hardware_text_says_what_the_trace_knows():
     assert caps["arch"] == "sm_90" and caps["limits"] is None
     assert any("132 SMs" in n and "compute capability 9.0" in n for n in caps["notes"])
     assert any("AMD" in n and "do not apply" in n for n in caps["notes"])
+
+
+# --- operator attribution from the model's tables -----------------------------------------
+
+@pytest.mark.parametrize("name", ["h200/decode_eager.pt.trace.json.gz", "h200/train_sync.pt.trace.json.gz", "h200/copies.pt.trace.json.gz",
+                                  "h200/decode_graph.pt.trace.json.gz", "h100__gaunernst_bert-small-uncased__1016001.json.gz",
+                                  "mi300__resnet_act_checkpoint.json.gz"])
+def test_launching_operator_equals_the_external_id_link(name):
+    """The operator found by time containment (correlation -> launch call -> innermost
+    cpu_op on its thread) is the cpu_op the kernel's External id names, for every kernel
+    the trace links; graph replays are "graph"."""
+    from tui_prof.analysis.operators import GRAPH, link_operators
+
+    path = KINETO / name
+    run = load_path(path).runs[0]
+    links = link_operators(run.kernels, run.api, run.markers)
+    evs = events(path)
+    op_by_id = {}
+    for e in evs:
+        if e.get("cat") == "cpu_op" and "External id" in e.get("args", {}):
+            op_by_id.setdefault(e["args"]["External id"], e["name"])
+    graph_corr = {e["args"]["correlation"] for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver") and "GraphLaunch" in e["name"]}
+    expected = {}
+    for e in evs:
+        if e.get("cat") == "kernel":
+            corr = e["args"]["correlation"]
+            expected[corr] = GRAPH if corr in graph_corr else op_by_id.get(e["args"].get("External id"), "")
+    got = dict(zip(run.kernels["correlation_id"].tolist(), links["op"].tolist(), strict=True))
+    assert got == expected
+    assert sum(1 for v in expected.values() if v) > 0
+
+
+def test_hotspots_by_operator():
+    doc = summary(H200 / "decode_eager.pt.trace.json.gz")
+    ops = {o["name"]: o for o in doc["hotspots_by_operator"]}
+    rows = op_of_kernels(H200 / "decode_eager.pt.trace.json.gz")
+    total = sum(d for _, d, _ in rows)
+    for op in ("aten::addmm", "aten::_addmm_activation"):
+        assert ops[op]["kernels"] == sum(1 for _, _, o in rows if o == op)
+        assert ops[op]["percent"] == pytest.approx(100 * sum(d for _, d, o in rows if o == op) / total, abs=0.01)
+    graph = {o["name"]: o for o in summary(H200 / "decode_graph.pt.trace.json.gz")["hotspots_by_operator"]}
+    assert graph["graph"]["kernels"] == 2420 and graph["aten::argmax"]["kernels"] == 20
+    assert summary(DATA / "rocpd" / "28_results.db")["hotspots_by_operator"] == []

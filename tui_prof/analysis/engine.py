@@ -24,6 +24,7 @@ from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import hotspot_records, hotspots, kernel_time_ns
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
+from tui_prof.analysis.operators import link_operators, operator_time
 from tui_prof.analysis.parts import (
     CategoriesPart,
     CopiesPart,
@@ -38,6 +39,7 @@ from tui_prof.analysis.parts import (
     LaunchPart,
     LogHit,
     MeasurementPart,
+    OperatorRecord,
     ProcessRecord,
     Record,
     SourcePart,
@@ -477,6 +479,34 @@ def categories_part(grouped: tuple[pd.DataFrame, ...], rules: CategoryRules, top
             "process": hotspot_records(by_pid, None),
         },
     }
+
+
+# --- operators ---------------------------------------------------------------------------
+
+NOT_LINKED = "(not linked)"
+
+
+def operators_part(inputs: Sequence[RunInput], top: int | None) -> list[OperatorRecord]:
+    """GPU time per launching operator (:func:`~tui_prof.analysis.operators.link_operators`)
+    over every process, largest first, the first ``top`` (None: all); empty when no
+    process records ``cpu_op`` markers (nothing to link to)."""
+    frames = []
+    for r in inputs:
+        run = r.run
+        if not len(run.kernels) or not len(run.markers) or not (run.markers["source"].astype(str) == "cpu_op").any():
+            continue
+        frames.append(operator_time(run.kernels, link_operators(run.kernels, run.api, run.markers, r.index)))
+    if not frames:
+        return []
+    table = pd.concat(frames).groupby("op", sort=False)[["kernels", "total_ns"]].sum().reset_index()
+    total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
+    table = table.sort_values(["total_ns", "op"], ascending=[False, True], kind="stable")
+    records: list[OperatorRecord] = [
+        {"name": str(row.op) or NOT_LINKED, "kernels": int(row.kernels), "total_ns": int(row.total_ns),
+         "percent": round(100.0 * int(row.total_ns) / total, 4) if total else 0.0}
+        for row in table.itertuples(index=False)
+    ]
+    return records[:top] if top else records
 
 
 # --- measurement ---------------------------------------------------------------------------

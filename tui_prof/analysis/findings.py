@@ -134,15 +134,16 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
                                   f"Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory ({say['pinned_alloc']})."),
                       copies["pct_of_wall"]))
     pin_fix = torch_first(platform, TORCH_PHRASES["pinned_copy"], f"Use pinned host memory ({say['pinned_alloc']}) and larger transfers.")
-    pageable = copies.get("by_kind", {}).get("pageable", {}).get("by_direction", {})
-    pinned = copies.get("by_kind", {}).get("pinned", {}).get("by_direction", {})
-    for direction, d in pageable.items():
-        if d["bytes"] >= (1 << 20) and d["bandwidth_gbs"] is not None:
-            than = pinned.get(direction, {}).get("bandwidth_gbs")
+    kinds = copies.get("by_kind") or {}
+    pageable = kinds["pageable"]["by_direction"] if "pageable" in kinds else {}
+    pinned = kinds["pinned"]["by_direction"] if "pinned" in kinds else {}
+    for direction, kd in pageable.items():
+        if kd["bytes"] >= (1 << 20) and kd["bandwidth_gbs"] is not None:
+            than = pinned[direction]["bandwidth_gbs"] if direction in pinned else None
             vs = f" (pinned {direction} copies here: {than:.2f} GB/s)" if than else ""
             out.append(_f(FindingCode.SLOW_COPY, "medium",
-                          f"{d['count']} {direction} copies from pageable host memory reach {d['bandwidth_gbs']:.2f} GB/s{vs}",
-                          {"direction": direction, "kind": "pageable", **d}, pin_fix, 0))
+                          f"{kd['count']} {direction} copies from pageable host memory reach {kd['bandwidth_gbs']:.2f} GB/s{vs}",
+                          {"direction": direction, "kind": "pageable", **kd}, pin_fix, 0))
     for direction, d in copies.get("by_direction", {}).items():
         if direction in pageable:
             continue  # said above, with the memory kind

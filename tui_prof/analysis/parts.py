@@ -180,6 +180,13 @@ class HotspotsBy(TypedDict):
     process: list[HotspotRecord]
 
 
+class OperatorRecord(TypedDict):
+    name: str  # the launching cpu_op; "graph" for graph replays; "(not linked)" when none
+    kernels: int
+    total_ns: int
+    percent: float  # of kernel time
+
+
 class CategoriesPart(TypedDict):
     categories: dict[str, int]  # category -> kernel time (ns)
     category_rules: str  # where the rules came from
@@ -244,6 +251,7 @@ class SummaryDoc(TypedDict):
     categories: dict[str, int]
     category_rules: str
     hotspots_by: HotspotsBy
+    hotspots_by_operator: list[OperatorRecord]
     measurement: MeasurementPart
     counters: list[Record]
     occupancy: list[Record]

@@ -31,12 +31,6 @@ NVIDIA, AMD, MIXED, UNKNOWN = "nvidia", "amd", "mixed", "unknown"
 AMD_FORMATS = ("rocprof", "rocpd", "pftrace", "rocm-smi")  # rocprof covers rocprof-v1, rocprofv2, rocprofv3-*
 
 
-class PlatformPart(TypedDict):
-    vendor: str  # nvidia, amd, mixed, unknown
-    pytorch: bool  # every run with kernels is a PyTorch profiler trace
-    evidence: str  # what decided it, for the reader
-
-
 class Phrases(TypedDict):
     graphs: str  # the graph API that batches launches
     sync_calls: str  # the synchronisation calls to move out of loops

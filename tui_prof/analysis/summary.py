@@ -112,6 +112,7 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
+        "hotspots_by_operator": engine.operators_part(inputs, top),
         "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak),
         "counters": counters,
         "occupancy": occupancy,

@@ -149,6 +149,11 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     rows = [[Code(h["name"]), str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
             for h in summary["hotspots_by"]["category"]]
     out.append(("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"]))
+    operators = summary.get("hotspots_by_operator") or []
+    if operators:
+        rows = [[Code(shorten(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in operators[:15]]
+        out.append(("Kernel time by launching operator", ["operator", "kernels", "total", "% kernel"], rows,
+                    ["the innermost cpu_op around each kernel's launch call; graph: replayed from a CUDA/HIP graph"]))
     rows = [[Code(shorten(h["name"], name_width)), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}",
              f"{h.get('pct_wall', 0):.2f}"] for h in summary["hotspots_by"]["normalized"][:15]]
     out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
