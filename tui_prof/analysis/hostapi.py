@@ -8,6 +8,8 @@ Name rules (HIP, CUDA runtime and CUDA driver spellings):
 * copy API: any ``Memcpy*`` / ``Memset*`` call;
 * launch: ``hip|cuda|cu`` + ``*Launch*`` (hipLaunchKernel, hipModuleLaunchKernel,
   hipExtLaunchKernel, cudaLaunchKernel, hipGraphLaunch, ...); graph launch: ``*GraphLaunch``.
+  Launch API time counts both; the graph launches' part is also reported apart, and kernels
+  replayed from a graph are left out of the many-tiny-kernels rule (one call issues them).
 
 Queue delay = kernel start - launching API start (the brief's definition; TraceLens
 "T = A + Q + K" splits the same interval into API duration A and queue delay Q after the
