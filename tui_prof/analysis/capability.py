@@ -15,6 +15,7 @@ from typing import Any
 
 from tui_prof.analysis.occupancy import arch_limits
 from tui_prof.analysis.parts import LogHit
+from tui_prof.model import Agent
 
 SERIALISATION_WARNING = (
     "Counter collection serialises kernel dispatches (each dispatch runs alone while counters are read), "
@@ -77,6 +78,40 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     else:
         caps["limits"] = None
     return caps
+
+
+def nvidia_capabilities(agent: Agent) -> dict[str, Any]:
+    """What the trace says about an NVIDIA GPU (SM count, memory, compute capability, from
+    Kineto's deviceProperties where recorded) and which NVIDIA tools profile it. Same keys
+    as :func:`capabilities`; the AMD per-arch facts and limits do not apply."""
+    cc = agent.extra.get("compute_capability")
+    known = []
+    if agent.product:
+        known.append(agent.product)
+    if agent.cu_count:
+        known.append(f"{agent.cu_count} SMs")
+    if agent.memory_bytes:
+        known.append(f"{agent.memory_bytes / 2**30:.1f} GiB memory")
+    if cc:
+        known.append(f"compute capability {cc}")
+    if agent.max_clock_mhz:
+        known.append(f"{agent.max_clock_mhz} MHz")
+    notes = ["Known from the trace: " + (", ".join(known) if known else "nothing (no deviceProperties recorded)") + "."]
+    notes.append("The AMD per-architecture counter limits and profiler caveats do not apply to NVIDIA GPUs.")
+    return {
+        "arch": f"sm_{cc.replace('.', '')}" if cc else (agent.product or None),
+        "vendor": "NVIDIA",
+        "counters": "not in a PyTorch/Kineto trace: Nsight Compute (ncu --metrics ... / --section ...) collects them",
+        "pc_sampling": "Nsight Compute source counters / warp-state sampling (ncu --section WarpStateStats,SourceCounters)",
+        "thread_trace": "not applicable (an AMD feature); Nsight Systems (nsys) gives the CPU/GPU timeline",
+        "rocprof_compute": "not applicable (AMD only); Nsight Compute is the NVIDIA equivalent",
+        "roofline": "Nsight Compute roofline (ncu --section SpeedOfLight_RooflineChart)",
+        "notes": notes,
+        "limits": None,
+        "device": {"sm_count": agent.cu_count, "memory_bytes": agent.memory_bytes, "compute_capability": cc,
+                   "warp_size": agent.wave_size, "max_threads_per_block": agent.workgroup_max_size,
+                   "shared_memory_per_sm_bytes": agent.lds_bytes_per_cu},
+    }
 
 
 # (code, regex, meaning and what to do) — research/counters_hw.md §4

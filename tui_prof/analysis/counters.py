@@ -146,6 +146,21 @@ def pmc_commands(arch: str, app: str = "<your app and its arguments>") -> list[s
     return [f"rocprofv3 --kernel-trace --pmc {' '.join(p)} --output-format csv -d tuiprof_pmc -- {app}" for p in recommended_passes(arch)]
 
 
+# Nsight Compute metrics for the same questions the AMD metrics answer (SM busy, L2 hit
+# rate, DRAM throughput, achieved occupancy), and the timeline tool; tuiprof does not read
+# their reports, so these are for the user to run beside it.
+NCU_METRICS = ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+               "lts__t_sector_hit_rate.pct", "sm__warps_active.avg.pct_of_peak_sustained_active")
+
+
+def ncu_commands(app: str = "<your app and its arguments>") -> list[str]:
+    """The NVIDIA commands that collect hardware counters (Nsight Compute) and a timeline
+    (Nsight Systems) for ``app``."""
+    return [f"ncu --metrics {','.join(NCU_METRICS)} --csv --log-file tuiprof_ncu.csv -- {app}",
+            f"ncu --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis -o tuiprof_ncu -- {app}",
+            f"nsys profile --trace=cuda,nvtx,osrt -o tuiprof_nsys -- {app}"]
+
+
 def _metric_applies(metric: Metric, family: str, arch: str) -> bool:
     if family not in metric.families:
         return False
@@ -154,12 +169,14 @@ def _metric_applies(metric: Metric, family: str, arch: str) -> bool:
     return True
 
 
-def counter_metrics(run: Run) -> dict[str, Any]:
+def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
     """Derived metrics per kernel name of one run.
 
     Returns {"kernels": [{name, dispatches, agent, metrics: {key: {value, unit, formula,
     source, threshold, flagged, meaning}}}], "available": [counter names], "missing":
     {metric key: counters needed}, "commands": [rocprofv3 ...] for the first GPU's arch}.
+    The metrics are AMD counter formulas: on an NVIDIA run (``vendor`` "nvidia")
+    nothing is "missing" and the commands are :func:`ncu_commands`.
     """
     counters = run.counters
     gpus = run.gpu_agents
@@ -246,7 +263,10 @@ def counter_metrics(run: Run) -> dict[str, Any]:
             if _metric_applies(m, fam, arch) and not m.key.startswith("mem_unit"):
                 alt = m.inputs[0] if fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1]
                 out["missing"][m.key] = list(alt)
-    if out["missing"]:
+    if vendor == "nvidia":
+        out["missing"] = {}
+        out["commands"] = [] if len(counters) else ncu_commands()
+    elif out["missing"]:
         out["commands"] = pmc_commands(arch)
     out["arch"] = arch
     out["xcd_convention"] = "GRBM_GUI_ACTIVE divided by the XCD count (rocprof-compute GRBM_GUI_ACTIVE_PER_XCD)"

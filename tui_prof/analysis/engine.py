@@ -10,6 +10,7 @@ are computed per process (agent ids are per run) and then combined:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,15 +19,18 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import hostapi
-from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, scan_logs
+from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import hotspot_records, hotspots, kernel_time_ns
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
+from tui_prof.analysis.operators import link_operators, operator_time
 from tui_prof.analysis.parts import (
     CategoriesPart,
     CopiesPart,
     CopyDirection,
+    CopyKind,
+    CopyKindDirection,
     GapRecord,
     GapsPart,
     GpuPart,
@@ -35,6 +39,7 @@ from tui_prof.analysis.parts import (
     LaunchPart,
     LogHit,
     MeasurementPart,
+    OperatorRecord,
     ProcessRecord,
     Record,
     SourcePart,
@@ -131,9 +136,10 @@ def agent_record(agent: Agent, process: str) -> Record:
     return record
 
 
-def agent_records(inputs: Sequence[RunInput]) -> list[Record]:
+def agent_records(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
     """Every agent of every process; a GPU's record ends with its ``capabilities`` (for
-    the tool version of the first process with that label)."""
+    the tool version of the first process with that label; on NVIDIA what the trace
+    says about the device, :func:`~tui_prof.analysis.capability.nvidia_capabilities`)."""
     first_of: dict[str, Run] = {}
     for r in inputs:
         first_of.setdefault(r.label, r.run)
@@ -141,7 +147,9 @@ def agent_records(inputs: Sequence[RunInput]) -> list[Record]:
     for r in inputs:
         for agent in r.run.agents:
             record = agent_record(agent, r.label)
-            if record.get("type") == "GPU":
+            if record.get("type") == "GPU" and (agent.vendor.upper().startswith("NVIDIA") or vendor == "nvidia"):
+                record["capabilities"] = nvidia_capabilities(agent)
+            elif record.get("type") == "GPU":
                 record["capabilities"] = capabilities(record.get("arch") or "", first_of[r.label].meta.tool_version)
             out.append(record)
     return out
@@ -316,6 +324,7 @@ def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kerne
         "launch_calls": sum(p["launch_calls"] for p in parts),
         "graph_launch_calls": sum(p["graph_launch_calls"] for p in parts),
         "api_total_ns": sum(p["api_total_ns"] for p in parts),
+        "graph_launch_api_ns": sum(p["graph_launch_api_ns"] for p in parts),
         "linked_dispatches": sum(p["linked_dispatches"] for p in parts),
         "graph_dispatches": sum(p["graph_dispatches"] for p in parts),
     }
@@ -323,13 +332,97 @@ def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kerne
     empty = np.array([], np.int64)
     queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
     api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
-    return hostapi.launch_section(counts, queue, api, kernel_dur_ns, wall)
+    # graph-replayed rows of the concatenated kernels table (all_kernels: runs in order)
+    replayed = np.zeros(len(kernel_dur_ns), dtype=bool)
+    offset = 0
+    for r, lk, d in zip(inputs, links, direct, strict=True):
+        replayed[offset + lk["kernel_row"].to_numpy()[~d]] = True
+        offset += len(r.run.kernels)
+    return hostapi.launch_section(counts, queue, api, kernel_dur_ns, wall, replayed)
 
 
 # --- copies ------------------------------------------------------------------------------
 
+# Kineto (CUPTI) names a copy by its direction and the memory kinds of its two ends:
+# "Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)", "Memset (Device)".
+_COPY_ENDS = re.compile(r"\((\w[\w ]*?) -> (\w[\w ]*?)\)")
+_HOST_KINDS = {"pinned": "pinned", "pageable": "pageable", "managed": "managed", "managed static": "managed", "host": "host"}
+COPY_KINDS = ("pinned", "pageable", "managed", "host", "device", "peer", "memset", "unknown")
+
+
+def copy_kind(name: str, direction: str) -> str:
+    """The kind of one copy (``COPY_KINDS``) from its profiler name and direction: the host
+    end's memory kind where the name says it (pinned, pageable, managed); "host" for a host
+    copy whose memory kind is not recorded (rocprofv3, rocprof); "device" (DtoD), "peer"
+    (PtoP, or device to device across GPUs), "memset"; else "unknown"."""
+    if direction == "memset" or name.startswith("Memset"):
+        return "memset"
+    if direction == "PtoP" or "peer" in name.lower():
+        return "peer"
+    ends = _COPY_ENDS.search(name)
+    if ends:
+        for end in ends.groups():
+            kind = _HOST_KINDS.get(end.strip().lower())
+            if kind:
+                return kind
+    if direction in ("HtoD", "DtoH", "HtoH"):
+        return "host"
+    if direction == "DtoD":
+        return "device"
+    return "unknown"
+
+
+def _bandwidths(nbytes: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Per-copy GB/s (bytes/ns) of the copies with a known size and a positive duration."""
+    ok = (nbytes > 0) & (dur > 0)
+    return nbytes[ok] / dur[ok]
+
+
+def _copy_group(dur: np.ndarray, nbytes: np.ndarray, known: np.ndarray) -> CopyDirection:
+    t = int(dur.sum())
+    b = int(np.where(known, nbytes, 0).sum())
+    return {"count": int(len(dur)), "bytes": b, "size_unknown": int((~known).sum()), "time_ns": t,
+            "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None}
+
+
+def copy_kinds(copies: pd.DataFrame, dur: np.ndarray) -> dict[str, CopyKind]:
+    """Count, bytes, time and bandwidth per copy kind (:func:`copy_kind`) and, within a
+    kind, per direction, with the first, slowest and fastest single copy's bandwidth.
+    Rows are taken in start order (the first copy is the earliest)."""
+    if not len(copies):
+        return {}
+    names = copies["name"].astype(str).to_numpy()
+    directions = copies["direction"].astype(str).replace("", "unknown").to_numpy()
+    pairs = {(n, d): copy_kind(n, d) for n, d in set(zip(names, directions, strict=True))}
+    kinds = np.array([pairs[(n, d)] for n, d in zip(names, directions, strict=True)], dtype=object)
+    start = copies["start"].to_numpy()
+    order = np.argsort(start, kind="stable")
+    nbytes = copies["bytes"].to_numpy()[order]
+    known = nbytes >= 0
+    dur, kinds, directions = dur[order], kinds[order], directions[order]
+    out: dict[str, CopyKind] = {}
+    for kind in COPY_KINDS:
+        in_kind = kinds == kind
+        if not in_kind.any():
+            continue
+        group = _copy_group(dur[in_kind], nbytes[in_kind], known[in_kind])
+        by_direction: dict[str, CopyKindDirection] = {}
+        for direction in sorted(set(directions[in_kind])):
+            sel = in_kind & (directions == direction)
+            bw = _bandwidths(np.where(known[sel], nbytes[sel], 0), dur[sel])
+            by_direction[str(direction)] = {
+                **_copy_group(dur[sel], nbytes[sel], known[sel]),
+                "first_bandwidth_gbs": round(float(bw[0]), 4) if len(bw) else None,
+                "min_bandwidth_gbs": round(float(bw.min()), 4) if len(bw) else None,
+                "max_bandwidth_gbs": round(float(bw.max()), 4) if len(bw) else None,
+            }
+        out[kind] = {**group, "by_direction": by_direction}
+    return out
+
+
 def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesPart:
-    """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction.
+    """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction, and per
+    copy kind (:func:`copy_kinds`).
 
     Some formats do not record a copy's size (rocprofv3 CSV's memory_copy_trace):
     ``bytes`` sums the known sizes and ``size_unknown`` counts the copies without one."""
@@ -354,6 +447,7 @@ def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesPart:
         "busy_ns": busy,
         "pct_of_wall": round(100.0 * busy / wall_ns, 4) if wall_ns > 0 else 0.0,
         "by_direction": by_direction,
+        "by_kind": copy_kinds(copies, dur),
     }
 
 
@@ -385,6 +479,34 @@ def categories_part(grouped: tuple[pd.DataFrame, ...], rules: CategoryRules, top
             "process": hotspot_records(by_pid, None),
         },
     }
+
+
+# --- operators ---------------------------------------------------------------------------
+
+NOT_LINKED = "(not linked)"
+
+
+def operators_part(inputs: Sequence[RunInput], top: int | None) -> list[OperatorRecord]:
+    """GPU time per launching operator (:func:`~tui_prof.analysis.operators.link_operators`)
+    over every process, largest first, the first ``top`` (None: all); empty when no
+    process records ``cpu_op`` markers (nothing to link to)."""
+    frames = []
+    for r in inputs:
+        run = r.run
+        if not len(run.kernels) or not len(run.markers) or not (run.markers["source"].astype(str) == "cpu_op").any():
+            continue
+        frames.append(operator_time(run.kernels, link_operators(run.kernels, run.api, run.markers, r.index)))
+    if not frames:
+        return []
+    table = pd.concat(frames).groupby("op", sort=False)[["kernels", "total_ns"]].sum().reset_index()
+    total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
+    table = table.sort_values(["total_ns", "op"], ascending=[False, True], kind="stable")
+    records: list[OperatorRecord] = [
+        {"name": str(row.op) or NOT_LINKED, "kernels": int(row.kernels), "total_ns": int(row.total_ns),
+         "percent": round(100.0 * int(row.total_ns) / total, 4) if total else 0.0}
+        for row in table.itertuples(index=False)
+    ]
+    return records[:top] if top else records
 
 
 # --- measurement ---------------------------------------------------------------------------
@@ -438,13 +560,14 @@ def measurement_part(wall: int, kernel_dur_ns: np.ndarray, categories: dict[str,
 
 # --- counters, occupancy, logs -------------------------------------------------------------
 
-def counters_part(inputs: Sequence[RunInput]) -> list[Record]:
-    """:func:`counter_metrics` of each process that has counters or GPU kernels."""
+def counters_part(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
+    """:func:`counter_metrics` of each process that has counters or GPU kernels (``vendor``:
+    the run set's platform, which decides the collection commands)."""
     blocks = []
     for r in inputs:
         run = r.run
         if len(run.counters) or (len(run.kernels) and run.gpu_agents):
-            block = counter_metrics(run)
+            block = counter_metrics(run, vendor)
             block["process"] = r.label
             blocks.append(block)
     return blocks

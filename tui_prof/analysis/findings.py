@@ -9,10 +9,12 @@ gpu-idle                GPU idle > 20 % of its span (rocinsight)                
 idle-sync               listed gaps caused by synchronisation > 5 % of span [P]     high
 sync-overhead           sync + blocking copies > 5 % of wall (profiling guide)      medium
 sync-after-launch       >= 50 % of >= 10 launches followed by a sync [P]            high
-many-tiny-kernels       > 1000 dispatches averaging < 10 µs (rocinsight)            medium
+many-tiny-kernels       > 1000 directly launched dispatches (graph replays apart)   medium
+                        averaging < 10 µs (rocinsight)
 launch-bound            listed gaps caused by host launch > 10 % of span [P]        medium
 copy-share              copy engine time > 20 % of wall (rocinsight)                high
-slow-copy               H2D/D2H bandwidth < 10 GB/s on copies >= 1 MiB (rocinsight) medium
+slow-copy               pageable host copies >= 1 MiB [P]; else H2D/D2H bandwidth   medium
+                        < 10 GB/s on copies >= 1 MiB (rocinsight)
 dominant-kernel         one kernel > 50 % of kernel time (rocinsight)               low
 low-occupancy           a top-5 kernel's theoretical occupancy < 25 % [P]           medium
 counter:<metric>        a derived counter metric crosses its threshold              medium
@@ -20,6 +22,11 @@ counters-serialise      the run collected counters                              
 known-error             a known profiler error message in a log file                high
 no-counters             no counters recorded: the commands to collect them          info
 ======================  ==========================================================  =========
+
+Fixes name the run's platform's tools and calls (:mod:`tui_prof.analysis.platform`): CUDA
+graphs, cudaStreamSynchronize, ncu/nsys on NVIDIA; HIP graphs, hipDeviceSynchronize,
+rocprofv3 on AMD; vendor-neutral words when the platform is unknown or mixed; on a
+PyTorch trace the PyTorch-level fix first.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from enum import Enum
 from typing import Any
 
 from tui_prof.analysis.parts import Finding, SummaryDoc
+from tui_prof.analysis.platform import TORCH_PHRASES, phrases, torch_first
 
 
 class FindingCode(str, Enum):
@@ -70,18 +78,23 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
     """Findings from a summary document's analysis sections, most severe and largest first."""
     out: list[tuple[Finding, float]] = []
     gpu, gaps, sync, launch, copies = doc["gpu"], doc["gaps"], doc["sync"], doc["launch"], doc["copies"]
+    platform = doc.get("platform")
+    say = phrases(platform["vendor"] if platform else "unknown")
     wall = doc.get("wall_ns") or 0
     span = gpu.get("span_ns") or 0
     if span and gpu["idle_pct"] > 20:
         out.append(_f(FindingCode.GPU_IDLE, "high", f"GPU idle {gpu['idle_pct']:.1f} % of its active span",
                       {"idle_pct": gpu["idle_pct"], "span_ns": span, "gaps_by_cause_ns": gaps["by_cause"]},
-                      "See the gap list: each gap names the host call before it. Remove syncs, batch launches (HIP graphs), overlap copies.",
+                      torch_first(platform, f"{TORCH_PHRASES['sync']}; {TORCH_PHRASES['graphs']}",
+                                  f"See the gap list: each gap names the host call before it. Remove syncs, batch launches ({say['graphs']}), overlap copies."),
                       gpu["idle_pct"]))
     idle_rules = (
         ("sync", FindingCode.IDLE_SYNC, "high", 0.05, "idle waiting after synchronisation calls",
-         "Synchronise less often: keep work queued on the stream, use events/hipStreamWaitEvent for dependencies."),
+         torch_first(platform, TORCH_PHRASES["sync"],
+                     f"Synchronise less often: keep work queued on the stream, use events/{say['wait_event']} for dependencies.")),
         ("launch", FindingCode.LAUNCH_BOUND, "medium", 0.10, "idle waiting for the host to launch",
-         "The host cannot issue work fast enough: capture the loop in a HIP graph, fuse kernels, move host work off the critical path."),
+         torch_first(platform, TORCH_PHRASES["graphs"],
+                     f"The host cannot issue work fast enough: capture the loop in {say['graphs']}, fuse kernels, move host work off the critical path.")),
     )
     for cause, code, severity, share, what, fix in idle_rules if span else ():
         ns = gaps["by_cause"].get(cause, 0)
@@ -93,28 +106,50 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
         out.append(_f(FindingCode.SYNC_AFTER_LAUNCH, "high",
                       f"{sal['followed_by_sync']} of {sal['launches']} launches are followed directly by a synchronisation (sync inside the loop)",
                       dict(sal),
-                      "Move hipDeviceSynchronize/hipStreamSynchronize out of the loop: synchronise once after it; use events for timing and hipStreamWaitEvent for cross-stream dependencies.",
+                      torch_first(platform, TORCH_PHRASES["sync"],
+                                  f"Move {say['sync_calls']} out of the loop: synchronise once after it; use events for timing and {say['wait_event']} for cross-stream dependencies."),
                       100 * sal["ratio"]))
     if wall and sync["pct_of_wall"] > 5:
         out.append(_f(FindingCode.SYNC_OVERHEAD, "medium", f"Synchronisation and blocking copies take {sync['pct_of_wall']:.1f} % of wall time (target < 5 %)",
                       {"calls": sync["calls"], "total_ns": sync["total_ns"], "pct_of_wall": sync["pct_of_wall"]},
-                      "Use async copies (hipMemcpyAsync with pinned memory) and fewer sync points.", sync["pct_of_wall"]))
+                      torch_first(platform, f"{TORCH_PHRASES['pinned_copy']}; {TORCH_PHRASES['sync']}",
+                                  f"Use async copies ({say['async_copy']} with pinned memory) and fewer sync points."), sync["pct_of_wall"]))
     if launch.get("many_tiny_kernels"):
+        direct = launch.get("direct_kernels", doc["kernels"]["dispatches"])
+        avg = launch.get("direct_avg_kernel_ns", launch["avg_kernel_ns"])
+        graphs = launch.get("graph_launch_calls") or 0
+        replayed = f" (graph replays apart: {launch['graph_dispatches']} dispatches from {graphs} graph launches, {launch['launches_per_graph']:g} per graph)" if graphs else ""
         out.append(_f(FindingCode.MANY_TINY_KERNELS, "medium",
-                      f"{doc['kernels']['dispatches']} dispatches averaging {(launch['avg_kernel_ns'] or 0.0) / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates",
-                      {"dispatches": doc["kernels"]["dispatches"], "avg_kernel_ns": launch["avg_kernel_ns"],
-                       "median_queue_delay_ns": launch["median_queue_delay_ns"], "tiny_kernels": launch["tiny_kernels"]},
-                      "Fuse small kernels (torch.compile, custom fused kernels) or capture them in a HIP graph.",
+                      f"{direct} directly launched dispatches averaging {(avg or 0.0) / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates{replayed}",
+                      {"dispatches": doc["kernels"]["dispatches"], "direct_kernels": direct, "avg_kernel_ns": avg,
+                       "median_queue_delay_ns": launch["median_queue_delay_ns"], "tiny_kernels": launch.get("direct_tiny_kernels", launch["tiny_kernels"]),
+                       "graph_launch_calls": graphs, "launches_per_graph": launch.get("launches_per_graph")},
+                      torch_first(platform, f"{TORCH_PHRASES['graphs']}; fuse with {TORCH_PHRASES['fuse']}",
+                                  f"Fuse small kernels (custom fused kernels) or capture them in {say['graphs']}."),
                       100 * launch["tiny_kernel_time_ns"] / wall if wall else 0))
     if wall and copies["pct_of_wall"] > 20:
         out.append(_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time",
                       {"bytes": copies["bytes"], "time_ns": copies["time_ns"]},
-                      "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.",
+                      torch_first(platform, TORCH_PHRASES["pinned_copy"],
+                                  f"Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory ({say['pinned_alloc']})."),
                       copies["pct_of_wall"]))
+    pin_fix = torch_first(platform, TORCH_PHRASES["pinned_copy"], f"Use pinned host memory ({say['pinned_alloc']}) and larger transfers.")
+    kinds = copies.get("by_kind") or {}
+    pageable = kinds["pageable"]["by_direction"] if "pageable" in kinds else {}
+    pinned = kinds["pinned"]["by_direction"] if "pinned" in kinds else {}
+    for direction, kd in pageable.items():
+        if kd["bytes"] >= (1 << 20) and kd["bandwidth_gbs"] is not None:
+            than = pinned[direction]["bandwidth_gbs"] if direction in pinned else None
+            vs = f" (pinned {direction} copies here: {than:.2f} GB/s)" if than else ""
+            out.append(_f(FindingCode.SLOW_COPY, "medium",
+                          f"{kd['count']} {direction} copies from pageable host memory reach {kd['bandwidth_gbs']:.2f} GB/s{vs}",
+                          {"direction": direction, "kind": "pageable", **kd}, pin_fix, 0))
     for direction, d in copies.get("by_direction", {}).items():
+        if direction in pageable:
+            continue  # said above, with the memory kind
         if direction in ("HtoD", "DtoH") and d["bytes"] >= (1 << 20) and d["bandwidth_gbs"] is not None and d["bandwidth_gbs"] < 10:
             out.append(_f(FindingCode.SLOW_COPY, "medium", f"{direction} copies reach only {d['bandwidth_gbs']:.2f} GB/s",
-                          {"direction": direction, **d}, "Use pinned host memory (hipHostMalloc) and larger transfers.", 0))
+                          {"direction": direction, **d}, pin_fix, 0))
     hot = doc.get("hotspots") or []
     if hot and hot[0]["percent"] > 50:
         out.append(_f(FindingCode.DOMINANT_KERNEL, "low", f"One kernel takes {hot[0]['percent']:.1f} % of kernel time: {hot[0]['name'][:80]}",
@@ -138,7 +173,9 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
     no_counters = [b for b in (doc.get("counters") or []) if not b.get("kernels") and b.get("commands")]
     if no_counters and doc["kernels"]["dispatches"]:
         b = no_counters[0]
-        out.append(_f(FindingCode.NO_COUNTERS, "info", f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): collect them with",
+        nvidia = bool(platform and platform["vendor"] == "nvidia")
+        how = "collect them with Nsight Compute / Nsight Systems (tuiprof does not read their reports)" if nvidia else "collect them with"
+        out.append(_f(FindingCode.NO_COUNTERS, "info", f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): {how}",
                       {"commands": b["commands"]}, "\n".join(b["commands"]), 0))
     out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
     return [f for f, _ in out]

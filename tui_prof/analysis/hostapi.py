@@ -8,6 +8,8 @@ Name rules (HIP, CUDA runtime and CUDA driver spellings):
 * copy API: any ``Memcpy*`` / ``Memset*`` call;
 * launch: ``hip|cuda|cu`` + ``*Launch*`` (hipLaunchKernel, hipModuleLaunchKernel,
   hipExtLaunchKernel, cudaLaunchKernel, hipGraphLaunch, ...); graph launch: ``*GraphLaunch``.
+  Launch API time counts both; the graph launches' part is also reported apart, and kernels
+  replayed from a graph are left out of the many-tiny-kernels rule (one call issues them).
 
 Queue delay = kernel start - launching API start (the brief's definition; TraceLens
 "T = A + Q + K" splits the same interval into API duration A and queue delay Q after the
@@ -311,33 +313,43 @@ def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray 
 
 def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -> LaunchCounts:
     """The counting part of :func:`launch_stats`: launch / graph-launch calls, their summed
-    API time (launch class only, ns), linked and graph-launched dispatches."""
+    API time (ns; kernel and graph launches together, the graph launches also apart: a
+    graph launch is host time spent launching work), linked and graph-launched dispatches."""
+    dur = api["end"].to_numpy() - api["start"].to_numpy()
     lmask = classes == LAUNCH
-    launch_api_dur = api["end"].to_numpy()[lmask] - api["start"].to_numpy()[lmask]
+    gmask = classes == GRAPH_LAUNCH
+    graph_ns = int(dur[gmask].sum())
     return {
         "launch_calls": int(lmask.sum()),
-        "graph_launch_calls": int((classes == GRAPH_LAUNCH).sum()),
-        "api_total_ns": int(launch_api_dur.sum()),
+        "graph_launch_calls": int(gmask.sum()),
+        "api_total_ns": int(dur[lmask].sum()) + graph_ns,
+        "graph_launch_api_ns": graph_ns,
         "linked_dispatches": int(len(links)),
         "graph_dispatches": int(links["graph"].sum()),
     }
 
 
 def launch_section(counts: LaunchCounts, queue_delay_ns: np.ndarray, api_dur_ns: np.ndarray, kernel_dur_ns: np.ndarray,
-                   wall_ns: int) -> LaunchPart:
+                   wall_ns: int, graph_replayed: np.ndarray | None = None) -> LaunchPart:
     """The summary's ``launch`` section from :func:`launch_counts` (summed over runs, or of
     one run), the queue delay and API duration of the directly launched dispatches, and
-    every kernel's duration."""
+    every kernel's duration; ``graph_replayed``: a mask over those kernels of the ones a
+    graph launch replayed (None: none). Many-tiny-kernels is judged on the other kernels:
+    a graph replay launches its kernels with one call, so their count costs no launches."""
     kd = kernel_dur_ns
     n = len(kd)
     tiny = kd < TINY_KERNEL_NS
     linked = len(api_dur_ns) > 0
+    direct = kd if graph_replayed is None or not len(graph_replayed) else kd[~graph_replayed]
+    nd = len(direct)
+    graphs = counts["graph_launch_calls"]
     return {
         "launch_calls": counts["launch_calls"],
-        "graph_launch_calls": counts["graph_launch_calls"],
+        "graph_launch_calls": graphs,
         "linked_dispatches": counts["linked_dispatches"],
         "graph_dispatches": counts["graph_dispatches"],
         "api_total_ns": int(counts["api_total_ns"]),
+        "graph_launch_api_ns": int(counts["graph_launch_api_ns"]),
         "api_pct_of_wall": round(100.0 * counts["api_total_ns"] / wall_ns, 4) if wall_ns > 0 else 0.0,
         "median_api_ns": float(np.median(api_dur_ns)) if linked else None,
         "median_queue_delay_ns": float(np.median(queue_delay_ns)) if linked else None,
@@ -347,7 +359,11 @@ def launch_section(counts: LaunchCounts, queue_delay_ns: np.ndarray, api_dur_ns:
         "tiny_kernel_threshold_ns": TINY_KERNEL_NS,
         "tiny_kernels": int(tiny.sum()),
         "tiny_kernel_time_ns": int(kd[tiny].sum()) if n else 0,
-        "many_tiny_kernels": bool(n > MANY_LAUNCHES and kd.mean() < TINY_KERNEL_NS) if n else False,
+        "many_tiny_kernels": bool(nd > MANY_LAUNCHES and direct.mean() < TINY_KERNEL_NS) if nd else False,
+        "direct_kernels": int(nd),
+        "direct_avg_kernel_ns": float(direct.mean()) if nd else None,
+        "direct_tiny_kernels": int((direct < TINY_KERNEL_NS).sum()),
+        "launches_per_graph": round(counts["graph_dispatches"] / graphs, 4) if graphs else None,
     }
 
 
@@ -361,5 +377,8 @@ def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes
     classes = api_classes(api) if classes is None else classes
     links = link_launches(kernels, api, classes) if links is None else links
     direct = ~links["graph"].to_numpy()
+    replayed = np.zeros(len(kernels), dtype=bool)
+    replayed[links["kernel_row"].to_numpy()[~direct]] = True
     return launch_section(launch_counts(api, classes, links), links["queue_delay_ns"].to_numpy()[direct],
-                          links["api_dur_ns"].to_numpy()[direct], kernels["end"].to_numpy() - kernels["start"].to_numpy(), wall_ns)
+                          links["api_dur_ns"].to_numpy()[direct], kernels["end"].to_numpy() - kernels["start"].to_numpy(), wall_ns,
+                          replayed)

@@ -9,7 +9,7 @@ clone suffix, groups together::
     "my_kernel.kd" / "my_kernel [clone .kd]" -> "my_kernel"
 
 Categories come from an ordered list of case-insensitive regular expressions matched
-against the raw name; the first match wins and a name nothing matches is "other". The
+against the name without its parameter list (``rule_text``); the first match wins and a name nothing matches is "other". The
 default rules are listed in ``DEFAULT_RULES`` and documented in docs/metrics.md; a user
 file (TOML or JSON) can add rules in front of them or replace them.
 
@@ -34,18 +34,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-# Ordered (category, pattern): the first matching pattern wins. Order matters: copies
-# and collectives first (their names contain "reduce"/"copy"), attention and convolution
-# before GEMM (flash-attention and implicit-GEMM convolutions contain "gemm").
+# Ordered (category, pattern): the first matching pattern wins. Patterns are matched
+# against the name without its parameter list (``rule_text``): an argument type such as
+# ``cudnn::reduced_divisor`` or ``cublasTransposeParams`` says nothing about the kernel.
+# Order matters: copies and collectives first (their names contain "reduce"/"copy"),
+# layout transforms before convolution (cuDNN's format kernels sit in its namespace),
+# attention and convolution before GEMM (flash-attention and implicit-GEMM convolutions
+# contain "gemm"), GEMM before elementwise (cuBLASLt epilogue names contain "relu", "bias").
+# Substring traps are anchored out: "conv" not followed by "ert" (cuDNN's
+# ``convert_dq_to_16bits`` is a dtype conversion), "gemm" not preceded by "fb" (FBGEMM's
+# embedding kernels), "norm" not followed by "al_" (random normal), "fprop"/"dgrad"/"wgrad"
+# and "nvjet" with no letter on either side.
 DEFAULT_RULES: tuple[tuple[str, str], ...] = (
     ("copy/fill", r"^__amd_rocclr_|memcpy|memset|fillbuffer|copybuffer|^dma|\bcopy_?kernel|direct_copy"),
-    ("communication", r"nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|custom_ar"),
-    ("attention", r"attn|attention|flash|fmha|\bmha|sdpa|paged_?att"),
-    ("convolution", r"conv|winograd|igemm_(fwd|bwd|wrw)|implicit_?gemm|im2col|col2im"),
-    ("GEMM", r"gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma|\bmm_|_mm\b|\bbmm\b|dot_?product"),
-    ("normalisation", r"norm|softmax"),
+    ("communication", r"nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|custom_ar(?![a-z])"),
+    ("layout", r"nchw_?to_?nhwc|nhwc_?to_?nchw|nchw_?2_?nhwc|nhwc_?2_?nchw|nchw_?2_?cnhw|cnhw_?2_?nchw|nhwc_?add_?padding"
+               r"|convert_?tensor_?kernel|(?<![a-z])batched_transpose|(?<![a-z])transpose_[a-z0-9]*2"),
+    ("attention", r"attn|attention|flash|fmha|(?<![a-z])mha|sdpa|paged_?att"),
+    ("convolution", r"conv(?!ert)|winograd|(?<![a-z])igemm_|implicit_?gemm|im2col|col2im|(?<![a-z])(?:fprop|dgrad|wgrad)(?![a-z])"
+                    r"|(?<![a-z])[sdh]cudnn_|cudnn::cnn::|gemm_xdlops_bwd_weight"),
+    ("GEMM", r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
+             r"|\bmm_|_mm\b|\bbmm\b|dot_?product|epilogue::impl::|(?<![a-z])splitkreduce"),
+    ("normalisation", r"norm(?!al_)|softmax|gammabeta|rowwisemoments"),
     ("reduction", r"reduce|reduction|argmax|argmin|cumsum|\bscan|topk|\bsort|radix"),
-    ("elementwise", r"elementwise|element_wise|vectorized|pointwise|triton_poi|\bfill|unary|binary|activation|gelu|silu|swiglu|relu|sigmoid|tanh|\bcast|dropout|rotary|rope|\bcopy|index|scatter|gather|where|clamp|add_kernel|mul_kernel"),
+    ("elementwise", r"elementwise|element_wise|vectorized|pointwise|triton_poi|\bfill|unary|binary|activation|gelu|silu|swiglu|relu|sigmoid|tanh|\bcast|(?<![a-z])convert|dropout|rotary|rope|\bcopy|index|scatter|gather|where|clamp|add_kernel|mul_kernel"),
 )
 
 MAX_NAME_CHARS = 64 * 1024  # longer names: normalised/classified from this many leading characters
@@ -59,11 +71,33 @@ class CategoryRules:
     source: str = "built-in"
 
     def classify(self, name: str) -> str:
-        head = name[:MAX_NAME_CHARS]  # bounded work on absurdly long names (module docstring)
+        head = rule_text(name)
         for category, pattern in self.rules:
             if pattern.search(head):
                 return category
         return "other"
+
+
+def rule_text(name: str) -> str:
+    """What category rules are matched against: the first ``MAX_NAME_CHARS`` characters of
+    ``name`` (bounded work on absurdly long names), without a ``[clone ...]`` suffix and
+    without the parameter list of a demangled name (the balanced ``(...)`` group that ends
+    it, e.g. ``"void k<float>(float*, cudnn::reduced_divisor)"`` -> ``"void k<float>"``).
+    Template arguments stay: they name the functor or tile of generic kernels."""
+    text = _strip_clone_suffixes(str(name)[:MAX_NAME_CHARS].rstrip())
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):  # the "(" that closes the final ")" group
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                head = text[:i].rstrip()
+                return head if head else text
+    return text  # unbalanced: match the whole name
 
 
 def compile_rules(pairs, source: str = "built-in") -> CategoryRules:

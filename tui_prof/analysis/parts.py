@@ -121,7 +121,8 @@ class SyncPart(SyncStats):
 class LaunchCounts(TypedDict):
     launch_calls: int
     graph_launch_calls: int
-    api_total_ns: int
+    api_total_ns: int  # kernel launches and graph launches
+    graph_launch_api_ns: int  # the graph launches' part of api_total_ns
     linked_dispatches: int
     graph_dispatches: int
 
@@ -136,7 +137,11 @@ class LaunchPart(LaunchCounts):
     tiny_kernel_threshold_ns: int
     tiny_kernels: int
     tiny_kernel_time_ns: int
-    many_tiny_kernels: bool
+    many_tiny_kernels: bool  # judged on the directly launched kernels (graph replays apart)
+    direct_kernels: int  # dispatches not replayed from a graph
+    direct_avg_kernel_ns: float | None
+    direct_tiny_kernels: int
+    launches_per_graph: float | None  # graph-replayed dispatches per graph launch call
 
 
 class CopyDirection(TypedDict):
@@ -147,6 +152,16 @@ class CopyDirection(TypedDict):
     bandwidth_gbs: float | None
 
 
+class CopyKindDirection(CopyDirection):
+    first_bandwidth_gbs: float | None  # the first copy of this kind and direction (cold: page faults, pinning)
+    min_bandwidth_gbs: float | None
+    max_bandwidth_gbs: float | None
+
+
+class CopyKind(CopyDirection):
+    by_direction: dict[str, CopyKindDirection]
+
+
 class CopiesPart(TypedDict):
     count: int
     bytes: int
@@ -155,6 +170,7 @@ class CopiesPart(TypedDict):
     busy_ns: int
     pct_of_wall: float
     by_direction: dict[str, CopyDirection]
+    by_kind: dict[str, CopyKind]  # pinned, pageable, managed, host, device, peer, memset, unknown
 
 
 class HotspotsBy(TypedDict):
@@ -162,6 +178,13 @@ class HotspotsBy(TypedDict):
     category: list[HotspotRecord]
     agent: list[HotspotRecord]
     process: list[HotspotRecord]
+
+
+class OperatorRecord(TypedDict):
+    name: str  # the launching cpu_op; "graph" for graph replays; "(not linked)" when none
+    kernels: int
+    total_ns: int
+    percent: float  # of kernel time
 
 
 class CategoriesPart(TypedDict):
@@ -193,6 +216,12 @@ class LogHit(TypedDict):
     meaning: str
 
 
+class PlatformPart(TypedDict):
+    vendor: str  # nvidia, amd, mixed, unknown (analysis.platform.detect_platform)
+    pytorch: bool  # every run with kernels is a PyTorch profiler trace
+    evidence: str  # what decided it
+
+
 class Finding(TypedDict):
     severity: str  # high, medium, low, info
     code: str  # a FindingCode value, or counter:<metric>
@@ -209,6 +238,7 @@ class SummaryDoc(TypedDict):
     source: SourcePart
     processes: list[ProcessRecord]
     agents: list[Record]
+    platform: PlatformPart
     kernels: KernelsPart
     hotspots: list[HotspotRecord]
     warnings: list[str]
@@ -221,6 +251,7 @@ class SummaryDoc(TypedDict):
     categories: dict[str, int]
     category_rules: str
     hotspots_by: HotspotsBy
+    hotspots_by_operator: list[OperatorRecord]
     measurement: MeasurementPart
     counters: list[Record]
     occupancy: list[Record]

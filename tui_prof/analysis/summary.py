@@ -24,6 +24,7 @@ from tui_prof.analysis.hotspots import (
 )
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.parts import SummaryDoc
+from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.model import RunSet
 from tui_prof.threads import background
@@ -57,6 +58,7 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
     by_name = hotspots(kernels, dur_order=order)
     inputs = engine.run_inputs(runset)
     wall = engine.wall_ns(inputs)
+    platform = detect_platform(runset)
     # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
     # two daemon threads while the host-API sections run here: numpy releases the GIL in its
     # array loops, so on a 2-core machine they overlap. Results are taken in run order.
@@ -77,7 +79,7 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
     kernel_dur = engine.kernel_durations(kernels)
     launch = engine.launch_part(inputs, links, kernel_dur, wall)
     copies = engine.copies_part(runset, wall)
-    counters = engine.counters_part(inputs)
+    counters = engine.counters_part(inputs, platform["vendor"])
     occupancy = engine.occupancy_part(inputs, top)
     peak = engine.peak_memory_of(runset)
     timelines = []
@@ -96,7 +98,8 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
         "tuiprof_version": __version__,
         "source": engine.source_part(runset),
         "processes": engine.process_records(inputs),
-        "agents": engine.agent_records(inputs),
+        "agents": engine.agent_records(inputs, platform["vendor"]),
+        "platform": platform,
         "kernels": engine.kernels_part(kernels, by_name),
         "hotspots": hotspot_records(by_name, top),
         "warnings": engine.warnings_part(runset, inputs),
@@ -109,6 +112,7 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
+        "hotspots_by_operator": engine.operators_part(inputs, top),
         "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak),
         "counters": counters,
         "occupancy": occupancy,

@@ -124,7 +124,11 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     out.append(("Synchronisation", ["API", "calls", "time"], rows, notes))
     lc = summary["launch"]
     rows = [["launch calls", str(lc["launch_calls"])], ["graph launches", str(lc["graph_launch_calls"])],
-            ["dispatches linked by correlation id", str(lc["linked_dispatches"])],
+            ["launch API time (kernel + graph launches)", f"{fmt_ns(lc['api_total_ns'])} ({_pct(lc['api_pct_of_wall'])} of wall)"]]
+    if lc["graph_launch_calls"]:
+        rows += [["  of which graph launches", fmt_ns(lc.get("graph_launch_api_ns"))],
+                 ["dispatches replayed from graphs", f"{lc['graph_dispatches']} ({lc.get('launches_per_graph') or 0:g} per graph launch)"]]
+    rows += [["dispatches linked by correlation id", str(lc["linked_dispatches"])],
             ["median launch API time", fmt_ns(lc["median_api_ns"])],
             ["median queue delay (kernel start - API start)", fmt_ns(lc["median_queue_delay_ns"])],
             ["median kernel time", fmt_ns(lc["median_kernel_ns"])],
@@ -135,9 +139,21 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         rows = [[d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v['bytes'])), fmt_ns(v["time_ns"]),
                  "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s"] for d, v in c["by_direction"].items()]
         out.append(("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"]))
+        rows = [[kind, d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v["bytes"])),
+                 fmt_ns(v["time_ns"]), "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s",
+                 "-" if v.get("first_bandwidth_gbs") is None else f"{v['first_bandwidth_gbs']:.2f} GB/s"]
+                for kind, k in c.get("by_kind", {}).items() for d, v in k["by_direction"].items()]
+        if rows:
+            out.append(("Copies by memory kind", ["kind", "direction", "count", "bytes", "time", "bandwidth", "first copy"], rows,
+                        ["pinned/pageable/managed: the host memory kind the profiler recorded; host: not recorded"]))
     rows = [[Code(h["name"]), str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
             for h in summary["hotspots_by"]["category"]]
     out.append(("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"]))
+    operators = summary.get("hotspots_by_operator") or []
+    if operators:
+        rows = [[Code(shorten(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in operators[:15]]
+        out.append(("Kernel time by launching operator", ["operator", "kernels", "total", "% kernel"], rows,
+                    ["the innermost cpu_op around each kernel's launch call; graph: replayed from a CUDA/HIP graph"]))
     rows = [[Code(shorten(h["name"], name_width)), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}",
              f"{h.get('pct_wall', 0):.2f}"] for h in summary["hotspots_by"]["normalized"][:15]]
     out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
