@@ -565,7 +565,7 @@ def stats_part(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -> S
     traced = has_trace(runset)
     source = ""
     if tables:
-        tools = sorted({t["source"].rsplit(" (", 1)[0] for t in tables})
+        tools = sorted({stats.tool_of(run) for run in runset.runs if run.tool_stats})
         source = f"from {', '.join(tools)}" + ("" if traced else "; no trace in this run")
     checks = stats.trace_checks(runset, {id(r.run): r.label for r in inputs})
     return {"source": source, "tables": [dict(t) for t in tables], "checks": [dict(c) for c in checks],

@@ -87,7 +87,8 @@ class StatsCheck(TypedDict):
     stats_total_ns: int
 
 
-def _tool(run: Run) -> str:
+def tool_of(run: Run) -> str:
+    """How the run's statistics were written, e.g. "rocprofv3 --stats"."""
     if "rocprofv3-summary" in run.meta.formats:
         return "rocprofv3 --summary"
     return f"{run.meta.tool or 'profiler'} --stats"
@@ -160,7 +161,7 @@ def stats_tables(runset: RunSet, limit: int | None = None) -> list[StatsTable]:
     for key in order:
         found = tables_with(runset, key)
         table = combine([t for _, t in found])
-        tools = sorted({_tool(run) for run, _ in found})
+        tools = sorted({tool_of(run) for run, _ in found})
         out.append({"key": key, "domain": DOMAIN_OF.get(key, key.removesuffix("_stats").upper()),
                     "source": f"{', '.join(tools)} ({key})", "processes": len(found),
                     "calls": int(table["calls"].sum()), "total_ns": int(table["total_ns"].sum()),
