@@ -217,9 +217,11 @@ def metric_delta(defn: MetricDef, a: float | None, b: float | None, noise_pct: f
 
 def _denominator_move(denominators: tuple[float | None, float | None] | None, noise_pct: float) -> float | None:
     """The denominator's change in % of A when beyond ``noise_pct``, else None."""
-    if not denominators or denominators[0] is None or denominators[1] is None:
+    if not denominators:
         return None
     da, db = denominators
+    if da is None or db is None:
+        return None
     if da == 0:
         return None if db == 0 else math.inf
     moved = 100.0 * (db - da) / abs(da)
@@ -459,7 +461,7 @@ def regressions(result: DiffResult, pct: float) -> list[dict]:
             out.append({"key": f"kernel:{r.key}", "label": f"kernel {r.key}", "unit": "ns", "better": "lower",
                         "a": int(r.total_a_ns), "b": int(r.total_b_ns), "delta": int(r.delta_ns), "delta_pct": float(r.delta_pct),
                         "status": "regressed",
-                        "reason": f"kernel total {float(r.delta_pct):+.1f} % of A (> {pct:g}), "
+                        "reason": f"kernel {str(r.key)[:80]} got slower by {float(r.delta_pct):+.1f} % of its A total (> {pct:g}), "
                                   f"{100.0 * int(r.delta_ns) / ktime:.1f} % of A's kernel time (> {result.noise_pct:g} % noise)"})
     return out
 
