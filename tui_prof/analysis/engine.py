@@ -534,12 +534,32 @@ def api_part(runset: RunSet, top: int | None) -> ApiPart:
     """Calls and time per API function and domain: from the trace when API calls were
     traced, else from the API statistics files; the first ``top`` of each domain."""
     rows: list[ApiRow] = []
-    api = concat_tables("api", [run.api for run in runset.runs])
-    if len(api):
-        frame = pd.DataFrame({"domain": api["domain"].astype(str).to_numpy(), "name": api["name"].astype(str).to_numpy(),
-                              "dur": api["end"].to_numpy() - api["start"].to_numpy()})
-        g = frame.groupby(["domain", "name"], sort=False)["dur"]
-        table = pd.DataFrame({"calls": g.size(), "total_ns": g.sum()}).reset_index()
+    totals: dict[tuple[str, str], list[int]] = {}
+    for run in runset.runs:
+        api = run.api
+        if not len(api):
+            continue
+        # per (domain, name) category-code pair with bincount: no per-row strings on million-call tables
+        dom = api["domain"].astype("category") if not isinstance(api["domain"].dtype, pd.CategoricalDtype) else api["domain"]
+        name = api["name"].astype("category") if not isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"]
+        dc, nc = dom.cat.codes.to_numpy().astype(np.int64), name.cat.codes.to_numpy().astype(np.int64)
+        width = len(name.cat.categories) + 1
+        key = (dc + 1) * width + (nc + 1)  # code -1 (missing) maps to slot 0
+        dur = api["end"].to_numpy() - api["start"].to_numpy()
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+        uniq = ks[first]
+        counts = np.diff(np.r_[first, len(ks)])
+        sums = np.add.reduceat(dur[order], first)  # int64: exact
+        dnames = ["", *map(str, dom.cat.categories)]
+        nnames = ["", *map(str, name.cat.categories)]
+        for k, c, t in zip(uniq.tolist(), counts.tolist(), sums.tolist(), strict=True):
+            acc = totals.setdefault((dnames[k // width], nnames[k % width]), [0, 0])
+            acc[0] += int(c)
+            acc[1] += int(round(t))
+    if totals:
+        table = pd.DataFrame([(d, n, c, t) for (d, n), (c, t) in totals.items()], columns=["domain", "name", "calls", "total_ns"])
         for domain, part in table.groupby("domain", sort=True):
             whole = int(part["total_ns"].sum())
             part = part.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable")

@@ -172,9 +172,12 @@ def stats_tables(runset: RunSet, limit: int | None = None) -> list[StatsTable]:
 # --- the same tables recomputed from a trace -----------------------------------------------
 
 def _grouped(names: pd.Series, start: np.ndarray, end: np.ndarray) -> pd.DataFrame:
-    frame = pd.DataFrame({"name": names.astype(str).to_numpy(), "dur": end - start})
-    g = frame.groupby("name", sort=False)["dur"]
-    return pd.DataFrame({"calls": g.size(), "total_ns": g.sum()})
+    # grouped on the category codes (no per-row strings), then the names as text
+    frame = pd.DataFrame({"name": names.reset_index(drop=True), "dur": end - start})
+    g = frame.groupby("name", sort=False, observed=True)["dur"]
+    out = pd.DataFrame({"calls": g.size(), "total_ns": g.sum()})
+    out.index = pd.Index(out.index.astype(str), name="name")
+    return out.groupby(level=0, sort=False).sum()
 
 
 def trace_table(run: Run, key: str) -> pd.DataFrame | None:
