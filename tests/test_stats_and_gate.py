@@ -349,7 +349,7 @@ def test_stats_only_diff_one_process_vs_four(stats_pair, capsys):
     m = {r["key"]: r for r in result.metrics}
     assert m["kernel_time_ns"]["a"] == 17229993 + 13283773 and m["kernel_time_ns"]["b"] == 1_500_000_000
     for key in ("span_ns", "exposed_sync_ns", "idle_pct", "idle_ns"):
-        assert m[key]["status"] == "n/a" and m[key]["reason"].startswith("n/a (no trace in A)")
+        assert m[key]["status"] == "n/a" and m[key]["reason"].startswith("n/a (no trace in A and B)")
     assert main(["diff", str(a), str(b), "--json", "--fail-on-regression", "5", "--no-cache"]) == EXIT_REGRESSION
     doc = json.loads(capsys.readouterr().out)
     assert doc["kernels"]["source_a"] == doc["kernels"]["source_b"] == "stats"
@@ -358,7 +358,7 @@ def test_stats_only_diff_one_process_vs_four(stats_pair, capsys):
     assert {n["key"] for n in gate["not_judged"]} >= {"span_ns", "exposed_sync_ns", "idle_ns"}
     assert main(["diff", str(a), str(b), "--no-cache"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "n/a (no trace in A)" in out and "added" in out and "82.74%" in out
+    assert "n/a (no trace in A and B)" in out and "added" in out and "82.74%" in out
 
 
 def test_diff_of_empty_runs_is_an_error(tmp_path, capsys):

@@ -185,7 +185,7 @@ def metric_delta(defn: MetricDef, a: float | None, b: float | None, noise_pct: f
            "delta": None, "delta_pct": None, "threshold": noise_pp if defn.unit == "pct" else noise_pct,
            "threshold_unit": "pp" if defn.unit == "pct" else "%", "status": "n/a", "reason": ""}
     if a is None or b is None:
-        side = "A" if a is None else "B"
+        side = "A and B" if a is None and b is None else "A" if a is None else "B"
         row["reason"] = f"n/a ({missing or 'no data'} in {side}): not compared, cannot pass or fail the gate"
         return row
     delta = b - a
