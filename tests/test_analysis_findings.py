@@ -25,7 +25,7 @@ def quiet_doc() -> dict:
         "hotspots": [{"name": "k", "percent": 40.0}],
         "gpu": {"span_ns": 10_000_000, "idle_pct": 10.0},
         "gaps": {"by_cause": dict.fromkeys(CAUSES, 0), "count_by_cause": dict.fromkeys(CAUSES, 0)},
-        "sync": {"calls": 0, "total_ns": 0, "pct_of_wall": 0.0,
+        "sync": {"calls": 0, "total_ns": 0, "pct_of_wall": 0.0, "exposed_ns": 0, "waiting_ns": 0, "exposed_pct_of_wall": 0.0,
                  "sync_after_launch": {"launches": 100, "followed_by_sync": 0, "ratio": 0.0, "detected": False}},
         "launch": {"many_tiny_kernels": False, "avg_kernel_ns": 90_000.0, "median_queue_delay_ns": 5_000.0,
                    "tiny_kernels": 0, "tiny_kernel_time_ns": 0},
@@ -58,7 +58,7 @@ TRIGGERS = [
     ({"gpu.idle_pct": 20.01}, "gpu-idle"),
     ({"gaps.by_cause.sync": 500_001}, "idle-sync"),  # > 5 % of the 10 ms span
     ({"gaps.by_cause.launch": 1_000_001}, "launch-bound"),  # > 10 %
-    ({"sync.pct_of_wall": 5.01}, "sync-overhead"),
+    ({"sync.exposed_pct_of_wall": 5.01}, "sync-overhead"),
     ({"sync.sync_after_launch": {"launches": 10, "followed_by_sync": 5, "ratio": 0.5, "detected": True}}, "sync-after-launch"),
     ({"launch.many_tiny_kernels": True, "launch.avg_kernel_ns": 9_999.0}, "many-tiny-kernels"),
     ({"copies.pct_of_wall": 20.01}, "copy-share"),
@@ -72,6 +72,8 @@ TRIGGERS = [
      "known-error"),
     ({"counters": [{"process": "p", "kernels": [], "arch": "gfx942", "commands": ["rocprofv3 --pmc SQ_WAVES -- app"]}]},
      "no-counters"),
+    ({"categories": {"communication": 1_800_001}}, "communication-share"),  # > 20 % of the 9 ms kernel time
+    ({"stats": {"needs_trace": ["gpu-idle"], "tables": []}}, "needs-trace"),
 ]
 # emitted beside another code by construction (no document gives it alone)
 ALONGSIDE = {
@@ -95,10 +97,19 @@ def test_each_rule_fires_alone_past_its_threshold(changes, code):
         assert codes == [code]
 
 
+def test_raw_sync_share_alone_fires_nothing():
+    """Host time in sync calls while the GPU runs queued work (waiting for work) is not
+    overhead: sync-overhead fires on the exposed share only (docs/metrics.md)."""
+    doc = quiet_doc()
+    _set(doc, "sync.pct_of_wall", 60.0)
+    _set(doc, "sync.waiting_ns", 6_000_000)
+    assert build_findings(doc) == []
+
+
 def test_thresholds_are_strict():
     """Exactly at the threshold nothing fires (every rule is '>' or '<', not '>=')."""
     at = {"gpu.idle_pct": 20.0, "gaps.by_cause.sync": 500_000, "gaps.by_cause.launch": 1_000_000,
-          "sync.pct_of_wall": 5.0, "copies.pct_of_wall": 20.0, "hotspots": [{"name": "k", "percent": 50.0}],
+          "sync.exposed_pct_of_wall": 5.0, "copies.pct_of_wall": 20.0, "hotspots": [{"name": "k", "percent": 50.0}],
           "occupancy": [_occupancy_row(25.0)]}
     doc = quiet_doc()
     for path, value in at.items():
@@ -122,7 +133,7 @@ def test_order_is_severity_then_weight():
     _set(doc, "gpu.idle_pct", 30.0)  # high, weight 30
     _set(doc, "gaps.by_cause.sync", 4_000_000)  # high, weight 40
     _set(doc, "hotspots", [{"name": "k", "percent": 60.0}])  # low
-    _set(doc, "sync.pct_of_wall", 6.0)  # medium
+    _set(doc, "sync.exposed_pct_of_wall", 6.0)  # medium
     assert [f["code"] for f in build_findings(doc)] == ["idle-sync", "gpu-idle", "sync-overhead", "dominant-kernel"]
 
 

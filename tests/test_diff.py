@@ -123,9 +123,15 @@ def test_sync_per_iteration_vs_once_matches_known_answers():
         assert result.metric("sync_pct")[side] == pytest.approx(100.0 * sync_ns / wall, rel=1e-12)
     assert result.metric("span_ns")["delta"] == wall_b - wall_a < 0
     assert (result.kernels["delta_ns"] == 0).all() and set(result.kernels["status"]) == {"same"}
-    # the gaps disappear: idle % drops, verdict "improved" (threshold shown in the row)
+    # the gaps disappear: idle time drops, "improved"; idle % drops too, but its denominator
+    # (the GPU span) moved beyond the noise, so the share is "changed" with that reason
     idle = result.metric("idle_pct")
-    assert idle["b"] < idle["a"] and idle["status"] == "improved" and idle["threshold"] == 1.0
+    assert idle["b"] < idle["a"] and idle["status"] == "changed" and idle["threshold"] == 1.0
+    assert idle["reason"].startswith("a share whose denominator (GPU span) moved")
+    assert result.metric("idle_ns")["status"] == "improved"
+    assert result.metric("sync_pct")["better"] == "neutral"  # raw sync includes waiting for work: never a verdict
+    assert result.metric("exposed_sync_ns")["status"] == "improved"
+    assert regressions(result, 0.0) == []
     assert result.metric("span_ns")["status"] == "improved"
     assert result.metric("kernel_time_ns")["status"] == "within noise"
 
@@ -146,7 +152,9 @@ def test_one_kernel_twice_as_slow():
     check_metrics(result, "b", expected_metrics(synth, extra_span=total, extra_kernel=total))
     assert result.metric("span_ns")["delta"] == total
     assert result.metric("span_ns")["status"] == "regressed"
-    assert [m["key"] for m in regressions(result, 5.0)] == ["span_ns", "kernel_time_ns"]
+    # the gate names the slowed kernel too: it doubled and its growth is beyond the noise share of kernel time
+    assert [m["key"] for m in regressions(result, 5.0)] == ["span_ns", "kernel_time_ns", f"kernel:{ATTENTION}"]
+    assert all(m["reason"] for m in regressions(result, 5.0))
 
 
 def test_one_kernel_removed():

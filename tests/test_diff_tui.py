@@ -59,7 +59,9 @@ def test_classic_case_gaps_disappear_and_zoom_is_linked():
         assert tla.model.span == tlb.model.span >= span_a
         assert tla.model.lanes[0].label.startswith("A ") and tlb.model.lanes[0].label.startswith("B ")
         idle = screen.result.metric("idle_pct")
-        assert idle["b"] < idle["a"] and idle["status"] == "improved"
+        # idle % is a share of a GPU span that shrank: "changed"; the idle time itself "improved"
+        assert idle["b"] < idle["a"] and idle["status"] == "changed"
+        assert screen.result.metric("idle_ns")["status"] == "improved"
         # zoom the loop region from the keyboard with the table focused (+ zooms both)
         await pilot.press("plus", "plus", "plus")
         await pilot.pause()

@@ -348,8 +348,8 @@ def test_measurement_and_findings_show_computing_then_the_summary(monkeypatch):
             assert text_of(app, "#measure").strip() == measurement_text(want).plain
             shown = app.main.query_one("#findings-table", TableView).model.frame
             assert shown.equals(findings_frame(want))
-            assert list(shown["code"]) == ["sync-after-launch", "copy-share", "idle-sync", "sync-overhead",
-                                           "dominant-kernel", "no-counters"]
+            # sync-overhead judges the exposed sync (issue 15): the synthetic loop's GPU work fills most sync calls
+            assert list(shown["code"]) == ["sync-after-launch", "copy-share", "idle-sync", "dominant-kernel", "no-counters"]
 
     asyncio.run(main())
 

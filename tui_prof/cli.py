@@ -6,7 +6,8 @@ starts instantly.
 ``tuiprof`` with no arguments opens the bundled sample run in the TUI.
 
 Exit status: 0 success; 1 nothing could be loaded from the path (or the path cannot be
-used: too long, not permitted); 2 usage error (a bad option value, an empty path);
+used: too long, not permitted; diff: a side holds no data, or ``--fail-on-regression`` could
+judge no metric); 2 usage error (a bad option value, an empty path);
 3 internal error (reported on one line); 4 ``diff --fail-on-regression`` found a
 regression; 130 interrupted (Ctrl-C). Every message on stderr is one line: characters a
 terminal would act on (newlines, escape sequences, bidi controls) in a file name or an
@@ -22,8 +23,8 @@ import math
 import os
 import sys
 
+from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
 from tui_prof.render.safe import safe_text
-from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
 
 
 def _progress_printer():
@@ -262,6 +263,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
         runsets.append(runset)
     result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp,
                             gap_threshold_ns=args.gap_threshold)
+    empty = [name for name, nothing in zip((args.a, args.b), result.empty, strict=True) if nothing]
+    if empty:  # a diff of nothing must not look like a clean result
+        for path in empty:
+            print(f"tuiprof: {path} holds no kernels, API calls, copies or statistics to compare", file=sys.stderr)
+        return EXIT_NOTHING_LOADED
     top = None if args.top <= 0 else args.top
     if args.json:
         json.dump(render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression), sys.stdout, indent=2, ensure_ascii=False)
@@ -270,8 +276,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         sys.stdout.write(render_diff.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
     else:
         print(render_diff.diff_text(result, top=top, fail_on_regression=args.fail_on_regression))
-    if args.fail_on_regression is not None and d.regressions(result, args.fail_on_regression):
-        return EXIT_REGRESSION
+    if args.fail_on_regression is not None:
+        return render_diff.gate_status(result, args.fail_on_regression)
     return EXIT_OK
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import hostapi
+from tui_prof.analysis import hostapi, stats
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import hotspot_records, hotspots, kernel_time_ns
@@ -26,6 +26,8 @@ from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
 from tui_prof.analysis.operators import link_operators, operator_time
 from tui_prof.analysis.parts import (
+    ApiPart,
+    ApiRow,
     CategoriesPart,
     CopiesPart,
     CopyDirection,
@@ -34,6 +36,7 @@ from tui_prof.analysis.parts import (
     GapRecord,
     GapsPart,
     GpuPart,
+    HotspotRecord,
     KernelsPart,
     LaunchCounts,
     LaunchPart,
@@ -43,9 +46,10 @@ from tui_prof.analysis.parts import (
     ProcessRecord,
     Record,
     SourcePart,
+    StatsPart,
     SyncPart,
 )
-from tui_prof.analysis.timeline import CAUSES, GapSet, gpu_gaps, union_length
+from tui_prof.analysis.timeline import CAUSES, GapSet, busy_intervals, gpu_gaps, union_length
 from tui_prof.model import Agent, Run, RunSet
 from tui_prof.model.schema import concat_tables
 
@@ -279,11 +283,17 @@ def gaps_part(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int
 
 def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
     """Sync and blocking-copy calls summed over processes (``pct_of_wall``: of the run
-    set's ``wall``), and sync-after-launch over every process's launches."""
-    calls = total = blocking = launches = followed = 0
+    set's ``wall``), their exposed and waiting-for-work parts (:func:`hostapi.sync_exposure`
+    against the GPU busy union of the same process), and sync-after-launch over every
+    process's launches."""
+    calls = total = blocking = launches = followed = exposed = waiting = 0
     by_name: dict[str, dict[str, int]] = {}
     for r in inputs:
         s = hostapi.sync_stats(r.run.api, r.wall_ns, r.index.classes)
+        busy_s, busy_e = busy_intervals(r.run)
+        x, w = hostapi.sync_exposure(r.run.api, r.index.classes, busy_s, busy_e)
+        exposed += x
+        waiting += w
         calls += s["calls"]
         total += s["total_ns"]
         blocking += s["blocking_copy_calls"]
@@ -308,6 +318,10 @@ def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
             "ratio": round(ratio, 4),
             "detected": bool(launches >= hostapi.SYNC_AFTER_LAUNCH_MIN and ratio >= hostapi.SYNC_AFTER_LAUNCH_RATIO),
         },
+        "exposed_ns": exposed,
+        "waiting_ns": waiting,
+        "exposed_pct_of_wall": round(100.0 * exposed / wall, 4) if wall else 0.0,
+        "has_trace": any(len(r.run.api) and has_gpu_activity(r.run) for r in inputs),
     }
 
 
@@ -549,6 +563,7 @@ def measurement_part(wall: int, kernel_dur_ns: np.ndarray, categories: dict[str,
         "kernel_time_ns": ktime,
         "gemm_pct_of_kernel_time": round(100.0 * categories.get("GEMM", 0) / ktime, 4) if ktime else 0.0,
         "sync_pct_of_wall": sync["pct_of_wall"],
+        "exposed_sync_pct_of_wall": sync["exposed_pct_of_wall"],
         "sync_target_pct": SYNC_TARGET_PCT,
         "launch_api_pct_of_wall": launch["api_pct_of_wall"],
         "median_queue_delay_ns": launch["median_queue_delay_ns"],
@@ -596,3 +611,128 @@ def logs_part(runset: RunSet) -> list[LogHit]:
         return []
     return scan_logs(root if root.is_dir() else root.parent)
 
+
+
+# --- statistics files: stats-only runs and the trace cross-check -----------------------------
+
+# findings that need a trace, and the rocprofv3 flags that record what they need
+TRACE_FINDINGS = ("gpu-idle", "idle-sync", "launch-bound", "sync-overhead", "sync-after-launch", "slow-copy", "low-occupancy")
+TRACE_FLAGS = "rocprofv3 --kernel-trace --sys-trace (or --runtime-trace)"
+
+
+def has_trace(runset: RunSet) -> bool:
+    """Whether any process recorded trace rows (kernels, API calls or copies)."""
+    return any(len(run.kernels) or len(run.api) or len(run.copies) for run in runset.runs)
+
+
+def hotspots_source(runset: RunSet) -> str:
+    """"trace" when kernels were traced, "stats" when only a kernel statistics file has them, else "none"."""
+    if any(len(run.kernels) for run in runset.runs):
+        return "trace"
+    return "stats" if stats.tables_with(runset, stats.KERNEL_STATS) else "none"
+
+
+def copies_source(runset: RunSet) -> str:
+    if any(len(run.copies) for run in runset.runs):
+        return "trace"
+    return "stats" if stats.tables_with(runset, stats.COPY_STATS) else "none"
+
+
+def stats_hotspots(runset: RunSet, top: int | None) -> tuple[list[HotspotRecord], KernelsPart]:
+    """Hotspot records and the kernels part from the kernel statistics (no median: the files
+    do not record one; ``percent``: the profiler's own Percentage for one process)."""
+    table = stats.stats_table(runset, stats.KERNEL_STATS)
+    if table is None:
+        return [], {"dispatches": 0, "unique_names": 0, "total_ns": 0}
+    records: list[HotspotRecord] = [
+        {"name": r["name"], "calls": r["calls"], "total_ns": r["total_ns"], "avg_ns": r["avg_ns"], "median_ns": None,
+         "min_ns": r["min_ns"], "max_ns": r["max_ns"], "stddev_ns": r["stddev_ns"], "percent": r["percent"]}
+        for r in stats.stats_records(table, top)
+    ]
+    return records, {"dispatches": int(table["calls"].sum()), "unique_names": int(len(table)),
+                     "total_ns": int(table["total_ns"].sum())}
+
+
+def api_part(runset: RunSet, top: int | None) -> ApiPart:
+    """Calls and time per API function and domain: from the trace when API calls were
+    traced, else from the API statistics files; the first ``top`` of each domain."""
+    rows: list[ApiRow] = []
+    totals: dict[tuple[str, str], list[int]] = {}
+    for run in runset.runs:
+        api = run.api
+        if not len(api):
+            continue
+        # per (domain, name) category-code pair with bincount: no per-row strings on million-call tables
+        dom = api["domain"].astype("category") if not isinstance(api["domain"].dtype, pd.CategoricalDtype) else api["domain"]
+        name = api["name"].astype("category") if not isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"]
+        dc, nc = dom.cat.codes.to_numpy().astype(np.int64), name.cat.codes.to_numpy().astype(np.int64)
+        width = len(name.cat.categories) + 1
+        key = (dc + 1) * width + (nc + 1)  # code -1 (missing) maps to slot 0
+        dur = api["end"].to_numpy() - api["start"].to_numpy()
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+        uniq = ks[first]
+        counts = np.diff(np.r_[first, len(ks)])
+        sums = np.add.reduceat(dur[order], first)  # int64: exact
+        dnames = ["", *map(str, dom.cat.categories)]
+        nnames = ["", *map(str, name.cat.categories)]
+        for k, c, t in zip(uniq.tolist(), counts.tolist(), sums.tolist(), strict=True):
+            acc = totals.setdefault((dnames[k // width], nnames[k % width]), [0, 0])
+            acc[0] += int(c)
+            acc[1] += int(round(t))
+    if totals:
+        table = pd.DataFrame([(d, n, c, t) for (d, n), (c, t) in totals.items()], columns=["domain", "name", "calls", "total_ns"])
+        for domain, part in table.groupby("domain", sort=True):
+            whole = int(part["total_ns"].sum())
+            part = part.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable")
+            label = stats.TRACE_API_DOMAIN.get(str(domain), str(domain).upper())
+            for r in (part if top is None else part.head(top)).itertuples(index=False):
+                rows.append({"domain": label, "name": str(r.name), "calls": int(r.calls), "total_ns": int(r.total_ns),
+                             "avg_ns": round(r.total_ns / r.calls, 6), "percent": round(100.0 * r.total_ns / whole, 6) if whole else 0.0})
+        return {"source": "trace", "rows": rows}
+    for key, domain in stats.API_STATS.items():
+        table = stats.stats_table(runset, key)
+        if table is None:
+            continue
+        for rec in stats.stats_records(table, top):
+            rows.append({"domain": domain, "name": rec["name"], "calls": rec["calls"], "total_ns": rec["total_ns"],
+                         "avg_ns": rec["avg_ns"], "percent": rec["percent"]})
+    return {"source": "stats" if rows else "none", "rows": rows}
+
+
+def stats_part(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -> StatsPart:
+    """Every statistics table, where it came from, and the names on which it disagrees with
+    the trace of the same process."""
+    tables = stats.stats_tables(runset, top)
+    traced = has_trace(runset)
+    source = ""
+    if tables:
+        tools = sorted({stats.tool_of(run) for run in runset.runs if run.tool_stats})
+        source = f"from {', '.join(tools)}" + ("" if traced else "; no trace in this run")
+    checks = stats.trace_checks(runset, {id(r.run): r.label for r in inputs})
+    return {"source": source, "tables": [dict(t) for t in tables], "checks": [dict(c) for c in checks],
+            "needs_trace": [] if traced or not tables else list(TRACE_FINDINGS)}
+
+
+def stats_warnings(checks: Sequence[Record]) -> list[str]:
+    """One warning per (process, statistics file) whose numbers disagree with the trace."""
+    out = []
+    groups: dict[tuple[str, str], list[Record]] = {}
+    for c in checks:
+        groups.setdefault((c["process"], c["key"]), []).append(c)
+    for (process, key), rows in groups.items():
+        first = rows[0]
+        out.append(f"{process}: {key} disagrees with the trace of the same run on {len(rows)} name(s), e.g. "
+                   f"{first['name'][:80]}: trace {first['trace_calls']} calls / {first['trace_total_ns']} ns, "
+                   f"stats {first['stats_calls']} calls / {first['stats_total_ns']} ns (a file cut short or dropped records?)")
+    return out
+
+
+def stats_categories(runset: RunSet, rules: CategoryRules) -> dict[str, int]:
+    """Kernel time (ns) per category from the kernel statistics, largest first."""
+    table = stats.stats_table(runset, stats.KERNEL_STATS)
+    if table is None:
+        return {}
+    cats = table.groupby(table["name"].map(rules.classify), sort=False)["total_ns"].sum()
+    return {str(k): int(v) for k, v in sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))}

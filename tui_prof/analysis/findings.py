@@ -7,7 +7,7 @@ code                    trigger                                                 
 ======================  ==========================================================  =========
 gpu-idle                GPU idle > 20 % of its span (rocinsight)                    high
 idle-sync               listed gaps caused by synchronisation > 5 % of span [P]     high
-sync-overhead           sync + blocking copies > 5 % of wall (profiling guide)      medium
+sync-overhead           exposed sync > 5 % of wall (profiling guide's target)       medium
 sync-after-launch       >= 50 % of >= 10 launches followed by a sync [P]            high
 many-tiny-kernels       > 1000 directly launched dispatches (graph replays apart)   medium
                         averaging < 10 µs (rocinsight)
@@ -17,6 +17,8 @@ slow-copy               pageable host copies >= 1 MiB [P]; else H2D/D2H bandwidt
                         < 10 GB/s on copies >= 1 MiB (rocinsight)
 dominant-kernel         one kernel > 50 % of kernel time (rocinsight)               low
 low-occupancy           a top-5 kernel's theoretical occupancy < 25 % [P]           medium
+communication-share     communication kernels > 20 % of kernel time [P]             medium
+needs-trace             a statistics-only run: the findings that need a trace       info
 counter:<metric>        a derived counter metric crosses its threshold              medium
 counters-serialise      the run collected counters                                  info
 known-error             a known profiler error message in a log file                high
@@ -34,6 +36,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from tui_prof.analysis.hostapi import MANY_LAUNCHES, TINY_KERNEL_NS
 from tui_prof.analysis.parts import Finding, SummaryDoc
 from tui_prof.analysis.platform import TORCH_PHRASES, phrases, torch_first
 
@@ -53,6 +56,8 @@ class FindingCode(str, Enum):
     DOMINANT_KERNEL = "dominant-kernel"
     LOW_OCCUPANCY = "low-occupancy"
     COUNTER = "counter"
+    COMMUNICATION_SHARE = "communication-share"
+    NEEDS_TRACE = "needs-trace"
     COUNTERS_SERIALISE = "counters-serialise"
     KNOWN_ERROR = "known-error"
     NO_COUNTERS = "no-counters"
@@ -109,11 +114,15 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
                       torch_first(platform, TORCH_PHRASES["sync"],
                                   f"Move {say['sync_calls']} out of the loop: synchronise once after it; use events for timing and {say['wait_event']} for cross-stream dependencies."),
                       100 * sal["ratio"]))
-    if wall and sync["pct_of_wall"] > 5:
-        out.append(_f(FindingCode.SYNC_OVERHEAD, "medium", f"Synchronisation and blocking copies take {sync['pct_of_wall']:.1f} % of wall time (target < 5 %)",
-                      {"calls": sync["calls"], "total_ns": sync["total_ns"], "pct_of_wall": sync["pct_of_wall"]},
+    exposed_pct = sync.get("exposed_pct_of_wall", 0.0)
+    if wall and exposed_pct > 5:
+        out.append(_f(FindingCode.SYNC_OVERHEAD, "medium",
+                      f"Exposed synchronisation (host blocked while the GPU has nothing left to run) takes {exposed_pct:.1f} % of wall time "
+                      f"(target < 5 %); all sync calls and blocking copies: {sync['pct_of_wall']:.1f} %",
+                      {"calls": sync["calls"], "total_ns": sync["total_ns"], "pct_of_wall": sync["pct_of_wall"],
+                       "exposed_ns": sync.get("exposed_ns", 0), "waiting_ns": sync.get("waiting_ns", 0), "exposed_pct_of_wall": exposed_pct},
                       torch_first(platform, f"{TORCH_PHRASES['pinned_copy']}; {TORCH_PHRASES['sync']}",
-                                  f"Use async copies ({say['async_copy']} with pinned memory) and fewer sync points."), sync["pct_of_wall"]))
+                                  f"Use async copies ({say['async_copy']} with pinned memory) and fewer sync points."), exposed_pct))
     if launch.get("many_tiny_kernels"):
         direct = launch.get("direct_kernels", doc["kernels"]["dispatches"])
         avg = launch.get("direct_avg_kernel_ns", launch["avg_kernel_ns"])
@@ -177,5 +186,47 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
         how = "collect them with Nsight Compute / Nsight Systems (tuiprof does not read their reports)" if nvidia else "collect them with"
         out.append(_f(FindingCode.NO_COUNTERS, "info", f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): {how}",
                       {"commands": b["commands"]}, "\n".join(b["commands"]), 0))
+    out.extend(stats_findings(doc))
     out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
     return [f for f, _ in out]
+
+
+COMMUNICATION_SHARE_PCT = 20.0  # [P] communication kernels' share of kernel time worth a look
+
+
+def stats_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
+    """Findings that a statistics file supports, for runs whose kernels or copies come from
+    the profiler's statistics (``hotspots_source``/``copies_source`` "stats"), the
+    communication share for every run, and which findings need a trace."""
+    out: list[tuple[Finding, float]] = []
+    kernels = doc["kernels"]
+    ktime = kernels["total_ns"]
+    comm = doc.get("categories", {}).get("communication", 0)
+    if ktime and 100.0 * comm / ktime > COMMUNICATION_SHARE_PCT:
+        pct = 100.0 * comm / ktime
+        out.append(_f(FindingCode.COMMUNICATION_SHARE, "medium", f"Communication kernels take {pct:.1f} % of kernel time",
+                      {"communication_ns": comm, "kernel_time_ns": ktime, "pct_of_kernel_time": round(pct, 4)},
+                      "Overlap collectives with compute (separate streams, bucketing), check for stragglers between ranks, "
+                      "or use fewer processes per GPU set.", pct))
+    if doc.get("hotspots_source") == "stats":
+        calls = kernels["dispatches"]
+        avg = ktime / calls if calls else 0.0
+        if calls > MANY_LAUNCHES and avg < TINY_KERNEL_NS:
+            out.append(_f(FindingCode.MANY_TINY_KERNELS, "medium",
+                          f"{calls} dispatches averaging {avg / 1e3:.1f} µs (kernel statistics): launch cost (~5-20 µs each) dominates",
+                          {"dispatches": calls, "avg_kernel_ns": round(avg, 2), "source": "stats"},
+                          "Fuse small kernels (torch.compile, custom fused kernels) or capture them in a HIP graph.", 0))
+    if doc.get("copies_source") == "stats":
+        copy_ns = next((t["total_ns"] for t in doc.get("stats", {}).get("tables", []) if t["key"] == "memory_copy_stats"), 0)
+        gpu_ns = copy_ns + ktime
+        if gpu_ns and 100.0 * copy_ns / gpu_ns > 20:
+            pct = 100.0 * copy_ns / gpu_ns
+            out.append(_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {pct:.1f} % of GPU time (kernels + copies, from the statistics)",
+                          {"copy_time_ns": copy_ns, "kernel_time_ns": ktime, "source": "stats"},
+                          "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.", pct))
+    needs = doc.get("stats", {}).get("needs_trace") or []
+    if needs:
+        out.append(_f(FindingCode.NEEDS_TRACE, "info", "Statistics only, no trace: " + ", ".join(needs) + " need a trace",
+                      {"findings": list(needs)},
+                      "Record a trace: rocprofv3 --kernel-trace --sys-trace -- <app> (--stats alongside keeps these tables).", 0))
+    return out

@@ -100,6 +100,31 @@ def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = Non
     }
 
 
+def sync_exposure(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[int, int]:
+    """(exposed ns, waiting-for-work ns) of the sync and blocking-copy calls of one process.
+
+    ``busy_starts/ends``: when any GPU of the same process is busy, sorted and disjoint
+    (:func:`tui_prof.analysis.timeline.busy_intervals`). For a call [s, e), let b be the
+    last instant in [s, e) at which a GPU is busy (b = s when none is busy during the call):
+    waiting for work = b - s (the GPU still runs work queued before the call; holes inside
+    it are GPU-side dependencies, since the blocked thread queued nothing new), exposed =
+    e - b (the host is blocked while the GPU has nothing left to run: the sync makes it
+    idle). Exposed + waiting = the calls' total duration (docs/metrics.md, worked example).
+    """
+    mask = (classes == SYNC) | (classes == BLOCKING_COPY)
+    if not mask.any():
+        return 0, 0
+    s = api["start"].to_numpy()[mask].astype(np.int64)
+    e = api["end"].to_numpy()[mask].astype(np.int64)
+    if len(busy_starts):
+        i = np.searchsorted(busy_starts, e, side="left") - 1  # last busy interval starting before e
+        last_end = np.where(i >= 0, np.minimum(busy_ends[np.maximum(i, 0)], e), s)
+        b = np.clip(last_end, s, e)
+    else:
+        b = s
+    return int((e - b).sum()), int((b - s).sum())
+
+
 def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> SyncAfterLaunch:
     """Detect "a synchronisation after every launch" (sync inside the loop).
 

@@ -54,11 +54,11 @@ class HotspotRecord(TypedDict):
     calls: int
     total_ns: int
     avg_ns: float
-    median_ns: float
-    min_ns: int
-    max_ns: int
-    stddev_ns: float
-    percent: float
+    median_ns: float | None  # None: from a statistics file (no median there)
+    min_ns: int | None  # None: the statistics file does not record it (legacy rocprof)
+    max_ns: int | None
+    stddev_ns: float | None
+    percent: float  # from a statistics file: the profiler's own Percentage
     pct_wall: NotRequired[float]
 
 
@@ -116,6 +116,10 @@ class SyncStats(TypedDict):
 
 class SyncPart(SyncStats):
     sync_after_launch: SyncAfterLaunch
+    exposed_ns: int  # host blocked while no GPU of its process has work left (docs/metrics.md)
+    waiting_ns: int  # host blocked while the GPU still runs work queued before the call
+    exposed_pct_of_wall: float
+    has_trace: bool  # host API calls and GPU activity were recorded (else the figures above are n/a)
 
 
 class LaunchCounts(TypedDict):
@@ -200,6 +204,7 @@ class MeasurementPart(TypedDict):
     kernel_time_ns: int
     gemm_pct_of_kernel_time: float
     sync_pct_of_wall: float
+    exposed_sync_pct_of_wall: float
     sync_target_pct: float
     launch_api_pct_of_wall: float
     median_queue_delay_ns: float | None
@@ -230,6 +235,27 @@ class Finding(TypedDict):
     fix: str
 
 
+class ApiRow(TypedDict):
+    domain: str  # rocprofv3 domain name, e.g. HIP_API
+    name: str
+    calls: int
+    total_ns: int
+    avg_ns: float
+    percent: float  # of the domain's total
+
+
+class ApiPart(TypedDict):
+    source: str  # "trace", "stats" or "none"
+    rows: list[ApiRow]  # by total time, the first ``top`` of each domain
+
+
+class StatsPart(TypedDict):
+    source: str  # "" when the run has no statistics files, else e.g. "rocprofv3 --stats; no trace in this run"
+    tables: list[Record]  # analysis.stats.StatsTable
+    checks: list[Record]  # analysis.stats.StatsCheck: trace and statistics disagree
+    needs_trace: list[str]  # findings that cannot be computed without a trace
+
+
 class SummaryDoc(TypedDict):
     """The whole document, keys in the order they are written."""
 
@@ -241,6 +267,7 @@ class SummaryDoc(TypedDict):
     platform: PlatformPart
     kernels: KernelsPart
     hotspots: list[HotspotRecord]
+    hotspots_source: str  # "trace", "stats" (kernel statistics file; no kernel trace) or "none"
     warnings: list[str]
     wall_ns: int
     gpu: GpuPart
@@ -248,6 +275,8 @@ class SummaryDoc(TypedDict):
     sync: SyncPart
     launch: LaunchPart
     copies: CopiesPart
+    copies_source: str  # "trace", "stats" or "none"
+    api: ApiPart
     categories: dict[str, int]
     category_rules: str
     hotspots_by: HotspotsBy
@@ -256,4 +285,5 @@ class SummaryDoc(TypedDict):
     counters: list[Record]
     occupancy: list[Record]
     logs: list[LogHit]
+    stats: StatsPart
     findings: list[Finding]

@@ -93,6 +93,13 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
     gpu = engine.gpu_part(timelines)
     assert grouped_job is not None  # background() gives a job for every function
     cats = engine.categories_part(grouped_job.result(), rules, top)
+    source = engine.hotspots_source(runset)
+    if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
+        hot, kernels_part = engine.stats_hotspots(runset, top)
+        cats["categories"] = engine.stats_categories(runset, rules)
+    else:
+        hot, kernels_part = hotspot_records(by_name, top), engine.kernels_part(kernels, by_name)
+    stats_part = engine.stats_part(runset, inputs, top)
     doc: SummaryDoc = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
@@ -100,15 +107,18 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
         "processes": engine.process_records(inputs),
         "agents": engine.agent_records(inputs, platform["vendor"]),
         "platform": platform,
-        "kernels": engine.kernels_part(kernels, by_name),
-        "hotspots": hotspot_records(by_name, top),
-        "warnings": engine.warnings_part(runset, inputs),
+        "kernels": kernels_part,
+        "hotspots": hot,
+        "hotspots_source": source,
+        "warnings": engine.warnings_part(runset, inputs) + engine.stats_warnings(stats_part["checks"]),
         "wall_ns": int(wall),
         "gpu": gpu,
         "gaps": engine.gaps_part(timelines, threshold, max_gaps),
         "sync": sync,
         "launch": launch,
         "copies": copies,
+        "copies_source": engine.copies_source(runset),
+        "api": engine.api_part(runset, top),
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
@@ -117,6 +127,7 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
         "counters": counters,
         "occupancy": occupancy,
         "logs": engine.logs_part(runset) if logs else [],
+        "stats": stats_part,
         "findings": [],
     }
     doc["findings"] = build_findings(doc)

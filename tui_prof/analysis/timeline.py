@@ -422,3 +422,25 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     cummax = np.maximum.accumulate(e)
     gaps = s[1:] - cummax[:-1]
     return int(cummax[-1] - s[0] - gaps[gaps > 0].sum())
+
+
+def merged_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals [start, end) as sorted, disjoint (starts, ends)."""
+    if len(starts) == 0:
+        return np.array([], np.int64), np.array([], np.int64)
+    o = np.argsort(starts, kind="stable")
+    s, e = np.asarray(starts)[o], np.asarray(ends)[o]
+    reach = np.maximum.accumulate(e)
+    first = np.ones(len(s), dtype=bool)
+    first[1:] = s[1:] > reach[:-1]
+    idx = np.flatnonzero(first)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def busy_intervals(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """When any GPU of the process is busy: the union of each agent's busy union (kernels and
+    copies), as sorted disjoint (starts, ends)."""
+    if not (len(run.kernels) or len(run.copies)):
+        return np.array([], np.int64), np.array([], np.int64)
+    act = _activity(run)
+    return merged_intervals(act["start"], act["end"])

@@ -25,6 +25,7 @@ LOADER_MODULES = (
     "rocprofv3_csv",
     "rocprofv2",
     "smi_csv",
+    "rocprofv3_summary",
 )
 
 

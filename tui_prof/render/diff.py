@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, regressions
-from tui_prof.exits import EXIT_REGRESSION
+from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, comparable, regressions
+from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
 from tui_prof.render.fmt import fmt_ns, shorten
 from tui_prof.render.safe import md_code, md_text
 from tui_prof.render.summary import Code, lines_text, markdown_table, table
@@ -55,14 +55,30 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
         "metrics": [{k: (_num(v) if k in ("a", "b", "delta", "delta_pct", "threshold") else v) for k, v in m.items()}
                     for m in result.metrics],
         "kernels": {**result.counts(), "listed": len(kernels), "truncated": int(len(result.kernels) - len(kernels)),
-                    "rows": kernels},
+                    "rows": kernels, "source_a": result.summary_a.get("hotspots_source", "trace"),
+                    "source_b": result.summary_b.get("hotspots_source", "trace")},
+        "domains": [{k: (_num(v) if k not in ("domain", "status") else v) for k, v in d.items()} for d in result.domains],
         "notes": list(result.notes),
     }
     if fail_on_regression is not None:
         regs = regressions(result, fail_on_regression)
+        judged = comparable(result)
         doc["fail_on_regression"] = {"pct": float(fail_on_regression), "failed": bool(regs),
-                                     "metrics": [m["key"] for m in regs], "exit_status": EXIT_REGRESSION if regs else 0}
+                                     "metrics": [m["key"] for m in regs],
+                                     "tripped": [{"key": m["key"], "reason": m["reason"]} for m in regs],
+                                     "not_judged": [{"key": m["key"], "reason": m["reason"]} for m in result.metrics
+                                                    if m["better"] == "lower" and m["status"] == "n/a"],
+                                     "exit_status": gate_status(result, fail_on_regression) if judged or regs else EXIT_NOTHING_LOADED}
     return doc
+
+
+def gate_status(result: DiffResult, pct: float) -> int:
+    """The exit status of ``--fail-on-regression PCT``: EXIT_REGRESSION when something
+    tripped, EXIT_NOTHING_LOADED when no lower-is-better metric could be judged (both
+    sides lack the data), else EXIT_OK."""
+    if regressions(result, pct):
+        return EXIT_REGRESSION
+    return EXIT_OK if comparable(result) else EXIT_NOTHING_LOADED
 
 
 def fmt_metric(value, unit: str, signed: bool = False) -> str:
@@ -85,14 +101,41 @@ def fmt_rel(value) -> str:
     return f"{value:+.1f}%"
 
 
+def _verdict_cell(m: Mapping[str, Any]) -> str:
+    if m["status"] == "n/a":
+        return m["reason"].split(":", 1)[0]  # "n/a (no trace in A)"
+    return m["status"]
+
+
+def _reason_cell(m: Mapping[str, Any]) -> str:
+    """The reason of a verdict that needs one (changed, n/a); the numbers say the rest."""
+    if m["status"] == "changed":
+        return m["reason"]
+    if m["status"] == "n/a":
+        return "not judged"
+    return ""
+
+
 def metric_rows(result: DiffResult) -> list[list[str]]:
     return [[m["label"], fmt_metric(m["a"], m["unit"]), fmt_metric(m["b"], m["unit"]),
              fmt_metric(m["delta"], m["unit"], signed=True), fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
-             f"±{m['threshold']:g}{m['threshold_unit']}", m["status"]] for m in result.metrics]
+             f"±{m['threshold']:g}{m['threshold_unit']}", _verdict_cell(m), _reason_cell(m)] for m in result.metrics]
 
 
-METRIC_HEADERS = ["metric", "A", "B", "Δ (B−A)", "Δ %", "noise", "verdict"]
-KERNEL_HEADERS = ["kernel", "status", "calls A", "calls B", "total A", "total B", "Δ total", "Δ %", "ratio", "avg A", "avg B"]
+METRIC_HEADERS = ["metric", "A", "B", "Δ (B−A)", "Δ %", "noise", "verdict", "why"]
+KERNEL_HEADERS = ["kernel", "status", "calls A", "calls B", "total A", "total B", "Δ total", "Δ %", "ratio", "avg A", "avg B",
+                  "share A", "share B"]
+DOMAIN_HEADERS = ["domain", "status", "calls A", "calls B", "total A", "total B", "Δ total", "Δ %"]
+
+
+def _share(value) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}%"
+
+
+def domain_rows(result: DiffResult) -> list[list[str]]:
+    return [[d["domain"], d["status"], str(d["calls_a"]), str(d["calls_b"]), fmt_ns(d["total_a_ns"]) if d["status"] != "added" else "-",
+             fmt_ns(d["total_b_ns"]) if d["status"] != "removed" else "-", ("+" if d["delta_ns"] > 0 else "") + fmt_ns(d["delta_ns"]),
+             fmt_rel(d["delta_pct"])] for d in result.domains]
 
 
 def kernel_rows(result: DiffResult, top: int | None, width: int) -> list[list[str]]:
@@ -104,7 +147,8 @@ def kernel_rows(result: DiffResult, top: int | None, width: int) -> list[list[st
                     fmt_ns(r.total_a_ns) if r.calls_a else "-", fmt_ns(r.total_b_ns) if r.calls_b else "-",
                     ("+" if r.delta_ns > 0 else "") + fmt_ns(r.delta_ns), fmt_rel(r.delta_pct),
                     "-" if np.isnan(r.ratio) else f"{r.ratio:.3f}×",
-                    "-" if np.isnan(r.avg_a_ns) else fmt_ns(r.avg_a_ns), "-" if np.isnan(r.avg_b_ns) else fmt_ns(r.avg_b_ns)])
+                    "-" if np.isnan(r.avg_a_ns) else fmt_ns(r.avg_a_ns), "-" if np.isnan(r.avg_b_ns) else fmt_ns(r.avg_b_ns),
+                    _share(r.share_a), _share(r.share_b)])
     return out
 
 
@@ -117,10 +161,13 @@ def diff_text(result: DiffResult, top: int | None = 20, name_width: int = 56, fa
     out += [f"Note: {n}" for n in result.notes]
     out += ["", "Summary (Δ = B − A; noise: ±{:g}% of A for times and counts, ±{:g} points for % metrics)".format(
         result.noise_pct, result.noise_pp)]
-    out += table(METRIC_HEADERS, metric_rows(result), "lrrrrrl")
+    out += table(METRIC_HEADERS, metric_rows(result), "lrrrrrll")
     shown = len(result.kernels) if top is None else min(top, len(result.kernels))
     out += ["", f"Kernels by |Δ total| ({shown} of {len(result.kernels)})"]
-    out += table(KERNEL_HEADERS, kernel_rows(result, top, name_width), "llrrrrrrrrr")
+    out += table(KERNEL_HEADERS, kernel_rows(result, top, name_width), "llrrrrrrrrrrr")
+    if result.domains:
+        out += ["", "Domains (calls and time per profiler domain)"]
+        out += table(DOMAIN_HEADERS, domain_rows(result), "llrrrrrr")
     out += _verdict(result, fail_on_regression)
     return lines_text(out)
 
@@ -129,11 +176,20 @@ def _verdict(result: DiffResult, pct: float | None) -> list[str]:
     if pct is None:
         return []
     regs = regressions(result, pct)
-    if not regs:
-        return ["", f"No regression beyond {pct:g}%."]
-    return ["", f"REGRESSION beyond {pct:g}%: " + ", ".join(
-        f"{m['label']} {fmt_metric(m['delta'], m['unit'], signed=True)}" + (f" ({fmt_rel(m['delta_pct'])})" if m["unit"] != "pct" else "")
-        for m in regs) + f" -> exit status {EXIT_REGRESSION}"]
+    skipped = [m for m in result.metrics if m["better"] == "lower" and m["status"] == "n/a"]
+    out = [""]
+    if skipped:
+        out.append("Not judged (a side has no data): " + ", ".join(f"{m['label']} {_verdict_cell(m)}" for m in skipped))
+    if regs:
+        out.append(f"REGRESSION beyond {pct:g}%: " + ", ".join(
+            f"{m['label']} {fmt_metric(m['delta'], m['unit'], signed=True)}" + (f" ({fmt_rel(m['delta_pct'])})" if m["unit"] != "pct" else "")
+            for m in regs) + f" -> exit status {EXIT_REGRESSION}")
+        out += [f"  tripped: {m['reason']}" for m in regs]
+    elif not comparable(result):
+        out.append(f"No metric could be judged (neither side has the data) -> exit status {EXIT_NOTHING_LOADED}")
+    else:
+        out.append(f"No regression beyond {pct:g}%.")
+    return out
 
 
 def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: float | None = None) -> str:
@@ -148,5 +204,7 @@ def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: 
     shown = len(result.kernels) if top is None else min(top, len(result.kernels))
     out += ["", f"## Kernels by |Δ total| ({shown} of {len(result.kernels)})", ""]
     out += markdown_table(KERNEL_HEADERS, kernel_rows(result, top, 80))
-    out += _verdict(result, fail_on_regression)
+    if result.domains:
+        out += ["", "## Domains", ""] + markdown_table(DOMAIN_HEADERS, domain_rows(result))
+    out += [md_text(line) if line else line for line in _verdict(result, fail_on_regression)]
     return lines_text(out) + "\n"

@@ -53,11 +53,11 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
     kernels = summary["kernels"]
     out.append(
         f"Kernels: {kernels['dispatches']} dispatches of {kernels['unique_names']} kernels, "
-        f"{fmt_ns(kernels['total_ns'])} kernel time"
+        f"{fmt_ns(kernels['total_ns'])} kernel time" + source_note(summary, "hotspots_source")
     )
     if summary["hotspots"]:
         out.append("")
-        out.append("Top kernels")
+        out.append("Top kernels" + source_note(summary, "hotspots_source"))
         rows = [
             [shorten(h["name"], name_width), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["avg_ns"]),
              fmt_ns(h["min_ns"]), fmt_ns(h["max_ns"]), fmt_ns(h["stddev_ns"]), f"{h['percent']:.2f}"]
@@ -75,6 +75,40 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
     return lines_text(out)
 
 
+def source_note(summary: Mapping[str, Any], key: str) -> str:
+    """`` (from rocprofv3 --stats; no trace in this run)`` when the table ``key`` names
+    comes from the profiler's statistics files, else nothing."""
+    if summary.get(key) != "stats":
+        return ""
+    return f" ({summary.get('stats', {}).get('source') or 'from the profiler statistics'})"
+
+
+def has_trace(summary: Mapping[str, Any]) -> bool:
+    """False for a statistics-only run (the trace sections have nothing to show)."""
+    return not summary.get("stats", {}).get("needs_trace")
+
+
+def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """The API table and the statistics tables that no trace section shows."""
+    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    api = summary.get("api") or {}
+    if api.get("rows"):
+        rows = [[r["domain"], Code(shorten(r["name"], name_width)), str(r["calls"]), fmt_ns(r["total_ns"]), fmt_ns(r["avg_ns"]),
+                 f"{r['percent']:.2f}"] for r in api["rows"]]
+        out.append(("API calls" + source_note({**summary, "api_source": api["source"]}, "api_source"),
+                    ["domain", "API", "calls", "total", "avg", "% of domain"], rows, []))
+    # kernel and API statistics are shown above (hotspots, API calls); copy statistics only without a copy trace
+    shown = {"kernel_stats", "hip_api_stats", "hsa_api_stats", "marker_api_stats", "rccl_api_stats", "rocdecode_api_stats",
+             "rocjpeg_api_stats"} | ({"memory_copy_stats"} if summary.get("copies_source") == "trace" else set())
+    for t in (summary.get("stats") or {}).get("tables", []):
+        if t["key"] in shown:
+            continue
+        rows = [[Code(shorten(r["name"], name_width)), str(r["calls"]), fmt_ns(r["total_ns"]), fmt_ns(r["avg_ns"]), f"{r['percent']:.2f}"]
+                for r in t["rows"]]
+        out.append((f"{t['domain']} (from {t['source']})", ["name", "calls", "total", "avg", "%"], rows, []))
+    return out
+
+
 def _pct(x) -> str:
     return "-" if x is None else f"{x:.2f} %"
 
@@ -84,6 +118,14 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
     if "gpu" not in summary:
         return out
+    if not has_trace(summary):
+        if summary["findings"]:
+            rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
+            out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
+        out.extend(stats_sections(summary, name_width))
+        out.append(("Timeline", [], [], ["No trace in this run: idle, gaps, synchronisation and launch overhead need one. "
+                                         "Record it with rocprofv3 --kernel-trace --sys-trace -- <app>."]))
+        return out
     m = summary["measurement"]
     rows = [
         ["end-to-end span", fmt_ns(m["span_ns"])],
@@ -91,7 +133,8 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         ["kernel dispatches", str(m["kernel_count"])],
         ["kernel time", fmt_ns(m["kernel_time_ns"])],
         ["GEMM share of kernel time", _pct(m["gemm_pct_of_kernel_time"])],
-        ["sync overhead (target < 5 %)", _pct(m["sync_pct_of_wall"])],
+        ["sync calls, raw (share of wall)", _pct(m["sync_pct_of_wall"])],
+        ["exposed sync (target < 5 %)", _pct(m.get("exposed_sync_pct_of_wall"))],
         ["launch API time", _pct(m["launch_api_pct_of_wall"])],
         ["median queue delay", fmt_ns(m["median_queue_delay_ns"])],
         ["GPU idle", _pct(m["idle_pct"])],
@@ -121,6 +164,9 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     notes = [f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
              f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
              + (" -> sync inside the loop detected" if sal["detected"] else "")]
+    if "exposed_ns" in s:
+        notes.append(f"exposed {fmt_ns(s['exposed_ns'])} = {s['exposed_pct_of_wall']:.2f} % of wall (host blocked while the GPU "
+                     f"has nothing left to run); waiting for work {fmt_ns(s['waiting_ns'])} (the GPU still runs queued work)")
     out.append(("Synchronisation", ["API", "calls", "time"], rows, notes))
     lc = summary["launch"]
     rows = [["launch calls", str(lc["launch_calls"])], ["graph launches", str(lc["graph_launch_calls"])],
@@ -157,6 +203,7 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     rows = [[Code(shorten(h["name"], name_width)), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}",
              f"{h.get('pct_wall', 0):.2f}"] for h in summary["hotspots_by"]["normalized"][:15]]
     out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
+    out.extend(stats_sections(summary, name_width))
     if summary["occupancy"]:
         rows = [[Code(shorten(o["name"], name_width)), o["arch"], f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}", f"{o['occupancy_pct']:.1f} %",
                  o["limiter"], o["hint"]] for o in summary["occupancy"][:10]]
@@ -226,7 +273,8 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     for proc in summary["processes"]:
         out.append(f"Process {md_code(proc['label'])}: {proc['dispatches']} dispatches, {proc['api_calls']} API calls, {proc['copies']} copies  ")
     k = summary["kernels"]
-    out.append(f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time")
+    out.append(f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time"
+               + md_text(source_note(summary, "hotspots_source"), line_start=False))
     for title, headers, rows, notes in _sections(summary, name_width=80):
         out += ["", f"## {md_text(title, line_start=False)}", ""]
         if rows:
@@ -240,7 +288,7 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
             if code:
                 out += ["", *md_fence([c.strip() for c in code], "sh")]
     if summary["hotspots"]:
-        out += ["", "## Top kernels", "", "| kernel | calls | total | avg | median | % |", "|---|---|---|---|---|---|"]
+        out += ["", "## Top kernels" + md_text(source_note(summary, "hotspots_source"), line_start=False), "", "| kernel | calls | total | avg | median | % |", "|---|---|---|---|---|---|"]
         out.extend(f"| {md_code(shorten(h['name'], 100), in_table=True)} | {h['calls']} | {fmt_ns(h['total_ns'])} | {fmt_ns(h['avg_ns'])} | "
                    f"{fmt_ns(h['median_ns'])} | {h['percent']:.2f} |" for h in summary["hotspots"])
     if summary["warnings"]:
