@@ -73,7 +73,7 @@ def test_markdown_escapes_links_images_html_and_code_fences():
 def _run_named(name: str) -> RunSet:
     synth = build(SynthSpec(iterations=3, kernels_per_iteration=2))
     kernels = synth.kernels.copy()
-    names = kernels["name"].astype(str).to_numpy().copy()
+    names = kernels["name"].astype(str).to_numpy(dtype=object)  # object: numpy str arrays drop trailing NULs
     names[names == names[0]] = name
     kernels["name"] = pd.Categorical(names)
     meta = RunMeta(formats=["synthetic"], tool="synth", label=name + "/1", hostname=name, pid=1)
