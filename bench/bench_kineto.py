@@ -96,7 +96,8 @@ def build(target_mb: float, out: Path) -> int:
 
 def build_synth(target_mb: float, out: Path) -> int:
     """Write a synthetic ROCm Kineto trace (tui_prof.synth.write_kineto) of about ``target_mb``."""
-    from tui_prof.synth import SynthSpec, build as synth_build
+    from tui_prof.synth import SynthSpec
+    from tui_prof.synth import build as synth_build
     from tui_prof.synth.write_kineto import write_kineto
 
     # ~1.45 KB of JSON per dispatch (launch call + kernel + flow pair) with the default spec

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -142,7 +142,6 @@ def worker(name: str, path: str) -> dict:
         import asyncio
 
         from tui_prof.tui.app import TuiProfApp
-
         from tui_prof.tui.widgets.table import TableView
 
         async def main() -> dict:

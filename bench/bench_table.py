@@ -58,14 +58,14 @@ def bench_model(frame: pd.DataFrame) -> list[tuple[str, list[float]]]:
     columns = [c.key for c in DISPATCH_COLUMNS]
     first, repeat, flip = [], [], []
     for col in columns:
-        first.append(ms(lambda: model.set_sort(col, True)))
-        flip.append(ms(lambda: model.set_sort(col, False)))
+        first.append(ms(lambda col=col: model.set_sort(col, True)))
+        flip.append(ms(lambda col=col: model.set_sort(col, False)))
     for col in columns:
-        repeat.append(ms(lambda: model.set_sort(col, True)))
+        repeat.append(ms(lambda col=col: model.set_sort(col, True)))
     patterns = ["gemm_kernel_1\\d\\d<", "float, 3", "^void gemm_kernel_42<", "int\\)$"]
     filt, filt_sort, clear = [], [], []
     for pattern in patterns:
-        filt.append(ms(lambda: model.set_filter(pattern)))
+        filt.append(ms(lambda pattern=pattern: model.set_filter(pattern)))
         filt_sort.append(ms(lambda: model.set_sort("dur", False)))
         clear.append(ms(lambda: model.set_filter("")))
     return [

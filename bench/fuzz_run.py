@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fuzz import oracle  # noqa: E402
-from fuzz.campaign import build_case, run_one  # noqa: E402
-from fuzz.oracle import HARD, SOFT  # noqa: E402
-from fuzz.seeds import LOADERS  # noqa: E402
+from fuzz import oracle
+from fuzz.campaign import build_case, run_one
+from fuzz.oracle import HARD, SOFT
+from fuzz.seeds import LOADERS
 
 
 def _work(job):

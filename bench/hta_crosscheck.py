@@ -50,9 +50,8 @@ def hta_side(files: list[str]) -> dict:
     import logging
 
     logging.disable(logging.WARNING)
-    from hta.trace_analysis import TraceAnalysis
-
     from hta.common.trace import Trace
+    from hta.trace_analysis import TraceAnalysis
     from hta.utils.utils import merge_kernel_intervals
 
     out = {}

@@ -108,7 +108,7 @@ def test_corr_index_equals_unique_match_over_all_calls_and_launch_calls(seed):
         index = CorrIndex(api, classes)
         queries = rng.integers(-4, n + 10, int(rng.integers(1, 200)))
 
-        def by_search(rows):
+        def by_search(rows, corr=corr, queries=queries):
             order = rows[np.argsort(corr[rows], kind="stable")]
             pos = _unique_match_by_search(corr[order], queries) if len(order) else np.full(len(queries), -1)
             return np.where(pos >= 0, order[np.maximum(pos, 0)] if len(order) else -1, -1)

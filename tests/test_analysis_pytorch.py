@@ -6,7 +6,7 @@ trace JSON itself (External id -> cpu_op, event durations), not from tuiprof."""
 import gzip
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -20,13 +20,13 @@ KINETO = DATA / "kineto"
 H200 = KINETO / "h200"
 
 
-@lru_cache(maxsize=None)
+@cache
 def events(path: Path) -> list[dict]:
     with gzip.open(path, "rt") as fh:
         return json.load(fh)["traceEvents"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def summary(path: Path) -> dict:
     return build_summary(load_path(path), logs=False)
 

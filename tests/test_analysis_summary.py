@@ -4,6 +4,7 @@ import json
 import time
 
 import numpy as np
+from test_analysis_timeline import sync_loop_run
 
 from tui_prof.analysis import parts
 from tui_prof.analysis.summary import build_summary
@@ -11,8 +12,6 @@ from tui_prof.cli import main, parse_duration_ns
 from tui_prof.model import Agent, Run, RunSet, make_table
 from tui_prof.model.run import RunMeta
 from tui_prof.render.summary import summary_markdown, summary_text
-
-from test_analysis_timeline import sync_loop_run
 
 
 def test_summary_keys_of_schema():

@@ -139,7 +139,7 @@ def test_tagged_root_prunes_only_names_of_its_own_scheme_and_follows_no_link(tmp
     # the real entry and the scheme-named folders (old temp, 40-hex with a manifest) go
     assert sorted(removed) == sorted([mine.name, "a" * 40, f".{'b' * 40}.0123abcd"])
     for path, data in files.items():
-        if not (path.parent.name in removed):
+        if path.parent.name not in removed:
             assert path.read_bytes() == data
     assert (outside / "manifest.json").read_bytes() == b"outside"  # links are not followed
     assert link_entry.is_symlink() and link_temp.is_symlink() and (root / ("f" * 40)).is_file()

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tui_prof.render.safe import safe_text
 from tui_prof import cli
 from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
+from tui_prof.render.safe import safe_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_traces" / "synthetic_sync_per_launch"

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from test_diff_support import ATTENTION, REDUCE, as_runset, remove_kernel, slow_down, spec
+
 from tui_prof.analysis import diff as diff_module
 from tui_prof.analysis.diff import (
     METRIC_KEYS,

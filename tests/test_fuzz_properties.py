@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from fuzz.oracle import check_runset, make_read_only, make_writable, snapshot, write_run
+from fuzz.seeds import all_seeds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz.oracle import check_runset, make_read_only, make_writable, snapshot, write_run
-from fuzz.seeds import all_seeds
 from tui_prof.loaders import load_path
 from tui_prof.loaders.base import int64_from_text
 

@@ -9,7 +9,6 @@ the summary still builds. Replay a failure with
 from __future__ import annotations
 
 import pytest
-
 from fuzz.campaign import build_case, run_one
 from fuzz.oracle import baseline_good
 from fuzz.seeds import LOADERS, all_seeds

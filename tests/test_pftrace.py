@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TracePacket, TrackEvent
 
-from tui_prof.loaders import load_path
-from tui_prof.loaders import pftrace
+from tui_prof.loaders import load_path, pftrace
 from tui_prof.synth.spec import SynthSpec, build
-from tui_prof.synth.write_pftrace import _varint as pftrace_varint, midpoint_fix, write_pftrace
+from tui_prof.synth.write_pftrace import _varint as pftrace_varint
+from tui_prof.synth.write_pftrace import midpoint_fix, write_pftrace
 
 DATA = Path(__file__).parent / "data" / "pftrace"
 LAYOUTS = [(layout, sdk) for layout in ("queue", "stream") for sdk in ("7", "0.5")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -52,7 +52,7 @@ def trimmed_rocprofv3_json(keep: int = 40) -> bytes:
     return json.dumps(data).encode()
 
 
-@lru_cache(maxsize=None)
+@cache
 def all_seeds() -> dict[str, list[Seed]]:
     """loader module name -> its seeds."""
     small_json = trimmed_rocprofv3_json()

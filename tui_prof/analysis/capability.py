@@ -67,7 +67,7 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
         caps.update(counters="yes (fewer metrics: no ALUStalledByLDS / SQ_WAIT_INST_LDS / OccupancyPercent / MemUnitBusy)",
                     pc_sampling="host_trap only in newer SDKs (zero samples reported on gfx1200/1201)", thread_trace="yes (gfx12)",
                     rocprof_compute="not in released versions read ('Cannot find a supported arch in rocminfo')", roofline="unknown")
-    if a.startswith("gfx11") or a.startswith("gfx12"):
+    if a.startswith(("gfx11", "gfx12")):
         notes.append("Counters on gfx11/gfx12 need a stable power state (e.g. amd-smi/rocm-smi set to a stable/deterministic profile) for repeatable values.")
     caps["notes"] = notes
     if lim is not None:

@@ -11,8 +11,9 @@ thresholds tagged [P] are ours (no source gives a number).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -164,9 +165,7 @@ def ncu_commands(app: str = "<your app and its arguments>") -> list[str]:
 def _metric_applies(metric: Metric, family: str, arch: str) -> bool:
     if family not in metric.families:
         return False
-    if metric.key == "alu_stalled_by_lds" and (arch.startswith("gfx94") or arch.startswith("gfx95") or arch.startswith("gfx12")):
-        return False
-    return True
+    return not (metric.key == "alu_stalled_by_lds" and (arch.startswith(("gfx94", "gfx95", "gfx12"))))
 
 
 def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:

@@ -233,7 +233,7 @@ class CorrIndex:
             nonneg = keys[int(np.searchsorted(keys, 0, side="left")):]
             self.unique = len(nonneg) < 2 or bool((nonneg[1:] != nonneg[:-1]).all())
 
-    def check(self, api: pd.DataFrame) -> "CorrIndex":
+    def check(self, api: pd.DataFrame) -> CorrIndex:
         """This index, after making sure it was built from ``api`` (the same table object):
         an index passed in by a caller answers with row numbers of the table it was built on."""
         if self.api is not api:

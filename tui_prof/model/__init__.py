@@ -7,12 +7,12 @@ from tui_prof.model.run import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, TableSpec, empty_table, make_table
 
 __all__ = [
+    "TABLES",
     "Agent",
     "LoadIssue",
     "Run",
     "RunMeta",
     "RunSet",
-    "TABLES",
     "TableSpec",
     "empty_table",
     "make_table",

@@ -120,7 +120,7 @@ class Run:
     def gpu_agents(self) -> list[Agent]:
         return [a for a in self.agents if a.type == "GPU"]
 
-    def merge(self, other: "Run") -> None:
+    def merge(self, other: Run) -> None:
         """Append ``other``'s rows and facts into this run (same process, other files)."""
         for name in TABLES:
             setattr(self, name, concat_tables(name, [self.table(name), other.table(name)]))

@@ -159,8 +159,7 @@ def diff_text(result: DiffResult, top: int | None = 20, name_width: int = 56, fa
     out = [f"A: {result.path_a}", f"B: {result.path_b}",
            f"Kernels matched by {result.by}: {c['matched']} matched, {c['added']} added, {c['removed']} removed"]
     out += [f"Note: {n}" for n in result.notes]
-    out += ["", "Summary (Δ = B − A; noise: ±{:g}% of A for times and counts, ±{:g} points for % metrics)".format(
-        result.noise_pct, result.noise_pp)]
+    out += ["", f"Summary (Δ = B − A; noise: ±{result.noise_pct:g}% of A for times and counts, ±{result.noise_pp:g} points for % metrics)"]
     out += table(METRIC_HEADERS, metric_rows(result), "lrrrrrll")
     shown = len(result.kernels) if top is None else min(top, len(result.kernels))
     out += ["", f"Kernels by |Δ total| ({shown} of {len(result.kernels)})"]
