@@ -14,6 +14,7 @@ from tui_prof.tui.app import TuiProfApp, key_rows
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "tests"))  # the synthetic runs are test fixtures
 from synthetic import synthetic_runset  # noqa: E402
+
 SHOTS = {
     "hotspots": ("per_launch", []),
     "timeline_sync_per_launch": ("per_launch", ["2"]),
