@@ -152,6 +152,20 @@ def iter_files(root: Path, sink: IssueSink) -> list[Path]:
     return found
 
 
+SQLITE_PARTS = {"-wal": "write-ahead log", "-shm": "shared-memory index", "-journal": "rollback journal"}
+
+
+def sqlite_part(path: Path) -> str | None:
+    """For ``X-wal``/``X-shm``/``X-journal`` beside a file ``X``: why it is not read on
+    its own (SQLite's companion files are parts of their database), else None."""
+    for suffix, what in SQLITE_PARTS.items():
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            database = path.with_name(path.name[: -len(suffix)])
+            if database.is_file():
+                return f"the {what} of the SQLite database {database.name}; read with it"
+    return None
+
+
 def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: dict | None = None) -> list[DetectedFile]:
     """Sniff every file under ``root`` and return the recognised ones.
 
@@ -167,6 +181,10 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
     for index, path in enumerate(files):
         if progress:
             progress("scanning", index, len(files))
+        part = sqlite_part(path)
+        if part:
+            sink.skipped(path, part)
+            continue
         try:
             stat = path.stat()
             if not os.access(path, os.R_OK):
