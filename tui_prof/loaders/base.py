@@ -207,6 +207,51 @@ def has_surrogate(value: str) -> bool:
     return _SURROGATE.search(value) is not None
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def may_hold_surrogates(json_text: str) -> bool:
+    """Whether JSON text has a ``\\uD800``-``\\uDFFF`` escape (the only way a decoded JSON
+    string can hold a surrogate when the text itself was decoded with replacement)."""
+    return _SURROGATE_ESCAPE.search(json_text) is not None
+
+
+def clean_json(value: Any) -> tuple[Any, int]:
+    """``value`` (decoded JSON) with :func:`clean_text` applied to every string and key,
+    changed in place where it can be (iterative: any depth); returns it and how many
+    strings were changed."""
+    count = 0
+
+    def fix(item: Any) -> Any:
+        nonlocal count
+        if isinstance(item, str) and has_surrogate(item):
+            count += 1
+            return clean_text(item)
+        return item
+
+    root = [value]
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, (list, dict)):
+                    stack.append(item)
+                elif isinstance(item, str):
+                    node[i] = fix(item)
+        elif isinstance(node, dict):
+            if any(isinstance(k, str) and has_surrogate(k) for k in node):
+                items = list(node.items())
+                node.clear()
+                node.update((fix(k), v) for k, v in items)
+            for key, item in node.items():
+                if isinstance(item, (list, dict)):
+                    stack.append(item)
+                elif isinstance(item, str):
+                    node[key] = fix(item)
+    return root[0], count
+
+
 def replaced_warning(count: int, what: str) -> str:
     """The run warning for ``count`` strings whose invalid characters were replaced."""
     return f"{count} {what} held invalid UTF-8 or lone surrogates; shown with U+FFFD in their place"
