@@ -136,7 +136,7 @@ def open_binary(path: Path) -> gzip.GzipFile | io.BufferedReader:
     if fh.read(2) == b"\x1f\x8b":
         fh.seek(0)
         gz = gzip.GzipFile(fileobj=fh, mode="rb")
-        gz.myfileobj = fh  # closed with the GzipFile (as gzip.open does for the file it opens)
+        setattr(gz, "myfileobj", fh)  # noqa: B010 -- closed with the GzipFile, as gzip.open does for the file it opens
         return gz
     fh.seek(0)
     return fh
@@ -176,9 +176,9 @@ def read_text(path: Path, bounded: bool = False) -> str:
     cannot be read, :class:`DamagedGzip` (an OSError) when its gzip stream is truncated or
     corrupt."""
     try:
+        packed = os.stat(path).st_size
         with open_binary(path) as fh:
-            if bounded and isinstance(fh, gzip.GzipFile) and fh.fileobj is not None:
-                packed = os.fstat(fh.fileobj.fileno()).st_size  # type: ignore[attr-defined]
+            if bounded and isinstance(fh, gzip.GzipFile):
                 limit = max(GZIP_FLOOR_BYTES, GZIP_RATIO_LIMIT * packed)
                 data = fh.read(limit + 1)
                 if len(data) > limit:

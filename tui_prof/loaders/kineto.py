@@ -68,10 +68,10 @@ import pandas as pd
 
 from tui_prof.loaders.base import (
     IssueSink,
+    LoadCancelled,
     LoadError,
     LoaderSpec,
     Sniffed,
-    LoadCancelled,
     cancel_event,
     check_cancelled,
     clean_text,

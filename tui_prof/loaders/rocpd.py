@@ -105,12 +105,14 @@ VALUE_FLOOR_BYTES = 64 << 20
 largest real value is one ``group_concat`` chunk (CHUNK_ROWS integers of at most 21
 characters: 42 MB) or text stored in the file; a view that computes a 900 MB value from a
 1.6 MB file fails at once instead of exhausting memory."""
-STEP_BUDGET_FLOOR = 200_000_000
-STEP_BUDGET_PER_BYTE = 50
-"""SQLite virtual-machine steps one load may take: the floor (about 1-2 s of SQLite) plus
-this many per byte of the database. Measured: the real sample (1.6 MB) takes 10,000 steps,
-a generated 30,000-dispatch database 0.26 steps a byte (0.31 through the views); a view
-that never ends (a cross join) is stopped with a one-line error instead of running for ever."""
+STEP_BUDGET_FLOOR = 20_000_000
+STEP_BUDGET_PER_BYTE = 10
+"""SQLite virtual-machine steps one load may take: the floor (a second or two of SQLite)
+plus this many per byte of the database. Measured: the real sample (1.6 MB) takes 10,000
+steps, a generated 30,000-dispatch database (14 MB) 0.26 steps a byte (0.31 through the
+views): the bound is 30 times that. A view that never ends (a cross join) is stopped with
+a one-line error instead of running for ever (3-4 s for the 1.6 MB sample on a loaded
+2-core machine)."""
 PROGRESS_STEPS = 10_000
 """SQLite calls the progress handler every this many steps (about 0.1 ms): a cancel is seen at once."""
 
@@ -492,12 +494,18 @@ READ_NAMES = ("rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_t
               "rocpd_memory_copy", "rocpd_memory_allocate", "rocpd_pmc_event", "counters_collection")
 _QUOTED = re.compile(r"'(?:[^']|'')*'")
 _CTE = re.compile(r"\bWITH\b", re.IGNORECASE)
+# Functions that build a value of any size from a small argument; printf/format also spin
+# for tens of seconds per call on a huge width even after SQLite's length limit refuses the
+# value, where neither the progress handler nor a cancel can stop them.
+_BUILDERS = re.compile(r"\b(printf|format|zeroblob|randomblob)\s*\(", re.IGNORECASE)
 
 
 def check_views(con: sqlite3.Connection) -> None:
     """Refuse a database where a view the loader reads (directly or through the views it
-    names) holds a common table expression (``WITH``, the only way SQLite can recurse):
-    rocprofv3 writes none, and a recursive one never ends. Other views are bounded by the
+    names) holds a common table expression (``WITH``, the only way SQLite can recurse: a
+    recursive one never ends) or calls a function that builds a value of any size
+    (``printf``, ``format``, ``zeroblob``, ``randomblob``); rocprofv3's views do neither
+    (they call count, min, max, sum and json_extract). Every other view is bounded by the
     step budget and the value length (:class:`_Guard`)."""
     views = {name: sql or "" for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'")}
     lowered = {name.lower(): name for name in views}
@@ -511,6 +519,10 @@ def check_views(con: sqlite3.Connection) -> None:
         code = _QUOTED.sub("''", views[name])
         if _CTE.search(code):
             raise LoadError(f"view {name} holds a WITH clause (rocprofv3 writes none; a recursive one never ends): not read")
+        builder = _BUILDERS.search(code)
+        if builder:
+            raise LoadError(f"view {name} calls {builder.group(1).lower()}() (rocprofv3's views call none; "
+                            "it can build a value of any size): not read")
         todo.extend(lowered[w.lower()] for w in re.findall(r"\w+", code) if w.lower() in lowered)
 
 
