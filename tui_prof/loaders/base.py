@@ -180,7 +180,12 @@ def read_text(path: Path, bounded: bool = False) -> str:
         with open_binary(path) as fh:
             if bounded and isinstance(fh, gzip.GzipFile):
                 limit = max(GZIP_FLOOR_BYTES, GZIP_RATIO_LIMIT * packed)
-                data = fh.read(limit + 1)
+                data = bytearray()  # read in steps: one copy of at most limit + 1 MiB, never a joined second copy
+                while len(data) <= limit:
+                    chunk = fh.read(min(1 << 20, limit + 1 - len(data)))
+                    if not chunk:
+                        break
+                    data += chunk
                 if len(data) > limit:
                     raise TooLarge(
                         f"gzip content larger than {limit >> 20} MiB ({GZIP_RATIO_LIMIT} times its {packed} bytes; "

@@ -47,6 +47,7 @@ Mapping into the run model:
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import gc
 import gzip
@@ -56,6 +57,7 @@ import pickle
 import re
 import subprocess
 import sys
+import weakref
 import zlib
 from array import array
 from collections import Counter, defaultdict
@@ -847,7 +849,21 @@ def start_worker(path: Path) -> subprocess.Popen:
     multiprocessing it does not re-import the caller's ``__main__``) that imports this
     module and waits for its byte range on stdin (:func:`piece_worker`)."""
     argv = [sys.executable, "-c", PIECE_WORKER.format(path=sys.path), str(path)]
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _WORKERS.add(proc)
+    return proc
+
+
+_WORKERS: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+"""Worker processes started and not yet collected: killed when this process exits (a quit
+while a unit is parsed must not leave them decoding for nobody)."""
+
+
+@atexit.register
+def _kill_workers() -> None:
+    for proc in list(_WORKERS):
+        if proc.poll() is None:
+            proc.kill()
 
 
 def worker_result(proc: subprocess.Popen) -> Events:
