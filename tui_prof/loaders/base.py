@@ -22,6 +22,7 @@ Loaders never write to the run directory.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import gzip
 import io
@@ -31,7 +32,7 @@ import stat
 import threading
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,11 +281,6 @@ def cancel_event() -> threading.Event | None:
     return _CANCEL.get()
 
 
-def cancelled() -> bool:
-    event = _CANCEL.get()
-    return event is not None and event.is_set()
-
-
 def check_cancelled() -> None:
     """Raise :class:`LoadCancelled` when this thread's load was cancelled (loaders call it
     in their loops: a check is one attribute read)."""
@@ -293,14 +289,20 @@ def check_cancelled() -> None:
         raise LoadCancelled()
 
 
-def register_load(event: threading.Event) -> None:
+@contextlib.contextmanager
+def load_scope(event: threading.Event) -> Iterator[None]:
+    """Within it, this thread's load is cancelled by ``event`` (and by :func:`cancel_loads`):
+    :func:`check_cancelled` and :func:`cancel_event` see it, and so do threads started
+    with a copy of this context (``contextvars.copy_context()``)."""
     with _ACTIVE_LOCK:
         _ACTIVE.add(event)
-
-
-def unregister_load(event: threading.Event) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE.discard(event)
+    token = _CANCEL.set(event)
+    try:
+        yield
+    finally:
+        _CANCEL.reset(token)
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(event)
 
 
 def cancel_loads() -> None:

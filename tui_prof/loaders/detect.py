@@ -20,18 +20,16 @@ from pathlib import Path
 
 from tui_prof.loaders import cache, loader_modules
 from tui_prof.loaders.base import (
-    _CANCEL,
     DetectedFile,
     IssueSink,
     LoadCancelled,
     LoaderSpec,
     check_cancelled,
     configured_workers,
+    load_scope,
     one_line,
     read_error,
     read_head,
-    register_load,
-    unregister_load,
 )
 from tui_prof.model import LoadIssue, Run, RunSet
 
@@ -317,13 +315,8 @@ def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_
         runset.issues = [LoadIssue(str(root), "no such file or directory")]
         return runset
     event = cancel if cancel is not None else threading.Event()
-    register_load(event)
-    token = _CANCEL.set(event)
-    try:
+    with load_scope(event):
         return _load(root, progress, use_cache, event)
-    finally:
-        _CANCEL.reset(token)
-        unregister_load(event)
 
 
 CANCEL_GRACE_S = 0.5
@@ -341,6 +334,7 @@ def _run_tasks(tasks: list[list[int]], run_task: Callable[[list[int]], list[int]
     for task in tasks:
         pending.put(task)
     finished: queue.SimpleQueue = queue.SimpleQueue()
+
     def worker() -> None:
         try:
             while not cancel.is_set():
