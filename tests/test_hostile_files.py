@@ -500,6 +500,9 @@ def test_ctrl_c_on_the_command_line_exits_within_a_second(run_dir):
     ("28_results.db", DB),
     ("trace.json.gz", KINETO),
     ("908_results.json", None),
+    ("1_kernel_trace.csv", DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7" / "kernel_trace.csv"),
+    ("results.stats.csv", DATA / "legacy_rocprof" / "hip-programming" / "results.stats.csv"),
+    ("results.db", DATA / "legacy_rocprof" / "hip-programming" / "results.db"),
 ])
 def test_fifo_swapped_in_after_the_scan_is_not_waited_on(run_dir, monkeypatch, name, src):
     target = run_dir / name

@@ -121,6 +121,14 @@ def open_regular(path: Path | str) -> io.BufferedReader:
         raise
 
 
+def ensure_regular(path: Path | str) -> None:
+    """Check with :func:`open_regular` (non-blocking, on the descriptor) that ``path`` is a
+    regular file, right before it is handed by name to a reader that opens it itself
+    (pyarrow, pandas, SQLite)."""
+    with open_regular(path):
+        pass
+
+
 class NotRegularFile(OSError):
     """A path that is no longer a regular file when it is opened (see :func:`open_regular`)."""
 
