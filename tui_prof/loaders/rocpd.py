@@ -8,7 +8,11 @@ Names are resolved through those views: where a view is exactly ``SELECT * FROM
 queried (the *fast path*: same rows and order, and its ``NOT NULL`` columns need no NULL
 guard); any other view (a merged database's ``UNION``, a filter) is queried as it is.
 The file is opened read-only and immutable, so SQLite never creates a journal, WAL or
-shm file next to it.
+shm file next to it; a database with a non-empty ``-wal`` is read through a private copy
+(:func:`load_db`). Hostile files are bounded (:class:`_Guard`, :func:`check_views`): no
+view with ``WITH`` or a value-building function, values at most 64 MiB plus the file
+size, a budget of SQLite steps, cancellation through the progress handler, and invalid
+UTF-8 decoded with U+FFFD (counted in ``Run.warnings``).
 
 Mapping (sources are the rocpd columns):
 
