@@ -388,7 +388,7 @@ def test_file_unreadable_after_sniffing(run_dir, monkeypatch, src, name):
 
     target = copy(src, run_dir, name)
     copy(LEGACY / "results.hip_stats.csv", run_dir, "other.hip_stats.csv")
-    real_open, real_scan = builtins.open, detect.scan
+    real_open, real_os_open, real_scan = builtins.open, os.open, detect.scan
     state = {"loading": False}
 
     def guarded_open(file, *args, **kwargs):
@@ -396,12 +396,18 @@ def test_file_unreadable_after_sniffing(run_dir, monkeypatch, src, name):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
+    def guarded_os_open(file, *args, **kwargs):  # base.open_regular opens through os.open
+        if state["loading"] and isinstance(file, (str, os.PathLike)) and Path(file) == target:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_os_open(file, *args, **kwargs)
+
     def scan_then_lock(*args, **kwargs):
         found = real_scan(*args, **kwargs)
         state["loading"] = True
         return found
 
     monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_os_open)
     monkeypatch.setattr(detect, "scan", scan_then_lock)
     runset = load_path(run_dir)
     messages = errors_for(runset, target.name)

@@ -538,9 +538,9 @@ def test_reader_threads_follow_tuiprof_load_workers(monkeypatch, workers, reader
     made = []
 
     class Spy(rocpd._Readers):
-        def __init__(self, path, threads):
+        def __init__(self, path, threads, *bounds):
             made.append(threads)
-            super().__init__(path, threads)
+            super().__init__(path, threads, *bounds)
 
     monkeypatch.setattr(rocpd, "THREADS", None)
     monkeypatch.setattr(rocpd, "_Readers", Spy)

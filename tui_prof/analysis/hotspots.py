@@ -91,7 +91,9 @@ def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None
     grand_total = float(sorted_dur.sum())
     table = pd.DataFrame(
         {
-            "name": labels[present].astype(str),
+            # str per label in an object array: memory grows with the sum of the names'
+            # lengths (``astype(str)`` would make a fixed-width array of count x longest)
+            "name": np.array([str(label) for label in labels[present]], dtype=object),
             "calls": counts.astype(np.int64),
             "total_ns": totals.astype(np.int64),
             "avg_ns": means,

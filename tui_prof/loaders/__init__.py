@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
@@ -35,10 +36,20 @@ def loader_modules() -> list[ModuleType]:
 
 
 def load_path(
-    path: str | os.PathLike[str], *, progress: Callable[[str, int, int], None] | None = None, use_cache: bool = False
+    path: str | os.PathLike[str], *, progress: Callable[[str, int, int], None] | None = None, use_cache: bool = False,
+    cancel: threading.Event | None = None,
 ) -> RunSet:
-    """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`."""
+    """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`
+    (``cancel``: see :func:`tui_prof.loaders.detect.load_path`)."""
     # Imported here: detect imports this package (its loader_modules).
     from tui_prof.loaders.detect import load_path as _load_path
 
-    return _load_path(path, progress=progress, use_cache=use_cache)
+    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel)
+
+
+def cancel_loads() -> None:
+    """Stop every load running in this process within about a second (the TUI's quit
+    calls it; ``load_path`` then raises ``LoadCancelled``)."""
+    from tui_prof.loaders.base import cancel_loads as _cancel_loads
+
+    _cancel_loads()

@@ -22,12 +22,17 @@ Loaders never write to the run directory.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import gzip
 import io
 import os
+import re
+import stat
+import threading
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,16 +104,51 @@ def one_line(message: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def open_regular(path: Path | str) -> io.BufferedReader:
+    """``open(path, "rb")`` that never blocks and reads only regular files: the file is
+    opened with ``O_NONBLOCK`` (a FIFO swapped in after the scan opens at once instead of
+    waiting for a writer), checked on the opened descriptor with ``fstat`` (a FIFO, socket
+    or device raises :class:`NotRegularFile`, an OSError), then set back to blocking."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile("not a regular file (FIFO, socket or device); not read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return open(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def ensure_regular(path: Path | str) -> None:
+    """Check with :func:`open_regular` (non-blocking, on the descriptor) that ``path`` is a
+    regular file, right before it is handed by name to a reader that opens it itself
+    (pyarrow, pandas, SQLite)."""
+    with open_regular(path):
+        pass
+
+
+class NotRegularFile(OSError):
+    """A path that is no longer a regular file when it is opened (see :func:`open_regular`)."""
+
+
 def is_gzip(path: Path) -> bool:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         return fh.read(2) == b"\x1f\x8b"
 
 
 def open_binary(path: Path) -> gzip.GzipFile | io.BufferedReader:
-    """Open a file for reading, transparently gunzipping ``.gz`` content."""
-    if is_gzip(path):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+    """Open a regular file for reading (:func:`open_regular`), transparently gunzipping
+    ``.gz`` content."""
+    fh = open_regular(path)
+    if fh.read(2) == b"\x1f\x8b":
+        fh.seek(0)
+        gz = gzip.GzipFile(fileobj=fh, mode="rb")
+        setattr(gz, "myfileobj", fh)  # noqa: B010 -- closed with the GzipFile, as gzip.open does for the file it opens
+        return gz
+    fh.seek(0)
+    return fh
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
@@ -119,23 +159,168 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
     except (OSError, EOFError, zlib.error):
         # A truncated or damaged gzip still yields its first bytes through a raw decompressor.
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 raw = fh.read(size)
             return zlib.decompressobj(47).decompress(raw, size)
         except (OSError, zlib.error):
             return b""
 
 
-def read_text(path: Path) -> str:
+GZIP_RATIO_LIMIT = 64
+""":func:`read_text` with ``bounded``: a gzip may expand to at most this many times its size ..."""
+GZIP_FLOOR_BYTES = 64 << 20
+"""... or this many bytes, whichever is more (real profiler JSON expands about 20-25 times)."""
+
+
+class TooLarge(OSError):
+    """Decompressed content beyond the bound of :func:`read_text` (a gzip bomb)."""
+
+
+def read_text(path: Path, bounded: bool = False) -> str:
     """Whole file as text (gunzipped, UTF-8 with replacement of bad bytes).
 
-    Raises OSError when the file cannot be read, :class:`DamagedGzip` (an OSError) when
-    its gzip stream is truncated or corrupt."""
+    ``bounded``: a gzip whose content is larger than GZIP_RATIO_LIMIT times the compressed
+    size (at least GZIP_FLOOR_BYTES) raises :class:`TooLarge` after reading at most that
+    much, so a small hostile gzip cannot exhaust memory. Raises OSError when the file
+    cannot be read, :class:`DamagedGzip` (an OSError) when its gzip stream is truncated or
+    corrupt."""
     try:
+        packed = os.stat(path).st_size
         with open_binary(path) as fh:
+            if bounded and isinstance(fh, gzip.GzipFile):
+                limit = max(GZIP_FLOOR_BYTES, GZIP_RATIO_LIMIT * packed)
+                data = bytearray()  # read in steps: one copy of at most limit + 1 MiB, never a joined second copy
+                while len(data) <= limit:
+                    chunk = fh.read(min(1 << 20, limit + 1 - len(data)))
+                    if not chunk:
+                        break
+                    data += chunk
+                if len(data) > limit:
+                    raise TooLarge(
+                        f"gzip content larger than {limit >> 20} MiB ({GZIP_RATIO_LIMIT} times its {packed} bytes; "
+                        "a real trace expands about 25 times): not read; gunzip it to read it anyway"
+                    )
+                return data.decode("utf-8", errors="replace")
             return io.TextIOWrapper(fh, encoding="utf-8", errors="replace").read()
     except (EOFError, zlib.error) as err:
         raise DamagedGzip(f"damaged gzip data (truncated or corrupt file): {err}") from None
+
+
+# --------------------------------------------------------------------------- untrusted text
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(value: str) -> str:
+    """``value`` with lone surrogates (``\\udcff`` escapes in JSON, which no UTF-8 or
+    Arrow string can hold) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", value)
+
+
+def has_surrogate(value: str) -> bool:
+    return _SURROGATE.search(value) is not None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def may_hold_surrogates(json_text: str) -> bool:
+    """Whether JSON text has a ``\\uD800``-``\\uDFFF`` escape (the only way a decoded JSON
+    string can hold a surrogate when the text itself was decoded with replacement)."""
+    return _SURROGATE_ESCAPE.search(json_text) is not None
+
+
+def clean_json(value: Any) -> tuple[Any, int]:
+    """``value`` (decoded JSON) with :func:`clean_text` applied to every string and key,
+    changed in place where it can be (iterative: any depth); returns it and how many
+    strings were changed."""
+    count = 0
+
+    def fix(item: Any) -> Any:
+        nonlocal count
+        if isinstance(item, str) and has_surrogate(item):
+            count += 1
+            return clean_text(item)
+        return item
+
+    root = [value]
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, (list, dict)):
+                    stack.append(item)
+                elif isinstance(item, str):
+                    node[i] = fix(item)
+        elif isinstance(node, dict):
+            if any(isinstance(k, str) and has_surrogate(k) for k in node):
+                items = list(node.items())
+                node.clear()
+                node.update((fix(k), v) for k, v in items)
+            for key, item in node.items():
+                if isinstance(item, (list, dict)):
+                    stack.append(item)
+                elif isinstance(item, str):
+                    node[key] = fix(item)
+    return root[0], count
+
+
+def replaced_warning(count: int, what: str) -> str:
+    """The run warning for ``count`` strings whose invalid characters were replaced."""
+    return f"{count} {what} held invalid UTF-8 or lone surrogates; shown with U+FFFD in their place"
+
+
+# --------------------------------------------------------------------------- cancellation
+
+
+class LoadCancelled(BaseException):
+    """Raised inside a loader when its load was cancelled (a BaseException, so the loaders'
+    own ``except Exception`` catch-alls let it through to :func:`tui_prof.loaders.load_path`)."""
+
+
+_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("tuiprof_cancel", default=None)
+_ACTIVE: set[threading.Event] = set()
+_ACTIVE_LOCK = threading.Lock()
+
+
+def cancel_event() -> threading.Event | None:
+    """The cancel flag of the load running in this thread (None outside a load)."""
+    return _CANCEL.get()
+
+
+def check_cancelled() -> None:
+    """Raise :class:`LoadCancelled` when this thread's load was cancelled (loaders call it
+    in their loops: a check is one attribute read)."""
+    event = _CANCEL.get()
+    if event is not None and event.is_set():
+        raise LoadCancelled()
+
+
+@contextlib.contextmanager
+def load_scope(event: threading.Event) -> Iterator[None]:
+    """Within it, this thread's load is cancelled by ``event`` (and by :func:`cancel_loads`):
+    :func:`check_cancelled` and :func:`cancel_event` see it, and so do threads started
+    with a copy of this context (``contextvars.copy_context()``)."""
+    with _ACTIVE_LOCK:
+        _ACTIVE.add(event)
+    token = _CANCEL.set(event)
+    try:
+        yield
+    finally:
+        _CANCEL.reset(token)
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(event)
+
+
+def cancel_loads() -> None:
+    """Cancel every load running in this process: its units stop within a second
+    (cooperative checks, SQLite's progress handler, worker processes terminated) and
+    ``load_path`` raises :class:`LoadCancelled`."""
+    with _ACTIVE_LOCK:
+        events = list(_ACTIVE)
+    for event in events:
+        event.set()
 
 
 def int64_from_text(values: Iterable[Any]) -> np.ndarray:

@@ -381,6 +381,10 @@ def unit_key(fmt: str, files: list) -> str | None:
                 f"{item.path}\0{os.path.abspath(item.path)}\0{item.kind}\0{item.group}\0{info.st_size}\0"
                 f"{info.st_mtime_ns}\0{info.st_ctime_ns}\0{_edge_hash(item.path, info.st_size)}\n".encode()
             )
+            wal = f"{item.path}-wal"  # a database's write-ahead log holds rows too (rocpd.load_db reads it)
+            if os.path.isfile(wal):
+                log = os.stat(wal)
+                digest.update(f"wal\0{log.st_size}\0{log.st_mtime_ns}\0{log.st_ctime_ns}\n".encode())
     except OSError:
         return None
     return digest.hexdigest()[:40]

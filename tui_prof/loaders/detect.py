@@ -8,20 +8,25 @@ silently skipped one. Each loader reads its files; a broken file becomes a one-l
 
 from __future__ import annotations
 
+import contextvars
 import os
+import queue
 import re
 import threading
+import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 
 from tui_prof.loaders import cache, loader_modules
 from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
+    LoadCancelled,
     LoaderSpec,
+    check_cancelled,
     configured_workers,
+    load_scope,
     one_line,
     read_error,
     read_head,
@@ -145,6 +150,20 @@ def iter_files(root: Path, sink: IssueSink) -> list[Path]:
     return found
 
 
+SQLITE_PARTS = {"-wal": "write-ahead log", "-shm": "shared-memory index", "-journal": "rollback journal"}
+
+
+def sqlite_part(path: Path) -> str | None:
+    """For ``X-wal``/``X-shm``/``X-journal`` beside a file ``X``: why it is not read on
+    its own (SQLite's companion files are parts of their database), else None."""
+    for suffix, what in SQLITE_PARTS.items():
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            database = path.with_name(path.name[: -len(suffix)])
+            if database.is_file():
+                return f"the {what} of the SQLite database {database.name}; read with it"
+    return None
+
+
 def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: dict | None = None) -> list[DetectedFile]:
     """Sniff every file under ``root`` and return the recognised ones.
 
@@ -160,6 +179,10 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
     for index, path in enumerate(files):
         if progress:
             progress("scanning", index, len(files))
+        part = sqlite_part(path)
+        if part:
+            sink.skipped(path, part)
+            continue
         try:
             stat = path.stat()
             if not os.access(path, os.R_OK):
@@ -271,7 +294,8 @@ def work_units(detected: list[DetectedFile]) -> list[tuple[str, list[DetectedFil
     return units
 
 
-def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False) -> RunSet:
+def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False,
+              cancel: threading.Event | None = None) -> RunSet:
     """Load every recognised file under ``path`` (a directory or one file).
 
     With ``use_cache`` each work unit (a rank's process group, a database, a trace file) is
@@ -279,16 +303,98 @@ def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_
     (:mod:`tui_prof.loaders.cache`), keyed by its files' state: only changed units are parsed.
     The directory is walked on every open (its issues are reported afresh); with the cache,
     only files whose size or times changed are sniffed again.
+
+    Cancellation: setting ``cancel`` (or calling :func:`tui_prof.loaders.cancel_loads`, or
+    Ctrl-C in the calling thread) stops the units being parsed within about a second and
+    raises :class:`~tui_prof.loaders.base.LoadCancelled` (KeyboardInterrupt for Ctrl-C).
+    Units run in daemon threads, so a process that exits never waits for one.
     """
     root = Path(path)
     if not root.exists():
         runset = RunSet(root=str(root))
         runset.issues = [LoadIssue(str(root), "no such file or directory")]
         return runset
-    return _load(root, progress, use_cache)
+    event = cancel if cancel is not None else threading.Event()
+    with load_scope(event):
+        return _load(root, progress, use_cache, event)
 
 
-def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
+CANCEL_GRACE_S = 0.5
+"""After a cancel, how long :func:`_load` waits for its units to stop before it returns."""
+
+
+def _run_tasks(tasks: list[list[int]], run_task: Callable[[list[int]], list[int]], workers: int,
+               cancel: threading.Event, on_done: Callable[[list[int]], None]) -> None:
+    """Run ``tasks`` on ``workers`` daemon threads (each in a copy of this context, so the
+    loaders see ``cancel``); ``on_done(task)`` in this thread as each finishes. The waiting
+    thread wakes every 0.1 s, so Ctrl-C (KeyboardInterrupt) and ``cancel`` are seen at once;
+    either sets ``cancel`` and returns after at most CANCEL_GRACE_S (a unit stuck in C code
+    is left to its daemon thread) by raising KeyboardInterrupt or LoadCancelled."""
+    pending: queue.SimpleQueue = queue.SimpleQueue()
+    for task in tasks:
+        pending.put(task)
+    finished: queue.SimpleQueue = queue.SimpleQueue()
+
+    def worker() -> None:
+        try:
+            while not cancel.is_set():
+                try:
+                    task = pending.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    finished.put((task, run_task(task), None))
+                except BaseException as err:  # LoadCancelled, or a bug: handed to the waiting thread
+                    finished.put((task, None, err))
+                    return
+        finally:
+            finished.put(None)  # this worker is done
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker,), name="tuiprof-load", daemon=True)
+               for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    alive = len(threads)
+    remaining = len(tasks)
+    try:
+        while remaining and alive:
+            try:
+                item = finished.get(timeout=0.1)
+            except queue.Empty:
+                if cancel.is_set():
+                    raise LoadCancelled() from None
+                continue
+            if item is None:
+                alive -= 1
+                continue
+            task, _done, err = item
+            if err is not None:
+                raise err
+            remaining -= 1
+            on_done(task)
+        if cancel.is_set() or remaining:
+            raise LoadCancelled()
+    except BaseException:
+        cancel.set()
+        _wait_stopped(finished, alive, CANCEL_GRACE_S)
+        raise
+
+
+def _wait_stopped(finished: queue.SimpleQueue, alive: int, grace: float) -> None:
+    """Wait up to ``grace`` seconds for ``alive`` workers to report that they stopped."""
+    deadline = time.monotonic() + grace
+    while alive:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        try:
+            if finished.get(timeout=left) is None:
+                alive -= 1
+        except queue.Empty:
+            return
+
+
+def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: threading.Event) -> RunSet:
     """Scan, then each work unit from its cache entry (``use_cache`` and the entry is
     valid) or from its loader (and written to the cache with ``use_cache``)."""
     runset = RunSet(root=str(root))
@@ -316,8 +422,10 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
     def run_unit(slot: int) -> tuple[list[Run], list[LoadIssue]]:
         fmt, files = units[slot]
         unit_sink = IssueSink()
+        check_cancelled()
         try:
             runs = modules[fmt].load(files, unit_sink)
+            check_cancelled()  # a loader that turned an interrupted read into an issue: the unit is not kept
         except Exception as err:  # a loader bug must not lose the other formats
             for item in files:
                 unit_sink.error(item.path, f"{fmt} loader failed: {one_line(repr(err))}")
@@ -363,22 +471,19 @@ def _load(root: Path, progress: Progress | None, use_cache: bool) -> RunSet:
                     except OSError:
                         pass
         reading = ReadProgress(progress, parse_bytes).start()
-    finished: Iterable[list[int]]
-    if workers <= 1:
-        finished = map(run_task, tasks)
-    else:
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tuiprof-load")
-        finished = pool.map(run_task, tasks)
+    counted = [done]
+
+    def on_done(task: list[int]) -> None:
+        counted[0] += len(task)
+        if progress:
+            progress("loading", counted[0], len(units))
+
     try:
-        for task in finished:
-            done += len(task)
-            if progress:
-                progress("loading", done, len(units))
+        if tasks:
+            _run_tasks(tasks, run_task, workers, cancel, on_done)
     finally:
         if reading is not None:
             reading.stop()
-        if workers > 1:
-            pool.shutdown(wait=True, cancel_futures=True)
 
     if use_cache and tasks:  # entries were written: keep the cache within its bound
         cache.prune(keep={key for key in keys if key})

@@ -47,6 +47,7 @@ Mapping into the run model:
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import gc
 import gzip
@@ -56,6 +57,7 @@ import pickle
 import re
 import subprocess
 import sys
+import weakref
 import zlib
 from array import array
 from collections import Counter, defaultdict
@@ -68,15 +70,22 @@ import pandas as pd
 
 from tui_prof.loaders.base import (
     IssueSink,
+    LoadCancelled,
     LoadError,
     LoaderSpec,
     Sniffed,
+    cancel_event,
+    check_cancelled,
+    clean_text,
     configured_workers,
+    has_surrogate,
     is_gzip,
     labelled_copies,
     one_line,
     open_binary,
+    open_regular,
     read_error,
+    replaced_warning,
 )
 from tui_prof.model import Agent, Run
 from tui_prof.model.schema import UNKNOWN, make_table
@@ -190,6 +199,7 @@ class TextWindow:
     def more(self) -> bool:
         """Drop parsed text and append the next chunk; False when the file is exhausted."""
         while not self.eof:
+            check_cancelled()
             data = self.fh.read(CHUNK_BYTES)
             self.read_bytes += len(data)
             text = self.utf8.decode(data, final=not data)
@@ -503,7 +513,10 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
         return
     buf, pos = win.buf, win.pos
     retry_at = 0  # no batch is tried before this position (one failed up to there)
+    cancel = cancel_event()
     while True:
+        if cancel is not None and cancel.is_set():  # once per batch of events: the load was cancelled
+            raise LoadCancelled()
         # Decode a batch of events (a run of about BATCH_CHARS up to a "}, {" separator,
         # decoded as one JSON array: fewer scanner calls, shared key strings) or else one
         # event. A batch that parses is exactly the events a one-by-one read gives there;
@@ -749,7 +762,7 @@ def text_size(path: Path) -> int:
     for one member under 4 GiB; only a guess for split points, never trusted for data)."""
     if not is_gzip(path):
         return path.stat().st_size
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(-4, os.SEEK_END)
         return int.from_bytes(fh.read(4), "little")
 
@@ -836,11 +849,32 @@ def start_worker(path: Path) -> subprocess.Popen:
     multiprocessing it does not re-import the caller's ``__main__``) that imports this
     module and waits for its byte range on stdin (:func:`piece_worker`)."""
     argv = [sys.executable, "-c", PIECE_WORKER.format(path=sys.path), str(path)]
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _WORKERS.add(proc)
+    return proc
+
+
+_WORKERS: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+"""Worker processes started and not yet collected: killed when this process exits (a quit
+while a unit is parsed must not leave them decoding for nobody)."""
+
+
+@atexit.register
+def _kill_workers() -> None:
+    for proc in list(_WORKERS):
+        if proc.poll() is None:
+            proc.kill()
 
 
 def worker_result(proc: subprocess.Popen) -> Events:
-    out, err = proc.communicate()
+    """The worker's pickled result; waits in steps of 0.1 s, so a cancelled load stops
+    waiting at once (the caller's ``finally`` kills the worker)."""
+    while True:
+        try:
+            out, err = proc.communicate(timeout=0.1)
+            break
+        except subprocess.TimeoutExpired:
+            check_cancelled()
     if proc.returncode != 0 or not out:
         raise LoadError(f"piece worker failed ({one_line(err.decode(errors='replace'))})")
     return pickle.loads(out)
@@ -985,8 +1019,12 @@ def load_file(path: Path) -> Run:
     if "traceEvents" in top:  # a second traceEvents key that is not a list
         raise LoadError("not a Kineto trace: traceEvents is not a list")
     skipped = ev.malformed + sum(table.drop_malformed() for table in ev.tables())
+    replaced = clean_events(ev)
+    top = ev.top
 
     run = Run()
+    if replaced:
+        run.warnings.append(replaced_warning(replaced, "strings (names, categories, metadata)"))
     if skipped:
         run.warnings.append(
             f"{skipped} events with malformed fields skipped (a field of the wrong JSON type, "
@@ -1042,6 +1080,48 @@ def load_file(path: Path) -> Run:
             "timestamps are fractional µs beyond 2**43 µs: float64 parsing may shift them by about 1 ns"
         )
     return run
+
+
+def clean_events(ev: Events) -> int:
+    """Replace lone surrogates (``\\udcff`` escapes, which JSON allows and no UTF-8 or Arrow
+    string can hold) by U+FFFD in every string ``ev`` keeps: the string columns (names
+    that become equal are merged), process labels and the top-level metadata. Returns how
+    many strings were changed. Runs before any table is built."""
+    replaced = 0
+    for cols in ev.tables():
+        for column, lookup in list(cols.strings.items()):
+            if not any(map(has_surrogate, lookup)):
+                continue
+            merged: dict[str, int] = {}
+            recode = np.zeros(max(lookup.values(), default=-1) + 1, dtype=np.int32)
+            for name, code in lookup.items():
+                fixed = clean_text(name)
+                replaced += fixed != name
+                recode[code] = merged.setdefault(fixed, len(merged))
+            arr = getattr(cols, column)
+            codes = np.frombuffer(arr, dtype=np.int32) if len(arr) else np.empty(0, dtype=np.int32)
+            setattr(cols, column, array("i", recode[codes].astype(np.int32).tobytes()))
+            cols.strings[column] = merged
+    counter = [0]
+    ev.top = _clean_value(ev.top, counter)
+    ev.process_labels = _clean_value(ev.process_labels, counter)
+    return replaced + counter[0]
+
+
+def _clean_value(value: Any, counter: list[int]) -> Any:
+    """A JSON value (or a dict with any keys) with :func:`clean_text` applied to every string."""
+    if isinstance(value, str):
+        if has_surrogate(value):
+            counter[0] += 1
+            return clean_text(value)
+        return value
+    if isinstance(value, dict):
+        return {_clean_value(k, counter): _clean_value(v, counter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_value(v, counter) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_clean_value(v, counter) for v in value)
+    return value
 
 
 def trace_label(path: Path) -> str:

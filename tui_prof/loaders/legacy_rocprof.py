@@ -48,6 +48,7 @@ from tui_prof.loaders.base import (
     Sniffed,
     csv_complete_rows,
     describe_error,
+    ensure_regular,
     first_line,
     int_column,
     labelled_copies,
@@ -292,6 +293,7 @@ def marker_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
 def read_db(path: Path, run: Run) -> None:
     """Fill ``run`` from a tblextr.py SQLite file, opened read-only and immutable."""
     uri = f"file:{path.resolve().as_posix()}?mode=ro&immutable=1"
+    ensure_regular(path)
     try:
         con = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as err:
@@ -423,6 +425,10 @@ def read_kernel_csv(path: Path, run: Run, issues: IssueSink) -> None:
 
 def read_stats(path: Path) -> pd.DataFrame:
     """A 5-column rocprof v1 stats file as a ``STATS_COLUMNS`` table (min/max/stddev NaN)."""
+    try:
+        ensure_regular(path)
+    except OSError as err:
+        raise LoadError(read_error(err)) from None
     try:
         frame = pd.read_csv(path, dtype={"Name": str}, keep_default_na=False)
     except (pd.errors.ParserError, ValueError, OSError) as err:

@@ -8,7 +8,11 @@ Names are resolved through those views: where a view is exactly ``SELECT * FROM
 queried (the *fast path*: same rows and order, and its ``NOT NULL`` columns need no NULL
 guard); any other view (a merged database's ``UNION``, a filter) is queried as it is.
 The file is opened read-only and immutable, so SQLite never creates a journal, WAL or
-shm file next to it.
+shm file next to it; a database with a non-empty ``-wal`` is read through a private copy
+(:func:`load_db`). Hostile files are bounded (:class:`_Guard`, :func:`check_views`): no
+view with ``WITH`` or a value-building function, values at most 64 MiB plus the file
+size, a budget of SQLite steps, cancellation through the progress handler, and invalid
+UTF-8 decoded with U+FFFD (counted in ``Run.warnings``).
 
 Mapping (sources are the rocpd columns):
 
@@ -45,8 +49,11 @@ for more tasks than tables (the concatenation's copy and page faults cost the ma
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sqlite3
+import tempfile
 import threading
 import urllib.parse
 import warnings
@@ -60,14 +67,18 @@ import pandas as pd
 from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
+    LoadCancelled,
     LoadError,
     LoaderSpec,
     Sniffed,
     api_domain,
+    cancel_event,
     configured_workers,
     copy_direction,
     one_line,
+    open_regular,
     read_error,
+    replaced_warning,
 )
 from tui_prof.loaders.rocprofv3_json import agent_from_record, opt_int, recode
 from tui_prof.model import Agent, Run, RunMeta
@@ -93,10 +104,89 @@ _PLAIN_VIEW = re.compile(
 )
 
 
-def connect(path: Path, check_same_thread: bool = True) -> sqlite3.Connection:
-    """Open ``path`` read-only and immutable: SQLite writes nothing next to the file."""
-    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro&immutable=1"
+VALUE_FLOOR_BYTES = 64 << 20
+"""No SQLite value (string or blob) may be longer than this plus the database's size: the
+largest real value is one ``group_concat`` chunk (CHUNK_ROWS integers of at most 21
+characters: 42 MB) or text stored in the file; a view that computes a 900 MB value from a
+1.6 MB file fails at once instead of exhausting memory."""
+STEP_BUDGET_FLOOR = 20_000_000
+STEP_BUDGET_PER_BYTE = 10
+"""SQLite virtual-machine steps one load may take: the floor (a second or two of SQLite)
+plus this many per byte of the database. Measured: the real sample (1.6 MB) takes 10,000
+steps, a generated 30,000-dispatch database (14 MB) 0.26 steps a byte (0.31 through the
+views): the bound is 30 times that. A view that never ends (a cross join) is stopped with
+a one-line error instead of running for ever (3-4 s for the 1.6 MB sample on a loaded
+2-core machine)."""
+PROGRESS_STEPS = 10_000
+"""SQLite calls the progress handler every this many steps (about 0.1 ms): a cancel is seen at once."""
+
+
+class _Guard:
+    """What every connection of one load shares: the step budget, the cancel flag of the
+    load (:func:`tui_prof.loaders.base.cancel_event`) and the count of text values that
+    were not valid UTF-8 (decoded with U+FFFD in place of the bad bytes)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.budget = STEP_BUDGET_FLOOR + STEP_BUDGET_PER_BYTE * size
+        self.steps = 0
+        self.over = False
+        self.cancel = cancel_event()
+        self.replaced = 0
+        self.lock = threading.Lock()
+
+    def progress(self) -> int:
+        """SQLite's progress handler: non-zero interrupts the running query."""
+        self.steps += PROGRESS_STEPS  # unlocked: a lost update among reader threads only delays the bound
+        if self.steps > self.budget:
+            self.over = True
+            return 1
+        cancel = self.cancel
+        return 1 if cancel is not None and cancel.is_set() else 0
+
+    def text(self, raw: bytes) -> str:
+        """SQLite's text factory: UTF-8, or UTF-8 with replacement (counted)."""
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            with self.lock:
+                self.replaced += 1
+            return raw.decode("utf-8", errors="replace")
+
+    def interrupted(self, err: sqlite3.Error) -> BaseException | None:
+        """What an interrupted or oversized query means, or None for other errors."""
+        message = str(err)
+        if "interrupted" in message:
+            if self.cancel is not None and self.cancel.is_set():
+                return LoadCancelled()
+            if self.over:
+                return LoadError(
+                    f"a query ran past {self.budget:,} SQLite steps ({STEP_BUDGET_PER_BYTE:,} per byte of this "
+                    f"{self.size:,}-byte database): a view that does not end (a recursion or a cross join)? not read"
+                )
+        if "too big" in message:
+            return LoadError(
+                f"a value longer than {(VALUE_FLOOR_BYTES + self.size) >> 20} MiB from a {self.size:,}-byte database "
+                "(a view computes it): not read"
+            )
+        return None
+
+
+def connect(path: Path, check_same_thread: bool = True, guard: _Guard | None = None, immutable: bool = True) -> sqlite3.Connection:
+    """Open ``path`` read-only and immutable: SQLite writes nothing next to the file.
+
+    The file is first opened non-blocking and checked to be a regular file on its
+    descriptor (:func:`open_regular`), so a FIFO put in its place is refused, not waited
+    on. ``guard``: the load's bounds (value length, step budget, cancel, UTF-8 replacement).
+    ``immutable=False`` is for a private copy that holds its write-ahead log."""
+    with open_regular(path):
+        pass
+    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
     con = sqlite3.connect(uri, uri=True, check_same_thread=check_same_thread)
+    if guard is not None:
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_FLOOR_BYTES + guard.size)
+        con.set_progress_handler(guard.progress, PROGRESS_STEPS)
+        con.text_factory = guard.text
     con.execute("PRAGMA query_only = 1")
     return con
 
@@ -133,6 +223,8 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
             runs.extend(load_db(item.path))
         except LoadError as err:
             issues.error(item.path, str(err))
+        except OSError as err:
+            issues.error(item.path, read_error(err))
         except (sqlite3.Error, ValueError, KeyError, TypeError, OverflowError, MemoryError) as err:
             issues.error(item.path, f"cannot read rocpd database: {one_line(str(err) or type(err).__name__)}")
     return runs
@@ -170,8 +262,10 @@ class _Readers:
     """Threads that each query ``path`` through their own read-only connection (SQLite
     releases the GIL while it steps, so the queries run on several cores at once)."""
 
-    def __init__(self, path: Path, threads: int):
+    def __init__(self, path: Path, threads: int, guard: _Guard | None = None, immutable: bool = True):
         self.path = path
+        self.guard = guard
+        self.immutable = immutable
         self.pool = ThreadPoolExecutor(threads)
         self.local = threading.local()
         self.connections: list[sqlite3.Connection] = []
@@ -180,7 +274,7 @@ class _Readers:
     def _connection(self) -> sqlite3.Connection:
         con = getattr(self.local, "con", None)
         if con is None:
-            con = connect(self.path, check_same_thread=False)  # closed by close(), from the loading thread
+            con = connect(self.path, check_same_thread=False, guard=self.guard, immutable=self.immutable)  # closed by close()
             with self.lock:
                 self.connections.append(con)
             self.local.con = con
@@ -212,6 +306,22 @@ class _Done:
         return self.value
 
 
+def _chunks(con: sqlite3.Connection, table: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Inclusive id ranges of ``table`` (ids ``lo`` to ``hi``) holding at most CHUNK_ROWS
+    rows each, found from the ids that exist (one ``OFFSET`` walk per chunk, only when the
+    ids span more than CHUNK_ROWS): a row with id 9e18 adds one range, not 4.5e12."""
+    if hi - lo < CHUNK_ROWS:
+        return [(lo, hi)]
+    starts = [lo]
+    while True:
+        row = con.execute(f"SELECT id FROM {table} WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
+                          (starts[-1], CHUNK_ROWS - 1)).fetchone()
+        if row is None or row[0] is None:
+            break
+        starts.append(int(row[0]))
+    return [(a, b - 1) for a, b in zip(starts, starts[1:])] + [(starts[-1], hi)]
+
+
 def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple,
                  not_null: frozenset[str] = frozenset(),
                  readers: _Readers | None = None) -> Callable[[], list[np.ndarray]]:
@@ -228,8 +338,8 @@ def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: st
         return lambda: [np.empty(0, dtype=np.int64) for _ in exprs]
     fast = [f"CAST(group_concat({e}) AS BLOB)" if e.startswith("X.") and e[2:] in not_null
             else f"CAST(group_concat(IFNULL({e}, -1)) AS BLOB)" for e in exprs]
-    tail = f"FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
-    chunks = [params + (start, start + CHUNK_ROWS) for start in range(int(lo), int(hi) + 1, CHUNK_ROWS)]
+    tail = f"FROM {base} WHERE {where} AND X.id >= ? AND X.id <= ?"
+    chunks = [params + bounds for bounds in _chunks(con, table, int(lo), int(hi))]
     if readers is None:
         parts = [_Done(_int_chunk(con, table, exprs, fast, tail, chunk)) for chunk in chunks]
     else:
@@ -271,9 +381,9 @@ def _text_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: s
     if lo is None:
         return [np.empty(0, dtype=object) for _ in exprs]
     select = ", ".join(f"group_concat(IFNULL(CAST({e} AS TEXT), ''), char(31))" for e in exprs)
-    for start in range(int(lo), int(hi) + 1, CHUNK_ROWS):
-        sql = f"SELECT COUNT(*), {select} FROM {base} WHERE {where} AND X.id >= ? AND X.id < ?"
-        count, *texts = con.execute(sql, params + (start, start + CHUNK_ROWS)).fetchone()
+    for bounds in _chunks(con, table, int(lo), int(hi)):
+        sql = f"SELECT COUNT(*), {select} FROM {base} WHERE {where} AND X.id >= ? AND X.id <= ?"
+        count, *texts = con.execute(sql, params + bounds).fetchone()
         for i, text in enumerate(texts):
             values = text.split(SEP) if count else []
             if len(values) != count:
@@ -362,12 +472,13 @@ def _json(text) -> dict:
 # --------------------------------------------------------------------------- loading
 
 
-def _check_size(path: Path) -> None:
-    """Compare the file size with the SQLite header (page size at byte 16, page count at 28)."""
+def _check_size(path: Path) -> int:
+    """Compare the file size with the SQLite header (page size at byte 16, page count at
+    28); returns the size. The file is opened non-blocking and checked on its descriptor."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             header = fh.read(100)
-        size = path.stat().st_size
+            size = os.fstat(fh.fileno()).st_size
     except OSError as err:
         raise LoadError(read_error(err)) from None
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
@@ -378,19 +489,110 @@ def _check_size(path: Path) -> None:
     valid = header[24:28] == header[92:96]  # the page count is valid only when these match
     if valid and pages and size < page_size * pages:
         raise LoadError(f"truncated SQLite database: {size} bytes, header says {pages} pages x {page_size} = {pages * page_size} bytes")
+    return size
+
+
+# Names the loader reads (the rocpd views and the one data view it queries).
+READ_NAMES = ("rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_thread", "rocpd_info_process",
+              "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_kernel_dispatch", "rocpd_region", "rocpd_event",
+              "rocpd_memory_copy", "rocpd_memory_allocate", "rocpd_pmc_event", "counters_collection")
+_QUOTED = re.compile(r"'(?:[^']|'')*'")
+_CTE = re.compile(r"\bWITH\b", re.IGNORECASE)
+# Functions that build a value of any size from a small argument; printf/format also spin
+# for tens of seconds per call on a huge width even after SQLite's length limit refuses the
+# value, where neither the progress handler nor a cancel can stop them.
+_BUILDERS = re.compile(r"\b(printf|format|zeroblob|randomblob)\s*\(", re.IGNORECASE)
+
+
+def check_views(con: sqlite3.Connection) -> None:
+    """Refuse a database where a view the loader reads (directly or through the views it
+    names) holds a common table expression (``WITH``, the only way SQLite can recurse: a
+    recursive one never ends) or calls a function that builds a value of any size
+    (``printf``, ``format``, ``zeroblob``, ``randomblob``); rocprofv3's views do neither
+    (they call count, min, max, sum and json_extract). Every other view is bounded by the
+    step budget and the value length (:class:`_Guard`)."""
+    views = {name: sql or "" for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'")}
+    lowered = {name.lower(): name for name in views}
+    todo = [lowered[n] for n in READ_NAMES if n in lowered]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        code = _QUOTED.sub("''", views[name])
+        if _CTE.search(code):
+            raise LoadError(f"view {name} holds a WITH clause (rocprofv3 writes none; a recursive one never ends): not read")
+        builder = _BUILDERS.search(code)
+        if builder:
+            raise LoadError(f"view {name} calls {builder.group(1).lower()}() (rocprofv3's views call none; "
+                            "it can build a value of any size): not read")
+        todo.extend(lowered[w.lower()] for w in re.findall(r"\w+", code) if w.lower() in lowered)
+
+
+def wal_file(path: Path) -> Path | None:
+    """The write-ahead log beside ``path`` when it holds anything (committed rows that an
+    immutable open would not see), else None."""
+    wal = Path(f"{path}-wal")
+    try:
+        return wal if wal.is_file() and wal.stat().st_size > 0 else None
+    except OSError:
+        return None
+
+
+def _private_copy(path: Path, wal: Path) -> tuple[Path, Path]:
+    """Copy the database and its write-ahead log into a new private folder (``mkdtemp``:
+    0700) so SQLite can read the log without writing anything beside the original;
+    returns (folder, copied database). The caller removes the folder."""
+    folder = Path(tempfile.mkdtemp(prefix="tuiprof-wal-"))
+    copy = folder / "db.sqlite"
+    try:
+        for source, target in ((path, copy), (wal, Path(f"{copy}-wal"))):
+            with open_regular(source) as src, open(target, "xb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder, copy
 
 
 def load_db(path: Path, physical: bool = True) -> list[Run]:
     """All processes recorded in one rocpd database, one Run each.
 
     ``physical=False`` queries every table through its un-suffixed view (the reference
-    path the fast path is tested against)."""
+    path the fast path is tested against).
+
+    A database with a non-empty ``-wal`` beside it (written in WAL mode and not
+    checkpointed) is copied with its log into a private temporary folder and the copy is
+    read (an immutable open ignores the log: half the rows would be missing); the copy is
+    removed afterwards. Nothing is written beside the original."""
     path = Path(path)
-    _check_size(path)
+    size = _check_size(path)
+    wal = wal_file(path)
+    folder: Path | None = None
+    source = path
     try:
-        con = connect(path)
+        if wal is not None:
+            try:
+                folder, source = _private_copy(path, wal)
+            except OSError as err:
+                raise LoadError(f"cannot copy the database and its write-ahead log to read them: {read_error(err)}") from None
+            size += wal.stat().st_size
+        return _load_source(source, path, size, physical, immutable=wal is None)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _load_source(path: Path, original: Path, size: int, physical: bool, immutable: bool) -> list[Run]:
+    """Read ``path`` (``original`` or its private copy) under one :class:`_Guard`."""
+    guard = _Guard(size)
+    try:
+        con = connect(path, guard=guard, immutable=immutable)
     except sqlite3.Error as err:
         raise LoadError(f"cannot open SQLite database: {err}") from None
+    except OSError as err:
+        raise LoadError(read_error(err)) from None
     try:
         try:
             names = _schema_names(con)
@@ -401,15 +603,23 @@ def load_db(path: Path, physical: bool = True) -> list[Run]:
         missing = [v for v in ("rocpd_info_process", "rocpd_info_agent") if v not in names]
         if missing:
             raise LoadError(f"rocpd database lacks the un-suffixed view(s) {', '.join(missing)}")
+        check_views(con)
         threads = THREADS or configured_workers()
-        readers = _Readers(path, threads) if threads > 1 else None
+        readers = _Readers(path, threads, guard, immutable) if threads > 1 else None
         try:
-            return _load(con, path, names, physical_tables(con) if physical else {}, readers)
+            runs = _load(con, original, names, physical_tables(con) if physical else {}, readers)
         except sqlite3.DatabaseError as err:
+            meaning = guard.interrupted(err)
+            if meaning is not None:
+                raise meaning from None
             raise LoadError(f"damaged rocpd database ({err})") from None
         finally:
             if readers is not None:
                 readers.close()
+        if guard.replaced:
+            for run in runs:
+                run.warnings.append(replaced_warning(guard.replaced, "rocpd text values (names, hostnames, symbols)"))
+        return runs
     finally:
         con.close()
 

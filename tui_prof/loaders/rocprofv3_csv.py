@@ -32,10 +32,12 @@ from tui_prof.loaders.base import (
     LoaderSpec,
     Sniffed,
     api_domain,
+    ensure_regular,
     first_line,
     is_gzip,
     labelled_copies,
     open_binary,
+    open_regular,
     pid_from_prefix,
     process_pid,
     read_error,
@@ -340,7 +342,9 @@ def _last_line(data) -> str | None:
 
 
 def _tail_of_file(path: Path, size: int = 1 << 16) -> bytes:
-    with open(path, "rb") as fh:
+    """The last ``size`` bytes; opened through :func:`open_regular`, which is also the check
+    (on the descriptor) that pyarrow, reading the file by name right after, gets a regular file."""
+    with open_regular(path) as fh:
         fh.seek(0, 2)
         length = fh.tell()
         fh.seek(max(0, length - size))
@@ -601,6 +605,7 @@ def _int_or_none(value) -> int | None:
 
 def read_agent_info(path: Path) -> list[Agent]:
     """Agents from ``agent_info.csv`` (formats.md §2.2); sizes in bytes, clocks in MHz."""
+    ensure_regular(path)
     frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     if frame.columns[0] == "guid":

@@ -34,11 +34,15 @@ from tui_prof.loaders.base import (
     LoaderSpec,
     Sniffed,
     api_domain,
+    check_cancelled,
+    clean_json,
     copy_direction,
     describe_error,
+    may_hold_surrogates,
     one_line,
     read_error,
     read_text,
+    replaced_warning,
 )
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
@@ -133,11 +137,19 @@ def load_file(path: Path) -> list[Run]:
     """Every process element of one rocprofv3 JSON file."""
     path = Path(path)
     try:
-        data = json.loads(read_text(path))
-    except OSError as err:  # read_text raises DamagedGzip (an OSError) for broken gzip data
+        text = read_text(path, bounded=True)  # a gzip may expand at most 64 times (base.GZIP_RATIO_LIMIT)
+        data = json.loads(text)
+    except OSError as err:  # read_text raises DamagedGzip / TooLarge (OSErrors) for broken or huge gzip data
         raise LoadError(read_error(err)) from None
     except json.JSONDecodeError as err:
         raise LoadError(f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg} (truncated file?)") from None
+    check_cancelled()  # json.loads is one C call: a cancel during it is seen here
+    # Lone surrogates (JSON "\udcff" escapes) cannot be held by the tables' strings: replaced
+    # before anything is built, and counted.
+    replaced = 0
+    if may_hold_surrogates(text):
+        data, replaced = clean_json(data)
+    del text
     top = data.get("rocprofiler-sdk-tool") if isinstance(data, dict) else None
     if isinstance(top, dict):
         top = [top]
@@ -148,7 +160,10 @@ def load_file(path: Path) -> list[Run]:
         try:
             if not isinstance(element, dict):
                 raise TypeError("not an object")
-            runs.append(_process(element, path))
+            run = _process(element, path)
+            if replaced:
+                run.warnings.append(replaced_warning(replaced, "strings (kernel symbols, names, metadata)"))
+            runs.append(run)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
             raise LoadError(f"process element {index} is malformed: {_malformed(err)}") from None
     return runs
