@@ -171,7 +171,7 @@ def test_concurrent_opens_write_safely(tmp_path, cache_dir):
     def open_it():
         try:
             results.append(load_path(run_dir, use_cache=True))
-        except Exception as err:
+        except Exception as err:  # reported below
             errors.append(err)
 
     threads = [threading.Thread(target=open_it) for _ in range(4)]

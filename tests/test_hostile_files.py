@@ -5,6 +5,7 @@ database, or kept Ctrl-C / ``q`` waiting. Each test states the bound it checks."
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import shutil
@@ -91,7 +92,7 @@ def test_rocpd_id_9e18_chunks_by_the_ids_that_exist(run_dir, monkeypatch, chunk_
         chunks = rocpd._chunks(con, f"`{t}`", lo, hi)
     assert len(chunks) == (1 if chunk_rows > 151 else 4)
     assert chunks[0][0] == lo and chunks[-1][1] == 9000000000000000000
-    assert all(a <= b < c for (a, b), (c, _) in zip(chunks, chunks[1:]))
+    assert all(a <= b < c for (a, b), (c, _) in itertools.pairwise(chunks))
     tracemalloc.start()
     try:
         (run,) = rocpd.load_db(path)

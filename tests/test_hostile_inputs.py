@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from fuzz.oracle import make_read_only, make_writable, snapshot
 from fuzz.seeds import trimmed_rocprofv3_json
+
 from tui_prof.analysis.summary import build_summary
 from tui_prof.loaders import load_path
 from tui_prof.model.schema import TABLES

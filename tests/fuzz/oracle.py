@@ -153,7 +153,7 @@ def run_case(files: dict[str, bytes], mutated: set[str], good_before: set[str], 
                 build_summary(runset)
         except Hang:
             found.append(Violation("hang", f"no result within {time_limit} s"))
-        except BaseException as err:
+        except BaseException as err:  # any escape is the finding
             if isinstance(err, KeyboardInterrupt):
                 raise
             tb = traceback.extract_tb(err.__traceback__)[-1]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tui_prof.model import RunSet

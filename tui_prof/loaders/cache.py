@@ -471,7 +471,7 @@ def _install(root: Path, work: Path, key: str) -> None:
     try:
         _read_manifest(root, key)
         sound = True
-    except Exception:  # noqa: BLE001 -- anything wrong with the entry there: replace it
+    except Exception:  # anything wrong with the entry there: replace it
         sound = False
     if sound:
         _remove_entry(root, work.name)
@@ -508,7 +508,7 @@ def load_many(keys: list[str | None]) -> list[RunSet | None]:
             continue  # no entry
         except Refused as err:
             _warn(f"not using a cache entry: {err}")
-        except Exception:  # noqa: BLE001 -- unreadable, truncated, wrong format: a damaged entry
+        except Exception:  # unreadable, truncated, wrong format: a damaged entry
             damaged.add(slot)
     wanted = []  # (slot, stem, file record)
     for slot, manifest in list(manifests.items()):
@@ -519,7 +519,7 @@ def load_many(keys: list[str | None]) -> list[RunSet | None]:
                     raise Damaged("a table name that the cache does not write")  # never a path elsewhere
                 wanted += [(slot, f"{index}.{name}", files[f"{index}.{name}"]) for name in entry["tables"]]
                 wanted += [(slot, f"{index}.stats.{name}", files[f"{index}.stats.{name}"]) for name in entry["tool_stats"]]
-        except Exception:  # noqa: BLE001 -- a manifest of the wrong shape
+        except Exception:  # a manifest of the wrong shape
             del manifests[slot]
             damaged.add(slot)
     tables = _read_tables([(slot, root / str(keys[slot]) / f"{stem}.arrow", record) for slot, stem, record in wanted])
@@ -529,7 +529,7 @@ def load_many(keys: list[str | None]) -> list[RunSet | None]:
         except Refused as err:
             _warn(f"not using a cache entry: {err}")
             continue
-        except Exception:  # noqa: BLE001 -- a table that failed its digest, schema or Arrow read
+        except Exception:  # a table that failed its digest, schema or Arrow read
             damaged.add(slot)
             continue
         try:  # the entry's last use, for prune()
@@ -817,7 +817,7 @@ def _read_tables(items: list[tuple[int, Path, dict]]) -> dict[tuple[int, str], p
             if len(mapped) != item[2]["size"] or len(item[2]["crcs"]) != -(-len(mapped) // CHECK_CHUNK):
                 raise Damaged(f"{item[1]} has another size than its manifest says")
             return mapped
-        except Exception as err:  # noqa: BLE001 -- any failure makes the entry a miss
+        except Exception as err:  # any failure makes the entry a miss
             return err
 
     def check(job: tuple[int, int]) -> bool:
@@ -835,7 +835,7 @@ def _read_tables(items: list[tuple[int, Path, dict]]) -> dict[tuple[int, str], p
             return Damaged(f"{items[index][1]} fails its CRC")
         try:
             return _read_feather(mapped)
-        except Exception as err:  # noqa: BLE001 -- an Arrow error: a miss
+        except Exception as err:  # an Arrow error: a miss
             return err
 
     workers = max(1, min(READ_THREADS, os.cpu_count() or 1))

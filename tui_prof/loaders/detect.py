@@ -8,6 +8,7 @@ silently skipped one. Each loader reads its files; a broken file becomes a one-l
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
 import queue
@@ -90,7 +91,7 @@ class ReadProgress:
         self.thread = threading.Thread(target=self._run, name="tuiprof-read-progress", daemon=True)
         self.base = _bytes_read()
 
-    def start(self) -> "ReadProgress":
+    def start(self) -> ReadProgress:
         if self.base is not None and self.total >= READ_PROGRESS_MIN_BYTES:
             self.thread.start()
         return self
@@ -466,10 +467,8 @@ def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: thread
         for task in tasks:
             for slot in task:
                 for item in units[slot][1]:
-                    try:
+                    with contextlib.suppress(OSError):
                         parse_bytes += os.stat(item.path).st_size
-                    except OSError:
-                        pass
         reading = ReadProgress(progress, parse_bytes).start()
     counted = [done]
 

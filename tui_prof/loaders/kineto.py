@@ -51,6 +51,7 @@ import atexit
 import codecs
 import gc
 import gzip
+import itertools
 import json
 import os
 import pickle
@@ -447,13 +448,13 @@ def read_trace_with(path: Path, pieces: int) -> Events:
         with open_binary(path) as fh:
             return parse_trace(TextWindow(fh), path, pieces)
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-        raise LoadError(f"damaged or truncated gzip data ({one_line(str(err))})")
+        raise LoadError(f"damaged or truncated gzip data ({one_line(str(err))})") from err
     except UnicodeDecodeError:
-        raise LoadError("not UTF-8 JSON text")
+        raise LoadError("not UTF-8 JSON text") from None
     except OSError as err:
-        raise LoadError(read_error(err))
+        raise LoadError(read_error(err)) from err
     except RecursionError:
-        raise LoadError("JSON nested too deeply")
+        raise LoadError("JSON nested too deeply") from None
 
 
 def parse_trace(win: TextWindow, path: Path | None = None, pieces: int = 1) -> Events:
@@ -915,7 +916,7 @@ def read_events_parallel(win: TextWindow, ev: Events, path: Path, pieces: int) -
             if found is not None and found > bounds[-1]:
                 bounds.append(found)
                 head = data[found - at :]
-        for proc, (a, b) in zip(workers, zip(bounds, bounds[1:])):
+        for proc, (a, b) in zip(workers, itertools.pairwise(bounds)):
             stdin = cast("IO[bytes]", proc.stdin)  # a pipe: start_worker passes stdin=PIPE
             stdin.write(f"{a} {b}\n".encode())
             stdin.flush()
@@ -1003,9 +1004,7 @@ def reorder(columns: dict, order: np.ndarray | None) -> dict:
         return columns
     out = {}
     for key, value in columns.items():
-        if isinstance(value, pd.Categorical):
-            out[key] = value[order]
-        elif isinstance(value, np.ndarray):
+        if isinstance(value, (pd.Categorical, np.ndarray)):
             out[key] = value[order]
         else:
             out[key] = value
@@ -1396,7 +1395,7 @@ def build_agents(props, devices: list[int], platform: str) -> tuple[list[Agent],
         else:
             stripped = [{k: v for k, v in p.items() if k != "id"} for p in entries]
             if entries and all(s == stripped[0] for s in stripped):
-                mapping = {d: entries[0] for d in ids}
+                mapping = dict.fromkeys(ids, entries[0])
             elif len(entries) == len(ids):
                 mapping = dict(zip(ids, entries))
             elif entries:

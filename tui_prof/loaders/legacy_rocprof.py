@@ -31,6 +31,7 @@ zero-length ``hsa_dispatch`` rows), copy stats from ``COPY``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -366,10 +367,8 @@ def read_json(path: Path, run: Run) -> dict:
     lanes: dict[int, str] = {}
     for ev in events:
         if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
-            try:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
                 lanes[int(ev["pid"])] = str((ev.get("args") or {}).get("name", ""))
-            except (KeyError, TypeError, ValueError):
-                pass
     buckets: dict[str, list[dict]] = defaultdict(list)
     for ev in events:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
@@ -472,7 +471,7 @@ def parse_rocminfo(text: str) -> list[dict[str, str]]:
     for raw in text.splitlines():
         line = re.sub(r"\x1b\[[0-9;]*m", "", raw).rstrip()
         stripped = line.strip()
-        if not stripped or stripped.startswith("*") or stripped.startswith("="):
+        if not stripped or stripped.startswith(("*", "=")):
             if stripped.startswith("*** Done"):
                 current = None
             continue

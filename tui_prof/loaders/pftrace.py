@@ -433,7 +433,7 @@ class _Shape:
         self.want[a:b - 1] = b"\x80" * (b - a - 1)
         self.want[b - 1] = 0
 
-    def finish(self) -> "_Shape":
+    def finish(self) -> _Shape:
         self.mask64 = np.frombuffer(bytes(self.mask), dtype=np.uint64)
         self.want64 = np.frombuffer(bytes(self.want), dtype=np.uint64)
         return self
@@ -1185,7 +1185,7 @@ def _pair_slices(etype, track, ts, order=None):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0
     # sort by (track, timestamp, file order); file order is usually time order within a track
     key = track[sel]
-    if key.size and 0 <= key.min() and key.max() < 1 << 15:
+    if key.size and key.min() >= 0 and key.max() < 1 << 15:
         key = key.astype(np.int16)  # stable sort of 16-bit keys is a radix sort
     sel = sel[np.argsort(key, kind="stable")]
     t_sorted, s_ts = track[sel], ts[sel]

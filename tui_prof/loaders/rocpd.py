@@ -48,6 +48,7 @@ for more tasks than tables (the concatenation's copy and page faults cost the ma
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -319,7 +320,7 @@ def _chunks(con: sqlite3.Connection, table: str, lo: int, hi: int) -> list[tuple
         if row is None or row[0] is None:
             break
         starts.append(int(row[0]))
-    return [(a, b - 1) for a, b in zip(starts, starts[1:])] + [(starts[-1], hi)]
+    return [(a, b - 1) for a, b in itertools.pairwise(starts)] + [(starts[-1], hi)]
 
 
 def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple,

@@ -464,7 +464,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
     missing = [r for r in required if r not in lower]
     if missing:
         raise LoadError(f"header lacks column(s) {', '.join(missing)}")
-    name_of = {o: low for o, low in zip(original, lower)}
+    name_of = dict(zip(original, lower))
 
     # Plain files go to pyarrow by path (its own buffered, threaded IO); gzip is inflated here.
     data = _read_bytes(path) if gzipped else None

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoaderSpec, LoadError, Sniffed, describe_error, read_text
+from tui_prof.loaders.base import IssueSink, LoadError, LoaderSpec, Sniffed, describe_error, read_text
 from tui_prof.model import Run
 from tui_prof.model.schema import STATS_COLUMNS
 
