@@ -40,6 +40,7 @@ from tui_prof.tui.view.runview import (
     load_failure,
     load_runset,
 )
+from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
@@ -162,6 +163,7 @@ class TuiProfApp(App):
             ("main screen", MainScreen),
             ("main screen", HotspotsPane),
             ("tables", TableView),
+            ("hardware, issues, help", KeyScroll),
             ("timeline", Timeline),
             ("findings", FindingsTable),
             ("counters", CountersPane),
