@@ -180,6 +180,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if unusable:
         _say(unusable)
         return EXIT_NOTHING_LOADED
+    if not os.path.lexists(args.path):
+        _say(f"{_shown_path(args.path)}: no such file or directory")
+        return EXIT_NOTHING_LOADED
     progress = _progress_printer()
     runset = load_path(args.path, progress=progress, use_cache=not args.no_cache)
     for issue in runset.errors:
@@ -187,6 +190,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.verbose:
         for issue in runset.skipped:
             _say(f"skipped {issue}")
+    if not runset.runs:  # no report of zeros: the reason, one line
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
     summary = build_summary(runset, top=None if args.top <= 0 else args.top, gap_threshold_ns=args.gap_threshold,
                             rules=rules, max_gaps=None if args.max_gaps <= 0 else args.max_gaps, progress=progress)
     if progress:
@@ -198,9 +204,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
         sys.stdout.write(summary_markdown(summary))
     else:
         print(summary_text(summary))
-    if not runset.runs:
-        _say(f"nothing could be loaded from {_shown_path(args.path)}")
-        return EXIT_NOTHING_LOADED
     return EXIT_OK
 
 
@@ -224,9 +227,16 @@ def cmd_open(args: argparse.Namespace) -> int:
         if unusable:
             _say(unusable)
             return EXIT_NOTHING_LOADED
+        if not os.path.lexists(path):
+            _say(f"{_shown_path(path)}: no such file or directory")
+            return EXIT_NOTHING_LOADED
     from tui_prof.tui.app import TuiProfApp
 
-    TuiProfApp(str(path), use_cache=not args.no_cache).run(mouse=not args.no_mouse)
+    app = TuiProfApp(str(path), use_cache=not args.no_cache)
+    app.run(mouse=not args.no_mouse)
+    if app.load_error:  # shown in the app until q; repeated here for the shell
+        _say(app.load_error.splitlines()[0])
+        return EXIT_NOTHING_LOADED
     return EXIT_OK
 
 
