@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.hostops import DominantOp, dominant_op, ops_overlapping
 from tui_prof.analysis.occupancy import occupancy
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.view.runview import RunView
@@ -102,3 +104,37 @@ def gap_calls(view: RunView, gap_index: int) -> pd.DataFrame:
     calls["t"] = calls["start"].to_numpy() - view.origin
     calls["dur"] = calls["end"].to_numpy() - calls["start"].to_numpy()
     return calls
+
+
+def first_call_in_gap(calls: pd.DataFrame, view: RunView, gap_index: int) -> int:
+    """Row position in ``calls`` (sorted by start) of the first call that ends inside or
+    after the gap's start: where the gap's host-call list opens."""
+    gs = int(view.gaps.iloc[gap_index]["start"])
+    ends = calls["end"].to_numpy()
+    at = np.flatnonzero(ends >= gs)
+    return int(at[0]) if at.size else 0
+
+
+@dataclass
+class GapHost:
+    """The host side of a gap: API calls around it (``calls``, sorted by start; ``first``:
+    the row of the first call reaching into the gap) and the host ops overlapping it
+    (``ops``, analysis.hostops) with the dominant one."""
+
+    calls: pd.DataFrame
+    first: int
+    ops: pd.DataFrame
+    dominant: DominantOp | None
+
+
+def gap_host(view: RunView, gap_index: int) -> GapHost:
+    """API calls and host ops of gap ``gap_index`` (in a worker: it scans the run's API
+    and markers tables)."""
+    gaps = view.gaps
+    assert gaps is not None, "a gap index needs the gaps part"
+    gap = gaps.iloc[gap_index]
+    calls = gap_calls(view, gap_index).sort_values("start", kind="stable").reset_index(drop=True)
+    run = view.runset.runs[int(gap["run"])]
+    ops = ops_overlapping(run.markers, int(gap["start"]), int(gap["end"]))
+    ops = ops.assign(t=ops["start"].to_numpy() - view.origin, dur=ops["end"].to_numpy() - ops["start"].to_numpy())
+    return GapHost(calls, first_call_in_gap(calls, view, gap_index), ops, dominant_op(ops))

@@ -247,6 +247,14 @@ class TableView(Widget, can_focus=True):
         self.refresh()
         self._post_highlight()
 
+    def show_row(self, position: int, above: int = 0) -> None:
+        """Put the cursor on row ``position`` (display order), shown ``above`` rows below
+        the top."""
+        position = self._clamp(position)
+        self.top = max(0, min(position - above, self.row_count - self._page_rows()))
+        self.cursor = position
+        self._post_highlight()
+
     # -- actions --------------------------------------------------------------------
     def _page_rows(self) -> int:
         return max(1, self.size.height - 1)
