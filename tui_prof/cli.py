@@ -213,6 +213,8 @@ def cmd_open(args: argparse.Namespace) -> int:
 
     if args.color_system != "auto":
         os.environ["TEXTUAL_COLOR_SYSTEM"] = args.color_system
+    if args.ascii:  # tui_prof.tui.glyphs: ASCII timeline glyphs (also under a non-UTF-8 locale)
+        os.environ["TUIPROF_ASCII"] = "1"
     path = args.path
     if path is None:
         from tui_prof.samples import sample_path
@@ -310,10 +312,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run; "
                               "cache folder: TUIPROF_CACHE_DIR or the user cache directory)")
     summary.set_defaults(func=cmd_summary)
-    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False)  # no command: the sample run
+    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")
     opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
+    opener.add_argument("--ascii", action="store_true",
+                        help="draw the timeline with ASCII glyphs (# busy, : + partly busy, . idle, = sync); "
+                             "the default under a non-UTF-8 locale (LANG=C)")
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
     opener.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)")

@@ -28,6 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
+from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.view.lanes import TimelineModel
 
 BLOCKS = np.array([ord(c) for c in " ▁▂▃▄▅▆▇█"], dtype=np.uint32)
@@ -80,7 +81,9 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
             inside |= model.idle_frame(t0, t1, cells)[g] > 0
         b = busy[g]
         st = np.where(b >= BUSY_THRESHOLD, S_BUSY, np.where(b > 0, S_PARTIAL, np.where(inside, S_IDLE, S_BLANK)))
-        gl = np.where((b <= 0) & inside, IDLE_GLYPH, glyph[g])
+        # a partly idle cell never draws the full block: █ means busy without colour too
+        partial = BLOCKS[np.minimum(levels(b), 7)]
+        gl = np.where((b <= 0) & inside, IDLE_GLYPH, np.where(b >= BUSY_THRESHOLD, glyph[g], partial))
         style[g] = st
         glyph[g] = gl
     copy = np.flatnonzero(kinds == "copy")
@@ -189,6 +192,7 @@ class Timeline(Widget, can_focus=True):
         self.gap_index = -1
         self.sync_index = -1
         self.marker: tuple[int, int, int] | None = None
+        self.ascii = use_ascii()  # --ascii or a non-UTF-8 locale: tui_prof.tui.glyphs
         self._cache_key = None
         self._frame = None
         self._styles: dict = {}
@@ -387,8 +391,11 @@ class Timeline(Widget, can_focus=True):
         if key in self._strips:
             return self._strips[key]
         label = lane.label[: lw - 1] + "…" if len(lane.label) > lw else lane.label
-        segs = [Segment(label.ljust(lw), self._style(label_cls)), Segment("│", base)]
         text = glyph[index].astype("<u4").tobytes().decode("utf-32-le")
+        bar = "│"
+        if self.ascii:
+            label, text, bar = to_ascii(label), to_ascii(text), "|"
+        segs = [Segment(label.ljust(lw), self._style(label_cls)), Segment(bar, base)]
         codes = style[index]
         bounds = np.flatnonzero(np.diff(codes)) + 1
         starts = np.concatenate([[0], bounds])
@@ -422,10 +429,13 @@ class Timeline(Widget, can_focus=True):
             for c in range(c0, c1):
                 if line[c] == " ":
                     line[c] = "▔"
-        head = fmt_ns(self.t1 - self.t0)
+        head = "⟷ " + fmt_ns(self.t1 - self.t0)
+        bar, ruler = "│", "".join(line)
+        if self.ascii:
+            head, bar, ruler = to_ascii(head), "|", to_ascii(ruler)
         ruler_style = self._style("timeline--ruler")
         return Strip(
-            [Segment(("⟷ " + head).ljust(lw)[:lw], ruler_style), Segment("│", ruler_style), Segment("".join(line), ruler_style)],
+            [Segment(head.ljust(lw)[:lw], ruler_style), Segment(bar, ruler_style), Segment(ruler, ruler_style)],
             width,
         ).crop(0, width)
 

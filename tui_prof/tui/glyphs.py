@@ -1,0 +1,36 @@
+"""Glyphs for terminals without UTF-8: ``tuiprof open --ascii`` (TUIPROF_ASCII=1) or a
+non-UTF-8 locale (LANG=C, LC_ALL=POSIX, ...) draws the timeline and its legend with
+ASCII characters, each keeping the meaning of the block glyph it replaces."""
+
+from __future__ import annotations
+
+import os
+
+# block glyph -> ASCII: density rises , : + * #; idle . ; sync = ; sync+launch % ; the
+# rest are frame characters
+ASCII = {
+    "▁": ",", "▂": ",", "▃": ":", "▄": ":", "▅": "+", "▆": "+", "▇": "*", "█": "#",
+    "░": ".", "▓": "=", "▚": "%", "│": "|", "▔": "^", "…": "~", "⟷": "<>", "–": "-",
+    "×": "x", "⚠": "!", "→": "->", "·": "-",
+}
+_TABLE = str.maketrans(ASCII)
+
+
+def utf8_locale(environ=os.environ) -> bool:
+    """False when the locale's first set variable (LC_ALL, LC_CTYPE, LANG) names no UTF-8
+    encoding ("C", "POSIX", "en_US.ISO-8859-1"); True when none is set (Python then runs
+    in UTF-8 mode)."""
+    for var in ("LC_ALL", "LC_CTYPE", "LANG"):
+        value = environ.get(var)
+        if value:
+            return "utf-8" in value.lower() or "utf8" in value.lower()
+    return True
+
+
+def use_ascii(environ=os.environ) -> bool:
+    """ASCII glyphs: TUIPROF_ASCII=1 (``--ascii``) or a non-UTF-8 locale."""
+    return environ.get("TUIPROF_ASCII", "") not in ("", "0") or not utf8_locale(environ)
+
+
+def to_ascii(text: str) -> str:
+    return text.translate(_TABLE)
