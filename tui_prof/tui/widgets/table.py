@@ -23,6 +23,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui_prof.render.fmt import fmt_value
+from tui_prof.render.safe import safe_text
 
 
 @dataclass
@@ -354,6 +355,9 @@ class TableView(Widget, can_focus=True):
         return [(first, first_width)] + [(c, c.width) for c in shown]
 
     def _cell(self, text: str, width: int, kind: str) -> str:
+        # Line-API segments reach the terminal as they are: a name from the trace is
+        # sanitised here (an OSC/escape sequence or a bidi control is shown, not obeyed)
+        text = safe_text(text)
         if len(text) > width:
             text = text[: max(0, width - 1)] + "…"
         return text.ljust(width) if kind == "text" else text.rjust(width)

@@ -28,6 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.view.lanes import TimelineModel
 
@@ -390,7 +391,8 @@ class Timeline(Widget, can_focus=True):
         key = (index, label_cls, width)
         if key in self._strips:
             return self._strips[key]
-        label = lane.label[: lw - 1] + "…" if len(lane.label) > lw else lane.label
+        label = safe_text(lane.label)  # Line-API segments are written as they are
+        label = label[: lw - 1] + "…" if len(label) > lw else label
         text = glyph[index].astype("<u4").tobytes().decode("utf-32-le")
         bar = "│"
         if self.ascii:
