@@ -82,3 +82,25 @@ def test_help_scrolls_with_j_G_end():
         assert scroll.scroll_y == scroll.max_scroll_y
 
     drive(TuiProfApp(runset), flow)
+
+
+def test_gfx1151_sample_hardware_pane_says_what_cannot_be_measured():
+    """tuiprof --sample gfx1151, tab 3: the capability notes of analysis.capability for
+    gfx1151 (counters partial, no PC sampling, VALU-only roofline) are shown."""
+    from tui_prof.analysis.capability import capabilities
+    from tui_prof.samples import sample_path
+
+    path = sample_path("gfx1151_wmma")
+    caps = capabilities("gfx1151", "")
+
+    async def flow(app, pilot):
+        await press(app, pilot, "3")
+        text = " ".join(text_of(app, "#capabilities-body", width=2000).split())
+        assert "agent 1 gfx1151" in text
+        for key in ("counters", "pc_sampling", "thread_trace", "roofline"):
+            assert f"{key.replace('_', ' ')} │ {' '.join(str(caps[key]).split())}" in text
+        for note in caps["notes"]:
+            assert " ".join(note.split()) in text
+        assert "Radeon 8060S" in text_of(app, "#hardware-body")
+
+    drive(TuiProfApp(path, use_cache=False), flow)

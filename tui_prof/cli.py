@@ -216,11 +216,15 @@ def cmd_open(args: argparse.Namespace) -> int:
     if args.ascii:  # tui_prof.tui.glyphs: ASCII timeline glyphs (also under a non-UTF-8 locale)
         os.environ["TUIPROF_ASCII"] = "1"
     path = args.path
+    sample = getattr(args, "sample", None)
+    if sample is not None and path is not None:
+        _say("give a PATH or --sample, not both")
+        return EXIT_USAGE
     if path is None:
-        from tui_prof.samples import sample_path
+        from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, sample_path
 
         try:
-            path = sample_path()
+            path = sample_path(SAMPLE_ALIASES.get(sample, sample) if sample else DEFAULT_SAMPLE)
         except OSError as err:
             _say(f"cannot prepare the bundled sample run ({err}); give a run: tuiprof open RUN")
             return EXIT_NOTHING_LOADED
@@ -290,11 +294,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from tui_prof import __version__
 
+    from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, SAMPLES  # plain data: no heavy import
+
+    names = sorted(set(SAMPLES) | set(SAMPLE_ALIASES))
+    listing = "; ".join(f"{alias} = {full}" for alias, full in SAMPLE_ALIASES.items())
     parser = _Parser(
         prog="tuiprof",
         description="Terminal trace explorer for GPU profiler runs (rocprofv3, rocprof, PyTorch profiler).",
+        epilog=f"With no command, tuiprof opens a bundled sample run (default {DEFAULT_SAMPLE}). "
+               f"Samples (--sample NAME): {listing}.",
     )
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
+    sample_help = "open this bundled sample run instead of PATH (" + ", ".join(SAMPLE_ALIASES) + ")"
+    parser.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     summary = sub.add_parser("summary", help="print formats, processes, agents and top kernels of a run")
@@ -315,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")
+    opener.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
     opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
     opener.add_argument("--ascii", action="store_true",
                         help="draw the timeline with ASCII glyphs (# busy, : + partly busy, . idle, = sync); "
