@@ -293,7 +293,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from tui_prof import __version__
-
     from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, SAMPLES  # plain data: no heavy import
 
     names = sorted(set(SAMPLES) | set(SAMPLE_ALIASES))
