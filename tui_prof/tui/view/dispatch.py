@@ -28,6 +28,10 @@ def dispatch_occupancy(view: RunView, row: pd.Series) -> dict | None:
                      max(int(row["lds_bytes"]), 0), agent.wave_size or None, max(int(row["scratch_bytes"]), 0))
 
 
+# analysis.occupancy limiter names, short enough for the detail's two columns
+SHORT_LIMIT = {"VGPR + AGPR": "V+AGPR", "waves per CU": "waves", "workgroup slots": "slots"}
+
+
 @dataclass
 class DispatchDetail:
     """(label, value) pairs of one dispatch and its analysis.occupancy result (None when
@@ -75,6 +79,8 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
         pairs += [
             ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({occ['occupancy_pct']:g} %)"),
             ("occupancy limiter", f"{occ['limiter']} · {occ['workgroups_per_cu']} workgroups/CU"),
+            ("limits (WG/CU)", ", ".join(f"{SHORT_LIMIT.get(x['limit'], x['limit'])} {x['workgroups_per_cu']}"
+                                         for x in occ["limiters"])),
         ]
     else:
         pairs.append(("occupancy", "unknown (arch, workgroup size or VGPRs not recorded)"))
