@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_prof.render.fmt import fmt_value
+from tui_prof.render.fmt import fmt_value, shorten_name, shorten_names
 from tui_prof.render.safe import safe_text
 
 
@@ -147,6 +147,10 @@ class TableModel:
         return self.frame.iloc[int(self.order[position])]
 
 
+NAME_COLUMNS = ("name", "key")  # text columns of kernel names: shortened by render.fmt.shorten_names
+SHORT_NAMES_MAX = 2_000  # distinct names shortened as one set (a hotspot table; ~50 ms on the event loop)
+
+
 class TableView(Widget, can_focus=True):
     """Keyboard-first table: j/k rows, h/l columns, s sort; filtering is the owner's (``apply_filter``)."""
 
@@ -213,6 +217,7 @@ class TableView(Widget, can_focus=True):
         self.col_offset = 1
         self.top = 0
         self.formatters: dict[str, Callable] = {}
+        self._shorts: dict[tuple, dict[str, str]] = {}
 
     # -- data ---------------------------------------------------------------------
     def set_data(self, frame: pd.DataFrame, text_key: str | None = None, sort: tuple[str, bool] | None = None) -> None:
@@ -354,6 +359,22 @@ class TableView(Widget, can_focus=True):
         first_width = max(4, width - used) if first.kind == "text" else first.width
         return [(first, first_width)] + [(c, c.width) for c in shown]
 
+    def _short(self, key: str, width: int) -> dict[str, str]:
+        """Names of text column ``key`` shortened to ``width`` as one set
+        (render.fmt.shorten_names: rows that differ stay distinguishable); computed once
+        per column and width, for columns of at most SHORT_NAMES_MAX distinct values."""
+        cache_key = (id(self.model), key, width)
+        if cache_key not in self._shorts:
+            column = self.model.frame[key] if self.model is not None else None
+            values: list[str] = []
+            if column is not None:
+                uniques = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.unique()
+                if len(uniques) <= SHORT_NAMES_MAX:
+                    values = [str(v) for v in uniques]
+            self._shorts = {k: v for k, v in self._shorts.items() if k[0] == id(self.model)}
+            self._shorts[cache_key] = dict(zip(values, shorten_names(values, width))) if values else {}
+        return self._shorts[cache_key]
+
     def _cell(self, text: str, width: int, kind: str) -> str:
         # Line-API segments reach the terminal as they are: a name from the trace is
         # sanitised here (an OSC/escape sequence or a bidi control is shown, not obeyed)
@@ -389,7 +410,10 @@ class TableView(Widget, can_focus=True):
         row = self.model.frame.iloc[int(self.model.order[index])]
         parts = []
         for col, w in cols:
-            parts.append(self._cell(fmt_value(row[col.key], col.kind), w, col.kind))
+            value = fmt_value(row[col.key], col.kind)
+            if col.key in NAME_COLUMNS and len(value) > w:  # kernel names; prose is cut at its end
+                value = self._short(col.key, w).get(value) or shorten_name(value, w)
+            parts.append(self._cell(value, w, col.kind))
         line = " ".join(parts)
         style = base + self.get_component_rich_style("tableview--cursor") if index == self.cursor else base
         return Strip([Segment(line.ljust(width)[:width], style)])
