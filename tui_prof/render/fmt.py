@@ -193,3 +193,29 @@ def shorten_names(names: list[str], width: int) -> list[str]:
                 if out[i] not in taken:
                     break
     return out
+
+
+def resolution_step(ns: float) -> int:
+    """The power of ten at or below ``ns`` (at least 1): the digit a time must show."""
+    return int(10 ** math.floor(math.log10(ns))) if ns >= 1 else 1
+
+
+def fmt_at(t_ns: float | None, resolution_ns: float) -> str:
+    """A point in time (an offset from the run start) with the digits that tell apart
+    points ``resolution_ns`` apart: 2.52 s at 1 µs resolution is ``2.520113 s``, a view
+    of 40.5 ms ± 8 µs reads ``40.512 ms``. Unit from the magnitude; 0 is ``0 ns``."""
+    if _unknown(t_ns):
+        return "-"
+    t = float(t_ns)  # type: ignore[arg-type]
+    if t == 0:
+        return "0 ns"
+    step = resolution_step(resolution_ns)
+    scale, unit = 1, "ns"
+    for s, u in _UNITS:
+        if abs(t) >= s:
+            scale, unit = s, u
+            break
+    decimals = 0
+    while step * 10**decimals < scale and decimals < 9:
+        decimals += 1
+    return f"{t / scale:.{decimals}f} {unit}"

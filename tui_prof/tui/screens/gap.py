@@ -81,8 +81,10 @@ class GapScreen(BackScreen):
         self.host = host
         self.query_one("#gap-title", Static).update(self.title_text())
         ops = self.query_one("#gap-ops", TableView)
+        ops.time_offsets("t", host.ops)
         ops.set_data(host.ops, text_key="name")
         ops.display = len(host.ops) > 0
         calls = self.query_one("#gap-calls", TableView)
+        calls.time_offsets("t", host.calls)
         calls.set_data(host.calls, text_key="name")
         calls.call_after_refresh(calls.show_row, host.first, 1)  # the call before the gap above it

@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_prof.render.fmt import fmt_value, shorten_name, shorten_names
+from tui_prof.render.fmt import fmt_at, fmt_value, shorten_name, shorten_names
 from tui_prof.render.safe import safe_text
 
 
@@ -253,6 +253,14 @@ class TableView(Widget, can_focus=True):
         self.refresh()
         self._post_highlight()
 
+    def time_offsets(self, key: str, frame: pd.DataFrame, dur_key: str = "dur") -> None:
+        """Show column ``key`` (ns from the run start) with the digits that tell its rows
+        apart: resolution one tenth of the shortest positive duration, at least 1 ns."""
+        dur = frame[dur_key].to_numpy() if dur_key in frame and len(frame) else np.zeros(0)
+        positive = dur[dur > 0]
+        resolution = max(float(positive.min()) / 10, 1.0) if positive.size else 1.0
+        self.formatters[key] = lambda v, r=resolution: fmt_at(v, r)
+
     def show_row(self, position: int, above: int = 0) -> None:
         """Put the cursor on row ``position`` (display order), shown ``above`` rows below
         the top."""
@@ -410,7 +418,8 @@ class TableView(Widget, can_focus=True):
         row = self.model.frame.iloc[int(self.model.order[index])]
         parts = []
         for col, w in cols:
-            value = fmt_value(row[col.key], col.kind)
+            custom = self.formatters.get(col.key)
+            value = custom(row[col.key]) if custom is not None else fmt_value(row[col.key], col.kind)
             if col.key in NAME_COLUMNS and len(value) > w:  # kernel names; prose is cut at its end
                 value = self._short(col.key, w).get(value) or shorten_name(value, w)
             parts.append(self._cell(value, w, col.kind))

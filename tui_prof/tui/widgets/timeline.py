@@ -27,7 +27,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
+from tui_prof.render.fmt import fmt_at, fmt_ns, fmt_tick, tick_step
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.view.lanes import TimelineModel
@@ -446,7 +446,8 @@ class Timeline(Widget, can_focus=True):
         if self.model is None:
             return ""
         lane = self.model.lanes[self.lane_cursor].label if self.model.lanes else "-"
-        text = f"view {fmt_ns(self.t0)}–{fmt_ns(self.t1)} ({fmt_ns(self.t1 - self.t0)})  lane: {lane}"
+        cell = (self.t1 - self.t0) / self.cells  # the view's ends with the digits of one cell
+        text = f"view {fmt_at(self.t0, cell)}–{fmt_at(self.t1, cell)} ({fmt_ns(self.t1 - self.t0)})  lane: {lane}"
         gap = self.current_gap
         if gap is not None:
             text += f"  gap {self.gap_index + 1}/{len(self.model.gaps)}: {fmt_ns(gap[2] - gap[1])} idle"
