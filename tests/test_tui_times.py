@@ -45,3 +45,25 @@ def test_dispatch_starts_distinct_and_timeline_view_ends_distinct():
         assert a != b, text
 
     drive(TuiProfApp(DB, use_cache=False), flow, size=(120, 30))
+
+
+def test_kineto_grid_in_the_profilers_units():
+    """decode_eager (CUPTI): the kernel event's grid [2, 64, 1] blocks of 384 threads is
+    shown as recorded, beside 768 × 64 × 1 threads (the JSON read here)."""
+    import gzip
+    import json
+
+    from tui_prof.loaders import load_path
+    from tui_prof.tui.view.dispatch import dispatch_detail
+    from tui_prof.tui.view.runview import build_view
+
+    path = Path(__file__).parent / "data" / "kineto" / "h200" / "decode_eager.pt.trace.json.gz"
+    with gzip.open(path, "rt") as f:
+        first = next(e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel" and e["args"]["grid"] == [2, 64, 1])
+    view = build_view(load_path(path, use_cache=False))
+    k = view.kernels
+    row = k[(k["t"] + view.origin == round(first["ts"] * 1000))].iloc[0]
+    pairs = dict(dispatch_detail(view, row).pairs)
+    assert pairs["grid (blocks)"] == "[2, 64, 1]"
+    assert pairs["grid (threads)"] == f"{2 * first['args']['block'][0]} × 64 × 1" == "768 × 64 × 1"
+    assert pairs["block"] == "384 × 1 × 1"

@@ -32,6 +32,23 @@ def dispatch_occupancy(view: RunView, row: pd.Series) -> dict | None:
 SHORT_LIMIT = {"VGPR + AGPR": "V+AGPR", "waves per CU": "waves", "workgroup slots": "slots"}
 
 
+def nvidia_agent(agent) -> bool:
+    """An NVIDIA GPU (CUDA names: blocks, threads, shared memory)."""
+    return agent is not None and "NVIDIA" in f"{agent.vendor or ''} {agent.product or ''}".upper()
+
+
+def _grid_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:
+    """The grid as the profiler recorded it: CUPTI (an NVIDIA agent) in blocks, beside the
+    model's work-items (threads); ROCm profilers record work-items."""
+    items = [int(r[c]) for c in ("grid_x", "grid_y", "grid_z")]
+    wg = [int(r[c]) for c in ("wg_x", "wg_y", "wg_z")]
+    threads = " × ".join(fmt_value(v, "int") for v in items)
+    if nvidia_agent(agent) and all(v > 0 for v in items) and all(w > 0 for w in wg) and all(v % w == 0 for v, w in zip(items, wg)):
+        blocks = "[" + ", ".join(str(v // w) for v, w in zip(items, wg)) + "]"
+        return [("grid (blocks)", blocks), ("grid (threads)", threads)]
+    return [("grid", threads)]
+
+
 @dataclass
 class DispatchDetail:
     """(label, value) pairs of one dispatch and its analysis.occupancy result (None when
@@ -52,9 +69,9 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
         ("duration", fmt_ns(r["dur"])),
         ("agent", f"{int(r['agent'])} {agent.arch if agent else ''}".strip()),
         ("queue / stream", f"{fmt_value(r['queue'], 'int')} / {fmt_value(r['stream'], 'int')}"),
-        ("grid", " × ".join(fmt_value(r[c], "int") for c in ("grid_x", "grid_y", "grid_z"))),
-        ("workgroup", " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))),
-        ("LDS / workgroup", fmt_bytes(r["lds_bytes"])),
+        *_grid_pairs(r, agent),
+        ("block" if nvidia_agent(agent) else "workgroup", " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))),
+        ("shared memory / block" if nvidia_agent(agent) else "LDS / workgroup", fmt_bytes(r["lds_bytes"])),
         ("scratch / item", fmt_bytes(r["scratch_bytes"])),
         ("arch / accum VGPR", f"{fmt_value(r['arch_vgpr'], 'int')} / {fmt_value(r['accum_vgpr'], 'int')}"),
         ("SGPR", fmt_value(r["sgpr"], "int")),
