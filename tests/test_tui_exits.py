@@ -32,7 +32,9 @@ def test_summary_missing_path_exits_1_without_a_report():
     done = _tuiprof("summary", "--no-cache", "/no/such/path")
     assert done.returncode == EXIT_NOTHING_LOADED
     assert done.stdout == ""  # no all-zero report
-    assert done.stderr.strip().splitlines() == ["tuiprof: '/no/such/path': no such file or directory"]
+    # the loader's reason, then the verdict (tests/test_cli_validation.py checks both lines)
+    assert done.stderr.strip().splitlines() == ["tuiprof: /no/such/path: no such file or directory",
+                                                "tuiprof: nothing could be loaded from '/no/such/path'"]
 
 
 def test_summary_of_nothing_loadable_exits_1_without_a_report(tmp_path):

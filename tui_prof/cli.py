@@ -180,9 +180,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if unusable:
         _say(unusable)
         return EXIT_NOTHING_LOADED
-    if not os.path.lexists(args.path):
-        _say(f"{_shown_path(args.path)}: no such file or directory")
-        return EXIT_NOTHING_LOADED
     progress = _progress_printer()
     runset = load_path(args.path, progress=progress, use_cache=not args.no_cache)
     for issue in runset.errors:
