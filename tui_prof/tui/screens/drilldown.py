@@ -22,7 +22,7 @@ DISPATCH_COLUMNS = (
     Column("stream", "stream", 6),
     Column("grid_x", "grid x", 8),
     Column("wg_x", "wg x", 5),
-    Column("lds_bytes", "LDS", 7, "bytes"),
+    Column("lds_bytes", "LDS", 9, "bytes"),  # "512.0 KiB": a number is never cut
     Column("arch_vgpr", "vgpr", 5),
     Column("sgpr", "sgpr", 5),
     Column("correlation_id", "corr id", 8),

@@ -446,7 +446,9 @@ class Timeline(Widget, can_focus=True):
         if self.model is None:
             return ""
         lane = self.model.lanes[self.lane_cursor].label if self.model.lanes else "-"
-        cell = (self.t1 - self.t0) / self.cells  # the view's ends with the digits of one cell
+        # the view's ends with the digits of one cell (of at least 40 cells: the status can
+        # be written before the widget has its size)
+        cell = (self.t1 - self.t0) / max(self.cells, 40)
         text = f"view {fmt_at(self.t0, cell)}–{fmt_at(self.t1, cell)} ({fmt_ns(self.t1 - self.t0)})  lane: {lane}"
         gap = self.current_gap
         if gap is not None:
