@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tui_prof.render.safe import safe_text
-from tui_prof.tui.glyphs import ASCII, to_ascii, use_ascii, utf8_locale
+from tui_prof.tui.glyphs import ASCII, sixteen_colours, to_ascii, use_ascii, utf8_locale
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_traces" / "synthetic_sync_per_launch"
@@ -29,6 +29,24 @@ def test_locale_detection():
     assert not utf8_locale({"LC_ALL": "C", "LANG": "en_US.UTF-8"})  # LC_ALL wins
     assert not utf8_locale({"LANG": "POSIX"}) and not utf8_locale({"LC_CTYPE": "en_US.ISO-8859-1"})
     assert use_ascii({"TUIPROF_ASCII": "1", "LANG": "C.UTF-8"}) and not use_ascii({"LANG": "C.UTF-8"})
+
+
+def test_sixteen_colour_terminals_get_ansi_colours_as_they_are():
+    assert sixteen_colours({"TERM": "linux"}) and sixteen_colours({"TERM": "screen"})
+    assert sixteen_colours({"TEXTUAL_COLOR_SYSTEM": "standard", "TERM": "xterm-256color"})
+    assert not sixteen_colours({"TERM": "xterm-256color"}) and not sixteen_colours({"TERM": "screen", "COLORTERM": "truecolor"})
+    assert not sixteen_colours({})
+    # the timeline's styles are six different ANSI colours, so 16 colours keep them apart
+    from textual.color import Color
+
+    from tui_prof.tui.widgets.timeline import Timeline
+
+    css = Timeline.DEFAULT_CSS
+    names = [line.split("color:")[1].split(";")[0].strip() for line in css.splitlines()
+             if "timeline--" in line and " color:" in line and "label" not in line and "ruler" not in line
+             and "gap" not in line and "mark" not in line]
+    numbers = [Color.parse(n).ansi for n in names]
+    assert None not in numbers and len(set(numbers)) == len(numbers) == 6, names
 
 
 def test_ascii_glyphs_keep_their_meaning():

@@ -1,4 +1,4 @@
-"""Glyphs for terminals without UTF-8: ``tuiprof open --ascii`` (TUIPROF_ASCII=1) or a
+"""Glyphs and colours for limited terminals. Glyphs for terminals without UTF-8: ``tuiprof open --ascii`` (TUIPROF_ASCII=1) or a
 non-UTF-8 locale (LANG=C, LC_ALL=POSIX, ...) draws the timeline and its legend with
 ASCII characters, each keeping the meaning of the block glyph it replaces."""
 
@@ -34,3 +34,18 @@ def use_ascii(environ=os.environ) -> bool:
 
 def to_ascii(text: str) -> str:
     return text.translate(_TABLE)
+
+
+# TERM values of 16-colour terminals
+SIXTEEN_COLOUR_TERMS = ("linux", "screen", "ansi", "vt100", "vt102", "vt220", "cons25", "rxvt")
+
+
+def sixteen_colours(environ=os.environ) -> bool:
+    """The terminal has 16 colours (TEXTUAL_COLOR_SYSTEM=standard, or a 16-colour TERM such
+    as linux or screen without COLORTERM): the app then sends ANSI colours as they are
+    (``App.ansi_color``), so the terminal's own palette draws them; converted to RGB and
+    back they land on other colours (partly busy drawn bright red, idle magenta like sync)."""
+    system = environ.get("TEXTUAL_COLOR_SYSTEM", "auto")
+    if system != "auto":
+        return system == "standard"
+    return environ.get("TERM", "") in SIXTEEN_COLOUR_TERMS and not environ.get("COLORTERM")
