@@ -234,8 +234,11 @@ def cmd_open(args: argparse.Namespace) -> int:
             _say(f"{_shown_path(path)}: no such file or directory")
             return EXIT_NOTHING_LOADED
     from tui_prof.tui.app import TuiProfApp
+    from tui_prof.tui.glyphs import plain_ansi
 
-    app = TuiProfApp(str(path), use_cache=not args.no_cache)
+    # NO_COLOR or a 16-colour terminal: ANSI colours as they are (none at all with NO_COLOR)
+    extra = {"ansi_color": True} if plain_ansi() else {}
+    app = TuiProfApp(str(path), use_cache=not args.no_cache, **extra)
     app.run(mouse=not args.no_mouse)
     if app.load_error:  # shown in the app until q; repeated here for the shell
         _say(app.load_error.splitlines()[0])

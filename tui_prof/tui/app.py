@@ -25,7 +25,6 @@ from textual.screen import Screen
 
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
-from tui_prof.tui.glyphs import sixteen_colours
 from tui_prof.tui.keys import binding_rows
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsTable
@@ -102,8 +101,6 @@ class TuiProfApp(App):
 
     def on_mount(self) -> None:
         use_daemon_threads()  # quitting never waits for a load or an analysis
-        if not self.is_headless and sixteen_colours():
-            self.ansi_color = True  # the terminal's own palette draws the timeline's ANSI colours
         self.push_screen(self.main)
         self.load()
 

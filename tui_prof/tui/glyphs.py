@@ -49,3 +49,10 @@ def sixteen_colours(environ=os.environ) -> bool:
     if system != "auto":
         return system == "standard"
     return environ.get("TERM", "") in SIXTEEN_COLOUR_TERMS and not environ.get("COLORTERM")
+
+
+def plain_ansi(environ=os.environ) -> bool:
+    """Run the app with ``ansi_color=True``: under NO_COLOR (Textual then strips every
+    colour instead of drawing grey levels, in which ▓ on its background is nearly
+    invisible) and on a 16-colour terminal (:func:`sixteen_colours`)."""
+    return bool(environ.get("NO_COLOR")) or sixteen_colours(environ)
