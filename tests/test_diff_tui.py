@@ -23,6 +23,7 @@ from tui_prof.analysis.diff import diff_runsets
 from tui_prof.synth import build
 from tui_prof.tui.diff.app import DiffApp
 from tui_prof.tui.diff.screens import DiffScreen, PairScreen
+from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import S_IDLE, Timeline
 
@@ -172,3 +173,38 @@ def test_snapshot_160x50(snap_compare):
         await pilot.pause()
 
     assert snap_compare(DiffApp(ra, rb), terminal_size=(160, 50), run_before=run_before)
+
+
+def test_keys_with_default_focus_help_and_palette():
+    """With the kernel table focused (the default): w zooms both timelines, a/d pan both,
+    n jumps to A's next gap, s still sorts the table; ? opens the key help listing them;
+    the palette has the diff's own commands."""
+    ra, rb, _, _ = classic()
+
+    async def flow(app, pilot):
+        screen = app.screen
+        table = screen.query_one("#diff-table", TableView)
+        tla, tlb = screen.query_one("#tl-a", Timeline), screen.query_one("#tl-b", Timeline)
+        assert table.has_focus
+        width = tla.t1 - tla.t0
+        await press(app, pilot, "w")
+        assert tla.t1 - tla.t0 == width // 2 and (tlb.t0, tlb.t1) == (tla.t0, tla.t1)
+        before = tla.t0
+        await press(app, pilot, "d")
+        assert tla.t0 > before and (tlb.t0, tlb.t1) == (tla.t0, tla.t1)
+        await press(app, pilot, "a")
+        assert tla.t0 == before
+        await press(app, pilot, "0", "n")
+        assert tla.gap_index == 0
+        await press(app, pilot, "s")
+        assert table.sort_column is not None and table.has_focus
+        await press(app, pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        rows = app.key_rows()
+        assert ("diff screen", "w + =", "Zoom both") in rows and ("diff screen", "n", "Next gap (A)") in rows
+        await press(app, pilot, "escape")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Match by next mode", "Zoom both in", "Pan both left", "Next gap", "Keys"):
+            assert title in titles
+
+    drive(DiffApp(ra, rb), flow)

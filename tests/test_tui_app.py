@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 import numpy as np
 from synthetic import synthetic_runset
@@ -405,7 +406,8 @@ def test_cli_open_uses_the_cache_unless_no_cache(monkeypatch):
 
     seen = []
     monkeypatch.setattr(TuiProfApp, "run", lambda self, **kw: seen.append(self.use_cache))
-    for argv, want in ((["open", "x"], True), (["open", "x", "--no-cache"], False)):
+    here = str(Path(__file__).parent)  # an existing path: a missing one exits 1 before the app
+    for argv, want in ((["open", here], True), (["open", here, "--no-cache"], False)):
         args = cli.build_parser().parse_args(argv)
         assert cli.cmd_open(args) == 0
         assert seen[-1] is want

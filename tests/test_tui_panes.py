@@ -299,7 +299,8 @@ def test_color_system_option_reaches_textual(system, monkeypatch):
     calls = {}
     monkeypatch.delenv("TEXTUAL_COLOR_SYSTEM", raising=False)
     monkeypatch.setattr("tui_prof.tui.app.TuiProfApp.run", lambda self, **kw: calls.update(kw))
-    args = cli.build_parser().parse_args(["open", "--color-system", system, "--no-mouse", "sample"])
+    sample = os.path.dirname(__file__)  # an existing path: a missing one exits 1 before the app
+    args = cli.build_parser().parse_args(["open", "--color-system", system, "--no-mouse", sample])
     assert cli.cmd_open(args) == 0
     assert os.environ["TEXTUAL_COLOR_SYSTEM"] == system and calls == {"mouse": False}
     code = (f"import asyncio, sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\n"

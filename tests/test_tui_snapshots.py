@@ -7,6 +7,8 @@ synthetic run, no clock is shown, so the output is deterministic.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from synthetic import synthetic_runset
 from tui_harness import idle, settle
@@ -55,3 +57,16 @@ async def _timeline(pilot):
     await settle(pilot.app, pilot)
     await pilot.press("2")
     await pilot.pause()
+
+
+def test_hardware_eight_agents_80x24(snap_compare):
+    """The rocpd run's 2 CPUs and 8 identical MI300X at 80×24: the GPUs as one column and
+    one capability block."""
+    db = Path(__file__).parent / "data" / "rocpd" / "28_results.db"
+
+    async def run_before(pilot):
+        await settle(pilot.app, pilot)
+        await pilot.press("3")
+        await idle(pilot.app, pilot)
+
+    assert snap_compare(TuiProfApp(db, use_cache=False), terminal_size=(80, 24), run_before=run_before)

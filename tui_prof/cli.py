@@ -188,6 +188,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.verbose:
         for issue in runset.skipped:
             _say(f"skipped {issue}")
+    if not runset.runs:  # no report of zeros: the reason, one line
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
     summary = build_summary(runset, top=None if args.top <= 0 else args.top, gap_threshold_ns=args.gap_threshold,
                             rules=rules, max_gaps=None if args.max_gaps <= 0 else args.max_gaps, progress=progress)
     if progress:
@@ -199,9 +202,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
         sys.stdout.write(summary_markdown(summary))
     else:
         print(summary_text(summary))
-    if not runset.runs:
-        _say(f"nothing could be loaded from {_shown_path(args.path)}")
-        return EXIT_NOTHING_LOADED
     return EXIT_OK
 
 
@@ -211,12 +211,18 @@ def cmd_open(args: argparse.Namespace) -> int:
 
     if args.color_system != "auto":
         os.environ["TEXTUAL_COLOR_SYSTEM"] = args.color_system
+    if args.ascii:  # tui_prof.tui.glyphs: ASCII timeline glyphs (also under a non-UTF-8 locale)
+        os.environ["TUIPROF_ASCII"] = "1"
     path = args.path
+    sample = getattr(args, "sample", None)
+    if sample is not None and path is not None:
+        _say("give a PATH or --sample, not both")
+        return EXIT_USAGE
     if path is None:
-        from tui_prof.samples import sample_path
+        from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, sample_path
 
         try:
-            path = sample_path()
+            path = sample_path(SAMPLE_ALIASES.get(sample, sample) if sample else DEFAULT_SAMPLE)
         except OSError as err:
             _say(f"cannot prepare the bundled sample run ({err}); give a run: tuiprof open RUN")
             return EXIT_NOTHING_LOADED
@@ -225,9 +231,19 @@ def cmd_open(args: argparse.Namespace) -> int:
         if unusable:
             _say(unusable)
             return EXIT_NOTHING_LOADED
+        if not os.path.lexists(path):
+            _say(f"{_shown_path(path)}: no such file or directory")
+            return EXIT_NOTHING_LOADED
     from tui_prof.tui.app import TuiProfApp
+    from tui_prof.tui.glyphs import plain_ansi
 
-    TuiProfApp(str(path), use_cache=not args.no_cache).run(mouse=not args.no_mouse)
+    # NO_COLOR or a 16-colour terminal: ANSI colours as they are (none at all with NO_COLOR)
+    extra = {"ansi_color": True} if plain_ansi() else {}
+    app = TuiProfApp(str(path), use_cache=not args.no_cache, **extra)
+    app.run(mouse=not args.no_mouse)
+    if app.load_error:  # shown in the app until q; repeated here for the shell
+        _say(app.load_error.splitlines()[0])
+        return EXIT_NOTHING_LOADED
     return EXIT_OK
 
 
@@ -283,12 +299,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from tui_prof import __version__
+    from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, SAMPLES  # plain data: no heavy import
 
+    names = sorted(set(SAMPLES) | set(SAMPLE_ALIASES))
+    listing = "; ".join(f"{alias} = {full}" for alias, full in SAMPLE_ALIASES.items())
     parser = _Parser(
         prog="tuiprof",
         description="Terminal trace explorer for GPU profiler runs (rocprofv3, rocprof, PyTorch profiler).",
+        epilog=f"With no command, tuiprof opens a bundled sample run (default {DEFAULT_SAMPLE}). "
+               f"Samples (--sample NAME): {listing}.",
     )
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
+    sample_help = "open this bundled sample run instead of PATH (" + ", ".join(SAMPLE_ALIASES) + ")"
+    parser.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     summary = sub.add_parser("summary", help="print formats, processes, agents and top kernels of a run")
@@ -306,10 +329,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run; "
                               "cache folder: TUIPROF_CACHE_DIR or the user cache directory)")
     summary.set_defaults(func=cmd_summary)
-    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False)  # no command: the sample run
+    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")
+    opener.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
     opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
+    opener.add_argument("--ascii", action="store_true",
+                        help="draw the timeline with ASCII glyphs (# busy, : + partly busy, . idle, = sync); "
+                             "the default under a non-UTF-8 locale (LANG=C)")
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
     opener.add_argument("--no-cache", action="store_true",
                         help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)")

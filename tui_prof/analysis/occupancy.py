@@ -128,6 +128,20 @@ def occupancy(arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: in
     wg_lds = lim.lds_per_cu // lds if lds > 0 else 10**9
     wg_slots = wmax * E if W == 1 else min(wmax * E // W, lim.max_barriers)
     limits = {"VGPR": wg_vgpr, "SGPR": wg_sgpr, "LDS": wg_lds, "workgroup slots": wg_slots}
+    # every limiter on its own, in workgroups per CU: the AGPRs of an arch whose AGPRs are a
+    # separate file, the barrier (workgroup) slots and the CU's wave slots apart
+    every = {"VGPR + AGPR" if (lim.unified_agpr and agpr > 0) else "VGPR": wg_vgpr}
+    if agpr > 0 and not lim.unified_agpr:  # two register files: each limits on its own
+        every["VGPR"] = waves_for_vgpr(vgpr) * E // W
+        every["AGPR"] = waves_for_vgpr(agpr) * E // W
+    every["SGPR"] = wg_sgpr
+    every["LDS"] = wg_lds if lds_bytes <= lim.lds_per_wg else 0
+    if W > 1:
+        every["workgroup slots"] = lim.max_barriers
+    every["waves per CU"] = wmax * E // W
+    order = sorted(every, key=lambda k: (every[k], list(every).index(k)))
+    limiters = [{"limit": k, "workgroups_per_cu": every[k], "waves_per_simd": round(every[k] * W / E, 3)}
+                for k in order if every[k] < 10**9]
     wg = min(limits.values())
     waves_cu = wg * W
     waves_simd = waves_cu / E
@@ -135,7 +149,8 @@ def occupancy(arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: in
     limiter = "none" if full else min(limits, key=lambda k: (limits[k], list(limits).index(k)))
     if lds_bytes > lim.lds_per_wg:
         limiter, wg, waves_cu, waves_simd = "LDS", 0, 0, 0.0
-    hint = _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr)
+    hint = _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr,
+                 limiters)
     if scratch_bytes > 0:
         hint += f" Uses {scratch_bytes} B scratch per work-item (register spilling or private arrays): may stall wave launch."
     return {
@@ -150,6 +165,8 @@ def occupancy(arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: in
         "occupancy_pct": round(100.0 * waves_cu / (wmax * E), 2),
         "limiter": limiter,
         "limits_workgroups": {k: (v if v < 10**9 else None) for k, v in limits.items()},
+        # every limiter, tightest first: {"limit", "workgroups_per_cu", "waves_per_simd"}
+        "limiters": limiters,
         "hint": hint.strip(),
     }
 
@@ -158,7 +175,18 @@ def _fmt_waves(x: float) -> str:
     return f"{x:g}"
 
 
-def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr) -> str:
+def _next_limit(limiters: list[dict], W: int) -> str:
+    """The limits after the VGPR one, tightest first, as the VGPR hint names them."""
+    rest = [x for x in limiters if not x["limit"].startswith("VGPR")]
+    if not rest:
+        return f"workgroup size {W} waves"
+    first = rest[0]["workgroups_per_cu"]
+    tied = [x["limit"] for x in rest if x["workgroups_per_cu"] == first]
+    return f"{' and '.join(tied)}, {first} workgroup{'s' if first != 1 else ''} per CU"
+
+
+def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr,
+          limiters) -> str:
     others = min(v for k, v in limits.items() if k != limiter) if limiter != "none" else None
     if limiter == "none":
         return f"Full occupancy: {_fmt_waves(waves_simd)} of {wmax} waves per SIMD."
@@ -172,7 +200,7 @@ def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, l
                 label = "VGPRs (arch, with AGPRs counted)" if (lim.unified_agpr and agpr > 0) else "VGPRs"
                 return (f"VGPR-limited: {V} VGPRs give {now}; <= {max_arch} {label} would give "
                         f"{_fmt_waves(wg_new * W / E)}.")
-        return f"VGPR-limited: {V} VGPRs give {now}; fewer VGPRs alone would not help (next limit: workgroup size {W} waves)."
+        return f"VGPR-limited: {V} VGPRs give {now}; fewer VGPRs alone would not help (next limit: {_next_limit(limiters, W)})."
     if limiter == "SGPR":
         return f"SGPR-limited: {sgpr} SGPRs give {now}; <= 80 SGPRs would allow 10 (gfx9 rule)."
     if limiter == "LDS":

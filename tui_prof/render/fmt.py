@@ -111,3 +111,111 @@ def fmt_tick(t_ns: int, step_ns: int) -> str:
 def shorten(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters with an ellipsis."""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _strip_namespaces(text: str) -> str:
+    """``a::b::f<c::d>`` -> ``f<d>``: every ``name::`` qualifier (and ``(anonymous namespace)::``) dropped."""
+    text = text.replace("(anonymous namespace)::", "")
+    out: list[str] = []
+    word_start = 0
+    i = 0
+    while i < len(text):
+        if text.startswith("::", i):
+            del out[word_start:]  # the qualifier just written
+            i += 2
+            continue
+        ch = text[i]
+        out.append(ch)
+        if not (ch.isalnum() or ch == "_"):
+            word_start = len(out)
+        i += 1
+    return "".join(out)
+
+
+def _drop_arguments(text: str) -> str:
+    """The trailing top-level argument list ``(...)`` removed (a demangled signature's)."""
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i].rstrip() if i > 0 else text
+    return text
+
+
+def shorten_name(name: str, width: int, keep: int | None = None) -> str:
+    """A kernel name in ``width`` characters, readable and distinguishable: ``void``, the
+    argument list and namespaces go first; then an ellipsis in the middle keeps the start
+    and the end (the template's distinguishing arguments). ``keep``: a position of the
+    reduced name the middle must keep (see :func:`shorten_names`)."""
+    if len(name) <= width:
+        return name
+    text = name[5:] if name.startswith("void ") else name
+    for step in (_drop_arguments, _strip_namespaces):
+        if len(text) <= width:
+            return text
+        text = step(text)
+    if len(text) <= width:
+        return text
+    if width < 5:
+        return text[: max(width - 1, 0)] + "…"
+    if keep is None:
+        head = (width - 1) // 2
+        return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    # head … window around ``keep`` … tail
+    room = width - 2
+    head = max(room // 4, 1)
+    tail = max(room // 4, 1)
+    mid = room - head - tail
+    start = min(max(keep - mid // 2, head), max(len(text) - tail - mid, head))
+    return text[:head] + "…" + text[start:start + mid] + "…" + text[len(text) - tail:]
+
+
+def shorten_names(names: list[str], width: int) -> list[str]:
+    """:func:`shorten_name` of each name; names that would read the same keep, in the
+    middle, the first place where their reduced forms differ."""
+    out = [shorten_name(n, width) for n in names]
+    seen: dict[str, list[int]] = {}
+    for i, short in enumerate(out):
+        seen.setdefault(short, []).append(i)
+    for same in seen.values():
+        if len(same) < 2:
+            continue
+        reduced = [_strip_namespaces(_drop_arguments(names[i][5:] if names[i].startswith("void ") else names[i])) for i in same]
+        for j, i in enumerate(same):
+            # the places where this name first differs from each other one, nearest first
+            spots = sorted({next((p for p, (a, b) in enumerate(zip(reduced[j], o)) if a != b), min(len(reduced[j]), len(o)))
+                            for k, o in enumerate(reduced) if k != j})
+            taken = {out[k] for k in same if k != i}
+            for spot in spots:
+                out[i] = shorten_name(names[i], width, keep=spot)
+                if out[i] not in taken:
+                    break
+    return out
+
+
+def resolution_step(ns: float) -> int:
+    """The power of ten at or below ``ns`` (at least 1): the digit a time must show."""
+    return int(10 ** math.floor(math.log10(ns))) if ns >= 1 else 1
+
+
+def fmt_at(t_ns: float | None, resolution_ns: float) -> str:
+    """A point in time (an offset from the run start) with the digits that tell apart
+    points ``resolution_ns`` apart: 2.52 s at 1 µs resolution is ``2.520113 s``, a view
+    of 40.5 ms ± 8 µs reads ``40.512 ms``. Unit from the magnitude; 0 is ``0 ns``."""
+    if _unknown(t_ns):
+        return "-"
+    t = float(t_ns)  # type: ignore[arg-type]
+    if t == 0:
+        return "0 ns"
+    step = resolution_step(resolution_ns)
+    scale, unit = 1, "ns"
+    for s, u in _UNITS:
+        if abs(t) >= s:
+            scale, unit = s, u
+            break
+    decimals = 0
+    while step * 10**decimals < scale and decimals < 9:
+        decimals += 1
+    return f"{t / scale:.{decimals}f} {unit}"

@@ -48,7 +48,8 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
     gpus = [a for a in summary["agents"] if a.get("type") == "GPU"]
     if gpus:
         out.append("GPUs: " + "; ".join(
-            f"{a['id']}: {a['arch'] or '?'}" + (f" {a['product']}" if a.get("product") else "") for a in gpus
+            f"{a['id']}: {a['arch'] or '?'}" + (f" {a['product']}" if a.get("product") and a["product"] != a["arch"] else "")
+            for a in gpus
         ))
     kernels = summary["kernels"]
     out.append(

@@ -18,7 +18,7 @@ import math
 import sys
 import time
 
-from tui_prof.synth.spec import GEMM_NAME, SYNC_MODES, Expected, SynthRun, SynthSpec, build, summary
+from tui_prof.synth.spec import ARCHES, GEMM_NAME, SYNC_MODES, Expected, SynthRun, SynthSpec, build, summary
 
 __all__ = ["GEMM_NAME", "SYNC_MODES", "Expected", "SynthRun", "SynthSpec", "build", "summary", "main", "write_run", "FORMATS"]
 
@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap-ns", type=int, default=SynthSpec.gap_ns, help="host work between API calls (ns)")
     parser.add_argument("--gemm-share", type=float, default=SynthSpec.gemm_share)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--arch", choices=ARCHES, default="gfx942", help="the GPU: gfx942 (MI300X) or gfx1151 (Radeon 8060S, WMMA)")
+    parser.add_argument("--htod-copies", type=int, default=SynthSpec.htod_copies)
+    parser.add_argument("--dtoh-copies", type=int, default=SynthSpec.dtoh_copies)
     parser.add_argument("--hostname", default="synthhost")
     parser.add_argument("--pid", type=int, default=4242)
     parser.add_argument("--answers", default=None, help="also write the expected answers as JSON to this file")
@@ -79,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = SynthSpec(iterations=iterations, kernels_per_iteration=args.kernels_per_iteration,
                          gpus=args.gpus, streams=args.streams, sync=args.sync, gap_ns=args.gap_ns,
-                         gemm_share=args.gemm_share, seed=args.seed, pid=args.pid)
+                         gemm_share=args.gemm_share, seed=args.seed, pid=args.pid, arch=args.arch,
+                         htod_copies=args.htod_copies, dtoh_copies=args.dtoh_copies)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

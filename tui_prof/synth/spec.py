@@ -90,8 +90,16 @@ OTHER_KERNELS: tuple[KernelKind, ...] = (
 )
 
 
-def gemm_kind(mean_ns: int) -> KernelKind:
-    """The dominating GEMM kernel with the given mean duration (ns)."""
+ARCHES = ("gfx942", "gfx1151")
+# hipBLASLt/Tensile's name of an f16 GEMM on gfx11 (WMMA 16x16x16 instead of MFMA)
+WMMA_GEMM_NAME = "Cijk_Alik_Bljk_HHS_BH_MT128x128x32_WMMA16x16x16_SN_1LDSB0_GRVW8_WG32_8_1"
+
+
+def gemm_kind(mean_ns: int, arch: str = "gfx942") -> KernelKind:
+    """The dominating GEMM kernel with the given mean duration (ns): an MFMA GEMM on
+    gfx942, a WMMA one on gfx1151 (wave32: 256 threads are 8 waves; no AGPRs)."""
+    if arch == "gfx1151":
+        return KernelKind(WMMA_GEMM_NAME, mean_ns, (4096, 32, 1), (256, 1, 1), 192, 0, 96, 32768)
     return KernelKind(GEMM_NAME, mean_ns, (4096, 32, 1), (256, 1, 1), 128, 128, 88, 16384)
 
 
@@ -123,6 +131,7 @@ class SynthSpec:
     t0_ns: int = 1_550_151_853_000_000
     pid: int = 4242
     seed: int = 0
+    arch: str = "gfx942"  # the GPU: "gfx942" (MI300X) or "gfx1151" (Radeon 8060S, WMMA GEMM)
 
     def __post_init__(self) -> None:
         if self.sync not in SYNC_MODES:
@@ -133,6 +142,8 @@ class SynthSpec:
             raise ValueError("gemm_share must be in (0, 1]")
         if not 0.0 <= self.jitter < 1.0:
             raise ValueError("jitter must be in [0, 1)")
+        if self.arch not in ARCHES:
+            raise ValueError(f"arch must be one of {ARCHES}, got {self.arch!r}")
 
     @property
     def dispatches(self) -> int:
@@ -156,10 +167,13 @@ class SynthSpec:
             mean = int(round(other_ns * self.gemm_share / (1.0 - self.gemm_share)))
         else:
             mean = 250_000
-        return [gemm_kind(max(mean, 1))] + [OTHER_KERNELS[i - 1] for i in used]
+        return [gemm_kind(max(mean, 1), self.arch)] + [OTHER_KERNELS[i - 1] for i in used]
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["arch"] == "gfx942":
+            del d["arch"]  # the default is left out: files written before the option stay byte-identical
+        return d
 
 
 @dataclass
@@ -220,8 +234,27 @@ class SynthRun:
 MI300X_MEMORY_BYTES = 192 * (1 << 30)
 
 
-def make_agents(gpus: int) -> list[Agent]:
-    """1 CPU (node 0) + ``gpus`` MI300X (gfx942, 304 CUs) at nodes 1..gpus."""
+STRIX_HALO_MEMORY_BYTES = 96 * (1 << 30)  # the GPU's share of the 128 GiB unified memory (BIOS setting)
+
+
+def make_agents(gpus: int, arch: str = "gfx942") -> list[Agent]:
+    """1 CPU (node 0) + ``gpus`` MI300X (gfx942, 304 CUs) at nodes 1..gpus; with
+    ``arch="gfx1151"`` the Strix Halo APU: a Ryzen AI Max+ 395 and its Radeon 8060S (40
+    RDNA 3.5 CUs, 2 SIMD32 per CU, wave32)."""
+    if arch == "gfx1151":
+        agents = [Agent(id=0, type="CPU", name="AMD RYZEN AI MAX+ 395 w/ Radeon 8060S",
+                        product="AMD RYZEN AI MAX+ 395 w/ Radeon 8060S", vendor="CPU",
+                        node_id=0, logical_index=0, type_index=0, cu_count=32,
+                        max_clock_mhz=5100, extra={"cpu_cores_count": 32})]
+        for g in range(gpus):
+            agents.append(Agent(
+                id=g + 1, type="GPU", name="gfx1151", product="AMD Radeon 8060S Graphics", vendor="AMD",
+                node_id=g + 1, logical_index=g + 1, type_index=g, gfx_target_version=110501,
+                cu_count=40, simd_per_cu=2, simd_count=80, wave_size=32, max_waves_per_simd=16,
+                max_waves_per_cu=32, lds_bytes_per_cu=65536, num_xcc=1, max_clock_mhz=2900,
+                memory_bytes=STRIX_HALO_MEMORY_BYTES, workgroup_max_size=1024,
+                extra={"device_id": 5510, "model_name": "", "family_id": 150}))
+        return agents
     agents = [Agent(id=0, type="CPU", name="AMD EPYC 9654 96-Core Processor",
                     product="AMD EPYC 9654 96-Core Processor", vendor="CPU",
                     node_id=0, logical_index=0, type_index=0, cu_count=96,
@@ -459,8 +492,9 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
         copy_bytes={"HtoD": G * hin * spec.htod_bytes, "DtoH": G * hout * spec.dtoh_bytes},
         copy_calls={"HtoD": G * hin, "DtoH": G * hout},
         gemm_share=float(totals[0] / totals.sum()),
+        gemm_name=kinds[0].name,
     )
-    return SynthRun(spec=spec, agents=make_agents(G), kernels=kernels, api=api, copies=copies,
+    return SynthRun(spec=spec, agents=make_agents(G, spec.arch), kernels=kernels, api=api, copies=copies,
                     expected=expected, hostname=hostname)
 
 

@@ -40,6 +40,7 @@ from tui_prof.tui.view.runview import (
     load_failure,
     load_runset,
 )
+from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
@@ -93,6 +94,7 @@ class TuiProfApp(App):
         self.background = background
         self.source_name = source.name if isinstance(source, RunSet) else Path(source).name
         self.view: RunView | None = None
+        self.load_error = ""  # why nothing could be loaded (tuiprof open then exits 1)
         self._asked: set[str] = set()
         self.main = MainScreen()
         self.main.source_name = self.source_name
@@ -152,6 +154,7 @@ class TuiProfApp(App):
         self.main.fill_part(message.part, message.error)
 
     def on_load_failed(self, message: LoadFailed) -> None:
+        self.load_error = message.text
         self.main.show_failure(message.text)
 
     @classmethod
@@ -162,6 +165,7 @@ class TuiProfApp(App):
             ("main screen", MainScreen),
             ("main screen", HotspotsPane),
             ("tables", TableView),
+            ("hardware, issues, help", KeyScroll),
             ("timeline", Timeline),
             ("findings", FindingsTable),
             ("counters", CountersPane),

@@ -8,16 +8,22 @@ from pathlib import Path
 
 import numpy as np
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 
 from tui_prof.analysis.diff import DiffResult
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.diff.screens import DiffScreen, linked_models
+from tui_prof.tui.keys import binding_rows
+from tui_prof.tui.screens.back import BackScreen
+from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView, build_view, load_failure, load_runset
+from tui_prof.tui.widgets.table import TableView
+from tui_prof.tui.widgets.timeline import Timeline
 
 
 class DiffLoaded(Message):
@@ -42,7 +48,10 @@ class DiffApp(App):
 
     CSS_PATH = "../tuiprof.tcss"
     TITLE = "tuiprof diff"
-    BINDINGS = [Binding("q", "quit", "Quit", id="app.quit")]
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark,f1", "help", "Help", id="app.help"),
+    ]
 
     def __init__(self, source_a: str | Path | RunSet, source_b: str | Path | RunSet, *, by: str = "name", rules=None,
                  noise_pct: float | None = None, noise_pp: float | None = None, use_cache: bool = True, **kwargs) -> None:
@@ -67,6 +76,36 @@ class DiffApp(App):
             self.post_message(DiffLoaded(views, (a, b), screen.diff((a, b)), screen.match_keys(views, screen.by), models))
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(DiffLoadFailed(load_failure(err, "the runs")))
+
+    @classmethod
+    def key_rows(cls) -> list[tuple[str, str, str]]:
+        """(where, keys, action) of every binding of the diff app, its screens and widgets."""
+        return binding_rows((
+            ("everywhere", cls),
+            ("diff screen", DiffScreen),
+            ("kernel table", TableView),
+            ("focused timeline", Timeline),
+            ("pair screen", BackScreen),
+        ))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.key_rows()))
+
+    def get_system_commands(self, screen: Screen):
+        yield from super().get_system_commands(screen)
+        diff = self.diff_screen
+        yield SystemCommand("Match by next mode", "name / normalised name / category (m)", diff.action_match)
+        yield SystemCommand("Order by |Δ total|", "The kernel table's default order (r)", diff.action_reset_order)
+        yield SystemCommand("Zoom both in", "Both timelines (w + =)", lambda: diff.action_zoom(0.5))
+        yield SystemCommand("Zoom both out", "Both timelines (-)", lambda: diff.action_zoom(2.0))
+        yield SystemCommand("Pan both left", "Both timelines (a)", lambda: diff.action_pan(-0.25))
+        yield SystemCommand("Pan both right", "Both timelines (d)", lambda: diff.action_pan(0.25))
+        yield SystemCommand("Fit both", "Whole runs (0)", diff.action_fit)
+        yield SystemCommand("Next gap", "A's next idle gap, B follows (n)", lambda: diff.action_gap(1))
+        yield SystemCommand("Previous gap", "A's previous idle gap (N)", lambda: diff.action_gap(-1))
+        yield SystemCommand("Kernel on timelines", "The selected kernel on both timelines (t)", diff.action_goto_kernel)
+        yield SystemCommand("Keys", "Every key binding (?)", self.action_help)
 
     def on_diff_loaded(self, message: DiffLoaded) -> None:
         self.diff_screen.show(message.views, message.runsets, message.result, message.keys, message.models)

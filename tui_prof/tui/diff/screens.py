@@ -111,8 +111,14 @@ class DiffScreen(Screen):
     BINDINGS = [
         Binding("m", "match", "Match by", id="diff.match"),
         Binding("r", "reset_order", "Order by |Δ|", id="diff.order"),
-        Binding("plus,equals_sign", "zoom(0.5)", "Zoom both", id="diff.zoom_in"),
+        # these work with the default focus (the kernel table: s sorts it there); on a
+        # focused timeline its own keys (w/s/a/d/n/N) move both, through the zoom link
+        Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom both", id="diff.zoom_in"),
         Binding("minus", "zoom(2.0)", "Unzoom both", id="diff.zoom_out"),
+        Binding("a", "pan(-0.25)", "Pan both left", show=False),
+        Binding("d", "pan(0.25)", "Pan both right", show=False),
+        Binding("n", "gap(1)", "Next gap (A)", show=False),
+        Binding("N", "gap(-1)", "Prev gap (A)", show=False),
         Binding("0", "fit", "Fit both", id="diff.fit"),
         Binding("t", "goto_kernel", "Kernel on timelines", id="diff.timeline"),
     ]
@@ -195,7 +201,7 @@ class DiffScreen(Screen):
             return
         sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "|Δ total| ↓"
         text = (f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
-                "Enter: pair dispatches · m: match by · s: sort column · r: |Δ| order · Tab: timelines")
+                "Enter: pairs · m: match · s: sort · r: |Δ| order · w/-: zoom · a/d: pan · n/N: gap · ?: keys")
         self.query_one("#diff-status", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
 
     def key_rows(self, side: int, key: str) -> pd.DataFrame:
@@ -244,6 +250,12 @@ class DiffScreen(Screen):
     def action_zoom(self, factor: float) -> None:
         self._timelines()[0].action_zoom(factor)
 
+    def action_pan(self, fraction: float) -> None:
+        self._timelines()[0].action_pan(fraction)  # the zoom link moves B
+
+    def action_gap(self, step: int) -> None:
+        self._timelines()[0].action_gap(step)
+
     def action_fit(self) -> None:
         self._timelines()[0].action_fit()
 
@@ -277,7 +289,7 @@ class DiffScreen(Screen):
             other.set_view(source.t0, source.t1)
         self.query_one("#tl-status", Static).update(
             Text(f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
-                 "w/s or +/-: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel", no_wrap=True, overflow="ellipsis"))
+                 "w/+ -: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel · Tab: focus a timeline", no_wrap=True, overflow="ellipsis"))
 
     @on(Timeline.GapOpened)
     def _gap_opened(self, event: Timeline.GapOpened) -> None:

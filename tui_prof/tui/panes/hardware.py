@@ -7,54 +7,90 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.widgets.scroll import KeyScroll
 
 
 def _opt(value) -> str:
     return "-" if value is None else str(value)
 
 
+def id_ranges(ids: list) -> str:
+    """Agent ids as runs of consecutive integers: [2, 3, 4, 7] -> "2–4, 7"."""
+    if not all(isinstance(i, int) for i in ids):
+        return ", ".join(str(i) for i in ids)
+    spans: list[list[int]] = []
+    for i in sorted(ids):
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
+FIELDS = (
+    ("type", lambda a: a.type),
+    ("arch", lambda a: a.arch or "-"),
+    ("product", lambda a: a.product or "-"),
+    ("CUs", lambda a: _opt(a.cu_count)),
+    ("SIMD/CU", lambda a: _opt(a.simd_per_cu)),
+    ("wave size", lambda a: _opt(a.wave_size)),
+    ("waves/SIMD", lambda a: _opt(a.max_waves_per_simd)),
+    ("LDS/CU", lambda a: fmt_bytes(a.lds_bytes_per_cu) if a.lds_bytes_per_cu else "-"),
+    ("XCC", lambda a: _opt(a.num_xcc)),
+    ("max MHz", lambda a: _opt(a.max_clock_mhz)),
+    ("memory", lambda a: fmt_bytes(a.memory_bytes) if a.memory_bytes else "-"),
+)
+
+
+def agent_groups(runset: RunSet) -> list[tuple[str, list, list[str]]]:
+    """(process label, agent ids, field values) per group of agents of one process whose
+    every shown field is equal (eight identical GPUs are one column)."""
+    groups: dict[tuple, list] = {}
+    for run in runset.runs:
+        label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
+        for a in run.agents:
+            values = [str(get(a)) for _, get in FIELDS]
+            groups.setdefault((label, *values), []).append(a.id)
+    return [(key[0], ids, list(key[1:])) for key, ids in groups.items()]
+
+
 def agents_renderable(runset: RunSet) -> Table | str:
-    """Agents as columns, fields as rows (fits 80 columns for a few agents)."""
-    agents = [(run.meta.label or f"{run.meta.hostname}/{run.meta.pid}", a) for run in runset.runs for a in run.agents]
-    if not agents:
+    """Agents as columns (identical agents of a process as one, "GPU 2–9 ×8"), fields as
+    rows."""
+    groups = agent_groups(runset)
+    if not groups:
         return "No agent information in this run (the format does not record it)."
     table = Table(expand=True, show_edge=False, title="Agents", title_justify="left")
     table.add_column("", style="bold", no_wrap=True)
     multi = len(runset.runs) > 1
-    for label, a in agents:
-        table.add_column(Text(f"{label}:{a.id}" if multi else f"agent {a.id}"), overflow="fold")
-    fields = [
-        ("type", lambda a: a.type),
-        ("arch", lambda a: a.arch or "-"),
-        ("product", lambda a: a.product or "-"),
-        ("CUs", lambda a: _opt(a.cu_count)),
-        ("SIMD/CU", lambda a: _opt(a.simd_per_cu)),
-        ("wave size", lambda a: _opt(a.wave_size)),
-        ("waves/SIMD", lambda a: _opt(a.max_waves_per_simd)),
-        ("LDS/CU", lambda a: fmt_bytes(a.lds_bytes_per_cu) if a.lds_bytes_per_cu else "-"),
-        ("XCC", lambda a: _opt(a.num_xcc)),
-        ("max MHz", lambda a: _opt(a.max_clock_mhz)),
-        ("memory", lambda a: fmt_bytes(a.memory_bytes) if a.memory_bytes else "-"),
-    ]
-    for title, get in fields:
-        table.add_row(title, *(Text(str(get(a))) for _, a in agents))  # trace strings: never markup
+    for label, ids, values in groups:
+        name = f"{values[0]} {id_ranges(ids)} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]}"
+        table.add_column(Text(f"{label}:{name}" if multi else name), overflow="fold")
+    for row, (title, _) in enumerate(FIELDS):
+        table.add_row(title, *(Text(values[row]) for _, _, values in groups))  # trace strings: never markup
     return table
 
 
 def capabilities_renderable(doc: dict):
-    """Per GPU agent: capabilities and notes from analysis.capability, then run warnings."""
+    """Per group of GPU agents with equal capabilities: capabilities and notes from
+    analysis.capability, then run warnings."""
     parts: list = []
+    groups: dict[tuple, list] = {}
     for record in doc.get("agents", []):
         caps = record.get("capabilities")
-        if not caps:
-            continue
-        table = Table(title=Text(f"Profiling capability · {record['process']} · agent {record['id']} {record.get('arch') or ''}", "table.title"),
+        if caps:
+            key = (record["process"], record.get("arch") or "", repr(caps))
+            groups.setdefault(key, []).append(record)
+    for (process, arch, _), records in groups.items():
+        caps = records[0]["capabilities"]
+        ids = [r["id"] for r in records]
+        agents = f"agents {id_ranges(ids)} {arch} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]} {arch}"
+        table = Table(title=Text(f"Profiling capability · {process} · {agents}", "table.title"),
                       expand=True, show_edge=False, show_header=False, title_justify="left")
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
@@ -74,8 +110,8 @@ def capabilities_renderable(doc: dict):
     return Group(*parts) if parts else Text("No GPU agent information: capabilities unknown.", "dim")
 
 
-class HardwarePane(VerticalScroll):
-    """Tab 3."""
+class HardwarePane(KeyScroll):
+    """Tab 3; scrolls with the table keys."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="hardware-body")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tui_prof.model import RunSet
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.widgets.scroll import KeyScroll
 
 
 def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
@@ -28,8 +28,8 @@ def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
     return table
 
 
-class IssuesPane(VerticalScroll):
-    """Tab 6."""
+class IssuesPane(KeyScroll):
+    """Tab 6; scrolls with the table keys."""
 
     def compose(self) -> ComposeResult:
         yield Static(Text(COMPUTING, "dim italic"), id="issues-body")

@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView
@@ -19,13 +20,14 @@ from tui_prof.tui.widgets.timeline import Timeline
 
 # the legend: (glyph, style, label) as drawn by tui_prof.tui.widgets.timeline
 LEGEND = (("█", "bright_green", " busy "), ("▃", "yellow", " <90% busy "), ("░", "red", " idle "),
-          ("▓", "bright_magenta", " sync "), ("▚", "bright_magenta", " sync+launch "), ("▆", "blue", " host API"))
+          ("▓", "bright_magenta", " sync "), ("▚", "bright_magenta", " sync+launch "), ("▆", "blue", " host API "), ("▆", "cyan", " host op"))
 
 
-def legend() -> Text:
+def legend(ascii: bool = False) -> Text:
+    """The glyphs and their meaning (ASCII glyphs with ``ascii``: tui_prof.tui.glyphs)."""
     text = Text(no_wrap=True, overflow="ellipsis")
     for glyph, style, label in LEGEND:
-        text.append(glyph, style)
+        text.append(to_ascii(glyph) if ascii else glyph, style)
         text.append(label)
     return text
 
@@ -44,7 +46,7 @@ class TimelinePane(Vertical):
     def compose(self) -> ComposeResult:
         yield Timeline(id="timeline-view")
         yield Static(Text(f"timeline: {COMPUTING}", "dim italic"), id="tl-status", classes="status")
-        yield Static(legend(), id="tl-legend", classes="status")
+        yield Static(legend(use_ascii()), id="tl-legend", classes="status")
 
     @property
     def timeline(self) -> Timeline:

@@ -22,7 +22,7 @@ DISPATCH_COLUMNS = (
     Column("stream", "stream", 6),
     Column("grid_x", "grid x", 8),
     Column("wg_x", "wg x", 5),
-    Column("lds_bytes", "LDS", 7, "bytes"),
+    Column("lds_bytes", "LDS", 9, "bytes"),  # "512.0 KiB": a number is never cut
     Column("arch_vgpr", "vgpr", 5),
     Column("sgpr", "sgpr", 5),
     Column("correlation_id", "corr id", 8),
@@ -56,7 +56,9 @@ class DispatchesScreen(BackScreen):
     def _show(self, rows: pd.DataFrame) -> None:
         self.rows = rows
         self.query_one("#disp-status", Static).update(f"{len(rows)} dispatches · Enter: detail · s: sort column · Esc: back")
-        self.query_one("#dispatches", TableView).set_data(rows, text_key=None)
+        table = self.query_one("#dispatches", TableView)
+        table.time_offsets("t", rows)  # start offsets with the digits that tell dispatches apart
+        table.set_data(rows, text_key=None)
 
     @on(TableView.Selected, "#dispatches")
     def _selected(self, event: TableView.Selected) -> None:

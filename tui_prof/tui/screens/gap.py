@@ -1,9 +1,10 @@
-"""An idle gap (from analysis.timeline.gpu_timeline) and the host calls around it; the
-calls are selected from the run's API table in a thread worker."""
+"""An idle gap (from analysis.timeline.gpu_timeline), the host ops that overlap it
+(analysis.hostops: Kineto cpu_op/user_annotation, roctx/rocprofv3 marker ranges; the
+dominant one in the header) and the host API calls around it, the list opened at the
+gap; both are selected in a thread worker."""
 
 from __future__ import annotations
 
-import pandas as pd
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -11,7 +12,7 @@ from textual.widgets import Footer, Static
 
 from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.screens.back import BackScreen
-from tui_prof.tui.view.dispatch import gap_calls
+from tui_prof.tui.view.dispatch import GapHost, gap_host
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
 
@@ -22,28 +23,48 @@ HOST_CALL_COLUMNS = (
     Column("tid", "tid", 8),
     Column("correlation_id", "corr id", 8),
 )
+HOST_OP_COLUMNS = (
+    Column("t", "start", 12, "ns"),
+    Column("name", "host op", 24, "text"),
+    Column("overlap_ns", "in gap", 9, "ns"),
+    Column("dur", "duration", 9, "ns"),
+    Column("depth", "depth", 5),
+    Column("tid", "tid", 8),
+)
 
 
 class GapScreen(BackScreen):
     """Gap ``gap_index`` (a row of ``view.gaps``)."""
 
+    DEFAULT_CSS = """
+    GapScreen #gap-ops { height: auto; max-height: 8; border-bottom: solid $primary; }
+    GapScreen #gap-calls { height: 1fr; }
+    """
+
     def __init__(self, view: RunView, gap_index: int) -> None:
         super().__init__()
         self.view, self.gap_index = view, gap_index
+        self.host: GapHost | None = None
+
+    def title_text(self) -> Text:
+        """Gap, length, start, the dominant host op (once known) and the cause."""
+        gap = self.view.gaps.iloc[self.gap_index]
+        origin = self.view.origin
+        text = f"gap {self.gap_index + 1}: GPU{int(gap['agent'])} idle {fmt_ns(gap['duration_ns'])} from {fmt_ns(int(gap['start']) - origin)}"
+        dominant = self.host.dominant if self.host is not None else None
+        if dominant is not None:
+            text += f" · host: {dominant.name} {fmt_ns(dominant.overlap_ns)}"
+        text += f" · cause: {gap['cause']}" + (f" ({gap['api_cause']})" if gap["api_cause"] else "")
+        return Text(text, no_wrap=True, overflow="ellipsis")  # names from the trace: never markup
 
     def compose(self) -> ComposeResult:
         gap = self.view.gaps.iloc[self.gap_index]
-        origin = self.view.origin
-        text = (
-            f"gap {self.gap_index + 1}: GPU{int(gap['agent'])} idle {fmt_ns(gap['duration_ns'])} "
-            f"from {fmt_ns(int(gap['start']) - origin)} · cause: {gap['cause']}"
-            + (f" ({gap['api_cause']})" if gap["api_cause"] else "")
-        )
-        yield Static(Text(text, no_wrap=True, overflow="ellipsis"), classes="title")
+        yield Static(self.title_text(), id="gap-title", classes="title")
         yield Static(
             Text(f"before: {gap['prev_name']}  →  after: {gap['next_name']}", no_wrap=True, overflow="ellipsis"),
             classes="status",
         )
+        yield TableView(list(HOST_OP_COLUMNS), id="gap-ops")
         yield TableView(list(HOST_CALL_COLUMNS), id="gap-calls")
         yield Footer()
 
@@ -53,8 +74,17 @@ class GapScreen(BackScreen):
 
     @work(thread=True, exclusive=True, group="gap-calls", exit_on_error=False)
     def _select(self) -> None:
-        calls = gap_calls(self.view, self.gap_index)
-        self.app.call_from_thread(self._show, calls)
+        host = gap_host(self.view, self.gap_index)
+        self.app.call_from_thread(self._show, host)
 
-    def _show(self, calls: pd.DataFrame) -> None:
-        self.query_one("#gap-calls", TableView).set_data(calls, text_key="name")
+    def _show(self, host: GapHost) -> None:
+        self.host = host
+        self.query_one("#gap-title", Static).update(self.title_text())
+        ops = self.query_one("#gap-ops", TableView)
+        ops.time_offsets("t", host.ops)
+        ops.set_data(host.ops, text_key="name")
+        ops.display = len(host.ops) > 0
+        calls = self.query_one("#gap-calls", TableView)
+        calls.time_offsets("t", host.calls)
+        calls.set_data(host.calls, text_key="name")
+        calls.call_after_refresh(calls.show_row, host.first, 1)  # the call before the gap above it

@@ -5,9 +5,10 @@ from __future__ import annotations
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from tui_prof.tui.widgets.scroll import KeyScroll
 
 
 class HelpScreen(ModalScreen):
@@ -26,5 +27,8 @@ class HelpScreen(ModalScreen):
         table.add_column("action")
         for where, keys, action in self.rows:
             table.add_row(where, keys, action)
-        with VerticalScroll(id="help"):
+        with KeyScroll(id="help"):
             yield Static(table)
+
+    def on_mount(self) -> None:
+        self.query_one("#help").focus()  # j/k, g/G, Home/End, PgUp/PgDn, space scroll it

@@ -37,7 +37,10 @@ from tui_prof.tui.view.runview import PARTS, RunView
 from tui_prof.tui.widgets.timeline import Timeline
 
 PANES = Binding.Group("Panes", compact=True)
-FOCUS = {"hotspots": "#hotspot-table", "timeline": "#timeline-view", "findings": "#findings-table", "counters": "#counters-pane"}
+# every tab focuses a widget of its own: a tab whose focus stayed in a hidden pane would be
+# switched back to by Textual (TabPane.Focused) when that widget is focused again
+FOCUS = {"hotspots": "#hotspot-table", "timeline": "#timeline-view", "hardware": "#hardware-pane",
+         "findings": "#findings-table", "counters": "#counters-pane", "issues": "#issues-pane"}
 # the lazy RunView part each tab shows (see tui_prof.tui.view.runview.PARTS)
 TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary",
             "counters": "summary", "issues": "summary"}

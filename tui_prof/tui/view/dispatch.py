@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.hostops import DominantOp, dominant_op, ops_overlapping
 from tui_prof.analysis.occupancy import occupancy
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.view.runview import RunView
@@ -24,6 +26,27 @@ def dispatch_occupancy(view: RunView, row: pd.Series) -> dict | None:
     wg = max(int(row["wg_x"]), 1) * max(int(row["wg_y"]), 1) * max(int(row["wg_z"]), 1)
     return occupancy(agent.arch, wg, int(row["arch_vgpr"]), max(int(row["accum_vgpr"]), 0), max(int(row["sgpr"]), 0),
                      max(int(row["lds_bytes"]), 0), agent.wave_size or None, max(int(row["scratch_bytes"]), 0))
+
+
+# analysis.occupancy limiter names, short enough for the detail's two columns
+SHORT_LIMIT = {"VGPR + AGPR": "V+AGPR", "waves per CU": "waves", "workgroup slots": "slots"}
+
+
+def nvidia_agent(agent) -> bool:
+    """An NVIDIA GPU (CUDA names: blocks, threads, shared memory)."""
+    return agent is not None and "NVIDIA" in f"{agent.vendor or ''} {agent.product or ''}".upper()
+
+
+def _grid_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:
+    """The grid as the profiler recorded it: CUPTI (an NVIDIA agent) in blocks, beside the
+    model's work-items (threads); ROCm profilers record work-items."""
+    items = [int(r[c]) for c in ("grid_x", "grid_y", "grid_z")]
+    wg = [int(r[c]) for c in ("wg_x", "wg_y", "wg_z")]
+    threads = " × ".join(fmt_value(v, "int") for v in items)
+    if nvidia_agent(agent) and all(v > 0 for v in items) and all(w > 0 for w in wg) and all(v % w == 0 for v, w in zip(items, wg)):
+        blocks = "[" + ", ".join(str(v // w) for v, w in zip(items, wg)) + "]"
+        return [("grid (blocks)", blocks), ("grid (threads)", threads)]
+    return [("grid", threads)]
 
 
 @dataclass
@@ -46,9 +69,9 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
         ("duration", fmt_ns(r["dur"])),
         ("agent", f"{int(r['agent'])} {agent.arch if agent else ''}".strip()),
         ("queue / stream", f"{fmt_value(r['queue'], 'int')} / {fmt_value(r['stream'], 'int')}"),
-        ("grid", " × ".join(fmt_value(r[c], "int") for c in ("grid_x", "grid_y", "grid_z"))),
-        ("workgroup", " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))),
-        ("LDS / workgroup", fmt_bytes(r["lds_bytes"])),
+        *_grid_pairs(r, agent),
+        ("block" if nvidia_agent(agent) else "workgroup", " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))),
+        ("shared memory / block" if nvidia_agent(agent) else "LDS / workgroup", fmt_bytes(r["lds_bytes"])),
         ("scratch / item", fmt_bytes(r["scratch_bytes"])),
         ("arch / accum VGPR", f"{fmt_value(r['arch_vgpr'], 'int')} / {fmt_value(r['accum_vgpr'], 'int')}"),
         ("SGPR", fmt_value(r["sgpr"], "int")),
@@ -73,6 +96,8 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
         pairs += [
             ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({occ['occupancy_pct']:g} %)"),
             ("occupancy limiter", f"{occ['limiter']} · {occ['workgroups_per_cu']} workgroups/CU"),
+            ("limits (WG/CU)", ", ".join(f"{SHORT_LIMIT.get(x['limit'], x['limit'])} {x['workgroups_per_cu']}"
+                                         for x in occ["limiters"])),
         ]
     else:
         pairs.append(("occupancy", "unknown (arch, workgroup size or VGPRs not recorded)"))
@@ -102,3 +127,37 @@ def gap_calls(view: RunView, gap_index: int) -> pd.DataFrame:
     calls["t"] = calls["start"].to_numpy() - view.origin
     calls["dur"] = calls["end"].to_numpy() - calls["start"].to_numpy()
     return calls
+
+
+def first_call_in_gap(calls: pd.DataFrame, view: RunView, gap_index: int) -> int:
+    """Row position in ``calls`` (sorted by start) of the first call that ends inside or
+    after the gap's start: where the gap's host-call list opens."""
+    gs = int(view.gaps.iloc[gap_index]["start"])
+    ends = calls["end"].to_numpy()
+    at = np.flatnonzero(ends >= gs)
+    return int(at[0]) if at.size else 0
+
+
+@dataclass
+class GapHost:
+    """The host side of a gap: API calls around it (``calls``, sorted by start; ``first``:
+    the row of the first call reaching into the gap) and the host ops overlapping it
+    (``ops``, analysis.hostops) with the dominant one."""
+
+    calls: pd.DataFrame
+    first: int
+    ops: pd.DataFrame
+    dominant: DominantOp | None
+
+
+def gap_host(view: RunView, gap_index: int) -> GapHost:
+    """API calls and host ops of gap ``gap_index`` (in a worker: it scans the run's API
+    and markers tables)."""
+    gaps = view.gaps
+    assert gaps is not None, "a gap index needs the gaps part"
+    gap = gaps.iloc[gap_index]
+    calls = gap_calls(view, gap_index).sort_values("start", kind="stable").reset_index(drop=True)
+    run = view.runset.runs[int(gap["run"])]
+    ops = ops_overlapping(run.markers, int(gap["start"]), int(gap["end"]))
+    ops = ops.assign(t=ops["start"].to_numpy() - view.origin, dur=ops["end"].to_numpy() - ops["start"].to_numpy())
+    return GapHost(calls, first_call_in_gap(calls, view, gap_index), ops, dominant_op(ops))

@@ -47,7 +47,7 @@ class Lane:
     """One timeline row: a label and the (merged) intervals it shows."""
 
     label: str
-    kind: str  # "host" | "gpu" | "copy"
+    kind: str  # "host" (API calls) | "ops" (host ops: markers) | "gpu" | "copy"
     start: np.ndarray  # int64 ns, relative to the run origin, merged
     end: np.ndarray
     key: tuple = ()
@@ -131,6 +131,23 @@ class TimelineModel:
     def frame(self, t0: int, t1: int, width: int) -> tuple[np.ndarray, np.ndarray]:
         """(busy occupancy, sync occupancy), each (n_lanes, width)."""
         return self.busy.occupancy(t0, t1, width), self.sync.occupancy(t0, t1, width)
+
+    def sync_bars(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, end, lane) of every host lane's merged sync intervals, sorted by start:
+        the bars the timeline's next/previous-sync keys jump between."""
+        if not hasattr(self, "_sync_bars"):
+            parts = []
+            for i, lane in enumerate(self.lanes):
+                if lane.kind == "host" and lane.sync_start.size:
+                    s, e = merge_intervals(lane.sync_start, lane.sync_end)
+                    parts.append((s, e, np.full(s.size, i, np.int64)))
+            if parts:
+                s, e, li = (np.concatenate(x) for x in zip(*parts))
+                order = np.argsort(s, kind="stable")
+                self._sync_bars = (s[order], e[order], li[order])
+            else:
+                self._sync_bars = (np.zeros(0, np.int64),) * 3
+        return self._sync_bars
 
     def idle_frame(self, t0: int, t1: int, width: int) -> np.ndarray:
         """Share of each cell inside a listed idle gap of the lane's agent, (n_lanes, width)."""

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
+from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
@@ -39,6 +40,7 @@ GROUPS = ("name", "normalised name", "category", "agent", "process")
 GROUP_BY = {"name": "name", "normalised name": "normalized", "category": "category", "agent": "agent", "process": "pid"}
 PARTS = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
 SUMMARY_TOP = 50
+OP_LANES = 4  # host-op lanes per thread: depths 0, 1, 2 and 3 and deeper
 
 
 def split_by(codes: np.ndarray, n: int) -> list[np.ndarray]:
@@ -67,6 +69,29 @@ class _GpuLayout:
         keys, self.codes = factor(agent * (np.int64(1) << 40) + (queue + 1))
         self.agents = keys >> 40
         self.queues = (keys & ((np.int64(1) << 40) - 1)) - 1
+
+
+def op_lanes(markers: pd.DataFrame, origin: int) -> list[tuple[str, np.ndarray, np.ndarray, tuple]]:
+    """(label, start, end relative to ``origin``, key) of the host-op lanes of one run: per
+    thread one lane per nesting depth (analysis.hostops.nesting_depth) up to
+    :data:`OP_LANES`, deeper ops drawn on the last."""
+    markers = host_markers(markers)
+    if not len(markers):
+        return []
+    start = markers["start"].to_numpy().astype(np.int64)
+    end = markers["end"].to_numpy().astype(np.int64)
+    tid = markers["tid"].to_numpy().astype(np.int64)
+    raw = nesting_depth(start, end, tid)
+    depth = np.minimum(raw, OP_LANES - 1)
+    lanes = []
+    tids, codes = factor(tid)
+    for t, rows in zip(tids, split_by(codes, len(tids))):
+        for d in range(int(depth[rows].max()) + 1):
+            mine = rows[depth[rows] == d]
+            name = f"{d}+" if d == OP_LANES - 1 and int(raw[rows].max()) > d else str(d)
+            label = f"ops T{t} {name}" if t >= 0 else f"ops {name}"
+            lanes.append((label, start[mine] - origin, end[mine] - origin, ("ops", int(t), d)))
+    return lanes
 
 
 class RunView:
@@ -209,6 +234,8 @@ class RunView:
                     srows = rows[sync[rows]]
                     lane.sync_start, lane.sync_end = s_all[srows], e_all[srows]
                     lanes.append(lane)
+            for label, start, end, key in lay["ops"]:
+                lanes.append(Lane(f"{prefix}{label}", "ops", start, end, key=(ri, *key)))
             gpu = lay["gpu"]
             if gpu is not None:
                 k = run.kernels
@@ -302,6 +329,8 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
         if len(run.api):
             lay["tids"], lay["tid_codes"] = factor(run.api["tid"].to_numpy().astype(np.int64))
         base += len(lay["tids"])
+        lay["ops"] = op_lanes(run.markers, origin)
+        base += len(lay["ops"])
         if len(run.kernels):
             gpu = lay["gpu"] = _GpuLayout(run.kernels)
             lane_parts.append(gpu.codes + base)

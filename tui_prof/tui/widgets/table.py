@@ -22,7 +22,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_prof.render.fmt import fmt_value
+from tui_prof.render.fmt import fmt_at, fmt_value, shorten_name, shorten_names
+from tui_prof.render.safe import safe_text
 
 
 @dataclass
@@ -146,6 +147,10 @@ class TableModel:
         return self.frame.iloc[int(self.order[position])]
 
 
+NAME_COLUMNS = ("name", "key")  # text columns of kernel names: shortened by render.fmt.shorten_names
+SHORT_NAMES_MAX = 2_000  # distinct names shortened as one set (a hotspot table; ~50 ms on the event loop)
+
+
 class TableView(Widget, can_focus=True):
     """Keyboard-first table: j/k rows, h/l columns, s sort; filtering is the owner's (``apply_filter``)."""
 
@@ -212,6 +217,7 @@ class TableView(Widget, can_focus=True):
         self.col_offset = 1
         self.top = 0
         self.formatters: dict[str, Callable] = {}
+        self._shorts: dict[tuple, dict[str, str]] = {}
 
     # -- data ---------------------------------------------------------------------
     def set_data(self, frame: pd.DataFrame, text_key: str | None = None, sort: tuple[str, bool] | None = None) -> None:
@@ -245,6 +251,22 @@ class TableView(Widget, can_focus=True):
         self.top = 0
         self.cursor = 0
         self.refresh()
+        self._post_highlight()
+
+    def time_offsets(self, key: str, frame: pd.DataFrame, dur_key: str = "dur") -> None:
+        """Show column ``key`` (ns from the run start) with the digits that tell its rows
+        apart: resolution one tenth of the shortest positive duration, at least 1 ns."""
+        dur = frame[dur_key].to_numpy() if dur_key in frame and len(frame) else np.zeros(0)
+        positive = dur[dur > 0]
+        resolution = max(float(positive.min()) / 10, 1.0) if positive.size else 1.0
+        self.formatters[key] = lambda v, r=resolution: fmt_at(v, r)
+
+    def show_row(self, position: int, above: int = 0) -> None:
+        """Put the cursor on row ``position`` (display order), shown ``above`` rows below
+        the top."""
+        position = self._clamp(position)
+        self.top = max(0, min(position - above, self.row_count - self._page_rows()))
+        self.cursor = position
         self._post_highlight()
 
     # -- actions --------------------------------------------------------------------
@@ -345,7 +367,26 @@ class TableView(Widget, can_focus=True):
         first_width = max(4, width - used) if first.kind == "text" else first.width
         return [(first, first_width)] + [(c, c.width) for c in shown]
 
+    def _short(self, key: str, width: int) -> dict[str, str]:
+        """Names of text column ``key`` shortened to ``width`` as one set
+        (render.fmt.shorten_names: rows that differ stay distinguishable); computed once
+        per column and width, for columns of at most SHORT_NAMES_MAX distinct values."""
+        cache_key = (id(self.model), key, width)
+        if cache_key not in self._shorts:
+            column = self.model.frame[key] if self.model is not None else None
+            values: list[str] = []
+            if column is not None:
+                uniques = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.unique()
+                if len(uniques) <= SHORT_NAMES_MAX:
+                    values = [str(v) for v in uniques]
+            self._shorts = {k: v for k, v in self._shorts.items() if k[0] == id(self.model)}
+            self._shorts[cache_key] = dict(zip(values, shorten_names(values, width))) if values else {}
+        return self._shorts[cache_key]
+
     def _cell(self, text: str, width: int, kind: str) -> str:
+        # Line-API segments reach the terminal as they are: a name from the trace is
+        # sanitised here (an OSC/escape sequence or a bidi control is shown, not obeyed)
+        text = safe_text(text)
         if len(text) > width:
             text = text[: max(0, width - 1)] + "…"
         return text.ljust(width) if kind == "text" else text.rjust(width)
@@ -377,7 +418,11 @@ class TableView(Widget, can_focus=True):
         row = self.model.frame.iloc[int(self.model.order[index])]
         parts = []
         for col, w in cols:
-            parts.append(self._cell(fmt_value(row[col.key], col.kind), w, col.kind))
+            custom = self.formatters.get(col.key)
+            value = custom(row[col.key]) if custom is not None else fmt_value(row[col.key], col.kind)
+            if col.key in NAME_COLUMNS and len(value) > w:  # kernel names; prose is cut at its end
+                value = self._short(col.key, w).get(value) or shorten_name(value, w)
+            parts.append(self._cell(value, w, col.kind))
         line = " ".join(parts)
         style = base + self.get_component_rich_style("tableview--cursor") if index == self.cursor else base
         return Strip([Segment(line.ljust(width)[:width], style)])

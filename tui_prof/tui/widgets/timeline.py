@@ -8,7 +8,9 @@ and run-length-encodes the styles into Segments.
 Glyphs: busy density ``▁▂▃▄▅▆▇█`` (fraction of the cell's time covered); a fully idle
 cell inside a GPU lane's active span, or inside an idle gap of its agent
 (analysis.timeline: union of kernels and copies, so also between copies before the
-first kernel), is ``░`` in the idle colour; sync calls on host
+first kernel), is ``░`` in the idle colour; host-op rows (markers:
+Kineto cpu_op/user_annotation, roctx ranges; one row per nesting depth) are density
+blocks in the op colour; sync calls on host
 rows are in the sync colour: ``▓`` when the cell holds only sync time, ``▚`` when sync
 calls are interleaved with other API calls in the cell (a sync after every launch);
 GPU cells at least 90% busy are green, less busy ones yellow; the selected interval is shown reversed; the current gap is underlined ``▔``
@@ -25,7 +27,9 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
+from tui_prof.render.fmt import fmt_at, fmt_ns, fmt_tick, tick_step
+from tui_prof.render.safe import safe_text
+from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.view.lanes import TimelineModel
 
 BLOCKS = np.array([ord(c) for c in " ▁▂▃▄▅▆▇█"], dtype=np.uint32)
@@ -36,7 +40,7 @@ BUSY_THRESHOLD = 0.9  # a GPU cell at least this busy is "busy", below it "partl
 MIXED_THRESHOLD = 0.02  # non-sync API share of a cell that makes a sync cell "mixed"
 
 # style codes of a cell
-S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP = range(8)
+S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP = range(9)
 STYLE_CLASSES = {
     S_BUSY: "timeline--busy",
     S_PARTIAL: "timeline--partial",
@@ -45,6 +49,7 @@ STYLE_CLASSES = {
     S_SYNC: "timeline--sync",
     S_MARK: "timeline--mark",
     S_GAP: "timeline--gap",
+    S_OP: "timeline--op",
 }
 
 
@@ -77,7 +82,9 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
             inside |= model.idle_frame(t0, t1, cells)[g] > 0
         b = busy[g]
         st = np.where(b >= BUSY_THRESHOLD, S_BUSY, np.where(b > 0, S_PARTIAL, np.where(inside, S_IDLE, S_BLANK)))
-        gl = np.where((b <= 0) & inside, IDLE_GLYPH, glyph[g])
+        # a partly idle cell never draws the full block: █ means busy without colour too
+        partial = BLOCKS[np.minimum(levels(b), 7)]
+        gl = np.where((b <= 0) & inside, IDLE_GLYPH, np.where(b >= BUSY_THRESHOLD, glyph[g], partial))
         style[g] = st
         glyph[g] = gl
     copy = np.flatnonzero(kinds == "copy")
@@ -91,6 +98,9 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
         style[host] = np.where(has_sync, S_SYNC, np.where(busy[host] > 0, S_API, S_BLANK))
         mixed = has_sync & (busy[host] - s > MIXED_THRESHOLD)
         glyph[host] = np.where(mixed, MIXED_GLYPH, np.where(has_sync, SYNC_GLYPH, glyph[host]))
+    ops = np.flatnonzero(kinds == "ops")  # host ops (markers), one lane per nesting depth
+    if ops.size:
+        style[ops] = np.where(busy[ops] > 0, S_OP, S_BLANK)
     if gap is not None:
         lane, gs, ge = gap
         rows = np.flatnonzero(gpu) if lane < 0 else np.array([lane])
@@ -121,6 +131,7 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--gap { color: ansi_bright_white; background: ansi_red; }
     Timeline > .timeline--api { color: ansi_blue; }
     Timeline > .timeline--sync { color: ansi_bright_magenta; }
+    Timeline > .timeline--op { color: ansi_cyan; }
     Timeline > .timeline--mark { color: ansi_bright_white; background: ansi_blue; text-style: bold; }
     """
     COMPONENT_CLASSES = {"timeline--label", "timeline--label-cursor", "timeline--ruler", *STYLE_CLASSES.values()}
@@ -134,6 +145,8 @@ class Timeline(Widget, can_focus=True):
         Binding("f,0", "fit", "Fit", id="timeline.fit"),
         Binding("n,right_square_bracket", "gap(1)", "Next gap", id="timeline.next_gap"),
         Binding("N,left_square_bracket", "gap(-1)", "Prev gap", id="timeline.prev_gap"),
+        Binding("y", "sync(1)", "Next sync", id="timeline.next_sync"),
+        Binding("Y", "sync(-1)", "Prev sync", id="timeline.prev_sync"),
         Binding("c", "centre_selected", "Go to kernel", id="timeline.goto_kernel"),
         Binding("enter", "open_gap", "Gap calls", id="timeline.open_gap"),
     ]
@@ -178,7 +191,9 @@ class Timeline(Widget, can_focus=True):
         self.lane_cursor = 0
         self.lane_top = 0
         self.gap_index = -1
+        self.sync_index = -1
         self.marker: tuple[int, int, int] | None = None
+        self.ascii = use_ascii()  # --ascii or a non-UTF-8 locale: tui_prof.tui.glyphs
         self._cache_key = None
         self._frame = None
         self._styles: dict = {}
@@ -192,6 +207,7 @@ class Timeline(Widget, can_focus=True):
     def set_model(self, model: TimelineModel) -> None:
         self.model = model
         self.gap_index = -1
+        self.sync_index = -1
         self.marker = None
         self.lane_cursor = 0
         self.lane_top = 0
@@ -257,6 +273,15 @@ class Timeline(Widget, can_focus=True):
             self.lane_top = self.lane_cursor
         elif self.lane_cursor >= self.lane_top + rows:
             self.lane_top = self.lane_cursor - rows + 1
+        # never scroll past the last lane: the rows above the cursor (host rows) stay shown
+        # while the lanes fit
+        lanes = len(self.model.lanes) if self.model else 0
+        self.lane_top = max(0, min(self.lane_top, lanes - rows))
+
+    def on_resize(self) -> None:
+        """A jump made while the pane was hidden (no height yet) is laid out again."""
+        self._scroll_lane_into_view()
+        self._strips = {}
 
     def action_gap(self, step: int) -> None:
         """Jump to the next (step=1) or previous (-1) idle gap after/before the view centre."""
@@ -277,6 +302,36 @@ class Timeline(Widget, can_focus=True):
         start, end = int(gaps[index, 0]), int(gaps[index, 1])
         lane = int(self.model.gap_lanes[index]) if self.model.gap_lanes is not None else -1
         self.centre_on(start, end, lane if lane >= 0 else None)
+
+    def action_sync(self, step: int) -> None:
+        """Jump to the next (step=1) or previous (-1) sync bar of the host rows (merged
+        sync calls) after/before the view centre, centred and marked."""
+        if self.model is None:
+            return
+        starts, ends, lanes = self.model.sync_bars()
+        if not starts.size:
+            self.notify("No sync calls on the host rows", severity="information")
+            return
+        if self.sync_index < 0:
+            mid = (self.t0 + self.t1) // 2
+            index = int(np.searchsorted(starts, mid)) if step > 0 else int(np.searchsorted(starts, mid)) - 1
+        else:
+            index = self.sync_index + step
+        if not 0 <= index < starts.size:
+            self.notify("No more sync bars in that direction", severity="information")
+            return
+        self.sync_index = index
+        start, end, lane = int(starts[index]), int(ends[index]), int(lanes[index])
+        self.marker = (lane, start, end)
+        self.centre_on(start, end, lane)
+
+    @property
+    def current_sync(self) -> tuple[int, int, int] | None:
+        """(lane, start, end) of the sync bar jumped to last, or None."""
+        if self.model is None or self.sync_index < 0:
+            return None
+        starts, ends, lanes = self.model.sync_bars()
+        return int(lanes[self.sync_index]), int(starts[self.sync_index]), int(ends[self.sync_index])
 
     def action_centre_selected(self) -> None:
         self.post_message(self.CentreRequested(self))
@@ -336,9 +391,13 @@ class Timeline(Widget, can_focus=True):
         key = (index, label_cls, width)
         if key in self._strips:
             return self._strips[key]
-        label = lane.label[: lw - 1] + "…" if len(lane.label) > lw else lane.label
-        segs = [Segment(label.ljust(lw), self._style(label_cls)), Segment("│", base)]
+        label = safe_text(lane.label)  # Line-API segments are written as they are
+        label = label[: lw - 1] + "…" if len(label) > lw else label
         text = glyph[index].astype("<u4").tobytes().decode("utf-32-le")
+        bar = "│"
+        if self.ascii:
+            label, text, bar = to_ascii(label), to_ascii(text), "|"
+        segs = [Segment(label.ljust(lw), self._style(label_cls)), Segment(bar, base)]
         codes = style[index]
         bounds = np.flatnonzero(np.diff(codes)) + 1
         starts = np.concatenate([[0], bounds])
@@ -372,10 +431,13 @@ class Timeline(Widget, can_focus=True):
             for c in range(c0, c1):
                 if line[c] == " ":
                     line[c] = "▔"
-        head = fmt_ns(self.t1 - self.t0)
+        head = "⟷ " + fmt_ns(self.t1 - self.t0)
+        bar, ruler = "│", "".join(line)
+        if self.ascii:
+            head, bar, ruler = to_ascii(head), "|", to_ascii(ruler)
         ruler_style = self._style("timeline--ruler")
         return Strip(
-            [Segment(("⟷ " + head).ljust(lw)[:lw], ruler_style), Segment("│", ruler_style), Segment("".join(line), ruler_style)],
+            [Segment(head.ljust(lw)[:lw], ruler_style), Segment(bar, ruler_style), Segment(ruler, ruler_style)],
             width,
         ).crop(0, width)
 
@@ -384,8 +446,14 @@ class Timeline(Widget, can_focus=True):
         if self.model is None:
             return ""
         lane = self.model.lanes[self.lane_cursor].label if self.model.lanes else "-"
-        text = f"view {fmt_ns(self.t0)}–{fmt_ns(self.t1)} ({fmt_ns(self.t1 - self.t0)})  lane: {lane}"
+        # the view's ends with the digits of one cell (of at least 40 cells: the status can
+        # be written before the widget has its size)
+        cell = (self.t1 - self.t0) / max(self.cells, 40)
+        text = f"view {fmt_at(self.t0, cell)}–{fmt_at(self.t1, cell)} ({fmt_ns(self.t1 - self.t0)})  lane: {lane}"
         gap = self.current_gap
         if gap is not None:
             text += f"  gap {self.gap_index + 1}/{len(self.model.gaps)}: {fmt_ns(gap[2] - gap[1])} idle"
+        sync = self.current_sync
+        if sync is not None:
+            text += f"  sync {self.sync_index + 1}/{self.model.sync_bars()[0].size}: {fmt_ns(sync[2] - sync[1])}"
         return text

@@ -1,0 +1,82 @@
+"""Exit paths of ``tuiprof open`` and ``tuiprof summary`` when nothing loads (issue 20
+item 16): one line on stderr, no report, exit status 1 (README, "Exit status")."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tui_prof import cli
+from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK
+from tui_prof.tui.app import TuiProfApp
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tuiprof(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "tui_prof.cli", *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL, timeout=120)
+
+
+def test_open_missing_path_exits_1_with_one_line():
+    done = _tuiprof("open", "/no/such/path")
+    assert done.returncode == EXIT_NOTHING_LOADED
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == ["tuiprof: '/no/such/path': no such file or directory"]
+
+
+def test_summary_missing_path_exits_1_without_a_report():
+    done = _tuiprof("summary", "--no-cache", "/no/such/path")
+    assert done.returncode == EXIT_NOTHING_LOADED
+    assert done.stdout == ""  # no all-zero report
+    # the loader's reason, then the verdict (tests/test_cli_validation.py checks both lines)
+    assert done.stderr.strip().splitlines() == ["tuiprof: /no/such/path: no such file or directory",
+                                                "tuiprof: nothing could be loaded from '/no/such/path'"]
+
+
+def test_summary_of_nothing_loadable_exits_1_without_a_report(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a profiler file\n")
+    done = _tuiprof("summary", "--no-cache", str(tmp_path))
+    assert done.returncode == EXIT_NOTHING_LOADED
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines()[-1] == f"tuiprof: nothing could be loaded from '{tmp_path}'"
+
+
+def test_open_of_nothing_loadable_exits_1_after_q(tmp_path, monkeypatch):
+    """The app shows why and waits for q; the command then exits 1."""
+    (tmp_path / "notes.txt").write_text("not a profiler file\n")
+    run = TuiProfApp.run
+
+    def headless(self, **kwargs):
+        async def press_q(pilot):
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if self.load_error:
+                    break
+            assert "Nothing could be loaded" in self.load_error
+            await pilot.press("q")
+
+        return run(self, headless=True, auto_pilot=press_q)
+
+    monkeypatch.setattr(TuiProfApp, "run", headless)
+    assert cli.main(["open", "--no-cache", str(tmp_path)]) == EXIT_NOTHING_LOADED
+
+
+def test_open_of_a_run_exits_0_after_q(monkeypatch):
+    run = TuiProfApp.run
+
+    def headless(self, **kwargs):
+        async def press_q(pilot):
+            for _ in range(400):
+                await pilot.pause(0.05)
+                if self.view is not None:
+                    break
+            await pilot.press("q")
+
+        return run(self, headless=True, auto_pilot=press_q)
+
+    monkeypatch.setattr(TuiProfApp, "run", headless)
+    assert cli.main(["open", "--no-cache", str(ROOT / "sample_traces" / "synthetic_sync_once")]) == EXIT_OK
