@@ -12,15 +12,15 @@ the expected answers as JSON (``--answers FILE`` also saves them).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import json
 import math
 import sys
 import time
+from pathlib import Path
 
 from tui_prof.synth.spec import ARCHES, GEMM_NAME, SYNC_MODES, Expected, SynthRun, SynthSpec, build, summary
 
-__all__ = ["GEMM_NAME", "SYNC_MODES", "Expected", "SynthRun", "SynthSpec", "build", "summary", "main", "write_run", "FORMATS"]
+__all__ = ["FORMATS", "GEMM_NAME", "SYNC_MODES", "Expected", "SynthRun", "SynthSpec", "build", "main", "summary", "write_run"]
 
 
 FORMATS = ("csv", "rocpd", "pftrace", "kineto")

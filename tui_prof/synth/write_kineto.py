@@ -88,8 +88,8 @@ def write_kineto(run: SynthRun, path: str | Path, gzipped: bool | None = None, c
     path.parent.mkdir(parents=True, exist_ok=True)
     if gzipped is None:
         gzipped = path.name.endswith(".gz")
-    opener = (lambda: gzip.open(path, "wt", encoding="utf-8", compresslevel=compresslevel)) if gzipped else (
-        lambda: open(path, "w", encoding="utf-8"))
+    opener = (lambda: gzip.open(path, "wt", encoding="utf-8", compresslevel=compresslevel)) if gzipped else (  # noqa: SIM115 -- opened by the with below
+        lambda: open(path, "w", encoding="utf-8"))  # noqa: SIM115
     with opener() as fh:
         _write(run, fh)
     return path
@@ -142,10 +142,10 @@ def _write(run: SynthRun, fh) -> None:
     emit(_metadata(run, t_first))
     span = us_text(np.array([t_first, t_last - t_first]))
     emit(np.array([
-        "  {\n    \"ph\": \"X\", \"cat\": \"Trace\", \"ts\": %s, \"dur\": %s,\n    \"pid\": \"Spans\", "
+        "  {\n    \"ph\": \"X\", \"cat\": \"Trace\", \"ts\": %s, \"dur\": %s,\n    \"pid\": \"Spans\", "  # noqa: UP031 -- %s keeps the JSON braces single
         "\"tid\": \"PyTorch Profiler\",\n    \"name\": \"PyTorch Profiler (0)\",\n    \"args\": {\n"
         "      \"Op count\": 0\n    }\n  }" % (span[0], span[1]),
-        "  {\n    \"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\",\n"
+        "  {\n    \"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\",\n"  # noqa: UP031
         "    \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": %s\n  }" % span[0],
     ], dtype=object))
     base_ns = 1_700_000_000_000_000_000 - (1_700_000_000_000_000_000 % 1_000_000_000)

@@ -27,7 +27,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TracePacket, TrackEvent
 
 SEQ_ID = 7

@@ -23,6 +23,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
+from tui_prof.loaders import cancel_loads
+from tui_prof.loaders.base import LoadCancelled
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.keys import binding_rows
@@ -104,6 +106,11 @@ class TuiProfApp(App):
         self.push_screen(self.main)
         self.load()
 
+    def on_unmount(self) -> None:
+        """Quitting stops the loads still running (their threads are daemons, and this
+        makes them stop reading within a second)."""
+        cancel_loads()
+
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
         def progress(stage: str, done: int, total: int) -> None:
@@ -112,6 +119,8 @@ class TuiProfApp(App):
         try:
             runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress)
             self.post_message(Loaded(build_view(runset, progress, lazy=True)))
+        except LoadCancelled:  # the app is quitting
+            return
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(LoadFailed(load_failure(err, self.source_name)))
 

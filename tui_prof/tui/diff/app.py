@@ -14,6 +14,8 @@ from textual.message import Message
 from textual.screen import Screen
 
 from tui_prof.analysis.diff import DiffResult
+from tui_prof.loaders import cancel_loads
+from tui_prof.loaders.base import LoadCancelled
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.diff.screens import DiffScreen, linked_models
@@ -66,6 +68,11 @@ class DiffApp(App):
         self.push_screen(self.diff_screen)
         self.load()
 
+    def on_unmount(self) -> None:
+        """Quitting stops the loads still running (their threads are daemons, and this
+        makes them stop reading within a second)."""
+        cancel_loads()
+
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
         try:
@@ -74,6 +81,8 @@ class DiffApp(App):
             models = linked_models(views)  # the screen shows the lanes; the deltas come from analysis.diff
             screen = self.diff_screen
             self.post_message(DiffLoaded(views, (a, b), screen.diff((a, b)), screen.match_keys(views, screen.by), models))
+        except LoadCancelled:  # the app is quitting
+            return
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(DiffLoadFailed(load_failure(err, "the runs")))
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -188,25 +188,25 @@ class TableView(Widget, can_focus=True):
     class Highlighted(Message):
         """The cursor moved to ``row`` (None: the table is empty)."""
 
-        def __init__(self, table: "TableView", row: pd.Series | None) -> None:
+        def __init__(self, table: TableView, row: pd.Series | None) -> None:
             super().__init__()
             self.table = table
             self.row = row
 
         @property
-        def control(self) -> "TableView":
+        def control(self) -> TableView:
             return self.table
 
     class Selected(Message):
         """Enter (or a click) on ``row``."""
 
-        def __init__(self, table: "TableView", row: pd.Series) -> None:
+        def __init__(self, table: TableView, row: pd.Series) -> None:
             super().__init__()
             self.table = table
             self.row = row
 
         @property
-        def control(self) -> "TableView":
+        def control(self) -> TableView:
             return self.table
 
     def __init__(self, columns: list[Column], *, name: str | None = None, id: str | None = None) -> None:
@@ -349,9 +349,8 @@ class TableView(Widget, can_focus=True):
             return []
         first = self.columns[0]
         rest = self.columns[1:]
-        if self.col_cursor >= 1:
-            if self.col_cursor < self.col_offset:
-                self.col_offset = self.col_cursor
+        if self.col_cursor >= 1 and self.col_cursor < self.col_offset:
+            self.col_offset = self.col_cursor
         min_first = min(first.width, max(12, width // 3))
         while True:
             used, shown = 0, []

@@ -154,33 +154,33 @@ class Timeline(Widget, can_focus=True):
     class ViewChanged(Message):
         """Posted after zoom/pan/gap jumps, so the owner can update its status line."""
 
-        def __init__(self, timeline: "Timeline") -> None:
+        def __init__(self, timeline: Timeline) -> None:
             super().__init__()
             self.timeline = timeline
 
         @property
-        def control(self) -> "Timeline":
+        def control(self) -> Timeline:
             return self.timeline
 
     class GapOpened(Message):
-        def __init__(self, timeline: "Timeline", gap_index: int) -> None:
+        def __init__(self, timeline: Timeline, gap_index: int) -> None:
             super().__init__()
             self.timeline = timeline
             self.gap_index = gap_index
 
         @property
-        def control(self) -> "Timeline":
+        def control(self) -> Timeline:
             return self.timeline
 
     class CentreRequested(Message):
         """The user asked to jump to the selected kernel; the owner (pane or screen) supplies it."""
 
-        def __init__(self, timeline: "Timeline") -> None:
+        def __init__(self, timeline: Timeline) -> None:
             super().__init__()
             self.timeline = timeline
 
         @property
-        def control(self) -> "Timeline":
+        def control(self) -> Timeline:
             return self.timeline
 
     def __init__(self, model: TimelineModel | None = None, *, id: str | None = None) -> None:
@@ -200,7 +200,7 @@ class Timeline(Widget, can_focus=True):
         self._strips: dict = {}
 
         @property
-        def control(self) -> "Timeline":
+        def control(self) -> Timeline:
             return self.timeline
 
     # -- model / view state ---------------------------------------------------------
