@@ -88,9 +88,11 @@ def write_kineto(run: SynthRun, path: str | Path, gzipped: bool | None = None, c
     path.parent.mkdir(parents=True, exist_ok=True)
     if gzipped is None:
         gzipped = path.name.endswith(".gz")
-    opener = (lambda: gzip.open(path, "wt", encoding="utf-8", compresslevel=compresslevel)) if gzipped else (  # noqa: SIM115 -- opened by the with below
-        lambda: open(path, "w", encoding="utf-8"))  # noqa: SIM115
-    with opener() as fh:
+    if gzipped:
+        fh = gzip.open(path, "wt", encoding="utf-8", compresslevel=compresslevel)  # noqa: SIM115 -- closed by the with below
+    else:
+        fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 -- closed by the with below
+    with fh:
         _write(run, fh)
     return path
 
@@ -103,14 +105,14 @@ def _write(run: SynthRun, fh) -> None:
     t_first = int(min(api["start"].min(), kernels["start"].min()))
     t_last = int(max(api["end"].max(), kernels["end"].max()))
 
-    fh.write("\n{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n")
+    fh.write('\n{\n  "schemaVersion": 1,\n  "deviceProperties": [\n')
     fh.write(",\n".join(_device_properties(i, gpus[i]) for i in range(len(gpus))))
     fh.write(
-        "\n  ],\n  \"roctracer_version\": 4.1,\n"
-        f"  \"hip_runtime_version\": {HIP_RUNTIME_VERSION},\n"
-        f"  \"hip_driver_version\": {HIP_RUNTIME_VERSION},\n"
-        "  \"record_shapes\": 0,\n  \"with_stack\": 0,\n"
-        f"  \"trace_id\": \"{spec.seed:032X}\",\n  \"traceEvents\": [\n"
+        '\n  ],\n  "roctracer_version": 4.1,\n'
+        f'  "hip_runtime_version": {HIP_RUNTIME_VERSION},\n'
+        f'  "hip_driver_version": {HIP_RUNTIME_VERSION},\n'
+        '  "record_shapes": 0,\n  "with_stack": 0,\n'
+        f'  "trace_id": "{spec.seed:032X}",\n  "traceEvents": [\n'
     )
     first = True
 
@@ -129,41 +131,42 @@ def _write(run: SynthRun, fh) -> None:
     ext_of = dict(zip(api["correlation_id"].to_numpy().tolist(), external.tolist()))
 
     for lo in range(0, len(api), SLICE):
-        emit(_api_events(api.iloc[lo:lo + SLICE], external[lo:lo + SLICE], has_gpu_op[lo:lo + SLICE],
-                         kernel_of, copy_of, pid))
+        emit(_api_events(api.iloc[lo : lo + SLICE], external[lo : lo + SLICE], has_gpu_op[lo : lo + SLICE], kernel_of, copy_of, pid))
     for lo in range(0, len(kernels), SLICE):
-        k = kernels.iloc[lo:lo + SLICE]
+        k = kernels.iloc[lo : lo + SLICE]
         ext = np.array([ext_of.get(c, 0) for c in k["correlation_id"].tolist()], dtype=np.int64)
         emit(_kernel_events(k, ext))
     for lo in range(0, len(copies), SLICE):
-        c = copies.iloc[lo:lo + SLICE]
+        c = copies.iloc[lo : lo + SLICE]
         ext = np.array([ext_of.get(x, 0) for x in c["correlation_id"].tolist()], dtype=np.int64)
         emit(_copy_events(c, ext))
     emit(_metadata(run, t_first))
     span = us_text(np.array([t_first, t_last - t_first]))
-    emit(np.array([
-        "  {\n    \"ph\": \"X\", \"cat\": \"Trace\", \"ts\": %s, \"dur\": %s,\n    \"pid\": \"Spans\", "  # noqa: UP031 -- %s keeps the JSON braces single
-        "\"tid\": \"PyTorch Profiler\",\n    \"name\": \"PyTorch Profiler (0)\",\n    \"args\": {\n"
-        "      \"Op count\": 0\n    }\n  }" % (span[0], span[1]),
-        "  {\n    \"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\",\n"  # noqa: UP031
-        "    \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": %s\n  }" % span[0],
-    ], dtype=object))
-    base_ns = 1_700_000_000_000_000_000 - (1_700_000_000_000_000_000 % 1_000_000_000)
-    fh.write(
-        "\n  ],\n  \"traceName\": \"synthetic_rank0.json\",\n  \"displayTimeUnit\": \"ms\",\n"
-        f"  \"baseTimeNanoseconds\": {base_ns}\n}}"
+    emit(
+        np.array(
+            [
+                '  {\n    "ph": "X", "cat": "Trace", "ts": %s, "dur": %s,\n    "pid": "Spans", '  # noqa: UP031 -- %s keeps the JSON braces single
+                '"tid": "PyTorch Profiler",\n    "name": "PyTorch Profiler (0)",\n    "args": {\n'
+                '      "Op count": 0\n    }\n  }' % (span[0], span[1]),
+                '  {\n    "name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g",\n'  # noqa: UP031
+                '    "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": %s\n  }' % span[0],
+            ],
+            dtype=object,
+        )
     )
+    base_ns = 1_700_000_000_000_000_000 - (1_700_000_000_000_000_000 % 1_000_000_000)
+    fh.write(f'\n  ],\n  "traceName": "synthetic_rank0.json",\n  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": {base_ns}\n}}')
 
 
 def _device_properties(index: int, agent) -> str:
     return (
         "    {\n"
-        f"      \"id\": {index}, \"name\": {json.dumps(agent.product)}, \"totalGlobalMem\": {agent.memory_bytes},\n"
-        "      \"computeMajor\": 9, \"computeMinor\": 4,\n"
-        f"      \"maxThreadsPerBlock\": {agent.workgroup_max_size}, \"maxThreadsPerMultiprocessor\": 2048,\n"
-        f"      \"regsPerBlock\": 65536, \"warpSize\": {agent.wave_size},\n"
-        f"      \"sharedMemPerBlock\": 65536, \"numSms\": {agent.cu_count}\n"
-        f"    , \"maxSharedMemoryPerMultiProcessor\": {agent.lds_bytes_per_cu}\n"
+        f'      "id": {index}, "name": {json.dumps(agent.product)}, "totalGlobalMem": {agent.memory_bytes},\n'
+        '      "computeMajor": 9, "computeMinor": 4,\n'
+        f'      "maxThreadsPerBlock": {agent.workgroup_max_size}, "maxThreadsPerMultiprocessor": 2048,\n'
+        f'      "regsPerBlock": 65536, "warpSize": {agent.wave_size},\n'
+        f'      "sharedMemPerBlock": 65536, "numSms": {agent.cu_count}\n'
+        f'    , "maxSharedMemoryPerMultiProcessor": {agent.lds_bytes_per_cu}\n'
         "    }"
     )
 
@@ -186,14 +189,29 @@ def _api_events(api, external, has_gpu_op, kernel_of, copy_of, pid: int) -> np.n
         k = kernel_of.loc[corr[is_launch]]
         gx, gy, gz = (k[f"grid_{a}"].to_numpy() // k[f"wg_{a}"].to_numpy() for a in "xyz")  # blocks
         args[is_launch] = concat(
-            "      \"External id\": ", ext[is_launch], ",          \"kernel\": ", strings(k["name"].astype(str)),
-            ", \"cid\": 107, \"correlation\": ", corr_s[is_launch],
-            ",      \"grid\": [", ints(gx), ", ", ints(gy), ", ", ints(gz), "],      \"block\": [",
-            ints(k["wg_x"]), ", ", ints(k["wg_y"]), ", ", ints(k["wg_z"]), "],      \"shared memory\": ",
+            '      "External id": ',
+            ext[is_launch],
+            ',          "kernel": ',
+            strings(k["name"].astype(str)),
+            ', "cid": 107, "correlation": ',
+            corr_s[is_launch],
+            ',      "grid": [',
+            ints(gx),
+            ", ",
+            ints(gy),
+            ", ",
+            ints(gz),
+            '],      "block": [',
+            ints(k["wg_x"]),
+            ", ",
+            ints(k["wg_y"]),
+            ", ",
+            ints(k["wg_z"]),
+            '],      "shared memory": ',
             ints(k["lds_bytes"]),
         )
     if is_sync.any():
-        args[is_sync] = concat("            \"cid\": 48, \"correlation\": ", corr_s[is_sync])
+        args[is_sync] = concat('            "cid": 48, "correlation": ', corr_s[is_sync])
     if is_copy.any():
         c = copy_of.loc[corr[is_copy]]
         direction = c["direction"].astype(str).to_numpy()
@@ -201,23 +219,39 @@ def _api_events(api, external, has_gpu_op, kernel_of, copy_of, pid: int) -> np.n
         dev = np.array([f"0x{0x7F0E79800000 + i * 0x1000:x}" for i in range(len(c))], dtype=object)
         htod = direction == "HtoD"
         args[is_copy] = concat(
-            "      \"External id\": ", ext[is_copy], ",      \"correlation\": ", corr_s[is_copy],
-            ", \"src\": \"", np.where(htod, host, dev), "\", \"dst\": \"", np.where(htod, dev, host),
-            "\", \"bytes\": \"", ints(c["bytes"]), "\", \"kind\": \"",
-            np.array([MEMCPY_KIND.get(d, "0") for d in direction], dtype=object), "\"",
+            '      "External id": ',
+            ext[is_copy],
+            ',      "correlation": ',
+            corr_s[is_copy],
+            ', "src": "',
+            np.where(htod, host, dev),
+            '", "dst": "',
+            np.where(htod, dev, host),
+            '", "bytes": "',
+            ints(c["bytes"]),
+            '", "kind": "',
+            np.array([MEMCPY_KIND.get(d, "0") for d in direction], dtype=object),
+            '"',
         )
     text = event(
-        "\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ", strings(name), f", \"pid\": {pid}, \"tid\": ", tid,
-        ",\n    \"ts\": ", ts, ", \"dur\": ", dur, ",\n    \"args\": {\n", args, "\n    }",
+        '"ph": "X", "cat": "cuda_runtime", "name": ',
+        strings(name),
+        f', "pid": {pid}, "tid": ',
+        tid,
+        ',\n    "ts": ',
+        ts,
+        ', "dur": ',
+        dur,
+        ',\n    "args": {\n',
+        args,
+        "\n    }",
     )
-    flow = event("\"ph\": \"s\", \"id\": ", corr_s, f", \"pid\": {pid}, \"tid\": ", tid, ", \"ts\": ", ts,
-                 ",\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"")
+    flow = event('"ph": "s", "id": ', corr_s, f', "pid": {pid}, "tid": ', tid, ', "ts": ', ts, ',\n    "cat": "ac2g", "name": "ac2g"')
     return np.where(has_gpu_op, text + ",\n" + flow, text)
 
 
 def _flow_end(corr_s, device, stream, ts) -> np.ndarray:
-    return event("\"ph\": \"f\", \"id\": ", corr_s, ", \"pid\": ", device, ", \"tid\": ", stream, ", \"ts\": ", ts,
-                 ",\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"")
+    return event('"ph": "f", "id": ', corr_s, ', "pid": ', device, ', "tid": ', stream, ', "ts": ', ts, ',\n    "cat": "ac2g", "name": "ac2g", "bp": "e"')
 
 
 def _kernel_events(k, external) -> np.ndarray:
@@ -228,11 +262,37 @@ def _kernel_events(k, external) -> np.ndarray:
     dur = us_text((k["end"] - k["start"]).to_numpy())
     gx, gy, gz = (k[f"grid_{a}"].to_numpy() // k[f"wg_{a}"].to_numpy() for a in "xyz")  # blocks
     text = event(
-        "\"ph\": \"X\", \"cat\": \"kernel\", \"name\": ", strings(k["name"].astype(str)), ", \"pid\": ", device,
-        ", \"tid\": ", stream, ",\n    \"ts\": ", ts, ", \"dur\": ", dur, ",\n    \"args\": {\n      \"External id\": ",
-        ints(external), ",      \"device\": ", device, ", \"stream\": ", stream, ",      \"correlation\": ", corr_s,
-        ", \"kind\": \"Dispatch Kernel\",      \"grid\": [", ints(gx), ", ", ints(gy), ", ", ints(gz),
-        "],      \"block\": [", ints(k["wg_x"]), ", ", ints(k["wg_y"]), ", ", ints(k["wg_z"]), "]\n    }",
+        '"ph": "X", "cat": "kernel", "name": ',
+        strings(k["name"].astype(str)),
+        ', "pid": ',
+        device,
+        ', "tid": ',
+        stream,
+        ',\n    "ts": ',
+        ts,
+        ', "dur": ',
+        dur,
+        ',\n    "args": {\n      "External id": ',
+        ints(external),
+        ',      "device": ',
+        device,
+        ', "stream": ',
+        stream,
+        ',      "correlation": ',
+        corr_s,
+        ', "kind": "Dispatch Kernel",      "grid": [',
+        ints(gx),
+        ", ",
+        ints(gy),
+        ", ",
+        ints(gz),
+        '],      "block": [',
+        ints(k["wg_x"]),
+        ", ",
+        ints(k["wg_y"]),
+        ", ",
+        ints(k["wg_z"]),
+        "]\n    }",
     )
     return text + ",\n" + _flow_end(corr_s, device, stream, ts)
 
@@ -247,12 +307,31 @@ def _copy_events(c, external) -> np.ndarray:
     dur_ns = (c["end"] - c["start"]).to_numpy()
     bandwidth = c["bytes"].to_numpy() / np.maximum(dur_ns, 1)  # bytes/ns = GB/s
     text = event(
-        "\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": ", strings([COPY_LABEL.get(d, d) for d in direction]),
-        ", \"pid\": ", device, ", \"tid\": ", stream, ",\n    \"ts\": ", ts, ", \"dur\": ", us_text(dur_ns),
-        ",\n    \"args\": {\n      \"External id\": ", ints(external), ",      \"device\": ", device,
-        ", \"stream\": ", stream, ",      \"correlation\": ", corr_s, ", \"kind\": ", strings(direction),
-        ", \"bytes\": ", ints(c["bytes"]), ", \"memory bandwidth (GB/s)\": ",
-        np.array([repr(float(b)) for b in bandwidth], dtype=object), "\n    }",
+        '"ph": "X", "cat": "gpu_memcpy", "name": ',
+        strings([COPY_LABEL.get(d, d) for d in direction]),
+        ', "pid": ',
+        device,
+        ', "tid": ',
+        stream,
+        ',\n    "ts": ',
+        ts,
+        ', "dur": ',
+        us_text(dur_ns),
+        ',\n    "args": {\n      "External id": ',
+        ints(external),
+        ',      "device": ',
+        device,
+        ', "stream": ',
+        stream,
+        ',      "correlation": ',
+        corr_s,
+        ', "kind": ',
+        strings(direction),
+        ', "bytes": ',
+        ints(c["bytes"]),
+        ', "memory bandwidth (GB/s)": ',
+        np.array([repr(float(b)) for b in bandwidth], dtype=object),
+        "\n    }",
     )
     return text + ",\n" + _flow_end(corr_s, device, stream, ts)
 
@@ -263,24 +342,28 @@ def _metadata(run: SynthRun, t_first: int) -> np.ndarray:
     ts = us_text(np.array([t_first]))[0]
 
     def meta(name: str, p: int, t: int, key: str, value) -> str:
-        return (f"  {{\n    \"name\": \"{name}\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {p}, \"tid\": {t},\n"
-                f"    \"args\": {{\n      \"{key}\": {json.dumps(value)}\n    }}\n  }}")
+        return f'  {{\n    "name": "{name}", "ph": "M", "ts": {ts}, "pid": {p}, "tid": {t},\n    "args": {{\n      "{key}": {json.dumps(value)}\n    }}\n  }}'
 
-    out = [meta("process_name", pid, 0, "name", "python3"), meta("process_labels", pid, 0, "labels", "CPU"),
-           meta("process_sort_index", pid, 0, "sort_index", pid)]
+    out = [
+        meta("process_name", pid, 0, "name", "python3"),
+        meta("process_labels", pid, 0, "labels", "CPU"),
+        meta("process_sort_index", pid, 0, "sort_index", pid),
+    ]
     for agent in run.gpu_agents:
-        out += [meta("process_name", agent.id, 0, "name", "python3"),
-                meta("process_labels", agent.id, 0, "labels", f"GPU {agent.id}"),
-                meta("process_sort_index", agent.id, 0, "sort_index", 5_000_000 + agent.id)]
+        out += [
+            meta("process_name", agent.id, 0, "name", "python3"),
+            meta("process_labels", agent.id, 0, "labels", f"GPU {agent.id}"),
+            meta("process_sort_index", agent.id, 0, "sort_index", 5_000_000 + agent.id),
+        ]
     c = run.copies
     copy_gpu = np.where(c["direction"].astype(str) == "HtoD", c["dst_agent"], c["src_agent"])
-    streams = pd.concat([run.kernels[["agent", "stream"]],
-                         pd.DataFrame({"agent": copy_gpu, "stream": c["stream"].to_numpy()})])
+    streams = pd.concat([run.kernels[["agent", "stream"]], pd.DataFrame({"agent": copy_gpu, "stream": c["stream"].to_numpy()})])
     streams = streams.astype(np.int64).drop_duplicates().sort_values(["agent", "stream"])
     for agent, stream in streams.itertuples(index=False):
-        out += [meta("thread_name", int(agent), int(stream), "name", f"stream {int(stream)} "),
-                meta("thread_sort_index", int(agent), int(stream), "sort_index", int(stream))]
+        out += [
+            meta("thread_name", int(agent), int(stream), "name", f"stream {int(stream)} "),
+            meta("thread_sort_index", int(agent), int(stream), "sort_index", int(stream)),
+        ]
     for tid in sorted(set(run.api["tid"].tolist())):
-        out += [meta("thread_name", pid, tid, "name", f"thread {tid} (python3)"),
-                meta("thread_sort_index", pid, tid, "sort_index", tid)]
+        out += [meta("thread_name", pid, tid, "name", f"thread {tid} (python3)"), meta("thread_sort_index", pid, tid, "sort_index", tid)]
     return np.array(out, dtype=object)
