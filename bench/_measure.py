@@ -37,8 +37,7 @@ def run_child(argv: list[str], env: dict | None = None, cwd=None) -> dict:
         err.seek(0)
         lines = out.read().decode(errors="replace").strip().splitlines()
         errors = err.read().decode(errors="replace").strip().splitlines()
-    result = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
-              "load1": round(load, 2), "rc": proc.returncode}
+    result = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024, "load1": round(load, 2), "rc": proc.returncode}
     if proc.returncode != 0:
         result["error"] = errors[-1] if errors else "?"
     last = lines[-1] if lines else ""

@@ -61,9 +61,7 @@ def build(target_mb: float, out: Path) -> int:
     events = data["traceEvents"]
     body = [e for e in events if e.get("ph") != "M"]
     meta = [e for e in events if e.get("ph") == "M"]
-    span = max(e["ts"] + e.get("dur", 0) for e in body if isinstance(e.get("ts"), float)) - min(
-        e["ts"] for e in body if isinstance(e.get("ts"), float)
-    )
+    span = max(e["ts"] + e.get("dur", 0) for e in body if isinstance(e.get("ts"), float)) - min(e["ts"] for e in body if isinstance(e.get("ts"), float))
     one = len(json.dumps(body))
     copies = max(1, round(target_mb * 1e6 / one))
     keys = list(data)
@@ -149,15 +147,16 @@ def main() -> None:
                 f = out.split()
                 n, child = int(f[5]), int(f[6]) / 1024
                 total = int(f[4]) / 1024 + n * child
-                print(f"ours ({label}, {n} worker processes): subprocess wall {wall:.2f} s, load {float(f[0]):.2f} s, "
-                      f"peak RSS {int(f[4]) / 1024:.0f} MiB + {n} x {child:.0f} MiB = {total:.0f} MiB "
-                      f"(ru_maxrss {rss:.0f} MiB), kernels/api/markers {f[1:4]}")
+                print(
+                    f"ours ({label}, {n} worker processes): subprocess wall {wall:.2f} s, load {float(f[0]):.2f} s, "
+                    f"peak RSS {int(f[4]) / 1024:.0f} MiB + {n} x {child:.0f} MiB = {total:.0f} MiB "
+                    f"(ru_maxrss {rss:.0f} MiB), kernels/api/markers {f[1:4]}"
+                )
         if args.no_hta:
             return
         wall, rss2, out = measure(args.hta_python, HTA.format(dir=tmp))
         f = out.split()
-        print(f"HTA:  subprocess wall {wall:.2f} s, parse {float(f[0]):.2f} s, peak RSS {int(f[4]) / 1024:.0f} MiB "
-              f"(ru_maxrss {rss2:.0f} MiB), rows {f[1]}")
+        print(f"HTA:  subprocess wall {wall:.2f} s, parse {float(f[0]):.2f} s, peak RSS {int(f[4]) / 1024:.0f} MiB (ru_maxrss {rss2:.0f} MiB), rows {f[1]}")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ CASES = ("csv-first", "rocpd-first", "csv-reopen")
 
 # --------------------------------------------------------------------------- child
 
+
 def child(path: str, use_cache: bool) -> dict:
     """Body of the measured process: open the app, report the times as one JSON line."""
     launched = float(os.environ["BENCH_LAUNCH"])
@@ -108,19 +109,18 @@ def child(path: str, use_cache: bool) -> dict:
 
 # --------------------------------------------------------------------------- parent
 
+
 def generate(data: Path, fmt: str, dispatches: int) -> Path:
     out = data / f"{fmt}-{dispatches}"
     if not (out / ".complete").exists():
         shutil.rmtree(out, ignore_errors=True)
-        subprocess.run([PY, "-m", "tui_prof.synth", str(out), "--format", fmt, "--dispatches", str(dispatches),
-                        "--sync", "per_launch"], check=True, cwd=ROOT)
+        subprocess.run([PY, "-m", "tui_prof.synth", str(out), "--format", fmt, "--dispatches", str(dispatches), "--sync", "per_launch"], check=True, cwd=ROOT)
         (out / ".complete").write_text("ok")
     return out
 
 
 def measure(path: Path, use_cache: bool, cache_dir: Path) -> dict:
-    result = run_child([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))],
-                       env={"TUIPROF_CACHE_DIR": str(cache_dir)}, cwd=ROOT)
+    result = run_child([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))], env={"TUIPROF_CACHE_DIR": str(cache_dir)}, cwd=ROOT)
     result["cpu_s"] = round(result["cpu_s"], 2)
     result["peak_rss_mb"] = round(result["peak_rss_mb"])
     return result

@@ -68,8 +68,7 @@ def worker_baseline(path: str) -> dict:
             for ann in event.debug_annotations:
                 kind = ann.WhichOneof("value")
                 args[ann.name_iid] = getattr(ann, kind) if kind else None
-            rows.append((packet.timestamp, event.type, event.track_uuid, names.get(event.name_iid),
-                         list(event.category_iids), args))
+            rows.append((packet.timestamp, event.type, event.track_uuid, names.get(event.name_iid), list(event.category_iids), args))
     begins = sum(1 for r in rows if r[1] == 1)
     return {"events": len(rows), "slice_begins": begins}
 
@@ -117,8 +116,7 @@ def main() -> None:
 
     print(f"\nfile: {path.stat().st_size / 1e6:.0f} MB; best of {args.repeat} runs each, own subprocess")
     print(f"{'reader':<44} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'load':>6}")
-    labels = {"ours": "tui_prof pftrace loader (full Run tables)",
-              "baseline": "Trace.ParseFromString(whole) + iterate"}
+    labels = {"ours": "tui_prof pftrace loader (full Run tables)", "baseline": "Trace.ParseFromString(whole) + iterate"}
     for kind in ("ours", "baseline"):
         r = best[kind]
         print(f"{labels[kind]:<44} {r['wall_s']:>8.2f} {r['cpu_s']:>8.2f} {r['peak_rss_mb']:>12.0f} {r['load1']:>6.2f}")

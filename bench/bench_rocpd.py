@@ -71,8 +71,7 @@ LABELS = {
 
 def _before_module():
     """The committed (HEAD) version of the loader, imported from a temp file."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:tui_prof/loaders/rocpd.py"],
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:tui_prof/loaders/rocpd.py"], capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / "rocpd_before.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("rocpd_before", path)
@@ -129,8 +128,12 @@ def main() -> None:
     else:
         tmp = tempfile.TemporaryDirectory()
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "tui_prof.synth", tmp.name, "--format", "rocpd", "--dispatches",
-                        str(args.dispatches), "--sync", "per_launch"], check=True, capture_output=True, cwd=ROOT)
+        subprocess.run(
+            [sys.executable, "-m", "tui_prof.synth", tmp.name, "--format", "rocpd", "--dispatches", str(args.dispatches), "--sync", "per_launch"],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+        )
         path = next(Path(tmp.name).rglob("*_results.db"))
         print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.0f} s", flush=True)
 

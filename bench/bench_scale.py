@@ -40,8 +40,7 @@ from _measure import run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-ALL_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks",
-            "open-pftrace", "open-kineto")
+ALL_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks", "open-pftrace", "open-kineto")
 DEFAULT_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks")
 
 # --------------------------------------------------------------------------- data
@@ -171,10 +170,12 @@ def worker(name: str, path: str) -> dict:
 
         t = time.perf_counter()
         runset = load_path(path, use_cache=name == "load-cache")
-        return {"load_s": time.perf_counter() - t, "runs": len(runset.runs),
-                "dispatches": int(sum(len(r.kernels) for r in runset.runs)),
-                "kernel_total_ns": {f"{r.meta.hostname}/{r.meta.pid}": int((r.kernels["end"] - r.kernels["start"]).sum())
-                                    for r in runset.runs}}
+        return {
+            "load_s": time.perf_counter() - t,
+            "runs": len(runset.runs),
+            "dispatches": int(sum(len(r.kernels) for r in runset.runs)),
+            "kernel_total_ns": {f"{r.meta.hostname}/{r.meta.pid}": int((r.kernels["end"] - r.kernels["start"]).sum()) for r in runset.runs},
+        }
     if name == "ranks-keys":  # where a reopen from the per-unit cache spends its time (best of 3)
         from tui_prof.loaders import cache, detect
         from tui_prof.loaders.base import IssueSink
@@ -198,9 +199,16 @@ def worker(name: str, path: str) -> dict:
         fragments = [run for hit in hits if hit for run in hit.runs]
         t = time.perf_counter()
         detect.assemble(fragments, IssueSink())
-        return {"scan_s": scan_s, "keys_hash_s": hash_s, "keys_stat_s": stat_s, "read_s": read_s,
-                "assemble_s": time.perf_counter() - t, "units": len(units), "files": len(detected),
-                "hits": sum(h is not None for h in hits)}
+        return {
+            "scan_s": scan_s,
+            "keys_hash_s": hash_s,
+            "keys_stat_s": stat_s,
+            "read_s": read_s,
+            "assemble_s": time.perf_counter() - t,
+            "units": len(units),
+            "files": len(detected),
+            "hits": sum(h is not None for h in hits),
+        }
     if name == "analysis":
         from tui_prof.analysis.summary import build_summary
         from tui_prof.loaders import load_path
@@ -212,8 +220,7 @@ def worker(name: str, path: str) -> dict:
             build_summary(runset, top=20)
             w, u = time.perf_counter() - t, time.process_time() - c
             best = (w, u) if best is None or w < best[0] else best
-        return {"analysis_wall_s": best[0], "analysis_cpu_s": best[1],
-                "dispatches": int(sum(len(r.kernels) for r in runset.runs))}
+        return {"analysis_wall_s": best[0], "analysis_cpu_s": best[1], "dispatches": int(sum(len(r.kernels) for r in runset.runs))}
     if name == "memory":
         import numpy as np
         import pandas as pd
@@ -243,10 +250,16 @@ def worker(name: str, path: str) -> dict:
         # raw: each kernel_trace column as read_csv stores it (int64, name as an 8-byte object pointer)
         raw = pd.read_csv(next(Path(path).rglob("*_kernel_trace.csv")), nrows=1000)
         raw_per_row = int(sum(8 for _ in raw.columns))
-        return {"dispatches": n, "kernels_bytes_per_dispatch": kernels_bytes / n,
-                "model_bytes_per_dispatch": model_bytes / n, "rss_growth_per_dispatch": (after - before) / n,
-                "raw_kernel_columns_bytes_per_dispatch": raw_per_row, "raw_kernel_columns": len(raw.columns),
-                "api_rows": len(run.api), "np": np.__version__}
+        return {
+            "dispatches": n,
+            "kernels_bytes_per_dispatch": kernels_bytes / n,
+            "model_bytes_per_dispatch": model_bytes / n,
+            "rss_growth_per_dispatch": (after - before) / n,
+            "raw_kernel_columns_bytes_per_dispatch": raw_per_row,
+            "raw_kernel_columns": len(raw.columns),
+            "api_rows": len(run.api),
+            "np": np.__version__,
+        }
     raise ValueError(name)
 
 
@@ -274,15 +287,22 @@ def best(results: list[dict]) -> dict:
     return min(ok, key=lambda r: r["wall_s"])
 
 
-def compare(label: str, ours: list[str], ref: list[str], repeat: int, env: dict | None = None,
-            ref_env: dict | None = None, ours_key: str = "wall_s", ref_key: str = "wall_s") -> dict:
+def compare(
+    label: str,
+    ours: list[str],
+    ref: list[str],
+    repeat: int,
+    env: dict | None = None,
+    ref_env: dict | None = None,
+    ours_key: str = "wall_s",
+    ref_key: str = "wall_s",
+) -> dict:
     a, b = [], []
     for _ in range(repeat):  # interleaved so both sides see the same load
         a.append(measure(ours, env() if callable(env) else env))  # a callable: a fresh env per run
         b.append(measure(ref, ref_env or (env() if callable(env) else env)))
     row = {"row": label, "ours": best(a), "ref": best(b), "ours_key": ours_key, "ref_key": ref_key}
-    print(f"  {label}: ours {row['ours'].get(ours_key, float('nan')):.3f} s, ref {row['ref'].get(ref_key, float('nan')):.3f} s",
-          file=sys.stderr)
+    print(f"  {label}: ours {row['ours'].get(ours_key, float('nan')):.3f} s, ref {row['ref'].get(ref_key, float('nan')):.3f} s", file=sys.stderr)
     return row
 
 
@@ -299,8 +319,7 @@ def print_table(rows: list[dict], notes: list[str]) -> None:
         ov, fv = o.get(r["ours_key"]), f.get(r["ref_key"])
         ratio = f"{ov / fv:.2f}×" if ov and fv else "-"
         rss = lambda d: f"{d['peak_rss_mb']:.0f}" if d.get("peak_rss_mb") else "-"  # noqa: E731
-        print(f"| {r['row']} | {fmt_s(ov)} {unit} | {fmt_s(o.get('cpu_s'))} | {rss(o)} | "
-              f"{fmt_s(fv)} {unit} | {fmt_s(f.get('cpu_s'))} | {rss(f)} | {ratio} |")
+        print(f"| {r['row']} | {fmt_s(ov)} {unit} | {fmt_s(o.get('cpu_s'))} | {rss(o)} | {fmt_s(fv)} {unit} | {fmt_s(f.get('cpu_s'))} | {rss(f)} | {ratio} |")
     for n in notes:
         print(f"- {n}")
 
@@ -313,42 +332,67 @@ def ranks_rows(ranks: Path, count: int, per_rank: int, no_cache_env: dict, notes
     rows = []
     serial = measure(child("load", str(ranks)), {**no_cache_env, "TUIPROF_LOAD_WORKERS": "1"})
     parallel = measure(child("load", str(ranks)), no_cache_env)
-    rows.append({"row": f"{count} ranks × {per_rank:,}: parallel load (ref: serial)", "ours": parallel,
-                 "ref": serial, "ours_key": "wall_s", "ref_key": "wall_s"})
+    rows.append(
+        {"row": f"{count} ranks × {per_rank:,}: parallel load (ref: serial)", "ours": parallel, "ref": serial, "ours_key": "wall_s", "ref_key": "wall_s"}
+    )
     env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
     first = measure(child("load-cache", str(ranks)), env)
     again = measure(child("load-cache", str(ranks)), env)
-    rows.append({"row": f"{count} ranks: reopen from cache (ref: first open + cache write)", "ours": again, "ref": first,
-                 "ours_key": "wall_s", "ref_key": "wall_s"})
+    rows.append(
+        {"row": f"{count} ranks: reopen from cache (ref: first open + cache write)", "ours": again, "ref": first, "ours_key": "wall_s", "ref_key": "wall_s"}
+    )
     touched_file = sorted(ranks.rglob("*_kernel_trace.csv"))[0]  # one rank's file, content unchanged
     stat = touched_file.stat()
     os.utime(touched_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     touched = measure(child("load-cache", str(ranks)), env)
-    rows.append({"row": f"{count} ranks: reopen after touching one rank's file (ref: reopen)", "ours": touched,
-                 "ref": again, "ours_key": "wall_s", "ref_key": "wall_s"})
+    rows.append(
+        {"row": f"{count} ranks: reopen after touching one rank's file (ref: reopen)", "ours": touched, "ref": again, "ours_key": "wall_s", "ref_key": "wall_s"}
+    )
     entries = [p for p in Path(env["TUIPROF_CACHE_DIR"]).iterdir()]
     summary_ranks = measure(cli("summary", str(ranks)), env)
-    rows.append({"row": f"{count} ranks: tuiprof summary from cache (ref: --no-cache)", "ours": summary_ranks,
-                 "ref": measure(cli("summary", "--no-cache", str(ranks)), env), "ours_key": "wall_s", "ref_key": "wall_s"})
+    rows.append(
+        {
+            "row": f"{count} ranks: tuiprof summary from cache (ref: --no-cache)",
+            "ours": summary_ranks,
+            "ref": measure(cli("summary", "--no-cache", str(ranks)), env),
+            "ours_key": "wall_s",
+            "ref_key": "wall_s",
+        }
+    )
     keys = measure(child("ranks-keys", str(ranks)), env)
     ms = lambda v: None if v is None else v * 1000  # noqa: E731
-    rows.append({"row": f"{count} ranks: cache keys, size+mtime+ctime+4 KiB edge hash (ref: without the hash)",
-                 "ours": {"wall_s": ms(keys.get("keys_hash_s"))}, "ref": {"wall_s": ms(keys.get("keys_stat_s"))},
-                 "ours_key": "wall_s", "ref_key": "wall_s", "unit": "ms"})
-    ok = (parallel.get("runs") == count and parallel.get("kernel_total_ns") ==
-          {k: v["kernel_total_ns"] for k, v in answers.items()})
+    rows.append(
+        {
+            "row": f"{count} ranks: cache keys, size+mtime+ctime+4 KiB edge hash (ref: without the hash)",
+            "ours": {"wall_s": ms(keys.get("keys_hash_s"))},
+            "ref": {"wall_s": ms(keys.get("keys_stat_s"))},
+            "ours_key": "wall_s",
+            "ref_key": "wall_s",
+            "unit": "ms",
+        }
+    )
+    ok = parallel.get("runs") == count and parallel.get("kernel_total_ns") == {k: v["kernel_total_ns"] for k, v in answers.items()}
     same = all(r.get("kernel_total_ns") == parallel.get("kernel_total_ns") for r in (first, again, touched))
-    notes.append(f"ranks: {parallel.get('runs')} runs loaded, per-rank kernel totals equal the generator's: {ok}; "
-                 f"equal after first open / reopen / touched reopen: {same}; cache entries: {len(entries)}")
-    notes.append("ranks load averages (1 min, before each child): " + ", ".join(
-        f"{name} {r.get('load1')}" for name, r in (("serial", serial), ("parallel", parallel), ("first", first),
-                                                   ("reopen", again), ("touched", touched))))
-    notes.append("ranks in-process load_s: " + ", ".join(
-        f"{name} {r.get('load_s', float('nan')):.2f} s" for name, r in (("first", first), ("reopen", again), ("touched", touched))))
-    notes.append(f"ranks keys ({keys.get('units')} units, {keys.get('files')} files; best of 3, warm page cache): "
-                 f"scan {keys.get('scan_s', float('nan')):.3f} s, keys with edge hash {keys.get('keys_hash_s', float('nan')):.3f} s, "
-                 f"stat only {keys.get('keys_stat_s', float('nan')):.3f} s, reading the {keys.get('units')} entries "
-                 f"{keys.get('read_s', float('nan')):.3f} s, assemble {keys.get('assemble_s', float('nan')):.3f} s")
+    notes.append(
+        f"ranks: {parallel.get('runs')} runs loaded, per-rank kernel totals equal the generator's: {ok}; "
+        f"equal after first open / reopen / touched reopen: {same}; cache entries: {len(entries)}"
+    )
+    notes.append(
+        "ranks load averages (1 min, before each child): "
+        + ", ".join(
+            f"{name} {r.get('load1')}" for name, r in (("serial", serial), ("parallel", parallel), ("first", first), ("reopen", again), ("touched", touched))
+        )
+    )
+    notes.append(
+        "ranks in-process load_s: "
+        + ", ".join(f"{name} {r.get('load_s', float('nan')):.2f} s" for name, r in (("first", first), ("reopen", again), ("touched", touched)))
+    )
+    notes.append(
+        f"ranks keys ({keys.get('units')} units, {keys.get('files')} files; best of 3, warm page cache): "
+        f"scan {keys.get('scan_s', float('nan')):.3f} s, keys with edge hash {keys.get('keys_hash_s', float('nan')):.3f} s, "
+        f"stat only {keys.get('keys_stat_s', float('nan')):.3f} s, reading the {keys.get('units')} entries "
+        f"{keys.get('read_s', float('nan')):.3f} s, assemble {keys.get('assemble_s', float('nan')):.3f} s"
+    )
     return rows
 
 
@@ -376,9 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     def first_open_env() -> dict:
         """An empty cache folder of its own, so every measured open is a first open."""
         return {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(dir=first_open_root)}
+
     rows, notes = [], []
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}",
-          file=sys.stderr)
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}", file=sys.stderr)
     n = args.dispatches
 
     def generate(kind: str, spec: str) -> Path:
@@ -389,57 +433,107 @@ def main(argv: list[str] | None = None) -> int:
 
     csv_run = generate("csv", str(n)) if {"summary-csv", "open-csv", "reopen-cache", "analysis", "memory"} & set(wanted) else None
     if "summary-csv" in wanted:
-        rows.append(compare(f"summary --no-cache, CSV {n:,} dispatches", cli("summary", "--no-cache", str(csv_run)),
-                            [PY, "-c", READ_CSV, str(csv_run)], args.repeat, no_cache_env))
+        rows.append(
+            compare(
+                f"summary --no-cache, CSV {n:,} dispatches",
+                cli("summary", "--no-cache", str(csv_run)),
+                [PY, "-c", READ_CSV, str(csv_run)],
+                args.repeat,
+                no_cache_env,
+            )
+        )
         leftover = list(Path(cache_dir).iterdir())
         notes.append(f"--no-cache left {len(leftover)} entries in the cache folder")
     if "open-csv" in wanted:
-        rows.append(compare(f"open → first screen, CSV {n:,}", child("tui", str(csv_run)),
-                            [PY, "-c", READ_CSV, str(csv_run)], args.repeat, first_open_env, ours_key="first_screen_s"))
+        rows.append(
+            compare(
+                f"open → first screen, CSV {n:,}",
+                child("tui", str(csv_run)),
+                [PY, "-c", READ_CSV, str(csv_run)],
+                args.repeat,
+                first_open_env,
+                ours_key="first_screen_s",
+            )
+        )
     if "open-rocpd" in wanted:
         db_run = generate("rocpd", str(n))
-        rows.append(compare(f"open → first screen, rocpd {n:,}", child("tui", str(db_run)),
-                            [PY, "-c", READ_SQL, str(db_run)], args.repeat, first_open_env, ours_key="first_screen_s"))
+        rows.append(
+            compare(
+                f"open → first screen, rocpd {n:,}",
+                child("tui", str(db_run)),
+                [PY, "-c", READ_SQL, str(db_run)],
+                args.repeat,
+                first_open_env,
+                ours_key="first_screen_s",
+            )
+        )
     for fmt in ("pftrace", "kineto"):
         if f"open-{fmt}" in wanted:
             path = generate(fmt, str(n))
-            rows.append(compare(f"open → first screen, {fmt} {n:,}", child("tui", str(path)),
-                                child("load", str(path)), args.repeat, first_open_env,
-                                ours_key="first_screen_s", ref_key="wall_s"))
-            notes.append(f"open-{fmt}: reference column is our own load_path in a child; the reference tools are "
-                         f"measured by bench/bench_{fmt}.py")
+            rows.append(
+                compare(
+                    f"open → first screen, {fmt} {n:,}",
+                    child("tui", str(path)),
+                    child("load", str(path)),
+                    args.repeat,
+                    first_open_env,
+                    ours_key="first_screen_s",
+                    ref_key="wall_s",
+                )
+            )
+            notes.append(f"open-{fmt}: reference column is our own load_path in a child; the reference tools are measured by bench/bench_{fmt}.py")
     if "reopen-cache" in wanted:
         env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
         first = measure(child("load-cache", str(csv_run)), env)  # writes the entry
         reopen = [measure(child("load-cache", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
-        rows.append({"row": f"reopen from cache, CSV {n:,} (load_path)", "ours": best(reopen), "ref": first,
-                     "ours_key": "load_s", "ref_key": "load_s"})
+        rows.append({"row": f"reopen from cache, CSV {n:,} (load_path)", "ours": best(reopen), "ref": first, "ours_key": "load_s", "ref_key": "load_s"})
         cli_reopen = [measure(cli("summary", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
-        rows.append({"row": f"tuiprof summary from cache, CSV {n:,}", "ours": best(cli_reopen),
-                     "ref": measure(cli("summary", "--no-cache", str(csv_run)), env), "ours_key": "wall_s", "ref_key": "wall_s"})
+        rows.append(
+            {
+                "row": f"tuiprof summary from cache, CSV {n:,}",
+                "ours": best(cli_reopen),
+                "ref": measure(cli("summary", "--no-cache", str(csv_run)), env),
+                "ours_key": "wall_s",
+                "ref_key": "wall_s",
+            }
+        )
         notes.append("reopen rows: reference = the first open (which also writes the cache entry)")
     if "analysis" in wanted:
         env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
         measure(child("load-cache", str(csv_run)), env)
         r = measure(child("analysis", str(csv_run)), env)
-        rows.append({"row": f"summary analysis after load, {n:,} (best of 3, in-process; ref column: its CPU time)",
-                     "ours": {"wall_s": r.get("analysis_wall_s")}, "ref": {"wall_s": r.get("analysis_cpu_s")},
-                     "ours_key": "wall_s", "ref_key": "wall_s"})
+        rows.append(
+            {
+                "row": f"summary analysis after load, {n:,} (best of 3, in-process; ref column: its CPU time)",
+                "ours": {"wall_s": r.get("analysis_wall_s")},
+                "ref": {"wall_s": r.get("analysis_cpu_s")},
+                "ours_key": "wall_s",
+                "ref_key": "wall_s",
+            }
+        )
     if "help" in wanted:
         rows.append(compare("tuiprof --help", cli("--help"), [PY, "-c", "pass"], max(args.repeat, 3)))
     if "memory" in wanted:
         m = measure(child("memory", str(csv_run)), no_cache_env)
-        rows.append({"row": "bytes per dispatch after load: kernels table (ref: raw kernel_trace columns × 8 B)",
-                     "ours": {"wall_s": m.get("kernels_bytes_per_dispatch")}, "unit": "B",
-                     "ref": {"wall_s": m.get("raw_kernel_columns_bytes_per_dispatch")}, "ours_key": "wall_s", "ref_key": "wall_s"})
-        notes.append(f"memory: kernels table {m.get('kernels_bytes_per_dispatch', 0):.0f} B/dispatch, all tables "
-                     f"{m.get('model_bytes_per_dispatch', 0):.0f} B/dispatch (incl. {m.get('api_rows', 0):,} API rows), "
-                     f"RSS growth after load {m.get('rss_growth_per_dispatch', 0):.0f} B/dispatch, peak RSS of the load "
-                     f"{m.get('peak_rss_mb', 0):.0f} MB; raw kernel_trace: {m.get('raw_kernel_columns')} columns × 8 B "
-                     "")
+        rows.append(
+            {
+                "row": "bytes per dispatch after load: kernels table (ref: raw kernel_trace columns × 8 B)",
+                "ours": {"wall_s": m.get("kernels_bytes_per_dispatch")},
+                "unit": "B",
+                "ref": {"wall_s": m.get("raw_kernel_columns_bytes_per_dispatch")},
+                "ours_key": "wall_s",
+                "ref_key": "wall_s",
+            }
+        )
+        notes.append(
+            f"memory: kernels table {m.get('kernels_bytes_per_dispatch', 0):.0f} B/dispatch, all tables "
+            f"{m.get('model_bytes_per_dispatch', 0):.0f} B/dispatch (incl. {m.get('api_rows', 0):,} API rows), "
+            f"RSS growth after load {m.get('rss_growth_per_dispatch', 0):.0f} B/dispatch, peak RSS of the load "
+            f"{m.get('peak_rss_mb', 0):.0f} MB; raw kernel_trace: {m.get('raw_kernel_columns')} columns × 8 B "
+            ""
+        )
     if "ranks" in wanted:
-        rows += ranks_rows(generate("ranks", f"{args.ranks},{args.rank_dispatches}"), args.ranks, args.rank_dispatches,
-                           no_cache_env, notes)
+        rows += ranks_rows(generate("ranks", f"{args.ranks},{args.rank_dispatches}"), args.ranks, args.rank_dispatches, no_cache_env, notes)
     print_table(rows, notes)
     shutil.rmtree(first_open_root, ignore_errors=True)
     return 0

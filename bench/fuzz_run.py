@@ -39,8 +39,7 @@ def _work(job):
         except Exception as err:  # a bug of the fuzzer itself (building the input), not of tuiprof
             rows.append((loader, index, "?", "?", "?", 0.0, [("fuzzer-error", f"{type(err).__name__}: {err}"[:200])]))
             continue
-        rows.append((loader, index, result.seed_name, result.target, result.mutation, result.seconds,
-                     [(v.kind, v.detail) for v in result.violations]))
+        rows.append((loader, index, result.seed_name, result.target, result.mutation, result.seconds, [(v.kind, v.detail) for v in result.violations]))
     return rows
 
 
@@ -52,9 +51,18 @@ def _signature(kind: str, detail: str) -> str:
 
 
 def _dump(path, loaders, counts, seconds, slowest, findings, wall) -> None:
-    Path(path).write_text(json.dumps({"per_loader": {l: dict(counts[l]) for l in loaders},
-                                      "mean_ms": {l: 1000 * seconds[l] / max(1, counts[l]["cases"]) for l in loaders},
-                                      "slowest": slowest, "findings": findings, "wall_s": wall}, indent=1))
+    Path(path).write_text(
+        json.dumps(
+            {
+                "per_loader": {l: dict(counts[l]) for l in loaders},
+                "mean_ms": {l: 1000 * seconds[l] / max(1, counts[l]["cases"]) for l in loaders},
+                "slowest": slowest,
+                "findings": findings,
+                "wall_s": wall,
+            },
+            indent=1,
+        )
+    )
 
 
 def main(argv=None) -> int:
@@ -66,8 +74,9 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--summary-every", type=int, default=1, help="also build the summary on every Nth case (default 1: all)")
     parser.add_argument("--case", type=int, help="replay one case (needs one --loader) and print its violations")
-    parser.add_argument("--max-seconds", type=float, default=None,
-                        help="stop after this much wall time and report the cases done (chunks are interleaved across loaders)")
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="stop after this much wall time and report the cases done (chunks are interleaved across loaders)"
+    )
     parser.add_argument("--json", metavar="FILE", help="write per-loader counts and findings as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
     args = parser.parse_args(argv)
@@ -88,8 +97,11 @@ def main(argv=None) -> int:
     oracle.VERBOSE = args.verbose
     chunk = 50
     # chunks interleaved across loaders, so a run stopped early has similar counts for each
-    jobs = [(loader, s, min(s + chunk, args.start + args.per_loader), args.seed, args.summary_every)
-            for s in range(args.start, args.start + args.per_loader, chunk) for loader in loaders]
+    jobs = [
+        (loader, s, min(s + chunk, args.start + args.per_loader), args.seed, args.summary_every)
+        for s in range(args.start, args.start + args.per_loader, chunk)
+        for loader in loaders
+    ]
     t0 = time.time()
     counts: dict[str, Counter] = defaultdict(Counter)
     seconds: dict[str, float] = defaultdict(float)
@@ -113,8 +125,9 @@ def main(argv=None) -> int:
                     counts[loader][kind] += 1
                 for kind, detail in violations:
                     sig = f"{loader} {_signature(kind, detail)}"
-                    entry = findings.setdefault(sig, {"count": 0, "first_case": index, "loader": loader, "kind": kind,
-                                                      "example": detail[:300], "mutation": mutation, "file": target})
+                    entry = findings.setdefault(
+                        sig, {"count": 0, "first_case": index, "loader": loader, "kind": kind, "example": detail[:300], "mutation": mutation, "file": target}
+                    )
                     entry["count"] += 1
                     entry["first_case"] = min(entry["first_case"], index)
             done = sum(c["cases"] for c in counts.values())
@@ -124,18 +137,27 @@ def main(argv=None) -> int:
     print(file=sys.stderr)
     wall = time.time() - t0
 
-    print(f"command: python bench/fuzz_run.py --per-loader {args.per_loader} --seed {args.seed}"
-          + f" --summary-every {args.summary_every}" + "".join(f" --loader {l}" for l in (args.loader or []))
-          + f"  (jobs {args.jobs}, wall {wall:.0f} s{', stopped by --max-seconds' if stopped else ''})")
+    print(
+        f"command: python bench/fuzz_run.py --per-loader {args.per_loader} --seed {args.seed}"
+        + f" --summary-every {args.summary_every}"
+        + "".join(f" --loader {l}" for l in (args.loader or []))
+        + f"  (jobs {args.jobs}, wall {wall:.0f} s{', stopped by --max-seconds' if stopped else ''})"
+    )
     header = ["loader", "cases", "mean ms", "slowest s"] + list(HARD) + list(SOFT)
     print(" | ".join(header))
     for loader in loaders:
         c = counts[loader]
-        print(" | ".join([loader, str(c["cases"]), f"{1000 * seconds[loader] / max(1, c['cases']):.0f}",
-                          str(slowest.get(loader, ('-',))[0])] + [str(c[k]) for k in HARD + SOFT]))
+        print(
+            " | ".join(
+                [loader, str(c["cases"]), f"{1000 * seconds[loader] / max(1, c['cases']):.0f}", str(slowest.get(loader, ("-",))[0])]
+                + [str(c[k]) for k in HARD + SOFT]
+            )
+        )
     print("\nfindings (signature, count, first case):")
     for sig, entry in sorted(findings.items(), key=lambda kv: (kv[1]["kind"] not in HARD, kv[0])):
-        print(f"  [{entry['count']:5d}] case {entry['first_case']:5d} {sig}\n          e.g. {entry['file']} / {entry['mutation'][:70]}: {entry['example'][:200]}")
+        print(
+            f"  [{entry['count']:5d}] case {entry['first_case']:5d} {sig}\n          e.g. {entry['file']} / {entry['mutation'][:70]}: {entry['example'][:200]}"
+        )
     if args.json:
         _dump(args.json, loaders, counts, seconds, slowest, findings, wall)
     return 1 if any(counts[l][k] for l in loaders for k in HARD) else 0

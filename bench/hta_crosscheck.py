@@ -40,10 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HTA_PYTHON = os.environ.get("HTA_PYTHON", "/work/venv-hta/bin/python")
-DEFAULT_FILES = sorted(
-    str(p)
-    for p in (ROOT / "tests" / "data" / "kineto").glob("*.json.gz")
-)
+DEFAULT_FILES = sorted(str(p) for p in (ROOT / "tests" / "data" / "kineto").glob("*.json.gz"))
 
 
 def hta_side(files: list[str]) -> dict:
@@ -124,12 +121,8 @@ def ours_side(files: list[str]) -> dict:
         k, c = run.kernels, run.copies
         starts = np.concatenate([k["start"], c["start"]])
         ends = np.concatenate([k["end"], c["end"]])
-        per_name = (
-            k.assign(dur=k["end"] - k["start"]).groupby("name", observed=True)["dur"].agg(["count", "sum"])
-        ).sort_values("sum", ascending=False)
-        gpu = pd.concat(
-            [k[["start", "end", "stream"]], c[["start", "end", "stream"]]], ignore_index=True
-        ).sort_values("start", kind="stable")
+        per_name = (k.assign(dur=k["end"] - k["start"]).groupby("name", observed=True)["dur"].agg(["count", "sum"])).sort_values("sum", ascending=False)
+        gpu = pd.concat([k[["start", "end", "stream"]], c[["start", "end", "stream"]]], ignore_index=True).sort_values("start", kind="stable")
         stream_idle = {}
         for stream, ops in gpu.groupby("stream"):
             gaps = ops["start"].to_numpy()[1:] - ops["end"].to_numpy()[:-1]
@@ -138,9 +131,7 @@ def ours_side(files: list[str]) -> dict:
         for agent in sorted(set(k["agent"]) | set(c["dst_agent"]) | set(c["src_agent"]) - {-1}):
             kk = k[k["agent"] == agent]
             cc = c[(c["dst_agent"] == agent) | (c["src_agent"] == agent)]
-            busy_dev[str(int(agent))] = union_ns(
-                np.concatenate([kk["start"], cc["start"]]), np.concatenate([kk["end"], cc["end"]])
-            ) / 1000
+            busy_dev[str(int(agent))] = union_ns(np.concatenate([kk["start"], cc["start"]]), np.concatenate([kk["end"], cc["end"]])) / 1000
         out[Path(f).name] = {
             "kernels": int(len(k)),
             "top": [[n, int(r["count"]), float(r["sum"]) / 1000] for n, r in per_name.head(5).iterrows()],

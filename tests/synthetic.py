@@ -21,17 +21,19 @@ def synthetic_counters(kernels, seed: int = 0):
     waves = kernels["grid_x"].to_numpy() * np.maximum(kernels["grid_y"].to_numpy(), 1) // 64
     ids = kernels["dispatch_id"].to_numpy()
     values = {"GRBM_COUNT": cycles, "GRBM_GUI_ACTIVE": np.round(cycles * share), "SQ_WAVES": waves.astype(float)}
-    return make_table("counters", {
-        "dispatch_id": np.tile(ids, len(values)),
-        "correlation_id": np.tile(kernels["correlation_id"].to_numpy(), len(values)),
-        "agent": np.tile(kernels["agent"].to_numpy(), len(values)),
-        "counter": np.repeat(list(values), n),
-        "value": np.concatenate(list(values.values())),
-    })
+    return make_table(
+        "counters",
+        {
+            "dispatch_id": np.tile(ids, len(values)),
+            "correlation_id": np.tile(kernels["correlation_id"].to_numpy(), len(values)),
+            "agent": np.tile(kernels["agent"].to_numpy(), len(values)),
+            "counter": np.repeat(list(values), n),
+            "value": np.concatenate(list(values.values())),
+        },
+    )
 
 
-def synthetic_runset(sync: str = "per_launch", iterations: int = 20, streams: int = 1, issues: bool = False,
-                     counters: bool = False, arch: str | None = None):
+def synthetic_runset(sync: str = "per_launch", iterations: int = 20, streams: int = 1, issues: bool = False, counters: bool = False, arch: str | None = None):
     """(RunSet, SynthRun): a synthetic run whose answers are known by construction.
 
     ``counters``: add :func:`synthetic_counters`; ``arch``: rename the GPU agents to this

@@ -51,10 +51,23 @@ def test_occupancy_grouping_by_name_equals_pandas_groupby(monkeypatch):
         if trial % 3 == 0:
             vgpr = vgpr + 8 * rng.integers(0, 2, n)  # several configurations per name: pandas path
         start = rng.integers(0, 10**9, n)
-        kernels = make_table("kernels", {
-            "start": start, "end": start + rng.integers(1, 10**5, n), "name": names,
-            "agent": rng.integers(1, 3, n) if trial % 2 else 1, "wg_x": 256, "wg_y": 1, "wg_z": 1,
-            "arch_vgpr": vgpr, "accum_vgpr": 0, "sgpr": 32, "lds_bytes": 0, "scratch_bytes": 0})
+        kernels = make_table(
+            "kernels",
+            {
+                "start": start,
+                "end": start + rng.integers(1, 10**5, n),
+                "name": names,
+                "agent": rng.integers(1, 3, n) if trial % 2 else 1,
+                "wg_x": 256,
+                "wg_y": 1,
+                "wg_z": 1,
+                "arch_vgpr": vgpr,
+                "accum_vgpr": 0,
+                "sgpr": 32,
+                "lds_bytes": 0,
+                "scratch_bytes": 0,
+            },
+        )
         fast = occupancy.kernel_occupancy(kernels, {1: "gfx942", 2: "gfx90a"}, {})
         with monkeypatch.context() as m:
             m.setattr(occupancy, "_configurations_by_name", lambda *args: None)
@@ -128,8 +141,7 @@ def test_hotspots_single_group_path_equals_pandas_groupby(groups):
     start = np.cumsum(rng.integers(1, 1_000, n)).astype(np.int64)
     dur = rng.integers(1, 10_000, n).astype(np.int64)
     agent = rng.integers(0, groups, n).astype(np.int32)
-    kernels = make_table("kernels", {"start": start, "end": start + dur, "agent": agent,
-                                     "name": np.array(["k"] * n, dtype=object)})
+    kernels = make_table("kernels", {"start": start, "end": start + dur, "agent": agent, "name": np.array(["k"] * n, dtype=object)})
     got = hotspots(kernels, by="agent").set_index("name").sort_index()
     want = pd.DataFrame({"agent": agent.astype(str), "dur": dur}).groupby("agent")["dur"]
     assert list(got.index) == sorted(want.groups)

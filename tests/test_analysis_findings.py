@@ -25,10 +25,16 @@ def quiet_doc() -> dict:
         "hotspots": [{"name": "k", "percent": 40.0}],
         "gpu": {"span_ns": 10_000_000, "idle_pct": 10.0},
         "gaps": {"by_cause": dict.fromkeys(CAUSES, 0), "count_by_cause": dict.fromkeys(CAUSES, 0)},
-        "sync": {"calls": 0, "total_ns": 0, "pct_of_wall": 0.0, "exposed_ns": 0, "waiting_ns": 0, "exposed_pct_of_wall": 0.0,
-                 "sync_after_launch": {"launches": 100, "followed_by_sync": 0, "ratio": 0.0, "detected": False}},
-        "launch": {"many_tiny_kernels": False, "avg_kernel_ns": 90_000.0, "median_queue_delay_ns": 5_000.0,
-                   "tiny_kernels": 0, "tiny_kernel_time_ns": 0},
+        "sync": {
+            "calls": 0,
+            "total_ns": 0,
+            "pct_of_wall": 0.0,
+            "exposed_ns": 0,
+            "waiting_ns": 0,
+            "exposed_pct_of_wall": 0.0,
+            "sync_after_launch": {"launches": 100, "followed_by_sync": 0, "ratio": 0.0, "detected": False},
+        },
+        "launch": {"many_tiny_kernels": False, "avg_kernel_ns": 90_000.0, "median_queue_delay_ns": 5_000.0, "tiny_kernels": 0, "tiny_kernel_time_ns": 0},
         "copies": {"bytes": 0, "time_ns": 0, "pct_of_wall": 0.0, "by_direction": {}},
         "occupancy": [],
         "counters": [],
@@ -37,13 +43,31 @@ def quiet_doc() -> dict:
 
 
 def _occupancy_row(pct: float) -> dict:
-    return {"name": "gemm", "occupancy_pct": pct, "waves_per_simd": 1, "max_waves_per_simd": 8, "limiter": "VGPR",
-            "vgpr": 256, "agpr": 0, "lds_bytes": 0, "workgroup_size": 256, "hint": "use fewer VGPRs"}
+    return {
+        "name": "gemm",
+        "occupancy_pct": pct,
+        "waves_per_simd": 1,
+        "max_waves_per_simd": 8,
+        "limiter": "VGPR",
+        "vgpr": 256,
+        "agpr": 0,
+        "lds_bytes": 0,
+        "workgroup_size": 256,
+        "hint": "use fewer VGPRs",
+    }
 
 
 def _metric(flagged: bool) -> dict:
-    return {"label": "L2 hit", "value": 12.0, "unit": "%", "formula": "a/b", "source": "sdk", "threshold": "< 50 %",
-            "flagged": flagged, "meaning": "poor reuse" if flagged else ""}
+    return {
+        "label": "L2 hit",
+        "value": 12.0,
+        "unit": "%",
+        "formula": "a/b",
+        "source": "sdk",
+        "threshold": "< 50 %",
+        "flagged": flagged,
+        "meaning": "poor reuse" if flagged else "",
+    }
 
 
 def _set(doc: dict, path: str, value) -> None:
@@ -62,16 +86,12 @@ TRIGGERS = [
     ({"sync.sync_after_launch": {"launches": 10, "followed_by_sync": 5, "ratio": 0.5, "detected": True}}, "sync-after-launch"),
     ({"launch.many_tiny_kernels": True, "launch.avg_kernel_ns": 9_999.0}, "many-tiny-kernels"),
     ({"copies.pct_of_wall": 20.01}, "copy-share"),
-    ({"copies.by_direction": {"HtoD": {"count": 1, "bytes": 1 << 20, "size_unknown": 0, "time_ns": 200_000,
-                                       "bandwidth_gbs": 5.24}}}, "slow-copy"),
+    ({"copies.by_direction": {"HtoD": {"count": 1, "bytes": 1 << 20, "size_unknown": 0, "time_ns": 200_000, "bandwidth_gbs": 5.24}}}, "slow-copy"),
     ({"hotspots": [{"name": "k", "percent": 50.01}]}, "dominant-kernel"),
     ({"occupancy": [_occupancy_row(24.9)]}, "low-occupancy"),
-    ({"counters": [{"process": "p", "kernels": [{"name": "k", "dispatches": 1, "metrics": {"l2_hit": _metric(True)}}]}]},
-     "counter:l2_hit"),
-    ({"logs": [{"path": "run.log", "line": 3, "code": "oom", "text": "out of memory", "meaning": "the GPU ran out"}]},
-     "known-error"),
-    ({"counters": [{"process": "p", "kernels": [], "arch": "gfx942", "commands": ["rocprofv3 --pmc SQ_WAVES -- app"]}]},
-     "no-counters"),
+    ({"counters": [{"process": "p", "kernels": [{"name": "k", "dispatches": 1, "metrics": {"l2_hit": _metric(True)}}]}]}, "counter:l2_hit"),
+    ({"logs": [{"path": "run.log", "line": 3, "code": "oom", "text": "out of memory", "meaning": "the GPU ran out"}]}, "known-error"),
+    ({"counters": [{"process": "p", "kernels": [], "arch": "gfx942", "commands": ["rocprofv3 --pmc SQ_WAVES -- app"]}]}, "no-counters"),
     ({"categories": {"communication": 1_800_001}}, "communication-share"),  # > 20 % of the 9 ms kernel time
     ({"stats": {"needs_trace": ["gpu-idle"], "tables": []}}, "needs-trace"),
 ]
@@ -108,9 +128,15 @@ def test_raw_sync_share_alone_fires_nothing():
 
 def test_thresholds_are_strict():
     """Exactly at the threshold nothing fires (every rule is '>' or '<', not '>=')."""
-    at = {"gpu.idle_pct": 20.0, "gaps.by_cause.sync": 500_000, "gaps.by_cause.launch": 1_000_000,
-          "sync.exposed_pct_of_wall": 5.0, "copies.pct_of_wall": 20.0, "hotspots": [{"name": "k", "percent": 50.0}],
-          "occupancy": [_occupancy_row(25.0)]}
+    at = {
+        "gpu.idle_pct": 20.0,
+        "gaps.by_cause.sync": 500_000,
+        "gaps.by_cause.launch": 1_000_000,
+        "sync.exposed_pct_of_wall": 5.0,
+        "copies.pct_of_wall": 20.0,
+        "hotspots": [{"name": "k", "percent": 50.0}],
+        "occupancy": [_occupancy_row(25.0)],
+    }
     doc = quiet_doc()
     for path, value in at.items():
         _set(doc, path, value)
@@ -149,5 +175,4 @@ def test_findings_of_a_generated_run(tmp_path):
     sal = doc["sync"]["sync_after_launch"]
     assert sal["launches"] == 200 and sal["followed_by_sync"] == 200 and sal["detected"] is True
     assert "sync-after-launch" in codes
-    assert [f["severity"] for f in doc["findings"]] == sorted(
-        (f["severity"] for f in doc["findings"]), key=["high", "medium", "low", "info"].index)
+    assert [f["severity"] for f in doc["findings"]] == sorted((f["severity"] for f in doc["findings"]), key=["high", "medium", "low", "info"].index)

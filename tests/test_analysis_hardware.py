@@ -36,8 +36,22 @@ def test_occupancy_computed_examples_and_hints():
 
 
 def test_kernel_occupancy_groups_configurations():
-    k = make_table("kernels", {"start": [0, 10, 20], "end": [5, 15, 40], "agent": 1, "name": ["a", "a", "b"], "wg_x": 256, "wg_y": 1,
-                               "wg_z": 1, "arch_vgpr": [128, 128, 64], "accum_vgpr": 0, "sgpr": 30, "lds_bytes": 0})
+    k = make_table(
+        "kernels",
+        {
+            "start": [0, 10, 20],
+            "end": [5, 15, 40],
+            "agent": 1,
+            "name": ["a", "a", "b"],
+            "wg_x": 256,
+            "wg_y": 1,
+            "wg_z": 1,
+            "arch_vgpr": [128, 128, 64],
+            "accum_vgpr": 0,
+            "sgpr": 30,
+            "lds_bytes": 0,
+        },
+    )
     rows = kernel_occupancy(k, {1: "gfx942"})
     assert [(r["name"], r["dispatches"], r["total_ns"], r["occupancy_pct"]) for r in rows] == [("b", 1, 20, 100.0), ("a", 2, 10, 50.0)]
 
@@ -55,13 +69,18 @@ def _counter_run(values: dict, agent=Agent(id=1, name="gfx942", cu_count=304, nu
 
 
 def test_derived_metrics_by_hand():
-    run = _counter_run({
-        "TCC_HIT_sum": [30, 90], "TCC_MISS_sum": [70, 10],  # 30 % and 90 % -> mean 60 %
-        "GRBM_GUI_ACTIVE": [8000, 8000], "GRBM_COUNT": [16000, 8000],  # GPU busy 50 %, 100 %
-        "SQ_WAVES": [100, 300],
-        "SQ_THREAD_CYCLES_VALU": [640, 320], "SQ_ACTIVE_INST_VALU": [20, 10],  # 50 % lanes
-        "SQ_VALU_MFMA_BUSY_CYCLES": [304 * 4 * 100, 304 * 4 * 500],  # per XCD GRBM = 1000 -> 10 %, 50 %
-    })
+    run = _counter_run(
+        {
+            "TCC_HIT_sum": [30, 90],
+            "TCC_MISS_sum": [70, 10],  # 30 % and 90 % -> mean 60 %
+            "GRBM_GUI_ACTIVE": [8000, 8000],
+            "GRBM_COUNT": [16000, 8000],  # GPU busy 50 %, 100 %
+            "SQ_WAVES": [100, 300],
+            "SQ_THREAD_CYCLES_VALU": [640, 320],
+            "SQ_ACTIVE_INST_VALU": [20, 10],  # 50 % lanes
+            "SQ_VALU_MFMA_BUSY_CYCLES": [304 * 4 * 100, 304 * 4 * 500],  # per XCD GRBM = 1000 -> 10 %, 50 %
+        }
+    )
     res = counter_metrics(run)
     (kern,) = res["kernels"]
     m = kern["metrics"]
@@ -100,7 +119,9 @@ def test_capabilities_are_version_dependent():
 def test_scan_logs_finds_known_errors_read_only():
     hits = scan_logs(DATA / "logs")
     assert sorted((Path(h["path"]).name, h["code"], h["line"]) for h in hits) == [
-        ("compute.txt", "no-supported-arch", 1), ("rocprofv3_pmc.log", "hsa-iterate-agents", 2)]
+        ("compute.txt", "no-supported-arch", 1),
+        ("rocprofv3_pmc.log", "hsa-iterate-agents", 2),
+    ]
     assert scan_logs(DATA / "does-not-exist") == []
     # size cap: 16 bytes (8 from the head, 8 from the tail) hold none of the messages
     assert scan_logs(DATA / "logs", max_bytes=16) == []
@@ -127,9 +148,22 @@ def test_low_occupancy_finding_names_its_kernel():
     from tui_prof.model import RunMeta, RunSet
 
     name = "void big_lds_kernel<" + "T" * 100 + ">(float*)"
-    kernels = make_table("kernels", {"start": [0, 100], "end": [50, 150], "agent": 1, "name": [name, name],
-                                     "wg_x": 256, "wg_y": 1, "wg_z": 1, "arch_vgpr": 96, "accum_vgpr": 0,
-                                     "sgpr": 30, "lds_bytes": 65536})
+    kernels = make_table(
+        "kernels",
+        {
+            "start": [0, 100],
+            "end": [50, 150],
+            "agent": 1,
+            "name": [name, name],
+            "wg_x": 256,
+            "wg_y": 1,
+            "wg_z": 1,
+            "arch_vgpr": 96,
+            "accum_vgpr": 0,
+            "sgpr": 30,
+            "lds_bytes": 65536,
+        },
+    )
     run = Run(meta=RunMeta(label="t", pid=1), agents=[Agent(id=1, name="gfx90a")], kernels=kernels)
     doc = build_summary(RunSet(root="mem", runs=[run]), logs=False)
     finding = next(f for f in doc["findings"] if f["code"] == "low-occupancy")
@@ -147,12 +181,15 @@ def test_scan_logs_depth_and_file_caps_follow_path_order(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(line + "\n")
         made.append(path)
+
     def hits(**kw):
         return [Path(h["path"]).relative_to(tmp_path).as_posix() for h in scan_logs(tmp_path, **kw)]
+
     # the reference: every log-suffix file at depth <= max_depth, sorted as paths
     def reference(max_depth, max_files):
         shallow = [p for p in sorted(made) if len(p.relative_to(tmp_path).parts) <= max_depth and p.suffix != ".csv"]
         return [p.relative_to(tmp_path).as_posix() for p in shallow[:max_files]]
+
     assert hits() == reference(3, 200) == ["a.log", "b/a.log", "b/c/d.log", "b.out", "z.txt"]
     assert hits(max_depth=1) == reference(1, 200)
     assert hits(max_depth=5) == reference(5, 200)

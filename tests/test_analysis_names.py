@@ -11,34 +11,43 @@ from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, load_category_rules,
 from tui_prof.model import make_table
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >"
-     "(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)", "at::native::vectorized_elementwise_kernel"),
-    ("my_kernel.kd", "my_kernel"),
-    ("my_kernel(float*, int) [clone .kd]", "my_kernel"),
-    ("void ck_tile::kentry<1, ck_tile::BatchedGemmKernel<int> >(ck_tile::BatchedGemmKernel<int>::Args)", "ck_tile::kentry"),
-    ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32", "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32"),
-    ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),
-    ("float reduce_sum<256>(float const*)", "reduce_sum"),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >"
+            "(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
+            "at::native::vectorized_elementwise_kernel",
+        ),
+        ("my_kernel.kd", "my_kernel"),
+        ("my_kernel(float*, int) [clone .kd]", "my_kernel"),
+        ("void ck_tile::kentry<1, ck_tile::BatchedGemmKernel<int> >(ck_tile::BatchedGemmKernel<int>::Args)", "ck_tile::kentry"),
+        ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32", "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32"),
+        ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),
+        ("float reduce_sum<256>(float const*)", "reduce_sum"),
+    ],
+)
 def test_normalize_name(raw, expected):
     assert normalize_name(raw) == expected
 
 
-@pytest.mark.parametrize("name, category", [
-    ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32", "GEMM"),
-    ("void ck_tile::kentry<1, ck_tile::BatchedGemmKernel<int> >()", "GEMM"),
-    ("__amd_rocclr_fillBufferAligned", "copy/fill"),
-    ("__amd_rocclr_copyBuffer", "copy/fill"),
-    ("ncclDevKernel_AllReduce_Sum_f16_RING_LL", "communication"),
-    ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128> >()", "attention"),
-    ("fmha_fwd_d128_bf16", "attention"),
-    ("miopenSp3AsmConv_v21_1_3_gfx9_fp32", "convolution"),
-    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>()", "normalisation"),
-    ("void at::native::reduce_kernel<512, 1>()", "reduction"),
-    ("void at::native::vectorized_elementwise_kernel<4>()", "elementwise"),
-    ("mystery", "other"),
-])
+@pytest.mark.parametrize(
+    "name, category",
+    [
+        ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32", "GEMM"),
+        ("void ck_tile::kentry<1, ck_tile::BatchedGemmKernel<int> >()", "GEMM"),
+        ("__amd_rocclr_fillBufferAligned", "copy/fill"),
+        ("__amd_rocclr_copyBuffer", "copy/fill"),
+        ("ncclDevKernel_AllReduce_Sum_f16_RING_LL", "communication"),
+        ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128> >()", "attention"),
+        ("fmha_fwd_d128_bf16", "attention"),
+        ("miopenSp3AsmConv_v21_1_3_gfx9_fp32", "convolution"),
+        ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>()", "normalisation"),
+        ("void at::native::reduce_kernel<512, 1>()", "reduction"),
+        ("void at::native::vectorized_elementwise_kernel<4>()", "elementwise"),
+        ("mystery", "other"),
+    ],
+)
 def test_default_categories(name, category):
     assert DEFAULT_CATEGORY_RULES.classify(name) == category
 
@@ -83,11 +92,13 @@ def test_hotspots_match_pandas_groupby_on_random_data():
     rng = np.random.default_rng(3)
     n = 5000
     start = rng.integers(0, 10**9, n)
-    kernels = make_table("kernels", {"start": start, "end": start + rng.integers(1, 10**6, n),
-                                     "name": rng.choice(["a", "b", "c", "d"], n)})
+    kernels = make_table("kernels", {"start": start, "end": start + rng.integers(1, 10**6, n), "name": rng.choice(["a", "b", "c", "d"], n)})
     ours = hotspots(kernels).set_index("name")
-    ref = pd.DataFrame({"k": kernels["name"].astype(str), "d": kernels["end"] - kernels["start"]}).groupby("k")["d"].agg(
-        ["count", "sum", "median", "min", "max", "std"])
+    ref = (
+        pd.DataFrame({"k": kernels["name"].astype(str), "d": kernels["end"] - kernels["start"]})
+        .groupby("k")["d"]
+        .agg(["count", "sum", "median", "min", "max", "std"])
+    )
     ref = ref.loc[ours.index]
     assert ours["calls"].tolist() == ref["count"].tolist() and ours["total_ns"].tolist() == ref["sum"].tolist()
     assert np.allclose(ours["median_ns"], ref["median"]) and np.allclose(ours["stddev_ns"], ref["std"])
@@ -127,8 +138,7 @@ def test_normalize_name_equals_reference_on_random_names():
     """Random names built from the characters the steps care about (brackets, clone
     suffixes, spaces, "void ", ".kd", "operator()") normalise as the reference does."""
     rng = np.random.default_rng(7)
-    pieces = ["(", ")", "<", ">", " ", "\t", "[clone .kd]", "[clone ", "]", "void ", ".kd", "operator()", "::",
-              "ns", "k", "float", "_", "1"]
+    pieces = ["(", ")", "<", ">", " ", "\t", "[clone .kd]", "[clone ", "]", "void ", ".kd", "operator()", "::", "ns", "k", "float", "_", "1"]
     for _ in range(20000):
         name = "".join(rng.choice(pieces, size=int(rng.integers(0, 14))).tolist())
         assert normalize_name(name) == _reference_normalize(name), repr(name)
@@ -153,8 +163,7 @@ def test_absurdly_long_names_are_bounded():
     exact = "x" * MAX_NAME_CHARS  # at the limit: unchanged, no marker
     assert normalize_name(exact) == exact
     # inputs that made the old suffix regex backtrack quadratically
-    for name, want in (("a" + " " * 60000 + "b", "b"), ("[clone " * 9000 + "x", "[clone " * 9000 + "x"),
-                       (")" * 60000 + "(", ")" * 60000)):
+    for name, want in (("a" + " " * 60000 + "b", "b"), ("[clone " * 9000 + "x", "[clone " * 9000 + "x"), (")" * 60000 + "(", ")" * 60000)):
         t0 = time.perf_counter()
         assert normalize_name(name) == want
         assert time.perf_counter() - t0 < 0.5

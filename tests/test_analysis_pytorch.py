@@ -33,55 +33,80 @@ def summary(path: Path) -> dict:
 
 # --- kernel-name rules on names taken from the samples ---------------------------------------
 
-@pytest.mark.parametrize("name, category", [
-    # cuBLAS / cuBLASLt (H200 decode, GPT-2, resnet)
-    ("nvjet_sm90_hsh_8x64_64x16_2x1_v_bz_bias_TNN", "GEMM"),
-    ("nvjet_sm90_hsh_64x8_64x16_4x1_v_bz_relubias_TNT", "GEMM"),  # "relu" in the epilogue: still GEMM
-    ("nvjet_sm90_tst_64x64_64x13_1x2_h_bz_splitK_NTT", "GEMM"),
-    ("void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float, __half, false, float, __half, __half, true>(cublasLt::cublasSplitKParams<float>, float const*)", "GEMM"),
-    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", "GEMM"),
-    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "GEMM"),
-    ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1::Params)", "GEMM"),
-    ("ampere_sgemm_128x128_tn", "GEMM"),
-    # hipBLASLt / Tensile, CK
-    ("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_LDSB1_AFC1", "GEMM"),
-    ("void ck_tile::kentry<1, ck_tile::BatchedGemmKernel<int> >(ck_tile::BatchedGemmKernel<int>::Args)", "GEMM"),
-    ("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm>(ck::device_gemm_args)", "GEMM"),
-    # convolutions: implicit GEMM, cutlass fprop, cuDNN, MIOpen, CK
-    ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn", "convolution"),
-    ("sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x64", "convolution"),
-    ("sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x64x32", "convolution"),
-    ("void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8>(cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8::Params)", "convolution"),
-    ("_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock22ImplicitGemmMultistage", "convolution"),
-    ("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2", "convolution"),
-    ("void precomputed_convolve_sgemm<__nv_bfloat16, 128, 6, 7, 3, 3, 5, 1, false>(int, int, int, __nv_bfloat16 const*)", "convolution"),
-    ("cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1", "convolution"),
-    ("miopenSp3AsmConv_v21_1_3_gfx9_fp32", "convolution"),
-    ("_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm_bk0mk1", "convolution"),
-    ("void cudnn::cnn::kern_precompute_indices<false>(int*, int, int, int, int, int)", "convolution"),
-    # no "conv" in "convert"
-    ("void cudnn::fusion::convert_dq_to_16bits<__half>(float const*, __half*, int)", "elementwise"),
-    # layout transforms
-    ("void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true, (cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, __nv_bfloat16 const*, __nv_bfloat16*)", "layout"),
-    ("void cudnn::engines_precompiled::nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16, float, true, false, (cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nhwc2nchw_params_t<float>, __nv_bfloat16 const*, __nv_bfloat16*)", "layout"),
-    ("void nhwcAddPaddingKernel<__nv_bfloat16, __nv_bfloat16, float, true, (cudnnKernelDataType_t)0>(int, int, __nv_bfloat16 const*, cudnn::reduced_divisor)", "layout"),
-    ("batched_transpose_32x32_half", "layout"),
-    ("transpose_NCHW2CNHW_V2_2D_WG_off64", "layout"),
-    # attention
-    ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t> >(pytorch_flash::Flash_fwd_params)", "attention"),
-    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", "attention"),
-    ("fmha_fwd_d128_bf16", "attention"),
-    ("void ck_tile::kentry<1, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVS> >()", "attention"),
-    # collectives
-    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "communication"),
-    ("ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)", "communication"),
-    # the parameter list does not decide: these argument types name other libraries
-    ("void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, cudnn::reduced_divisor, bool)", "other"),
-    ("void bounds_check_indices_kernel<long, false>(long*, fbgemm_gpu::FixedDivisor)", "other"),
-    # normalisation, and "normal" (random) is not
-    ("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float, float, 32u, 32u, 256u, false>(long, long)", "normalisation"),
-    ("void at::native::batch_norm_backward_kernel<c10::BFloat16, float, float, int>(at::GenericPackedTensorAccessor)", "normalisation"),
-])
+
+@pytest.mark.parametrize(
+    "name, category",
+    [
+        # cuBLAS / cuBLASLt (H200 decode, GPT-2, resnet)
+        ("nvjet_sm90_hsh_8x64_64x16_2x1_v_bz_bias_TNN", "GEMM"),
+        ("nvjet_sm90_hsh_64x8_64x16_4x1_v_bz_relubias_TNT", "GEMM"),  # "relu" in the epilogue: still GEMM
+        ("nvjet_sm90_tst_64x64_64x13_1x2_h_bz_splitK_NTT", "GEMM"),
+        (
+            "void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float, __half, false, float, __half, __half, true>(cublasLt::cublasSplitKParams<float>, float const*)",
+            "GEMM",
+        ),
+        ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", "GEMM"),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "GEMM"),
+        (
+            "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1::Params)",
+            "GEMM",
+        ),
+        ("ampere_sgemm_128x128_tn", "GEMM"),
+        # hipBLASLt / Tensile, CK
+        ("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_LDSB1_AFC1", "GEMM"),
+        ("void ck_tile::kentry<1, ck_tile::BatchedGemmKernel<int> >(ck_tile::BatchedGemmKernel<int>::Args)", "GEMM"),
+        ("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm>(ck::device_gemm_args)", "GEMM"),
+        # convolutions: implicit GEMM, cutlass fprop, cuDNN, MIOpen, CK
+        ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn", "convolution"),
+        ("sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x64", "convolution"),
+        ("sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x64x32", "convolution"),
+        (
+            "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8>(cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8::Params)",
+            "convolution",
+        ),
+        ("_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock22ImplicitGemmMultistage", "convolution"),
+        ("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2", "convolution"),
+        ("void precomputed_convolve_sgemm<__nv_bfloat16, 128, 6, 7, 3, 3, 5, 1, false>(int, int, int, __nv_bfloat16 const*)", "convolution"),
+        ("cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1", "convolution"),
+        ("miopenSp3AsmConv_v21_1_3_gfx9_fp32", "convolution"),
+        ("_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm_bk0mk1", "convolution"),
+        ("void cudnn::cnn::kern_precompute_indices<false>(int*, int, int, int, int, int)", "convolution"),
+        # no "conv" in "convert"
+        ("void cudnn::fusion::convert_dq_to_16bits<__half>(float const*, __half*, int)", "elementwise"),
+        # layout transforms
+        (
+            "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true, (cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, __nv_bfloat16 const*, __nv_bfloat16*)",
+            "layout",
+        ),
+        (
+            "void cudnn::engines_precompiled::nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16, float, true, false, (cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nhwc2nchw_params_t<float>, __nv_bfloat16 const*, __nv_bfloat16*)",
+            "layout",
+        ),
+        (
+            "void nhwcAddPaddingKernel<__nv_bfloat16, __nv_bfloat16, float, true, (cudnnKernelDataType_t)0>(int, int, __nv_bfloat16 const*, cudnn::reduced_divisor)",
+            "layout",
+        ),
+        ("batched_transpose_32x32_half", "layout"),
+        ("transpose_NCHW2CNHW_V2_2D_WG_off64", "layout"),
+        # attention
+        (
+            "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t> >(pytorch_flash::Flash_fwd_params)",
+            "attention",
+        ),
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", "attention"),
+        ("fmha_fwd_d128_bf16", "attention"),
+        ("void ck_tile::kentry<1, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVS> >()", "attention"),
+        # collectives
+        ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "communication"),
+        ("ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)", "communication"),
+        # the parameter list does not decide: these argument types name other libraries
+        ("void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, cudnn::reduced_divisor, bool)", "other"),
+        ("void bounds_check_indices_kernel<long, false>(long*, fbgemm_gpu::FixedDivisor)", "other"),
+        # normalisation, and "normal" (random) is not
+        ("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float, float, 32u, 32u, 256u, false>(long, long)", "normalisation"),
+        ("void at::native::batch_norm_backward_kernel<c10::BFloat16, float, float, int>(at::GenericPackedTensorAccessor)", "normalisation"),
+    ],
+)
 def test_category_rules_on_real_names(name, category):
     assert DEFAULT_CATEGORY_RULES.classify(name) == category
 
@@ -95,14 +120,37 @@ def test_rule_text_drops_only_the_parameter_list():
 
 # --- GEMM and convolution shares against the launching operator ----------------------------
 
-GEMM_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_addmm_activation",
-            "aten::addmv", "aten::mv", "aten::_scaled_mm", "aten::addbmm", "aten::dot", "aten::vdot"}
-CONV_OPS = {"aten::cudnn_convolution", "aten::convolution_backward", "aten::_convolution", "aten::convolution",
-            "aten::conv2d", "aten::cudnn_convolution_transpose", "aten::miopen_convolution"}
+GEMM_OPS = {
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::matmul",
+    "aten::linear",
+    "aten::_addmm_activation",
+    "aten::addmv",
+    "aten::mv",
+    "aten::_scaled_mm",
+    "aten::addbmm",
+    "aten::dot",
+    "aten::vdot",
+}
+CONV_OPS = {
+    "aten::cudnn_convolution",
+    "aten::convolution_backward",
+    "aten::_convolution",
+    "aten::convolution",
+    "aten::conv2d",
+    "aten::cudnn_convolution_transpose",
+    "aten::miopen_convolution",
+}
 # the test's own name rule for kernels no cpu_op links (graph replays, GPU-only traces):
 # BLAS library names, not implicit-GEMM convolutions, not FBGEMM's embedding kernels
-GEMM_NAME = re.compile(r"^(void )?(nvjet_|ampere_\w*gemm|sm\d+_xmma_gemm|cutlass::Kernel2<cutlass_\w*gemm|Cijk_|cublas)|splitKreduce|"
-                       r"(?<!fb)gemm(?!\w*(conv|implicit))", re.IGNORECASE)
+GEMM_NAME = re.compile(
+    r"^(void )?(nvjet_|ampere_\w*gemm|sm\d+_xmma_gemm|cutlass::Kernel2<cutlass_\w*gemm|Cijk_|cublas)|splitKreduce|"
+    r"(?<!fb)gemm(?!\w*(conv|implicit))",
+    re.IGNORECASE,
+)
 NOT_GEMM_NAME = re.compile(r"implicit_gemm|igemm_|fprop|dgrad|wgrad|conv|fbgemm|split_embedding", re.IGNORECASE)
 
 
@@ -114,15 +162,13 @@ def op_of_kernels(path: Path) -> list[tuple[str, float, str | None]]:
     for e in evs:
         if e.get("cat") == "cpu_op" and "External id" in e.get("args", {}):
             op_by_id.setdefault(e["args"]["External id"], e["name"])
-    return [(e["name"], e["dur"], op_by_id.get(e.get("args", {}).get("External id")))
-            for e in evs if e.get("cat") == "kernel"]
+    return [(e["name"], e["dur"], op_by_id.get(e.get("args", {}).get("External id"))) for e in evs if e.get("cat") == "kernel"]
 
 
 def gemm_share_by_operator(path: Path) -> float:
     rows = op_of_kernels(path)
     total = sum(d for _, d, _ in rows)
-    gemm = sum(d for n, d, op in rows
-               if (op in GEMM_OPS if op is not None else bool(GEMM_NAME.search(n)) and not NOT_GEMM_NAME.search(n)))
+    gemm = sum(d for n, d, op in rows if (op in GEMM_OPS if op is not None else bool(GEMM_NAME.search(n)) and not NOT_GEMM_NAME.search(n)))
     return 100 * gemm / total
 
 
@@ -168,8 +214,8 @@ def test_train_sync_convolution_share_by_operator():
     assert cats["convolution"] + cats["layout"] + split_k == pytest.approx(conv_op_share, abs=0.5)
 
 
-
 # --- launch accounting --------------------------------------------------------------------
+
 
 def launch_api_us(path: Path) -> tuple[float, float]:
     """(all launch calls, graph launches) in µs, summed from the runtime events."""
@@ -202,6 +248,7 @@ def test_decode_eager_many_tiny_kernels_fires():
 
 
 # --- copies by memory kind ----------------------------------------------------------------
+
 
 def copy_bandwidths(path: Path, label: str) -> list[float]:
     """GB/s (bytes per ns) of each copy whose name contains ``label``, in start order."""
@@ -311,8 +358,7 @@ def test_unknown_and_mixed_platforms_get_neutral_words():
 
 
 def test_platform_detection_on_known_samples():
-    assert summary(H200 / "decode_eager.pt.trace.json.gz")["platform"] == {
-        "vendor": "nvidia", "pytorch": True, "evidence": "pytorch-profiler platform cuda"}
+    assert summary(H200 / "decode_eager.pt.trace.json.gz")["platform"] == {"vendor": "nvidia", "pytorch": True, "evidence": "pytorch-profiler platform cuda"}
     assert summary(KINETO / "mi300__resnet_act_checkpoint.json.gz")["platform"]["vendor"] == "amd"
     assert summary(DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7")["platform"]["vendor"] == "amd"
 
@@ -330,9 +376,18 @@ def test_nvidia_hardware_text_says_what_the_trace_knows():
 
 # --- operator attribution from the model's tables -----------------------------------------
 
-@pytest.mark.parametrize("name", ["h200/decode_eager.pt.trace.json.gz", "h200/train_sync.pt.trace.json.gz", "h200/copies.pt.trace.json.gz",
-                                  "h200/decode_graph.pt.trace.json.gz", "h100__gaunernst_bert-small-uncased__1016001.json.gz",
-                                  "mi300__resnet_act_checkpoint.json.gz"])
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "h200/decode_eager.pt.trace.json.gz",
+        "h200/train_sync.pt.trace.json.gz",
+        "h200/copies.pt.trace.json.gz",
+        "h200/decode_graph.pt.trace.json.gz",
+        "h100__gaunernst_bert-small-uncased__1016001.json.gz",
+        "mi300__resnet_act_checkpoint.json.gz",
+    ],
+)
 def test_launching_operator_equals_the_external_id_link(name):
     """The operator found by time containment (correlation -> launch call -> innermost
     cpu_op on its thread) is the cpu_op the kernel's External id names, for every kernel

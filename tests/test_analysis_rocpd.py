@@ -24,27 +24,55 @@ def _db():
 
 def _run_from_db() -> Run:
     with _db() as con:
-        k = con.execute("SELECT start, end, agent_abs_index, queue_id, stream_id, pid, tid, corr_id, dispatch_id, name, "
-                        "workgroup_x, workgroup_y, workgroup_z, lds_size, vgpr_count, accum_vgpr_count, sgpr_count FROM kernels").fetchall()
+        k = con.execute(
+            "SELECT start, end, agent_abs_index, queue_id, stream_id, pid, tid, corr_id, dispatch_id, name, "
+            "workgroup_x, workgroup_y, workgroup_z, lds_size, vgpr_count, accum_vgpr_count, sgpr_count FROM kernels"
+        ).fetchall()
         a = con.execute("SELECT start, end, name, pid, tid, corr_id FROM regions").fetchall()
     k = list(zip(*k))
     a = list(zip(*a))
-    kernels = make_table("kernels", {"start": np.array(k[0]), "end": np.array(k[1]), "agent": np.array(k[2]), "queue": np.array(k[3]),
-                                     "stream": np.array(k[4]), "pid": np.array(k[5]), "tid": np.array(k[6]),
-                                     "correlation_id": np.array(k[7]), "dispatch_id": np.array(k[8]), "name": list(k[9]),
-                                     "wg_x": np.array(k[10]), "wg_y": np.array(k[11]), "wg_z": np.array(k[12]), "lds_bytes": np.array(k[13]),
-                                     "arch_vgpr": np.array(k[14]), "accum_vgpr": np.array(k[15]), "sgpr": np.array(k[16])})
-    api = make_table("api", {"start": np.array(a[0]), "end": np.array(a[1]), "name": list(a[2]), "pid": np.array(a[3]),
-                             "tid": np.array(a[4]), "correlation_id": np.array(a[5]), "domain": "hip"})
-    run = Run(meta=RunMeta(label="rocpd", tool="rocprofv3"), agents=[Agent(id=2, name="gfx942", cu_count=304, num_xcc=8)],
-              kernels=kernels, api=api)
+    kernels = make_table(
+        "kernels",
+        {
+            "start": np.array(k[0]),
+            "end": np.array(k[1]),
+            "agent": np.array(k[2]),
+            "queue": np.array(k[3]),
+            "stream": np.array(k[4]),
+            "pid": np.array(k[5]),
+            "tid": np.array(k[6]),
+            "correlation_id": np.array(k[7]),
+            "dispatch_id": np.array(k[8]),
+            "name": list(k[9]),
+            "wg_x": np.array(k[10]),
+            "wg_y": np.array(k[11]),
+            "wg_z": np.array(k[12]),
+            "lds_bytes": np.array(k[13]),
+            "arch_vgpr": np.array(k[14]),
+            "accum_vgpr": np.array(k[15]),
+            "sgpr": np.array(k[16]),
+        },
+    )
+    api = make_table(
+        "api",
+        {
+            "start": np.array(a[0]),
+            "end": np.array(a[1]),
+            "name": list(a[2]),
+            "pid": np.array(a[3]),
+            "tid": np.array(a[4]),
+            "correlation_id": np.array(a[5]),
+            "domain": "hip",
+        },
+    )
+    run = Run(meta=RunMeta(label="rocpd", tool="rocprofv3"), agents=[Agent(id=2, name="gfx942", cu_count=304, num_xcc=8)], kernels=kernels, api=api)
     run.finish()
     return run
 
 
 def test_busy_matches_rocpd_busy_view():
     with _db() as con:
-        (agent, gpu_time, wall_time), = con.execute("SELECT agent_id, GpuTime, WallTime FROM busy").fetchall()
+        ((agent, gpu_time, wall_time),) = con.execute("SELECT agent_id, GpuTime, WallTime FROM busy").fetchall()
         abs_index = con.execute("SELECT absolute_index FROM rocpd_info_agent WHERE id = ?", (agent,)).fetchone()[0]
     doc = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), logs=False)
     (ours,) = doc["gpu"]["agents"]
@@ -77,8 +105,9 @@ def test_hotspots_match_rocpd_top_kernels():
 
 def test_sync_and_launch_against_regions():
     with _db() as con:
-        calls, total = con.execute("SELECT count(*), sum(end - start) FROM regions WHERE name IN "
-                                   "('hipStreamSynchronize', 'hipEventSynchronize', 'hipDeviceSynchronize', 'hipMemcpy')").fetchone()
+        calls, total = con.execute(
+            "SELECT count(*), sum(end - start) FROM regions WHERE name IN ('hipStreamSynchronize', 'hipEventSynchronize', 'hipDeviceSynchronize', 'hipMemcpy')"
+        ).fetchone()
         distinct_ids = con.execute("SELECT count(DISTINCT corr_id) FROM regions WHERE name = 'hipLaunchKernel'").fetchone()[0]
     doc = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), logs=False)
     assert doc["sync"]["calls"] == calls == 5 and doc["sync"]["total_ns"] == total

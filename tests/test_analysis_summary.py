@@ -18,9 +18,17 @@ def test_summary_keys_of_schema():
     """The document's keys, in order, are SummaryDoc's; each section's keys are its part's."""
     doc = build_summary(RunSet(root="", runs=[sync_loop_run()]), logs=False)
     assert list(doc) == list(parts.SummaryDoc.__annotations__)
-    sections = {"source": parts.SourcePart, "kernels": parts.KernelsPart, "gpu": parts.GpuPart, "gaps": parts.GapsPart,
-                "sync": parts.SyncPart, "launch": parts.LaunchPart, "copies": parts.CopiesPart,
-                "hotspots_by": parts.HotspotsBy, "measurement": parts.MeasurementPart}
+    sections = {
+        "source": parts.SourcePart,
+        "kernels": parts.KernelsPart,
+        "gpu": parts.GpuPart,
+        "gaps": parts.GapsPart,
+        "sync": parts.SyncPart,
+        "launch": parts.LaunchPart,
+        "copies": parts.CopiesPart,
+        "hotspots_by": parts.HotspotsBy,
+        "measurement": parts.MeasurementPart,
+    }
     for key, part in sections.items():
         assert set(doc[key]) == set(part.__annotations__), key
     assert set(doc["sync"]["sync_after_launch"]) == set(parts.SyncAfterLaunch.__annotations__)
@@ -68,12 +76,40 @@ def big_run(n=1_000_000, seed=0) -> RunSet:
     start = np.cumsum(dur + rng.integers(500, 30_000, n))
     names = np.array([f"void kern_{i}<float, {i % 7}>(float*, int)" for i in range(300)] + ["Cijk_Ailk_Bljk_HHS"], dtype=object)
     corr = np.arange(n) + 1
-    kernels = make_table("kernels", {"start": start, "end": start + dur, "agent": 2, "queue": rng.integers(0, 2, n), "pid": 7, "tid": 8,
-                                     "correlation_id": corr, "dispatch_id": corr, "name": names[rng.integers(0, len(names), n)],
-                                     "wg_x": 256, "wg_y": 1, "wg_z": 1, "arch_vgpr": 128, "accum_vgpr": 0, "sgpr": 40, "lds_bytes": 0})
+    kernels = make_table(
+        "kernels",
+        {
+            "start": start,
+            "end": start + dur,
+            "agent": 2,
+            "queue": rng.integers(0, 2, n),
+            "pid": 7,
+            "tid": 8,
+            "correlation_id": corr,
+            "dispatch_id": corr,
+            "name": names[rng.integers(0, len(names), n)],
+            "wg_x": 256,
+            "wg_y": 1,
+            "wg_z": 1,
+            "arch_vgpr": 128,
+            "accum_vgpr": 0,
+            "sgpr": 40,
+            "lds_bytes": 0,
+        },
+    )
     a_start = start - rng.integers(5_000, 20_000, n)
-    api = make_table("api", {"start": a_start, "end": a_start + 3_000, "domain": "hip", "pid": 7, "tid": 8, "correlation_id": corr,
-                             "name": np.where(rng.random(n) < 0.02, "hipStreamSynchronize", "hipLaunchKernel")})
+    api = make_table(
+        "api",
+        {
+            "start": a_start,
+            "end": a_start + 3_000,
+            "domain": "hip",
+            "pid": 7,
+            "tid": 8,
+            "correlation_id": corr,
+            "name": np.where(rng.random(n) < 0.02, "hipStreamSynchronize", "hipLaunchKernel"),
+        },
+    )
     run = Run(meta=RunMeta(label="host/7", pid=7), agents=[Agent(id=2, name="gfx942", cu_count=304, num_xcc=8)], kernels=kernels, api=api)
     run.finish()
     return RunSet(root="", runs=[run])
@@ -127,9 +163,16 @@ def test_peak_memory_by_hand():
     """Allocate 100 B at a, 50 B at b, free a (size not recorded: taken from a's allocation),
     allocate 30 B: the peak is 150 B, reached before the free."""
     run = sync_loop_run(2)
-    run.allocations = make_table("allocations", {"start": [10, 20, 30, 40], "end": [11, 21, 31, 41],
-                                                 "operation": ["ALLOCATE", "ALLOCATE", "FREE", "ALLOCATE"],
-                                                 "bytes": [100, 50, 0, 30], "address": [0xA, 0xB, 0xA, 0xC]})
+    run.allocations = make_table(
+        "allocations",
+        {
+            "start": [10, 20, 30, 40],
+            "end": [11, 21, 31, 41],
+            "operation": ["ALLOCATE", "ALLOCATE", "FREE", "ALLOCATE"],
+            "bytes": [100, 50, 0, 30],
+            "address": [0xA, 0xB, 0xA, 0xC],
+        },
+    )
     doc = build_summary(RunSet(root="", runs=[run]), logs=False)
     assert doc["measurement"]["peak_memory_bytes"] == 150
 

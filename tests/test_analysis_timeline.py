@@ -34,13 +34,32 @@ def sync_loop_run(n=12, kernel_ns=100 * US, gap_ns=40 * US):
     sync_start = launch_end + 1 * US
     sync_end = k_end + 5 * US
     corr = np.arange(n) + 1
-    api = make_table("api", {
-        "start": np.concatenate([launch_start, sync_start]), "end": np.concatenate([launch_end, sync_end]),
-        "name": ["hipLaunchKernel"] * n + ["hipDeviceSynchronize"] * n, "domain": "hip", "pid": 1, "tid": 1,
-        "correlation_id": np.concatenate([corr, corr + 1000]),
-    })
-    kernels = make_table("kernels", {"start": k_start, "end": k_end, "agent": 1, "queue": 0, "pid": 1, "tid": 1,
-                                     "correlation_id": corr, "dispatch_id": corr, "name": ["Cijk_Ailk_Bljk_HHS"] * n})
+    api = make_table(
+        "api",
+        {
+            "start": np.concatenate([launch_start, sync_start]),
+            "end": np.concatenate([launch_end, sync_end]),
+            "name": ["hipLaunchKernel"] * n + ["hipDeviceSynchronize"] * n,
+            "domain": "hip",
+            "pid": 1,
+            "tid": 1,
+            "correlation_id": np.concatenate([corr, corr + 1000]),
+        },
+    )
+    kernels = make_table(
+        "kernels",
+        {
+            "start": k_start,
+            "end": k_end,
+            "agent": 1,
+            "queue": 0,
+            "pid": 1,
+            "tid": 1,
+            "correlation_id": corr,
+            "dispatch_id": corr,
+            "name": ["Cijk_Ailk_Bljk_HHS"] * n,
+        },
+    )
     return _run(kernels, api)
 
 
@@ -101,8 +120,7 @@ def test_launch_overhead_via_correlation_ids():
 def test_many_tiny_kernels_finding():
     n = 2000
     start = np.arange(n) * 6 * US
-    kernels = make_table("kernels", {"start": start, "end": start + 4 * US, "agent": 1, "name": ["tiny_add_kernel"] * n,
-                                     "correlation_id": np.arange(n) + 1})
+    kernels = make_table("kernels", {"start": start, "end": start + 4 * US, "agent": 1, "name": ["tiny_add_kernel"] * n, "correlation_id": np.arange(n) + 1})
     doc = build_summary(RunSet(root="", runs=[_run(kernels)]), logs=False)
     assert doc["launch"]["many_tiny_kernels"] is True and doc["launch"]["tiny_kernels"] == n
     assert "many-tiny-kernels" in [f["code"] for f in doc["findings"]]
@@ -114,11 +132,23 @@ def test_graph_replay_decode_is_997_percent_busy():
     n = steps * per_step
     start = np.arange(n) * (kns + gns)
     corr = np.repeat(np.arange(steps) + 1, per_step)
-    kernels = make_table("kernels", {"start": start, "end": start + kns, "agent": 1, "correlation_id": corr, "pid": 1,
-                                     "name": ["fused_moe_kernel", "paged_attention_v2"] * (n // 2)})
+    kernels = make_table(
+        "kernels",
+        {"start": start, "end": start + kns, "agent": 1, "correlation_id": corr, "pid": 1, "name": ["fused_moe_kernel", "paged_attention_v2"] * (n // 2)},
+    )
     g_start = start[::per_step] - 20 * US
-    api = make_table("api", {"start": g_start, "end": g_start + 5 * US, "name": ["hipGraphLaunch"] * steps, "domain": "hip",
-                             "pid": 1, "tid": 1, "correlation_id": np.arange(steps) + 1})
+    api = make_table(
+        "api",
+        {
+            "start": g_start,
+            "end": g_start + 5 * US,
+            "name": ["hipGraphLaunch"] * steps,
+            "domain": "hip",
+            "pid": 1,
+            "tid": 1,
+            "correlation_id": np.arange(steps) + 1,
+        },
+    )
     run = _run(kernels, api)
     doc = build_summary(RunSet(root="", runs=[run]), gap_threshold_ns=0, logs=False)
     span = n * kns + (n - 1) * gns
@@ -140,8 +170,7 @@ def test_overlapping_kernels_on_two_queues_count_once():
     agents, gaps = gpu_timeline(_run(kernels), threshold_ns=1)
     assert agents[0]["busy_ns"] == 300 and agents[0]["idle_ns"] == 0 and len(gaps) == 0
     # add a third queue with a later kernel: gap [300, 400)
-    kernels = make_table("kernels", {"start": [0, 200, 50, 400], "end": [100, 300, 250, 450], "queue": [0, 0, 1, 2], "agent": 1,
-                                     "name": ["a", "a", "b", "c"]})
+    kernels = make_table("kernels", {"start": [0, 200, 50, 400], "end": [100, 300, 250, 450], "queue": [0, 0, 1, 2], "agent": 1, "name": ["a", "a", "b", "c"]})
     agents, gaps = gpu_timeline(_run(kernels), threshold_ns=1)
     assert agents[0]["busy_ns"] == 350 and agents[0]["span_ns"] == 450
     assert gaps[["start", "end"]].values.tolist() == [[300, 400]]
@@ -153,16 +182,16 @@ def test_copies_fill_gaps_and_are_attributed_to_the_gpu_agent():
     agents = (Agent(id=0, type="CPU"), Agent(id=1, name="gfx942"))
     kernels = make_table("kernels", {"start": [0, 1000], "end": [100, 1100], "agent": 1, "name": ["k", "k"]})
     # H2D copy (CPU 0 -> GPU 1) from 100 to 600, D2H copy (GPU 1 -> CPU 0) from 600 to 800
-    copies = make_table("copies", {"start": [100, 600], "end": [600, 800], "src_agent": [0, 1], "dst_agent": [1, 0],
-                                   "bytes": [5000, 2000], "direction": ["HtoD", "DtoH"]})
+    copies = make_table(
+        "copies", {"start": [100, 600], "end": [600, 800], "src_agent": [0, 1], "dst_agent": [1, 0], "bytes": [5000, 2000], "direction": ["HtoD", "DtoH"]}
+    )
     run = _run(kernels, copies=copies, agents=agents)
     res, gaps = gpu_timeline(run, threshold_ns=1)
     assert [a["agent"] for a in res] == [1]
     assert res[0]["busy_ns"] == 900 and res[0]["idle_ns"] == 200
     doc = build_summary(RunSet(root="", runs=[run]), logs=False)
     assert doc["copies"]["bytes"] == 7000
-    assert doc["copies"]["by_direction"]["HtoD"] == {"count": 1, "bytes": 5000, "size_unknown": 0, "time_ns": 500,
-                                                     "bandwidth_gbs": 10.0}
+    assert doc["copies"]["by_direction"]["HtoD"] == {"count": 1, "bytes": 5000, "size_unknown": 0, "time_ns": 500, "bandwidth_gbs": 10.0}
     assert doc["copies"]["size_unknown"] == 0
     # a format that does not record copy sizes (rocprofv3 CSV): sizes -1 are counted, not summed
     unsized = _run(kernels, copies=copies.assign(bytes=-1), agents=agents)
@@ -175,11 +204,21 @@ def test_gap_causes_launch_copy_and_other():
     # k1 [0,100); gap1 [100,300) next launched at 150 (after gap start) -> launch
     # k2 [300,400); gap2 [400,600) hipMemcpy (blocking) overlaps -> copy
     # k3 [600,700); gap3 [700,900) k4 launched at 50 (long before) -> other
-    kernels = make_table("kernels", {"start": [0, 300, 600, 900], "end": [100, 400, 700, 1000], "agent": 1, "pid": 1,
-                                     "correlation_id": [1, 2, 3, 4], "name": ["k1", "k2", "k3", "k4"]})
-    api = make_table("api", {"start": [-50, 150, 250, 410, 50], "end": [-40, 160, 260, 590, 60], "pid": 1, "tid": 1,
-                             "name": ["hipLaunchKernel", "hipLaunchKernel", "hipLaunchKernel", "hipMemcpy", "hipLaunchKernel"],
-                             "correlation_id": [1, 2, 3, 99, 4]})
+    kernels = make_table(
+        "kernels",
+        {"start": [0, 300, 600, 900], "end": [100, 400, 700, 1000], "agent": 1, "pid": 1, "correlation_id": [1, 2, 3, 4], "name": ["k1", "k2", "k3", "k4"]},
+    )
+    api = make_table(
+        "api",
+        {
+            "start": [-50, 150, 250, 410, 50],
+            "end": [-40, 160, 260, 590, 60],
+            "pid": 1,
+            "tid": 1,
+            "name": ["hipLaunchKernel", "hipLaunchKernel", "hipLaunchKernel", "hipMemcpy", "hipLaunchKernel"],
+            "correlation_id": [1, 2, 3, 99, 4],
+        },
+    )
     _, gaps = gpu_timeline(_run(kernels, api), threshold_ns=1)
     assert gaps["cause"].astype(str).tolist() == ["launch", "copy", "other"]
     assert gaps["api_cause"].astype(str).tolist() == ["hipLaunchKernel", "hipMemcpy", ""]
@@ -188,19 +227,21 @@ def test_gap_causes_launch_copy_and_other():
     assert s["calls"] == 1 and s["blocking_copy_calls"] == 1 and s["total_ns"] == 180
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(iterations=30, sync="per_launch"),
-    dict(iterations=30, sync="per_iteration", streams=2),
-    dict(iterations=30, sync="end", gpus=2),
-    dict(iterations=20, sync="per_launch", gpus=2, streams=3, seed=7),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(iterations=30, sync="per_launch"),
+        dict(iterations=30, sync="per_iteration", streams=2),
+        dict(iterations=30, sync="end", gpus=2),
+        dict(iterations=20, sync="per_launch", gpus=2, streams=3, seed=7),
+    ],
+)
 def test_synth_generator_expected_answers(kwargs):
     from tui_prof.synth import spec as spec_mod
 
     synth = spec_mod.build(spec_mod.SynthSpec(**kwargs))
     exp = synth.expected
-    run = Run(meta=RunMeta(label="synth", pid=synth.spec.pid), agents=list(synth.agents), kernels=synth.kernels,
-              api=synth.api, copies=synth.copies)
+    run = Run(meta=RunMeta(label="synth", pid=synth.spec.pid), agents=list(synth.agents), kernels=synth.kernels, api=synth.api, copies=synth.copies)
     run.finish()
     agents, gaps = gpu_timeline(run, threshold_ns=1)
     assert {a["agent"] for a in agents} == set(exp.gaps)

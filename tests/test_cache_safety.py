@@ -58,9 +58,10 @@ def run_dir(tmp_path):
 
 def numbers(runset) -> dict:
     """What a user reads: dispatches and kernel time per process (and every table's length)."""
-    return {f"{r.meta.hostname}/{r.meta.pid}": (len(r.kernels), int((r.kernels["end"] - r.kernels["start"]).sum()),
-                                                 {name: len(r.table(name)) for name in TABLES})
-            for r in runset.runs}
+    return {
+        f"{r.meta.hostname}/{r.meta.pid}": (len(r.kernels), int((r.kernels["end"] - r.kernels["start"]).sum()), {name: len(r.table(name)) for name in TABLES})
+        for r in runset.runs
+    }
 
 
 def assert_same_tables(got, want) -> None:
@@ -113,8 +114,9 @@ def test_folder_holding_other_things_is_refused_and_left_untouched(tmp_path, mon
     assert numbers(got) == numbers(fresh)
     assert numbers(got)["h/777"][:2] == (run_dir.expected.dispatches, run_dir.expected.kernel_total_ns)
     line = one_warning(capsys)
-    assert line == (f"tuiprof: not using the cache: {str(home)!r} holds other files and no tuiprof CACHEDIR.TAG; "
-                    "point TUIPROF_CACHE_DIR at a new or empty folder")
+    assert line == (
+        f"tuiprof: not using the cache: {str(home)!r} holds other files and no tuiprof CACHEDIR.TAG; point TUIPROF_CACHE_DIR at a new or empty folder"
+    )
     load_path(run_dir, use_cache=True)
     assert len(parses) == 3  # the fresh load and both loads without a usable cache parse
     assert capsys.readouterr().err == ""  # one warning per process
@@ -182,9 +184,17 @@ def make_foreign(path: Path, monkeypatch) -> None:
         monkeypatch.setattr(cache.os, "getuid", lambda: OTHER_UID)
 
 
-@pytest.mark.parametrize("case", ["root owned by another user", "root writable by others",
-                                  "root writable by group", "tag owned by another user", "tag writable by others",
-                                  "tag with other text"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "root owned by another user",
+        "root writable by others",
+        "root writable by group",
+        "tag owned by another user",
+        "tag writable by others",
+        "tag with other text",
+    ],
+)
 def test_root_another_user_could_write_is_refused(case, tmp_path, monkeypatch, run_dir, parses, capsys):
     root = tmp_path / "cache"
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(root))
@@ -232,8 +242,7 @@ def test_planted_entry_in_a_shared_folder_cannot_change_the_numbers(tmp_path, mo
     good = load_path(run_dir, use_cache=True)
     (entry,) = entries(root)
     runset = cache.load(entry.name)
-    runset.runs[0].kernels["end"] = runset.runs[0].kernels["start"] + 100 * (
-        runset.runs[0].kernels["end"] - runset.runs[0].kernels["start"])
+    runset.runs[0].kernels["end"] = runset.runs[0].kernels["start"] + 100 * (runset.runs[0].kernels["end"] - runset.runs[0].kernels["start"])
     cache.prune(keep=set(), limit=0)
     assert cache.save(runset, entry.name) is not None  # the planted entry, valid in every byte
     assert numbers(load_path(run_dir, use_cache=True)) != numbers(good)  # (what the plant does when trusted)
@@ -292,9 +301,20 @@ def test_tampered_table_is_a_miss_reparsed_and_replaced(tmp_path, monkeypatch, r
     assert_same_tables(again, fresh)
 
 
-@pytest.mark.parametrize("damage", ["manifest byte", "manifest truncated", "manifest garbage", "manifest missing",
-                                    "table truncated", "table missing", "table grown", "schema changed",
-                                    "moved under another key"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "manifest byte",
+        "manifest truncated",
+        "manifest garbage",
+        "manifest missing",
+        "table truncated",
+        "table missing",
+        "table grown",
+        "schema changed",
+        "moved under another key",
+    ],
+)
 def test_damaged_entry_is_a_miss_reparsed_and_replaced(damage, tmp_path, monkeypatch, run_dir, parses):
     root = tmp_path / "cache"
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(root))
@@ -377,8 +397,7 @@ def test_manifest_records_size_chunk_crcs_rows_and_columns(tmp_path, monkeypatch
     import zlib
 
     assert record["size"] == len(data)
-    assert record["crcs"] == [f"{zlib.crc32(data[i:i + cache.CHECK_CHUNK]):08x}"
-                              for i in range(0, len(data), cache.CHECK_CHUNK)]
+    assert record["crcs"] == [f"{zlib.crc32(data[i : i + cache.CHECK_CHUNK]):08x}" for i in range(0, len(data), cache.CHECK_CHUNK)]
     assert record["rows"] == run_dir.expected.dispatches == 60
     assert record["columns"][:2] == [["start", "int64"], ["end", "int64"]]
 
@@ -434,8 +453,9 @@ def test_cli_warns_once_and_reports_the_same_numbers(tmp_path, monkeypatch, run_
     got = capsys.readouterr()
     assert got.out == want.out
     assert json.loads(got.out)["kernels"]["dispatches"] == run_dir.expected.dispatches
-    assert got.err.splitlines() == [f"tuiprof: not using the cache: {str(home)!r} holds other files and no tuiprof "
-                                    "CACHEDIR.TAG; point TUIPROF_CACHE_DIR at a new or empty folder"]
+    assert got.err.splitlines() == [
+        f"tuiprof: not using the cache: {str(home)!r} holds other files and no tuiprof CACHEDIR.TAG; point TUIPROF_CACHE_DIR at a new or empty folder"
+    ]
     assert [p.name for p in home.iterdir()] == [".ssh"]
 
 

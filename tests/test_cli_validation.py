@@ -28,34 +28,37 @@ def one_line(capsys) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["summary", "RUN", "--gap-threshold", "1e309"], "argument --gap-threshold: not a finite duration: '1e309'"),
-    (["summary", "RUN", "--gap-threshold", "inf"], "argument --gap-threshold: not a finite duration: 'inf'"),
-    (["summary", "RUN", "--gap-threshold=-inf"], "argument --gap-threshold: not a finite duration: '-inf'"),
-    (["summary", "RUN", "--gap-threshold", "nan"], "argument --gap-threshold: not a finite duration: 'nan'"),
-    (["summary", "RUN", "--gap-threshold", "nanms"], "argument --gap-threshold: not a finite duration: 'nanms'"),
-    (["summary", "RUN", "--gap-threshold=-1us"], "argument --gap-threshold: duration must not be negative: '-1us'"),
-    (["summary", "RUN", "--gap-threshold", "1e30"], "argument --gap-threshold: duration too long: '1e30' (at most 9223372036854775807 ns"),
-    (["summary", "RUN", "--gap-threshold", "9223372036854775808ns"], "argument --gap-threshold: duration too long: '9223372036854775808ns'"),
-    (["summary", "RUN", "--gap-threshold", "10 parsecs"], "argument --gap-threshold: not a duration: '10 parsecs'"),
-    (["summary", "RUN", "--top", "-1"], "argument --top: must not be negative: '-1' (0 lists all)"),
-    (["summary", "RUN", "--top", "1.5"], "argument --top: not a whole number: '1.5'"),
-    (["summary", "RUN", "--top", "9" * 30], f"argument --top: too large: '{'9' * 30}'"),
-    (["summary", "RUN", "--max-gaps", "-5"], "argument --max-gaps: must not be negative: '-5' (0 lists all)"),
-    (["summary", ""], "argument path: empty path"),
-    (["open", ""], "argument path: empty path"),
-    (["diff", "", "RUN"], "argument A: empty path"),
-    (["diff", "RUN", ""], "argument B: empty path"),
-    (["diff", "RUN", "RUN", "--fail-on-regression", "nan"], "argument --fail-on-regression: not a finite number: 'nan'"),
-    (["diff", "RUN", "RUN", "--fail-on-regression", "inf"], "argument --fail-on-regression: not a finite number: 'inf'"),
-    (["diff", "RUN", "RUN", "--fail-on-regression", "-1"], "argument --fail-on-regression: must not be negative: '-1'"),
-    (["diff", "RUN", "RUN", "--noise", "nan"], "argument --noise: not a finite number: 'nan'"),
-    (["diff", "RUN", "RUN", "--noise", "-2"], "argument --noise: must not be negative: '-2'"),
-    (["diff", "RUN", "RUN", "--noise-pp", "nan"], "argument --noise-pp: not a finite number: 'nan'"),
-    (["diff", "RUN", "RUN", "--noise-pp", "-0.5"], "argument --noise-pp: must not be negative: '-0.5'"),
-    (["diff", "RUN", "RUN", "--top", "-3"], "argument --top: must not be negative: '-3'"),
-    (["diff", "RUN", "RUN", "--gap-threshold", "inf"], "argument --gap-threshold: not a finite duration: 'inf'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["summary", "RUN", "--gap-threshold", "1e309"], "argument --gap-threshold: not a finite duration: '1e309'"),
+        (["summary", "RUN", "--gap-threshold", "inf"], "argument --gap-threshold: not a finite duration: 'inf'"),
+        (["summary", "RUN", "--gap-threshold=-inf"], "argument --gap-threshold: not a finite duration: '-inf'"),
+        (["summary", "RUN", "--gap-threshold", "nan"], "argument --gap-threshold: not a finite duration: 'nan'"),
+        (["summary", "RUN", "--gap-threshold", "nanms"], "argument --gap-threshold: not a finite duration: 'nanms'"),
+        (["summary", "RUN", "--gap-threshold=-1us"], "argument --gap-threshold: duration must not be negative: '-1us'"),
+        (["summary", "RUN", "--gap-threshold", "1e30"], "argument --gap-threshold: duration too long: '1e30' (at most 9223372036854775807 ns"),
+        (["summary", "RUN", "--gap-threshold", "9223372036854775808ns"], "argument --gap-threshold: duration too long: '9223372036854775808ns'"),
+        (["summary", "RUN", "--gap-threshold", "10 parsecs"], "argument --gap-threshold: not a duration: '10 parsecs'"),
+        (["summary", "RUN", "--top", "-1"], "argument --top: must not be negative: '-1' (0 lists all)"),
+        (["summary", "RUN", "--top", "1.5"], "argument --top: not a whole number: '1.5'"),
+        (["summary", "RUN", "--top", "9" * 30], f"argument --top: too large: '{'9' * 30}'"),
+        (["summary", "RUN", "--max-gaps", "-5"], "argument --max-gaps: must not be negative: '-5' (0 lists all)"),
+        (["summary", ""], "argument path: empty path"),
+        (["open", ""], "argument path: empty path"),
+        (["diff", "", "RUN"], "argument A: empty path"),
+        (["diff", "RUN", ""], "argument B: empty path"),
+        (["diff", "RUN", "RUN", "--fail-on-regression", "nan"], "argument --fail-on-regression: not a finite number: 'nan'"),
+        (["diff", "RUN", "RUN", "--fail-on-regression", "inf"], "argument --fail-on-regression: not a finite number: 'inf'"),
+        (["diff", "RUN", "RUN", "--fail-on-regression", "-1"], "argument --fail-on-regression: must not be negative: '-1'"),
+        (["diff", "RUN", "RUN", "--noise", "nan"], "argument --noise: not a finite number: 'nan'"),
+        (["diff", "RUN", "RUN", "--noise", "-2"], "argument --noise: must not be negative: '-2'"),
+        (["diff", "RUN", "RUN", "--noise-pp", "nan"], "argument --noise-pp: not a finite number: 'nan'"),
+        (["diff", "RUN", "RUN", "--noise-pp", "-0.5"], "argument --noise-pp: must not be negative: '-0.5'"),
+        (["diff", "RUN", "RUN", "--top", "-3"], "argument --top: must not be negative: '-3'"),
+        (["diff", "RUN", "RUN", "--gap-threshold", "inf"], "argument --gap-threshold: not a finite duration: 'inf'"),
+    ],
+)
 def test_bad_value_is_a_one_line_usage_error(args, message, capsys, monkeypatch):
     def no_load(*_args, **_kwargs):
         raise AssertionError("loaded although the arguments are bad")
@@ -72,9 +75,14 @@ def test_bad_value_is_a_one_line_usage_error(args, message, capsys, monkeypatch)
 def test_gap_threshold_traceback_is_gone_in_a_real_process(value):
     """argparse type errors are raised in parsing, outside the commands' error handling:
     checked in a real process, where a traceback would show."""
-    done = subprocess.run([sys.executable, "-m", "tui_prof.cli", "summary", str(SAMPLE), "--gap-threshold", value],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "summary", str(SAMPLE), "--gap-threshold", value],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert done.returncode == EXIT_USAGE
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
@@ -83,8 +91,7 @@ def test_gap_threshold_traceback_is_gone_in_a_real_process(value):
 
 def test_limits_that_are_valid_still_run(capsys):
     """The largest int64 duration and counts of all (0) are accepted and reach --json as given."""
-    args = ["summary", str(SAMPLE), "--json", "--no-cache", "--gap-threshold", "9223372036854775807ns",
-            "--top", "0", "--max-gaps", "0"]
+    args = ["summary", str(SAMPLE), "--json", "--no-cache", "--gap-threshold", "9223372036854775807ns", "--top", "0", "--max-gaps", "0"]
     assert cli.main(args) == EXIT_OK
     doc = json.loads(capsys.readouterr().out)
     assert doc["gaps"]["threshold_ns"] == 9223372036854775807
@@ -133,8 +140,7 @@ def test_control_characters_in_file_names_are_escaped(tmp_path, capsys):
     assert cli.main(["summary", str(missing), "--no-cache"]) == EXIT_NOTHING_LOADED
     err = capsys.readouterr().err
     assert "\x9b" not in err and "\r" not in err
-    assert err.splitlines() == [f"tuiprof: {tmp_path}/gone\\r\\n\\x9b2J: no such file or directory",
-                                f"tuiprof: nothing could be loaded from {str(missing)!r}"]
+    assert err.splitlines() == [f"tuiprof: {tmp_path}/gone\\r\\n\\x9b2J: no such file or directory", f"tuiprof: nothing could be loaded from {str(missing)!r}"]
 
 
 def test_usage_error_with_control_characters_is_one_line(capsys):
@@ -156,8 +162,7 @@ def test_internal_error_message_is_escaped(monkeypatch, capsys):
 
     monkeypatch.setattr(summary, "build_summary", boom)
     assert cli.main(["summary", str(SAMPLE), "--no-cache"]) == 3
-    assert one_line(capsys) == ("tuiprof: internal error: RuntimeError: bad name k\\x1b]52;c;ZXZpbA==\\x07\\nnext "
-                                "(please report)")
+    assert one_line(capsys) == ("tuiprof: internal error: RuntimeError: bad name k\\x1b]52;c;ZXZpbA==\\x07\\nnext (please report)")
 
 
 def test_stderr_lines_go_through_the_one_sanitiser():

@@ -70,9 +70,7 @@ def test_labelled_copies_with_one_recorded_device(label, device, want):
 
 
 def test_labelled_copies_with_both_agents():
-    direction, src, dst = labelled_copies(
-        ["HtoD", "DtoD", "DtoD", "HtoH", "memset", None], src_agent=[0, 1, 1, 0, U, 1], dst_agent=[1, 1, 2, 0, 2, 0]
-    )
+    direction, src, dst = labelled_copies(["HtoD", "DtoD", "DtoD", "HtoH", "memset", None], src_agent=[0, 1, 1, 0, U, 1], dst_agent=[1, 1, 2, 0, 2, 0])
     assert direction.tolist() == ["HtoD", "DtoD", "PtoP", "HtoH", "memset", "unknown"]
     assert src.tolist() == [0, 1, 1, 0, U, 1]
     assert dst.tolist() == [1, 1, 2, 0, 2, 0]
@@ -86,9 +84,15 @@ def _run_with_device_copies():
     t = int(max(run.kernels["end"].max(), cp["end"].max(), run.api["end"].max())) + 10_000
     last = cp.iloc[-1]
     extra = {
-        "start": [t, t + 20_000], "end": [t + 5_000, t + 25_000], "bytes": [4096, 8192],
-        "direction": ["DtoD", "PtoP"], "src_agent": [1, 1], "dst_agent": [1, 2],
-        "stream": [int(last["stream"])] * 2, "pid": [int(last["pid"])] * 2, "tid": [int(last["tid"])] * 2,
+        "start": [t, t + 20_000],
+        "end": [t + 5_000, t + 25_000],
+        "bytes": [4096, 8192],
+        "direction": ["DtoD", "PtoP"],
+        "src_agent": [1, 1],
+        "dst_agent": [1, 2],
+        "stream": [int(last["stream"])] * 2,
+        "pid": [int(last["pid"])] * 2,
+        "tid": [int(last["tid"])] * 2,
         "correlation_id": [int(cp["correlation_id"].max()) + 1, int(cp["correlation_id"].max()) + 2],
         "name": ["MEMORY_COPY_DEVICE_TO_DEVICE"] * 2,
     }
@@ -136,8 +140,7 @@ def test_same_copies_same_direction_and_agents_in_every_format(fmt, synth_run, t
 def test_memset_direction_and_agents_agree_between_kineto_and_legacy_rules():
     """Kineto (``gpu_memset`` events) and rocprof v1 (``Fill``/``Memset`` copy names) both
     record one device: a memset writes it and reads nothing."""
-    frame = pd.DataFrame({"Name": ["FillBuffer", "CopyHostToDevice"], "dev-id": ["2", "2"],
-                          "BeginNs": ["10", "30"], "EndNs": ["20", "40"]})
+    frame = pd.DataFrame({"Name": ["FillBuffer", "CopyHostToDevice"], "dev-id": ["2", "2"], "BeginNs": ["10", "30"], "EndNs": ["20", "40"]})
     legacy = copy_table(frame, quoted_names=False)
     assert legacy["direction"].astype(str).tolist() == ["memset", "HtoD"]
     assert legacy["src_agent"].tolist() == [U, U]

@@ -20,7 +20,9 @@ FORMATS = ("csv", "rocpd", "pftrace", "kineto")
 def summarise(path) -> dict:
     out = subprocess.run(
         [sys.executable, "-m", "tui_prof.cli", "summary", str(path), "--json", "--top", "0", "--no-cache"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return json.loads(out)
 
@@ -42,9 +44,9 @@ def summaries(tmp_path_factory):
     result = {}
     for fmt in FORMATS:
         subprocess.run(
-            [sys.executable, "-m", "tui_prof.synth", str(root / fmt), "--format", fmt, "--dispatches", "300",
-             "--sync", "per_launch", "--seed", "3"],
-            capture_output=True, check=True,
+            [sys.executable, "-m", "tui_prof.synth", str(root / fmt), "--format", fmt, "--dispatches", "300", "--sync", "per_launch", "--seed", "3"],
+            capture_output=True,
+            check=True,
         )
         result[fmt] = summarise(root / fmt)
     return result

@@ -69,9 +69,7 @@ def test_loading_never_writes_into_the_run_directory(tmp_path):
 
 def test_cli_reports_nothing_loaded_without_traceback(tmp_path):
     (tmp_path / "1_kernel_trace.csv").write_bytes(b"\x00\x01\x02binary")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", "summary", str(tmp_path)], capture_output=True, text=True
-    )
+    proc = subprocess.run([sys.executable, "-m", "tui_prof.cli", "summary", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert f"{tmp_path / '1_kernel_trace.csv'}: not recognised" in proc.stderr
@@ -123,16 +121,38 @@ def test_loader_registry_gives_the_sniff_order_and_the_format_tables():
     """Each loader module declares its LoaderSpec once; detect derives its tables from them."""
     modules = loader_modules()
     assert [m.__name__.rsplit(".", 1)[1] for m in modules] == list(LOADER_MODULES)
-    assert [m.FORMAT for m in modules] == [m.LOADER.format for m in modules] == [
-        "rocpd", "rocprofv3-json", "pftrace", "kineto", "rocprof-v1", "rocprofv3-csv", "rocprofv2", "rocm-smi-csv",
-        "rocprofv3-summary",
-    ]
+    assert (
+        [m.FORMAT for m in modules]
+        == [m.LOADER.format for m in modules]
+        == [
+            "rocpd",
+            "rocprofv3-json",
+            "pftrace",
+            "kineto",
+            "rocprof-v1",
+            "rocprofv3-csv",
+            "rocprofv2",
+            "rocm-smi-csv",
+            "rocprofv3-summary",
+        ]
+    )
     assert detect.FORMAT_PRIORITY == ("rocpd", "rocprofv3-json", "rocprofv3-csv", "pftrace", "kineto")
     assert sorted(detect.PARALLEL_FORMATS) == ["rocpd", "rocprofv3-csv"]
     assert detect.FILE_FORMATS == ("pftrace", "kineto", "rocprofv3-summary")
-    expected = ["1234_kernel_trace.csv", "x_memory_allocation_trace.csv", "counter_collection.csv", "agent_info.csv",
-                "kernel_stats.csv", "results.db", "a.pftrace", "host_1.pt.trace.json", "kineto.json", "rocpd.db",
-                "summary.txt", "run_summary.txt"]
+    expected = [
+        "1234_kernel_trace.csv",
+        "x_memory_allocation_trace.csv",
+        "counter_collection.csv",
+        "agent_info.csv",
+        "kernel_stats.csv",
+        "results.db",
+        "a.pftrace",
+        "host_1.pt.trace.json",
+        "kineto.json",
+        "rocpd.db",
+        "summary.txt",
+        "run_summary.txt",
+    ]
     assert [name for name in expected if detect.PROFILER_NAME.search(name)] == expected
     assert [n for n in ("notes.txt", "trace.json", "gpu_info_power_profiler_output.csv", "summary.md") if detect.PROFILER_NAME.search(n)] == []
 

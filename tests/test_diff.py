@@ -76,6 +76,7 @@ def row(result, key):
 
 # ---- a run against itself ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("by", ["name", "normalized", "category"])
 def test_synthetic_run_against_itself_is_all_zero(by):
     synth = build(spec("per_launch"))
@@ -106,6 +107,7 @@ def test_real_rocpd_run_against_itself_is_all_zero():
 
 
 # ---- before / after pairs with known deltas ---------------------------------------------
+
 
 def test_sync_per_iteration_vs_once_matches_known_answers():
     a, b = build(spec("per_iteration")), build(spec("end"))
@@ -189,13 +191,19 @@ def test_combined_pair_sync_once_slower_and_removed():
     assert len(rest) == len(e) - 2 and (rest["delta_ns"] == 0).all()
     assert list(result.kernels["key"][:2]) == [ATTENTION, REDUCE]  # |delta| order
     total = int(e.loc[ATTENTION, "total_ns"])
-    eb = expected_metrics(b, extra_span=total, extra_kernel=total, removed=REDUCE,
-                          launch_api_ns=int((api["end"] - api["start"])[api["name"].astype(str) == "hipLaunchKernel"].sum()))
+    eb = expected_metrics(
+        b,
+        extra_span=total,
+        extra_kernel=total,
+        removed=REDUCE,
+        launch_api_ns=int((api["end"] - api["start"])[api["name"].astype(str) == "hipLaunchKernel"].sum()),
+    )
     check_metrics(result, "b", eb)
     assert result.metric("idle_pct")["b"] < result.metric("idle_pct")["a"]
 
 
 # ---- matching modes ---------------------------------------------------------------------
+
 
 def test_normalized_matching_pairs_renamed_template_instances():
     synth = build(spec("per_iteration"))
@@ -246,6 +254,7 @@ def test_csv_against_rocpd_of_the_same_run_is_zero(tmp_path):
 
 # ---- separable parts: each side's metrics once, the kernel matching alone -------------
 
+
 def test_side_metrics_equal_the_known_answers():
     synth = build(spec("per_iteration"))
     side = side_metrics(as_runset(synth, "A"))
@@ -279,11 +288,11 @@ def test_kernel_diff_alone_equals_the_diffs_table():
     k, api = remove_kernel(synth.kernels, synth.api, REDUCE)
     a, b = as_runset(synth, "A"), as_runset(synth, "B", k, api)
     for by in ("name", "normalized", "category"):
-        pd.testing.assert_frame_equal(kernel_diff(all_kernels(a), all_kernels(b), by=by),
-                                      diff_runsets(a, b, by=by).kernels)
+        pd.testing.assert_frame_equal(kernel_diff(all_kernels(a), all_kernels(b), by=by), diff_runsets(a, b, by=by).kernels)
 
 
 # ---- noise and verdicts -----------------------------------------------------------------
+
 
 def test_noise_threshold_and_verdicts():
     span, idle, gemm = (next(m for m in METRICS if m.key == k) for k in ("span_ns", "idle_pct", "gemm_pct"))
@@ -310,6 +319,7 @@ def test_kernel_status_uses_noise():
 
 
 # ---- CLI ----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def csv_pair(tmp_path_factory):

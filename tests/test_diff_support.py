@@ -19,10 +19,14 @@ import pandas as pd
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.synth import SynthSpec, build
 
-ATTENTION = ("void ck_tile::kentry<256, 2, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<ck_tile::half_t> > >"
-             "(ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<ck_tile::half_t> >::Kargs)")
-REDUCE = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
-          "unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)")
+ATTENTION = (
+    "void ck_tile::kentry<256, 2, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<ck_tile::half_t> > >"
+    "(ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<ck_tile::half_t> >::Kargs)"
+)
+REDUCE = (
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
+    "unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)"
+)
 
 
 def spec(sync: str, **kw) -> SynthSpec:
@@ -35,10 +39,13 @@ def spec(sync: str, **kw) -> SynthSpec:
 
 def as_runset(synth, root: str, kernels=None, api=None, copies=None) -> RunSet:
     meta = RunMeta(formats=["synthetic"], tool="synth", label="synthhost/4242", hostname="synthhost", pid=4242)
-    run = Run(meta=meta, agents=synth.agents,
-              kernels=synth.kernels if kernels is None else kernels,
-              api=synth.api if api is None else api,
-              copies=synth.copies if copies is None else copies)
+    run = Run(
+        meta=meta,
+        agents=synth.agents,
+        kernels=synth.kernels if kernels is None else kernels,
+        api=synth.api if api is None else api,
+        copies=synth.copies if copies is None else copies,
+    )
     return RunSet(root=root, runs=[run])
 
 

@@ -30,7 +30,15 @@ from tui_prof.tui.widgets.timeline import S_IDLE, Timeline
 
 def classic():
     a, b = build(spec("per_launch")), build(spec("end"))
-    return as_runset(a, "sync_per_launch", ), as_runset(b, "sync_once"), a, b
+    return (
+        as_runset(
+            a,
+            "sync_per_launch",
+        ),
+        as_runset(b, "sync_once"),
+        a,
+        b,
+    )
 
 
 def changed():

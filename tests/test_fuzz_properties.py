@@ -42,6 +42,7 @@ def load_files(files: dict[str, bytes], mutated: set[str] = frozenset()):
 
 # --------------------------------------------------------------------------- truncation anywhere
 
+
 def _seed_files():
     seeds = all_seeds()
     out = []
@@ -69,6 +70,7 @@ def test_truncated_anywhere(choice, fraction):
 
 # --------------------------------------------------------------------------- known by construction
 
+
 @given(INT64)
 def test_int64_from_text_exact(value):
     assert int64_from_text([str(value), f" {value} "]).tolist() == [value, value]
@@ -84,13 +86,17 @@ def test_int64_from_text_non_integer_is_unknown(text):
     assert int64_from_text([text]).tolist() == [-1]
 
 
-NAMES = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r\n\x00"), min_size=1, max_size=40).filter(
-    lambda s: s.strip() == s and s.strip())
+NAMES = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r\n\x00"), min_size=1, max_size=40).filter(lambda s: s.strip() == s and s.strip())
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.sampled_from(["HIP_API_DOMAIN", "HSA_API_DOMAIN", "SOME_NEW_DOMAIN"]), NAMES,
-                          INT64, INT64, st.integers(min_value=0, max_value=2**62)), min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["HIP_API_DOMAIN", "HSA_API_DOMAIN", "SOME_NEW_DOMAIN"]), NAMES, INT64, INT64, st.integers(min_value=0, max_value=2**62)),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_rocprofv2_api_csv_round_trip(rows):
     """Every generated row comes back with its exact start/end (negative, reversed and
     unsorted included); the run's api table is sorted by start as the model requires."""
@@ -112,8 +118,7 @@ def test_rocprofv2_api_csv_round_trip(rows):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(NAMES, st.integers(min_value=0, max_value=2**62), st.integers(min_value=0, max_value=2**62)),
-                min_size=1, max_size=20))
+@given(st.lists(st.tuples(NAMES, st.integers(min_value=0, max_value=2**62), st.integers(min_value=0, max_value=2**62)), min_size=1, max_size=20))
 def test_legacy_stats_round_trip(rows):
     """A rocprof v1 .stats.csv (Name,Calls,TotalDurationNs,AverageNs,Percentage) beside its
     trace: calls and totals come back exactly, for any name (commas, quotes, non-ASCII)."""
@@ -133,9 +138,16 @@ def test_legacy_stats_round_trip(rows):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.datetimes(min_value=datetime.datetime(2000, 1, 1), max_value=datetime.datetime(2100, 1, 1)),
-                          st.floats(allow_nan=False, allow_infinity=False, width=32) | st.sampled_from(["N/A", "", "nan"])),
-                min_size=1, max_size=20))
+@given(
+    st.lists(
+        st.tuples(
+            st.datetimes(min_value=datetime.datetime(2000, 1, 1), max_value=datetime.datetime(2100, 1, 1)),
+            st.floats(allow_nan=False, allow_infinity=False, width=32) | st.sampled_from(["N/A", "", "nan"]),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_smi_csv_round_trip(samples):
     """madengine power samples in any order, with N/A and empty values: every numeric sample
     comes back once with its exact time (µs resolution of the writer) and value."""
@@ -145,8 +157,7 @@ def test_smi_csv_round_trip(samples):
     runset, violations = load_files({"gpu_info_power_profiler_output.csv": ("\n".join(lines) + "\n").encode()})
     assert not violations
     (run,) = runset.runs
-    expected = sorted((int(np.datetime64(w, "ns").astype(np.int64)), float(v)) for w, v in samples
-                      if not isinstance(v, str) or v not in ("N/A", "", "nan"))
+    expected = sorted((int(np.datetime64(w, "ns").astype(np.int64)), float(v)) for w, v in samples if not isinstance(v, str) or v not in ("N/A", "", "nan"))
     got = sorted(zip(run.series["ts"].tolist(), run.series["value"].tolist()))
     assert got == expected
     assert set(run.series["agent"].tolist()) <= {3}

@@ -31,10 +31,13 @@ def test_truncated_pftrace_summary(tmp_path):
     build_summary(runset)  # raises TypeError: dtype of categories must be the same
 
 
-@pytest.mark.parametrize("sample,event,field,value", [
-    ("critical_path__cuda_event_sync__event_sync_trace.json.gz", 43, "args", -1),  # fuzz kineto/25: AttributeError
-    ("triton_example__triton_example.json.gz", 17, "pid", [[1]]),  # fuzz kineto/438: TypeError unhashable
-])
+@pytest.mark.parametrize(
+    "sample,event,field,value",
+    [
+        ("critical_path__cuda_event_sync__event_sync_trace.json.gz", 43, "args", -1),  # fuzz kineto/25: AttributeError
+        ("triton_example__triton_example.json.gz", 17, "pid", [[1]]),  # fuzz kineto/438: TypeError unhashable
+    ],
+)
 def test_kineto_wrong_type_field_keeps_good_sibling(tmp_path, sample, event, field, value):
     good = DATA / "kineto" / sample
     shutil.copy(good, tmp_path / "good_trace.json.gz")
@@ -61,8 +64,8 @@ def test_rocprofv3_csv_non_utf8_bad_row_prints_no_traceback(tmp_path, monkeypatc
 
 def test_summary_of_10mb_kernel_name_is_fast():
     run = Run()
-    run.kernels = make_table("kernels", {"start": [0, 10], "end": [5, 20], "agent": [0, 0],
-                                         "name": ["K" * (10 * 1024 * 1024), "small_kernel"]})
+    run.kernels = make_table("kernels", {"start": [0, 10], "end": [5, 20], "agent": [0, 0], "name": ["K" * (10 * 1024 * 1024), "small_kernel"]})
+
     def too_slow(signum, frame):
         raise TimeoutError("build_summary took more than 5 s")
 

@@ -15,6 +15,7 @@ from fuzz.seeds import LOADERS, all_seeds
 
 CASES_PER_LOADER = 14
 
+
 @pytest.mark.parametrize("loader", LOADERS)
 def test_seeds_load_cleanly(loader):
     """The unmutated seeds load with every file contributing (else 'sibling' checks are void)."""

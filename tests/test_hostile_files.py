@@ -109,13 +109,11 @@ def test_rocpd_recursive_view_is_refused_at_once(run_dir):
     path = _db_copy(run_dir)
     with sqlite3.connect(path) as con:
         t = _table(con, "rocpd_kernel_dispatch")
-    _rewrite_view(path, "rocpd_kernel_dispatch",
-                  f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT X.* FROM `{t}` X, r")
+    _rewrite_view(path, "rocpd_kernel_dispatch", f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT X.* FROM `{t}` X, r")
     started = time.monotonic()
     runset = load_path(run_dir)
     assert time.monotonic() - started < 10
-    assert _errors(runset) == ["view rocpd_kernel_dispatch holds a WITH clause (rocprofv3 writes none; "
-                               "a recursive one never ends): not read"]
+    assert _errors(runset) == ["view rocpd_kernel_dispatch holds a WITH clause (rocprofv3 writes none; a recursive one never ends): not read"]
     assert not runset.runs
 
 
@@ -124,8 +122,7 @@ def test_rocpd_view_through_another_view_with_recursion_is_refused(run_dir):
     path = _db_copy(run_dir)
     with sqlite3.connect(path) as con:
         t = _table(con, "rocpd_region")
-        con.execute(f"CREATE VIEW inner_loop AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
-                    f"SELECT X.* FROM `{t}` X, r")
+        con.execute(f"CREATE VIEW inner_loop AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT X.* FROM `{t}` X, r")
     _rewrite_view(path, "rocpd_region", "SELECT * FROM inner_loop")
     (message,) = _errors(load_path(run_dir))
     assert message.startswith("view inner_loop holds a WITH clause")
@@ -138,8 +135,10 @@ def test_rocpd_cross_join_view_is_stopped_by_the_step_budget(run_dir):
     elapsed = time.monotonic() - started
     (message,) = _errors(runset)
     budget = rocpd.STEP_BUDGET_FLOOR + rocpd.STEP_BUDGET_PER_BYTE * DB.stat().st_size
-    assert message == (f"a query ran past {budget:,} SQLite steps (10 per byte of this {DB.stat().st_size:,}-byte "
-                       "database): a view that does not end (a recursion or a cross join)? not read")
+    assert message == (
+        f"a query ran past {budget:,} SQLite steps (10 per byte of this {DB.stat().st_size:,}-byte "
+        "database): a view that does not end (a recursion or a cross join)? not read"
+    )
     assert elapsed < 60
 
 
@@ -175,8 +174,7 @@ def test_rocpd_view_calling_printf_for_a_900mb_value_is_refused_at_once(run_dir)
     started = time.monotonic()
     (message,) = _errors(load_path(run_dir))
     assert time.monotonic() - started < 10
-    assert message == ("view rocpd_string calls printf() (rocprofv3's views call none; it can build a value of any "
-                       "size): not read")
+    assert message == ("view rocpd_string calls printf() (rocprofv3's views call none; it can build a value of any size): not read")
 
 
 def test_rocpd_view_making_a_huge_value_is_stopped_by_the_length_limit_in_bounded_memory(run_dir):
@@ -216,8 +214,7 @@ def test_rocpd_invalid_utf8_in_hostname_symbol_and_roctx_string_is_replaced(run_
     assert len(run.kernels) == 151 and len(run.api) == 629
     assert sum(name.endswith("\ufffd") for name in run.kernels["name"].unique()) == 1
     assert "mark\ufffd" in set(run.api["name"].astype(str))
-    assert run.warnings == ["3 rocpd text values (names, hostnames, symbols) held invalid UTF-8 or lone surrogates; "
-                            "shown with U+FFFD in their place"]
+    assert run.warnings == ["3 rocpd text values (names, hostnames, symbols) held invalid UTF-8 or lone surrogates; shown with U+FFFD in their place"]
 
 
 def _wal_database(work: Path, run_dir: Path) -> int:
@@ -271,7 +268,8 @@ def test_rocpd_wal_database_reads_committed_rows_without_writing_to_the_run_dir(
     assert len(run.kernels) == count == 302
     assert run.meta.files == [str(run_dir / "28_results.db")]
     assert [(Path(i.path).name, i.severity, i.message) for i in runset.issues] == [
-        ("28_results.db-wal", "skipped", "the write-ahead log of the SQLite database 28_results.db; read with it")]
+        ("28_results.db-wal", "skipped", "the write-ahead log of the SQLite database 28_results.db; read with it")
+    ]
     assert made and not any(folder.exists() for folder in made)  # the private copy is removed
 
 
@@ -336,10 +334,8 @@ def test_rocprofv3_json_lone_surrogate_in_a_kernel_symbol_keeps_the_file(run_dir
     (run,) = runset.runs
     assert len(run.kernels) == 40
     expected = symbol["formatted_kernel_name"][:-1] + "\ufffd"
-    assert int((run.kernels["name"] == expected).sum()) == sum(
-        r["dispatch_info"]["kernel_id"] == used for r in proc["buffer_records"]["kernel_dispatch"])
-    assert run.warnings == ["1 strings (kernel symbols, names, metadata) held invalid UTF-8 or lone surrogates; "
-                            "shown with U+FFFD in their place"]
+    assert int((run.kernels["name"] == expected).sum()) == sum(r["dispatch_info"]["kernel_id"] == used for r in proc["buffer_records"]["kernel_dispatch"])
+    assert run.warnings == ["1 strings (kernel symbols, names, metadata) held invalid UTF-8 or lone surrogates; shown with U+FFFD in their place"]
 
 
 def test_clean_json_reaches_keys_and_any_depth():
@@ -371,8 +367,10 @@ def test_rocprofv3_json_gz_expanding_past_the_bound_is_refused_in_bounded_memory
     assert packed < 400_000
     before, after, issues = _rss_of_load(path)
     limit = max(base.GZIP_FLOOR_BYTES, base.GZIP_RATIO_LIMIT * packed)
-    assert issues == (f"cannot read file: gzip content larger than {limit >> 20} MiB (64 times its {packed} bytes; "
-                      "a real trace expands about 25 times): not read; gunzip it to read it anyway")
+    assert issues == (
+        f"cannot read file: gzip content larger than {limit >> 20} MiB (64 times its {packed} bytes; "
+        "a real trace expands about 25 times): not read; gunzip it to read it anyway"
+    )
     assert after - before < 100 * 1024  # KiB: the 64 MiB read and no more, never the 200 MiB text and its objects
 
 
@@ -472,8 +470,9 @@ def test_cancel_loads_stops_a_kineto_unit_and_its_worker_processes(tmp_path, mon
 def test_ctrl_c_on_the_command_line_exits_within_a_second(run_dir):
     _cross_join_db(run_dir / "cj_results.db")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "tui_prof.cli", "summary", "--no-cache", str(run_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_prof.cli", "summary", "--no-cache", str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # wait until the unit is being parsed
@@ -497,14 +496,17 @@ def test_ctrl_c_on_the_command_line_exits_within_a_second(run_dir):
             proc.wait()
 
 
-@pytest.mark.parametrize("name, src", [
-    ("28_results.db", DB),
-    ("trace.json.gz", KINETO),
-    ("908_results.json", None),
-    ("1_kernel_trace.csv", DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7" / "kernel_trace.csv"),
-    ("results.stats.csv", DATA / "legacy_rocprof" / "hip-programming" / "results.stats.csv"),
-    ("results.db", DATA / "legacy_rocprof" / "hip-programming" / "results.db"),
-])
+@pytest.mark.parametrize(
+    "name, src",
+    [
+        ("28_results.db", DB),
+        ("trace.json.gz", KINETO),
+        ("908_results.json", None),
+        ("1_kernel_trace.csv", DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7" / "kernel_trace.csv"),
+        ("results.stats.csv", DATA / "legacy_rocprof" / "hip-programming" / "results.stats.csv"),
+        ("results.db", DATA / "legacy_rocprof" / "hip-programming" / "results.db"),
+    ],
+)
 def test_fifo_swapped_in_after_the_scan_is_not_waited_on(run_dir, monkeypatch, name, src):
     target = run_dir / name
     if src is None:

@@ -78,6 +78,7 @@ def copy(src: Path, root: Path, name: str | None = None) -> Path:
 
 # --------------------------------------------------------------------------- truncation, every offset class
 
+
 def _cut_mid_last_row(data: bytes) -> int:
     body = data.rstrip(b"\n")
     return body.rfind(b"\n") + (len(body) - body.rfind(b"\n")) // 2
@@ -135,17 +136,21 @@ def test_truncated_csv_keeps_complete_rows(run_dir):
 
 # --------------------------------------------------------------------------- columns and values
 
+
 def _rewrite_csv(path: Path, fn) -> None:
     lines = path.read_bytes().rstrip(b"\n").split(b"\n")
     path.write_bytes(b"\n".join(b",".join(cells) for cells in fn([l.split(b",") for l in lines])) + b"\n")
 
 
-@pytest.mark.parametrize("src,table", [
-    (V3_CSV / "kernel_trace.csv", "kernels"),
-    (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", "api"),
-    (DATA / "legacy_rocprof" / "rocm-blogs" / "HSA_trace_results.csv", "kernels"),
-    (DATA / "smi" / "gpu_info_power_profiler_output.csv", "series"),
-])
+@pytest.mark.parametrize(
+    "src,table",
+    [
+        (V3_CSV / "kernel_trace.csv", "kernels"),
+        (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", "api"),
+        (DATA / "legacy_rocprof" / "rocm-blogs" / "HSA_trace_results.csv", "kernels"),
+        (DATA / "smi" / "gpu_info_power_profiler_output.csv", "series"),
+    ],
+)
 def test_reordered_columns_give_the_same_table(run_dir, src, table):
     """Columns are read by name: reversing their order must not change a single value."""
     import csv
@@ -155,8 +160,9 @@ def test_reordered_columns_give_the_same_table(run_dir, src, table):
     expected = load_ro(run_dir).runs[0].table(table)
     rows = list(csv.reader(io.StringIO(src.read_text())))
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC if src.parent == V3_CSV else csv.QUOTE_MINIMAL
-               ).writerows([r[:1] + r[1:][::-1] if r else r for r in rows])
+    csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC if src.parent == V3_CSV else csv.QUOTE_MINIMAL).writerows(
+        [r[:1] + r[1:][::-1] if r else r for r in rows]
+    )
     text = out.getvalue()
     if src.parent == V3_CSV:  # rocprofv3 quotes strings, not numbers: un-quote the digits csv quoted
         import re
@@ -182,11 +188,14 @@ HOSTILE = [b"", b"NaN", b"-1", b"-9223372036854775808", b"9999999999999999999999
 
 
 @pytest.mark.parametrize("value", HOSTILE, ids=[repr(v) for v in HOSTILE])
-@pytest.mark.parametrize("src,column", [
-    (V3_CSV / "kernel_trace.csv", 9),  # Start_Timestamp
-    (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", 2),  # Start_Timestamp
-    (DATA / "legacy_rocprof" / "rocm-blogs" / "HSA_trace_results.csv", 18),  # BeginNs
-])
+@pytest.mark.parametrize(
+    "src,column",
+    [
+        (V3_CSV / "kernel_trace.csv", 9),  # Start_Timestamp
+        (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", 2),  # Start_Timestamp
+        (DATA / "legacy_rocprof" / "rocm-blogs" / "HSA_trace_results.csv", 18),  # BeginNs
+    ],
+)
 def test_hostile_values_in_a_timestamp_column(run_dir, src, column, value):
     name = src.name
     copy(src, run_dir, name)
@@ -228,6 +237,7 @@ def test_end_before_start_unsorted_duplicate_ids_unknown_kind(run_dir):
 
 # --------------------------------------------------------------------------- SQLite
 
+
 def test_sqlite_of_another_schema(run_dir):
     for name in ("results.db", "28_results.db"):
         con = sqlite3.connect(run_dir / name)
@@ -263,6 +273,7 @@ def test_sqlite_header_claims_huge_database(run_dir):
 
 
 # --------------------------------------------------------------------------- JSON
+
 
 def test_rocprofv3_json_wrong_types(run_dir):
     for i, top in enumerate([5, "text", [1, 2], {"buffer_records": []}, [{"metadata": 3, "agents": "x"}]]):
@@ -306,11 +317,15 @@ def test_rocprofv3_json_huge_name_and_non_utf8(run_dir):
 
 # --------------------------------------------------------------------------- huge names, non-UTF-8
 
-@pytest.mark.parametrize("src,name,table", [
-    (V3_CSV / "kernel_trace.csv", "kernel_trace.csv", "kernels"),
-    (LEGACY / "output_vec_add_gpu.csv", "results.csv", "kernels"),
-    (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", "hip_api_trace_hiptrace.csv", "api"),
-])
+
+@pytest.mark.parametrize(
+    "src,name,table",
+    [
+        (V3_CSV / "kernel_trace.csv", "kernel_trace.csv", "kernels"),
+        (LEGACY / "output_vec_add_gpu.csv", "results.csv", "kernels"),
+        (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", "hip_api_trace_hiptrace.csv", "api"),
+    ],
+)
 def test_10mb_name_in_csv_memory_bounded(run_dir, src, name, table):
     lines = src.read_bytes().split(b"\n")
     cells = lines[2 if not lines[1].strip() else 1].split(b",")
@@ -326,12 +341,15 @@ def test_10mb_name_in_csv_memory_bounded(run_dir, src, name, table):
     assert runset.runs
 
 
-@pytest.mark.parametrize("src,name", [
-    (V3_CSV / "kernel_trace.csv", "kernel_trace.csv"),
-    (LEGACY / "output_vec_add_gpu.csv", "results.csv"),
-    (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", "hip_api_trace_hiptrace.csv"),
-    (DATA / "smi" / "gpu_info_power_profiler_output.csv", "gpu_info_power_profiler_output.csv"),
-])
+@pytest.mark.parametrize(
+    "src,name",
+    [
+        (V3_CSV / "kernel_trace.csv", "kernel_trace.csv"),
+        (LEGACY / "output_vec_add_gpu.csv", "results.csv"),
+        (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", "hip_api_trace_hiptrace.csv"),
+        (DATA / "smi" / "gpu_info_power_profiler_output.csv", "gpu_info_power_profiler_output.csv"),
+    ],
+)
 def test_non_utf8_bytes_in_names(run_dir, src, name):
     head, body = src.read_bytes().split(b"\n", 1)
     data = head + b"\n" + body.replace(b"a", b"\xff\xfea", 3).replace(b"0,", b"0\xc3\x28,", 2)
@@ -341,6 +359,7 @@ def test_non_utf8_bytes_in_names(run_dir, src, name):
 
 
 # --------------------------------------------------------------------------- file system oddities
+
 
 def test_symlink_loops(run_dir):
     copy(V3_CSV / "kernel_trace.csv", run_dir)
@@ -374,13 +393,16 @@ def test_unreadable_file_reported(run_dir, monkeypatch):
     os.chmod(locked, 0o644)
 
 
-@pytest.mark.parametrize("src,name", [
-    (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", None),
-    (LEGACY / "results.stats.csv", None),
-    (DATA / "smi" / "gpu_info_vram_profiler_output.csv", None),
-    (DATA / "rocprofv3_json" / "908_results.json.gz", None),
-    (LEGACY / "results.json", None),
-])
+@pytest.mark.parametrize(
+    "src,name",
+    [
+        (DATA / "rocprofv2" / "saltfish" / "hip_api_trace_hiptrace.csv", None),
+        (LEGACY / "results.stats.csv", None),
+        (DATA / "smi" / "gpu_info_vram_profiler_output.csv", None),
+        (DATA / "rocprofv3_json" / "908_results.json.gz", None),
+        (LEGACY / "results.json", None),
+    ],
+)
 def test_file_unreadable_after_sniffing(run_dir, monkeypatch, src, name):
     """A file that becomes unreadable between sniffing and loading (permissions changed,
     file removed): Python-level opens of it raise PermissionError during load."""
@@ -433,7 +455,7 @@ def test_whole_data_tree_read_only_unchanged(tmp_path, monkeypatch):
 def test_good_sibling_survives_garbage_stats(run_dir):
     for f in LEGACY.iterdir():
         copy(f, run_dir)
-    (run_dir / "results.stats.csv").write_bytes(b"Name,Calls,TotalDurationNs,AverageNs,Percentage\n\"k\",1e999,x,,\n")
+    (run_dir / "results.stats.csv").write_bytes(b'Name,Calls,TotalDurationNs,AverageNs,Percentage\n"k",1e999,x,,\n')
     (run_dir / "results.hip_stats.csv").write_bytes(b"\x00\x01\x02 binary junk")
     runset = load_ro(run_dir)
     assert errors_for(runset, "results.stats.csv")
@@ -442,6 +464,7 @@ def test_good_sibling_survives_garbage_stats(run_dir):
 
 
 # --------------------------------------------------------------------------- CLI
+
 
 def _cli(*args, cwd=None):
     import subprocess

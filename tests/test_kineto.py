@@ -239,8 +239,7 @@ def test_tiny_read_window_gives_the_same_run(monkeypatch, name):
 
 def test_top_level_keys_before_and_after_trace_events(tmp_path):
     """deviceProperties/version keys are read wherever they sit (Kineto writes some after traceEvents)."""
-    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 0, "ts": 1.5, "dur": 2.25,
-               "args": {"device": 2, "stream": 0, "correlation": 1}}]
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 0, "ts": 1.5, "dur": 2.25, "args": {"device": 2, "stream": 0, "correlation": 1}}]
     props = [{"id": 0, "name": "AMD Instinct MI300X", "numSms": 304, "warpSize": 64, "computeMajor": 9, "computeMinor": 4}]
     for order in ("before", "after"):
         top = {"traceEvents": events, "hip_runtime_version": 60443483, "deviceProperties": props, "distributedInfo": {"rank": 3}}
@@ -262,7 +261,7 @@ def test_damaged_middle_is_reported_without_reading_on(tmp_path):
     text = path.read_text()
     cut = text.index('"ph": "X", "cat": "kernel"', len(text) // 2)
     bad = tmp_path / "bad.json"
-    bad.write_text(text[:cut] + '"ph": "X", "cat": kernel' + text[cut + 26:])
+    bad.write_text(text[:cut] + '"ph": "X", "cat": kernel' + text[cut + 26 :])
     line = text[:cut].count("\n") + 1
     with pytest.raises(kineto.LoadError, match=rf"not valid JSON \(Expecting value at line {line}\)"):
         kineto.load_file(bad)
@@ -299,15 +298,38 @@ def test_memory_grows_with_kept_events_not_file_size(tmp_path, monkeypatch):
 # (counted in one run warning) or, for ids, read as UNKNOWN, and leave every good row as is.
 
 GOOD = [
-    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
-     "args": {"device": 0, "stream": 7, "correlation": 1, "grid": [2, 1, 1], "block": [64, 1, 1]}},
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 101, "ts": 8, "dur": 1,
-     "args": {"correlation": 1}},
-    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 20,
-     "dur": 3, "args": {"device": 0, "stream": 7, "correlation": 2, "bytes": 4096}},
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "k",
+        "pid": 0,
+        "tid": 7,
+        "ts": 10,
+        "dur": 5,
+        "args": {"device": 0, "stream": 7, "correlation": 1, "grid": [2, 1, 1], "block": [64, 1, 1]},
+    },
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 101, "ts": 8, "dur": 1, "args": {"correlation": 1}},
+    {
+        "ph": "X",
+        "cat": "gpu_memcpy",
+        "name": "Memcpy HtoD (Pageable -> Device)",
+        "pid": 0,
+        "tid": 7,
+        "ts": 20,
+        "dur": 3,
+        "args": {"device": 0, "stream": 7, "correlation": 2, "bytes": 4096},
+    },
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 101, "ts": 7, "dur": 4, "args": {}},
-    {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 101, "ts": 9, "s": "t",
-     "args": {"Bytes": 512, "Device Type": 1, "Device Id": 0, "Addr": 4660}},
+    {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "name": "[memory]",
+        "pid": 100,
+        "tid": 101,
+        "ts": 9,
+        "s": "t",
+        "args": {"Bytes": 512, "Device Type": 1, "Device Id": 0, "Addr": 4660},
+    },
     {"ph": "M", "name": "process_labels", "pid": 100, "tid": 0, "args": {"labels": "CPU"}},
 ]
 
@@ -315,8 +337,7 @@ GOOD = [
 def good_numbers(run):
     """Every row of the tables GOOD fills, as plain tuples."""
     return {
-        "kernels": run.kernels[["start", "end", "agent", "stream", "correlation_id", "pid", "tid", "grid_x", "wg_x"]]
-        .values.tolist(),
+        "kernels": run.kernels[["start", "end", "agent", "stream", "correlation_id", "pid", "tid", "grid_x", "wg_x"]].values.tolist(),
         "kernel_names": list(run.kernels["name"].cat.categories),
         "api": run.api[["start", "end", "pid", "tid", "correlation_id"]].values.tolist(),
         "api_names": list(run.api["name"].cat.categories),
@@ -423,11 +444,25 @@ def test_tolerated_field_types_are_kept(tmp_path):
 def test_non_finite_and_huge_times_are_skipped(tmp_path):
     """JSON NaN/Infinity (accepted by Python's parser) and µs beyond the int64 ns range."""
     path = tmp_path / "t.json"
-    text = json.dumps({"schemaVersion": 1, "deviceProperties": [], "traceEvents": [
-        GOOD[0], GOOD[1], GOOD[2], GOOD[3], GOOD[4], GOOD[5],
-        with_field(0, "ts", float("nan")), with_field(0, "dur", float("inf")),
-        with_field(3, "ts", -float("inf")), with_field(2, "ts", 1e300), with_field(4, "ts", float("nan")),
-    ]})
+    text = json.dumps(
+        {
+            "schemaVersion": 1,
+            "deviceProperties": [],
+            "traceEvents": [
+                GOOD[0],
+                GOOD[1],
+                GOOD[2],
+                GOOD[3],
+                GOOD[4],
+                GOOD[5],
+                with_field(0, "ts", float("nan")),
+                with_field(0, "dur", float("inf")),
+                with_field(3, "ts", -float("inf")),
+                with_field(2, "ts", 1e300),
+                with_field(4, "ts", float("nan")),
+            ],
+        }
+    )
     assert "NaN" in text and "Infinity" in text
     path.write_text(text)
     run = kineto.load_file(path)
@@ -442,10 +477,13 @@ def test_device_properties_with_unhashable_id(tmp_path):
     assert [(a.id, a.product, a.cu_count) for a in run.agents] == [(0, "NVIDIA H100", 132)]
 
 
-@pytest.mark.parametrize("sample,index,field,value,table", [
-    ("critical_path__cuda_event_sync__event_sync_trace.json.gz", 43, "args", -1, "api"),  # a cuda_sync event
-    ("triton_example__triton_example.json.gz", 17, "pid", [[1]], None),  # a process_labels event
-])
+@pytest.mark.parametrize(
+    "sample,index,field,value,table",
+    [
+        ("critical_path__cuda_event_sync__event_sync_trace.json.gz", 43, "args", -1, "api"),  # a cuda_sync event
+        ("triton_example__triton_example.json.gz", 17, "pid", [[1]], None),  # a process_labels event
+    ],
+)
 def test_real_trace_with_one_wrong_type_field(tmp_path, sample, index, field, value, table):
     """The fuzzer's cases on real files: the bad file loads less exactly that event, and a good
     sibling loads as on its own."""

@@ -101,9 +101,7 @@ def test_hip_api_and_copy_totals_equal_rocprof_stats(root, prefix):
     run = run_by_label(detect.load_path(root), prefix)
     hip = run.api[run.api["domain"] == "hip"]
     assert len(hip) == len(run.api) > 0
-    assert_matches_stats(
-        rocprof_stats(hip["name"], hip["end"].to_numpy() - hip["start"].to_numpy()), root / f"{prefix}.hip_stats.csv"
-    )
+    assert_matches_stats(rocprof_stats(hip["name"], hip["end"].to_numpy() - hip["start"].to_numpy()), root / f"{prefix}.hip_stats.csv")
     assert_matches_stats(
         rocprof_stats(run.copies["name"], run.copies["end"].to_numpy() - run.copies["start"].to_numpy()),
         root / f"{prefix}.copy_stats.csv",
@@ -162,9 +160,7 @@ def test_csv_and_hsa_trace_kernel_columns_match_the_file():
     assert int(k["start"]) == int(row["BeginNs"]) and int(k["end"]) == int(row["EndNs"])
     assert int(k["end"]) - int(k["start"]) == int(row["DurationNs"])  # DurationNs = EndNs - BeginNs
     assert int(k["dispatch_id"]) == int(row["Index"]) and int(k["agent"]) == int(row["gpu-id"])
-    assert (int(k["arch_vgpr"]), int(k["accum_vgpr"]), int(k["sgpr"])) == tuple(
-        int(row[c]) for c in ("arch_vgpr", "accum_vgpr", "sgpr")
-    )
+    assert (int(k["arch_vgpr"]), int(k["accum_vgpr"]), int(k["sgpr"])) == tuple(int(row[c]) for c in ("arch_vgpr", "accum_vgpr", "sgpr"))
     assert str(k["name"]) == row["KernelName"]
 
 
@@ -187,12 +183,10 @@ def test_counter_run_gives_counters_keyed_by_dispatch_index():
 def test_agents_from_sysinfo_agree_with_json_other_data():
     runset = detect.load_path(BLOGS)
     run = run_by_label(runset, "HIP_trace_results")
-    json_agents = v1.agents_from_props(
-        v1.agents_from_other_data(__import__("json").loads((BLOGS / "HIP_trace_results.json").read_text())["otherData"])
-    )
+    json_agents = v1.agents_from_props(v1.agents_from_other_data(__import__("json").loads((BLOGS / "HIP_trace_results.json").read_text())["otherData"]))
+
     def facts(agents):  # the JSON flattening removed the spaces inside values
-        return [(a.id, a.type, a.name.replace(" ", ""), a.cu_count, a.wave_size, a.max_waves_per_cu, a.lds_bytes_per_cu,
-                 a.max_clock_mhz) for a in agents]
+        return [(a.id, a.type, a.name.replace(" ", ""), a.cu_count, a.wave_size, a.max_waves_per_cu, a.lds_bytes_per_cu, a.max_clock_mhz) for a in agents]
 
     assert facts(run.agents) == facts(json_agents) and len(json_agents) == 10
     gpus = run.gpu_agents
@@ -209,8 +203,14 @@ def test_agents_from_sysinfo_agree_with_json_other_data():
 
 
 def test_truncated_db_falls_back_to_json_and_truncated_csv_is_one_error(tmp_path):
-    for name in ("HIP_trace_results.db", "HIP_trace_results.json", "HIP_trace_results.stats.csv",
-                 "HIP_trace_results.hip_stats.csv", "HSA_trace_results.csv", "HSA_trace_results.stats.csv"):
+    for name in (
+        "HIP_trace_results.db",
+        "HIP_trace_results.json",
+        "HIP_trace_results.stats.csv",
+        "HIP_trace_results.hip_stats.csv",
+        "HSA_trace_results.csv",
+        "HSA_trace_results.stats.csv",
+    ):
         shutil.copy(BLOGS / name, tmp_path / name)
     db = tmp_path / "HIP_trace_results.db"
     db.write_bytes(db.read_bytes()[:6000])
@@ -273,10 +273,13 @@ def test_sniff_leaves_other_formats_alone():
     rocprofv3_api = b'"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
     kineto = b'{\n  "schemaVersion": 1, "traceEvents": [{"ph": "X"}]}'
     rocpd = b"SQLite format 3\x00" + b"\x00" * 100 + b"CREATE TABLE rocpd_info_node_0123 (id INTEGER)"
-    for head, name in ((rocprofv3_kernel, "1_kernel_trace.csv"), (rocprofv3_stats, "1_kernel_stats.csv"),
-                       (rocprofv3_api, "1_hip_api_trace.csv"), (kineto, "x.pt.trace.json"), (rocpd, "1_results.db")):
+    for head, name in (
+        (rocprofv3_kernel, "1_kernel_trace.csv"),
+        (rocprofv3_stats, "1_kernel_stats.csv"),
+        (rocprofv3_api, "1_hip_api_trace.csv"),
+        (kineto, "x.pt.trace.json"),
+        (rocpd, "1_results.db"),
+    ):
         assert v1.sniff(Path(name), head) is None, name
     assert v1.sniff(BLOGS / "HIP_trace_results.stats.csv", read_head(BLOGS / "HIP_trace_results.stats.csv")).kind == "kernel_stats"
-    assert v1.sniff(BLOGS / "HIP_trace_results.hip_stats.csv", read_head(BLOGS / "HIP_trace_results.hip_stats.csv")).group.endswith(
-        "/HIP_trace_results"
-    )
+    assert v1.sniff(BLOGS / "HIP_trace_results.hip_stats.csv", read_head(BLOGS / "HIP_trace_results.hip_stats.csv")).group.endswith("/HIP_trace_results")

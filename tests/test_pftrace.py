@@ -46,7 +46,7 @@ def _packets(path: Path):
             break
         if q + length > len(data):
             break
-        out.append(TracePacket.FromString(data[q:q + length]))
+        out.append(TracePacket.FromString(data[q : q + length]))
         pos = q + length
     return out
 
@@ -302,8 +302,7 @@ def _have(module: str) -> bool:
 
 
 @pytest.mark.skipif(
-    not all(_have(m) for m in ("tui_prof.synth.write_csv", "tui_prof.synth.write_rocpd",
-                               "tui_prof.loaders.rocprofv3_csv", "tui_prof.loaders.rocpd")),
+    not all(_have(m) for m in ("tui_prof.synth.write_csv", "tui_prof.synth.write_rocpd", "tui_prof.loaders.rocprofv3_csv", "tui_prof.loaders.rocpd")),
     reason="CSV/rocpd synth writers or loaders not present yet",
 )
 def test_cross_format_same_kernels(tmp_path, synth):
@@ -412,8 +411,7 @@ def test_general_paths_inline_names_other_clock_and_domains(tmp_path):
                 ann.int_value = value
         return q
 
-    B, E, I, C = (TrackEvent.TYPE_SLICE_BEGIN, TrackEvent.TYPE_SLICE_END, TrackEvent.TYPE_INSTANT,
-                  TrackEvent.TYPE_COUNTER)
+    B, E, I, C = (TrackEvent.TYPE_SLICE_BEGIN, TrackEvent.TYPE_SLICE_END, TrackEvent.TYPE_INSTANT, TrackEvent.TYPE_COUNTER)
     pkts += [
         event(2_000_000, B, "hsa_api", "hsa_queue_create", args=[("corr_id", 5.0), ("flag", True)]),
         event(1_500_000, E, "hsa_api", clock=3),  # MONOTONIC 1.5 ms = BOOTTIME 2.1 ms
@@ -465,8 +463,7 @@ def _shaped_counter(monkeypatch) -> list:
     return counts
 
 
-@pytest.mark.parametrize("layout,sdk,clear_every,share", [("queue", "7", None, 0.9), ("stream", "0.5", None, 0.9),
-                                                         ("stream", "7", 41, 0.5)])
+@pytest.mark.parametrize("layout,sdk,clear_every,share", [("queue", "7", None, 0.9), ("stream", "0.5", None, 0.9), ("stream", "7", 41, 0.5)])
 def test_layout_fast_path_equals_general_path(tmp_path, synth, monkeypatch, layout, sdk, clear_every, share):
     """The same file decoded with learnt packet layouts and with the field-by-field path
     (layout learning switched off) gives identical tables, and the fast path did the bulk
@@ -492,8 +489,7 @@ def test_same_length_packets_with_different_layouts(tmp_path, monkeypatch):
     first.trusted_packet_sequence_id = 5
     first.sequence_flags = 1
     interned = first.interned_data
-    for table, names in (("event_names", ["hipA"]), ("event_categories", ["hip_api"]),
-                         ("debug_annotation_names", ["corr_id", "tid"])):
+    for table, names in (("event_names", ["hipA"]), ("event_categories", ["hip_api"]), ("debug_annotation_names", ["corr_id", "tid"])):
         for iid, text in enumerate(names, start=1):
             item = getattr(interned, table).add()
             item.iid, item.name = iid, text
@@ -537,8 +533,13 @@ def test_non_utf8_strings_are_decoded_with_replacement(tmp_path, synth):
     (tmp_path / "clean").mkdir()
     clean = write_pftrace(synth, tmp_path / "clean" / "x.pftrace")
     data = clean.read_bytes()
-    swaps = {b"Cijk_Alik": b"Cijk_\xff\xfeik", b"hipMemcpy": b"hipMem\xffpy", b"operation": b"oper\xfftion",
-             b"QUEUE [1] GPU": b"QUEUE [1] G\xffU", b"THREAD 1 (": b"THREAD\xff1 ("}
+    swaps = {
+        b"Cijk_Alik": b"Cijk_\xff\xfeik",
+        b"hipMemcpy": b"hipMem\xffpy",
+        b"operation": b"oper\xfftion",
+        b"QUEUE [1] GPU": b"QUEUE [1] G\xffU",
+        b"THREAD 1 (": b"THREAD\xff1 (",
+    }
     for old, new in swaps.items():
         assert len(old) == len(new) and data.count(old) >= 1, old
         data = data.replace(old, new)

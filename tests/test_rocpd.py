@@ -92,9 +92,28 @@ def test_kernel_columns_equal_kernels_view(run):
         "stack_id, pid FROM kernels ORDER BY dispatch_id",
     )
     k = run.kernels.sort_values("dispatch_id")
-    cols = ["start", "end", "agent", "queue", "tid", "dispatch_id", "kernel_id", "grid_x", "grid_y", "grid_z",
-            "wg_x", "wg_y", "wg_z", "lds_bytes", "scratch_bytes", "arch_vgpr", "accum_vgpr", "sgpr",
-            "correlation_id", "pid"]
+    cols = [
+        "start",
+        "end",
+        "agent",
+        "queue",
+        "tid",
+        "dispatch_id",
+        "kernel_id",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "wg_x",
+        "wg_y",
+        "wg_z",
+        "lds_bytes",
+        "scratch_bytes",
+        "arch_vgpr",
+        "accum_vgpr",
+        "sgpr",
+        "correlation_id",
+        "pid",
+    ]
     assert [tuple(int(v) for v in r) for r in k[cols].itertuples(index=False)] == rows
     assert k["start"].dtype == np.int64 and k["end"].dtype == np.int64
 
@@ -269,8 +288,11 @@ def augmented(tmp_path_factory):
     nid = con.execute(f"SELECT id FROM rocpd_info_node{sfx}").fetchone()[0]
     con.execute(f"INSERT INTO rocpd_info_process{sfx} (id, nid, ppid, pid, command) VALUES (99, ?, 1, 99, 'second')", (nid,))
     con.execute(f"INSERT INTO rocpd_info_thread{sfx} (id, nid, ppid, pid, tid) VALUES (100, ?, 1, 99, 4242)", (nid,))
-    con.execute(f"INSERT INTO rocpd_info_agent{sfx} (id, nid, pid, type, absolute_index, logical_index, type_index, name, extdata) "
-                "VALUES (20, ?, 99, 'GPU', 5, 5, 3, 'gfx942', ?)", (nid, json.dumps({"cu_count": 304, "node_id": 5})))
+    con.execute(
+        f"INSERT INTO rocpd_info_agent{sfx} (id, nid, pid, type, absolute_index, logical_index, type_index, name, extdata) "
+        "VALUES (20, ?, 99, 'GPU', 5, 5, 3, 'gfx942', ?)",
+        (nid, json.dumps({"cu_count": 304, "node_id": 5})),
+    )
     con.execute(f"INSERT INTO rocpd_info_queue{sfx} (id, nid, pid, name) VALUES (77, ?, 99, 'Queue 7')", (nid,))
     region = _string_id(con, sfx, "")
     for i in range(3):
@@ -295,8 +317,7 @@ def augmented(tmp_path_factory):
             "VALUES (?, 28, 28, ?, ?, ?, ?, 0, ?, 0, ?, 0, 0, ?, ?)",
             (nid, 20_000 + i, 20_050 + i, _string_id(con, sfx, name), dst, src, size, region, ev),
         )
-    allocs = [("ALLOC", "REAL", 2, 1 << 20, 0x1000, "{}"), ("FREE", "REAL", 2, 0, 0x1000, "{}"),
-              ("ALLOC", "SCRATCH", 3, 65536, 0, '{"flags": 1}')]
+    allocs = [("ALLOC", "REAL", 2, 1 << 20, 0x1000, "{}"), ("FREE", "REAL", 2, 0, 0x1000, "{}"), ("ALLOC", "SCRATCH", 3, 65536, 0, '{"flags": 1}')]
     for i, (kind, level, agent, size, address, ext) in enumerate(allocs):
         ev = _event(con, sfx, "MEMORY_ALLOCATION" if level != "SCRATCH" else "SCRATCH_MEMORY", 7000 + i)
         con.execute(
@@ -306,7 +327,9 @@ def augmented(tmp_path_factory):
         )
     pmc = con.execute(
         f"INSERT INTO rocpd_info_pmc{sfx} (nid, pid, agent_id, target_arch, name, symbol, value_type, is_constant, is_derived) "
-        "VALUES (?, 28, 2, 'GPU', 'SQ_WAVES', 'SQ_WAVES', 'ABS', 0, 0)", (nid,)).lastrowid
+        "VALUES (?, 28, 2, 'GPU', 'SQ_WAVES', 'SQ_WAVES', 'ABS', 0, 0)",
+        (nid,),
+    ).lastrowid
     (ev,) = con.execute(f"SELECT event_id FROM rocpd_kernel_dispatch{sfx} WHERE dispatch_id = 1 AND pid = 28").fetchone()
     for value in (3.0, 4.5):  # two instances; the view and the loader sum them
         con.execute(f"INSERT INTO rocpd_pmc_event{sfx} (event_id, pmc_id, value) VALUES (?, ?, ?)", (ev, pmc, value))
@@ -338,8 +361,9 @@ def test_memory_copies(augmented):
     assert c["direction"].astype(str).tolist() == ["HtoD", "DtoH", "PtoP"]
     assert c["bytes"].tolist() == [4096, 1024, 10]
     view = query(path, "SELECT src_agent_abs_index, dst_agent_abs_index, size, name, stack_id FROM memory_copies ORDER BY id")
-    ours = [(int(a), int(b), int(s), str(n), int(k)) for a, b, s, n, k in
-            c[["src_agent", "dst_agent", "bytes", "name", "correlation_id"]].itertuples(index=False)]
+    ours = [
+        (int(a), int(b), int(s), str(n), int(k)) for a, b, s, n, k in c[["src_agent", "dst_agent", "bytes", "name", "correlation_id"]].itertuples(index=False)
+    ]
     assert ours == view
 
 
@@ -351,8 +375,13 @@ def test_allocations_and_scratch(augmented):
     scratch_view = query(path, "SELECT operation, agent_abs_index, size, alloc_flags, end - start FROM scratch_memory")
     assert len(s) == 1
     row = s.iloc[0]
-    assert (str(row["operation"]), int(row["agent"]), int(row["bytes"]), str(row["flags"]), int(row["end"] - row["start"])) == \
-        (scratch_view[0][0], scratch_view[0][1], scratch_view[0][2], str(scratch_view[0][3]), scratch_view[0][4])
+    assert (str(row["operation"]), int(row["agent"]), int(row["bytes"]), str(row["flags"]), int(row["end"] - row["start"])) == (
+        scratch_view[0][0],
+        scratch_view[0][1],
+        scratch_view[0][2],
+        str(scratch_view[0][3]),
+        scratch_view[0][4],
+    )
 
 
 def test_counters_equal_counters_collection_view(augmented):
@@ -375,14 +404,18 @@ def test_many_rows_across_read_chunks(tmp_path, monkeypatch):
     n = 5000
     nid = con.execute(f"SELECT id FROM rocpd_info_node{sfx}").fetchone()[0]
     first_event = con.execute(f"SELECT MAX(id) FROM rocpd_event{sfx}").fetchone()[0] + 1
-    con.executemany(f"INSERT INTO rocpd_event{sfx} (id, category_id, stack_id, parent_stack_id, correlation_id) VALUES (?, 26, ?, 0, 0)",
-                    [(first_event + i, 100_000 + i) for i in range(n)])
+    con.executemany(
+        f"INSERT INTO rocpd_event{sfx} (id, category_id, stack_id, parent_stack_id, correlation_id) VALUES (?, 26, ?, 0, 0)",
+        [(first_event + i, 100_000 + i) for i in range(n)],
+    )
     con.executemany(
         f"INSERT INTO rocpd_kernel_dispatch{sfx} (nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, end, "
         "workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id) "
         "VALUES (?, 28, 28, ?, ?, ?, 16, 0, ?, ?, 256, 1, 1, 512, 1, 1, 1, ?)",
-        [(nid, 2 + i % 8, 13 if i % 3 else 10, 1000 + i, 2_000_000_000_000_000 + 1000 * i, 2_000_000_000_000_000 + 1000 * i + 100 + i % 7,
-          first_event + i) for i in range(n)],
+        [
+            (nid, 2 + i % 8, 13 if i % 3 else 10, 1000 + i, 2_000_000_000_000_000 + 1000 * i, 2_000_000_000_000_000 + 1000 * i + 100 + i % 7, first_event + i)
+            for i in range(n)
+        ],
     )
     con.commit()
     con.close()
@@ -424,8 +457,17 @@ def test_plain_views_resolve_to_their_physical_tables():
         tables = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     finally:
         con.close()
-    for view in ("rocpd_kernel_dispatch", "rocpd_region", "rocpd_event", "rocpd_string", "rocpd_info_kernel_symbol",
-                 "rocpd_info_agent", "rocpd_info_process", "rocpd_memory_copy", "rocpd_memory_allocate"):
+    for view in (
+        "rocpd_kernel_dispatch",
+        "rocpd_region",
+        "rocpd_event",
+        "rocpd_string",
+        "rocpd_info_kernel_symbol",
+        "rocpd_info_agent",
+        "rocpd_info_process",
+        "rocpd_memory_copy",
+        "rocpd_memory_allocate",
+    ):
         assert found[view] == view + sfx and found[view] in tables
     assert not {"kernels", "regions", "top_kernels", "busy", "memory_copies", "counters_collection"} & set(found)
 

@@ -99,7 +99,7 @@ def test_damaged_page_on_a_reader_thread_is_one_line_error(monkeypatch, odd_db, 
     data = bytearray(odd_db.read_bytes())
     page = 4096
     middle = len(data) // page // 2
-    data[middle * page:(middle + 8) * page] = b"\x00" * (8 * page)
+    data[middle * page : (middle + 8) * page] = b"\x00" * (8 * page)
     path = tmp_path / "damaged_results.db"
     path.write_bytes(bytes(data))
     monkeypatch.setattr(rocpd, "THREADS", 3)

@@ -40,8 +40,7 @@ def test_cli_golden_traces():
     assert runset.errors == []
     by_file = {Path(r.meta.files[0]).name: r for r in runset.runs}
     profiler = by_file["profiler_hip_vectoradd_golden_traces.txt"]
-    line = next(l for l in (DATA / "golden" / "profiler_hip_vectoradd_golden_traces.txt").read_text().splitlines()
-                if l.startswith("Dispatch_ID("))
+    line = next(l for l in (DATA / "golden" / "profiler_hip_vectoradd_golden_traces.txt").read_text().splitlines() if l.startswith("Dispatch_ID("))
     f = cli_fields(line)
     k = profiler.kernels.iloc[0]
     assert len(profiler.kernels) == 1
@@ -55,14 +54,11 @@ def test_cli_golden_traces():
     assert int(counter["dispatch_id"]) == int(k["dispatch_id"])
 
     tracer = by_file["tracer_hip_helloworld_golden_traces.txt"]
-    lines = [cli_fields(l) for l in (DATA / "golden" / "tracer_hip_helloworld_golden_traces.txt").read_text().splitlines()
-             if l.startswith("Domain(")]
+    lines = [cli_fields(l) for l in (DATA / "golden" / "tracer_hip_helloworld_golden_traces.txt").read_text().splitlines() if l.startswith("Domain(")]
     assert len(tracer.api) == len(lines) == 10
     assert list(tracer.api["name"].astype(str)) == [l["Function"] for l in lines]
     assert tracer.api["correlation_id"].tolist() == [int(l["Correlation_ID"]) for l in lines]
-    assert (tracer.api["end"] - tracer.api["start"]).tolist() == [
-        int(l["End_Timestamp"]) - int(l["Start_Timestamp"]) for l in lines
-    ]
+    assert (tracer.api["end"] - tracer.api["start"]).tolist() == [int(l["End_Timestamp"]) - int(l["Start_Timestamp"]) for l in lines]
 
 
 def write_run(root: Path, pid: int = 4242) -> None:

@@ -262,12 +262,10 @@ def test_cut_at_a_field_boundary_is_also_detected(tmp_path):
 
 
 def test_unescaped_quotes_in_kernel_names(tmp_path):
-    names = ['kern<"a">(int)', 'op "x", then y', 'plain(float*, int)']
+    names = ['kern<"a">(int)', 'op "x", then y', "plain(float*, int)"]
     header = (DOCS7 / "kernel_trace.csv").read_text().splitlines()[0]
     body = "\n".join(
-        f'"KERNEL_DISPATCH","Agent 4",1,1,9,{i + 1},{i},"{name}",{i + 1},{100 * i},{100 * i + 50},'
-        "0,0,8,0,16,64,1,1,1024,1,1"
-        for i, name in enumerate(names)
+        f'"KERNEL_DISPATCH","Agent 4",1,1,9,{i + 1},{i},"{name}",{i + 1},{100 * i},{100 * i + 50},0,0,8,0,16,64,1,1,1024,1,1' for i, name in enumerate(names)
     )
     path = tmp_path / "q_kernel_trace.csv"
     path.write_text(header + "\n" + body + "\n")
@@ -388,9 +386,7 @@ def test_agent_n_maps_through_logical_node_id(tmp_path):
         return "\n".join(lines) + "\n"
 
     info = copy_as(DOCS7 / "238_agent_info.csv", tmp_path / "node" / "55_agent_info.csv", renumber)
-    relative = copy_as(
-        DOCS7 / "kernel_trace.csv", tmp_path / "node" / "55_kernel_trace.csv", lambda t: t.replace('"Agent 4"', '"Agent 1"')
-    )
+    relative = copy_as(DOCS7 / "kernel_trace.csv", tmp_path / "node" / "55_kernel_trace.csv", lambda t: t.replace('"Agent 4"', '"Agent 1"'))
     copies = copy_as(
         DOCS7 / "memory_copy_trace.csv",
         tmp_path / "node" / "55_memory_copy_trace.csv",
@@ -433,9 +429,7 @@ def test_api_traces_domains_and_markers():
             assert api["pid"].tolist() == [int(r["process_id"]) for r in rows]
             assert api["tid"].tolist() == [int(r["thread_id"]) for r in rows]
             assert api["correlation_id"].tolist() == [int(r["correlation_id"]) for r in rows]
-            assert (api["end"] - api["start"]).tolist() == [
-                int(r["end_timestamp"]) - int(r["start_timestamp"]) for r in rows
-            ]
+            assert (api["end"] - api["start"]).tolist() == [int(r["end_timestamp"]) - int(r["start_timestamp"]) for r in rows]
             assert run.meta.pid == int(rows[0]["process_id"])
             if domain == "marker":
                 assert run.markers["name"].astype(str).tolist() == [r["function"] for r in rows]
@@ -468,9 +462,7 @@ def test_memory_copy_size_column_is_used_when_present(tmp_path):
     path = copy_as(
         DOCS7 / "memory_copy_trace.csv",
         tmp_path / "s_memory_copy_trace.csv",
-        lambda t: "\n".join(
-            line + (',"Size"' if i == 0 else f",{4096 * i}") for i, line in enumerate(t.strip().splitlines())
-        ),
+        lambda t: "\n".join(line + (',"Size"' if i == 0 else f",{4096 * i}") for i, line in enumerate(t.strip().splitlines())),
     )
     assert load_one(path).copies["bytes"].tolist() == [4096, 8192, 12288, 16384]
 
@@ -497,10 +489,7 @@ def test_scratch_memory_layouts(tmp_path, variant):
         path = copy_as(
             src,
             tmp_path / "b_scratch_memory_trace.csv",
-            lambda t: "\n".join(
-                line + (',"Allocation_Size"' if i == 0 else f",{1000 * i}")
-                for i, line in enumerate(t.strip().splitlines())
-            ),
+            lambda t: "\n".join(line + (',"Allocation_Size"' if i == 0 else f",{1000 * i}") for i, line in enumerate(t.strip().splitlines())),
         )
     rows = csv_rows(path)
     s = load_one(path).scratch
@@ -651,9 +640,7 @@ def test_recomputed_stats_equal_profiler_stats_by_construction(tmp_path):
     total = sum(sum(d) for d in durations.values())
     stat_lines = ['"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev"']
     for name, d in sorted(durations.items(), key=lambda kv: -sum(kv[1])):
-        stat_lines.append(
-            f'"{name}",{len(d)},{sum(d)},{np.mean(d):.6f},{100 * sum(d) / total:.2f},{min(d)},{max(d)},{np.std(d, ddof=1):.6f}'
-        )
+        stat_lines.append(f'"{name}",{len(d)},{sum(d)},{np.mean(d):.6f},{100 * sum(d) / total:.2f},{min(d)},{max(d)},{np.std(d, ddof=1):.6f}')
     (tmp_path / "gen").mkdir()
     trace = tmp_path / "gen" / "42_hip_api_trace.csv"
     trace.write_text("\n".join(lines) + "\n")

@@ -121,9 +121,15 @@ def op_index(strings: dict, kind: str, op: str) -> int:
 
 
 def record(strings, kind, op, corr, start, end, tid=7, **extra):
-    rec = {"size": 64, "kind": kind_index(strings, kind), "operation": op_index(strings, kind, op),
-           "correlation_id": {"internal": corr, "external": 0}, "start_timestamp": start, "end_timestamp": end,
-           "thread_id": tid}
+    rec = {
+        "size": 64,
+        "kind": kind_index(strings, kind),
+        "operation": op_index(strings, kind, op),
+        "correlation_id": {"internal": corr, "external": 0},
+        "start_timestamp": start,
+        "end_timestamp": end,
+        "thread_id": tid,
+    }
     rec.update(extra)
     return rec
 
@@ -144,42 +150,54 @@ def synthetic_process(raw_proc: dict, pid: int) -> dict:
     strings["marker_api"] = [{"key": 20, "value": "my range"}]
     buffers = {
         "kernel_dispatch": [dispatch],
-        "hip_api": [record(s, "HIP_RUNTIME_API_EXT", "hipLaunchKernel", 11, 900, 990),
-                    record(s, "HIP_RUNTIME_API_EXT", "hipMemcpyAsync", 12, 995, 999)],
+        "hip_api": [record(s, "HIP_RUNTIME_API_EXT", "hipLaunchKernel", 11, 900, 990), record(s, "HIP_RUNTIME_API_EXT", "hipMemcpyAsync", 12, 995, 999)],
         "hsa_api": [record(s, "HSA_CORE_API", "hsa_signal_create", 13, 100, 110)],
         "marker_api": [record(s, "MARKER_CORE_RANGE_API", "roctxThreadRangeA", 20, 50, 5_000)],
         "rccl_api": [record(s, "RCCL_API", "ncclAllReduce", 14, 2_000, 2_100)],
         "memory_copy": [
-            record(s, "MEMORY_COPY", "MEMORY_COPY_HOST_TO_DEVICE", 12, 1_600, 1_700, src_agent_id={"handle": h[0]},
-                   dst_agent_id={"handle": h[2]}, bytes=4096),
-            record(s, "MEMORY_COPY", "MEMORY_COPY_DEVICE_TO_HOST", 15, 1_800, 1_900, src_agent_id={"handle": h[3]},
-                   dst_agent_id={"handle": h[1]}, bytes=512),
-            record(s, "MEMORY_COPY", "MEMORY_COPY_DEVICE_TO_DEVICE", 16, 1_950, 1_960, src_agent_id={"handle": h[2]},
-                   dst_agent_id={"handle": h[3]}, bytes=8),
+            record(s, "MEMORY_COPY", "MEMORY_COPY_HOST_TO_DEVICE", 12, 1_600, 1_700, src_agent_id={"handle": h[0]}, dst_agent_id={"handle": h[2]}, bytes=4096),
+            record(s, "MEMORY_COPY", "MEMORY_COPY_DEVICE_TO_HOST", 15, 1_800, 1_900, src_agent_id={"handle": h[3]}, dst_agent_id={"handle": h[1]}, bytes=512),
+            record(s, "MEMORY_COPY", "MEMORY_COPY_DEVICE_TO_DEVICE", 16, 1_950, 1_960, src_agent_id={"handle": h[2]}, dst_agent_id={"handle": h[3]}, bytes=8),
         ],
         "memory_allocation": [
-            record(s, "MEMORY_ALLOCATION", "MEMORY_ALLOCATION_ALLOCATE", 17, 10, 20, agent_id={"handle": h[2]},
-                   address="0x7f0000001000", allocation_size=1 << 20),
-            record(s, "MEMORY_ALLOCATION", "MEMORY_ALLOCATION_FREE", 18, 30, 40, agent_id={"handle": 0},
-                   address={"handle": 0x7F0000001000}, allocation_size=0),
+            record(
+                s, "MEMORY_ALLOCATION", "MEMORY_ALLOCATION_ALLOCATE", 17, 10, 20, agent_id={"handle": h[2]}, address="0x7f0000001000", allocation_size=1 << 20
+            ),
+            record(s, "MEMORY_ALLOCATION", "MEMORY_ALLOCATION_FREE", 18, 30, 40, agent_id={"handle": 0}, address={"handle": 0x7F0000001000}, allocation_size=0),
         ],
-        "scratch_memory": [record(s, "SCRATCH_MEMORY", "SCRATCH_MEMORY_ALLOC", 19, 60, 70, agent_id={"handle": h[3]},
-                                  queue_id={"handle": 5}, flags=1, allocation_size=65536)],
+        "scratch_memory": [
+            record(s, "SCRATCH_MEMORY", "SCRATCH_MEMORY_ALLOC", 19, 60, 70, agent_id={"handle": h[3]}, queue_id={"handle": 5}, flags=1, allocation_size=65536)
+        ],
     }
-    counters = [{"id": {"handle": 900}, "agent_id": {"handle": h[3]}, "name": "SQ_WAVES"},
-                {"id": {"handle": 901}, "agent_id": {"handle": h[3]}, "name": "GRBM_COUNT"}]
-    counter_records = [{
-        "dispatch_data": {"size": 1, "correlation_id": {"internal": 11, "external": 0},
-                          "dispatch_info": dispatch["dispatch_info"]},
-        "records": [{"counter_id": {"handle": 900}, "value": 3.0}, {"counter_id": {"handle": 900}, "value": 4.5},
-                    {"counter_id": {"handle": 901}, "value": 10.0}],
-        "thread_id": 7, "arch_vgpr_count": 8, "sgpr_count": 16, "lds_block_size_v": 0,
-    }]
+    counters = [
+        {"id": {"handle": 900}, "agent_id": {"handle": h[3]}, "name": "SQ_WAVES"},
+        {"id": {"handle": 901}, "agent_id": {"handle": h[3]}, "name": "GRBM_COUNT"},
+    ]
+    counter_records = [
+        {
+            "dispatch_data": {"size": 1, "correlation_id": {"internal": 11, "external": 0}, "dispatch_info": dispatch["dispatch_info"]},
+            "records": [
+                {"counter_id": {"handle": 900}, "value": 3.0},
+                {"counter_id": {"handle": 900}, "value": 4.5},
+                {"counter_id": {"handle": 901}, "value": 10.0},
+            ],
+            "thread_id": 7,
+            "arch_vgpr_count": 8,
+            "sgpr_count": 16,
+            "lds_block_size_v": 0,
+        }
+    ]
     return {
         "metadata": {"pid": pid, "node": {"hostname": "hostA"}, "command": ["./app", "-n", "1"], "init_time": 1, "fini_time": 2},
-        "agents": agents, "counters": counters, "strings": strings,
-        "code_objects": [], "kernel_symbols": raw_proc["kernel_symbols"][:12], "host_functions": [], "summary": [],
-        "callback_records": {"counter_collection": counter_records}, "buffer_records": buffers,
+        "agents": agents,
+        "counters": counters,
+        "strings": strings,
+        "code_objects": [],
+        "kernel_symbols": raw_proc["kernel_symbols"][:12],
+        "host_functions": [],
+        "summary": [],
+        "callback_records": {"counter_collection": counter_records},
+        "buffer_records": buffers,
     }
 
 
@@ -202,8 +220,12 @@ def test_api_domains_names_and_correlation(synthetic):
     run = synthetic[1][123]
     api = run.api.sort_values("start").reset_index(drop=True)
     assert list(zip(api["domain"].astype(str), api["name"].astype(str))) == [
-        ("marker", "roctxThreadRangeA"), ("hsa", "hsa_signal_create"), ("hip", "hipLaunchKernel"),
-        ("hip", "hipMemcpyAsync"), ("rccl", "ncclAllReduce")]
+        ("marker", "roctxThreadRangeA"),
+        ("hsa", "hsa_signal_create"),
+        ("hip", "hipLaunchKernel"),
+        ("hip", "hipMemcpyAsync"),
+        ("rccl", "ncclAllReduce"),
+    ]
     launch = api[api["name"] == "hipLaunchKernel"].iloc[0]
     assert run.kernels["correlation_id"].tolist() == [launch["correlation_id"]] == [11]
     assert run.kernels["agent"].tolist() == [3] and (run.kernels["end"] - run.kernels["start"]).tolist() == [500]

@@ -56,8 +56,14 @@ def test_safe_text_spellings():
 
 def test_markdown_escapes_links_images_html_and_code_fences():
     md = MarkdownIt("commonmark").enable("table")
-    for hostile in ("[fix](https://evil.example/x)", "![img](https://evil.example/i.png)", "<img src=x onerror=alert(1)>",
-                    "<https://evil.example>", "*bold* _em_ ~~s~~", "&lt;&#x41;"):
+    for hostile in (
+        "[fix](https://evil.example/x)",
+        "![img](https://evil.example/i.png)",
+        "<img src=x onerror=alert(1)>",
+        "<https://evil.example>",
+        "*bold* _em_ ~~s~~",
+        "&lt;&#x41;",
+    ):
         html = md.render(md_text(hostile))
         assert "<a " not in html and "<img" not in html and "<em>" not in html and "<strong>" not in html, html
         html = md.render(md_code(hostile))
@@ -95,8 +101,11 @@ def _check_reports(name: str) -> None:
 MODEL_NAMES = {k: v for k, v in HOSTILE.items() if k != "surrogate"}
 
 
-@pytest.mark.parametrize("name", [*MODEL_NAMES.values(), "k`[fix](https://evil)`![i](x)", "bad[/]kern [link=file:///etc/passwd]x[/link]"],
-                         ids=[*MODEL_NAMES.keys(), "md_breakout", "rich_markup"])
+@pytest.mark.parametrize(
+    "name",
+    [*MODEL_NAMES.values(), "k`[fix](https://evil)`![i](x)", "bad[/]kern [link=file:///etc/passwd]x[/link]"],
+    ids=[*MODEL_NAMES.keys(), "md_breakout", "rich_markup"],
+)
 def test_summary_reports_with_hostile_kernel_and_host_names(name):
     _check_reports(name)
 

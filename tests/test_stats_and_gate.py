@@ -66,6 +66,7 @@ def stats_pair(tmp_path):
 
 # ---- statistics-only summaries -----------------------------------------------------------
 
+
 def test_kernel_stats_only_run_gives_hotspots_with_the_profilers_percentage(stats_pair, capsys):
     a, _ = stats_pair
     rows = read_stats(a / "2117183_kernel_stats.csv")
@@ -74,8 +75,7 @@ def test_kernel_stats_only_run_gives_hotspots_with_the_profilers_percentage(stat
     assert [h["name"] for h in doc["hotspots"]] == list(rows)
     for h in doc["hotspots"]:
         r = rows[h["name"]]
-        assert (h["calls"], h["total_ns"], h["min_ns"], h["max_ns"]) == (int(r["Calls"]), int(r["TotalDurationNs"]),
-                                                                          int(r["MinNs"]), int(r["MaxNs"]))
+        assert (h["calls"], h["total_ns"], h["min_ns"], h["max_ns"]) == (int(r["Calls"]), int(r["TotalDurationNs"]), int(r["MinNs"]), int(r["MaxNs"]))
         assert h["avg_ns"] == float(r["AverageNs"]) and h["stddev_ns"] == float(r["StdDev"])
         assert h["percent"] == float(r["Percentage"])  # the profiler's own share (file cut: not re-normalised)
         assert h["median_ns"] is None  # a stats file has no median
@@ -115,11 +115,11 @@ def test_legacy_rocprof_stats_only(tmp_path):
     kernel_rows = read_stats(tmp_path / "results.stats.csv")
     assert doc["hotspots_source"] == "stats" and doc["copies_source"] == "stats" and doc["api"]["source"] == "stats"
     assert {h["name"]: (h["calls"], h["total_ns"], h["percent"]) for h in doc["hotspots"]} == {
-        n: (int(r["Calls"]), int(r["TotalDurationNs"]), float(r["Percentage"])) for n, r in kernel_rows.items()}
+        n: (int(r["Calls"]), int(r["TotalDurationNs"]), float(r["Percentage"])) for n, r in kernel_rows.items()
+    }
     assert all(h["min_ns"] is None and h["stddev_ns"] is None for h in doc["hotspots"])  # 5-column files
     hip = read_stats(tmp_path / "results.hip_stats.csv")
-    assert {(r["name"], r["calls"], r["total_ns"]) for r in doc["api"]["rows"]} == {
-        (n, int(r["Calls"]), int(r["TotalDurationNs"])) for n, r in hip.items()}
+    assert {(r["name"], r["calls"], r["total_ns"]) for r in doc["api"]["rows"]} == {(n, int(r["Calls"]), int(r["TotalDurationNs"])) for n, r in hip.items()}
     copies = read_stats(tmp_path / "results.copy_stats.csv")
     copy_ns = sum(int(r["TotalDurationNs"]) for r in copies.values())
     kernel_ns = sum(int(r["TotalDurationNs"]) for r in kernel_rows.values())
@@ -144,8 +144,13 @@ def test_rocprofv3_summary_text_every_domain():
     runset = load_path(path)
     assert runset.formats == ["rocprofv3-summary"]
     (run,) = runset.runs
-    keys = {"HSA_API": "hsa_api_stats", "HIP_API": "hip_api_stats", "KERNEL_DISPATCH": "kernel_stats",
-            "MEMORY_COPY": "memory_copy_stats", "MEMORY_ALLOCATION": "memory_allocation_stats"}
+    keys = {
+        "HSA_API": "hsa_api_stats",
+        "HIP_API": "hip_api_stats",
+        "KERNEL_DISPATCH": "kernel_stats",
+        "MEMORY_COPY": "memory_copy_stats",
+        "MEMORY_ALLOCATION": "memory_allocation_stats",
+    }
     assert set(run.tool_stats) == set(keys.values())
     for domain, rows in expected.items():
         t = run.tool_stats[keys[domain]]
@@ -162,10 +167,12 @@ def test_rocprofv3_summary_text_every_domain():
 def test_summary_text_units_and_pipes_in_names():
     from tui_prof.loaders.rocprofv3_summary import parse_summary
 
-    text = ("app output line\nROCPROFV3 KERNEL_DISPATCH SUMMARY:\n\n"
-            "| NAME | DOMAIN | CALLS | DURATION (usec) | AVERAGE (usec) | PERCENT (INC) | MIN (usec) | MAX (usec) | STDDEV |\n"
-            "|---|---|---|---|---|---|---|---|---|\n"
-            "| operator|(a, b) | KERNEL_DISPATCH | 2 | 3.5 | 1.75 | 100.0 | 1.5 | 2 | 0.3535 |\n")
+    text = (
+        "app output line\nROCPROFV3 KERNEL_DISPATCH SUMMARY:\n\n"
+        "| NAME | DOMAIN | CALLS | DURATION (usec) | AVERAGE (usec) | PERCENT (INC) | MIN (usec) | MAX (usec) | STDDEV |\n"
+        "|---|---|---|---|---|---|---|---|---|\n"
+        "| operator|(a, b) | KERNEL_DISPATCH | 2 | 3.5 | 1.75 | 100.0 | 1.5 | 2 | 0.3535 |\n"
+    )
     t = parse_summary(text)["kernel_stats"]
     assert t.iloc[0].tolist() == ["operator|(a, b)", 2, 3500, 1750.0, 100.0, 1500, 2000, pytest.approx(353.5)]
 
@@ -180,9 +187,18 @@ def test_several_processes_combine_exactly():
         d = rng.integers(1_000, 90_000, n)
         names.append(nm)
         durs.append(d)
-        s = compute_stats(nm, d).rename(columns={"Name": "name", "Calls": "calls", "TotalDurationNs": "total_ns",
-                                                 "AverageNs": "avg_ns", "Percentage": "percent", "MinNs": "min_ns",
-                                                 "MaxNs": "max_ns", "StdDev": "stddev_ns"})
+        s = compute_stats(nm, d).rename(
+            columns={
+                "Name": "name",
+                "Calls": "calls",
+                "TotalDurationNs": "total_ns",
+                "AverageNs": "avg_ns",
+                "Percentage": "percent",
+                "MinNs": "min_ns",
+                "MaxNs": "max_ns",
+                "StdDev": "stddev_ns",
+            }
+        )
         tables.append(s)
     runs = [Run(meta=RunMeta(label=f"r{i}", tool="rocprofv3"), tool_stats={"kernel_stats": t}) for i, t in enumerate(tables)]
     doc = build_summary(RunSet(root="four", runs=runs), logs=False)
@@ -216,13 +232,34 @@ def test_trace_and_stats_disagreeing_is_a_warning(tmp_path):
 
 # ---- exposed sync vs waiting for work --------------------------------------------------------
 
+
 def worked_example_run() -> Run:
     """docs/metrics.md's worked example (ns): kernels [0,100) [290,320) [350,380); sync calls
     [10,120) (GPU busy until 100), [200,230) (GPU idle), [300,400) (a GPU-side hole 320-350)."""
-    kernels = make_table("kernels", {"start": [0, 290, 350], "end": [100, 320, 380], "agent": [1, 1, 1], "name": ["k"] * 3,
-                                     "correlation_id": [1, 2, 3], "queue": [0, 0, 0], "pid": [9, 9, 9]})
-    api = make_table("api", {"start": [10, 200, 300], "end": [120, 230, 400], "name": ["hipDeviceSynchronize"] * 3,
-                             "domain": ["hip"] * 3, "pid": [9, 9, 9], "tid": [9, 9, 9], "correlation_id": [11, 12, 13]})
+    kernels = make_table(
+        "kernels",
+        {
+            "start": [0, 290, 350],
+            "end": [100, 320, 380],
+            "agent": [1, 1, 1],
+            "name": ["k"] * 3,
+            "correlation_id": [1, 2, 3],
+            "queue": [0, 0, 0],
+            "pid": [9, 9, 9],
+        },
+    )
+    api = make_table(
+        "api",
+        {
+            "start": [10, 200, 300],
+            "end": [120, 230, 400],
+            "name": ["hipDeviceSynchronize"] * 3,
+            "domain": ["hip"] * 3,
+            "pid": [9, 9, 9],
+            "tid": [9, 9, 9],
+            "correlation_id": [11, 12, 13],
+        },
+    )
     return Run(meta=RunMeta(label="ex", pid=9), agents=[Agent(id=1)], kernels=kernels, api=api)
 
 
@@ -274,6 +311,7 @@ def test_h200_graph_run_waits_for_work():
 
 # ---- diff verdicts and the gate ----------------------------------------------------------------
 
+
 def test_gate_synthetic_sync_per_launch_vs_once_does_not_fail(tmp_path, capsys):
     a, b = build(SynthSpec(sync="per_launch")), build(SynthSpec(sync="end"))
     write_rocprofv3_csv(a, tmp_path / "A")
@@ -287,8 +325,7 @@ def test_gate_synthetic_sync_per_launch_vs_once_does_not_fail(tmp_path, capsys):
     assert m["sync_pct"]["better"] == "neutral" and m["exposed_sync_ns"]["status"] == "improved"
     assert m["idle_pct"]["status"] == "changed" and "denominator (GPU span) moved" in m["idle_pct"]["reason"]
     assert all(r["reason"] for r in doc["metrics"])
-    assert doc["fail_on_regression"] == {"pct": 5.0, "failed": False, "metrics": [], "tripped": [], "not_judged": [],
-                                         "exit_status": 0}
+    assert doc["fail_on_regression"] == {"pct": 5.0, "failed": False, "metrics": [], "tripped": [], "not_judged": [], "exit_status": 0}
 
 
 def test_gate_h200_eager_vs_graph_does_not_fail(capsys):
@@ -315,7 +352,9 @@ def test_gate_one_kernel_twice_as_slow_fails_and_says_why(tmp_path, capsys):
     total = int(synth.expected.kernels.loc[ATTENTION, "total_ns"])
     ktime = synth.expected.kernel_total_ns
     assert f"tripped: kernel time got worse by {100.0 * total / ktime:+.2f} % of A (> 5); lower is better" in out
-    assert f"tripped: kernel {ATTENTION[:80]} got slower by +100.0 % of its A total (> 5), {100.0 * total / ktime:.1f} % of A's kernel time (> 2 % noise)" in out
+    assert (
+        f"tripped: kernel {ATTENTION[:80]} got slower by +100.0 % of its A total (> 5), {100.0 * total / ktime:.1f} % of A's kernel time (> 2 % noise)" in out
+    )
     assert main([*args, "--json"]) == EXIT_REGRESSION
     gate = json.loads(capsys.readouterr().out)["fail_on_regression"]
     assert gate["failed"] and gate["exit_status"] == EXIT_REGRESSION

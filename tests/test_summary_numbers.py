@@ -31,8 +31,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "synthetic_s
 SAMPLE_SPEC = SynthSpec(iterations=200, kernels_per_iteration=10, sync="per_launch")
 # two GPUs, two streams, sync once per iteration, slow host (30 µs between calls): "launch"
 # gaps besides "sync" and "copy" ones
-MULTI_SPEC = SynthSpec(iterations=30, kernels_per_iteration=10, sync="per_iteration", gpus=2, streams=2, gap_ns=30_000,
-                       seed=5)
+MULTI_SPEC = SynthSpec(iterations=30, kernels_per_iteration=10, sync="per_iteration", gpus=2, streams=2, gap_ns=30_000, seed=5)
 
 
 def summary_json(path: Path, capsys) -> dict:
@@ -144,8 +143,7 @@ def test_categories_and_process_counts_by_hand(capsys):
         want_ns[category] = want_ns.get(category, 0) + int(row.total_ns)
         want_calls[category] = want_calls.get(category, 0) + int(row.calls)
     assert doc["categories"] == want_ns
-    assert {h["name"]: (h["calls"], h["total_ns"]) for h in doc["hotspots_by"]["category"]} == {
-        c: (want_calls[c], want_ns[c]) for c in want_ns}
+    assert {h["name"]: (h["calls"], h["total_ns"]) for h in doc["hotspots_by"]["category"]} == {c: (want_calls[c], want_ns[c]) for c in want_ns}
     (process,) = doc["processes"]
     assert (process["hostname"], process["pid"]) == ("synthhost", SAMPLE_SPEC.pid)
     assert process["dispatches"] == expected.dispatches

@@ -35,8 +35,7 @@ SPECS = {
     "end": SynthSpec(iterations=5, kernels_per_iteration=4, sync="end", gpus=3, seed=3),
     # small GEMM share: short kernels faster than the launch cadence -> launch gaps
     "launch_bound": SynthSpec(iterations=20, kernels_per_iteration=10, sync="end", gemm_share=0.05, seed=4),
-    "no_copies": SynthSpec(iterations=4, kernels_per_iteration=3, sync="per_iteration", htod_copies=0,
-                           dtoh_copies=0, seed=5),
+    "no_copies": SynthSpec(iterations=4, kernels_per_iteration=3, sync="per_iteration", htod_copies=0, dtoh_copies=0, seed=5),
 }
 
 
@@ -148,7 +147,8 @@ def test_gaps_busy_and_span(run):
             assert (inside >= 0).all() and (sync_ends <= g_end[inside]).all()
     assert exp.wall_span == (
         int(min(t["start"].min() for t in (run.kernels, run.api, run.copies) if len(t))),
-        int(max(t["end"].max() for t in (run.kernels, run.api, run.copies) if len(t))))
+        int(max(t["end"].max() for t in (run.kernels, run.api, run.copies) if len(t))),
+    )
 
 
 def test_gap_counts_per_sync_mode():
@@ -225,13 +225,20 @@ def test_csv_files_and_headers_match_real_rocprofv3(csv_dir):
     _, folder = csv_dir
     assert folder.name == "node7"
     names = sorted(p.name for p in folder.iterdir())
-    assert names == sorted(f"31337_{n}.csv" for n in (
-        "agent_info", "kernel_trace", "hip_api_trace", "memory_copy_trace", "kernel_stats",
-        "hip_api_stats", "memory_copy_stats", "domain_stats"))
-    pairs = {"kernel_trace": "kernel_trace.csv", "hip_api_trace": "hip_runtime_trace.csv",
-             "memory_copy_trace": "memory_copy_trace.csv", "agent_info": "238_agent_info.csv",
-             "kernel_stats": "hip_api_stats.csv", "hip_api_stats": "hip_api_stats.csv",
-             "memory_copy_stats": "hip_api_stats.csv", "domain_stats": "hip_api_stats.csv"}
+    assert names == sorted(
+        f"31337_{n}.csv"
+        for n in ("agent_info", "kernel_trace", "hip_api_trace", "memory_copy_trace", "kernel_stats", "hip_api_stats", "memory_copy_stats", "domain_stats")
+    )
+    pairs = {
+        "kernel_trace": "kernel_trace.csv",
+        "hip_api_trace": "hip_runtime_trace.csv",
+        "memory_copy_trace": "memory_copy_trace.csv",
+        "agent_info": "238_agent_info.csv",
+        "kernel_stats": "hip_api_stats.csv",
+        "hip_api_stats": "hip_api_stats.csv",
+        "memory_copy_stats": "hip_api_stats.csv",
+        "domain_stats": "hip_api_stats.csv",
+    }
     for ours, real in pairs.items():
         assert _header(folder / f"31337_{ours}.csv") == _header(DATA / real), ours
     assert len(_header(folder / "31337_kernel_trace.csv").split(",")) == 22
@@ -239,8 +246,12 @@ def test_csv_files_and_headers_match_real_rocprofv3(csv_dir):
 
 def test_csv_quoting_matches_real_rows(csv_dir):
     _, folder = csv_dir
-    for ours, real in (("kernel_trace", "kernel_trace.csv"), ("hip_api_trace", "hip_runtime_trace.csv"),
-                       ("memory_copy_trace", "memory_copy_trace.csv"), ("agent_info", "238_agent_info.csv")):
+    for ours, real in (
+        ("kernel_trace", "kernel_trace.csv"),
+        ("hip_api_trace", "hip_runtime_trace.csv"),
+        ("memory_copy_trace", "memory_copy_trace.csv"),
+        ("agent_info", "238_agent_info.csv"),
+    ):
         real_rows = (DATA / real).read_text().splitlines()[1:]
         our_rows = (folder / f"31337_{ours}.csv").read_text().splitlines()[1:]
         patterns = {tuple(_quoted_pattern(r)) for r in our_rows}
@@ -302,9 +313,8 @@ def test_stats_files_equal_recomputation(csv_dir):
     _check_stats(folder / "31337_hip_api_stats.csv", api["Function"], api["End_Timestamp"] - api["Start_Timestamp"])
     cp = pd.read_csv(folder / "31337_memory_copy_trace.csv")
     _check_stats(folder / "31337_memory_copy_stats.csv", cp["Direction"], cp["End_Timestamp"] - cp["Start_Timestamp"])
-    names = (["KERNEL_DISPATCH"] * len(k) + ["HIP_API"] * len(api) + ["MEMORY_COPY"] * len(cp))
-    durs = pd.concat([k["End_Timestamp"] - k["Start_Timestamp"], api["End_Timestamp"] - api["Start_Timestamp"],
-                      cp["End_Timestamp"] - cp["Start_Timestamp"]])
+    names = ["KERNEL_DISPATCH"] * len(k) + ["HIP_API"] * len(api) + ["MEMORY_COPY"] * len(cp)
+    durs = pd.concat([k["End_Timestamp"] - k["Start_Timestamp"], api["End_Timestamp"] - api["Start_Timestamp"], cp["End_Timestamp"] - cp["Start_Timestamp"]])
     _check_stats(folder / "31337_domain_stats.csv", names, durs)
     # and the kernel stats equal the answers known by construction
     stats = pd.read_csv(folder / "31337_kernel_stats.csv").set_index("Name")
@@ -374,8 +384,8 @@ def test_rocpd_views_agree_with_run(rocpd_db):
     assert con.execute("SELECT COUNT(*) FROM memory_copies").fetchone()[0] == len(run.copies)
     # launch -> kernel link through rocpd_event.stack_id, as in the real database
     linked = con.execute(
-        "SELECT COUNT(*) FROM kernels k JOIN regions r ON r.stack_id = k.stack_id "
-        "WHERE r.name = 'hipLaunchKernel' AND r.tid = k.tid AND r.\"end\" <= k.start").fetchone()[0]
+        "SELECT COUNT(*) FROM kernels k JOIN regions r ON r.stack_id = k.stack_id WHERE r.name = 'hipLaunchKernel' AND r.tid = k.tid AND r.\"end\" <= k.start"
+    ).fetchone()[0]
     assert linked == run.expected.dispatches
     sync = con.execute("SELECT COUNT(*), SUM(duration) FROM regions WHERE name = 'hipDeviceSynchronize'").fetchone()
     assert sync == (run.expected.sync_calls, run.expected.sync_total_ns)
@@ -413,8 +423,7 @@ def _assert_same_kernels(loaded, run):
     for name, row in exp.iterrows():
         assert (int(totals.loc[name, "size"]), int(totals.loc[name, "sum"])) == (row.calls, row.total_ns)
     ours = loaded.kernels.sort_values("dispatch_id")
-    assert np.array_equal(ours["correlation_id"].to_numpy(),
-                          run.kernels.sort_values("dispatch_id")["correlation_id"].to_numpy())
+    assert np.array_equal(ours["correlation_id"].to_numpy(), run.kernels.sort_values("dispatch_id")["correlation_id"].to_numpy())
 
 
 @pytest.mark.parametrize("fmt", ["csv", "rocpd"])
@@ -437,8 +446,9 @@ def test_round_trip_through_load_path(tmp_path, fmt):
 
 def test_cli_writes_files_and_answers(tmp_path, capsys):
     answers = tmp_path / "answers.json"
-    assert main([str(tmp_path / "out"), "--format", "csv", "--dispatches", "95", "--kernels-per-iteration",
-                 "10", "--sync", "end", "--answers", str(answers)]) == 0
+    assert (
+        main([str(tmp_path / "out"), "--format", "csv", "--dispatches", "95", "--kernels-per-iteration", "10", "--sync", "end", "--answers", str(answers)]) == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(answers.read_text())
     assert printed["dispatches"] == 100  # rounded up to whole iterations

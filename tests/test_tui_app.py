@@ -278,6 +278,7 @@ def test_sync_per_launch_looks_different_from_sync_once():
 
 # -- lazy panes and the cache -------------------------------------------------------------
 
+
 def gated(monkeypatch, part: str):
     """Make RunView compute ``part`` only after the returned event is set."""
     import threading

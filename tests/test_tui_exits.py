@@ -17,8 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _tuiprof(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tui_prof.cli", *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=120)
+    return subprocess.run([sys.executable, "-m", "tui_prof.cli", *args], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
 
 
 def test_open_missing_path_exits_1_with_one_line():
@@ -33,8 +32,7 @@ def test_summary_missing_path_exits_1_without_a_report():
     assert done.returncode == EXIT_NOTHING_LOADED
     assert done.stdout == ""  # no all-zero report
     # the loader's reason, then the verdict (tests/test_cli_validation.py checks both lines)
-    assert done.stderr.strip().splitlines() == ["tuiprof: /no/such/path: no such file or directory",
-                                                "tuiprof: nothing could be loaded from '/no/such/path'"]
+    assert done.stderr.strip().splitlines() == ["tuiprof: /no/such/path: no such file or directory", "tuiprof: nothing could be loaded from '/no/such/path'"]
 
 
 def test_summary_of_nothing_loadable_exits_1_without_a_report(tmp_path):

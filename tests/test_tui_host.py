@@ -27,11 +27,11 @@ def _independent_longest_gap_and_ops():
     memset) and the cpu_op events overlapping it, with their overlap in ns."""
     with gzip.open(DECODE_EAGER, "rt") as f:
         events = json.load(f)["traceEvents"]
+
     def ns(e):  # µs with 3 decimals in the JSON: start and duration each to the ns
         return round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000)
 
-    gpu = sorted(ns(e) for e in events
-                 if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    gpu = sorted(ns(e) for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     best, end_so_far = (0, 0, 0), gpu[0][1]
     for s, e in gpu[1:]:
         if s - end_so_far > best[0]:

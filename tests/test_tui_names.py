@@ -13,10 +13,13 @@ from tui_prof.render.fmt import shorten_name, shorten_names
 from tui_prof.tui.app import TuiProfApp
 
 DATA = Path(__file__).parent / "data"
-TRACES = [DATA / "kineto" / "h200" / "decode_eager.pt.trace.json.gz", DATA / "rocpd" / "28_results.db",
-          DATA / "kineto" / "mi300__resnet_act_checkpoint.json.gz",
-          DATA / "kineto" / "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
-          DATA / "kineto" / "h100__gaunernst_bert-small-uncased__1016001.json.gz"]
+TRACES = [
+    DATA / "kineto" / "h200" / "decode_eager.pt.trace.json.gz",
+    DATA / "rocpd" / "28_results.db",
+    DATA / "kineto" / "mi300__resnet_act_checkpoint.json.gz",
+    DATA / "kineto" / "inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+    DATA / "kineto" / "h100__gaunernst_bert-small-uncased__1016001.json.gz",
+]
 
 
 def _real_names() -> list[str]:
@@ -28,8 +31,10 @@ def _real_names() -> list[str]:
 
 
 def test_steps_on_real_names():
-    eight = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, "
-             "std::array<char*, 1ul> >(int, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul>)")
+    eight = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, "
+        "std::array<char*, 1ul> >(int, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul>)"
+    )
     # void, the arguments, the namespaces: the template's distinguishing part remains
     short = shorten_name(eight, 70)
     assert len(short) <= 70 and not short.startswith("void") and "at::native::" not in short

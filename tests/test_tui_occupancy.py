@@ -21,7 +21,12 @@ def test_batched_gemm_limiters_in_order():
     # VGPR+AGPR: align(128, 4) + 384 = 512 -> 512 // 512 = 1 wave per SIMD -> 1 * 4 // 4 = 1 workgroup
     # LDS: 65536 // 65536 = 1; SGPR 112 (> 100) -> 7 waves -> 7; waves per CU 8 * 4 // 4 = 8; barriers 16
     assert [(x["limit"], x["workgroups_per_cu"]) for x in occ["limiters"]] == [
-        ("VGPR + AGPR", 1), ("LDS", 1), ("SGPR", 7), ("waves per CU", 8), ("workgroup slots", 16)]
+        ("VGPR + AGPR", 1),
+        ("LDS", 1),
+        ("SGPR", 7),
+        ("waves per CU", 8),
+        ("workgroup slots", 16),
+    ]
     assert occ["hint"].endswith("fewer VGPRs alone would not help (next limit: LDS, 1 workgroup per CU).")
 
 
@@ -29,5 +34,4 @@ def test_separate_agpr_file_is_its_own_limiter():
     """gfx908 keeps AGPRs in a separate 256-register file: 64 VGPRs allow 256 // 64 = 4
     waves per SIMD (16 one-wave workgroups on 4 SIMDs), 256 AGPRs only 1 (4 workgroups)."""
     occ = occupancy("gfx908", 64, 64, 256, 32, 0)
-    assert [(x["limit"], x["workgroups_per_cu"]) for x in occ["limiters"]] == [
-        ("AGPR", 4), ("VGPR", 16), ("SGPR", 40), ("waves per CU", 40)]
+    assert [(x["limit"], x["workgroups_per_cu"]) for x in occ["limiters"]] == [("AGPR", 4), ("VGPR", 16), ("SGPR", 40), ("waves per CU", 40)]

@@ -246,9 +246,16 @@ def test_dispatch_detail_occupancy_counters_and_launch():
         assert isinstance(detail, DispatchDetailScreen)
         row = detail.row
         agent = run.agent(int(row["agent"]))
-        want = occupancy(agent.arch, int(row["wg_x"]) * max(int(row["wg_y"]), 1) * max(int(row["wg_z"]), 1), int(row["arch_vgpr"]),
-                         max(int(row["accum_vgpr"]), 0), max(int(row["sgpr"]), 0), max(int(row["lds_bytes"]), 0), agent.wave_size,
-                         max(int(row["scratch_bytes"]), 0))
+        want = occupancy(
+            agent.arch,
+            int(row["wg_x"]) * max(int(row["wg_y"]), 1) * max(int(row["wg_z"]), 1),
+            int(row["arch_vgpr"]),
+            max(int(row["accum_vgpr"]), 0),
+            max(int(row["sgpr"]), 0),
+            max(int(row["lds_bytes"]), 0),
+            agent.wave_size,
+            max(int(row["scratch_bytes"]), 0),
+        )
         assert detail.detail.occupancy == want
         text = " ".join(text_of(app, "#detail").split())
         assert f"waves per SIMD {want['waves_per_simd']:g} of {want['max_waves_per_simd']}" in text
@@ -274,8 +281,15 @@ def test_every_binding_in_help_and_palette_commands():
 
     async def flow(app, pilot):
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for needed in ("Findings", "Counters", "Counter formulas", "Evidence of the selected finding",
-                       "Group hotspots by normalised name", "Group hotspots by category", "Group hotspots by process"):
+        for needed in (
+            "Findings",
+            "Counters",
+            "Counter formulas",
+            "Evidence of the selected finding",
+            "Group hotspots by normalised name",
+            "Group hotspots by category",
+            "Group hotspots by process",
+        ):
             assert needed in titles
         # footer: findings pane shows Enter = Evidence, counters pane shows x = Formulas
         await pilot.press("4")
@@ -303,10 +317,12 @@ def test_color_system_option_reaches_textual(system, monkeypatch):
     args = cli.build_parser().parse_args(["open", "--color-system", system, "--no-mouse", sample])
     assert cli.cmd_open(args) == 0
     assert os.environ["TEXTUAL_COLOR_SYSTEM"] == system and calls == {"mouse": False}
-    code = (f"import asyncio, sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\n"
-            "from tui_prof.tui.app import TuiProfApp\nfrom synthetic import synthetic_runset\n"
-            "async def main():\n    app = TuiProfApp(synthetic_runset()[0])\n    async with app.run_test():\n"
-            "        print(app.console.color_system)\nasyncio.run(main())\n")
+    code = (
+        f"import asyncio, sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "from tui_prof.tui.app import TuiProfApp\nfrom synthetic import synthetic_runset\n"
+        "async def main():\n    app = TuiProfApp(synthetic_runset()[0])\n    async with app.run_test():\n"
+        "        print(app.console.color_system)\nasyncio.run(main())\n"
+    )
     env = dict(os.environ, TEXTUAL_COLOR_SYSTEM=system)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == {"256": "256", "standard": "standard"}[system], out.stderr[-500:]
@@ -338,8 +354,7 @@ def test_trace_strings_are_shown_as_text_never_markup():
         assert "[bold]evil[/bold].csv" in text and "[link=http://x]click[/link]" in text
 
     drive(TuiProfApp(runset), flow)
-    finding = {"severity": "high", "code": "dominant-kernel", "message": "[red]k[/red] takes 90 %",
-               "numbers": {"name": "[b]k[/b]"}, "fix": "f"}
+    finding = {"severity": "high", "code": "dominant-kernel", "message": "[red]k[/red] takes 90 %", "numbers": {"name": "[b]k[/b]"}, "fix": "f"}
     console = Console(width=200, record=True)
     console.print(finding_detail(finding))
     shown = console.export_text()

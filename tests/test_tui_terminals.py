@@ -42,9 +42,11 @@ def test_sixteen_colour_terminals_get_ansi_colours_as_they_are():
     from tui_prof.tui.widgets.timeline import Timeline
 
     css = Timeline.DEFAULT_CSS
-    names = [line.split("color:")[1].split(";")[0].strip() for line in css.splitlines()
-             if "timeline--" in line and " color:" in line and "label" not in line and "ruler" not in line
-             and "gap" not in line and "mark" not in line]
+    names = [
+        line.split("color:")[1].split(";")[0].strip()
+        for line in css.splitlines()
+        if "timeline--" in line and " color:" in line and "label" not in line and "ruler" not in line and "gap" not in line and "mark" not in line
+    ]
     numbers = [Color.parse(n).ansi for n in names]
     assert None not in numbers and len(set(numbers)) == len(numbers) == 6, names
 
@@ -64,8 +66,7 @@ def _tmux(session: str, cmd: str, env: dict[str, str], size=(80, 24)) -> None:
     (a tmux server started by someone else has its own environment)."""
     assigns = [f"{k}={v}" for k, v in env.items()]
     full = ["env", f"PYTHONPATH={ROOT}", *assigns, *cmd]
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]),
-                    " ".join(_quote(a) for a in full)], check=True)
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), " ".join(_quote(a) for a in full)], check=True)
 
 
 def _quote(arg: str) -> str:
@@ -120,8 +121,7 @@ def test_no_color_linux_console_c_locale():
         legend = next(line for line in pane.splitlines() if "busy" in line and "idle" in line)
         assert legend.strip().startswith("# busy : <90% busy . idle = sync % sync+launch"), legend
         # NO_COLOR: no foreground colour in the timeline rows (only bold/reverse attributes)
-        coloured = [line for line in _capture(session, escapes=True).splitlines()
-                    if line.lstrip("\x1b[0123456789;m").startswith(("host T", "GPU"))]
+        coloured = [line for line in _capture(session, escapes=True).splitlines() if line.lstrip("\x1b[0123456789;m").startswith(("host T", "GPU"))]
         for line in coloured:
             for code in ("38;5;", "38;2;", "[31m", "[32m", "[33m", "[34m", "[35m", "[91m", "[92m", "[95m"):
                 assert code not in line, repr(line)
@@ -148,11 +148,9 @@ def test_hostile_names_in_tmux(tmp_path):
     run_dir = tmp_path / "gemm[M=1024,N=1024]"
     write_run(synth, run_dir, "csv")
     session = f"tuiprof-{uuid.uuid4().hex[:8]}"
-    _tmux(session, [sys.executable, "-m", "tui_prof.cli", "open", "--no-mouse", "--no-cache", str(run_dir)],
-          {"LANG": "C.UTF-8"}, size=(160, 40))
+    _tmux(session, [sys.executable, "-m", "tui_prof.cli", "open", "--no-mouse", "--no-cache", str(run_dir)], {"LANG": "C.UTF-8"}, size=(160, 40))
     try:
-        title_before = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_title}"],
-                                      capture_output=True, text=True).stdout.strip()
+        title_before = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_title}"], capture_output=True, text=True).stdout.strip()
         pane = _wait_for(session, "sort total_ns")
         assert "gemm[M=1024,N=1024]" in pane  # the directory name, shown as text
         assert "[link=file:///etc/passwd]x[/link]" in pane  # markup shown, not interpreted
@@ -160,8 +158,7 @@ def test_hostile_names_in_tmux(tmp_path):
         assert "Traceback" not in pane
         assert "\u202e" not in pane and safe_text(HOSTILE[3]) in pane  # the bidi override is escaped
         assert safe_text(HOSTILE[0]) in pane  # the OSC sequence shown, not obeyed
-        title = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_title}"],
-                               capture_output=True, text=True).stdout.strip()
+        title = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_title}"], capture_output=True, text=True).stdout.strip()
         assert title == title_before and "pwned" not in title
         _quit(session)
     finally:

@@ -49,8 +49,7 @@ def test_shape_matches_real_rocm_trace(tmp_path):
     ours = json.loads(text)
     real = json.load(gzip.open(REAL))
     assert set(ours) <= set(real) | {"hip_driver_version"}
-    assert {"schemaVersion", "deviceProperties", "traceEvents", "hip_runtime_version", "roctracer_version",
-            "baseTimeNanoseconds"} <= set(ours)
+    assert {"schemaVersion", "deviceProperties", "traceEvents", "hip_runtime_version", "roctracer_version", "baseTimeNanoseconds"} <= set(ours)
     assert set(ours["deviceProperties"][0]) == set(real["deviceProperties"][0])
     o_top, o_args = keys_by_cat(ours["traceEvents"])
     r_top, r_args = keys_by_cat(real["traceEvents"])
@@ -89,8 +88,7 @@ def test_round_trip_through_load_path(tmp_path, mode, suffix):
     # every kernel interval, launch geometry (grid written in blocks, loaded as work-items) and link
     ours = k.sort_values(["agent", "start"]).reset_index(drop=True)
     theirs = run.kernels.sort_values(["agent", "start"]).reset_index(drop=True)
-    for col in ("start", "end", "agent", "stream", "tid", "correlation_id", "grid_x", "grid_y", "grid_z",
-                "wg_x", "wg_y", "wg_z", "lds_bytes"):
+    for col in ("start", "end", "agent", "stream", "tid", "correlation_id", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z", "lds_bytes"):
         assert np.array_equal(ours[col].to_numpy(), theirs[col].to_numpy()), col
     # copies
     c = loaded.copies

@@ -53,6 +53,7 @@ def _progress_printer():
 
 INT64_MAX = 2**63 - 1  # the largest time in ns the tables and --json can hold (292 years)
 
+
 def _say(message: object) -> None:
     """One line on stderr, prefixed ``tuiprof:``."""
     print(f"tuiprof: {safe_text(message)}", file=sys.stderr)
@@ -63,7 +64,7 @@ def _shown_path(path: object, limit: int = 160) -> str:
     name shown as ``\\n``, ``\\x1b``, ``\\u202e``), the middle of a very long one elided."""
     text = repr(os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path))
     if len(text) > limit:
-        text = f"{text[: limit // 2]}…{text[-limit // 2:]} ({len(text) - 2} characters)"
+        text = f"{text[: limit // 2]}…{text[-limit // 2 :]} ({len(text) - 2} characters)"
     return text
 
 
@@ -191,8 +192,14 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not runset.runs:  # no report of zeros: the reason, one line
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
-    summary = build_summary(runset, top=None if args.top <= 0 else args.top, gap_threshold_ns=args.gap_threshold,
-                            rules=rules, max_gaps=None if args.max_gaps <= 0 else args.max_gaps, progress=progress)
+    summary = build_summary(
+        runset,
+        top=None if args.top <= 0 else args.top,
+        gap_threshold_ns=args.gap_threshold,
+        rules=rules,
+        max_gaps=None if args.max_gaps <= 0 else args.max_gaps,
+        progress=progress,
+    )
     if progress:
         progress("done", 1, 1)
     if args.json:
@@ -263,8 +270,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
-        DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp,
-                use_cache=not args.no_cache).run(mouse=not args.no_mouse)
+        DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, use_cache=not args.no_cache).run(mouse=not args.no_mouse)
         return EXIT_OK
     from tui_prof.loaders import load_path
 
@@ -277,8 +283,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(f"nothing could be loaded from {_shown_path(path)}")
             return EXIT_NOTHING_LOADED
         runsets.append(runset)
-    result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp,
-                            gap_threshold_ns=args.gap_threshold)
+    result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
     empty = [name for name, nothing in zip((args.a, args.b), result.empty, strict=True) if nothing]
     if empty:  # a diff of nothing must not look like a clean result
         for path in empty:
@@ -306,8 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tuiprof",
         description="Terminal trace explorer for GPU profiler runs (rocprofv3, rocprof, PyTorch profiler).",
-        epilog=f"With no command, tuiprof opens a bundled sample run (default {DEFAULT_SAMPLE}). "
-               f"Samples (--sample NAME): {listing}.",
+        epilog=f"With no command, tuiprof opens a bundled sample run (default {DEFAULT_SAMPLE}). Samples (--sample NAME): {listing}.",
     )
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
     sample_help = "open this bundled sample run instead of PATH (" + ", ".join(SAMPLE_ALIASES) + ")"
@@ -320,26 +324,37 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.summary/1)")
     fmt.add_argument("--md", action="store_true", help="Markdown report (paste into a ticket)")
     summary.add_argument("--top", type=parse_count, default=20, help="number of kernels listed (0 = all; default 20)")
-    summary.add_argument("--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION",
-                         help="list and classify GPU idle gaps at least this long (e.g. 10us, 1ms; bare number = µs; default 10us)")
+    summary.add_argument(
+        "--gap-threshold",
+        type=parse_duration_ns,
+        default=None,
+        metavar="DURATION",
+        help="list and classify GPU idle gaps at least this long (e.g. 10us, 1ms; bare number = µs; default 10us)",
+    )
     summary.add_argument("--max-gaps", type=parse_count, default=200, help="gaps listed in the report, longest first (0 = all; default 200)")
     summary.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
     summary.add_argument("-v", "--verbose", action="store_true", help="also list skipped files on stderr")
-    summary.add_argument("--no-cache", action="store_true",
-                         help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run; "
-                              "cache folder: TUIPROF_CACHE_DIR or the user cache directory)")
+    summary.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run; "
+        "cache folder: TUIPROF_CACHE_DIR or the user cache directory)",
+    )
     summary.set_defaults(func=cmd_summary)
     parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")
     opener.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
     opener.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting (slow SSH links)")
-    opener.add_argument("--ascii", action="store_true",
-                        help="draw the timeline with ASCII glyphs (# busy, : + partly busy, . idle, = sync); "
-                             "the default under a non-UTF-8 locale (LANG=C)")
+    opener.add_argument(
+        "--ascii",
+        action="store_true",
+        help="draw the timeline with ASCII glyphs (# busy, : + partly busy, . idle, = sync); the default under a non-UTF-8 locale (LANG=C)",
+    )
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
-    opener.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)")
+    opener.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
+    )
     opener.set_defaults(func=cmd_open)
     differ = sub.add_parser("diff", help="compare run B against run A (kernels and summary deltas; see docs/diff.md)")
     differ.add_argument("a", metavar="A", type=parse_path, help="baseline run directory or file")
@@ -348,21 +363,34 @@ def build_parser() -> argparse.ArgumentParser:
     dfmt.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.diff/1)")
     dfmt.add_argument("--md", action="store_true", help="Markdown report (tickets, CI comments)")
     dfmt.add_argument("--tui", action="store_true", help="interactive diff screen (zoom-linked timelines, drill-down)")
-    differ.add_argument("--by", choices=["name", "normalized", "category"], default="name",
-                        help="match kernels by exact name, normalised name (templates/arguments stripped) or category")
+    differ.add_argument(
+        "--by",
+        choices=["name", "normalized", "category"],
+        default="name",
+        help="match kernels by exact name, normalised name (templates/arguments stripped) or category",
+    )
     differ.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
-    differ.add_argument("--noise", type=parse_percent, default=None, metavar="PCT",
-                        help="changes within PCT percent of A are 'within noise' (times and counts; default 2)")
-    differ.add_argument("--noise-pp", type=parse_percent, default=None, metavar="PP",
-                        help="noise threshold in percentage points for %% metrics (idle %%, sync %%; default 1)")
-    differ.add_argument("--fail-on-regression", type=parse_percent, default=None, metavar="PCT",
-                        help="exit with status 4 when a lower-is-better metric got worse by more than PCT (percent of A; points for %% metrics)")
+    differ.add_argument(
+        "--noise", type=parse_percent, default=None, metavar="PCT", help="changes within PCT percent of A are 'within noise' (times and counts; default 2)"
+    )
+    differ.add_argument(
+        "--noise-pp", type=parse_percent, default=None, metavar="PP", help="noise threshold in percentage points for %% metrics (idle %%, sync %%; default 1)"
+    )
+    differ.add_argument(
+        "--fail-on-regression",
+        type=parse_percent,
+        default=None,
+        metavar="PCT",
+        help="exit with status 4 when a lower-is-better metric got worse by more than PCT (percent of A; points for %% metrics)",
+    )
     differ.add_argument("--top", type=parse_count, default=20, help="kernels listed (0 = all; default 20)")
-    differ.add_argument("--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION",
-                        help="idle-gap threshold passed to the analysis (default 10us)")
+    differ.add_argument(
+        "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="idle-gap threshold passed to the analysis (default 10us)"
+    )
     differ.add_argument("--no-mouse", action="store_true", help="with --tui: do not enable mouse reporting")
-    differ.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)")
+    differ.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
+    )
     differ.set_defaults(func=cmd_diff)
     return parser
 

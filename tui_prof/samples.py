@@ -21,8 +21,7 @@ SAMPLES = {
     # a gfx1151 (Radeon 8060S, Strix Halo) WMMA run: kernel and HIP API traces, no copies,
     # no counters (``python -m tui_prof.synth OUT --format csv --arch gfx1151
     # --iterations 50 --kernels-per-iteration 4 --sync per_iteration --htod-copies 0 --dtoh-copies 0``)
-    "gfx1151_wmma": ({"iterations": 50, "kernels_per_iteration": 4, "sync": "per_iteration", "arch": "gfx1151",
-                      "htod_copies": 0, "dtoh_copies": 0}, "csv"),
+    "gfx1151_wmma": ({"iterations": 50, "kernels_per_iteration": 4, "sync": "per_iteration", "arch": "gfx1151", "htod_copies": 0, "dtoh_copies": 0}, "csv"),
 }
 # ``tuiprof --sample NAME``: the short names
 SAMPLE_ALIASES = {"per_launch": "synthetic_sync_per_launch", "once": "synthetic_sync_once", "gfx1151": "gfx1151_wmma"}

@@ -21,11 +21,34 @@ import tempfile
 import zlib
 
 HOSTILE_VALUES = (
-    "", "NaN", "nan", "-1", "-0", "inf", "-inf", "1e308", "-9223372036854775808", "9223372036854775807",
-    "18446744073709551616", "99999999999999999999999999", "0x10", "1.5", "\"", "\"\"", "N/A", "null", "true",
-    "\u00fc\u540d", "\ufeff", "\x00", "a" * 5000, "Agent 99999", "GPU -1", "KERNEL_DISPATCH_UNKNOWN",
+    "",
+    "NaN",
+    "nan",
+    "-1",
+    "-0",
+    "inf",
+    "-inf",
+    "1e308",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "18446744073709551616",
+    "99999999999999999999999999",
+    "0x10",
+    "1.5",
+    '"',
+    '""',
+    "N/A",
+    "null",
+    "true",
+    "\u00fc\u540d",
+    "\ufeff",
+    "\x00",
+    "a" * 5000,
+    "Agent 99999",
+    "GPU -1",
+    "KERNEL_DISPATCH_UNKNOWN",
 )
-HOSTILE_BYTES = (b"\xff\xfe", b"\x00\x00\x00", b"\xc3\x28", b"\r", b"\n\n", b",", b"\"", b"\xef\xbb\xbf", b"\x1f\x8b")
+HOSTILE_BYTES = (b"\xff\xfe", b"\x00\x00\x00", b"\xc3\x28", b"\r", b"\n\n", b",", b'"', b"\xef\xbb\xbf", b"\x1f\x8b")
 
 
 def _pick_offset(rng: random.Random, data: bytes) -> int:
@@ -53,6 +76,7 @@ def _pick_offset(rng: random.Random, data: bytes) -> int:
 
 
 # --------------------------------------------------------------------------- bytes
+
 
 def truncate(rng, data, corpus):
     at = _pick_offset(rng, data)
@@ -103,6 +127,7 @@ BYTE_MUTATIONS = (truncate, truncate, flip, flip, insert, delete, duplicate, spl
 
 
 # --------------------------------------------------------------------------- lines / CSV
+
 
 def _lines(data: bytes) -> list[bytes]:
     return data.split(b"\n")
@@ -228,12 +253,12 @@ def claim_rows(rng, data, corpus):
     return data + (lines[-1] + b"\n") * count, f"claim_rows +{count}"
 
 
-TEXT_MUTATIONS = (line_dup, line_del, line_shuffle, col_swap, col_drop, col_add, field_value, field_value,
-                  end_before_start, header_only)
+TEXT_MUTATIONS = (line_dup, line_del, line_shuffle, col_swap, col_drop, col_add, field_value, field_value, end_before_start, header_only)
 RARE_TEXT_MUTATIONS = (huge_name, claim_rows)
 
 
 # --------------------------------------------------------------------------- JSON
+
 
 def _walk(node, path=()):
     yield path, node
@@ -253,8 +278,7 @@ def _set(root, path, value):
 
 
 def _wrong(rng, value):
-    choices = [None, "text", -1, 2**64, -(2**63) - 1, 1.5, float("nan"), float("inf"), [], {}, True, [1, 2], {"x": 1},
-               "\u00fc\u540d", "9" * 40]
+    choices = [None, "text", -1, 2**64, -(2**63) - 1, 1.5, float("nan"), float("inf"), [], {}, True, [1, 2], {"x": 1}, "\u00fc\u540d", "9" * 40]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         choices += [-value, value * 10**12, 0]
     if isinstance(value, list):
@@ -315,6 +339,7 @@ def json_mutate(rng, data, corpus):
 
 
 # --------------------------------------------------------------------------- SQLite
+
 
 def sqlite_mutate(rng, data, corpus):
     """Change a copy of the database with SQL (or corrupt a page) and return its bytes."""
@@ -387,10 +412,11 @@ def corrupt_page(rng, data, corpus):
     k = rng.randrange(pages)
     start = k * page + (100 if k == 0 else 0) + rng.randrange(page // 2)
     junk = bytes(rng.randrange(256) for _ in range(rng.choice((4, 64, 512))))
-    return data[:start] + junk + data[start + len(junk):], f"sqlite.corrupt_page {k}"
+    return data[:start] + junk + data[start + len(junk) :], f"sqlite.corrupt_page {k}"
 
 
 # --------------------------------------------------------------------------- dispatcher
+
 
 def kind_of(name: str, data: bytes) -> str:
     if data.startswith(b"SQLite format 3"):

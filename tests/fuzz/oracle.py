@@ -126,8 +126,9 @@ def check_runset(root: Path, runset, mutated: set[str], good_before: set[str]) -
     return found
 
 
-def run_case(files: dict[str, bytes], mutated: set[str], good_before: set[str], *, summary: bool = True,
-             time_limit: int = 60, memory_limit_mb: int = 1500) -> tuple[list[Violation], object]:
+def run_case(
+    files: dict[str, bytes], mutated: set[str], good_before: set[str], *, summary: bool = True, time_limit: int = 60, memory_limit_mb: int = 1500
+) -> tuple[list[Violation], object]:
     """Write ``files`` into a fresh read-only run directory (name with a space and
     non-ASCII), load it, check the contract. Returns (violations, runset or None)."""
     from tui_prof.loaders import load_path

@@ -63,20 +63,34 @@ def all_seeds() -> dict[str, list[Seed]]:
             Seed("rocprofv3_json", "908_results.json.gz (trimmed)", {"908_results.json.gz": gzip.compress(small_json, 6, mtime=0)}),
         ],
         "rocprofv3_csv": [
-            _dir("rocprofv3_csv", "rocm6.3 docs", "rocprofv3_csv/rocprofv3-docs-rocm6.3",
-                 ["kernel_trace.csv", "memory_copy_trace.csv", "hip_api_stats.csv", "hip_runtime_trace.csv", "counter_collection.csv"]),
-            _dir("rocprofv3_csv", "rocm7 docs", "rocprofv3_csv/rocprofv3-docs-rocm7",
-                 ["kernel_trace.csv", "238_agent_info.csv", "marker_api_trace.csv", "memory_allocation_trace.csv", "scratch_memory_trace.csv"]),
-            _dir("rocprofv3_csv", "hpctraining omp", "rocprofv3_csv/hpctraining-extracted",
-                 ["omp_kernel_trace_head.csv", "omp_agent_info.csv"]),
+            _dir(
+                "rocprofv3_csv",
+                "rocm6.3 docs",
+                "rocprofv3_csv/rocprofv3-docs-rocm6.3",
+                ["kernel_trace.csv", "memory_copy_trace.csv", "hip_api_stats.csv", "hip_runtime_trace.csv", "counter_collection.csv"],
+            ),
+            _dir(
+                "rocprofv3_csv",
+                "rocm7 docs",
+                "rocprofv3_csv/rocprofv3-docs-rocm7",
+                ["kernel_trace.csv", "238_agent_info.csv", "marker_api_trace.csv", "memory_allocation_trace.csv", "scratch_memory_trace.csv"],
+            ),
+            _dir("rocprofv3_csv", "hpctraining omp", "rocprofv3_csv/hpctraining-extracted", ["omp_kernel_trace_head.csv", "omp_agent_info.csv"]),
         ],
         "legacy_rocprof": [
             _dir("legacy_rocprof", "hip-programming", "legacy_rocprof/hip-programming"),
-            _dir("legacy_rocprof", "rocm-blogs HSA", "legacy_rocprof/rocm-blogs",
-                 ["HSA_trace_results.csv", "HSA_trace_results.stats.csv", "HSA_trace_results.hsa_stats.csv",
-                  "HSA_trace_results.copy_stats.csv"]),
-            _dir("legacy_rocprof", "rocm-blogs HIP json", "legacy_rocprof/rocm-blogs",
-                 ["HIP_trace_results.json", "HIP_trace_results.hip_stats.csv", "HIP_trace_results.stats.csv"]),
+            _dir(
+                "legacy_rocprof",
+                "rocm-blogs HSA",
+                "legacy_rocprof/rocm-blogs",
+                ["HSA_trace_results.csv", "HSA_trace_results.stats.csv", "HSA_trace_results.hsa_stats.csv", "HSA_trace_results.copy_stats.csv"],
+            ),
+            _dir(
+                "legacy_rocprof",
+                "rocm-blogs HIP json",
+                "legacy_rocprof/rocm-blogs",
+                ["HIP_trace_results.json", "HIP_trace_results.hip_stats.csv", "HIP_trace_results.stats.csv"],
+            ),
         ],
         "rocprofv2": [
             _dir("rocprofv2", "saltfish", "rocprofv2/saltfish"),
@@ -84,9 +98,11 @@ def all_seeds() -> dict[str, list[Seed]]:
         ],
         "kineto": [
             Seed("kineto", name, {name: _read("kineto", name)})
-            for name in ("triton_example__triton_example.json.gz",
-                         "critical_path__cuda_event_sync__event_sync_trace.json.gz",
-                         "torch_compile_triton__trace.json.gz")
+            for name in (
+                "triton_example__triton_example.json.gz",
+                "critical_path__cuda_event_sync__event_sync_trace.json.gz",
+                "torch_compile_triton__trace.json.gz",
+            )
         ],
         "pftrace": [Seed("pftrace", "synth_small.pftrace", {"synth_small.pftrace": _read("pftrace", "synth_small.pftrace")})],
         "smi_csv": [_dir("smi_csv", "madengine sampler", "smi")],

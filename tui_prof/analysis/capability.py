@@ -33,30 +33,64 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     a = (arch or "").split(":")[0].lower()
     lim = arch_limits(a)
     notes: list[str] = []
-    caps: dict[str, Any] = {"arch": a or None, "counters": "unknown", "pc_sampling": "unknown", "thread_trace": "unknown",
-            "rocprof_compute": "unknown", "roofline": "unknown"}
+    caps: dict[str, Any] = {
+        "arch": a or None,
+        "counters": "unknown",
+        "pc_sampling": "unknown",
+        "thread_trace": "unknown",
+        "rocprof_compute": "unknown",
+        "roofline": "unknown",
+    }
     if a == "gfx908":
-        caps.update(counters="yes (rocprofv3 may collect none on MI100: rocprofiler-compute PR #614)", pc_sampling="no",
-                    thread_trace="not listed", rocprof_compute="yes", roofline="no ('gfx908 does not support roofline analysis')")
+        caps.update(
+            counters="yes (rocprofv3 may collect none on MI100: rocprofiler-compute PR #614)",
+            pc_sampling="no",
+            thread_trace="not listed",
+            rocprof_compute="yes",
+            roofline="no ('gfx908 does not support roofline analysis')",
+        )
     elif a == "gfx90a":
-        caps.update(counters="yes", pc_sampling="host_trap only (stochastic not available on gfx90a)", thread_trace="yes",
-                    rocprof_compute="yes", roofline="yes")
+        caps.update(
+            counters="yes", pc_sampling="host_trap only (stochastic not available on gfx90a)", thread_trace="yes", rocprof_compute="yes", roofline="yes"
+        )
     elif a in ("gfx940", "gfx941", "gfx942"):
-        caps.update(counters="yes", pc_sampling="host_trap and stochastic (stochastic needs recent firmware; intervals are powers of 2 cycles)",
-                    thread_trace="yes", rocprof_compute="yes", roofline="yes")
+        caps.update(
+            counters="yes",
+            pc_sampling="host_trap and stochastic (stochastic needs recent firmware; intervals are powers of 2 cycles)",
+            thread_trace="yes",
+            rocprof_compute="yes",
+            roofline="yes",
+        )
     elif a == "gfx950":
-        caps.update(counters="yes", pc_sampling="host_trap and stochastic", thread_trace="not confirmed (probe with rocprofv3 --att)",
-                    rocprof_compute="yes", roofline="yes")
+        caps.update(
+            counters="yes",
+            pc_sampling="host_trap and stochastic",
+            thread_trace="not confirmed (probe with rocprofv3 --att)",
+            rocprof_compute="yes",
+            roofline="yes",
+        )
     elif a.startswith("gfx103"):
         caps.update(counters="yes", pc_sampling="no", thread_trace="yes (gfx10)", rocprof_compute="no", roofline="no")
     elif a in ("gfx1100", "gfx1101", "gfx1102", "gfx1103"):
-        caps.update(counters="yes, with caveats (zero-valued counters reported on some ROCm versions; gfx1103 showed 0 counters until fixed)",
-                    pc_sampling="no", thread_trace="yes (gfx11; empty traces reported on W7800)", rocprof_compute="no", roofline="no")
+        caps.update(
+            counters="yes, with caveats (zero-valued counters reported on some ROCm versions; gfx1103 showed 0 counters until fixed)",
+            pc_sampling="no",
+            thread_trace="yes (gfx11; empty traces reported on W7800)",
+            rocprof_compute="no",
+            roofline="no",
+        )
     elif a in ("gfx1150", "gfx1151", "gfx1152", "gfx1153"):
-        caps.update(counters="partial, version-dependent", pc_sampling="no", thread_trace="listed (gfx11 family) but aborted on gfx1151 with ROCm 7.2",
-                    rocprof_compute="yes in newer ROCm (rocm-systems PR #4402, 2026)", roofline="gfx1151: VALU only (no MFMA)")
-        notes.append("gfx11.5 counters arrived late: not in the Aug-2025 rocprofiler-sdk counter definitions, added in newer config.yaml; "
-                     "only one TCP-block counter per pass on gfx1151 (rocm-systems #10041).")
+        caps.update(
+            counters="partial, version-dependent",
+            pc_sampling="no",
+            thread_trace="listed (gfx11 family) but aborted on gfx1151 with ROCm 7.2",
+            rocprof_compute="yes in newer ROCm (rocm-systems PR #4402, 2026)",
+            roofline="gfx1151: VALU only (no MFMA)",
+        )
+        notes.append(
+            "gfx11.5 counters arrived late: not in the Aug-2025 rocprofiler-sdk counter definitions, added in newer config.yaml; "
+            "only one TCP-block counter per pass on gfx1151 (rocm-systems #10041)."
+        )
         if a == "gfx1151":
             v = _version_tuple(tool_version)
             crash = "rocprofv3 --pmc aborted (SIGABRT in hsa_iterate_agents / aqlprofile) on gfx1151 with ROCm 7.2.0; fixed by rocm-systems PR #2171 and backport PR #3229."
@@ -64,17 +98,28 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
                 crash = "This run's ROCm 7.2.0 is affected: " + crash
             notes.append(crash)
     elif a.startswith("gfx12"):
-        caps.update(counters="yes (fewer metrics: no ALUStalledByLDS / SQ_WAIT_INST_LDS / OccupancyPercent / MemUnitBusy)",
-                    pc_sampling="host_trap only in newer SDKs (zero samples reported on gfx1200/1201)", thread_trace="yes (gfx12)",
-                    rocprof_compute="not in released versions read ('Cannot find a supported arch in rocminfo')", roofline="unknown")
+        caps.update(
+            counters="yes (fewer metrics: no ALUStalledByLDS / SQ_WAIT_INST_LDS / OccupancyPercent / MemUnitBusy)",
+            pc_sampling="host_trap only in newer SDKs (zero samples reported on gfx1200/1201)",
+            thread_trace="yes (gfx12)",
+            rocprof_compute="not in released versions read ('Cannot find a supported arch in rocminfo')",
+            roofline="unknown",
+        )
     if a.startswith(("gfx11", "gfx12")):
         notes.append("Counters on gfx11/gfx12 need a stable power state (e.g. amd-smi/rocm-smi set to a stable/deterministic profile) for repeatable values.")
     caps["notes"] = notes
     if lim is not None:
-        caps["limits"] = {"family": lim.family, "wave_size": lim.wave, "simds_per_cu": lim.simds,
-                          "max_waves_per_simd": lim.max_waves_simd, "vgpr_budget_per_simd_lane": lim.vgpr_budget,
-                          "vgpr_granule": lim.vgpr_granule, "lds_per_cu_bytes": lim.lds_per_cu,
-                          "lds_per_workgroup_bytes": lim.lds_per_wg, "peak_hbm_gbs": lim.peak_hbm_gbs}
+        caps["limits"] = {
+            "family": lim.family,
+            "wave_size": lim.wave,
+            "simds_per_cu": lim.simds,
+            "max_waves_per_simd": lim.max_waves_simd,
+            "vgpr_budget_per_simd_lane": lim.vgpr_budget,
+            "vgpr_granule": lim.vgpr_granule,
+            "lds_per_cu_bytes": lim.lds_per_cu,
+            "lds_per_workgroup_bytes": lim.lds_per_wg,
+            "peak_hbm_gbs": lim.peak_hbm_gbs,
+        }
     else:
         caps["limits"] = None
     return caps
@@ -108,33 +153,58 @@ def nvidia_capabilities(agent: Agent) -> dict[str, Any]:
         "roofline": "Nsight Compute roofline (ncu --section SpeedOfLight_RooflineChart)",
         "notes": notes,
         "limits": None,
-        "device": {"sm_count": agent.cu_count, "memory_bytes": agent.memory_bytes, "compute_capability": cc,
-                   "warp_size": agent.wave_size, "max_threads_per_block": agent.workgroup_max_size,
-                   "shared_memory_per_sm_bytes": agent.lds_bytes_per_cu},
+        "device": {
+            "sm_count": agent.cu_count,
+            "memory_bytes": agent.memory_bytes,
+            "compute_capability": cc,
+            "warp_size": agent.wave_size,
+            "max_threads_per_block": agent.workgroup_max_size,
+            "shared_memory_per_sm_bytes": agent.lds_bytes_per_cu,
+        },
     }
 
 
 # (code, regex, meaning and what to do) — research/counters_hw.md §4
 KNOWN_ERRORS: tuple[tuple[str, str, str], ...] = (
-    ("aqlprofile-load", r"aqlprofile API table load failed",
-     "The HSA AQL-profile library could not be loaded: install/repair hsa-amd-aqlprofile (legacy rocprof/rocprofv2)."),
-    ("hsa-iterate-agents", r"Error Calling hsa_iterate_agents: HSA_STATUS_ERROR|hsa_ven_amd_aqlprofile_get_info",
-     "aqlprofile aborted while enumerating agents (gfx1151/Strix Halo with ROCm 7.2.0: fixed by rocm-systems PR #2171 / #3229); update ROCm."),
-    ("arch-not-supported", r"Agent HW architecture is not supported",
-     "This GPU has no counter definitions in this ROCm version: counters cannot be collected here."),
-    ("gfxip-not-supported", r"GFXIP is not supported\((gfx[0-9a-f]+)\)",
-     "Legacy rocprof has no counter support for this gfx (gfx11 before ROCm 5.7, iGPUs): use rocprofv3 on a newer ROCm."),
-    ("missing-counters", r"Unable to find all counters for agent",
-     "A requested counter does not exist on this arch: check `rocprofv3 --list-avail` and use this arch's names (TCC_* on CDNA, GL2C_* on RDNA)."),
-    ("no-supported-arch", r"Cannot find a supported arch in rocminfo",
-     "rocprof-compute does not support this GPU in this version."),
+    (
+        "aqlprofile-load",
+        r"aqlprofile API table load failed",
+        "The HSA AQL-profile library could not be loaded: install/repair hsa-amd-aqlprofile (legacy rocprof/rocprofv2).",
+    ),
+    (
+        "hsa-iterate-agents",
+        r"Error Calling hsa_iterate_agents: HSA_STATUS_ERROR|hsa_ven_amd_aqlprofile_get_info",
+        "aqlprofile aborted while enumerating agents (gfx1151/Strix Halo with ROCm 7.2.0: fixed by rocm-systems PR #2171 / #3229); update ROCm.",
+    ),
+    (
+        "arch-not-supported",
+        r"Agent HW architecture is not supported",
+        "This GPU has no counter definitions in this ROCm version: counters cannot be collected here.",
+    ),
+    (
+        "gfxip-not-supported",
+        r"GFXIP is not supported\((gfx[0-9a-f]+)\)",
+        "Legacy rocprof has no counter support for this gfx (gfx11 before ROCm 5.7, iGPUs): use rocprofv3 on a newer ROCm.",
+    ),
+    (
+        "missing-counters",
+        r"Unable to find all counters for agent",
+        "A requested counter does not exist on this arch: check `rocprofv3 --list-avail` and use this arch's names (TCC_* on CDNA, GL2C_* on RDNA).",
+    ),
+    ("no-supported-arch", r"Cannot find a supported arch in rocminfo", "rocprof-compute does not support this GPU in this version."),
     ("no-roofline", r"does not support roofline analysis", "rocprof-compute has no roofline for this GPU (e.g. gfx908)."),
-    ("pc-sampling-unsupported", r"Given PC sampling configuration is not supported",
-     "This PC-sampling method is not available here: list supported ones with `rocprofv3-avail info --pc-sampling`."),
+    (
+        "pc-sampling-unsupported",
+        r"Given PC sampling configuration is not supported",
+        "This PC-sampling method is not available here: list supported ones with `rocprofv3-avail info --pc-sampling`.",
+    ),
     ("kfd-too-old", r"newer version of KFD", "The amdgpu kernel driver is too old for this profiling service (PC sampling): update the driver."),
     ("att-unsupported", r"INVALID_SHADER_DATA|Agent not supported", "aqlprofile is too old for thread trace on this GPU."),
-    ("agent-map", r"_Map_base::at|unordered_map::at",
-     "Agent enumeration failed on a mixed system (unsupported iGPU next to a dGPU): hide the iGPU (HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES)."),
+    (
+        "agent-map",
+        r"_Map_base::at|unordered_map::at",
+        "Agent enumeration failed on a mixed system (unsupported iGPU next to a dGPU): hide the iGPU (HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES).",
+    ),
     ("cap-perfmon", r"CAP_PERFMON", "Counter collection needs CAP_PERFMON (or root) on this system."),
 )
 _KNOWN = tuple((code, re.compile(pattern), meaning) for code, pattern, meaning in KNOWN_ERRORS)
@@ -189,6 +259,5 @@ def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 
                     if code in seen or not regex.search(line):
                         continue
                     seen.add(code)
-                    found.append({"path": str(path), "line": number if first_line == 1 else -1, "code": code,
-                                  "text": line.strip()[:300], "meaning": meaning})
+                    found.append({"path": str(path), "line": number if first_line == 1 else -1, "code": code, "text": line.strip()[:300], "meaning": meaning})
     return found

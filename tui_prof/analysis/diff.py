@@ -54,8 +54,23 @@ MATCH_MODES = ("name", "normalized", "category")
 DEFAULT_NOISE_PCT = 2.0  # [P] run-to-run noise of wall/kernel time on a quiet GPU is ~1-2 %
 DEFAULT_NOISE_PP = 1.0  # [P] percentage points for metrics that are themselves percentages
 
-KERNEL_DIFF_COLUMNS = ("key", "status", "calls_a", "calls_b", "total_a_ns", "total_b_ns", "avg_a_ns", "avg_b_ns",
-                       "delta_ns", "delta_pct", "ratio", "avg_ratio", "delta_calls", "share_a", "share_b")
+KERNEL_DIFF_COLUMNS = (
+    "key",
+    "status",
+    "calls_a",
+    "calls_b",
+    "total_a_ns",
+    "total_b_ns",
+    "avg_a_ns",
+    "avg_b_ns",
+    "delta_ns",
+    "delta_pct",
+    "ratio",
+    "avg_ratio",
+    "delta_calls",
+    "share_a",
+    "share_b",
+)
 
 
 @dataclass(frozen=True)
@@ -72,16 +87,27 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("span_ns", "span (wall)", "ns", "lower"),
     MetricDef("kernel_count", "kernel dispatches", "count", "lower"),
     MetricDef("kernel_time_ns", "kernel time", "ns", "lower"),
-    MetricDef("gemm_pct", "GEMM % of kernel time", "pct", "neutral", "kernel_time_ns",
-              "rises when the rest gets faster as well as when GEMMs get slower"),
-    MetricDef("sync_pct", "sync overhead % of wall", "pct", "neutral", "span_ns",
-              "raw sync time includes waiting while the GPU runs queued work; the gate uses exposed sync"),
+    MetricDef("gemm_pct", "GEMM % of kernel time", "pct", "neutral", "kernel_time_ns", "rises when the rest gets faster as well as when GEMMs get slower"),
+    MetricDef(
+        "sync_pct",
+        "sync overhead % of wall",
+        "pct",
+        "neutral",
+        "span_ns",
+        "raw sync time includes waiting while the GPU runs queued work; the gate uses exposed sync",
+    ),
     MetricDef("exposed_sync_ns", "exposed sync", "ns", "lower"),
     MetricDef("idle_pct", "GPU idle %", "pct", "lower", "gpu_span_ns"),
     MetricDef("idle_ns", "GPU idle time", "ns", "lower"),
     MetricDef("launch_api_ns", "launch API time", "ns", "lower"),
-    MetricDef("median_queue_delay_ns", "median queue delay", "ns", "neutral", "",
-              "grows when the host runs ahead of the GPU (good pipelining) as well as when launches get slower"),
+    MetricDef(
+        "median_queue_delay_ns",
+        "median queue delay",
+        "ns",
+        "neutral",
+        "",
+        "grows when the host runs ahead of the GPU (good pipelining) as well as when launches get slower",
+    ),
     MetricDef("copy_time_ns", "copy time", "ns", "lower"),
 )
 METRIC_KEYS = tuple(m.key for m in METRICS)
@@ -126,8 +152,7 @@ def run_metrics(doc: SummaryDoc) -> dict[str, Any]:
         "gpu_span_ns": int(gpu["span_ns"]),
     }
     if doc.get("api", {}).get("source") == "stats" and "launch_api_ns" not in missing:
-        values["launch_api_ns"] = sum(r["total_ns"] for r in doc["api"]["rows"]
-                                      if hostapi.classify_name(r["name"]) in (hostapi.LAUNCH, hostapi.GRAPH_LAUNCH))
+        values["launch_api_ns"] = sum(r["total_ns"] for r in doc["api"]["rows"] if hostapi.classify_name(r["name"]) in (hostapi.LAUNCH, hostapi.GRAPH_LAUNCH))
     if doc.get("copies_source") == "stats":
         values["copy_time_ns"] = next((int(t["total_ns"]) for t in doc["stats"]["tables"] if t["key"] == "memory_copy_stats"), 0)
     for key in missing:
@@ -172,18 +197,36 @@ def _fmt_change(unit: str, delta: float, delta_pct: float | None) -> str:
     return f"{delta_pct:+.1f} % of A"
 
 
-def metric_delta(defn: MetricDef, a: float | None, b: float | None, noise_pct: float = DEFAULT_NOISE_PCT,
-                 noise_pp: float = DEFAULT_NOISE_PP, *, missing: str = "",
-                 denominators: tuple[float | None, float | None] | None = None) -> dict[str, Any]:
+def metric_delta(
+    defn: MetricDef,
+    a: float | None,
+    b: float | None,
+    noise_pct: float = DEFAULT_NOISE_PCT,
+    noise_pp: float = DEFAULT_NOISE_PP,
+    *,
+    missing: str = "",
+    denominators: tuple[float | None, float | None] | None = None,
+) -> dict[str, Any]:
     """One summary row: values, delta (B − A), relative change, verdict and its one-line reason.
 
     ``missing``: why a side has no value ("no trace in A"): status "n/a". ``denominators``:
     (A, B) of a % metric's denominator; when it moved beyond ``noise_pct`` the share's
     change is "changed", never "improved" or "regressed" (the numerator figure says which).
     """
-    row: dict[str, Any] = {"key": defn.key, "label": defn.label, "unit": defn.unit, "better": defn.better, "a": a, "b": b,
-           "delta": None, "delta_pct": None, "threshold": noise_pp if defn.unit == "pct" else noise_pct,
-           "threshold_unit": "pp" if defn.unit == "pct" else "%", "status": "n/a", "reason": ""}
+    row: dict[str, Any] = {
+        "key": defn.key,
+        "label": defn.label,
+        "unit": defn.unit,
+        "better": defn.better,
+        "a": a,
+        "b": b,
+        "delta": None,
+        "delta_pct": None,
+        "threshold": noise_pp if defn.unit == "pct" else noise_pct,
+        "threshold_unit": "pp" if defn.unit == "pct" else "%",
+        "status": "n/a",
+        "reason": "",
+    }
     if a is None or b is None:
         side = "A and B" if a is None and b is None else "A" if a is None else "B"
         row["reason"] = f"n/a ({missing or 'no data'} in {side}): not compared, cannot pass or fail the gate"
@@ -207,8 +250,10 @@ def metric_delta(defn: MetricDef, a: float | None, b: float | None, noise_pct: f
         row["reason"] = f"neutral: {defn.neutral_reason}" if defn.neutral_reason else "neutral"
     elif moved is not None:
         row["status"] = "changed"
-        row["reason"] = (f"a share whose denominator ({DENOMINATOR_LABELS.get(defn.denominator, defn.denominator)}) moved "
-                         f"{moved:+.1f} %: the share moves with it, so it is not a verdict")
+        row["reason"] = (
+            f"a share whose denominator ({DENOMINATOR_LABELS.get(defn.denominator, defn.denominator)}) moved "
+            f"{moved:+.1f} %: the share moves with it, so it is not a verdict"
+        )
     else:
         row["status"] = "improved" if delta < 0 else "regressed"
         row["reason"] = f"{_fmt_change(defn.unit, delta, row['delta_pct'])}, beyond the {threshold} noise; lower is better"
@@ -253,8 +298,9 @@ def side_kernels(runset: RunSet, by: str = "name", rules: CategoryRules | None =
 SIDE_COLUMNS = ("name", "calls", "total_ns", "avg_ns", "percent")
 
 
-def kernel_diff(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame, by: str = "name", rules: CategoryRules | None = None,
-                noise_pct: float = DEFAULT_NOISE_PCT) -> pd.DataFrame:
+def kernel_diff(
+    kernels_a: pd.DataFrame, kernels_b: pd.DataFrame, by: str = "name", rules: CategoryRules | None = None, noise_pct: float = DEFAULT_NOISE_PCT
+) -> pd.DataFrame:
     """Per match key: calls, total and average ns in A and B, delta, ratio, status
     (:func:`hotspot_diff` of both kernel tables' :func:`~tui_prof.analysis.hotspots.hotspots`)."""
     if by not in MATCH_MODES:
@@ -287,19 +333,29 @@ def hotspot_diff(ha: pd.DataFrame, hb: pd.DataFrame, noise_pct: float = DEFAULT_
         delta_pct = np.where(in_a & (total_a > 0), 100.0 * delta / np.where(total_a > 0, total_a, 1), np.nan)
         ratio = np.where(both & (total_a > 0), total_b / np.where(total_a > 0, total_a, 1), np.nan)
         avg_ratio = np.where(both & (avg_a > 0), avg_b / np.where(avg_a > 0, avg_a, 1.0), np.nan)
-    status = np.where(~in_a, "added", np.where(~in_b, "removed",
-                      np.where(np.abs(np.nan_to_num(delta_pct)) <= noise_pct, "same",
-                               np.where(delta > 0, "slower", "faster"))))
-    table = pd.DataFrame({
-        "key": merged["name"].astype(str).to_numpy(),
-        "status": status,
-        "calls_a": calls_a, "calls_b": calls_b,
-        "total_a_ns": total_a, "total_b_ns": total_b,
-        "avg_a_ns": avg_a, "avg_b_ns": avg_b,
-        "delta_ns": delta, "delta_pct": delta_pct, "ratio": ratio, "avg_ratio": avg_ratio,
-        "delta_calls": calls_b - calls_a,
-        "share_a": merged["percent_a"].to_numpy(dtype=np.float64), "share_b": merged["percent_b"].to_numpy(dtype=np.float64),
-    }, columns=list(KERNEL_DIFF_COLUMNS))
+    status = np.where(
+        ~in_a, "added", np.where(~in_b, "removed", np.where(np.abs(np.nan_to_num(delta_pct)) <= noise_pct, "same", np.where(delta > 0, "slower", "faster")))
+    )
+    table = pd.DataFrame(
+        {
+            "key": merged["name"].astype(str).to_numpy(),
+            "status": status,
+            "calls_a": calls_a,
+            "calls_b": calls_b,
+            "total_a_ns": total_a,
+            "total_b_ns": total_b,
+            "avg_a_ns": avg_a,
+            "avg_b_ns": avg_b,
+            "delta_ns": delta,
+            "delta_pct": delta_pct,
+            "ratio": ratio,
+            "avg_ratio": avg_ratio,
+            "delta_calls": calls_b - calls_a,
+            "share_a": merged["percent_a"].to_numpy(dtype=np.float64),
+            "share_b": merged["percent_b"].to_numpy(dtype=np.float64),
+        },
+        columns=list(KERNEL_DIFF_COLUMNS),
+    )
     table["_abs"] = np.abs(delta)
     table = table.sort_values(["_abs", "key"], ascending=[False, True], kind="stable").drop(columns="_abs")
     return table.reset_index(drop=True)
@@ -334,10 +390,20 @@ def domain_diff(a: SummaryDoc, b: SummaryDoc, noise_pct: float = DEFAULT_NOISE_P
         ca, ta = da.get(domain, (0, 0))
         cb, tb = db.get(domain, (0, 0))
         delta_pct = 100.0 * (tb - ta) / ta if ta else None
-        status = ("added" if domain not in da else "removed" if domain not in db else
-                  "same" if delta_pct is not None and abs(delta_pct) <= noise_pct else "slower" if tb > ta else "faster")
-        rows.append({"domain": domain, "status": status, "calls_a": ca, "calls_b": cb, "total_a_ns": ta, "total_b_ns": tb,
-                     "delta_ns": tb - ta, "delta_pct": delta_pct})
+        status = (
+            "added"
+            if domain not in da
+            else "removed"
+            if domain not in db
+            else "same"
+            if delta_pct is not None and abs(delta_pct) <= noise_pct
+            else "slower"
+            if tb > ta
+            else "faster"
+        )
+        rows.append(
+            {"domain": domain, "status": status, "calls_a": ca, "calls_b": cb, "total_a_ns": ta, "total_b_ns": tb, "delta_ns": tb - ta, "delta_pct": delta_pct}
+        )
     return rows
 
 
@@ -360,8 +426,7 @@ class DiffResult:
 
     def counts(self) -> dict[str, int]:
         s = self.kernels["status"]
-        return {"matched": int((~s.isin(["added", "removed"])).sum()), "added": int((s == "added").sum()),
-                "removed": int((s == "removed").sum())}
+        return {"matched": int((~s.isin(["added", "removed"])).sum()), "added": int((s == "added").sum()), "removed": int((s == "removed").sum())}
 
     def metric(self, key: str) -> dict[str, Any]:
         return next(m for m in self.metrics if m["key"] == key)
@@ -389,8 +454,9 @@ def side_metrics(runset: RunSet, *, rules: CategoryRules | None = None, gap_thre
     return Side(runset.root, tuple(runset.formats), doc, run_metrics(doc), missing_data(doc))
 
 
-def compare_sides(a: Side, b: Side, kernels: pd.DataFrame, *, by: str = "name", noise_pct: float = DEFAULT_NOISE_PCT,
-                  noise_pp: float = DEFAULT_NOISE_PP) -> DiffResult:
+def compare_sides(
+    a: Side, b: Side, kernels: pd.DataFrame, *, by: str = "name", noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP
+) -> DiffResult:
     """The diff of B against A from both sides' metrics and the :func:`kernel_diff` table ``kernels``."""
     metrics = []
     for d in METRICS:
@@ -405,14 +471,32 @@ def compare_sides(a: Side, b: Side, kernels: pd.DataFrame, *, by: str = "name", 
     for side, doc in (("A", a.summary), ("B", b.summary)):
         if doc.get("hotspots_source") == "stats":
             notes.append(f"{side}: kernels {doc['stats']['source']}")
-    return DiffResult(a.path, b.path, by, float(noise_pct), float(noise_pp), kernels, metrics, a.summary, b.summary,
-                      category_rules=a.summary.get("category_rules", "built-in"), notes=notes,
-                      domains=domain_diff(a.summary, b.summary, noise_pct))
+    return DiffResult(
+        a.path,
+        b.path,
+        by,
+        float(noise_pct),
+        float(noise_pp),
+        kernels,
+        metrics,
+        a.summary,
+        b.summary,
+        category_rules=a.summary.get("category_rules", "built-in"),
+        notes=notes,
+        domains=domain_diff(a.summary, b.summary, noise_pct),
+    )
 
 
-def diff_runsets(a: RunSet, b: RunSet, *, by: str = "name", rules: CategoryRules | None = None,
-                 noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP,
-                 gap_threshold_ns: int | None = None) -> DiffResult:
+def diff_runsets(
+    a: RunSet,
+    b: RunSet,
+    *,
+    by: str = "name",
+    rules: CategoryRules | None = None,
+    noise_pct: float = DEFAULT_NOISE_PCT,
+    noise_pp: float = DEFAULT_NOISE_PP,
+    gap_threshold_ns: int | None = None,
+) -> DiffResult:
     """Diff run set B against run set A (B − A everywhere)."""
     if by not in MATCH_MODES:
         raise ValueError(f"match mode must be one of {MATCH_MODES}, got {by!r}")
@@ -458,11 +542,21 @@ def regressions(result: DiffResult, pct: float) -> list[dict]:
         material = k["delta_ns"].to_numpy() > result.noise_pct / 100.0 * ktime
         for i in np.flatnonzero(both & (delta_pct > pct) & material):
             r = k.iloc[i]
-            out.append({"key": f"kernel:{r.key}", "label": f"kernel {r.key}", "unit": "ns", "better": "lower",
-                        "a": int(r.total_a_ns), "b": int(r.total_b_ns), "delta": int(r.delta_ns), "delta_pct": float(r.delta_pct),
-                        "status": "regressed",
-                        "reason": f"kernel {str(r.key)[:80]} got slower by {float(r.delta_pct):+.1f} % of its A total (> {pct:g}), "
-                                  f"{100.0 * int(r.delta_ns) / ktime:.1f} % of A's kernel time (> {result.noise_pct:g} % noise)"})
+            out.append(
+                {
+                    "key": f"kernel:{r.key}",
+                    "label": f"kernel {r.key}",
+                    "unit": "ns",
+                    "better": "lower",
+                    "a": int(r.total_a_ns),
+                    "b": int(r.total_b_ns),
+                    "delta": int(r.delta_ns),
+                    "delta_pct": float(r.delta_pct),
+                    "status": "regressed",
+                    "reason": f"kernel {str(r.key)[:80]} got slower by {float(r.delta_pct):+.1f} % of its A total (> {pct:g}), "
+                    f"{100.0 * int(r.delta_ns) / ktime:.1f} % of A's kernel time (> {result.noise_pct:g} % noise)",
+                }
+            )
     return out
 
 

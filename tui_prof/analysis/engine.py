@@ -99,6 +99,7 @@ def wall_ns(inputs: Sequence[RunInput]) -> int:
 
 # --- processes, agents, warnings ---------------------------------------------------------
 
+
 def source_part(runset: RunSet) -> SourcePart:
     return {
         "path": runset.root,
@@ -170,6 +171,7 @@ def warnings_part(runset: RunSet, inputs: Sequence[RunInput]) -> list[str]:
 
 # --- kernels ---------------------------------------------------------------------------
 
+
 def kernels_part(kernels: pd.DataFrame, table: pd.DataFrame) -> KernelsPart:
     """``table``: :func:`hotspots` of ``kernels`` by name."""
     return {"dispatches": int(len(kernels)), "unique_names": int(len(table)), "total_ns": kernel_time_ns(kernels)}
@@ -180,6 +182,7 @@ def kernel_durations(kernels: pd.DataFrame) -> np.ndarray:
 
 
 # --- GPU busy / idle and gaps -------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RunTimeline:
@@ -262,9 +265,17 @@ def gaps_part(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int
     count = sum(len(t.gaps) for t in timelines)
     listed = listed_gaps(timelines, max_gaps)
     records: list[GapRecord] = [
-        {"process": r.process, "agent": int(r.agent), "start_ns": int(r.start), "duration_ns": int(r.duration_ns),
-         "cause": r.cause, "api_cause": r.api_cause or None, "api_before": r.api_before or None,
-         "prev": r.prev_name, "next": r.next_name}
+        {
+            "process": r.process,
+            "agent": int(r.agent),
+            "start_ns": int(r.start),
+            "duration_ns": int(r.duration_ns),
+            "cause": r.cause,
+            "api_cause": r.api_cause or None,
+            "api_before": r.api_before or None,
+            "prev": r.prev_name,
+            "next": r.next_name,
+        }
         for r in listed.itertuples(index=False)
     ]
     return {
@@ -280,6 +291,7 @@ def gaps_part(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int
 
 
 # --- host API: synchronisation and launch --------------------------------------------------
+
 
 def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
     """Sync and blocking-copy calls summed over processes (``pct_of_wall``: of the run
@@ -310,8 +322,7 @@ def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
         "total_ns": total,
         "pct_of_wall": round(100.0 * total / wall, 4) if wall else 0.0,
         "blocking_copy_calls": blocking,
-        "by_name": {name: {"calls": v["calls"], "total_ns": v["total_ns"]}
-                    for name, v in sorted(by_name.items(), key=lambda kv: -kv[1]["total_ns"])},
+        "by_name": {name: {"calls": v["calls"], "total_ns": v["total_ns"]} for name, v in sorted(by_name.items(), key=lambda kv: -kv[1]["total_ns"])},
         "sync_after_launch": {
             "launches": launches,
             "followed_by_sync": followed,
@@ -395,8 +406,13 @@ def _bandwidths(nbytes: np.ndarray, dur: np.ndarray) -> np.ndarray:
 def _copy_group(dur: np.ndarray, nbytes: np.ndarray, known: np.ndarray) -> CopyDirection:
     t = int(dur.sum())
     b = int(np.where(known, nbytes, 0).sum())
-    return {"count": int(len(dur)), "bytes": b, "size_unknown": int((~known).sum()), "time_ns": t,
-            "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None}
+    return {
+        "count": int(len(dur)),
+        "bytes": b,
+        "size_unknown": int((~known).sum()),
+        "time_ns": t,
+        "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None,
+    }
 
 
 def copy_kinds(copies: pd.DataFrame, dur: np.ndarray) -> dict[str, CopyKind]:
@@ -445,13 +461,19 @@ def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesPart:
     known = nbytes >= 0
     by_direction: dict[str, CopyDirection] = {}
     if len(copies):
-        frame = pd.DataFrame({"dir": copies["direction"].astype(str).replace("", "unknown"), "dur": dur,
-                              "bytes": np.where(known, nbytes, 0), "unknown": ~known})
+        frame = pd.DataFrame(
+            {"dir": copies["direction"].astype(str).replace("", "unknown"), "dur": dur, "bytes": np.where(known, nbytes, 0), "unknown": ~known}
+        )
         for direction, g in frame.groupby("dir", sort=True):
             t = int(g["dur"].sum())
             b = int(g["bytes"].sum())
-            by_direction[str(direction)] = {"count": int(len(g)), "bytes": b, "size_unknown": int(g["unknown"].sum()),
-                                            "time_ns": t, "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None}
+            by_direction[str(direction)] = {
+                "count": int(len(g)),
+                "bytes": b,
+                "size_unknown": int(g["unknown"].sum()),
+                "time_ns": t,
+                "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None,
+            }
     busy = union_length(copies["start"].to_numpy(), copies["end"].to_numpy())
     return {
         "count": int(len(copies)),
@@ -476,8 +498,7 @@ GROUPED_BY = ("category", "normalized", "agent", "pid")
 
 def grouped_hotspots(kernels: pd.DataFrame, wall: int, rules: CategoryRules, dur_order: np.ndarray) -> tuple[pd.DataFrame, ...]:
     """:func:`hotspots` by each of ``GROUPED_BY`` (with % of wall), one duration sort shared."""
-    return tuple(hotspots(kernels, by=by, wall_ns=wall, rules=rules if by == "category" else None, dur_order=dur_order)
-                 for by in GROUPED_BY)
+    return tuple(hotspots(kernels, by=by, wall_ns=wall, rules=rules if by == "category" else None, dur_order=dur_order) for by in GROUPED_BY)
 
 
 def categories_part(grouped: tuple[pd.DataFrame, ...], rules: CategoryRules, top: int | None) -> CategoriesPart:
@@ -516,14 +537,19 @@ def operators_part(inputs: Sequence[RunInput], top: int | None) -> list[Operator
     total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
     table = table.sort_values(["total_ns", "op"], ascending=[False, True], kind="stable")
     records: list[OperatorRecord] = [
-        {"name": str(row.op) or NOT_LINKED, "kernels": int(row.kernels), "total_ns": int(row.total_ns),
-         "percent": round(100.0 * int(row.total_ns) / total, 4) if total else 0.0}
+        {
+            "name": str(row.op) or NOT_LINKED,
+            "kernels": int(row.kernels),
+            "total_ns": int(row.total_ns),
+            "percent": round(100.0 * int(row.total_ns) / total, 4) if total else 0.0,
+        }
         for row in table.itertuples(index=False)
     ]
     return records[:top] if top else records
 
 
 # --- measurement ---------------------------------------------------------------------------
+
 
 def peak_memory(allocations: pd.DataFrame) -> int | None:
     """Peak of (allocated - freed) bytes over time; frees without a size take the size of
@@ -536,8 +562,9 @@ def peak_memory(allocations: pd.DataFrame) -> int | None:
     nbytes = allocations["bytes"].to_numpy().astype(np.int64)
     if not (is_alloc.any() and (nbytes > 0).any()):
         return None
-    frame = pd.DataFrame({"t": allocations["start"].to_numpy(), "addr": allocations["address"].to_numpy(),
-                          "alloc": np.where(is_alloc & (nbytes > 0), nbytes, np.nan)})
+    frame = pd.DataFrame(
+        {"t": allocations["start"].to_numpy(), "addr": allocations["address"].to_numpy(), "alloc": np.where(is_alloc & (nbytes > 0), nbytes, np.nan)}
+    )
     frame = frame.sort_values("t", kind="stable")
     size_at_addr = frame.groupby("addr")["alloc"].ffill().fillna(0).to_numpy()
     order = frame.index.to_numpy()
@@ -552,8 +579,16 @@ def peak_memory_of(runset: RunSet) -> int | None:
     return max(peaks) if peaks else None
 
 
-def measurement_part(wall: int, kernel_dur_ns: np.ndarray, categories: dict[str, int], gpu: GpuPart, sync: SyncPart,
-                     launch: LaunchPart, copies: CopiesPart, peak_memory_bytes: int | None) -> MeasurementPart:
+def measurement_part(
+    wall: int,
+    kernel_dur_ns: np.ndarray,
+    categories: dict[str, int],
+    gpu: GpuPart,
+    sync: SyncPart,
+    launch: LaunchPart,
+    copies: CopiesPart,
+    peak_memory_bytes: int | None,
+) -> MeasurementPart:
     """The measurement table: the headline numbers of the other sections side by side."""
     ktime = int(kernel_dur_ns.sum()) if len(kernel_dur_ns) else 0
     return {
@@ -574,6 +609,7 @@ def measurement_part(wall: int, kernel_dur_ns: np.ndarray, categories: dict[str,
 
 
 # --- counters, occupancy, logs -------------------------------------------------------------
+
 
 def counters_part(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
     """:func:`counter_metrics` of each process that has counters or GPU kernels (``vendor``:
@@ -612,7 +648,6 @@ def logs_part(runset: RunSet) -> list[LogHit]:
     return scan_logs(root if root.is_dir() else root.parent)
 
 
-
 # --- statistics files: stats-only runs and the trace cross-check -----------------------------
 
 # findings that need a trace, and the rocprofv3 flags that record what they need
@@ -626,7 +661,7 @@ def has_trace(runset: RunSet) -> bool:
 
 
 def hotspots_source(runset: RunSet) -> str:
-    """"trace" when kernels were traced, "stats" when only a kernel statistics file has them, else "none"."""
+    """ "trace" when kernels were traced, "stats" when only a kernel statistics file has them, else "none"."""
     if any(len(run.kernels) for run in runset.runs):
         return "trace"
     return "stats" if stats.tables_with(runset, stats.KERNEL_STATS) else "none"
@@ -645,12 +680,20 @@ def stats_hotspots(runset: RunSet, top: int | None) -> tuple[list[HotspotRecord]
     if table is None:
         return [], {"dispatches": 0, "unique_names": 0, "total_ns": 0}
     records: list[HotspotRecord] = [
-        {"name": r["name"], "calls": r["calls"], "total_ns": r["total_ns"], "avg_ns": r["avg_ns"], "median_ns": None,
-         "min_ns": r["min_ns"], "max_ns": r["max_ns"], "stddev_ns": r["stddev_ns"], "percent": r["percent"]}
+        {
+            "name": r["name"],
+            "calls": r["calls"],
+            "total_ns": r["total_ns"],
+            "avg_ns": r["avg_ns"],
+            "median_ns": None,
+            "min_ns": r["min_ns"],
+            "max_ns": r["max_ns"],
+            "stddev_ns": r["stddev_ns"],
+            "percent": r["percent"],
+        }
         for r in stats.stats_records(table, top)
     ]
-    return records, {"dispatches": int(table["calls"].sum()), "unique_names": int(len(table)),
-                     "total_ns": int(table["total_ns"].sum())}
+    return records, {"dispatches": int(table["calls"].sum()), "unique_names": int(len(table)), "total_ns": int(table["total_ns"].sum())}
 
 
 def api_part(runset: RunSet, top: int | None) -> ApiPart:
@@ -688,16 +731,25 @@ def api_part(runset: RunSet, top: int | None) -> ApiPart:
             part = part.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable")
             label = stats.TRACE_API_DOMAIN.get(str(domain), str(domain).upper())
             for r in (part if top is None else part.head(top)).itertuples(index=False):
-                rows.append({"domain": label, "name": str(r.name), "calls": int(r.calls), "total_ns": int(r.total_ns),
-                             "avg_ns": round(r.total_ns / r.calls, 6), "percent": round(100.0 * r.total_ns / whole, 6) if whole else 0.0})
+                rows.append(
+                    {
+                        "domain": label,
+                        "name": str(r.name),
+                        "calls": int(r.calls),
+                        "total_ns": int(r.total_ns),
+                        "avg_ns": round(r.total_ns / r.calls, 6),
+                        "percent": round(100.0 * r.total_ns / whole, 6) if whole else 0.0,
+                    }
+                )
         return {"source": "trace", "rows": rows}
     for key, domain in stats.API_STATS.items():
         table = stats.stats_table(runset, key)
         if table is None:
             continue
         for rec in stats.stats_records(table, top):
-            rows.append({"domain": domain, "name": rec["name"], "calls": rec["calls"], "total_ns": rec["total_ns"],
-                         "avg_ns": rec["avg_ns"], "percent": rec["percent"]})
+            rows.append(
+                {"domain": domain, "name": rec["name"], "calls": rec["calls"], "total_ns": rec["total_ns"], "avg_ns": rec["avg_ns"], "percent": rec["percent"]}
+            )
     return {"source": "stats" if rows else "none", "rows": rows}
 
 
@@ -711,8 +763,12 @@ def stats_part(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -> S
         tools = sorted({stats.tool_of(run) for run in runset.runs if run.tool_stats})
         source = f"from {', '.join(tools)}" + ("" if traced else "; no trace in this run")
     checks = stats.trace_checks(runset, {id(r.run): r.label for r in inputs})
-    return {"source": source, "tables": [dict(t) for t in tables], "checks": [dict(c) for c in checks],
-            "needs_trace": [] if traced or not tables else list(TRACE_FINDINGS)}
+    return {
+        "source": source,
+        "tables": [dict(t) for t in tables],
+        "checks": [dict(c) for c in checks],
+        "needs_trace": [] if traced or not tables else list(TRACE_FINDINGS),
+    }
 
 
 def stats_warnings(checks: Sequence[Record]) -> list[str]:
@@ -723,9 +779,11 @@ def stats_warnings(checks: Sequence[Record]) -> list[str]:
         groups.setdefault((c["process"], c["key"]), []).append(c)
     for (process, key), rows in groups.items():
         first = rows[0]
-        out.append(f"{process}: {key} disagrees with the trace of the same run on {len(rows)} name(s), e.g. "
-                   f"{first['name'][:80]}: trace {first['trace_calls']} calls / {first['trace_total_ns']} ns, "
-                   f"stats {first['stats_calls']} calls / {first['stats_total_ns']} ns (a file cut short or dropped records?)")
+        out.append(
+            f"{process}: {key} disagrees with the trace of the same run on {len(rows)} name(s), e.g. "
+            f"{first['name'][:80]}: trace {first['trace_calls']} calls / {first['trace_total_ns']} ns, "
+            f"stats {first['stats_calls']} calls / {first['stats_total_ns']} ns (a file cut short or dropped records?)"
+        )
     return out
 
 

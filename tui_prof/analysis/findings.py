@@ -71,8 +71,7 @@ class FindingCode(str, Enum):
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
-def _f(code: FindingCode | str, severity: str, message: str, numbers: dict[str, Any], fix: str,
-       weight: float = 0.0) -> tuple[Finding, float]:
+def _f(code: FindingCode | str, severity: str, message: str, numbers: dict[str, Any], fix: str, weight: float = 0.0) -> tuple[Finding, float]:
     """One finding and its weight (the order among findings of one severity, largest first);
     ``code``: a member, or the ``counter:<metric>`` string of a counter finding."""
     value = code.value if isinstance(code, FindingCode) else code
@@ -88,60 +87,143 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
     wall = doc.get("wall_ns") or 0
     span = gpu.get("span_ns") or 0
     if span and gpu["idle_pct"] > 20:
-        out.append(_f(FindingCode.GPU_IDLE, "high", f"GPU idle {gpu['idle_pct']:.1f} % of its active span",
-                      {"idle_pct": gpu["idle_pct"], "span_ns": span, "gaps_by_cause_ns": gaps["by_cause"]},
-                      torch_first(platform, f"{TORCH_PHRASES['sync']}; {TORCH_PHRASES['graphs']}",
-                                  f"See the gap list: each gap names the host call before it. Remove syncs, batch launches ({say['graphs']}), overlap copies."),
-                      gpu["idle_pct"]))
+        out.append(
+            _f(
+                FindingCode.GPU_IDLE,
+                "high",
+                f"GPU idle {gpu['idle_pct']:.1f} % of its active span",
+                {"idle_pct": gpu["idle_pct"], "span_ns": span, "gaps_by_cause_ns": gaps["by_cause"]},
+                torch_first(
+                    platform,
+                    f"{TORCH_PHRASES['sync']}; {TORCH_PHRASES['graphs']}",
+                    f"See the gap list: each gap names the host call before it. Remove syncs, batch launches ({say['graphs']}), overlap copies.",
+                ),
+                gpu["idle_pct"],
+            )
+        )
     idle_rules = (
-        ("sync", FindingCode.IDLE_SYNC, "high", 0.05, "idle waiting after synchronisation calls",
-         torch_first(platform, TORCH_PHRASES["sync"],
-                     f"Synchronise less often: keep work queued on the stream, use events/{say['wait_event']} for dependencies.")),
-        ("launch", FindingCode.LAUNCH_BOUND, "medium", 0.10, "idle waiting for the host to launch",
-         torch_first(platform, TORCH_PHRASES["graphs"],
-                     f"The host cannot issue work fast enough: capture the loop in {say['graphs']}, fuse kernels, move host work off the critical path.")),
+        (
+            "sync",
+            FindingCode.IDLE_SYNC,
+            "high",
+            0.05,
+            "idle waiting after synchronisation calls",
+            torch_first(
+                platform, TORCH_PHRASES["sync"], f"Synchronise less often: keep work queued on the stream, use events/{say['wait_event']} for dependencies."
+            ),
+        ),
+        (
+            "launch",
+            FindingCode.LAUNCH_BOUND,
+            "medium",
+            0.10,
+            "idle waiting for the host to launch",
+            torch_first(
+                platform,
+                TORCH_PHRASES["graphs"],
+                f"The host cannot issue work fast enough: capture the loop in {say['graphs']}, fuse kernels, move host work off the critical path.",
+            ),
+        ),
     )
     for cause, code, severity, share, what, fix in idle_rules if span else ():
         ns = gaps["by_cause"].get(cause, 0)
         if ns > share * span:
-            out.append(_f(code, severity, f"{100 * ns / span:.1f} % of the GPU span is {what}",
-                          {"ns": ns, "gaps": gaps["count_by_cause"].get(cause, 0)}, fix, 100 * ns / span))
+            out.append(
+                _f(
+                    code,
+                    severity,
+                    f"{100 * ns / span:.1f} % of the GPU span is {what}",
+                    {"ns": ns, "gaps": gaps["count_by_cause"].get(cause, 0)},
+                    fix,
+                    100 * ns / span,
+                )
+            )
     sal = sync.get("sync_after_launch", {})
     if sal.get("detected"):
-        out.append(_f(FindingCode.SYNC_AFTER_LAUNCH, "high",
-                      f"{sal['followed_by_sync']} of {sal['launches']} launches are followed directly by a synchronisation (sync inside the loop)",
-                      dict(sal),
-                      torch_first(platform, TORCH_PHRASES["sync"],
-                                  f"Move {say['sync_calls']} out of the loop: synchronise once after it; use events for timing and {say['wait_event']} for cross-stream dependencies."),
-                      100 * sal["ratio"]))
+        out.append(
+            _f(
+                FindingCode.SYNC_AFTER_LAUNCH,
+                "high",
+                f"{sal['followed_by_sync']} of {sal['launches']} launches are followed directly by a synchronisation (sync inside the loop)",
+                dict(sal),
+                torch_first(
+                    platform,
+                    TORCH_PHRASES["sync"],
+                    f"Move {say['sync_calls']} out of the loop: synchronise once after it; use events for timing and {say['wait_event']} for cross-stream dependencies.",
+                ),
+                100 * sal["ratio"],
+            )
+        )
     exposed_pct = sync.get("exposed_pct_of_wall", 0.0)
     if wall and exposed_pct > 5:
-        out.append(_f(FindingCode.SYNC_OVERHEAD, "medium",
-                      f"Exposed synchronisation (host blocked while the GPU has nothing left to run) takes {exposed_pct:.1f} % of wall time "
-                      f"(target < 5 %); all sync calls and blocking copies: {sync['pct_of_wall']:.1f} %",
-                      {"calls": sync["calls"], "total_ns": sync["total_ns"], "pct_of_wall": sync["pct_of_wall"],
-                       "exposed_ns": sync.get("exposed_ns", 0), "waiting_ns": sync.get("waiting_ns", 0), "exposed_pct_of_wall": exposed_pct},
-                      torch_first(platform, f"{TORCH_PHRASES['pinned_copy']}; {TORCH_PHRASES['sync']}",
-                                  f"Use async copies ({say['async_copy']} with pinned memory) and fewer sync points."), exposed_pct))
+        out.append(
+            _f(
+                FindingCode.SYNC_OVERHEAD,
+                "medium",
+                f"Exposed synchronisation (host blocked while the GPU has nothing left to run) takes {exposed_pct:.1f} % of wall time "
+                f"(target < 5 %); all sync calls and blocking copies: {sync['pct_of_wall']:.1f} %",
+                {
+                    "calls": sync["calls"],
+                    "total_ns": sync["total_ns"],
+                    "pct_of_wall": sync["pct_of_wall"],
+                    "exposed_ns": sync.get("exposed_ns", 0),
+                    "waiting_ns": sync.get("waiting_ns", 0),
+                    "exposed_pct_of_wall": exposed_pct,
+                },
+                torch_first(
+                    platform,
+                    f"{TORCH_PHRASES['pinned_copy']}; {TORCH_PHRASES['sync']}",
+                    f"Use async copies ({say['async_copy']} with pinned memory) and fewer sync points.",
+                ),
+                exposed_pct,
+            )
+        )
     if launch.get("many_tiny_kernels"):
         direct = launch.get("direct_kernels", doc["kernels"]["dispatches"])
         avg = launch.get("direct_avg_kernel_ns", launch["avg_kernel_ns"])
         graphs = launch.get("graph_launch_calls") or 0
-        replayed = f" (graph replays apart: {launch['graph_dispatches']} dispatches from {graphs} graph launches, {launch['launches_per_graph']:g} per graph)" if graphs else ""
-        out.append(_f(FindingCode.MANY_TINY_KERNELS, "medium",
-                      f"{direct} directly launched dispatches averaging {(avg or 0.0) / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates{replayed}",
-                      {"dispatches": doc["kernels"]["dispatches"], "direct_kernels": direct, "avg_kernel_ns": avg,
-                       "median_queue_delay_ns": launch["median_queue_delay_ns"], "tiny_kernels": launch.get("direct_tiny_kernels", launch["tiny_kernels"]),
-                       "graph_launch_calls": graphs, "launches_per_graph": launch.get("launches_per_graph")},
-                      torch_first(platform, f"{TORCH_PHRASES['graphs']}; fuse with {TORCH_PHRASES['fuse']}",
-                                  f"Fuse small kernels (custom fused kernels) or capture them in {say['graphs']}."),
-                      100 * launch["tiny_kernel_time_ns"] / wall if wall else 0))
+        replayed = (
+            f" (graph replays apart: {launch['graph_dispatches']} dispatches from {graphs} graph launches, {launch['launches_per_graph']:g} per graph)"
+            if graphs
+            else ""
+        )
+        out.append(
+            _f(
+                FindingCode.MANY_TINY_KERNELS,
+                "medium",
+                f"{direct} directly launched dispatches averaging {(avg or 0.0) / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates{replayed}",
+                {
+                    "dispatches": doc["kernels"]["dispatches"],
+                    "direct_kernels": direct,
+                    "avg_kernel_ns": avg,
+                    "median_queue_delay_ns": launch["median_queue_delay_ns"],
+                    "tiny_kernels": launch.get("direct_tiny_kernels", launch["tiny_kernels"]),
+                    "graph_launch_calls": graphs,
+                    "launches_per_graph": launch.get("launches_per_graph"),
+                },
+                torch_first(
+                    platform,
+                    f"{TORCH_PHRASES['graphs']}; fuse with {TORCH_PHRASES['fuse']}",
+                    f"Fuse small kernels (custom fused kernels) or capture them in {say['graphs']}.",
+                ),
+                100 * launch["tiny_kernel_time_ns"] / wall if wall else 0,
+            )
+        )
     if wall and copies["pct_of_wall"] > 20:
-        out.append(_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time",
-                      {"bytes": copies["bytes"], "time_ns": copies["time_ns"]},
-                      torch_first(platform, TORCH_PHRASES["pinned_copy"],
-                                  f"Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory ({say['pinned_alloc']})."),
-                      copies["pct_of_wall"]))
+        out.append(
+            _f(
+                FindingCode.COPY_SHARE,
+                "high",
+                f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time",
+                {"bytes": copies["bytes"], "time_ns": copies["time_ns"]},
+                torch_first(
+                    platform,
+                    TORCH_PHRASES["pinned_copy"],
+                    f"Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory ({say['pinned_alloc']}).",
+                ),
+                copies["pct_of_wall"],
+            )
+        )
     pin_fix = torch_first(platform, TORCH_PHRASES["pinned_copy"], f"Use pinned host memory ({say['pinned_alloc']}) and larger transfers.")
     kinds = copies.get("by_kind") or {}
     pageable = kinds["pageable"]["by_direction"] if "pageable" in kinds else {}
@@ -150,33 +232,72 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
         if kd["bytes"] >= (1 << 20) and kd["bandwidth_gbs"] is not None:
             than = pinned[direction]["bandwidth_gbs"] if direction in pinned else None
             vs = f" (pinned {direction} copies here: {than:.2f} GB/s)" if than else ""
-            out.append(_f(FindingCode.SLOW_COPY, "medium",
-                          f"{kd['count']} {direction} copies from pageable host memory reach {kd['bandwidth_gbs']:.2f} GB/s{vs}",
-                          {"direction": direction, "kind": "pageable", **kd}, pin_fix, 0))
+            out.append(
+                _f(
+                    FindingCode.SLOW_COPY,
+                    "medium",
+                    f"{kd['count']} {direction} copies from pageable host memory reach {kd['bandwidth_gbs']:.2f} GB/s{vs}",
+                    {"direction": direction, "kind": "pageable", **kd},
+                    pin_fix,
+                    0,
+                )
+            )
     for direction, d in copies.get("by_direction", {}).items():
         if direction in pageable:
             continue  # said above, with the memory kind
         if direction in ("HtoD", "DtoH") and d["bytes"] >= (1 << 20) and d["bandwidth_gbs"] is not None and d["bandwidth_gbs"] < 10:
-            out.append(_f(FindingCode.SLOW_COPY, "medium", f"{direction} copies reach only {d['bandwidth_gbs']:.2f} GB/s",
-                          {"direction": direction, **d}, pin_fix, 0))
+            out.append(
+                _f(FindingCode.SLOW_COPY, "medium", f"{direction} copies reach only {d['bandwidth_gbs']:.2f} GB/s", {"direction": direction, **d}, pin_fix, 0)
+            )
     hot = doc.get("hotspots") or []
     if hot and hot[0]["percent"] > 50:
-        out.append(_f(FindingCode.DOMINANT_KERNEL, "low", f"One kernel takes {hot[0]['percent']:.1f} % of kernel time: {hot[0]['name'][:80]}",
-                      {"name": hot[0]["name"], "percent": hot[0]["percent"]}, "Optimise this kernel first (counters, occupancy below).", hot[0]["percent"]))
+        out.append(
+            _f(
+                FindingCode.DOMINANT_KERNEL,
+                "low",
+                f"One kernel takes {hot[0]['percent']:.1f} % of kernel time: {hot[0]['name'][:80]}",
+                {"name": hot[0]["name"], "percent": hot[0]["percent"]},
+                "Optimise this kernel first (counters, occupancy below).",
+                hot[0]["percent"],
+            )
+        )
     for occ in (doc.get("occupancy") or [])[:5]:
         if occ["occupancy_pct"] < 25:
-            out.append(_f(FindingCode.LOW_OCCUPANCY, "medium", f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)",
-                          {k: occ[k] for k in ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")},
-                          occ["hint"], 25 - occ["occupancy_pct"]))
+            out.append(
+                _f(
+                    FindingCode.LOW_OCCUPANCY,
+                    "medium",
+                    f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)",
+                    {k: occ[k] for k in ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")},
+                    occ["hint"],
+                    25 - occ["occupancy_pct"],
+                )
+            )
     for block in doc.get("counters") or []:
         for k in block.get("kernels", [])[:20]:
             for key, m in k["metrics"].items():
                 if m["flagged"]:
-                    out.append(_f(f"{FindingCode.COUNTER.value}:{key}", "medium", f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})",
-                                  {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]}, m["meaning"], 0))
+                    out.append(
+                        _f(
+                            f"{FindingCode.COUNTER.value}:{key}",
+                            "medium",
+                            f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})",
+                            {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]},
+                            m["meaning"],
+                            0,
+                        )
+                    )
         if block.get("kernels"):
-            out.append(_f(FindingCode.COUNTERS_SERIALISE, "info", "This run collected hardware counters: dispatches were serialised",
-                          {"process": block.get("process")}, "Use a separate trace-only run for idle/overlap/launch analysis.", 0))
+            out.append(
+                _f(
+                    FindingCode.COUNTERS_SERIALISE,
+                    "info",
+                    "This run collected hardware counters: dispatches were serialised",
+                    {"process": block.get("process")},
+                    "Use a separate trace-only run for idle/overlap/launch analysis.",
+                    0,
+                )
+            )
     for hit in doc.get("logs") or []:
         out.append(_f(FindingCode.KNOWN_ERROR, "high", f"{hit['path']}:{hit['line']}: {hit['text'][:120]}", {"code": hit["code"]}, hit["meaning"], 0))
     no_counters = [b for b in (doc.get("counters") or []) if not b.get("kernels") and b.get("commands")]
@@ -184,8 +305,16 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
         b = no_counters[0]
         nvidia = bool(platform and platform["vendor"] == "nvidia")
         how = "collect them with Nsight Compute / Nsight Systems (tuiprof does not read their reports)" if nvidia else "collect them with"
-        out.append(_f(FindingCode.NO_COUNTERS, "info", f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): {how}",
-                      {"commands": b["commands"]}, "\n".join(b["commands"]), 0))
+        out.append(
+            _f(
+                FindingCode.NO_COUNTERS,
+                "info",
+                f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): {how}",
+                {"commands": b["commands"]},
+                "\n".join(b["commands"]),
+                0,
+            )
+        )
     out.extend(stats_findings(doc))
     out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
     return [f for f, _ in out]
@@ -204,29 +333,55 @@ def stats_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
     comm = doc.get("categories", {}).get("communication", 0)
     if ktime and 100.0 * comm / ktime > COMMUNICATION_SHARE_PCT:
         pct = 100.0 * comm / ktime
-        out.append(_f(FindingCode.COMMUNICATION_SHARE, "medium", f"Communication kernels take {pct:.1f} % of kernel time",
-                      {"communication_ns": comm, "kernel_time_ns": ktime, "pct_of_kernel_time": round(pct, 4)},
-                      "Overlap collectives with compute (separate streams, bucketing), check for stragglers between ranks, "
-                      "or use fewer processes per GPU set.", pct))
+        out.append(
+            _f(
+                FindingCode.COMMUNICATION_SHARE,
+                "medium",
+                f"Communication kernels take {pct:.1f} % of kernel time",
+                {"communication_ns": comm, "kernel_time_ns": ktime, "pct_of_kernel_time": round(pct, 4)},
+                "Overlap collectives with compute (separate streams, bucketing), check for stragglers between ranks, or use fewer processes per GPU set.",
+                pct,
+            )
+        )
     if doc.get("hotspots_source") == "stats":
         calls = kernels["dispatches"]
         avg = ktime / calls if calls else 0.0
         if calls > MANY_LAUNCHES and avg < TINY_KERNEL_NS:
-            out.append(_f(FindingCode.MANY_TINY_KERNELS, "medium",
-                          f"{calls} dispatches averaging {avg / 1e3:.1f} µs (kernel statistics): launch cost (~5-20 µs each) dominates",
-                          {"dispatches": calls, "avg_kernel_ns": round(avg, 2), "source": "stats"},
-                          "Fuse small kernels (torch.compile, custom fused kernels) or capture them in a HIP graph.", 0))
+            out.append(
+                _f(
+                    FindingCode.MANY_TINY_KERNELS,
+                    "medium",
+                    f"{calls} dispatches averaging {avg / 1e3:.1f} µs (kernel statistics): launch cost (~5-20 µs each) dominates",
+                    {"dispatches": calls, "avg_kernel_ns": round(avg, 2), "source": "stats"},
+                    "Fuse small kernels (torch.compile, custom fused kernels) or capture them in a HIP graph.",
+                    0,
+                )
+            )
     if doc.get("copies_source") == "stats":
         copy_ns = next((t["total_ns"] for t in doc.get("stats", {}).get("tables", []) if t["key"] == "memory_copy_stats"), 0)
         gpu_ns = copy_ns + ktime
         if gpu_ns and 100.0 * copy_ns / gpu_ns > 20:
             pct = 100.0 * copy_ns / gpu_ns
-            out.append(_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {pct:.1f} % of GPU time (kernels + copies, from the statistics)",
-                          {"copy_time_ns": copy_ns, "kernel_time_ns": ktime, "source": "stats"},
-                          "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.", pct))
+            out.append(
+                _f(
+                    FindingCode.COPY_SHARE,
+                    "high",
+                    f"Memory copies take {pct:.1f} % of GPU time (kernels + copies, from the statistics)",
+                    {"copy_time_ns": copy_ns, "kernel_time_ns": ktime, "source": "stats"},
+                    "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.",
+                    pct,
+                )
+            )
     needs = doc.get("stats", {}).get("needs_trace") or []
     if needs:
-        out.append(_f(FindingCode.NEEDS_TRACE, "info", "Statistics only, no trace: " + ", ".join(needs) + " need a trace",
-                      {"findings": list(needs)},
-                      "Record a trace: rocprofv3 --kernel-trace --sys-trace -- <app> (--stats alongside keeps these tables).", 0))
+        out.append(
+            _f(
+                FindingCode.NEEDS_TRACE,
+                "info",
+                "Statistics only, no trace: " + ", ".join(needs) + " need a trace",
+                {"findings": list(needs)},
+                "Record a trace: rocprofv3 --kernel-trace --sys-trace -- <app> (--stats alongside keeps these tables).",
+                0,
+            )
+        )
     return out

@@ -157,8 +157,12 @@ def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> S
     same_thread = (pid[1:] == pid[:-1]) & (tid[1:] == tid[:-1])
     followed = int((is_launch[:-1] & is_sync[1:] & same_thread).sum())
     ratio = followed / launches
-    return {"launches": launches, "followed_by_sync": followed, "ratio": round(ratio, 4),
-            "detected": bool(launches >= SYNC_AFTER_LAUNCH_MIN and ratio >= SYNC_AFTER_LAUNCH_RATIO)}
+    return {
+        "launches": launches,
+        "followed_by_sync": followed,
+        "ratio": round(ratio, 4),
+        "detected": bool(launches >= SYNC_AFTER_LAUNCH_MIN and ratio >= SYNC_AFTER_LAUNCH_RATIO),
+    }
 
 
 def unique_match(sorted_keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -230,7 +234,7 @@ class CorrIndex:
         if n:
             keys, order = self._sorted(corr, None)
             self._all = (keys, order)
-            nonneg = keys[int(np.searchsorted(keys, 0, side="left")):]
+            nonneg = keys[int(np.searchsorted(keys, 0, side="left")) :]
             self.unique = len(nonneg) < 2 or bool((nonneg[1:] != nonneg[:-1]).all())
 
     def check(self, api: pd.DataFrame) -> CorrIndex:
@@ -288,8 +292,7 @@ class CorrIndex:
         return np.where(pos >= 0, order[np.maximum(pos, 0)], -1)
 
 
-def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray | None = None,
-                  corr_index: CorrIndex | None = None) -> pd.DataFrame:
+def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray | None = None, corr_index: CorrIndex | None = None) -> pd.DataFrame:
     """Kernel dispatches joined to their launching API call through (pid, correlation_id).
 
     Returns one row per linked dispatch: api_start, api_dur_ns, queue_delay_ns
@@ -354,8 +357,9 @@ def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -
     }
 
 
-def launch_section(counts: LaunchCounts, queue_delay_ns: np.ndarray, api_dur_ns: np.ndarray, kernel_dur_ns: np.ndarray,
-                   wall_ns: int, graph_replayed: np.ndarray | None = None) -> LaunchPart:
+def launch_section(
+    counts: LaunchCounts, queue_delay_ns: np.ndarray, api_dur_ns: np.ndarray, kernel_dur_ns: np.ndarray, wall_ns: int, graph_replayed: np.ndarray | None = None
+) -> LaunchPart:
     """The summary's ``launch`` section from :func:`launch_counts` (summed over runs, or of
     one run), the queue delay and API duration of the directly launched dispatches, and
     every kernel's duration; ``graph_replayed``: a mask over those kernels of the ones a
@@ -392,8 +396,7 @@ def launch_section(counts: LaunchCounts, queue_delay_ns: np.ndarray, api_dur_ns:
     }
 
 
-def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None,
-                 links: pd.DataFrame | None = None) -> LaunchPart:
+def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None, links: pd.DataFrame | None = None) -> LaunchPart:
     """Launch overhead of one run: API duration, queue delay and kernel time of linked dispatches.
 
     Graph replays (hipGraphLaunch) are counted apart: one API call launches many kernels,
@@ -404,6 +407,11 @@ def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes
     direct = ~links["graph"].to_numpy()
     replayed = np.zeros(len(kernels), dtype=bool)
     replayed[links["kernel_row"].to_numpy()[~direct]] = True
-    return launch_section(launch_counts(api, classes, links), links["queue_delay_ns"].to_numpy()[direct],
-                          links["api_dur_ns"].to_numpy()[direct], kernels["end"].to_numpy() - kernels["start"].to_numpy(), wall_ns,
-                          replayed)
+    return launch_section(
+        launch_counts(api, classes, links),
+        links["queue_delay_ns"].to_numpy()[direct],
+        links["api_dur_ns"].to_numpy()[direct],
+        kernels["end"].to_numpy() - kernels["start"].to_numpy(),
+        wall_ns,
+        replayed,
+    )

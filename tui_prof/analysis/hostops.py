@@ -49,7 +49,7 @@ def nesting_depth(start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> np.
     first = np.searchsorted(c, c, side="left")  # each thread's first position
     rank = np.arange(n, dtype=np.int64) - first  # ranges of this thread started before
     # ends of this thread at or before each start: the thread's ends sorted per thread
-    lo = (np.min(start) if n else 0)
+    lo = np.min(start) if n else 0
     stride = int(np.max(end) - lo) + 2
     packed_end = np.sort((e - lo) + c * stride)
     ended = np.searchsorted(packed_end, (s - lo) + c * stride, side="right") - np.searchsorted(packed_end, c * stride, side="left")

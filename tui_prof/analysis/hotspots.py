@@ -34,8 +34,9 @@ def group_key(kernels: pd.DataFrame, by: str, rules: CategoryRules | None = None
     return kernels[by]
 
 
-def hotspots(kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None, rules: CategoryRules | None = None,
-             dur_order: np.ndarray | None = None) -> pd.DataFrame:
+def hotspots(
+    kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None, rules: CategoryRules | None = None, dur_order: np.ndarray | None = None
+) -> pd.DataFrame:
     """One row per distinct value of ``by``, sorted by total time descending (ties by name).
 
     Columns: name, calls, total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns, percent

@@ -48,16 +48,28 @@ import pandas as pd
 DEFAULT_RULES: tuple[tuple[str, str], ...] = (
     ("copy/fill", r"^__amd_rocclr_|memcpy|memset|fillbuffer|copybuffer|^dma|\bcopy_?kernel|direct_copy"),
     ("communication", r"nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|custom_ar(?![a-z])"),
-    ("layout", r"nchw_?to_?nhwc|nhwc_?to_?nchw|nchw_?2_?nhwc|nhwc_?2_?nchw|nchw_?2_?cnhw|cnhw_?2_?nchw|nhwc_?add_?padding"
-               r"|convert_?tensor_?kernel|(?<![a-z])batched_transpose|(?<![a-z])transpose_[a-z0-9]*2"),
+    (
+        "layout",
+        r"nchw_?to_?nhwc|nhwc_?to_?nchw|nchw_?2_?nhwc|nhwc_?2_?nchw|nchw_?2_?cnhw|cnhw_?2_?nchw|nhwc_?add_?padding"
+        r"|convert_?tensor_?kernel|(?<![a-z])batched_transpose|(?<![a-z])transpose_[a-z0-9]*2",
+    ),
     ("attention", r"attn|attention|flash|fmha|(?<![a-z])mha|sdpa|paged_?att"),
-    ("convolution", r"conv(?!ert)|winograd|(?<![a-z])igemm_|implicit_?gemm|im2col|col2im|(?<![a-z])(?:fprop|dgrad|wgrad)(?![a-z])"
-                    r"|(?<![a-z])[sdh]cudnn_|cudnn::cnn::|gemm_xdlops_bwd_weight"),
-    ("GEMM", r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
-             r"|\bmm_|_mm\b|\bbmm\b|dot_?product|epilogue::impl::|(?<![a-z])splitkreduce"),
+    (
+        "convolution",
+        r"conv(?!ert)|winograd|(?<![a-z])igemm_|implicit_?gemm|im2col|col2im|(?<![a-z])(?:fprop|dgrad|wgrad)(?![a-z])"
+        r"|(?<![a-z])[sdh]cudnn_|cudnn::cnn::|gemm_xdlops_bwd_weight",
+    ),
+    (
+        "GEMM",
+        r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
+        r"|\bmm_|_mm\b|\bbmm\b|dot_?product|epilogue::impl::|(?<![a-z])splitkreduce",
+    ),
     ("normalisation", r"norm(?!al_)|softmax|gammabeta|rowwisemoments"),
     ("reduction", r"reduce|reduction|argmax|argmin|cumsum|\bscan|topk|\bsort|radix"),
-    ("elementwise", r"elementwise|element_wise|vectorized|pointwise|triton_poi|\bfill|unary|binary|activation|gelu|silu|swiglu|relu|sigmoid|tanh|\bcast|(?<![a-z])convert|dropout|rotary|rope|\bcopy|index|scatter|gather|where|clamp|add_kernel|mul_kernel"),
+    (
+        "elementwise",
+        r"elementwise|element_wise|vectorized|pointwise|triton_poi|\bfill|unary|binary|activation|gelu|silu|swiglu|relu|sigmoid|tanh|\bcast|(?<![a-z])convert|dropout|rotary|rope|\bcopy|index|scatter|gather|where|clamp|add_kernel|mul_kernel",
+    ),
 )
 
 MAX_NAME_CHARS = 64 * 1024  # longer names: normalised/classified from this many leading characters

@@ -47,19 +47,43 @@ class ArchLimits:
         return self.family.startswith("RDNA")
 
 
-_CDNA3 = ArchLimits(family="CDNA3", wave=64, simds=4, max_waves_simd=8, vgpr_budget=512, vgpr_granule=8, unified_agpr=True,
-                    sgpr_limits=True, lds_per_cu=65536, lds_per_wg=65536, lds_granule=512, max_barriers=16)
+_CDNA3 = ArchLimits(
+    family="CDNA3",
+    wave=64,
+    simds=4,
+    max_waves_simd=8,
+    vgpr_budget=512,
+    vgpr_granule=8,
+    unified_agpr=True,
+    sgpr_limits=True,
+    lds_per_cu=65536,
+    lds_per_wg=65536,
+    lds_granule=512,
+    max_barriers=16,
+)
 # RDNA parts differ from these two only in their family
-_RDNA_15X = ArchLimits(family="RDNA3", wave=32, simds=4, max_waves_simd=16, vgpr_budget=1536, vgpr_granule=24,
-                       unified_agpr=False, sgpr_limits=False, lds_per_cu=131072, lds_per_wg=65536, lds_granule=512,
-                       max_barriers=32)
+_RDNA_15X = ArchLimits(
+    family="RDNA3",
+    wave=32,
+    simds=4,
+    max_waves_simd=16,
+    vgpr_budget=1536,
+    vgpr_granule=24,
+    unified_agpr=False,
+    sgpr_limits=False,
+    lds_per_cu=131072,
+    lds_per_wg=65536,
+    lds_granule=512,
+    max_barriers=32,
+)
 _RDNA_1X = replace(_RDNA_15X, vgpr_budget=1024, vgpr_granule=16)
 
 # research/counters_hw.md §2a (ROCM-SPECS, LLVM, ROCM-ARCH). Peak HBM: mi100.md 1.228 TB/s,
 # mi250.md 3.2 TB/s per MI250 OAM = 1.6 per GCD (one agent), mi300.md MI300X 5.3 TB/s.
 ARCHS: dict[str, ArchLimits] = {
-    "gfx908": replace(_CDNA3, family="CDNA1", max_waves_simd=10, vgpr_budget=256, vgpr_granule=4, unified_agpr=False,
-                      peak_hbm_gbs=1228.0, hbm_source="ROCm mi100.md"),
+    "gfx908": replace(
+        _CDNA3, family="CDNA1", max_waves_simd=10, vgpr_budget=256, vgpr_granule=4, unified_agpr=False, peak_hbm_gbs=1228.0, hbm_source="ROCm mi100.md"
+    ),
     "gfx90a": replace(_CDNA3, family="CDNA2", peak_hbm_gbs=1600.0, hbm_source="ROCm mi250.md (3.2 TB/s per 2 GCDs)"),
     "gfx940": _CDNA3,
     "gfx941": _CDNA3,
@@ -88,8 +112,9 @@ def _align(x: int, g: int) -> int:
     return -(-x // g) * g
 
 
-def occupancy(arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: int = 0, lds_bytes: int = 0,
-              wave_size: int | None = None, scratch_bytes: int = 0) -> dict | None:
+def occupancy(
+    arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: int = 0, lds_bytes: int = 0, wave_size: int | None = None, scratch_bytes: int = 0
+) -> dict | None:
     """Theoretical occupancy of one kernel configuration on ``arch``; None if the arch is unknown.
 
     Returns waves_per_simd, max_waves_per_simd, waves_per_cu, workgroups_per_cu,
@@ -140,8 +165,7 @@ def occupancy(arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: in
         every["workgroup slots"] = lim.max_barriers
     every["waves per CU"] = wmax * E // W
     order = sorted(every, key=lambda k: (every[k], list(every).index(k)))
-    limiters = [{"limit": k, "workgroups_per_cu": every[k], "waves_per_simd": round(every[k] * W / E, 3)}
-                for k in order if every[k] < 10**9]
+    limiters = [{"limit": k, "workgroups_per_cu": every[k], "waves_per_simd": round(every[k] * W / E, 3)} for k in order if every[k] < 10**9]
     wg = min(limits.values())
     waves_cu = wg * W
     waves_simd = waves_cu / E
@@ -149,8 +173,7 @@ def occupancy(arch: str, workgroup_size: int, vgpr: int, agpr: int = 0, sgpr: in
     limiter = "none" if full else min(limits, key=lambda k: (limits[k], list(limits).index(k)))
     if lds_bytes > lim.lds_per_wg:
         limiter, wg, waves_cu, waves_simd = "LDS", 0, 0, 0.0
-    hint = _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr,
-                 limiters)
+    hint = _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr, limiters)
     if scratch_bytes > 0:
         hint += f" Uses {scratch_bytes} B scratch per work-item (register spilling or private arrays): may stall wave launch."
     return {
@@ -185,8 +208,7 @@ def _next_limit(limiters: list[dict], W: int) -> str:
     return f"{' and '.join(tied)}, {first} workgroup{'s' if first != 1 else ''} per CU"
 
 
-def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr,
-          limiters) -> str:
+def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, limits, waves_simd, total_vgpr, waves_for_vgpr, limiters) -> str:
     others = min(v for k, v in limits.items() if k != limiter) if limiter != "none" else None
     if limiter == "none":
         return f"Full occupancy: {_fmt_waves(waves_simd)} of {wmax} waves per SIMD."
@@ -198,8 +220,7 @@ def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, l
                 max_total = (budget // target) // granule * granule
                 max_arch = max_total - agpr if (lim.unified_agpr and agpr > 0) else max_total
                 label = "VGPRs (arch, with AGPRs counted)" if (lim.unified_agpr and agpr > 0) else "VGPRs"
-                return (f"VGPR-limited: {V} VGPRs give {now}; <= {max_arch} {label} would give "
-                        f"{_fmt_waves(wg_new * W / E)}.")
+                return f"VGPR-limited: {V} VGPRs give {now}; <= {max_arch} {label} would give {_fmt_waves(wg_new * W / E)}."
         return f"VGPR-limited: {V} VGPRs give {now}; fewer VGPRs alone would not help (next limit: {_next_limit(limiters, W)})."
     if limiter == "SGPR":
         return f"SGPR-limited: {sgpr} SGPRs give {now}; <= 80 SGPRs would allow 10 (gfx9 rule)."
@@ -209,10 +230,11 @@ def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, l
         want = limits["LDS"] + 1
         max_lds = (lim.lds_per_cu // want) // lim.lds_granule * lim.lds_granule
         gain = min(want, others) * W / E
-        return (f"LDS-limited: {lds} B per workgroup allows {limits['LDS']} workgroups per CU ({now}); "
-                f"<= {max_lds} B would allow {want} ({_fmt_waves(gain)} waves per SIMD). Shrink the LDS tile or use fewer, larger workgroups.")
-    return (f"Workgroup-slot/barrier-limited: {W}-wave workgroups give {now}; "
-            f"larger workgroups (more waves each) would fill the CU.")
+        return (
+            f"LDS-limited: {lds} B per workgroup allows {limits['LDS']} workgroups per CU ({now}); "
+            f"<= {max_lds} B would allow {want} ({_fmt_waves(gain)} waves per SIMD). Shrink the LDS tile or use fewer, larger workgroups."
+        )
+    return f"Workgroup-slot/barrier-limited: {W}-wave workgroups give {now}; larger workgroups (more waves each) would fill the CU."
 
 
 KERNEL_RESOURCE_COLUMNS = ("name", "wg_x", "wg_y", "wg_z", "arch_vgpr", "accum_vgpr", "sgpr", "lds_bytes", "scratch_bytes")
@@ -282,12 +304,28 @@ def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_
     for row in grouped.itertuples(index=False):
         arch = arch_of_agent.get(int(row.agent), "")
         wg = max(int(row.wg_x), 1) * max(int(row.wg_y), 1) * max(int(row.wg_z), 1)
-        occ = occupancy(arch, wg, int(row.arch_vgpr), max(int(row.accum_vgpr), 0), max(int(row.sgpr), 0),
-                        max(int(row.lds_bytes), 0), (wave_of_agent or {}).get(int(row.agent)), max(int(row.scratch_bytes), 0))
+        occ = occupancy(
+            arch,
+            wg,
+            int(row.arch_vgpr),
+            max(int(row.accum_vgpr), 0),
+            max(int(row.sgpr), 0),
+            max(int(row.lds_bytes), 0),
+            (wave_of_agent or {}).get(int(row.agent)),
+            max(int(row.scratch_bytes), 0),
+        )
         if occ is None:
             continue
-        occ.update(name=str(row.name), agent=int(row.agent), workgroup_size=wg, vgpr=int(row.arch_vgpr),
-                   agpr=max(int(row.accum_vgpr), 0), sgpr=max(int(row.sgpr), 0), lds_bytes=max(int(row.lds_bytes), 0),
-                   dispatches=int(row[len(keys)]), total_ns=int(row[len(keys) + 1]))
+        occ.update(
+            name=str(row.name),
+            agent=int(row.agent),
+            workgroup_size=wg,
+            vgpr=int(row.arch_vgpr),
+            agpr=max(int(row.accum_vgpr), 0),
+            sgpr=max(int(row.sgpr), 0),
+            lds_bytes=max(int(row.lds_bytes), 0),
+            dispatches=int(row[len(keys)]),
+            total_ns=int(row[len(keys) + 1]),
+        )
         out.append(occ)
     return out

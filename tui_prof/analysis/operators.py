@@ -50,8 +50,7 @@ def _innermost(starts: np.ndarray, ends: np.ndarray, q_start: np.ndarray, q_end:
         pos = np.where(bad, parent[safe], pos)
 
 
-def link_operators(kernels: pd.DataFrame, api: pd.DataFrame, markers: pd.DataFrame,
-                   corr_index: hostapi.CorrIndex | None = None) -> pd.DataFrame:
+def link_operators(kernels: pd.DataFrame, api: pd.DataFrame, markers: pd.DataFrame, corr_index: hostapi.CorrIndex | None = None) -> pd.DataFrame:
     """One row per kernel (same order): ``api_row`` (launching call, -1 if none),
     ``op_row`` (the ``cpu_op`` marker row, -1 if none) and ``op`` (its name; ``GRAPH`` for
     graph replays, ``""`` when no operator launched it). See the module docstring."""

@@ -50,10 +50,15 @@ DOMAIN_OF = {
     DOMAIN_STATS: "ALL_DOMAINS",
 }
 # api table "domain" values (model.schema) -> rocprofv3 domain name
-TRACE_API_DOMAIN = {"hip": "HIP_API", "hsa": "HSA_API", "marker": "MARKER_API", "rccl": "RCCL_API",
-                    "rocdecode": "ROCDECODE_API", "rocjpeg": "ROCJPEG_API"}
-TRACE_FLAG = {KERNEL_STATS: "--kernel-trace", COPY_STATS: "--memory-copy-trace", "hip_api_stats": "--hip-trace",
-              "hsa_api_stats": "--hsa-trace", "marker_api_stats": "--marker-trace", "rccl_api_stats": "--rccl-trace"}
+TRACE_API_DOMAIN = {"hip": "HIP_API", "hsa": "HSA_API", "marker": "MARKER_API", "rccl": "RCCL_API", "rocdecode": "ROCDECODE_API", "rocjpeg": "ROCJPEG_API"}
+TRACE_FLAG = {
+    KERNEL_STATS: "--kernel-trace",
+    COPY_STATS: "--memory-copy-trace",
+    "hip_api_stats": "--hip-trace",
+    "hsa_api_stats": "--hsa-trace",
+    "marker_api_stats": "--marker-trace",
+    "rccl_api_stats": "--rccl-trace",
+}
 
 
 class StatsRecord(TypedDict):
@@ -111,14 +116,16 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
         # sum of squares of each part: (n - 1) s^2 + n mean^2 (NaN when a part lacks its stddev)
         t["_ss"] = np.where(n > 1, (n - 1) * sd * sd, 0.0) + n * mean * mean
         g = t.groupby("name", sort=False)
-        out = pd.DataFrame({
-            "calls": g["calls"].sum(),
-            "total_ns": g["total_ns"].sum(),
-            "min_ns": g["min_ns"].min(skipna=False),
-            "max_ns": g["max_ns"].max(skipna=False),
-            "_ss": g["_ss"].sum(min_count=1),
-            "_nan_sd": g["stddev_ns"].apply(lambda s: bool(s.isna().any())),
-        }).reset_index()
+        out = pd.DataFrame(
+            {
+                "calls": g["calls"].sum(),
+                "total_ns": g["total_ns"].sum(),
+                "min_ns": g["min_ns"].min(skipna=False),
+                "max_ns": g["max_ns"].max(skipna=False),
+                "_ss": g["_ss"].sum(min_count=1),
+                "_nan_sd": g["stddev_ns"].apply(lambda s: bool(s.isna().any())),
+            }
+        ).reset_index()
         calls = out["calls"].to_numpy(dtype=np.float64)
         out["avg_ns"] = out["total_ns"].to_numpy(dtype=np.float64) / np.where(calls > 0, calls, 1)
         with np.errstate(invalid="ignore"):
@@ -142,9 +149,19 @@ def _opt_float(v) -> float | None:
 
 def stats_records(table: pd.DataFrame, limit: int | None = None) -> list[StatsRecord]:
     rows = table if limit is None else table.head(limit)
-    return [{"name": str(r.name), "calls": int(r.calls), "total_ns": int(r.total_ns), "avg_ns": round(float(r.avg_ns), 6),
-             "percent": round(float(r.percent), 6), "min_ns": _opt_int(r.min_ns), "max_ns": _opt_int(r.max_ns),
-             "stddev_ns": _opt_float(r.stddev_ns)} for r in rows.itertuples(index=False)]
+    return [
+        {
+            "name": str(r.name),
+            "calls": int(r.calls),
+            "total_ns": int(r.total_ns),
+            "avg_ns": round(float(r.avg_ns), 6),
+            "percent": round(float(r.percent), 6),
+            "min_ns": _opt_int(r.min_ns),
+            "max_ns": _opt_int(r.max_ns),
+            "stddev_ns": _opt_float(r.stddev_ns),
+        }
+        for r in rows.itertuples(index=False)
+    ]
 
 
 def stats_table(runset: RunSet, key: str) -> pd.DataFrame | None:
@@ -162,14 +179,22 @@ def stats_tables(runset: RunSet, limit: int | None = None) -> list[StatsTable]:
         found = tables_with(runset, key)
         table = combine([t for _, t in found])
         tools = sorted({tool_of(run) for run, _ in found})
-        out.append({"key": key, "domain": DOMAIN_OF.get(key, key.removesuffix("_stats").upper()),
-                    "source": f"{', '.join(tools)} ({key})", "processes": len(found),
-                    "calls": int(table["calls"].sum()), "total_ns": int(table["total_ns"].sum()),
-                    "rows": stats_records(table, limit)})
+        out.append(
+            {
+                "key": key,
+                "domain": DOMAIN_OF.get(key, key.removesuffix("_stats").upper()),
+                "source": f"{', '.join(tools)} ({key})",
+                "processes": len(found),
+                "calls": int(table["calls"].sum()),
+                "total_ns": int(table["total_ns"].sum()),
+                "rows": stats_records(table, limit),
+            }
+        )
     return out
 
 
 # --- the same tables recomputed from a trace -----------------------------------------------
+
 
 def _grouped(names: pd.Series, start: np.ndarray, end: np.ndarray) -> pd.DataFrame:
     # grouped on the category codes (no per-row strings), then the names as text
@@ -213,7 +238,15 @@ def trace_checks(runset: RunSet, label_of: dict[int, str]) -> list[StatsCheck]:
             tolerance = np.maximum(np.maximum(calls_s, calls_t), 1e-4 * np.maximum(tot_s, tot_t))
             bad = (calls_s != calls_t) | (np.abs(tot_s - tot_t) > tolerance)
             for i in np.flatnonzero(bad):
-                out.append({"process": label_of.get(id(run), run.meta.label), "key": key, "name": str(both.index[i]),
-                            "trace_calls": int(calls_t[i]), "stats_calls": int(calls_s[i]),
-                            "trace_total_ns": int(tot_t[i]), "stats_total_ns": int(tot_s[i])})
+                out.append(
+                    {
+                        "process": label_of.get(id(run), run.meta.label),
+                        "key": key,
+                        "name": str(both.index[i]),
+                        "trace_calls": int(calls_t[i]),
+                        "stats_calls": int(calls_s[i]),
+                        "trace_total_ns": int(tot_t[i]),
+                        "stats_total_ns": int(tot_s[i]),
+                    }
+                )
     return out

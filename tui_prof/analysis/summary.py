@@ -34,9 +34,17 @@ SCHEMA = "tuiprof.summary/1"
 Progress = Callable[[str, int, int], None]
 
 
-def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int | None = None,
-                  rules: CategoryRules | None = None, max_gaps: int | None = 200, logs: bool = True,
-                  progress: Progress | None = None, details: dict[str, dict[int, Any]] | None = None) -> SummaryDoc:
+def build_summary(
+    runset: RunSet,
+    top: int | None = 20,
+    *,
+    gap_threshold_ns: int | None = None,
+    rules: CategoryRules | None = None,
+    max_gaps: int | None = 200,
+    logs: bool = True,
+    progress: Progress | None = None,
+    details: dict[str, dict[int, Any]] | None = None,
+) -> SummaryDoc:
     """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
 
     ``top``: kernels listed in ``hotspots``, ``hotspots_by.normalized`` and ``occupancy``
@@ -59,6 +67,7 @@ def build_summary(runset: RunSet, top: int | None = 20, *, gap_threshold_ns: int
     inputs = engine.run_inputs(runset)
     wall = engine.wall_ns(inputs)
     platform = detect_platform(runset)
+
     # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
     # two daemon threads while the host-API sections run here: numpy releases the GIL in its
     # array loops, so on a 2-core machine they overlap. Results are taken in run order.

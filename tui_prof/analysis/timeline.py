@@ -205,8 +205,7 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
     return agents, gaps.frame()
 
 
-def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *,
-             corr_index: CorrIndex | None = None) -> tuple[list[dict], GapSet]:
+def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, corr_index: CorrIndex | None = None) -> tuple[list[dict], GapSet]:
     """As :func:`gpu_timeline`, with the gaps as a :class:`GapSet` (names not yet looked up).
 
     ``corr_index``: the :class:`CorrIndex` of ``run.api`` (with its API classes) when the
@@ -385,8 +384,17 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *,
             cause[launch] = CAUSES.index("launch")
             decided |= launch
         durations = ge - gs
-        gapset.parts.append({"agent": np.full(n, int(agent), dtype=np.int64), "start": gs, "end": ge, "cause": cause,
-                             "api_cause": api_cause, "prev_row": prev_rows, "next_row": next_rows})
+        gapset.parts.append(
+            {
+                "agent": np.full(n, int(agent), dtype=np.int64),
+                "start": gs,
+                "end": ge,
+                "cause": cause,
+                "api_cause": api_cause,
+                "prev_row": prev_rows,
+                "next_row": next_rows,
+            }
+        )
         by_cause = {c: int(durations[cause == i].sum()) for i, c in enumerate(CAUSES)}
         count_by_cause = {c: int(v) for c, v in zip(CAUSES, np.bincount(cause, minlength=len(CAUSES)), strict=True)}
         listed_ns = int(durations.sum())

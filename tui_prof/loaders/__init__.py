@@ -37,7 +37,10 @@ def loader_modules() -> list[ModuleType]:
 
 
 def load_path(
-    path: str | os.PathLike[str], *, progress: Callable[[str, int, int], None] | None = None, use_cache: bool = False,
+    path: str | os.PathLike[str],
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+    use_cache: bool = False,
     cancel: threading.Event | None = None,
 ) -> RunSet:
     """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`

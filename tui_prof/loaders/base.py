@@ -335,8 +335,7 @@ def int64_from_text(values: Iterable[Any]) -> np.ndarray:
     if digits19.any():
         body = text[digits19].str.lstrip("+-")
         negative = text[digits19].str.startswith("-").to_numpy(dtype=bool)
-        fits = np.where(negative, (body <= "9223372036854775808").to_numpy(dtype=bool),
-                        (body <= "9223372036854775807").to_numpy(dtype=bool))
+        fits = np.where(negative, (body <= "9223372036854775808").to_numpy(dtype=bool), (body <= "9223372036854775807").to_numpy(dtype=bool))
         good[np.flatnonzero(digits19)[fits]] = True
     if good.any():
         out[good] = text[good].astype("int64").to_numpy()
@@ -495,8 +494,7 @@ def _direction_code(label: str) -> int:
     return _DIRECTIONS.index(label) if label in _DIRECTIONS else 0
 
 
-def _directions(src_type: np.ndarray, dst_type: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                label: np.ndarray | None) -> np.ndarray:
+def _directions(src_type: np.ndarray, dst_type: np.ndarray, src: np.ndarray, dst: np.ndarray, label: np.ndarray | None) -> np.ndarray:
     """:func:`copy_direction` on type and label codes."""
     out = np.zeros(len(src_type), dtype=np.int8)
     out[(src_type == _CPU) & (dst_type == _GPU)] = _DIRECTIONS.index("HtoD")
@@ -529,9 +527,7 @@ def copy_direction(src_type: Any, dst_type: Any, src_agent: Any, dst_agent: Any,
     return _directions(_codes(src_type, n, _type_code), _codes(dst_type, n, _type_code), src, dst, labels)
 
 
-def labelled_copies(
-    label: Any, *, device: Any = None, src_agent: Any = UNKNOWN, dst_agent: Any = UNKNOWN
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def labelled_copies(label: Any, *, device: Any = None, src_agent: Any = UNKNOWN, dst_agent: Any = UNKNOWN) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(direction, src_agent, dst_agent)`` of copies whose format names their direction
     (``label`` per row: a :data:`COPY_TYPES` key, anything else is "unknown").
 

@@ -223,8 +223,7 @@ def usable_root() -> Path | None:
     except OSError:
         ours = False
     if not ours:
-        _warn(f"not using the cache: {str(root)!r} holds other files and no tuiprof {MARKER}; "
-              "point TUIPROF_CACHE_DIR at a new or empty folder")
+        _warn(f"not using the cache: {str(root)!r} holds other files and no tuiprof {MARKER}; point TUIPROF_CACHE_DIR at a new or empty folder")
         return None
     return root
 
@@ -269,7 +268,7 @@ def _crc(data) -> str:
 def _chunk_crcs(data) -> list[str]:
     """The CRC of every :data:`CHECK_CHUNK` bytes of ``data``."""
     view = memoryview(data)
-    return [_crc(view[start:start + CHECK_CHUNK]) for start in range(0, len(view), CHECK_CHUNK)]
+    return [_crc(view[start : start + CHECK_CHUNK]) for start in range(0, len(view), CHECK_CHUNK)]
 
 
 def _manifest_bytes(body: dict) -> bytes:
@@ -282,11 +281,10 @@ def _manifest_bytes(body: dict) -> bytes:
 def _parse_manifest(data: bytes) -> dict:
     """The body of manifest bytes; :class:`Damaged` when the format, framing or check is wrong."""
     start = len(_MANIFEST_HEAD) + _CHECK_HEX + len(_MANIFEST_BODY)
-    if not (data.startswith(_MANIFEST_HEAD) and data[start - len(_MANIFEST_BODY):start] == _MANIFEST_BODY
-            and data.endswith(b"}")):
+    if not (data.startswith(_MANIFEST_HEAD) and data[start - len(_MANIFEST_BODY) : start] == _MANIFEST_BODY and data.endswith(b"}")):
         raise Damaged("not a manifest of this format")
     body = data[start:-1]
-    if _crc(body).encode() != data[len(_MANIFEST_HEAD):len(_MANIFEST_HEAD) + _CHECK_HEX]:
+    if _crc(body).encode() != data[len(_MANIFEST_HEAD) : len(_MANIFEST_HEAD) + _CHECK_HEX]:
         raise Damaged("manifest check mismatch")
     doc = json.loads(body)
     if not isinstance(doc, dict):
@@ -426,8 +424,7 @@ def save(runset: RunSet, key: str) -> Path | None:
     try:
         files: dict[str, dict] = {}
         runs: list[dict] = []
-        body = {"key": key, "root": runset.root, "issues": [dataclasses.asdict(i) for i in runset.issues],
-                "runs": runs, "files": files}
+        body = {"key": key, "root": runset.root, "issues": [dataclasses.asdict(i) for i in runset.issues], "runs": runs, "files": files}
         for index, run in enumerate(runset.runs):
             entry = {
                 "meta": _jsonable(dataclasses.asdict(run.meta)),
@@ -436,8 +433,7 @@ def save(runset: RunSet, key: str) -> Path | None:
                 "partial": run.partial,
                 "tables": [name for name in TABLES if len(run.table(name))],
                 # empty tables whose columns differ from empty_table(name): their schema
-                "empty": {name: _empty_spec(run.table(name)) for name in TABLES
-                          if not len(run.table(name)) and not _is_empty_schema(name, run.table(name))},
+                "empty": {name: _empty_spec(run.table(name)) for name in TABLES if not len(run.table(name)) and not _is_empty_schema(name, run.table(name))},
                 "tool_stats": sorted(run.tool_stats),
             }
             entry["categories"] = {name: _category_dtypes(run.table(name)) for name in entry["tables"]}
@@ -716,9 +712,10 @@ def prune(keep: set[str], limit: int | None = None, now: float | None = None) ->
 
 def _schema(frame: pd.DataFrame) -> list[tuple]:
     """(column, dtype, categories and their dtype) of every column."""
-    return [(str(col), str(dtype), (tuple(dtype.categories), str(dtype.categories.dtype), dtype.ordered)
-             if isinstance(dtype, pd.CategoricalDtype) else None)
-            for col, dtype in frame.dtypes.items()]
+    return [
+        (str(col), str(dtype), (tuple(dtype.categories), str(dtype.categories.dtype), dtype.ordered) if isinstance(dtype, pd.CategoricalDtype) else None)
+        for col, dtype in frame.dtypes.items()
+    ]
 
 
 _EMPTY: dict[str, tuple[pd.DataFrame, list]] = {}
@@ -766,8 +763,7 @@ def _rebuild_empty(spec: list[list]) -> pd.DataFrame:
 def _category_dtypes(frame: pd.DataFrame) -> dict[str, str]:
     """dtype of the categories of each category column (Arrow reads an empty object-dtype
     category list back as ``str``; the load puts the original back)."""
-    return {str(col): str(frame[col].cat.categories.dtype)
-            for col in frame.columns if isinstance(frame[col].dtype, pd.CategoricalDtype)}
+    return {str(col): str(frame[col].cat.categories.dtype) for col in frame.columns if isinstance(frame[col].dtype, pd.CategoricalDtype)}
 
 
 def _restore_categories(frame: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
@@ -825,7 +821,7 @@ def _read_tables(items: list[tuple[int, Path, dict]]) -> dict[tuple[int, str], p
         mapped = maps[index]
         assert isinstance(mapped, mmap.mmap)
         start = chunk * CHECK_CHUNK
-        return _crc(memoryview(mapped)[start:start + CHECK_CHUNK]) == items[index][2]["crcs"][chunk]
+        return _crc(memoryview(mapped)[start : start + CHECK_CHUNK]) == items[index][2]["crcs"][chunk]
 
     def read(index: int) -> pd.DataFrame | Exception:
         mapped = maps[index]
@@ -843,8 +839,7 @@ def _read_tables(items: list[tuple[int, Path, dict]]) -> dict[tuple[int, str], p
     run = pool.map if pool is not None else map
     try:
         maps = list(run(map_file, items))
-        jobs = [(index, chunk) for index, mapped in enumerate(maps) if not isinstance(mapped, Exception)
-                for chunk in range(len(items[index][2]["crcs"]))]
+        jobs = [(index, chunk) for index, mapped in enumerate(maps) if not isinstance(mapped, Exception) for chunk in range(len(items[index][2]["crcs"]))]
         sound = [True] * len(items)
         for (index, _chunk), ok in zip(jobs, run(check, jobs), strict=True):
             sound[index] = sound[index] and ok

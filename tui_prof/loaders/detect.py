@@ -45,9 +45,7 @@ PROFILER_NAME = re.compile("|".join(f"(?:{spec.file_names})" for spec in LOADERS
 
 # When one process was written in several formats (rocprofv3 --output-format csv json ...),
 # the first format in this list is kept and the others are reported as duplicates.
-FORMAT_PRIORITY = tuple(
-    spec.format for spec in sorted((s for s in LOADERS if s.priority is not None), key=lambda s: s.priority or 0)
-)
+FORMAT_PRIORITY = tuple(spec.format for spec in sorted((s for s in LOADERS if s.priority is not None), key=lambda s: s.priority or 0))
 
 MAX_FILES = 200_000
 
@@ -295,8 +293,7 @@ def work_units(detected: list[DetectedFile]) -> list[tuple[str, list[DetectedFil
     return units
 
 
-def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False,
-              cancel: threading.Event | None = None) -> RunSet:
+def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False, cancel: threading.Event | None = None) -> RunSet:
     """Load every recognised file under ``path`` (a directory or one file).
 
     With ``use_cache`` each work unit (a rank's process group, a database, a trace file) is
@@ -324,8 +321,9 @@ CANCEL_GRACE_S = 0.5
 """After a cancel, how long :func:`_load` waits for its units to stop before it returns."""
 
 
-def _run_tasks(tasks: list[list[int]], run_task: Callable[[list[int]], list[int]], workers: int,
-               cancel: threading.Event, on_done: Callable[[list[int]], None]) -> None:
+def _run_tasks(
+    tasks: list[list[int]], run_task: Callable[[list[int]], list[int]], workers: int, cancel: threading.Event, on_done: Callable[[list[int]], None]
+) -> None:
     """Run ``tasks`` on ``workers`` daemon threads (each in a copy of this context, so the
     loaders see ``cancel``); ``on_done(task)`` in this thread as each finishes. The waiting
     thread wakes every 0.1 s, so Ctrl-C (KeyboardInterrupt) and ``cancel`` are seen at once;
@@ -351,8 +349,7 @@ def _run_tasks(tasks: list[list[int]], run_task: Callable[[list[int]], list[int]
         finally:
             finished.put(None)  # this worker is done
 
-    threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker,), name="tuiprof-load", daemon=True)
-               for _ in range(workers)]
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker,), name="tuiprof-load", daemon=True) for _ in range(workers)]
     for thread in threads:
         thread.start()
     alive = len(threads)

@@ -207,7 +207,7 @@ class TextWindow:
             self.eof = not data
             if text or self.pos:
                 self.lines += self.buf.count("\n", 0, self.pos)
-                self.buf = self.buf[self.pos:] + text
+                self.buf = self.buf[self.pos :] + text
                 self.pos = 0
             if text:
                 return True
@@ -308,7 +308,7 @@ def _triple(arr, value) -> None:
             arr.extend(value)
             return
         except (TypeError, OverflowError):
-            del arr[len(arr) - len(arr) % 3:]
+            del arr[len(arr) - len(arr) % 3 :]
     items = value[:3] if isinstance(value, list) else []
     for j in range(3):
         x = items[j] if j < len(items) else None
@@ -347,7 +347,7 @@ class Columns:
         to the number of complete rows."""
         rows = min(len(getattr(self, c)) // w for c, w in self.widths.items())
         for c, w in self.widths.items():
-            del getattr(self, c)[rows * w:]
+            del getattr(self, c)[rows * w :]
 
     def drop_malformed(self) -> int:
         """Drop rows whose ``ts``/``dur`` is not a usable µs number (NaN from :func:`_num`,
@@ -1025,10 +1025,7 @@ def load_file(path: Path) -> Run:
     if replaced:
         run.warnings.append(replaced_warning(replaced, "strings (names, categories, metadata)"))
     if skipped:
-        run.warnings.append(
-            f"{skipped} events with malformed fields skipped (a field of the wrong JSON type, "
-            "or ts/dur not a finite µs number)"
-        )
+        run.warnings.append(f"{skipped} events with malformed fields skipped (a field of the wrong JSON type, or ts/dur not a finite µs number)")
     meta = run.meta
     meta.formats = [FORMAT]
     meta.tool = "pytorch-profiler"
@@ -1075,9 +1072,7 @@ def load_file(path: Path) -> Run:
     floats = bool(first) and isinstance(first[0], float)
     latest = max([int(t["start"].max()) for t in (run.kernels, run.api) if len(t)], default=0)
     if floats and latest >= FLOAT_EXACT_LIMIT_US * 1000:
-        run.warnings.append(
-            "timestamps are fractional µs beyond 2**43 µs: float64 parsing may shift them by about 1 ns"
-        )
+        run.warnings.append("timestamps are fractional µs beyond 2**43 µs: float64 parsing may shift them by about 1 ns")
     return run
 
 
@@ -1140,7 +1135,7 @@ def runtime_names(api: Columns) -> list[str]:
 
 
 def detect_platform(top: dict, first_runtime_names: list[str]) -> str:
-    """"rocm" or "cuda": version keys first, then deviceProperties, then API names."""
+    """ "rocm" or "cuda": version keys first, then deviceProperties, then API names."""
     if any(k in top for k in ("hip_runtime_version", "roctracer_version", "rocprofiler-sdk_version")):
         return "rocm"
     if any(k in top for k in ("cuda_runtime_version", "cupti_version")):
@@ -1399,10 +1394,7 @@ def build_agents(props, devices: list[int], platform: str) -> tuple[list[Agent],
             elif len(entries) == len(ids):
                 mapping = dict(zip(ids, entries))
             elif entries:
-                warning = (
-                    f"cannot match {len(entries)} deviceProperties entries to GPU devices {ids}: "
-                    "device properties not attached"
-                )
+                warning = f"cannot match {len(entries)} deviceProperties entries to GPU devices {ids}: device properties not attached"
     agents = [make_agent(i, mapping.get(i, {}), platform) for i in ids]
     return agents, warning
 

@@ -67,16 +67,14 @@ from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables, make_ta
 LOADER = LoaderSpec(
     format="rocprof-v1",
     file_names=r"results",
-    kinds=("trace_db", "trace_json", "sysinfo", "kernel_csv", "hip_api_stats", "hsa_api_stats", "memory_copy_stats",
-           "kernel_stats"),
+    kinds=("trace_db", "trace_json", "sysinfo", "kernel_csv", "hip_api_stats", "hsa_api_stats", "memory_copy_stats", "kernel_stats"),
 )
 FORMAT = LOADER.format
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 LEGACY_TABLES = (b"KERN", b"OPS", b"COPY", b"HIP", b"HSA", b"rocTX")
 STATS_HEADER = ["name", "calls", "totaldurationns", "averagens", "percentage"]
-STATS_NAMES = {"name": "Name", "calls": "Calls", "totaldurationns": "TotalDurationNs", "averagens": "AverageNs",
-               "percentage": "Percentage"}
+STATS_NAMES = {"name": "Name", "calls": "Calls", "totaldurationns": "TotalDurationNs", "averagens": "AverageNs", "percentage": "Percentage"}
 
 # file-name suffix -> (kind, tool_stats key); the longest suffix is tried first.
 SUFFIXES = (
@@ -95,9 +93,30 @@ TRACE_KINDS = ("trace_db", "trace_json", "kernel_csv")  # preference order for t
 
 # Columns of the KERN table that are dispatch properties, not counters.
 KERN_PROPERTIES = {
-    "Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds", "scr",
-    "vgpr", "arch_vgpr", "accum_vgpr", "sgpr", "wave_size", "fbar", "sig", "obj",
-    "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "DurationNs",
+    "Index",
+    "KernelName",
+    "gpu-id",
+    "queue-id",
+    "queue-index",
+    "pid",
+    "tid",
+    "grd",
+    "wgr",
+    "lds",
+    "scr",
+    "vgpr",
+    "arch_vgpr",
+    "accum_vgpr",
+    "sgpr",
+    "wave_size",
+    "fbar",
+    "sig",
+    "obj",
+    "DispatchNs",
+    "BeginNs",
+    "EndNs",
+    "CompleteNs",
+    "DurationNs",
 }
 
 # chrome-trace pids fixed by tblextr.py
@@ -178,8 +197,12 @@ def _direction_labels(names: pd.Series) -> np.ndarray:
     text = names.astype(str)
     out = np.full(len(text), "unknown", dtype=object)
     for pattern, label in (
-        ("HostToDevice", "HtoD"), ("DeviceToHost", "DtoH"), ("DeviceToDevice", "DtoD"),
-        ("HostToHost", "HtoH"), ("PeerToPeer", "PtoP"), ("Fill|Memset", "memset"),
+        ("HostToDevice", "HtoD"),
+        ("DeviceToHost", "DtoH"),
+        ("DeviceToDevice", "DtoD"),
+        ("HostToHost", "HtoH"),
+        ("PeerToPeer", "PtoP"),
+        ("Fill|Memset", "memset"),
     ):
         out[text.str.contains(pattern, regex=True).to_numpy()] = label
     return out
@@ -397,9 +420,7 @@ def read_json(path: Path, run: Run) -> dict:
     _fill_kernels(run, frames.get("kern"), frames.get("ops"), quoted_names=True)
     if "copy" in frames:
         run.copies = copy_table(frames["copy"], True)
-    run.api = concat_tables(
-        "api", [api_table(frames[k], k, True) for k in ("hip", "hsa") if k in frames]
-    )
+    run.api = concat_tables("api", [api_table(frames[k], k, True) for k in ("hip", "hsa") if k in frames])
     if "roctx" in frames:
         run.markers = marker_table(frames["roctx"], True)
     other = doc.get("otherData")
@@ -521,7 +542,7 @@ def _leading_int(value: str | None) -> int | None:
 
 
 def _size_bytes(value: str | None) -> int | None:
-    """"64(0x40) KB" -> 65536."""
+    """ "64(0x40) KB" -> 65536."""
     number = _leading_int(value)
     if number is None:
         return None

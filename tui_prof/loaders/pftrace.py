@@ -100,17 +100,47 @@ API_CATEGORIES = {
 
 # Debug annotations kept (integer-valued, or strings like "Agent-4" reduced to their number).
 INT_ARGS = (
-    "corr_id", "tid", "queue", "kernel_id", "grid_size", "workgroup_size",
-    "LDS_Block_Size", "group_segment_size", "Scratch_Size", "private_segment_size",
-    "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "stream_ID", "stream_id", "copy_bytes",
-    "agent", "src_agent", "dst_agent",
+    "corr_id",
+    "tid",
+    "queue",
+    "kernel_id",
+    "grid_size",
+    "workgroup_size",
+    "LDS_Block_Size",
+    "group_segment_size",
+    "Scratch_Size",
+    "private_segment_size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "stream_ID",
+    "stream_id",
+    "copy_bytes",
+    "agent",
+    "src_agent",
+    "dst_agent",
 )
 _ARG_COLUMN = {name: i for i, name in enumerate(INT_ARGS)}
 _KERNEL, _COPY, _OTHER = 0, 1, 2
 _CLASS_NAMES = {
-    _KERNEL: ("corr_id", "tid", "queue", "kernel_id", "grid_size", "workgroup_size", "LDS_Block_Size",
-              "group_segment_size", "Scratch_Size", "private_segment_size", "VGPR_Count", "Accum_VGPR_Count",
-              "SGPR_Count", "stream_ID", "stream_id", "agent"),
+    _KERNEL: (
+        "corr_id",
+        "tid",
+        "queue",
+        "kernel_id",
+        "grid_size",
+        "workgroup_size",
+        "LDS_Block_Size",
+        "group_segment_size",
+        "Scratch_Size",
+        "private_segment_size",
+        "VGPR_Count",
+        "Accum_VGPR_Count",
+        "SGPR_Count",
+        "stream_ID",
+        "stream_id",
+        "agent",
+    ),
     _COPY: ("corr_id", "tid", "copy_bytes", "src_agent", "dst_agent", "stream_ID", "stream_id"),
     _OTHER: ("corr_id", "tid"),
 }
@@ -120,8 +150,11 @@ MISSING = np.iinfo(np.int64).min
 COUNTER_UNITS = {1: "ns", 2: "count", 3: "bytes"}  # CounterDescriptor.Unit
 
 _COPY_DIRECTION = {
-    "HOST_TO_DEVICE": "HtoD", "DEVICE_TO_HOST": "DtoH", "DEVICE_TO_DEVICE": "DtoD",
-    "HOST_TO_HOST": "HtoH", "PEER_TO_PEER": "PtoP",
+    "HOST_TO_DEVICE": "HtoD",
+    "DEVICE_TO_HOST": "DtoH",
+    "DEVICE_TO_DEVICE": "DtoD",
+    "HOST_TO_HOST": "HtoH",
+    "PEER_TO_PEER": "PtoP",
 }
 
 _TOP_WANTED = (8, 10, 11, 13, 41, 58) + _STATE_FIELDS
@@ -312,7 +345,7 @@ def _walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, wanted: tuple[i
     bounds = np.searchsorted(code[order], np.arange(len(wanted) + 1))
     groups = {}
     for c, number in enumerate(wanted):
-        sel = order[bounds[c]:bounds[c + 1]]
+        sel = order[bounds[c] : bounds[c + 1]]
         groups[number] = (msg[sel], value[sel], length[sel])
     return Fields(groups), bad
 
@@ -430,7 +463,7 @@ class _Shape:
     def varying(self, a: int, b: int) -> None:
         """A varint of ``b - a`` bytes: only the continuation bits are fixed."""
         self.mask[a:b] = b"\x80" * (b - a)
-        self.want[a:b - 1] = b"\x80" * (b - a - 1)
+        self.want[a : b - 1] = b"\x80" * (b - a - 1)
         self.want[b - 1] = 0
 
     def finish(self) -> _Shape:
@@ -586,7 +619,7 @@ def _shape_value(sub: np.ndarray, kind: str, offset: int, size: int) -> np.ndarr
     if kind == "int":
         return _column(sub, offset, size).view(np.int64)
     if kind == "double":
-        return np.ascontiguousarray(sub[:, offset:offset + 8]).view(np.float64).ravel().astype(np.int64)
+        return np.ascontiguousarray(sub[:, offset : offset + 8]).view(np.float64).ravel().astype(np.int64)
     flat = np.ascontiguousarray(sub).ravel()
     off = np.arange(sub.shape[0], dtype=np.int64) * sub.shape[1] + offset
     return _Decoder._string_numbers(flat, off, np.full(sub.shape[0], size, dtype=np.int64))
@@ -635,7 +668,7 @@ class _Shapes:
             while left.size >= MIN_SHAPE_GROUP and tries < 8 and len(known) < MAX_SHAPES_PER_LENGTH:
                 tries += 1
                 first = int(starts[members[left[0]]])
-                learnt = _parse_shape(bytes(data[first:first + size]))
+                learnt = _parse_shape(bytes(data[first : first + size]))
                 if learnt is None:
                     rest.append(members[left[:1]])
                     left = left[1:]
@@ -824,8 +857,7 @@ class _Decoder:
         if rest.size:
             top, bad = _walk(buf, s[rest], e[rest], _TOP_WANTED)
             self.bad_packets += int(bad.sum())
-            for number, target, has in ((10, seq_ids, None), (13, flags, None), (8, ts_raw, has_ts),
-                                        (58, clock_ids, has_clock), (41, cleared, None)):
+            for number, target, has in ((10, seq_ids, None), (13, flags, None), (8, ts_raw, has_ts), (58, clock_ids, has_clock), (41, cleared, None)):
                 msg, value, _ = top.take(number)  # (round, message) order: the last one wins
                 target[rest[msg]] = value
                 if has is not None:
@@ -856,7 +888,7 @@ class _Decoder:
                     break
                 if reset[cut]:
                     self.new_generation(seq)
-                self.state_packet(bytes(data[starts[cut]:ends[cut]]), seq)
+                self.state_packet(bytes(data[starts[cut] : ends[cut]]), seq)
                 self._stamp(seq, np.array([cut]), gen, clock, default_track, ts, has_ts, has_clock, clock_ids)
                 begin = cut_pos + 1
         self._events(buf, groups, ev_msg, ev_off, ev_len, gen, ts, default_track)
@@ -909,7 +941,7 @@ class _Decoder:
         """Global string ids of inline strings (python work per distinct (offset) value)."""
         out = np.empty(off.size, dtype=np.int64)
         for i, (o, n) in enumerate(zip(off.tolist(), length.tolist())):
-            out[i] = self.sid(bytes(data[o:o + n]).decode("utf-8", "replace"))
+            out[i] = self.sid(bytes(data[o : o + n]).decode("utf-8", "replace"))
         return out
 
     def _events(self, buf, groups, ev_msg, ev_off, ev_len, gen, ts, default_track) -> None:
@@ -932,11 +964,11 @@ class _Decoder:
             ev_pkt = pkt[order]
         out = _EventColumns(m)
         if ev_msg.size:
-            self._events_general(buf, slot[:ev_msg.size], ev_msg, ev_off, ev_len, gen, out)
+            self._events_general(buf, slot[: ev_msg.size], ev_msg, ev_off, ev_len, gen, out)
         pos = ev_msg.size
         col_of_sid = self._arg_columns()
         for shape, rows, sub in shaped:
-            self._events_shaped(shape, rows, sub, slot[pos:pos + rows.size], gen, col_of_sid, out)
+            self._events_shaped(shape, rows, sub, slot[pos : pos + rows.size], gen, col_of_sid, out)
             pos += rows.size
         etype, cat = out.etype, out.cat
         track = np.where(out.has_track, out.track, default_track[ev_pkt])
@@ -959,8 +991,15 @@ class _Decoder:
                 kept = [out.args[j][rows] if j in out.args else None for j in columns]  # None: not recorded
                 self.args[code].append((rows + base, kept))
         # tracks as small ints
-        self.chunks.append({"type": etype.astype(np.int8), "track": self._track_numbers(track), "ts": ts[ev_pkt],
-                            "name": out.name.astype(np.int32), "cat": cat.astype(np.int32)})
+        self.chunks.append(
+            {
+                "type": etype.astype(np.int8),
+                "track": self._track_numbers(track),
+                "ts": ts[ev_pkt],
+                "name": out.name.astype(np.int32),
+                "cat": cat.astype(np.int32),
+            }
+        )
 
     def _track_numbers(self, track: np.ndarray) -> np.ndarray:
         """Small int per track uuid (first-seen order across the file), via a sorted uuid table."""
@@ -1006,9 +1045,7 @@ class _Decoder:
         cmsg, value, _ = fields.take(30)
         dmsg, dvalue, _ = fields.take(44)
         if cmsg.size or dmsg.size:
-            out.counters.append((
-                slot[np.concatenate([cmsg, dmsg])],
-                np.concatenate([value.view(np.int64).astype(np.float64), dvalue.view(np.float64)])))
+            out.counters.append((slot[np.concatenate([cmsg, dmsg])], np.concatenate([value.view(np.int64).astype(np.float64), dvalue.view(np.float64)])))
         # debug annotations of slice begins and instants (ends carry none worth keeping)
         begin_like = (etype == TYPE_SLICE_BEGIN) | (etype == TYPE_INSTANT)
         msg, off, length = fields.take(4)
@@ -1039,7 +1076,7 @@ class _Decoder:
             out.counters.append((slot, _column(sub, *shape.counter).view(np.int64).astype(np.float64)))
         if shape.dcounter is not None:
             o = shape.dcounter
-            out.counters.append((slot, np.ascontiguousarray(sub[:, o:o + 8]).view(np.float64).ravel()))
+            out.counters.append((slot, np.ascontiguousarray(sub[:, o : o + 8]).view(np.float64).ravel()))
         if shape.type not in (TYPE_SLICE_BEGIN, TYPE_INSTANT):
             return
         for iid, kind, o, k in shape.args:  # in annotation order: a repeated name keeps the last
@@ -1159,7 +1196,7 @@ class _Decoder:
         texts = [bytes(k.tobytes() if width == 8 else k).rstrip(b"\0") for k in uniq]
         out[short] = np.asarray([_parse_number(t) for t in texts], dtype=np.int64)[inverse]
         for i in np.flatnonzero(length > 24).tolist():
-            out[i] = _parse_number(bytes(buf[off[i]:off[i] + length[i]]))
+            out[i] = _parse_number(bytes(buf[off[i] : off[i] + length[i]]))
         return out
 
 
@@ -1263,8 +1300,7 @@ class _Args:
         j = self.names.index(name)
         if not self.parts:
             return np.full(self.count, MISSING, dtype=np.int64)
-        values = np.concatenate([p[1][j] if p[1][j] is not None else np.full(p[0].size, MISSING, dtype=np.int64)
-                                 for p in self.parts])
+        values = np.concatenate([p[1][j] if p[1][j] is not None else np.full(p[0].size, MISSING, dtype=np.int64) for p in self.parts])
         if self.pos is None:
             return values
         out = np.full(self.count, MISSING, dtype=np.int64)
@@ -1318,11 +1354,18 @@ def _build_run(dec: _Decoder, path: Path) -> Run:
     api_sel = np.flatnonzero(np.isin(cat, [cat_sid[c] for c in API_CATEGORIES]))
     a = _Args(dec.args[_OTHER], _OTHER, begins[api_sel])
     domain_of = np.array([API_CATEGORIES.get(str(x), "") for x in strings], dtype=object)
-    run.api = make_table("api", {
-        "start": start[api_sel], "end": end[api_sel], "domain": _categorical(domain_of, cat[api_sel]),
-        "name": _categorical(strings, names[api_sel]), "pid": pid, "tid": tids(a, api_sel),
-        "correlation_id": a.col("corr_id"),
-    })
+    run.api = make_table(
+        "api",
+        {
+            "start": start[api_sel],
+            "end": end[api_sel],
+            "domain": _categorical(domain_of, cat[api_sel]),
+            "name": _categorical(strings, names[api_sel]),
+            "pid": pid,
+            "tid": tids(a, api_sel),
+            "correlation_id": a.col("corr_id"),
+        },
+    )
 
     # kernels
     k = np.flatnonzero(cat == cat_sid["kernel_dispatch"])
@@ -1335,16 +1378,32 @@ def _build_run(dec: _Decoder, path: Path) -> Run:
     agent = a.col("agent")
     agent = np.where(agent < 0, agent_in_name[kt], agent)
     grid, wg = a.col("grid_size"), a.col("workgroup_size")
-    run.kernels = make_table("kernels", {
-        "start": start[k], "end": end[k], "agent": agent, "queue": a.col("queue"), "stream": stream,
-        "pid": pid, "tid": tids(a, k), "correlation_id": a.col("corr_id"), "kernel_id": a.col("kernel_id"),
-        "name": _categorical(strings, names[k]),
-        "grid_x": grid, "grid_y": np.where(grid >= 0, 1, -1), "grid_z": np.where(grid >= 0, 1, -1),
-        "wg_x": wg, "wg_y": np.where(wg >= 0, 1, -1), "wg_z": np.where(wg >= 0, 1, -1),
-        "lds_bytes": a.col("LDS_Block_Size", "group_segment_size"),
-        "scratch_bytes": a.col("Scratch_Size", "private_segment_size"),
-        "arch_vgpr": a.col("VGPR_Count"), "accum_vgpr": a.col("Accum_VGPR_Count"), "sgpr": a.col("SGPR_Count"),
-    })
+    run.kernels = make_table(
+        "kernels",
+        {
+            "start": start[k],
+            "end": end[k],
+            "agent": agent,
+            "queue": a.col("queue"),
+            "stream": stream,
+            "pid": pid,
+            "tid": tids(a, k),
+            "correlation_id": a.col("corr_id"),
+            "kernel_id": a.col("kernel_id"),
+            "name": _categorical(strings, names[k]),
+            "grid_x": grid,
+            "grid_y": np.where(grid >= 0, 1, -1),
+            "grid_z": np.where(grid >= 0, 1, -1),
+            "wg_x": wg,
+            "wg_y": np.where(wg >= 0, 1, -1),
+            "wg_z": np.where(wg >= 0, 1, -1),
+            "lds_bytes": a.col("LDS_Block_Size", "group_segment_size"),
+            "scratch_bytes": a.col("Scratch_Size", "private_segment_size"),
+            "arch_vgpr": a.col("VGPR_Count"),
+            "accum_vgpr": a.col("Accum_VGPR_Count"),
+            "sgpr": a.col("SGPR_Count"),
+        },
+    )
     for agent_id in sorted(set(np.unique(agent).tolist()) - {-1}):
         run.agents.append(Agent(id=int(agent_id), type="GPU", extra={"source": "pftrace kernel agent label"}))
     if k.size:
@@ -1353,20 +1412,30 @@ def _build_run(dec: _Decoder, path: Path) -> Run:
         if touching:
             run.warnings.append(
                 f"{touching} pair(s) of consecutive kernels on one track end/start at the same ns: rocprofv3 "
-                "moves overlapping kernel times to their midpoint in pftrace only; CSV/JSON/rocpd times are exact")
+                "moves overlapping kernel times to their midpoint in pftrace only; CSV/JSON/rocpd times are exact"
+            )
 
     # memory copies
     c = np.flatnonzero(cat == cat_sid["memory_copy"])
     a = _Args(dec.args[_COPY], _COPY, begins[c])
     copy_names = _categorical(strings, names[c])
-    direction, src_agent, dst_agent = labelled_copies(
-        _direction_labels(copy_names), src_agent=a.col("src_agent"), dst_agent=a.col("dst_agent"))
-    run.copies = make_table("copies", {
-        "start": start[c], "end": end[c], "bytes": a.col("copy_bytes"),
-        "direction": direction, "src_agent": src_agent, "dst_agent": dst_agent,
-        "stream": a.col("stream_ID", "stream_id"), "pid": pid, "tid": tids(a, c),
-        "correlation_id": a.col("corr_id"), "name": copy_names,
-    })
+    direction, src_agent, dst_agent = labelled_copies(_direction_labels(copy_names), src_agent=a.col("src_agent"), dst_agent=a.col("dst_agent"))
+    run.copies = make_table(
+        "copies",
+        {
+            "start": start[c],
+            "end": end[c],
+            "bytes": a.col("copy_bytes"),
+            "direction": direction,
+            "src_agent": src_agent,
+            "dst_agent": dst_agent,
+            "stream": a.col("stream_ID", "stream_id"),
+            "pid": pid,
+            "tid": tids(a, c),
+            "correlation_id": a.col("corr_id"),
+            "name": copy_names,
+        },
+    )
 
     # counter tracks -> series (value = counter value * unit_multiplier)
     if dec.counters:
@@ -1379,10 +1448,16 @@ def _build_run(dec: _Decoder, path: Path) -> Run:
         units = np.array([i.get("unit", "") for i in infos], dtype=object)
         mult = np.array([i.get("multiplier", 1) for i in infos], dtype=np.float64)
         agents = np.array([_match_int(_AGENT_IN_NAME, nm) for nm in labels], dtype=np.int64)
-        run.series = make_table("series", {
-            "track": labels[inverse], "agent": agents[inverse], "ts": ev["ts"][index],
-            "value": value * mult[inverse], "unit": units[inverse],
-        })
+        run.series = make_table(
+            "series",
+            {
+                "track": labels[inverse],
+                "agent": agents[inverse],
+                "ts": ev["ts"][index],
+                "value": value * mult[inverse],
+                "unit": units[inverse],
+            },
+        )
     run.warnings.extend(dec.warnings)
     return run
 
@@ -1455,7 +1530,7 @@ def read_trace(path: Path, chunk_bytes: int = CHUNK_BYTES) -> tuple[Run, str | N
                 store = bigger
             try:
                 with memoryview(store) as view:
-                    got = fh.readinto(view[fill:fill + chunk_bytes]) or 0
+                    got = fh.readinto(view[fill : fill + chunk_bytes]) or 0
             except (OSError, EOFError) as err:
                 problem = f"read error after {consumed} bytes ({err}); kept {dec.packets} complete packets"
                 got = 0
@@ -1463,14 +1538,14 @@ def read_trace(path: Path, chunk_bytes: int = CHUNK_BYTES) -> tuple[Run, str | N
             fill += got
             if not fill:
                 break
-            store[fill:fill + 16] = bytes(16)
+            store[fill : fill + 16] = bytes(16)
             arr = np.frombuffer(store, dtype=np.uint8)
             starts, ends, pos, broken = _frame(arr, fill)
             if starts.size:
                 dec.chunk(store, arr, starts, ends)
             del arr
             consumed += pos
-            store[:fill - pos] = store[pos:fill]
+            store[: fill - pos] = store[pos:fill]
             fill -= pos
             if broken:
                 problem = f"not a Trace packet at byte {consumed}; kept {dec.packets} complete packets"
@@ -1478,8 +1553,7 @@ def read_trace(path: Path, chunk_bytes: int = CHUNK_BYTES) -> tuple[Run, str | N
             if problem:
                 break
     if fill and problem is None:
-        problem = (f"truncated: last packet incomplete ({fill} bytes at offset {consumed}); "
-                   f"kept {dec.packets} complete packets")
+        problem = f"truncated: last packet incomplete ({fill} bytes at offset {consumed}); kept {dec.packets} complete packets"
     if dec.packets == 0:
         raise LoadError(problem or "no Trace packets")
     if dec.bad_packets:

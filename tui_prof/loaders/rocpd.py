@@ -167,8 +167,7 @@ class _Guard:
                 )
         if "too big" in message:
             return LoadError(
-                f"a value longer than {(VALUE_FLOOR_BYTES + self.size) >> 20} MiB from a {self.size:,}-byte database "
-                "(a view computes it): not read"
+                f"a value longer than {(VALUE_FLOOR_BYTES + self.size) >> 20} MiB from a {self.size:,}-byte database (a view computes it): not read"
             )
         return None
 
@@ -315,17 +314,16 @@ def _chunks(con: sqlite3.Connection, table: str, lo: int, hi: int) -> list[tuple
         return [(lo, hi)]
     starts = [lo]
     while True:
-        row = con.execute(f"SELECT id FROM {table} WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
-                          (starts[-1], CHUNK_ROWS - 1)).fetchone()
+        row = con.execute(f"SELECT id FROM {table} WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?", (starts[-1], CHUNK_ROWS - 1)).fetchone()
         if row is None or row[0] is None:
             break
         starts.append(int(row[0]))
     return [(a, b - 1) for a, b in itertools.pairwise(starts)] + [(starts[-1], hi)]
 
 
-def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple,
-                 not_null: frozenset[str] = frozenset(),
-                 readers: _Readers | None = None) -> Callable[[], list[np.ndarray]]:
+def _int_columns(
+    con: sqlite3.Connection, base: str, exprs: list[str], where: str, params: tuple, not_null: frozenset[str] = frozenset(), readers: _Readers | None = None
+) -> Callable[[], list[np.ndarray]]:
     """Integer columns of ``SELECT exprs FROM base WHERE where``; NULL reads as -1.
     Returns a function that waits for them and returns them (a list of int64 arrays).
 
@@ -337,8 +335,7 @@ def _int_columns(con: sqlite3.Connection, base: str, exprs: list[str], where: st
     lo, hi = con.execute(f"SELECT MIN(id), MAX(id) FROM {table}").fetchone()  # primary key: O(1)
     if lo is None:
         return lambda: [np.empty(0, dtype=np.int64) for _ in exprs]
-    fast = [f"CAST(group_concat({e}) AS BLOB)" if e.startswith("X.") and e[2:] in not_null
-            else f"CAST(group_concat(IFNULL({e}, -1)) AS BLOB)" for e in exprs]
+    fast = [f"CAST(group_concat({e}) AS BLOB)" if e.startswith("X.") and e[2:] in not_null else f"CAST(group_concat(IFNULL({e}, -1)) AS BLOB)" for e in exprs]
     tail = f"FROM {base} WHERE {where} AND X.id >= ? AND X.id <= ?"
     chunks = [params + bounds for bounds in _chunks(con, table, int(lo), int(hi))]
     if readers is None:
@@ -494,9 +491,22 @@ def _check_size(path: Path) -> int:
 
 
 # Names the loader reads (the rocpd views and the one data view it queries).
-READ_NAMES = ("rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_thread", "rocpd_info_process",
-              "rocpd_info_agent", "rocpd_info_kernel_symbol", "rocpd_kernel_dispatch", "rocpd_region", "rocpd_event",
-              "rocpd_memory_copy", "rocpd_memory_allocate", "rocpd_pmc_event", "counters_collection")
+READ_NAMES = (
+    "rocpd_metadata",
+    "rocpd_string",
+    "rocpd_info_node",
+    "rocpd_info_thread",
+    "rocpd_info_process",
+    "rocpd_info_agent",
+    "rocpd_info_kernel_symbol",
+    "rocpd_kernel_dispatch",
+    "rocpd_region",
+    "rocpd_event",
+    "rocpd_memory_copy",
+    "rocpd_memory_allocate",
+    "rocpd_pmc_event",
+    "counters_collection",
+)
 _QUOTED = re.compile(r"'(?:[^']|'')*'")
 _CTE = re.compile(r"\bWITH\b", re.IGNORECASE)
 # Functions that build a value of any size from a small argument; printf/format also spin
@@ -526,8 +536,7 @@ def check_views(con: sqlite3.Connection) -> None:
             raise LoadError(f"view {name} holds a WITH clause (rocprofv3 writes none; a recursive one never ends): not read")
         builder = _BUILDERS.search(code)
         if builder:
-            raise LoadError(f"view {name} calls {builder.group(1).lower()}() (rocprofv3's views call none; "
-                            "it can build a value of any size): not read")
+            raise LoadError(f"view {name} calls {builder.group(1).lower()}() (rocprofv3's views call none; it can build a value of any size): not read")
         todo.extend(lowered[w.lower()] for w in re.findall(r"\w+", code) if w.lower() in lowered)
 
 
@@ -767,15 +776,41 @@ def _agents(con: sqlite3.Connection, source: str, proc_id: int, guid: str | None
         if node is None:
             node = int(row_id)
         index[int(row_id)] = node
-        agents.append(agent_from_record(ext, node, kind=str(kind or ""), name=name or "", product=product or "",
-                                        vendor=vendor or "", logical_index=opt_int(logical), type_index=opt_int(type_index),
-                                        extra={"model_name": model or "", "user_name": user_name or ""}))
+        agents.append(
+            agent_from_record(
+                ext,
+                node,
+                kind=str(kind or ""),
+                name=name or "",
+                product=product or "",
+                vendor=vendor or "",
+                logical_index=opt_int(logical),
+                type_index=opt_int(type_index),
+                extra={"model_name": model or "", "user_name": user_name or ""},
+            )
+        )
     return agents, index
 
 
-KERNEL_COLUMNS = ["X.start", "X.end", "X.agent_id", "X.queue_id", "X.stream_id", "X.tid", "E.stack_id", "X.dispatch_id",
-                  "X.kernel_id", "X.grid_size_x", "X.grid_size_y", "X.grid_size_z", "X.workgroup_size_x",
-                  "X.workgroup_size_y", "X.workgroup_size_z", "X.group_segment_size", "X.private_segment_size"]
+KERNEL_COLUMNS = [
+    "X.start",
+    "X.end",
+    "X.agent_id",
+    "X.queue_id",
+    "X.stream_id",
+    "X.tid",
+    "E.stack_id",
+    "X.dispatch_id",
+    "X.kernel_id",
+    "X.grid_size_x",
+    "X.grid_size_y",
+    "X.grid_size_z",
+    "X.workgroup_size_x",
+    "X.workgroup_size_y",
+    "X.workgroup_size_z",
+    "X.group_segment_size",
+    "X.private_segment_size",
+]
 REGION_COLUMNS = ["X.start", "X.end", "X.tid", "E.stack_id", "E.category_id", "X.name_id"]
 
 
@@ -833,15 +868,23 @@ def _regions(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
     domain = recode(_categorical(category_id, ctx.strings), api_domain)
     tids = ctx.tids(tid)
     name = _categorical(name_id, ctx.strings)
-    api = make_table("api", {"start": start, "end": end, "domain": domain, "name": name,
-                             "pid": np.full(len(start), ctx.pid, dtype=np.int64), "tid": tids, "correlation_id": stack})
+    api = make_table(
+        "api",
+        {"start": start, "end": end, "domain": domain, "name": name, "pid": np.full(len(start), ctx.pid, dtype=np.int64), "tid": tids, "correlation_id": stack},
+    )
     categories = list(domain.categories)
     is_marker = np.asarray(domain.codes) == (categories.index("marker") if "marker" in categories else -2)
-    markers = make_table("markers", {
-        "start": start[is_marker], "end": end[is_marker],
-        "name": pd.Series(name)[is_marker].astype(str).to_numpy(),
-        "source": "roctx", "pid": np.full(int(is_marker.sum()), ctx.pid, dtype=np.int64), "tid": tids[is_marker],
-    })
+    markers = make_table(
+        "markers",
+        {
+            "start": start[is_marker],
+            "end": end[is_marker],
+            "name": pd.Series(name)[is_marker].astype(str).to_numpy(),
+            "source": "roctx",
+            "pid": np.full(int(is_marker.sum()), ctx.pid, dtype=np.int64),
+            "tid": tids[is_marker],
+        },
+    )
     return api, markers
 
 
@@ -849,20 +892,29 @@ def _copies(ctx: _Context) -> pd.DataFrame:
     """``rocpd_memory_copy``; direction from the source/destination agent types."""
     if "rocpd_memory_copy" not in ctx.names:
         return make_table("copies", {})
-    cols = ["X.start", "X.end", "X.size", "X.src_agent_id", "X.dst_agent_id", "X.queue_id", "X.stream_id", "X.tid",
-            "E.stack_id", "X.name_id"]
+    cols = ["X.start", "X.end", "X.size", "X.src_agent_id", "X.dst_agent_id", "X.queue_id", "X.stream_id", "X.tid", "E.stack_id", "X.name_id"]
     start, end, size, src, dst, queue, stream, tid, stack, name_id = ctx.ints("rocpd_memory_copy", cols)
     types = {int(i): str(t or "") for i, t in _rows(ctx.con, f"SELECT id, type FROM {ctx.src('rocpd_info_agent')}")}
     src_abs, dst_abs = ctx.agents(src), ctx.agents(dst)
     src_type = _categorical(src, types).astype(str)
     dst_type = _categorical(dst, types).astype(str)
-    return make_table("copies", {
-        "start": start, "end": end, "bytes": size,
-        "direction": copy_direction(np.asarray(src_type), np.asarray(dst_type), src_abs, dst_abs),
-        "src_agent": src_abs, "dst_agent": dst_abs, "queue": queue, "stream": stream,
-        "pid": np.full(len(start), ctx.pid, dtype=np.int64), "tid": ctx.tids(tid), "correlation_id": stack,
-        "name": _categorical(name_id, ctx.strings),
-    })
+    return make_table(
+        "copies",
+        {
+            "start": start,
+            "end": end,
+            "bytes": size,
+            "direction": copy_direction(np.asarray(src_type), np.asarray(dst_type), src_abs, dst_abs),
+            "src_agent": src_abs,
+            "dst_agent": dst_abs,
+            "queue": queue,
+            "stream": stream,
+            "pid": np.full(len(start), ctx.pid, dtype=np.int64),
+            "tid": ctx.tids(tid),
+            "correlation_id": stack,
+            "name": _categorical(name_id, ctx.strings),
+        },
+    )
 
 
 def _allocations(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -876,15 +928,33 @@ def _allocations(ctx: _Context) -> tuple[pd.DataFrame, pd.DataFrame]:
     kinds, levels, flags = _text_columns(ctx.con, base, ["X.type", "X.level", flags_expr], ctx.where, ctx.params)
     scratch = levels == "SCRATCH"
     keep = ~scratch
-    allocations = make_table("allocations", {
-        "start": start[keep], "end": end[keep], "operation": kinds[keep], "agent": ctx.agents(agent[keep]),
-        "bytes": size[keep], "address": address[keep], "pid": np.full(int(keep.sum()), ctx.pid, dtype=np.int64),
-        "tid": ctx.tids(tid[keep]), "correlation_id": stack[keep],
-    })
-    scratch_table = make_table("scratch", {
-        "start": start[scratch], "end": end[scratch], "operation": kinds[scratch], "agent": ctx.agents(agent[scratch]),
-        "queue": queue[scratch], "tid": ctx.tids(tid[scratch]), "flags": flags[scratch], "bytes": size[scratch],
-    })
+    allocations = make_table(
+        "allocations",
+        {
+            "start": start[keep],
+            "end": end[keep],
+            "operation": kinds[keep],
+            "agent": ctx.agents(agent[keep]),
+            "bytes": size[keep],
+            "address": address[keep],
+            "pid": np.full(int(keep.sum()), ctx.pid, dtype=np.int64),
+            "tid": ctx.tids(tid[keep]),
+            "correlation_id": stack[keep],
+        },
+    )
+    scratch_table = make_table(
+        "scratch",
+        {
+            "start": start[scratch],
+            "end": end[scratch],
+            "operation": kinds[scratch],
+            "agent": ctx.agents(agent[scratch]),
+            "queue": queue[scratch],
+            "tid": ctx.tids(tid[scratch]),
+            "flags": flags[scratch],
+            "bytes": size[scratch],
+        },
+    )
     return allocations, scratch_table
 
 

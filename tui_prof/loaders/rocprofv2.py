@@ -64,9 +64,24 @@ ROCTX_HEADER = ["domain", "roctx_id", "message", "timestamp"]
 HIP_OPS_HEADER = ["domain", "operation", "kernel_name", "start_timestamp", "stop_timestamp", "correlation_id"]
 HSA_OPS_HEADER = ["domain", "operation", "start_timestamp", "stop_timestamp", "correlation_id"]
 KERNEL_FIXED = (
-    "Dispatch_ID", "GPU_ID", "Queue_ID", "PID", "TID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",
-    "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR", "Wave_Size", "Kernel_Name",
-    "Start_Timestamp", "End_Timestamp", "Correlation_ID", "XCC_Index",
+    "Dispatch_ID",
+    "GPU_ID",
+    "Queue_ID",
+    "PID",
+    "TID",
+    "Grid_Size",
+    "Workgroup_Size",
+    "LDS_Per_Workgroup",
+    "Scratch_Per_Workitem",
+    "Arch_VGPR",
+    "Accum_VGPR",
+    "SGPR",
+    "Wave_Size",
+    "Kernel_Name",
+    "Start_Timestamp",
+    "End_Timestamp",
+    "Correlation_ID",
+    "XCC_Index",
 )
 FILE_NAMES = ("results", "hip_api_trace", "hsa_api_trace", "roctx_trace", "hcc_ops_trace", "async_copy_trace", "pcs_trace")
 DOMAINS = {"HIP_API_DOMAIN": "hip", "HSA_API_DOMAIN": "hsa", "ROCTX_DOMAIN": "marker"}
@@ -217,8 +232,10 @@ def _direction_labels(names: pd.Series) -> np.ndarray:
     text = names.astype(str)
     out = np.full(len(text), "unknown", dtype=object)
     for pattern, label in (
-        (r"(?i)host_?to_?device|HtoD", "HtoD"), (r"(?i)device_?to_?host|DtoH", "DtoH"),
-        (r"(?i)device_?to_?device|DtoD", "DtoD"), (r"(?i)fill|memset", "memset"),
+        (r"(?i)host_?to_?device|HtoD", "HtoD"),
+        (r"(?i)device_?to_?host|DtoH", "DtoH"),
+        (r"(?i)device_?to_?device|DtoD", "DtoD"),
+        (r"(?i)fill|memset", "memset"),
     ):
         out[text.str.contains(pattern, regex=True).to_numpy()] = label
     return out
@@ -263,8 +280,14 @@ def parse_cli(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     if dispatch_rows:
         frame = pd.DataFrame(dispatch_rows).fillna("")
         frame = frame.rename(
-            columns={"Process_ID": "PID", "Thread_ID": "TID", "LDS": "LDS_Per_Workgroup", "Scratch_Size": "Scratch_Per_Workitem",
-                     "Accumulative_VGPR": "Accum_VGPR", "Begin_Timestamp": "Start_Timestamp"}
+            columns={
+                "Process_ID": "PID",
+                "Thread_ID": "TID",
+                "LDS": "LDS_Per_Workgroup",
+                "Scratch_Size": "Scratch_Per_Workitem",
+                "Accumulative_VGPR": "Accum_VGPR",
+                "Begin_Timestamp": "Start_Timestamp",
+            }
         )
         if "Kernel_Name" in frame:
             frame["Kernel_Name"] = frame["Kernel_Name"].str.strip('"')

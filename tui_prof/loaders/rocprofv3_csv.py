@@ -53,8 +53,17 @@ LOADER = LoaderSpec(
     r"|counter_collection|agent_info|_stats",
     priority=2,
     parallel=True,
-    kinds=("kernel_trace", "*_api_trace", "memory_copy_trace", "memory_allocation_trace", "scratch_memory_trace",
-           "counter_collection", "agent_info", "pc_sampling_*", "*stats*"),
+    kinds=(
+        "kernel_trace",
+        "*_api_trace",
+        "memory_copy_trace",
+        "memory_allocation_trace",
+        "scratch_memory_trace",
+        "counter_collection",
+        "agent_info",
+        "pc_sampling_*",
+        "*stats*",
+    ),
 )
 FORMAT = LOADER.format
 
@@ -233,10 +242,7 @@ DIRECTIONS = {
     "MEMORY_COPY_HOST_TO_HOST": "HtoH",
 }
 
-COUNTER_WARNING = (
-    "kernel dispatches reconstructed from counter collection; counter collection serialises "
-    "dispatches, so timing overlap is not representative"
-)
+COUNTER_WARNING = "kernel dispatches reconstructed from counter collection; counter collection serialises dispatches, so timing overlap is not representative"
 
 _AGENT_TOKEN = re.compile(r"^\s*(agent|gpu|cpu)[\s\-_]*(\d+)\s*$", re.IGNORECASE)
 
@@ -260,13 +266,17 @@ def _header_kind(cols: list[str]) -> str | None:
         if {"operation", "agent_id", "alloc_flags", "start_timestamp"} <= names:
             return "scratch_memory_trace"
         return None
-    if cols[:2] == ["domain", "function"] and {
-        "process_id",
-        "thread_id",
-        "correlation_id",
-        "start_timestamp",
-        "end_timestamp",
-    } <= names:
+    if (
+        cols[:2] == ["domain", "function"]
+        and {
+            "process_id",
+            "thread_id",
+            "correlation_id",
+            "start_timestamp",
+            "end_timestamp",
+        }
+        <= names
+    ):
         return "api_trace"
     if {"dispatch_id", "agent_id", "kernel_name", "counter_name", "counter_value"} <= names:
         return "counter_collection"
@@ -429,8 +439,7 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 source,
                 read_options=pcsv.ReadOptions(use_threads=True, block_size=block_size),
                 parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid if skip_bad else None),
-                convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types,
-                                                    strings_can_be_null=False),
+                convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types, strings_can_be_null=False),
             )
             return table, bad
         except pa.ArrowInvalid as err:
@@ -493,11 +502,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         needs_requote = bool(bad)
         if text_orig is not None and not needs_requote:
             # A name that kept a quote character was split by an unescaped embedded quote.
-            needs_requote = any(
-                pc.any(pc.match_substring(chunk.dictionary, '"')).as_py()
-                for chunk in table.column(text_orig).chunks
-                if len(chunk.dictionary)
-            )
+            needs_requote = any(pc.any(pc.match_substring(chunk.dictionary, '"')).as_py() for chunk in table.column(text_orig).chunks if len(chunk.dictionary))
         if text_orig is not None and text_col is not None and needs_requote:
             if data is None:
                 data = _read_bytes(path)
@@ -511,13 +516,9 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
                 bad.remove(fixed_last)
         elif text_orig is not None and text_col is not None and last_line is not None and truncated:
             # Only the last line failed: a cut-off line, or one name with a quote in it.
-            line = (header_line + "\n").encode() + _requote_line(
-                last_line.encode(), len(original), lower.index(text_col)
-            )
+            line = (header_line + "\n").encode() + _requote_line(last_line.encode(), len(original), lower.index(text_col))
             extra, extra_bad = _arrow_read(pa.BufferReader(line), include, types)
-            complete = extra.num_rows == 1 and all(
-                extra.column(o).null_count == 0 for o in include if name_of[o] in required
-            )
+            complete = extra.num_rows == 1 and all(extra.column(o).null_count == 0 for o in include if name_of[o] in required)
             if complete and not extra_bad:
                 table = pa.concat_tables([table, extra.cast(table.schema)], promote_options="permissive")
                 truncated = False

@@ -83,8 +83,18 @@ def opt_int(value) -> int | None:
         return None
 
 
-def agent_from_record(ext: dict, node: int, *, kind: str = "", name: str = "", product: str = "", vendor: str = "",
-                      logical_index: int | None = None, type_index: int | None = None, extra: dict | None = None) -> Agent:
+def agent_from_record(
+    ext: dict,
+    node: int,
+    *,
+    kind: str = "",
+    name: str = "",
+    product: str = "",
+    vendor: str = "",
+    logical_index: int | None = None,
+    type_index: int | None = None,
+    extra: dict | None = None,
+) -> Agent:
     """An Agent from rocprofiler's agent record (JSON ``agents[]`` / rocpd ``extdata``).
 
     ``lds_size_in_kb`` * 1024 -> LDS bytes per CU; memory = sum of ``mem_banks[].size_in_bytes``;
@@ -329,11 +339,13 @@ def _process(element: dict, path: Path) -> Run:
         files=[str(path)],
     )
     meta.label = f"{meta.hostname}/{pid}" if meta.hostname else str(pid if pid is not None else path.name)
-    meta.extra.update({
-        "init_time_ns": opt_int(meta_in.get("init_time")),
-        "fini_time_ns": opt_int(meta_in.get("fini_time")),
-        "rocprofv3_config": meta_in.get("config") or {},
-    })
+    meta.extra.update(
+        {
+            "init_time_ns": opt_int(meta_in.get("init_time")),
+            "fini_time_ns": opt_int(meta_in.get("fini_time")),
+            "rocprofv3_config": meta_in.get("config") or {},
+        }
+    )
     proc = _Process(element)
     run = Run(meta=meta, agents=proc.agents)
     buffers = element.get("buffer_records")
@@ -371,30 +383,33 @@ def _kernels(proc: _Process, records: list, pid: int) -> pd.DataFrame:
         table = {k: _as_int(s[i]) for k, s in proc.symbols.items()}
         return np.array([table.get(k, -1) for k in kid.tolist()], dtype=np.int64)
 
-    return make_table("kernels", {
-        "start": _record_ints(records, "start_timestamp"),
-        "end": _record_ints(records, "end_timestamp"),
-        "agent": proc.nodes(_handles(records, "dispatch_info", "agent_id")),
-        "queue": _record_ints(records, "dispatch_info", "queue_id", "handle"),
-        "stream": _record_ints(records, "stream_id", "handle"),
-        "pid": np.full(len(records), pid, dtype=np.int64),
-        "tid": _record_ints(records, "thread_id"),
-        "correlation_id": _record_ints(records, "correlation_id", "internal"),
-        "dispatch_id": _record_ints(records, "dispatch_info", "dispatch_id"),
-        "kernel_id": kid,
-        "name": name,
-        "grid_x": _record_ints(records, "dispatch_info", "grid_size", "x"),
-        "grid_y": _record_ints(records, "dispatch_info", "grid_size", "y"),
-        "grid_z": _record_ints(records, "dispatch_info", "grid_size", "z"),
-        "wg_x": _record_ints(records, "dispatch_info", "workgroup_size", "x"),
-        "wg_y": _record_ints(records, "dispatch_info", "workgroup_size", "y"),
-        "wg_z": _record_ints(records, "dispatch_info", "workgroup_size", "z"),
-        "lds_bytes": _record_ints(records, "dispatch_info", "group_segment_size"),
-        "scratch_bytes": _record_ints(records, "dispatch_info", "private_segment_size"),
-        "arch_vgpr": reg(1),
-        "accum_vgpr": reg(2),
-        "sgpr": reg(3),
-    })
+    return make_table(
+        "kernels",
+        {
+            "start": _record_ints(records, "start_timestamp"),
+            "end": _record_ints(records, "end_timestamp"),
+            "agent": proc.nodes(_handles(records, "dispatch_info", "agent_id")),
+            "queue": _record_ints(records, "dispatch_info", "queue_id", "handle"),
+            "stream": _record_ints(records, "stream_id", "handle"),
+            "pid": np.full(len(records), pid, dtype=np.int64),
+            "tid": _record_ints(records, "thread_id"),
+            "correlation_id": _record_ints(records, "correlation_id", "internal"),
+            "dispatch_id": _record_ints(records, "dispatch_info", "dispatch_id"),
+            "kernel_id": kid,
+            "name": name,
+            "grid_x": _record_ints(records, "dispatch_info", "grid_size", "x"),
+            "grid_y": _record_ints(records, "dispatch_info", "grid_size", "y"),
+            "grid_z": _record_ints(records, "dispatch_info", "grid_size", "z"),
+            "wg_x": _record_ints(records, "dispatch_info", "workgroup_size", "x"),
+            "wg_y": _record_ints(records, "dispatch_info", "workgroup_size", "y"),
+            "wg_z": _record_ints(records, "dispatch_info", "workgroup_size", "z"),
+            "lds_bytes": _record_ints(records, "dispatch_info", "group_segment_size"),
+            "scratch_bytes": _record_ints(records, "dispatch_info", "private_segment_size"),
+            "arch_vgpr": reg(1),
+            "accum_vgpr": reg(2),
+            "sgpr": reg(3),
+        },
+    )
 
 
 def _api(proc: _Process, buffers: dict, pid: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -406,32 +421,53 @@ def _api(proc: _Process, buffers: dict, pid: int) -> tuple[pd.DataFrame, pd.Data
     domain = _from_codes(codes.reshape(-1), [api_domain(proc.kind_name(k)) for k in uniq.tolist()]) if len(kinds) else []
     start, end = _record_ints(records, "start_timestamp"), _record_ints(records, "end_timestamp")
     tid, corr = _record_ints(records, "thread_id"), _record_ints(records, "correlation_id", "internal")
-    api = make_table("api", {
-        "start": start, "end": end, "domain": domain, "name": proc.op_names(kinds, _record_ints(records, "operation")),
-        "pid": np.full(len(records), pid, dtype=np.int64), "tid": tid, "correlation_id": corr,
-    })
+    api = make_table(
+        "api",
+        {
+            "start": start,
+            "end": end,
+            "domain": domain,
+            "name": proc.op_names(kinds, _record_ints(records, "operation")),
+            "pid": np.full(len(records), pid, dtype=np.int64),
+            "tid": tid,
+            "correlation_id": corr,
+        },
+    )
     is_marker = np.asarray(pd.Series(domain, dtype=object) == "marker") if len(records) else np.zeros(0, bool)
     has_message = np.array([c in proc.markers for c in corr.tolist()], dtype=bool) & is_marker
-    markers = make_table("markers", {
-        "start": start[has_message], "end": end[has_message],
-        "name": [proc.markers[c] for c in corr[has_message].tolist()], "source": "roctx",
-        "pid": np.full(int(has_message.sum()), pid, dtype=np.int64), "tid": tid[has_message],
-    })
+    markers = make_table(
+        "markers",
+        {
+            "start": start[has_message],
+            "end": end[has_message],
+            "name": [proc.markers[c] for c in corr[has_message].tolist()],
+            "source": "roctx",
+            "pid": np.full(int(has_message.sum()), pid, dtype=np.int64),
+            "tid": tid[has_message],
+        },
+    )
     return api, markers
 
 
 def _copies(proc: _Process, records: list, pid: int) -> pd.DataFrame:
     src, dst = _handles(records, "src_agent_id"), _handles(records, "dst_agent_id")
     src_node, dst_node = proc.nodes(src), proc.nodes(dst)
-    return make_table("copies", {
-        "start": _record_ints(records, "start_timestamp"), "end": _record_ints(records, "end_timestamp"),
-        "bytes": _record_ints(records, "bytes"),
-        "direction": copy_direction(proc.types(src), proc.types(dst), src_node, dst_node),
-        "src_agent": src_node, "dst_agent": dst_node, "stream": _record_ints(records, "stream_id", "handle"),
-        "pid": np.full(len(records), pid, dtype=np.int64), "tid": _record_ints(records, "thread_id"),
-        "correlation_id": _record_ints(records, "correlation_id", "internal"),
-        "name": proc.op_names(_record_ints(records, "kind"), _record_ints(records, "operation")),
-    })
+    return make_table(
+        "copies",
+        {
+            "start": _record_ints(records, "start_timestamp"),
+            "end": _record_ints(records, "end_timestamp"),
+            "bytes": _record_ints(records, "bytes"),
+            "direction": copy_direction(proc.types(src), proc.types(dst), src_node, dst_node),
+            "src_agent": src_node,
+            "dst_agent": dst_node,
+            "stream": _record_ints(records, "stream_id", "handle"),
+            "pid": np.full(len(records), pid, dtype=np.int64),
+            "tid": _record_ints(records, "thread_id"),
+            "correlation_id": _record_ints(records, "correlation_id", "internal"),
+            "name": proc.op_names(_record_ints(records, "kind"), _record_ints(records, "operation")),
+        },
+    )
 
 
 def recode(values: pd.Categorical, func) -> pd.Categorical:
@@ -441,35 +477,47 @@ def recode(values: pd.Categorical, func) -> pd.Categorical:
     uniq = list(dict.fromkeys(new))
     remap = np.array([uniq.index(n) for n in new], dtype=np.int64)
     codes = np.asarray(values.codes, dtype=np.int64)
-    return pd.Categorical.from_codes(np.where(codes >= 0, remap[np.maximum(codes, 0)], -1) if len(remap) else codes,
-                                     categories=uniq).remove_unused_categories()
+    return pd.Categorical.from_codes(np.where(codes >= 0, remap[np.maximum(codes, 0)], -1) if len(remap) else codes, categories=uniq).remove_unused_categories()
 
 
 def _strip_prefix(names: pd.Categorical, prefix: str) -> pd.Categorical:
     """MEMORY_ALLOCATION_ALLOCATE -> ALLOCATE."""
-    return recode(names, lambda c: c[len(prefix):] if c.startswith(prefix) else c)
+    return recode(names, lambda c: c[len(prefix) :] if c.startswith(prefix) else c)
 
 
 def _allocations(proc: _Process, records: list, pid: int) -> pd.DataFrame:
     ops = proc.op_names(_record_ints(records, "kind"), _record_ints(records, "operation"))
-    return make_table("allocations", {
-        "start": _record_ints(records, "start_timestamp"), "end": _record_ints(records, "end_timestamp"),
-        "operation": _strip_prefix(ops, "MEMORY_ALLOCATION_"),
-        "agent": proc.nodes(_handles(records, "agent_id")), "bytes": _record_ints(records, "allocation_size"),
-        "address": _record_ints(records, "address"), "pid": np.full(len(records), pid, dtype=np.int64),
-        "tid": _record_ints(records, "thread_id"), "correlation_id": _record_ints(records, "correlation_id", "internal"),
-    })
+    return make_table(
+        "allocations",
+        {
+            "start": _record_ints(records, "start_timestamp"),
+            "end": _record_ints(records, "end_timestamp"),
+            "operation": _strip_prefix(ops, "MEMORY_ALLOCATION_"),
+            "agent": proc.nodes(_handles(records, "agent_id")),
+            "bytes": _record_ints(records, "allocation_size"),
+            "address": _record_ints(records, "address"),
+            "pid": np.full(len(records), pid, dtype=np.int64),
+            "tid": _record_ints(records, "thread_id"),
+            "correlation_id": _record_ints(records, "correlation_id", "internal"),
+        },
+    )
 
 
 def _scratch(proc: _Process, records: list) -> pd.DataFrame:
     ops = proc.op_names(_record_ints(records, "kind"), _record_ints(records, "operation"))
-    return make_table("scratch", {
-        "start": _record_ints(records, "start_timestamp"), "end": _record_ints(records, "end_timestamp"),
-        "operation": _strip_prefix(ops, "SCRATCH_MEMORY_"),
-        "agent": proc.nodes(_handles(records, "agent_id")), "queue": _record_ints(records, "queue_id", "handle"),
-        "tid": _record_ints(records, "thread_id"), "flags": [str(r.get("flags", "")) for r in records],
-        "bytes": _record_ints(records, "allocation_size"),
-    })
+    return make_table(
+        "scratch",
+        {
+            "start": _record_ints(records, "start_timestamp"),
+            "end": _record_ints(records, "end_timestamp"),
+            "operation": _strip_prefix(ops, "SCRATCH_MEMORY_"),
+            "agent": proc.nodes(_handles(records, "agent_id")),
+            "queue": _record_ints(records, "queue_id", "handle"),
+            "tid": _record_ints(records, "thread_id"),
+            "flags": [str(r.get("flags", "")) for r in records],
+            "bytes": _record_ints(records, "allocation_size"),
+        },
+    )
 
 
 def _counters(proc: _Process, records: list) -> pd.DataFrame:

@@ -42,11 +42,19 @@ BLOCK = re.compile(r"^ROCPROFV3 (?:(\w+) )?SUMMARY:\s*$")  # no domain: the bloc
 HEADER = re.compile(r"^\|\s*NAME\s*\|\s*DOMAIN\s*\|\s*CALLS\s*\|\s*DURATION \((\w+)\)", re.IGNORECASE)
 UNITS = {"nsec": 1, "usec": 1_000, "msec": 1_000_000, "sec": 1_000_000_000}
 # summary domain -> tool_stats key (the rocprofv3 --stats file of that domain)
-KEY_OF = {"KERNEL_DISPATCH": "kernel_stats", "HIP_API": "hip_api_stats", "HSA_API": "hsa_api_stats",
-          "MARKER_API": "marker_api_stats", "RCCL_API": "rccl_api_stats", "ROCDECODE_API": "rocdecode_api_stats",
-          "ROCJPEG_API": "rocjpeg_api_stats", "MEMORY_COPY": "memory_copy_stats",
-          "MEMORY_ALLOCATION": "memory_allocation_stats", "SCRATCH_MEMORY": "scratch_memory_stats",
-          "COUNTER_COLLECTION": "counter_collection_stats"}
+KEY_OF = {
+    "KERNEL_DISPATCH": "kernel_stats",
+    "HIP_API": "hip_api_stats",
+    "HSA_API": "hsa_api_stats",
+    "MARKER_API": "marker_api_stats",
+    "RCCL_API": "rccl_api_stats",
+    "ROCDECODE_API": "rocdecode_api_stats",
+    "ROCJPEG_API": "rocjpeg_api_stats",
+    "MEMORY_COPY": "memory_copy_stats",
+    "MEMORY_ALLOCATION": "memory_allocation_stats",
+    "SCRATCH_MEMORY": "scratch_memory_stats",
+    "COUNTER_COLLECTION": "counter_collection_stats",
+}
 
 
 def sniff(path: Path, head: bytes) -> Sniffed | None:
@@ -88,8 +96,18 @@ def parse_summary(text: str) -> dict[str, pd.DataFrame]:
             raise LoadError(f"{domain} block: a row has {len(cells)} cells, expected 9: {line[:80]!r}")
         name, _dom, calls, total, avg, pct, lo, hi, sd = (c.strip() for c in cells)
         try:
-            rows.append([name, int(calls), int(round(float(total) * scale)), float(avg) * scale, float(pct),
-                         int(round(float(lo) * scale)), int(round(float(hi) * scale)), float(sd) * scale])
+            rows.append(
+                [
+                    name,
+                    int(calls),
+                    int(round(float(total) * scale)),
+                    float(avg) * scale,
+                    float(pct),
+                    int(round(float(lo) * scale)),
+                    int(round(float(hi) * scale)),
+                    float(sd) * scale,
+                ]
+            )
         except ValueError:
             raise LoadError(f"{domain} block: non-numeric value in row {line[:80]!r}") from None
     close()

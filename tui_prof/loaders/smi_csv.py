@@ -124,9 +124,7 @@ def load_file(path: Path, issues: IssueSink | None = None) -> Run:
     run.meta.tool = "madengine-gpu-info-profiler"
     run.meta.label = path.name
     run.meta.files = [str(path)]
-    run.meta.extra.update(
-        {"series_only": True, "directory": str(path.parent), "clock": "local wall clock, read as UTC", "sampler_mode": columns[0][1]}
-    )
+    run.meta.extra.update({"series_only": True, "directory": str(path.parent), "clock": "local wall clock, read as UTC", "sampler_mode": columns[0][1]})
     if truncated:
         run.partial = True
         if issues is not None:

@@ -183,10 +183,7 @@ PC_SAMPLES = TableSpec(
     "Program-counter samples (host-trap or stochastic).",
 )
 
-TABLES: dict[str, TableSpec] = {
-    spec.name: spec
-    for spec in (KERNELS, API_CALLS, COPIES, ALLOCATIONS, SCRATCH, MARKERS, COUNTERS, SERIES, PC_SAMPLES)
-}
+TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (KERNELS, API_CALLS, COPIES, ALLOCATIONS, SCRATCH, MARKERS, COUNTERS, SERIES, PC_SAMPLES)}
 
 STATS_COLUMNS = ("name", "calls", "total_ns", "avg_ns", "percent", "min_ns", "max_ns", "stddev_ns")
 """Columns of a profiler-written statistics table kept in ``Run.tool_stats``.
@@ -210,8 +207,7 @@ def _categorical(values) -> pd.Series:
     """
     if isinstance(values, pd.Series):
         values = values.to_numpy()
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values,
-                                  use_na_sentinel=True)
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values, use_na_sentinel=True)
     texts = ["" if (u is None or (isinstance(u, float) and u != u)) else str(u) for u in uniques]
     if (codes < 0).any():
         texts.append("")

@@ -37,13 +37,15 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
     from tui_prof import __version__
 
     def side(doc: Mapping[str, Any]) -> dict:
-        return {"path": doc["source"]["path"], "formats": doc["source"]["formats"],
-                "processes": [p["label"] for p in doc["processes"]],
-                "errors": doc["source"]["errors"]}
+        return {
+            "path": doc["source"]["path"],
+            "formats": doc["source"]["formats"],
+            "processes": [p["label"] for p in doc["processes"]],
+            "errors": doc["source"]["errors"],
+        }
 
     rows = result.kernels if top is None else result.kernels.head(top)
-    kernels = [{c: (_num(v) if c not in ("key", "status") else v) for c, v in zip(KERNEL_DIFF_COLUMNS, r)}
-               for r in rows.itertuples(index=False)]
+    kernels = [{c: (_num(v) if c not in ("key", "status") else v) for c, v in zip(KERNEL_DIFF_COLUMNS, r)} for r in rows.itertuples(index=False)]
     doc = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
@@ -52,23 +54,29 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
         "match": result.by,
         "category_rules": result.category_rules,
         "noise": {"pct": result.noise_pct, "pp": result.noise_pp},
-        "metrics": [{k: (_num(v) if k in ("a", "b", "delta", "delta_pct", "threshold") else v) for k, v in m.items()}
-                    for m in result.metrics],
-        "kernels": {**result.counts(), "listed": len(kernels), "truncated": int(len(result.kernels) - len(kernels)),
-                    "rows": kernels, "source_a": result.summary_a.get("hotspots_source", "trace"),
-                    "source_b": result.summary_b.get("hotspots_source", "trace")},
+        "metrics": [{k: (_num(v) if k in ("a", "b", "delta", "delta_pct", "threshold") else v) for k, v in m.items()} for m in result.metrics],
+        "kernels": {
+            **result.counts(),
+            "listed": len(kernels),
+            "truncated": int(len(result.kernels) - len(kernels)),
+            "rows": kernels,
+            "source_a": result.summary_a.get("hotspots_source", "trace"),
+            "source_b": result.summary_b.get("hotspots_source", "trace"),
+        },
         "domains": [{k: (_num(v) if k not in ("domain", "status") else v) for k, v in d.items()} for d in result.domains],
         "notes": list(result.notes),
     }
     if fail_on_regression is not None:
         regs = regressions(result, fail_on_regression)
         judged = comparable(result)
-        doc["fail_on_regression"] = {"pct": float(fail_on_regression), "failed": bool(regs),
-                                     "metrics": [m["key"] for m in regs],
-                                     "tripped": [{"key": m["key"], "reason": m["reason"]} for m in regs],
-                                     "not_judged": [{"key": m["key"], "reason": m["reason"]} for m in result.metrics
-                                                    if m["better"] == "lower" and m["status"] == "n/a"],
-                                     "exit_status": gate_status(result, fail_on_regression) if judged or regs else EXIT_NOTHING_LOADED}
+        doc["fail_on_regression"] = {
+            "pct": float(fail_on_regression),
+            "failed": bool(regs),
+            "metrics": [m["key"] for m in regs],
+            "tripped": [{"key": m["key"], "reason": m["reason"]} for m in regs],
+            "not_judged": [{"key": m["key"], "reason": m["reason"]} for m in result.metrics if m["better"] == "lower" and m["status"] == "n/a"],
+            "exit_status": gate_status(result, fail_on_regression) if judged or regs else EXIT_NOTHING_LOADED,
+        }
     return doc
 
 
@@ -117,14 +125,23 @@ def _reason_cell(m: Mapping[str, Any]) -> str:
 
 
 def metric_rows(result: DiffResult) -> list[list[str]]:
-    return [[m["label"], fmt_metric(m["a"], m["unit"]), fmt_metric(m["b"], m["unit"]),
-             fmt_metric(m["delta"], m["unit"], signed=True), fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
-             f"±{m['threshold']:g}{m['threshold_unit']}", _verdict_cell(m), _reason_cell(m)] for m in result.metrics]
+    return [
+        [
+            m["label"],
+            fmt_metric(m["a"], m["unit"]),
+            fmt_metric(m["b"], m["unit"]),
+            fmt_metric(m["delta"], m["unit"], signed=True),
+            fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
+            f"±{m['threshold']:g}{m['threshold_unit']}",
+            _verdict_cell(m),
+            _reason_cell(m),
+        ]
+        for m in result.metrics
+    ]
 
 
 METRIC_HEADERS = ["metric", "A", "B", "Δ (B−A)", "Δ %", "noise", "verdict", "why"]
-KERNEL_HEADERS = ["kernel", "status", "calls A", "calls B", "total A", "total B", "Δ total", "Δ %", "ratio", "avg A", "avg B",
-                  "share A", "share B"]
+KERNEL_HEADERS = ["kernel", "status", "calls A", "calls B", "total A", "total B", "Δ total", "Δ %", "ratio", "avg A", "avg B", "share A", "share B"]
 DOMAIN_HEADERS = ["domain", "status", "calls A", "calls B", "total A", "total B", "Δ total", "Δ %"]
 
 
@@ -133,9 +150,19 @@ def _share(value) -> str:
 
 
 def domain_rows(result: DiffResult) -> list[list[str]]:
-    return [[d["domain"], d["status"], str(d["calls_a"]), str(d["calls_b"]), fmt_ns(d["total_a_ns"]) if d["status"] != "added" else "-",
-             fmt_ns(d["total_b_ns"]) if d["status"] != "removed" else "-", ("+" if d["delta_ns"] > 0 else "") + fmt_ns(d["delta_ns"]),
-             fmt_rel(d["delta_pct"])] for d in result.domains]
+    return [
+        [
+            d["domain"],
+            d["status"],
+            str(d["calls_a"]),
+            str(d["calls_b"]),
+            fmt_ns(d["total_a_ns"]) if d["status"] != "added" else "-",
+            fmt_ns(d["total_b_ns"]) if d["status"] != "removed" else "-",
+            ("+" if d["delta_ns"] > 0 else "") + fmt_ns(d["delta_ns"]),
+            fmt_rel(d["delta_pct"]),
+        ]
+        for d in result.domains
+    ]
 
 
 def kernel_rows(result: DiffResult, top: int | None, width: int) -> list[list[str]]:
@@ -143,12 +170,23 @@ def kernel_rows(result: DiffResult, top: int | None, width: int) -> list[list[st
     rows = result.kernels if top is None else result.kernels.head(top)
     out = []
     for r in rows.itertuples(index=False):
-        out.append([Code(shorten(r.key, width)), r.status, str(r.calls_a), str(r.calls_b),
-                    fmt_ns(r.total_a_ns) if r.calls_a else "-", fmt_ns(r.total_b_ns) if r.calls_b else "-",
-                    ("+" if r.delta_ns > 0 else "") + fmt_ns(r.delta_ns), fmt_rel(r.delta_pct),
-                    "-" if np.isnan(r.ratio) else f"{r.ratio:.3f}×",
-                    "-" if np.isnan(r.avg_a_ns) else fmt_ns(r.avg_a_ns), "-" if np.isnan(r.avg_b_ns) else fmt_ns(r.avg_b_ns),
-                    _share(r.share_a), _share(r.share_b)])
+        out.append(
+            [
+                Code(shorten(r.key, width)),
+                r.status,
+                str(r.calls_a),
+                str(r.calls_b),
+                fmt_ns(r.total_a_ns) if r.calls_a else "-",
+                fmt_ns(r.total_b_ns) if r.calls_b else "-",
+                ("+" if r.delta_ns > 0 else "") + fmt_ns(r.delta_ns),
+                fmt_rel(r.delta_pct),
+                "-" if np.isnan(r.ratio) else f"{r.ratio:.3f}×",
+                "-" if np.isnan(r.avg_a_ns) else fmt_ns(r.avg_a_ns),
+                "-" if np.isnan(r.avg_b_ns) else fmt_ns(r.avg_b_ns),
+                _share(r.share_a),
+                _share(r.share_b),
+            ]
+        )
     return out
 
 
@@ -156,8 +194,7 @@ def diff_text(result: DiffResult, top: int | None = 20, name_width: int = 56, fa
     """``tuiprof diff`` as plain text."""
 
     c = result.counts()
-    out = [f"A: {result.path_a}", f"B: {result.path_b}",
-           f"Kernels matched by {result.by}: {c['matched']} matched, {c['added']} added, {c['removed']} removed"]
+    out = [f"A: {result.path_a}", f"B: {result.path_b}", f"Kernels matched by {result.by}: {c['matched']} matched, {c['added']} added, {c['removed']} removed"]
     out += [f"Note: {n}" for n in result.notes]
     out += ["", f"Summary (Δ = B − A; noise: ±{result.noise_pct:g}% of A for times and counts, ±{result.noise_pp:g} points for % metrics)"]
     out += table(METRIC_HEADERS, metric_rows(result), "lrrrrrll")
@@ -180,9 +217,13 @@ def _verdict(result: DiffResult, pct: float | None) -> list[str]:
     if skipped:
         out.append("Not judged (a side has no data): " + ", ".join(f"{m['label']} {_verdict_cell(m)}" for m in skipped))
     if regs:
-        out.append(f"REGRESSION beyond {pct:g}%: " + ", ".join(
-            f"{m['label']} {fmt_metric(m['delta'], m['unit'], signed=True)}" + (f" ({fmt_rel(m['delta_pct'])})" if m["unit"] != "pct" else "")
-            for m in regs) + f" -> exit status {EXIT_REGRESSION}")
+        out.append(
+            f"REGRESSION beyond {pct:g}%: "
+            + ", ".join(
+                f"{m['label']} {fmt_metric(m['delta'], m['unit'], signed=True)}" + (f" ({fmt_rel(m['delta_pct'])})" if m["unit"] != "pct" else "") for m in regs
+            )
+            + f" -> exit status {EXIT_REGRESSION}"
+        )
         out += [f"  tripped: {m['reason']}" for m in regs]
     elif not comparable(result):
         out.append(f"No metric could be judged (neither side has the data) -> exit status {EXIT_NOTHING_LOADED}")
@@ -195,9 +236,14 @@ def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: 
     """``tuiprof diff --md``: the same tables as Markdown (for tickets and CI comments)."""
 
     c = result.counts()
-    out = ["# tuiprof diff", "", f"- **A**: {md_code(result.path_a)}", f"- **B**: {md_code(result.path_b)}",
-           f"- kernels matched by **{result.by}**: {c['matched']} matched, {c['added']} added, {c['removed']} removed",
-           f"- noise threshold: ±{result.noise_pct:g}% of A (times, counts), ±{result.noise_pp:g} points (% metrics)"]
+    out = [
+        "# tuiprof diff",
+        "",
+        f"- **A**: {md_code(result.path_a)}",
+        f"- **B**: {md_code(result.path_b)}",
+        f"- kernels matched by **{result.by}**: {c['matched']} matched, {c['added']} added, {c['removed']} removed",
+        f"- noise threshold: ±{result.noise_pct:g}% of A (times, counts), ±{result.noise_pp:g} points (% metrics)",
+    ]
     out += [f"- note: {md_text(n)}" for n in result.notes]
     out += ["", "## Summary (Δ = B − A)", ""] + markdown_table(METRIC_HEADERS, metric_rows(result))
     shown = len(result.kernels) if top is None else min(top, len(result.kernels))

@@ -162,14 +162,14 @@ def shorten_name(name: str, width: int, keep: int | None = None) -> str:
         return text[: max(width - 1, 0)] + "…"
     if keep is None:
         head = (width - 1) // 2
-        return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+        return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
     # head … window around ``keep`` … tail
     room = width - 2
     head = max(room // 4, 1)
     tail = max(room // 4, 1)
     mid = room - head - tail
     start = min(max(keep - mid // 2, head), max(len(text) - tail - mid, head))
-    return text[:head] + "…" + text[start:start + mid] + "…" + text[len(text) - tail:]
+    return text[:head] + "…" + text[start : start + mid] + "…" + text[len(text) - tail :]
 
 
 def shorten_names(names: list[str], width: int) -> list[str]:
@@ -185,8 +185,9 @@ def shorten_names(names: list[str], width: int) -> list[str]:
         reduced = [_strip_namespaces(_drop_arguments(names[i][5:] if names[i].startswith("void ") else names[i])) for i in same]
         for j, i in enumerate(same):
             # the places where this name first differs from each other one, nearest first
-            spots = sorted({next((p for p, (a, b) in enumerate(zip(reduced[j], o)) if a != b), min(len(reduced[j]), len(o)))
-                            for k, o in enumerate(reduced) if k != j})
+            spots = sorted(
+                {next((p for p, (a, b) in enumerate(zip(reduced[j], o)) if a != b), min(len(reduced[j]), len(o))) for k, o in enumerate(reduced) if k != j}
+            )
             taken = {out[k] for k in same if k != i}
             for spot in spots:
                 out[i] = shorten_name(names[i], width, keep=spot)

@@ -47,10 +47,10 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
         )
     gpus = [a for a in summary["agents"] if a.get("type") == "GPU"]
     if gpus:
-        out.append("GPUs: " + "; ".join(
-            f"{a['id']}: {a['arch'] or '?'}" + (f" {a['product']}" if a.get("product") and a["product"] != a["arch"] else "")
-            for a in gpus
-        ))
+        out.append(
+            "GPUs: "
+            + "; ".join(f"{a['id']}: {a['arch'] or '?'}" + (f" {a['product']}" if a.get("product") and a["product"] != a["arch"] else "") for a in gpus)
+        )
     kernels = summary["kernels"]
     out.append(
         f"Kernels: {kernels['dispatches']} dispatches of {kernels['unique_names']} kernels, "
@@ -60,8 +60,16 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
         out.append("")
         out.append("Top kernels" + source_note(summary, "hotspots_source"))
         rows = [
-            [shorten(h["name"], name_width), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["avg_ns"]),
-             fmt_ns(h["min_ns"]), fmt_ns(h["max_ns"]), fmt_ns(h["stddev_ns"]), f"{h['percent']:.2f}"]
+            [
+                shorten(h["name"], name_width),
+                str(h["calls"]),
+                fmt_ns(h["total_ns"]),
+                fmt_ns(h["avg_ns"]),
+                fmt_ns(h["min_ns"]),
+                fmt_ns(h["max_ns"]),
+                fmt_ns(h["stddev_ns"]),
+                f"{h['percent']:.2f}",
+            ]
             for h in summary["hotspots"]
         ]
         out.extend(table(["kernel", "calls", "total", "avg", "min", "max", "stddev", "%"], rows))
@@ -94,18 +102,26 @@ def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[st
     out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
     api = summary.get("api") or {}
     if api.get("rows"):
-        rows = [[r["domain"], Code(shorten(r["name"], name_width)), str(r["calls"]), fmt_ns(r["total_ns"]), fmt_ns(r["avg_ns"]),
-                 f"{r['percent']:.2f}"] for r in api["rows"]]
-        out.append(("API calls" + source_note({**summary, "api_source": api["source"]}, "api_source"),
-                    ["domain", "API", "calls", "total", "avg", "% of domain"], rows, []))
+        rows = [
+            [r["domain"], Code(shorten(r["name"], name_width)), str(r["calls"]), fmt_ns(r["total_ns"]), fmt_ns(r["avg_ns"]), f"{r['percent']:.2f}"]
+            for r in api["rows"]
+        ]
+        out.append(
+            (
+                "API calls" + source_note({**summary, "api_source": api["source"]}, "api_source"),
+                ["domain", "API", "calls", "total", "avg", "% of domain"],
+                rows,
+                [],
+            )
+        )
     # kernel and API statistics are shown above (hotspots, API calls); copy statistics only without a copy trace
-    shown = {"kernel_stats", "hip_api_stats", "hsa_api_stats", "marker_api_stats", "rccl_api_stats", "rocdecode_api_stats",
-             "rocjpeg_api_stats"} | ({"memory_copy_stats"} if summary.get("copies_source") == "trace" else set())
+    shown = {"kernel_stats", "hip_api_stats", "hsa_api_stats", "marker_api_stats", "rccl_api_stats", "rocdecode_api_stats", "rocjpeg_api_stats"} | (
+        {"memory_copy_stats"} if summary.get("copies_source") == "trace" else set()
+    )
     for t in (summary.get("stats") or {}).get("tables", []):
         if t["key"] in shown:
             continue
-        rows = [[Code(shorten(r["name"], name_width)), str(r["calls"]), fmt_ns(r["total_ns"]), fmt_ns(r["avg_ns"]), f"{r['percent']:.2f}"]
-                for r in t["rows"]]
+        rows = [[Code(shorten(r["name"], name_width)), str(r["calls"]), fmt_ns(r["total_ns"]), fmt_ns(r["avg_ns"]), f"{r['percent']:.2f}"] for r in t["rows"]]
         out.append((f"{t['domain']} (from {t['source']})", ["name", "calls", "total", "avg", "%"], rows, []))
     return out
 
@@ -124,8 +140,17 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
             rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
             out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
         out.extend(stats_sections(summary, name_width))
-        out.append(("Timeline", [], [], ["No trace in this run: idle, gaps, synchronisation and launch overhead need one. "
-                                         "Record it with rocprofv3 --kernel-trace --sys-trace -- <app>."]))
+        out.append(
+            (
+                "Timeline",
+                [],
+                [],
+                [
+                    "No trace in this run: idle, gaps, synchronisation and launch overhead need one. "
+                    "Record it with rocprofv3 --kernel-trace --sys-trace -- <app>."
+                ],
+            )
+        )
         return out
     m = summary["measurement"]
     rows = [
@@ -147,80 +172,179 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
         out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
     gpu = summary["gpu"]
-    rows = [[a["process"], str(a["agent"]), fmt_ns(a["span_ns"]), fmt_ns(a["busy_ns"]), _pct(a["busy_pct"]), _pct(a["idle_pct"]),
-             str(a["dispatches"]), str(a["copies"])] for a in gpu["agents"]]
-    out.append(("GPU busy / idle (union of kernels and copies over all queues)",
-                ["process", "agent", "span", "busy", "busy %", "idle %", "dispatches", "copies"], rows, []))
+    rows = [
+        [
+            a["process"],
+            str(a["agent"]),
+            fmt_ns(a["span_ns"]),
+            fmt_ns(a["busy_ns"]),
+            _pct(a["busy_pct"]),
+            _pct(a["idle_pct"]),
+            str(a["dispatches"]),
+            str(a["copies"]),
+        ]
+        for a in gpu["agents"]
+    ]
+    out.append(
+        (
+            "GPU busy / idle (union of kernels and copies over all queues)",
+            ["process", "agent", "span", "busy", "busy %", "idle %", "dispatches", "copies"],
+            rows,
+            [],
+        )
+    )
     gaps = summary["gaps"]
-    notes = [f"{gaps['count']} gaps >= {fmt_ns(gaps['threshold_ns'])} (threshold, --gap-threshold); "
-             f"{gaps['below_threshold_count']} shorter gaps total {fmt_ns(gaps['below_threshold_ns'])}.",
-             "By cause: " + ", ".join(f"{c} {fmt_ns(v)} ({gaps['count_by_cause'][c]})" for c, v in gaps["by_cause"].items() if gaps["count_by_cause"][c])]
+    notes = [
+        f"{gaps['count']} gaps >= {fmt_ns(gaps['threshold_ns'])} (threshold, --gap-threshold); "
+        f"{gaps['below_threshold_count']} shorter gaps total {fmt_ns(gaps['below_threshold_ns'])}.",
+        "By cause: " + ", ".join(f"{c} {fmt_ns(v)} ({gaps['count_by_cause'][c]})" for c, v in gaps["by_cause"].items() if gaps["count_by_cause"][c]),
+    ]
     listed = sorted(gaps["listed"], key=lambda g: -g["duration_ns"])[:max_gaps]
-    rows = [[str(g["agent"]), fmt_ns(g["start_ns"] - gpu_first(summary, g)), fmt_ns(g["duration_ns"]), g["cause"],
-             g["api_cause"] or "-", g["api_before"] or "-", Code(shorten(g["next"], 40))] for g in listed]
+    rows = [
+        [
+            str(g["agent"]),
+            fmt_ns(g["start_ns"] - gpu_first(summary, g)),
+            fmt_ns(g["duration_ns"]),
+            g["cause"],
+            g["api_cause"] or "-",
+            g["api_before"] or "-",
+            Code(shorten(g["next"], 40)),
+        ]
+        for g in listed
+    ]
     out.append((f"Idle gaps (longest {len(rows)})", ["agent", "at (from GPU start)", "duration", "cause", "caused by", "API before", "next work"], rows, notes))
     s = summary["sync"]
     sal = s["sync_after_launch"]
     rows = [[Code(name), str(v["calls"]), fmt_ns(v["total_ns"])] for name, v in s["by_name"].items()]
-    notes = [f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
-             f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
-             + (" -> sync inside the loop detected" if sal["detected"] else "")]
+    notes = [
+        f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
+        f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
+        + (" -> sync inside the loop detected" if sal["detected"] else "")
+    ]
     if "exposed_ns" in s:
-        notes.append(f"exposed {fmt_ns(s['exposed_ns'])} = {s['exposed_pct_of_wall']:.2f} % of wall (host blocked while the GPU "
-                     f"has nothing left to run); waiting for work {fmt_ns(s['waiting_ns'])} (the GPU still runs queued work)")
+        notes.append(
+            f"exposed {fmt_ns(s['exposed_ns'])} = {s['exposed_pct_of_wall']:.2f} % of wall (host blocked while the GPU "
+            f"has nothing left to run); waiting for work {fmt_ns(s['waiting_ns'])} (the GPU still runs queued work)"
+        )
     out.append(("Synchronisation", ["API", "calls", "time"], rows, notes))
     lc = summary["launch"]
-    rows = [["launch calls", str(lc["launch_calls"])], ["graph launches", str(lc["graph_launch_calls"])],
-            ["launch API time (kernel + graph launches)", f"{fmt_ns(lc['api_total_ns'])} ({_pct(lc['api_pct_of_wall'])} of wall)"]]
+    rows = [
+        ["launch calls", str(lc["launch_calls"])],
+        ["graph launches", str(lc["graph_launch_calls"])],
+        ["launch API time (kernel + graph launches)", f"{fmt_ns(lc['api_total_ns'])} ({_pct(lc['api_pct_of_wall'])} of wall)"],
+    ]
     if lc["graph_launch_calls"]:
-        rows += [["  of which graph launches", fmt_ns(lc.get("graph_launch_api_ns"))],
-                 ["dispatches replayed from graphs", f"{lc['graph_dispatches']} ({lc.get('launches_per_graph') or 0:g} per graph launch)"]]
-    rows += [["dispatches linked by correlation id", str(lc["linked_dispatches"])],
-            ["median launch API time", fmt_ns(lc["median_api_ns"])],
-            ["median queue delay (kernel start - API start)", fmt_ns(lc["median_queue_delay_ns"])],
-            ["median kernel time", fmt_ns(lc["median_kernel_ns"])],
-            [f"kernels < {fmt_ns(lc['tiny_kernel_threshold_ns'])}", str(lc["tiny_kernels"])]]
+        rows += [
+            ["  of which graph launches", fmt_ns(lc.get("graph_launch_api_ns"))],
+            ["dispatches replayed from graphs", f"{lc['graph_dispatches']} ({lc.get('launches_per_graph') or 0:g} per graph launch)"],
+        ]
+    rows += [
+        ["dispatches linked by correlation id", str(lc["linked_dispatches"])],
+        ["median launch API time", fmt_ns(lc["median_api_ns"])],
+        ["median queue delay (kernel start - API start)", fmt_ns(lc["median_queue_delay_ns"])],
+        ["median kernel time", fmt_ns(lc["median_kernel_ns"])],
+        [f"kernels < {fmt_ns(lc['tiny_kernel_threshold_ns'])}", str(lc["tiny_kernels"])],
+    ]
     out.append(("Launch overhead", ["metric", "value"], rows, []))
     c = summary["copies"]
     if c["count"]:
-        rows = [[d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v['bytes'])), fmt_ns(v["time_ns"]),
-                 "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s"] for d, v in c["by_direction"].items()]
+        rows = [
+            [
+                d,
+                str(v["count"]),
+                ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v["bytes"])),
+                fmt_ns(v["time_ns"]),
+                "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s",
+            ]
+            for d, v in c["by_direction"].items()
+        ]
         out.append(("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"]))
-        rows = [[kind, d, str(v["count"]), ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v["bytes"])),
-                 fmt_ns(v["time_ns"]), "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s",
-                 "-" if v.get("first_bandwidth_gbs") is None else f"{v['first_bandwidth_gbs']:.2f} GB/s"]
-                for kind, k in c.get("by_kind", {}).items() for d, v in k["by_direction"].items()]
+        rows = [
+            [
+                kind,
+                d,
+                str(v["count"]),
+                ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v["bytes"])),
+                fmt_ns(v["time_ns"]),
+                "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s",
+                "-" if v.get("first_bandwidth_gbs") is None else f"{v['first_bandwidth_gbs']:.2f} GB/s",
+            ]
+            for kind, k in c.get("by_kind", {}).items()
+            for d, v in k["by_direction"].items()
+        ]
         if rows:
-            out.append(("Copies by memory kind", ["kind", "direction", "count", "bytes", "time", "bandwidth", "first copy"], rows,
-                        ["pinned/pageable/managed: the host memory kind the profiler recorded; host: not recorded"]))
-    rows = [[Code(h["name"]), str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
-            for h in summary["hotspots_by"]["category"]]
+            out.append(
+                (
+                    "Copies by memory kind",
+                    ["kind", "direction", "count", "bytes", "time", "bandwidth", "first copy"],
+                    rows,
+                    ["pinned/pageable/managed: the host memory kind the profiler recorded; host: not recorded"],
+                )
+            )
+    rows = [
+        [Code(h["name"]), str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
+        for h in summary["hotspots_by"]["category"]
+    ]
     out.append(("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"]))
     operators = summary.get("hotspots_by_operator") or []
     if operators:
         rows = [[Code(shorten(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in operators[:15]]
-        out.append(("Kernel time by launching operator", ["operator", "kernels", "total", "% kernel"], rows,
-                    ["the innermost cpu_op around each kernel's launch call; graph: replayed from a CUDA/HIP graph"]))
-    rows = [[Code(shorten(h["name"], name_width)), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}",
-             f"{h.get('pct_wall', 0):.2f}"] for h in summary["hotspots_by"]["normalized"][:15]]
+        out.append(
+            (
+                "Kernel time by launching operator",
+                ["operator", "kernels", "total", "% kernel"],
+                rows,
+                ["the innermost cpu_op around each kernel's launch call; graph: replayed from a CUDA/HIP graph"],
+            )
+        )
+    rows = [
+        [
+            Code(shorten(h["name"], name_width)),
+            str(h["calls"]),
+            fmt_ns(h["total_ns"]),
+            fmt_ns(h["median_ns"]),
+            f"{h['percent']:.2f}",
+            f"{h.get('pct_wall', 0):.2f}",
+        ]
+        for h in summary["hotspots_by"]["normalized"][:15]
+    ]
     out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
     out.extend(stats_sections(summary, name_width))
     if summary["occupancy"]:
-        rows = [[Code(shorten(o["name"], name_width)), o["arch"], f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}", f"{o['occupancy_pct']:.1f} %",
-                 o["limiter"], o["hint"]] for o in summary["occupancy"][:10]]
+        rows = [
+            [
+                Code(shorten(o["name"], name_width)),
+                o["arch"],
+                f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}",
+                f"{o['occupancy_pct']:.1f} %",
+                o["limiter"],
+                o["hint"],
+            ]
+            for o in summary["occupancy"][:10]
+        ]
         out.append(("Theoretical occupancy", ["kernel", "arch", "waves/SIMD", "occupancy", "limiter", "what would lift it"], rows, []))
     for block in summary["counters"]:
         rows = []
         for k in block["kernels"][:10]:
             for m in k["metrics"].values():
-                rows.append([Code(shorten(k["name"], 40)), m["label"], f"{m['value']:.4g} {m['unit']}", m["threshold"],
-                             ("! " + m["meaning"]) if m["flagged"] else "ok", m["source"]])
+                rows.append(
+                    [
+                        Code(shorten(k["name"], 40)),
+                        m["label"],
+                        f"{m['value']:.4g} {m['unit']}",
+                        m["threshold"],
+                        ("! " + m["meaning"]) if m["flagged"] else "ok",
+                        m["source"],
+                    ]
+                )
         notes = []
         if block["missing"]:
             notes.append("Missing for: " + ", ".join(block["missing"]) + ". Collect with:")
             notes.extend("  " + cmd for cmd in block["commands"])
         if rows or notes:
-            out.append((f"Counters ({block['process']}, {block.get('arch') or '?'})", ["kernel", "metric", "value", "threshold", "verdict", "source"], rows, notes))
+            out.append(
+                (f"Counters ({block['process']}, {block.get('arch') or '?'})", ["kernel", "metric", "value", "threshold", "verdict", "source"], rows, notes)
+            )
     for a in summary["agents"]:
         caps = a.get("capabilities")
         if caps:
@@ -262,8 +386,7 @@ def md_cell(cell: str) -> str:
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     """A Markdown table; every cell through :func:`md_cell`."""
-    return (["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-            + ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows])
+    return ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"] + ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
 
 
 def summary_markdown(summary: Mapping[str, Any]) -> str:
@@ -274,8 +397,10 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     for proc in summary["processes"]:
         out.append(f"Process {md_code(proc['label'])}: {proc['dispatches']} dispatches, {proc['api_calls']} API calls, {proc['copies']} copies  ")
     k = summary["kernels"]
-    out.append(f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time"
-               + md_text(source_note(summary, "hotspots_source"), line_start=False))
+    out.append(
+        f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time"
+        + md_text(source_note(summary, "hotspots_source"), line_start=False)
+    )
     for title, headers, rows, notes in _sections(summary, name_width=80):
         out += ["", f"## {md_text(title, line_start=False)}", ""]
         if rows:
@@ -289,9 +414,18 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
             if code:
                 out += ["", *md_fence([c.strip() for c in code], "sh")]
     if summary["hotspots"]:
-        out += ["", "## Top kernels" + md_text(source_note(summary, "hotspots_source"), line_start=False), "", "| kernel | calls | total | avg | median | % |", "|---|---|---|---|---|---|"]
-        out.extend(f"| {md_code(shorten(h['name'], 100), in_table=True)} | {h['calls']} | {fmt_ns(h['total_ns'])} | {fmt_ns(h['avg_ns'])} | "
-                   f"{fmt_ns(h['median_ns'])} | {h['percent']:.2f} |" for h in summary["hotspots"])
+        out += [
+            "",
+            "## Top kernels" + md_text(source_note(summary, "hotspots_source"), line_start=False),
+            "",
+            "| kernel | calls | total | avg | median | % |",
+            "|---|---|---|---|---|---|",
+        ]
+        out.extend(
+            f"| {md_code(shorten(h['name'], 100), in_table=True)} | {h['calls']} | {fmt_ns(h['total_ns'])} | {fmt_ns(h['avg_ns'])} | "
+            f"{fmt_ns(h['median_ns'])} | {h['percent']:.2f} |"
+            for h in summary["hotspots"]
+        )
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {md_text(w)}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"

@@ -53,12 +53,10 @@ def write_run(run: SynthRun, outdir: str | Path, fmt: str, *, hostname: str = "s
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: generate one synthetic run and print its known answers."""
-    parser = argparse.ArgumentParser(prog="python -m tui_prof.synth",
-                                     description="Write a synthetic GPU run whose answers are known by construction.")
+    parser = argparse.ArgumentParser(prog="python -m tui_prof.synth", description="Write a synthetic GPU run whose answers are known by construction.")
     parser.add_argument("outdir", help="output folder (files go to OUTDIR/<hostname>/)")
     parser.add_argument("--format", choices=FORMATS, default="csv")
-    parser.add_argument("--dispatches", type=int, default=None,
-                        help="total kernel dispatches (rounded up to whole iterations on every GPU)")
+    parser.add_argument("--dispatches", type=int, default=None, help="total kernel dispatches (rounded up to whole iterations on every GPU)")
     parser.add_argument("--iterations", type=int, default=200, help="used when --dispatches is not given")
     parser.add_argument("--kernels-per-iteration", type=int, default=10)
     parser.add_argument("--gpus", type=int, default=1)
@@ -80,10 +78,20 @@ def main(argv: list[str] | None = None) -> int:
         per_iteration = args.kernels_per_iteration * args.gpus
         iterations = max(1, math.ceil(args.dispatches / per_iteration))
     try:
-        spec = SynthSpec(iterations=iterations, kernels_per_iteration=args.kernels_per_iteration,
-                         gpus=args.gpus, streams=args.streams, sync=args.sync, gap_ns=args.gap_ns,
-                         gemm_share=args.gemm_share, seed=args.seed, pid=args.pid, arch=args.arch,
-                         htod_copies=args.htod_copies, dtoh_copies=args.dtoh_copies)
+        spec = SynthSpec(
+            iterations=iterations,
+            kernels_per_iteration=args.kernels_per_iteration,
+            gpus=args.gpus,
+            streams=args.streams,
+            sync=args.sync,
+            gap_ns=args.gap_ns,
+            gemm_share=args.gemm_share,
+            seed=args.seed,
+            pid=args.pid,
+            arch=args.arch,
+            htod_copies=args.htod_copies,
+            dtoh_copies=args.dtoh_copies,
+        )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -98,6 +106,5 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.answers, "w") as out:
             out.write(text + "\n")
     print(text)
-    print(f"wrote {where} ({spec.dispatches} dispatches; build {t1 - t0:.2f} s, write {t2 - t1:.2f} s)",
-          file=sys.stderr)
+    print(f"wrote {where} ({spec.dispatches} dispatches; build {t1 - t0:.2f} s, write {t2 - t1:.2f} s)", file=sys.stderr)
     return 0

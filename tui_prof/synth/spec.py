@@ -71,21 +71,50 @@ OTHER_KERNELS: tuple[KernelKind, ...] = (
     KernelKind(
         "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
         "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
-        6_000, (1048576, 1, 1), (256, 1, 1), 16, 0, 24, 0),
+        6_000,
+        (1048576, 1, 1),
+        (256, 1, 1),
+        16,
+        0,
+        24,
+        0,
+    ),
     KernelKind(
         "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, "
         "float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, "
         "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)",
-        9_000, (131072, 4, 1), (512, 1, 1), 32, 0, 40, 4096),
+        9_000,
+        (131072, 4, 1),
+        (512, 1, 1),
+        32,
+        0,
+        40,
+        4096,
+    ),
     KernelKind(
         "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, "
         "float const*, float const*, float const*, float*, float*, float*)",
-        12_000, (262144, 1, 1), (256, 1, 1), 40, 0, 32, 2048),
+        12_000,
+        (262144, 1, 1),
+        (256, 1, 1),
+        40,
+        0,
+        32,
+        2048,
+    ),
     KernelKind(
         "void ck_tile::kentry<256, 2, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<"
         "ck_tile::half_t> > >(ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<"
         "ck_tile::half_t> >::Kargs)",
-        40_000, (16384, 16, 8), (256, 1, 1), 128, 64, 96, 32768, 256),
+        40_000,
+        (16384, 16, 8),
+        (256, 1, 1),
+        128,
+        64,
+        96,
+        32768,
+        256,
+    ),
     KernelKind("__amd_rocclr_copyBuffer", 4_000, (65536, 1, 1), (512, 1, 1), 12, 0, 16, 0),
 )
 
@@ -242,31 +271,89 @@ def make_agents(gpus: int, arch: str = "gfx942") -> list[Agent]:
     ``arch="gfx1151"`` the Strix Halo APU: a Ryzen AI Max+ 395 and its Radeon 8060S (40
     RDNA 3.5 CUs, 2 SIMD32 per CU, wave32)."""
     if arch == "gfx1151":
-        agents = [Agent(id=0, type="CPU", name="AMD RYZEN AI MAX+ 395 w/ Radeon 8060S",
-                        product="AMD RYZEN AI MAX+ 395 w/ Radeon 8060S", vendor="CPU",
-                        node_id=0, logical_index=0, type_index=0, cu_count=32,
-                        max_clock_mhz=5100, extra={"cpu_cores_count": 32})]
+        agents = [
+            Agent(
+                id=0,
+                type="CPU",
+                name="AMD RYZEN AI MAX+ 395 w/ Radeon 8060S",
+                product="AMD RYZEN AI MAX+ 395 w/ Radeon 8060S",
+                vendor="CPU",
+                node_id=0,
+                logical_index=0,
+                type_index=0,
+                cu_count=32,
+                max_clock_mhz=5100,
+                extra={"cpu_cores_count": 32},
+            )
+        ]
         for g in range(gpus):
-            agents.append(Agent(
-                id=g + 1, type="GPU", name="gfx1151", product="AMD Radeon 8060S Graphics", vendor="AMD",
-                node_id=g + 1, logical_index=g + 1, type_index=g, gfx_target_version=110501,
-                cu_count=40, simd_per_cu=2, simd_count=80, wave_size=32, max_waves_per_simd=16,
-                max_waves_per_cu=32, lds_bytes_per_cu=65536, num_xcc=1, max_clock_mhz=2900,
-                memory_bytes=STRIX_HALO_MEMORY_BYTES, workgroup_max_size=1024,
-                extra={"device_id": 5510, "model_name": "", "family_id": 150}))
+            agents.append(
+                Agent(
+                    id=g + 1,
+                    type="GPU",
+                    name="gfx1151",
+                    product="AMD Radeon 8060S Graphics",
+                    vendor="AMD",
+                    node_id=g + 1,
+                    logical_index=g + 1,
+                    type_index=g,
+                    gfx_target_version=110501,
+                    cu_count=40,
+                    simd_per_cu=2,
+                    simd_count=80,
+                    wave_size=32,
+                    max_waves_per_simd=16,
+                    max_waves_per_cu=32,
+                    lds_bytes_per_cu=65536,
+                    num_xcc=1,
+                    max_clock_mhz=2900,
+                    memory_bytes=STRIX_HALO_MEMORY_BYTES,
+                    workgroup_max_size=1024,
+                    extra={"device_id": 5510, "model_name": "", "family_id": 150},
+                )
+            )
         return agents
-    agents = [Agent(id=0, type="CPU", name="AMD EPYC 9654 96-Core Processor",
-                    product="AMD EPYC 9654 96-Core Processor", vendor="CPU",
-                    node_id=0, logical_index=0, type_index=0, cu_count=96,
-                    max_clock_mhz=3700, extra={"cpu_cores_count": 96})]
+    agents = [
+        Agent(
+            id=0,
+            type="CPU",
+            name="AMD EPYC 9654 96-Core Processor",
+            product="AMD EPYC 9654 96-Core Processor",
+            vendor="CPU",
+            node_id=0,
+            logical_index=0,
+            type_index=0,
+            cu_count=96,
+            max_clock_mhz=3700,
+            extra={"cpu_cores_count": 96},
+        )
+    ]
     for g in range(gpus):
-        agents.append(Agent(
-            id=g + 1, type="GPU", name="gfx942", product="AMD Instinct MI300X", vendor="AMD",
-            node_id=g + 1, logical_index=g + 1, type_index=g, gfx_target_version=90402,
-            cu_count=304, simd_per_cu=4, simd_count=1216, wave_size=64, max_waves_per_simd=8,
-            max_waves_per_cu=32, lds_bytes_per_cu=65536, num_xcc=8, max_clock_mhz=2100,
-            memory_bytes=MI300X_MEMORY_BYTES, workgroup_max_size=1024,
-            extra={"device_id": 29857, "model_name": "ip discovery", "family_id": 141}))
+        agents.append(
+            Agent(
+                id=g + 1,
+                type="GPU",
+                name="gfx942",
+                product="AMD Instinct MI300X",
+                vendor="AMD",
+                node_id=g + 1,
+                logical_index=g + 1,
+                type_index=g,
+                gfx_target_version=90402,
+                cu_count=304,
+                simd_per_cu=4,
+                simd_count=1216,
+                wave_size=64,
+                max_waves_per_simd=8,
+                max_waves_per_cu=32,
+                lds_bytes_per_cu=65536,
+                num_xcc=8,
+                max_clock_mhz=2100,
+                memory_bytes=MI300X_MEMORY_BYTES,
+                workgroup_max_size=1024,
+                extra={"device_id": 29857, "model_name": "ip discovery", "family_id": 141},
+            )
+        )
     return agents
 
 
@@ -313,7 +400,7 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
     gap = spec.gap_ns
 
     # ---- launch segments, times relative to the segment start (same for all GPUs' shapes)
-    seg_first = (seg_of * per_seg)  # index of the segment's first launch
+    seg_first = seg_of * per_seg  # index of the segment's first launch
     k_api_start = np.empty((G, n_launch), dtype=np.int64)
     k_api_end = np.empty_like(k_api_start)
     k_start = np.empty_like(k_api_start)
@@ -365,19 +452,22 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
         c_start = starts + spec.copy_latency_ns
         c_end = c_start + dur
         return {
-            "api_start": starts.ravel(), "api_end": (c_end + spec.copy_return_ns).ravel(),
-            "start": c_start.ravel(), "end": c_end.ravel(), "bytes": np.full(G * n, nbytes, np.int64),
-            "direction": [direction] * (G * n), "name": [label] * (G * n),
-            "src_agent": np.repeat(src_of_g, n), "dst_agent": np.repeat(dst_of_g, n),
-            "tid": np.repeat(tids, n), "gpu": np.repeat(gpu_ids, n),
+            "api_start": starts.ravel(),
+            "api_end": (c_end + spec.copy_return_ns).ravel(),
+            "start": c_start.ravel(),
+            "end": c_end.ravel(),
+            "bytes": np.full(G * n, nbytes, np.int64),
+            "direction": [direction] * (G * n),
+            "name": [label] * (G * n),
+            "src_agent": np.repeat(src_of_g, n),
+            "dst_agent": np.repeat(dst_of_g, n),
+            "tid": np.repeat(tids, n),
+            "gpu": np.repeat(gpu_ids, n),
         }
 
-    cin = copy_block(htod_starts, htod_ns, spec.htod_bytes, "HtoD", "MEMORY_COPY_HOST_TO_DEVICE",
-                     np.zeros(G, np.int64), gpu_ids)
-    cout = copy_block(dtoh_starts, dtoh_ns, spec.dtoh_bytes, "DtoH", "MEMORY_COPY_DEVICE_TO_HOST",
-                      gpu_ids, np.zeros(G, np.int64))
-    cp = {key: (np.concatenate([cin[key], cout[key]]) if isinstance(cin[key], np.ndarray)
-                else cin[key] + cout[key]) for key in cin}
+    cin = copy_block(htod_starts, htod_ns, spec.htod_bytes, "HtoD", "MEMORY_COPY_HOST_TO_DEVICE", np.zeros(G, np.int64), gpu_ids)
+    cout = copy_block(dtoh_starts, dtoh_ns, spec.dtoh_bytes, "DtoH", "MEMORY_COPY_DEVICE_TO_HOST", gpu_ids, np.zeros(G, np.int64))
+    cp = {key: (np.concatenate([cin[key], cout[key]]) if isinstance(cin[key], np.ndarray) else cin[key] + cout[key]) for key in cin}
     n_copies = len(cp["start"])
 
     # ---- API calls: launches, syncs, memcpys; correlation ids by (start, tid) order
@@ -391,13 +481,20 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
     corr = np.empty(len(order), dtype=np.int64)
     corr[order] = np.arange(1, len(order) + 1, dtype=np.int64)
     k_corr = corr[:n_k]
-    c_corr = corr[n_k + n_s:]
+    c_corr = corr[n_k + n_s :]
     fn_names = np.array(["hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy"])
-    api = make_table("api", {
-        "start": api_start[order], "end": api_end[order], "domain": "hip",
-        "name": pd.Categorical.from_codes(api_fn[order], categories=list(fn_names)),
-        "pid": pid, "tid": api_tid[order], "correlation_id": corr[order],
-    })
+    api = make_table(
+        "api",
+        {
+            "start": api_start[order],
+            "end": api_end[order],
+            "domain": "hip",
+            "name": pd.Categorical.from_codes(api_fn[order], categories=list(fn_names)),
+            "pid": pid,
+            "tid": api_tid[order],
+            "correlation_id": corr[order],
+        },
+    )
 
     # ---- kernels
     k_kind = np.broadcast_to(kind_of, (G, n_launch)).ravel()
@@ -415,40 +512,70 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
 
     kstart, kend = k_start.ravel(), k_end.ravel()
     korder = np.lexsort((k_gpu, kstart))
-    kernels = make_table("kernels", {
-        "start": kstart[korder], "end": kend[korder], "agent": k_gpu[korder],
-        "queue": k_stream[korder], "stream": k_stream[korder], "pid": pid,
-        "tid": np.repeat(tids, n_launch)[korder], "correlation_id": k_corr[korder],
-        "dispatch_id": dispatch[korder],
-        "kernel_id": ((k_gpu - 1) * n_kinds + k_kind + 1)[korder],
-        "name": pd.Categorical.from_codes(k_kind[korder], categories=[k.name for k in kinds]),
-        "grid_x": kk("grid", 0)[korder], "grid_y": kk("grid", 1)[korder], "grid_z": kk("grid", 2)[korder],
-        "wg_x": kk("wg", 0)[korder], "wg_y": kk("wg", 1)[korder], "wg_z": kk("wg", 2)[korder],
-        "lds_bytes": kk("lds_bytes")[korder], "scratch_bytes": kk("scratch_bytes")[korder],
-        "arch_vgpr": kk("arch_vgpr")[korder], "accum_vgpr": kk("accum_vgpr")[korder], "sgpr": kk("sgpr")[korder],
-    })
+    kernels = make_table(
+        "kernels",
+        {
+            "start": kstart[korder],
+            "end": kend[korder],
+            "agent": k_gpu[korder],
+            "queue": k_stream[korder],
+            "stream": k_stream[korder],
+            "pid": pid,
+            "tid": np.repeat(tids, n_launch)[korder],
+            "correlation_id": k_corr[korder],
+            "dispatch_id": dispatch[korder],
+            "kernel_id": ((k_gpu - 1) * n_kinds + k_kind + 1)[korder],
+            "name": pd.Categorical.from_codes(k_kind[korder], categories=[k.name for k in kinds]),
+            "grid_x": kk("grid", 0)[korder],
+            "grid_y": kk("grid", 1)[korder],
+            "grid_z": kk("grid", 2)[korder],
+            "wg_x": kk("wg", 0)[korder],
+            "wg_y": kk("wg", 1)[korder],
+            "wg_z": kk("wg", 2)[korder],
+            "lds_bytes": kk("lds_bytes")[korder],
+            "scratch_bytes": kk("scratch_bytes")[korder],
+            "arch_vgpr": kk("arch_vgpr")[korder],
+            "accum_vgpr": kk("accum_vgpr")[korder],
+            "sgpr": kk("sgpr")[korder],
+        },
+    )
 
     corder = np.lexsort((cp["gpu"], cp["start"]))
-    copies = make_table("copies", {
-        "start": cp["start"][corder], "end": cp["end"][corder], "bytes": cp["bytes"][corder],
-        "direction": np.asarray(cp["direction"])[corder], "src_agent": cp["src_agent"][corder],
-        "dst_agent": cp["dst_agent"][corder], "queue": 0, "stream": 0, "pid": pid,
-        "tid": cp["tid"][corder], "correlation_id": c_corr[corder], "name": np.asarray(cp["name"])[corder],
-    })
+    copies = make_table(
+        "copies",
+        {
+            "start": cp["start"][corder],
+            "end": cp["end"][corder],
+            "bytes": cp["bytes"][corder],
+            "direction": np.asarray(cp["direction"])[corder],
+            "src_agent": cp["src_agent"][corder],
+            "dst_agent": cp["dst_agent"][corder],
+            "queue": 0,
+            "stream": 0,
+            "pid": pid,
+            "tid": cp["tid"][corder],
+            "correlation_id": c_corr[corder],
+            "name": np.asarray(cp["name"])[corder],
+        },
+    )
 
     # ---- expected answers, from the construction arrays
     kflat = kdur.ravel()
     per_kind = pd.Series(kflat).groupby(k_kind).agg(["size", "sum", "min", "max"]).reindex(range(n_kinds))
     calls, totals, mins, maxs = (per_kind[c].to_numpy(np.int64) for c in ("size", "sum", "min", "max"))
-    kexp = pd.DataFrame({"calls": calls.astype(np.int64), "total_ns": totals, "min_ns": mins,
-                         "max_ns": maxs}, index=pd.Index([k.name for k in kinds], name="name"))
+    kexp = pd.DataFrame(
+        {"calls": calls.astype(np.int64), "total_ns": totals, "min_ns": mins, "max_ns": maxs}, index=pd.Index([k.name for k in kinds], name="name")
+    )
     kexp = kexp.sort_values("total_ns", ascending=False, kind="stable")
 
     api_dur = api_end - api_start
-    aexp = pd.DataFrame({
-        "calls": [n_k, n_s, n_copies],
-        "total_ns": [int(api_dur[:n_k].sum()), int(api_dur[n_k:n_k + n_s].sum()), int(api_dur[n_k + n_s:].sum())],
-    }, index=pd.Index(list(fn_names), name="function"))
+    aexp = pd.DataFrame(
+        {
+            "calls": [n_k, n_s, n_copies],
+            "total_ns": [int(api_dur[:n_k].sum()), int(api_dur[n_k : n_k + n_s].sum()), int(api_dur[n_k + n_s :].sum())],
+        },
+        index=pd.Index(list(fn_names), name="function"),
+    )
     aexp = aexp[aexp["calls"] > 0]
 
     gaps: dict[int, pd.DataFrame] = {}
@@ -463,7 +590,7 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
         # cause of the gap *before* each activity, by the host call that separates it
         # codes into CAUSES: 0 sync, 1 launch, 2 copy
         cause = np.full(len(starts), 2, dtype=np.int8)
-        cause[hin:hin + n_launch] = np.where(seg_of * per_seg == np.arange(n_launch), 0, 1)
+        cause[hin : hin + n_launch] = np.where(seg_of * per_seg == np.arange(n_launch), 0, 1)
         if hin:
             cause[hin] = 2  # first kernel follows the last blocking HtoD copy
         if hout:
@@ -471,10 +598,13 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
         has_gap = np.zeros(len(starts), dtype=bool)
         has_gap[1:] = starts[1:] > ends[:-1]
         idx = np.flatnonzero(has_gap)
-        gaps[agent] = pd.DataFrame({
-            "start": ends[idx - 1].astype(np.int64), "end": starts[idx].astype(np.int64),
-            "cause": pd.Categorical.from_codes(cause[idx], categories=list(CAUSES)),
-        })
+        gaps[agent] = pd.DataFrame(
+            {
+                "start": ends[idx - 1].astype(np.int64),
+                "end": starts[idx].astype(np.int64),
+                "cause": pd.Categorical.from_codes(cause[idx], categories=list(CAUSES)),
+            }
+        )
         kbusy[agent] = int(kdur[g].sum())
         cbusy[agent] = int(hin * htod_ns + hout * dtoh_ns)
         busy[agent] = kbusy[agent] + cbusy[agent]
@@ -485,17 +615,24 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
     all_starts = [api_start.min(), kstart.min()] + ([cp["start"].min()] if n_copies else [])
     all_ends = [api_end.max(), kend.max()] + ([cp["end"].max()] if n_copies else [])
     expected = Expected(
-        dispatches=n_k, kernels=kexp, api=aexp, gaps=gaps, busy_ns=busy, kernel_busy_ns=kbusy,
-        copy_busy_ns=cbusy, span=span, span_ns=span_ns,
+        dispatches=n_k,
+        kernels=kexp,
+        api=aexp,
+        gaps=gaps,
+        busy_ns=busy,
+        kernel_busy_ns=kbusy,
+        copy_busy_ns=cbusy,
+        span=span,
+        span_ns=span_ns,
         wall_span=(int(min(all_starts)), int(max(all_ends))),
-        sync_calls=n_s, sync_total_ns=int(api_dur[n_k:n_k + n_s].sum()),
+        sync_calls=n_s,
+        sync_total_ns=int(api_dur[n_k : n_k + n_s].sum()),
         copy_bytes={"HtoD": G * hin * spec.htod_bytes, "DtoH": G * hout * spec.dtoh_bytes},
         copy_calls={"HtoD": G * hin, "DtoH": G * hout},
         gemm_share=float(totals[0] / totals.sum()),
         gemm_name=kinds[0].name,
     )
-    return SynthRun(spec=spec, agents=make_agents(G, spec.arch), kernels=kernels, api=api, copies=copies,
-                    expected=expected, hostname=hostname)
+    return SynthRun(spec=spec, agents=make_agents(G, spec.arch), kernels=kernels, api=api, copies=copies, expected=expected, hostname=hostname)
 
 
 def summary(expected: Expected) -> dict:
@@ -507,9 +644,14 @@ def summary(expected: Expected) -> dict:
         "gemm_share": round(expected.gemm_share, 6),
         "kernels": {name: {k: int(v) for k, v in row.items()} for name, row in expected.kernels.iterrows()},
         "api": {name: {k: int(v) for k, v in row.items()} for name, row in expected.api.iterrows()},
-        "gaps": {str(a): {"count": len(g), "total_ns": int((g["end"] - g["start"]).sum()),
-                          "by_cause": {str(c): int(n) for c, n in g["cause"].value_counts().items()}}
-                 for a, g in expected.gaps.items()},
+        "gaps": {
+            str(a): {
+                "count": len(g),
+                "total_ns": int((g["end"] - g["start"]).sum()),
+                "by_cause": {str(c): int(n) for c, n in g["cause"].value_counts().items()},
+            }
+            for a, g in expected.gaps.items()
+        },
         "busy_ns": {str(a): v for a, v in expected.busy_ns.items()},
         "kernel_busy_ns": {str(a): v for a, v in expected.kernel_busy_ns.items()},
         "copy_busy_ns": {str(a): v for a, v in expected.copy_busy_ns.items()},

@@ -127,8 +127,17 @@ class _Writer:
         return iid
 
     # events --------------------------------------------------------------------------
-    def event(self, ts: int, etype: int, category: str, track: int, name: str | None = None,
-              args: list | None = None, flow: int | None = None, counter: int | None = None) -> None:
+    def event(
+        self,
+        ts: int,
+        etype: int,
+        category: str,
+        track: int,
+        name: str | None = None,
+        args: list | None = None,
+        flow: int | None = None,
+        counter: int | None = None,
+    ) -> None:
         if self.packets == 0 or (self.clear_every and self.packets % self.clear_every == 0):
             self._reset(ts)
         pkt = TracePacket()
@@ -205,8 +214,15 @@ def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every:
 
         # API calls (hip_api category), per thread in start order
         for row in api.sort_values(["tid", "start"], kind="stable").itertuples(index=False):
-            args = [("begin_ns", row.start), ("end_ns", row.end), ("delta_ns", row.end - row.start),
-                    ("tid", row.tid), ("kind", 21), ("operation", 1), ("corr_id", row.correlation_id)]
+            args = [
+                ("begin_ns", row.start),
+                ("end_ns", row.end),
+                ("delta_ns", row.end - row.start),
+                ("tid", row.tid),
+                ("kind", 21),
+                ("operation", 1),
+                ("corr_id", row.correlation_id),
+            ]
             if sdk == "7":
                 args += [("ancestor_id", 0), ("stream_ID", 0)]
             track = thread_tracks[row.tid]
@@ -221,17 +237,23 @@ def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every:
             if key not in copy_tracks:
                 kind = "CPU" if row.dst_agent == 0 else "GPU"
                 index = 0 if row.tid == main_tid else tids.index(row.tid)
-                copy_tracks[key] = w.track(0x4000 + len(copy_tracks),
-                                           f"COPY to AGENT [{row.dst_agent}] THREAD [{index}] ({kind})")
-            args = [("begin_ns", row.start), ("end_ns", row.end), ("delta_ns", row.end - row.start),
-                    ("kind", 10), ("operation", 1),
-                    ("src_agent", _agent_label(row.src_agent, sdk)), ("dst_agent", _agent_label(row.dst_agent, sdk)),
-                    ("copy_bytes", row.bytes), ("corr_id", row.correlation_id), ("tid", row.tid)]
+                copy_tracks[key] = w.track(0x4000 + len(copy_tracks), f"COPY to AGENT [{row.dst_agent}] THREAD [{index}] ({kind})")
+            args = [
+                ("begin_ns", row.start),
+                ("end_ns", row.end),
+                ("delta_ns", row.end - row.start),
+                ("kind", 10),
+                ("operation", 1),
+                ("src_agent", _agent_label(row.src_agent, sdk)),
+                ("dst_agent", _agent_label(row.dst_agent, sdk)),
+                ("copy_bytes", row.bytes),
+                ("corr_id", row.correlation_id),
+                ("tid", row.tid),
+            ]
             if sdk == "7":
                 args.append(("stream_ID", max(int(row.stream), 0)))
             track = copy_tracks[key]
-            w.event(row.start, TrackEvent.TYPE_SLICE_BEGIN, "memory_copy", track, str(row.name), args,
-                    flow=row.correlation_id)
+            w.event(row.start, TrackEvent.TYPE_SLICE_BEGIN, "memory_copy", track, str(row.name), args, flow=row.correlation_id)
             w.event(row.end, TrackEvent.TYPE_SLICE_END, "memory_copy", track)
 
         # kernels: per (agent, queue), sorted by start, midpoint fix, on queue or stream tracks
@@ -242,12 +264,10 @@ def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every:
             for i, row in enumerate(group.itertuples(index=False)):
                 if layout == "queue":
                     key = ("q", agent, queue)
-                    label = (f"COMPUTE Agent [{agent}] QUEUE [{queue}] GPU" if sdk == "7"
-                             else f"COMPUTE AGENT [{agent}] QUEUE [{queue}] (GPU)")
+                    label = f"COMPUTE Agent [{agent}] QUEUE [{queue}] GPU" if sdk == "7" else f"COMPUTE AGENT [{agent}] QUEUE [{queue}] (GPU)"
                 else:
                     key = ("s", agent, row.stream)
-                    label = (f"STREAM [ {row.stream} ]" if sdk == "7"
-                             else f"COMPUTE AGENT [{agent}] STREAM [{row.stream}] (GPU)")
+                    label = f"STREAM [ {row.stream} ]" if sdk == "7" else f"COMPUTE AGENT [{agent}] STREAM [{row.stream}] (GPU)"
                 if key not in kernel_tracks:
                     kernel_tracks[key] = w.track(0x5000 + len(kernel_tracks), label)
                 s, e = int(start[i]), int(end[i])
@@ -255,20 +275,36 @@ def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every:
                 wg = int(row.wg_x) * int(row.wg_y) * int(row.wg_z)
                 args = [("begin_ns", s), ("end_ns", e), ("delta_ns", e - s), ("kind", 11)]
                 if sdk == "7":
-                    args += [("agent", _agent_label(agent, sdk)), ("agent_type", "GPU"), ("corr_id", row.correlation_id),
-                             ("queue", row.queue), ("tid", row.tid), ("kernel_id", row.kernel_id),
-                             ("Scratch_Size", row.scratch_bytes), ("LDS_Block_Size", row.lds_bytes),
-                             ("VGPR_Count", row.arch_vgpr), ("Accum_VGPR_Count", row.accum_vgpr),
-                             ("SGPR_Count", row.sgpr), ("workgroup_size", wg), ("grid_size", grid),
-                             ("stream_ID", row.stream)]
+                    args += [
+                        ("agent", _agent_label(agent, sdk)),
+                        ("agent_type", "GPU"),
+                        ("corr_id", row.correlation_id),
+                        ("queue", row.queue),
+                        ("tid", row.tid),
+                        ("kernel_id", row.kernel_id),
+                        ("Scratch_Size", row.scratch_bytes),
+                        ("LDS_Block_Size", row.lds_bytes),
+                        ("VGPR_Count", row.arch_vgpr),
+                        ("Accum_VGPR_Count", row.accum_vgpr),
+                        ("SGPR_Count", row.sgpr),
+                        ("workgroup_size", wg),
+                        ("grid_size", grid),
+                        ("stream_ID", row.stream),
+                    ]
                 else:
-                    args += [("agent", _agent_label(agent, sdk)), ("corr_id", row.correlation_id),
-                             ("queue", row.queue), ("tid", row.tid), ("kernel_id", row.kernel_id),
-                             ("private_segment_size", row.scratch_bytes), ("group_segment_size", row.lds_bytes),
-                             ("workgroup_size", wg), ("grid_size", grid)]
+                    args += [
+                        ("agent", _agent_label(agent, sdk)),
+                        ("corr_id", row.correlation_id),
+                        ("queue", row.queue),
+                        ("tid", row.tid),
+                        ("kernel_id", row.kernel_id),
+                        ("private_segment_size", row.scratch_bytes),
+                        ("group_segment_size", row.lds_bytes),
+                        ("workgroup_size", wg),
+                        ("grid_size", grid),
+                    ]
                 track = kernel_tracks[key]
-                w.event(s, TrackEvent.TYPE_SLICE_BEGIN, "kernel_dispatch", track, str(row.name), args,
-                        flow=row.correlation_id)
+                w.event(s, TrackEvent.TYPE_SLICE_BEGIN, "kernel_dispatch", track, str(row.name), args, flow=row.correlation_id)
                 w.event(e, TrackEvent.TYPE_SLICE_END, "kernel_dispatch", track)
 
         # COPY BYTES counter track per destination agent: bytes/1024 at copy start, 0 at end
@@ -277,10 +313,8 @@ def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every:
             agent = int(row.dst_agent)
             if agent not in counter_tracks:
                 kind = "CPU" if agent == 0 else "GPU"
-                label = (f"COPY BYTES to Agent [{agent}] ({kind})" if sdk == "7"
-                         else f"COPY BYTES to AGENT [{agent}] ({kind})")
+                label = f"COPY BYTES to Agent [{agent}] ({kind})" if sdk == "7" else f"COPY BYTES to AGENT [{agent}] ({kind})"
                 counter_tracks[agent] = w.track(0x6000 + agent, label, counter=True)
-            w.event(row.start, TrackEvent.TYPE_COUNTER, "memory_copy", counter_tracks[agent],
-                    counter=int(row.bytes) // BYTES_MULTIPLIER)
+            w.event(row.start, TrackEvent.TYPE_COUNTER, "memory_copy", counter_tracks[agent], counter=int(row.bytes) // BYTES_MULTIPLIER)
             w.event(row.end, TrackEvent.TYPE_COUNTER, "memory_copy", counter_tracks[agent], counter=0)
     return path

@@ -30,79 +30,228 @@ SCHEMA_VERSION = "3"
 _TABLES: list[tuple[str, list[tuple[str, str]]]] = [
     ("metadata", [("tag", "TEXT NOT NULL"), ("value", "TEXT NOT NULL")]),
     ("string", [("string", "TEXT NOT NULL UNIQUE")]),
-    ("info_node", [("hash", "BIGINT NOT NULL UNIQUE"), ("machine_id", "TEXT NOT NULL UNIQUE"),
-                   ("system_name", "TEXT"), ("hostname", "TEXT"), ("release", "TEXT"), ("version", "TEXT"),
-                   ("hardware_name", "TEXT"), ("domain_name", "TEXT")]),
-    ("info_process", [("nid", "INTEGER NOT NULL"), ("ppid", "INTEGER"), ("pid", "INTEGER NOT NULL"),
-                      ("init", "BIGINT"), ("fini", "BIGINT"), ("start", "BIGINT"), ("end", "BIGINT"),
-                      ("command", "TEXT"), ("environment", "JSONB DEFAULT '{}' NOT NULL"),
-                      ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("info_thread", [("nid", "INTEGER NOT NULL"), ("ppid", "INTEGER"), ("pid", "INTEGER NOT NULL"),
-                     ("tid", "INTEGER NOT NULL"), ("name", "TEXT"), ("start", "BIGINT"), ("end", "BIGINT"),
-                     ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("info_agent", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"),
-                    ("type", "TEXT CHECK (\"type\" IN ('CPU', 'GPU'))"), ("absolute_index", "INTEGER"),
-                    ("logical_index", "INTEGER"), ("type_index", "INTEGER"), ("uuid", "INTEGER"), ("name", "TEXT"),
-                    ("model_name", "TEXT"), ("vendor_name", "TEXT"), ("product_name", "TEXT"),
-                    ("user_name", "TEXT"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("info_queue", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("name", "TEXT"),
-                    ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("info_stream", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("name", "TEXT"),
-                     ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("info_pmc", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("agent_id", "INTEGER"),
-                  ("target_arch", "TEXT"), ("event_code", "INT"), ("instance_id", "INTEGER"),
-                  ("name", "TEXT NOT NULL"), ("symbol", "TEXT NOT NULL"), ("description", "TEXT"),
-                  ("long_description", "TEXT DEFAULT ''"), ("component", "TEXT"), ("units", "TEXT DEFAULT ''"),
-                  ("value_type", "TEXT"), ("block", "TEXT"), ("expression", "TEXT"), ("is_constant", "INTEGER"),
-                  ("is_derived", "INTEGER"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("info_code_object", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("agent_id", "INTEGER"),
-                          ("uri", "TEXT"), ("load_base", "BIGINT"), ("load_size", "BIGINT"), ("load_delta", "BIGINT"),
-                          ("storage_type", "TEXT CHECK (\"storage_type\" IN ('FILE', 'MEMORY'))"),
-                          ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("info_kernel_symbol", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"),
-                            ("code_object_id", "INTEGER NOT NULL"), ("kernel_name", "TEXT"), ("display_name", "TEXT"),
-                            ("kernel_object", "INTEGER"), ("kernarg_segment_size", "INTEGER"),
-                            ("kernarg_segment_alignment", "INTEGER"), ("group_segment_size", "INTEGER"),
-                            ("private_segment_size", "INTEGER"), ("sgpr_count", "INTEGER"),
-                            ("arch_vgpr_count", "INTEGER"), ("accum_vgpr_count", "INTEGER"),
-                            ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("track", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER"), ("tid", "INTEGER"), ("name_id", "INTEGER"),
-               ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("event", [("category_id", "INTEGER"), ("stack_id", "INTEGER"), ("parent_stack_id", "INTEGER"),
-               ("correlation_id", "INTEGER"), ("call_stack", "JSONB DEFAULT '{}' NOT NULL"),
-               ("line_info", "JSONB DEFAULT '{}' NOT NULL"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("arg", [("event_id", "INTEGER NOT NULL"), ("position", "INTEGER NOT NULL"), ("type", "TEXT NOT NULL"),
-             ("name", "TEXT NOT NULL"), ("value", "TEXT"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("pmc_event", [("event_id", "INTEGER"), ("pmc_id", "INTEGER NOT NULL"), ("value", "REAL DEFAULT 0.0"),
-                   ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("region", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("tid", "INTEGER NOT NULL"),
-                ("start", "BIGINT NOT NULL"), ("end", "BIGINT NOT NULL"), ("name_id", "INTEGER NOT NULL"),
-                ("event_id", "INTEGER"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("sample", [("track_id", "INTEGER NOT NULL"), ("timestamp", "BIGINT NOT NULL"), ("event_id", "INTEGER"),
-                ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("kernel_dispatch", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("tid", "INTEGER"),
-                         ("agent_id", "INTEGER NOT NULL"), ("kernel_id", "INTEGER NOT NULL"),
-                         ("dispatch_id", "INTEGER NOT NULL"), ("queue_id", "INTEGER NOT NULL"),
-                         ("stream_id", "INTEGER NOT NULL"), ("start", "BIGINT NOT NULL"), ("end", "BIGINT NOT NULL"),
-                         ("private_segment_size", "INTEGER"), ("group_segment_size", "INTEGER"),
-                         ("workgroup_size_x", "INTEGER NOT NULL"), ("workgroup_size_y", "INTEGER NOT NULL"),
-                         ("workgroup_size_z", "INTEGER NOT NULL"), ("grid_size_x", "INTEGER NOT NULL"),
-                         ("grid_size_y", "INTEGER NOT NULL"), ("grid_size_z", "INTEGER NOT NULL"),
-                         ("region_name_id", "INTEGER"), ("event_id", "INTEGER"),
-                         ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("memory_copy", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("tid", "INTEGER"),
-                     ("start", "BIGINT NOT NULL"), ("end", "BIGINT NOT NULL"), ("name_id", "INTEGER NOT NULL"),
-                     ("dst_agent_id", "INTEGER"), ("dst_address", "INTEGER"), ("src_agent_id", "INTEGER"),
-                     ("src_address", "INTEGER"), ("size", "INTEGER NOT NULL"), ("queue_id", "INTEGER"),
-                     ("stream_id", "INTEGER"), ("region_name_id", "INTEGER"), ("event_id", "INTEGER"),
-                     ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
-    ("memory_allocate", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("tid", "INTEGER"),
-                         ("agent_id", "INTEGER"),
-                         ("type", "TEXT CHECK (\"type\" IN ('ALLOC', 'FREE', 'REALLOC', 'RECLAIM'))"),
-                         ("level", "TEXT CHECK (\"level\" IN ('REAL', 'VIRTUAL', 'SCRATCH'))"),
-                         ("start", "BIGINT NOT NULL"), ("end", "BIGINT NOT NULL"), ("address", "INTEGER"),
-                         ("size", "INTEGER NOT NULL"), ("queue_id", "INTEGER"), ("stream_id", "INTEGER"),
-                         ("event_id", "INTEGER"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
+    (
+        "info_node",
+        [
+            ("hash", "BIGINT NOT NULL UNIQUE"),
+            ("machine_id", "TEXT NOT NULL UNIQUE"),
+            ("system_name", "TEXT"),
+            ("hostname", "TEXT"),
+            ("release", "TEXT"),
+            ("version", "TEXT"),
+            ("hardware_name", "TEXT"),
+            ("domain_name", "TEXT"),
+        ],
+    ),
+    (
+        "info_process",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("ppid", "INTEGER"),
+            ("pid", "INTEGER NOT NULL"),
+            ("init", "BIGINT"),
+            ("fini", "BIGINT"),
+            ("start", "BIGINT"),
+            ("end", "BIGINT"),
+            ("command", "TEXT"),
+            ("environment", "JSONB DEFAULT '{}' NOT NULL"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    (
+        "info_thread",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("ppid", "INTEGER"),
+            ("pid", "INTEGER NOT NULL"),
+            ("tid", "INTEGER NOT NULL"),
+            ("name", "TEXT"),
+            ("start", "BIGINT"),
+            ("end", "BIGINT"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    (
+        "info_agent",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("type", "TEXT CHECK (\"type\" IN ('CPU', 'GPU'))"),
+            ("absolute_index", "INTEGER"),
+            ("logical_index", "INTEGER"),
+            ("type_index", "INTEGER"),
+            ("uuid", "INTEGER"),
+            ("name", "TEXT"),
+            ("model_name", "TEXT"),
+            ("vendor_name", "TEXT"),
+            ("product_name", "TEXT"),
+            ("user_name", "TEXT"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    ("info_queue", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("name", "TEXT"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
+    ("info_stream", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER NOT NULL"), ("name", "TEXT"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
+    (
+        "info_pmc",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("agent_id", "INTEGER"),
+            ("target_arch", "TEXT"),
+            ("event_code", "INT"),
+            ("instance_id", "INTEGER"),
+            ("name", "TEXT NOT NULL"),
+            ("symbol", "TEXT NOT NULL"),
+            ("description", "TEXT"),
+            ("long_description", "TEXT DEFAULT ''"),
+            ("component", "TEXT"),
+            ("units", "TEXT DEFAULT ''"),
+            ("value_type", "TEXT"),
+            ("block", "TEXT"),
+            ("expression", "TEXT"),
+            ("is_constant", "INTEGER"),
+            ("is_derived", "INTEGER"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    (
+        "info_code_object",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("agent_id", "INTEGER"),
+            ("uri", "TEXT"),
+            ("load_base", "BIGINT"),
+            ("load_size", "BIGINT"),
+            ("load_delta", "BIGINT"),
+            ("storage_type", "TEXT CHECK (\"storage_type\" IN ('FILE', 'MEMORY'))"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    (
+        "info_kernel_symbol",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("code_object_id", "INTEGER NOT NULL"),
+            ("kernel_name", "TEXT"),
+            ("display_name", "TEXT"),
+            ("kernel_object", "INTEGER"),
+            ("kernarg_segment_size", "INTEGER"),
+            ("kernarg_segment_alignment", "INTEGER"),
+            ("group_segment_size", "INTEGER"),
+            ("private_segment_size", "INTEGER"),
+            ("sgpr_count", "INTEGER"),
+            ("arch_vgpr_count", "INTEGER"),
+            ("accum_vgpr_count", "INTEGER"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    ("track", [("nid", "INTEGER NOT NULL"), ("pid", "INTEGER"), ("tid", "INTEGER"), ("name_id", "INTEGER"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
+    (
+        "event",
+        [
+            ("category_id", "INTEGER"),
+            ("stack_id", "INTEGER"),
+            ("parent_stack_id", "INTEGER"),
+            ("correlation_id", "INTEGER"),
+            ("call_stack", "JSONB DEFAULT '{}' NOT NULL"),
+            ("line_info", "JSONB DEFAULT '{}' NOT NULL"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    (
+        "arg",
+        [
+            ("event_id", "INTEGER NOT NULL"),
+            ("position", "INTEGER NOT NULL"),
+            ("type", "TEXT NOT NULL"),
+            ("name", "TEXT NOT NULL"),
+            ("value", "TEXT"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    ("pmc_event", [("event_id", "INTEGER"), ("pmc_id", "INTEGER NOT NULL"), ("value", "REAL DEFAULT 0.0"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
+    (
+        "region",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("tid", "INTEGER NOT NULL"),
+            ("start", "BIGINT NOT NULL"),
+            ("end", "BIGINT NOT NULL"),
+            ("name_id", "INTEGER NOT NULL"),
+            ("event_id", "INTEGER"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    ("sample", [("track_id", "INTEGER NOT NULL"), ("timestamp", "BIGINT NOT NULL"), ("event_id", "INTEGER"), ("extdata", "JSONB DEFAULT '{}' NOT NULL")]),
+    (
+        "kernel_dispatch",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("tid", "INTEGER"),
+            ("agent_id", "INTEGER NOT NULL"),
+            ("kernel_id", "INTEGER NOT NULL"),
+            ("dispatch_id", "INTEGER NOT NULL"),
+            ("queue_id", "INTEGER NOT NULL"),
+            ("stream_id", "INTEGER NOT NULL"),
+            ("start", "BIGINT NOT NULL"),
+            ("end", "BIGINT NOT NULL"),
+            ("private_segment_size", "INTEGER"),
+            ("group_segment_size", "INTEGER"),
+            ("workgroup_size_x", "INTEGER NOT NULL"),
+            ("workgroup_size_y", "INTEGER NOT NULL"),
+            ("workgroup_size_z", "INTEGER NOT NULL"),
+            ("grid_size_x", "INTEGER NOT NULL"),
+            ("grid_size_y", "INTEGER NOT NULL"),
+            ("grid_size_z", "INTEGER NOT NULL"),
+            ("region_name_id", "INTEGER"),
+            ("event_id", "INTEGER"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    (
+        "memory_copy",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("tid", "INTEGER"),
+            ("start", "BIGINT NOT NULL"),
+            ("end", "BIGINT NOT NULL"),
+            ("name_id", "INTEGER NOT NULL"),
+            ("dst_agent_id", "INTEGER"),
+            ("dst_address", "INTEGER"),
+            ("src_agent_id", "INTEGER"),
+            ("src_address", "INTEGER"),
+            ("size", "INTEGER NOT NULL"),
+            ("queue_id", "INTEGER"),
+            ("stream_id", "INTEGER"),
+            ("region_name_id", "INTEGER"),
+            ("event_id", "INTEGER"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
+    (
+        "memory_allocate",
+        [
+            ("nid", "INTEGER NOT NULL"),
+            ("pid", "INTEGER NOT NULL"),
+            ("tid", "INTEGER"),
+            ("agent_id", "INTEGER"),
+            ("type", "TEXT CHECK (\"type\" IN ('ALLOC', 'FREE', 'REALLOC', 'RECLAIM'))"),
+            ("level", "TEXT CHECK (\"level\" IN ('REAL', 'VIRTUAL', 'SCRATCH'))"),
+            ("start", "BIGINT NOT NULL"),
+            ("end", "BIGINT NOT NULL"),
+            ("address", "INTEGER"),
+            ("size", "INTEGER NOT NULL"),
+            ("queue_id", "INTEGER"),
+            ("stream_id", "INTEGER"),
+            ("event_id", "INTEGER"),
+            ("extdata", "JSONB DEFAULT '{}' NOT NULL"),
+        ],
+    ),
 ]
 
 # Convenience views: same names and output columns as rocprofv3's data/summary views.
@@ -235,7 +384,7 @@ def write_rocpd(run: SynthRun, path, hostname: str | None = None) -> Path:
         for name, cols in _TABLES:
             decl = '"id" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT'
             if name != "metadata":
-                decl += f',\n    "guid" TEXT DEFAULT \'{guid}\' NOT NULL'
+                decl += f",\n    \"guid\" TEXT DEFAULT '{guid}' NOT NULL"
             decl += "".join(f',\n    "{c}" {d}' for c, d in cols)
             con.execute(f"CREATE TABLE `rocpd_{name}{suffix}` (\n    {decl}\n)")
             con.execute(f"CREATE VIEW `rocpd_{name}` AS SELECT * FROM `rocpd_{name}{suffix}`")
@@ -260,8 +409,7 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
     nid = 1_000_000_000 + spec.seed % 1_000_000
     start, end = run.expected.wall_span
 
-    _insert(con, "metadata", suffix, ["tag", "value"],
-            [("schema_version", SCHEMA_VERSION), ("uuid", suffix), ("guid", guid)])
+    _insert(con, "metadata", suffix, ["tag", "value"], [("schema_version", SCHEMA_VERSION), ("uuid", suffix), ("guid", guid)])
 
     # interned strings; id 1 is the empty string as in the real database
     strings: dict[str, int] = {}
@@ -277,19 +425,23 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
     copy_labels = [COPY_DIRECTION_LABEL.get(str(d), "MEMORY_COPY_NONE") for d in cp["direction"].astype(str)]
     copy_name_ids = [sid(label) for label in copy_labels]
 
-    _insert(con, "info_node", suffix, ["id", "hash", "machine_id", "system_name", "hostname", "release", "version",
-                                       "hardware_name", "domain_name"],
-            [(nid, nid * 7919, f"{spec.seed:032x}", "Linux", hostname, "6.8.0-synthetic", "#1 SMP synthetic",
-              "x86_64", "(none)")])
-    command = (f"synthetic program: iterations={spec.iterations} kernels_per_iteration="
-               f"{spec.kernels_per_iteration} sync={spec.sync} gpus={spec.gpus}")
-    _insert(con, "info_process", suffix, ["id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command",
-                                          "environment", "extdata"],
-            [(pid, nid, 1, pid, start, end, start, end, command, "{}",
-              json.dumps({"synth_spec": spec.to_dict()}))])
+    _insert(
+        con,
+        "info_node",
+        suffix,
+        ["id", "hash", "machine_id", "system_name", "hostname", "release", "version", "hardware_name", "domain_name"],
+        [(nid, nid * 7919, f"{spec.seed:032x}", "Linux", hostname, "6.8.0-synthetic", "#1 SMP synthetic", "x86_64", "(none)")],
+    )
+    command = f"synthetic program: iterations={spec.iterations} kernels_per_iteration={spec.kernels_per_iteration} sync={spec.sync} gpus={spec.gpus}"
+    _insert(
+        con,
+        "info_process",
+        suffix,
+        ["id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command", "environment", "extdata"],
+        [(pid, nid, 1, pid, start, end, start, end, command, "{}", json.dumps({"synth_spec": spec.to_dict()}))],
+    )
     tids = sorted(set(api["tid"].tolist()) | set(k["tid"].tolist()) | set(cp["tid"].tolist()))
-    _insert(con, "info_thread", suffix, ["id", "nid", "ppid", "pid", "tid", "name", "start", "end"],
-            [(t, nid, 1, pid, t, None, None, None) for t in tids])
+    _insert(con, "info_thread", suffix, ["id", "nid", "ppid", "pid", "tid", "name", "start", "end"], [(t, nid, 1, pid, t, None, None, None) for t in tids])
 
     agent_rows = []
     for a in run.agents:
@@ -299,37 +451,117 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
         rec["gpu_index"] = a.type_index if a.type == "GPU" else -1
         if a.memory_bytes:
             rec["mem_banks"] = [{"size_in_bytes": a.memory_bytes, "mem_clk_max": 1300, "width": 8192}]
-        agent_rows.append((a.id, nid, pid, a.type, a.node_id, a.logical_index, a.type_index,
-                           a.extra.get("device_id", 0), a.name, rec.get("model_name", ""), a.vendor,
-                           a.product, a.product, json.dumps(rec)))
-    _insert(con, "info_agent", suffix, ["id", "nid", "pid", "type", "absolute_index", "logical_index", "type_index",
-                                        "uuid", "name", "model_name", "vendor_name", "product_name", "user_name",
-                                        "extdata"], agent_rows)
+        agent_rows.append(
+            (
+                a.id,
+                nid,
+                pid,
+                a.type,
+                a.node_id,
+                a.logical_index,
+                a.type_index,
+                a.extra.get("device_id", 0),
+                a.name,
+                rec.get("model_name", ""),
+                a.vendor,
+                a.product,
+                a.product,
+                json.dumps(rec),
+            )
+        )
+    _insert(
+        con,
+        "info_agent",
+        suffix,
+        [
+            "id",
+            "nid",
+            "pid",
+            "type",
+            "absolute_index",
+            "logical_index",
+            "type_index",
+            "uuid",
+            "name",
+            "model_name",
+            "vendor_name",
+            "product_name",
+            "user_name",
+            "extdata",
+        ],
+        agent_rows,
+    )
 
     # queues/streams: id 0 is the default one (used by the copies), kernels use their own ids
     queue_ids = sorted(set(k["queue"].tolist()) - {0})
     stream_ids = sorted(set(k["stream"].tolist()) - {0})
-    _insert(con, "info_queue", suffix, ["id", "nid", "pid", "name"],
-            [(0, nid, pid, "Default Queue")] + [(q, nid, pid, f"Queue {q - 1}") for q in queue_ids])
-    _insert(con, "info_stream", suffix, ["id", "nid", "pid", "name"],
-            [(0, nid, pid, "Default Stream")] + [(s, nid, pid, f"Stream {s}") for s in stream_ids])
+    _insert(con, "info_queue", suffix, ["id", "nid", "pid", "name"], [(0, nid, pid, "Default Queue")] + [(q, nid, pid, f"Queue {q - 1}") for q in queue_ids])
+    _insert(con, "info_stream", suffix, ["id", "nid", "pid", "name"], [(0, nid, pid, "Default Stream")] + [(s, nid, pid, f"Stream {s}") for s in stream_ids])
 
     # one code object per GPU; one kernel symbol per (GPU, kernel) = kernel_id
     gpus = run.gpu_agents
-    _insert(con, "info_code_object", suffix, ["id", "nid", "pid", "agent_id", "uri", "load_base", "load_size",
-                                              "load_delta", "storage_type"],
-            [(i + 1, nid, pid, a.id, f"memory://{pid}#offset=0x{0x10000000 + i * 0x100000:x}&size=65536",
-              0x7F0000000000 + i * 0x100000, 65536, 0x7F0000000000 + i * 0x100000, "MEMORY")
-             for i, a in enumerate(gpus)])
+    _insert(
+        con,
+        "info_code_object",
+        suffix,
+        ["id", "nid", "pid", "agent_id", "uri", "load_base", "load_size", "load_delta", "storage_type"],
+        [
+            (
+                i + 1,
+                nid,
+                pid,
+                a.id,
+                f"memory://{pid}#offset=0x{0x10000000 + i * 0x100000:x}&size=65536",
+                0x7F0000000000 + i * 0x100000,
+                65536,
+                0x7F0000000000 + i * 0x100000,
+                "MEMORY",
+            )
+            for i, a in enumerate(gpus)
+        ],
+    )
     sym = k.drop_duplicates("kernel_id").sort_values("kernel_id")
     gpu_index = {a.id: i for i, a in enumerate(gpus)}
-    _insert(con, "info_kernel_symbol", suffix,
-            ["id", "nid", "pid", "code_object_id", "kernel_name", "display_name", "kernel_object",
-             "kernarg_segment_size", "kernarg_segment_alignment", "group_segment_size", "private_segment_size",
-             "sgpr_count", "arch_vgpr_count", "accum_vgpr_count"],
-            [(int(r.kernel_id), nid, pid, gpu_index[int(r.agent)] + 1, f"{r.name}.kd", str(r.name),
-              0x7F0000001000 + int(r.kernel_id) * 64, 64, 16, int(r.lds_bytes), int(r.scratch_bytes),
-              int(r.sgpr), int(r.arch_vgpr), int(r.accum_vgpr)) for r in sym.itertuples(index=False)])
+    _insert(
+        con,
+        "info_kernel_symbol",
+        suffix,
+        [
+            "id",
+            "nid",
+            "pid",
+            "code_object_id",
+            "kernel_name",
+            "display_name",
+            "kernel_object",
+            "kernarg_segment_size",
+            "kernarg_segment_alignment",
+            "group_segment_size",
+            "private_segment_size",
+            "sgpr_count",
+            "arch_vgpr_count",
+            "accum_vgpr_count",
+        ],
+        [
+            (
+                int(r.kernel_id),
+                nid,
+                pid,
+                gpu_index[int(r.agent)] + 1,
+                f"{r.name}.kd",
+                str(r.name),
+                0x7F0000001000 + int(r.kernel_id) * 64,
+                64,
+                16,
+                int(r.lds_bytes),
+                int(r.scratch_bytes),
+                int(r.sgpr),
+                int(r.arch_vgpr),
+                int(r.accum_vgpr),
+            )
+            for r in sym.itertuples(index=False)
+        ],
+    )
 
     # events: API regions first, then kernels, then copies
     n_api, n_k, n_c = len(api), len(k), len(cp)
@@ -340,33 +572,107 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
     ev_k = np.arange(n_api + 1, n_api + n_k + 1, dtype=np.int64)
     ev_c = np.arange(n_api + n_k + 1, n_api + n_k + n_c + 1, dtype=np.int64)
     ev_cols = ["id", "category_id", "stack_id", "parent_stack_id", "correlation_id"]
-    _insert(con, "event", suffix, ev_cols, zip(ev_api.tolist(), [cat_api] * n_api, api_corr.tolist(),
-                                               [0] * n_api, [0] * n_api))
-    _insert(con, "event", suffix, ev_cols, zip(ev_k.tolist(), [cat_kernel] * n_k, k_corr.tolist(),
-                                               k_corr.tolist(), [0] * n_k))
-    _insert(con, "event", suffix, ev_cols, zip(ev_c.tolist(), [cat_copy] * n_c, c_corr.tolist(),
-                                               c_corr.tolist(), [0] * n_c))
+    _insert(con, "event", suffix, ev_cols, zip(ev_api.tolist(), [cat_api] * n_api, api_corr.tolist(), [0] * n_api, [0] * n_api))
+    _insert(con, "event", suffix, ev_cols, zip(ev_k.tolist(), [cat_kernel] * n_k, k_corr.tolist(), k_corr.tolist(), [0] * n_k))
+    _insert(con, "event", suffix, ev_cols, zip(ev_c.tolist(), [cat_copy] * n_c, c_corr.tolist(), c_corr.tolist(), [0] * n_c))
 
     name_ids = api_name_ids[api["name"].cat.codes.to_numpy()]
-    _insert(con, "region", suffix, ["nid", "pid", "tid", "start", "end", "name_id", "event_id"],
-            zip([nid] * n_api, [pid] * n_api, api["tid"].tolist(), api["start"].tolist(), api["end"].tolist(),
-                name_ids.tolist(), ev_api.tolist()))
+    _insert(
+        con,
+        "region",
+        suffix,
+        ["nid", "pid", "tid", "start", "end", "name_id", "event_id"],
+        zip([nid] * n_api, [pid] * n_api, api["tid"].tolist(), api["start"].tolist(), api["end"].tolist(), name_ids.tolist(), ev_api.tolist()),
+    )
 
-    _insert(con, "kernel_dispatch", suffix,
-            ["nid", "pid", "tid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id", "start", "end",
-             "private_segment_size", "group_segment_size", "workgroup_size_x", "workgroup_size_y",
-             "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z", "region_name_id", "event_id"],
-            zip([nid] * n_k, [pid] * n_k, k["tid"].tolist(), k["agent"].tolist(), k["kernel_id"].tolist(),
-                k["dispatch_id"].tolist(), k["queue"].tolist(), k["stream"].tolist(), k["start"].tolist(),
-                k["end"].tolist(), k["scratch_bytes"].tolist(), k["lds_bytes"].tolist(), k["wg_x"].tolist(),
-                k["wg_y"].tolist(), k["wg_z"].tolist(), k["grid_x"].tolist(), k["grid_y"].tolist(),
-                k["grid_z"].tolist(), [1] * n_k, ev_k.tolist()))
+    _insert(
+        con,
+        "kernel_dispatch",
+        suffix,
+        [
+            "nid",
+            "pid",
+            "tid",
+            "agent_id",
+            "kernel_id",
+            "dispatch_id",
+            "queue_id",
+            "stream_id",
+            "start",
+            "end",
+            "private_segment_size",
+            "group_segment_size",
+            "workgroup_size_x",
+            "workgroup_size_y",
+            "workgroup_size_z",
+            "grid_size_x",
+            "grid_size_y",
+            "grid_size_z",
+            "region_name_id",
+            "event_id",
+        ],
+        zip(
+            [nid] * n_k,
+            [pid] * n_k,
+            k["tid"].tolist(),
+            k["agent"].tolist(),
+            k["kernel_id"].tolist(),
+            k["dispatch_id"].tolist(),
+            k["queue"].tolist(),
+            k["stream"].tolist(),
+            k["start"].tolist(),
+            k["end"].tolist(),
+            k["scratch_bytes"].tolist(),
+            k["lds_bytes"].tolist(),
+            k["wg_x"].tolist(),
+            k["wg_y"].tolist(),
+            k["wg_z"].tolist(),
+            k["grid_x"].tolist(),
+            k["grid_y"].tolist(),
+            k["grid_z"].tolist(),
+            [1] * n_k,
+            ev_k.tolist(),
+        ),
+    )
 
-    _insert(con, "memory_copy", suffix,
-            ["nid", "pid", "tid", "start", "end", "name_id", "dst_agent_id", "dst_address", "src_agent_id",
-             "src_address", "size", "queue_id", "stream_id", "region_name_id", "event_id"],
-            zip([nid] * n_c, [pid] * n_c, cp["tid"].tolist(), cp["start"].tolist(), cp["end"].tolist(),
-                copy_name_ids, cp["dst_agent"].tolist(), [0x7F1000000000] * n_c, cp["src_agent"].tolist(),
-                [0x7F2000000000] * n_c, cp["bytes"].tolist(), [0] * n_c, [0] * n_c, [1] * n_c, ev_c.tolist()))
+    _insert(
+        con,
+        "memory_copy",
+        suffix,
+        [
+            "nid",
+            "pid",
+            "tid",
+            "start",
+            "end",
+            "name_id",
+            "dst_agent_id",
+            "dst_address",
+            "src_agent_id",
+            "src_address",
+            "size",
+            "queue_id",
+            "stream_id",
+            "region_name_id",
+            "event_id",
+        ],
+        zip(
+            [nid] * n_c,
+            [pid] * n_c,
+            cp["tid"].tolist(),
+            cp["start"].tolist(),
+            cp["end"].tolist(),
+            copy_name_ids,
+            cp["dst_agent"].tolist(),
+            [0x7F1000000000] * n_c,
+            cp["src_agent"].tolist(),
+            [0x7F2000000000] * n_c,
+            cp["bytes"].tolist(),
+            [0] * n_c,
+            [0] * n_c,
+            [1] * n_c,
+            ev_c.tolist(),
+        ),
+    )
 
     _insert(con, "string", suffix, ["id", "string"], [(i, s) for s, i in strings.items()])

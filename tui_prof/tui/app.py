@@ -169,17 +169,19 @@ class TuiProfApp(App):
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:
         """(where, keys, action) of every binding of the app, its screens and widgets."""
-        return binding_rows((
-            ("everywhere", cls),
-            ("main screen", MainScreen),
-            ("main screen", HotspotsPane),
-            ("tables", TableView),
-            ("hardware, issues, help", KeyScroll),
-            ("timeline", Timeline),
-            ("findings", FindingsTable),
-            ("counters", CountersPane),
-            ("drill-down", BackScreen),
-        ))
+        return binding_rows(
+            (
+                ("everywhere", cls),
+                ("main screen", MainScreen),
+                ("main screen", HotspotsPane),
+                ("tables", TableView),
+                ("hardware, issues, help", KeyScroll),
+                ("timeline", Timeline),
+                ("findings", FindingsTable),
+                ("counters", CountersPane),
+                ("drill-down", BackScreen),
+            )
+        )
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -211,14 +213,19 @@ class TuiProfApp(App):
         yield SystemCommand("Counters", "Show counters of the selected kernel (5)", on_tab("counters"))
         yield SystemCommand("Load issues", "Files that could not be loaded (6)", on_tab("issues"))
         yield SystemCommand("Filter hotspots", "Regex filter on names (/)", on_tab("hotspots", lambda: main.hotspots.action_filter()))
-        yield SystemCommand("Group hotspots by next key", "name / normalised name / category / agent / process (b)",
-                            on_tab("hotspots", lambda: main.hotspots.action_group()))
+        yield SystemCommand(
+            "Group hotspots by next key", "name / normalised name / category / agent / process (b)", on_tab("hotspots", lambda: main.hotspots.action_group())
+        )
         for group in GROUPS:
-            yield SystemCommand(f"Group hotspots by {group}", "analysis.hotspots grouping (b cycles)",
-                                on_tab("hotspots", lambda g=group: main.hotspots.group_by(g)))
+            yield SystemCommand(
+                f"Group hotspots by {group}", "analysis.hotspots grouping (b cycles)", on_tab("hotspots", lambda g=group: main.hotspots.group_by(g))
+            )
         yield SystemCommand("Evidence of the selected finding", "Findings pane: gap, kernel or host row (Enter)", evidence)
-        yield SystemCommand("Counter formulas", "Formula, source and threshold of each metric (x on the counters pane)",
-                            on_tab("counters", lambda: main.counters.action_explain()))
+        yield SystemCommand(
+            "Counter formulas",
+            "Formula, source and threshold of each metric (x on the counters pane)",
+            on_tab("counters", lambda: main.counters.action_explain()),
+        )
         yield SystemCommand("Selected kernel on timeline", "Centre the timeline on its next dispatch (t)", main.goto_kernel)
         yield SystemCommand("Zoom in", "Timeline zoom in (w + =)", timeline_action("zoom", 0.5))
         yield SystemCommand("Zoom out", "Timeline zoom out (s -)", timeline_action("zoom", 2.0))

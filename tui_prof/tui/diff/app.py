@@ -29,8 +29,14 @@ from tui_prof.tui.widgets.timeline import Timeline
 
 
 class DiffLoaded(Message):
-    def __init__(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result: DiffResult,
-                 keys: tuple[np.ndarray, np.ndarray], models: tuple[TimelineModel, TimelineModel]) -> None:
+    def __init__(
+        self,
+        views: tuple[RunView, RunView],
+        runsets: tuple[RunSet, RunSet],
+        result: DiffResult,
+        keys: tuple[np.ndarray, np.ndarray],
+        models: tuple[TimelineModel, TimelineModel],
+    ) -> None:
         super().__init__()
         self.views = views
         self.runsets = runsets
@@ -55,8 +61,18 @@ class DiffApp(App):
         Binding("question_mark,f1", "help", "Help", id="app.help"),
     ]
 
-    def __init__(self, source_a: str | Path | RunSet, source_b: str | Path | RunSet, *, by: str = "name", rules=None,
-                 noise_pct: float | None = None, noise_pp: float | None = None, use_cache: bool = True, **kwargs) -> None:
+    def __init__(
+        self,
+        source_a: str | Path | RunSet,
+        source_b: str | Path | RunSet,
+        *,
+        by: str = "name",
+        rules=None,
+        noise_pct: float | None = None,
+        noise_pp: float | None = None,
+        use_cache: bool = True,
+        **kwargs,
+    ) -> None:
         """``use_cache``: read/write the columnar cache (``tuiprof diff --tui --no-cache``: False)."""
         super().__init__(**kwargs)
         self.sources = (source_a, source_b)
@@ -89,13 +105,15 @@ class DiffApp(App):
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:
         """(where, keys, action) of every binding of the diff app, its screens and widgets."""
-        return binding_rows((
-            ("everywhere", cls),
-            ("diff screen", DiffScreen),
-            ("kernel table", TableView),
-            ("focused timeline", Timeline),
-            ("pair screen", BackScreen),
-        ))
+        return binding_rows(
+            (
+                ("everywhere", cls),
+                ("diff screen", DiffScreen),
+                ("kernel table", TableView),
+                ("focused timeline", Timeline),
+                ("pair screen", BackScreen),
+            )
+        )
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -87,14 +87,18 @@ def match_keys(view: RunView, by: str, rules=None) -> np.ndarray:
 def metrics_table(result: DiffResult) -> Table:
     """The summary delta table as a Rich table (verdict coloured)."""
     table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ (B−A)", "right"), ("Δ %", "right"),
-                          ("noise", "right"), ("verdict", "left")):
+    for name, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ (B−A)", "right"), ("Δ %", "right"), ("noise", "right"), ("verdict", "left")):
         table.add_column(name, justify=justify, no_wrap=True)
     for m in result.metrics:
-        table.add_row(m["label"], fmt_metric(m["a"], m["unit"]), fmt_metric(m["b"], m["unit"]),
-                      fmt_metric(m["delta"], m["unit"], signed=True),
-                      fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
-                      f"±{m['threshold']:g}{m['threshold_unit']}", Text(m["status"], VERDICT_STYLE.get(m["status"], "")))
+        table.add_row(
+            m["label"],
+            fmt_metric(m["a"], m["unit"]),
+            fmt_metric(m["b"], m["unit"]),
+            fmt_metric(m["delta"], m["unit"], signed=True),
+            fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
+            f"±{m['threshold']:g}{m['threshold_unit']}",
+            Text(m["status"], VERDICT_STYLE.get(m["status"], "")),
+        )
     return table
 
 
@@ -162,8 +166,14 @@ class DiffScreen(Screen):
         """Both sides' match keys for mode ``by`` (reads only settings: called in workers)."""
         return match_keys(views[0], by, self.rules), match_keys(views[1], by, self.rules)
 
-    def show(self, views: tuple[RunView, RunView], runsets: tuple[RunSet, RunSet], result: DiffResult,
-             keys: tuple[np.ndarray, np.ndarray], models: tuple[TimelineModel, TimelineModel]) -> None:
+    def show(
+        self,
+        views: tuple[RunView, RunView],
+        runsets: tuple[RunSet, RunSet],
+        result: DiffResult,
+        keys: tuple[np.ndarray, np.ndarray],
+        models: tuple[TimelineModel, TimelineModel],
+    ) -> None:
         """Fill the screen with what the load worker computed: the diff for the current
         match mode, each side's match keys and the two linked timeline models."""
         self.views, self.runsets = views, runsets
@@ -177,8 +187,10 @@ class DiffScreen(Screen):
         a, b = self.runsets
         self.by, self.result, self.keys = result.by, result, keys
         c = result.counts()
-        title = (f"tuiprof diff · A: {a.name} ({', '.join(a.formats) or '-'}) · B: {b.name} ({', '.join(b.formats) or '-'})"
-                 f" · by {MATCH_LABELS[self.by]}: {c['matched']} matched, {c['added']} added, {c['removed']} removed")
+        title = (
+            f"tuiprof diff · A: {a.name} ({', '.join(a.formats) or '-'}) · B: {b.name} ({', '.join(b.formats) or '-'})"
+            f" · by {MATCH_LABELS[self.by]}: {c['matched']} matched, {c['added']} added, {c['removed']} removed"
+        )
         self.query_one("#diff-title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
         self.query_one("#diff-metrics", Static).update(metrics_table(result))
         table = self.query_one("#diff-table", TableView)
@@ -200,8 +212,10 @@ class DiffScreen(Screen):
             self.query_one("#diff-status", Static).update(Text(text, "dim italic", no_wrap=True, overflow="ellipsis"))
             return
         sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "|Δ total| ↓"
-        text = (f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
-                "Enter: pairs · m: match · s: sort · r: |Δ| order · w/-: zoom · a/d: pan · n/N: gap · ?: keys")
+        text = (
+            f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
+            "Enter: pairs · m: match · s: sort · r: |Δ| order · w/-: zoom · a/d: pan · n/N: gap · ?: keys"
+        )
         self.query_one("#diff-status", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
 
     def key_rows(self, side: int, key: str) -> pd.DataFrame:
@@ -288,8 +302,13 @@ class DiffScreen(Screen):
         if other.model is not None and (other.t0, other.t1) != (source.t0, source.t1):
             other.set_view(source.t0, source.t1)
         self.query_one("#tl-status", Static).update(
-            Text(f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
-                 "w/+ -: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel · Tab: focus a timeline", no_wrap=True, overflow="ellipsis"))
+            Text(
+                f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
+                "w/+ -: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel · Tab: focus a timeline",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+        )
 
     @on(Timeline.GapOpened)
     def _gap_opened(self, event: Timeline.GapOpened) -> None:
@@ -310,9 +329,13 @@ def pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:
     if not len(rows):
         return Text(f"{tag}: no dispatches (kernel {'added' if tag == 'A' else 'removed'})\n", style="bold")
     h = hotspots(rows, by=by, rules=rules).iloc[0]
-    return Text(f"{tag}: {int(h['calls'])} dispatches · total {fmt_ns(int(h['total_ns']))} · avg {fmt_ns(h['avg_ns'])}\n"
-                f"   median {fmt_ns(float(h['median_ns']))} · min {fmt_ns(int(h['min_ns']))} · max {fmt_ns(int(h['max_ns']))}",
-                no_wrap=True, overflow="ellipsis", style="bold")
+    return Text(
+        f"{tag}: {int(h['calls'])} dispatches · total {fmt_ns(int(h['total_ns']))} · avg {fmt_ns(h['avg_ns'])}\n"
+        f"   median {fmt_ns(float(h['median_ns']))} · min {fmt_ns(int(h['min_ns']))} · max {fmt_ns(int(h['max_ns']))}",
+        no_wrap=True,
+        overflow="ellipsis",
+        style="bold",
+    )
 
 
 class PairScreen(BackScreen):
@@ -334,8 +357,11 @@ class PairScreen(BackScreen):
         r = self.row
         ratio = "-" if pd.isna(r["ratio"]) else f"{float(r['ratio']):.3f}×"
         yield Static(Text(f"{MATCH_LABELS[self.by]}: {self.key}", no_wrap=True, overflow="ellipsis"), classes="title")
-        yield Static(Text(f"{r['status']} · Δ total {fmt_ns(int(r['delta_ns']))} · ratio {ratio} · Esc: back · Tab: other run",
-                          no_wrap=True, overflow="ellipsis"), classes="status", id="pair-status")
+        yield Static(
+            Text(f"{r['status']} · Δ total {fmt_ns(int(r['delta_ns']))} · ratio {ratio} · Esc: back · Tab: other run", no_wrap=True, overflow="ellipsis"),
+            classes="status",
+            id="pair-status",
+        )
         with Horizontal(id="pair-body"):
             for tag in ("a", "b"):
                 with Vertical(classes="pair-side"):

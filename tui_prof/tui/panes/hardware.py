@@ -90,8 +90,9 @@ def capabilities_renderable(doc: dict):
         caps = records[0]["capabilities"]
         ids = [r["id"] for r in records]
         agents = f"agents {id_ranges(ids)} {arch} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]} {arch}"
-        table = Table(title=Text(f"Profiling capability · {process} · {agents}", "table.title"),
-                      expand=True, show_edge=False, show_header=False, title_justify="left")
+        table = Table(
+            title=Text(f"Profiling capability · {process} · {agents}", "table.title"), expand=True, show_edge=False, show_header=False, title_justify="left"
+        )
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
         for key in ("counters", "pc_sampling", "thread_trace", "rocprof_compute", "roofline"):

@@ -58,8 +58,11 @@ def measurement_text(doc: dict | None) -> Text:
     item("span", fmt_ns(m["span_ns"]))
     item("kernels", f"{m['kernel_count']:,}")
     item("GEMM", f"{m['gemm_pct_of_kernel_time']:.1f}%")
-    item("sync", f"{m['sync_pct_of_wall']:.1f}% (>{m['sync_target_pct']:g}%)" if m["sync_pct_of_wall"] > m["sync_target_pct"]
-         else f"{m['sync_pct_of_wall']:.1f}%", m["sync_pct_of_wall"] > m["sync_target_pct"])
+    item(
+        "sync",
+        f"{m['sync_pct_of_wall']:.1f}% (>{m['sync_target_pct']:g}%)" if m["sync_pct_of_wall"] > m["sync_target_pct"] else f"{m['sync_pct_of_wall']:.1f}%",
+        m["sync_pct_of_wall"] > m["sync_target_pct"],
+    )
     queue = m.get("median_queue_delay_ns")
     item("launch", f"{m['launch_api_pct_of_wall']:.1f}%" + (f" (queue {fmt_ns(queue)})" if queue is not None else ""))
     item("idle", f"{m['idle_pct']:.1f}%")

@@ -19,8 +19,15 @@ from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.timeline import Timeline
 
 # the legend: (glyph, style, label) as drawn by tui_prof.tui.widgets.timeline
-LEGEND = (("█", "bright_green", " busy "), ("▃", "yellow", " <90% busy "), ("░", "red", " idle "),
-          ("▓", "bright_magenta", " sync "), ("▚", "bright_magenta", " sync+launch "), ("▆", "blue", " host API "), ("▆", "cyan", " host op"))
+LEGEND = (
+    ("█", "bright_green", " busy "),
+    ("▃", "yellow", " <90% busy "),
+    ("░", "red", " idle "),
+    ("▓", "bright_magenta", " sync "),
+    ("▚", "bright_magenta", " sync+launch "),
+    ("▆", "blue", " host API "),
+    ("▆", "cyan", " host op"),
+)
 
 
 def legend(ascii: bool = False) -> Text:

@@ -39,11 +39,16 @@ from tui_prof.tui.widgets.timeline import Timeline
 PANES = Binding.Group("Panes", compact=True)
 # every tab focuses a widget of its own: a tab whose focus stayed in a hidden pane would be
 # switched back to by Textual (TabPane.Focused) when that widget is focused again
-FOCUS = {"hotspots": "#hotspot-table", "timeline": "#timeline-view", "hardware": "#hardware-pane",
-         "findings": "#findings-table", "counters": "#counters-pane", "issues": "#issues-pane"}
+FOCUS = {
+    "hotspots": "#hotspot-table",
+    "timeline": "#timeline-view",
+    "hardware": "#hardware-pane",
+    "findings": "#findings-table",
+    "counters": "#counters-pane",
+    "issues": "#issues-pane",
+}
 # the lazy RunView part each tab shows (see tui_prof.tui.view.runview.PARTS)
-TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary",
-            "counters": "summary", "issues": "summary"}
+TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary", "counters": "summary", "issues": "summary"}
 
 
 class MainScreen(Screen):
@@ -121,8 +126,7 @@ class MainScreen(Screen):
         self.query_one("#loading").display = False
         self.query_one("#tabs").display = True
         errors = len(runset.errors)
-        title = (f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es)"
-                 f" · {len(view.kernels)} dispatches")
+        title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {len(view.kernels)} dispatches"
         if errors:
             title += f" · {errors} file(s) failed: press 6"
         self.query_one("#title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
@@ -145,8 +149,7 @@ class MainScreen(Screen):
         view = self.view
         if error:
             text = Text(f"{part}: could not be computed: {error}", "red")
-            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane),
-                     "timeline": (TimelinePane,)}.get(part, ())
+            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane), "timeline": (TimelinePane,)}.get(part, ())
             for pane in panes:
                 self.query_one(pane).part_failed(text)
         elif part == "summary":

@@ -24,8 +24,16 @@ def dispatch_occupancy(view: RunView, row: pd.Series) -> dict | None:
     if agent is None or not agent.arch or int(row["arch_vgpr"]) < 0 or int(row["wg_x"]) <= 0:
         return None
     wg = max(int(row["wg_x"]), 1) * max(int(row["wg_y"]), 1) * max(int(row["wg_z"]), 1)
-    return occupancy(agent.arch, wg, int(row["arch_vgpr"]), max(int(row["accum_vgpr"]), 0), max(int(row["sgpr"]), 0),
-                     max(int(row["lds_bytes"]), 0), agent.wave_size or None, max(int(row["scratch_bytes"]), 0))
+    return occupancy(
+        agent.arch,
+        wg,
+        int(row["arch_vgpr"]),
+        max(int(row["accum_vgpr"]), 0),
+        max(int(row["sgpr"]), 0),
+        max(int(row["lds_bytes"]), 0),
+        agent.wave_size or None,
+        max(int(row["scratch_bytes"]), 0),
+    )
 
 
 # analysis.occupancy limiter names, short enough for the detail's two columns
@@ -96,8 +104,7 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
         pairs += [
             ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({occ['occupancy_pct']:g} %)"),
             ("occupancy limiter", f"{occ['limiter']} · {occ['workgroups_per_cu']} workgroups/CU"),
-            ("limits (WG/CU)", ", ".join(f"{SHORT_LIMIT.get(x['limit'], x['limit'])} {x['workgroups_per_cu']}"
-                                         for x in occ["limiters"])),
+            ("limits (WG/CU)", ", ".join(f"{SHORT_LIMIT.get(x['limit'], x['limit'])} {x['workgroups_per_cu']}" for x in occ["limiters"])),
         ]
     else:
         pairs.append(("occupancy", "unknown (arch, workgroup size or VGPRs not recorded)"))

@@ -55,8 +55,7 @@ def _gap(cause: str | None) -> Callable[[RunView, dict], Evidence]:
 def _host(view: RunView, finding: dict) -> Evidence:
     """The host row with the most time in sync calls."""
     lanes = view.timeline.lanes
-    host = [(int(lane.sync_end.sum() - lane.sync_start.sum()), i) for i, lane in enumerate(lanes)
-            if lane.kind == "host" and len(lane.sync_start)]
+    host = [(int(lane.sync_end.sum() - lane.sync_start.sum()), i) for i, lane in enumerate(lanes) if lane.kind == "host" and len(lane.sync_start)]
     return ("host", max(host)[1]) if host else ("none", "no host row with sync calls")
 
 

@@ -249,8 +249,7 @@ class RunView:
                     lanes.append(Lane(label, "gpu", ks[rows], ke[rows], key=(ri, a, q)))
             c = run.copies
             if len(c):
-                lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin,
-                                  key=(ri, "copy")))
+                lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin, key=(ri, "copy")))
         gap_array = gap_lanes = None
         if gaps is not None:
             gs = gaps["start"].to_numpy().astype(np.int64) - origin
