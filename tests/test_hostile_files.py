@@ -420,6 +420,8 @@ def _load_in_thread(root: Path, cancel: threading.Event) -> dict:
 
 def test_cancel_reaches_two_slow_sqlite_units_within_a_second(run_dir, monkeypatch):
     monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "2")
+    # the step budget must not end the queries first, however fast this machine steps
+    monkeypatch.setattr(rocpd, "STEP_BUDGET_FLOOR", 10**15)
     for name in ("a_results.db", "b_results.db"):
         _cross_join_db(run_dir / name)
     cancel = threading.Event()

@@ -2,6 +2,8 @@
 hidden characters or live Markdown (issue 13): the one sanitiser (tui_prof.render.safe)
 and the CLI renderers that use it, on hand-built hostile names and on any string."""
 
+import html
+import re
 import unicodedata
 
 import pandas as pd
@@ -114,3 +116,43 @@ def test_summary_reports_with_hostile_kernel_and_host_names(name):
 @given(st.text(min_size=1, max_size=40))
 def test_any_kernel_name_renders_without_raw_controls(name):
     _check_reports(name)
+
+
+def _screen_text(app) -> str:
+    """Every character of the app's current screen, from its SVG screenshot's text."""
+    svg = app.export_screenshot()
+    return "\n".join(html.unescape(m.group(1)) for m in re.finditer(r"<text [^>]*>(.*?)</text>", svg))
+
+
+async def _tui_shows_safely(name: str) -> None:
+    from tui_harness import first_screen, press, settle
+
+    from tui_prof.tui.app import TuiProfApp
+
+    app = TuiProfApp(_run_named(name))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await first_screen(app, pilot)
+        await settle(app, pilot)
+        for keys in ((), ("4",), ("2",), ("1", "enter")):  # hotspots, findings, timeline, the kernel's dispatches
+            await press(app, pilot, *keys)
+            shown = _screen_text(app)
+            assert visible_only(shown), repr(shown)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(min_size=1, max_size=24))
+def test_any_kernel_name_shows_in_the_tui_without_raw_controls_or_markup(name):
+    import asyncio
+
+    asyncio.run(_tui_shows_safely(name))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [*MODEL_NAMES.values(), "bad[/]kern", "[link=file:///etc/passwd]x[/link]", "[@click=app.quit]q"],
+    ids=[*MODEL_NAMES.keys(), "close_tag", "link", "action"],
+)
+def test_hostile_kernel_names_in_the_tui(name):
+    import asyncio
+
+    asyncio.run(_tui_shows_safely(name))

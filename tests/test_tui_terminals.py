@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from tmux_harness import capture, wait_for
 
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.glyphs import ASCII, sixteen_colours, to_ascii, use_ascii, utf8_locale
@@ -75,22 +76,6 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
-def _capture(session: str, escapes: bool = False) -> str:
-    args = ["tmux", "capture-pane", "-t", session, "-p"] + (["-e"] if escapes else [])
-    return subprocess.run(args, capture_output=True, text=True, errors="replace").stdout
-
-
-def _wait_for(session: str, text: str, timeout: float = 30.0) -> str:
-    end = time.monotonic() + timeout
-    pane = ""
-    while time.monotonic() < end:
-        pane = _capture(session)
-        if text in pane:
-            return pane
-        time.sleep(0.2)
-    raise AssertionError(f"{text!r} not on screen after {timeout}s:\n{pane}")
-
-
 def _quit(session: str) -> None:
     subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
     end = time.monotonic() + 10
@@ -108,9 +93,9 @@ def test_no_color_linux_console_c_locale():
     env = {"NO_COLOR": "1", "TERM": "linux", "LC_ALL": "C", "LANG": "C"}
     _tmux(session, [sys.executable, "-m", "tui_prof.cli", "open", "--no-mouse", str(SAMPLE)], env)
     try:
-        _wait_for(session, "sort total_ns")
+        wait_for(session, "sort total_ns")
         subprocess.run(["tmux", "send-keys", "-t", session, "2"], check=True)
-        pane = _wait_for(session, "view 0 ns")
+        pane = wait_for(session, "view 0 ns")
         rows = [line for line in pane.splitlines() if line.startswith(("host T", "GPU"))]
         assert rows and all("|" in row for row in rows), pane
         timeline = "\n".join(rows)
@@ -121,7 +106,7 @@ def test_no_color_linux_console_c_locale():
         legend = next(line for line in pane.splitlines() if "busy" in line and "idle" in line)
         assert legend.strip().startswith("# busy : <90% busy . idle = sync % sync+launch"), legend
         # NO_COLOR: no foreground colour in the timeline rows (only bold/reverse attributes)
-        coloured = [line for line in _capture(session, escapes=True).splitlines() if line.lstrip("\x1b[0123456789;m").startswith(("host T", "GPU"))]
+        coloured = [line for line in capture(session, escapes=True).splitlines() if line.lstrip("\x1b[0123456789;m").startswith(("host T", "GPU"))]
         for line in coloured:
             for code in ("38;5;", "38;2;", "[31m", "[32m", "[33m", "[34m", "[35m", "[91m", "[92m", "[95m"):
                 assert code not in line, repr(line)
@@ -151,7 +136,7 @@ def test_hostile_names_in_tmux(tmp_path):
     _tmux(session, [sys.executable, "-m", "tui_prof.cli", "open", "--no-mouse", "--no-cache", str(run_dir)], {"LANG": "C.UTF-8"}, size=(160, 40))
     try:
         title_before = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_title}"], capture_output=True, text=True).stdout.strip()
-        pane = _wait_for(session, "sort total_ns")
+        pane = wait_for(session, "sort total_ns")
         assert "gemm[M=1024,N=1024]" in pane  # the directory name, shown as text
         assert "[link=file:///etc/passwd]x[/link]" in pane  # markup shown, not interpreted
         assert "bad[/]kern" in pane

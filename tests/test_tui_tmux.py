@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from tmux_harness import wait_for
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_traces" / "synthetic_sync_per_launch"
 pytestmark = [
@@ -18,41 +19,26 @@ pytestmark = [
 ]
 
 
-def _capture(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
-
-
-def _wait_for(session: str, text: str, timeout: float = 20.0) -> str:
-    end = time.monotonic() + timeout
-    pane = ""
-    while time.monotonic() < end:
-        pane = _capture(session)
-        if text in pane:
-            return pane
-        time.sleep(0.2)
-    raise AssertionError(f"{text!r} not on screen after {timeout}s:\n{pane}")
-
-
 def test_open_sample_in_tmux():
     session = f"tuiprof-{uuid.uuid4().hex[:8]}"
     cmd = f"{sys.executable} -m tui_prof.cli open --no-mouse {SAMPLE}"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True)
     try:
-        pane = _wait_for(session, "sort total_ns")
+        pane = wait_for(session, "sort total_ns")
         assert "synthetic_sync_per_launch" in pane and "Cijk_" in pane
         subprocess.run(["tmux", "send-keys", "-t", session, "2"], check=True)
-        pane = _wait_for(session, "view 0 ns")
+        pane = wait_for(session, "view 0 ns")
         assert "host T" in pane and "GPU" in pane and "▚" in pane  # sync interleaved with launches
         subprocess.run(["tmux", "send-keys", "-t", session, "n"], check=True)
-        pane = _wait_for(session, "gap 1/")
+        pane = wait_for(session, "gap 1/")
         subprocess.run(["tmux", "send-keys", "-t", session, "1"], check=True)
-        _wait_for(session, "by name ·")
+        wait_for(session, "by name ·")
         time.sleep(0.3)
         subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
-        pane = _wait_for(session, "dispatches · Enter")
+        pane = wait_for(session, "dispatches · Enter")
         assert "200 dispatches" in pane  # the top kernel (GEMM) runs once per iteration
         subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)
-        _wait_for(session, "by name ·")
+        wait_for(session, "by name ·")
         time.sleep(0.3)  # Escape followed at once by q would read as alt+q
         subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
         end = time.monotonic() + 10

@@ -28,6 +28,7 @@ from tui_prof.loaders.base import LoadCancelled
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.keys import binding_rows
+from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane
@@ -68,12 +69,6 @@ class PartReady(Message):
     def __init__(self, part: str, error: str = "") -> None:
         super().__init__()
         self.part, self.error = part, error
-
-
-class LoadFailed(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
 
 
 class TuiProfApp(App):

@@ -53,3 +53,11 @@ class EvidenceRequested(Message):
     def __init__(self, finding: dict) -> None:
         super().__init__()
         self.finding = finding
+
+
+class LoadFailed(Message):
+    """Nothing could be shown of a run: ``text`` says why (posted by an app's load worker)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text

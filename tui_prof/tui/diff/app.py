@@ -20,6 +20,7 @@ from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.diff.screens import DiffScreen, linked_models
 from tui_prof.tui.keys import binding_rows
+from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.view.lanes import TimelineModel
@@ -43,12 +44,6 @@ class DiffLoaded(Message):
         self.result = result  # analysis.diff.diff_runsets, computed in the load worker
         self.keys = keys  # each side's match key per kernel row
         self.models = models  # A's and B's timelines on one span
-
-
-class DiffLoadFailed(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
 
 
 class DiffApp(App):
@@ -100,7 +95,7 @@ class DiffApp(App):
         except LoadCancelled:  # the app is quitting
             return
         except Exception as err:  # shown in the app, never as a traceback
-            self.post_message(DiffLoadFailed(load_failure(err, "the runs")))
+            self.post_message(LoadFailed(load_failure(err, "the runs")))
 
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:
@@ -137,5 +132,5 @@ class DiffApp(App):
     def on_diff_loaded(self, message: DiffLoaded) -> None:
         self.diff_screen.show(message.views, message.runsets, message.result, message.keys, message.models)
 
-    def on_diff_load_failed(self, message: DiffLoadFailed) -> None:
+    def on_load_failed(self, message: LoadFailed) -> None:
         self.diff_screen.show_failure(message.text)

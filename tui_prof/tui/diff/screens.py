@@ -41,6 +41,7 @@ from tui_prof.model import RunSet
 from tui_prof.render.diff import fmt_metric, fmt_rel
 from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.drilldown import DISPATCH_COLUMNS
 from tui_prof.tui.view.lanes import TimelineModel
@@ -97,7 +98,7 @@ def metrics_table(result: DiffResult) -> Table:
             fmt_metric(m["delta"], m["unit"], signed=True),
             fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
             f"±{m['threshold']:g}{m['threshold_unit']}",
-            Text(m["status"], VERDICT_STYLE.get(m["status"], "")),
+            plain(m["status"], VERDICT_STYLE.get(m["status"], "")),
         )
     return table
 
@@ -154,8 +155,8 @@ class DiffScreen(Screen):
 
     # -- data ---------------------------------------------------------------------------
     def show_failure(self, text: str) -> None:
-        self.query_one("#diff-title", Static).update(Text("tuiprof diff", no_wrap=True))
-        self.query_one("#diff-metrics", Static).update(Text(text))  # names files: never markup
+        self.query_one("#diff-title", Static).update(plain("tuiprof diff", no_wrap=True))
+        self.query_one("#diff-metrics", Static).update(plain(text))  # names files: never markup
 
     def diff(self, runsets: tuple[RunSet, RunSet]) -> DiffResult:
         """analysis.diff.diff_runsets for the current match mode and noise thresholds (reads
@@ -191,7 +192,7 @@ class DiffScreen(Screen):
             f"tuiprof diff · A: {a.name} ({', '.join(a.formats) or '-'}) · B: {b.name} ({', '.join(b.formats) or '-'})"
             f" · by {MATCH_LABELS[self.by]}: {c['matched']} matched, {c['added']} added, {c['removed']} removed"
         )
-        self.query_one("#diff-title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#diff-title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
         self.query_one("#diff-metrics", Static).update(metrics_table(result))
         table = self.query_one("#diff-table", TableView)
         table.columns[0].title = f"kernel ({MATCH_LABELS[self.by]})"
@@ -199,8 +200,8 @@ class DiffScreen(Screen):
         self.update_status()
         idle_a, idle_b = result.metric("idle_pct")["a"], result.metric("idle_pct")["b"]
         span_a, span_b = result.metric("span_ns")["a"], result.metric("span_ns")["b"]
-        self.query_one("#tl-a-label", Static).update(Text(f"A {a.name} · span {fmt_ns(span_a)} · GPU idle {idle_a:.2f}%", no_wrap=True, overflow="ellipsis"))
-        self.query_one("#tl-b-label", Static).update(Text(f"B {b.name} · span {fmt_ns(span_b)} · GPU idle {idle_b:.2f}%", no_wrap=True, overflow="ellipsis"))
+        self.query_one("#tl-a-label", Static).update(plain(f"A {a.name} · span {fmt_ns(span_a)} · GPU idle {idle_a:.2f}%", no_wrap=True, overflow="ellipsis"))
+        self.query_one("#tl-b-label", Static).update(plain(f"B {b.name} · span {fmt_ns(span_b)} · GPU idle {idle_b:.2f}%", no_wrap=True, overflow="ellipsis"))
 
     def update_status(self) -> None:
         table = self.query_one("#diff-table", TableView)
@@ -209,14 +210,14 @@ class DiffScreen(Screen):
             return
         if self.pending_by is not None:
             text = f"matching kernels by {MATCH_LABELS[self.pending_by]}: {COMPUTING}"
-            self.query_one("#diff-status", Static).update(Text(text, "dim italic", no_wrap=True, overflow="ellipsis"))
+            self.query_one("#diff-status", Static).update(plain(text, "dim italic", no_wrap=True, overflow="ellipsis"))
             return
         sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "|Δ total| ↓"
         text = (
             f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
             "Enter: pairs · m: match · s: sort · r: |Δ| order · w/-: zoom · a/d: pan · n/N: gap · ?: keys"
         )
-        self.query_one("#diff-status", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#diff-status", Static).update(plain(text, no_wrap=True, overflow="ellipsis"))
 
     def key_rows(self, side: int, key: str) -> pd.DataFrame:
         """Dispatches of run ``side`` (0 = A, 1 = B) whose match key equals ``key``."""
@@ -302,7 +303,7 @@ class DiffScreen(Screen):
         if other.model is not None and (other.t0, other.t1) != (source.t0, source.t1):
             other.set_view(source.t0, source.t1)
         self.query_one("#tl-status", Static).update(
-            Text(
+            plain(
                 f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
                 "w/+ -: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel · Tab: focus a timeline",
                 no_wrap=True,
@@ -327,9 +328,9 @@ class DiffScreen(Screen):
 def pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:
     """One side's dispatch statistics: the analysis.hotspots row of its (single) match key."""
     if not len(rows):
-        return Text(f"{tag}: no dispatches (kernel {'added' if tag == 'A' else 'removed'})\n", style="bold")
+        return plain(f"{tag}: no dispatches (kernel {'added' if tag == 'A' else 'removed'})\n", style="bold")
     h = hotspots(rows, by=by, rules=rules).iloc[0]
-    return Text(
+    return plain(
         f"{tag}: {int(h['calls'])} dispatches · total {fmt_ns(int(h['total_ns']))} · avg {fmt_ns(h['avg_ns'])}\n"
         f"   median {fmt_ns(float(h['median_ns']))} · min {fmt_ns(int(h['min_ns']))} · max {fmt_ns(int(h['max_ns']))}",
         no_wrap=True,
@@ -356,16 +357,16 @@ class PairScreen(BackScreen):
     def compose(self) -> ComposeResult:
         r = self.row
         ratio = "-" if pd.isna(r["ratio"]) else f"{float(r['ratio']):.3f}×"
-        yield Static(Text(f"{MATCH_LABELS[self.by]}: {self.key}", no_wrap=True, overflow="ellipsis"), classes="title")
+        yield Static(plain(f"{MATCH_LABELS[self.by]}: {self.key}", no_wrap=True, overflow="ellipsis"), classes="title")
         yield Static(
-            Text(f"{r['status']} · Δ total {fmt_ns(int(r['delta_ns']))} · ratio {ratio} · Esc: back · Tab: other run", no_wrap=True, overflow="ellipsis"),
+            plain(f"{r['status']} · Δ total {fmt_ns(int(r['delta_ns']))} · ratio {ratio} · Esc: back · Tab: other run", no_wrap=True, overflow="ellipsis"),
             classes="status",
             id="pair-status",
         )
         with Horizontal(id="pair-body"):
             for tag in ("a", "b"):
                 with Vertical(classes="pair-side"):
-                    yield Static(Text(COMPUTING, "dim italic"), id=f"pair-{tag}-stats")
+                    yield Static(plain(COMPUTING, "dim italic"), id=f"pair-{tag}-stats")
                     yield TableView(list(DISPATCH_COLUMNS), id=f"pair-{tag}")
         yield Footer()
 

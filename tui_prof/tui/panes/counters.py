@@ -14,7 +14,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import kernel_counters
 
 
@@ -23,30 +25,30 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
     formula, source and threshold of each; without counters, the rocprofv3 commands."""
     blocks = doc.get("counters") or []
     if not blocks:
-        return Text("No GPU agent and no counters in this run.", "dim")
+        return plain("No GPU agent and no counters in this run.", "dim")
     parts: list = []
     if not any(b.get("kernels") for b in blocks):
         for b in blocks:
-            title = Text(f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}", "bold")
-            title.append(f", {b['process']}" if b.get("process") and len(blocks) > 1 else "")
+            title = plain(f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}", "bold")
+            title.append(safe_text(f", {b['process']}") if b.get("process") and len(blocks) > 1 else "")
             title.append("). Metrics that need them: ")
             title.append(", ".join(b.get("missing", {})) or "-", "")
             parts.append(title)
-            parts.append(Text("Collect them with (one run per pass):", "bold"))
+            parts.append(plain("Collect them with (one run per pass):", "bold"))
             for command in b.get("commands", []):
-                parts.append(Text(command, "green"))
+                parts.append(plain(command, "green"))
         return Group(*parts)
     if name is None:
-        return Text("Select a kernel in the hotspot table (grouped by name) to see its counters.", "dim")
+        return plain("Select a kernel in the hotspot table (grouped by name) to see its counters.", "dim")
     found = kernel_counters(doc, name)
-    head = Text(name, "bold", no_wrap=True, overflow="ellipsis")
+    head = plain(name, "bold", no_wrap=True, overflow="ellipsis")
     parts.append(head)
     if not found:
-        parts.append(Text("No counter values were recorded for this kernel.", "dim"))
+        parts.append(plain("No counter values were recorded for this kernel.", "dim"))
         return Group(*parts)
     for process, k in found:
         sub = f"{process} · {k['dispatches']} dispatch(es) with counters · metric = mean over them"
-        parts.append(Text(sub, "dim"))
+        parts.append(plain(sub, "dim"))
         table = Table(expand=True, show_edge=False, pad_edge=False)
         table.add_column("metric", no_wrap=True)
         table.add_column("value", justify="right", no_wrap=True)
@@ -57,14 +59,14 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
         else:
             table.add_column("interpretation", overflow="fold")
         for m in k["metrics"].values():
-            value = Text(f"{m['value']:.4g} {m['unit']}", "bold red" if m["flagged"] else "")
+            value = plain(f"{m['value']:.4g} {m['unit']}", "bold red" if m["flagged"] else "")
             if explain:
                 table.add_row(m["label"], value, m["formula"], m["source"], m["threshold"])
             else:
-                note = Text(f"⚠ {m['meaning'] or 'threshold crossed'}", "red") if m["flagged"] else Text(f"ok ({m['threshold']})", "dim")
+                note = plain(f"⚠ {m['meaning'] or 'threshold crossed'}", "red") if m["flagged"] else plain(f"ok ({m['threshold']})", "dim")
                 table.add_row(m["label"], value, note)
         parts.append(table)
-    parts.append(Text("x: " + ("hide formulas" if explain else "formula, source and threshold of each metric"), "dim"))
+    parts.append(plain("x: " + ("hide formulas" if explain else "formula, source and threshold of each metric"), "dim"))
     return Group(*parts)
 
 
@@ -80,7 +82,7 @@ class CountersPane(VerticalScroll, can_focus=True):
         self._doc: dict | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(COMPUTING, "dim italic"), id="counters-body")
+        yield Static(plain(COMPUTING, "dim italic"), id="counters-body")
 
     @property
     def kernel(self) -> str | None:

@@ -17,6 +17,7 @@ from textual.widgets import Static
 from tui_prof.render.fmt import fmt_bytes, fmt_ns
 from tui_prof.tui.messages import EvidenceRequested
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import findings_frame
 from tui_prof.tui.widgets.table import Column, TableView
 
@@ -48,17 +49,17 @@ def _fmt_number(key: str, value) -> str:
 def finding_detail(finding: dict | None) -> Table | Text:
     """Severity, code, message, the numbers behind it and the fix of one finding."""
     if finding is None:
-        return Text("No findings: nothing crossed a threshold.", "dim")
+        return plain("No findings: nothing crossed a threshold.", "dim")
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    grid.add_row("finding", Text(f"{finding['severity']} · {finding['code']}", SEVERITY_STYLE.get(finding["severity"], "")))
-    grid.add_row("", Text(finding["message"]))  # messages and numbers name kernels: never markup
+    grid.add_row("finding", plain(f"{finding['severity']} · {finding['code']}", SEVERITY_STYLE.get(finding["severity"], "")))
+    grid.add_row("", plain(finding["message"]))  # messages and numbers name kernels: never markup
     for key, value in (finding.get("numbers") or {}).items():
         if finding["code"] == "no-counters" and key == "commands":
             continue  # the fix lists them
-        grid.add_row(Text(key), Text(_fmt_number(key, value)))
-    grid.add_row("fix", Text(finding["fix"], "green"))
+        grid.add_row(plain(key), plain(_fmt_number(key, value)))
+    grid.add_row("fix", plain(finding["fix"], "green"))
     return grid
 
 
@@ -83,7 +84,7 @@ class FindingsPane(Vertical):
     def compose(self) -> ComposeResult:
         yield FindingsTable(list(FINDING_COLUMNS), id="findings-table")
         with VerticalScroll(id="finding-scroll"):
-            yield Static(Text(COMPUTING, "dim italic"), id="finding-detail")
+            yield Static(plain(COMPUTING, "dim italic"), id="finding-detail")
 
     @property
     def table(self) -> FindingsTable:

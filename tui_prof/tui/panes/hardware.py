@@ -12,6 +12,7 @@ from textual.widgets import Static
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.widgets.scroll import KeyScroll
 
 
@@ -70,9 +71,9 @@ def agents_renderable(runset: RunSet) -> Table | str:
     multi = len(runset.runs) > 1
     for label, ids, values in groups:
         name = f"{values[0]} {id_ranges(ids)} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]}"
-        table.add_column(Text(f"{label}:{name}" if multi else name), overflow="fold")
+        table.add_column(plain(f"{label}:{name}" if multi else name), overflow="fold")
     for row, (title, _) in enumerate(FIELDS):
-        table.add_row(title, *(Text(values[row]) for _, _, values in groups))  # trace strings: never markup
+        table.add_row(title, *(plain(values[row]) for _, _, values in groups))  # trace strings: never markup
     return table
 
 
@@ -91,24 +92,24 @@ def capabilities_renderable(doc: dict):
         ids = [r["id"] for r in records]
         agents = f"agents {id_ranges(ids)} {arch} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]} {arch}"
         table = Table(
-            title=Text(f"Profiling capability · {process} · {agents}", "table.title"), expand=True, show_edge=False, show_header=False, title_justify="left"
+            title=plain(f"Profiling capability · {process} · {agents}", "table.title"), expand=True, show_edge=False, show_header=False, title_justify="left"
         )
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
         for key in ("counters", "pc_sampling", "thread_trace", "rocprof_compute", "roofline"):
-            table.add_row(key.replace("_", " "), Text(str(caps.get(key))))
+            table.add_row(key.replace("_", " "), plain(str(caps.get(key))))
         limits = caps.get("limits")
         if limits:
-            table.add_row("limits", Text(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in limits.items() if v is not None)))
+            table.add_row("limits", plain(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in limits.items() if v is not None)))
         for note in caps.get("notes", []):
-            table.add_row(Text("note", "yellow"), Text(note, "yellow"))
+            table.add_row(plain("note", "yellow"), plain(note, "yellow"))
         parts.append(table)
     warnings = doc.get("warnings") or []
     if warnings:
-        parts.append(Text("Warnings", "bold"))
+        parts.append(plain("Warnings", "bold"))
         for w in warnings:
-            parts.append(Text(f"⚠ {w}", "yellow"))
-    return Group(*parts) if parts else Text("No GPU agent information: capabilities unknown.", "dim")
+            parts.append(plain(f"⚠ {w}", "yellow"))
+    return Group(*parts) if parts else plain("No GPU agent information: capabilities unknown.", "dim")
 
 
 class HardwarePane(KeyScroll):
@@ -116,7 +117,7 @@ class HardwarePane(KeyScroll):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="hardware-body")
-        yield Static(Text(COMPUTING, "dim italic"), id="capabilities-body")
+        yield Static(plain(COMPUTING, "dim italic"), id="capabilities-body")
 
     def set_runset(self, runset: RunSet) -> None:
         self.query_one("#hardware-body", Static).update(agents_renderable(runset))

@@ -20,6 +20,7 @@ from textual.worker import get_current_worker
 from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import GROUPS, RunView
 from tui_prof.tui.widgets.table import Column, TableView
 
@@ -43,7 +44,7 @@ def measurement_text(doc: dict | None) -> Text:
     as % of wall (target < 5 %); launch = launch API time as % of wall, queue = median
     queue delay; idle = GPU idle % of its span; copy = copy-engine busy % of wall.
     """
-    text = Text()
+    text = plain()
     if not doc or "measurement" not in doc:
         text.append("measurement table: not available (analysis.summary)", "dim")
         return text
@@ -105,7 +106,7 @@ class HotspotsPane(Vertical):
     def set_view(self, view: RunView) -> None:
         """The first screen: the name hotspots (computed by build_view); measurement pending."""
         self.view = view
-        self.query_one("#measure", Static).update(Text(f"measurement table: {COMPUTING}", "dim italic"))
+        self.query_one("#measure", Static).update(plain(f"measurement table: {COMPUTING}", "dim italic"))
         self.fill()
         self.table.focus()
 
@@ -141,7 +142,7 @@ class HotspotsPane(Vertical):
         text = f"by {self.group} · {len(model)}/{len(model.frame)} rows · sort {sort}"
         if model.pattern:
             text += f" · filter /{model.pattern}/"
-        self.query_one("#hot-status", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#hot-status", Static).update(plain(text, no_wrap=True, overflow="ellipsis"))
 
     def _post_selection(self) -> None:
         self.post_message(KernelSelected(*self.selection))
@@ -207,7 +208,7 @@ class HotspotsPane(Vertical):
             self.show_group(group)
             return
         self.pending_group = group
-        self.query_one("#hot-status", Static).update(Text(f"grouping by {group}: {COMPUTING}", "dim italic"))
+        self.query_one("#hot-status", Static).update(plain(f"grouping by {group}: {COMPUTING}", "dim italic"))
         self._group_worker(self.view, group)
 
     @work(thread=True, group="grouping", exclusive=True, exit_on_error=False)

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from tui_prof.model import RunSet
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.widgets.scroll import KeyScroll
 
 
@@ -22,9 +23,9 @@ def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
     table.add_column("status")
     table.add_column("message", overflow="fold")
     for issue in runset.issues:  # trace strings: Text, never markup
-        table.add_row(Text(issue.path), Text(issue.severity), Text(issue.message))
+        table.add_row(plain(issue.path), plain(issue.severity), plain(issue.message))
     for hit in logs:
-        table.add_row(Text(f"{hit['path']}:{hit['line']}"), Text(hit["code"]), Text(f"{hit['text']}\n→ {hit['meaning']}"))
+        table.add_row(plain(f"{hit['path']}:{hit['line']}"), plain(hit["code"]), plain(f"{hit['text']}\n→ {hit['meaning']}"))
     return table
 
 
@@ -32,7 +33,7 @@ class IssuesPane(KeyScroll):
     """Tab 6; scrolls with the table keys."""
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(COMPUTING, "dim italic"), id="issues-body")
+        yield Static(plain(COMPUTING, "dim italic"), id="issues-body")
 
     def set_summary(self, runset: RunSet, doc: dict | None) -> None:
         self.query_one("#issues-body", Static).update(issues_renderable(runset, doc))

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.timeline import Timeline
@@ -32,7 +33,7 @@ LEGEND = (
 
 def legend(ascii: bool = False) -> Text:
     """The glyphs and their meaning (ASCII glyphs with ``ascii``: tui_prof.tui.glyphs)."""
-    text = Text(no_wrap=True, overflow="ellipsis")
+    text = plain(no_wrap=True, overflow="ellipsis")
     for glyph, style, label in LEGEND:
         text.append(to_ascii(glyph) if ascii else glyph, style)
         text.append(label)
@@ -52,7 +53,7 @@ class TimelinePane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Timeline(id="timeline-view")
-        yield Static(Text(f"timeline: {COMPUTING}", "dim italic"), id="tl-status", classes="status")
+        yield Static(plain(f"timeline: {COMPUTING}", "dim italic"), id="tl-status", classes="status")
         yield Static(legend(use_ascii()), id="tl-legend", classes="status")
 
     @property
@@ -80,7 +81,7 @@ class TimelinePane(Vertical):
         self.query_one("#tl-status", Static).update(text)
 
     def _show_status(self) -> None:
-        self.query_one("#tl-status", Static).update(Text(self.timeline.status_text(), no_wrap=True, overflow="ellipsis"))
+        self.query_one("#tl-status", Static).update(plain(self.timeline.status_text(), no_wrap=True, overflow="ellipsis"))
 
     @on(Timeline.ViewChanged, "#timeline-view")
     def _view_changed(self, event: Timeline.ViewChanged) -> None:

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.view.dispatch import DispatchDetail, dispatch_detail
 from tui_prof.tui.view.runview import RunView
@@ -32,7 +33,7 @@ def detail_renderable(detail: DispatchDetail) -> Table | Group:
     for i in range(0, len(pairs), 2):
         left = pairs[i]
         right = pairs[i + 1] if i + 1 < len(pairs) else ("", "")
-        grid.add_row(Text(left[0]), Text(left[1]), Text(right[0]), Text(right[1]))
+        grid.add_row(plain(left[0]), plain(left[1]), plain(right[0]), plain(right[1]))
     if detail.occupancy is not None:
         return Group(grid, Text.assemble(("to lift occupancy: ", "bold"), detail.occupancy["hint"]))
     return grid
@@ -47,10 +48,10 @@ class DispatchDetailScreen(BackScreen):
         self.detail: DispatchDetail | None = None  # set by the worker
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(str(self.row["name"]), no_wrap=True, overflow="ellipsis"), classes="title")
+        yield Static(plain(str(self.row["name"]), no_wrap=True, overflow="ellipsis"), classes="title")
         with Vertical(id="detail-body"):
             with VerticalScroll(id="detail-scroll"):
-                yield Static(Text(COMPUTING, "dim italic"), id="detail")
+                yield Static(plain(COMPUTING, "dim italic"), id="detail")
             yield Timeline(self.view.timeline if self.view.ready("timeline") else None, id="detail-timeline")
         yield Footer()
 

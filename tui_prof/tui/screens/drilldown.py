@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pandas as pd
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.detail import DispatchDetailScreen
 from tui_prof.tui.view.runview import RunView
@@ -39,8 +39,8 @@ class DispatchesScreen(BackScreen):
         self.rows: pd.DataFrame | None = None  # set by the worker
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"{self.group}: {self.value}", no_wrap=True, overflow="ellipsis"), classes="title")
-        yield Static(Text(f"dispatches: {COMPUTING}", "dim italic"), classes="status", id="disp-status")
+        yield Static(plain(f"{self.group}: {self.value}", no_wrap=True, overflow="ellipsis"), classes="title")
+        yield Static(plain(f"dispatches: {COMPUTING}", "dim italic"), classes="status", id="disp-status")
         yield TableView(list(DISPATCH_COLUMNS), id="dispatches")
         yield Footer()
 

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
 from tui_prof.render.fmt import fmt_ns
+from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.view.dispatch import GapHost, gap_host
 from tui_prof.tui.view.runview import RunView
@@ -55,13 +56,13 @@ class GapScreen(BackScreen):
         if dominant is not None:
             text += f" · host: {dominant.name} {fmt_ns(dominant.overlap_ns)}"
         text += f" · cause: {gap['cause']}" + (f" ({gap['api_cause']})" if gap["api_cause"] else "")
-        return Text(text, no_wrap=True, overflow="ellipsis")  # names from the trace: never markup
+        return plain(text, no_wrap=True, overflow="ellipsis")  # names from the trace: never markup
 
     def compose(self) -> ComposeResult:
         gap = self.view.gaps.iloc[self.gap_index]
         yield Static(self.title_text(), id="gap-title", classes="title")
         yield Static(
-            Text(f"before: {gap['prev_name']}  →  after: {gap['next_name']}", no_wrap=True, overflow="ellipsis"),
+            plain(f"before: {gap['prev_name']}  →  after: {gap['next_name']}", no_wrap=True, overflow="ellipsis"),
             classes="status",
         )
         yield TableView(list(HOST_OP_COLUMNS), id="gap-ops")

@@ -7,7 +7,6 @@ or screen that answers them. It holds no analysis of its own.
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -30,6 +29,7 @@ from tui_prof.tui.panes.hardware import HardwarePane
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.panes.issues import IssuesPane
 from tui_prof.tui.panes.timeline import TimelinePane
+from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
@@ -111,11 +111,11 @@ class MainScreen(Screen):
 
     # -- loading --------------------------------------------------------------------
     def show_progress(self, stage: str, done: int, total: int) -> None:
-        self.query_one("#load-status", Label).update(Text(f"Loading {self.source_name}: {stage} {done}/{total}"))
+        self.query_one("#load-status", Label).update(plain(f"Loading {self.source_name}: {stage} {done}/{total}"))
         self.query_one("#load-progress", ProgressBar).update(total=max(total, 1), progress=done)
 
     def show_failure(self, text: str) -> None:
-        self.query_one("#load-status", Label).update(Text(text))  # names files: never markup
+        self.query_one("#load-status", Label).update(plain(text))  # names files: never markup
         self.query_one("#load-progress").display = False
 
     def show_view(self, view: RunView) -> None:
@@ -129,7 +129,7 @@ class MainScreen(Screen):
         title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {len(view.kernels)} dispatches"
         if errors:
             title += f" · {errors} file(s) failed: press 6"
-        self.query_one("#title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
         self.hotspots.set_view(view)
@@ -148,7 +148,7 @@ class MainScreen(Screen):
             return
         view = self.view
         if error:
-            text = Text(f"{part}: could not be computed: {error}", "red")
+            text = plain(f"{part}: could not be computed: {error}", "red")
             panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane), "timeline": (TimelinePane,)}.get(part, ())
             for pane in panes:
                 self.query_one(pane).part_failed(text)
