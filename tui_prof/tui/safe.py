@@ -13,5 +13,7 @@ from tui_prof.render.safe import safe_text
 
 
 def plain(value: object = "", style: str = "", **kwargs: Any) -> Text:
-    """``Text(safe_text(value), style, **kwargs)``."""
-    return Text(safe_text(value), style, **kwargs)
+    """``Text`` of ``value`` with each line through ``safe_text`` (a line break stays a
+    line break inside the widget: several commands in a finding's fix read one per line)."""
+    text = value if isinstance(value, str) else str(value)
+    return Text("\n".join(safe_text(line) for line in text.split("\n")), style, **kwargs)
