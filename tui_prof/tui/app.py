@@ -18,22 +18,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual import work
-from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.app import SystemCommand
 from textual.message import Message
 from textual.screen import Screen
 
-from tui_prof.loaders import cancel_loads
 from tui_prof.loaders.base import LoadCancelled
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
+from tui_prof.tui.base import ProfApp
 from tui_prof.tui.keys import binding_rows
 from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.screens.back import BackScreen
-from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.screens.main import MainScreen
 from tui_prof.tui.view.runview import (
     GROUPS,
@@ -71,15 +69,11 @@ class PartReady(Message):
         self.part, self.error = part, error
 
 
-class TuiProfApp(App):
+class TuiProfApp(ProfApp):
     """tuiprof: explore a profiler run from the terminal."""
 
     CSS_PATH = "tuiprof.tcss"
     TITLE = "tuiprof"
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark,f1", "help", "Help", id="app.help"),
-    ]
 
     def __init__(self, source: str | Path | RunSet, *, use_cache: bool = True, background: bool = True, **kwargs) -> None:
         """``use_cache``: read/write the columnar cache (``tuiprof open --no-cache``: False);
@@ -100,11 +94,6 @@ class TuiProfApp(App):
         use_daemon_threads()  # quitting never waits for a load or an analysis
         self.push_screen(self.main)
         self.load()
-
-    def on_unmount(self) -> None:
-        """Quitting stops the loads still running (their threads are daemons, and this
-        makes them stop reading within a second)."""
-        cancel_loads()
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
@@ -177,10 +166,6 @@ class TuiProfApp(App):
                 ("drill-down", BackScreen),
             )
         )
-
-    def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.key_rows()))
 
     def get_system_commands(self, screen: Screen):
         yield from super().get_system_commands(screen)

@@ -8,21 +8,19 @@ from pathlib import Path
 
 import numpy as np
 from textual import work
-from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.app import SystemCommand
 from textual.message import Message
 from textual.screen import Screen
 
 from tui_prof.analysis.diff import DiffResult
-from tui_prof.loaders import cancel_loads
 from tui_prof.loaders.base import LoadCancelled
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
+from tui_prof.tui.base import ProfApp
 from tui_prof.tui.diff.screens import DiffScreen, linked_models
 from tui_prof.tui.keys import binding_rows
 from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.screens.back import BackScreen
-from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView, build_view, load_failure, load_runset
 from tui_prof.tui.widgets.table import TableView
@@ -46,15 +44,11 @@ class DiffLoaded(Message):
         self.models = models  # A's and B's timelines on one span
 
 
-class DiffApp(App):
+class DiffApp(ProfApp):
     """tuiprof diff: two runs compared (sources are paths or loaded run sets)."""
 
     CSS_PATH = "../tuiprof.tcss"
     TITLE = "tuiprof diff"
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("question_mark,f1", "help", "Help", id="app.help"),
-    ]
 
     def __init__(
         self,
@@ -78,11 +72,6 @@ class DiffApp(App):
         use_daemon_threads()  # quitting never waits for a load or an analysis
         self.push_screen(self.diff_screen)
         self.load()
-
-    def on_unmount(self) -> None:
-        """Quitting stops the loads still running (their threads are daemons, and this
-        makes them stop reading within a second)."""
-        cancel_loads()
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
@@ -109,10 +98,6 @@ class DiffApp(App):
                 ("pair screen", BackScreen),
             )
         )
-
-    def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.key_rows()))
 
     def get_system_commands(self, screen: Screen):
         yield from super().get_system_commands(screen)
