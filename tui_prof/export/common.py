@@ -33,7 +33,9 @@ def check_destination(out: str | os.PathLike, run_root: str | os.PathLike) -> Pa
     ``run_root`` (:func:`run_directory`): tuiprof never writes into a run directory."""
     target = _resolved(out)
     if target.is_relative_to(run_directory(run_root)):
-        raise ExportError(f"refusing to write {os.fspath(out)!r}: it is inside the run directory of {os.fspath(run_root)!r} (tuiprof never writes into a run directory)")
+        raise ExportError(
+            f"refusing to write {os.fspath(out)!r}: it is inside the run directory of {os.fspath(run_root)!r} (tuiprof never writes into a run directory)"
+        )
     return target
 
 

@@ -55,6 +55,10 @@ CHUNK = 65_536
 """Rows formatted and written per step."""
 TRACK_BASE = 1_000_000_000
 """First synthetic tid of a GPU or analysis track (above any real Linux tid)."""
+EXACT_LIMIT_NS = 2**43 * 1000
+"""Times (ns) below this are written on the profiler's clock: a µs value with 3 decimals
+below 2**43 µs reads back exactly as float64 (Perfetto, the Kineto loader). Larger clocks
+(epoch ns) are written relative to an origin kept in the header (``origin_ns``)."""
 KINETO_MARKER_CATS = ("cpu_op", "user_annotation", "gpu_user_annotation", "python_function")
 MEMSET, MEMCPY = '"gpu_memset"', '"gpu_memcpy"'
 GAP_WORDS = {"sync": "after", "copy": "during", "launch": "waiting for", "graph": "inside"}
@@ -151,7 +155,7 @@ def _lanes(table: pd.DataFrame) -> tuple[np.ndarray, str]:
 
 
 def _kernel_events(
-    run: Run, pid: int, tracks: _Tracks, window: Window | None, flows: dict[int, tuple[str, str, int]], flow_id: list[int]
+    run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: dict[int, tuple[str, str, int]], flow_id: list[int]
 ) -> Iterator[list[str]]:
     k = run.kernels
     if not len(k):
@@ -169,7 +173,7 @@ def _kernel_events(
     names, codes = _escaped(k["name"])
     cols = {c: k[c].to_numpy() for c in ("stream", "queue", "correlation_id", "dispatch_id", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z")}
     for rows in _rows(_in_window(start, end, window), len(k)):
-        ts = us_text(start[rows])
+        ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         a, q = agent[rows].tolist(), lane[rows].tolist()
         c = {n: v[rows].tolist() for n, v in cols.items()}
@@ -200,7 +204,7 @@ def _flow_ends(corr: list[int], ts: list[str], pid: int, tids: list[int], flows:
     return out
 
 
-def _launch_calls(run: Run, pid: int, sync_tid: int) -> dict[int, tuple[str, str, int]]:
+def _launch_calls(run: Run, pid: int, sync_tid: int, origin: int) -> dict[int, tuple[str, str, int]]:
     """Correlation id -> (ts text, tid, pid) of the first API call with that id (not a CUDA
     synchronisation activity), for the flows."""
     api = run.api
@@ -208,7 +212,7 @@ def _launch_calls(run: Run, pid: int, sync_tid: int) -> dict[int, tuple[str, str
         return {}
     keep = (api["correlation_id"].to_numpy() >= 0) & (api["domain"].astype(str).to_numpy() != "cuda_sync")
     calls = api[keep].drop_duplicates("correlation_id")
-    ts = us_text(calls["start"].to_numpy())
+    ts = us_text(calls["start"].to_numpy() - origin)
     tids = calls["tid"].to_numpy()
     return {
         int(c): (t, str(tid if tid >= 0 else sync_tid), pid) for c, t, tid in zip(calls["correlation_id"].to_numpy().tolist(), ts, tids.tolist(), strict=True)
@@ -223,7 +227,7 @@ def _api_category(domain: str) -> str:
     return f"api_{domain}" if domain else "api"
 
 
-def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None) -> Iterator[list[str]]:
+def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
     api = run.api
     if not len(api):
         return
@@ -235,7 +239,7 @@ def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None) -> 
     dcodes = np.where(dcodes < 0, len(dcats) - 1, dcodes)
     tid_all, corr_all = api["tid"].to_numpy(), api["correlation_id"].to_numpy()
     for rows in _rows(_in_window(start, end, window), len(api)):
-        ts = us_text(start[rows])
+        ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         tid = np.where(tid_all[rows] >= 0, tid_all[rows], unknown_tid).tolist()
         corr, dc = corr_all[rows].tolist(), dcodes[rows].tolist()
@@ -246,7 +250,9 @@ def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None) -> 
         ]
 
 
-def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, flows: dict[int, tuple[str, str, int]], flow_id: list[int]) -> Iterator[list[str]]:
+def _copy_events(
+    run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: dict[int, tuple[str, str, int]], flow_id: list[int]
+) -> Iterator[list[str]]:
     c = run.copies
     if not len(c):
         return
@@ -258,7 +264,7 @@ def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, flo
     direction = c["direction"].astype(str).to_numpy()
     cols = {n: c[n].to_numpy() for n in ("bytes", "src_agent", "dst_agent", "stream", "queue", "correlation_id")}
     for rows in _rows(_in_window(start, end, window), len(c)):
-        ts = us_text(start[rows])
+        ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         a = agent[rows].tolist()
         d = direction[rows].tolist()
@@ -276,7 +282,7 @@ def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, flo
         yield events
 
 
-def _marker_events(run: Run, pid: int, unknown_tid: int, window: Window | None) -> Iterator[list[str]]:
+def _marker_events(run: Run, pid: int, unknown_tid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
     m = run.markers
     if not len(m):
         return
@@ -288,7 +294,7 @@ def _marker_events(run: Run, pid: int, unknown_tid: int, window: Window | None) 
     scodes = np.where(scodes < 0, len(sources) - 1, scodes)
     tid_all = m["tid"].to_numpy()
     for rows in _rows(_in_window(start, end, window), len(m)):
-        ts = us_text(start[rows])
+        ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         tid = np.where(tid_all[rows] >= 0, tid_all[rows], unknown_tid).tolist()
         sc = scodes[rows].tolist()
@@ -305,14 +311,14 @@ def gap_name(cause: str, api_cause: str) -> str:
     return f"idle: {cause}"
 
 
-def _gap_events(run_index: int, analysis: Analysis, pid: int, tracks: _Tracks, window: Window | None) -> Iterator[list[str]]:
+def _gap_events(run_index: int, analysis: Analysis, pid: int, tracks: _Tracks, window: Window | None, origin: int) -> Iterator[list[str]]:
     gapset = analysis.gaps.get(run_index)
     if gapset is None or not len(gapset):
         return
     start, end = gapset.column("start"), gapset.column("end")
     for rows in _rows(_in_window(start, end, window), len(start)):
         frame = gapset.frame(rows)
-        ts = us_text(frame["start"].to_numpy())
+        ts = us_text(frame["start"].to_numpy() - origin)
         dur = us_text(frame["duration_ns"].to_numpy())
         events = []
         for i, g in enumerate(frame.itertuples(index=False)):
@@ -325,7 +331,7 @@ def _gap_events(run_index: int, analysis: Analysis, pid: int, tracks: _Tracks, w
         yield events
 
 
-def _counter_events(run: Run, pid: int, window: Window | None) -> Iterator[list[str]]:
+def _counter_events(run: Run, pid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
     s = run.series
     if not len(s):
         return
@@ -335,7 +341,7 @@ def _counter_events(run: Run, pid: int, window: Window | None) -> Iterator[list[
         ok &= (ts_all >= window[0]) & (ts_all < window[1])
     labels = [jstr(f"{t} ({u})" if u else str(t)) for t, u in zip(s["track"].astype(str), s["unit"].astype(str), strict=True)]
     for rows in _rows(ok, len(s)):
-        ts = us_text(ts_all[rows])
+        ts = us_text(ts_all[rows] - origin)
         values = [repr(float(v)) for v in value_all[rows].tolist()]
         yield [
             f'{{"ph":"C","cat":"tuiprof_counter","name":{labels[r]},"pid":{pid},"ts":{ts[i]},"args":{{"value":{values[i]}}}}}'
@@ -357,9 +363,9 @@ def _metadata(pid: int, label: str, sort: int, tracks: _Tracks, host_tids: Itera
     return events
 
 
-def _finding_events(analysis: Analysis, pid: int, at_ns: int) -> list[str]:
+def _finding_events(analysis: Analysis, pid: int, at_ns: int, origin: int) -> list[str]:
     findings = analysis.doc["findings"]
-    ts = us_text(np.array([at_ns]))[0]
+    ts = us_text(np.array([at_ns - origin]))[0]
     events = [
         f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"ts":0,"args":{{"name":"tuiprof findings"}}}}',
         f'{{"ph":"M","name":"process_sort_index","pid":{pid},"tid":0,"ts":0,"args":{{"sort_index":-1}}}}',
@@ -383,6 +389,14 @@ def time_range(runset: RunSet) -> tuple[int, int] | None:
     return (min(lo), max(hi)) if lo else None
 
 
+def time_origin(span: tuple[int, int] | None) -> int:
+    """The time written as ``ts`` 0: 0 (the profiler's own clock) when every time is below
+    :data:`EXACT_LIMIT_NS`, else the first event's start rounded down to a whole second."""
+    if span is None or (abs(span[0]) < EXACT_LIMIT_NS and abs(span[1]) < EXACT_LIMIT_NS):
+        return 0
+    return span[0] - span[0] % 1_000_000_000
+
+
 def run_start(runset: RunSet) -> int:
     """The first event's start (ns): the origin of ``--window``; 0 for a run without events."""
     span = time_range(runset)
@@ -393,11 +407,19 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
     """Write the trace-event JSON of ``runset`` to the text stream ``fh``; returns the
     number of events. ``analysis``: :func:`~tui_prof.export.common.analyse` of the run set."""
     analysis = analysis if analysis is not None else analyse(runset)
+    span = time_range(runset)
+    origin = time_origin(span)
     header = {
         "schemaVersion": 1,
         "displayTimeUnit": "ns",
         "traceName": runset.name,
-        "tuiprof_export": {"kind": KIND, "tuiprof_version": __version__, "source": runset.root, "window_ns": list(window) if window else None},
+        "tuiprof_export": {
+            "kind": KIND,
+            "tuiprof_version": __version__,
+            "source": runset.root,
+            "window_ns": list(window) if window else None,
+            "origin_ns": origin,
+        },
     }
     fh.write(json.dumps(header)[:-1] + ',\n"traceEvents": [')
     out = _Out(fh)
@@ -407,25 +429,24 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
         host_tids = {int(t) for table in (run.api, run.markers) for t in np.unique(table["tid"].to_numpy()).tolist() if t >= 0}
         tracks = _Tracks(host_tids)
         unknown_tid = tracks.synthetic(("host", -1), "host (thread not recorded)", 10**9 - 1)
-        flows = _launch_calls(run, pid, unknown_tid)
-        for events in _api_events(run, pid, unknown_tid, window):
+        flows = _launch_calls(run, pid, unknown_tid, origin)
+        for events in _api_events(run, pid, unknown_tid, window, origin):
             out.write(events)
-        for events in _marker_events(run, pid, unknown_tid, window):
+        for events in _marker_events(run, pid, unknown_tid, window, origin):
             out.write(events)
-        for events in _kernel_events(run, pid, tracks, window, flows, flow_id):
+        for events in _kernel_events(run, pid, tracks, window, origin, flows, flow_id):
             out.write(events)
-        for events in _copy_events(run, pid, tracks, window, flows, flow_id):
+        for events in _copy_events(run, pid, tracks, window, origin, flows, flow_id):
             out.write(events)
-        for events in _gap_events(index, analysis, pid, tracks, window):
+        for events in _gap_events(index, analysis, pid, tracks, window, origin):
             out.write(events)
-        for events in _counter_events(run, pid, window):
+        for events in _counter_events(run, pid, window, origin):
             out.write(events)
         label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
         out.write(_metadata(pid, label if run.meta.rank is None else f"rank {run.meta.rank}: {label}", index, tracks, host_tids))
-    span = time_range(runset)
     if analysis.doc["findings"] and span is not None:
         at = max(span[0], window[0]) if window else span[0]
-        out.write(_finding_events(analysis, max(pids) + 1, at))
+        out.write(_finding_events(analysis, max(pids) + 1, at, origin))
     fh.write("\n]}\n")
     return out.count
 
