@@ -23,9 +23,10 @@ def _resolved(path: str | os.PathLike) -> Path:
 
 def run_directory(run_root: str | os.PathLike) -> Path:
     """The folder tuiprof must not write into: the run directory, or the folder holding a
-    run given as one file (profilers write a run's files side by side)."""
+    run given as one file (profilers write a run's files side by side); a run that is not
+    on disk (built in memory) protects only its own path."""
     root = _resolved(run_root)
-    return root if root.is_dir() else root.parent
+    return root.parent if root.is_file() else root
 
 
 def check_destination(out: str | os.PathLike, run_root: str | os.PathLike) -> Path:
@@ -53,3 +54,28 @@ def analyse(runset: RunSet, gap_threshold_ns: int | None = None) -> Analysis:
     details: dict = {}
     doc = build_summary(runset, gap_threshold_ns=gap_threshold_ns, details=details)
     return Analysis(doc, details.get("gaps", {}))
+
+
+def _safe_stem(name: str) -> str:
+    """``name`` as a file-name stem: letters, digits, ``.``, ``_`` and ``-`` kept, the rest ``_``."""
+    stem = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name).strip("._") or "run"
+    return stem[:80]
+
+
+def default_destination(run_root: str | os.PathLike, name: str, suffix: str, folder: str | os.PathLike | None = None) -> Path:
+    """Where the TUI writes an export: ``<name><suffix>`` in ``folder`` (default: the current
+    folder) when that is outside the run directory and writable, else in the temporary folder
+    (``$TMPDIR``). A name taken by a file tuiprof did not write gets ``-1``, ``-2``, ... (the
+    exporters replace only their own files)."""
+    import tempfile
+
+    base = _resolved(folder if folder is not None else os.getcwd())
+    if base.is_relative_to(run_directory(run_root)) or not os.access(base, os.W_OK):
+        base = _resolved(tempfile.gettempdir())
+    stem = _safe_stem(name)
+    candidate = base / f"{stem}{suffix}"
+    for n in range(1, 1000):
+        if not candidate.exists():
+            break
+        candidate = base / f"{stem}-{n}{suffix}"
+    return candidate
