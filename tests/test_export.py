@@ -349,3 +349,17 @@ def test_cli_window_is_relative_to_the_first_event(tmp_path):
     kernels = concat_tables("kernels", [r.kernels for r in runset.runs])
     inside = int(((kernels["start"] < first + 2_000_000) & (kernels["end"] > first + 1_000_000)).sum())
     assert sum(1 for e in events if e.get("cat") == "kernel") == inside
+
+
+def test_user_guide_pandas_example_reads_the_export(synthetic, tmp_path, capsys):
+    """The user guide's three lines run on an export and print the top kernel's total."""
+    runset, _ = synthetic
+    export_parquet(runset, tmp_path / "out", ["kernels", "gaps"])
+    guide = (Path(__file__).parents[1] / "docs" / "user_guide.md").read_text(encoding="utf-8")
+    block = guide[guide.index("  ```python\n  import pandas as pd") :].split("\n", 1)[1]
+    code = "\n".join(line[2:] for line in block[: block.index("  ```\n")].splitlines())
+    assert len(code.splitlines()) == 3
+    exec(code.replace("OUT_DIR", str(tmp_path / "out")), {})
+    k = runset.runs[0].kernels
+    top = int((k["end"] - k["start"]).groupby(k["name"], observed=True).sum().max())
+    assert str(top) in capsys.readouterr().out
