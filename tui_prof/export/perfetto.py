@@ -51,8 +51,8 @@ from tui_prof.export.common import Analysis, ExportError, analyse, check_destina
 from tui_prof.model import Run, RunSet
 
 KIND = "tuiprof.perfetto-export/1"
-CHUNK = 65_536
-"""Rows formatted and written per step."""
+CHUNK = 8192
+"""Rows formatted and written per step (a kernel chunk with its flows is about 7 MB of text)."""
 TRACK_BASE = 1_000_000_000
 """First synthetic tid of a GPU or analysis track (above any real Linux tid)."""
 EXACT_LIMIT_NS = 2**43 * 1000
@@ -154,9 +154,7 @@ def _lanes(table: pd.DataFrame) -> tuple[np.ndarray, str]:
     return table["queue"].to_numpy(), "queue"
 
 
-def _kernel_events(
-    run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: dict[int, tuple[str, str, int]], flow_id: list[int]
-) -> Iterator[list[str]]:
+def _kernel_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
     k = run.kernels
     if not len(k):
         return
@@ -185,38 +183,48 @@ def _kernel_events(
             f'"workgroup_size":[{c["wg_x"][i]},{c["wg_y"][i]},{c["wg_z"][i]}]}}}}'
             for i, r in enumerate(rows.tolist())
         ]
-        events += _flow_ends(c["correlation_id"], ts, pid, tids, flows, flow_id)
+        events += flows.flows(cols["correlation_id"][rows], ts, pid, tids, origin, flow_id)
         yield events
 
 
-def _flow_ends(corr: list[int], ts: list[str], pid: int, tids: list[int], flows: dict[int, tuple[str, str, int]], flow_id: list[int]) -> list[str]:
-    """A flow (start on the launching call, end on the GPU operation) per operation whose
-    correlation id names an API call; ``flows``: correlation id -> (ts, tid, pid) of the call."""
-    out = []
-    for i, cid in enumerate(corr):
-        call = flows.get(cid)
-        if call is None:
-            continue
-        flow_id[0] += 1
-        fid = flow_id[0]
-        out.append(f'{{"ph":"s","cat":"ac2g","name":"launch","id":{fid},"pid":{call[2]},"tid":{call[1]},"ts":{call[0]}}}')
-        out.append(f'{{"ph":"f","bp":"e","cat":"ac2g","name":"launch","id":{fid},"pid":{pid},"tid":{tids[i]},"ts":{ts[i]}}}')
-    return out
+class _Launches:
+    """The API calls GPU work can be linked to: the first call of each correlation id (not a
+    CUDA synchronisation activity), as arrays sorted by id (looked up a chunk at a time)."""
 
+    def __init__(self, run: Run, pid: int, unknown_tid: int):
+        api = run.api
+        self.pid = pid
+        if not len(api):
+            self.corr = self.start = self.tid = np.array([], dtype=np.int64)
+            return
+        keep = (api["correlation_id"].to_numpy() >= 0) & (api["domain"].astype(str).to_numpy() != "cuda_sync")
+        calls = api[keep].drop_duplicates("correlation_id")
+        order = np.argsort(calls["correlation_id"].to_numpy(), kind="stable")
+        self.corr = calls["correlation_id"].to_numpy()[order]
+        self.start = calls["start"].to_numpy()[order]
+        tid = calls["tid"].to_numpy()[order]
+        self.tid = np.where(tid >= 0, tid, unknown_tid)
 
-def _launch_calls(run: Run, pid: int, sync_tid: int, origin: int) -> dict[int, tuple[str, str, int]]:
-    """Correlation id -> (ts text, tid, pid) of the first API call with that id (not a CUDA
-    synchronisation activity), for the flows."""
-    api = run.api
-    if not len(api):
-        return {}
-    keep = (api["correlation_id"].to_numpy() >= 0) & (api["domain"].astype(str).to_numpy() != "cuda_sync")
-    calls = api[keep].drop_duplicates("correlation_id")
-    ts = us_text(calls["start"].to_numpy() - origin)
-    tids = calls["tid"].to_numpy()
-    return {
-        int(c): (t, str(tid if tid >= 0 else sync_tid), pid) for c, t, tid in zip(calls["correlation_id"].to_numpy().tolist(), ts, tids.tolist(), strict=True)
-    }
+    def flows(self, corr: np.ndarray, ts: list[str], pid: int, tids: list[int], origin: int, flow_id: list[int]) -> list[str]:
+        """A flow (start on the launching call, end on the GPU operation at ``ts``) per
+        operation whose correlation id names a call; ids numbered on from ``flow_id[0]``."""
+        if not len(self.corr) or not len(corr):
+            return []
+        at = np.minimum(np.searchsorted(self.corr, corr), len(self.corr) - 1)
+        rows = np.flatnonzero(self.corr[at] == corr)
+        if not len(rows):
+            return []
+        call = at[rows]
+        call_ts = us_text(self.start[call] - origin)
+        call_tid = self.tid[call].tolist()
+        first = flow_id[0] + 1
+        flow_id[0] += len(rows)
+        out = []
+        for j, i in enumerate(rows.tolist()):
+            fid = first + j
+            out.append(f'{{"ph":"s","cat":"ac2g","name":"launch","id":{fid},"pid":{self.pid},"tid":{call_tid[j]},"ts":{call_ts[j]}}}')
+            out.append(f'{{"ph":"f","bp":"e","cat":"ac2g","name":"launch","id":{fid},"pid":{pid},"tid":{tids[i]},"ts":{ts[i]}}}')
+        return out
 
 
 def _api_category(domain: str) -> str:
@@ -250,9 +258,7 @@ def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None, ori
         ]
 
 
-def _copy_events(
-    run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: dict[int, tuple[str, str, int]], flow_id: list[int]
-) -> Iterator[list[str]]:
+def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
     c = run.copies
     if not len(c):
         return
@@ -278,7 +284,7 @@ def _copy_events(
             f'"src_agent":{v["src_agent"][i]},"dst_agent":{v["dst_agent"][i]}}}}}'
             for i, r in enumerate(rows.tolist())
         ]
-        events += _flow_ends(v["correlation_id"], ts, pid, tids, flows, flow_id)
+        events += flows.flows(cols["correlation_id"][rows], ts, pid, tids, origin, flow_id)
         yield events
 
 
@@ -429,7 +435,7 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
         host_tids = {int(t) for table in (run.api, run.markers) for t in np.unique(table["tid"].to_numpy()).tolist() if t >= 0}
         tracks = _Tracks(host_tids)
         unknown_tid = tracks.synthetic(("host", -1), "host (thread not recorded)", 10**9 - 1)
-        flows = _launch_calls(run, pid, unknown_tid, origin)
+        flows = _Launches(run, pid, unknown_tid)
         for events in _api_events(run, pid, unknown_tid, window, origin):
             out.write(events)
         for events in _marker_events(run, pid, unknown_tid, window, origin):
