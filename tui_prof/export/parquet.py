@@ -50,6 +50,7 @@ GROUPINGS = ("name", "normalized", "category", "agent", "pid")
 ANALYSIS_TABLES = tuple(f"hotspots_by_{g}" for g in GROUPINGS) + ("gaps", "findings")
 RECORD_TABLES = ("processes", "agents")
 _STATS_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_OUR_FILE = re.compile(r"(README\.md|[A-Za-z0-9_][A-Za-z0-9_.-]*\.parquet)\Z")
 COMPRESSION = "zstd"
 
 # Units and meanings of column names, for README.md (a column not listed gets its dtype only).
@@ -326,6 +327,7 @@ def export_parquet(
     """Write the tables ``tables`` (None: all of :func:`available_tables`) of ``runset`` into
     ``out_dir``; returns ``name -> file``. Raises :class:`ExportError` for a destination
     inside the run, a folder holding other files, or an unknown table name."""
+    # imported here, not at the top: the TUI imports this module, and pyarrow would add to its start-up
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -339,9 +341,9 @@ def export_parquet(
         chosen = [t for t in names if t in tables]
     folder = check_destination(out_dir, runset.root)
     previous = _prepare_folder(folder)
-    for stale in previous:
-        if "/" not in stale and stale != MANIFEST:
-            (folder / stale).unlink(missing_ok=True)
+    for stale in previous:  # only names this exporter writes (a manifest is a file anyone could edit)
+        if _OUR_FILE.match(stale) and (folder / stale).is_file() and not (folder / stale).is_symlink():
+            (folder / stale).unlink()
     cached: list[Analysis] = []
 
     def analysis() -> Analysis:
