@@ -4,10 +4,11 @@ Each export runs in a fresh child process that loads the run first (through the 
 cache, warmed by a first load, so the load is not what is measured), notes its peak RSS
 (VmHWM) after the load, exports, and reports the export's wall time, the peak RSS after
 it, and the output's size. ``export_extra_mb`` = peak after the export - peak after the
-load: the memory the export itself needed. The Perfetto writer streams (CHUNK rows at a
-time), so that figure stays flat while the output grows ten-fold between the 100k and 1M
-generated runs; the Parquet writer converts one table at a time (the largest table's
-Arrow copy is its peak).
+load: the memory the export itself needed. The row ``analysis`` is the part both exports
+compute first (gaps and findings, :func:`tui_prof.export.common.analyse`): the Perfetto
+writer streams (CHUNK rows at a time), so its figure stays at the analysis's while the
+output grows ten-fold between the 100k and 1M generated runs; the Parquet writer converts
+one table at a time (the largest, the gaps of a 1M-gap run, is its peak).
 
     python bench/bench_export.py [--dispatches 1000000] [--samples] [--data DIR]
 
@@ -35,7 +36,7 @@ SAMPLES = {
     "rocprofv3-csv": ROOT / "tests/data/rocprofv3_csv/rocprofv3-docs-rocm7",
     "kineto": ROOT / "tests/data/kineto/mi300__resnet_act_checkpoint.json.gz",
 }
-KINDS = ("parquet", "perfetto-json", "perfetto-gz")
+KINDS = ("analysis", "parquet", "perfetto-json", "perfetto-gz")
 
 
 def _hwm_mb() -> float:
@@ -56,7 +57,12 @@ def child(kind: str, path: str, out: str) -> dict:
     load_s = time.perf_counter() - t
     after_load = _hwm_mb()
     t = time.perf_counter()
-    if kind == "parquet":
+    if kind == "analysis":  # what both exports compute first (gaps, findings): its share of their peak
+        from tui_prof.export.common import analyse
+
+        analyse(runset)
+        size = 0
+    elif kind == "parquet":
         export_parquet(runset, out)
         size = sum(p.stat().st_size for p in Path(out).iterdir())
     else:
@@ -75,11 +81,11 @@ def child(kind: str, path: str, out: str) -> dict:
     }
 
 
-def measure(name: str, path: Path, work: Path, env: dict) -> list[dict]:
+def measure(name: str, path: Path, work: Path, env: dict, kinds: list[str]) -> list[dict]:
     rows = []
     run_checked([PY, __file__, "--child", "warm", str(path), ""], env)  # fills the cache
-    for kind in KINDS:
-        out = work / f"{name}-{kind}" if kind == "parquet" else work / f"{name}.{'json.gz' if kind == 'perfetto-gz' else 'json'}"
+    for kind in kinds:
+        out = work / f"{name}-{kind}" if kind in ("parquet", "analysis") else work / f"{name}.{'json.gz' if kind == 'perfetto-gz' else 'json'}"
         result = run_checked([PY, __file__, "--child", kind, str(path), str(out)], env)
         result.update({"input": name, "export": kind})
         rows.append(result)
@@ -92,6 +98,7 @@ def main() -> None:
     parser.add_argument("--dispatches", type=int, nargs="*", default=[100_000, 1_000_000])
     parser.add_argument("--samples", action="store_true", help="also the real samples of tests/data")
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "tuiprof-bench"))
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated: " + ", ".join(KINDS))
     parser.add_argument("--child", nargs=3, metavar=("KIND", "PATH", "OUT"))
     args = parser.parse_args()
     if args.child:
@@ -113,12 +120,14 @@ def main() -> None:
         rows = []
         if args.samples:
             for name, path in SAMPLES.items():
-                rows += measure(name, path, work, env)
+                rows += measure(name, path, work, env, args.kinds.split(","))
         for n in args.dispatches:
             path = make_run(Path(args.data), "csv", n)
-            rows += measure(f"synthetic-csv-{n}", path, work, env)
+            rows += measure(f"synthetic-csv-{n}", path, work, env, args.kinds.split(","))
             for kind in KINDS:  # outputs of this size are not kept
-                out = work / (f"synthetic-csv-{n}-{kind}" if kind == "parquet" else f"synthetic-csv-{n}.{'json.gz' if kind == 'perfetto-gz' else 'json'}")
+                out = work / (
+                    f"synthetic-csv-{n}-{kind}" if kind in ("parquet", "analysis") else f"synthetic-csv-{n}.{'json.gz' if kind == 'perfetto-gz' else 'json'}"
+                )
                 if out.is_dir():
                     for p in out.iterdir():
                         p.unlink()
