@@ -9,6 +9,7 @@ call that decided it) as the source run, and every event has the format's requir
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 from pathlib import Path
@@ -185,6 +186,28 @@ def _check_required_fields(events: list[dict]) -> None:
         assert e["ph"] in ("X", "M", "s", "f", "i", "C"), e
 
 
+def _check_gpu_tracks_do_not_overlap(events: list[dict]) -> None:
+    """Slices of one GPU track (synthetic tids) never overlap: concurrent kernels of one
+    stream or queue go to "(overlap N)" tracks, since Perfetto would draw them nested."""
+    tracks: dict[tuple, list[tuple[int, int]]] = {}
+    for e in events:
+        if e["ph"] == "X" and e["tid"] >= perfetto.TRACK_BASE and e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset"):
+            start = round(e["ts"] * 1000)
+            tracks.setdefault((e["pid"], e["tid"]), []).append((start, start + round(e["dur"] * 1000)))
+    for spans in tracks.values():
+        spans.sort()
+        assert all(b[0] >= a[1] for a, b in itertools.pairwise(spans)), spans
+
+
+def test_sub_lanes_known_answer():
+    start = np.array([0, 5, 10, 12, 20, 21, 30])
+    end = np.array([10, 15, 20, 14, 25, 22, 40])
+    # [0,10) lane 0; [5,15) overlaps it: lane 1; [10,20) lane 0 (free at 10); [12,14) lane 2
+    # (0 and 1 busy); [20,25) lane 0; [21,22) lane 1; [30,40) lane 0
+    assert perfetto.sub_lanes(start, end).tolist() == [0, 1, 0, 2, 0, 1, 0]
+    assert perfetto.sub_lanes(np.array([3, 0, 1]), np.array([4, 1, 3])).tolist() == [0, 0, 0]
+
+
 def _timeline(runset, origin: int = 0) -> tuple[int, int, list[tuple]]:
     """(busy ns, span ns, every gap as (agent, start, length, cause, deciding API call)) over
     every process, gap starts shifted by ``origin``."""
@@ -230,6 +253,7 @@ def test_perfetto_round_trip_through_the_kineto_loader(sample, loaded, tmp_path)
     assert len(kernels) == sum(len(r.kernels) for r in runset.runs)
     flows = [e for e in events if e["ph"] in ("s", "f")]
     assert sorted(e["id"] for e in flows if e["ph"] == "s") == sorted(e["id"] for e in flows if e["ph"] == "f")
+    _check_gpu_tracks_do_not_overlap(events)
     series = concat_tables("series", [r.series for r in runset.runs])  # counter tracks: every finite sample
     assert sum(1 for e in events if e["ph"] == "C") == int(np.isfinite(series["value"].to_numpy()).sum())
 

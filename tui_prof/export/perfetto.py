@@ -12,8 +12,10 @@ model's int64 ns):
   distinct known one, else 1, 2, ...; named by the process label (``process_name``);
 * tracks (``tid``): one per host thread (API calls, markers), one per GPU queue/stream
   (kernels: "GPU 2 stream 0", or "GPU 2 queue 1" when the format records queues only),
-  one per GPU for copies ("GPU 2 copies"), one for synchronisation activities without a
-  thread; GPU tracks get synthetic tids from :data:`TRACK_BASE` up, named by
+  one per GPU for copies ("GPU 2 copies"), one for calls without a recorded thread; work
+  that overlaps other work of its track (concurrent kernels of one queue) goes to
+  "GPU 2 queue 1 (overlap 1)", ... (:func:`sub_lanes`), since Perfetto draws the slices of
+  one track as nested; GPU tracks get synthetic tids from :data:`TRACK_BASE` up, named by
   ``thread_name`` metadata and sorted before the host threads;
 * kernels (``cat: kernel``), API calls (``cat: cuda_runtime`` for HIP/CUDA calls,
   ``cuda_sync`` for CUDA synchronisation activities, ``api_<domain>`` for the others),
@@ -34,6 +36,7 @@ Every string from the trace is written JSON-escaped (ASCII), so any name survive
 from __future__ import annotations
 
 import gzip
+import heapq
 import io
 import json
 import os
@@ -154,6 +157,49 @@ def _lanes(table: pd.DataFrame) -> tuple[np.ndarray, str]:
     return table["queue"].to_numpy(), "queue"
 
 
+def sub_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For intervals of one GPU track, a lane per interval such that intervals of one lane
+    never overlap (0 for all when none do; else the lowest free lane, in start order):
+    Perfetto draws intervals of one track as nested slices, which concurrent kernels are not."""
+    n = len(start)
+    lanes = np.zeros(n, dtype=np.int64)
+    if n < 2:
+        return lanes
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum(end[order], start[order])
+    if not (s[1:] < np.maximum.accumulate(e)[:-1]).any():
+        return lanes
+    free: list[int] = []  # lanes whose last interval has ended
+    busy: list[tuple[int, int]] = []  # (end, lane) of the lanes in use
+    count = 0
+    out = np.empty(n, dtype=np.int64)
+    for i, (si, ei) in enumerate(zip(s.tolist(), e.tolist(), strict=True)):
+        while busy and busy[0][0] <= si:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, count = count, count + 1
+        out[i] = lane
+        heapq.heappush(busy, (ei, lane))
+    lanes[order] = out
+    return lanes
+
+
+def _track_ids(keys: np.ndarray, start: np.ndarray, end: np.ndarray, track: Callable[[tuple[int, ...], int], int]) -> np.ndarray:
+    """The tid of each row: ``track(key, sub-lane)`` of its key (a row of ``keys``) and its
+    :func:`sub_lanes` lane among the rows of that key."""
+    uniq, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    tids = np.empty(len(start), dtype=np.int64)
+    for g, key in enumerate(uniq.tolist()):
+        rows = np.flatnonzero(group == g)
+        subs = sub_lanes(start[rows], end[rows])
+        ids = np.array([track(tuple(int(x) for x in key), sub) for sub in range(int(subs.max()) + 1)], dtype=np.int64)
+        tids[rows] = ids[subs]
+    return tids
+
+
 def _kernel_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
     k = run.kernels
     if not len(k):
@@ -161,21 +207,21 @@ def _kernel_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, o
     start, end = k["start"].to_numpy(), k["end"].to_numpy()
     agent = k["agent"].to_numpy().astype(np.int64)
     lane, lane_word = _lanes(k)
-    keys = pd.MultiIndex.from_arrays([agent, lane]) if len(k) else None
-    assert keys is not None
-    uniq = keys.unique()
-    tid_of = {
-        (int(a), int(q)): tracks.synthetic(("kernels", int(a), int(q)), f"GPU {a} {lane_word} {q}" if q >= 0 else f"GPU {a}", int(a) * 1000 + 1)
-        for a, q in uniq
-    }
+
+    def track(key: tuple[int, ...], sub: int) -> int:
+        a, q = key[0], key[1]
+        name = f"GPU {a} {lane_word} {q}" if q >= 0 else f"GPU {a}"
+        return tracks.synthetic(("kernels", a, q, sub), name + (f" (overlap {sub})" if sub else ""), a * 1000 + 1 + min(sub, 99))
+
+    tid_all = _track_ids(np.stack([agent, lane], axis=1), start, end, track)
     names, codes = _escaped(k["name"])
     cols = {c: k[c].to_numpy() for c in ("stream", "queue", "correlation_id", "dispatch_id", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z")}
     for rows in _rows(_in_window(start, end, window), len(k)):
         ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
-        a, q = agent[rows].tolist(), lane[rows].tolist()
+        a = agent[rows].tolist()
         c = {n: v[rows].tolist() for n, v in cols.items()}
-        tids = [tid_of[(x, y)] for x, y in zip(a, q, strict=True)]
+        tids = tid_all[rows].tolist()
         events = [
             f'{{"ph":"X","cat":"kernel","name":{names[codes[r]]},"pid":{pid},"tid":{tids[i]},"ts":{ts[i]},"dur":{dur[i]},'
             f'"args":{{"device":{a[i]},"stream":{c["stream"][i]},"queue":{c["queue"][i]},"correlation":{c["correlation_id"][i]},'
@@ -265,7 +311,12 @@ def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, ori
     gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(run.kernels["agent"].to_numpy()).tolist())
     agent = copy_agents(c, gpu_ids)
     start, end = c["start"].to_numpy(), c["end"].to_numpy()
-    tid_of = {int(a): tracks.synthetic(("copies", int(a)), f"GPU {a} copies", int(a) * 1000 + 500) for a in np.unique(agent).tolist()}
+
+    def track(key: tuple[int, ...], sub: int) -> int:
+        a = key[0]
+        return tracks.synthetic(("copies", a, sub), f"GPU {a} copies" + (f" (overlap {sub})" if sub else ""), a * 1000 + 500 + min(sub, 99))
+
+    tid_all = _track_ids(agent[:, None], start, end, track)
     names, codes = _escaped(c["name"])
     direction = c["direction"].astype(str).to_numpy()
     cols = {n: c[n].to_numpy() for n in ("bytes", "src_agent", "dst_agent", "stream", "queue", "correlation_id")}
@@ -275,7 +326,7 @@ def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, ori
         a = agent[rows].tolist()
         d = direction[rows].tolist()
         v = {n: col[rows].tolist() for n, col in cols.items()}
-        tids = [tid_of[x] for x in a]
+        tids = tid_all[rows].tolist()
         cats = [MEMSET if x == "memset" else MEMCPY for x in d]
         events = [
             f'{{"ph":"X","cat":{cats[i]},"name":{names[codes[r]]},"pid":{pid},"tid":{tids[i]},'
