@@ -7,7 +7,8 @@ starts instantly.
 
 Exit status: 0 success; 1 nothing could be loaded from the path (or the path cannot be
 used: too long, not permitted; diff: a side holds no data, or ``--fail-on-regression`` could
-judge no metric); 2 usage error (a bad option value, an empty path);
+judge no metric); 2 usage error (a bad option value, an empty path; export: a destination
+inside the run directory, or holding files tuiprof did not write, or not writable);
 3 internal error (reported on one line); 4 ``diff --fail-on-regression`` found a
 regression; 130 interrupted (Ctrl-C). Every message on stderr is one line: characters a
 terminal would act on (newlines, escape sequences, bidi controls) in a file name or an
@@ -323,7 +324,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise _UsageError("--tables applies to --parquet")
     if args.window and not args.perfetto:
         raise _UsageError("--window applies to --perfetto")
-    from tui_prof.export.common import ExportError
+    from tui_prof.export.common import ExportError, check_destination
     from tui_prof.export.parquet import export_parquet
     from tui_prof.export.perfetto import export_perfetto, run_start
     from tui_prof.loaders import load_path
@@ -332,6 +333,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     if unusable:
         _say(unusable)
         return EXIT_NOTHING_LOADED
+    try:  # a destination inside the run is refused before the load, not after it
+        for out in (args.parquet, args.perfetto):
+            if out:
+                check_destination(out, args.path)
+    except ExportError as err:
+        _say(err)
+        return EXIT_USAGE
     runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
     for issue in runset.errors:
         _say(issue)
