@@ -206,6 +206,10 @@ def test_sub_lanes_known_answer():
     # (0 and 1 busy); [20,25) lane 0; [21,22) lane 1; [30,40) lane 0
     assert perfetto.sub_lanes(start, end).tolist() == [0, 1, 0, 2, 0, 1, 0]
     assert perfetto.sub_lanes(np.array([3, 0, 1]), np.array([4, 1, 3])).tolist() == [0, 0, 0]
+    # per (agent, stream) key: (5, -1) has [0, 10) and [5, 6) (lanes 0, 1), (2, 7) the same, (2, 3) one
+    keys = np.array([[5, -1], [2, 7], [5, -1], [2, 7], [2, 3]])
+    tids = perfetto._track_ids(keys, np.array([0, 0, 5, 5, 0]), np.array([10, 10, 6, 6, 1]), lambda k, sub: k[0] * 100 + k[1] * 10 + sub)
+    assert tids.tolist() == [490, 270, 491, 271, 230]
 
 
 def _timeline(runset, origin: int = 0) -> tuple[int, int, list[tuple]]:
