@@ -7,7 +7,8 @@ starts instantly.
 
 Exit status: 0 success; 1 nothing could be loaded from the path (or the path cannot be
 used: too long, not permitted; diff: a side holds no data, or ``--fail-on-regression`` could
-judge no metric); 2 usage error (a bad option value, an empty path);
+judge no metric); 2 usage error (a bad option value, an empty path; export: a destination
+inside the run directory, or holding files tuiprof did not write, or not writable);
 3 internal error (reported on one line); 4 ``diff --fail-on-regression`` found a
 regression; 130 interrupted (Ctrl-C). Every message on stderr is one line: characters a
 terminal would act on (newlines, escape sequences, bidi controls) in a file name or an
@@ -302,6 +303,71 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def parse_window(text: str) -> tuple[int, int | None]:
+    """``START:END`` (durations from the run's first event, e.g. ``10ms:25ms``; an empty END
+    is the end of the run) -> (start ns, end ns or None)."""
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"not a window: {text!r} (START:END, e.g. 10ms:25ms)")
+    lo = parse_duration_ns(start) if start.strip() else 0
+    hi = parse_duration_ns(end) if end.strip() else None
+    if hi is not None and hi <= lo:
+        raise argparse.ArgumentTypeError(f"window ends before it starts: {text!r}")
+    return lo, hi
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``tuiprof export PATH --parquet DIR | --perfetto FILE``: files for pandas/DuckDB or the Perfetto UI."""
+    if not args.parquet and not args.perfetto:
+        raise _UsageError("give --parquet OUT_DIR and/or --perfetto OUT.json[.gz] (see: tuiprof export --help)")
+    if args.tables and not args.parquet:
+        raise _UsageError("--tables applies to --parquet")
+    if args.window and not args.perfetto:
+        raise _UsageError("--window applies to --perfetto")
+    from tui_prof.export.common import ExportError, check_destination
+    from tui_prof.export.parquet import export_parquet
+    from tui_prof.export.perfetto import export_perfetto, run_start
+    from tui_prof.loaders import load_path
+
+    unusable = _unusable_path(args.path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
+    try:  # a destination inside the run is refused before the load, not after it
+        for out in (args.parquet, args.perfetto):
+            if out:
+                check_destination(out, args.path)
+    except ExportError as err:
+        _say(err)
+        return EXIT_USAGE
+    runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
+    for issue in runset.errors:
+        _say(issue)
+    if not runset.runs:
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
+    try:
+        if args.parquet:
+            written = export_parquet(runset, args.parquet, tables, gap_threshold_ns=args.gap_threshold)
+            _say(f"wrote {len(written)} Parquet files and README.md to {_shown_path(args.parquet)}")
+        if args.perfetto:
+            window = None
+            if args.window:
+                first = run_start(runset)
+                lo, hi = args.window
+                window = (first + lo, first + hi if hi is not None else INT64_MAX)
+            path, count = export_perfetto(runset, args.perfetto, window, gap_threshold_ns=args.gap_threshold)
+            _say(f"wrote {count} trace events to {_shown_path(path)} (open it at https://ui.perfetto.dev)")
+    except ExportError as err:
+        _say(err)
+        return EXIT_USAGE
+    except OSError as err:
+        _say(f"cannot write the export: {err.strerror or err} ({_shown_path(err.filename or '')})")
+        return EXIT_USAGE
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tui_prof import __version__
     from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, SAMPLES  # plain data: no heavy import
@@ -392,6 +458,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
     )
     differ.set_defaults(func=cmd_diff)
+    exporter = sub.add_parser("export", help="write a run as Parquet files (pandas, DuckDB) and/or a Perfetto trace (see docs/user_guide.md)")
+    exporter.add_argument("path", type=parse_path, help="run directory or profiler output file")
+    exporter.add_argument("--parquet", metavar="OUT_DIR", help="write every table (model and analysis) as OUT_DIR/<table>.parquet, with a README.md")
+    exporter.add_argument("--tables", metavar="A,B", help="with --parquet: only these tables (e.g. kernels,api,gaps)")
+    exporter.add_argument("--perfetto", metavar="OUT.json[.gz]", help="write a Chrome trace-event JSON for ui.perfetto.dev / chrome://tracing")
+    exporter.add_argument(
+        "--window",
+        type=parse_window,
+        metavar="START:END",
+        help="with --perfetto: only events overlapping this range, from the run's first event (e.g. 10ms:25ms)",
+    )
+    exporter.add_argument(
+        "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="idle gaps exported at least this long (default 10us)"
+    )
+    exporter.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    exporter.set_defaults(func=cmd_export)
     return parser
 
 

@@ -212,6 +212,13 @@ class TuiProfApp(ProfApp):
         yield SystemCommand("Fit", "Whole run on the timeline (f 0)", timeline_action("fit"))
         yield SystemCommand("Next gap", "Jump to the next idle gap (n ])", timeline_action("gap", 1))
         yield SystemCommand("Previous gap", "Jump to the previous idle gap (N [)", timeline_action("gap", -1))
+        yield SystemCommand(
+            "Export to Perfetto", "The run, or the timeline window from the timeline tab, as a trace for ui.perfetto.dev (e)", main.action_export
+        )
+        yield SystemCommand(
+            "Export the whole run to Perfetto", "Chrome trace-event JSON with tuiprof's gaps and findings", lambda: main.action_export("perfetto", True)
+        )
+        yield SystemCommand("Export to Parquet", "Every model and analysis table as Parquet files (pandas, DuckDB)", lambda: main.action_export("parquet"))
         yield SystemCommand("Keys", "Every key binding (?)", self.action_help)
 
 

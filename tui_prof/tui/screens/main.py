@@ -7,13 +7,17 @@ or screen that answers them. It holds no analysis of its own.
 
 from __future__ import annotations
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static, TabbedContent, TabPane
 
+from tui_prof.export.common import ExportError, default_destination
+from tui_prof.export.parquet import export_parquet
+from tui_prof.export.perfetto import export_perfetto
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.messages import (
     DispatchesRequested,
     EvidenceRequested,
@@ -61,6 +65,7 @@ class MainScreen(Screen):
         Binding("4", "tab('findings')", "Findings", id="tab.findings", group=PANES),
         Binding("5", "tab('counters')", "Counters", id="tab.counters", group=PANES),
         Binding("6", "tab('issues')", "Issues", id="tab.issues", group=PANES),
+        Binding("e", "export('perfetto')", "Export to Perfetto", show=False, id="main.export"),
     ]
 
     def __init__(self) -> None:
@@ -252,3 +257,39 @@ class MainScreen(Screen):
             self.action_tab(str(target))
         else:
             self.notify(f"{finding['code']}: {target}", severity="information", markup=False)
+
+    # -- export ---------------------------------------------------------------------------------
+    def export_window(self) -> tuple[int, int] | None:
+        """The timeline's shown range in absolute ns when the timeline tab is shown, else None (the whole run)."""
+        if self.view is None or self.query_one("#tabs", TabbedContent).active != "timeline" or "timeline" not in self.filled:
+            return None
+        timeline = self.timeline.timeline
+        return self.view.origin + timeline.t0, self.view.origin + timeline.t1
+
+    def action_export(self, kind: str = "perfetto", whole: bool = False) -> None:
+        """Export the run (``kind``: perfetto or parquet) in a thread worker; the timeline
+        tab's window only for a Perfetto export from that tab (``whole``: the run anyway)."""
+        if self.view is None:
+            self.notify("export: the run is still loading", severity="warning")
+            return
+        window = None if whole or kind != "perfetto" else self.export_window()
+        what = "the timeline window" if window else "the run"
+        self.notify(f"exporting {what} ({kind})…", timeout=3)
+        self._export(kind, window)
+
+    @work(thread=True, group="export", exit_on_error=False)
+    def _export(self, kind: str, window: tuple[int, int] | None) -> None:
+        assert self.view is not None
+        runset = self.view.runset
+        try:
+            if kind == "parquet":
+                folder = default_destination(runset.root, runset.name, ".tuiprof-parquet")
+                export_parquet(runset, folder)
+                text = f"Parquet tables written to {folder}"
+            else:
+                suffix = ".window.tuiprof.json.gz" if window else ".tuiprof.json.gz"
+                path, count = export_perfetto(runset, default_destination(runset.root, runset.name, suffix), window)
+                text = f"{count} trace events written to {path} (open it at ui.perfetto.dev)"
+            self.app.call_from_thread(self.notify, safe_text(text), timeout=15, markup=False)
+        except (ExportError, OSError) as err:  # a refused or unwritable destination: said, never a traceback
+            self.app.call_from_thread(self.notify, safe_text(f"export failed: {err}"), severity="error", timeout=15, markup=False)

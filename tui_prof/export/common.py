@@ -1,0 +1,81 @@
+"""What both exporters share: where they may write, and the analysis they export."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui_prof.analysis.parts import SummaryDoc
+from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.timeline import GapSet
+from tui_prof.model import RunSet
+
+
+class ExportError(Exception):
+    """An export that cannot be done (a refused destination, an unknown table): one line for the user."""
+
+
+def _resolved(path: str | os.PathLike) -> Path:
+    """``path`` made absolute with symbolic links resolved, also where it does not exist yet."""
+    return Path(os.path.realpath(os.path.abspath(os.fspath(path))))
+
+
+def run_directory(run_root: str | os.PathLike) -> Path:
+    """The folder tuiprof must not write into: the run directory, or the folder holding a
+    run given as one file (profilers write a run's files side by side); a run that is not
+    on disk (built in memory) protects only its own path."""
+    root = _resolved(run_root)
+    return root.parent if root.is_file() else root
+
+
+def check_destination(out: str | os.PathLike, run_root: str | os.PathLike) -> Path:
+    """``out`` resolved, or :class:`ExportError` when it lies inside the run directory of
+    ``run_root`` (:func:`run_directory`): tuiprof never writes into a run directory."""
+    target = _resolved(out)
+    if target.is_relative_to(run_directory(run_root)):
+        raise ExportError(
+            f"refusing to write {os.fspath(out)!r}: it is inside the run directory of {os.fspath(run_root)!r} (tuiprof never writes into a run directory)"
+        )
+    return target
+
+
+@dataclass
+class Analysis:
+    """The summary document and every idle gap (>= the threshold) of each process, by run index."""
+
+    doc: SummaryDoc
+    gaps: dict[int, GapSet]
+
+
+def analyse(runset: RunSet, gap_threshold_ns: int | None = None) -> Analysis:
+    """:func:`~tui_prof.analysis.summary.build_summary` with its defaults (the findings are the
+    ones ``tuiprof summary`` prints) and the full gap sets behind its listed gaps."""
+    details: dict = {}
+    doc = build_summary(runset, gap_threshold_ns=gap_threshold_ns, details=details)
+    return Analysis(doc, details.get("gaps", {}))
+
+
+def _safe_stem(name: str) -> str:
+    """``name`` as a file-name stem: letters, digits, ``.``, ``_`` and ``-`` kept, the rest ``_``."""
+    stem = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name).strip("._") or "run"
+    return stem[:80]
+
+
+def default_destination(run_root: str | os.PathLike, name: str, suffix: str, folder: str | os.PathLike | None = None) -> Path:
+    """Where the TUI writes an export: ``<name><suffix>`` in ``folder`` (default: the current
+    folder) when that is outside the run directory and writable, else in the temporary folder
+    (``$TMPDIR``). A name taken by a file tuiprof did not write gets ``-1``, ``-2``, ... (the
+    exporters replace only their own files)."""
+    import tempfile
+
+    base = _resolved(folder if folder is not None else os.getcwd())
+    if base.is_relative_to(run_directory(run_root)) or not os.access(base, os.W_OK):
+        base = _resolved(tempfile.gettempdir())
+    stem = _safe_stem(name)
+    candidate = base / f"{stem}{suffix}"
+    for n in range(1, 1000):
+        if not candidate.exists():
+            break
+        candidate = base / f"{stem}-{n}{suffix}"
+    return candidate

@@ -1,0 +1,565 @@
+"""``tuiprof export PATH --perfetto OUT.json[.gz]``: the run as a Chrome trace-event JSON.
+
+The file opens in the Perfetto UI (ui.perfetto.dev) and ``chrome://tracing`` and is also
+a Kineto-style trace (``schemaVersion``, ``cat`` kernel / cuda_runtime / gpu_memcpy, a
+kernel's ``args.device`` and ``args.stream``), so tuiprof's own Kineto loader reads it
+back: the round-trip tests compare kernels, busy time and gaps with the source run.
+
+Layout (Chrome trace-event format, ``ts``/``dur`` in µs written as exact decimals of the
+model's int64 ns):
+
+* one process (``pid``) per profiled process: its real pid when every process has a
+  distinct known one, else 1, 2, ...; named by the process label (``process_name``);
+* tracks (``tid``): one per host thread (API calls, markers), one per GPU queue/stream
+  (kernels: "GPU 2 stream 0", or "GPU 2 queue 1" when the format records queues only),
+  one per GPU for copies ("GPU 2 copies"), one for calls without a recorded thread; work
+  that overlaps other work of its track (concurrent kernels of one queue) goes to
+  "GPU 2 queue 1 (overlap 1)", ... (:func:`sub_lanes`), since Perfetto draws the slices of
+  one track as nested; GPU tracks get synthetic tids from :data:`TRACK_BASE` up, named by
+  ``thread_name`` metadata and sorted before the host threads;
+* kernels (``cat: kernel``), API calls (``cat: cuda_runtime`` for HIP/CUDA calls,
+  ``cuda_sync`` for CUDA synchronisation activities, ``api_<domain>`` for the others),
+  copies (``gpu_memcpy``/``gpu_memset``) and markers (their source as ``cat`` when it is
+  a Kineto category, else ``user_annotation``) as complete events (``ph: X``);
+* a flow (``ph: s`` on the launching call, ``ph: f``, ``bp: e`` on the kernel or copy)
+  per GPU operation whose correlation id names an API call of the same process;
+* tuiprof's analysis: the idle gaps (>= the threshold) of each GPU as slices named by
+  their cause ("idle: sync after hipDeviceSynchronize") on a track "GPU 2 idle (tuiprof)";
+  counter time series as counter tracks (``ph: C``); the findings as instant events on a
+  "tuiprof findings" track of their own process, at the start of the exported range.
+
+``--window START:END`` keeps the events that overlap [START, END) (whole, not clipped).
+Output is written in chunks of :data:`CHUNK` rows: memory does not grow with the file.
+Every string from the trace is written JSON-escaped (ASCII), so any name survives the round trip.
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, cast
+
+import numpy as np
+import pandas as pd
+
+from tui_prof import __version__
+from tui_prof.analysis.timeline import copy_agents
+from tui_prof.export.common import Analysis, ExportError, analyse, check_destination
+from tui_prof.model import Run, RunSet
+
+KIND = "tuiprof.perfetto-export/1"
+CHUNK = 8192
+"""Rows formatted and written per step (a kernel chunk with its flows is about 7 MB of text)."""
+TRACK_BASE = 1_000_000_000
+"""First synthetic tid of a GPU or analysis track (above any real Linux tid)."""
+EXACT_LIMIT_NS = 2**43 * 1000
+"""Times (ns) below this are written on the profiler's clock: a µs value with 3 decimals
+below 2**43 µs reads back exactly as float64 (Perfetto, the Kineto loader). Larger clocks
+(epoch ns) are written relative to an origin kept in the header (``origin_ns``)."""
+KINETO_MARKER_CATS = ("cpu_op", "user_annotation", "gpu_user_annotation", "python_function")
+MEMSET, MEMCPY = '"gpu_memset"', '"gpu_memcpy"'
+GAP_WORDS = {"sync": "after", "copy": "during", "launch": "waiting for", "graph": "inside"}
+_FRAC = np.array([f".{i:03d}" for i in range(1000)], dtype=object)
+
+Window = tuple[int, int]
+
+
+def us_text(ns: np.ndarray) -> list[str]:
+    """int64 ns -> exact µs decimal strings ("12.345"; "-0.001" for -1 ns)."""
+    ns = np.asarray(ns, dtype=np.int64)
+    mag = np.abs(ns)
+    text = (mag // 1000).astype(str).astype(object) + _FRAC[mag % 1000]
+    if (ns < 0).any():
+        text = np.where(ns < 0, "-" + text, text)
+    return text.tolist()
+
+
+def jstr(value: object) -> str:
+    """A JSON string literal (ASCII; any character escaped as JSON requires)."""
+    return json.dumps(str(value))
+
+
+def _escaped(column: pd.Series) -> tuple[list[str], list[int]]:
+    """(JSON literal of each category, code of each row) of a category column; code -1 is ""."""
+    cats = [jstr(c) for c in column.cat.categories] + ['""']
+    codes = column.cat.codes.to_numpy()
+    return cats, np.where(codes < 0, len(cats) - 1, codes).tolist()
+
+
+def _rows(mask: np.ndarray | None, n: int) -> Iterator[np.ndarray]:
+    """Row numbers to write, in chunks of CHUNK."""
+    rows = np.arange(n) if mask is None else np.flatnonzero(mask)
+    for first in range(0, len(rows), CHUNK):
+        yield rows[first : first + CHUNK]
+
+
+def _in_window(start: np.ndarray, end: np.ndarray, window: Window | None) -> np.ndarray | None:
+    """Rows overlapping [lo, hi) (an instant at lo counts), or None for every row."""
+    if window is None:
+        return None
+    lo, hi = window
+    return (start < hi) & (np.maximum(end, start + 1) > lo)
+
+
+class _Out:
+    """The traceEvents array being written: events separated by ",\\n"."""
+
+    def __init__(self, fh: IO[str]):
+        self.fh = fh
+        self.count = 0
+
+    def write(self, events: list[str]) -> None:
+        if not events:
+            return
+        self.fh.write(("\n" if self.count == 0 else ",\n") + ",\n".join(events))
+        self.count += len(events)
+
+
+class _Tracks:
+    """tid and name of each track of one process; GPU and analysis tracks get synthetic tids."""
+
+    def __init__(self, host_tids: Iterable[int]):
+        self.names: dict[int, str] = {}
+        self.sort: dict[int, int] = {}
+        self.taken = set(host_tids)
+        self.next = TRACK_BASE
+        self.keyed: dict[tuple, int] = {}
+
+    def synthetic(self, key: tuple, name: str, order: int) -> int:
+        if key not in self.keyed:
+            while self.next in self.taken:
+                self.next += 1
+            self.keyed[key] = self.next
+            self.taken.add(self.next)
+            self.names[self.next] = name
+            self.sort[self.next] = order
+        return self.keyed[key]
+
+
+def _pids(runset: RunSet) -> list[int]:
+    pids = [r.meta.pid for r in runset.runs]
+    if all(p is not None and p > 0 for p in pids) and len(set(pids)) == len(pids):
+        return [int(p) for p in pids if p is not None]
+    return list(range(1, len(runset.runs) + 1))
+
+
+def _lanes(table: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """A kernel's GPU lane: its stream when the table records streams, else its queue."""
+    stream = table["stream"].to_numpy()
+    if len(stream) and (stream >= 0).any():
+        return stream, "stream"
+    return table["queue"].to_numpy(), "queue"
+
+
+def sub_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For intervals of one GPU track, a lane per interval such that intervals of one lane
+    never overlap (0 for all when none do; else the lowest free lane, in start order):
+    Perfetto draws intervals of one track as nested slices, which concurrent kernels are not."""
+    n = len(start)
+    lanes = np.zeros(n, dtype=np.int64)
+    if n < 2:
+        return lanes
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum(end[order], start[order])
+    if not (s[1:] < np.maximum.accumulate(e)[:-1]).any():
+        return lanes
+    free: list[int] = []  # lanes whose last interval has ended
+    busy: list[tuple[int, int]] = []  # (end, lane) of the lanes in use
+    count = 0
+    out = np.empty(n, dtype=np.int64)
+    for i, (si, ei) in enumerate(zip(s.tolist(), e.tolist(), strict=True)):
+        while busy and busy[0][0] <= si:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, count = count, count + 1
+        out[i] = lane
+        heapq.heappush(busy, (ei, lane))
+    lanes[order] = out
+    return lanes
+
+
+def _track_ids(keys: np.ndarray, start: np.ndarray, end: np.ndarray, track: Callable[[tuple[int, ...], int], int]) -> np.ndarray:
+    """The tid of each row: ``track(key, sub-lane)`` of its key (a row of ``keys``) and its
+    :func:`sub_lanes` lane among the rows of that key."""
+    combined = np.zeros(len(start), dtype=np.int64)
+    for column in keys.T:  # one int64 code per distinct key row (np.unique(axis=0) is 20× slower)
+        codes, uniq = pd.factorize(column, sort=True)
+        combined = combined * len(uniq) + codes
+    _, first, group = np.unique(combined, return_index=True, return_inverse=True)
+    order = np.argsort(group.reshape(-1), kind="stable")
+    bounds = np.searchsorted(group.reshape(-1)[order], np.arange(len(first) + 1))
+    tids = np.empty(len(start), dtype=np.int64)
+    for g, row in enumerate(first.tolist()):
+        rows = order[bounds[g] : bounds[g + 1]]
+        subs = sub_lanes(start[rows], end[rows])
+        key = tuple(int(x) for x in keys[row])
+        ids = np.array([track(key, sub) for sub in range(int(subs.max()) + 1)], dtype=np.int64)
+        tids[rows] = ids[subs]
+    return tids
+
+
+def _kernel_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
+    k = run.kernels
+    if not len(k):
+        return
+    start, end = k["start"].to_numpy(), k["end"].to_numpy()
+    agent = k["agent"].to_numpy().astype(np.int64)
+    lane, lane_word = _lanes(k)
+
+    def track(key: tuple[int, ...], sub: int) -> int:
+        a, q = key[0], key[1]
+        name = f"GPU {a} {lane_word} {q}" if q >= 0 else f"GPU {a}"
+        return tracks.synthetic(("kernels", a, q, sub), name + (f" (overlap {sub})" if sub else ""), a * 1000 + 1 + min(sub, 99))
+
+    tid_all = _track_ids(np.stack([agent, lane], axis=1), start, end, track)
+    names, codes = _escaped(k["name"])
+    cols = {c: k[c].to_numpy() for c in ("stream", "queue", "correlation_id", "dispatch_id", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z")}
+    for rows in _rows(_in_window(start, end, window), len(k)):
+        ts = us_text(start[rows] - origin)
+        dur = us_text(np.maximum(end[rows] - start[rows], 0))
+        a = agent[rows].tolist()
+        c = {n: v[rows].tolist() for n, v in cols.items()}
+        tids = tid_all[rows].tolist()
+        events = [
+            f'{{"ph":"X","cat":"kernel","name":{names[codes[r]]},"pid":{pid},"tid":{tids[i]},"ts":{ts[i]},"dur":{dur[i]},'
+            f'"args":{{"device":{a[i]},"stream":{c["stream"][i]},"queue":{c["queue"][i]},"correlation":{c["correlation_id"][i]},'
+            f'"dispatch_id":{c["dispatch_id"][i]},"grid_size":[{c["grid_x"][i]},{c["grid_y"][i]},{c["grid_z"][i]}],'
+            f'"workgroup_size":[{c["wg_x"][i]},{c["wg_y"][i]},{c["wg_z"][i]}]}}}}'
+            for i, r in enumerate(rows.tolist())
+        ]
+        events += flows.flows(cols["correlation_id"][rows], ts, pid, tids, origin, flow_id)
+        yield events
+
+
+class _Launches:
+    """The API calls GPU work can be linked to: the first call of each correlation id (not a
+    CUDA synchronisation activity), as arrays sorted by id (looked up a chunk at a time)."""
+
+    def __init__(self, run: Run, pid: int, unknown_tid: int):
+        api = run.api
+        self.pid = pid
+        if not len(api):
+            self.corr = self.start = self.tid = np.array([], dtype=np.int64)
+            return
+        keep = (api["correlation_id"].to_numpy() >= 0) & (api["domain"].astype(str).to_numpy() != "cuda_sync")
+        calls = api[keep].drop_duplicates("correlation_id")
+        order = np.argsort(calls["correlation_id"].to_numpy(), kind="stable")
+        self.corr = calls["correlation_id"].to_numpy()[order]
+        self.start = calls["start"].to_numpy()[order]
+        tid = calls["tid"].to_numpy()[order]
+        self.tid = np.where(tid >= 0, tid, unknown_tid)
+
+    def flows(self, corr: np.ndarray, ts: list[str], pid: int, tids: list[int], origin: int, flow_id: list[int]) -> list[str]:
+        """A flow (start on the launching call, end on the GPU operation at ``ts``) per
+        operation whose correlation id names a call; ids numbered on from ``flow_id[0]``."""
+        if not len(self.corr) or not len(corr):
+            return []
+        at = np.minimum(np.searchsorted(self.corr, corr), len(self.corr) - 1)
+        rows = np.flatnonzero(self.corr[at] == corr)
+        if not len(rows):
+            return []
+        call = at[rows]
+        call_ts = us_text(self.start[call] - origin)
+        call_tid = self.tid[call].tolist()
+        first = flow_id[0] + 1
+        flow_id[0] += len(rows)
+        out = []
+        for j, i in enumerate(rows.tolist()):
+            fid = first + j
+            out.append(f'{{"ph":"s","cat":"ac2g","name":"launch","id":{fid},"pid":{self.pid},"tid":{call_tid[j]},"ts":{call_ts[j]}}}')
+            out.append(f'{{"ph":"f","bp":"e","cat":"ac2g","name":"launch","id":{fid},"pid":{pid},"tid":{tids[i]},"ts":{ts[i]}}}')
+        return out
+
+
+def _api_category(domain: str) -> str:
+    if domain in ("hip", "cuda"):
+        return "cuda_runtime"
+    if domain == "cuda_sync":
+        return "cuda_sync"
+    return f"api_{domain}" if domain else "api"
+
+
+def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
+    api = run.api
+    if not len(api):
+        return
+    start, end = api["start"].to_numpy(), api["end"].to_numpy()
+    names, codes = _escaped(api["name"])
+    dcats = [jstr(_api_category(str(d))) for d in api["domain"].cat.categories] + ['"api"']
+    domains = [jstr(str(d)) for d in api["domain"].cat.categories] + ['""']
+    dcodes = api["domain"].cat.codes.to_numpy()
+    dcodes = np.where(dcodes < 0, len(dcats) - 1, dcodes)
+    tid_all, corr_all = api["tid"].to_numpy(), api["correlation_id"].to_numpy()
+    for rows in _rows(_in_window(start, end, window), len(api)):
+        ts = us_text(start[rows] - origin)
+        dur = us_text(np.maximum(end[rows] - start[rows], 0))
+        tid = np.where(tid_all[rows] >= 0, tid_all[rows], unknown_tid).tolist()
+        corr, dc = corr_all[rows].tolist(), dcodes[rows].tolist()
+        yield [
+            f'{{"ph":"X","cat":{dcats[dc[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},'
+            f'"args":{{"correlation":{corr[i]},"domain":{domains[dc[i]]}}}}}'
+            for i, r in enumerate(rows.tolist())
+        ]
+
+
+def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
+    c = run.copies
+    if not len(c):
+        return
+    gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(run.kernels["agent"].to_numpy()).tolist())
+    agent = copy_agents(c, gpu_ids)
+    start, end = c["start"].to_numpy(), c["end"].to_numpy()
+
+    def track(key: tuple[int, ...], sub: int) -> int:
+        a = key[0]
+        return tracks.synthetic(("copies", a, sub), f"GPU {a} copies" + (f" (overlap {sub})" if sub else ""), a * 1000 + 500 + min(sub, 99))
+
+    tid_all = _track_ids(agent[:, None], start, end, track)
+    names, codes = _escaped(c["name"])
+    direction = c["direction"].astype(str).to_numpy()
+    cols = {n: c[n].to_numpy() for n in ("bytes", "src_agent", "dst_agent", "stream", "queue", "correlation_id")}
+    for rows in _rows(_in_window(start, end, window), len(c)):
+        ts = us_text(start[rows] - origin)
+        dur = us_text(np.maximum(end[rows] - start[rows], 0))
+        a = agent[rows].tolist()
+        d = direction[rows].tolist()
+        v = {n: col[rows].tolist() for n, col in cols.items()}
+        tids = tid_all[rows].tolist()
+        cats = [MEMSET if x == "memset" else MEMCPY for x in d]
+        events = [
+            f'{{"ph":"X","cat":{cats[i]},"name":{names[codes[r]]},"pid":{pid},"tid":{tids[i]},'
+            f'"ts":{ts[i]},"dur":{dur[i]},"args":{{"device":{a[i]},"stream":{v["stream"][i]},"queue":{v["queue"][i]},'
+            f'"correlation":{v["correlation_id"][i]},"bytes":{v["bytes"][i]},"kind":{jstr(d[i])},'
+            f'"src_agent":{v["src_agent"][i]},"dst_agent":{v["dst_agent"][i]}}}}}'
+            for i, r in enumerate(rows.tolist())
+        ]
+        events += flows.flows(cols["correlation_id"][rows], ts, pid, tids, origin, flow_id)
+        yield events
+
+
+def _marker_events(run: Run, pid: int, unknown_tid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
+    m = run.markers
+    if not len(m):
+        return
+    start, end = m["start"].to_numpy(), m["end"].to_numpy()
+    names, codes = _escaped(m["name"])
+    sources = [jstr(s) for s in m["source"].cat.categories] + ['""']
+    mcats = [jstr(s if s in KINETO_MARKER_CATS else "user_annotation") for s in m["source"].cat.categories] + ['"user_annotation"']
+    scodes = m["source"].cat.codes.to_numpy()
+    scodes = np.where(scodes < 0, len(sources) - 1, scodes)
+    tid_all = m["tid"].to_numpy()
+    for rows in _rows(_in_window(start, end, window), len(m)):
+        ts = us_text(start[rows] - origin)
+        dur = us_text(np.maximum(end[rows] - start[rows], 0))
+        tid = np.where(tid_all[rows] >= 0, tid_all[rows], unknown_tid).tolist()
+        sc = scodes[rows].tolist()
+        yield [
+            f'{{"ph":"X","cat":{mcats[sc[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},"args":{{"source":{sources[sc[i]]}}}}}'
+            for i, r in enumerate(rows.tolist())
+        ]
+
+
+def gap_name(cause: str, api_cause: str) -> str:
+    """A gap slice's name: "idle: sync after hipDeviceSynchronize", "idle: other"."""
+    if api_cause and cause in GAP_WORDS:
+        return f"idle: {cause} {GAP_WORDS[cause]} {api_cause}"
+    return f"idle: {cause}"
+
+
+def _gap_events(run_index: int, analysis: Analysis, pid: int, tracks: _Tracks, window: Window | None, origin: int) -> Iterator[list[str]]:
+    gapset = analysis.gaps.get(run_index)
+    if gapset is None or not len(gapset):
+        return
+    start, end = gapset.column("start"), gapset.column("end")
+    for rows in _rows(_in_window(start, end, window), len(start)):
+        frame = gapset.frame(rows)
+        ts = us_text(frame["start"].to_numpy() - origin)
+        dur = us_text(frame["duration_ns"].to_numpy())
+        events = []
+        for i, g in enumerate(frame.itertuples(index=False)):
+            tid = tracks.synthetic(("gaps", int(g.agent)), f"GPU {g.agent} idle (tuiprof)", int(g.agent) * 1000 + 900)
+            events.append(
+                f'{{"ph":"X","cat":"tuiprof_gap","name":{jstr(gap_name(str(g.cause), str(g.api_cause)))},"pid":{pid},"tid":{tid},"ts":{ts[i]},"dur":{dur[i]},'
+                f'"args":{{"cause":{jstr(g.cause)},"api_cause":{jstr(g.api_cause)},"api_before":{jstr(g.api_before)},'
+                f'"prev":{jstr(g.prev_name)},"next":{jstr(g.next_name)}}}}}'
+            )
+        yield events
+
+
+def _counter_events(run: Run, pid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
+    s = run.series
+    if not len(s):
+        return
+    ts_all, value_all = s["ts"].to_numpy(), s["value"].to_numpy()
+    ok = np.isfinite(value_all)
+    if window is not None:
+        ok &= (ts_all >= window[0]) & (ts_all < window[1])
+    labels = [jstr(f"{t} ({u})" if u else str(t)) for t, u in zip(s["track"].astype(str), s["unit"].astype(str), strict=True)]
+    for rows in _rows(ok, len(s)):
+        ts = us_text(ts_all[rows] - origin)
+        values = [repr(float(v)) for v in value_all[rows].tolist()]
+        yield [
+            f'{{"ph":"C","cat":"tuiprof_counter","name":{labels[r]},"pid":{pid},"ts":{ts[i]},"args":{{"value":{values[i]}}}}}'
+            for i, r in enumerate(rows.tolist())
+        ]
+
+
+def _metadata(pid: int, label: str, sort: int, tracks: _Tracks, host_tids: Iterable[int]) -> list[str]:
+    events = [
+        f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"ts":0,"args":{{"name":{jstr(label)}}}}}',
+        f'{{"ph":"M","name":"process_sort_index","pid":{pid},"tid":0,"ts":0,"args":{{"sort_index":{sort}}}}}',
+    ]
+    for tid in sorted(host_tids):
+        events.append(f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"ts":0,"args":{{"name":{jstr(f"thread {tid}")}}}}}')
+        events.append(f'{{"ph":"M","name":"thread_sort_index","pid":{pid},"tid":{tid},"ts":0,"args":{{"sort_index":{10**9 + tid % 10**9}}}}}')
+    for tid, name in tracks.names.items():
+        events.append(f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"ts":0,"args":{{"name":{jstr(name)}}}}}')
+        events.append(f'{{"ph":"M","name":"thread_sort_index","pid":{pid},"tid":{tid},"ts":0,"args":{{"sort_index":{tracks.sort[tid]}}}}}')
+    return events
+
+
+def _finding_events(analysis: Analysis, pid: int, at_ns: int, origin: int) -> list[str]:
+    findings = analysis.doc["findings"]
+    ts = us_text(np.array([at_ns - origin]))[0]
+    events = [
+        f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"ts":0,"args":{{"name":"tuiprof findings"}}}}',
+        f'{{"ph":"M","name":"process_sort_index","pid":{pid},"tid":0,"ts":0,"args":{{"sort_index":-1}}}}',
+        f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":1,"ts":0,"args":{{"name":"findings"}}}}',
+    ]
+    for f in findings:
+        title = jstr(f"{f['severity']}: {f['message']}")
+        args = json.dumps({"code": f["code"], "severity": f["severity"], "message": f["message"], "fix": f["fix"], "numbers": f["numbers"]}, default=str)
+        events.append(f'{{"ph":"i","s":"t","cat":"tuiprof_finding","name":{title},"pid":{pid},"tid":1,"ts":{ts},"args":{args}}}')
+    return events
+
+
+def time_range(runset: RunSet) -> tuple[int, int] | None:
+    """(first start, last end) in ns over every process's API calls, kernels, copies and markers."""
+    lo, hi = [], []
+    for run in runset.runs:
+        for table in (run.api, run.kernels, run.copies, run.markers):
+            if len(table):
+                lo.append(int(table["start"].min()))
+                hi.append(int(table["end"].max()))
+    return (min(lo), max(hi)) if lo else None
+
+
+def time_origin(span: tuple[int, int] | None) -> int:
+    """The time written as ``ts`` 0: 0 (the profiler's own clock) when every time is below
+    :data:`EXACT_LIMIT_NS`, else the first event's start rounded down to a whole second."""
+    if span is None or (abs(span[0]) < EXACT_LIMIT_NS and abs(span[1]) < EXACT_LIMIT_NS):
+        return 0
+    return span[0] - span[0] % 1_000_000_000
+
+
+def run_start(runset: RunSet) -> int:
+    """The first event's start (ns): the origin of ``--window``; 0 for a run without events."""
+    span = time_range(runset)
+    return span[0] if span else 0
+
+
+def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analysis: Analysis | None = None) -> int:
+    """Write the trace-event JSON of ``runset`` to the text stream ``fh``; returns the
+    number of events. ``analysis``: :func:`~tui_prof.export.common.analyse` of the run set."""
+    analysis = analysis if analysis is not None else analyse(runset)
+    span = time_range(runset)
+    origin = time_origin(span)
+    header = {
+        "schemaVersion": 1,
+        "displayTimeUnit": "ns",
+        "traceName": runset.name,
+        "tuiprof_export": {
+            "kind": KIND,
+            "tuiprof_version": __version__,
+            "source": runset.root,
+            "window_ns": list(window) if window else None,
+            "origin_ns": origin,
+        },
+    }
+    fh.write(json.dumps(header)[:-1] + ',\n"traceEvents": [')
+    out = _Out(fh)
+    pids = _pids(runset)
+    flow_id = [0]
+    for index, (run, pid) in enumerate(zip(runset.runs, pids, strict=True)):
+        host_tids = {int(t) for table in (run.api, run.markers) for t in np.unique(table["tid"].to_numpy()).tolist() if t >= 0}
+        tracks = _Tracks(host_tids)
+        unknown_tid = tracks.synthetic(("host", -1), "host (thread not recorded)", 10**9 - 1)
+        flows = _Launches(run, pid, unknown_tid)
+        for events in _api_events(run, pid, unknown_tid, window, origin):
+            out.write(events)
+        for events in _marker_events(run, pid, unknown_tid, window, origin):
+            out.write(events)
+        for events in _kernel_events(run, pid, tracks, window, origin, flows, flow_id):
+            out.write(events)
+        for events in _copy_events(run, pid, tracks, window, origin, flows, flow_id):
+            out.write(events)
+        for events in _gap_events(index, analysis, pid, tracks, window, origin):
+            out.write(events)
+        for events in _counter_events(run, pid, window, origin):
+            out.write(events)
+        label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
+        out.write(_metadata(pid, label if run.meta.rank is None else f"rank {run.meta.rank}: {label}", index, tracks, host_tids))
+    if analysis.doc["findings"] and span is not None:
+        at = max(span[0], window[0]) if window else span[0]
+        out.write(_finding_events(analysis, max(pids) + 1, at, origin))
+    fh.write("\n]}\n")
+    return out.count
+
+
+def _is_ours(path: Path) -> bool:
+    """Whether the existing file ``path`` is a trace this exporter wrote."""
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(2)
+            raw.seek(0)
+            stream = cast(IO[bytes], gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw)
+            text = stream.read(4096)
+    except (OSError, EOFError):
+        return False
+    return KIND.encode() in text
+
+
+def export_perfetto(
+    runset: RunSet,
+    out: str | os.PathLike,
+    window: Window | None = None,
+    *,
+    gap_threshold_ns: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Path, int]:
+    """Write the trace of ``runset`` to ``out`` (gzipped when the name ends in ``.gz``);
+    returns the path and the number of events. The file is written beside ``out`` under a
+    temporary name and renamed into place. Raises :class:`ExportError` for a destination
+    inside the run, or an existing file that is not a tuiprof export."""
+    target = check_destination(out, runset.root)
+    if target.is_dir():
+        raise ExportError(f"{os.fspath(out)!r} is a folder (give a file name ending in .json or .json.gz)")
+    if target.exists() and not _is_ours(target):
+        raise ExportError(f"refusing to overwrite {os.fspath(out)!r}: it is not a trace tuiprof exported")
+    if not target.parent.is_dir():
+        raise ExportError(f"no such folder: {str(target.parent)!r}")
+    if progress:
+        progress("analysing")
+    analysis = analyse(runset, gap_threshold_ns)
+    if progress:
+        progress("writing")
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            binary = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) if target.name.endswith(".gz") else raw)
+            with io.TextIOWrapper(binary, encoding="ascii", write_through=False) as text:
+                count = write_trace(runset, text, window, analysis)
+        os.chmod(temp, 0o644)  # mkstemp makes it 0600; an export is meant to be shared like any output file
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return target, count
