@@ -121,17 +121,24 @@ def test_mi300x_rocpd_long_table_sums_channels(workloads):
     rows = _rows(WORKLOADS / "vcopy_MI300X_A1_rocpd_pmc_perf.csv")
     for d in (1, 2):
         mine = [r for r in rows if r["Dispatch_ID"] == str(d)]
+        plain = {r["Counter_Name"]: float(r["Counter_Value"]) for r in mine if "[" not in r["Counter_Name"]}
         for base in ("TCC_HIT", "TCC_MISS", "TCC_REQ"):
             channels = [float(r["Counter_Value"]) for r in mine if re.fullmatch(rf"{base}\[\d+\]", r["Counter_Name"])]
             assert len(channels) == 128
-            assert _counter(run, d, f"{base}_sum") == sum(channels)
-        plain = {r["Counter_Name"]: float(r["Counter_Value"]) for r in mine if "[" not in r["Counter_Name"]}
+            # the profiler's own NAME_sum is what rocprof-compute reads; the channel sum differs by a few counts at most
+            assert _counter(run, d, f"{base}_sum") == plain[f"{base}_sum"]
+            assert abs(sum(channels) - plain[f"{base}_sum"]) <= 1e-3 * plain[f"{base}_sum"]
         assert _counter(run, d, "GRBM_GUI_ACTIVE") == plain["GRBM_GUI_ACTIVE"]
         assert _counter(run, d, "SQ_LEVEL_WAVES_ACCUM") == plain["SQ_LEVEL_WAVES_ACCUM"]
-    # The profiler's own TCC_MISS_sum of dispatch 1 (131200, another replay) gives way to the channel sum.
-    assert _counter(run, 1, "TCC_MISS_sum") == 131218.0
+    assert _counter(run, 1, "TCC_MISS_sum") == 131200.0  # the 128 TCC_MISS[i] of dispatch 1 sum to 131218
     assert run.kernels["dispatch_id"].tolist() == [1, 2]
     assert run.agents == []  # this workload's sysinfo.csv is not among the samples
+
+
+def test_channels_summed_where_no_sum_was_written():
+    frame = rc.pd.DataFrame({"dispatch_id": [1, 1, 1, 2, 2], "counter": ["A[0]", "A[1]", "B", "A[0]", "A_sum"], "value": [1.0, 2.0, 5.0, 4.0, 9.0]})
+    out = rc.sum_channels(frame).sort_values(["dispatch_id", "counter"])
+    assert list(zip(out["dispatch_id"], out["counter"], out["value"], strict=True)) == [(1, "A_sum", 3.0), (1, "B", 5.0), (2, "A_sum", 9.0)]
 
 
 def test_mi100_v1_backend_and_level_pass(workloads):

@@ -16,8 +16,8 @@ layout of the public samples (``rocprof-compute-workloads/``, ``rocprof-compute-
   ``SQ_ACCUM_PREV_HIRES``; it is stored as ``<LEVEL>_ACCUM`` (``SQ_LEVEL_WAVES_ACCUM``), the
   name rocprofv3 gives the same value in the rocpd-built table.
 * Per-instance counters ``NAME[i]`` (one per L2 channel / XCD) are summed into ``NAME_sum``,
-  rocprof-compute's reduction; the channel sum replaces a ``NAME_sum`` the profiler also
-  wrote, so the two never disagree within a run.
+  rocprof-compute's reduction, where the profiler did not write ``NAME_sum`` itself; where it
+  did, its value is kept (the one rocprof-compute's formulas read), and the channels are not stored.
 * ``timestamps.csv`` — the dispatches with their times (the kernel table);
   ``pmc_dispatch_info.csv`` — ``Dispatch_ID,Kernel_Name,GPU_ID``.
 * ``sysinfo.csv`` — one row describing the GPU (``gpu_arch``, ``cu_per_gpu``, ``se_per_gpu``,
@@ -251,8 +251,10 @@ def kernel_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 def sum_channels(values: pd.DataFrame) -> pd.DataFrame:
     """Long ``dispatch_id, counter, value`` rows with every ``NAME[i]`` replaced by one
-    ``NAME_sum`` row per dispatch (the sum over i), which wins over a ``NAME_sum`` row the
-    profiler wrote itself."""
+    ``NAME_sum`` row per dispatch (the sum over i). Where the table also holds the profiler's
+    own ``NAME_sum`` for that dispatch, that value is kept: rocprof-compute evaluates its
+    formulas on the ``NAME_sum`` column the profiler wrote (it may come from another replay
+    pass and differ from the channel sum by a few counts)."""
     names = values["counter"].astype(str)
     base = names.str.extract(CHANNEL.pattern, expand=True)[0]
     per_channel = base.notna().to_numpy()
@@ -261,9 +263,9 @@ def sum_channels(values: pd.DataFrame) -> pd.DataFrame:
     channels = values[per_channel].assign(counter=base[per_channel].to_numpy() + "_sum")
     summed = channels.groupby(["dispatch_id", "counter"], sort=False, as_index=False)["value"].sum(min_count=1)
     rest = values[~per_channel]
-    overridden = set(summed["counter"])
-    rest = rest[~rest["counter"].astype(str).isin(overridden).to_numpy()]
-    return pd.concat([rest, summed], ignore_index=True)
+    written = pd.MultiIndex.from_frame(rest[["dispatch_id", "counter"]].astype({"counter": str}))
+    fresh = ~pd.MultiIndex.from_frame(summed[["dispatch_id", "counter"]]).isin(written)
+    return pd.concat([rest, summed[fresh]], ignore_index=True)
 
 
 def wide_values(frame: pd.DataFrame) -> pd.DataFrame:
