@@ -270,7 +270,7 @@ METRICS: tuple[Metric, ...] = (
         RPC_SOL + " Wavefront Occupancy",
         "< 25 % of the arch maximum [P]",
         None,
-        "few waves resident per SIMD to hide memory latency: see the occupancy limiter below",
+        "few waves resident per SIMD to hide memory latency (the occupancy limiter line names what limits them)",
         (("SQ_LEVEL_WAVES_ACCUM", "GRBM_GUI_ACTIVE"),),
         lambda g, c: _ratio(g("SQ_LEVEL_WAVES_ACCUM"), _grbm(g, c)),
         ("CDNA",),
@@ -547,9 +547,30 @@ def occupancy_limiter(columns_mean: dict[str, float], kernels: pd.DataFrame | No
             "hint": f"waves could not launch for lack of {label}: {fix}",
             "static": static,
         }
-    if static:
+    if static and static["limiter"] != "none":
         return {"limiter": static["limiter"], "source": "kernel resources (VGPR, AGPR, SGPR, LDS, workgroup size)", "hint": static["hint"], "static": static}
+    if static or any(c in columns_mean for c, _l, _f in OCCUPANCY_LIMITERS):
+        return {
+            "limiter": "none",
+            "source": "kernel resources" if static else "SPI_RA_* resource-allocation counters (all 0)",
+            "hint": NO_LIMITER,
+            "static": static,
+        }
     return None
+
+
+def _worth_showing(occ: dict | None, metrics: dict) -> bool:
+    """A limiter is shown when one limits the kernel, or when none does but its measured
+    occupancy is low (then the grid is the reason)."""
+    if not occ:
+        return False
+    return occ["limiter"] != "none" or bool(metrics.get("wave_occupancy", {}).get("flagged"))
+
+
+NO_LIMITER = (
+    "no register, LDS or slot limit stops waves from launching: the grid is too small or too short to keep every SIMD busy; "
+    "launch more workgroups (split the work finer) or overlap it with other kernels"
+)
 
 
 def _metric_entry(m: Metric, v: float, ctx: dict, fam: str, name: str, min_waves: float | None, origin: str) -> dict:
@@ -645,7 +666,9 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
             }
         else:
             occ = occupancy_limiter({}, kernels, name, ctx["arch"])
-            if occ:
+            if not occ and any((name, rpc, "Avg") in values for rpc in RPC_LIMITERS):
+                occ = {"limiter": "none", "source": "rocprof-compute Workgroup Manager resource allocation (6.2: all 0)", "hint": NO_LIMITER}
+            if _worth_showing(occ, metrics):
                 kernel["occupancy"] = occ
         point = points.get(name)
         if point and peaks.get("HBMBw"):
@@ -762,7 +785,7 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
             spi = {c: float(column_means.at[name, c]) for c in column_means.columns} if name in column_means.index else {}
             if "wave_occupancy" in metrics or spi:
                 occ = occupancy_limiter(spi, run.kernels, str(name), arch)
-                if occ:
+                if _worth_showing(occ, metrics):
                     kernel["occupancy"] = occ
             valu, mfma = float(np.nan_to_num(sums.at[name, "_valu"])), float(np.nan_to_num(sums.at[name, "_mfma"]))
             peak_gflops, roof_name, roof_source = _compute_roof(agent, arch, ctx, "MFMA" if mfma > valu else "VALU")
