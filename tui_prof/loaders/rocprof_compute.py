@@ -470,8 +470,8 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             run.agents.append(agent)
             run.meta.hostname = row.get("hostname", "")
             run.meta.command = row.get("command", "")
-            run.meta.tool_version = row.get("version", "")
             run.meta.extra["workload_name"] = row.get("workload_name", "")
+            run.meta.extra["sysinfo_version"] = row.get("version", "")  # the workload format's version, not the tool's
     if roofline is not None:
         peaks = roofline_peaks(roofline, agent_id)
         if peaks:
