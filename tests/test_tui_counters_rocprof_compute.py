@@ -88,3 +88,33 @@ def test_counter_pane_roofline_snapshot(snap_compare, generated, size):
             await idle(pilot.app, pilot)
 
     assert snap_compare(TuiProfApp(generated), terminal_size=size, run_before=run_before)
+
+
+def test_hostile_names_in_a_database_never_reach_the_terminal(tmp_path):
+    import shutil
+    import sqlite3
+
+    from rich.console import Console
+
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.tui.panes.counters import counters_renderable
+
+    db = tmp_path / "rocprof_compute_hostile.db"
+    shutil.copy(DB, db)
+    hostile = "\x1b]0;owned\x07k[bold red]x\x1b[2J"
+    con = sqlite3.connect(db)
+    con.execute("UPDATE compute_kernel SET kernel_name = ? WHERE kernel_uuid = 4", (hostile,))
+    con.execute("UPDATE compute_metric_definition SET unit = ? WHERE name = 'L2 Cache Hit Rate'", (hostile,))
+    con.execute("UPDATE compute_workload SET name = ?", (hostile,))
+    con.commit()
+    con.close()
+    runset = load_path(db)
+    (run,) = runset.runs
+    assert hostile in set(run.kernels["name"].astype(str))  # the model keeps the exact string
+    doc = build_summary(runset)
+    console = Console(width=160, force_terminal=False, record=True)
+    for explain in (False, True):
+        console.print(counters_renderable(doc, hostile, explain))
+    out = console.export_text()
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[bold red]" in out  # shown as text, not applied as markup

@@ -72,7 +72,8 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
                 shown += f" ({m['pct_of_peak']:.3g} % of {m['peak']:.4g})"
             value = plain(shown, "bold red" if m["flagged"] else "")
             if explain:
-                source = m["source"] + (f"; shown: {m['db_metric']}" if m.get("db_metric") else "")
+                # the database's metric name and unit are strings from the file: shown as plain text
+                source = plain(m["source"] + (f"; shown: {m['db_metric']}" if m.get("db_metric") else ""))
                 table.add_row(m["label"], value, m["formula"], source, m["threshold"])
             else:
                 note = plain(f"⚠ {m['meaning'] or 'threshold crossed'}", "red") if m["flagged"] else plain(f"ok ({m['threshold']})", "dim")
@@ -104,7 +105,7 @@ def _roofline(roof: dict, explain: bool) -> list:
     head = plain(f"Roofline: {bound}", "bold red" if roof["bound"] == "memory" else "bold")
     head.append(
         f" · {roof['ai']:.3g} FLOP/B, {roof['gflops']:.4g} GFLOP/s = {roof['pct_of_attainable']:.3g} % of attainable"
-        f" · ridge {roof['ridge']:.3g} FLOP/B = {roof['compute_roof']} {roof['peak_gflops']:,.0f} GFLOP/s / HBM {roof['peak_gbs']:,.0f} GB/s"
+        f" · ridge {roof['ridge']:.3g} FLOP/B = {safe_text(roof['compute_roof'])} {roof['peak_gflops']:,.0f} GFLOP/s / HBM {roof['peak_gbs']:,.0f} GB/s"
     )
     out: list = [head, plain(roof["hint"], "")]
     if explain:
