@@ -269,20 +269,20 @@ def sum_channels(values: pd.DataFrame) -> pd.DataFrame:
 
 
 def wide_values(frame: pd.DataFrame) -> pd.DataFrame:
-    """Long ``dispatch_id, counter, value`` from a wide table (one column per counter)."""
+    """Long ``dispatch_id, counter, value`` from a wide table (one column per counter); the
+    ~1000 counter columns are converted in one pass, not one column at a time."""
     counters = [c for c in frame.columns if c.lower() not in FIXED]
     dispatch = _ints(frame, "dispatch_id")
-    if not counters:
-        return pd.DataFrame({"dispatch_id": np.array([], dtype=np.int64), "counter": [], "value": np.array([], dtype=float)})
-    numbers = frame[counters].apply(pd.to_numeric, errors="coerce")
-    if "SQ_ACCUM_PREV_HIRES" in numbers.columns:
+    if "SQ_ACCUM_PREV_HIRES" in counters:
         # The level pass (SQ_LEVEL_WAVES.csv, SQ_INST_LEVEL_LDS.csv ...) accumulates its one
         # level counter into SQ_ACCUM_PREV_HIRES; rocprofv3 names that value <LEVEL>_ACCUM.
-        levels = [c for c in numbers.columns if LEVEL.match(c)]
-        if len(levels) == 1:
-            numbers = numbers.rename(columns={"SQ_ACCUM_PREV_HIRES": f"{levels[0]}_ACCUM"})
-    long = numbers.assign(dispatch_id=dispatch).melt(id_vars="dispatch_id", var_name="counter", value_name="value")
-    return long
+        levels = [c for c in counters if LEVEL.match(c)]
+        names = [f"{levels[0]}_ACCUM" if c == "SQ_ACCUM_PREV_HIRES" and len(levels) == 1 else c for c in counters]
+    else:
+        names = counters
+    cells = frame[counters].to_numpy(dtype=object)  # rows x counters
+    values = pd.to_numeric(pd.Series(cells.T.ravel(), dtype=object), errors="coerce").to_numpy(dtype=float)
+    return pd.DataFrame({"dispatch_id": np.tile(dispatch, len(counters)), "counter": np.repeat(np.array(names, dtype=object), len(frame)), "value": values})
 
 
 def long_values(frame: pd.DataFrame) -> pd.DataFrame:
