@@ -137,7 +137,17 @@ def test_generated_workload_verdicts_known_by_construction(generated):
         entry = _kernel(block, name)
         assert entry["dispatches"] == k.dispatches
         m = entry["metrics"]
-        for key in ("l2_hit", "lds_conflicts_per_access", "wave_occupancy", "l2_fabric_read_bw", "l2_fabric_write_bw", "vl1d_hit", "sl1d_hit", "gpu_busy"):
+        for key in (
+            "l2_hit",
+            "lds_conflicts_per_access",
+            "wave_occupancy",
+            "l2_fabric_read_bw",
+            "l2_fabric_write_bw",
+            "vl1d_hit",
+            "sl1d_hit",
+            "gpu_busy",
+            "vl1d_stalled_on_l2",
+        ):
             assert m[key]["value"] == pytest.approx(k.expected[key], rel=1e-12), (name, key)
         assert sorted(key for key, v in m.items() if v["flagged"]) == sorted(k.flagged), name
         assert entry["roofline"]["bound"] == (k.bound or "memory")

@@ -6,7 +6,8 @@ per CU, max_mclk 1300 MHz, 128 HBM channels, so rocprof-compute's ``$hbmBandwidt
 
 * ``lds_transpose_tile`` — LDS-bound: SQ_LDS_BANK_CONFLICT/(SQ_LDS_IDX_ACTIVE-SQ_LDS_BANK_CONFLICT)
   = 0.5 conflicts per access (threshold 0.1);
-* ``l2_miss_stream`` — L2-miss heavy: TCC_HIT/(TCC_HIT+TCC_MISS) = 20 % (threshold 50 %),
+* ``l2_miss_stream`` — L2-miss heavy: TCC_HIT/(TCC_HIT+TCC_MISS) = 20 % (threshold 50 %), the
+  vector L1 stalled on L2 data 60 % of its active cycles (threshold 20 %),
   and memory-bound on the roofline: 7.68 MFLOP over 38.4 MB = 0.2 FLOP/B, left of the VALU ridge
   81715.2/5324.8 = 15.35 (VALU roof max_sclk*CUs*64*2/1000 GFLOP/s);
 * ``vgpr_heavy_gemm`` — occupancy-limited: 256 VGPRs + 0 AGPRs at 256 work-items per workgroup
@@ -16,7 +17,7 @@ per CU, max_mclk 1300 MHz, 128 HBM channels, so rocprof-compute's ``$hbmBandwidt
   1307443.2/5324.8 = 245.5 (F16 roof max_sclk*CUs*2048/1000).
 
 The healthy values: L2 hit 90 %, 0 bank conflicts, occupancy 75 % (7296 waves), vL1D hit 80 %,
-sL1D hit 99 %. :func:`write_rocprof_compute` writes it as a workload folder (``pmc_perf.csv``
+sL1D hit 99 %, vL1D stalled on L2 data 10 %. :func:`write_rocprof_compute` writes it as a workload folder (``pmc_perf.csv``
 wide table of the rocprofv3 backend, ``SQ_LEVEL_WAVES.csv``, ``sysinfo.csv``) for the loader.
 """
 
@@ -64,6 +65,8 @@ def _healthy(wave_fraction: float = 0.75) -> dict[str, float]:
         "TCP_TCC_WRITE_REQ_sum": 5_000,
         "TCP_TCC_ATOMIC_WITH_RET_REQ_sum": 0,
         "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum": 0,
+        "TCP_GATE_EN1_sum": 100_000,
+        "TCP_PENDING_STALL_CYCLES_sum": 10_000,
         "SQC_DCACHE_HITS": 9_900,
         "SQC_DCACHE_MISSES": 100,
         "TCC_BUBBLE_sum": 0,
@@ -88,6 +91,7 @@ def counter_workload() -> list[CounterKernel]:
     lds.update(SQ_LDS_IDX_ACTIVE=30_000, SQ_LDS_BANK_CONFLICT=10_000, SQ_INSTS_VALU_FMA_F32=20_000)
     l2 = _healthy()
     l2.update(
+        TCP_PENDING_STALL_CYCLES_sum=60_000,
         TCC_HIT_sum=20_000,
         TCC_MISS_sum=80_000,
         TCC_EA0_RDREQ_sum=400_000,
@@ -99,7 +103,7 @@ def counter_workload() -> list[CounterKernel]:
     gemm.update(SPI_RA_VGPR_SIMD_FULL_CSN=50_000, SQ_INSTS_VALU_MFMA_MOPS_F16=20_000_000)
     kernels = [
         CounterKernel("lds_transpose_tile", 3, 32, lds, flagged=("lds_conflicts_per_access",)),
-        CounterKernel("l2_miss_stream", 4, 32, l2, flagged=("l2_hit",), bound="memory"),
+        CounterKernel("l2_miss_stream", 4, 32, l2, flagged=("l2_hit", "vl1d_stalled_on_l2"), bound="memory"),
         CounterKernel("vgpr_heavy_gemm", 2, 256, gemm, flagged=("wave_occupancy",), occupancy_limiter="VGPRs", bound="compute"),
     ]
     for k in kernels:
@@ -115,6 +119,7 @@ def counter_workload() -> list[CounterKernel]:
             "l2_fabric_write_bw": write / DURATION_NS,
             "vl1d_hit": 80.0,
             "sl1d_hit": 99.0,
+            "vl1d_stalled_on_l2": 100 * c["TCP_PENDING_STALL_CYCLES_sum"] / c["TCP_GATE_EN1_sum"],
             "gpu_busy": 100.0,
             "valu_utilization": 100.0,
             "ai": flops / (read + write) if flops else float("nan"),
