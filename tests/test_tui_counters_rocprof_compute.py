@@ -118,3 +118,18 @@ def test_hostile_names_in_a_database_never_reach_the_terminal(tmp_path):
     out = console.export_text()
     assert "\x1b" not in out and "\x07" not in out
     assert "[bold red]" in out  # shown as text, not applied as markup
+
+
+def test_rdna_pane_names_counters_that_do_not_exist():
+    from rich.console import Console
+    from synthetic import synthetic_runset
+
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.tui.panes.counters import counters_renderable
+
+    runset, _ = synthetic_runset("per_launch", iterations=2, arch="gfx1151")
+    console = Console(width=200, record=True)
+    console.print(counters_renderable(build_summary(runset), None, False))
+    out = console.export_text()
+    assert "No hardware counters in this run (gfx1151" in out
+    assert "Not on gfx1151 (RDNA): " in out and "RDNA has no matrix cores (MFMA)" in out and "TA_BUFFER_*" in out
