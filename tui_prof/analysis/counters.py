@@ -272,7 +272,8 @@ METRICS: tuple[Metric, ...] = (
         None,
         "few waves resident per SIMD to hide memory latency (the occupancy limiter line names what limits them)",
         (("SQ_LEVEL_WAVES_ACCUM", "GRBM_GUI_ACTIVE"),),
-        lambda g, c: _ratio(g("SQ_LEVEL_WAVES_ACCUM"), _grbm(g, c)),
+        # needs the XCD count: without the agent's, GRBM_GUI_ACTIVE per XCD is unknown
+        lambda g, c: _ratio(g("SQ_LEVEL_WAVES_ACCUM"), _grbm(g, c)) if c["xcd_known"] else g(""),
         ("CDNA",),
         peak=lambda c: c["max_waves"],
         bad_pct=lambda p: p < 25,
@@ -852,6 +853,7 @@ def _context(agent: Agent | None, arch: str, dur: np.ndarray, has: Callable[[str
     return {
         "arch": arch,
         "xcd": float(agent.num_xcc) if agent and agent.num_xcc else 1.0,
+        "xcd_known": bool(agent and agent.num_xcc),
         "cu": cu,
         "simds": simds,
         "wave": float(agent.wave_size) if agent and agent.wave_size else (lim.wave if lim else 64.0),
