@@ -177,3 +177,12 @@ def test_rdna_says_which_counters_do_not_exist():
     block = counter_metrics(run, "amd")
     assert block["absent"] == absent
     assert "wave_occupancy" not in block["missing"] and "mfma_utilization" not in block["missing"]
+
+
+def test_cli_text_shows_the_roofline_row():
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.render.summary import summary_text
+
+    runset = load_path(DATA / "analysis_db" / "rocprof_compute_23ed6f36_slice.db")
+    text = summary_text(build_summary(runset))
+    assert "roofline (HBM)" in text and "0.00826 FLOP/B, 8.167 GFLOP/s" in text and "ridge 28.1 FLOP/B" in text
