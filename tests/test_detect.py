@@ -126,19 +126,21 @@ def test_loader_registry_gives_the_sniff_order_and_the_format_tables():
         == [m.LOADER.format for m in modules]
         == [
             "rocpd",
+            "rocprof-compute-db",
             "rocprofv3-json",
             "pftrace",
             "kineto",
             "rocprof-v1",
             "rocprofv3-csv",
+            "rocprof-compute",
             "rocprofv2",
             "rocm-smi-csv",
             "rocprofv3-summary",
         ]
     )
     assert detect.FORMAT_PRIORITY == ("rocpd", "rocprofv3-json", "rocprofv3-csv", "pftrace", "kineto")
-    assert sorted(detect.PARALLEL_FORMATS) == ["rocpd", "rocprofv3-csv"]
-    assert detect.FILE_FORMATS == ("pftrace", "kineto", "rocprofv3-summary")
+    assert sorted(detect.PARALLEL_FORMATS) == ["rocpd", "rocprof-compute", "rocprofv3-csv"]
+    assert detect.FILE_FORMATS == ("rocprof-compute-db", "pftrace", "kineto", "rocprofv3-summary")
     expected = [
         "1234_kernel_trace.csv",
         "x_memory_allocation_trace.csv",

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.analysis.occupancy import arch_limits
-from tui_prof.model import Run
+from tui_prof.analysis.occupancy import arch_limits, occupancy
+from tui_prof.model import Agent, Run
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,10 @@ class Metric:
     compute: Callable  # (get, ctx) -> np.ndarray
     families: tuple[str, ...] = ("CDNA", "RDNA")
     sdk_name: str = ""  # derived metric name rocprofv3 may have written itself
+    peak: Callable[[dict], float | None] | None = None  # ctx -> the arch's peak in the metric's unit
+    bad_pct: Callable[[float], bool] | None = None  # % of peak -> threshold crossed (instead of ``bad``)
+    rpc_name: str = ""  # rocprof-compute's name of the same metric (analysis database)
+    rpc_stat: str = "Avg"  # which of its values equals ours ("Pct of Peak" for a per-cent of a peak)
 
 
 def _pct(a, b):
@@ -46,6 +50,30 @@ def _pct(a, b):
 
 def _grbm(get, ctx):
     return get("GRBM_GUI_ACTIVE") / ctx["xcd"]
+
+
+def _zero(values):
+    """Absent optional counters (NaN) count as 0."""
+    return np.nan_to_num(values, nan=0.0)
+
+
+def _fabric_read_bytes(get, ctx):
+    """Bytes the L2 read over the fabric (rocprof-compute L2-Fabric Read BW numerator)."""
+    if ctx["has"]("TCC_EA0_RDREQ"):
+        bubble, req, req32 = get("TCC_BUBBLE"), get("TCC_EA0_RDREQ"), get("TCC_EA0_RDREQ_32B")
+        return 128 * bubble + 64 * (req - bubble - req32) + 32 * req32
+    req, req32 = get("TCC_EA_RDREQ"), get("TCC_EA_RDREQ_32B")
+    return 64 * (req - req32) + 32 * req32
+
+
+def _fabric_write_bytes(get, ctx):
+    """Bytes the L2 wrote over the fabric (rocprof-compute L2-Fabric Write BW numerator)."""
+    prefix = "TCC_EA0_WRREQ" if ctx["has"]("TCC_EA0_WRREQ") else "TCC_EA_WRREQ"
+    req, req64 = get(prefix), get(prefix + "_64B")
+    return 64 * req64 + 32 * (req - req64)
+
+
+RPC_SOL = "rocprof-compute analysis_configs/gfx942/0200_system_speed_of_light.yaml"
 
 
 METRICS: tuple[Metric, ...] = (
@@ -88,6 +116,8 @@ METRICS: tuple[Metric, ...] = (
         lambda g, c: _pct(g("SQ_THREAD_CYCLES_VALU"), g("SQ_ACTIVE_INST_VALU") * c["wave"]),
         ("CDNA",),
         "VALUUtilization",
+        rpc_name="VALU Active Threads",
+        rpc_stat="Pct of Peak",
     ),
     Metric(
         "valu_busy",
@@ -102,6 +132,8 @@ METRICS: tuple[Metric, ...] = (
         lambda g, c: _pct(g("SQ_ACTIVE_INST_VALU") / c["cu"], _grbm(g, c)),
         ("CDNA",),
         "VALUBusy",
+        rpc_name="VALU Utilization",
+        rpc_stat="Avg",
     ),
     Metric(
         "l2_hit",
@@ -115,6 +147,8 @@ METRICS: tuple[Metric, ...] = (
         (("TCC_HIT", "TCC_MISS"), ("GL2C_HIT", "GL2C_MISS")),
         lambda g, c: _pct(g("TCC_HIT"), g("TCC_HIT") + g("TCC_MISS")) if c["family"] == "CDNA" else _pct(g("GL2C_HIT"), g("GL2C_HIT") + g("GL2C_MISS")),
         sdk_name="L2CacheHit",
+        rpc_name="L2 Cache Hit Rate",
+        rpc_stat="Avg",
     ),
     Metric(
         "alu_stalled_by_lds",
@@ -156,6 +190,8 @@ METRICS: tuple[Metric, ...] = (
         (("SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE"),),
         lambda g, c: _ratio(g("SQ_LDS_BANK_CONFLICT"), g("SQ_LDS_IDX_ACTIVE") - g("SQ_LDS_BANK_CONFLICT")),
         ("CDNA",),
+        rpc_name="LDS Bank Conflicts/Access",
+        rpc_stat="Avg",
     ),
     Metric(
         "mfma_utilization",
@@ -169,6 +205,8 @@ METRICS: tuple[Metric, ...] = (
         (("SQ_VALU_MFMA_BUSY_CYCLES", "GRBM_GUI_ACTIVE"),),
         lambda g, c: _pct(g("SQ_VALU_MFMA_BUSY_CYCLES"), _grbm(g, c) * c["cu"] * 4),
         ("CDNA",),
+        rpc_name="MFMA Utilization",
+        rpc_stat="Avg",
     ),
     Metric(
         "vmem_utilization",
@@ -182,6 +220,8 @@ METRICS: tuple[Metric, ...] = (
         (("SQ_ACTIVE_INST_FLAT", "SQ_ACTIVE_INST_VMEM", "GRBM_GUI_ACTIVE"),),
         lambda g, c: _pct((g("SQ_ACTIVE_INST_FLAT") + g("SQ_ACTIVE_INST_VMEM")) / c["cu"], _grbm(g, c)),
         ("CDNA",),
+        rpc_name="VMEM Utilization",
+        rpc_stat="Avg",
     ),
     Metric(
         "hbm_bandwidth_pct",
@@ -221,6 +261,103 @@ METRICS: tuple[Metric, ...] = (
         lambda g, c: g("MemUnitStalled"),
         ("CDNA",),
         "MemUnitStalled",
+    ),
+    Metric(
+        "wave_occupancy",
+        "Wavefront occupancy",
+        "waves",
+        "SQ_LEVEL_WAVES_ACCUM/(GRBM_GUI_ACTIVE/XCDs) (SQ_ACCUM_PREV_HIRES of the SQ_LEVEL_WAVES pass); peak max_waves_per_cu*CU_NUM",
+        RPC_SOL + " Wavefront Occupancy",
+        "< 25 % of the arch maximum [P]",
+        None,
+        "few waves resident per SIMD to hide memory latency (the occupancy limiter line names what limits them)",
+        (("SQ_LEVEL_WAVES_ACCUM", "GRBM_GUI_ACTIVE"),),
+        # needs the XCD count: without the agent's, GRBM_GUI_ACTIVE per XCD is unknown
+        lambda g, c: _ratio(g("SQ_LEVEL_WAVES_ACCUM"), _grbm(g, c)) if c["xcd_known"] else g(""),
+        ("CDNA",),
+        peak=lambda c: c["max_waves"],
+        bad_pct=lambda p: p < 25,
+        rpc_name="Wavefront Occupancy",
+    ),
+    Metric(
+        "vl1d_hit",
+        "vL1D cache hit rate",
+        "%",
+        "100-100*(TCP_TCC_READ_REQ+TCP_TCC_WRITE_REQ+TCP_TCC_ATOMIC_WITH_RET_REQ+TCP_TCC_ATOMIC_WITHOUT_RET_REQ)/TCP_TOTAL_CACHE_ACCESSES (all _sum)",
+        RPC_SOL + " vL1D Cache Hit Rate",
+        "< 50 % [P]",
+        lambda v: v < 50,
+        "most vector L1 lookups go on to L2: coalesce accesses (neighbouring lanes, neighbouring addresses) and reuse loaded lines within the workgroup",
+        (("TCP_TCC_READ_REQ", "TCP_TCC_WRITE_REQ", "TCP_TOTAL_CACHE_ACCESSES"),),
+        lambda g, c: (
+            100.0
+            - _pct(
+                g("TCP_TCC_READ_REQ") + g("TCP_TCC_WRITE_REQ") + _zero(g("TCP_TCC_ATOMIC_WITH_RET_REQ")) + _zero(g("TCP_TCC_ATOMIC_WITHOUT_RET_REQ")),
+                g("TCP_TOTAL_CACHE_ACCESSES"),
+            )
+        ),
+        ("CDNA",),
+        rpc_name="vL1D Cache Hit Rate",
+    ),
+    Metric(
+        "sl1d_hit",
+        "sL1D (scalar) cache hit rate",
+        "%",
+        "100*SQC_DCACHE_HITS/(SQC_DCACHE_HITS+SQC_DCACHE_MISSES)",
+        RPC_SOL + " sL1D Cache Hit Rate",
+        "< 50 % [P]",
+        lambda v: v < 50,
+        "scalar loads (kernel arguments, uniform constants) miss the scalar cache: keep uniform data small and read it once",
+        (("SQC_DCACHE_HITS", "SQC_DCACHE_MISSES"),),
+        lambda g, c: _pct(g("SQC_DCACHE_HITS"), g("SQC_DCACHE_HITS") + g("SQC_DCACHE_MISSES")),
+        ("CDNA",),
+        rpc_name="sL1D Cache Hit Rate",
+    ),
+    Metric(
+        "vl1d_stalled_on_l2",
+        "vL1D stalled on L2 data",
+        "%",
+        "100*TCP_PENDING_STALL_CYCLES_sum/TCP_GATE_EN1_sum",
+        "rocprof-compute analysis_configs/gfx942/1600_vector_l1_data_cache.yaml Stalled on L2 Data",
+        "> 20 % [P]",
+        lambda v: v > 20,
+        "the vector memory unit waits on L2 for data much of its active time: raise the L2 hit rate (blocking, reuse) or keep more waves in flight to hide the latency",
+        (("TCP_PENDING_STALL_CYCLES", "TCP_GATE_EN1"),),
+        lambda g, c: _pct(g("TCP_PENDING_STALL_CYCLES"), g("TCP_GATE_EN1")),
+        ("CDNA",),
+    ),
+    Metric(
+        "l2_fabric_read_bw",
+        "L2-Fabric read bandwidth",
+        "GB/s",
+        "gfx94x/950: (128*TCC_BUBBLE+64*(TCC_EA0_RDREQ-TCC_BUBBLE-TCC_EA0_RDREQ_32B)+32*TCC_EA0_RDREQ_32B)/duration_ns; "
+        "gfx908/90a: (64*(TCC_EA_RDREQ-TCC_EA_RDREQ_32B)+32*TCC_EA_RDREQ_32B)/duration_ns (all _sum); peak max_mclk/1000*32*num_hbm_channels",
+        RPC_SOL + " L2-Fabric Read BW; gfx908/90a bytes as counter_defs.yaml FETCH_SIZE",
+        "> 70 % of peak HBM bandwidth [P]",
+        None,
+        "HBM-bandwidth bound on reads: move fewer bytes (fuse kernels, lower precision, block for L2 reuse)",
+        (("TCC_BUBBLE", "TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B"), ("TCC_EA_RDREQ", "TCC_EA_RDREQ_32B")),
+        lambda g, c: _ratio(_fabric_read_bytes(g, c), c["dur"]),
+        ("CDNA",),
+        peak=lambda c: c["hbm_gbs"],
+        bad_pct=lambda p: p > 70,
+        rpc_name="L2-Fabric Read BW",
+    ),
+    Metric(
+        "l2_fabric_write_bw",
+        "L2-Fabric write bandwidth",
+        "GB/s",
+        "gfx94x/950: (64*TCC_EA0_WRREQ_64B+32*(TCC_EA0_WRREQ-TCC_EA0_WRREQ_64B))/duration_ns; gfx908/90a: TCC_EA_WRREQ*, the same (all _sum)",
+        RPC_SOL + " L2-Fabric Write BW; gfx908/90a bytes as counter_defs.yaml WRITE_SIZE",
+        "> 70 % of peak HBM bandwidth [P]",
+        None,
+        "HBM-bandwidth bound on writes: write less (fuse the consumer, lower precision, avoid read-modify-write)",
+        (("TCC_EA0_WRREQ", "TCC_EA0_WRREQ_64B"), ("TCC_EA_WRREQ", "TCC_EA_WRREQ_64B")),
+        lambda g, c: _ratio(_fabric_write_bytes(g, c), c["dur"]),
+        ("CDNA",),
+        peak=lambda c: c["hbm_gbs"],
+        bad_pct=lambda p: p > 70,
+        rpc_name="L2-Fabric Write BW",
     ),
 )
 
@@ -289,20 +426,311 @@ def _metric_applies(metric: Metric, family: str, arch: str) -> bool:
     return not (metric.key == "alu_stalled_by_lds" and (arch.startswith(("gfx94", "gfx95", "gfx12"))))
 
 
+# Metrics that do not exist on a family, with the reason (shown instead of "missing").
+ABSENT_RDNA = {
+    "MFMA utilisation, MFMA FLOPs": "RDNA has no matrix cores (MFMA); its WMMA runs on the VALU",
+    "LDS bank conflicts per access (SQ_LDS_*)": "RDNA counts LDS in the SQC block (SQC_LDS_BANK_CONFLICT, SQC_LDS_IDX_ACTIVE): the time-based LDS bank conflict metric is used",
+    "wavefront occupancy (SQ_LEVEL_WAVES accumulate), occupancy limiters (SPI_RA_*)": "SPI_RA_* exist only on gfx908/gfx90a/gfx94x/gfx950; rocprof-compute's level pass is CDNA-only",
+    "L2-Fabric bandwidth (TCC_EA0_*), vL1D/sL1D hit rates (TCP_*, SQC_DCACHE_*)": "RDNA's L2 is GL2C (GL2C_HIT/GL2C_MISS give the L2 hit rate); rocprof-compute's fabric and L1 panels are CDNA configs",
+    "VALU utilisation (lanes), VALU busy, VMEM utilisation": "SQ_THREAD_CYCLES_VALU / SQ_ACTIVE_INST_* formulas are defined for gfx9 (CDNA) only in counter_defs.yaml",
+}
+ABSENT_GFX1151 = {
+    "TA_BUFFER_* / TA_FLAT_* (memory-unit counters)": "not exposed on gfx1151 (intellikit PR #189)",
+    "hardware counters at all with ROCm 7.2.0": "rocprofv3 --pmc aborted on gfx1151 (rocm-systems #2169; fixed by PR #2171, backport #3229)",
+}
+OCCUPANCY_LIMITERS = (
+    ("SPI_RA_VGPR_SIMD_FULL_CSN", "VGPRs", "use fewer VGPRs per thread (smaller tiles, fewer live values, __launch_bounds__)"),
+    ("SPI_RA_SGPR_SIMD_FULL_CSN", "SGPRs", "use fewer scalar registers (fewer uniform values live at once)"),
+    ("SPI_RA_LDS_CU_FULL_CSN", "LDS", "use less LDS per workgroup (smaller LDS tile) or fewer, larger workgroups"),
+    ("SPI_RA_WAVE_SIMD_FULL_CSN", "wave slots", "the SIMDs are full: occupancy is at its maximum"),
+    ("SPI_RA_BAR_CU_FULL_CSN", "barriers", "larger workgroups (fewer of them per CU need fewer barriers)"),
+    ("SPI_RA_TGLIM_CU_FULL_CSN", "workgroup limit", "larger workgroups (more waves each)"),
+)
+RPC_LIMITERS = {
+    "Insufficient SIMD VGPRs": "VGPRs",
+    "Insufficient SIMD SGPRs": "SGPRs",
+    "Insufficient CU LDS": "LDS",
+    "Insufficient SIMD Waveslots": "wave slots",
+    "Insufficient CU Barriers": "barriers",
+    "Reached CU Workgroup Limit": "workgroup limit",
+    "Reached CU Wavefront Limit": "wavefront limit",
+}
+
+
+def absent_counters(arch: str) -> dict[str, str]:
+    """Metrics that cannot exist on ``arch`` and why (the capability pane's limits), so the
+    panel says so instead of "missing"."""
+    a = (arch or "").split(":")[0]
+    out: dict[str, str] = {}
+    if family_of(a) == "RDNA":
+        out.update(ABSENT_RDNA)
+        if a.startswith(("gfx12", "gfx94", "gfx95")):
+            out["ALU stalled by LDS"] = "SQ_WAIT_INST_LDS / ALUStalledByLDS is not defined for this arch"
+    elif a.startswith(("gfx94", "gfx95")):
+        out["ALU stalled by LDS"] = "ALUStalledByLDS is not defined for gfx94x/gfx950 in counter_defs.yaml: use LDS bank conflicts per access"
+    if a.startswith("gfx115"):
+        out.update(ABSENT_GFX1151)
+    return out
+
+
+def hbm_peak_gbs(agent: Agent | None, arch: str) -> tuple[float | None, str]:
+    """Peak memory bandwidth (GB/s) and where it comes from: rocprof-compute's
+    ``$hbmBandwidth = max_mclk/1000*32*num_hbm_channels`` when the workload's sysinfo gives
+    both, else the arch table's documented peak."""
+    extra = agent.extra if agent else {}
+    try:
+        mclk, channels = float(extra.get("max_mclk", "")), float(extra.get("num_hbm_channels", ""))
+    except (TypeError, ValueError):
+        mclk = channels = 0.0
+    if mclk > 0 and channels > 0:
+        return mclk / 1000 * 32 * channels, f"max_mclk {mclk:g} MHz/1000*32*{channels:g} HBM channels (rocprof-compute $hbmBandwidth)"
+    lim = arch_limits(arch)
+    return (lim.peak_hbm_gbs, lim.hbm_source) if lim and lim.peak_hbm_gbs else (None, "")
+
+
+VALU_FLOP_COUNTERS = {
+    "F16": ("SQ_INSTS_VALU_ADD_F16", "SQ_INSTS_VALU_MUL_F16", "SQ_INSTS_VALU_TRANS_F16", "SQ_INSTS_VALU_FMA_F16"),
+    "F32": ("SQ_INSTS_VALU_ADD_F32", "SQ_INSTS_VALU_MUL_F32", "SQ_INSTS_VALU_TRANS_F32", "SQ_INSTS_VALU_FMA_F32"),
+    "F64": ("SQ_INSTS_VALU_ADD_F64", "SQ_INSTS_VALU_MUL_F64", "SQ_INSTS_VALU_TRANS_F64", "SQ_INSTS_VALU_FMA_F64"),
+}
+MFMA_MOPS = (
+    "SQ_INSTS_VALU_MFMA_MOPS_F16",
+    "SQ_INSTS_VALU_MFMA_MOPS_BF16",
+    "SQ_INSTS_VALU_MFMA_MOPS_F32",
+    "SQ_INSTS_VALU_MFMA_MOPS_F64",
+    "SQ_INSTS_VALU_MFMA_MOPS_F8",
+)
+# MFMA FLOPs per CU per clock by arch (rocprof-compute 0200 peaks; F16/BF16 factor): the matrix roof.
+MFMA_FACTOR = {"gfx908": 1024, "gfx90a": 1024, "gfx942": 2048, "gfx950": 4096}
+
+
+def roofline_point(
+    flops: float, hbm_bytes: float, dur_ns: float, peak_gflops: float | None, peak_gbs: float | None, compute_roof: str, source: str
+) -> dict | None:
+    """The kernel's point on the HBM roofline: arithmetic intensity (FLOP/byte), achieved
+    GFLOP/s, the ridge point peak_gflops/peak_gbs and the bound it sits under (memory when its
+    intensity is left of the ridge; rule of rocprof-compute's roofline and its bottleneck-id branch)."""
+    if not (flops > 0 and hbm_bytes > 0 and dur_ns > 0 and peak_gflops and peak_gbs):
+        return None
+    ai = flops / hbm_bytes
+    gflops = flops / dur_ns
+    return _point(ai, gflops, peak_gflops, peak_gbs, compute_roof, source)
+
+
+def _point(ai: float, gflops: float, peak_gflops: float, peak_gbs: float, compute_roof: str, source: str) -> dict:
+    ridge = peak_gflops / peak_gbs
+    attainable = min(peak_gflops, peak_gbs * ai)
+    bound = "memory" if ai < ridge else "compute"
+    return {
+        "ai": ai,
+        "gflops": gflops,
+        "peak_gflops": peak_gflops,
+        "peak_gbs": peak_gbs,
+        "ridge": ridge,
+        "attainable_gflops": attainable,
+        "pct_of_attainable": 100.0 * gflops / attainable if attainable > 0 else float("nan"),
+        "bound": bound,
+        "compute_roof": compute_roof,
+        "source": source,
+        "hint": (
+            f"memory-bound at HBM: intensity {ai:.3g} FLOP/B is left of the ridge {ridge:.3g}; raise it (reuse data from L2/LDS, fuse kernels) or move fewer bytes"
+            if bound == "memory"
+            else f"compute-bound: intensity {ai:.3g} FLOP/B is right of the ridge {ridge:.3g}; use the matrix cores (MFMA) or lower precision to lift the roof"
+        ),
+    }
+
+
+def occupancy_limiter(columns_mean: dict[str, float], kernels: pd.DataFrame | None, name: str, arch: str) -> dict | None:
+    """Which resource limits waves per SIMD for kernel ``name``: the SPI resource-allocation
+    counters when recorded (the largest stall names the limiter, rocprof-compute 0600), else
+    the static limit from the kernel's registers, LDS and workgroup size (analysis.occupancy)."""
+    measured = [(columns_mean.get(c, float("nan")), label, fix) for c, label, fix in OCCUPANCY_LIMITERS]
+    measured = [m for m in measured if m[0] == m[0] and m[0] > 0]
+    static = None
+    if kernels is not None and len(kernels):
+        rows = kernels[kernels["name"].astype(str) == name]
+        if len(rows):
+            r = rows.iloc[0]
+            wg = int(max(r["wg_x"], 1) * max(r["wg_y"], 1) * max(r["wg_z"], 1)) if r["wg_x"] > 0 else 0
+            static = occupancy(arch, wg, int(r["arch_vgpr"]), int(max(r["accum_vgpr"], 0)), int(max(r["sgpr"], 0)), int(max(r["lds_bytes"], 0))) if wg else None
+    if measured:
+        _stall, label, fix = max(measured)
+        return {
+            "limiter": label,
+            "source": "SPI_RA_* resource-allocation counters",
+            "hint": f"waves could not launch for lack of {label}: {fix}",
+            "static": static,
+        }
+    if static and static["limiter"] != "none":
+        return {"limiter": static["limiter"], "source": "kernel resources (VGPR, AGPR, SGPR, LDS, workgroup size)", "hint": static["hint"], "static": static}
+    if static or any(c in columns_mean for c, _l, _f in OCCUPANCY_LIMITERS):
+        return {
+            "limiter": "none",
+            "source": "kernel resources" if static else "SPI_RA_* resource-allocation counters (all 0)",
+            "hint": NO_LIMITER,
+            "static": static,
+        }
+    return None
+
+
+def _worth_showing(occ: dict | None, metrics: dict) -> bool:
+    """A limiter is shown when one limits the kernel, or when none does but its measured
+    occupancy is low (then the grid is the reason)."""
+    if not occ:
+        return False
+    return occ["limiter"] != "none" or bool(metrics.get("wave_occupancy", {}).get("flagged"))
+
+
+NO_LIMITER = (
+    "no register, LDS or slot limit stops waves from launching: the grid is too small or too short to keep every SIMD busy; "
+    "launch more workgroups (split the work finer) or overlap it with other kernels"
+)
+
+
+def _metric_entry(m: Metric, v: float, ctx: dict, fam: str, name: str, min_waves: float | None, origin: str) -> dict:
+    peak = m.peak(ctx) if m.peak else None
+    pct = 100.0 * v / peak if peak else None
+    flagged = False
+    if m.key == "lds_bank_conflict":
+        flagged = bool(v > (5 if fam == "CDNA" else 10))
+    elif m.key == "mfma_utilization":
+        flagged = v < 20 and DEFAULT_CATEGORY_RULES.classify(str(name)) == "GEMM"
+    elif m.key == "waves":
+        flagged = bool(min_waves and v < min_waves)
+    elif m.bad_pct is not None:
+        flagged = bool(pct is not None and m.bad_pct(pct))
+    elif m.bad is not None:
+        flagged = bool(m.bad(v))
+    return {
+        "label": m.label,
+        "value": float(v),
+        "unit": m.unit,
+        "peak": float(peak) if peak else None,
+        "pct_of_peak": float(pct) if pct is not None else None,
+        "formula": m.formula,
+        "source": m.source,
+        "threshold": m.threshold,
+        "flagged": flagged,
+        "meaning": m.meaning if flagged else "",
+        "origin": origin,
+    }
+
+
+def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> list[dict]:
+    """Kernel entries from the metric values rocprof-compute computed itself (``run.metrics``):
+    each mapped metric shows the database's value with our interpretation; the roofline point
+    comes from the database's per-kernel roofline data and measured peaks."""
+    table = run.metrics
+    if not len(table):
+        return []
+    frame = table[table["kernel"].astype(str) != ""]
+    values: dict[tuple[str, str, str], float] = {}
+    units: dict[tuple[str, str], str] = {}
+    for kernel_name, metric, mid, stat, value, unit in zip(
+        frame["kernel"].astype(str),
+        frame["metric"].astype(str),
+        frame["metric_id"].astype(str),
+        frame["stat"].astype(str),
+        frame["value"],
+        frame["unit"].astype(str),
+        strict=True,
+    ):
+        key = (kernel_name, metric, stat)
+        # The System Speed-of-Light panel (2.1.*) wins over the same name in a detail panel.
+        if key not in values or mid.startswith("2.1."):
+            values[key] = float(value)
+            units[(kernel_name, metric)] = unit
+    kernels = run.kernels
+    counts = kernels.groupby(kernels["name"].astype(str), sort=False).size() if len(kernels) else pd.Series(dtype=int)
+    names = list(dict.fromkeys(k for k, _m, _s in values))
+    names.sort(key=lambda n: -int(counts.get(n, 0)))
+    points = run.meta.extra.get("roofline_points") or {}
+    agent = run.gpu_agents[0] if run.gpu_agents else None
+    peaks = (agent.extra.get("roofline") if agent else None) or {}
+    out = []
+    for name in names:
+        metrics = {}
+        for m in METRICS:
+            if not m.rpc_name:
+                continue
+            v = values.get((name, m.rpc_name, m.rpc_stat))
+            if v is None or v != v:
+                continue
+            entry = _metric_entry(m, v, ctx, fam, name, min_waves, "rocprof-compute")
+            peak = values.get((name, m.rpc_name, "Peak"))
+            pct = values.get((name, m.rpc_name, "Pct of Peak"))
+            if m.rpc_stat == "Avg" and peak is not None and peak == peak and pct is not None and pct == pct:
+                entry["peak"], entry["pct_of_peak"] = peak, pct
+                if m.bad_pct is not None:
+                    entry["flagged"] = bool(m.bad_pct(pct))
+                    entry["meaning"] = m.meaning if entry["flagged"] else ""
+            entry["unit"] = m.unit if m.rpc_stat == "Avg" and m.unit != "%" else "%"
+            entry["db_metric"] = f"{m.rpc_name} ({m.rpc_stat}, {units.get((name, m.rpc_name), '')})"
+            metrics[m.key] = entry
+        stalls = {label: values.get((name, rpc, "Avg")) for rpc, label in RPC_LIMITERS.items()}
+        limiters: dict[str, float] = {k: v for k, v in stalls.items() if v is not None and v == v and v > 0}
+        kernel: dict[str, Any] = {"name": name, "dispatches": int(counts.get(name, 0)), "metrics": metrics, "origin": "rocprof-compute analysis database"}
+        if limiters:
+            label = max(limiters, key=lambda k: limiters[k])
+            fix = {lab: f for _c, lab, f in OCCUPANCY_LIMITERS}.get(label, "")
+            kernel["occupancy"] = {
+                "limiter": label,
+                "source": "rocprof-compute Workgroup Manager resource allocation (6.2)",
+                "hint": f"waves could not launch for lack of {label}: {fix}".rstrip(": "),
+            }
+        else:
+            occ = occupancy_limiter({}, kernels, name, ctx["arch"])
+            if not occ and any((name, rpc, "Avg") in values for rpc in RPC_LIMITERS):
+                occ = {"limiter": "none", "source": "rocprof-compute Workgroup Manager resource allocation (6.2: all 0)", "hint": NO_LIMITER}
+            if _worth_showing(occ, metrics):
+                kernel["occupancy"] = occ
+        point = points.get(name)
+        if point and peaks.get("HBMBw"):
+            roof, peak_flops = _db_compute_roof(values, name, peaks)
+            if roof and point.get("ai_hbm") and point.get("gflops"):
+                kernel["roofline"] = _point(
+                    float(point["ai_hbm"]), float(point["gflops"]), peak_flops, float(peaks["HBMBw"]), roof, "rocprof-compute roofline data and measured peaks"
+                )
+        out.append(kernel)
+    return out
+
+
+def _db_compute_roof(values: dict, name: str, peaks: dict) -> tuple[str, float]:
+    """The compute roof of a kernel in the database: the FLOP rate of its roofline panel
+    (4.1.*) with the largest value, with that row's measured peak; VALU FP32 when none ran."""
+    best = ("", 0.0, 0.0)
+    for (kernel, metric, stat), v in values.items():
+        if kernel != name or stat != "Value" or "FLOPs" not in metric or not (v == v and v > 0):
+            continue
+        peak = values.get((kernel, metric, "Peak (Empirical)"))
+        if peak and peak == peak and v > best[1]:
+            best = (metric, v, peak)
+    if best[0]:
+        return best[0], best[2]
+    fp32 = peaks.get("FP32Flops")
+    return ("VALU FLOPs (F32)", float(fp32)) if fp32 else ("", 0.0)
+
+
 def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
     """Derived metrics per kernel name of one run.
 
-    Returns {"kernels": [{name, dispatches, agent, metrics: {key: {value, unit, formula,
-    source, threshold, flagged, meaning}}}], "available": [counter names], "missing":
-    {metric key: counters needed}, "commands": [rocprofv3 ...] for the first GPU's arch}.
-    The metrics are AMD counter formulas: on an NVIDIA run (``vendor`` "nvidia")
-    nothing is "missing" and the commands are :func:`ncu_commands`.
+    Returns {"kernels": [{name, dispatches, origin, metrics: {key: {label, value, unit, peak,
+    pct_of_peak, formula, source, threshold, flagged, meaning, origin[, check]}}, occupancy,
+    roofline}], "available": [counter names], "missing": {metric key: counters needed},
+    "absent": {metric: why it cannot exist on this arch}, "commands": [rocprofv3 ...]}.
+    Kernels come from raw counters and from the metric values rocprof-compute computed
+    itself (``run.metrics``); a kernel with both shows the counters' values, each with a
+    ``check`` against the database's value. The metrics are AMD counter formulas: on an
+    NVIDIA run (``vendor`` "nvidia") nothing is "missing" and the commands are :func:`ncu_commands`.
     """
     counters = run.counters
     gpus = run.gpu_agents
     arch = gpus[0].arch if gpus else ""
     out: dict[str, Any] = {"available": sorted(map(str, counters["counter"].unique())) if len(counters) else [], "kernels": [], "missing": {}, "commands": []}
+    agent = gpus[0] if gpus else None
+    ctx = _context(agent, arch, np.array([]), lambda name: False)
     fam = family_of(arch)
+    min_waves = (ctx["cu"] * ctx["simds"]) if ctx["cu"] == ctx["cu"] else None
     if len(counters):
         table = counters.groupby(["dispatch_id", "counter"], observed=True)["value"].sum().unstack("counter")
         k = run.kernels
@@ -312,6 +740,7 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
             present = np.isin(ids, kd.index.to_numpy())
             names = np.where(present, kd["name"].astype(str).reindex(ids).fillna("").to_numpy(), "")
             dur = kd["end"].reindex(ids).to_numpy(dtype=float) - kd["start"].reindex(ids).to_numpy(dtype=float)
+            dur = np.where((kd["start"].reindex(ids).to_numpy(dtype=float) < 0) | (kd["end"].reindex(ids).to_numpy(dtype=float) < 0), np.nan, dur)
             agent_ids = kd["agent"].reindex(ids).fillna(-1).to_numpy().astype(int)
         else:
             names = np.full(len(ids), "", dtype=object)
@@ -333,15 +762,8 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
         agent = agent or (gpus[0] if gpus else None)
         arch = agent.arch if agent else arch
         fam = family_of(arch)
-        lim = arch_limits(arch)
-        ctx: dict[str, Any] = {
-            "xcd": float(agent.num_xcc) if agent and agent.num_xcc else 1.0,
-            "cu": float(agent.cu_count) if agent and agent.cu_count else np.nan,
-            "wave": float(agent.wave_size) if agent and agent.wave_size else (lim.wave if lim else 64.0),
-            "family": fam,
-            "dur": np.where(dur > 0, dur, np.nan),
-            "peak_gbs": lim.peak_hbm_gbs if lim else None,
-        }
+        ctx = _context(agent, arch, dur, has)
+        min_waves = (ctx["cu"] * ctx["simds"]) if ctx["cu"] == ctx["cu"] else None
         values: dict[str, np.ndarray] = {}
         for m in METRICS:
             if not _metric_applies(m, fam, arch):
@@ -352,11 +774,18 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
                 values[m.key] = np.asarray(m.compute(get, ctx), dtype=float)
             else:
                 out["missing"][m.key] = list(m.inputs[0] if fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1])
-        frame = pd.DataFrame({"name": names, **values})
+        valu_flops, mfma_flops = _flops(get, has)
+        hbm_bytes = (
+            _zero(_fabric_read_bytes(get, ctx)) + _zero(_fabric_write_bytes(get, ctx))
+            if (has("TCC_EA0_RDREQ") or has("TCC_EA_RDREQ"))
+            else np.full(len(ids), np.nan)
+        )
+        frame = pd.DataFrame({"name": names, **values, "_valu": valu_flops, "_mfma": mfma_flops, "_bytes": hbm_bytes, "_dur": ctx["dur"]})
         count = frame.groupby("name", sort=False).size()
+        sums = frame.groupby("name", sort=False)[["_valu", "_mfma", "_bytes", "_dur"]].sum(min_count=1)
         means = frame.groupby("name", sort=False).mean(numeric_only=True)
         order = count.sort_values(ascending=False).index
-        min_waves = (ctx["cu"] * (lim.simds if lim else 4)) if ctx["cu"] == ctx["cu"] else None
+        column_means = pd.DataFrame({"name": names, **{c: columns[c] for c in columns if c.startswith("SPI_RA_")}}).groupby("name", sort=False).mean()
         for name in order:
             metrics = {}
             for m in METRICS:
@@ -365,36 +794,108 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
                 v = means.at[name, m.key]
                 if v != v:  # NaN: inputs zero/absent for this kernel
                     continue
-                flagged = False
-                if m.key == "lds_bank_conflict":
-                    flagged = v > (5 if fam == "CDNA" else 10)
-                elif m.key == "mfma_utilization":
-                    flagged = v < 20 and DEFAULT_CATEGORY_RULES.classify(str(name)) == "GEMM"
-                elif m.key == "waves":
-                    flagged = bool(min_waves and v < min_waves)
-                elif m.bad is not None:
-                    flagged = bool(m.bad(v))
-                metrics[m.key] = {
-                    "label": m.label,
-                    "value": round(float(v), 4),
-                    "unit": m.unit,
-                    "formula": m.formula,
-                    "source": m.source,
-                    "threshold": m.threshold,
-                    "flagged": flagged,
-                    "meaning": m.meaning if flagged else "",
-                }
-            out["kernels"].append({"name": str(name), "dispatches": int(count[name]), "metrics": metrics})
+                metrics[m.key] = _metric_entry(m, v, ctx, fam, name, min_waves, "counters")
+            kernel: dict[str, Any] = {"name": str(name), "dispatches": int(count[name]), "metrics": metrics, "origin": "hardware counters"}
+            spi = {c: float(column_means.at[name, c]) for c in column_means.columns} if name in column_means.index else {}
+            if "wave_occupancy" in metrics or spi:
+                occ = occupancy_limiter(spi, run.kernels, str(name), arch)
+                if _worth_showing(occ, metrics):
+                    kernel["occupancy"] = occ
+            valu, mfma = float(np.nan_to_num(sums.at[name, "_valu"])), float(np.nan_to_num(sums.at[name, "_mfma"]))
+            peak_gflops, roof_name, roof_source = _compute_roof(agent, arch, ctx, "MFMA" if mfma > valu else "VALU")
+            point = roofline_point(
+                valu + mfma, float(sums.at[name, "_bytes"]), float(sums.at[name, "_dur"]), peak_gflops, ctx["hbm_gbs"], roof_name, roof_source
+            )
+            if point:
+                kernel["roofline"] = point
+            out["kernels"].append(kernel)
     else:
         for m in METRICS:
-            if _metric_applies(m, fam, arch) and not m.key.startswith("mem_unit"):
+            if _metric_applies(m, fam, arch) and not m.key.startswith("mem_unit") and not m.rpc_name.startswith(("Wavefront", "vL1D", "sL1D", "L2-Fabric")):
                 alt = m.inputs[0] if fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1]
                 out["missing"][m.key] = list(alt)
+    computed = computed_kernels(run, ctx, fam, min_waves)
+    if computed:
+        by_name = {k["name"]: k for k in out["kernels"]}
+        for entry in computed:
+            mine = by_name.get(entry["name"])
+            if mine is None:
+                out["kernels"].append(entry)
+                continue
+            for key, db in entry["metrics"].items():
+                ours = mine["metrics"].get(key)
+                if ours is not None:
+                    diff = abs(ours["value"] - db["value"]) / abs(db["value"]) * 100 if db["value"] else abs(ours["value"])
+                    ours["check"] = {"rocprof_compute": db["value"], "diff_pct": diff, "agrees": diff <= CHECK_TOLERANCE_PCT}
+                else:
+                    mine["metrics"][key] = db
+        out["missing"] = {} if not len(counters) else out["missing"]
     if vendor == "nvidia":
         out["missing"] = {}
         out["commands"] = [] if len(counters) else ncu_commands()
     elif out["missing"]:
         out["commands"] = pmc_commands(arch)
     out["arch"] = arch
+    out["absent"] = absent_counters(arch) if vendor != "nvidia" else {}
     out["xcd_convention"] = "GRBM_GUI_ACTIVE divided by the XCD count (rocprof-compute GRBM_GUI_ACTIVE_PER_XCD)"
     return out
+
+
+CHECK_TOLERANCE_PCT = 1.0  # counters vs rocprof-compute's value: both apply the same formula to the same counters
+
+
+def _context(agent: Agent | None, arch: str, dur: np.ndarray, has: Callable[[str], bool]) -> dict[str, Any]:
+    lim = arch_limits(arch)
+    cu = float(agent.cu_count) if agent and agent.cu_count else np.nan
+    simds = float(agent.simd_per_cu) if agent and agent.simd_per_cu else float(lim.simds if lim else 4)
+    per_cu = float(agent.max_waves_per_cu) if agent and agent.max_waves_per_cu else (float(lim.max_waves_simd * lim.simds) if lim else np.nan)
+    hbm, hbm_source = hbm_peak_gbs(agent, arch)
+    return {
+        "arch": arch,
+        "xcd": float(agent.num_xcc) if agent and agent.num_xcc else 1.0,
+        "xcd_known": bool(agent and agent.num_xcc),
+        "cu": cu,
+        "simds": simds,
+        "wave": float(agent.wave_size) if agent and agent.wave_size else (lim.wave if lim else 64.0),
+        "family": family_of(arch),
+        "dur": np.where(dur > 0, dur, np.nan),
+        "peak_gbs": lim.peak_hbm_gbs if lim else None,
+        "hbm_gbs": hbm,
+        "hbm_source": hbm_source,
+        "max_waves": per_cu * cu if cu == cu and per_cu == per_cu else None,
+        "sclk": float(agent.max_clock_mhz) if agent and agent.max_clock_mhz else None,
+        "has": has,
+    }
+
+
+def _flops(get, has) -> tuple[np.ndarray, np.ndarray]:
+    """(VALU FLOPs, MFMA FLOPs) per dispatch from the instruction counters (rocprof-compute's
+    VALU FLOPs and MFMA FLOPs numerators: 64 lanes, FMA counted twice, 512 FLOPs per MFMA
+    MOP); NaN where none of the counters was collected."""
+    valu = get("")  # all NaN, one per dispatch
+    for add, mul, trans, fma in VALU_FLOP_COUNTERS.values():
+        if all(has(c) for c in (add, mul, fma)):
+            valu = _zero(valu) + 64 * (get(add) + get(mul) + _zero(get(trans)) + 2 * get(fma))
+    mfma = get("")
+    for c in MFMA_MOPS:
+        if has(c):
+            mfma = _zero(mfma) + 512 * get(c)
+    return valu, mfma
+
+
+def _compute_roof(agent: Agent | None, arch: str, ctx: dict, kind: str) -> tuple[float | None, str, str]:
+    """Compute roof (GFLOP/s) for the kernel's dominant unit: the workload's measured peak
+    (roofline.csv) when present, else rocprof-compute's theoretical peak from max_sclk and CUs."""
+    measured = (agent.extra.get("roofline") if agent else None) or {}
+    if kind == "MFMA":
+        if measured.get("MFMAF16Flops"):
+            return float(measured["MFMAF16Flops"]), "MFMA F16 (measured)", "roofline.csv MFMAF16Flops"
+        factor = MFMA_FACTOR.get(arch.split(":")[0])
+        if factor and ctx["sclk"] and ctx["cu"] == ctx["cu"]:
+            return ctx["sclk"] * ctx["cu"] * factor / 1000, "MFMA F16 (theoretical)", f"max_sclk*CUs*{factor}/1000 (rocprof-compute 0200 MFMA FLOPs (F16) peak)"
+        return None, "", ""
+    if measured.get("FP32Flops"):
+        return float(measured["FP32Flops"]), "VALU FP32 (measured)", "roofline.csv FP32Flops"
+    if ctx["sclk"] and ctx["cu"] == ctx["cu"]:
+        return ctx["sclk"] * ctx["cu"] * 64 * 2 / 1000, "VALU (theoretical)", "max_sclk*CUs*64*2/1000 (rocprof-compute 0200 VALU FLOPs peak)"
+    return None, "", ""

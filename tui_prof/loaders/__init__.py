@@ -20,11 +20,13 @@ if TYPE_CHECKING:
 
 LOADER_MODULES = (
     "rocpd",
+    "rocprof_compute_db",
     "rocprofv3_json",
     "pftrace",
     "kineto",
     "legacy_rocprof",
     "rocprofv3_csv",
+    "rocprof_compute",
     "rocprofv2",
     "smi_csv",
     "rocprofv3_summary",

@@ -103,6 +103,7 @@ class Run:
     counters: pd.DataFrame = field(default_factory=lambda: empty_table("counters"))
     series: pd.DataFrame = field(default_factory=lambda: empty_table("series"))
     pc_samples: pd.DataFrame = field(default_factory=lambda: empty_table("pc_samples"))
+    metrics: pd.DataFrame = field(default_factory=lambda: empty_table("metrics"))
     tool_stats: dict[str, pd.DataFrame] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     partial: bool = False

@@ -183,7 +183,21 @@ PC_SAMPLES = TableSpec(
     "Program-counter samples (host-trap or stochastic).",
 )
 
-TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (KERNELS, API_CALLS, COPIES, ALLOCATIONS, SCRATCH, MARKERS, COUNTERS, SERIES, PC_SAMPLES)}
+METRICS = TableSpec(
+    "metrics",
+    {
+        "kernel": CATEGORY,  # kernel name as the profiler wrote it; "" for a workload-wide value
+        "metric_id": CATEGORY,  # the profiler's id of the metric (rocprof-compute "2.1.22")
+        "metric": CATEGORY,  # the profiler's name of the metric ("L2 Cache Hit Rate")
+        "stat": CATEGORY,  # which value of the metric: Avg, Peak, Pct of Peak, Value, Min, Max ...
+        "value": "float64",  # NaN where the profiler stored none
+        "unit": CATEGORY,  # the profiler's unit ("Percent", "Gb/s", "Wavefronts")
+        "agent": "int32",
+    },
+    "Metric values a profiler computed itself per kernel (rocprof-compute's analysis database).",
+)
+
+TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (KERNELS, API_CALLS, COPIES, ALLOCATIONS, SCRATCH, MARKERS, COUNTERS, SERIES, PC_SAMPLES, METRICS)}
 
 STATS_COLUMNS = ("name", "calls", "total_ns", "avg_ns", "percent", "min_ns", "max_ns", "stddev_ns")
 """Columns of a profiler-written statistics table kept in ``Run.tool_stats``.

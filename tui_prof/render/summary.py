@@ -337,6 +337,18 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
                         m["source"],
                     ]
                 )
+            roof = k.get("roofline")
+            if roof:  # the kernel's point on the HBM roofline (rocprof-compute data)
+                rows.append(
+                    [
+                        Code(shorten(k["name"], 40)),
+                        "roofline (HBM)",
+                        f"{roof['ai']:.3g} FLOP/B, {roof['gflops']:.4g} GFLOP/s",
+                        f"ridge {roof['ridge']:.3g} FLOP/B",
+                        roof["hint"],
+                        roof["source"],
+                    ]
+                )
         notes = []
         if block["missing"]:
             notes.append("Missing for: " + ", ".join(block["missing"]) + ". Collect with:")

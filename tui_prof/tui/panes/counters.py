@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tui_prof.render.roofline import roofline_lines
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
@@ -37,6 +38,9 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
             parts.append(plain("Collect them with (one run per pass):", "bold"))
             for command in b.get("commands", []):
                 parts.append(plain(command, "green"))
+            note = _absent_note([b])
+            if note is not None:
+                parts.append(note)
         return Group(*parts)
     if name is None:
         return plain("Select a kernel in the hotspot table (grouped by name) to see its counters.", "dim")
@@ -46,8 +50,12 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
     if not found:
         parts.append(plain("No counter values were recorded for this kernel.", "dim"))
         return Group(*parts)
+    arch_note = _absent_note(blocks)
     for process, k in found:
-        sub = f"{process} · {k['dispatches']} dispatch(es) with counters · metric = mean over them"
+        if k.get("origin") == "rocprof-compute analysis database":
+            sub = f"{process} · {k['dispatches']} dispatch(es) · values rocprof-compute computed (analysis database) · our thresholds"
+        else:
+            sub = f"{process} · {k['dispatches']} dispatch(es) with counters · metric = mean over them"
         parts.append(plain(sub, "dim"))
         table = Table(expand=True, show_edge=False, pad_edge=False)
         table.add_column("metric", no_wrap=True)
@@ -59,15 +67,64 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
         else:
             table.add_column("interpretation", overflow="fold")
         for m in k["metrics"].values():
-            value = plain(f"{m['value']:.4g} {m['unit']}", "bold red" if m["flagged"] else "")
+            shown = f"{m['value']:.4g} {m['unit']}"
+            if m.get("pct_of_peak") is not None and m.get("peak") and m["unit"] != "%":
+                shown += f" ({m['pct_of_peak']:.3g} % of {m['peak']:.4g})"
+            value = plain(shown, "bold red" if m["flagged"] else "")
             if explain:
-                table.add_row(m["label"], value, m["formula"], m["source"], m["threshold"])
+                # the database's metric name and unit are strings from the file: shown as plain text
+                source = plain(m["source"] + (f"; shown: {m['db_metric']}" if m.get("db_metric") else ""))
+                table.add_row(m["label"], value, m["formula"], source, m["threshold"])
             else:
                 note = plain(f"⚠ {m['meaning'] or 'threshold crossed'}", "red") if m["flagged"] else plain(f"ok ({m['threshold']})", "dim")
+                check = m.get("check")
+                if check:
+                    note.append(
+                        f" · rocprof-compute {check['rocprof_compute']:.4g} ({check['diff_pct']:.2g} % apart{'' if check['agrees'] else ', disagree'})",
+                        "dim" if check["agrees"] else "bold red",
+                    )
                 table.add_row(m["label"], value, note)
         parts.append(table)
+        occ = k.get("occupancy")
+        if occ:
+            line = plain("Occupancy limiter: ", "bold")
+            line.append(safe_text(f"{occ['limiter']} ({occ['source']}). {occ['hint']}"))
+            parts.append(line)
+        roof = k.get("roofline")
+        if roof:
+            parts.extend(_roofline(roof, explain))
+    if arch_note is not None:
+        parts.append(arch_note)
     parts.append(plain("x: " + ("hide formulas" if explain else "formula, source and threshold of each metric"), "dim"))
     return Group(*parts)
+
+
+def _roofline(roof: dict, explain: bool) -> list:
+    """The kernel's HBM roofline: the bound it sits under, then the ASCII chart."""
+    bound = "memory-bound" if roof["bound"] == "memory" else "compute-bound"
+    head = plain(f"Roofline: {bound}", "bold red" if roof["bound"] == "memory" else "bold")
+    head.append(
+        f" · {roof['ai']:.3g} FLOP/B, {roof['gflops']:.4g} GFLOP/s = {roof['pct_of_attainable']:.3g} % of attainable"
+        f" · ridge {roof['ridge']:.3g} FLOP/B = {safe_text(roof['compute_roof'])} {roof['peak_gflops']:,.0f} GFLOP/s / HBM {roof['peak_gbs']:,.0f} GB/s"
+    )
+    out: list = [head, plain(roof["hint"], "")]
+    if explain:
+        out.append(plain(f"source: {roof['source']}", "dim"))
+    chart = roofline_lines(roof["ai"], roof["gflops"], roof["peak_gflops"], roof["peak_gbs"])
+    if chart:
+        out.append(plain("\n".join(chart), "", no_wrap=True, overflow="crop"))
+    return out
+
+
+def _absent_note(blocks: list[dict]) -> Text | None:
+    """On RDNA: the metrics that do not exist on this arch, and why (not "missing")."""
+    for b in blocks:
+        absent = b.get("absent") or {}
+        if absent and str(b.get("arch", "")).startswith("gfx1"):
+            note = plain(f"Not on {b['arch']} (RDNA): ", "bold")
+            note.append("; ".join(f"{k} — {v}" for k, v in absent.items()), "dim")
+            return note
+    return None
 
 
 class CountersPane(VerticalScroll, can_focus=True):
