@@ -294,9 +294,10 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
                 "Kernel time by launching operator",
                 ["operator", "kernels", "total", "% kernel"],
                 rows,
-                ["the innermost cpu_op around each kernel's launch call; graph: replayed from a CUDA/HIP graph"],
+                ["the cpu_op each kernel's External id names (else the innermost cpu_op around its launch call); graph: replayed from a CUDA/HIP graph"],
             )
         )
+    out.extend(operator_detail_sections(summary, name_width))
     rows = [
         [
             Code(shorten(h["name"], name_width)),
@@ -429,3 +430,20 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {md_text(w)}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"
+
+
+def operator_detail_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Kernel time by module path and the recorded input shapes of the top operators (both
+    only where the trace records them)."""
+    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    modules = summary.get("hotspots_by_module") or []
+    if modules:
+        rows = [[Code(shorten(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in modules[:15]]
+        out.append(("Kernel time by module", ["module path", "kernels", "total", "% kernel"], rows, ["nn.Module scopes around the launching operator"]))
+    rows = []
+    for o in (summary.get("hotspots_by_operator") or [])[:10]:
+        for shape in o.get("shapes", []):
+            rows.append([Code(shorten(o["name"], 32)), Code(shorten(shape["input_dims"], name_width)), str(shape["kernels"]), fmt_ns(shape["total_ns"])])
+    if rows:
+        out.append(("Operator input shapes", ["operator", "input dims", "kernels", "total"], rows, ["record_shapes: the cpu_op's Input Dims, by GPU time"]))
+    return out
