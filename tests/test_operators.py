@@ -231,3 +231,35 @@ def test_graph_replay_without_its_capture_is_graph(tmp_path):
         assert set(links["op"]) == {GRAPH} and (links["op_row"] == -1).all(), name
         # no operator: the name rules decide
         assert kernel_categories_by_op(run.kernels, links).astype(str).tolist()[:3] == ["GEMM", "elementwise", "reduction"]
+
+
+# --- the TUI's groupings ---------------------------------------------------------------------
+
+
+def test_view_groups_by_operator_and_module():
+    """RunView offers "operator" where cpu_ops are recorded and "module" where nn.Module
+    scopes are; its operator hotspots equal the summary's, its dispatches of an operator
+    are that operator's kernels."""
+    from tui_prof.tui.panes.hotspots import next_group
+    from tui_prof.tui.view.runview import build_view
+
+    bert = build_view(load_path(BERT, use_cache=False), lazy=True)
+    assert bert.groups == ("name", "normalised name", "category", "operator", "module", "agent", "process")
+    gpt2 = build_view(load_path(GPT2, use_cache=False), lazy=True)
+    assert gpt2.groups == ("name", "normalised name", "category", "operator", "agent", "process")
+    rocpd = build_view(load_path(KINETO.parent / "rocpd" / "28_results.db", use_cache=False), lazy=True)
+    assert rocpd.groups == ("name", "normalised name", "category", "agent", "process")
+    assert [next_group(gpt2.groups, g) for g in ("category", "operator", "module")] == ["operator", "agent", "name"]
+
+    table = gpt2.hotspots("operator")
+    doc = build_summary(load_path(GPT2, use_cache=False), top=None, logs=False)
+    assert {r.name: (int(r.calls), int(r.total_ns)) for r in table.itertuples()} == {
+        o["name"]: (o["kernels"], o["total_ns"]) for o in doc["hotspots_by_operator"]
+    }
+    cats = gpt2.hotspots("category")
+    assert {r.name: int(r.total_ns) for r in cats.itertuples()} == doc["categories"]
+    rows = gpt2.dispatches("operator", "aten::addmm")
+    assert len(rows) == dict(zip(table["name"], table["calls"]))["aten::addmm"]
+    modules = bert.hotspots("module")
+    bdoc = build_summary(load_path(BERT, use_cache=False), top=None, logs=False)
+    assert {r.name: int(r.total_ns) for r in modules.itertuples()} == {o["name"]: o["total_ns"] for o in bdoc["hotspots_by_module"]}
