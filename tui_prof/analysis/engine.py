@@ -530,8 +530,15 @@ NOT_LINKED = "(not linked)"
 
 
 def has_operators(run: Run) -> bool:
-    """The run records framework operators (Kineto ``cpu_op`` markers) to link kernels to."""
-    return bool(len(run.kernels) and len(run.markers) and (run.markers["source"].astype(str) == "cpu_op").any())
+    """The run records framework operators (Kineto ``cpu_op`` markers) to link kernels to
+    (checked on the category codes: no per-row strings)."""
+    if not len(run.kernels) or not len(run.markers):
+        return False
+    source = run.markers["source"]
+    if not isinstance(source.dtype, pd.CategoricalDtype):
+        return bool((source.astype(str) == "cpu_op").any())
+    labels = [str(c) for c in source.cat.categories]
+    return "cpu_op" in labels and bool((source.cat.codes.to_numpy() == labels.index("cpu_op")).any())
 
 
 def operator_links(inputs: Sequence[RunInput]) -> list[pd.DataFrame | None]:

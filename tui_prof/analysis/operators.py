@@ -98,6 +98,15 @@ def _contained_ops(ops: pd.DataFrame, q_pid: np.ndarray, q_tid: np.ndarray, q_st
     return out
 
 
+def _where(column: pd.Series, test) -> np.ndarray:
+    """Rows of a string column whose value passes ``test``; on a category column the test
+    runs once per distinct value."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        hits = [i for i, c in enumerate(column.cat.categories) if test(str(c))]
+        return np.isin(column.cat.codes.to_numpy(), hits) if hits else np.zeros(len(column), dtype=bool)
+    return np.array([bool(test(str(v))) for v in column], dtype=bool)
+
+
 def _ops_by_external_id(ops: pd.DataFrame) -> pd.Series:
     """Marker row label of the first ``cpu_op`` of each External id (ids < 0 left out)."""
     ext = ops["external_id"].to_numpy() if "external_id" in ops.columns else np.array([], dtype=np.int64)
@@ -163,7 +172,7 @@ def link_operators(kernels: pd.DataFrame, api: pd.DataFrame, markers: pd.DataFra
     op_names = np.full(n, "", dtype=object)
     via = np.full(n, "", dtype=object)
     graph = np.zeros(n, dtype=bool)
-    ops = markers[markers["source"].astype(str) == OP_SOURCE] if len(markers) else markers
+    ops = markers[_where(markers["source"], lambda s: s == OP_SOURCE)] if len(markers) else markers
     op_row = np.full(n, -1, dtype=np.int64)
     if n and len(api):
         index = hostapi.CorrIndex(api) if corr_index is None else corr_index.check(api)
@@ -346,8 +355,7 @@ def module_paths(markers: pd.DataFrame, op_rows: np.ndarray) -> np.ndarray:
     out = np.full(len(op_rows), "", dtype=object)
     if not len(markers) or not len(op_rows):
         return out
-    names = markers["name"]
-    is_module = (markers["source"].astype(str) == MODULE_SOURCE).to_numpy() & names.astype(str).str.startswith(MODULE_PREFIX).to_numpy()
+    is_module = _where(markers["source"], lambda s: s == MODULE_SOURCE) & _where(markers["name"], lambda s: s.startswith(MODULE_PREFIX))
     if not is_module.any():
         return out
     modules = markers[is_module]

@@ -404,6 +404,7 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     kernels = pd.concat([kernels.reset_index(drop=True), extra], axis=1)
     view = RunView(runset, kernels, origin, span, layout)
     view.hotspots("name")
+    _ = view.groups  # which groupings exist (a scan of the markers): here in the load worker, not on a key press
     if not lazy:
         for i, part in enumerate(PARTS):
             if progress:
