@@ -263,3 +263,12 @@ def test_view_groups_by_operator_and_module():
     modules = bert.hotspots("module")
     bdoc = build_summary(load_path(BERT, use_cache=False), top=None, logs=False)
     assert {r.name: int(r.total_ns) for r in modules.itertuples()} == {o["name"]: o["total_ns"] for o in bdoc["hotspots_by_module"]}
+
+
+def test_module_paths_keep_their_innermost_modules_when_cut():
+    from tui_prof.render.summary import module_tail
+
+    path = "BertLMHeadModel_0/BertModel_0/BertEncoder_0/BertLayer_0/BertAttention_0/BertSdpaSelfAttention_0/Linear_0"
+    assert module_tail(path, len(path)) == path
+    assert module_tail(path, 48) == "…/BertAttention_0/BertSdpaSelfAttention_0/Linear_0"
+    assert module_tail("Alpha_0/Beta_0/Gamma_0", 5) == "…ma_0"  # no "/" fits: the last characters

@@ -438,7 +438,7 @@ def operator_detail_sections(summary: Mapping[str, Any], name_width: int) -> lis
     out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
     modules = summary.get("hotspots_by_module") or []
     if modules:
-        rows = [[Code(shorten(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in modules[:15]]
+        rows = [[Code(module_tail(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in modules[:15]]
         out.append(("Kernel time by module", ["module path", "kernels", "total", "% kernel"], rows, ["nn.Module scopes around the launching operator"]))
     rows = []
     for o in (summary.get("hotspots_by_operator") or [])[:10]:
@@ -447,3 +447,13 @@ def operator_detail_sections(summary: Mapping[str, Any], name_width: int) -> lis
     if rows:
         out.append(("Operator input shapes", ["operator", "input dims", "kernels", "total"], rows, ["record_shapes: the cpu_op's Input Dims, by GPU time"]))
     return out
+
+
+def module_tail(path: str, width: int) -> str:
+    """A module path in ``width`` characters keeping its innermost modules (the end tells
+    rows apart: ``…/BertLayer_0/BertAttention_0/Linear_0``), cut at a "/" where one fits."""
+    if len(path) <= width:
+        return path
+    tail = path[len(path) - (width - 1) :]
+    cut = tail.find("/")
+    return "…" + (tail[cut:] if 0 <= cut < len(tail) - 1 else tail)
