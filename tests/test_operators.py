@@ -270,5 +270,6 @@ def test_module_paths_keep_their_innermost_modules_when_cut():
 
     path = "BertLMHeadModel_0/BertModel_0/BertEncoder_0/BertLayer_0/BertAttention_0/BertSdpaSelfAttention_0/Linear_0"
     assert module_tail(path, len(path)) == path
-    assert module_tail(path, 48) == "…/BertAttention_0/BertSdpaSelfAttention_0/Linear_0"
+    assert module_tail(path, 51) == "…/BertAttention_0/BertSdpaSelfAttention_0/Linear_0"  # 51 characters
+    assert module_tail(path, 48) == "…/BertSdpaSelfAttention_0/Linear_0"  # a whole module name or none
     assert module_tail("Alpha_0/Beta_0/Gamma_0", 5) == "…ma_0"  # no "/" fits: the last characters
