@@ -35,7 +35,12 @@ def group_key(kernels: pd.DataFrame, by: str, rules: CategoryRules | None = None
 
 
 def hotspots(
-    kernels: pd.DataFrame, by: str = "name", wall_ns: int | None = None, rules: CategoryRules | None = None, dur_order: np.ndarray | None = None
+    kernels: pd.DataFrame,
+    by: str = "name",
+    wall_ns: int | None = None,
+    rules: CategoryRules | None = None,
+    dur_order: np.ndarray | None = None,
+    key: pd.Series | None = None,
 ) -> pd.DataFrame:
     """One row per distinct value of ``by``, sorted by total time descending (ties by name).
 
@@ -44,7 +49,9 @@ def hotspots(
     ``by``: "name", "normalized" (template args, argument list, clone suffix stripped),
     "category" (``rules``: :class:`~tui_prof.analysis.names.CategoryRules`), "agent",
     "pid" or any other kernels column. ``dur_order`` (``duration_order(kernels)``) may be
-    passed to share the sort between several groupings.
+    passed to share the sort between several groupings. ``key`` (one value per kernel row,
+    e.g. analysis.operators' operator or op-first category of each kernel) groups instead
+    of ``by``.
     """
     columns = list(HOTSPOT_COLUMNS) + (["pct_wall"] if wall_ns is not None else [])
     if kernels.empty:
@@ -52,7 +59,7 @@ def hotspots(
             {"name": "object", "calls": "int64", "total_ns": "int64", "min_ns": "int64", "max_ns": "int64"}
         )
     dur = kernels["end"].to_numpy() - kernels["start"].to_numpy()
-    key = group_key(kernels, by, rules)
+    key = group_key(kernels, by, rules) if key is None else key.reset_index(drop=True)
     if isinstance(key.dtype, pd.CategoricalDtype):
         codes = key.cat.codes.to_numpy()
         labels = np.asarray(key.cat.categories, dtype=object)

@@ -329,3 +329,122 @@ def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_
         )
         out.append(occ)
     return out
+
+
+# --- NVIDIA -----------------------------------------------------------------------------------
+
+# Resident blocks per SM by compute capability (CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability"); Kineto's deviceProperties do not record it.
+NVIDIA_MAX_BLOCKS_PER_SM = {
+    (5, 0): 32, (5, 2): 32, (5, 3): 32, (6, 0): 32, (6, 1): 32, (6, 2): 32, (7, 0): 32, (7, 2): 32, (7, 5): 16,
+    (8, 0): 32, (8, 6): 16, (8, 7): 16, (8, 9): 24, (9, 0): 32, (10, 0): 32, (10, 3): 32, (12, 0): 32,
+}  # fmt: skip
+NVIDIA_REG_UNIT = 256  # registers are allocated per warp in units of 256 (cuda_occupancy.h)
+NVIDIA_MAX_REGS_PER_THREAD = 255
+
+
+def nvidia_smem_granule(major: int) -> int:
+    """Shared-memory allocation unit per block (cuda_occupancy.h: 128 B on 8.x/9.x and
+    later, 256 B before)."""
+    return 128 if major >= 8 else 256
+
+
+def nvidia_reserved_smem(major: int) -> int:
+    """Shared memory the system reserves per block (1 KiB from compute capability 8.0)."""
+    return 1024 if major >= 8 else 0
+
+
+def nvidia_occupancy(props: dict, threads_per_block: int, regs_per_thread: int, smem_per_block: int = 0) -> dict | None:
+    """Theoretical occupancy of one NVIDIA kernel configuration, as the CUDA occupancy
+    calculator (``cuda_occupancy.h``, cudaOccMaxActiveBlocksPerMultiprocessor) computes it,
+    from the trace's deviceProperties (``props``: warpSize, maxThreadsPerMultiprocessor,
+    regsPerMultiprocessor, regsPerBlock, sharedMemPerMultiprocessor, computeMajor/Minor)::
+
+        W          = ceil(threads per block / warp size)                  warps per block
+        regs/warp  = roundup(registers per thread * warp size, 256)
+        B_regs     = 0 if regs/warp * W > regs per block, else
+                     floor(floor(regs per SM / P / regs/warp) * P / W)      P = 4 sub-partitions (cc >= 7; 6.0: 2)
+        B_smem     = floor(shared mem per SM / roundup(smem per block + reserved, granule))
+        B_warps    = floor(max threads per SM / warp size / W)
+        B_blocks   = max resident blocks per SM (by compute capability)
+        blocks/SM  = min(B_regs, B_smem, B_warps, B_blocks);  occupancy = blocks * W / max warps per SM
+
+    None when a needed property is missing. ``limiters``: every limit in blocks per SM,
+    tightest first ({"limit", "blocks_per_sm", "warps_per_sm"}); ``limiter``: the tightest
+    ("none" at full occupancy).
+    """
+
+    def prop(key: str) -> int | None:
+        value = props.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    warp, max_threads, regs_sm, major = prop("warpSize"), prop("maxThreadsPerMultiprocessor"), prop("regsPerMultiprocessor"), prop("computeMajor")
+    minor_value = props.get("computeMinor")
+    minor = minor_value if isinstance(minor_value, int) else 0
+    if warp is None or max_threads is None or major is None or threads_per_block <= 0:
+        return None
+    regs_block = prop("regsPerBlock") or regs_sm
+    smem_sm = prop("sharedMemPerMultiprocessor")
+    W = -(-threads_per_block // warp)
+    max_warps = max_threads // warp
+    limits: dict[str, int] = {}
+    if regs_sm is not None and regs_per_thread > 0:
+        per_warp = _align(min(regs_per_thread, NVIDIA_MAX_REGS_PER_THREAD) * warp, NVIDIA_REG_UNIT)
+        parts = 2 if (major, minor) == (6, 0) else (4 if major >= 6 else 1)
+        if regs_block is not None and per_warp * W > regs_block:
+            limits["registers"] = 0
+        else:
+            limits["registers"] = (regs_sm // parts // per_warp) * parts // W
+    if smem_sm is not None and smem_per_block > 0:
+        limits["shared memory"] = smem_sm // _align(smem_per_block + nvidia_reserved_smem(major), nvidia_smem_granule(major))
+    limits["warps per SM"] = max_warps // W
+    max_blocks = NVIDIA_MAX_BLOCKS_PER_SM.get((major, minor))
+    if max_blocks is not None:
+        limits["blocks per SM"] = max_blocks
+    order = sorted(limits, key=lambda k: (limits[k], list(limits).index(k)))
+    blocks = limits[order[0]]
+    warps = blocks * W
+    full = warps >= max_warps or (blocks == max_blocks and order[0] == "blocks per SM" and warps >= max_warps)
+    return {
+        "compute_capability": f"{major}.{minor}",
+        "warps_per_block": W,
+        "blocks_per_sm": blocks,
+        "warps_per_sm": warps,
+        "max_warps_per_sm": max_warps,
+        "occupancy_pct": round(100.0 * warps / max_warps, 2),
+        "limiter": "none" if full else order[0],
+        "limiters": [{"limit": k, "blocks_per_sm": limits[k], "warps_per_sm": limits[k] * W} for k in order],
+        "registers_known": "registers" in limits,
+    }
+
+
+def nvidia_hint(occ: dict, regs_per_thread: int, smem_per_block: int, props: dict) -> str:
+    """What would lift an NVIDIA kernel's occupancy (:func:`nvidia_occupancy`'s result),
+    naming the limits in order."""
+    now = f"{occ['warps_per_sm']} of {occ['max_warps_per_sm']} warps per SM ({occ['blocks_per_sm']} blocks)"
+    if occ["limiter"] == "none":
+        return f"Full occupancy: {now}."
+    limits = {x["limit"]: x["blocks_per_sm"] for x in occ["limiters"]}
+    limiter = occ["limiter"]
+    others = [x for x in occ["limiters"] if x["limit"] != limiter]
+    nxt = f"{others[0]['limit']}, {others[0]['blocks_per_sm']} blocks per SM" if others else "none"
+    want = occ["blocks_per_sm"] + 1
+    if others and others[0]["blocks_per_sm"] < want:
+        return f"{limiter.capitalize()}-limited: {now}; lifting it alone would not help (next limit: {nxt})."
+    W = occ["warps_per_block"]
+    if limiter == "registers":
+        warp = props.get("warpSize") or 32
+        for regs in range(min(regs_per_thread, NVIDIA_MAX_REGS_PER_THREAD) - 1, 0, -1):
+            trial = nvidia_occupancy(props, W * warp, regs, smem_per_block)
+            if trial is not None and trial["limiters"] and {x["limit"]: x["blocks_per_sm"] for x in trial["limiters"]}.get("registers", 0) >= want:
+                return f"Register-limited: {regs_per_thread} registers per thread give {now}; <= {regs} would allow {want} blocks (next limit: {nxt})."
+    if limiter == "shared memory":
+        major = props.get("computeMajor") or 8
+        per_sm = props.get("sharedMemPerMultiprocessor") or 0
+        granule = nvidia_smem_granule(major)
+        most = (per_sm // want) // granule * granule - nvidia_reserved_smem(major)
+        if most > 0:
+            return f"Shared-memory-limited: {smem_per_block} B per block give {now}; <= {most} B would allow {want} blocks (next limit: {nxt})."
+    if limiter in ("warps per SM", "blocks per SM"):
+        return f"{limiter.capitalize()}-limited: {W}-warp blocks give {now}; {'larger' if limiter == 'blocks per SM' else 'fewer, larger'} blocks would fill the SM."
+    return f"{limiter.capitalize()}-limited: {now} (limits: {', '.join(f'{k} {v}' for k, v in limits.items())})."

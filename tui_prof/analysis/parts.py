@@ -184,11 +184,18 @@ class HotspotsBy(TypedDict):
     process: list[HotspotRecord]
 
 
+class ShapeRecord(TypedDict):
+    input_dims: str  # the cpu_op's recorded Input Dims (JSON text)
+    kernels: int
+    total_ns: int
+
+
 class OperatorRecord(TypedDict):
-    name: str  # the launching cpu_op; "graph" for graph replays; "(not linked)" when none
+    name: str  # the launching cpu_op (or its module path); "graph" for graph replays; "(not linked)" when none
     kernels: int
     total_ns: int
     percent: float  # of kernel time
+    shapes: NotRequired[list[ShapeRecord]]  # by GPU time, where record_shapes recorded them
 
 
 class CategoriesPart(TypedDict):
@@ -281,6 +288,7 @@ class SummaryDoc(TypedDict):
     category_rules: str
     hotspots_by: HotspotsBy
     hotspots_by_operator: list[OperatorRecord]
+    hotspots_by_module: list[OperatorRecord]  # per nn.Module path of the launching operator, where recorded
     measurement: MeasurementPart
     counters: list[Record]
     occupancy: list[Record]

@@ -71,8 +71,10 @@ def build_summary(
     # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
     # two daemon threads while the host-API sections run here: numpy releases the GIL in its
     # array loops, so on a 2-core machine they overlap. Results are taken in run order.
-    def grouped() -> tuple[pd.DataFrame, ...]:
-        return engine.grouped_hotspots(kernels, wall, rules, order)
+    def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
+        op_links = engine.operator_links(inputs)
+        categories = engine.kernel_categories_of(inputs, op_links, rules)
+        return engine.grouped_hotspots(kernels, wall, rules, order, categories), op_links
 
     def timeline_of(r: engine.RunInput) -> Callable[[], engine.RunTimeline]:
         return lambda: engine.run_timeline(r, threshold)
@@ -101,7 +103,8 @@ def build_summary(
         details.setdefault("links", {}).update(enumerate(links))
     gpu = engine.gpu_part(timelines)
     assert grouped_job is not None  # background() gives a job for every function
-    cats = engine.categories_part(grouped_job.result(), rules, top)
+    grouped_tables, op_links = grouped_job.result()
+    cats = engine.categories_part(grouped_tables, rules, top)
     source = engine.hotspots_source(runset)
     if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
         hot, kernels_part = engine.stats_hotspots(runset, top)
@@ -131,7 +134,8 @@ def build_summary(
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
-        "hotspots_by_operator": engine.operators_part(inputs, top),
+        "hotspots_by_operator": engine.operators_part(inputs, top, op_links),
+        "hotspots_by_module": engine.modules_part(inputs, top, op_links),
         "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak),
         "counters": counters,
         "occupancy": occupancy,

@@ -47,6 +47,7 @@ Mapping into the run model:
 
 from __future__ import annotations
 
+import ast
 import atexit
 import codecs
 import gc
@@ -411,11 +412,12 @@ class Events:
 
     def __init__(self):
         self.top: dict = {}  # every top-level key except traceEvents
-        self.kernels = Columns(("ts", "dur"), ("device", "stream", "corr", "grid", "block", "shared"), ("name",), ("grid", "block"))
-        self.api = Columns(("ts", "dur"), ("pid", "tid", "corr"), ("name", "cat"))
+        self.kernels = Columns(("ts", "dur"), ("device", "stream", "corr", "grid", "block", "shared", "ext", "regs"), ("name",), ("grid", "block"))
+        self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
-        self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes"), ("name", "cat", "kind"))
-        self.markers = Columns(("ts", "dur"), ("pid", "tid"), ("name", "cat"))
+        self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
+        # ext: "External id"; dims/types: repr() of cpu_op "Input Dims"/"Input type" (see marker_inputs)
+        self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types"))
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid"))
         self.flows: Counter = Counter()
         self.process_labels: dict = {}
@@ -506,6 +508,8 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
     flows, labels, first_ts = ev.flows, ev.process_labels, ev.first_ts
     mk_cat, mk_name, mk_ts, mk_dur = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append
     mk_pid, mk_tid = mk.pid.append, mk.tid.append
+    mk_ext, mk_dims, mk_types = mk.ext.append, mk.dims.append, mk.types.append
+    mk_dim_codes, mk_type_codes = mk.strings["dims"], mk.strings["types"]
     decode, ws, separator = win.decode, _ws_match, _EVENT_SEPARATOR.search
     marker_code = MARKER_CODE.get
     count = 0
@@ -590,6 +594,25 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 mk_dur(dur)
                             except (TypeError, OverflowError):
                                 mk_dur(_num(dur))
+                            a = e.get("args")
+                            if type(a) is dict and a:  # the operator's External id and record_shapes inputs
+                                v = a.get("External id", UNKNOWN)
+                                try:
+                                    mk_ext(v)
+                                except (TypeError, OverflowError):
+                                    mk_ext(UNKNOWN if isinstance(v, (list, dict)) else _int(v))
+                                v = a.get("Input Dims")
+                                text = "" if v is None else repr(v)
+                                code = mk_dim_codes.get(text)
+                                mk_dims(code if code is not None else mk_dim_codes.setdefault(text, len(mk_dim_codes)))
+                                v = a.get("Input type")
+                                text = "" if v is None else repr(v)
+                                code = mk_type_codes.get(text)
+                                mk_types(code if code is not None else mk_type_codes.setdefault(text, len(mk_type_codes)))
+                            else:
+                                mk_ext(UNKNOWN)
+                                mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
+                                mk_types(mk_type_codes.setdefault("", len(mk_type_codes)))
                         elif cat == "kernel":
                             t = k
                             a = e.get("args") or {}
@@ -598,6 +621,8 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 (k.stream, a.get("stream", e.get("tid"))),
                                 (k.corr, a.get("correlation")),
                                 (k.shared, a.get("shared memory")),
+                                (k.ext, a.get("External id", UNKNOWN)),
+                                (k.regs, a.get("registers per thread", UNKNOWN)),
                             ):
                                 try:
                                     arr.append(v)
@@ -618,7 +643,7 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 pid = tid = UNKNOWN
                             else:
                                 pid, tid = e.get("pid"), e.get("tid")
-                            for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr)):
+                            for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN))):
                                 try:
                                     arr.append(v)
                                 except (TypeError, OverflowError):
@@ -643,6 +668,7 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 (cp.stream, a.get("stream", e.get("tid"))),
                                 (cp.corr, a.get("correlation")),
                                 (cp.bytes, a.get("bytes")),
+                                (cp.ext, a.get("External id", UNKNOWN)),
                             ):
                                 try:
                                     arr.append(v)
@@ -1203,6 +1229,7 @@ def build_api(cols: Columns):
         "pid": as_int64(cols.pid),
         "tid": as_int64(cols.tid),
         "correlation_id": as_int64(cols.corr),
+        **operator_columns(cols),
     }
     return make_table("api", reorder(columns, category_order(cols.cat)))
 
@@ -1258,6 +1285,7 @@ def build_kernels(cols: Columns, launch: pd.DataFrame, launch_shared: Columns, p
             "wg_y": block[:, 1],
             "wg_z": block[:, 2],
             "lds_bytes": lds,
+            **operator_columns(cols),
         },
     )
 
@@ -1309,6 +1337,7 @@ def build_copies(cols: Columns, launch: pd.DataFrame, host_pid):
         "tid": tid,
         "correlation_id": correlation,
         "name": names,
+        **operator_columns(cols),
     }
     return make_table("copies", reorder(columns, category_order(cols.cat)))
 
@@ -1335,8 +1364,49 @@ def build_markers(cols: Columns):
         "source": pd.Categorical.from_codes(recode[cats], categories=labels),
         "pid": as_int64(cols.pid),
         "tid": as_int64(cols.tid),
+        **operator_columns(cols),
     }
     return make_table("markers", reorder(columns, category_order(cols.cat)))
+
+
+MAX_INPUT_TEXT = 4096
+"""Longest operator-input text kept (characters); longer ones are cut and end in "…"."""
+
+
+def operator_columns(cols: Columns) -> dict:
+    """The operator link of a table's rows: ``external_id`` (Kineto "External id"; -1 when
+    absent) on every table that has it, CUPTI's "registers per thread" as ``arch_vgpr`` on
+    kernels, and on markers the cpu_op's "Input Dims" and "Input type" as JSON text
+    (categorical: each distinct text once)."""
+    out: dict = {}
+    if "ext" in cols.widths:
+        out["external_id"] = as_int64(cols.ext)
+    if "regs" in cols.widths:
+        out["arch_vgpr"] = as_int64(cols.regs)
+    for column, key in (("dims", "input_dims"), ("types", "input_types")):
+        if column in cols.widths:
+            lookup = cols.strings[column]
+            texts = [input_text(t) for t in lookup] or [""]
+            categories = sorted(set(texts))
+            recode = (
+                np.array([categories.index(t) for t in texts], dtype=np.int32) if len(texts) < 64 else pd.Index(categories).get_indexer(texts).astype(np.int32)
+            )
+            codes = np.frombuffer(getattr(cols, column), dtype=np.int32) if len(getattr(cols, column)) else np.array([], dtype=np.int32)
+            out[key] = pd.Categorical.from_codes(recode[codes], categories=categories)
+    return out
+
+
+def input_text(text: str) -> str:
+    """JSON text of an operator-input value kept as its ``repr`` while streaming: lists of
+    numbers read the same; strings get JSON quotes. Bounded to MAX_INPUT_TEXT characters."""
+    if not text:
+        return ""
+    if "'" in text:
+        try:
+            text = json.dumps(ast.literal_eval(text[: 4 * MAX_INPUT_TEXT]), ensure_ascii=False)
+        except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+            pass  # keep the repr: still one readable line
+    return text if len(text) <= MAX_INPUT_TEXT else text[: MAX_INPUT_TEXT - 1] + "…"
 
 
 def build_allocations(cols: Columns, platform: str, agents: list[Agent]):

@@ -61,9 +61,10 @@ KERNELS = TableSpec(
         "wg_z": "int32",
         "lds_bytes": "int32",  # LDS (group segment) bytes per workgroup
         "scratch_bytes": "int32",  # scratch (private segment) bytes per work-item
-        "arch_vgpr": "int16",
+        "arch_vgpr": "int16",  # per work-item; NVIDIA (CUPTI): registers per thread
         "accum_vgpr": "int16",
         "sgpr": "int16",
+        "external_id": "int64",  # Kineto "External id": the launching framework op (markers.external_id)
     },
     "One row per kernel dispatch (GPU execution interval).",
 )
@@ -78,6 +79,7 @@ API_CALLS = TableSpec(
         "pid": "int64",
         "tid": "int64",
         "correlation_id": "int64",  # links to kernels/copies launched by this call
+        "external_id": "int64",  # Kineto "External id" of the framework op around the call
     },
     "One row per host API call (HIP, HSA, roctx marker API, RCCL, CUDA runtime ...).",
 )
@@ -97,6 +99,7 @@ COPIES = TableSpec(
         "tid": "int64",
         "correlation_id": "int64",
         "name": CATEGORY,  # the profiler's label, e.g. MEMORY_COPY_HOST_TO_DEVICE
+        "external_id": "int64",  # Kineto "External id" of the framework op that issued it
     },
     "One row per asynchronous memory copy or memset executed by a copy engine / GPU.",
 )
@@ -141,8 +144,11 @@ MARKERS = TableSpec(
         "source": CATEGORY,  # roctx, user_annotation, gpu_user_annotation, ...
         "pid": "int64",
         "tid": "int64",
+        "external_id": "int64",  # Kineto "External id" (cpu_op, user_annotation): joins kernels/api/copies
+        "input_dims": CATEGORY,  # Kineto cpu_op "Input Dims" as JSON text ("[[2048, 768], [768]]"), "" if not recorded
+        "input_types": CATEGORY,  # Kineto cpu_op "Input type" as JSON text ('["float", "Scalar"]'), "" if not recorded
     },
-    "User markers and regions (roctx ranges, PyTorch record_function annotations).",
+    "User markers and regions (roctx ranges, PyTorch record_function annotations and cpu_op operators).",
 )
 
 COUNTERS = TableSpec(

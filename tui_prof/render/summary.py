@@ -294,9 +294,10 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
                 "Kernel time by launching operator",
                 ["operator", "kernels", "total", "% kernel"],
                 rows,
-                ["the innermost cpu_op around each kernel's launch call; graph: replayed from a CUDA/HIP graph"],
+                ["the cpu_op each kernel's External id names (else the innermost cpu_op around its launch call); graph: replayed from a CUDA/HIP graph"],
             )
         )
+    out.extend(operator_detail_sections(summary, name_width))
     rows = [
         [
             Code(shorten(h["name"], name_width)),
@@ -441,3 +442,30 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {md_text(w)}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"
+
+
+def operator_detail_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Kernel time by module path and the recorded input shapes of the top operators (both
+    only where the trace records them)."""
+    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    modules = summary.get("hotspots_by_module") or []
+    if modules:
+        rows = [[Code(module_tail(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in modules[:15]]
+        out.append(("Kernel time by module", ["module path", "kernels", "total", "% kernel"], rows, ["nn.Module scopes around the launching operator"]))
+    rows = []
+    for o in (summary.get("hotspots_by_operator") or [])[:10]:
+        for shape in o.get("shapes", []):
+            rows.append([Code(shorten(o["name"], 32)), Code(shorten(shape["input_dims"], name_width)), str(shape["kernels"]), fmt_ns(shape["total_ns"])])
+    if rows:
+        out.append(("Operator input shapes", ["operator", "input dims", "kernels", "total"], rows, ["record_shapes: the cpu_op's Input Dims, by GPU time"]))
+    return out
+
+
+def module_tail(path: str, width: int) -> str:
+    """A module path in ``width`` characters keeping its innermost modules (the end tells
+    rows apart: ``…/BertLayer_0/BertAttention_0/Linear_0``), cut at a "/" where one fits."""
+    if len(path) <= width:
+        return path
+    tail = path[len(path) - (width - 1) :]
+    cut = tail.find("/")
+    return "…" + (tail[cut:] if 0 <= cut < len(tail) - 1 else tail)

@@ -194,9 +194,11 @@ class TuiProfApp(ProfApp):
         yield SystemCommand("Load issues", "Files that could not be loaded (6)", on_tab("issues"))
         yield SystemCommand("Filter hotspots", "Regex filter on names (/)", on_tab("hotspots", lambda: main.hotspots.action_filter()))
         yield SystemCommand(
-            "Group hotspots by next key", "name / normalised name / category / agent / process (b)", on_tab("hotspots", lambda: main.hotspots.action_group())
+            "Group hotspots by next key",
+            "name / normalised name / category / operator / module / agent / process (b)",
+            on_tab("hotspots", lambda: main.hotspots.action_group()),
         )
-        for group in GROUPS:
+        for group in main.view.groups if main.view is not None else GROUPS:
             yield SystemCommand(
                 f"Group hotspots by {group}", "analysis.hotspots grouping (b cycles)", on_tab("hotspots", lambda g=group: main.hotspots.group_by(g))
             )

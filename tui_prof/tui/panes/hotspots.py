@@ -21,7 +21,7 @@ from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
-from tui_prof.tui.view.runview import GROUPS, RunView
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
 
 HOTSPOT_COLUMNS = (
@@ -69,6 +69,11 @@ def measurement_text(doc: dict | None) -> Text:
     item("idle", f"{m['idle_pct']:.1f}%")
     item("copy", f"{m['copy_pct_of_wall']:.1f}%")
     return text
+
+
+def next_group(groups: tuple[str, ...], current: str) -> str:
+    """The grouping after ``current`` in ``groups`` (the first when ``current`` is not one)."""
+    return groups[(groups.index(current) + 1) % len(groups)] if current in groups else groups[0]
 
 
 class HotspotsPane(Vertical):
@@ -193,16 +198,16 @@ class HotspotsPane(Vertical):
 
     # -- grouping ----------------------------------------------------------------------------
     def action_group(self) -> None:
-        """Next grouping (b): name → normalised name → category → agent → process."""
+        """Next grouping (b): name → normalised name → category → operator → module → agent
+        → process (operator and module where the run records them: RunView.groups)."""
         if self.view is None:
             return
-        current = self.pending_group or self.group
-        self.group_by(GROUPS[(GROUPS.index(current) + 1) % len(GROUPS)])
+        self.group_by(next_group(self.view.groups, self.pending_group or self.group))
 
     def group_by(self, group: str) -> None:
         """Group the table by ``group`` (analysis.hotspots grouping, computed in a thread
         worker the first time: a million-row grouping must not block the keys)."""
-        if self.view is None or group not in GROUPS:
+        if self.view is None or group not in self.view.groups:
             return
         if self.view.has_hotspots(group):
             self.show_group(group)

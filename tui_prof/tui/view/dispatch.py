@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.hostops import DominantOp, dominant_op, ops_overlapping
-from tui_prof.analysis.occupancy import occupancy
+from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.view.runview import RunView
 
@@ -57,6 +57,45 @@ def _grid_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:
     return [("grid", threads)]
 
 
+def _register_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:
+    """Registers as the profiler recorded them: CUPTI's registers per thread on NVIDIA,
+    arch/accum VGPRs and SGPRs on AMD."""
+    if nvidia_agent(agent):
+        return [("registers / thread", fmt_value(r["arch_vgpr"], "int"))]
+    return [
+        ("arch / accum VGPR", f"{fmt_value(r['arch_vgpr'], 'int')} / {fmt_value(r['accum_vgpr'], 'int')}"),
+        ("SGPR", fmt_value(r["sgpr"], "int")),
+    ]
+
+
+def dispatch_nvidia_occupancy(agent, r: pd.Series) -> dict | None:
+    """analysis.occupancy.nvidia_occupancy of one NVIDIA dispatch from its block size,
+    registers per thread and shared memory per block and the agent's deviceProperties;
+    with the "hint" of :func:`~tui_prof.analysis.occupancy.nvidia_hint`."""
+    props = agent.extra.get("device_properties") or {}
+    threads = max(int(r["wg_x"]), 1) * max(int(r["wg_y"]), 1) * max(int(r["wg_z"]), 1)
+    regs, smem = int(r["arch_vgpr"]), max(int(r["lds_bytes"]), 0)
+    if int(r["wg_x"]) <= 0 or regs < 0:
+        return None
+    occ = nvidia_occupancy(props, threads, regs, smem)
+    if occ is not None:
+        occ["hint"] = nvidia_hint(occ, regs, smem, props)
+    return occ
+
+
+NVIDIA_SHORT = {"registers": "regs", "shared memory": "smem", "warps per SM": "warps", "blocks per SM": "blocks"}
+
+
+def nvidia_occupancy_pairs(occ: dict | None) -> list[tuple[str, str]]:
+    if occ is None:
+        return [("occupancy", "unknown (deviceProperties, block size or registers per thread not recorded)")]
+    return [
+        ("warps per SM", f"{occ['warps_per_sm']} of {occ['max_warps_per_sm']} ({occ['occupancy_pct']:g} %)"),
+        ("occupancy limiter", f"{occ['limiter']} · {occ['blocks_per_sm']} blocks/SM"),
+        ("limits (blocks/SM)", ", ".join(f"{NVIDIA_SHORT.get(x['limit'], x['limit'])} {x['blocks_per_sm']}" for x in occ["limiters"])),
+    ]
+
+
 @dataclass
 class DispatchDetail:
     """(label, value) pairs of one dispatch and its analysis.occupancy result (None when
@@ -81,8 +120,7 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
         ("block" if nvidia_agent(agent) else "workgroup", " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))),
         ("shared memory / block" if nvidia_agent(agent) else "LDS / workgroup", fmt_bytes(r["lds_bytes"])),
         ("scratch / item", fmt_bytes(r["scratch_bytes"])),
-        ("arch / accum VGPR", f"{fmt_value(r['arch_vgpr'], 'int')} / {fmt_value(r['accum_vgpr'], 'int')}"),
-        ("SGPR", fmt_value(r["sgpr"], "int")),
+        *_register_pairs(r, agent),
         ("pid / tid", f"{fmt_value(r['pid'], 'int')} / {fmt_value(r['tid'], 'int')}"),
         ("correlation / dispatch", f"{fmt_value(r['correlation_id'], 'int')} / {fmt_value(r['dispatch_id'], 'int')}"),
     ]
@@ -100,7 +138,10 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
     else:
         pairs.append(("launching call", "not linked" if launches is not None else "not available yet"))
     occ = dispatch_occupancy(view, r)
-    if occ is not None:
+    if nvidia_agent(agent):
+        occ = dispatch_nvidia_occupancy(agent, r)
+        pairs += nvidia_occupancy_pairs(occ)
+    elif occ is not None:
         pairs += [
             ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({occ['occupancy_pct']:g} %)"),
             ("occupancy limiter", f"{occ['limiter']} · {occ['workgroups_per_cu']} workgroups/CU"),

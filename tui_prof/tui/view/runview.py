@@ -26,18 +26,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis import engine, hostapi
 from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
 from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
 from tui_prof.tui.view.lanes import Lane, TimelineModel
 
-# group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key
-GROUPS = ("name", "normalised name", "category", "agent", "process")
+# group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key; "operator" and
+# "module" (and "category", where operators are recorded) come from analysis.operators
+GROUPS = ("name", "normalised name", "category", "operator", "module", "agent", "process")
 GROUP_BY = {"name": "name", "normalised name": "normalized", "category": "category", "agent": "agent", "process": "pid"}
+OPERATOR_GROUPS = ("category", "operator", "module")
 PARTS = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
 SUMMARY_TOP = 50
 OP_LANES = 4  # host-op lanes per thread: depths 0, 1, 2 and 3 and deeper
@@ -109,6 +114,8 @@ class RunView:
         self._locks = {part: threading.Lock() for part in PARTS}
         self._details: dict = {}  # filled by build_summary: full gap sets and launch links per run
         self._group_lock = threading.Lock()
+        self._links: list[pd.DataFrame | None] | None = None
+        self._links_lock = threading.Lock()
 
     # -- lazy parts -----------------------------------------------------------------------
     def ready(self, part: str) -> bool:
@@ -144,12 +151,51 @@ class RunView:
 
     # -- hotspots / groups ------------------------------------------------------------------
     def group_column(self, group: str) -> pd.Series:
-        """analysis.hotspots.group_key of the kernels for ``group``, computed once."""
+        """analysis.hotspots.group_key of the kernels for ``group``, computed once
+        (category, operator, module: :meth:`operator_group` where operators are recorded)."""
         if group not in self._groups:
             with self._group_lock:
                 if group not in self._groups:
-                    self._groups[group] = group_key(self.kernels, GROUP_BY[group]).reset_index(drop=True)
+                    key = self.operator_group(group) if group in OPERATOR_GROUPS else None
+                    self._groups[group] = key if key is not None else group_key(self.kernels, GROUP_BY[group]).reset_index(drop=True)
         return self._groups[group]
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The groupings this run set has: "operator" where a run records framework
+        operators (Kineto cpu_op), "module" where one records nn.Module scopes."""
+        if not hasattr(self, "_available"):
+            runs = self.runset.runs
+            has_ops = any(engine.has_operators(run) for run in runs)
+            has_modules = has_ops and any(has_module_scopes(run.markers) for run in runs)
+            self._available = tuple(g for g in GROUPS if (g != "operator" or has_ops) and (g != "module" or has_modules))
+        return self._available
+
+    def operator_links(self) -> list[pd.DataFrame | None]:
+        """analysis.operators.link_operators of each run (None where it records no
+        operators), computed once."""
+        with self._links_lock:
+            if self._links is None:
+                self._links = [link_operators(run.kernels, run.api, run.markers) if engine.has_operators(run) else None for run in self.runset.runs]
+        return self._links
+
+    def operator_group(self, group: str) -> pd.Series | None:
+        """Per kernel row: its category (operator first, analysis.operators), launching
+        operator or module path; None when no run records operators."""
+        links = self.operator_links()
+        if all(link is None for link in links):
+            return None
+        if group == "category":
+            inputs = [engine.RunInput(run, "", None, hostapi.CorrIndex(run.api)) for run in self.runset.runs]
+            key = engine.kernel_categories_of(inputs, links, DEFAULT_CATEGORY_RULES)
+            return None if key is None else key.reset_index(drop=True)
+        parts = []
+        for run, link in zip(self.runset.runs, links):
+            if link is None:
+                parts.append(pd.Series(np.full(len(run.kernels), NOT_LINKED, dtype=object)))
+            else:
+                parts.append((operator_key(link) if group == "operator" else module_key(link, run.markers)).astype(str))
+        return pd.Series(pd.concat(parts, ignore_index=True), dtype="category")
 
     def has_hotspots(self, group: str) -> bool:
         """The hotspot table of ``group`` is computed (showing it costs no analysis)."""
@@ -158,7 +204,10 @@ class RunView:
     def hotspots(self, group: str = "name") -> pd.DataFrame:
         """Hotspot table of analysis.hotspots.hotspots(kernels, by=GROUP_BY[group])."""
         if group not in self._hotspots:
-            self._hotspots[group] = hotspots(self.kernels, by=GROUP_BY[group])
+            if group in OPERATOR_GROUPS:
+                self._hotspots[group] = hotspots(self.kernels, by=GROUP_BY.get(group, "name"), key=self.group_column(group))
+            else:
+                self._hotspots[group] = hotspots(self.kernels, by=GROUP_BY[group])
         return self._hotspots[group]
 
     def dispatches(self, group: str, value: str) -> pd.DataFrame:
@@ -355,6 +404,7 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     kernels = pd.concat([kernels.reset_index(drop=True), extra], axis=1)
     view = RunView(runset, kernels, origin, span, layout)
     view.hotspots("name")
+    _ = view.groups  # which groupings exist (a scan of the markers): here in the load worker, not on a key press
     if not lazy:
         for i, part in enumerate(PARTS):
             if progress:
