@@ -91,7 +91,7 @@ EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
     FindingCode.COUNTER: _kernel,
     FindingCode.MANY_TINY_KERNELS: _tab("hotspots"),
     FindingCode.COMMUNICATION_SHARE: _tab("hotspots"),
-    FindingCode.NEEDS_TRACE: _tab("hotspots"),
+    FindingCode.NEEDS_TRACE: _tab("timeline"),  # the timeline says what is missing and the flags
     FindingCode.NO_COUNTERS: _tab("counters"),
     FindingCode.COUNTERS_SERIALISE: _tab("hardware"),
     FindingCode.KNOWN_ERROR: _tab("issues"),

@@ -34,6 +34,7 @@ from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
 from tui_prof.tui.view.lanes import Lane, TimelineModel
+from tui_prof.tui.view.stats import StatsFrame, stats_frames
 
 # group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key
 GROUPS = ("name", "normalised name", "category", "agent", "process")
@@ -109,6 +110,7 @@ class RunView:
         self._locks = {part: threading.Lock() for part in PARTS}
         self._details: dict = {}  # filled by build_summary: full gap sets and launch links per run
         self._group_lock = threading.Lock()
+        self.stats: list[StatsFrame] = []  # the profiler's statistics tables (tui.view.stats)
 
     # -- lazy parts -----------------------------------------------------------------------
     def ready(self, part: str) -> bool:
@@ -355,6 +357,7 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     kernels = pd.concat([kernels.reset_index(drop=True), extra], axis=1)
     view = RunView(runset, kernels, origin, span, layout)
     view.hotspots("name")
+    view.stats = stats_frames(runset)
     if not lazy:
         for i, part in enumerate(PARTS):
             if progress:
