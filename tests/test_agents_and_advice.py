@@ -99,7 +99,10 @@ def test_dominant_collective_in_nvidia_words_and_compute_kernel_unchanged():
     assert weight == 93.6 and f["fix"].startswith("A NCCL collective:") and "nvidia-smi topo -m" in f["fix"] and "CUDA stream" in f["fix"]
     assert "rocm" not in f["fix"].lower() and "HIP" not in f["fix"]
     f, _ = _dominant_kernel({"name": "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32", "percent": 60.0}, AMD)
-    assert f["fix"] == "Optimise this kernel first (counters, occupancy below)." and f["numbers"] == {"name": "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32", "percent": 60.0}
+    assert f["fix"] == "Optimise this kernel first (counters, occupancy below)." and f["numbers"] == {
+        "name": "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32",
+        "percent": 60.0,
+    }
 
 
 # ---- item 17: gfx1151, what cannot be measured and what to do instead --------------------------------

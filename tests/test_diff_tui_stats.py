@@ -24,6 +24,7 @@ from tui_prof.render.diff import fmt_metric, fmt_rel
 from tui_prof.synth import build
 from tui_prof.tui.diff.app import DiffApp
 from tui_prof.tui.diff.screens import DiffScreen, fmt_share
+from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
@@ -87,6 +88,11 @@ def test_80x24_sections_numbers_whole_and_b_reachable():
         assert table.has_focus and table.region.height >= 15
         await press(app, pilot, "1")
         assert app.focused is screen.query_one("#diff-summary")
+        assert text_of(app, "#diff-status").strip() == "2 kernels (s sort) · 3 timelines · w/- zoom · a/d pan · n/N gap · ? keys"
+        await press(app, pilot, "f1")
+        assert isinstance(app.screen, HelpScreen)
+        await press(app, pilot, "escape")
+        assert app.screen is screen
 
     drive(DiffApp(ra, rb), flow, size=(80, 24))
 

@@ -357,7 +357,7 @@ class DiffScreen(Screen):
             return
         sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "|Δ total| ↓"
         if self.compact and self.section == "summary":
-            text = f"summary · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · j/k: scroll · 2: kernels · 3: timelines · ?: keys"
+            text = "2 kernels (s sort) · 3 timelines · w/- zoom · a/d pan · n/N gap · ? keys"
         elif self.compact and self.section == "timelines":
             text = "timelines · w/-: zoom · a/d: pan · n/N: gap · 0: fit · Tab: A↔B · 1 summary · 2 kernels"
         else:
