@@ -183,3 +183,24 @@ def test_snapshot_stats_only_80x24(snap_compare, kernel_stats_only, keys):
             await idle(pilot.app, pilot)
 
     assert snap_compare(TuiProfApp(kernel_stats_only, use_cache=False), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_stats_only_dominant_collective_finding_and_its_evidence(tmp_path):
+    """The 4-process table of issue 15: rccl_main_kernel at 82.74 % is a dominant collective
+    (communication advice); Enter on it shows its row in the kernel statistics (there are no
+    dispatches to list)."""
+    from test_stats_and_gate import FOUR_PROCESS, RCCL
+
+    (tmp_path / "2117301_kernel_stats.csv").write_text(FOUR_PROCESS)
+
+    async def flow(app, pilot):
+        assert "dominant-kernel" in findings_codes(app)
+        await select_finding(app, pilot, "dominant-kernel")
+        finding = app.main.findings.current_finding()
+        assert finding["numbers"] == {"name": RCCL, "percent": 82.74, "category": "communication"}
+        assert finding["fix"].startswith("A RCCL collective:")
+        await press(app, pilot, "enter")
+        assert app.screen is app.main and app.main.query_one("#tabs").active == "hotspots"
+        assert str(column(hot(app), "name")[0]) == RCCL
+
+    drive(TuiProfApp(tmp_path, use_cache=False), flow)
