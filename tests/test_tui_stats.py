@@ -204,3 +204,23 @@ def test_stats_only_dominant_collective_finding_and_its_evidence(tmp_path):
         assert str(column(hot(app), "name")[0]) == RCCL
 
     drive(TuiProfApp(tmp_path, use_cache=False), flow)
+
+
+def test_missing_trace_names_each_tables_flag(tmp_path):
+    """summary.txt holds kernel, copy and API tables: the timeline's text names the flag that
+    traces each of them; a traced run has nothing missing."""
+    from tui_prof.loaders import load_path
+    from tui_prof.tui.view.stats import TRACE_OF, missing_trace, stats_frames
+
+    shutil.copy(SUMMARY, tmp_path / "summary.txt")
+    runset = load_path(tmp_path, use_cache=False)
+    frames = stats_frames(runset)
+    text = missing_trace(runset, frames)
+    present = [f.key for f in frames if f.key in TRACE_OF]
+    assert {"kernel_stats", "memory_copy_stats", "hip_api_stats"} <= set(present)
+    for key in present:
+        what, flag = TRACE_OF[key]
+        assert f"  {what}: {flag}\n" in text
+    assert "Press 1 for the tables (v: next table)." in text
+    traced = load_path(DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7", use_cache=False)
+    assert missing_trace(traced, stats_frames(traced)) == ""

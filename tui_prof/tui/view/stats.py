@@ -84,9 +84,8 @@ def missing_trace(runset: RunSet, frames: list[StatsFrame]) -> str:
     lines = ["No trace in this run: the timeline has nothing to draw."]
     if frames:
         tools = sorted({stats.tool_of(run) for run in runset.runs if run.tool_stats})
-        lines.append(
-            f"The run holds only the profiler's statistics ({', '.join(tools)}): totals per name, without timestamps. Press 1 for the tables (v: next table)."
-        )
+        tables = "the tables (v: next table)" if len(frames) > 1 else "the table"
+        lines.append(f"The run holds only the profiler's statistics ({', '.join(tools)}): totals per name, without timestamps. Press 1 for {tables}.")
     lines.append("")
     lines.append("Missing, and the rocprofv3 flag that records it:")
     keys = [f.key for f in frames if f.key in TRACE_OF] or [stats.KERNEL_STATS, "hip_api_stats"]
