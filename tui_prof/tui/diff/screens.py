@@ -161,7 +161,7 @@ def domains_table(result: DiffResult) -> Table:
             width = max(len(name), *(len(r[i]) for r in rows))
             table.add_column(name, justify="left" if i == 1 else "right", no_wrap=True, min_width=width, max_width=width)
     for r in rows:
-        table.add_row(*r)
+        table.add_row(*(plain(c) for c in r))  # a domain name comes from a file: never markup
     return table
 
 
