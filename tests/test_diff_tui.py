@@ -184,16 +184,16 @@ def test_snapshot_160x50(snap_compare):
 
 
 def test_keys_with_default_focus_help_and_palette():
-    """With the kernel table focused (the default): w zooms both timelines, a/d pan both,
-    n jumps to A's next gap, s still sorts the table; ? opens the key help listing them;
-    the palette has the diff's own commands."""
+    """At 80×24 the diff opens on its summary (focused): w zooms both timelines, a/d pan
+    both, n jumps to A's next gap; on the kernels (2) s sorts the table; ? opens the key
+    help listing them; the palette has the diff's own commands."""
     ra, rb, _, _ = classic()
 
     async def flow(app, pilot):
         screen = app.screen
         table = screen.query_one("#diff-table", TableView)
         tla, tlb = screen.query_one("#tl-a", Timeline), screen.query_one("#tl-b", Timeline)
-        assert table.has_focus
+        assert screen.compact and app.focused is screen.query_one("#diff-summary")
         width = tla.t1 - tla.t0
         await press(app, pilot, "w")
         assert tla.t1 - tla.t0 == width // 2 and (tlb.t0, tlb.t1) == (tla.t0, tla.t1)
@@ -204,7 +204,7 @@ def test_keys_with_default_focus_help_and_palette():
         assert tla.t0 == before
         await press(app, pilot, "0", "n")
         assert tla.gap_index == 0
-        await press(app, pilot, "s")
+        await press(app, pilot, "2", "s")
         assert table.sort_column is not None and table.has_focus
         await press(app, pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
@@ -212,7 +212,7 @@ def test_keys_with_default_focus_help_and_palette():
         assert ("diff screen", "w + =", "Zoom both") in rows and ("diff screen", "n", "Next gap (A)") in rows
         await press(app, pilot, "escape")
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for title in ("Match by next mode", "Zoom both in", "Pan both left", "Next gap", "Keys"):
+        for title in ("Summary", "Kernels", "Timelines", "Match by next mode", "Zoom both in", "Pan both left", "Next gap", "Keys"):
             assert title in titles
 
     drive(DiffApp(ra, rb), flow)

@@ -433,3 +433,15 @@ def test_share_of_a_moved_denominator_is_changed_not_regressed():
     assert row["status"] == "regressed" and "lower is better" in row["reason"]
     row = metric_delta(idle, None, 30.0, missing="no trace")
     assert row["status"] == "n/a" and row["reason"] == "n/a (no trace in A): not compared, cannot pass or fail the gate"
+
+
+def test_domain_with_no_time_on_either_side_is_same():
+    """A domain present in both runs with 0 ns on each side did not get faster."""
+    from tui_prof.analysis.diff import domain_diff
+
+    def doc(calls: int) -> dict:
+        table = {"key": "marker_api_stats", "domain": "MARKER_API", "calls": calls, "total_ns": 0}
+        return {"hotspots_source": "none", "copies_source": "none", "api": {"source": "stats", "rows": []}, "stats": {"tables": [table]}}
+
+    (row,) = domain_diff(doc(3), doc(5))  # type: ignore[arg-type]
+    assert (row["domain"], row["status"], row["calls_a"], row["calls_b"], row["delta_ns"], row["delta_pct"]) == ("MARKER_API", "same", 3, 5, 0, None)

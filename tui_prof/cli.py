@@ -271,7 +271,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
-        DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, use_cache=not args.no_cache).run(mouse=not args.no_mouse)
+        app = DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, use_cache=not args.no_cache)
+        app.run(mouse=not args.no_mouse)
+        if app.load_error:  # shown in the app until q; repeated here for the shell
+            _say(app.load_error.splitlines()[0])
+            return EXIT_NOTHING_LOADED
         return EXIT_OK
     from tui_prof.loaders import load_path
 

@@ -23,13 +23,35 @@ SERIALISATION_WARNING = (
 )
 
 
+# gfx115x (Strix Point / Strix Halo, e.g. gfx1151 Radeon 8060S): what cannot be measured and
+# what to do instead (research/counters_hw.md §2b, §4: rocm-systems #3428, #2169, PR #2171/#3229,
+# #10041, TheRock #6476, rocprof-compute PR #4402)
+GFX115X_INSTEAD: tuple[dict[str, str], ...] = (
+    {
+        "cannot": "PC sampling: rocprofiler-sdk samples only gfx9 and gfx12 (ROCm/rocm-systems #3428)",
+        "instead": "find the hot kernels by time (rocprofv3 --kernel-trace --stats) and time variants of them; read their ISA (-save-temps) for the instruction mix",
+    },
+    {
+        "cannot": "hardware counters and thread trace with ROCm 7.2.0: rocprofv3 --pmc and --att abort in hsa_iterate_agents (ROCm/rocm-systems #2169)",
+        "instead": "update ROCm to a release with rocm-systems PR #2171 (7.2 backport PR #3229); then collect one TCP-block counter per pass "
+        "(separate --pmc passes, rocm-systems #10041) and check the values are not all zero (ROCm/TheRock #6476)",
+    },
+    {
+        "cannot": "an MFMA roofline: gfx11.5 has no MFMA units (WMMA runs on the VALU); the rocprof-compute roofline is VALU-only",
+        "instead": "bound a WMMA kernel by the VALU peak (rocprof-compute gfx1151 config, PR #4402: FP16 max SCLK × CUs × 256, FP32 × 128 FLOP per cycle) "
+        "and by memory bandwidth (LPDDR5X, 256-bit bus)",
+    },
+)
+
+
 def _version_tuple(text: str) -> tuple[int, ...] | None:
     m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
     return tuple(int(x) for x in m.groups(default="0")) if m else None
 
 
 def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
-    """What can be profiled on ``arch``: counters, PC sampling, thread trace, rocprof-compute, limits, notes."""
+    """What can be profiled on ``arch``: counters, PC sampling, thread trace, rocprof-compute, limits, notes;
+    ``instead`` (where known): what cannot be measured on the arch and what to do instead."""
     a = (arch or "").split(":")[0].lower()
     lim = arch_limits(a)
     notes: list[str] = []
@@ -91,6 +113,7 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
             "gfx11.5 counters arrived late: not in the Aug-2025 rocprofiler-sdk counter definitions, added in newer config.yaml; "
             "only one TCP-block counter per pass on gfx1151 (rocm-systems #10041)."
         )
+        caps["instead"] = list(GFX115X_INSTEAD)
         if a == "gfx1151":
             v = _version_tuple(tool_version)
             crash = "rocprofv3 --pmc aborted (SIGABRT in hsa_iterate_agents / aqlprofile) on gfx1151 with ROCm 7.2.0; fixed by rocm-systems PR #2171 and backport PR #3229."

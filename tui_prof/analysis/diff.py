@@ -396,7 +396,7 @@ def domain_diff(a: SummaryDoc, b: SummaryDoc, noise_pct: float = DEFAULT_NOISE_P
             else "removed"
             if domain not in db
             else "same"
-            if delta_pct is not None and abs(delta_pct) <= noise_pct
+            if tb == ta or (delta_pct is not None and abs(delta_pct) <= noise_pct)
             else "slower"
             if tb > ta
             else "faster"

@@ -731,9 +731,7 @@ TRACE_FINDINGS = ("gpu-idle", "idle-sync", "launch-bound", "sync-overhead", "syn
 TRACE_FLAGS = "rocprofv3 --kernel-trace --sys-trace (or --runtime-trace)"
 
 
-def has_trace(runset: RunSet) -> bool:
-    """Whether any process recorded trace rows (kernels, API calls or copies)."""
-    return any(len(run.kernels) or len(run.api) or len(run.copies) for run in runset.runs)
+has_trace = stats.has_trace
 
 
 def hotspots_source(runset: RunSet) -> str:
@@ -834,10 +832,7 @@ def stats_part(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -> S
     the trace of the same process."""
     tables = stats.stats_tables(runset, top)
     traced = has_trace(runset)
-    source = ""
-    if tables:
-        tools = sorted({stats.tool_of(run) for run in runset.runs if run.tool_stats})
-        source = f"from {', '.join(tools)}" + ("" if traced else "; no trace in this run")
+    source = stats.source_label(runset) if tables else ""
     checks = stats.trace_checks(runset, {id(r.run): r.label for r in inputs})
     return {
         "source": source,

@@ -37,8 +37,9 @@ from enum import Enum
 from typing import Any
 
 from tui_prof.analysis.hostapi import MANY_LAUNCHES, TINY_KERNEL_NS
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.parts import Finding, SummaryDoc
-from tui_prof.analysis.platform import TORCH_PHRASES, phrases, torch_first
+from tui_prof.analysis.platform import TORCH_PHRASES, collective_phrases, phrases, torch_first
 
 
 class FindingCode(str, Enum):
@@ -76,6 +77,23 @@ def _f(code: FindingCode | str, severity: str, message: str, numbers: dict[str, 
     ``code``: a member, or the ``counter:<metric>`` string of a counter finding."""
     value = code.value if isinstance(code, FindingCode) else code
     return {"severity": severity, "code": value, "message": message, "numbers": numbers, "fix": fix}, weight
+
+
+def _dominant_kernel(top: Any, vendor: str) -> tuple[Finding, float]:
+    """One kernel over half of kernel time: optimise it (counters, occupancy); a collective
+    (the category rules' communication: ncclDevKernel_*, rccl_main_kernel, ...) waits on the
+    interconnect, so its advice is communication: overlap, bucketing, topology."""
+    message = f"One kernel takes {top['percent']:.1f} % of kernel time: {top['name'][:80]}"
+    numbers = {"name": top["name"], "percent": top["percent"]}
+    if DEFAULT_CATEGORY_RULES.classify(top["name"]) != "communication":
+        return _f(FindingCode.DOMINANT_KERNEL, "low", message, numbers, "Optimise this kernel first (counters, occupancy below).", top["percent"])
+    say = collective_phrases(vendor)
+    fix = (
+        f"A {say['library']} collective: its time is communication, which occupancy and counters do not shorten. "
+        f"{say['overlap'][0].upper()}{say['overlap'][1:]}; {say['bucketing']}; {say['topology']}; "
+        "and check for stragglers: a rank that arrives late makes every other rank wait inside the collective."
+    )
+    return _f(FindingCode.DOMINANT_KERNEL, "low", message + " (a collective: communication)", {**numbers, "category": "communication"}, fix, top["percent"])
 
 
 def build_findings(doc: SummaryDoc) -> list[Finding]:
@@ -251,16 +269,7 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
             )
     hot = doc.get("hotspots") or []
     if hot and hot[0]["percent"] > 50:
-        out.append(
-            _f(
-                FindingCode.DOMINANT_KERNEL,
-                "low",
-                f"One kernel takes {hot[0]['percent']:.1f} % of kernel time: {hot[0]['name'][:80]}",
-                {"name": hot[0]["name"], "percent": hot[0]["percent"]},
-                "Optimise this kernel first (counters, occupancy below).",
-                hot[0]["percent"],
-            )
-        )
+        out.append(_dominant_kernel(hot[0], platform["vendor"] if platform else "unknown"))
     for occ in (doc.get("occupancy") or [])[:5]:
         if occ["occupancy_pct"] < 25:
             out.append(

@@ -127,3 +127,38 @@ def torch_first(platform: PlatformPart | None, torch_fix: str, platform_fix: str
     if platform and platform.get("pytorch"):
         return f"In PyTorch: {torch_fix}. Otherwise: {platform_fix}"
     return platform_fix
+
+
+class CollectivePhrases(TypedDict):
+    library: str  # the collective library the kernels come from
+    overlap: str  # how to overlap collectives with compute
+    bucketing: str  # gradient bucketing: fewer, larger collectives
+    topology: str  # how to see the GPU interconnect the collectives use
+
+
+# The words of the communication advice (a collective kernel dominating kernel time).
+COLLECTIVE_PHRASES: dict[str, CollectivePhrases] = {
+    NVIDIA: {
+        "library": "NCCL",
+        "overlap": "overlap the collectives with compute (DDP/FSDP overlap each gradient bucket's all-reduce with the backward pass; a separate CUDA stream)",
+        "bucketing": "bucket gradients into fewer, larger collectives (DDP bucket_cap_mb)",
+        "topology": "check the topology the rings use (nvidia-smi topo -m; NCCL_DEBUG=INFO prints the rings: NVLink or PCIe)",
+    },
+    AMD: {
+        "library": "RCCL",
+        "overlap": "overlap the collectives with compute (DDP/FSDP overlap each gradient bucket's all-reduce with the backward pass; a separate HIP stream)",
+        "bucketing": "bucket gradients into fewer, larger collectives (DDP bucket_cap_mb)",
+        "topology": "check the topology the rings use (rocm-smi --showtopo; NCCL_DEBUG=INFO, which RCCL reads, prints the rings: xGMI or PCIe)",
+    },
+    UNKNOWN: {
+        "library": "the collective library",
+        "overlap": "overlap the collectives with compute (DDP/FSDP overlap each gradient bucket's all-reduce with the backward pass; a separate stream)",
+        "bucketing": "bucket gradients into fewer, larger collectives (DDP bucket_cap_mb)",
+        "topology": "check the GPU interconnect topology the collectives run over (the library's debug output prints its rings)",
+    },
+}
+
+
+def collective_phrases(vendor: str) -> CollectivePhrases:
+    """The communication advice's words for ``vendor``; mixed and unknown get neutral words."""
+    return COLLECTIVE_PHRASES.get(vendor, COLLECTIVE_PHRASES[UNKNOWN])

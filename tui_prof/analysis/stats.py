@@ -99,6 +99,20 @@ def tool_of(run: Run) -> str:
     return f"{run.meta.tool or 'profiler'} --stats"
 
 
+def has_trace(runset: RunSet) -> bool:
+    """Whether any process recorded trace rows (kernels, API calls or copies)."""
+    return any(len(run.kernels) or len(run.api) or len(run.copies) for run in runset.runs)
+
+
+def source_label(runset: RunSet) -> str:
+    """Where the run's statistics tables come from, as the summary and the TUI say it:
+    "from rocprofv3 --stats; no trace in this run" ("" when the run has none)."""
+    tools = sorted({tool_of(run) for run in runset.runs if any(len(t) for t in run.tool_stats.values())})
+    if not tools:
+        return ""
+    return f"from {', '.join(tools)}" + ("" if has_trace(runset) else "; no trace in this run")
+
+
 def tables_with(runset: RunSet, key: str) -> list[tuple[Run, pd.DataFrame]]:
     return [(run, run.tool_stats[key]) for run in runset.runs if key in run.tool_stats and len(run.tool_stats[key])]
 

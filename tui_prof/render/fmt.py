@@ -220,3 +220,16 @@ def fmt_at(t_ns: float | None, resolution_ns: float) -> str:
     while step * 10**decimals < scale and decimals < 9:
         decimals += 1
     return f"{t / scale:.{decimals}f} {unit}"
+
+
+def fmt_ids(ids: list) -> str:
+    """Agent ids as runs of consecutive integers: [2, 3, 4, 7] -> "2–4, 7" (other ids as given)."""
+    if not all(isinstance(i, int) for i in ids):
+        return ", ".join(str(i) for i in ids)
+    spans: list[list[int]] = []
+    for i in sorted(ids):
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tui_prof.render.fmt import fmt_bytes, fmt_ns, shorten
+from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, shorten
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 
 
@@ -45,12 +45,9 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
             f"Process {proc['label']}: {proc['dispatches']} dispatches, {proc['api_calls']} API calls, "
             f"{proc['copies']} copies" + (f" [{tool}]" if tool else "") + (" (partial)" if proc["partial"] else "")
         )
-    gpus = [a for a in summary["agents"] if a.get("type") == "GPU"]
-    if gpus:
-        out.append(
-            "GPUs: "
-            + "; ".join(f"{a['id']}: {a['arch'] or '?'}" + (f" {a['product']}" if a.get("product") and a["product"] != a["arch"] else "") for a in gpus)
-        )
+    groups = gpu_groups(summary["agents"])
+    if groups:
+        out.append("GPUs: " + "; ".join(gpu_group_label(group) for group in groups))
     kernels = summary["kernels"]
     out.append(
         f"Kernels: {kernels['dispatches']} dispatches of {kernels['unique_names']} kernels, "
@@ -358,15 +355,37 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
             out.append(
                 (f"Counters ({block['process']}, {block.get('arch') or '?'})", ["kernel", "metric", "value", "threshold", "verdict", "source"], rows, notes)
             )
-    for a in summary["agents"]:
-        caps = a.get("capabilities")
+    for group in gpu_groups(summary["agents"]):
+        caps = group[0].get("capabilities")
         if caps:
             rows = [[k, str(caps[k])] for k in ("counters", "pc_sampling", "thread_trace", "rocprof_compute", "roofline")]
-            out.append((f"Profiling capability: agent {a['id']} {caps['arch'] or '?'}", ["feature", "support"], rows, caps["notes"]))
+            ids = [a["id"] for a in group]
+            agents = f"agents {fmt_ids(ids)} {caps['arch'] or '?'} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]} {caps['arch'] or '?'}"
+            instead = [f"Cannot measure {i['cannot']}. Instead: {i['instead']}." for i in caps.get("instead", [])]
+            out.append((f"Profiling capability: {agents}", ["feature", "support"], rows, caps["notes"] + instead))
     if summary.get("logs"):
         rows = [[f"{h['path']}:{h['line']}", h["code"], h["meaning"]] for h in summary["logs"]]
         out.append(("Known errors in log files", ["where", "code", "meaning"], rows, []))
     return out
+
+
+def gpu_groups(agents: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The GPU agent records, identical ones (same process, arch, product and capabilities)
+    as one group, in first-seen order: eight MI300X of one process are one group."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for a in agents:
+        if a.get("type") == "GPU":
+            key = (a.get("process"), a.get("arch") or "", a.get("product") or "", repr(a.get("capabilities")))
+            groups.setdefault(key, []).append(a)
+    return list(groups.values())
+
+
+def gpu_group_label(group: list[Mapping[str, Any]]) -> str:
+    """ "2–9: gfx942 AMD Instinct MI300X ×8" (one agent: "0: gfx90a AMD Instinct MI210")."""
+    a = group[0]
+    name = (a.get("arch") or "?") + (f" {a['product']}" if a.get("product") and a["product"] != a.get("arch") else "")
+    ids = [g["id"] for g in group]
+    return f"{fmt_ids(ids)}: {name}" + (f" ×{len(ids)}" if len(ids) > 1 else "")
 
 
 def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:

@@ -67,6 +67,7 @@ class DiffApp(ProfApp):
         self.sources = (source_a, source_b)
         self.use_cache = use_cache
         self.diff_screen = DiffScreen(by=by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp)
+        self.load_error = ""  # why there is nothing to compare (tuiprof diff --tui then exits 1)
 
     def on_mount(self) -> None:
         use_daemon_threads()  # quitting never waits for a load or an analysis
@@ -80,7 +81,12 @@ class DiffApp(ProfApp):
             views = (build_view(a, lazy=True), build_view(b, lazy=True))
             models = linked_models(views)  # the screen shows the lanes; the deltas come from analysis.diff
             screen = self.diff_screen
-            self.post_message(DiffLoaded(views, (a, b), screen.diff((a, b)), screen.match_keys(views, screen.by), models))
+            result = screen.diff((a, b))
+            empty = [f"{tag} ({rs.name})" for tag, rs, nothing in zip("AB", (a, b), result.empty) if nothing]
+            if empty:  # a diff of nothing must not look like a clean result (the CLI exits 1 too)
+                self.post_message(LoadFailed("\n".join(f"{side} holds no kernels, API calls, copies or statistics to compare" for side in empty)))
+                return
+            self.post_message(DiffLoaded(views, (a, b), result, screen.match_keys(views, screen.by), models))
         except LoadCancelled:  # the app is quitting
             return
         except Exception as err:  # shown in the app, never as a traceback
@@ -102,6 +108,9 @@ class DiffApp(ProfApp):
     def get_system_commands(self, screen: Screen):
         yield from super().get_system_commands(screen)
         diff = self.diff_screen
+        yield SystemCommand("Summary", "Metric deltas, verdicts and why (1)", lambda: diff.action_section("summary"))
+        yield SystemCommand("Kernels", "The kernel diff table (2)", lambda: diff.action_section("kernels"))
+        yield SystemCommand("Timelines", "A's and B's timelines, zoom-linked (3)", lambda: diff.action_section("timelines"))
         yield SystemCommand("Match by next mode", "name / normalised name / category (m)", diff.action_match)
         yield SystemCommand("Order by |Δ total|", "The kernel table's default order (r)", diff.action_reset_order)
         yield SystemCommand("Zoom both in", "Both timelines (w + =)", lambda: diff.action_zoom(0.5))
@@ -118,4 +127,5 @@ class DiffApp(ProfApp):
         self.diff_screen.show(message.views, message.runsets, message.result, message.keys, message.models)
 
     def on_load_failed(self, message: LoadFailed) -> None:
+        self.load_error = message.text
         self.diff_screen.show_failure(message.text)

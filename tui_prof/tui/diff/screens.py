@@ -18,6 +18,7 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -38,19 +39,21 @@ from tui_prof.analysis.diff import (
 )
 from tui_prof.analysis.hotspots import group_key, hotspots
 from tui_prof.model import RunSet
-from tui_prof.render.diff import fmt_metric, fmt_rel
-from tui_prof.render.fmt import fmt_ns
+from tui_prof.render.diff import DOMAIN_HEADERS, domain_rows, fmt_metric, fmt_rel
+from tui_prof.render.fmt import fmt_ns, fmt_pct
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.drilldown import DISPATCH_COLUMNS
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView
+from tui_prof.tui.view.stats import TRACE_COMMAND, missing_trace
+from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
 DIFF_COLUMNS = (
-    Column("key", "kernel", 56, "text"),
+    Column("key", "kernel", 40, "text"),
     Column("status", "status", 7, "text"),
     Column("calls_a", "calls A", 7),
     Column("calls_b", "calls B", 7),
@@ -62,7 +65,12 @@ DIFF_COLUMNS = (
     Column("avg_a_ns", "avg A", 9, "ns"),
     Column("avg_b_ns", "avg B", 9, "ns"),
     Column("delta_calls", "Δ calls", 7),
+    Column("share_a", "share A", 8, "pct"),
+    Column("share_b", "share B", 8, "pct"),
 )
+COMPACT_HEIGHT = 40  # rows: below, the sections are shown one at a time
+SECTIONS = ("summary", "kernels", "timelines")
+SECTION_FOCUS = {"summary": "#diff-summary", "kernels": "#diff-table", "timelines": "#tl-a"}
 VERDICT_STYLE = {"improved": "bold green", "regressed": "bold red", "within noise": "dim", "changed": "yellow", "n/a": "dim"}
 MATCH_LABELS = {"name": "name", "normalized": "normalised name", "category": "category"}
 
@@ -85,35 +93,120 @@ def match_keys(view: RunView, by: str, rules=None) -> np.ndarray:
     return group_key(view.kernels, by, rules).astype(str).to_numpy()
 
 
+def verdict_cell(m: dict) -> str:
+    """A metric's verdict as the table shows it: "n/a (no trace in A)" for a metric a side
+    has no data for, else the status."""
+    return m["reason"].split(":", 1)[0] if m["status"] == "n/a" else m["status"]
+
+
 def metrics_table(result: DiffResult) -> Table:
-    """The summary delta table as a Rich table (verdict coloured)."""
-    table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ (B−A)", "right"), ("Δ %", "right"), ("noise", "right"), ("verdict", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)
-    for m in result.metrics:
-        table.add_row(
+    """The summary delta table as a Rich table (verdict coloured). Numbers are never cut:
+    their columns are as wide as their longest cell, the labels and verdicts wrap instead."""
+    rows = [
+        (
             m["label"],
             fmt_metric(m["a"], m["unit"]),
             fmt_metric(m["b"], m["unit"]),
             fmt_metric(m["delta"], m["unit"], signed=True),
             fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
             f"±{m['threshold']:g}{m['threshold_unit']}",
-            plain(m["status"], VERDICT_STYLE.get(m["status"], "")),
+            verdict_cell(m),
         )
+        for m in result.metrics
+    ]
+    table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 0, 0, 2))
+    for i, name in enumerate(("metric", "A", "B", "Δ (B−A)", "Δ %", "noise", "verdict")):
+        if i == 0:  # labels wrap (at word breaks) when the width is short
+            table.add_column(name, overflow="fold", ratio=1, min_width=12)
+        elif i == 6:
+            table.add_column(name, overflow="fold", ratio=1, min_width=len("within noise"))
+        else:
+            width = max(len(name), *(len(r[i]) for r in rows))
+            table.add_column(name, justify="right", no_wrap=True, min_width=width, max_width=width)
+    for m, r in zip(result.metrics, rows):
+        table.add_row(*r[:6], plain(r[6], VERDICT_STYLE.get(m["status"], "")))
     return table
 
 
+def reason_lines(result: DiffResult) -> Text:
+    """Why each verdict that needs a reason is what it is: "changed" (a neutral metric or a
+    share whose denominator moved), "regressed", and "n/a" (metrics with the same reason
+    on one line)."""
+    text = plain()
+    na: dict[str, list[str]] = {}
+    for m in result.metrics:
+        if m["status"] == "n/a":
+            na.setdefault(m["reason"], []).append(m["label"])
+        elif m["status"] in ("changed", "regressed"):
+            text.append(f"{m['label']}", "bold")
+            text.append(f" {m['status']}: ", VERDICT_STYLE.get(m["status"], ""))
+            text.append(m["reason"] + "\n")
+    for reason, labels in na.items():
+        verdict, _, rest = reason.partition(":")
+        text.append(", ".join(labels), "bold")
+        text.append(f" {verdict}:", "dim")
+        text.append(rest + "\n")
+    text.rstrip()
+    return text
+
+
+def domains_table(result: DiffResult) -> Table:
+    """Calls and time per profiler domain (analysis.diff.domain_diff)."""
+    rows = domain_rows(result)
+    table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold", title="Domains", title_justify="left", padding=(0, 0, 0, 1))
+    for i, name in enumerate(DOMAIN_HEADERS):
+        if i == 0:
+            table.add_column(name, overflow="fold", ratio=1, min_width=max(len(r[0]) for r in rows))
+        else:
+            width = max(len(name), *(len(r[i]) for r in rows))
+            table.add_column(name, justify="left" if i == 1 else "right", no_wrap=True, min_width=width, max_width=width)
+    for r in rows:
+        table.add_row(*(plain(c) for c in r))  # a domain name comes from a file: never markup
+    return table
+
+
+def summary_renderable(result: DiffResult):
+    """The summary section: the metric deltas, the reasons of their verdicts and, when a
+    side holds the profiler's statistics, the per-domain deltas."""
+    parts: list = [metrics_table(result)]
+    reasons = reason_lines(result)
+    if len(reasons):
+        parts += [plain("why", "bold underline"), reasons]
+    if result.domains and any(doc.get("stats", {}).get("tables") for doc in (result.summary_a, result.summary_b)):
+        parts.append(domains_table(result))
+    return Group(*parts)
+
+
+def fmt_share(value) -> str:
+    """A kernel's share of its run's kernel time (two decimals, as the profiler writes it)."""
+    return fmt_pct(value, 2)
+
+
 class DiffScreen(Screen):
-    """Summary deltas, kernel diff table, two zoom-linked timelines."""
+    """Summary deltas, kernel diff table, two zoom-linked timelines.
+
+    On a terminal lower than :data:`COMPACT_HEIGHT` rows the three sections do not fit
+    together: the screen shows one at a time (``1`` summary, ``2`` kernels, ``3``
+    timelines), each with the whole height, so no number is cut and B's timeline is seen.
+    """
 
     DEFAULT_CSS = """
-    #diff-metrics { height: auto; padding: 0 1; }
+    #diff-summary { height: auto; max-height: 50%; padding: 0 1; scrollbar-size-vertical: 1; }
     #diff-table { height: 1fr; min-height: 5; }
     #diff-timelines { height: 40%; border-top: solid $primary; }
     #tl-a, #tl-b { height: 1fr; }
+    #diff-metrics { width: 100%; }
+    #tl-missing { height: auto; padding: 0 1; }
     .tl-label { height: 1; padding: 0 1; text-style: bold; }
+    DiffScreen.-compact #diff-summary, DiffScreen.-compact #diff-table, DiffScreen.-compact #diff-timelines { display: none; }
+    DiffScreen.-compact.-summary #diff-summary { display: block; height: 1fr; max-height: 100%; }
+    DiffScreen.-compact.-kernels #diff-table { display: block; }
+    DiffScreen.-compact.-timelines #diff-timelines { display: block; height: 1fr; border-top: none; }
     """
     BINDINGS = [
+        Binding("1", "section('summary')", "Summary", id="diff.summary"),
+        Binding("2", "section('kernels')", "Kernels", id="diff.kernels"),
+        Binding("3", "section('timelines')", "Timelines", id="diff.timelines"),
         Binding("m", "match", "Match by", id="diff.match"),
         Binding("r", "reset_order", "Order by |Δ|", id="diff.order"),
         # these work with the default focus (the kernel table: s sorts it there); on a
@@ -139,19 +232,47 @@ class DiffScreen(Screen):
         self.result: DiffResult | None = None
         self.keys: tuple[np.ndarray, np.ndarray] | None = None  # match key of each kernel row, per side
         self.pending_by: str | None = None  # match mode being computed in a worker
+        self.section = "summary"  # the section shown on a compact terminal
 
     def compose(self) -> ComposeResult:
         yield Static("tuiprof diff · loading…", id="diff-title", classes="title")
-        yield Static("", id="diff-metrics")
+        with KeyScroll(id="diff-summary"):
+            yield Static("", id="diff-metrics")
         yield Static("", id="diff-status", classes="status")
         yield TableView(list(DIFF_COLUMNS), id="diff-table")
         with Vertical(id="diff-timelines"):
+            yield Static("", id="tl-missing")
             yield Static("", id="tl-a-label", classes="tl-label")
             yield Timeline(id="tl-a")
             yield Static("", id="tl-b-label", classes="tl-label")
             yield Timeline(id="tl-b")
             yield Static("", id="tl-status", classes="status")
         yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#diff-table", TableView).formatters.update(share_a=fmt_share, share_b=fmt_share)
+        self.query_one("#tl-missing").display = False
+        self._layout()
+
+    def on_resize(self) -> None:
+        self._layout()
+
+    @property
+    def compact(self) -> bool:
+        return self.has_class("-compact")
+
+    def _layout(self) -> None:
+        """Compact (one section at a time) below COMPACT_HEIGHT rows."""
+        self.set_class(self.size.height < COMPACT_HEIGHT, "-compact")
+        for section in SECTIONS:
+            self.set_class(section == self.section, f"-{section}")
+
+    def action_section(self, section: str) -> None:
+        """Show (compact terminal) or focus a section: 1 summary, 2 kernels, 3 timelines."""
+        self.section = section
+        self._layout()
+        self.query_one(SECTION_FOCUS[section]).focus()
+        self.update_status()
 
     # -- data ---------------------------------------------------------------------------
     def show_failure(self, text: str) -> None:
@@ -181,7 +302,8 @@ class DiffScreen(Screen):
         self.query_one("#tl-a", Timeline).set_model(models[0])
         self.query_one("#tl-b", Timeline).set_model(models[1])
         self.show_result(result, keys)
-        self.query_one("#diff-table", TableView).focus()
+        # a compact terminal opens on the summary (the verdicts), a large one on the table
+        self.query_one(SECTION_FOCUS[self.section] if self.compact else "#diff-table").focus()
 
     def show_result(self, result: DiffResult, keys: tuple[np.ndarray, np.ndarray]) -> None:
         """Fill every pane with ``result`` (its ``by`` is the match mode shown)."""
@@ -193,15 +315,36 @@ class DiffScreen(Screen):
             f" · by {MATCH_LABELS[self.by]}: {c['matched']} matched, {c['added']} added, {c['removed']} removed"
         )
         self.query_one("#diff-title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
-        self.query_one("#diff-metrics", Static).update(metrics_table(result))
+        self.query_one("#diff-metrics", Static).update(summary_renderable(result))
         table = self.query_one("#diff-table", TableView)
         table.columns[0].title = f"kernel ({MATCH_LABELS[self.by]})"
         table.set_data(result.kernels, text_key="key")
         self.update_status()
-        idle_a, idle_b = result.metric("idle_pct")["a"], result.metric("idle_pct")["b"]
-        span_a, span_b = result.metric("span_ns")["a"], result.metric("span_ns")["b"]
-        self.query_one("#tl-a-label", Static).update(plain(f"A {a.name} · span {fmt_ns(span_a)} · GPU idle {idle_a:.2f}%", no_wrap=True, overflow="ellipsis"))
-        self.query_one("#tl-b-label", Static).update(plain(f"B {b.name} · span {fmt_ns(span_b)} · GPU idle {idle_b:.2f}%", no_wrap=True, overflow="ellipsis"))
+        self._timeline_labels()
+
+    def _timeline_labels(self) -> None:
+        """Each timeline's label (span and GPU idle, or that the run has no trace); a run
+        without a trace has its timeline hidden and the flags that record one shown."""
+        assert self.views is not None and self.runsets is not None and self.result is not None
+        untraced = []
+        for side, tag in ((0, "a"), (1, "b")):
+            view, name = self.views[side], self.runsets[side].name
+            traced = not missing_trace(view.runset, view.stats)
+            if traced:
+                span = fmt_metric(self.result.metric("span_ns")[tag], "ns")
+                idle = fmt_metric(self.result.metric("idle_pct")[tag], "pct")
+                label = f"{tag.upper()} {name} · span {span} · GPU idle {idle}"
+            else:
+                label = f"{tag.upper()} {name} · no trace (statistics only)"
+                untraced.append(tag.upper())
+            self.query_one(f"#tl-{tag}-label", Static).update(plain(label, no_wrap=True, overflow="ellipsis"))
+            self.query_one(f"#tl-{tag}", Timeline).display = traced
+        missing = self.query_one("#tl-missing", Static)
+        missing.display = bool(untraced)
+        self.query_one("#tl-status").display = len(untraced) < 2
+        self.query_one("#diff-timelines").styles.height = "auto" if len(untraced) == 2 else None
+        if untraced:
+            missing.update(plain(f"No trace in {' and '.join(untraced)}: nothing to draw there. Record one with {TRACE_COMMAND}.", "dim"))
 
     def update_status(self) -> None:
         table = self.query_one("#diff-table", TableView)
@@ -213,10 +356,17 @@ class DiffScreen(Screen):
             self.query_one("#diff-status", Static).update(plain(text, "dim italic", no_wrap=True, overflow="ellipsis"))
             return
         sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "|Δ total| ↓"
-        text = (
-            f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
-            "Enter: pairs · m: match · s: sort · r: |Δ| order · w/-: zoom · a/d: pan · n/N: gap · ?: keys"
-        )
+        if self.compact and self.section == "summary":
+            text = "2 kernels (s sort) · 3 timelines · w/- zoom · a/d pan · n/N gap · ? keys"
+        elif self.compact and self.section == "timelines":
+            text = "timelines · w/-: zoom · a/d: pan · n/N: gap · 0: fit · Tab: A↔B · 1 summary · 2 kernels"
+        else:
+            text = (
+                f"{len(model)} kernels · sort {sort} · noise ±{self.noise_pct:g}% / ±{self.noise_pp:g}pp · "
+                "Enter: pairs · m: match · s: sort · r: |Δ| order · w/-: zoom · a/d: pan · n/N: gap · "
+                + ("1: summary · 3: timelines · " if self.compact else "")
+                + "?: keys"
+            )
         self.query_one("#diff-status", Static).update(plain(text, no_wrap=True, overflow="ellipsis"))
 
     def key_rows(self, side: int, key: str) -> pd.DataFrame:
@@ -321,8 +471,13 @@ class DiffScreen(Screen):
 
     @on(TableView.Selected, "#diff-table")
     def _selected(self, event: TableView.Selected) -> None:
-        if self.pending_by is None:
-            self.app.push_screen(PairScreen(self, str(event.row["key"]), event.row))
+        if self.pending_by is not None or self.views is None:
+            return
+        untraced = [tag for tag, view in zip("AB", self.views) if not len(view.kernels) and view.stats]
+        if untraced:  # statistics only: the table's row is all there is
+            self.notify(f"no dispatches in {' and '.join(untraced)} (statistics only): the row is all the run records", timeout=4, markup=False)
+            return
+        self.app.push_screen(PairScreen(self, str(event.row["key"]), event.row))
 
 
 def pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from tui_prof.model import RunSet
-from tui_prof.render.fmt import fmt_bytes
+from tui_prof.render.fmt import fmt_bytes, fmt_ids
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
 from tui_prof.tui.widgets.scroll import KeyScroll
@@ -20,17 +20,7 @@ def _opt(value) -> str:
     return "-" if value is None else str(value)
 
 
-def id_ranges(ids: list) -> str:
-    """Agent ids as runs of consecutive integers: [2, 3, 4, 7] -> "2–4, 7"."""
-    if not all(isinstance(i, int) for i in ids):
-        return ", ".join(str(i) for i in ids)
-    spans: list[list[int]] = []
-    for i in sorted(ids):
-        if spans and i == spans[-1][1] + 1:
-            spans[-1][1] = i
-        else:
-            spans.append([i, i])
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+id_ranges = fmt_ids  # agent ids as runs: [2, 3, 4, 7] -> "2–4, 7"
 
 
 FIELDS = (
@@ -103,6 +93,9 @@ def capabilities_renderable(doc: dict):
             table.add_row("limits", plain(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in limits.items() if v is not None)))
         for note in caps.get("notes", []):
             table.add_row(plain("note", "yellow"), plain(note, "yellow"))
+        for item in caps.get("instead", []):  # what cannot be measured on this arch, and what to do instead
+            table.add_row(plain("cannot measure", "red"), plain(item["cannot"], "red"))
+            table.add_row(plain("instead", "green"), plain(item["instead"], "green"))
         parts.append(table)
     warnings = doc.get("warnings") or []
     if warnings:

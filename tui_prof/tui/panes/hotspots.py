@@ -6,6 +6,7 @@ shown; the pane shows "computing…" in its status line meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from rich.text import Text
@@ -17,9 +18,12 @@ from textual.events import Key
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from tui_prof.analysis.stats import KERNEL_STATS
+from tui_prof.analysis.stats import source_label as stats_source
 from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
 from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.panes.stats import STATS_COLUMNS, fmt_percent, stats_measurement_text, stats_status
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
@@ -36,18 +40,23 @@ HOTSPOT_COLUMNS = (
     Column("stddev_ns", "stddev", 9, "ns"),
 )
 
+NO_DISPATCHES = "statistics only: no dispatches to show (record them with rocprofv3 --kernel-trace)"
+
 
 def measurement_text(doc: dict | None) -> Text:
     """The measurement table (``doc["measurement"]`` of analysis.summary) as one wrapped line.
 
-    span = wall time; GEMM = GEMM share of kernel time; sync = sync + blocking-copy calls
-    as % of wall (target < 5 %); launch = launch API time as % of wall, queue = median
+    span = wall time; GEMM = GEMM share of kernel time; exposed sync = the part of the
+    sync + blocking-copy call time in which the GPU had no work left, as % of wall (target
+    < 5 %; docs/metrics.md), with the raw share of those calls when it differs; launch = launch API time as % of wall, queue = median
     queue delay; idle = GPU idle % of its span; copy = copy-engine busy % of wall.
     """
     text = plain()
     if not doc or "measurement" not in doc:
         text.append("measurement table: not available (analysis.summary)", "dim")
         return text
+    if doc.get("stats", {}).get("needs_trace"):  # statistics only: no span, sync or idle to show
+        return stats_measurement_text(doc)
     m = doc["measurement"]
 
     def item(label: str, value: str, bad: bool = False) -> None:
@@ -59,11 +68,13 @@ def measurement_text(doc: dict | None) -> Text:
     item("span", fmt_ns(m["span_ns"]))
     item("kernels", f"{m['kernel_count']:,}")
     item("GEMM", f"{m['gemm_pct_of_kernel_time']:.1f}%")
-    item(
-        "sync",
-        f"{m['sync_pct_of_wall']:.1f}% (>{m['sync_target_pct']:g}%)" if m["sync_pct_of_wall"] > m["sync_target_pct"] else f"{m['sync_pct_of_wall']:.1f}%",
-        m["sync_pct_of_wall"] > m["sync_target_pct"],
-    )
+    raw, target = m["sync_pct_of_wall"], m["sync_target_pct"]
+    exposed = m.get("exposed_sync_pct_of_wall")
+    sync = raw if exposed is None else exposed
+    value = f"{sync:.1f}%" + (f" (>{target:g}%)" if sync > target else "")
+    if exposed is not None and f"{raw:.1f}" != f"{exposed:.1f}":
+        value += f", raw {raw:.1f}%"
+    item("sync" if exposed is None else "exposed sync", value, sync > target)
     queue = m.get("median_queue_delay_ns")
     item("launch", f"{m['launch_api_pct_of_wall']:.1f}%" + (f" (queue {fmt_ns(queue)})" if queue is not None else ""))
     item("idle", f"{m['idle_pct']:.1f}%")
@@ -85,6 +96,7 @@ class HotspotsPane(Vertical):
         Binding("slash", "filter", "Filter", id="hotspots.filter"),
         Binding("b", "group", "Group by", id="hotspots.group"),
         Binding("t", "goto_kernel", "Kernel on timeline", id="hotspots.timeline"),
+        Binding("v", "stats_table", "Stats tables", id="hotspots.stats"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="hotspots.clear"),
     ]
 
@@ -93,6 +105,7 @@ class HotspotsPane(Vertical):
         self.view: RunView | None = None
         self.group = "name"
         self.pending_group: str | None = None  # grouping being computed in a worker
+        self.stats_key: str | None = None  # the statistics table shown (tui.view.stats), None: the trace's hotspots
 
     def compose(self) -> ComposeResult:
         yield Static("", id="measure")
@@ -107,11 +120,23 @@ class HotspotsPane(Vertical):
     def table(self) -> TableView:
         return self.query_one("#hotspot-table", TableView)
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """A run without a kernel trace has no dispatches to group or show on the timeline;
+        a run without statistics files has no tables for ``v`` (hidden from the footer)."""
+        if self.view is None:
+            return True
+        if action in ("group", "goto_kernel") and not len(self.view.kernels):
+            return False
+        return action != "stats_table" or bool(self.view.stats)
+
     # -- data from the screen -------------------------------------------------------------
     def set_view(self, view: RunView) -> None:
         """The first screen: the name hotspots (computed by build_view); measurement pending."""
         self.view = view
         self.query_one("#measure", Static).update(plain(f"measurement table: {COMPUTING}", "dim italic"))
+        # no kernel trace: the profiler's statistics tables stand in (kernel_stats first)
+        self.stats_key = view.stats[0].key if view.stats and not len(view.kernels) else None
+        self.refresh_bindings()
         self.fill()
         self.table.focus()
 
@@ -129,7 +154,13 @@ class HotspotsPane(Vertical):
 
     # -- table ------------------------------------------------------------------------------
     def fill(self) -> None:
+        if self.stats_key is not None:
+            self.fill_stats()
+            return
         table = self.table
+        if table.columns[1:] != list(HOTSPOT_COLUMNS[1:]):  # back from a statistics table
+            self._set_columns(HOTSPOT_COLUMNS)
+            table.formatters.pop("percent", None)
         frame = self.view.hotspots(self.group)
         pattern = table.model.pattern if table.model else ""
         sort = (table.model.sort_key, table.model.descending) if table.model and table.model.sort_key else ("total_ns", True)
@@ -143,6 +174,11 @@ class HotspotsPane(Vertical):
         model = self.table.model
         if model is None:
             return
+        if self.stats_key is not None and self.view is not None:
+            others = len(self.view.stats) - (0 if len(self.view.kernels) else 1)
+            text = stats_status(self.current_stats, model, stats_source(self.view.runset), others)
+            self.query_one("#hot-status", Static).update(plain(text, no_wrap=True, overflow="ellipsis"))
+            return
         sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "none"
         text = f"by {self.group} · {len(model)}/{len(model.frame)} rows · sort {sort}"
         if model.pattern:
@@ -150,7 +186,8 @@ class HotspotsPane(Vertical):
         self.query_one("#hot-status", Static).update(plain(text, no_wrap=True, overflow="ellipsis"))
 
     def _post_selection(self) -> None:
-        self.post_message(KernelSelected(*self.selection))
+        if self.stats_key in (None, KERNEL_STATS):  # API and copy tables name no kernel
+            self.post_message(KernelSelected(*self.selection))
 
     @on(TableView.Highlighted, "#hotspot-table")
     def _highlighted(self, event: TableView.Highlighted) -> None:
@@ -160,9 +197,15 @@ class HotspotsPane(Vertical):
     @on(TableView.Selected, "#hotspot-table")
     def _selected(self, event: TableView.Selected) -> None:
         event.stop()
+        if self.stats_key is not None:
+            self.notify(NO_DISPATCHES, timeout=4, markup=False)
+            return
         self.post_message(DispatchesRequested(self.group, str(event.row["name"])))
 
     def action_goto_kernel(self) -> None:
+        if self.stats_key is not None:
+            self.notify(NO_DISPATCHES, timeout=4, markup=False)
+            return
         self.post_message(TimelineRequested())
 
     # -- filter -------------------------------------------------------------------------------
@@ -202,6 +245,13 @@ class HotspotsPane(Vertical):
         → process (operator and module where the run records them: RunView.groups)."""
         if self.view is None:
             return
+        if self.stats_key is not None:
+            if not len(self.view.kernels):
+                self.notify(f"grouping needs the kernel trace ({NO_DISPATCHES})", timeout=4, markup=False)
+                return
+            self.stats_key = None  # back to the trace's hotspots, in the grouping shown last
+            self.fill()
+            return
         self.group_by(next_group(self.view.groups, self.pending_group or self.group))
 
     def group_by(self, group: str) -> None:
@@ -230,3 +280,38 @@ class HotspotsPane(Vertical):
         self.group = group
         self.fill()  # the table posts Highlighted: the selection goes up from there
         self.notify(f"grouped by {self.group}", timeout=2)
+
+    # -- the profiler's statistics tables (tui.view.stats) ------------------------------------
+    @property
+    def current_stats(self):
+        """The statistics table shown (a :class:`~tui_prof.tui.view.stats.StatsFrame`)."""
+        assert self.view is not None
+        return next(f for f in self.view.stats if f.key == self.stats_key)
+
+    def _set_columns(self, columns) -> None:
+        table = self.table
+        table.columns = [dataclasses.replace(c) for c in columns]
+        table.col_cursor, table.col_offset = 0, 1
+
+    def fill_stats(self) -> None:
+        table = self.table
+        frame = self.current_stats
+        self._set_columns(STATS_COLUMNS)
+        table.columns[0].title = f"{frame.key} ({frame.domain})"
+        table.formatters["percent"] = fmt_percent
+        table.set_data(frame.frame, text_key="name", sort=("total_ns", True))
+        self.update_status()
+
+    def action_stats_table(self) -> None:
+        """Next statistics table (v): kernels, API domains, copies, domains; then the trace's
+        hotspots when the run has a kernel trace."""
+        if self.view is None:
+            return
+        keys: list[str | None] = [f.key for f in self.view.stats]
+        if not keys:
+            self.notify("no statistics tables in this run (rocprofv3 --stats writes them)", timeout=3, markup=False)
+            return
+        if len(self.view.kernels):
+            keys.insert(0, None)
+        self.stats_key = keys[(keys.index(self.stats_key) + 1) % len(keys)] if self.stats_key in keys else keys[0]
+        self.fill()

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.events import DescendantFocus
 from textual.widgets import Static
 
 from tui_prof.tui.glyphs import to_ascii, use_ascii
@@ -17,6 +18,8 @@ from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView
+from tui_prof.tui.view.stats import missing_trace
+from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.timeline import Timeline
 
 # the legend: (glyph, style, label) as drawn by tui_prof.tui.widgets.timeline
@@ -43,7 +46,7 @@ def legend(ascii: bool = False) -> Text:
 class TimelinePane(Vertical):
     """Tab 2. ``selection`` (grouping, value) is the hotspot row the ``c``/``t`` jumps use."""
 
-    DEFAULT_CSS = "TimelinePane { height: 1fr; }"
+    DEFAULT_CSS = "TimelinePane { height: 1fr; } #tl-missing { height: 1fr; padding: 1 2; }"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -52,6 +55,8 @@ class TimelinePane(Vertical):
         self.kernel_cycle = 0
 
     def compose(self) -> ComposeResult:
+        with KeyScroll(id="tl-missing"):
+            yield Static("", id="tl-missing-text")
         yield Timeline(id="timeline-view")
         yield Static(plain(f"timeline: {COMPUTING}", "dim italic"), id="tl-status", classes="status")
         yield Static(legend(use_ascii()), id="tl-legend", classes="status")
@@ -70,17 +75,38 @@ class TimelinePane(Vertical):
         self.kernel_cycle = 0  # a new row starts at its first dispatch
 
     # -- data from the screen -------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.query_one("#tl-missing").display = False
+
     def set_view(self, view: RunView) -> None:
         self.view = view
+        # a run without a trace (statistics only): what is missing and the flag that records it
+        missing = missing_trace(view.runset, view.stats)
+        self.query_one("#tl-missing-text", Static).update(plain(missing))
+        self.query_one("#tl-missing").display = bool(missing)
+        self.timeline.display = not missing
+        self.query_one("#tl-legend").display = not missing
 
     def set_model(self, model: TimelineModel) -> None:
         self.timeline.set_model(model)
-        self._show_status()
+        if self.timeline.display:
+            self._show_status()
+        else:
+            self.query_one("#tl-status", Static).update(plain("no trace: nothing to draw", "dim"))
 
     def part_failed(self, text: Text) -> None:
         self.query_one("#tl-status", Static).update(text)
 
+    @on(DescendantFocus)
+    def _focus_message(self, event: DescendantFocus) -> None:
+        """The hidden timeline of a run without a trace passes its focus to the message
+        (the footer then shows no zoom keys that would do nothing)."""
+        if event.widget is self.timeline and not self.timeline.display:
+            self.query_one("#tl-missing").focus()
+
     def _show_status(self) -> None:
+        if not self.timeline.display:
+            return
         self.query_one("#tl-status", Static).update(plain(self.timeline.status_text(), no_wrap=True, overflow="ellipsis"))
 
     @on(Timeline.ViewChanged, "#timeline-view")

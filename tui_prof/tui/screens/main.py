@@ -38,6 +38,7 @@ from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
 from tui_prof.tui.view.runview import PARTS, RunView
+from tui_prof.tui.view.stats import title_count
 from tui_prof.tui.widgets.timeline import Timeline
 
 PANES = Binding.Group("Panes", compact=True)
@@ -131,7 +132,10 @@ class MainScreen(Screen):
         self.query_one("#loading").display = False
         self.query_one("#tabs").display = True
         errors = len(runset.errors)
-        title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {len(view.kernels)} dispatches"
+        count = title_count(runset, len(view.kernels), view.stats)
+        title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {count}"
+        if not len(view.kernels) and view.stats:  # statistics only: the source first, seen at 80 columns
+            title = f"tuiprof · {runset.name} · {count} · {', '.join(runset.formats)} · {len(runset.runs)} process(es)"
         if errors:
             title += f" · {errors} file(s) failed: press 6"
         self.query_one("#title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))

@@ -62,12 +62,16 @@ def _host(view: RunView, finding: dict) -> Evidence:
 def _copy(view: RunView, finding: dict) -> Evidence:
     """The first copy row."""
     copy = [i for i, lane in enumerate(view.timeline.lanes) if lane.kind == "copy"]
+    if not copy and view.stats:  # statistics only: the memory copy table is the evidence
+        return "tab", "hotspots"
     return ("copy", copy[0]) if copy else ("none", "no copy row")
 
 
 def _kernel(view: RunView, finding: dict) -> Evidence:
     """The dispatches of the kernel the finding names."""
     name = finding_kernel(finding)
+    if name and not len(view.kernels) and view.stats:  # statistics only: no dispatches, its row in the table
+        return "tab", "hotspots"
     return ("kernel", name) if name else ("none", "kernel not found")
 
 
@@ -91,7 +95,7 @@ EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
     FindingCode.COUNTER: _kernel,
     FindingCode.MANY_TINY_KERNELS: _tab("hotspots"),
     FindingCode.COMMUNICATION_SHARE: _tab("hotspots"),
-    FindingCode.NEEDS_TRACE: _tab("hotspots"),
+    FindingCode.NEEDS_TRACE: _tab("timeline"),  # the timeline says what is missing and the flags
     FindingCode.NO_COUNTERS: _tab("counters"),
     FindingCode.COUNTERS_SERIALISE: _tab("hardware"),
     FindingCode.KNOWN_ERROR: _tab("issues"),

@@ -37,6 +37,7 @@ from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
 from tui_prof.tui.view.lanes import Lane, TimelineModel
+from tui_prof.tui.view.stats import StatsFrame, stats_frames
 
 # group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key; "operator" and
 # "module" (and "category", where operators are recorded) come from analysis.operators
@@ -116,6 +117,7 @@ class RunView:
         self._group_lock = threading.Lock()
         self._links: list[pd.DataFrame | None] | None = None
         self._links_lock = threading.Lock()
+        self.stats: list[StatsFrame] = []  # the profiler's statistics tables (tui.view.stats)
 
     # -- lazy parts -----------------------------------------------------------------------
     def ready(self, part: str) -> bool:
@@ -405,6 +407,7 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     view = RunView(runset, kernels, origin, span, layout)
     view.hotspots("name")
     _ = view.groups  # which groupings exist (a scan of the markers): here in the load worker, not on a key press
+    view.stats = stats_frames(runset)
     if not lazy:
         for i, part in enumerate(PARTS):
             if progress:
