@@ -77,9 +77,10 @@ def test_old_format_entry_is_a_miss():
     cache.save(sample_runset(), "2" * 40)
     manifest = cache.cache_root() / ("2" * 40) / "manifest.json"
     data = manifest.read_bytes()
-    assert data.startswith(b'{"format":4,')
+    current = b'{"format":%d,' % cache.CACHE_FORMAT
+    assert data.startswith(current)
     manifest.unlink()  # files are replaced, never rewritten in place
-    manifest.write_bytes(data.replace(b'{"format":4,', b'{"format":3,', 1))
+    manifest.write_bytes(data.replace(current, b'{"format":%d,' % (cache.CACHE_FORMAT - 1), 1))
     json.loads(manifest.read_text())  # still valid JSON: only the format differs
     assert cache.load("2" * 40) is None
 

@@ -388,7 +388,7 @@ def test_manifest_records_size_chunk_crcs_rows_and_columns(tmp_path, monkeypatch
     load_path(run_dir, use_cache=True)
     (entry,) = entries(root)
     raw = (entry / cache.MANIFEST).read_bytes()
-    assert raw.startswith(b'{"format":4,"check":"')
+    assert raw.startswith(b'{"format":%d,"check":"' % cache.CACHE_FORMAT)
     json.loads(raw)  # the manifest is JSON
     body = cache._parse_manifest(raw)
     assert body["key"] == entry.name
