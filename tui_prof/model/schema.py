@@ -311,9 +311,19 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
     return pd.DataFrame(data, columns=list(spec.columns), copy=False)
 
 
+_EMPTY: dict[tuple, pd.DataFrame] = {}
+
+
 def empty_table(spec: TableSpec | str) -> pd.DataFrame:
-    """An empty table with the schema of ``spec``."""
-    return make_table(spec, {})
+    """An empty table with the schema of ``spec`` (a copy of one built once per schema:
+    building it column by column costs ~8 ms, a run holds nine tables)."""
+    if isinstance(spec, str):
+        spec = TABLES[spec]
+    key = (spec.name, tuple(spec.columns.items()))
+    table = _EMPTY.get(key)
+    if table is None:
+        table = _EMPTY[key] = make_table(spec, {})
+    return table.copy()
 
 
 def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataFrame:
