@@ -65,16 +65,40 @@ def child(path: str, use_cache: bool) -> dict:
 
     imported = time.time() - launched
 
+    import collections
+    import sys
+    import threading
+    import traceback
+
     async def main() -> dict:
         app = TuiProfApp(path, use_cache=use_cache)
         out: dict = {"imports_s": imported}
-        stall = {"last": None, "max": 0.0, "on": False}
+        # max: the longest gap between ticks; max_cpu: the most CPU the loop's thread used
+        # between two ticks (its own work, whatever the machine's load; waits for the GIL
+        # or the CPU do not count); sources: where the loop's thread was when a watchdog
+        # found the tick more than 20 ms late (one sample per 5 ms of lateness)
+        stall = {"last": None, "last_cpu": 0.0, "max": 0.0, "max_cpu": 0.0, "on": False}
+        sources: collections.Counter = collections.Counter()
+        loop_thread = threading.get_ident()
 
         def tick() -> None:
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.thread_time()
             if stall["on"] and stall["last"] is not None:
                 stall["max"] = max(stall["max"], now - stall["last"])
-            stall["last"] = now
+                stall["max_cpu"] = max(stall["max_cpu"], cpu - stall["last_cpu"])
+            stall["last"], stall["last_cpu"] = now, cpu
+
+        def watchdog() -> None:
+            while stall["on"] is not None:
+                time.sleep(0.005)
+                if stall["on"] and stall["last"] is not None and time.perf_counter() - stall["last"] > 0.02:
+                    frame = sys._current_frames().get(loop_thread)
+                    if frame is not None:
+                        stack = [f for f in traceback.extract_stack(frame) if "tui_prof" in f.filename or "textual" in f.filename or "rich" in f.filename]
+                        if stack:
+                            sources[" < ".join(f"{Path(f.filename).stem}.{f.name}:{f.lineno}" for f in reversed(stack[-3:]))] += 1
+
+        threading.Thread(target=watchdog, daemon=True).start()
 
         async with app.run_test(size=(160, 50)) as pilot:
             app.set_interval(0.01, tick)
@@ -100,6 +124,9 @@ def child(path: str, use_cache: bool) -> dict:
             await pilot.pause()
             out["all_panes_s"] = time.time() - launched
             out["max_loop_stall_ms"] = round(stall["max"] * 1000, 1)
+            out["max_loop_cpu_ms"] = round(stall["max_cpu"] * 1000, 1)
+            out["stall_sources"] = sources.most_common(6)
+            stall["on"] = None
             await pilot.press("2")  # the timeline tab renders at once
             await pilot.pause()
         return out
@@ -133,6 +160,7 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--use-cache", default="1", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each case (the figures vary with the machine's load)")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.use_cache == "1")))
@@ -150,8 +178,12 @@ def main() -> None:
             cache.mkdir(exist_ok=True)
             if case.endswith("-reopen") and not any(cache.iterdir()):  # reopen needs a filled cache
                 measure(path, True, cache)
-            result = measure(path, True, cache)
-            print(json.dumps({"case": case, "dispatches": args.dispatches, **result}), flush=True)
+            for _ in range(args.repeat):
+                if case.endswith("-first"):
+                    shutil.rmtree(cache, ignore_errors=True)
+                    cache.mkdir()
+                result = measure(path, True, cache)
+                print(json.dumps({"case": case, "dispatches": args.dispatches, **result}), flush=True)
     finally:
         shutil.rmtree(caches, ignore_errors=True)
 

@@ -296,12 +296,18 @@ def compare(
     ref_env: dict | None = None,
     ours_key: str = "wall_s",
     ref_key: str = "wall_s",
+    baseline: str | None = None,
 ) -> dict:
-    a, b = [], []
+    a, b, c = [], [], []
     for _ in range(repeat):  # interleaved so both sides see the same load
         a.append(measure(ours, env() if callable(env) else env))  # a callable: a fresh env per run
         b.append(measure(ref, ref_env or (env() if callable(env) else env)))
+        if baseline:
+            c.append(run_child(ours, {**((env() if callable(env) else env) or {}), "PYTHONPATH": baseline}, cwd=baseline))  # -m puts the cwd first
     row = {"row": label, "ours": best(a), "ref": best(b), "ours_key": ours_key, "ref_key": ref_key}
+    if baseline:  # the same command on an earlier tree, interleaved with the other two
+        row["base"] = best(c)
+        print(f"  {label}: baseline {row['base'].get(ours_key, float('nan')):.3f} s", file=sys.stderr)
     print(f"  {label}: ours {row['ours'].get(ours_key, float('nan')):.3f} s, ref {row['ref'].get(ref_key, float('nan')):.3f} s", file=sys.stderr)
     return row
 
@@ -312,14 +318,19 @@ def fmt_s(value) -> str:
 
 def print_table(rows: list[dict], notes: list[str]) -> None:
     print()
-    print("| row | tuiprof | cpu s | peak RSS MB | reference | cpu s | peak RSS MB | ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| row | tuiprof | cpu s | peak RSS MB | reference | cpu s | peak RSS MB | ratio | baseline tree | its ratio | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         o, f, unit = r["ours"], r["ref"], r.get("unit", "s")
         ov, fv = o.get(r["ours_key"]), f.get(r["ref_key"])
         ratio = f"{ov / fv:.2f}×" if ov and fv else "-"
         rss = lambda d: f"{d['peak_rss_mb']:.0f}" if d.get("peak_rss_mb") else "-"  # noqa: E731
-        print(f"| {r['row']} | {fmt_s(ov)} {unit} | {fmt_s(o.get('cpu_s'))} | {rss(o)} | {fmt_s(fv)} {unit} | {fmt_s(f.get('cpu_s'))} | {rss(f)} | {ratio} |")
+        bv = r.get("base", {}).get(r["ours_key"])
+        base = f"{fmt_s(bv)} {unit} | {bv / fv:.2f}×" if bv and fv else "- | -"
+        print(
+            f"| {r['row']} | {fmt_s(ov)} {unit} | {fmt_s(o.get('cpu_s'))} | {rss(o)} | {fmt_s(fv)} {unit} | {fmt_s(f.get('cpu_s'))} | {rss(f)} | {ratio} "
+            f"| {base} | {o.get('load1', '-')} |"
+        )
     for n in notes:
         print(f"- {n}")
 
@@ -405,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default=",".join(DEFAULT_ROWS), help=f"comma list of {', '.join(ALL_ROWS)}")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "tuiprof-bench"))
+    parser.add_argument("--baseline", help="PYTHONPATH of an earlier tree (git archive REV | tar -x -C DIR): its summary-csv and help run interleaved too")
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
@@ -440,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                 [PY, "-c", READ_CSV, str(csv_run)],
                 args.repeat,
                 no_cache_env,
+                baseline=args.baseline,
             )
         )
         leftover = list(Path(cache_dir).iterdir())
@@ -512,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     if "help" in wanted:
-        rows.append(compare("tuiprof --help", cli("--help"), [PY, "-c", "pass"], max(args.repeat, 3)))
+        rows.append(compare("tuiprof --help", cli("--help"), [PY, "-c", "pass"], max(args.repeat, 3), baseline=args.baseline))
     if "memory" in wanted:
         m = measure(child("memory", str(csv_run)), no_cache_env)
         rows.append(

@@ -28,7 +28,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui_prof.model.schema import TABLES
+from tui_prof.model.schema import TABLES, dtype_matches
 
 HARD = ("exception", "unraisable", "loader-failed", "bad-issue", "sibling", "modified", "schema", "hang")
 SOFT = ("unclear", "unmarked-partial", "memory")
@@ -117,7 +117,7 @@ def check_runset(root: Path, runset, mutated: set[str], good_before: set[str]) -
                 found.append(Violation("schema", f"{name} columns {list(table.columns)[:8]}"))
                 continue
             for col, dtype in spec.columns.items():
-                if str(table[col].dtype) != dtype:
+                if not dtype_matches(dtype, table[col].dtype):
                     found.append(Violation("schema", f"{name}.{col} dtype {table[col].dtype} (want {dtype})"))
     contributed = {os.path.relpath(f, root) for run in runset.runs for f in run.meta.files}
     for rel in mutated & names_with_error & contributed:

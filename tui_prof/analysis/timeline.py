@@ -436,8 +436,10 @@ def merged_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, 
     """The union of intervals [start, end) as sorted, disjoint (starts, ends)."""
     if len(starts) == 0:
         return np.array([], np.int64), np.array([], np.int64)
-    o = np.argsort(starts, kind="stable")
-    s, e = np.asarray(starts)[o], np.asarray(ends)[o]
+    s, e = np.asarray(starts), np.asarray(ends)
+    if not (s[1:] >= s[:-1]).all():  # sorted already (the usual trace): no sort, no gather
+        o = np.argsort(s, kind="stable")
+        s, e = s[o], e[o]
     reach = np.maximum.accumulate(e)
     first = np.ones(len(s), dtype=bool)
     first[1:] = s[1:] > reach[:-1]

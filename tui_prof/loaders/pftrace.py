@@ -453,7 +453,9 @@ class _Shape:
         self.name: tuple[int, int] | None = None
         self.track: tuple[int, int] | None = None
         self.counter: tuple[int, int] | None = None
-        self.args: list[tuple[int, str, int, int]] = []  # (name iid, "int"|"double"|"string", offset, size)
+        self.args: list[tuple[int | str, str, int, int]] = []  # (name iid or inline name, "int"|"double"|"string", offset, size)
+        self.name_text: tuple[int, int] | None = None  # inline event name at (offset, size): its bytes vary
+        self.cat_text: str | None = None  # inline category: part of the layout
         self.hits = 0
 
     def fixed(self, data: bytes, a: int, b: int) -> None:
@@ -560,7 +562,12 @@ def _parse_event_shape(p: bytes, pos: int, end: int, shape: _Shape) -> bool:
             if field == 4:
                 if not _parse_annotation_shape(p, pos, pos + size, shape):
                     return False
-            elif field in _SHAPE_EVENT_WANTED:  # packed categories, inline names: general path
+            elif field == 23:  # inline name: the bytes vary, their place and length do not
+                shape.name_text = (pos, size)
+            elif field == 22:  # inline category: part of the layout (the last one wins)
+                shape.fixed(p, pos, pos + size)
+                shape.cat_text = p[pos : pos + size].decode("utf-8", "replace")
+            elif field in _SHAPE_EVENT_WANTED:  # packed category iids: general path
                 return False
             pos += size
         elif wire == 1 and field == 44:
@@ -576,32 +583,42 @@ def _parse_event_shape(p: bytes, pos: int, end: int, shape: _Shape) -> bool:
 
 
 def _parse_annotation_shape(p: bytes, pos: int, end: int, shape: _Shape) -> bool:
-    """A DebugAnnotation as the perfetto SDK writes it: name_iid, then one int/uint/bool,
-    double or string value, nothing else."""
-    if end <= pos or p[pos] != 0x08:
+    """A DebugAnnotation as Perfetto writers lay it out: a name (``name_iid``, or an inline
+    name, which is then part of the layout) and one int/uint/bool, double or string value,
+    in either order, nothing else."""
+    iid: int | str | None = None
+    value: tuple[str, int, int] | None = None
+    q = pos
+    while q < end:
+        tag = p[q]
+        if tag == 0x08 and iid is None:  # name_iid
+            iid, r = _varint_at(p, q + 1)
+            shape.fixed(p, q, r)
+        elif tag == 0x52 and iid is None:  # inline name
+            size, r = _varint_at(p, q + 1)
+            iid, r = p[r : r + size].decode("utf-8", "replace"), r + size
+            if r > end:
+                return False
+            shape.fixed(p, q, r)
+        elif tag in (0x10, 0x18, 0x20) and value is None:  # bool, uint, int
+            shape.fixed(p, q, q + 1)
+            _, r = _varint_at(p, q + 1)
+            shape.varying(q + 1, r)
+            value = ("int", q + 1, r - q - 1)
+        elif tag == 0x29 and value is None:  # double
+            value, r = ("double", q + 1, 8), q + 9
+            shape.fixed(p, q, q + 1)
+        elif tag == 0x32 and value is None:  # string ("Agent-4")
+            size, r = _varint_at(p, q + 1)
+            shape.fixed(p, q, r)
+            value, r = ("string", r, size), r + size
+        else:
+            return False
+        q = r
+    if iid is None or value is None or q != end:
         return False
-    iid, q = _varint_at(p, pos + 1)
-    shape.fixed(p, pos, q)
-    tag = p[q]
-    shape.fixed(p, q, q + 1)
-    q += 1
-    if tag in (0x10, 0x18, 0x20):  # bool, uint, int
-        v0 = q
-        _, q = _varint_at(p, q)
-        shape.varying(v0, q)
-        shape.args.append((iid, "int", v0, q - v0))
-    elif tag == 0x29:  # double
-        shape.args.append((iid, "double", q, 8))
-        q += 8
-    elif tag == 0x32:  # string ("Agent-4")
-        l0 = q
-        size, q = _varint_at(p, q)
-        shape.fixed(p, l0, q)
-        shape.args.append((iid, "string", q, size))
-        q += size
-    else:
-        return False
-    return q == end
+    shape.args.append((iid, *value))
+    return True
 
 
 def _column(sub: np.ndarray, offset: int, size: int) -> np.ndarray:
@@ -728,6 +745,24 @@ class _Sequence:
         self.incremental: dict[int, list[int]] = {}  # clock_id -> [last value ns (boottime), unit multiplier]
 
 
+_HASH_MULTIPLIERS = np.random.default_rng(0x5EED).integers(1, 1 << 63, size=4096 // 8 + 1, dtype=np.uint64) | np.uint64(1)
+"""Odd 64-bit multipliers of the words of an inline string (:meth:`_Decoder._block_ids`)."""
+
+
+class _InlineIds(dict):
+    """The bytes of an inline string -> its global string id: each distinct byte string is
+    decoded and interned once (a trace that writes names inline repeats a few names millions
+    of times)."""
+
+    def __init__(self, sid) -> None:
+        super().__init__()
+        self._sid = sid
+
+    def __missing__(self, key: bytes) -> int:
+        value = self[key] = self._sid(key.decode("utf-8", "replace"))
+        return value
+
+
 class _Decoder:
     def __init__(self) -> None:
         self.sequences: dict[int, _Sequence] = {}
@@ -738,6 +773,9 @@ class _Decoder:
         self.arg_names: dict[tuple[int, int], int] = {}
         self.strings: list[str] = []
         self.string_ids: dict[str, int] = {}
+        self.inline_ids = _InlineIds(self.sid)
+        self._inline_buf: object = None  # the chunk whose bytes ``_inline_raw`` holds
+        self._inline_raw = b""
         self.tracks: dict[int, dict] = {}  # uuid -> descriptor facts
         self.pids: list[int] = []
         self.clock_offsets: dict[int, int] = {}  # clock id -> boottime - clock
@@ -938,11 +976,43 @@ class _Decoder:
         return ids[inverse]
 
     def _inline(self, data: np.ndarray, off: np.ndarray, length: np.ndarray) -> np.ndarray:
-        """Global string ids of inline strings (python work per distinct (offset) value)."""
+        """Global string ids of inline strings at ``data[off : off + length]``. Strings of one
+        length are gathered as rows and told apart with :meth:`_block_ids`; only a string not
+        seen before is decoded and interned."""
+        off, length = off.astype(np.int64), length.astype(np.int64)
         out = np.empty(off.size, dtype=np.int64)
-        for i, (o, n) in enumerate(zip(off.tolist(), length.tolist())):
-            out[i] = self.sid(bytes(data[o : o + n]).decode("utf-8", "replace"))
+        order = np.argsort(length, kind="stable")
+        lengths = length[order]
+        cuts = np.flatnonzero(np.diff(lengths)) + 1
+        for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, lengths.size].tolist()):
+            rows, size = order[a:b], int(lengths[a])
+            if b - a < 16 or size > 4096:  # few rows, or long strings: one by one
+                out[rows] = [self.inline_ids[data[o : o + size].tobytes()] for o in off[rows].tolist()]
+            else:
+                out[rows] = self._block_ids(data[off[rows, None] + np.arange(size)])
         return out
+
+    def _block_ids(self, block: np.ndarray) -> np.ndarray:
+        """Global string ids of the byte strings in the rows of ``block`` (n × k bytes).
+
+        Rows are packed into 64-bit words and hashed (one wrapping dot product); every row is
+        then compared with the first row of its hash, so equal hashes of different strings
+        (collisions) are found and looked up one by one: the ids are exact."""
+        n, k = block.shape
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        width = max((k + 7) // 8, 1) * 8
+        padded = np.zeros((n, width), dtype=np.uint8)
+        padded[:, :k] = block
+        words = padded.view(np.uint64)
+        key = words[:, 0] if words.shape[1] == 1 else words @ _HASH_MULTIPLIERS[: words.shape[1]]
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        ids = np.array([self.inline_ids[padded[i, :k].tobytes()] for i in first.tolist()], dtype=np.int64)[inverse]
+        if words.shape[1] > 1:
+            differ = np.flatnonzero((words != words[first[inverse]]).any(axis=1))
+            for i in differ.tolist():
+                ids[i] = self.inline_ids[padded[i, :k].tobytes()]
+        return ids
 
     def _events(self, buf, groups, ev_msg, ev_off, ev_len, gen, ts, default_track) -> None:
         """Decode the TrackEvents of this chunk (general path ``ev_*`` and shaped ``groups``)
@@ -1067,11 +1137,16 @@ class _Decoder:
             out.has_track[slot] = True
         if shape.name is not None:
             out.name[slot] = self._lookup(self.names, g, _column(sub, *shape.name))
+        if shape.name_text is not None:
+            o, k = shape.name_text
+            out.name[slot] = self._block_ids(sub[:, o : o + k])
         if shape.cat is not None:
             if one_gen:
                 out.cat[slot] = self.cats.get((g0, shape.cat), -1)
             else:
                 out.cat[slot] = self._lookup(self.cats, g, np.full(g.size, shape.cat, np.uint64))
+        if shape.cat_text is not None:
+            out.cat[slot] = self.sid(shape.cat_text)
         if shape.counter is not None:
             out.counters.append((slot, _column(sub, *shape.counter).view(np.int64).astype(np.float64)))
         if shape.dcounter is not None:
@@ -1080,8 +1155,12 @@ class _Decoder:
         if shape.type not in (TYPE_SLICE_BEGIN, TYPE_INSTANT):
             return
         for iid, kind, o, k in shape.args:  # in annotation order: a repeated name keeps the last
-            if one_gen:
-                column = int(col_of_sid[self.arg_names.get((g0, iid), -1)])
+            if isinstance(iid, str) or one_gen:
+                if isinstance(iid, str):  # inline name
+                    self.sid(iid)
+                    column = _ARG_COLUMN.get(iid, -1)
+                else:
+                    column = int(col_of_sid[self.arg_names.get((g0, iid), -1)])
                 if column < 0:
                     continue
                 value = _shape_value(sub, kind, o, k)

@@ -45,7 +45,7 @@ from tui_prof.loaders.base import (
     split_header,
 )
 from tui_prof.model import Agent, Run, make_table
-from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables
+from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, compact_int, concat_tables
 
 LOADER = LoaderSpec(
     format="rocprofv3-csv",
@@ -986,7 +986,8 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
     else:
         meta.label = prefix or Path(directory).name or directory
     if meta.pid is not None and len(run.kernels):
-        run.kernels["pid"] = np.where(run.kernels["pid"].to_numpy() == UNKNOWN, meta.pid, run.kernels["pid"].to_numpy())
+        pid = run.kernels["pid"].to_numpy()
+        run.kernels["pid"] = compact_int(np.where(pid == UNKNOWN, meta.pid, pid))
     meta.extra["prefix"] = prefix
     meta.extra["directory"] = directory
     if resolver.spellings:

@@ -15,7 +15,10 @@ out the way rocprofv3's ``generatePerfetto.cpp`` drives the perfetto SDK (format
   ``STREAM [ s ]`` (7), ``COMPUTE AGENT [n] STREAM [s] (GPU)`` (0.5)), sorted by start per
   queue with rocprofv3's midpoint fix for overlapping kernels;
 * event names, categories and debug-annotation names interned per incremental-state
-  generation, emitted in the packet that first uses them (SDK behaviour);
+  generation, emitted in the packet that first uses them (SDK behaviour); with
+  ``names="inline"`` every event carries its name, category and annotation names as
+  strings instead (``TrackEvent.name``/``categories``, ``DebugAnnotation.name``: the
+  layout of Perfetto writers that do not intern);
 * ``COPY BYTES to …`` counter tracks (unit bytes, multiplier 1024, value bytes/1024).
 
 ``clear_every=N`` clears incremental state every N packets (new interning, re-sent
@@ -49,8 +52,9 @@ def _varint(value: int) -> bytes:
 
 
 class _Writer:
-    def __init__(self, fh, pid: int, main_tid: int, sdk: str, clear_every: int | None) -> None:
+    def __init__(self, fh, pid: int, main_tid: int, sdk: str, clear_every: int | None, inline: bool = False) -> None:
         self.fh, self.pid, self.main_tid, self.sdk = fh, pid, main_tid, sdk
+        self.inline = inline
         self.clear_every = clear_every
         self.packets = 0
         self.process_uuid = 0x1000 + pid
@@ -155,16 +159,24 @@ class _Writer:
         if track != self.main_track:
             ev.track_uuid = track
         interned = pkt.interned_data
-        ev.category_iids.append(self._iid(self.cats, category, interned, "event_categories"))
-        if name is not None:
-            ev.name_iid = self._iid(self.names, name, interned, "event_names")
+        if self.inline:
+            ev.categories.append(category)
+            if name is not None:
+                ev.name = name
+        else:
+            ev.category_iids.append(self._iid(self.cats, category, interned, "event_categories"))
+            if name is not None:
+                ev.name_iid = self._iid(self.names, name, interned, "event_names")
         if counter is not None:
             ev.counter_value = counter
         if flow is not None:
             ev.flow_ids.append(flow)
         for key, value in args or ():
             ann = ev.debug_annotations.add()
-            ann.name_iid = self._iid(self.args, key, interned, "debug_annotation_names")
+            if self.inline:
+                ann.name = key
+            else:
+                ann.name_iid = self._iid(self.args, key, interned, "debug_annotation_names")
             if isinstance(value, str):
                 ann.string_value = value
             elif value < 0:
@@ -194,17 +206,18 @@ def midpoint_fix(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nda
     return start, end
 
 
-def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every: int | None = None) -> Path:
+def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every: int | None = None, names: str = "interned") -> Path:
     """Write ``run`` (a SynthRun or anything with model-schema ``kernels``/``api``/``copies``
-    tables and ``spec.pid``) to ``path``; returns the path."""
-    if layout not in ("queue", "stream") or sdk not in ("7", "0.5"):
-        raise ValueError("layout must be queue|stream and sdk 7|0.5")
+    tables and ``spec.pid``) to ``path``; returns the path. ``names``: ``"interned"`` (as
+    rocprofv3) or ``"inline"`` (strings on every event)."""
+    if layout not in ("queue", "stream") or sdk not in ("7", "0.5") or names not in ("interned", "inline"):
+        raise ValueError("layout must be queue|stream, sdk 7|0.5 and names interned|inline")
     path = Path(path)
     pid = int(run.spec.pid)
     kernels, api, copies = run.kernels, run.api, run.copies
     main_tid = pid
     with open(path, "wb") as fh:
-        w = _Writer(fh, pid, main_tid, sdk, clear_every)
+        w = _Writer(fh, pid, main_tid, sdk, clear_every, inline=names == "inline")
         w._reset(int(api["start"].min()) if len(api) else 0)
         # thread tracks for non-main threads
         thread_tracks = {main_tid: w.main_track}
