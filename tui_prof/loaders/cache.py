@@ -82,7 +82,7 @@ from tui_prof import __version__
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
-CACHE_FORMAT = 4  # 4: tagged root, digests in the manifest; 3: one entry per work unit, ctime in the key
+CACHE_FORMAT = 5  # 5: Kineto memory totals in the series table; 4: tagged root, digests in the manifest; 3: one entry per work unit, ctime in the key
 READ_THREADS = 4  # table files read (and verified) concurrently
 EDGE_BYTES = 4 * 1024  # bytes hashed at each end of every file
 DEFAULT_MAX_BYTES = 10 * 1024**3  # total size kept by prune()

@@ -220,3 +220,23 @@ def fmt_at(t_ns: float | None, resolution_ns: float) -> str:
     while step * 10**decimals < scale and decimals < 9:
         decimals += 1
     return f"{t / scale:.{decimals}f} {unit}"
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float] | list[int], width: int | None = None) -> str:
+    """One block character per value, scaled from the smallest (▁) to the largest (█);
+    with ``width``, values are grouped into at most that many cells (each cell the largest
+    of its group, so an outlier stays visible)."""
+    if not len(values):
+        return ""
+    vals = [float(v) for v in values]
+    if width is not None and width > 0 and len(vals) > width:
+        per = len(vals) / width
+        vals = [max(vals[int(i * per) : max(int((i + 1) * per), int(i * per) + 1)]) for i in range(width)]
+    lo, hi = min(vals), max(vals)
+    if hi <= lo:
+        return SPARK[0] * len(vals)
+    top = len(SPARK) - 1
+    return "".join(SPARK[min(top, int(round((v - lo) / (hi - lo) * top)))] for v in vals)
