@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tui_prof.analysis import diff
 from tui_prof.analysis import steps as st
 from tui_prof.analysis.summary import build_summary
 from tui_prof.cli import main
@@ -233,3 +234,40 @@ def test_cli_step_options(capsys, synthetic, tmp_path):
     text = capsys.readouterr().out
     assert "Steps (8)" in text and "w train_step [1]" in text and "slow: train_step [6]" in text and "GPU memory" in text
     assert main(["summary", "--outlier-factor", "1", str(path)]) == EXIT_USAGE
+
+
+def _stepped_runset(**changes) -> RunSet:
+    run, _ = build_steps(StepSpec(**changes))
+    return RunSet(root="s", runs=[Run(meta=RunMeta(label="s"), agents=run.agents, kernels=run.kernels, api=run.api, copies=run.copies, markers=run.markers)])
+
+
+def test_diff_compares_steady_state_medians():
+    a = _stepped_runset()
+    slower = _stepped_runset(kernel_ns=60_000, steps=6)  # 6 x 10 us more GPU time per step; fewer steps
+    result = diff.diff_runsets(a, slower)
+    _, ans_a = build_steps(StepSpec())
+    _, ans_b = build_steps(StepSpec(kernel_ns=60_000, steps=6))
+    row = result.metric("step_median_ns")
+    assert row["a"] == float(np.median(ans_a.walls[1:])) and row["b"] == float(np.median(ans_b.walls[1:]))
+    assert row["status"] == "regressed"
+    assert result.metric("step_kernels")["status"] == "within noise"
+    assert "step_median_ns" in [m["key"] for m in diff.regressions(result, 1.0)]
+    same = diff.diff_runsets(a, _stepped_runset(steps=6))
+    assert same.metric("step_median_ns")["delta"] == 0 and same.metric("step_median_ns")["status"] == "within noise"
+    assert any(n.startswith("steps: A 7 steady of 8") for n in same.notes)
+
+
+def test_diff_step_noise_band_is_the_step_spread(train_sync):
+    """train_sync's steps spread by ~8 % (interquartile): a 5 % slower median is within its noise."""
+    a = load_path(TRAIN_SYNC, use_cache=False)
+    doc = train_sync[0]
+    rows = [r for r in doc["steps"]["steps"] if not r["warmup"]]
+    walls = np.array([r["wall_ns"] for r in rows], dtype=np.float64)
+    band = 100.0 * float(np.percentile(walls, 75) - np.percentile(walls, 25)) / float(np.median(walls))
+    scaled = [dict(r, wall_ns=int(r["wall_ns"] * 1.05)) for r in doc["steps"]["steps"]]
+    b_doc = dict(doc, steps=dict(doc["steps"], steps=scaled))
+    (row, *_), _ = diff.step_metric_rows(doc, b_doc)
+    assert row["threshold"] == pytest.approx(band) and band > 5
+    assert row["status"] == "within noise"
+    assert diff.step_metric_rows(doc, build_summary(load_path(COLD, use_cache=False), logs=False))[0][0]["status"] == "regressed"
+    assert diff.diff_runsets(a, a).metric("step_median_ns")["status"] == "within noise"

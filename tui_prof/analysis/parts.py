@@ -328,7 +328,7 @@ class SteadyState(TypedDict):
     steps: int
     span_ns: int  # first steady step's start to the last one's end
     median_wall_ns: float
-    spread_pct: float  # (p90 - p10) / median x 100 of the steady steps' wall: the noise band
+    spread_pct: float  # (p75 - p25) / median x 100 of the steady steps' wall: the diff's noise band
     median_kernels: float
     median_busy_pct: float
     median_exposed_sync_ns: float

@@ -353,7 +353,7 @@ def steady_state(records: list[StepRecord], warmup: int) -> SteadyState | None:
         "steps": len(steady),
         "span_ns": int(steady[-1]["end_ns"] - steady[0]["start_ns"]),
         "median_wall_ns": med,
-        "spread_pct": round(100.0 * float(np.percentile(walls, 90) - np.percentile(walls, 10)) / med, 4) if med else 0.0,
+        "spread_pct": round(100.0 * float(np.percentile(walls, 75) - np.percentile(walls, 25)) / med, 4) if med else 0.0,
         "median_kernels": float(np.median([r["kernels"] for r in steady])),
         "median_busy_pct": float(np.median([r["busy_pct"] for r in steady])),
         "median_exposed_sync_ns": float(np.median([r["exposed_sync_ns"] for r in steady])),

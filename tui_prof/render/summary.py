@@ -387,7 +387,7 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
         warm = f"{st['warmup_steps']} warm-up step(s) ({'--warmup' if st['warmup_source'] == 'given' else 'detected'}, marked w)"
         if ss and sd:
             notes.append(
-                f"{warm}; steady state, {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} (p10-p90 spread {ss['spread_pct']:.1f} %), "
+                f"{warm}; steady state, {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} (interquartile spread {ss['spread_pct']:.1f} %), "
                 f"min {fmt_ns(sd['min_ns'])}, p90 {fmt_ns(sd['p90_ns'])}, max {fmt_ns(sd['max_ns'])}; {ss['median_kernels']:g} kernels/step; "
                 f"GPU busy {_pct(ss['busy_pct'])}, idle {_pct(ss['idle_pct'])}, exposed sync {_pct(ss['exposed_sync_pct_of_wall'])} of the steady steps' wall"
             )
