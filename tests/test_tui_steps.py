@@ -1,0 +1,94 @@
+"""The steps pane (tab 8): the step table, the sparkline header, Enter zooms the timeline to
+the step, step boundaries as ruler ticks; snapshots at 160×50 and 80×24. Data: the stepped
+generator (tui_prof/synth/steps.py), whose steps are known by construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tui_harness import drive, idle, settle, text_of
+
+from tui_prof.model import Run, RunMeta, RunSet
+from tui_prof.render.fmt import SPARK
+from tui_prof.synth.steps import StepSpec, build_steps
+from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.panes.steps import StepsPane
+from tui_prof.tui.widgets.timeline import Timeline
+
+
+def stepped_runset() -> tuple[RunSet, object]:
+    run, answers = build_steps(StepSpec())
+    meta = RunMeta(formats=["synthetic"], tool="synth", label="synthhost/4242", hostname="synthhost", pid=4242)
+    r = Run(meta=meta, agents=run.agents, kernels=run.kernels, api=run.api, copies=run.copies, markers=run.markers, allocations=run.allocations)
+    return RunSet(root="synthetic_steps", runs=[r]), answers
+
+
+def test_steps_pane_rows_header_and_enter_zooms_to_the_step():
+    runset, ans = stepped_runset()
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("8")
+        await idle(app, pilot)
+        pane = app.screen.query_one(StepsPane)
+        table = pane.table
+        seen["labels"] = table.model.frame["label"].tolist()
+        seen["walls"] = table.model.frame["wall_ns"].tolist()
+        seen["header"] = text_of(app, "#steps-header")
+        for _ in range(ans.outlier):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await idle(app, pilot)
+        timeline = app.screen.query_one("#timeline-view", Timeline)
+        seen["tab"] = app.screen.query_one("#tabs").active
+        seen["view"] = (timeline.t0, timeline.t1)
+        seen["origin"] = app.view.timeline.origin
+        seen["marks"] = timeline.step_marks.tolist()
+        seen["ruler"] = timeline.render_line(0).text
+
+    drive(TuiProfApp(runset), flow, size=(160, 50))
+    assert seen["labels"] == ["w " + ans.labels[0]] + ans.labels[1:]
+    assert seen["walls"] == ans.walls
+    assert "train_step" in seen["header"] and any(c in seen["header"] for c in SPARK)
+    assert "slow train_step [6]" in seen["header"] and "1 more copy" in seen["header"]
+    assert seen["tab"] == "timeline"
+    origin = seen["origin"]
+    assert seen["view"] == (ans.starts[ans.outlier] - origin, ans.ends[ans.outlier] - origin)
+    assert seen["marks"] == (np.array(ans.starts) - origin).tolist()
+    assert "▾" in seen["ruler"]  # the outlier step's own start, at the left edge
+
+
+def test_bracket_keys_jump_between_steps():
+    runset, ans = stepped_runset()
+    views = []
+    seen = {}
+
+    async def flow(app, pilot):
+        await pilot.press("2")
+        await idle(app, pilot)
+        timeline = app.screen.query_one("#timeline-view", Timeline)
+        origin = seen["origin"] = app.view.timeline.origin
+        for key in ("right_square_bracket", "right_square_bracket", "right_square_bracket", "left_square_bracket"):
+            await pilot.press(key)
+            await idle(app, pilot)
+            views.append((timeline.t0 + origin, timeline.t1 + origin))
+
+    drive(TuiProfApp(runset), flow, size=(160, 50))
+    step = list(zip(ans.starts, ans.ends, strict=True))
+    # step 1 starts with 3 ms of untraced host work, before the first traced event (the timeline's 0): shown from there
+    origin = seen["origin"]
+    assert ans.starts[0] < origin < ans.ends[0]
+    assert views == [(origin, ans.ends[0]), step[1], step[2], step[1]]
+
+
+@pytest.mark.parametrize("size", [(160, 50), (80, 24)], ids=["160x50", "80x24"])
+def test_steps_pane_snapshot(snap_compare, size):
+    runset, _ = stepped_runset()
+
+    async def run_before(pilot):
+        await settle(pilot.app, pilot)
+        await pilot.press("8")
+        await idle(pilot.app, pilot)
+
+    assert snap_compare(TuiProfApp(runset), terminal_size=size, run_before=run_before)
