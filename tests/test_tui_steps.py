@@ -4,9 +4,11 @@ generator (tui_prof/synth/steps.py), whose steps are known by construction."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from tui_harness import drive, idle, settle, text_of
+from tui_harness import drive, idle, settle, text_of, until
 
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.render.fmt import SPARK
@@ -92,3 +94,25 @@ def test_steps_pane_snapshot(snap_compare, size):
         await idle(pilot.app, pilot)
 
     assert snap_compare(TuiProfApp(runset), terminal_size=size, run_before=run_before)
+
+
+def test_m_takes_the_steps_from_the_next_repeated_range():
+    """train_sync has ProfilerStep#2-#7 and two repeated optimizer ranges: m cycles through them."""
+    trace = Path(__file__).parent / "data" / "kineto" / "h200" / "train_sync.pt.trace.json.gz"
+    seen = []
+
+    async def flow(app, pilot):
+        await pilot.press("8")
+        await idle(app, pilot)
+        pane = app.screen.query_one(StepsPane)
+        seen.append(pane.table.model.frame["label"].tolist())
+        for _ in range(3):
+            await pilot.press("m")
+            await until(app, pilot, lambda: app.screen.query_one(StepsPane).table.model.frame["label"].tolist() != seen[-1])
+            seen.append(pane.table.model.frame["label"].tolist())
+
+    drive(TuiProfApp(trace, use_cache=False), flow, size=(160, 50))
+    assert seen[0] == [f"ProfilerStep#{i}" for i in range(2, 8)]
+    assert seen[1] == [f"Optimizer.step#SGD.step [{i}]" for i in range(1, 7)]
+    assert [label.removeprefix("w ") for label in seen[2]] == [f"Optimizer.zero_grad#SGD.zero_grad [{i}]" for i in range(1, 7)]
+    assert seen[3] == seen[0]

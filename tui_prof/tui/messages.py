@@ -69,3 +69,12 @@ class StepRequested(Message):
     def __init__(self, start_ns: int, end_ns: int, label: str) -> None:
         super().__init__()
         self.start_ns, self.end_ns, self.label = start_ns, end_ns, label
+
+
+class StepsChanged(Message):
+    """The steps pane took its steps from another range name: ``steps`` is the new summary
+    ``steps`` part (the timeline's step ticks follow it)."""
+
+    def __init__(self, steps: dict) -> None:
+        super().__init__()
+        self.steps = steps

@@ -8,16 +8,18 @@ from __future__ import annotations
 import pandas as pd
 from rich.console import Group
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui_prof.analysis.steps import PROFILER_STEP
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, sparkline
-from tui_prof.tui.messages import StepRequested
+from tui_prof.tui.messages import StepRequested, StepsChanged
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
 
 STEP_COLUMNS = (
@@ -106,14 +108,28 @@ class StepsTable(TableView):
     BINDINGS = [Binding("enter", "select", "Zoom to step", id="steps.zoom")]
 
 
+def range_names(steps: dict | None) -> list[str]:
+    """The range names the steps can be taken from: PyTorch's steps when the run has them,
+    then every repeated host range (``steps.candidates``)."""
+    if not steps:
+        return []
+    names = [PROFILER_STEP] if steps.get("source") == "profiler_step" else []
+    return names + [c for c in steps.get("candidates") or [] if c not in names]
+
+
 class StepsPane(Vertical):
-    """Tab 8."""
+    """Tab 8. ``m`` takes the steps from the next repeated host range (``--step NAME``)."""
+
+    BINDINGS = [Binding("m", "next_range", "Step range", id="steps.range")]
 
     DEFAULT_CSS = "StepsPane { height: 1fr; } #steps-header { height: auto; max-height: 8; }"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.steps: list[dict] = []
+        self.view: RunView | None = None
+        self.doc: dict | None = None
+        self.names: list[str] = []  # the range names m cycles through
 
     def compose(self) -> ComposeResult:
         yield Static(plain(COMPUTING, "dim italic"), id="steps-header")
@@ -123,7 +139,12 @@ class StepsPane(Vertical):
     def table(self) -> StepsTable:
         return self.query_one("#steps-table", StepsTable)
 
+    def set_view(self, view: RunView) -> None:
+        self.view = view
+
     def set_summary(self, doc: dict | None) -> None:
+        self.doc = doc
+        self.names = range_names((doc or {}).get("steps"))
         self.steps = list(((doc or {}).get("steps") or {}).get("steps") or [])
         width = max(10, min(60, self.size.width - 60)) if self.size.width else 40
         self.query_one("#steps-header", Static).update(steps_header(doc, width))
@@ -132,6 +153,28 @@ class StepsPane(Vertical):
         table.set_data(steps_frame(doc), text_key="label")
         if had_focus:
             table.focus()
+
+    def action_next_range(self) -> None:
+        """Take the steps from the next range name (computed in a thread worker)."""
+        steps = (self.doc or {}).get("steps") or {}
+        if self.view is None or len(self.names) < 2:
+            self.notify("No other repeated host range to take the steps from", severity="information")
+            return
+        current = steps.get("name") if steps.get("name") in self.names else self.names[0]
+        name = self.names[(self.names.index(current) + 1) % len(self.names)]
+        self.query_one("#steps-header", Static).update(plain(f"steps from {name}: {COMPUTING}", "dim italic"))
+        self._range_worker(self.view, name)
+
+    @work(thread=True, group="steps", exclusive=True, exit_on_error=False)
+    def _range_worker(self, view: RunView, name: str) -> None:
+        part = view.steps_for(None if name == PROFILER_STEP else name)
+        self.app.call_from_thread(self.show_steps, part)
+
+    def show_steps(self, part: dict) -> None:
+        names = self.names
+        self.set_summary(dict(self.doc or {}, steps=part))
+        self.names = names  # the cycle keeps every name the run has
+        self.post_message(StepsChanged(part))
 
     def part_failed(self, text: Text) -> None:
         self.query_one("#steps-header", Static).update(text)

@@ -21,6 +21,7 @@ from tui_prof.tui.messages import (
     NeedPart,
     ShowTab,
     StepRequested,
+    StepsChanged,
     TimelineRequested,
 )
 from tui_prof.tui.panes import COMPUTING
@@ -147,6 +148,7 @@ class MainScreen(Screen):
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
         self.hotspots.set_view(view)
+        self.query_one(StepsPane).set_view(view)
         for part in PARTS:
             if view.ready(part):
                 self.fill_part(part)
@@ -257,6 +259,11 @@ class MainScreen(Screen):
         self.action_tab("timeline")
         origin = self.view.timeline.origin
         self.timeline.show_range(message.start_ns - origin, message.end_ns - origin)
+
+    @on(StepsChanged)
+    def _steps_changed(self, message: StepsChanged) -> None:
+        if self.view is not None and self.view.ready("timeline"):
+            self.timeline.set_steps({"steps": message.steps}, self.view.timeline.origin)
 
     @on(EvidenceRequested)
     def goto_evidence(self, message: EvidenceRequested) -> None:

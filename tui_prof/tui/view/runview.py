@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis import engine
 from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
@@ -185,6 +186,11 @@ class RunView:
         # details keeps the full gap sets and launch links the summary computed, so the
         # gaps and launches parts reuse them instead of running the analysis again
         return build_summary(self.runset, top=SUMMARY_TOP, details=self._details)
+
+    def steps_for(self, step_name: str | None) -> dict:
+        """The summary's ``steps`` part with the steps taken from the host ranges named
+        ``step_name`` (``--step``); the outliers use the summary's gap sets when computed."""
+        return dict(engine.steps_part(engine.run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
 
     def _details_of(self, key: str) -> dict | None:
         """The summary's per-run results ``key`` when the summary is already computed (the
