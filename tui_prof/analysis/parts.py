@@ -368,7 +368,8 @@ class StepsPart(TypedDict):
     distribution: StepDistribution | None  # wall times of every step
     steady_distribution: StepDistribution | None
     steady: SteadyState | None
-    outliers: list[StepOutlier]
+    outliers: list[StepOutlier]  # the slowest 10 (analysis.steps.MAX_OUTLIERS)
+    outlier_steps: int  # how many steady steps are outliers
     steps: list[StepRecord]
 
 

@@ -8,7 +8,8 @@ Where steps come from, first that applies (docs/metrics.md, Steps):
    names (``--step NAME``);
 3. inferred from the launch/sync pattern: the thread that launches most kernels calls a
    sync after runs of launches; each run of launches up to the end of its sync is a step
-   (only when there are at least 3 such runs of a median of at least 2 launches).
+   (only when there are at least 3 such runs of a median of at least 2 launches, and at
+   least half of them have the same number of launches: a period, not syncs at random).
 
 GPU work belongs to the step whose host range contains its launching call's start (the
 call found by correlation id; work without a linked call by its own start), so a kernel
@@ -40,7 +41,9 @@ OUTLIER_FACTOR = 1.5  # [P] a steady step slower than median x this is an outlie
 WARMUP_BAND_MIN = 0.10  # [P] a warm-up step is > 10 % slower than the steady median...
 WARMUP_MAD_K = 3.0  # ...and more than 3 robust standard deviations above it
 MIN_INFERRED_STEPS = 3
+MAX_OUTLIERS = 10  # the slowest outlier steps listed (steps.outlier_steps counts them all)
 MIN_INFERRED_LAUNCHES = 2
+MIN_PERIOD_SHARE = 0.5  # [P] the most common number of launches per step is that of at least half the steps
 
 
 @dataclass(frozen=True)
@@ -146,14 +149,18 @@ def _inferred_steps(run: Run, index: hostapi.CorrIndex) -> StepRanges | None:
     keep = np.flatnonzero(per > 0)
     if len(keep) < MIN_INFERRED_STEPS or float(np.median(per[keep])) < MIN_INFERRED_LAUNCHES:
         return None
+    counts, times = np.unique(per[keep], return_counts=True)
+    if times.max() < MIN_PERIOD_SHARE * len(keep):  # no period: syncs at irregular places
+        return None
     # a step: from its first launch (after the previous kept sync) to the end of its sync
     first_launch = l_start[np.concatenate([[0], upto])[keep]]
     starts = first_launch
     ends = end[sync_rows[keep]]
     name = str(api["name"].iloc[int(sync_rows[keep[0]])])
+    period = int(counts[int(np.argmax(times))])
     how = (
         f"inferred: no ProfilerStep or repeated range; {len(keep)} runs of launches on thread {int(main)}, "
-        f"each ended by {name} (median {float(np.median(per[keep])):g} launches per step)"
+        f"each ended by {name} ({int(times.max())} of them {period} launches long)"
     )
     return StepRanges("inferred", name, how, [f"step {i + 1}" for i in range(len(keep))], starts, ends, [])
 
@@ -282,45 +289,104 @@ def step_frame(run: Run, ranges: StepRanges, index: hostapi.CorrIndex, gaps: Gap
     busy = busy_before(ends, bs, be) - busy_before(starts, bs, be)
     rows, exposed, _ = hostapi.sync_exposure_calls(run.api, index.classes, bs, be) if len(run.api) else (np.array([], np.int64),) * 3
     sync_step = assign(run.api["start"].to_numpy()[rows].astype(np.int64), starts, ends) if len(rows) else np.array([], np.int64)
-    names = k["name"].astype(str).to_numpy() if len(k) else np.array([], dtype=object)
     c_bytes = c["bytes"].to_numpy().astype(np.int64) if len(c) else np.array([], np.int64)
     peaks = step_memory_peaks(run, starts, ends)
+    # per-step sums by bincount and first/last by a grouped min/max: linear in the events
+    # whatever the number of steps (a sync-per-iteration loop has tens of thousands)
+    kv, cv = ks >= 0, cs >= 0
+    n_kernels = np.bincount(ks[kv], minlength=n)
+    kernel_ns = np.bincount(ks[kv], weights=k_dur[kv], minlength=n).astype(np.int64)
+    n_copies = np.bincount(cs[cv], minlength=n)
+    copy_bytes = np.bincount(cs[cv], weights=np.maximum(c_bytes[cv], 0), minlength=n).astype(np.int64)
+    sv = sync_step >= 0
+    n_sync = np.bincount(sync_step[sv], minlength=n)
+    exposed_ns = np.bincount(sync_step[sv], weights=exposed[sv], minlength=n).astype(np.int64) if len(exposed) else np.zeros(n, np.int64)
+    gpu_ns = _per_step_span(np.concatenate([ks[kv], cs[cv]]), np.concatenate([k_start[kv], c_start[cv]]), np.concatenate([k_end[kv], c_end[cv]]), n)
+    codes, cats = name_codes(k)
+    top_code, top_ns = _per_step_top(ks[kv], codes[kv], k_dur[kv], n)
+    cols = {
+        "start": starts.tolist(),
+        "end": ends.tolist(),
+        "gpu": gpu_ns.tolist(),
+        "kernels": n_kernels.tolist(),
+        "kernel_ns": kernel_ns.tolist(),
+        "busy": busy.tolist(),
+        "exposed": exposed_ns.tolist(),
+        "sync": n_sync.tolist(),
+        "copies": n_copies.tolist(),
+        "copy_bytes": copy_bytes.tolist(),
+        "top": top_code.tolist(),
+        "top_ns": top_ns.tolist(),
+    }
+    names = [str(x) for x in cats]
     records: list[StepRecord] = []
     for i in range(n):
-        km, cm = ks == i, cs == i
-        firsts = np.concatenate([k_start[km], c_start[cm]])
-        lasts = np.concatenate([k_end[km], c_end[cm]])
-        gpu_ns = int(lasts.max() - firsts.min()) if len(firsts) else 0
-        top, top_ns = None, 0
-        if km.any():
-            per = pd.Series(k_dur[km]).groupby(names[km], sort=True).sum()
-            top, top_ns = str(per.idxmax()), int(per.max())
-        wall = int(ends[i] - starts[i])
-        sm = sync_step == i
+        wall = cols["end"][i] - cols["start"][i]
+        b = cols["busy"][i]
         records.append(
             {
                 "label": ranges.labels[i],
-                "start_ns": int(starts[i]),
-                "end_ns": int(ends[i]),
+                "start_ns": cols["start"][i],
+                "end_ns": cols["end"][i],
                 "wall_ns": wall,
-                "gpu_ns": gpu_ns,
-                "kernels": int(km.sum()),
-                "kernel_ns": int(k_dur[km].sum()),
-                "busy_ns": int(busy[i]),
-                "busy_pct": round(100.0 * int(busy[i]) / wall, 4) if wall else 0.0,
-                "idle_ns": wall - int(busy[i]),
-                "exposed_sync_ns": int(exposed[sm].sum()) if len(exposed) else 0,
-                "sync_calls": int(sm.sum()),
-                "copies": int(cm.sum()),
-                "copy_bytes": int(np.maximum(c_bytes[cm], 0).sum()),
-                "top_kernel": top,
-                "top_kernel_ns": top_ns,
+                "gpu_ns": cols["gpu"][i],
+                "kernels": cols["kernels"][i],
+                "kernel_ns": cols["kernel_ns"][i],
+                "busy_ns": b,
+                "busy_pct": round(100.0 * b / wall, 4) if wall else 0.0,
+                "idle_ns": wall - b,
+                "exposed_sync_ns": cols["exposed"][i],
+                "sync_calls": cols["sync"][i],
+                "copies": cols["copies"][i],
+                "copy_bytes": cols["copy_bytes"][i],
+                "top_kernel": names[cols["top"][i]] if cols["top"][i] >= 0 else None,
+                "top_kernel_ns": cols["top_ns"][i],
                 "warmup": False,
                 "memory_peak_bytes": peaks[i] if peaks is not None else None,
             }
         )
     gap_step = assign(gaps.column("start").astype(np.int64), starts, ends) if gaps is not None and len(gaps) else np.array([], np.int64)
     return StepFrame(ranges, records, ks, cs, gap_step, gaps)
+
+
+def name_codes(kernels: pd.DataFrame) -> tuple[np.ndarray, pd.Index]:
+    """(code of each kernel's name, the names): the category codes, no string per row."""
+    name = kernels["name"]
+    if isinstance(name.dtype, pd.CategoricalDtype):
+        return name.cat.codes.to_numpy().astype(np.int64), name.cat.categories
+    codes, uniques = pd.factorize(name)
+    return codes.astype(np.int64), pd.Index(uniques)
+
+
+def _per_step_span(step: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+    """Last end - first start of the work of each step (0 without work)."""
+    out = np.zeros(n, np.int64)
+    if not len(step):
+        return out
+    order = np.argsort(step, kind="stable")
+    st = step[order]
+    first = np.flatnonzero(np.concatenate([[True], st[1:] != st[:-1]]))
+    out[st[first]] = np.maximum.reduceat(end[order], first) - np.minimum.reduceat(start[order], first)
+    return out
+
+
+def _per_step_top(step: np.ndarray, code: np.ndarray, dur: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(name code, total ns) of the kernel with the most time in each step (-1, 0 without
+    kernels); ties go to the smaller code (the name first in sort order)."""
+    top_code, top_ns = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+    if not len(step):
+        return top_code, top_ns
+    width = int(code.max()) + 1
+    pairs, inverse = np.unique(step * width + code, return_inverse=True)
+    total = np.bincount(inverse, weights=dur).astype(np.int64)
+    p_step, p_code = pairs // width, pairs % width  # sorted by step, then code
+    seg = np.flatnonzero(np.concatenate([[True], p_step[1:] != p_step[:-1]]))
+    best = np.maximum.reduceat(total, seg)
+    hit = np.flatnonzero(total == np.repeat(best, np.diff(np.append(seg, len(total)))))
+    steps_hit, first = np.unique(p_step[hit], return_index=True)  # the smallest code of each step's maximum
+    top_code[steps_hit] = p_code[hit[first]]
+    top_ns[steps_hit] = total[hit[first]]
+    return top_code, top_ns
 
 
 def step_memory_peaks(run: Run, starts: np.ndarray, ends: np.ndarray) -> list[int | None] | None:
@@ -377,7 +443,8 @@ def _longest_gap(frame: StepFrame, i: int) -> tuple[int, str | None]:
 
 
 def outliers(run: Run, frame: StepFrame, warmup: int, factor: float = OUTLIER_FACTOR) -> list[StepOutlier]:
-    """Steady steps slower than the steady median x ``factor``, each compared with the
+    """Steady steps slower than the steady median x ``factor`` (the ``MAX_OUTLIERS`` slowest,
+    in step order), each compared with the
     median step (the steady step whose wall is closest to the median): kernels launched
     more or less often (by name), copies, exposed sync and the longest idle gap."""
     records = frame.records
@@ -387,16 +454,23 @@ def outliers(run: Run, frame: StepFrame, warmup: int, factor: float = OUTLIER_FA
     walls = np.array([records[i]["wall_ns"] for i in steady], dtype=np.float64)
     med = float(np.median(walls))
     ref = steady[int(np.argmin(np.abs(walls - med)))]
-    names = run.kernels["name"].astype(str).to_numpy() if len(run.kernels) else np.array([], dtype=object)
-    ref_names = Counter(names[frame.kernel_step == ref].tolist())
+    slow = [i for i in steady if med and records[i]["wall_ns"] > factor * med]
+    slow = sorted(sorted(slow, key=lambda i: -records[i]["wall_ns"])[:MAX_OUTLIERS])
+    if not slow:
+        return []
+    codes, cats = name_codes(run.kernels)
+    cat_names = [str(x) for x in cats]
+    wanted = np.isin(frame.kernel_step, [*slow, ref])
+    by_step: dict[int, Counter] = {}
+    for step_i, code in zip(frame.kernel_step[wanted].tolist(), codes[wanted].tolist(), strict=True):
+        by_step.setdefault(step_i, Counter())[cat_names[code]] += 1
+    ref_names = by_step.get(ref, Counter())
     ref_gap, _ = _longest_gap(frame, ref)
     c_bytes = run.copies["bytes"].to_numpy() if len(run.copies) else np.array([], np.int64)
     out: list[StepOutlier] = []
-    for i in steady:
+    for i in slow:
         r = records[i]
-        if not med or r["wall_ns"] <= factor * med:
-            continue
-        got = Counter(names[frame.kernel_step == i].tolist())
+        got = by_step.get(i, Counter())
         extra = sorted(((n, c - ref_names.get(n, 0)) for n, c in got.items() if c > ref_names.get(n, 0)), key=lambda t: (-t[1], t[0]))
         missing = sorted(((n, c - got.get(n, 0)) for n, c in ref_names.items() if c > got.get(n, 0)), key=lambda t: (-t[1], t[0]))
         ref_r = records[ref]
@@ -436,6 +510,14 @@ def outliers(run: Run, frame: StepFrame, warmup: int, factor: float = OUTLIER_FA
     return out
 
 
+def outlier_count(steady_walls: np.ndarray, factor: float = OUTLIER_FACTOR) -> int:
+    """Steady steps slower than their median x ``factor`` (as :func:`outliers`, which lists
+    the slowest ``MAX_OUTLIERS``); 0 with fewer than 3 steady steps."""
+    if len(steady_walls) < 3:
+        return 0
+    return int((steady_walls > factor * float(np.median(steady_walls))).sum())
+
+
 def empty_steps_part(candidates: list[str] | None = None, factor: float = OUTLIER_FACTOR) -> StepsPart:
     return {
         "detected": False,
@@ -451,6 +533,7 @@ def empty_steps_part(candidates: list[str] | None = None, factor: float = OUTLIE
         "steady_distribution": None,
         "steady": None,
         "outliers": [],
+        "outlier_steps": 0,
         "steps": [],
     }
 
@@ -493,6 +576,7 @@ def steps_of(
         "steady_distribution": distribution(walls[nwarm:]),
         "steady": steady_state(frame.records, nwarm),
         "outliers": outliers(run, frame, nwarm, factor),
+        "outlier_steps": outlier_count(walls[nwarm:], factor),
         "steps": frame.records,
     }
     return part, frame
