@@ -77,9 +77,9 @@ def test_old_format_entry_is_a_miss():
     cache.save(sample_runset(), "2" * 40)
     manifest = cache.cache_root() / ("2" * 40) / "manifest.json"
     data = manifest.read_bytes()
-    assert data.startswith(b'{"format":4,')
+    assert data.startswith(b'{"format":5,')
     manifest.unlink()  # files are replaced, never rewritten in place
-    manifest.write_bytes(data.replace(b'{"format":4,', b'{"format":3,', 1))
+    manifest.write_bytes(data.replace(b'{"format":5,', b'{"format":4,', 1))
     json.loads(manifest.read_text())  # still valid JSON: only the format differs
     assert cache.load("2" * 40) is None
 

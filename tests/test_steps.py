@@ -25,7 +25,7 @@ from tui_prof.synth.write_kineto import write_kineto
 
 H200 = Path(__file__).parent / "data" / "kineto" / "h200"
 TRAIN_SYNC = H200 / "train_sync.pt.trace.json.gz"
-COLD = H200 / "cold_train_memory.pt.trace.json.gz"
+COLD = H200.parent / "h200_cold" / "cold_train_memory.pt.trace.json.gz"
 
 
 def _events(path: Path) -> list[dict]:
