@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic import synthetic_runset
 
 from tui_prof.analysis import diff
 from tui_prof.analysis import steps as st
@@ -208,8 +209,6 @@ def test_kernel_belongs_to_the_step_of_its_launch():
 
 
 def test_steps_inferred_from_the_launch_sync_pattern():
-    from tests.synthetic import synthetic_runset
-
     runset, synth = synthetic_runset(sync="per_iteration", iterations=6)
     steps = build_summary(runset, logs=False)["steps"]
     assert steps["source"] == "inferred" and "inferred" in steps["how"] and "hipDeviceSynchronize" in steps["how"]
