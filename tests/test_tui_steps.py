@@ -116,3 +116,34 @@ def test_m_takes_the_steps_from_the_next_repeated_range():
     assert seen[1] == [f"Optimizer.step#SGD.step [{i}]" for i in range(1, 7)]
     assert [label.removeprefix("w ") for label in seen[2]] == [f"Optimizer.zero_grad#SGD.zero_grad [{i}]" for i in range(1, 7)]
     assert seen[3] == seen[0]
+
+
+def test_memory_lane_draws_the_allocated_level():
+    """The generator's allocations as a GPU memory lane: ▁..█ of the peak. Step 1 allocates
+    5 MiB and each step keeps 4 MiB (peak 33 MiB in step 8): the first cell holds 5 MiB, the
+    cell of the peak event is █."""
+    spec = StepSpec(step_bytes=1 << 20, leak_bytes=4 << 20)
+    run, ans = build_steps(spec)
+    meta = RunMeta(formats=["synthetic"], tool="synth", label="synthhost/4242", hostname="synthhost", pid=4242)
+    runset = RunSet(root="mem", runs=[Run(meta=meta, agents=run.agents, kernels=run.kernels, api=run.api, allocations=run.allocations)])
+    seen = {}
+
+    async def flow(app, pilot):
+        await pilot.press("2")
+        await idle(app, pilot)
+        timeline = app.screen.query_one("#timeline-view", Timeline)
+        lanes = timeline.model.lanes
+        i = next(j for j, lane in enumerate(lanes) if lane.kind == "memory")
+        glyph, _ = timeline.frame()
+        edges = timeline.t0 + (np.arange(timeline.cells + 1) * (timeline.t1 - timeline.t0)) // timeline.cells
+        peak_t = int(run.allocations["start"].iloc[-2]) - app.view.timeline.origin  # the last allocation: the peak
+        seen.update(label=lanes[i].label, row=glyph[i].tolist(), peak_cell=int(np.searchsorted(edges, peak_t, side="right")) - 1)
+
+    drive(TuiProfApp(runset), flow, size=(160, 50))
+    assert seen["label"] == "GPU1 memory"
+    peak = ans.peak_allocated
+    assert peak == 33 << 20
+    full = ord("█")
+    assert seen["row"][seen["peak_cell"]] == full
+    first_level = int(np.ceil(ans.memory_marks[0] / peak * 8))  # 5 of 33 MiB held when the trace starts
+    assert seen["row"][0] == ord(" ▁▂▃▄▅▆▇█"[first_level])

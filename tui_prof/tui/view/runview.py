@@ -30,6 +30,7 @@ from tui_prof.analysis import engine
 from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.loaders import load_path
@@ -256,6 +257,14 @@ class RunView:
             c = run.copies
             if len(c):
                 lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin, key=(ri, "copy")))
+            _, memory = allocated_levels(run)
+            for a, (mt, mv) in sorted(memory.items()):
+                if a < 0 or not len(mt):
+                    continue
+                rel = mt - origin
+                lane = Lane(f"{prefix}GPU{a} memory", "memory", rel[:1], rel[-1:], key=(ri, "memory", a))
+                lane.level_t, lane.level_v = rel, mv
+                lanes.append(lane)
         gap_array = gap_lanes = None
         if gaps is not None:
             gs = gaps["start"].to_numpy().astype(np.int64) - origin

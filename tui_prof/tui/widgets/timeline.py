@@ -40,7 +40,7 @@ BUSY_THRESHOLD = 0.9  # a GPU cell at least this busy is "busy", below it "partl
 MIXED_THRESHOLD = 0.02  # non-sync API share of a cell that makes a sync cell "mixed"
 
 # style codes of a cell
-S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP = range(9)
+S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP, S_MEM = range(10)
 STYLE_CLASSES = {
     S_BUSY: "timeline--busy",
     S_PARTIAL: "timeline--partial",
@@ -50,6 +50,7 @@ STYLE_CLASSES = {
     S_MARK: "timeline--mark",
     S_GAP: "timeline--gap",
     S_OP: "timeline--op",
+    S_MEM: "timeline--mem",
 }
 
 
@@ -101,6 +102,13 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
     ops = np.flatnonzero(kinds == "ops")  # host ops (markers), one lane per nesting depth
     if ops.size:
         style[ops] = np.where(busy[ops] > 0, S_OP, S_BLANK)
+    for m in np.flatnonzero(kinds == "memory").tolist():  # allocated bytes: ▁ to █ of the lane's peak
+        lane = model.lanes[m]
+        level = lane.level_frame(edges)
+        peak = int(lane.level_v.max()) if lane.level_v.size else 0
+        lv = levels(level / peak) if peak > 0 else np.zeros(cells, np.int64)
+        glyph[m] = BLOCKS[lv]
+        style[m] = np.where(lv > 0, S_MEM, S_BLANK)
     if gap is not None:
         lane, gs, ge = gap
         rows = np.flatnonzero(gpu) if lane < 0 else np.array([lane])
@@ -132,6 +140,7 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--api { color: ansi_blue; }
     Timeline > .timeline--sync { color: ansi_bright_magenta; }
     Timeline > .timeline--op { color: ansi_cyan; }
+    Timeline > .timeline--mem { color: ansi_bright_blue; }
     Timeline > .timeline--mark { color: ansi_bright_white; background: ansi_blue; text-style: bold; }
     """
     COMPONENT_CLASSES = {"timeline--label", "timeline--label-cursor", "timeline--ruler", *STYLE_CLASSES.values()}
