@@ -259,8 +259,9 @@ class RunView:
                 lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin, key=(ri, "copy")))
             _, memory = allocated_levels(run)
             for a, (mt, mv) in sorted(memory.items()):
-                if a < 0 or not len(mt):
-                    continue
+                agent = run.agent(a)
+                if a < 0 or not len(mt) or (agent is not None and agent.type != "GPU"):
+                    continue  # host allocations (rocprofv3 records them too) are not a GPU row
                 rel = mt - origin
                 lane = Lane(f"{prefix}GPU{a} memory", "memory", rel[:1], rel[-1:], key=(ri, "memory", a))
                 lane.level_t, lane.level_v = rel, mv
