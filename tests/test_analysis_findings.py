@@ -70,6 +70,15 @@ def _metric(flagged: bool) -> dict:
     }
 
 
+def _outlier(ratio: float) -> dict:
+    """A steps.outliers record (the threshold itself is applied there: tests/test_steps.py)."""
+    return {"label": "s", "wall_ns": int(ratio * 1e6), "ratio": ratio, "median_step": "m", "reasons": ["1 more copies (64 bytes)"]}
+
+
+def _memory(growth=None, grew=0, alloc=None, reserved=None) -> dict:
+    return {"step_growth_bytes": growth, "growing_steps": grew, "peak_allocated_bytes": alloc, "peak_reserved_bytes": reserved, "devices": []}
+
+
 def _set(doc: dict, path: str, value) -> None:
     *head, last = path.split(".")
     for key in head:
@@ -94,6 +103,9 @@ TRIGGERS = [
     ({"counters": [{"process": "p", "kernels": [], "arch": "gfx942", "commands": ["rocprofv3 --pmc SQ_WAVES -- app"]}]}, "no-counters"),
     ({"categories": {"communication": 1_800_001}}, "communication-share"),  # > 20 % of the 9 ms kernel time
     ({"stats": {"needs_trace": ["gpu-idle"], "tables": []}}, "needs-trace"),
+    ({"steps": {"detected": True, "steady": {"median_wall_ns": 1e6}, "outliers": [_outlier(1.51)]}}, "slow-step"),
+    ({"memory": _memory(growth=1 << 20, grew=2)}, "memory-growth"),  # 3 steps, 1 MiB
+    ({"memory": _memory(alloc=1 << 30, reserved=(2 << 30) + 1)}, "memory-reserved"),  # > 2x and >= 1 GiB more
 ]
 # emitted beside another code by construction (no document gives it alone)
 ALONGSIDE = {
@@ -134,6 +146,7 @@ def test_thresholds_are_strict():
         "gaps.by_cause.launch": 1_000_000,
         "sync.exposed_pct_of_wall": 5.0,
         "copies.pct_of_wall": 20.0,
+        "memory": _memory(growth=(1 << 20) - 1, grew=2, alloc=1 << 30, reserved=2 << 30),
         "hotspots": [{"name": "k", "percent": 50.0}],
         "occupancy": [_occupancy_row(25.0)],
     }

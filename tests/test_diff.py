@@ -154,8 +154,11 @@ def test_one_kernel_twice_as_slow():
     check_metrics(result, "b", expected_metrics(synth, extra_span=total, extra_kernel=total))
     assert result.metric("span_ns")["delta"] == total
     assert result.metric("span_ns")["status"] == "regressed"
-    # the gate names the slowed kernel too: it doubled and its growth is beyond the noise share of kernel time
-    assert [m["key"] for m in regressions(result, 5.0)] == ["span_ns", "kernel_time_ns", f"kernel:{ATTENTION}"]
+    # the gate names the slowed kernel too: it doubled and its growth is beyond the noise share of kernel time;
+    # the loop's steps (inferred: one sync per iteration) are slower by the same kernel in each step
+    assert [m["key"] for m in regressions(result, 5.0)] == ["span_ns", "kernel_time_ns", "step_median_ns", f"kernel:{ATTENTION}"]
+    per_step = result.metric("step_median_ns")
+    assert per_step["delta"] == pytest.approx(total / synth.spec.iterations, rel=0.05)
     assert all(m["reason"] for m in regressions(result, 5.0))
 
 

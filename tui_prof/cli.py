@@ -111,6 +111,14 @@ def parse_percent(text: str) -> float:
     return value
 
 
+def parse_factor(text: str) -> float:
+    """A multiple of a median: a finite number above 1."""
+    value = parse_percent(text)
+    if value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 1: {text!r}")
+    return value
+
+
 def parse_count(text: str) -> int:
     """A count of listed rows: an integer, 0 or more (0: all)."""
     try:
@@ -200,6 +208,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
         rules=rules,
         max_gaps=None if args.max_gaps <= 0 else args.max_gaps,
         progress=progress,
+        step_name=args.step,
+        warmup=args.warmup,
+        **({"outlier_factor": args.outlier_factor} if args.outlier_factor is not None else {}),
     )
     if progress:
         progress("done", 1, 1)
@@ -404,6 +415,16 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--max-gaps", type=parse_count, default=200, help="gaps listed in the report, longest first (0 = all; default 200)")
     summary.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
     summary.add_argument("-v", "--verbose", action="store_true", help="also list skipped files on stderr")
+    summary.add_argument(
+        "--step",
+        metavar="NAME",
+        default=None,
+        help="take the steps from the host ranges named NAME (default: ProfilerStep#N, else the most covering repeated range)",
+    )
+    summary.add_argument("--warmup", type=parse_count, default=None, metavar="N", help="the first N steps are warm-up (default: detected)")
+    summary.add_argument(
+        "--outlier-factor", type=parse_factor, default=None, metavar="X", help="a steady step slower than its median x X is an outlier (default 1.5)"
+    )
     summary.add_argument(
         "--no-cache",
         action="store_true",

@@ -464,7 +464,9 @@ def compare_sides(
         missing = a.missing.get(d.key, "") if va is None else b.missing.get(d.key, "")
         denominators = (a.metrics.get(d.denominator), b.metrics.get(d.denominator)) if d.denominator else None
         metrics.append(metric_delta(d, va, vb, noise_pct, noise_pp, missing=missing, denominators=denominators))
-    notes = []
+    step_rows, step_notes = step_metric_rows(a.summary, b.summary, noise_pct, noise_pp)
+    metrics.extend(step_rows)
+    notes = list(step_notes)
     fa, fb = set(a.formats), set(b.formats)
     if fa != fb:
         notes.append(f"formats differ: A {', '.join(sorted(fa)) or '-'} vs B {', '.join(sorted(fb)) or '-'}")
@@ -563,3 +565,70 @@ def regressions(result: DiffResult, pct: float) -> list[dict]:
 def comparable(result: DiffResult) -> list[dict]:
     """The lower-is-better metrics both sides have data for (what the gate can judge)."""
     return [m for m in result.metrics if m["better"] == "lower" and m["status"] != "n/a"]
+
+
+# --- steady-state steps ----------------------------------------------------------------------
+
+STEP_METRICS: tuple[MetricDef, ...] = (
+    MetricDef("step_median_ns", "steady step time (median)", "ns", "lower"),
+    MetricDef("step_kernels", "kernels per step (median)", "count", "lower"),
+    MetricDef("step_idle_pct", "GPU idle per step (median)", "pct", "lower"),
+    MetricDef("step_exposed_sync_ns", "exposed sync per step (median)", "ns", "lower"),
+)
+STEP_METRIC_KEYS = tuple(m.key for m in STEP_METRICS)
+
+
+def steady_values(doc: SummaryDoc) -> dict[str, list[float]] | None:
+    """Per steady (not warm-up) step: wall, kernels, idle % (100 - busy %) and exposed sync;
+    None when the run has no steps."""
+    steps = doc.get("steps")
+    if not steps or not steps["detected"]:
+        return None
+    rows = [r for r in steps["steps"] if not r["warmup"]]
+    if not rows:
+        return None
+    return {
+        "step_median_ns": [float(r["wall_ns"]) for r in rows],
+        "step_kernels": [float(r["kernels"]) for r in rows],
+        "step_idle_pct": [100.0 - float(r["busy_pct"]) for r in rows],
+        "step_exposed_sync_ns": [float(r["exposed_sync_ns"]) for r in rows],
+    }
+
+
+def spread(values: list[float], unit: str) -> float:
+    """The steady steps' own spread: the interquartile range p75 - p25 (one outlier step does
+    not widen it), in % of the median (points for % metrics)."""
+    v = np.asarray(values, dtype=np.float64)
+    width = float(np.percentile(v, 75) - np.percentile(v, 25))
+    if unit == "pct":
+        return width
+    median = float(np.median(v))
+    return 100.0 * width / abs(median) if median else 0.0
+
+
+def step_metric_rows(
+    a: SummaryDoc, b: SummaryDoc, noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """When both runs have steps: the steady-state medians compared (B - A), each judged
+    against a noise band that is the larger of the default noise and either run's step
+    spread (interquartile range), so step-to-step jitter is never a verdict; the step counts may differ.
+    Rows join the summary metrics (and so the gate); ([], []) when a run has no steps."""
+    va, vb = steady_values(a), steady_values(b)
+    if va is None or vb is None:
+        return [], []
+    rows = []
+    for d in STEP_METRICS:
+        base = noise_pp if d.unit == "pct" else noise_pct
+        band = max(base, spread(va[d.key], d.unit), spread(vb[d.key], d.unit))
+        if d.unit == "pct":
+            row = metric_delta(d, float(np.median(va[d.key])), float(np.median(vb[d.key])), noise_pct, band)
+        else:
+            row = metric_delta(d, float(np.median(va[d.key])), float(np.median(vb[d.key])), band, noise_pp)
+        rows.append(row)
+    sa, sb = a["steps"], b["steps"]
+    note = (
+        f"steps: A {len(va['step_median_ns'])} steady of {len(sa['steps'])} ({sa['name']}), "
+        f"B {len(vb['step_median_ns'])} steady of {len(sb['steps'])} ({sb['name']}); step rows compare steady-state medians, "
+        "noise band = the larger of the default noise and each run's interquartile step spread"
+    )
+    return rows, [note]

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import hostapi, operators, stats
+from tui_prof.analysis import hostapi, memory, operators, stats, steps
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import group_key, hotspot_records, hotspots, kernel_time_ns
@@ -42,12 +42,14 @@ from tui_prof.analysis.parts import (
     LaunchPart,
     LogHit,
     MeasurementPart,
+    MemoryPart,
     OperatorRecord,
     ProcessRecord,
     Record,
     ShapeRecord,
     SourcePart,
     StatsPart,
+    StepsPart,
     SyncPart,
 )
 from tui_prof.analysis.timeline import CAUSES, GapSet, busy_intervals, gpu_gaps, union_length
@@ -865,3 +867,30 @@ def stats_categories(runset: RunSet, rules: CategoryRules) -> dict[str, int]:
         return {}
     cats = table.groupby(table["name"].map(rules.classify), sort=False)["total_ns"].sum()
     return {str(k): int(v) for k, v in sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+# --- steps and memory ----------------------------------------------------------------------
+
+
+def steps_part(
+    inputs: Sequence[RunInput],
+    gaps: dict[int, GapSet],
+    *,
+    step_name: str | None = None,
+    warmup: int | None = None,
+    outlier_factor: float = steps.OUTLIER_FACTOR,
+) -> StepsPart:
+    """The steps of the first process that has any (:mod:`tui_prof.analysis.steps`);
+    ``gaps``: run position -> its idle gaps (the outliers' longest gap and cause)."""
+    first: StepsPart | None = None
+    for i, r in enumerate(inputs):
+        part, _ = steps.steps_of(r.run, r.label, r.index, gaps.get(i), step_name=step_name, warmup=warmup, factor=outlier_factor)
+        if part["detected"]:
+            return part
+        first = first or part
+    return first or steps.empty_steps_part(factor=outlier_factor)
+
+
+def memory_part_of(inputs: Sequence[RunInput], steps_found: StepsPart) -> MemoryPart:
+    """Peak memory per device of every process; growth over the steps' high-water marks."""
+    return memory.memory_part([(r.run, r.label) for r in inputs], steps_found["steps"])

@@ -23,6 +23,11 @@ counter:<metric>        a derived counter metric crosses its threshold          
 counters-serialise      the run collected counters                                  info
 known-error             a known profiler error message in a log file                high
 no-counters             no counters recorded: the commands to collect them          info
+slow-step               a steady step slower than its median x 1.5 [P] (issue 21)    medium
+memory-growth           every steady step's memory high-water mark above the last   medium
+                        one's, >= 3 steps, >= 1 MiB in all [P] (a leak)
+memory-reserved         peak reserved > 2 x peak allocated and >= 1 GiB more [P]     low
+                        (allocator fragmentation / cache held)
 ======================  ==========================================================  =========
 
 Fixes name the run's platform's tools and calls (:mod:`tui_prof.analysis.platform`): CUDA
@@ -37,6 +42,7 @@ from enum import Enum
 from typing import Any
 
 from tui_prof.analysis.hostapi import MANY_LAUNCHES, TINY_KERNEL_NS
+from tui_prof.analysis.memory import FRAGMENTATION_MIN_BYTES, FRAGMENTATION_RATIO, GROWTH_MIN_BYTES, GROWTH_MIN_STEPS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.parts import Finding, SummaryDoc
 from tui_prof.analysis.platform import TORCH_PHRASES, collective_phrases, phrases, torch_first
@@ -62,6 +68,9 @@ class FindingCode(str, Enum):
     COUNTERS_SERIALISE = "counters-serialise"
     KNOWN_ERROR = "known-error"
     NO_COUNTERS = "no-counters"
+    SLOW_STEP = "slow-step"
+    MEMORY_GROWTH = "memory-growth"
+    MEMORY_RESERVED = "memory-reserved"
 
     @classmethod
     def of(cls, code: str) -> FindingCode:
@@ -325,6 +334,7 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
             )
         )
     out.extend(stats_findings(doc))
+    out.extend(step_findings(doc))
     out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
     return [f for f, _ in out]
 
@@ -393,4 +403,59 @@ def stats_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
                 0,
             )
         )
+    return out
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+def step_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
+    """slow-step (one per outlier step), memory-growth and memory-reserved."""
+    out: list[tuple[Finding, float]] = []
+    steps = doc.get("steps")
+    if steps and steps["detected"] and steps["steady"]:
+        median = steps["steady"]["median_wall_ns"]
+        for o in steps["outliers"]:
+            why = "; ".join(o["reasons"]) or "no difference in kernels, copies, sync or gaps: the host side is slower"
+            out.append(
+                _f(
+                    FindingCode.SLOW_STEP,
+                    "medium",
+                    f"{o['label']} took {o['wall_ns'] / 1e6:.2f} ms, {o['ratio']:.2f}x the steady median "
+                    f"({median / 1e6:.2f} ms); against {o['median_step']}: {why}",
+                    {"label": o["label"], "wall_ns": o["wall_ns"], "median_wall_ns": median, "ratio": o["ratio"], "outlier": dict(o)},
+                    "Look at what this step does that the median step does not (the reasons above): a copy or sync inside the "
+                    "step (checkpointing, logging .item()), a data-loader stall (a long gap), or a recompilation (extra kernels).",
+                    o["ratio"],
+                )
+            )
+    memory = doc.get("memory")
+    if memory:
+        growth, grew = memory["step_growth_bytes"], memory["growing_steps"]
+        if growth is not None and grew + 1 >= GROWTH_MIN_STEPS and growth >= GROWTH_MIN_BYTES:
+            out.append(
+                _f(
+                    FindingCode.MEMORY_GROWTH,
+                    "medium",
+                    f"GPU memory grows every steady step: +{_mib(growth)} over {grew + 1} steps (a leak?)",
+                    {"growth_bytes": growth, "steps": grew + 1},
+                    "Look for tensors kept across steps: losses accumulated with their graph (use loss.item() or .detach()), "
+                    "lists of outputs, caches that never evict.",
+                    growth,
+                )
+            )
+        alloc, reserved = memory["peak_allocated_bytes"], memory["peak_reserved_bytes"]
+        if alloc and reserved and reserved > FRAGMENTATION_RATIO * alloc and reserved - alloc >= FRAGMENTATION_MIN_BYTES:
+            out.append(
+                _f(
+                    FindingCode.MEMORY_RESERVED,
+                    "low",
+                    f"Peak reserved {_mib(reserved)} is {reserved / alloc:.1f}x peak allocated {_mib(alloc)}: the caching allocator holds memory it does not use",
+                    {"peak_allocated_bytes": alloc, "peak_reserved_bytes": reserved},
+                    "Fragmentation from varying tensor sizes: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes "
+                    "(pad batches), or torch.cuda.empty_cache() between phases.",
+                    reserved / alloc,
+                )
+            )
     return out

@@ -294,4 +294,107 @@ class SummaryDoc(TypedDict):
     occupancy: list[Record]
     logs: list[LogHit]
     stats: StatsPart
+    steps: StepsPart
+    memory: MemoryPart
     findings: list[Finding]
+
+
+class StepRecord(TypedDict):
+    """One training/inference step (docs/metrics.md, Steps)."""
+
+    label: str  # "ProfilerStep#3", "train_step [2]", "step 4" (inferred)
+    start_ns: int  # the host range
+    end_ns: int
+    wall_ns: int
+    gpu_ns: int  # first to last GPU activity launched in the step
+    kernels: int  # launched in the step (by the launching call's start)
+    kernel_ns: int
+    busy_ns: int  # GPU busy (any GPU of the process) inside the host range
+    busy_pct: float  # busy / wall
+    idle_ns: int
+    exposed_sync_ns: int  # of the sync calls that start in the step
+    sync_calls: int
+    copies: int
+    copy_bytes: int
+    top_kernel: str | None  # most kernel time in the step
+    top_kernel_ns: int
+    warmup: bool
+    memory_peak_bytes: int | None  # allocated-bytes high-water mark inside the step
+
+
+class StepDistribution(TypedDict):
+    count: int
+    min_ns: int
+    median_ns: float
+    mean_ns: float
+    p90_ns: float
+    p99_ns: float
+    max_ns: int
+
+
+class SteadyState(TypedDict):
+    steps: int
+    span_ns: int  # first steady step's start to the last one's end
+    median_wall_ns: float
+    spread_pct: float  # (p75 - p25) / median x 100 of the steady steps' wall: the diff's noise band
+    median_kernels: float
+    median_busy_pct: float
+    median_exposed_sync_ns: float
+    busy_pct: float  # over the steady steps: sum busy / sum wall
+    idle_pct: float
+    exposed_sync_pct_of_wall: float
+    kernels: int
+    copies: int
+
+
+class StepOutlier(TypedDict):
+    label: str
+    wall_ns: int
+    ratio: float  # wall / the steady median
+    median_step: str  # the steady step compared against (wall closest to the median)
+    extra_kernels: list[Record]  # {"name", "count"}: launched more often than in the median step
+    missing_kernels: list[Record]
+    extra_copies: int
+    extra_copy_bytes: int
+    extra_exposed_sync_ns: int
+    longest_gap_ns: int
+    longest_gap_cause: str | None
+    median_longest_gap_ns: int
+    reasons: list[str]
+
+
+class StepsPart(TypedDict):
+    detected: bool
+    source: str  # "profiler_step", "marker", "inferred", "" when none
+    name: str  # the range name used ("ProfilerStep#*" for PyTorch's steps)
+    how: str  # one sentence: where the steps come from
+    process: str | None
+    candidates: list[str]  # repeated host range names (--step NAME picks one)
+    warmup_steps: int
+    warmup_source: str  # "detected" or "given" (--warmup N)
+    outlier_factor: float
+    distribution: StepDistribution | None  # wall times of every step
+    steady_distribution: StepDistribution | None
+    steady: SteadyState | None
+    outliers: list[StepOutlier]  # the slowest 10 (analysis.steps.MAX_OUTLIERS)
+    outlier_steps: int  # how many steady steps are outliers
+    steps: list[StepRecord]
+
+
+class MemoryDevice(TypedDict):
+    process: str
+    agent: int
+    source: str  # "allocator totals" (Kineto Total Allocated/Reserved) or "allocation trace" (running sum)
+    events: int
+    peak_allocated_bytes: int
+    peak_allocated_ns: int  # when the peak was first reached
+    peak_reserved_bytes: int | None  # None: the profiler records no reserved total
+
+
+class MemoryPart(TypedDict):
+    source: str  # "allocator totals", "allocation trace" or "none"
+    peak_allocated_bytes: int | None  # the largest over devices
+    peak_reserved_bytes: int | None
+    devices: list[MemoryDevice]
+    step_growth_bytes: int | None  # last - first steady step high-water mark when it grows every step
+    growing_steps: int  # steady steps whose high-water mark rose over the previous one's

@@ -22,9 +22,11 @@ from tui_prof.analysis.hotspots import (
     hotspot_records,
     hotspots,
 )
+from tui_prof.analysis.memory import TOTALS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.parts import SummaryDoc
 from tui_prof.analysis.platform import detect_platform
+from tui_prof.analysis.steps import OUTLIER_FACTOR
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.model import RunSet
 from tui_prof.threads import background
@@ -44,6 +46,9 @@ def build_summary(
     logs: bool = True,
     progress: Progress | None = None,
     details: dict[str, dict[int, Any]] | None = None,
+    step_name: str | None = None,
+    warmup: int | None = None,
+    outlier_factor: float = OUTLIER_FACTOR,
 ) -> SummaryDoc:
     """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
 
@@ -58,6 +63,10 @@ def build_summary(
     caller needs not compute them again: ``details["gaps"][run_index]``
     (:class:`~tui_prof.analysis.timeline.GapSet`, every gap, not only the listed ones) and
     ``details["links"][run_index]`` (:func:`~tui_prof.analysis.hostapi.link_launches`).
+
+    Steps (:mod:`tui_prof.analysis.steps`): ``step_name`` picks the host range name the steps
+    are taken from (``--step``), ``warmup`` the number of warm-up steps (``--warmup``; None:
+    detected), ``outlier_factor`` the slow-step threshold as a multiple of the steady median.
     """
     threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
@@ -94,11 +103,17 @@ def build_summary(
     occupancy = engine.occupancy_part(inputs, top)
     peak = engine.peak_memory_of(runset)
     timelines = []
+    gapsets = {}
     for step, job in enumerate(timeline_jobs):
         if job is not None:
             timelines.append(job.result())
+            gapsets[step] = timelines[-1].gaps
             if details is not None:
                 details.setdefault("gaps", {})[step] = timelines[-1].gaps
+    steps_found = engine.steps_part(inputs, gapsets, step_name=step_name, warmup=warmup, outlier_factor=outlier_factor)
+    memory_found = engine.memory_part_of(inputs, steps_found)
+    if memory_found["source"] == TOTALS:  # the allocator's own totals count what was allocated before the trace began
+        peak = memory_found["peak_allocated_bytes"]
     if details is not None:
         details.setdefault("links", {}).update(enumerate(links))
     gpu = engine.gpu_part(timelines)
@@ -141,6 +156,8 @@ def build_summary(
         "occupancy": occupancy,
         "logs": engine.logs_part(runset) if logs else [],
         "stats": stats_part,
+        "steps": steps_found,
+        "memory": memory_found,
         "findings": [],
     }
     doc["findings"] = build_findings(doc)

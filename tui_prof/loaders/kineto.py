@@ -13,7 +13,8 @@ Mapping into the run model:
   twice with the ``cudaStreamSynchronize`` runtime call they overlap;
   ``cpu_op``/``user_annotation``/``gpu_user_annotation``/``python_function`` -> ``markers``
   (``source`` = category; pid/tid as written, which for ``gpu_user_annotation`` are the
-  device and stream); ``cpu_instant_event`` "[memory]" -> ``allocations``.
+  device and stream); ``cpu_instant_event`` "[memory]" -> ``allocations`` (and its
+  ``Total Allocated``/``Total Reserved`` -> ``series`` tracks "allocated"/"reserved").
 * Time: ``ts``/``dur`` are µs on Kineto's clock; we store ``start = ns(ts)``,
   ``end = start + ns(dur)``. Kineto prints µs with 3 decimals derived from integer ns,
   so rounding ``ts`` and ``dur`` separately recovers the exact integers and back-to-back
@@ -90,7 +91,7 @@ from tui_prof.loaders.base import (
     replaced_warning,
 )
 from tui_prof.model import Agent, Run
-from tui_prof.model.schema import UNKNOWN, make_table
+from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
 
 LOADER = LoaderSpec(format="kineto", file_names=r"pt\.trace|kineto", priority=4, per_file=True, kinds=("trace",))
 FORMAT = LOADER.format
@@ -418,7 +419,7 @@ class Events:
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
         # ext: "External id"; dims/types: repr() of cpu_op "Input Dims"/"Input type" (see marker_inputs)
         self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types"))
-        self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid"))
+        self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
         self.flows: Counter = Counter()
         self.process_labels: dict = {}
         self.first_ts: dict[str, object] = {}  # category -> raw ts of its first event
@@ -700,6 +701,8 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 (mem.addr, a.get("Addr")),
                                 (mem.pid, e.get("pid")),
                                 (mem.tid, e.get("tid")),
+                                (mem.total_allocated, a.get("Total Allocated")),
+                                (mem.total_reserved, a.get("Total Reserved")),
                             ):
                                 try:
                                     arr.append(v)
@@ -1093,6 +1096,7 @@ def load_file(path: Path) -> Run:
     if warning:
         run.warnings.append(warning)
     run.allocations = build_allocations(ev.memory, platform, run.agents)
+    run.series = build_memory_series(ev.memory, run.allocations)
 
     first = [ev.first_ts[c] for c in ("kernel", "cuda_runtime") if c in ev.first_ts]
     floats = bool(first) and isinstance(first[0], float)
@@ -1441,6 +1445,38 @@ def build_allocations(cols: Columns, platform: str, agents: list[Agent]):
             "tid": as_int64(cols.tid),
         },
     )
+
+
+MEMORY_TRACKS = (("total_allocated", "allocated"), ("total_reserved", "reserved"))
+"""The caching allocator's totals after each "[memory]" event -> ``series`` tracks."""
+
+
+def build_memory_series(cols: Columns, allocations: pd.DataFrame):
+    """``Total Allocated`` / ``Total Reserved`` of each GPU "[memory]" event as the ``series``
+    tracks "allocated" and "reserved" (bytes on the event's agent, as :func:`build_allocations`
+    maps it); events without a total (older PyTorch) are left out."""
+    if not len(cols.ts) or allocations.empty:
+        return make_table("series", {})
+    agent = allocations["agent"].to_numpy()
+    gpu = (as_int64(cols.dev_type) > 0) & (agent != UNKNOWN)
+    parts = []
+    for column, track in MEMORY_TRACKS:
+        value = as_int64(getattr(cols, column))
+        keep = gpu & (value >= 0)
+        if keep.any():
+            parts.append(
+                make_table(
+                    "series",
+                    {
+                        "track": track,
+                        "agent": agent[keep],
+                        "ts": allocations["start"].to_numpy()[keep],
+                        "value": value[keep].astype(np.float64),
+                        "unit": "bytes",
+                    },
+                )
+            )
+    return concat_tables("series", parts)
 
 
 def build_agents(props, devices: list[int], platform: str) -> tuple[list[Agent], str]:

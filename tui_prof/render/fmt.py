@@ -233,3 +233,23 @@ def fmt_ids(ids: list) -> str:
         else:
             spans.append([i, i])
     return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float] | list[int], width: int | None = None) -> str:
+    """One block character per value, scaled from the smallest (▁) to the largest (█);
+    with ``width``, values are grouped into at most that many cells (each cell the largest
+    of its group, so an outlier stays visible)."""
+    if not len(values):
+        return ""
+    vals = [float(v) for v in values]
+    if width is not None and width > 0 and len(vals) > width:
+        per = len(vals) / width
+        vals = [max(vals[int(i * per) : max(int((i + 1) * per), int(i * per) + 1)]) for i in range(width)]
+    lo, hi = min(vals), max(vals)
+    if hi <= lo:
+        return SPARK[0] * len(vals)
+    top = len(SPARK) - 1
+    return "".join(SPARK[min(top, int(round((v - lo) / (hi - lo) * top)))] for v in vals)

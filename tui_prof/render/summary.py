@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, shorten
+from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, shorten, sparkline
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 
 
@@ -168,6 +168,7 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     if summary["findings"]:
         rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
         out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
+    out.extend(steps_sections(summary, name_width))
     gpu = summary["gpu"]
     rows = [
         [
@@ -386,6 +387,62 @@ def gpu_group_label(group: list[Mapping[str, Any]]) -> str:
     name = (a.get("arch") or "?") + (f" {a['product']}" if a.get("product") and a["product"] != a.get("arch") else "")
     ids = [g["id"] for g in group]
     return f"{fmt_ids(ids)}: {name}" + (f" ×{len(ids)}" if len(ids) > 1 else "")
+
+
+def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """The step table, its distribution and steady state, and peak memory per device."""
+    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    st = summary.get("steps")
+    if st and st["detected"]:
+        rows = [
+            [
+                ("w " if r["warmup"] else "  ") + r["label"],
+                fmt_ns(r["wall_ns"]),
+                fmt_ns(r["gpu_ns"]),
+                str(r["kernels"]),
+                _pct(r["busy_pct"]),
+                fmt_ns(r["idle_ns"]),
+                fmt_ns(r["exposed_sync_ns"]),
+                str(r["copies"]),
+                fmt_bytes(r["memory_peak_bytes"]),
+                Code(shorten(r["top_kernel"] or "-", 40)),
+            ]
+            for r in st["steps"]
+        ]
+        d, sd, ss = st["distribution"], st["steady_distribution"], st["steady"]
+        notes = [st["how"] + (f"; from process {st['process']}" if st["process"] else "")]
+        walls = [r["wall_ns"] for r in st["steps"]]
+        notes.append(
+            f"step time {sparkline(walls, 60)}  min {fmt_ns(d['min_ns'])}, median {fmt_ns(d['median_ns'])}, mean {fmt_ns(d['mean_ns'])}, "
+            f"p90 {fmt_ns(d['p90_ns'])}, p99 {fmt_ns(d['p99_ns'])}, max {fmt_ns(d['max_ns'])}"
+        )
+        warm = f"{st['warmup_steps']} warm-up step(s) ({'--warmup' if st['warmup_source'] == 'given' else 'detected'}, marked w)"
+        if ss and sd:
+            notes.append(
+                f"{warm}; steady state, {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} (interquartile spread {ss['spread_pct']:.1f} %), "
+                f"min {fmt_ns(sd['min_ns'])}, p90 {fmt_ns(sd['p90_ns'])}, max {fmt_ns(sd['max_ns'])}; {ss['median_kernels']:g} kernels/step; "
+                f"GPU busy {_pct(ss['busy_pct'])}, idle {_pct(ss['idle_pct'])}, exposed sync {_pct(ss['exposed_sync_pct_of_wall'])} of the steady steps' wall"
+            )
+        else:
+            notes.append(warm)
+        for o in st["outliers"]:
+            notes.append(
+                f"slow: {o['label']} {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median; vs {o['median_step']}: "
+                + ("; ".join(o["reasons"]) or "no difference found")
+            )
+        headers = ["step", "wall", "GPU", "kernels", "busy", "idle", "exposed sync", "copies", "memory peak", "top kernel"]
+        out.append((f"Steps ({len(rows)})", headers, rows, notes))
+    mem = summary.get("memory")
+    if mem and mem["devices"]:
+        rows = [
+            [d["process"], str(d["agent"]), d["source"], str(d["events"]), fmt_bytes(d["peak_allocated_bytes"]), fmt_bytes(d["peak_reserved_bytes"])]
+            for d in mem["devices"]
+        ]
+        notes = []
+        if mem["step_growth_bytes"] is not None:
+            notes.append(f"grows every steady step: +{fmt_bytes(mem['step_growth_bytes'])}")
+        out.append(("GPU memory", ["process", "agent", "source", "events", "peak allocated", "peak reserved"], rows, notes))
+    return out
 
 
 def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:

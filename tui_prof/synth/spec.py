@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.model.run import Agent
-from tui_prof.model.schema import make_table
+from tui_prof.model.schema import empty_table, make_table
 
 SYNC_MODES = ("per_launch", "per_iteration", "end")
 CAUSES = ("sync", "launch", "copy")  # idle-gap causes, see the module docstring
@@ -252,6 +252,8 @@ class SynthRun:
     expected: Expected
     hostname: str = "synthhost"
     extra: dict = field(default_factory=dict)
+    markers: pd.DataFrame = field(default_factory=lambda: empty_table("markers"))  # host ranges (roctx / record_function)
+    allocations: pd.DataFrame = field(default_factory=lambda: empty_table("allocations"))
 
     HIP_DOMAIN = "HIP_RUNTIME_API_EXT"
 

@@ -261,6 +261,51 @@ def _agent_labels(ids: np.ndarray, agents: list[Agent]) -> pd.Series:
     return pd.Series(pd.Categorical.from_codes(codes, categories=[f"Agent {by_id[int(u)]}" for u in uniq]))
 
 
+MARKER_TRACE_COLUMNS = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp")
+ALLOCATION_TRACE_COLUMNS = ("Kind", "Operation", "Agent_Id", "Allocation_Size", "Address", "Correlation_Id", "Start_Timestamp", "End_Timestamp")
+
+
+def _write_markers_and_allocations(run: SynthRun, prefix: Path, pid: int, tid_shift: int) -> None:
+    """``_marker_api_trace.csv`` (roctx ranges, MARKER_CORE_API) and ``_memory_allocation_trace.csv``
+    (rocprofv3 7.x columns as in the rocprofv3 docs' sample; a free row has no agent and size 0)
+    when the run has them; correlation ids continue after the HIP calls'."""
+    first = int(run.api["correlation_id"].max()) + 1 if len(run.api) else 1
+    m = run.markers
+    if len(m):
+        _write_table(
+            Path(f"{prefix}_marker_api_trace.csv"),
+            MARKER_TRACE_COLUMNS,
+            {
+                "Domain": ["MARKER_CORE_API"] * len(m),
+                "Function": m["name"],
+                "Process_Id": np.full(len(m), pid, np.int64),
+                "Thread_Id": m["tid"] + tid_shift,
+                "Correlation_Id": np.arange(first, first + len(m), dtype=np.int64),
+                "Start_Timestamp": m["start"],
+                "End_Timestamp": m["end"],
+            },
+        )
+        first += len(m)
+    a = run.allocations
+    if len(a):
+        free = a["operation"].astype(str).to_numpy() == "FREE"
+        agents = _agent_labels(a["agent"].to_numpy(), run.agents).astype(str).to_numpy()
+        _write_table(
+            Path(f"{prefix}_memory_allocation_trace.csv"),
+            ALLOCATION_TRACE_COLUMNS,
+            {
+                "Kind": ["MEMORY_ALLOCATION"] * len(a),
+                "Operation": ["MEMORY_ALLOCATION_" + op for op in a["operation"].astype(str).tolist()],
+                "Agent_Id": np.where(free, "", agents).tolist(),
+                "Allocation_Size": np.where(free, 0, a["bytes"].to_numpy()),
+                "Address": [f"0x{x:016x}" for x in a["address"].tolist()],
+                "Correlation_Id": np.arange(first, first + len(a), dtype=np.int64),
+                "Start_Timestamp": a["start"],
+                "End_Timestamp": a["end"],
+            },
+        )
+
+
 def write_rocprofv3_csv(run: SynthRun, directory, hostname: str = "synthhost", pid: int = 4242) -> Path:
     """Write ``run`` as rocprofv3 7.x CSV into ``<directory>/<hostname>/``; return that folder.
 
@@ -343,6 +388,8 @@ def write_rocprofv3_csv(run: SynthRun, directory, hostname: str = "synthhost", p
             "End_Timestamp": cp["end"],
         },
     )
+
+    _write_markers_and_allocations(run, prefix, pid, tid_shift)
 
     # statistics, computed from the written rows as rocprofv3 computes them
     domains = []

@@ -140,6 +140,8 @@ def _write(run: SynthRun, fh) -> None:
         c = copies.iloc[lo : lo + SLICE]
         ext = np.array([ext_of.get(x, 0) for x in c["correlation_id"].tolist()], dtype=np.int64)
         emit(_copy_events(c, ext))
+    emit(_marker_events(run.markers))
+    emit(_memory_events(run.allocations, run.gpu_agents))
     emit(_metadata(run, t_first))
     span = us_text(np.array([t_first, t_last - t_first]))
     emit(
@@ -156,6 +158,60 @@ def _write(run: SynthRun, fh) -> None:
     )
     base_ns = 1_700_000_000_000_000_000 - (1_700_000_000_000_000_000 % 1_000_000_000)
     fh.write(f'\n  ],\n  "traceName": "synthetic_rank0.json",\n  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": {base_ns}\n}}')
+
+
+def _marker_events(m: pd.DataFrame) -> np.ndarray:
+    """Host ranges as ``user_annotation`` events (``record_function``) on their thread."""
+    if m.empty:
+        return np.array([], dtype=object)
+    start, end = m["start"].to_numpy(), m["end"].to_numpy()
+    return event(
+        '"ph": "X", "cat": "user_annotation", "name": ',
+        strings(m["name"].astype(str).to_numpy()),
+        ', "pid": ',
+        ints(m["pid"]),
+        ', "tid": ',
+        ints(m["tid"]),
+        ',\n    "ts": ',
+        us_text(start),
+        ', "dur": ',
+        us_text(end - start),
+        ',\n    "args": {\n      "External id": 0\n    }',
+    )
+
+
+def _memory_events(a: pd.DataFrame, gpus) -> np.ndarray:
+    """Allocations as PyTorch ``[memory]`` instant events with the caching allocator's totals
+    after each one: ``Total Allocated`` = the running sum, ``Total Reserved`` = its maximum so
+    far (the allocator keeps what it reserved). ``Device Id`` is the GPU's index."""
+    if a.empty:
+        return np.array([], dtype=object)
+    a = a.sort_values("start", kind="stable")
+    op = a["operation"].astype(str).to_numpy()
+    size = a["bytes"].to_numpy().astype(np.int64)
+    signed = np.where(op == "FREE", -size, size)
+    total = np.cumsum(signed)
+    index = {agent.id: i for i, agent in enumerate(gpus)}
+    device = np.array([index.get(int(x), 0) for x in a["agent"].to_numpy()], dtype=np.int64)
+    return event(
+        '"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",\n    "pid": ',
+        ints(a["pid"]),
+        ', "tid": ',
+        ints(a["tid"]),
+        ',\n    "ts": ',
+        us_text(a["start"].to_numpy()),
+        ',\n    "args": {\n      "Total Reserved": ',
+        ints(np.maximum.accumulate(total)),
+        ', "Total Allocated": ',
+        ints(total),
+        ', "Bytes": ',
+        ints(signed),
+        ', "Addr": ',
+        ints(a["address"]),
+        ', "Device Type": 1, "Device Id": ',
+        ints(device),
+        "\n    }",
+    )
 
 
 def _device_properties(index: int, agent) -> str:

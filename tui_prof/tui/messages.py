@@ -61,3 +61,20 @@ class LoadFailed(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+class StepRequested(Message):
+    """Enter on a step: zoom the timeline to [start_ns, end_ns) (absolute ns on the run's clock)."""
+
+    def __init__(self, start_ns: int, end_ns: int, label: str) -> None:
+        super().__init__()
+        self.start_ns, self.end_ns, self.label = start_ns, end_ns, label
+
+
+class StepsChanged(Message):
+    """The steps pane took its steps from another range name: ``steps`` is the new summary
+    ``steps`` part (the timeline's step ticks follow it)."""
+
+    def __init__(self, steps: dict) -> None:
+        super().__init__()
+        self.steps = steps

@@ -6,6 +6,7 @@ cycling through them on each request, and on the evidence of a finding.
 
 from __future__ import annotations
 
+import numpy as np
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -142,6 +143,17 @@ class TimelinePane(Vertical):
         timeline.gap_index = gap_index
         lane, start, end = timeline.current_gap
         timeline.call_after_refresh(timeline.centre_on, start, end, lane if lane >= 0 else None)
+
+    def set_steps(self, doc: dict | None, origin: int) -> None:
+        """The summary's steps (relative to the timeline's origin): ruler ticks and ``[``/``]`` jumps."""
+        rows = ((doc or {}).get("steps") or {}).get("steps") or []
+        starts = np.array([r["start_ns"] - origin for r in rows], dtype=np.int64)
+        self.timeline.set_steps(starts, starts + np.array([r["wall_ns"] for r in rows], dtype=np.int64))
+
+    def show_range(self, start: int, end: int) -> None:
+        """Zoom to [start, end) (relative ns) on every lane."""
+        timeline = self.timeline
+        timeline.call_after_refresh(timeline.set_view, max(start, 0), end)  # a step may start before the first traced event
 
     def show_window(self, start: int, end: int, lane: int) -> None:
         """Centre on [start, end) of lane ``lane``."""

@@ -1,4 +1,4 @@
-"""The main screen: title, load progress, and the six panes as tabs.
+"""The main screen: title, load progress, and the panes as tabs (keys 1-6, 8).
 
 It composes the panes and routes: data goes down (``set_view``, ``fill_part``), the
 panes' requests come up as messages (tui_prof.tui.messages) and are sent on to the pane
@@ -24,6 +24,8 @@ from tui_prof.tui.messages import (
     KernelSelected,
     NeedPart,
     ShowTab,
+    StepRequested,
+    StepsChanged,
     TimelineRequested,
 )
 from tui_prof.tui.panes import COMPUTING
@@ -32,6 +34,7 @@ from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hardware import HardwarePane
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.panes.issues import IssuesPane
+from tui_prof.tui.panes.steps import StepsPane
 from tui_prof.tui.panes.timeline import TimelinePane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
@@ -51,13 +54,22 @@ FOCUS = {
     "findings": "#findings-table",
     "counters": "#counters-pane",
     "issues": "#issues-pane",
+    "steps": "#steps-table",
 }
 # the lazy RunView part each tab shows (see tui_prof.tui.view.runview.PARTS)
-TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary", "counters": "summary", "issues": "summary"}
+TAB_PART = {
+    "hotspots": "summary",
+    "timeline": "timeline",
+    "hardware": "summary",
+    "findings": "summary",
+    "counters": "summary",
+    "issues": "summary",
+    "steps": "summary",
+}
 
 
 class MainScreen(Screen):
-    """Tabs: hotspots, timeline, hardware, findings, counters, load issues."""
+    """Tabs: hotspots, timeline, hardware, findings, counters, load issues, steps."""
 
     BINDINGS = [
         Binding("1", "tab('hotspots')", "Hotspots", id="tab.hotspots", group=PANES),
@@ -66,6 +78,7 @@ class MainScreen(Screen):
         Binding("4", "tab('findings')", "Findings", id="tab.findings", group=PANES),
         Binding("5", "tab('counters')", "Counters", id="tab.counters", group=PANES),
         Binding("6", "tab('issues')", "Issues", id="tab.issues", group=PANES),
+        Binding("8", "tab('steps')", "Steps", id="tab.steps", group=PANES),
         Binding("e", "export('perfetto')", "Export to Perfetto", show=False, id="main.export"),
     ]
 
@@ -93,6 +106,8 @@ class MainScreen(Screen):
                 yield CountersPane(id="counters-pane")
             with TabPane("6 Issues", id="issues"):
                 yield IssuesPane(id="issues-pane")
+            with TabPane("8 Steps", id="steps"):
+                yield StepsPane(id="steps-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -142,6 +157,7 @@ class MainScreen(Screen):
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
         self.hotspots.set_view(view)
+        self.query_one(StepsPane).set_view(view)
         for part in PARTS:
             if view.ready(part):
                 self.fill_part(part)
@@ -158,7 +174,7 @@ class MainScreen(Screen):
         view = self.view
         if error:
             text = plain(f"{part}: could not be computed: {error}", "red")
-            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane), "timeline": (TimelinePane,)}.get(part, ())
+            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane, StepsPane), "timeline": (TimelinePane,)}.get(part, ())
             for pane in panes:
                 self.query_one(pane).part_failed(text)
         elif part == "summary":
@@ -168,8 +184,13 @@ class MainScreen(Screen):
             self.findings.set_summary(doc)
             self.counters.set_summary(doc)
             self.query_one(IssuesPane).set_summary(view.runset, doc)
+            self.query_one(StepsPane).set_summary(doc)
+            if view.ready("timeline"):
+                self.timeline.set_steps(doc, view.timeline.origin)
         elif part == "timeline":
             self.timeline.set_model(view.timeline)
+            if view.ready("summary"):
+                self.timeline.set_steps(view.summary, view.timeline.origin)
         self.filled.add(part)
         self.filled |= {p for p in ("gaps", "launches") if view.ready(p)}  # nothing to show of their own
 
@@ -236,6 +257,22 @@ class MainScreen(Screen):
     def _gap_opened(self, event: Timeline.GapOpened) -> None:
         if self.view is not None and self.view.ready("gaps") and self.view.gaps is not None:
             self.app.push_screen(GapScreen(self.view, event.gap_index))
+
+    @on(StepRequested)
+    def goto_step(self, message: StepRequested) -> None:
+        """Enter on a step: the timeline zoomed to the step's host range."""
+        if not self.need("timeline"):
+            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            return
+        assert self.view is not None  # need() is True only with a view
+        self.action_tab("timeline")
+        origin = self.view.timeline.origin
+        self.timeline.show_range(message.start_ns - origin, message.end_ns - origin)
+
+    @on(StepsChanged)
+    def _steps_changed(self, message: StepsChanged) -> None:
+        if self.view is not None and self.view.ready("timeline"):
+            self.timeline.set_steps({"steps": message.steps}, self.view.timeline.origin)
 
     @on(EvidenceRequested)
     def goto_evidence(self, message: EvidenceRequested) -> None:

@@ -99,6 +99,9 @@ EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
     FindingCode.NO_COUNTERS: _tab("counters"),
     FindingCode.COUNTERS_SERIALISE: _tab("hardware"),
     FindingCode.KNOWN_ERROR: _tab("issues"),
+    FindingCode.SLOW_STEP: _tab("steps"),
+    FindingCode.MEMORY_GROWTH: _tab("steps"),
+    FindingCode.MEMORY_RESERVED: _tab("steps"),
 }
 
 

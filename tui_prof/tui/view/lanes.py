@@ -47,7 +47,7 @@ class Lane:
     """One timeline row: a label and the (merged) intervals it shows."""
 
     label: str
-    kind: str  # "host" (API calls) | "ops" (host ops: markers) | "gpu" | "copy"
+    kind: str  # "host" (API calls) | "ops" (host ops: markers) | "gpu" | "copy" | "memory"
     start: np.ndarray  # int64 ns, relative to the run origin, merged
     end: np.ndarray
     key: tuple = ()
@@ -56,6 +56,24 @@ class Lane:
     # idle gaps of the lane's agent (analysis.timeline.gpu_timeline), drawn wherever they are
     idle_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     idle_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # a "memory" lane: the allocated bytes after each allocation event (analysis.memory), drawn as a level
+    level_t: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    level_v: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def level_frame(self, edges: np.ndarray) -> np.ndarray:
+        """Highest allocated level in each cell [edges[i], edges[i+1]) (the level held when the
+        cell starts, or any event inside it); 0 before the first event."""
+        t, v = self.level_t, self.level_v
+        if not t.size:
+            return np.zeros(len(edges) - 1, np.int64)
+        lo = np.searchsorted(t, edges[:-1], side="right")  # events after each cell's start
+        hi = np.searchsorted(t, edges[1:], side="left")
+        held = np.where(lo > 0, v[np.maximum(lo - 1, 0)], 0)
+        inside = np.zeros(len(lo), np.int64)
+        has = hi > lo
+        if has.any():
+            inside[has] = [int(v[a:b].max()) for a, b in zip(lo[has].tolist(), hi[has].tolist(), strict=True)]  # one per cell
+        return np.maximum(held, inside)
 
 
 class PackedLanes:

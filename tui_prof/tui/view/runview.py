@@ -30,6 +30,7 @@ from tui_prof.analysis import engine, hostapi
 from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
 from tui_prof.analysis.summary import build_summary
@@ -237,6 +238,11 @@ class RunView:
         # gaps and launches parts reuse them instead of running the analysis again
         return build_summary(self.runset, top=SUMMARY_TOP, details=self._details)
 
+    def steps_for(self, step_name: str | None) -> dict:
+        """The summary's ``steps`` part with the steps taken from the host ranges named
+        ``step_name`` (``--step``); the outliers use the summary's gap sets when computed."""
+        return dict(engine.steps_part(engine.run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
+
     def _details_of(self, key: str) -> dict | None:
         """The summary's per-run results ``key`` when the summary is already computed (the
         background order computes it first), else None: then the part computes its own
@@ -301,6 +307,15 @@ class RunView:
             c = run.copies
             if len(c):
                 lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin, key=(ri, "copy")))
+            _, memory = allocated_levels(run)
+            for a, (mt, mv) in sorted(memory.items()):
+                agent = run.agent(a)
+                if a < 0 or not len(mt) or (agent is not None and agent.type != "GPU"):
+                    continue  # host allocations (rocprofv3 records them too) are not a GPU row
+                rel = mt - origin
+                lane = Lane(f"{prefix}GPU{a} memory", "memory", rel[:1], rel[-1:], key=(ri, "memory", a))
+                lane.level_t, lane.level_v = rel, mv
+                lanes.append(lane)
         gap_array = gap_lanes = None
         if gaps is not None:
             gs = gaps["start"].to_numpy().astype(np.int64) - origin

@@ -40,7 +40,7 @@ BUSY_THRESHOLD = 0.9  # a GPU cell at least this busy is "busy", below it "partl
 MIXED_THRESHOLD = 0.02  # non-sync API share of a cell that makes a sync cell "mixed"
 
 # style codes of a cell
-S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP = range(9)
+S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP, S_MEM = range(10)
 STYLE_CLASSES = {
     S_BUSY: "timeline--busy",
     S_PARTIAL: "timeline--partial",
@@ -50,6 +50,7 @@ STYLE_CLASSES = {
     S_MARK: "timeline--mark",
     S_GAP: "timeline--gap",
     S_OP: "timeline--op",
+    S_MEM: "timeline--mem",
 }
 
 
@@ -101,6 +102,13 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
     ops = np.flatnonzero(kinds == "ops")  # host ops (markers), one lane per nesting depth
     if ops.size:
         style[ops] = np.where(busy[ops] > 0, S_OP, S_BLANK)
+    for m in np.flatnonzero(kinds == "memory").tolist():  # allocated bytes: ▁ to █ of the lane's peak
+        lane = model.lanes[m]
+        level = lane.level_frame(edges)
+        peak = int(lane.level_v.max()) if lane.level_v.size else 0
+        lv = levels(level / peak) if peak > 0 else np.zeros(cells, np.int64)
+        glyph[m] = BLOCKS[lv]
+        style[m] = np.where(lv > 0, S_MEM, S_BLANK)
     if gap is not None:
         lane, gs, ge = gap
         rows = np.flatnonzero(gpu) if lane < 0 else np.array([lane])
@@ -132,6 +140,7 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--api { color: ansi_blue; }
     Timeline > .timeline--sync { color: ansi_bright_magenta; }
     Timeline > .timeline--op { color: ansi_cyan; }
+    Timeline > .timeline--mem { color: ansi_bright_blue; }
     Timeline > .timeline--mark { color: ansi_bright_white; background: ansi_blue; text-style: bold; }
     """
     COMPONENT_CLASSES = {"timeline--label", "timeline--label-cursor", "timeline--ruler", *STYLE_CLASSES.values()}
@@ -143,8 +152,10 @@ class Timeline(Widget, can_focus=True):
         Binding("j,down", "lane(1)", "Lane down", show=False),
         Binding("k,up", "lane(-1)", "Lane up", show=False),
         Binding("f,0", "fit", "Fit", id="timeline.fit"),
-        Binding("n,right_square_bracket", "gap(1)", "Next gap", id="timeline.next_gap"),
-        Binding("N,left_square_bracket", "gap(-1)", "Prev gap", id="timeline.prev_gap"),
+        Binding("n", "gap(1)", "Next gap", id="timeline.next_gap"),
+        Binding("N", "gap(-1)", "Prev gap", id="timeline.prev_gap"),
+        Binding("right_square_bracket", "step(1)", "Next step", id="timeline.next_step", show=False),
+        Binding("left_square_bracket", "step(-1)", "Prev step", id="timeline.prev_step", show=False),
         Binding("y", "sync(1)", "Next sync", id="timeline.next_sync"),
         Binding("Y", "sync(-1)", "Prev sync", id="timeline.prev_sync"),
         Binding("c", "centre_selected", "Go to kernel", id="timeline.goto_kernel"),
@@ -193,6 +204,9 @@ class Timeline(Widget, can_focus=True):
         self.gap_index = -1
         self.sync_index = -1
         self.marker: tuple[int, int, int] | None = None
+        self.step_marks = np.array([], dtype=np.int64)  # step starts (relative ns): ticks on the ruler
+        self.step_ends = np.array([], dtype=np.int64)
+        self.step_index = -1
         self.ascii = use_ascii()  # --ascii or a non-UTF-8 locale: tui_prof.tui.glyphs
         self._cache_key = None
         self._frame = None
@@ -292,7 +306,7 @@ class Timeline(Widget, can_focus=True):
         if self.gap_index < 0:
             # first jump: the first gap starting in the view (or the last one before its end)
             starts = gaps[:, 0]
-            index = int(np.searchsorted(starts, self.t0)) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
+            index = int(np.searchsorted(self.step_ends, self.t0, side="right")) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
         else:
             index = self.gap_index + step
         if not 0 <= index < len(gaps):
@@ -302,6 +316,30 @@ class Timeline(Widget, can_focus=True):
         start, end = int(gaps[index, 0]), int(gaps[index, 1])
         lane = int(self.model.gap_lanes[index]) if self.model.gap_lanes is not None else -1
         self.centre_on(start, end, lane if lane >= 0 else None)
+
+    def set_steps(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        """The run's steps (relative ns, in order): ruler ticks and the ``[``/``]`` jumps."""
+        self.step_marks, self.step_ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+        self.step_index = -1
+        self.refresh()
+
+    def action_step(self, step: int) -> None:
+        """Show the next (step=1) or previous (-1) step whole: after the first jump, the one
+        after/before the step shown; first, the first step ending in the view (or the last starting
+        before its end). A step that starts before the run's first traced event is shown from there."""
+        starts = self.step_marks
+        if not len(starts):
+            self.notify("No steps in this run (n/N jump between idle gaps)", severity="information")
+            return
+        if self.step_index < 0:
+            index = int(np.searchsorted(self.step_ends, self.t0, side="right")) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
+        else:
+            index = self.step_index + step
+        if not 0 <= index < len(starts):
+            self.notify("No more steps in that direction", severity="information")
+            return
+        self.step_index = index
+        self.set_view(max(int(starts[index]), 0), int(self.step_ends[index]))
 
     def action_sync(self, step: int) -> None:
         """Jump to the next (step=1) or previous (-1) sync bar of the host rows (merged
@@ -423,6 +461,13 @@ class Timeline(Widget, can_focus=True):
             elif 0 <= col < cells and line[col] == " ":
                 line[col] = "'"
             t += step
+        marks = self.step_marks
+        if len(marks):  # a step boundary in the view: a tick where the time labels left room
+            inside = marks[(marks >= self.t0) & (marks < self.t1)]
+            for t in inside.tolist():
+                col = int((t - self.t0) / ns_per_cell)
+                if 0 <= col < cells and line[col] in (" ", "'"):
+                    line[col] = "▾"
         gap = self.current_gap
         if gap is not None:
             _, gs, ge = gap

@@ -1,0 +1,154 @@
+"""GPU memory: peak allocated/reserved per device, the allocated level over time, growth.
+
+Sources, first that a process has (docs/metrics.md, Memory):
+
+* allocator totals: PyTorch ``profile_memory=True`` writes a ``[memory]`` event per
+  allocation and free with the caching allocator's ``Total Allocated`` and ``Total Reserved``
+  of the device after it (the loader keeps them as ``series`` tracks "allocated" and
+  "reserved"); the peak is their maximum, i.e. ``torch.cuda.max_memory_allocated()`` over the
+  profiled window, allocations made before it included;
+* allocation trace (rocprofv3 ``--memory-allocation-trace``, rocpd, Kineto events without
+  totals): the running sum of allocated minus freed bytes per agent from the first event
+  on (a free without a size takes the size of the last allocation at its address).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis.parts import MemoryDevice, MemoryPart, StepRecord
+from tui_prof.model import Run
+
+TOTALS = "allocator totals"
+TRACE = "allocation trace"
+GROWTH_MIN_STEPS = 3  # [P] steady steps needed before growth step over step is called a leak
+GROWTH_MIN_BYTES = 1 << 20  # [P] and it grew by at least 1 MiB in all
+FRAGMENTATION_RATIO = 2.0  # [P] peak reserved > 2 x peak allocated...
+FRAGMENTATION_MIN_BYTES = 1 << 30  # [P] ...and at least 1 GiB more
+
+
+def running_allocated(allocations: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per agent: (event times, allocated bytes after each event), time-sorted; the level
+    starts at 0 at the first event. A free without an agent counts on the agent of the last
+    allocation at its address."""
+    if allocations.empty:
+        return {}
+    op = allocations["operation"].astype(str).str.upper().to_numpy().astype(str)
+    is_alloc = np.char.find(op, "ALLOC") >= 0
+    is_free = np.char.find(op, "FREE") >= 0
+    nbytes = allocations["bytes"].to_numpy().astype(np.int64)
+    frame = pd.DataFrame(
+        {
+            "t": allocations["start"].to_numpy().astype(np.int64),
+            "agent": allocations["agent"].to_numpy().astype(np.int64),
+            "addr": allocations["address"].to_numpy(),
+            "alloc": np.where(is_alloc & (nbytes > 0), nbytes, np.nan),
+            "n": nbytes,
+            "is_alloc": is_alloc & ~is_free,
+            "is_free": is_free,
+        }
+    ).sort_values("t", kind="stable")
+    size_at_addr = frame.groupby("addr")["alloc"].ffill().fillna(0).to_numpy().astype(np.int64)
+    # a free without an agent (rocprofv3 writes none) belongs to the allocation at its address
+    owner = frame["agent"].where(frame["is_alloc"] & (frame["agent"] >= 0))
+    frame["agent"] = np.where(frame["agent"].to_numpy() >= 0, frame["agent"].to_numpy(), owner.groupby(frame["addr"]).ffill().fillna(-1).to_numpy()).astype(
+        np.int64
+    )
+    n = frame["n"].to_numpy()
+    free_bytes = np.where(n > 0, n, size_at_addr)
+    delta = np.where(frame["is_alloc"].to_numpy(), np.maximum(n, 0), 0) - np.where(frame["is_free"].to_numpy(), free_bytes, 0)
+    out = {}
+    agents = frame["agent"].to_numpy()
+    t = frame["t"].to_numpy()
+    for agent in np.unique(agents).tolist():
+        m = agents == agent
+        out[int(agent)] = (t[m], np.cumsum(delta[m]))
+    return out
+
+
+def tracks(run: Run, track: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per agent: (times, values) of a ``series`` track, time-sorted."""
+    s = run.series
+    if s.empty:
+        return {}
+    s = s[s["track"].astype(str) == track]
+    out = {}
+    for agent, g in s.groupby("agent", sort=True):
+        g = g.sort_values("ts", kind="stable")
+        out[int(agent)] = (g["ts"].to_numpy().astype(np.int64), g["value"].to_numpy().astype(np.int64))
+    return out
+
+
+def allocated_levels(run: Run) -> tuple[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """(source, per agent (times, allocated bytes)) of one process; ("none", {}) without memory data."""
+    totals = tracks(run, "allocated")
+    if totals:
+        return TOTALS, totals
+    levels = {a: v for a, v in running_allocated(run.allocations).items() if len(v[1]) and int(v[1].max()) > 0}
+    return (TRACE, levels) if levels else ("none", {})
+
+
+def allocated_series(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """The allocated level over time of the process's device with the highest peak."""
+    _, levels = allocated_levels(run)
+    if not levels:
+        return None
+    agent = max(levels, key=lambda a: (int(levels[a][1].max()), -a))
+    return levels[agent]
+
+
+def memory_devices(run: Run, label: str) -> list[MemoryDevice]:
+    source, levels = allocated_levels(run)
+    reserved = tracks(run, "reserved") if source == TOTALS else {}
+    out: list[MemoryDevice] = []
+    for agent, (t, v) in sorted(levels.items()):
+        if agent < 0 and source == TOTALS:
+            continue
+        i = int(np.argmax(v))
+        r = reserved.get(agent)
+        out.append(
+            {
+                "process": label,
+                "agent": agent,
+                "source": source,
+                "events": len(v),
+                "peak_allocated_bytes": int(v[i]),
+                "peak_allocated_ns": int(t[i]),
+                "peak_reserved_bytes": int(r[1].max()) if r is not None and len(r[1]) else None,
+            }
+        )
+    return out
+
+
+def step_growth(records: Sequence[StepRecord]) -> tuple[int | None, int]:
+    """(growth in bytes, steps that grew) of the steady steps' high-water marks: growth is
+    given only when every steady step's mark is above the previous one's (a leak step over step)."""
+    marks = [r["memory_peak_bytes"] for r in records if not r["warmup"]]
+    if len(marks) < 2 or any(m is None for m in marks):
+        return None, 0
+    values = np.array(marks, dtype=np.int64)
+    grew = int((np.diff(values) > 0).sum())
+    if grew == len(values) - 1:
+        return int(values[-1] - values[0]), grew
+    return None, grew
+
+
+def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = ()) -> MemoryPart:
+    """Peak memory per device over the processes; growth over ``steps`` (one process's steps)."""
+    devices: list[MemoryDevice] = []
+    for run, label in runs:
+        devices.extend(memory_devices(run, label))
+    sources = {d["source"] for d in devices}
+    reserved = [d["peak_reserved_bytes"] for d in devices if d["peak_reserved_bytes"] is not None]
+    growth, grew = step_growth(steps)
+    return {
+        "source": TOTALS if TOTALS in sources else (TRACE if sources else "none"),
+        "peak_allocated_bytes": max((d["peak_allocated_bytes"] for d in devices), default=None),
+        "peak_reserved_bytes": max(reserved) if reserved else None,
+        "devices": devices,
+        "step_growth_bytes": growth,
+        "growing_steps": grew,
+    }

@@ -1,0 +1,257 @@
+"""A training loop of named steps whose step table, warm-up, outlier and memory are known
+by construction (issue 21).
+
+The program (one host thread, one GPU, node id 1)::
+
+    for i in range(steps):
+        roctxRangePush(marker)                        # the step's host range starts
+        if i == 0: host work first_step_extra_ns      # warm-up (compilation, autotuning)
+        alloc(step_bytes); alloc(leak_bytes)          # the leak is never freed
+        for k in range(kernels_per_step): hipLaunchKernel(kernel k % 2)
+        if i == outlier_step: hipMemcpy(HtoD, copy_bytes)   # the outlier's extra copy
+        hipDeviceSynchronize()
+        free(step_bytes)
+        roctxRangePop()                               # the step's host range ends
+
+Timing as in :mod:`tui_prof.synth.spec`: each call is followed by ``gap_ns`` of host work;
+a kernel starts ``latency_ns`` after its launch returns or when the previous kernel ends;
+the copy waits for the kernels and lasts ``copy_bytes / bandwidth``; the sync returns
+``sync_return_ns`` after the GPU's last activity. Allocations are instants (start == end).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.model.schema import make_table
+from tui_prof.synth.spec import OTHER_KERNELS, Expected, SynthRun, SynthSpec, gemm_kind, make_agents
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    steps: int = 8
+    kernels_per_step: int = 6
+    kernel_ns: int = 50_000
+    launch_ns: int = 5_000
+    gap_ns: int = 2_000
+    latency_ns: int = 3_000
+    sync_return_ns: int = 4_000
+    first_step_extra_ns: int = 3_000_000
+    outlier_step: int = 5  # 0-based
+    copy_bytes: int = 64 << 20
+    bandwidth: float = 25.0  # bytes/ns
+    step_bytes: int = 256 << 20
+    leak_bytes: int = 2 << 20
+    marker: str = "train_step"
+    t0_ns: int = 1_550_151_853_000_000
+    pid: int = 4242
+
+
+@dataclass
+class StepAnswers:
+    """What a correct step analysis finds (ns, bytes; steps 0-based)."""
+
+    labels: list[str]
+    starts: list[int]
+    ends: list[int]
+    kernels: list[int]
+    copies: list[int]
+    copy_bytes: list[int]
+    gpu_ns: list[int]
+    warmup: int
+    outlier: int
+    memory_marks: list[int]  # allocated high-water mark of each step
+    peak_allocated: int
+    peak_reserved: int  # the caching allocator's reserve: the allocated peak so far (never released)
+    growth_steady: int  # last - first steady step mark
+
+    @property
+    def walls(self) -> list[int]:
+        return [e - s for s, e in zip(self.starts, self.ends, strict=True)]
+
+
+def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
+    kinds = [gemm_kind(spec.kernel_ns), OTHER_KERNELS[3]]
+    pid, tid, gpu = spec.pid, spec.pid, 1
+    api_rows: list[tuple[int, int, str, int]] = []  # start, end, name, correlation
+    k_rows: list[tuple[int, int, int, int]] = []  # start, end, kind, correlation
+    c_rows: list[tuple[int, int, int]] = []  # start, end, correlation
+    alloc_rows: list[tuple[int, str, int, int]] = []  # t, operation, bytes, address
+    starts, ends, kernels, copies, copy_bytes, gpu_ns = [], [], [], [], [], []
+    corr = 0
+    t = spec.t0_ns
+    gpu_free = t
+    level, marks = 0, []
+    copy_ns = int(np.ceil(spec.copy_bytes / spec.bandwidth))
+    for i in range(spec.steps):
+        step_start = t
+        if i == 0:
+            t += spec.first_step_extra_ns
+        address = 0x7F0000000000 + i * 0x10000000
+        alloc_rows.append((t, "ALLOCATE", spec.step_bytes, address))
+        alloc_rows.append((t, "ALLOCATE", spec.leak_bytes, address + 0x8000000))
+        level += spec.step_bytes + spec.leak_bytes
+        marks.append(level)
+        t += spec.gap_ns
+        first_gpu = None
+        for k in range(spec.kernels_per_step):
+            corr += 1
+            api_rows.append((t, t + spec.launch_ns, "hipLaunchKernel", corr))
+            ks = max(t + spec.launch_ns + spec.latency_ns, gpu_free)
+            k_rows.append((ks, ks + spec.kernel_ns, k % 2, corr))
+            first_gpu = ks if first_gpu is None else first_gpu
+            gpu_free = ks + spec.kernel_ns
+            t += spec.launch_ns + spec.gap_ns
+        n_copies = 0
+        if i == spec.outlier_step:
+            corr += 1
+            cs = max(t + spec.latency_ns, gpu_free)
+            c_rows.append((cs, cs + copy_ns, corr))
+            gpu_free = cs + copy_ns
+            api_rows.append((t, gpu_free + spec.sync_return_ns, "hipMemcpy", corr))
+            t = gpu_free + spec.sync_return_ns + spec.gap_ns
+            n_copies = 1
+        corr += 1
+        sync_end = max(t + 1_000, gpu_free + spec.sync_return_ns)
+        api_rows.append((t, sync_end, "hipDeviceSynchronize", corr))
+        t = sync_end + spec.gap_ns
+        alloc_rows.append((t, "FREE", spec.step_bytes, address))
+        level -= spec.step_bytes
+        t += spec.gap_ns
+        starts.append(step_start)
+        ends.append(t)
+        kernels.append(spec.kernels_per_step)
+        copies.append(n_copies)
+        copy_bytes.append(spec.copy_bytes * n_copies)
+        gpu_ns.append(gpu_free - int(first_gpu or 0))
+        t += spec.gap_ns  # host work between steps, outside any step
+
+    kr = np.array(k_rows, dtype=np.int64)
+    kind_of = kr[:, 2]
+
+    def kk(attr: str, j: int | None = None) -> np.ndarray:
+        values = [getattr(kind, attr) if j is None else getattr(kind, attr)[j] for kind in kinds]
+        return np.asarray(values, dtype=np.int64)[kind_of]
+
+    kernels_t = make_table(
+        "kernels",
+        {
+            "start": kr[:, 0],
+            "end": kr[:, 1],
+            "agent": gpu,
+            "queue": 1,
+            "stream": 1,
+            "pid": pid,
+            "tid": tid,
+            "correlation_id": kr[:, 3],
+            "dispatch_id": np.arange(1, len(kr) + 1),
+            "kernel_id": kind_of + 1,
+            "name": pd.Categorical.from_codes(kind_of, categories=[kd.name for kd in kinds]),
+            "grid_x": kk("grid", 0),
+            "grid_y": kk("grid", 1),
+            "grid_z": kk("grid", 2),
+            "wg_x": kk("wg", 0),
+            "wg_y": kk("wg", 1),
+            "wg_z": kk("wg", 2),
+            "lds_bytes": kk("lds_bytes"),
+            "scratch_bytes": kk("scratch_bytes"),
+            "arch_vgpr": kk("arch_vgpr"),
+            "accum_vgpr": kk("accum_vgpr"),
+            "sgpr": kk("sgpr"),
+        },
+    )
+    api_rows.sort()
+    api = make_table(
+        "api",
+        {
+            "start": [r[0] for r in api_rows],
+            "end": [r[1] for r in api_rows],
+            "domain": "hip",
+            "name": [r[2] for r in api_rows],
+            "pid": pid,
+            "tid": tid,
+            "correlation_id": [r[3] for r in api_rows],
+        },
+    )
+    c = np.array(c_rows, dtype=np.int64).reshape(-1, 3)
+    copies_t = make_table(
+        "copies",
+        {
+            "start": c[:, 0],
+            "end": c[:, 1],
+            "bytes": np.full(len(c), spec.copy_bytes, np.int64),
+            "direction": "HtoD",
+            "src_agent": 0,
+            "dst_agent": gpu,
+            "queue": 0,
+            "stream": 0,
+            "pid": pid,
+            "tid": tid,
+            "correlation_id": c[:, 2],
+            "name": "MEMORY_COPY_HOST_TO_DEVICE",
+        },
+    )
+    markers = make_table("markers", {"start": starts, "end": ends, "name": spec.marker, "source": "roctx", "pid": pid, "tid": tid})
+    allocations = make_table(
+        "allocations",
+        {
+            "start": [r[0] for r in alloc_rows],
+            "end": [r[0] for r in alloc_rows],
+            "operation": [r[1] for r in alloc_rows],
+            "agent": gpu,
+            "bytes": [r[2] for r in alloc_rows],
+            "address": [r[3] for r in alloc_rows],
+            "pid": pid,
+            "tid": tid,
+        },
+    )
+    synth_spec = SynthSpec(iterations=spec.steps, kernels_per_iteration=spec.kernels_per_step, sync="per_iteration", pid=pid, t0_ns=spec.t0_ns)
+    kdur = kernels_t["end"] - kernels_t["start"]
+    per_kind = kdur.groupby(kernels_t["name"].astype(str)).agg(["size", "sum", "min", "max"])
+    adur = api["end"] - api["start"]
+    per_fn = adur.groupby(api["name"].astype(str)).agg(["size", "sum"])
+    busy = int(kdur.sum() + (copies_t["end"] - copies_t["start"]).sum())  # kernels and the copy never overlap
+    first = int(min(kernels_t["start"].min(), copies_t["start"].min() if len(copies_t) else kernels_t["start"].min()))
+    last = int(max(kernels_t["end"].max(), copies_t["end"].max() if len(copies_t) else 0))
+    expected = Expected(
+        dispatches=len(kernels_t),
+        kernels=pd.DataFrame({"calls": per_kind["size"], "total_ns": per_kind["sum"], "min_ns": per_kind["min"], "max_ns": per_kind["max"]}).sort_values(
+            "total_ns", ascending=False
+        ),
+        api=pd.DataFrame({"calls": per_fn["size"], "total_ns": per_fn["sum"]}),
+        gaps={},  # not modelled here: the step tests do not check gaps
+        busy_ns={gpu: busy},
+        kernel_busy_ns={gpu: int(kdur.sum())},
+        copy_busy_ns={gpu: busy - int(kdur.sum())},
+        span={gpu: (first, last)},
+        span_ns={gpu: last - first},
+        wall_span=(int(min(api["start"].min(), first)), int(max(api["end"].max(), last))),
+        sync_calls=int((api["name"].astype(str) == "hipDeviceSynchronize").sum()),
+        sync_total_ns=int(adur[api["name"].astype(str) == "hipDeviceSynchronize"].sum()),
+        copy_bytes={"HtoD": spec.copy_bytes * len(c), "DtoH": 0},
+        copy_calls={"HtoD": len(c), "DtoH": 0},
+        gemm_name=kinds[0].name,
+    )
+    run = SynthRun(
+        spec=synth_spec, agents=make_agents(1), kernels=kernels_t, api=api, copies=copies_t, expected=expected, markers=markers, allocations=allocations
+    )
+    peak = max(marks)
+    answers = StepAnswers(
+        labels=[f"{spec.marker} [{i + 1}]" for i in range(spec.steps)],
+        starts=starts,
+        ends=ends,
+        kernels=kernels,
+        copies=copies,
+        copy_bytes=copy_bytes,
+        gpu_ns=gpu_ns,
+        warmup=1 if spec.first_step_extra_ns else 0,
+        outlier=spec.outlier_step,
+        memory_marks=marks,
+        peak_allocated=peak,
+        peak_reserved=peak,
+        growth_steady=marks[-1] - marks[1 if spec.first_step_extra_ns else 0],
+    )
+    return run, answers

@@ -1,0 +1,191 @@
+"""Steps pane (tab 8): where the steps come from, the step-time sparkline and distribution,
+warm-up and steady state, and one row per step; Enter posts :class:`StepRequested` so the
+screen zooms the timeline to that step.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from rich.console import Group
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from tui_prof.analysis.steps import PROFILER_STEP
+from tui_prof.render.fmt import fmt_bytes, fmt_ns, sparkline
+from tui_prof.tui.messages import StepRequested, StepsChanged
+from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
+from tui_prof.tui.view.runview import RunView
+from tui_prof.tui.widgets.table import Column, TableView
+
+STEP_COLUMNS = (
+    Column("label", "step", 18, "text"),
+    Column("wall_ns", "wall", 9, "ns"),
+    Column("gpu_ns", "GPU", 9, "ns"),
+    Column("kernels", "kernels", 7),
+    Column("busy_pct", "busy", 7, "pct"),
+    Column("idle_ns", "idle", 9, "ns"),
+    Column("exposed_sync_ns", "exp. sync", 9, "ns"),
+    Column("copies", "copies", 6),
+    Column("memory", "mem peak", 9, "text"),
+    Column("top_kernel", "top kernel", 40, "text"),
+)
+
+
+def steps_frame(doc: dict | None) -> pd.DataFrame:
+    """One row per step, in step order; warm-up steps are labelled ``w``."""
+    rows = ((doc or {}).get("steps") or {}).get("steps") or []
+    return pd.DataFrame(
+        {
+            "label": [("w " if r["warmup"] else "") + r["label"] for r in rows],
+            "wall_ns": [r["wall_ns"] for r in rows],
+            "gpu_ns": [r["gpu_ns"] for r in rows],
+            "kernels": [r["kernels"] for r in rows],
+            "busy_pct": [r["busy_pct"] for r in rows],
+            "idle_ns": [r["idle_ns"] for r in rows],
+            "exposed_sync_ns": [r["exposed_sync_ns"] for r in rows],
+            "copies": [r["copies"] for r in rows],
+            "memory": [fmt_bytes(r["memory_peak_bytes"]) for r in rows],
+            "top_kernel": [r["top_kernel"] or "-" for r in rows],
+            "index": list(range(len(rows))),
+        }
+    )
+
+
+def steps_header(doc: dict | None, width: int = 60) -> Group | Text:
+    """How the steps were found, the sparkline of step times, the distribution, warm-up,
+    steady state, outliers and peak memory (every trace string through ``plain``)."""
+    steps = (doc or {}).get("steps")
+    memory = (doc or {}).get("memory") or {}
+    lines: list[Text] = []
+    if not steps or not steps["detected"]:
+        text = (steps or {}).get("how") or "no steps"
+        lines.append(plain(f"No steps: {text}.", "dim"))
+        if steps and steps.get("candidates"):
+            lines.append(plain("Repeated ranges: " + ", ".join(steps["candidates"][:8]), "dim"))
+    else:
+        lines.append(plain(steps["how"] + (f" · {steps['process']}" if steps.get("process") else "")))
+        walls = [r["wall_ns"] for r in steps["steps"]]
+        d = steps["distribution"]
+        line = Text("step time ")
+        line.append(sparkline(walls, width), "bold green")
+        line.append_text(plain(f"  min {fmt_ns(d['min_ns'])} · median {fmt_ns(d['median_ns'])} · p90 {fmt_ns(d['p90_ns'])} · max {fmt_ns(d['max_ns'])}"))
+        lines.append(line)
+        ss = steps["steady"]
+        warm = f"{steps['warmup_steps']} warm-up ({'--warmup' if steps['warmup_source'] == 'given' else 'detected'}, w)"
+        if ss:
+            lines.append(
+                plain(
+                    f"{warm} · steady {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} ±{ss['spread_pct']:.1f} % · "
+                    f"{ss['median_kernels']:g} kernels/step · busy {ss['busy_pct']:.1f} % · exposed sync {ss['exposed_sync_pct_of_wall']:.2f} %"
+                )
+            )
+        for o in steps["outliers"]:
+            lines.append(
+                plain(f"slow {o['label']}: {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median · " + ("; ".join(o["reasons"]) or "no difference found"), "yellow")
+            )
+    if memory.get("devices"):
+        peak = ", ".join(
+            f"GPU {m['agent']}: {fmt_bytes(m['peak_allocated_bytes'])}"
+            + (f" (reserved {fmt_bytes(m['peak_reserved_bytes'])})" if m["peak_reserved_bytes"] else "")
+            for m in memory["devices"]
+        )
+        lines.append(
+            plain(
+                f"peak memory {peak}" + (f" · grows {fmt_bytes(memory['step_growth_bytes'])} over the steady steps" if memory.get("step_growth_bytes") else "")
+            )
+        )
+    return Group(*lines)
+
+
+class StepsTable(TableView):
+    """The steps; Enter zooms the timeline to the step under the cursor."""
+
+    BINDINGS = [Binding("enter", "select", "Zoom to step", id="steps.zoom")]
+
+
+def range_names(steps: dict | None) -> list[str]:
+    """The range names the steps can be taken from: PyTorch's steps when the run has them,
+    then every repeated host range (``steps.candidates``)."""
+    if not steps:
+        return []
+    names = [PROFILER_STEP] if steps.get("source") == "profiler_step" else []
+    return names + [c for c in steps.get("candidates") or [] if c not in names]
+
+
+class StepsPane(Vertical):
+    """Tab 8. ``m`` takes the steps from the next repeated host range (``--step NAME``)."""
+
+    BINDINGS = [Binding("m", "next_range", "Step range", id="steps.range")]
+
+    DEFAULT_CSS = "StepsPane { height: 1fr; } #steps-header { height: auto; max-height: 8; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.steps: list[dict] = []
+        self.view: RunView | None = None
+        self.doc: dict | None = None
+        self.names: list[str] = []  # the range names m cycles through
+
+    def compose(self) -> ComposeResult:
+        yield Static(plain(COMPUTING, "dim italic"), id="steps-header")
+        yield StepsTable(list(STEP_COLUMNS), id="steps-table")
+
+    @property
+    def table(self) -> StepsTable:
+        return self.query_one("#steps-table", StepsTable)
+
+    def set_view(self, view: RunView) -> None:
+        self.view = view
+
+    def set_summary(self, doc: dict | None) -> None:
+        self.doc = doc
+        self.names = range_names((doc or {}).get("steps"))
+        self.steps = list(((doc or {}).get("steps") or {}).get("steps") or [])
+        width = max(10, min(60, self.size.width - 60)) if self.size.width else 40
+        self.query_one("#steps-header", Static).update(steps_header(doc, width))
+        table = self.table
+        had_focus = table.has_focus
+        table.set_data(steps_frame(doc), text_key="label")
+        if had_focus:
+            table.focus()
+
+    def action_next_range(self) -> None:
+        """Take the steps from the next range name (computed in a thread worker)."""
+        steps = (self.doc or {}).get("steps") or {}
+        if self.view is None or len(self.names) < 2:
+            self.notify("No other repeated host range to take the steps from", severity="information")
+            return
+        current = steps.get("name") if steps.get("name") in self.names else self.names[0]
+        name = self.names[(self.names.index(current) + 1) % len(self.names)]
+        self.query_one("#steps-header", Static).update(plain(f"steps from {name}: {COMPUTING}", "dim italic"))
+        self._range_worker(self.view, name)
+
+    @work(thread=True, group="steps", exclusive=True, exit_on_error=False)
+    def _range_worker(self, view: RunView, name: str) -> None:
+        part = view.steps_for(None if name == PROFILER_STEP else name)
+        self.app.call_from_thread(self.show_steps, part)
+
+    def show_steps(self, part: dict) -> None:
+        names = self.names
+        self.set_summary(dict(self.doc or {}, steps=part))
+        self.names = names  # the cycle keeps every name the run has
+        self.post_message(StepsChanged(part))
+
+    def part_failed(self, text: Text) -> None:
+        self.query_one("#steps-header", Static).update(text)
+
+    def current_step(self) -> dict | None:
+        row = self.table.current_row
+        return self.steps[int(row["index"])] if row is not None and self.steps else None
+
+    @on(TableView.Selected, "#steps-table")
+    def _selected(self, event: TableView.Selected) -> None:
+        event.stop()
+        step = self.current_step()
+        if step is not None:
+            self.post_message(StepRequested(step["start_ns"], step["end_ns"], step["label"]))
