@@ -85,7 +85,7 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
     platform = doc.get("platform")
     say = phrases(platform["vendor"] if platform else "unknown")
     wall = doc.get("wall_ns") or 0
-    span = gpu.get("span_ns") or 0
+    span = gpu.get("agent_span_ns", gpu.get("span_ns")) or 0  # the whole of idle and gaps: Σ (process, GPU) spans
     if span and gpu["idle_pct"] > 20:
         out.append(
             _f(

@@ -111,9 +111,17 @@ def sync_exposure(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarra
     e - b (the host is blocked while the GPU has nothing left to run: the sync makes it
     idle). Exposed + waiting = the calls' total duration (docs/metrics.md, worked example).
     """
+    s, b, e = sync_exposure_bounds(api, classes, busy_starts, busy_ends)
+    return int((e - b).sum()), int((b - s).sum())
+
+
+def sync_exposure_bounds(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(s, b, e) of each sync or blocking-copy call of :func:`sync_exposure`: the call's
+    start, the last instant in [s, e) at which a GPU is busy, and its end (int64 arrays)."""
     mask = (classes == SYNC) | (classes == BLOCKING_COPY)
     if not mask.any():
-        return 0, 0
+        empty = np.array([], np.int64)
+        return empty, empty, empty
     s = api["start"].to_numpy()[mask].astype(np.int64)
     e = api["end"].to_numpy()[mask].astype(np.int64)
     if len(busy_starts):
@@ -122,7 +130,7 @@ def sync_exposure(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarra
         b = np.clip(last_end, s, e)
     else:
         b = s
-    return int((e - b).sum()), int((b - s).sum())
+    return s, b, e
 
 
 def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> SyncAfterLaunch:

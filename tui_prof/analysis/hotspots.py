@@ -107,8 +107,48 @@ def hotspots(
     table["percent"] = 100.0 * table["total_ns"] / grand_total if grand_total else 0.0
     table = table.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
     if wall_ns is not None:
-        table["pct_wall"] = 100.0 * table["total_ns"] / wall_ns if wall_ns > 0 else 0.0
+        busy = group_busy(kernels, codes, ngroups)
+        if busy is None:  # no two kernels of a process overlap: each group's busy time is its total
+            table["pct_wall"] = 100.0 * table["total_ns"] / wall_ns if wall_ns > 0 else 0.0
+        else:
+            by_label = dict(zip(labels[present].tolist(), busy[present].tolist(), strict=True))
+            table["pct_wall"] = 100.0 * table["name"].map(lambda n: by_label.get(n, 0)).astype(np.float64) / wall_ns if wall_ns > 0 else 0.0
     return table[columns]
+
+
+def group_busy(kernels: pd.DataFrame, codes: np.ndarray, ngroups: int) -> np.ndarray | None:
+    """Per group code the time during which at least one of its kernels runs, summed over
+    processes (the union of the group's kernel intervals per pid); None when no two
+    kernels of one process overlap (then it equals each group's total time). ``pct_wall``
+    takes it as its part, so kernels running side by side on several streams or GPUs count
+    once and the share stays within the process time (docs/metrics.md, Aggregation)."""
+    start = kernels["start"].to_numpy()
+    end = kernels["end"].to_numpy()
+    pid = kernels["pid"].to_numpy()
+    order = np.lexsort((start, pid))
+    s, e, p = start[order], end[order], pid[order]
+    if not len(s):
+        return None
+    reach = pd.Series(e).groupby(p, sort=False).cummax().to_numpy()  # running end within a pid
+    if not ((p[1:] == p[:-1]) & (s[1:] < reach[:-1])).any():
+        return None
+    valid = codes >= 0
+    c = codes.astype(np.int64)[valid]
+    pid_codes = pd.factorize(pid[valid])[0].astype(np.int64)
+    seg = c * (int(pid_codes.max()) + 1 if len(pid_codes) else 1) + pid_codes
+    o = np.lexsort((start[valid], seg))
+    ss, ee, sg = start[valid][o], end[valid][o], seg[o]
+    reach = pd.Series(ee).groupby(sg).cummax().to_numpy()
+    first = np.ones(len(ss), dtype=bool)
+    first[1:] = sg[1:] != sg[:-1]
+    hole = np.zeros(len(ss), dtype=np.int64)
+    hole[1:] = np.where(first[1:], 0, np.maximum(ss[1:] - reach[:-1], 0))
+    last = np.ones(len(ss), dtype=bool)
+    last[:-1] = first[1:]
+    seg_union = reach[last] - ss[first] - np.add.reduceat(hole, np.flatnonzero(first))
+    out = np.zeros(ngroups, dtype=np.int64)
+    np.add.at(out, sg[first] // (int(pid_codes.max()) + 1 if len(pid_codes) else 1), seg_union)
+    return out
 
 
 def duration_order(kernels: pd.DataFrame) -> np.ndarray:

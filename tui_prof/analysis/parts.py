@@ -63,7 +63,8 @@ class HotspotRecord(TypedDict):
 
 
 class GpuPart(TypedDict):
-    span_ns: int
+    span_ns: int  # GPU active span: a part of wall_ns (analysis.aggregate)
+    agent_span_ns: int  # Σ (process, GPU) spans: the whole of busy_ns and idle_ns
     busy_ns: int
     idle_ns: int
     busy_pct: float
@@ -120,6 +121,11 @@ class SyncPart(SyncStats):
     waiting_ns: int  # host blocked while the GPU still runs work queued before the call
     exposed_pct_of_wall: float
     has_trace: bool  # host API calls and GPU activity were recorded (else the figures above are n/a)
+    union_ns: int  # Σ over processes of the union of its sync calls (the part of pct_of_wall)
+    exposed_union_ns: int  # the same for the exposed parts
+    process_ns: int  # Σ process walls: the whole of the percentages
+    mean_pct_of_wall: float  # over processes with API calls, each its union / its wall
+    max_pct_of_wall: float
 
 
 class LaunchCounts(TypedDict):
@@ -211,6 +217,8 @@ class MeasurementPart(TypedDict):
     idle_pct: float
     copy_pct_of_wall: float
     peak_memory_bytes: int | None
+    processes: int  # processes in the run set
+    process_time_ns: int  # Σ process walls: the whole of figures summed over processes
 
 
 class LogHit(TypedDict):

@@ -66,28 +66,29 @@ def build_summary(
     by_name = hotspots(kernels, dur_order=order)
     inputs = engine.run_inputs(runset)
     wall = engine.wall_ns(inputs)
+    process_ns = engine.process_ns(inputs)  # the whole of figures summed over processes
     platform = detect_platform(runset)
 
     # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
     # two daemon threads while the host-API sections run here: numpy releases the GIL in its
     # array loops, so on a 2-core machine they overlap. Results are taken in run order.
     def grouped() -> tuple[pd.DataFrame, ...]:
-        return engine.grouped_hotspots(kernels, wall, rules, order)
+        return engine.grouped_hotspots(kernels, process_ns, rules, order)
 
     def timeline_of(r: engine.RunInput) -> Callable[[], engine.RunTimeline]:
         return lambda: engine.run_timeline(r, threshold)
 
     grouped_job = background([grouped], name="tuiprof-hotspots")[0]
     timeline_jobs = background([timeline_of(r) if engine.has_gpu_activity(r.run) else None for r in inputs])
-    sync = engine.sync_part(inputs, wall)
+    sync = engine.sync_part(inputs)
     links = []
     for step, r in enumerate(inputs):
         if progress:
             progress("analysing", step, len(inputs))
         links.append(engine.launch_links(r))
     kernel_dur = engine.kernel_durations(kernels)
-    launch = engine.launch_part(inputs, links, kernel_dur, wall)
-    copies = engine.copies_part(runset, wall)
+    launch = engine.launch_part(inputs, links, kernel_dur)
+    copies = engine.copies_part(runset, inputs)
     counters = engine.counters_part(inputs, platform["vendor"])
     occupancy = engine.occupancy_part(inputs, top)
     peak = engine.peak_memory_of(runset)
@@ -132,7 +133,7 @@ def build_summary(
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
         "hotspots_by_operator": engine.operators_part(inputs, top),
-        "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak),
+        "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_ns),
         "counters": counters,
         "occupancy": occupancy,
         "logs": engine.logs_part(runset) if logs else [],

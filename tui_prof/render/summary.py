@@ -167,6 +167,13 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
         ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
     ]
+    if m.get("processes", 1) > 1:  # the wholes of the figures summed over processes (docs/metrics.md, Aggregation)
+        sync = summary["sync"]
+        rows[2:2] = [
+            [f"process time (Σ of {m['processes']} processes' spans)", fmt_ns(m["process_time_ns"])],
+            ["GPU time (Σ of per-GPU spans)", fmt_ns(summary["gpu"].get("agent_span_ns"))],
+        ]
+        rows.append(["sync per process, mean / max", f"{_pct(sync.get('mean_pct_of_wall'))} / {_pct(sync.get('max_pct_of_wall'))}"])
     out.append(("Measurements", ["metric", "value"], rows, []))
     if summary["findings"]:
         rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
