@@ -295,3 +295,75 @@ class SummaryDoc(TypedDict):
     logs: list[LogHit]
     stats: StatsPart
     findings: list[Finding]
+    ranks: NotRequired[list[RankRecord]]  # one row per process (analysis.ranks)
+    communication: NotRequired[CommunicationPart]
+    stragglers: NotRequired[StragglerPart]
+
+
+# --- ranks, communication, stragglers (analysis/ranks.py, docs/metrics.md "Ranks") ----------
+
+
+class RankRecord(TypedDict):
+    rank: int
+    rank_source: str  # "distributedInfo" (the trace says), "order" (host, pid order; no rank recorded)
+    label: str
+    host: str | None
+    pid: int | None
+    gpus: str  # the GPUs that ran this process's kernels
+    dispatches: int
+    span_ns: int  # the process's wall
+    gpu_span_ns: int  # first to last GPU activity
+    busy_ns: int  # union of its kernels and copies
+    compute_ns: int  # union of its compute kernels (not communication, not copy/fill)
+    communication_ns: int  # union of its communication kernels
+    copy_ns: int  # union of its copies and copy/fill kernels
+    idle_pct: float  # (gpu_span - busy) / gpu_span
+    sync_ns: int  # union of its sync and blocking-copy calls
+    sync_pct: float  # of span
+    overlap_ns: int  # communication while a compute kernel runs on the same GPU
+    overlap_pct: float  # of communication_ns
+    compute_exposed_ns: int  # compute while no communication runs (the compute before collectives)
+    collectives: int  # communication kernels
+    wait_ns: int  # Σ over collective instances of its time beyond the fastest instance
+    wait_pct: float  # of span
+    straggler_of: int  # collective instances in which it arrived last
+    top_kernel: str | None
+    top_kernel_pct: float  # of its kernel time
+
+
+class CollectiveType(TypedDict):
+    type: str  # AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv, unknown
+    count: int
+    total_ns: int
+    avg_ns: float
+    bytes: int | None  # message bytes where the trace records them
+    bus_bandwidth_gbs: float | None
+
+
+class CommunicationPart(TypedDict):
+    kernel_ns: int  # Σ over ranks of the union of communication kernels
+    api_ns: int  # Σ over ranks of the union of RCCL/NCCL API calls
+    api_calls: int
+    pct_of_time: float  # kernel_ns / Σ rank spans
+    overlap_ns: int
+    overlap_pct: float  # overlap_ns / kernel_ns (HTA's comm/comp overlap)
+    by_type: list[CollectiveType]
+
+
+class CollectiveInstance(TypedDict):
+    type: str
+    index: int  # k: the k-th collective of this type on every rank
+    straggler: int | None  # rank that arrived last (None: all the same)
+    fastest_ns: int
+    slowest_ns: int
+    wait_ns: int  # Σ over ranks of duration - fastest
+
+
+class StragglerPart(TypedDict):
+    instances: int
+    rank: int | None  # the straggler: last in most instances (None: no instance, or one rank)
+    last_in: int  # instances in which it arrived last
+    compute_excess_pct: float  # its compute before collectives vs the median of the others
+    others_wait_ns: int
+    others_wait_pct: float  # of the others' summed spans
+    listed: list[CollectiveInstance]  # the instances with the largest waits, at most 50

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis import engine
+from tui_prof.analysis import engine, ranks
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.hotspots import (
     all_kernels,
@@ -140,5 +140,11 @@ def build_summary(
         "stats": stats_part,
         "findings": [],
     }
+    rank_rows, communication, stragglers = ranks.ranks_sections(
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules
+    )
+    doc["ranks"] = rank_rows
+    doc["communication"] = communication
+    doc["stragglers"] = stragglers
     doc["findings"] = build_findings(doc)
     return doc

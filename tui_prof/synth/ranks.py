@@ -21,7 +21,8 @@ Timing (int64 ns, no jitter, so every answer is exact):
 * host calls as in :mod:`tui_prof.synth.spec`: a launch lasts ``launch_ns``, ``gap_ns`` of
   host work after each call, a kernel is ready ``dispatch_latency_ns`` after its launch returns;
 * a compute kernel lasts ``compute_ns`` on every rank except ``slow_rank``, where it lasts
-  ``compute_ns * (100 + slow_pct) / 100`` (the straggler computes ``slow_pct`` % longer);
+  ``compute_ns * (100 + slow_pct) / 100`` (the straggler computes ``slow_pct`` % longer); the
+  first compute kernel of a block waits for the previous collective (it uses its result);
 * the collective of rank r starts when it is ready, its stream 1 is free and rank r's compute
   before it has ended; every rank's instance **ends together**, ``collective_ns`` after the
   last rank's instance started. So the last rank to arrive (the straggler) spends exactly
@@ -193,10 +194,11 @@ def build_ranks(spec: RankSpec) -> RankRuns:
         for coll in spec.collectives:
             ready_coll, compute_end, coll_corr = [0] * n, [0] * n, [0] * n
             for r in range(n):
-                for _c in range(spec.compute_kernels):
+                for c in range(spec.compute_kernels):
                     a0 = t[r]
                     corr = call(r, "hipLaunchKernel", a0, a0 + spec.launch_ns)
-                    start = max(a0 + spec.launch_ns + spec.dispatch_latency_ns, stream0_free[r])
+                    # the first compute kernel of a block needs the previous collective's result
+                    start = max(a0 + spec.launch_ns + spec.dispatch_latency_ns, stream0_free[r], stream1_free[r] if c == 0 else 0)
                     end = start + spec.compute_of(r)
                     kernel(r, COMPUTE_KERNEL, start, end, 0, corr)
                     compute_total[r] += end - start

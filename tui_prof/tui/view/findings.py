@@ -95,6 +95,8 @@ EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
     FindingCode.NO_COUNTERS: _tab("counters"),
     FindingCode.COUNTERS_SERIALISE: _tab("hardware"),
     FindingCode.KNOWN_ERROR: _tab("issues"),
+    FindingCode.STRAGGLER: _tab("ranks"),
+    FindingCode.COMM_OVERLAP: _tab("ranks"),
 }
 
 
