@@ -61,3 +61,13 @@ class LoadFailed(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+class RankOpened(Message):
+    """Enter on a rank in the ranks pane: open that process's own panes (``run``: its index
+    in the run set)."""
+
+    def __init__(self, run: int, rank: int) -> None:
+        super().__init__()
+        self.run = run
+        self.rank = rank

@@ -1,4 +1,4 @@
-"""The main screen: title, load progress, and the six panes as tabs.
+"""The main screen: title, load progress, and the panes as tabs (7: ranks); the rank screen.
 
 It composes the panes and routes: data goes down (``set_view``, ``fill_part``), the
 panes' requests come up as messages (tui_prof.tui.messages) and are sent on to the pane
@@ -7,18 +7,20 @@ or screen that answers them. It holds no analysis of its own.
 
 from __future__ import annotations
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Label, ProgressBar, Static, TabbedContent, TabPane
 
+from tui_prof.model import RunSet
 from tui_prof.tui.messages import (
     DispatchesRequested,
     EvidenceRequested,
     KernelSelected,
     NeedPart,
+    RankOpened,
     ShowTab,
     TimelineRequested,
 )
@@ -28,12 +30,13 @@ from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hardware import HardwarePane
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.panes.issues import IssuesPane
+from tui_prof.tui.panes.ranks import RanksPane
 from tui_prof.tui.panes.timeline import TimelinePane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
-from tui_prof.tui.view.runview import PARTS, RunView
+from tui_prof.tui.view.runview import PARTS, RunView, build_view
 from tui_prof.tui.widgets.timeline import Timeline
 
 PANES = Binding.Group("Panes", compact=True)
@@ -46,9 +49,11 @@ FOCUS = {
     "findings": "#findings-table",
     "counters": "#counters-pane",
     "issues": "#issues-pane",
+    "ranks": "#ranks-table",
 }
 # the lazy RunView part each tab shows (see tui_prof.tui.view.runview.PARTS)
 TAB_PART = {"hotspots": "summary", "timeline": "timeline", "hardware": "summary", "findings": "summary", "counters": "summary", "issues": "summary"}
+TAB_PART["ranks"] = "summary"
 
 
 class MainScreen(Screen):
@@ -61,6 +66,7 @@ class MainScreen(Screen):
         Binding("4", "tab('findings')", "Findings", id="tab.findings", group=PANES),
         Binding("5", "tab('counters')", "Counters", id="tab.counters", group=PANES),
         Binding("6", "tab('issues')", "Issues", id="tab.issues", group=PANES),
+        Binding("7", "tab('ranks')", "Ranks", id="tab.ranks", group=PANES),
     ]
 
     def __init__(self) -> None:
@@ -87,6 +93,8 @@ class MainScreen(Screen):
                 yield CountersPane(id="counters-pane")
             with TabPane("6 Issues", id="issues"):
                 yield IssuesPane(id="issues-pane")
+            with TabPane("7 Ranks", id="ranks"):
+                yield RanksPane(id="ranks-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -130,6 +138,11 @@ class MainScreen(Screen):
         if errors:
             title += f" · {errors} file(s) failed: press 6"
         self.query_one("#title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
+        if len(runset.runs) < 2:  # the ranks tab is for runs of several processes
+            self.query_one("#tabs", TabbedContent).hide_tab("ranks")
+        else:
+            self.query_one("#tabs", TabbedContent).show_tab("ranks")
+        self.refresh_bindings()
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
         self.hotspots.set_view(view)
@@ -149,7 +162,7 @@ class MainScreen(Screen):
         view = self.view
         if error:
             text = plain(f"{part}: could not be computed: {error}", "red")
-            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane), "timeline": (TimelinePane,)}.get(part, ())
+            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane, RanksPane), "timeline": (TimelinePane,)}.get(part, ())
             for pane in panes:
                 self.query_one(pane).part_failed(text)
         elif part == "summary":
@@ -159,6 +172,7 @@ class MainScreen(Screen):
             self.findings.set_summary(doc)
             self.counters.set_summary(doc)
             self.query_one(IssuesPane).set_summary(view.runset, doc)
+            self.query_one(RanksPane).set_summary(doc, [p["label"] for p in (doc or {}).get("processes", [])])
         elif part == "timeline":
             self.timeline.set_model(view.timeline)
         self.filled.add(part)
@@ -178,6 +192,12 @@ class MainScreen(Screen):
         return False
 
     # -- tabs -------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Key 7 (ranks) only for runs of several processes."""
+        if action == "tab" and parameters == ("ranks",):
+            return self.view is not None and len(self.view.runset.runs) > 1
+        return True
+
     def action_tab(self, tab: str) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
         if not tabs.display:
@@ -210,6 +230,12 @@ class MainScreen(Screen):
     def _kernel_selected(self, message: KernelSelected) -> None:
         self.timeline.selection = (message.group, message.value)
         self.counters.kernel = message.kernel
+
+    @on(RankOpened)
+    def _rank_opened(self, message: RankOpened) -> None:
+        """Enter on a rank: that process's own panes over the loaded run (nothing reloaded)."""
+        if self.view is not None:
+            self.app.push_screen(RankScreen(self.view.runset, message.run, message.rank))
 
     @on(DispatchesRequested)
     def _dispatches(self, message: DispatchesRequested) -> None:
@@ -252,3 +278,42 @@ class MainScreen(Screen):
             self.action_tab(str(target))
         else:
             self.notify(f"{finding['code']}: {target}", severity="information", markup=False)
+
+
+def rank_runset(runset: RunSet, run: int, rank: int) -> RunSet:
+    """The run set of one process of ``runset`` (the same Run object: no copy, no reload)."""
+    return RunSet(root=f"{runset.root} · rank {rank}", runs=[runset.runs[run]])
+
+
+class RankScreen(MainScreen):
+    """One rank's own panes (Enter on a rank in tab 7): the main screen's tabs over a run
+    set that holds only that process; its lazy parts are computed by this screen's own
+    worker, in order. Esc goes back to the whole run."""
+
+    # priority: Esc goes back even when a pane's table has the focus (its own Esc clears a filter)
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back to all ranks", id="rank.back", priority=True)]
+
+    def __init__(self, runset: RunSet, run: int, rank: int) -> None:
+        super().__init__()
+        self.sub = rank_runset(runset, run, rank)
+        self.rank = rank
+        self.source_name = f"rank {rank}"
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.build()
+
+    @work(thread=True, group="rank-view", exit_on_error=False)
+    def build(self) -> None:
+        view = build_view(self.sub, lazy=True)
+        self.app.call_from_thread(self.show_view, view)
+        for part in PARTS:
+            try:
+                view.ensure(part)
+                self.app.call_from_thread(self.fill_part, part)
+            except Exception as err:  # shown in its pane, never as a traceback
+                self.app.call_from_thread(self.fill_part, part, f"{type(err).__name__}: {err}")
+
+    def need(self, part: str) -> bool:
+        """True when ``part`` is shown (the build worker computes every part in order)."""
+        return self.view is not None and part in self.filled
