@@ -17,11 +17,17 @@ from tui_prof.synth.ranks import COLLECTIVE_KERNELS, RankSpec, build_ranks
 RANKS = Path(__file__).parent / "data" / "kineto" / "ranks"
 
 
+# percentages that are a change against another figure, not a share of a whole: may pass 100
+CHANGES = {"compute_excess_pct"}
+
+
 def percentages(node, path=""):
-    """Every (path, value) of a key that holds a percentage in a summary document."""
+    """Every (path, value) of a key that holds a share in percent in a summary document."""
     if isinstance(node, dict):
         for key, value in node.items():
             here = f"{path}.{key}"
+            if key in CHANGES:
+                continue
             if isinstance(value, (int, float)) and not isinstance(value, bool) and ("pct" in key or key == "percent"):
                 yield here, value
             else:

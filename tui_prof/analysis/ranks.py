@@ -83,11 +83,10 @@ class RankCore:
         self.label = label
         self.wall_ns = wall_ns
         k = run.kernels
-        cats = kernel_categories(k["name"], rules).astype(str).to_numpy() if len(k) else np.array([], dtype=object)
         ks, ke = k["start"].to_numpy(), k["end"].to_numpy()
         agent = k["agent"].to_numpy()
-        is_comm = cats == COMMUNICATION
-        is_copy = cats == COPY
+        is_comm = _per_category(k["name"], lambda n: rules.classify(n) == COMMUNICATION) if len(k) else np.zeros(0, dtype=bool)
+        is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY) if len(k) else np.zeros(0, dtype=bool)
         is_compute = ~(is_comm | is_copy)
         cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
         self.compute_ns = union_length(ks[is_compute], ke[is_compute])
@@ -109,23 +108,25 @@ class RankCore:
         sync = (classes == hostapi.SYNC) | (classes == hostapi.BLOCKING_COPY) if len(api) else np.zeros(0, dtype=bool)
         self.sync_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), sync) if len(api) else 0
         if len(api):
-            rccl = api["name"].astype(str).str.match(RCCL_API).to_numpy() | api["domain"].astype(str).isin(["rccl", "nccl"]).to_numpy()
+            rccl = _per_category(api["name"], lambda n: bool(RCCL_API.match(n))) | _per_category(api["domain"], lambda d: d in ("rccl", "nccl"))
             self.api_calls = int(rccl.sum())
             self.api_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), rccl)
         else:
             self.api_calls = self.api_ns = 0
-        # the collectives in start order with their types, for the instances
-        comm_names = k["name"].astype(str).to_numpy()[is_comm]
+        # the collectives in start order with their types (one lookup per distinct name)
         order = np.argsort(ks[is_comm], kind="stable")
-        types = np.array([collective_type(n) for n in comm_names], dtype=object)[order] if len(comm_names) else np.array([], dtype=object)
-        self.coll_types = types
+        types = _map_category(k["name"], collective_type)[is_comm] if len(k) else np.array([], dtype=object)
+        self.coll_types = types[order]
         self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
         dur = ke - ks
         if len(k):
-            per_name = pd.Series(dur).groupby(k["name"].astype(str).to_numpy()).sum()
-            per_name = per_name.sort_values(ascending=False, kind="stable")
-            self.top_kernel: str | None = str(per_name.index[0])
-            self.top_kernel_pct = aggregate.pct(int(per_name.iloc[0]), int(dur.sum()))
+            names = k["name"] if isinstance(k["name"].dtype, pd.CategoricalDtype) else k["name"].astype("category")
+            codes = names.cat.codes.to_numpy()
+            valid = codes >= 0
+            totals = np.bincount(codes[valid], weights=dur[valid], minlength=len(names.cat.categories))
+            top = int(np.argmax(totals)) if len(totals) else 0
+            self.top_kernel: str | None = str(names.cat.categories[top]) if len(totals) else None
+            self.top_kernel_pct = aggregate.pct(int(totals[top]), int(dur.sum())) if len(totals) else 0.0
         else:
             self.top_kernel, self.top_kernel_pct = None, 0.0
         gpu_ids = sorted({int(a) for a in np.unique(agent)} | {int(a) for a in run.copies["dst_agent"].to_numpy() if a >= 0 and run.agent(int(a))})
@@ -137,6 +138,22 @@ class RankCore:
             elif a is None:
                 names.append(str(gid))
         self.gpus = ", ".join(names)
+
+
+def _map_category(column: pd.Series, func) -> np.ndarray:
+    """``func`` of every row's string, evaluated once per distinct value (object array;
+    the rows take their value through integer codes, so no per-row string is built)."""
+    col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    values = [func(str(c)) for c in col.cat.categories] + [func("")]  # code -1 (missing): the last
+    uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
+    return uniq.astype(object)[inverse[col.cat.codes.to_numpy()]]
+
+
+def _per_category(column: pd.Series, test) -> np.ndarray:
+    """Boolean ``test`` of every row's string, evaluated once per distinct value."""
+    col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    hits = np.array([bool(test(str(c))) for c in col.cat.categories] + [bool(test(""))], dtype=bool)
+    return hits[col.cat.codes.to_numpy()]
 
 
 def rank_numbers(runs: Sequence[Run]) -> list[tuple[int, str]]:
@@ -157,26 +174,43 @@ def instances(cores: Sequence[RankCore], ranks: Sequence[int]) -> tuple[list[Col
     """Every collective instance (the k-th of a type on every rank that has a k-th; only
     instances seen on at least two ranks), the wait per rank (ns, indexed like ``cores``)
     and how often each rank arrived last."""
-    waits = np.zeros(len(cores), dtype=np.int64)
-    last = np.zeros(len(cores), dtype=np.int64)
+    n = len(cores)
+    waits = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)
     out: list[CollectiveInstance] = []
-    types = sorted({str(t) for c in cores for t in c.coll_types})
+    types = sorted({str(t) for c in cores for t in set(c.coll_types.tolist())})
+    big = np.iinfo(np.int64).max
     for kind in types:
         per_rank = [c.coll_dur[c.coll_types == kind] for c in cores]
         depth = max((len(d) for d in per_rank), default=0)
-        for k in range(depth):
-            have = [i for i, d in enumerate(per_rank) if len(d) > k]
-            if len(have) < 2:
-                continue
-            dur = np.array([per_rank[i][k] for i in have], dtype=np.int64)
-            fastest = int(dur.min())
-            w = dur - fastest
-            waits[have] += w
-            shortest = [have[j] for j in np.flatnonzero(dur == fastest)]
-            straggler = ranks[shortest[0]] if len(shortest) < len(have) else None
-            if straggler is not None:
-                last[shortest[0]] += 1
-            out.append({"type": kind, "index": k, "straggler": straggler, "fastest_ns": fastest, "slowest_ns": int(dur.max()), "wait_ns": int(w.sum())})
+        # ranks x instances; missing instances (a rank with fewer) hold -1
+        dur = np.full((n, depth), -1, dtype=np.int64)
+        for i, d in enumerate(per_rank):
+            dur[i, : len(d)] = d
+        have = dur >= 0
+        seen = have.sum(axis=0)
+        fastest = np.where(have, dur, big).min(axis=0)
+        w = np.where(have, dur - fastest, 0)
+        shortest = have & (dur == fastest)
+        n_short = shortest.sum(axis=0)
+        first_short = shortest.argmax(axis=0)  # the lowest rank index among the shortest
+        keep = seen >= 2
+        waits += w[:, keep].sum(axis=1)
+        clear = keep & (n_short < seen)  # one or more ranks, not all, arrived last
+        np.add.at(last, first_short[clear], 1)
+        slowest = np.where(have, dur, -1).max(axis=0)
+        wsum = w.sum(axis=0)
+        for k in np.flatnonzero(keep).tolist():
+            out.append(
+                {
+                    "type": kind,
+                    "index": k,
+                    "straggler": ranks[int(first_short[k])] if clear[k] else None,
+                    "fastest_ns": int(fastest[k]),
+                    "slowest_ns": int(slowest[k]),
+                    "wait_ns": int(wsum[k]),
+                }
+            )
     return out, waits, last
 
 
@@ -221,15 +255,12 @@ def communication_part(cores: Sequence[RankCore]) -> CommunicationPart:
     and count and time per collective type."""
     kernel_ns = sum(c.communication_ns for c in cores)
     overlap = sum(c.overlap_ns for c in cores)
-    by: dict[str, list[int]] = {}
-    for c in cores:
-        for kind, d in zip(c.coll_types.tolist(), c.coll_dur.tolist(), strict=True):
-            acc = by.setdefault(str(kind), [0, 0])
-            acc[0] += 1
-            acc[1] += int(d)
+    kinds = np.concatenate([c.coll_types for c in cores]) if cores else np.array([], dtype=object)
+    durs = np.concatenate([c.coll_dur for c in cores]) if cores else np.array([], dtype=np.int64)
+    table = pd.DataFrame({"type": kinds.astype(str), "dur": durs.astype(np.int64)}).groupby("type")["dur"].agg(["size", "sum"])
+    by = sorted(((str(kind), int(row["size"]), int(row["sum"])) for kind, row in table.iterrows()), key=lambda x: (-x[2], x[0]))
     by_type: list[CollectiveType] = [
-        {"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), "bytes": None, "bus_bandwidth_gbs": None}
-        for kind, (n, t) in sorted(by.items(), key=lambda kv: (-kv[1][1], kv[0]))
+        {"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), "bytes": None, "bus_bandwidth_gbs": None} for kind, n, t in by
     ]
     return {
         "kernel_ns": int(kernel_ns),
