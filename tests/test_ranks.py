@@ -202,3 +202,24 @@ def test_nccl_data_collectives_match_an_independent_parse():
     assert {t["type"]: (t["count"], t["total_ns"]) for t in doc["communication"]["by_type"]} == by_type(events)
     overlap, comm = hta_overlap(events)
     assert (row["overlap_ns"], row["communication_ns"]) == (overlap, comm)
+
+
+def test_diff_of_one_process_and_four_ranks_compares_per_rank_and_whole_run():
+    from tui_prof.analysis.diff import diff_runsets
+    from tui_prof.render.diff import diff_text, to_json
+
+    one = build_ranks(RankSpec(ranks=1, slow_rank=None, iterations=3))
+    four = build_ranks(RankSpec(ranks=4, slow_rank=1, slow_pct=50, iterations=3))
+    result = diff_runsets(one.runset("one"), four.runset("four"))
+    d = to_json(result)["ranks"]
+    assert d["processes"] == [1, 4]
+    assert d["straggler"] == [None, 1]
+    assert d["communication_ns"] == [sum(one.expected.communication_ns), sum(four.expected.communication_ns)]
+    assert d["by_type"] == [
+        {"type": "AllReduce", "count_a": 3, "count_b": 12, "total_ns_a": sum(one.expected.communication_ns), "total_ns_b": sum(four.expected.communication_ns)}
+    ]
+    assert [r["rank"] for r in d["ranks"]] == [0, 1, 2, 3]
+    assert d["ranks"][0]["compute_ns_a"] == one.expected.compute_ns[0] and d["ranks"][1]["compute_ns_a"] is None
+    assert [r["wait_ns_b"] for r in d["ranks"]] == four.expected.wait_by_rank
+    text = diff_text(result)
+    assert "Ranks: 1 vs 4 processes; communication" in text and "straggler - vs rank 1" in text

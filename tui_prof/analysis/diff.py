@@ -565,3 +565,46 @@ def regressions(result: DiffResult, pct: float) -> list[dict]:
 def comparable(result: DiffResult) -> list[dict]:
     """The lower-is-better metrics both sides have data for (what the gate can judge)."""
     return [m for m in result.metrics if m["better"] == "lower" and m["status"] != "n/a"]
+
+
+def rank_diff(a: SummaryDoc, b: SummaryDoc) -> dict[str, Any]:
+    """Two runs' ranks side by side (e.g. 1 process vs 4): the whole run's communication
+    share, overlap, straggler and collectives by type, and per rank number (matched by
+    ``ranks[].rank``; None where a side lacks that rank) span, compute, communication and
+    wait. Which kernels appear or vanish is the kernel diff's added/removed rows."""
+
+    def comm(doc: SummaryDoc) -> dict[str, Any]:
+        return dict(doc.get("communication") or {})
+
+    ca, cb = comm(a), comm(b)
+    types = sorted({t["type"] for t in ca.get("by_type", [])} | {t["type"] for t in cb.get("by_type", [])})
+
+    def of_type(c: dict[str, Any], kind: str) -> tuple[int, int]:
+        row = next((t for t in c.get("by_type", []) if t["type"] == kind), None)
+        return (row["count"], row["total_ns"]) if row else (0, 0)
+
+    by_type = []
+    for kind in types:
+        (na, ta), (nb, tb) = of_type(ca, kind), of_type(cb, kind)
+        by_type.append({"type": kind, "count_a": na, "count_b": nb, "total_ns_a": ta, "total_ns_b": tb})
+    ra: dict[int, dict[str, Any]] = {r["rank"]: dict(r) for r in a.get("ranks") or []}
+    rb: dict[int, dict[str, Any]] = {r["rank"]: dict(r) for r in b.get("ranks") or []}
+    keys = ("span_ns", "compute_ns", "communication_ns", "wait_ns", "idle_pct")
+    rows = []
+    for rank in sorted(set(ra) | set(rb)):
+        row: dict[str, Any] = {"rank": rank}
+        for key in keys:
+            row[f"{key}_a"] = ra[rank][key] if rank in ra else None
+            row[f"{key}_b"] = rb[rank][key] if rank in rb else None
+        rows.append(row)
+    sa: dict[str, Any] = dict(a.get("stragglers") or {})
+    sb: dict[str, Any] = dict(b.get("stragglers") or {})
+    return {
+        "processes": [len(a.get("processes") or []), len(b.get("processes") or [])],
+        "communication_pct": [ca.get("pct_of_time", 0.0), cb.get("pct_of_time", 0.0)],
+        "communication_ns": [ca.get("kernel_ns", 0), cb.get("kernel_ns", 0)],
+        "overlap_pct": [ca.get("overlap_pct", 0.0), cb.get("overlap_pct", 0.0)],
+        "straggler": [sa.get("rank"), sb.get("rank")],
+        "by_type": by_type,
+        "ranks": rows,
+    }
