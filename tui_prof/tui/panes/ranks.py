@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import pandas as pd
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui_prof.analysis import engine, ranks
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.messages import RankOpened
 from tui_prof.tui.panes import COMPUTING
@@ -93,6 +96,26 @@ class RanksPane(Vertical):
     @property
     def table(self) -> RanksTable:
         return self.query_one("#ranks-table", RanksTable)
+
+    def set_runset(self, runset: RunSet) -> None:
+        """Fill the table as soon as the run is loaded, before the whole summary: the rank
+        analysis alone (analysis.ranks) in a thread worker; the summary's ``ranks`` (the
+        same rows) replace it when that part is shown."""
+        if len(runset.runs) > 1:
+            self._rank_rows(runset)
+
+    @work(thread=True, exclusive=True, group="ranks", exit_on_error=False)
+    def _rank_rows(self, runset: RunSet) -> None:
+        inputs = engine.run_inputs(runset)
+        rows, comm, strag = ranks.ranks_sections(
+            [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
+        )
+        doc = {"ranks": rows, "communication": comm, "stragglers": strag}
+        self.app.call_from_thread(self._early, doc, [r.label for r in inputs])
+
+    def _early(self, doc: dict, labels: list[str]) -> None:
+        if self.table.row_count == 0:  # the summary's rows have not come first
+            self.set_summary(doc, labels)
 
     def set_summary(self, doc: dict | None, labels: list[str]) -> None:
         table = self.table

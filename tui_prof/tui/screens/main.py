@@ -145,6 +145,7 @@ class MainScreen(Screen):
         self.refresh_bindings()
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
+        self.query_one(RanksPane).set_runset(runset)
         self.hotspots.set_view(view)
         for part in PARTS:
             if view.ready(part):
