@@ -223,3 +223,22 @@ def test_diff_of_one_process_and_four_ranks_compares_per_rank_and_whole_run():
     assert [r["wait_ns_b"] for r in d["ranks"]] == four.expected.wait_by_rank
     text = diff_text(result)
     assert "Ranks: 1 vs 4 processes; communication" in text and "straggler - vs rank 1" in text
+
+
+def test_statistics_only_ranks_fill_the_rank_table_from_kernel_stats(tmp_path):
+    """rocprofv3 --stats without a trace: compute and communication per rank are the kernel
+    statistics' totals per class; no instances, so no waits or straggler."""
+    ranks = build_ranks(RankSpec(ranks=3, iterations=2, slow_rank=1, slow_pct=50))
+    root = write_ranks(ranks, tmp_path / "run", "csv")
+    for trace in root.rglob("*_trace.csv"):
+        trace.unlink()
+    doc = build_summary(load_path(root, use_cache=False), logs=False)
+    rows = doc["ranks"]
+    assert [r["source"] for r in rows] == ["stats"] * 3
+    assert [r["compute_ns"] for r in rows] == ranks.expected.compute_ns
+    assert [r["communication_ns"] for r in rows] == ranks.expected.communication_ns
+    assert [r["dispatches"] for r in rows] == [len(run.kernels) for run in ranks.runs]
+    assert doc["communication"]["by_type"][0]["count"] == 3 * 2
+    assert doc["communication"]["kernel_ns"] == sum(ranks.expected.communication_ns)
+    assert doc["stragglers"]["instances"] == 0 and doc["stragglers"]["rank"] is None
+    assert [r["wait_ns"] for r in rows] == [0, 0, 0]

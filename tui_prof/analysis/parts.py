@@ -311,6 +311,7 @@ class RankRecord(TypedDict):
     pid: int | None
     gpus: str  # the GPUs that ran this process's kernels
     dispatches: int
+    source: str  # "trace", "stats" (kernel statistics only: times are sums, no idle/sync/wait), "none"
     span_ns: int  # the process's wall
     gpu_span_ns: int  # first to last GPU activity
     busy_ns: int  # union of its kernels and copies

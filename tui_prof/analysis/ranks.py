@@ -31,6 +31,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.names import CategoryRules, kernel_categories, rule_text
 from tui_prof.analysis.parts import CollectiveInstance, CollectiveType, CommunicationPart, RankRecord, StragglerPart
+from tui_prof.analysis.stats import KERNEL_STATS
 from tui_prof.analysis.timeline import merged_intervals, union_length
 from tui_prof.model import Run
 
@@ -129,6 +130,11 @@ class RankCore:
             self.top_kernel_pct = aggregate.pct(int(totals[top]), int(dur.sum())) if len(totals) else 0.0
         else:
             self.top_kernel, self.top_kernel_pct = None, 0.0
+        self.source = "trace" if len(k) else "none"
+        self.dispatches = int(len(k))
+        stats_table = run.tool_stats.get(KERNEL_STATS)
+        if not len(k) and stats_table is not None and len(stats_table):
+            _stats_core(self, stats_table, rules)
         gpu_ids = sorted({int(a) for a in np.unique(agent)} | {int(a) for a in run.copies["dst_agent"].to_numpy() if a >= 0 and run.agent(int(a))})
         names = []
         for gid in gpu_ids:
@@ -156,6 +162,37 @@ def _per_category(column: pd.Series, test) -> np.ndarray:
     return hits[col.cat.codes.to_numpy()]
 
 
+def _stats_core(core: RankCore, table: pd.DataFrame, rules: CategoryRules) -> None:
+    """A process with kernel statistics and no kernel trace (rocprofv3 --stats): its compute,
+    communication and copy/fill kernel time are the statistics' TotalDurationNs summed per
+    class (sums: the file has no intervals to unite), its collectives their Calls (each of
+    the type's average length, the remainder on the last, so totals stay exact)."""
+    names = table["name"].astype(str).to_numpy()
+    total = table["total_ns"].to_numpy().astype(np.int64)
+    calls = table["calls"].to_numpy().astype(np.int64)
+    cats = np.array([rules.classify(n) for n in names], dtype=object)
+    comm, copy = cats == COMMUNICATION, cats == COPY
+    core.compute_ns = int(total[~(comm | copy)].sum())
+    core.communication_ns = int(total[comm].sum())
+    core.copy_ns = int(total[copy].sum())
+    core.compute_exposed_ns = core.compute_ns
+    core.dispatches = int(calls.sum())
+    top = int(np.argmax(total))
+    core.top_kernel, core.top_kernel_pct = str(names[top]), aggregate.pct(int(total[top]), int(total.sum()))
+    types: list[str] = []
+    durs: list[int] = []
+    for name, n, t in zip(names[comm], calls[comm], total[comm], strict=True):
+        n, t = int(n), int(t)
+        if n <= 0:
+            continue
+        types += [collective_type(name)] * n
+        durs += [t // n] * n
+        durs[-1] += t - (t // n) * n
+    core.coll_types = np.array(types, dtype=object)
+    core.coll_dur = np.array(durs, dtype=np.int64)
+    core.source = "stats"
+
+
 def rank_numbers(runs: Sequence[Run]) -> list[tuple[int, str]]:
     """(rank, source) per process: the trace's own rank (Kineto ``distributedInfo``) where
     every process records one, else the position in (host, pid) order."""
@@ -178,10 +215,12 @@ def instances(cores: Sequence[RankCore], ranks: Sequence[int]) -> tuple[list[Col
     waits = np.zeros(n, dtype=np.int64)
     last = np.zeros(n, dtype=np.int64)
     out: list[CollectiveInstance] = []
-    types = sorted({str(t) for c in cores for t in set(c.coll_types.tolist())})
+    # statistics know no single collective: only traced ranks take part in instances
+    traced = [c.source == "trace" for c in cores]
+    types = sorted({str(t) for c, tr in zip(cores, traced, strict=True) if tr for t in set(c.coll_types.tolist())})
     big = np.iinfo(np.int64).max
     for kind in types:
-        per_rank = [c.coll_dur[c.coll_types == kind] for c in cores]
+        per_rank = [c.coll_dur[c.coll_types == kind] if tr else np.zeros(0, np.int64) for c, tr in zip(cores, traced, strict=True)]
         depth = max((len(d) for d in per_rank), default=0)
         # ranks x instances; missing instances (a rank with fewer) hold -1
         dur = np.full((n, depth), -1, dtype=np.int64)
@@ -225,7 +264,8 @@ def rank_records(cores: Sequence[RankCore], numbers: Sequence[tuple[int, str]], 
                 "host": c.run.meta.hostname or None,
                 "pid": c.run.meta.pid,
                 "gpus": c.gpus,
-                "dispatches": int(len(c.run.kernels)),
+                "dispatches": c.dispatches,
+                "source": c.source,
                 "span_ns": int(c.wall_ns),
                 "gpu_span_ns": int(c.gpu_span_ns),
                 "busy_ns": int(c.busy_ns),
