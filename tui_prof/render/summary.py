@@ -466,7 +466,10 @@ def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tupl
     if len(ranks) < 2:
         return []
     source = "distributedInfo" if all(r["rank_source"] == "distributedInfo" for r in ranks) else "host, pid order (no rank recorded)"
-    out = [("Ranks", RANK_HEADERS, [rank_row(r, min(name_width, 40)) for r in ranks], [f"rank from {source}; times are unions on each rank's GPUs"])]
+    note = f"rank from {source}; times are unions on each rank's GPUs"
+    if any(r.get("source") == "stats" for r in ranks):
+        note += "; ranks without a trace: sums from their kernel statistics (no idle, sync or wait)"
+    out = [("Ranks", RANK_HEADERS, [rank_row(r, min(name_width, 40)) for r in ranks], [note])]
     comm = summary.get("communication")
     if comm and comm["by_type"]:
         rows = [[c["type"], str(c["count"]), fmt_ns(c["total_ns"]), fmt_ns(c["avg_ns"])] for c in comm["by_type"]]
