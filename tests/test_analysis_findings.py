@@ -78,6 +78,15 @@ def _set(doc: dict, path: str, value) -> None:
 
 
 # (what changes in the quiet document, the one code it must produce)
+def _stragglers(wait_pct: float) -> dict:
+    """A stragglers section: rank 1 last at 2 of 2 collectives, the others waiting ``wait_pct`` % of their time."""
+    return {"instances": 2, "rank": 1, "last_in": 2, "compute_excess_pct": 20.0, "others_wait_ns": 500_000, "others_wait_pct": wait_pct, "listed": []}
+
+
+def _communication(pct_of_time: float, overlap_pct: float) -> dict:
+    return {"kernel_ns": 1_000_000, "api_ns": 0, "api_calls": 0, "pct_of_time": pct_of_time, "overlap_ns": 0, "overlap_pct": overlap_pct, "by_type": []}
+
+
 TRIGGERS = [
     ({"gpu.idle_pct": 20.01}, "gpu-idle"),
     ({"gaps.by_cause.sync": 500_001}, "idle-sync"),  # > 5 % of the 10 ms span
@@ -94,6 +103,8 @@ TRIGGERS = [
     ({"counters": [{"process": "p", "kernels": [], "arch": "gfx942", "commands": ["rocprofv3 --pmc SQ_WAVES -- app"]}]}, "no-counters"),
     ({"categories": {"communication": 1_800_001}}, "communication-share"),  # > 20 % of the 9 ms kernel time
     ({"stats": {"needs_trace": ["gpu-idle"], "tables": []}}, "needs-trace"),
+    ({"stragglers": _stragglers(5.01)}, "straggler"),  # the others wait > 5 % of their time
+    ({"communication": _communication(10.01, 49.99)}, "comm-overlap"),  # > 10 % of time, < 50 % overlapped
 ]
 # emitted beside another code by construction (no document gives it alone)
 ALONGSIDE = {
@@ -136,6 +147,8 @@ def test_thresholds_are_strict():
         "copies.pct_of_wall": 20.0,
         "hotspots": [{"name": "k", "percent": 50.0}],
         "occupancy": [_occupancy_row(25.0)],
+        "stragglers": _stragglers(5.0),
+        "communication": _communication(10.0, 49.99),
     }
     doc = quiet_doc()
     for path, value in at.items():
