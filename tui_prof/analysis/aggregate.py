@@ -57,7 +57,7 @@ def group_union(intervals: Sequence[tuple[str, int, int]]) -> int:
     best = 0
     for rows in by_key.values():
         arr = np.array(rows, dtype=np.int64)
-        best = max(best, union_length(arr[:, 0], arr[:, 1]))
+        best = max(best, interval_union(arr[:, 0], arr[:, 1]))
     return best
 
 
@@ -78,4 +78,6 @@ def interval_union(starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None
         starts, ends = starts[mask], ends[mask]
     if not len(starts):
         return 0
+    if int(np.max(ends)) - int(np.min(starts)) >= 1 << 62:  # hostile times near the int64 limits: no wrap-around
+        return int(union_length(np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)))
     return union_length(np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64))

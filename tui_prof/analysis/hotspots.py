@@ -161,11 +161,12 @@ def _segment_cummax(seg: np.ndarray, values: np.ndarray) -> np.ndarray:
     first = np.ones(len(seg), dtype=bool)
     first[1:] = seg[1:] != seg[:-1]
     rank = np.cumsum(first) - 1
-    rel = values - values.min()
-    span = int(rel.max()) + 1
-    if int(rank[-1]) < (1 << 62) // span:  # one accumulate over rank-offset keys
+    lo, hi = int(values.min()), int(values.max())
+    span = hi - lo + 1  # Python ints: hostile times near the int64 limits do not overflow
+    if span < (1 << 62) and int(rank[-1]) < (1 << 62) // span:  # one accumulate over rank-offset keys
+        rel = values - np.int64(lo)
         offset = rank * span
-        return np.maximum.accumulate(offset + rel) - offset + values.min()
+        return np.maximum.accumulate(offset + rel) - offset + np.int64(lo)
     return pd.Series(values).groupby(seg, sort=False).cummax().to_numpy()
 
 

@@ -32,7 +32,7 @@ from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.names import CategoryRules, kernel_categories, rule_text
 from tui_prof.analysis.parts import CollectiveInstance, CollectiveType, CommunicationPart, RankRecord, StragglerPart
 from tui_prof.analysis.stats import KERNEL_STATS
-from tui_prof.analysis.timeline import merged_intervals, union_length
+from tui_prof.analysis.timeline import merged_intervals
 from tui_prof.model import Run
 
 COMMUNICATION = "communication"
@@ -73,7 +73,7 @@ def _overlap(a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray, b_e: np.ndarray)
         return 0
     both_s = np.concatenate([a_s, b_s])
     both_e = np.concatenate([a_e, b_e])
-    return union_length(a_s, a_e) + union_length(b_s, b_e) - union_length(both_s, both_e)
+    return aggregate.interval_union(a_s, a_e) + aggregate.interval_union(b_s, b_e) - aggregate.interval_union(both_s, both_e)
 
 
 class RankCore:
@@ -90,12 +90,12 @@ class RankCore:
         is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY) if len(k) else np.zeros(0, dtype=bool)
         is_compute = ~(is_comm | is_copy)
         cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
-        self.compute_ns = union_length(ks[is_compute], ke[is_compute])
-        self.communication_ns = union_length(ks[is_comm], ke[is_comm])
-        self.copy_ns = union_length(np.concatenate([ks[is_copy], cs]), np.concatenate([ke[is_copy], ce]))
-        self.busy_ns = union_length(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
+        self.compute_ns = aggregate.interval_union(ks[is_compute], ke[is_compute])
+        self.communication_ns = aggregate.interval_union(ks[is_comm], ke[is_comm])
+        self.copy_ns = aggregate.interval_union(np.concatenate([ks[is_copy], cs]), np.concatenate([ke[is_copy], ce]))
+        self.busy_ns = aggregate.interval_union(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
         starts = np.concatenate([ks, cs])
-        self.gpu_span_ns = int(np.concatenate([ke, ce]).max() - starts.min()) if len(starts) else 0
+        self.gpu_span_ns = int(np.concatenate([ke, ce]).max()) - int(starts.min()) if len(starts) else 0  # Python ints: no int64 overflow
         # the compute side of the overlap is every other kernel, copy/fill kernels included
         # (they run on the GPU's compute units; HTA's definition, in which only the copy
         # engine's Memcpy/Memset events are apart)
