@@ -87,6 +87,15 @@ def _set(doc: dict, path: str, value) -> None:
 
 
 # (what changes in the quiet document, the one code it must produce)
+def _stragglers(wait_pct: float) -> dict:
+    """A stragglers section: rank 1 last at 2 of 2 collectives, the others waiting ``wait_pct`` % of their time."""
+    return {"instances": 2, "rank": 1, "last_in": 2, "compute_excess_pct": 20.0, "others_wait_ns": 500_000, "others_wait_pct": wait_pct, "listed": []}
+
+
+def _communication(pct_of_time: float, overlap_pct: float) -> dict:
+    return {"kernel_ns": 1_000_000, "api_ns": 0, "api_calls": 0, "pct_of_time": pct_of_time, "overlap_ns": 0, "overlap_pct": overlap_pct, "by_type": []}
+
+
 TRIGGERS = [
     ({"gpu.idle_pct": 20.01}, "gpu-idle"),
     ({"gaps.by_cause.sync": 500_001}, "idle-sync"),  # > 5 % of the 10 ms span
@@ -106,6 +115,8 @@ TRIGGERS = [
     ({"steps": {"detected": True, "steady": {"median_wall_ns": 1e6}, "outliers": [_outlier(1.51)]}}, "slow-step"),
     ({"memory": _memory(growth=1 << 20, grew=2)}, "memory-growth"),  # 3 steps, 1 MiB
     ({"memory": _memory(alloc=1 << 30, reserved=(2 << 30) + 1)}, "memory-reserved"),  # > 2x and >= 1 GiB more
+    ({"stragglers": _stragglers(5.01)}, "straggler"),  # the others wait > 5 % of their time
+    ({"communication": _communication(10.01, 49.99)}, "comm-overlap"),  # > 10 % of time, < 50 % overlapped
 ]
 # emitted beside another code by construction (no document gives it alone)
 ALONGSIDE = {
@@ -149,6 +160,8 @@ def test_thresholds_are_strict():
         "memory": _memory(growth=(1 << 20) - 1, grew=2, alloc=1 << 30, reserved=2 << 30),
         "hotspots": [{"name": "k", "percent": 50.0}],
         "occupancy": [_occupancy_row(25.0)],
+        "stragglers": _stragglers(5.0),
+        "communication": _communication(10.0, 49.99),
     }
     doc = quiet_doc()
     for path, value in at.items():

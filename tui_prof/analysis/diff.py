@@ -120,17 +120,19 @@ def _pct(part: float, whole: float) -> float:
 
 def run_metrics(doc: SummaryDoc) -> dict[str, Any]:
     """The diff's summary metrics from a ``tuiprof.summary/1`` document (None: the run has
-    no data for it; :func:`missing_data` says why).
+        no data for it; :func:`missing_data` says why).
 
-    span_ns = wall (first to last event of API calls, kernels, copies); gemm_pct = GEMM
-    category time / kernel time; sync_pct = sync + blocking-copy call time / wall;
-    exposed_sync_ns = the part of that time in which no GPU of the process has work left
-    (docs/metrics.md); idle_pct = GPU idle / GPU span summed over agents, idle_ns = that
-    idle time; launch_api_ns = time inside launch API calls; median_queue_delay_ns =
-    median kernel start − launching call start (None when no launch is linked);
-    copy_time_ns = sum of copy durations. Statistics-only runs give kernel count and time,
-    GEMM %, launch API time and copy time from the profiler's statistics files.
-    ``gpu_span_ns`` is kept as the denominator of idle_pct.
+        span_ns = wall (first to last event of API calls, kernels, copies); gemm_pct = GEMM
+        category time / kernel time; sync_pct = the summary's ``sync.pct_of_wall`` (per process
+    the union of sync + blocking-copy calls over its wall, wall-weighted over processes);
+        exposed_sync_ns = the part of that time in which no GPU of the process has work left
+        (docs/metrics.md); idle_pct = GPU idle / GPU span summed over (process, GPU) pairs
+    (``gpu.agent_span_ns``), idle_ns = that
+        idle time; launch_api_ns = time inside launch API calls; median_queue_delay_ns =
+        median kernel start − launching call start (None when no launch is linked);
+        copy_time_ns = sum of copy durations. Statistics-only runs give kernel count and time,
+        GEMM %, launch API time and copy time from the profiler's statistics files.
+        ``gpu_span_ns`` is kept as the denominator of idle_pct.
     """
     missing = missing_data(doc)
     wall = int(doc["wall_ns"])
@@ -142,14 +144,14 @@ def run_metrics(doc: SummaryDoc) -> dict[str, Any]:
         "kernel_count": int(doc["kernels"]["dispatches"]),
         "kernel_time_ns": ktime,
         "gemm_pct": _pct(int(doc["categories"].get("GEMM", 0)), ktime),
-        "sync_pct": _pct(int(sync["total_ns"]), wall),
+        "sync_pct": _pct(int(sync["union_ns"]), int(sync["process_ns"])) if "union_ns" in sync else _pct(int(sync["total_ns"]), wall),
         "exposed_sync_ns": int(sync.get("exposed_ns", 0)),
-        "idle_pct": _pct(int(gpu["idle_ns"]), int(gpu["span_ns"])),
+        "idle_pct": _pct(int(gpu["idle_ns"]), int(gpu.get("agent_span_ns", gpu["span_ns"]))),
         "idle_ns": int(gpu["idle_ns"]),
         "launch_api_ns": int(doc["launch"]["api_total_ns"]),
         "median_queue_delay_ns": doc["launch"]["median_queue_delay_ns"],
         "copy_time_ns": int(doc["copies"]["time_ns"]),
-        "gpu_span_ns": int(gpu["span_ns"]),
+        "gpu_span_ns": int(gpu.get("agent_span_ns", gpu["span_ns"])),
     }
     if doc.get("api", {}).get("source") == "stats" and "launch_api_ns" not in missing:
         values["launch_api_ns"] = sum(r["total_ns"] for r in doc["api"]["rows"] if hostapi.classify_name(r["name"]) in (hostapi.LAUNCH, hostapi.GRAPH_LAUNCH))
@@ -632,3 +634,46 @@ def step_metric_rows(
         "noise band = the larger of the default noise and each run's interquartile step spread"
     )
     return rows, [note]
+
+
+def rank_diff(a: SummaryDoc, b: SummaryDoc) -> dict[str, Any]:
+    """Two runs' ranks side by side (e.g. 1 process vs 4): the whole run's communication
+    share, overlap, straggler and collectives by type, and per rank number (matched by
+    ``ranks[].rank``; None where a side lacks that rank) span, compute, communication and
+    wait. Which kernels appear or vanish is the kernel diff's added/removed rows."""
+
+    def comm(doc: SummaryDoc) -> dict[str, Any]:
+        return dict(doc.get("communication") or {})
+
+    ca, cb = comm(a), comm(b)
+    types = sorted({t["type"] for t in ca.get("by_type", [])} | {t["type"] for t in cb.get("by_type", [])})
+
+    def of_type(c: dict[str, Any], kind: str) -> tuple[int, int]:
+        row = next((t for t in c.get("by_type", []) if t["type"] == kind), None)
+        return (row["count"], row["total_ns"]) if row else (0, 0)
+
+    by_type = []
+    for kind in types:
+        (na, ta), (nb, tb) = of_type(ca, kind), of_type(cb, kind)
+        by_type.append({"type": kind, "count_a": na, "count_b": nb, "total_ns_a": ta, "total_ns_b": tb})
+    ra: dict[int, dict[str, Any]] = {r["rank"]: dict(r) for r in a.get("ranks") or []}
+    rb: dict[int, dict[str, Any]] = {r["rank"]: dict(r) for r in b.get("ranks") or []}
+    keys = ("span_ns", "compute_ns", "communication_ns", "wait_ns", "idle_pct")
+    rows = []
+    for rank in sorted(set(ra) | set(rb)):
+        row: dict[str, Any] = {"rank": rank}
+        for key in keys:
+            row[f"{key}_a"] = ra[rank][key] if rank in ra else None
+            row[f"{key}_b"] = rb[rank][key] if rank in rb else None
+        rows.append(row)
+    sa: dict[str, Any] = dict(a.get("stragglers") or {})
+    sb: dict[str, Any] = dict(b.get("stragglers") or {})
+    return {
+        "processes": [len(a.get("processes") or []), len(b.get("processes") or [])],
+        "communication_pct": [ca.get("pct_of_time", 0.0), cb.get("pct_of_time", 0.0)],
+        "communication_ns": [ca.get("kernel_ns", 0), cb.get("kernel_ns", 0)],
+        "overlap_pct": [ca.get("overlap_pct", 0.0), cb.get("overlap_pct", 0.0)],
+        "straggler": [sa.get("rank"), sb.get("rank")],
+        "by_type": by_type,
+        "ranks": rows,
+    }

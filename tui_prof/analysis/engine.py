@@ -2,10 +2,12 @@
 (:mod:`tui_prof.analysis.parts`); :func:`tui_prof.analysis.summary.build_summary`
 runs them and assembles the document.
 
-Wall time of a process = last end - first start over its API calls, kernels and copies;
-the run set's wall is the same over all processes (one clock per host). Per-agent results
-are computed per process (agent ids are per run) and then combined:
-``gpu.busy_pct`` = sum of busy / sum of spans over all (process, agent) pairs.
+Wall time of a process = last end - first start over its API calls, kernels and copies.
+Whole-run figures follow :mod:`tui_prof.analysis.aggregate`: the run set's wall is the
+span per host (one clock) and the largest over hosts; figures summed over processes take
+the summed process walls as their whole. Per-agent results are computed per process
+(agent ids are per run) and then combined: ``gpu.busy_pct`` = sum of busy / sum of spans
+over all (process, agent) pairs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import hostapi, memory, operators, stats, steps
+from tui_prof.analysis import aggregate, hostapi, memory, operators, stats, steps
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import group_key, hotspot_records, hotspots, kernel_time_ns
@@ -95,9 +97,14 @@ def run_inputs(runset: RunSet) -> list[RunInput]:
 
 
 def wall_ns(inputs: Sequence[RunInput]) -> int:
-    """First start to last end over every process."""
-    ranges = [r.range for r in inputs if r.range]
-    return (max(r[1] for r in ranges) - min(r[0] for r in ranges)) if ranges else 0
+    """First start to last end over the processes of one host; over several hosts (clocks
+    not comparable) the largest such span (:func:`aggregate.group_span`)."""
+    return aggregate.group_span([(aggregate.clock_key(r.run), r.range) for r in inputs])
+
+
+def process_ns(inputs: Sequence[RunInput]) -> int:
+    """The processes' walls summed: the whole of every figure summed over processes."""
+    return sum(r.wall_ns for r in inputs)
 
 
 # --- processes, agents, warnings ---------------------------------------------------------
@@ -195,13 +202,14 @@ class RunTimeline:
     label: str
     agents: list[Record]
     gaps: GapSet
+    clock: str = aggregate.UNKNOWN_HOST  # aggregate.clock_key of the process
 
 
 def run_timeline(r: RunInput, threshold_ns: int) -> RunTimeline:
     agents, gaps = gpu_gaps(r.run, threshold_ns, corr_index=r.index)
     for a in agents:
         a["process"] = r.label
-    return RunTimeline(r.label, agents, gaps)
+    return RunTimeline(r.label, agents, gaps, aggregate.clock_key(r.run))
 
 
 def has_gpu_activity(run: Run) -> bool:
@@ -209,11 +217,16 @@ def has_gpu_activity(run: Run) -> bool:
 
 
 def gpu_part(timelines: Sequence[RunTimeline]) -> GpuPart:
+    """``span_ns``: the GPU active span (per host the union of each (process, GPU)'s first
+    to last activity, the largest over hosts: a part of the run's wall); ``agent_span_ns``:
+    the (process, GPU) spans summed, the whole of ``busy_ns`` and ``idle_ns``."""
     rows = [a for t in timelines for a in t.agents]
     span = sum(a["span_ns"] for a in rows)
     busy = sum(a["busy_ns"] for a in rows)
+    active = aggregate.group_union([(t.clock, int(a["first_ns"]), int(a["last_ns"])) for t in timelines for a in t.agents])
     return {
-        "span_ns": int(span),
+        "span_ns": int(active),
+        "agent_span_ns": int(span),
         "busy_ns": int(busy),
         "idle_ns": int(span - busy),
         "busy_pct": round(100.0 * busy / span, 4) if span else 0.0,
@@ -296,19 +309,31 @@ def gaps_part(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int
 # --- host API: synchronisation and launch --------------------------------------------------
 
 
-def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
-    """Sync and blocking-copy calls summed over processes (``pct_of_wall``: of the run
-    set's ``wall``), their exposed and waiting-for-work parts (:func:`hostapi.sync_exposure`
-    against the GPU busy union of the same process), and sync-after-launch over every
-    process's launches."""
+def sync_part(inputs: Sequence[RunInput]) -> SyncPart:
+    """Sync and blocking-copy calls summed over processes, their exposed and
+    waiting-for-work parts (:func:`hostapi.sync_exposure` against the GPU busy union of the
+    same process), and sync-after-launch over every process's launches.
+
+    Percentages: per process the union of its sync calls (threads inside sync calls at the
+    same time count once) over its own wall; ``pct_of_wall`` = Σ unions / Σ walls (the
+    wall-weighted mean), ``mean_pct_of_wall``/``max_pct_of_wall`` over the processes with
+    host API calls; ``exposed_pct_of_wall`` likewise from the union of the exposed parts."""
     calls = total = blocking = launches = followed = exposed = waiting = 0
+    union = exposed_union = walls = 0
+    per_process: list[float] = []
     by_name: dict[str, dict[str, int]] = {}
     for r in inputs:
         s = hostapi.sync_stats(r.run.api, r.wall_ns, r.index.classes)
         busy_s, busy_e = busy_intervals(r.run)
-        x, w = hostapi.sync_exposure(r.run.api, r.index.classes, busy_s, busy_e)
-        exposed += x
-        waiting += w
+        starts, lasts, ends = hostapi.sync_exposure_bounds(r.run.api, r.index.classes, busy_s, busy_e)
+        exposed += int((ends - lasts).sum())
+        waiting += int((lasts - starts).sum())
+        mine = aggregate.interval_union(starts, ends)
+        union += mine
+        exposed_union += aggregate.interval_union(lasts, ends)
+        walls += r.wall_ns
+        if len(r.run.api) and r.wall_ns:
+            per_process.append(aggregate.pct(mine, r.wall_ns))
         calls += s["calls"]
         total += s["total_ns"]
         blocking += s["blocking_copy_calls"]
@@ -323,7 +348,7 @@ def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
     return {
         "calls": calls,
         "total_ns": total,
-        "pct_of_wall": round(100.0 * total / wall, 4) if wall else 0.0,
+        "pct_of_wall": aggregate.pct(union, walls),
         "blocking_copy_calls": blocking,
         "by_name": {name: {"calls": v["calls"], "total_ns": v["total_ns"]} for name, v in sorted(by_name.items(), key=lambda kv: -kv[1]["total_ns"])},
         "sync_after_launch": {
@@ -334,8 +359,13 @@ def sync_part(inputs: Sequence[RunInput], wall: int) -> SyncPart:
         },
         "exposed_ns": exposed,
         "waiting_ns": waiting,
-        "exposed_pct_of_wall": round(100.0 * exposed / wall, 4) if wall else 0.0,
+        "exposed_pct_of_wall": aggregate.pct(exposed_union, walls),
         "has_trace": any(len(r.run.api) and has_gpu_activity(r.run) for r in inputs),
+        "union_ns": int(union),
+        "exposed_union_ns": int(exposed_union),
+        "process_ns": int(walls),
+        "mean_pct_of_wall": round(float(np.mean(per_process)), 4) if per_process else 0.0,
+        "max_pct_of_wall": max(per_process, default=0.0),
     }
 
 
@@ -344,9 +374,11 @@ def launch_links(r: RunInput) -> pd.DataFrame:
     return hostapi.link_launches(r.run.kernels, r.run.api, corr_index=r.index)
 
 
-def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kernel_dur_ns: np.ndarray, wall: int) -> LaunchPart:
+def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kernel_dur_ns: np.ndarray) -> LaunchPart:
     """Launch calls summed over processes; queue delay and API time of the directly
-    launched dispatches (graph replays apart); ``links``: :func:`launch_links` per process."""
+    launched dispatches (graph replays apart); ``links``: :func:`launch_links` per process.
+    ``api_pct_of_wall``: per process the union of its launch calls, summed, over the
+    summed process walls (:mod:`aggregate`)."""
     parts = [hostapi.launch_counts(r.run.api, r.index.classes, lk) for r, lk in zip(inputs, links, strict=True)]
     counts: LaunchCounts = {
         "launch_calls": sum(p["launch_calls"] for p in parts),
@@ -366,7 +398,15 @@ def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kerne
     for r, lk, d in zip(inputs, links, direct, strict=True):
         replayed[offset + lk["kernel_row"].to_numpy()[~d]] = True
         offset += len(r.run.kernels)
-    return hostapi.launch_section(counts, queue, api, kernel_dur_ns, wall, replayed)
+    part = hostapi.launch_section(counts, queue, api, kernel_dur_ns, process_ns(inputs), replayed)
+    launching = 0
+    for r in inputs:
+        if len(r.run.api):
+            classes = r.index.classes
+            mask = (classes == hostapi.LAUNCH) | (classes == hostapi.GRAPH_LAUNCH)
+            launching += aggregate.interval_union(r.run.api["start"].to_numpy(), r.run.api["end"].to_numpy(), mask)
+    part["api_pct_of_wall"] = aggregate.pct(launching, process_ns(inputs))
+    return part
 
 
 # --- copies ------------------------------------------------------------------------------
@@ -490,8 +530,14 @@ def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesPart:
     }
 
 
-def copies_part(runset: RunSet, wall: int) -> CopiesPart:
-    return copy_stats(concat_tables("copies", [run.copies for run in runset.runs]), wall)
+def copies_part(runset: RunSet, inputs: Sequence[RunInput]) -> CopiesPart:
+    """:func:`copy_stats` over every process; ``busy_ns`` = Σ over processes of the union
+    of that process's copies, ``pct_of_wall`` = that / the summed process walls."""
+    part = copy_stats(concat_tables("copies", [run.copies for run in runset.runs]), 0)
+    busy = sum(union_length(r.run.copies["start"].to_numpy(), r.run.copies["end"].to_numpy()) for r in inputs)
+    part["busy_ns"] = int(busy)
+    part["pct_of_wall"] = aggregate.pct(busy, process_ns(inputs))
+    return part
 
 
 # --- categories and grouped hotspots ---------------------------------------------------------
@@ -666,8 +712,12 @@ def measurement_part(
     launch: LaunchPart,
     copies: CopiesPart,
     peak_memory_bytes: int | None,
+    processes: int = 1,
+    process_time_ns: int | None = None,
 ) -> MeasurementPart:
-    """The measurement table: the headline numbers of the other sections side by side."""
+    """The measurement table: the headline numbers of the other sections side by side;
+    ``processes`` and ``process_time_ns`` (Σ process walls; None: ``wall``) are the wholes
+    of the figures summed over processes."""
     ktime = int(kernel_dur_ns.sum()) if len(kernel_dur_ns) else 0
     return {
         "span_ns": int(wall),
@@ -683,6 +733,8 @@ def measurement_part(
         "idle_pct": gpu["idle_pct"],
         "copy_pct_of_wall": copies["pct_of_wall"],
         "peak_memory_bytes": peak_memory_bytes,
+        "processes": int(processes),
+        "process_time_ns": int(wall if process_time_ns is None else process_time_ns),
     }
 
 

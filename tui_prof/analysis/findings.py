@@ -18,6 +18,10 @@ slow-copy               pageable host copies >= 1 MiB [P]; else H2D/D2H bandwidt
 dominant-kernel         one kernel > 50 % of kernel time (rocinsight)               low
 low-occupancy           a top-5 kernel's theoretical occupancy < 25 % [P]           medium
 communication-share     communication kernels > 20 % of kernel time [P]             medium
+straggler               one rank arrives last at most collectives and the others    high
+                        wait > 5 % of their time in them [P]
+comm-overlap            communication > 10 % of rank time [P] and overlapping       medium
+                        compute < 50 % of it [P] (HTA's comm/comp overlap)
 needs-trace             a statistics-only run: the findings that need a trace       info
 counter:<metric>        a derived counter metric crosses its threshold              medium
 counters-serialise      the run collected counters                                  info
@@ -71,6 +75,8 @@ class FindingCode(str, Enum):
     SLOW_STEP = "slow-step"
     MEMORY_GROWTH = "memory-growth"
     MEMORY_RESERVED = "memory-reserved"
+    STRAGGLER = "straggler"
+    COMM_OVERLAP = "comm-overlap"
 
     @classmethod
     def of(cls, code: str) -> FindingCode:
@@ -112,7 +118,7 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
     platform = doc.get("platform")
     say = phrases(platform["vendor"] if platform else "unknown")
     wall = doc.get("wall_ns") or 0
-    span = gpu.get("span_ns") or 0
+    span = gpu.get("agent_span_ns", gpu.get("span_ns")) or 0  # the whole of idle and gaps: Σ (process, GPU) spans
     if span and gpu["idle_pct"] > 20:
         out.append(
             _f(
@@ -335,6 +341,7 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
         )
     out.extend(stats_findings(doc))
     out.extend(step_findings(doc))
+    out.extend(rank_findings(doc))
     out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
     return [f for f, _ in out]
 
@@ -458,4 +465,43 @@ def step_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
                     reserved / alloc,
                 )
             )
+
+
+STRAGGLER_WAIT_PCT = 5.0  # [P] the other ranks' wait in collectives, % of their time
+COMM_TIME_PCT = 10.0  # [P] communication kernels' share of rank time worth a look
+COMM_OVERLAP_PCT = 50.0  # [P] below this share of communication hidden behind compute
+
+
+def rank_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
+    """The straggler and the communication/compute overlap, from the ``stragglers`` and
+    ``communication`` sections (analysis.ranks)."""
+    out: list[tuple[Finding, float]] = []
+    strag = doc.get("stragglers")
+    if strag and strag["rank"] is not None and strag["others_wait_pct"] > STRAGGLER_WAIT_PCT and 2 * strag["last_in"] >= strag["instances"]:
+        out.append(
+            _f(
+                FindingCode.STRAGGLER,
+                "high",
+                f"rank {strag['rank']} is the straggler: its compute before collectives is {strag['compute_excess_pct']:.1f} % longer; "
+                f"the other ranks wait {strag['others_wait_ns'] / 1e6:.3f} ms ({strag['others_wait_pct']:.1f} % of their time) in collectives "
+                f"(last at {strag['last_in']} of {strag['instances']} collectives)",
+                {k: v for k, v in strag.items() if k != "listed"},
+                f"Balance the work of rank {strag['rank']} (input sizes, data loading, a slower or shared GPU, host jitter); "
+                "compare its hotspots with another rank's (Enter on the rank in the ranks pane).",
+                strag["others_wait_pct"],
+            )
+        )
+    comm = doc.get("communication")
+    if comm and comm["kernel_ns"] and comm["pct_of_time"] > COMM_TIME_PCT and comm["overlap_pct"] < COMM_OVERLAP_PCT:
+        out.append(
+            _f(
+                FindingCode.COMM_OVERLAP,
+                "medium",
+                f"communication takes {comm['pct_of_time']:.1f} % of time and overlaps compute only {comm['overlap_pct']:.1f} %",
+                {k: v for k, v in comm.items() if k != "by_type"},
+                "Overlap collectives with compute: gradient bucketing (DDP bucket_cap_mb), communication on its own stream, "
+                "FSDP prefetch; fewer, larger collectives.",
+                comm["pct_of_time"],
+            )
+        )
     return out

@@ -111,23 +111,34 @@ def sync_exposure(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarra
     e - b (the host is blocked while the GPU has nothing left to run: the sync makes it
     idle). Exposed + waiting = the calls' total duration (docs/metrics.md, worked example).
     """
-    _, exposed, waiting = sync_exposure_calls(api, classes, busy_starts, busy_ends)
-    return int(exposed.sum()), int(waiting.sum())
+    s, b, e = sync_exposure_bounds(api, classes, busy_starts, busy_ends)
+    return int((e - b).sum()), int((b - s).sum())
 
 
 def sync_exposure_calls(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per sync or blocking-copy call, as :func:`sync_exposure` defines them: (the calls' API
     rows, exposed ns of each, waiting-for-work ns of each)."""
     rows = np.flatnonzero((classes == SYNC) | (classes == BLOCKING_COPY))
-    s = api["start"].to_numpy()[rows].astype(np.int64)
-    e = api["end"].to_numpy()[rows].astype(np.int64)
-    if len(busy_starts) and len(rows):
+    s, b, e = sync_exposure_bounds(api, classes, busy_starts, busy_ends)
+    return rows, e - b, b - s
+
+
+def sync_exposure_bounds(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(s, b, e) of each sync or blocking-copy call of :func:`sync_exposure`: the call's
+    start, the last instant in [s, e) at which a GPU is busy, and its end (int64 arrays)."""
+    mask = (classes == SYNC) | (classes == BLOCKING_COPY)
+    if not mask.any():
+        empty = np.array([], np.int64)
+        return empty, empty, empty
+    s = api["start"].to_numpy()[mask].astype(np.int64)
+    e = api["end"].to_numpy()[mask].astype(np.int64)
+    if len(busy_starts):
         i = np.searchsorted(busy_starts, e, side="left") - 1  # last busy interval starting before e
         last_end = np.where(i >= 0, np.minimum(busy_ends[np.maximum(i, 0)], e), s)
         b = np.clip(last_end, s, e)
     else:
         b = s
-    return rows, e - b, b - s
+    return s, b, e
 
 
 def sync_after_launch(api: pd.DataFrame, classes: np.ndarray | None = None) -> SyncAfterLaunch:

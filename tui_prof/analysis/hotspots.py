@@ -114,8 +114,74 @@ def hotspots(
     table["percent"] = 100.0 * table["total_ns"] / grand_total if grand_total else 0.0
     table = table.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
     if wall_ns is not None:
-        table["pct_wall"] = 100.0 * table["total_ns"] / wall_ns if wall_ns > 0 else 0.0
+        busy = group_busy(kernels, codes, ngroups)
+        if busy is None:  # no two kernels of a process overlap: each group's busy time is its total
+            table["pct_wall"] = 100.0 * table["total_ns"] / wall_ns if wall_ns > 0 else 0.0
+        else:
+            by_label = dict(zip(labels[present].tolist(), busy[present].tolist(), strict=True))
+            table["pct_wall"] = 100.0 * table["name"].map(lambda n: by_label.get(n, 0)).astype(np.float64) / wall_ns if wall_ns > 0 else 0.0
     return table[columns]
+
+
+def group_busy(kernels: pd.DataFrame, codes: np.ndarray, ngroups: int) -> np.ndarray | None:
+    """Per group code the time during which at least one of its kernels runs, summed over
+    processes (the union of the group's kernel intervals per pid); None when no two
+    kernels of one process overlap (then it equals each group's total time). ``pct_wall``
+    takes it as its part, so kernels running side by side on several streams or GPUs count
+    once and the share stays within the process time (docs/metrics.md, Aggregation)."""
+    start = kernels["start"].to_numpy().astype(np.int64, copy=False)
+    end = kernels["end"].to_numpy().astype(np.int64, copy=False)
+    if not len(start):
+        return None
+    pid_codes = pd.factorize(kernels["pid"].to_numpy())[0].astype(np.int64)
+    # the kernels table is each run's kernels in start order, runs one after another: then a
+    # stable sort by an integer key keeps start order within each key (no lexsort needed)
+    in_order = bool(((pid_codes[1:] > pid_codes[:-1]) | ((pid_codes[1:] == pid_codes[:-1]) & (start[1:] >= start[:-1]))).all())
+    order = np.arange(len(start)) if in_order else np.lexsort((start, pid_codes))
+    if not _overlaps(pid_codes[order], start[order], end[order]):
+        return None
+    valid = codes >= 0
+    width = int(pid_codes.max()) + 1
+    seg = codes.astype(np.int64) * width + pid_codes
+    if in_order:  # numpy's stable sort is a radix sort on 16-bit keys
+        top = int(seg.max())
+        o = np.argsort(seg.astype(np.int16 if top < (1 << 15) else np.int32 if top < (1 << 31) else np.int64), kind="stable")
+    else:
+        o = np.lexsort((start, seg))
+    o = o[valid[o]]
+    ss, ee, sg = start[o], end[o], seg[o]
+    reach = _segment_cummax(sg, ee)
+    first = np.ones(len(ss), dtype=bool)
+    first[1:] = sg[1:] != sg[:-1]
+    hole = np.zeros(len(ss), dtype=np.int64)
+    hole[1:] = np.where(first[1:], 0, np.maximum(ss[1:] - reach[:-1], 0))
+    last = np.ones(len(ss), dtype=bool)
+    last[:-1] = first[1:]
+    seg_union = reach[last] - ss[first] - np.add.reduceat(hole, np.flatnonzero(first))
+    out = np.zeros(ngroups, dtype=np.int64)
+    np.add.at(out, sg[first] // width, seg_union)  # one entry per (group, pid): few
+    return out
+
+
+def _segment_cummax(seg: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running max of ``values`` restarting at each change of ``seg`` (sorted, int64)."""
+    first = np.ones(len(seg), dtype=bool)
+    first[1:] = seg[1:] != seg[:-1]
+    rank = np.cumsum(first) - 1
+    lo, hi = int(values.min()), int(values.max())
+    span = hi - lo + 1  # Python ints: hostile times near the int64 limits do not overflow
+    if span < (1 << 62) and int(rank[-1]) < (1 << 62) // span:  # one accumulate over rank-offset keys
+        rel = values - np.int64(lo)
+        offset = rank * span
+        return np.maximum.accumulate(offset + rel) - offset + np.int64(lo)
+    return pd.Series(values).groupby(seg, sort=False).cummax().to_numpy()
+
+
+def _overlaps(pid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether a kernel starts before an earlier kernel of the same pid ended (rows sorted
+    by pid, then start)."""
+    reach = _segment_cummax(pid, end)
+    return bool(((pid[1:] == pid[:-1]) & (start[1:] < reach[:-1])).any())
 
 
 def duration_order(kernels: pd.DataFrame) -> np.ndarray:

@@ -63,7 +63,8 @@ class HotspotRecord(TypedDict):
 
 
 class GpuPart(TypedDict):
-    span_ns: int
+    span_ns: int  # GPU active span: a part of wall_ns (analysis.aggregate)
+    agent_span_ns: int  # Σ (process, GPU) spans: the whole of busy_ns and idle_ns
     busy_ns: int
     idle_ns: int
     busy_pct: float
@@ -120,6 +121,11 @@ class SyncPart(SyncStats):
     waiting_ns: int  # host blocked while the GPU still runs work queued before the call
     exposed_pct_of_wall: float
     has_trace: bool  # host API calls and GPU activity were recorded (else the figures above are n/a)
+    union_ns: int  # Σ over processes of the union of its sync calls (the part of pct_of_wall)
+    exposed_union_ns: int  # the same for the exposed parts
+    process_ns: int  # Σ process walls: the whole of the percentages
+    mean_pct_of_wall: float  # over processes with API calls, each its union / its wall
+    max_pct_of_wall: float
 
 
 class LaunchCounts(TypedDict):
@@ -218,6 +224,8 @@ class MeasurementPart(TypedDict):
     idle_pct: float
     copy_pct_of_wall: float
     peak_memory_bytes: int | None
+    processes: int  # processes in the run set
+    process_time_ns: int  # Σ process walls: the whole of figures summed over processes
 
 
 class LogHit(TypedDict):
@@ -296,6 +304,9 @@ class SummaryDoc(TypedDict):
     stats: StatsPart
     steps: StepsPart
     memory: MemoryPart
+    ranks: NotRequired[list[RankRecord]]  # one row per process (analysis.ranks)
+    communication: NotRequired[CommunicationPart]
+    stragglers: NotRequired[StragglerPart]
     findings: list[Finding]
 
 
@@ -398,3 +409,73 @@ class MemoryPart(TypedDict):
     devices: list[MemoryDevice]
     step_growth_bytes: int | None  # last - first steady step high-water mark when it grows every step
     growing_steps: int  # steady steps whose high-water mark rose over the previous one's
+
+
+# --- ranks, communication, stragglers (analysis/ranks.py, docs/metrics.md "Ranks") ----------
+
+
+class RankRecord(TypedDict):
+    rank: int
+    rank_source: str  # "distributedInfo" (the trace says), "order" (host, pid order; no rank recorded)
+    label: str
+    host: str | None
+    pid: int | None
+    gpus: str  # the GPUs that ran this process's kernels
+    dispatches: int
+    source: str  # "trace", "stats" (kernel statistics only: times are sums, no idle/sync/wait), "none"
+    span_ns: int  # the process's wall
+    gpu_span_ns: int  # first to last GPU activity
+    busy_ns: int  # union of its kernels and copies
+    compute_ns: int  # union of its compute kernels (not communication, not copy/fill)
+    communication_ns: int  # union of its communication kernels
+    copy_ns: int  # union of its copies and copy/fill kernels
+    idle_pct: float  # (gpu_span - busy) / gpu_span
+    sync_ns: int  # union of its sync and blocking-copy calls
+    sync_pct: float  # of span
+    overlap_ns: int  # communication while a compute kernel runs on the same GPU
+    overlap_pct: float  # of communication_ns
+    compute_exposed_ns: int  # compute while no communication runs (the compute before collectives)
+    collectives: int  # communication kernels
+    wait_ns: int  # Σ over collective instances of its time beyond the fastest instance
+    wait_pct: float  # of span
+    straggler_of: int  # collective instances in which it arrived last
+    top_kernel: str | None
+    top_kernel_pct: float  # of its kernel time
+
+
+class CollectiveType(TypedDict):
+    type: str  # AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv, unknown
+    count: int
+    total_ns: int
+    avg_ns: float
+    bytes: int | None  # message bytes where the trace records them
+    bus_bandwidth_gbs: float | None
+
+
+class CommunicationPart(TypedDict):
+    kernel_ns: int  # Σ over ranks of the union of communication kernels
+    api_ns: int  # Σ over ranks of the union of RCCL/NCCL API calls
+    api_calls: int
+    pct_of_time: float  # kernel_ns / Σ rank spans
+    overlap_ns: int
+    overlap_pct: float  # overlap_ns / kernel_ns (HTA's comm/comp overlap)
+    by_type: list[CollectiveType]
+
+
+class CollectiveInstance(TypedDict):
+    type: str
+    index: int  # k: the k-th collective of this type on every rank
+    straggler: int | None  # rank that arrived last (None: all the same)
+    fastest_ns: int
+    slowest_ns: int
+    wait_ns: int  # Σ over ranks of duration - fastest
+
+
+class StragglerPart(TypedDict):
+    instances: int
+    rank: int | None  # the straggler: last in most instances (None: no instance, or one rank)
+    last_in: int  # instances in which it arrived last
+    compute_excess_pct: float  # its compute before collectives vs the median of the others
+    others_wait_ns: int
+    others_wait_pct: float  # of the others' summed spans
+    listed: list[CollectiveInstance]  # the instances with the largest waits, at most 50

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis import engine
+from tui_prof.analysis import engine, ranks
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.hotspots import (
     all_kernels,
@@ -75,6 +75,7 @@ def build_summary(
     by_name = hotspots(kernels, dur_order=order)
     inputs = engine.run_inputs(runset)
     wall = engine.wall_ns(inputs)
+    process_ns = engine.process_ns(inputs)  # the whole of figures summed over processes
     platform = detect_platform(runset)
 
     # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
@@ -83,22 +84,22 @@ def build_summary(
     def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
         op_links = engine.operator_links(inputs)
         categories = engine.kernel_categories_of(inputs, op_links, rules)
-        return engine.grouped_hotspots(kernels, wall, rules, order, categories), op_links
+        return engine.grouped_hotspots(kernels, process_ns, rules, order, categories), op_links
 
     def timeline_of(r: engine.RunInput) -> Callable[[], engine.RunTimeline]:
         return lambda: engine.run_timeline(r, threshold)
 
     grouped_job = background([grouped], name="tuiprof-hotspots")[0]
     timeline_jobs = background([timeline_of(r) if engine.has_gpu_activity(r.run) else None for r in inputs])
-    sync = engine.sync_part(inputs, wall)
+    sync = engine.sync_part(inputs)
     links = []
     for step, r in enumerate(inputs):
         if progress:
             progress("analysing", step, len(inputs))
         links.append(engine.launch_links(r))
     kernel_dur = engine.kernel_durations(kernels)
-    launch = engine.launch_part(inputs, links, kernel_dur, wall)
-    copies = engine.copies_part(runset, wall)
+    launch = engine.launch_part(inputs, links, kernel_dur)
+    copies = engine.copies_part(runset, inputs)
     counters = engine.counters_part(inputs, platform["vendor"])
     occupancy = engine.occupancy_part(inputs, top)
     peak = engine.peak_memory_of(runset)
@@ -151,7 +152,7 @@ def build_summary(
         "hotspots_by": cats["hotspots_by"],
         "hotspots_by_operator": engine.operators_part(inputs, top, op_links),
         "hotspots_by_module": engine.modules_part(inputs, top, op_links),
-        "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak),
+        "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_ns),
         "counters": counters,
         "occupancy": occupancy,
         "logs": engine.logs_part(runset) if logs else [],
@@ -160,5 +161,11 @@ def build_summary(
         "memory": memory_found,
         "findings": [],
     }
+    rank_rows, communication, stragglers = ranks.ranks_sections(
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules
+    )
+    doc["ranks"] = rank_rows
+    doc["communication"] = communication
+    doc["stragglers"] = stragglers
     doc["findings"] = build_findings(doc)
     return doc

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, comparable, regressions
+from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, comparable, rank_diff, regressions
 from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
 from tui_prof.render.fmt import fmt_ns, shorten
 from tui_prof.render.safe import md_code, md_text
@@ -65,6 +65,7 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
         },
         "domains": [{k: (_num(v) if k not in ("domain", "status") else v) for k, v in d.items()} for d in result.domains],
         "notes": list(result.notes),
+        "ranks": rank_diff(result.summary_a, result.summary_b),
     }
     if fail_on_regression is not None:
         regs = regressions(result, fail_on_regression)
@@ -204,6 +205,7 @@ def diff_text(result: DiffResult, top: int | None = 20, name_width: int = 56, fa
     if result.domains:
         out += ["", "Domains (calls and time per profiler domain)"]
         out += table(DOMAIN_HEADERS, domain_rows(result), "llrrrrrr")
+    out += rank_lines(result)
     out += _verdict(result, fail_on_regression)
     return lines_text(out)
 
@@ -253,3 +255,34 @@ def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: 
         out += ["", "## Domains", ""] + markdown_table(DOMAIN_HEADERS, domain_rows(result))
     out += [md_text(line) if line else line for line in _verdict(result, fail_on_regression)]
     return lines_text(out) + "\n"
+
+
+RANK_DIFF_HEADERS = ["rank", "span A", "span B", "compute A", "compute B", "comm A", "comm B", "wait A", "wait B"]
+
+
+def rank_lines(result: DiffResult) -> list[str]:
+    """The ranks of both sides (analysis.diff.rank_diff), when either has several processes."""
+    d = rank_diff(result.summary_a, result.summary_b)
+    if max(d["processes"]) < 2:
+        return []
+    pa, pb = d["communication_pct"]
+    oa, ob = d["overlap_pct"]
+    out = [
+        "",
+        f"Ranks: {d['processes'][0]} vs {d['processes'][1]} processes; communication {pa:.2f} % vs {pb:.2f} % of rank time, "
+        f"overlapping compute {oa:.2f} % vs {ob:.2f} %; straggler {_rank(d['straggler'][0])} vs {_rank(d['straggler'][1])}",
+    ]
+    if d["by_type"]:
+        rows = [[t["type"], str(t["count_a"]), str(t["count_b"]), fmt_ns(t["total_ns_a"]), fmt_ns(t["total_ns_b"])] for t in d["by_type"]]
+        out += table(["collective", "kernels A", "kernels B", "time A", "time B"], rows, "lrrrr")
+    rows = [
+        [str(r["rank"])]
+        + [fmt_ns(r[f"{k}_{s}"]) if r[f"{k}_{s}"] is not None else "-" for k in ("span_ns", "compute_ns", "communication_ns", "wait_ns") for s in "ab"]
+        for r in d["ranks"]
+    ]
+    out += [""] + table(RANK_DIFF_HEADERS, rows, "lrrrrrrrr")
+    return out
+
+
+def _rank(rank) -> str:
+    return "-" if rank is None else f"rank {rank}"

@@ -164,11 +164,19 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
         ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
     ]
+    if m.get("processes", 1) > 1:  # the wholes of the figures summed over processes (docs/metrics.md, Aggregation)
+        sync = summary["sync"]
+        rows[2:2] = [
+            [f"process time (Σ of {m['processes']} processes' spans)", fmt_ns(m["process_time_ns"])],
+            ["GPU time (Σ of per-GPU spans)", fmt_ns(summary["gpu"].get("agent_span_ns"))],
+        ]
+        rows.append(["sync per process, mean / max", f"{_pct(sync.get('mean_pct_of_wall'))} / {_pct(sync.get('max_pct_of_wall'))}"])
     out.append(("Measurements", ["metric", "value"], rows, []))
     if summary["findings"]:
         rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
         out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
     out.extend(steps_sections(summary, name_width))
+    out.extend(rank_sections(summary, name_width))
     gpu = summary["gpu"]
     rows = [
         [
@@ -545,3 +553,67 @@ def module_tail(path: str, width: int) -> str:
     tail = path[len(path) - (width - 1) :]
     cut = tail.find("/")
     return "…" + (tail[cut:] if 0 <= cut < len(tail) - 1 else tail)
+
+
+RANK_HEADERS = ["rank", "host", "GPU", "span", "compute", "comm", "copy", "idle %", "sync", "wait", "top kernel"]
+
+
+def rank_row(r: Mapping[str, Any], name_width: int = 40) -> list[str]:
+    """One row of the rank table (``RANK_HEADERS``) from a ``ranks[]`` record."""
+    return [
+        str(r["rank"]),
+        r["host"] or "-",
+        r["gpus"] or "-",
+        fmt_ns(r["span_ns"]),
+        fmt_ns(r["compute_ns"]),
+        fmt_ns(r["communication_ns"]),
+        fmt_ns(r["copy_ns"]),
+        _pct(r["idle_pct"]),
+        fmt_ns(r["sync_ns"]),
+        fmt_ns(r["wait_ns"]),
+        Code(shorten(r["top_kernel"], name_width)) if r["top_kernel"] else "-",
+    ]
+
+
+def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """The rank table, communication by collective type and the straggler, for runs of
+    more than one process (docs/metrics.md, Ranks)."""
+    ranks = summary.get("ranks") or []
+    if len(ranks) < 2:
+        return []
+    source = "distributedInfo" if all(r["rank_source"] == "distributedInfo" for r in ranks) else "host, pid order (no rank recorded)"
+    note = f"rank from {source}; times are unions on each rank's GPUs"
+    if any(r.get("source") == "stats" for r in ranks):
+        note += "; ranks without a trace: sums from their kernel statistics (no idle, sync or wait)"
+    out = [("Ranks", RANK_HEADERS, [rank_row(r, min(name_width, 40)) for r in ranks], [note])]
+    comm = summary.get("communication")
+    if comm and comm["by_type"]:
+        rows = [[c["type"], str(c["count"]), fmt_ns(c["total_ns"]), fmt_ns(c["avg_ns"])] for c in comm["by_type"]]
+        notes = [
+            f"communication {fmt_ns(comm['kernel_ns'])} = {_pct(comm['pct_of_time'])} of rank time; "
+            f"overlaps compute {fmt_ns(comm['overlap_ns'])} = {_pct(comm['overlap_pct'])} of it; "
+            f"RCCL/NCCL API {comm['api_calls']} calls, {fmt_ns(comm['api_ns'])}"
+        ]
+        out.append(("Communication by collective type", ["collective", "kernels", "total", "avg"], rows, notes))
+    strag = summary.get("stragglers")
+    if strag and strag["listed"]:
+        rows = [
+            [
+                i["type"],
+                str(i["index"]),
+                "-" if i["straggler"] is None else str(i["straggler"]),
+                fmt_ns(i["fastest_ns"]),
+                fmt_ns(i["slowest_ns"]),
+                fmt_ns(i["wait_ns"]),
+            ]
+            for i in strag["listed"][:20]
+        ]
+        notes = []
+        if strag["rank"] is not None:
+            notes.append(
+                f"straggler: rank {strag['rank']} (last at {strag['last_in']} of {strag['instances']} collectives, "
+                f"compute before collectives {strag['compute_excess_pct']:+.1f} % vs the others' median); "
+                f"the others wait {fmt_ns(strag['others_wait_ns'])} = {_pct(strag['others_wait_pct'])} of their time"
+            )
+        out.append(("Collectives with the longest waits", ["collective", "k", "last rank", "fastest", "slowest", "wait (all ranks)"], rows, notes))
+    return out

@@ -112,7 +112,8 @@ def _write(run: SynthRun, fh) -> None:
         f'  "hip_runtime_version": {HIP_RUNTIME_VERSION},\n'
         f'  "hip_driver_version": {HIP_RUNTIME_VERSION},\n'
         '  "record_shapes": 0,\n  "with_stack": 0,\n'
-        f'  "trace_id": "{spec.seed:032X}",\n  "traceEvents": [\n'
+        + (f'  "distributedInfo": {json.dumps(run.extra["distributed_info"])},\n' if "distributed_info" in run.extra else "")
+        + f'  "trace_id": "{spec.seed:032X}",\n  "traceEvents": [\n'
     )
     first = True
 

@@ -1,4 +1,4 @@
-"""The main screen: title, load progress, and the panes as tabs (keys 1-6, 8).
+"""The main screen: title, load progress, and the panes as tabs (keys 1-8: 7 ranks, 8 steps); the rank screen.
 
 It composes the panes and routes: data goes down (``set_view``, ``fill_part``), the
 panes' requests come up as messages (tui_prof.tui.messages) and are sent on to the pane
@@ -18,11 +18,13 @@ from tui_prof.export.common import ExportError, default_destination
 from tui_prof.export.parquet import export_parquet
 from tui_prof.export.perfetto import export_perfetto
 from tui_prof.render.safe import safe_text
+from tui_prof.model import RunSet
 from tui_prof.tui.messages import (
     DispatchesRequested,
     EvidenceRequested,
     KernelSelected,
     NeedPart,
+    RankOpened,
     ShowTab,
     StepRequested,
     StepsChanged,
@@ -34,13 +36,14 @@ from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hardware import HardwarePane
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.panes.issues import IssuesPane
+from tui_prof.tui.panes.ranks import RanksPane
 from tui_prof.tui.panes.steps import StepsPane
 from tui_prof.tui.panes.timeline import TimelinePane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
-from tui_prof.tui.view.runview import PARTS, RunView
+from tui_prof.tui.view.runview import PARTS, RunView, build_view
 from tui_prof.tui.view.stats import title_count
 from tui_prof.tui.widgets.timeline import Timeline
 
@@ -54,6 +57,7 @@ FOCUS = {
     "findings": "#findings-table",
     "counters": "#counters-pane",
     "issues": "#issues-pane",
+    "ranks": "#ranks-table",
     "steps": "#steps-table",
 }
 # the lazy RunView part each tab shows (see tui_prof.tui.view.runview.PARTS)
@@ -64,6 +68,7 @@ TAB_PART = {
     "findings": "summary",
     "counters": "summary",
     "issues": "summary",
+    "ranks": "summary",
     "steps": "summary",
 }
 
@@ -78,6 +83,7 @@ class MainScreen(Screen):
         Binding("4", "tab('findings')", "Findings", id="tab.findings", group=PANES),
         Binding("5", "tab('counters')", "Counters", id="tab.counters", group=PANES),
         Binding("6", "tab('issues')", "Issues", id="tab.issues", group=PANES),
+        Binding("7", "tab('ranks')", "Ranks", id="tab.ranks", group=PANES),
         Binding("8", "tab('steps')", "Steps", id="tab.steps", group=PANES),
         Binding("e", "export('perfetto')", "Export to Perfetto", show=False, id="main.export"),
     ]
@@ -106,6 +112,8 @@ class MainScreen(Screen):
                 yield CountersPane(id="counters-pane")
             with TabPane("6 Issues", id="issues"):
                 yield IssuesPane(id="issues-pane")
+            with TabPane("7 Ranks", id="ranks"):
+                yield RanksPane(id="ranks-pane")
             with TabPane("8 Steps", id="steps"):
                 yield StepsPane(id="steps-pane")
         yield Footer()
@@ -154,8 +162,14 @@ class MainScreen(Screen):
         if errors:
             title += f" · {errors} file(s) failed: press 6"
         self.query_one("#title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
+        if len(runset.runs) < 2:  # the ranks tab is for runs of several processes
+            self.query_one("#tabs", TabbedContent).hide_tab("ranks")
+        else:
+            self.query_one("#tabs", TabbedContent).show_tab("ranks")
+        self.refresh_bindings()
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
+        self.query_one(RanksPane).set_runset(runset)
         self.hotspots.set_view(view)
         self.query_one(StepsPane).set_view(view)
         for part in PARTS:
@@ -174,7 +188,7 @@ class MainScreen(Screen):
         view = self.view
         if error:
             text = plain(f"{part}: could not be computed: {error}", "red")
-            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane, StepsPane), "timeline": (TimelinePane,)}.get(part, ())
+            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane, RanksPane, StepsPane), "timeline": (TimelinePane,)}.get(part, ())
             for pane in panes:
                 self.query_one(pane).part_failed(text)
         elif part == "summary":
@@ -187,6 +201,7 @@ class MainScreen(Screen):
             self.query_one(StepsPane).set_summary(doc)
             if view.ready("timeline"):
                 self.timeline.set_steps(doc, view.timeline.origin)
+            self.query_one(RanksPane).set_summary(doc, [p["label"] for p in (doc or {}).get("processes", [])])
         elif part == "timeline":
             self.timeline.set_model(view.timeline)
             if view.ready("summary"):
@@ -208,6 +223,12 @@ class MainScreen(Screen):
         return False
 
     # -- tabs -------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Key 7 (ranks) only for runs of several processes."""
+        if action == "tab" and parameters == ("ranks",):
+            return self.view is not None and len(self.view.runset.runs) > 1
+        return True
+
     def action_tab(self, tab: str) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
         if not tabs.display:
@@ -240,6 +261,12 @@ class MainScreen(Screen):
     def _kernel_selected(self, message: KernelSelected) -> None:
         self.timeline.selection = (message.group, message.value)
         self.counters.kernel = message.kernel
+
+    @on(RankOpened)
+    def _rank_opened(self, message: RankOpened) -> None:
+        """Enter on a rank: that process's own panes over the loaded run (nothing reloaded)."""
+        if self.view is not None:
+            self.app.push_screen(RankScreen(self.view.runset, message.run, message.rank))
 
     @on(DispatchesRequested)
     def _dispatches(self, message: DispatchesRequested) -> None:
@@ -334,3 +361,42 @@ class MainScreen(Screen):
             self.app.call_from_thread(self.notify, safe_text(text), timeout=15, markup=False)
         except (ExportError, OSError) as err:  # a refused or unwritable destination: said, never a traceback
             self.app.call_from_thread(self.notify, safe_text(f"export failed: {err}"), severity="error", timeout=15, markup=False)
+
+
+def rank_runset(runset: RunSet, run: int, rank: int) -> RunSet:
+    """The run set of one process of ``runset`` (the same Run object: no copy, no reload)."""
+    return RunSet(root=f"{runset.root} · rank {rank}", runs=[runset.runs[run]])
+
+
+class RankScreen(MainScreen):
+    """One rank's own panes (Enter on a rank in tab 7): the main screen's tabs over a run
+    set that holds only that process; its lazy parts are computed by this screen's own
+    worker, in order. Esc goes back to the whole run."""
+
+    # priority: Esc goes back even when a pane's table has the focus (its own Esc clears a filter)
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back to all ranks", id="rank.back", priority=True)]
+
+    def __init__(self, runset: RunSet, run: int, rank: int) -> None:
+        super().__init__()
+        self.sub = rank_runset(runset, run, rank)
+        self.rank = rank
+        self.source_name = f"rank {rank}"
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.build()
+
+    @work(thread=True, group="rank-view", exit_on_error=False)
+    def build(self) -> None:
+        view = build_view(self.sub, lazy=True)
+        self.app.call_from_thread(self.show_view, view)
+        for part in PARTS:
+            try:
+                view.ensure(part)
+                self.app.call_from_thread(self.fill_part, part)
+            except Exception as err:  # shown in its pane, never as a traceback
+                self.app.call_from_thread(self.fill_part, part, f"{type(err).__name__}: {err}")
+
+    def need(self, part: str) -> bool:
+        """True when ``part`` is shown (the build worker computes every part in order)."""
+        return self.view is not None and part in self.filled

@@ -102,6 +102,8 @@ EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
     FindingCode.SLOW_STEP: _tab("steps"),
     FindingCode.MEMORY_GROWTH: _tab("steps"),
     FindingCode.MEMORY_RESERVED: _tab("steps"),
+    FindingCode.STRAGGLER: _tab("ranks"),
+    FindingCode.COMM_OVERLAP: _tab("ranks"),
 }
 
 

@@ -1,0 +1,371 @@
+"""Ranks of a multi-process run: the rank table, communication and stragglers.
+
+One row per process (a rank of a distributed job, or one process of ``srun --ntasks=N
+rocprofv3 …``): its GPU time split into compute, communication and copies, its idle and
+sync time, and how long it waited in collectives for the slowest rank
+(docs/metrics.md, "Ranks").
+
+* Communication kernels are the ``communication`` category of the category rules (NCCL,
+  RCCL, MSCCL kernels and the collective names); copies are the copies plus the
+  ``copy/fill`` kernels; every other kernel is compute. Each time is the **union** of that
+  class's intervals on the process's GPUs, so parts stay within the GPU busy time.
+* Overlap = time in which a communication kernel runs while another kernel runs on the
+  same GPU (copy/fill kernels included: they run on the compute units), per GPU, summed;
+  ``overlap_pct`` of the communication time (HTA's communication/computation overlap).
+* A collective instance is the k-th communication kernel of one type (AllReduce, …) on
+  every rank that has a k-th. Its ranks end together (a collective completes on all
+  ranks at once), so the rank that arrived last spends the least time in it: that rank is
+  the instance's straggler, and every rank's **wait** is its time in the instance beyond the
+  fastest (shortest) one. Durations are on each rank's own clock, so this needs no common
+  clock between hosts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis import aggregate, hostapi
+from tui_prof.analysis.names import CategoryRules, kernel_categories, rule_text
+from tui_prof.analysis.parts import CollectiveInstance, CollectiveType, CommunicationPart, RankRecord, StragglerPart
+from tui_prof.analysis.stats import KERNEL_STATS
+from tui_prof.analysis.timeline import merged_intervals
+from tui_prof.model import Run
+
+COMMUNICATION = "communication"
+COPY = "copy/fill"
+LISTED_INSTANCES = 50
+
+# collective type from a kernel name (matched without the parameter list, case-insensitive):
+# order matters, ReduceScatter and AllReduce before Reduce
+COLLECTIVE_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (t, re.compile(p, re.IGNORECASE))
+    for t, p in (
+        ("ReduceScatter", r"reduce_?scatter"),
+        ("AllReduce", r"all_?reduce|cross_device_reduce|custom_ar"),
+        ("AllGather", r"all_?gather"),
+        ("AllToAll", r"all_?to_?all"),
+        ("Broadcast", r"broadcast|bcast"),
+        ("SendRecv", r"send_?recv|_send|_recv|sendrecv"),
+        ("Reduce", r"reduce"),
+    )
+)
+UNKNOWN_TYPE = "unknown"  # RCCL's rccl_main_kernel and the like do not name their collective
+RCCL_API = re.compile(r"^(nccl|rccl)", re.IGNORECASE)
+
+
+def collective_type(name: str) -> str:
+    """The collective a communication kernel performs, from its name (``UNKNOWN_TYPE`` when
+    the name does not say)."""
+    head = rule_text(name)
+    for kind, pattern in COLLECTIVE_PATTERNS:
+        if pattern.search(head):
+            return kind
+    return UNKNOWN_TYPE
+
+
+def _overlap(a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray, b_e: np.ndarray) -> int:
+    """|A ∩ B| for two sets of intervals: |∪A| + |∪B| − |∪(A ∪ B)|."""
+    if not len(a_s) or not len(b_s):
+        return 0
+    both_s = np.concatenate([a_s, b_s])
+    both_e = np.concatenate([a_e, b_e])
+    return aggregate.interval_union(a_s, a_e) + aggregate.interval_union(b_s, b_e) - aggregate.interval_union(both_s, both_e)
+
+
+class RankCore:
+    """What one process contributes to the rank table and the collective instances."""
+
+    def __init__(self, run: Run, label: str, wall_ns: int, classes: np.ndarray, rules: CategoryRules):
+        self.run = run
+        self.label = label
+        self.wall_ns = wall_ns
+        k = run.kernels
+        ks, ke = k["start"].to_numpy(), k["end"].to_numpy()
+        agent = k["agent"].to_numpy()
+        is_comm = _per_category(k["name"], lambda n: rules.classify(n) == COMMUNICATION) if len(k) else np.zeros(0, dtype=bool)
+        is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY) if len(k) else np.zeros(0, dtype=bool)
+        is_compute = ~(is_comm | is_copy)
+        cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
+        self.compute_ns = aggregate.interval_union(ks[is_compute], ke[is_compute])
+        self.communication_ns = aggregate.interval_union(ks[is_comm], ke[is_comm])
+        self.copy_ns = aggregate.interval_union(np.concatenate([ks[is_copy], cs]), np.concatenate([ke[is_copy], ce]))
+        self.busy_ns = aggregate.interval_union(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
+        starts = np.concatenate([ks, cs])
+        self.gpu_span_ns = int(np.concatenate([ke, ce]).max()) - int(starts.min()) if len(starts) else 0  # Python ints: no int64 overflow
+        # the compute side of the overlap is every other kernel, copy/fill kernels included
+        # (they run on the GPU's compute units; HTA's definition, in which only the copy
+        # engine's Memcpy/Memset events are apart)
+        other = ~is_comm
+        self.overlap_ns = sum(
+            _overlap(ks[is_comm & (agent == a)], ke[is_comm & (agent == a)], ks[other & (agent == a)], ke[other & (agent == a)])
+            for a in np.unique(agent[is_comm])
+        )
+        self.compute_exposed_ns = self.compute_ns - _overlap(ks[is_compute], ke[is_compute], ks[is_comm], ke[is_comm])
+        api = run.api
+        sync = (classes == hostapi.SYNC) | (classes == hostapi.BLOCKING_COPY) if len(api) else np.zeros(0, dtype=bool)
+        self.sync_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), sync) if len(api) else 0
+        if len(api):
+            rccl = _per_category(api["name"], lambda n: bool(RCCL_API.match(n))) | _per_category(api["domain"], lambda d: d in ("rccl", "nccl"))
+            self.api_calls = int(rccl.sum())
+            self.api_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), rccl)
+        else:
+            self.api_calls = self.api_ns = 0
+        # the collectives in start order with their types (one lookup per distinct name)
+        order = np.argsort(ks[is_comm], kind="stable")
+        types = _map_category(k["name"], collective_type)[is_comm] if len(k) else np.array([], dtype=object)
+        self.coll_types = types[order]
+        self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
+        dur = ke - ks
+        if len(k):
+            names = k["name"] if isinstance(k["name"].dtype, pd.CategoricalDtype) else k["name"].astype("category")
+            codes = names.cat.codes.to_numpy()
+            valid = codes >= 0
+            totals = np.bincount(codes[valid], weights=dur[valid], minlength=len(names.cat.categories))
+            top = int(np.argmax(totals)) if len(totals) else 0
+            self.top_kernel: str | None = str(names.cat.categories[top]) if len(totals) else None
+            self.top_kernel_pct = aggregate.pct(int(totals[top]), int(dur.sum())) if len(totals) else 0.0
+        else:
+            self.top_kernel, self.top_kernel_pct = None, 0.0
+        self.source = "trace" if len(k) else "none"
+        self.dispatches = int(len(k))
+        stats_table = run.tool_stats.get(KERNEL_STATS)
+        if not len(k) and stats_table is not None and len(stats_table):
+            _stats_core(self, stats_table, rules)
+        gpu_ids = sorted({int(a) for a in np.unique(agent)} | {int(a) for a in run.copies["dst_agent"].to_numpy() if a >= 0 and run.agent(int(a))})
+        names = []
+        for gid in gpu_ids:
+            a = run.agent(gid)
+            if a is not None and a.type == "GPU":
+                names.append(f"{gid}: {a.product or a.arch or a.name}".rstrip(": "))
+            elif a is None:
+                names.append(str(gid))
+        self.gpus = ", ".join(names)
+
+
+def _map_category(column: pd.Series, func) -> np.ndarray:
+    """``func`` of every row's string, evaluated once per distinct value (object array;
+    the rows take their value through integer codes, so no per-row string is built)."""
+    col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    values = [func(str(c)) for c in col.cat.categories] + [func("")]  # code -1 (missing): the last
+    uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
+    return uniq.astype(object)[inverse[col.cat.codes.to_numpy()]]
+
+
+def _per_category(column: pd.Series, test) -> np.ndarray:
+    """Boolean ``test`` of every row's string, evaluated once per distinct value."""
+    col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    hits = np.array([bool(test(str(c))) for c in col.cat.categories] + [bool(test(""))], dtype=bool)
+    return hits[col.cat.codes.to_numpy()]
+
+
+def _stats_core(core: RankCore, table: pd.DataFrame, rules: CategoryRules) -> None:
+    """A process with kernel statistics and no kernel trace (rocprofv3 --stats): its compute,
+    communication and copy/fill kernel time are the statistics' TotalDurationNs summed per
+    class (sums: the file has no intervals to unite), its collectives their Calls (each of
+    the type's average length, the remainder on the last, so totals stay exact)."""
+    names = table["name"].astype(str).to_numpy()
+    total = table["total_ns"].to_numpy().astype(np.int64)
+    calls = table["calls"].to_numpy().astype(np.int64)
+    cats = np.array([rules.classify(n) for n in names], dtype=object)
+    comm, copy = cats == COMMUNICATION, cats == COPY
+    core.compute_ns = int(total[~(comm | copy)].sum())
+    core.communication_ns = int(total[comm].sum())
+    core.copy_ns = int(total[copy].sum())
+    core.compute_exposed_ns = core.compute_ns
+    core.dispatches = int(calls.sum())
+    top = int(np.argmax(total))
+    core.top_kernel, core.top_kernel_pct = str(names[top]), aggregate.pct(int(total[top]), int(total.sum()))
+    types: list[str] = []
+    durs: list[int] = []
+    for name, n, t in zip(names[comm], calls[comm], total[comm], strict=True):
+        n, t = int(n), int(t)
+        if n <= 0:
+            continue
+        types += [collective_type(name)] * n
+        durs += [t // n] * n
+        durs[-1] += t - (t // n) * n
+    core.coll_types = np.array(types, dtype=object)
+    core.coll_dur = np.array(durs, dtype=np.int64)
+    core.source = "stats"
+
+
+def rank_numbers(runs: Sequence[Run]) -> list[tuple[int, str]]:
+    """(rank, source) per process: the trace's own rank (Kineto ``distributedInfo``) where
+    every process records one, else the position in (host, pid) order."""
+    if runs and all(run.meta.rank is not None for run in runs) and len({run.meta.rank for run in runs}) == len(runs):
+        return [(int(run.meta.rank or 0), "distributedInfo") for run in runs]
+    order = sorted(range(len(runs)), key=lambda i: (runs[i].meta.hostname, runs[i].meta.pid if runs[i].meta.pid is not None else -1, i))
+    rank_of = {i: pos for pos, i in enumerate(order)}
+    return [(rank_of[i], "order") for i in range(len(runs))]
+
+
+def rank_cores(runs: Sequence[Run], labels: Sequence[str], walls: Sequence[int], classes: Sequence[np.ndarray], rules: CategoryRules) -> list[RankCore]:
+    return [RankCore(run, label, wall, cls, rules) for run, label, wall, cls in zip(runs, labels, walls, classes, strict=True)]
+
+
+def instances(cores: Sequence[RankCore], ranks: Sequence[int]) -> tuple[list[CollectiveInstance], np.ndarray, np.ndarray]:
+    """Every collective instance (the k-th of a type on every rank that has a k-th; only
+    instances seen on at least two ranks), the wait per rank (ns, indexed like ``cores``)
+    and how often each rank arrived last."""
+    n = len(cores)
+    waits = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)
+    out: list[CollectiveInstance] = []
+    # statistics know no single collective: only traced ranks take part in instances
+    traced = [c.source == "trace" for c in cores]
+    types = sorted({str(t) for c, tr in zip(cores, traced, strict=True) if tr for t in set(c.coll_types.tolist())})
+    big = np.iinfo(np.int64).max
+    for kind in types:
+        per_rank = [c.coll_dur[c.coll_types == kind] if tr else np.zeros(0, np.int64) for c, tr in zip(cores, traced, strict=True)]
+        depth = max((len(d) for d in per_rank), default=0)
+        # ranks x instances; missing instances (a rank with fewer) hold -1
+        dur = np.full((n, depth), -1, dtype=np.int64)
+        for i, d in enumerate(per_rank):
+            dur[i, : len(d)] = d
+        have = dur >= 0
+        seen = have.sum(axis=0)
+        fastest = np.where(have, dur, big).min(axis=0)
+        w = np.where(have, dur - fastest, 0)
+        shortest = have & (dur == fastest)
+        n_short = shortest.sum(axis=0)
+        first_short = shortest.argmax(axis=0)  # the lowest rank index among the shortest
+        keep = seen >= 2
+        waits += w[:, keep].sum(axis=1)
+        clear = keep & (n_short < seen)  # one or more ranks, not all, arrived last
+        np.add.at(last, first_short[clear], 1)
+        slowest = np.where(have, dur, -1).max(axis=0)
+        wsum = w.sum(axis=0)
+        for k in np.flatnonzero(keep).tolist():
+            out.append(
+                {
+                    "type": kind,
+                    "index": k,
+                    "straggler": ranks[int(first_short[k])] if clear[k] else None,
+                    "fastest_ns": int(fastest[k]),
+                    "slowest_ns": int(slowest[k]),
+                    "wait_ns": int(wsum[k]),
+                }
+            )
+    return out, waits, last
+
+
+def rank_records(cores: Sequence[RankCore], numbers: Sequence[tuple[int, str]], waits: np.ndarray, last: np.ndarray) -> list[RankRecord]:
+    rows: list[RankRecord] = []
+    for i, (c, (rank, source)) in enumerate(zip(cores, numbers, strict=True)):
+        rows.append(
+            {
+                "rank": rank,
+                "rank_source": source,
+                "label": c.label,
+                "host": c.run.meta.hostname or None,
+                "pid": c.run.meta.pid,
+                "gpus": c.gpus,
+                "dispatches": c.dispatches,
+                "source": c.source,
+                "span_ns": int(c.wall_ns),
+                "gpu_span_ns": int(c.gpu_span_ns),
+                "busy_ns": int(c.busy_ns),
+                "compute_ns": int(c.compute_ns),
+                "communication_ns": int(c.communication_ns),
+                "copy_ns": int(c.copy_ns),
+                "idle_pct": aggregate.pct(c.gpu_span_ns - c.busy_ns, c.gpu_span_ns),
+                "sync_ns": int(c.sync_ns),
+                "sync_pct": aggregate.pct(c.sync_ns, c.wall_ns),
+                "overlap_ns": int(c.overlap_ns),
+                "overlap_pct": aggregate.pct(c.overlap_ns, c.communication_ns),
+                "compute_exposed_ns": int(c.compute_exposed_ns),
+                "collectives": int(len(c.coll_dur)),
+                "wait_ns": int(waits[i]),
+                "wait_pct": aggregate.pct(int(waits[i]), c.wall_ns),
+                "straggler_of": int(last[i]),
+                "top_kernel": c.top_kernel,
+                "top_kernel_pct": c.top_kernel_pct,
+            }
+        )
+    rows.sort(key=lambda r: (r["rank"], r["label"]))
+    return rows
+
+
+def communication_part(cores: Sequence[RankCore]) -> CommunicationPart:
+    """Communication over every rank: kernel and RCCL/NCCL API time, overlap with compute,
+    and count and time per collective type."""
+    kernel_ns = sum(c.communication_ns for c in cores)
+    overlap = sum(c.overlap_ns for c in cores)
+    kinds = np.concatenate([c.coll_types for c in cores]) if cores else np.array([], dtype=object)
+    durs = np.concatenate([c.coll_dur for c in cores]) if cores else np.array([], dtype=np.int64)
+    table = pd.DataFrame({"type": kinds.astype(str), "dur": durs.astype(np.int64)}).groupby("type")["dur"].agg(["size", "sum"])
+    by = sorted(((str(kind), int(row["size"]), int(row["sum"])) for kind, row in table.iterrows()), key=lambda x: (-x[2], x[0]))
+    by_type: list[CollectiveType] = [
+        {"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), "bytes": None, "bus_bandwidth_gbs": None} for kind, n, t in by
+    ]
+    return {
+        "kernel_ns": int(kernel_ns),
+        "api_ns": int(sum(c.api_ns for c in cores)),
+        "api_calls": int(sum(c.api_calls for c in cores)),
+        "pct_of_time": aggregate.pct(kernel_ns, sum(c.wall_ns for c in cores)),
+        "overlap_ns": int(overlap),
+        "overlap_pct": aggregate.pct(overlap, kernel_ns),
+        "by_type": by_type,
+    }
+
+
+def straggler_part(rows: Sequence[RankRecord], listed: Sequence[CollectiveInstance]) -> StragglerPart:
+    """The straggler: the rank that arrived last in most instances (ties: the one whose
+    instances made the others wait longest), its compute before collectives against the
+    median of the other ranks', and the others' summed wait."""
+    empty: StragglerPart = {
+        "instances": len(listed),
+        "rank": None,
+        "last_in": 0,
+        "compute_excess_pct": 0.0,
+        "others_wait_ns": 0,
+        "others_wait_pct": 0.0,
+        "listed": [],
+    }
+    if len(rows) < 2 or not listed:
+        return empty
+    caused: dict[int, int] = {}
+    for inst in listed:
+        if inst["straggler"] is not None:
+            caused[inst["straggler"]] = caused.get(inst["straggler"], 0) + inst["wait_ns"]
+    best = max(rows, key=lambda r: (r["straggler_of"], caused.get(r["rank"], 0), -r["rank"]))
+    if best["straggler_of"] == 0:
+        return empty
+    others = [r for r in rows if r is not best]
+    median = float(np.median([r["compute_exposed_ns"] for r in others]))
+    wait = sum(r["wait_ns"] for r in others)
+    top = sorted(listed, key=lambda i: (-i["wait_ns"], i["type"], i["index"]))[:LISTED_INSTANCES]
+    return {
+        "instances": len(listed),
+        "rank": best["rank"],
+        "last_in": best["straggler_of"],
+        "compute_excess_pct": round(100.0 * (best["compute_exposed_ns"] - median) / median, 4) if median else 0.0,
+        "others_wait_ns": int(wait),
+        "others_wait_pct": aggregate.pct(wait, sum(r["span_ns"] for r in others)),
+        "listed": top,
+    }
+
+
+def ranks_sections(
+    runs: Sequence[Run], labels: Sequence[str], walls: Sequence[int], classes: Sequence[np.ndarray], rules: CategoryRules
+) -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+    """The summary's ``ranks``, ``communication`` and ``stragglers`` sections."""
+    cores = rank_cores(runs, labels, walls, classes, rules)
+    numbers = rank_numbers(runs)
+    listed, waits, last = instances(cores, [n for n, _ in numbers])
+    rows = rank_records(cores, numbers, waits, last)
+    return rows, communication_part(cores), straggler_part(rows, listed)
+
+
+def busy_lanes(run: Run, rules: CategoryRules) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """(busy union, communication union) of one process as sorted disjoint (starts, ends):
+    what a rank's timeline lane draws."""
+    k = run.kernels
+    s = np.concatenate([k["start"].to_numpy(), run.copies["start"].to_numpy()])
+    e = np.concatenate([k["end"].to_numpy(), run.copies["end"].to_numpy()])
+    comm = (kernel_categories(k["name"], rules).astype(str).to_numpy() == COMMUNICATION) if len(k) else np.zeros(0, dtype=bool)
+    return merged_intervals(s, e), merged_intervals(k["start"].to_numpy()[comm], k["end"].to_numpy()[comm])

@@ -1,0 +1,136 @@
+"""Ranks pane (tab 7): one row per process of the run (analysis.ranks via the summary's
+``ranks``), sortable; the straggler and communication in the header; Enter on a rank posts
+:class:`~tui_prof.tui.messages.RankOpened` and the screen opens that rank's own panes."""
+
+from __future__ import annotations
+
+import pandas as pd
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from tui_prof.analysis import engine, ranks
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+from tui_prof.model import RunSet
+from tui_prof.render.fmt import fmt_ns
+from tui_prof.tui.messages import RankOpened
+from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.safe import plain
+from tui_prof.tui.widgets.table import Column, TableView
+
+RANK_COLUMNS = (
+    Column("rank", "rank", 6, "int"),
+    Column("host", "host", 10, "text"),
+    Column("gpus", "GPU", 14, "text"),
+    Column("span_ns", "span", 9, "ns"),
+    Column("compute_ns", "compute", 9, "ns"),
+    Column("communication_ns", "comm", 9, "ns"),
+    Column("copy_ns", "copy", 9, "ns"),
+    Column("idle_pct", "idle %", 7, "pct"),
+    Column("sync_ns", "sync", 9, "ns"),
+    Column("wait_ns", "wait", 9, "ns"),
+    Column("top_kernel", "top kernel", 40, "text"),
+)
+
+
+def ranks_frame(doc: dict | None, labels: list[str]) -> pd.DataFrame:
+    """One row per ``ranks[]`` record with ``run`` = its process's index in ``labels``."""
+    rows = (doc or {}).get("ranks") or []
+    index = {label: i for i, label in enumerate(labels)}
+    return pd.DataFrame(
+        {
+            "rank": pd.Series([r["rank"] for r in rows], dtype="int64"),
+            "host": [r["host"] or "-" for r in rows],
+            "gpus": [r["gpus"] or "-" for r in rows],
+            "span_ns": pd.Series([r["span_ns"] for r in rows], dtype="int64"),
+            "compute_ns": pd.Series([r["compute_ns"] for r in rows], dtype="int64"),
+            "communication_ns": pd.Series([r["communication_ns"] for r in rows], dtype="int64"),
+            "copy_ns": pd.Series([r["copy_ns"] for r in rows], dtype="int64"),
+            "idle_pct": pd.Series([r["idle_pct"] for r in rows], dtype="float64"),
+            "sync_ns": pd.Series([r["sync_ns"] for r in rows], dtype="int64"),
+            "wait_ns": pd.Series([r["wait_ns"] for r in rows], dtype="int64"),
+            "top_kernel": [r["top_kernel"] or "-" for r in rows],
+            "run": pd.Series([index.get(r["label"], -1) for r in rows], dtype="int64"),
+        }
+    )
+
+
+def ranks_header(doc: dict | None) -> Text:
+    """Where the rank numbers come from, the straggler and the communication share."""
+    doc = doc or {}
+    rows = doc.get("ranks") or []
+    if not rows:
+        return plain("No processes with data in this run.", "dim")
+    source = "distributedInfo" if all(r["rank_source"] == "distributedInfo" for r in rows) else "host, pid order (no rank recorded)"
+    parts = [f"{len(rows)} rank(s), rank from {source}"]
+    strag = doc.get("stragglers") or {}
+    if strag.get("rank") is not None:
+        parts.append(
+            f"straggler: rank {strag['rank']} (last at {strag['last_in']} of {strag['instances']} collectives); "
+            f"the others wait {fmt_ns(strag['others_wait_ns'])} ({strag['others_wait_pct']:.1f} % of their time)"
+        )
+    comm = doc.get("communication") or {}
+    if comm.get("kernel_ns"):
+        parts.append(f"communication {comm['pct_of_time']:.1f} % of time, {comm['overlap_pct']:.1f} % of it overlaps compute")
+    return plain(" · ".join(parts))
+
+
+class RanksTable(TableView):
+    """The rank table; Enter opens the rank's own panes."""
+
+    BINDINGS = [Binding("enter", "select", "Open rank", id="ranks.open")]
+
+
+class RanksPane(Vertical):
+    """Tab 7."""
+
+    DEFAULT_CSS = "RanksPane { height: 1fr; } #ranks-header { height: auto; max-height: 3; }"
+
+    def compose(self) -> ComposeResult:
+        yield Static(plain(COMPUTING, "dim italic"), id="ranks-header")
+        yield RanksTable(list(RANK_COLUMNS), id="ranks-table")
+
+    @property
+    def table(self) -> RanksTable:
+        return self.query_one("#ranks-table", RanksTable)
+
+    def set_runset(self, runset: RunSet) -> None:
+        """Fill the table as soon as the run is loaded, before the whole summary: the rank
+        analysis alone (analysis.ranks) in a thread worker; the summary's ``ranks`` (the
+        same rows) replace it when that part is shown."""
+        if len(runset.runs) > 1:
+            self._rank_rows(runset)
+
+    @work(thread=True, exclusive=True, group="ranks", exit_on_error=False)
+    def _rank_rows(self, runset: RunSet) -> None:
+        inputs = engine.run_inputs(runset)
+        rows, comm, strag = ranks.ranks_sections(
+            [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
+        )
+        doc = {"ranks": rows, "communication": comm, "stragglers": strag}
+        self.app.call_from_thread(self._early, doc, [r.label for r in inputs])
+
+    def _early(self, doc: dict, labels: list[str]) -> None:
+        if self.table.row_count == 0:  # the summary's rows have not come first
+            self.set_summary(doc, labels)
+
+    def set_summary(self, doc: dict | None, labels: list[str]) -> None:
+        table = self.table
+        had_focus = table.has_focus
+        table.set_data(ranks_frame(doc, labels), text_key="host", sort=("rank", False))
+        if had_focus:
+            table.focus()
+        self.query_one("#ranks-header", Static).update(ranks_header(doc))
+
+    def part_failed(self, text: Text) -> None:
+        self.query_one("#ranks-header", Static).update(text)
+
+    @on(TableView.Selected, "#ranks-table")
+    def _selected(self, event: TableView.Selected) -> None:
+        event.stop()
+        run = int(event.row["run"])
+        if run >= 0:
+            self.post_message(RankOpened(run, int(event.row["rank"])))
