@@ -78,6 +78,8 @@ class StepsChanged(Message):
     def __init__(self, steps: dict) -> None:
         super().__init__()
         self.steps = steps
+
+
 class RankOpened(Message):
     """Enter on a rank in the ranks pane: open that process's own panes (``run``: its index
     in the run set)."""

@@ -17,8 +17,8 @@ from textual.widgets import Footer, Label, ProgressBar, Static, TabbedContent, T
 from tui_prof.export.common import ExportError, default_destination
 from tui_prof.export.parquet import export_parquet
 from tui_prof.export.perfetto import export_perfetto
-from tui_prof.render.safe import safe_text
 from tui_prof.model import RunSet
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.messages import (
     DispatchesRequested,
     EvidenceRequested,
@@ -188,7 +188,9 @@ class MainScreen(Screen):
         view = self.view
         if error:
             text = plain(f"{part}: could not be computed: {error}", "red")
-            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane, RanksPane, StepsPane), "timeline": (TimelinePane,)}.get(part, ())
+            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane, RanksPane, StepsPane), "timeline": (TimelinePane,)}.get(
+                part, ()
+            )
             for pane in panes:
                 self.query_one(pane).part_failed(text)
         elif part == "summary":
