@@ -465,6 +465,7 @@ def step_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
                     reserved / alloc,
                 )
             )
+    return out
 
 
 STRAGGLER_WAIT_PCT = 5.0  # [P] the other ranks' wait in collectives, % of their time
