@@ -304,10 +304,10 @@ class SummaryDoc(TypedDict):
     stats: StatsPart
     steps: StepsPart
     memory: MemoryPart
+    findings: list[Finding]
     ranks: NotRequired[list[RankRecord]]  # one row per process (analysis.ranks)
     communication: NotRequired[CommunicationPart]
     stragglers: NotRequired[StragglerPart]
-    findings: list[Finding]
 
 
 class StepRecord(TypedDict):
