@@ -8,6 +8,7 @@ call that decided it) as the source run, and every event has the format's requir
 
 from __future__ import annotations
 
+import copy
 import gzip
 import itertools
 import json
@@ -30,6 +31,7 @@ from tui_prof.export.common import ExportError
 from tui_prof.export.parquet import ANALYSIS_TABLES, MANIFEST, export_parquet
 from tui_prof.export.perfetto import export_perfetto, gap_name, write_trace
 from tui_prof.loaders import load_path
+from tui_prof.model import RunSet
 from tui_prof.model.schema import TABLES, concat_tables
 
 DATA = Path(__file__).parent / "data"
@@ -259,7 +261,7 @@ def test_perfetto_round_trip_through_the_kineto_loader(sample, loaded, tmp_path)
     assert sorted(e["id"] for e in flows if e["ph"] == "s") == sorted(e["id"] for e in flows if e["ph"] == "f")
     _check_gpu_tracks_do_not_overlap(events)
     series = concat_tables("series", [r.series for r in runset.runs])  # counter tracks: every finite sample
-    assert sum(1 for e in events if e["ph"] == "C") == int(np.isfinite(series["value"].to_numpy()).sum())
+    assert sum(1 for e in events if e.get("cat") == "tuiprof_counter") == int(np.isfinite(series["value"].to_numpy()).sum())
 
 
 def test_perfetto_epoch_clock_is_written_from_an_origin(loaded, tmp_path):
@@ -341,6 +343,120 @@ def test_perfetto_refuses_a_file_it_did_not_write(synthetic, tmp_path):
     export_perfetto(runset, ours)
     export_perfetto(runset, ours)  # its own export: replaced
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+COUNTER_SAMPLES = {
+    "workloads": DATA / "rocprof_compute" / "workloads",  # 4 processes, 1349 counter rows (48 NaN; one workload without times)
+    "analysis-db": DATA / "rocprof_compute" / "analysis_db",  # rocprof-compute metrics of 7 kernels, 10 dispatches
+}
+
+
+@pytest.fixture(scope="module")
+def counter_runs():
+    return {name: load_path(str(path), use_cache=False) for name, path in COUNTER_SAMPLES.items()}
+
+
+def _expected_values(runset, table: str, window=None) -> list[tuple]:
+    """(pid, track name, ns, value) of every counter event the model implies, joined with
+    pandas: a counter row at the one timed kernel of its dispatch id, a metric row at every
+    timed kernel of its name; the value at the kernel's start and 0 at its end (>= start + 1)."""
+    out = []
+    for run, pid in zip(runset.runs, perfetto._pids(runset), strict=True):
+        k = run.kernels[run.kernels["start"] != -1].astype({"name": str})
+        k = k[~k["dispatch_id"].duplicated(keep=False)] if table == "counters" else k
+        if window is not None:
+            k = k[(k["start"] < window[1]) & (np.maximum(k["end"], k["start"] + 1) > window[0])]
+        if table == "counters":
+            rows = run.counters.merge(k[["dispatch_id", "agent", "start", "end"]], on="dispatch_id", suffixes=("_c", ""))
+            names = "GPU " + rows["agent"].astype(str) + " " + rows["counter"].astype(str)
+        else:
+            rows = run.metrics.astype({"kernel": str}).merge(k[["name", "agent", "start", "end"]], left_on="kernel", right_on="name", suffixes=("_m", ""))
+            label = rows["metric_id"].astype(str) + " " + rows["metric"].astype(str) + " " + rows["stat"].astype(str) + " (" + rows["unit"].astype(str) + ")"
+            names = "GPU " + rows["agent"].astype(str) + " " + label
+        rows = rows.assign(track=names)[np.isfinite(rows["value"].to_numpy())]
+        for r in rows.itertuples(index=False):
+            out += [(pid, r.track, int(r.start), float(r.value)), (pid, r.track, max(int(r.end), int(r.start) + 1), 0.0)]
+    return sorted(out)
+
+
+def _written_values(path: Path, cat: str) -> list[tuple]:
+    doc, events = _events(path)
+    _check_required_fields(events)
+    origin = doc["tuiprof_export"]["origin_ns"]
+    mine = [e for e in events if e.get("cat") == cat]
+    for e in mine:  # a counter track event: its process, the kernel's track and one value
+        assert e["ph"] == "C" and {"ph", "ts", "pid", "tid", "name", "args"} <= set(e) and list(e["args"]) == ["value"], e
+    return sorted((e["pid"], e["name"], round(e["ts"] * 1000) + origin, e["args"]["value"]) for e in mine)
+
+
+def _subset(runset, labels: list[str]) -> RunSet:
+    """The processes of ``runset`` with these labels. The four workloads' clocks lie up to
+    1.2e16 ns apart: written from one origin, some would pass 2^43 µs and lose exactness."""
+    by_label = {run.meta.label: run for run in runset.runs}
+    return RunSet(runset.root, [by_label[label] for label in labels])
+
+
+@pytest.mark.parametrize(
+    ("labels", "placed", "not_placed"),
+    [
+        # vcopy_MI100: 741 rows, 48 NaN (left out: JSON has no NaN); vcopy_MI300X_A1: 27 rows, no kernel times
+        (["vcopy_MI350", "vcopy_MI300X_A1", "vcopy_MI100"], 147 + 741 - 48, 27 + 48),
+        (["vcopy_MI300X_A1_rocpd"], 434, 0),
+    ],
+)
+def test_perfetto_dispatch_counters_equal_the_model(counter_runs, tmp_path, labels, placed, not_placed):
+    runset = _subset(counter_runs["workloads"], labels)
+    assert sum(len(run.counters) for run in runset.runs) == placed + not_placed
+    path, _ = export_perfetto(runset, tmp_path / "c.json.gz")
+    got = _written_values(path, "hw_counter")
+    assert got == _expected_values(runset, "counters")  # every value exact, at its dispatch's start; 0 at its end
+    assert len(got) == 2 * placed
+    doc, events = _events(path)
+    assert doc["tuiprof_export"]["not_placed"] == {"counters": not_placed, "metrics": 0}
+    kernel_tid = {(e["pid"], e["ts"]): e["tid"] for e in events if e.get("cat") == "kernel"}
+    starts = [e for e in events if e.get("cat") == "hw_counter" and e["args"]["value"] != 0]
+    assert starts and all(kernel_tid[(e["pid"], e["ts"])] == e["tid"] for e in starts)  # on the kernel's own track
+    for run, pid in zip(runset.runs, perfetto._pids(runset), strict=True):  # one track per counter name per process and GPU
+        tracks = {e["name"] for e in events if e.get("cat") == "hw_counter" and e["pid"] == pid}
+        agents = set(run.kernels["agent"].tolist())
+        finite = run.counters[np.isfinite(run.counters["value"].to_numpy())]
+        assert tracks == ({f"GPU {a} {c}" for a in agents for c in finite["counter"].astype(str)} if run.meta.label != "vcopy_MI300X_A1" else set())
+
+
+def test_perfetto_dispatch_counters_inside_a_window(counter_runs, tmp_path):
+    runset = _subset(counter_runs["workloads"], ["vcopy_MI350", "vcopy_MI100"])
+    k = runset.runs[0].kernels  # vcopy_MI350's second dispatch only (vcopy_MI100's clock lies elsewhere)
+    window = (int(k["start"].iloc[1]), int(k["end"].iloc[1]))
+    path, _ = export_perfetto(runset, tmp_path / "w.json", window)
+    got = _written_values(path, "hw_counter")
+    assert got == _expected_values(runset, "counters", window)
+    assert len(got) == 2 * 49 and {v[0] for v in got} == {perfetto._pids(runset)[0]}
+
+
+def test_perfetto_kernel_metrics_at_every_dispatch(counter_runs, tmp_path):
+    runset = counter_runs["analysis-db"]
+    path, _ = export_perfetto(runset, tmp_path / "m.json")
+    got = _written_values(path, "kernel_metric")
+    expected = _expected_values(runset, "metrics")
+    assert got == expected
+    run = runset.runs[0]
+    m, k = run.metrics, run.kernels
+    finite = np.isfinite(m["value"].to_numpy())
+    dispatches = k["name"].astype(str).value_counts()
+    per_row = m["kernel"].astype(str).map(dispatches).fillna(0).to_numpy()  # dispatches of each row's kernel ("" none)
+    assert len(got) == 2 * int(per_row[finite].sum()) == 3632
+    doc, _ = _events(path)
+    assert doc["tuiprof_export"]["not_placed"] == {"counters": 0, "metrics": int(len(m) - (finite & (per_row > 0)).sum())}
+
+
+def test_perfetto_counter_names_are_escaped_only(counter_runs, tmp_path):
+    runset = copy.deepcopy(counter_runs["workloads"])
+    run = runset.runs[1]
+    first = run.counters["counter"].cat.categories[0]
+    run.counters["counter"] = run.counters["counter"].cat.rename_categories({first: HOSTILE})
+    path, _ = export_perfetto(runset, tmp_path / "h.json")
+    names = {e["name"] for e in _events(path)[1] if e.get("cat") == "hw_counter"}
+    assert "GPU 0 " + HOSTILE in names  # quotes, backslash, newline, ESC, bidi, emoji: exact, the file pure ASCII
 
 
 # --------------------------------------------------------------------------- CLI

@@ -26,7 +26,13 @@ model's int64 ns):
 * tuiprof's analysis: the idle gaps (>= the threshold) of each GPU as slices named by
   their cause ("idle: sync after hipDeviceSynchronize") on a track "GPU 2 idle (tuiprof)";
   counter time series as counter tracks (``ph: C``); the findings as instant events on a
-  "tuiprof findings" track of their own process, at the start of the exported range.
+  "tuiprof findings" track of their own process, at the start of the exported range;
+* per-dispatch values as counter tracks, one per name per process and GPU: hardware counters
+  (``counters``: "GPU 2 SQ_WAVES", ``cat: hw_counter``) and rocprof-compute's per-kernel
+  metrics (``metrics``: "GPU 2 2.1.0 VALU FLOPs Avg (Gflop/s)", ``cat: kernel_metric``, at
+  every dispatch of the kernel of that name); the value at the dispatch's start, 0 at its end
+  (:class:`_Placement` says which kernel a row belongs to; the header's ``not_placed`` counts
+  the rows no timed kernel carries).
 
 ``--window START:END`` keeps the events that overlap [START, END) (whole, not clipped).
 Output is written in chunks of :data:`CHUNK` rows: memory does not grow with the file.
@@ -52,6 +58,7 @@ from tui_prof import __version__
 from tui_prof.analysis.timeline import copy_agents
 from tui_prof.export.common import Analysis, ExportError, analyse, check_destination
 from tui_prof.model import Run, RunSet
+from tui_prof.model.schema import UNKNOWN
 
 KIND = "tuiprof.perfetto-export/1"
 CHUNK = 8192
@@ -206,10 +213,9 @@ def _track_ids(keys: np.ndarray, start: np.ndarray, end: np.ndarray, track: Call
     return tids
 
 
-def _kernel_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
+def _kernel_tids(run: Run, tracks: _Tracks) -> np.ndarray:
+    """The tid of each kernel's track ("GPU 2 stream 0", "GPU 2 queue 1 (overlap 1)")."""
     k = run.kernels
-    if not len(k):
-        return
     start, end = k["start"].to_numpy(), k["end"].to_numpy()
     agent = k["agent"].to_numpy().astype(np.int64)
     lane, lane_word = _lanes(k)
@@ -219,7 +225,15 @@ def _kernel_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, o
         name = f"GPU {a} {lane_word} {q}" if q >= 0 else f"GPU {a}"
         return tracks.synthetic(("kernels", a, q, sub), name + (f" (overlap {sub})" if sub else ""), a * 1000 + 1 + min(sub, 99))
 
-    tid_all = _track_ids(np.stack([agent, lane], axis=1), start, end, track)
+    return _track_ids(np.stack([agent, lane], axis=1), start, end, track)
+
+
+def _kernel_events(run: Run, pid: int, tid_all: np.ndarray, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
+    k = run.kernels
+    if not len(k):
+        return
+    start, end = k["start"].to_numpy(), k["end"].to_numpy()
+    agent = k["agent"].to_numpy().astype(np.int64)
     names, codes = _escaped(k["name"])
     cols = {c: k[c].to_numpy() for c in ("stream", "queue", "correlation_id", "dispatch_id", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z")}
     for rows in _rows(_in_window(start, end, window), len(k)):
@@ -412,6 +426,115 @@ def _counter_events(run: Run, pid: int, window: Window | None, origin: int) -> I
         ]
 
 
+class _Placement:
+    """Where a run's per-dispatch values go. A counter row belongs to the kernel whose
+    ``dispatch_id`` it carries, when exactly one kernel with a recorded start carries that id
+    (``counter_kernel``: its kernel row, -1 when none or several do); a metric row (values
+    rocprof-compute computed per kernel name) belongs to every timed dispatch of the kernel of
+    that name (``metric_rows``: name code -> metric rows). Rows whose value is not finite are
+    not placed (JSON has no NaN); ``not_placed`` counts the rows left out of the trace."""
+
+    def __init__(self, run: Run):
+        k, c, m = run.kernels, run.counters, run.metrics
+        self.timed = k["start"].to_numpy() != UNKNOWN
+        dispatch = np.where(self.timed, k["dispatch_id"].to_numpy().astype(np.int64), UNKNOWN)
+        once = (dispatch != UNKNOWN) & ~pd.Series(dispatch).duplicated(keep=False).to_numpy()
+        rows = np.flatnonzero(once)
+        order = np.argsort(dispatch[rows], kind="stable")
+        keys, kernel_rows = dispatch[rows][order], rows[order]
+        self.counter_kernel = np.full(len(c), -1, dtype=np.int64)
+        if len(c) and len(keys):
+            wanted = c["dispatch_id"].to_numpy().astype(np.int64)
+            at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+            hit = (keys[at] == wanted) & np.isfinite(c["value"].to_numpy())
+            self.counter_kernel[hit] = kernel_rows[at[hit]]
+        self.metric_rows: dict[int, np.ndarray] = {}
+        if len(m) and len(k):
+            code_of = {str(n): i for i, n in enumerate(k["name"].cat.categories)}
+            timed_codes = set(np.unique(k["name"].cat.codes.to_numpy()[self.timed]).tolist())
+            finite = np.isfinite(m["value"].to_numpy())
+            names = m["kernel"].astype(str).to_numpy()
+            for name in np.unique(names[finite]).tolist():
+                code = code_of.get(name, -1)
+                if code in timed_codes:
+                    self.metric_rows[code] = np.flatnonzero(finite & (names == name))
+        placed_metrics = sum(len(r) for r in self.metric_rows.values())
+        self.not_placed = {"counters": int((self.counter_kernel < 0).sum()), "metrics": len(m) - placed_metrics}
+
+
+def _value_events(cat: str, labels: list[str], values: list[str], kernel_rows: np.ndarray, run: Run, pid: int, tid_all: np.ndarray, origin: int) -> list[str]:
+    """Counter events ``labels[i]`` = ``values[i]`` at the start of kernel ``kernel_rows[i]``
+    and 0 at its end (at least 1 ns later), so that a value belongs visibly to its dispatch."""
+    start = run.kernels["start"].to_numpy()[kernel_rows]
+    end = np.maximum(run.kernels["end"].to_numpy()[kernel_rows], start + 1)
+    ts0, ts1 = us_text(start - origin), us_text(end - origin)
+    tids = tid_all[kernel_rows].tolist()
+    head = f'{{"ph":"C","cat":"{cat}","name":'
+    events = [f'{head}{labels[i]},"pid":{pid},"tid":{tids[i]},"ts":{ts0[i]},"args":{{"value":{values[i]}}}}}' for i in range(len(tids))]
+    events += [f'{head}{labels[i]},"pid":{pid},"tid":{tids[i]},"ts":{ts1[i]},"args":{{"value":0}}}}' for i in range(len(tids))]
+    return events
+
+
+def _dispatch_counter_events(run: Run, pid: int, tid_all: np.ndarray, place: _Placement, window: Window | None, origin: int) -> Iterator[list[str]]:
+    """Hardware counters (``counters`` table) as counter tracks "GPU <agent of the kernel> <counter>"."""
+    c = run.counters
+    keep = place.counter_kernel >= 0
+    if not keep.any():
+        return
+    if window is not None:
+        k = run.kernels
+        inside = _in_window(k["start"].to_numpy(), k["end"].to_numpy(), window)
+        assert inside is not None
+        keep &= inside[np.maximum(place.counter_kernel, 0)]
+    agent = run.kernels["agent"].to_numpy().astype(np.int64)
+    counters, codes = list(c["counter"].cat.categories) + [""], c["counter"].cat.codes.to_numpy()
+    value_all = c["value"].to_numpy()
+    label: dict[tuple[int, int], str] = {}
+    for rows in _rows(keep, len(c)):
+        kernel_rows = place.counter_kernel[rows]
+        keys = list(zip(agent[kernel_rows].tolist(), codes[rows].tolist(), strict=True))
+        for key in keys:
+            if key not in label:
+                label[key] = jstr(f"GPU {key[0]} {counters[key[1]]}")
+        values = [repr(float(v)) for v in value_all[rows].tolist()]
+        yield _value_events("hw_counter", [label[key] for key in keys], values, kernel_rows, run, pid, tid_all, origin)
+
+
+def _metric_events(run: Run, pid: int, tid_all: np.ndarray, place: _Placement, window: Window | None, origin: int) -> Iterator[list[str]]:
+    """rocprof-compute's per-kernel metrics (``metrics`` table) at every dispatch of their
+    kernel, as counter tracks "GPU <agent> <metric id> <metric> <stat> (<unit>)"."""
+    if not place.metric_rows:
+        return
+    k, m = run.kernels, run.metrics
+    codes = k["name"].cat.codes.to_numpy()
+    keep = place.timed & np.isin(codes, list(place.metric_rows))
+    inside = _in_window(k["start"].to_numpy(), k["end"].to_numpy(), window)
+    if inside is not None:
+        keep &= inside
+    agent = k["agent"].to_numpy().astype(np.int64)
+    suffix = [
+        " ".join(x for x in (str(i), str(n), str(st)) if x) + (f" ({u})" if str(u) else "")
+        for i, n, st, u in zip(m["metric_id"], m["metric"], m["stat"], m["unit"], strict=True)
+    ]
+    value_text = [repr(float(v)) for v in m["value"].to_numpy().tolist()]
+    label: dict[tuple[int, int], str] = {}
+    per_kernel = max(len(r) for r in place.metric_rows.values())
+    kernels = np.flatnonzero(keep)
+    step = max(1, CHUNK // per_kernel)
+    for first in range(0, len(kernels), step):
+        kernel_rows, metric_rows = [], []
+        for kr in kernels[first : first + step].tolist():
+            rows = place.metric_rows[int(codes[kr])].tolist()
+            kernel_rows += [kr] * len(rows)
+            metric_rows += rows
+        a = agent[kernel_rows].tolist()
+        for ai, mr in zip(a, metric_rows, strict=True):
+            if (ai, mr) not in label:
+                label[(ai, mr)] = jstr(f"GPU {ai} {suffix[mr]}")
+        labels = [label[(ai, mr)] for ai, mr in zip(a, metric_rows, strict=True)]
+        yield _value_events("kernel_metric", labels, [value_text[mr] for mr in metric_rows], np.array(kernel_rows, dtype=np.int64), run, pid, tid_all, origin)
+
+
 def _metadata(pid: int, label: str, sort: int, tracks: _Tracks, host_tids: Iterable[int]) -> list[str]:
     events = [
         f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"ts":0,"args":{{"name":{jstr(label)}}}}}',
@@ -472,6 +595,7 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
     analysis = analysis if analysis is not None else analyse(runset)
     span = time_range(runset)
     origin = time_origin(span)
+    placements = [_Placement(run) for run in runset.runs]
     header = {
         "schemaVersion": 1,
         "displayTimeUnit": "ns",
@@ -482,6 +606,7 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
             "source": runset.root,
             "window_ns": list(window) if window else None,
             "origin_ns": origin,
+            "not_placed": {t: sum(p.not_placed[t] for p in placements) for t in ("counters", "metrics")},
         },
     }
     fh.write(json.dumps(header)[:-1] + ',\n"traceEvents": [')
@@ -497,13 +622,18 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
             out.write(events)
         for events in _marker_events(run, pid, unknown_tid, window, origin):
             out.write(events)
-        for events in _kernel_events(run, pid, tracks, window, origin, flows, flow_id):
+        kernel_tids = _kernel_tids(run, tracks)
+        for events in _kernel_events(run, pid, kernel_tids, window, origin, flows, flow_id):
             out.write(events)
         for events in _copy_events(run, pid, tracks, window, origin, flows, flow_id):
             out.write(events)
         for events in _gap_events(index, analysis, pid, tracks, window, origin):
             out.write(events)
         for events in _counter_events(run, pid, window, origin):
+            out.write(events)
+        for events in _dispatch_counter_events(run, pid, kernel_tids, placements[index], window, origin):
+            out.write(events)
+        for events in _metric_events(run, pid, kernel_tids, placements[index], window, origin):
             out.write(events)
         label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
         out.write(_metadata(pid, label if run.meta.rank is None else f"rank {run.meta.rank}: {label}", index, tracks, host_tids))
