@@ -179,7 +179,7 @@ class MainScreen(Screen):
         # the GIL while the first frame is composed (≈ 1 s later at 1M dispatches)
         self.call_after_refresh(self.need, TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])
         if errors:
-            self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning")
+            self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning", timeout=10)
 
     def fill_part(self, part: str, error: str = "") -> None:
         """Show a lazy part that a worker has computed (runs on the event loop: no analysis)."""
