@@ -217,16 +217,22 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
 
 
 def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
+    return load_databases(files, issues, load_db, "rocpd database")
+
+
+def load_databases(files: list[DetectedFile], issues: IssueSink, load_one: Callable[[Path], list[Run]], what: str) -> list[Run]:
+    """The runs of each SQLite database in ``files`` read by ``load_one``; a database that
+    cannot be read is one issue naming it (``what``: "rocpd database"), the others still load."""
     runs: list[Run] = []
     for item in files:
         try:
-            runs.extend(load_db(item.path))
+            runs.extend(load_one(item.path))
         except LoadError as err:
             issues.error(item.path, str(err))
         except OSError as err:
             issues.error(item.path, read_error(err))
         except (sqlite3.Error, ValueError, KeyError, TypeError, OverflowError, MemoryError) as err:
-            issues.error(item.path, f"cannot read rocpd database: {one_line(str(err) or type(err).__name__)}")
+            issues.error(item.path, f"cannot read {what}: {one_line(str(err) or type(err).__name__)}")
     return runs
 
 

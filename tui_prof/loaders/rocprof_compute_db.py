@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, LoaderSpec, Sniffed, one_line, read_error
-from tui_prof.loaders.rocpd import SQLITE_MAGIC, _json, connect
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, LoaderSpec, Sniffed
+from tui_prof.loaders.rocpd import SQLITE_MAGIC, _json, connect, load_databases
 from tui_prof.loaders.rocprof_compute import ROOFLINE_PEAKS, sysinfo_agent
 from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import make_table
@@ -142,14 +142,4 @@ def load_db(path: Path) -> list[Run]:
 
 
 def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
-    runs: list[Run] = []
-    for item in files:
-        try:
-            runs.extend(load_db(item.path))
-        except LoadError as err:
-            issues.error(item.path, str(err))
-        except OSError as err:
-            issues.error(item.path, read_error(err))
-        except (sqlite3.Error, ValueError, KeyError, TypeError, OverflowError, MemoryError) as err:
-            issues.error(item.path, f"cannot read rocprof-compute database: {one_line(str(err) or type(err).__name__)}")
-    return runs
+    return load_databases(files, issues, load_db, "rocprof-compute database")
