@@ -1,4 +1,4 @@
-"""The main screen: title, load progress, and the panes as tabs (keys 1-8: 7 ranks, 8 steps); the rank screen.
+"""The main screen: title, load progress, and the panes as tabs (keys 1-8: 7 ranks for runs of several processes, 8 steps for runs with steps); the rank screen.
 
 It composes the panes and routes: data goes down (``set_view``, ``fill_part``), the
 panes' requests come up as messages (tui_prof.tui.messages) and are sent on to the pane
@@ -166,6 +166,7 @@ class MainScreen(Screen):
             self.query_one("#tabs", TabbedContent).hide_tab("ranks")
         else:
             self.query_one("#tabs", TabbedContent).show_tab("ranks")
+        self.query_one("#tabs", TabbedContent).hide_tab("steps")  # shown once the summary finds steps
         self.refresh_bindings()
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
@@ -201,6 +202,9 @@ class MainScreen(Screen):
             self.counters.set_summary(doc)
             self.query_one(IssuesPane).set_summary(view.runset, doc)
             self.query_one(StepsPane).set_summary(doc)
+            if has_steps(doc):
+                self.query_one("#tabs", TabbedContent).show_tab("steps")
+                self.refresh_bindings()
             if view.ready("timeline"):
                 self.timeline.set_steps(doc, view.timeline.origin)
             self.query_one(RanksPane).set_summary(doc, [p["label"] for p in (doc or {}).get("processes", [])])
@@ -226,9 +230,11 @@ class MainScreen(Screen):
 
     # -- tabs -------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        """Key 7 (ranks) only for runs of several processes."""
+        """Key 7 (ranks) only for runs of several processes, key 8 (steps) only for runs with steps."""
         if action == "tab" and parameters == ("ranks",):
             return self.view is not None and len(self.view.runset.runs) > 1
+        if action == "tab" and parameters == ("steps",):
+            return self.view is not None and self.view.ready("summary") and has_steps(self.view.summary)
         return True
 
     def action_tab(self, tab: str) -> None:
@@ -363,6 +369,11 @@ class MainScreen(Screen):
             self.app.call_from_thread(self.notify, safe_text(text), timeout=15, markup=False)
         except (ExportError, OSError) as err:  # a refused or unwritable destination: said, never a traceback
             self.app.call_from_thread(self.notify, safe_text(f"export failed: {err}"), severity="error", timeout=15, markup=False)
+
+
+def has_steps(doc: dict | None) -> bool:
+    """True when the summary found steps (the steps tab is shown only then: eight tabs need 88 columns)."""
+    return bool(doc and (doc.get("steps") or {}).get("detected"))
 
 
 def rank_runset(runset: RunSet, run: int, rank: int) -> RunSet:
