@@ -445,3 +445,15 @@ def test_domain_with_no_time_on_either_side_is_same():
 
     (row,) = domain_diff(doc(3), doc(5))  # type: ignore[arg-type]
     assert (row["domain"], row["status"], row["calls_a"], row["calls_b"], row["delta_ns"], row["delta_pct"]) == ("MARKER_API", "same", 3, 5, 0, None)
+
+
+def test_empty_diff_names_a_hostile_folder_without_its_escape_sequences(tmp_path, capsys):
+    """The folder's name reaches stderr through the one sanitiser: no ESC, no BEL."""
+    hostile = "run\x1b]0;pwned\x07\x1b[31m"
+    for side in (hostile, "B"):
+        (tmp_path / side).mkdir()
+        shutil.copy(DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7" / "238_agent_info.csv", tmp_path / side)
+    assert main(["diff", str(tmp_path / hostile), str(tmp_path / "B"), "--no-cache"]) == EXIT_NOTHING_LOADED
+    err = capsys.readouterr().err
+    assert "holds no kernels" in err and "\x1b" not in err and "\x07" not in err
+    assert len(err.strip().splitlines()) == 2  # one line per empty side

@@ -303,7 +303,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     empty = [name for name, nothing in zip((args.a, args.b), result.empty, strict=True) if nothing]
     if empty:  # a diff of nothing must not look like a clean result
         for path in empty:
-            print(f"tuiprof: {path} holds no kernels, API calls, copies or statistics to compare", file=sys.stderr)
+            _say(f"{path} holds no kernels, API calls, copies or statistics to compare")
         return EXIT_NOTHING_LOADED
     top = None if args.top <= 0 else args.top
     if args.json:

@@ -332,7 +332,7 @@ class MainScreen(Screen):
         elif kind == "tab":
             self.action_tab(str(target))
         else:
-            self.notify(f"{finding['code']}: {target}", severity="information", markup=False)
+            self.notify(safe_text(f"{finding['code']}: {target}"), severity="information", markup=False)
 
     # -- export ---------------------------------------------------------------------------------
     def export_window(self) -> tuple[int, int] | None:
