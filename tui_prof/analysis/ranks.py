@@ -367,5 +367,5 @@ def busy_lanes(run: Run, rules: CategoryRules) -> tuple[tuple[np.ndarray, np.nda
     k = run.kernels
     s = np.concatenate([k["start"].to_numpy(), run.copies["start"].to_numpy()])
     e = np.concatenate([k["end"].to_numpy(), run.copies["end"].to_numpy()])
-    comm = (kernel_categories(k["name"], rules).astype(str).to_numpy() == COMMUNICATION) if len(k) else np.zeros(0, dtype=bool)
+    comm = (kernel_categories(k["name"], rules) == COMMUNICATION).to_numpy() if len(k) else np.zeros(0, dtype=bool)  # on the codes: no 1M-row strings
     return merged_intervals(s, e), merged_intervals(k["start"].to_numpy()[comm], k["end"].to_numpy()[comm])

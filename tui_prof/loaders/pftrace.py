@@ -123,24 +123,7 @@ INT_ARGS = (
 _ARG_COLUMN = {name: i for i, name in enumerate(INT_ARGS)}
 _KERNEL, _COPY, _OTHER = 0, 1, 2
 _CLASS_NAMES = {
-    _KERNEL: (
-        "corr_id",
-        "tid",
-        "queue",
-        "kernel_id",
-        "grid_size",
-        "workgroup_size",
-        "LDS_Block_Size",
-        "group_segment_size",
-        "Scratch_Size",
-        "private_segment_size",
-        "VGPR_Count",
-        "Accum_VGPR_Count",
-        "SGPR_Count",
-        "stream_ID",
-        "stream_id",
-        "agent",
-    ),
+    _KERNEL: tuple(name for name in INT_ARGS if name not in ("copy_bytes", "src_agent", "dst_agent")),
     _COPY: ("corr_id", "tid", "copy_bytes", "src_agent", "dst_agent", "stream_ID", "stream_id"),
     _OTHER: ("corr_id", "tid"),
 }

@@ -39,7 +39,7 @@ from tui_prof.analysis.diff import (
 )
 from tui_prof.analysis.hotspots import group_key, hotspots
 from tui_prof.model import RunSet
-from tui_prof.render.diff import DOMAIN_HEADERS, domain_rows, fmt_metric, fmt_rel
+from tui_prof.render.diff import DOMAIN_HEADERS, domain_rows, fmt_metric, metric_rows
 from tui_prof.render.fmt import fmt_ns, fmt_pct
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
@@ -102,18 +102,7 @@ def verdict_cell(m: dict) -> str:
 def metrics_table(result: DiffResult) -> Table:
     """The summary delta table as a Rich table (verdict coloured). Numbers are never cut:
     their columns are as wide as their longest cell, the labels and verdicts wrap instead."""
-    rows = [
-        (
-            m["label"],
-            fmt_metric(m["a"], m["unit"]),
-            fmt_metric(m["b"], m["unit"]),
-            fmt_metric(m["delta"], m["unit"], signed=True),
-            fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
-            f"±{m['threshold']:g}{m['threshold_unit']}",
-            verdict_cell(m),
-        )
-        for m in result.metrics
-    ]
+    rows = [(*cells[:6], verdict_cell(m)) for cells, m in zip(metric_rows(result), result.metrics, strict=True)]  # the CLI's cells
     table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold", padding=(0, 0, 0, 2))
     for i, name in enumerate(("metric", "A", "B", "Δ (B−A)", "Δ %", "noise", "verdict")):
         if i == 0:  # labels wrap (at word breaks) when the width is short
@@ -124,7 +113,7 @@ def metrics_table(result: DiffResult) -> Table:
             width = max(len(name), *(len(r[i]) for r in rows))
             table.add_column(name, justify="right", no_wrap=True, min_width=width, max_width=width)
     for m, r in zip(result.metrics, rows):
-        table.add_row(*r[:6], plain(r[6], VERDICT_STYLE.get(m["status"], "")))
+        table.add_row(*(plain(c) for c in r[:6]), plain(r[6], VERDICT_STYLE.get(m["status"], "")))
     return table
 
 
