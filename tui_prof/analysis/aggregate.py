@@ -61,11 +61,6 @@ def group_union(intervals: Sequence[tuple[str, int, int]]) -> int:
     return best
 
 
-def shared_clock(runs: Sequence[Run]) -> bool:
-    """Whether every process is on one clock (one host, or no host recorded)."""
-    return len({clock_key(run) for run in runs}) <= 1
-
-
 def pct(part: int | float, whole: int | float) -> float:
     """part / whole × 100 rounded to 4 decimals (0 when the whole is 0)."""
     return round(100.0 * part / whole, 4) if whole else 0.0

@@ -29,10 +29,9 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi
-from tui_prof.analysis.names import CategoryRules, kernel_categories, rule_text
+from tui_prof.analysis.names import CategoryRules, rule_text
 from tui_prof.analysis.parts import CollectiveInstance, CollectiveType, CommunicationPart, RankRecord, StragglerPart
 from tui_prof.analysis.stats import KERNEL_STATS
-from tui_prof.analysis.timeline import merged_intervals
 from tui_prof.model import Run
 
 COMMUNICATION = "communication"
@@ -359,13 +358,3 @@ def ranks_sections(
     listed, waits, last = instances(cores, [n for n, _ in numbers])
     rows = rank_records(cores, numbers, waits, last)
     return rows, communication_part(cores), straggler_part(rows, listed)
-
-
-def busy_lanes(run: Run, rules: CategoryRules) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """(busy union, communication union) of one process as sorted disjoint (starts, ends):
-    what a rank's timeline lane draws."""
-    k = run.kernels
-    s = np.concatenate([k["start"].to_numpy(), run.copies["start"].to_numpy()])
-    e = np.concatenate([k["end"].to_numpy(), run.copies["end"].to_numpy()])
-    comm = (kernel_categories(k["name"], rules) == COMMUNICATION).to_numpy() if len(k) else np.zeros(0, dtype=bool)  # on the codes: no 1M-row strings
-    return merged_intervals(s, e), merged_intervals(k["start"].to_numpy()[comm], k["end"].to_numpy()[comm])
