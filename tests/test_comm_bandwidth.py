@@ -21,7 +21,7 @@ import pytest
 
 from tui_prof.analysis.ranks import bus_factor, rank_numbers
 from tui_prof.analysis.summary import build_summary
-from tui_prof.loaders import load_path
+from tui_prof.loaders import kineto, load_path
 from tui_prof.loaders.kineto import load_file
 from tui_prof.loaders.rocpd import environment_rank
 from tui_prof.model import Run, RunMeta
@@ -120,9 +120,10 @@ def test_one_process_summary_shows_its_collectives(nccl_doc):
     assert row.split()[:3] == ["AllReduce", "15", "46.8"] and "292.5 MiB" in row and row.count("GB/s") == 3 and "6.56 GB/s" in row
 
 
-def test_args_on_record_param_comms_only(tmp_path, nccl_events):
+def test_args_on_record_param_comms_only(tmp_path, monkeypatch, nccl_events):
     """A trace whose NCCL kernels lack the args takes them from the record_param_comms op
-    with the kernel's External id."""
+    with the kernel's External id; read serially and in two parallel pieces (the pieces'
+    ops are merged)."""
     stripped = []
     for e in nccl_events:
         if e.get("cat") == "kernel" and "Collective name" in e.get("args", {}):
@@ -133,9 +134,23 @@ def test_args_on_record_param_comms_only(tmp_path, nccl_events):
         top = {k: v for k, v in json.load(fh).items() if k != "traceEvents"}
     path.write_text(json.dumps({**top, "traceEvents": stripped}))
     cols = ["start", "collective", "coll_bytes", "coll_ranks"]
-    original = load_file(NCCL).kernels[cols]
-    from_ops = load_file(path).kernels[cols]
-    assert from_ops.astype({"collective": str}).equals(original.astype({"collective": str}))
+    original = load_file(NCCL).kernels[cols].astype({"collective": str})
+    monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "1")
+    assert load_file(path).kernels[cols].astype({"collective": str}).equals(original)
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(kineto, "PIECE_MIN_BYTES", 4096)
+    monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "2")
+    assert kineto.parallel_pieces(path) == 2
+    pieces: list = []
+
+    def in_pieces(p):  # a failed piece raises (no silent serial fallback)
+        pieces.append(kineto.read_trace_with(p, 2))
+        return pieces[-1]
+
+    monkeypatch.setattr(kineto, "read_trace", in_pieces)
+    assert kineto.load_file(path).kernels[cols].astype({"collective": str}).equals(original)
+    ops = {e["args"]["External id"] for e in nccl_events if e["name"] == "record_param_comms"}
+    assert set(pieces[0].comm_ops) == ops and len(ops) == 27  # every op, merged from the pieces
 
 
 def test_malformed_collective_args_leave_the_kernel_and_unknown_values(tmp_path):
