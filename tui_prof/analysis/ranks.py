@@ -371,8 +371,9 @@ def communication_part(cores: Sequence[RankCore]) -> CommunicationPart:
     table = pd.DataFrame({"type": kinds.astype(str), "dur": durs.astype(np.int64)}).groupby("type")["dur"].agg(["size", "sum"])
     by = sorted(((str(kind), int(row["size"]), int(row["sum"])) for kind, row in table.iterrows()), key=lambda x: (-x[2], x[0]))
     by_type: list[CollectiveType] = []
+    kind_of = kinds.astype(str)
     for kind, n, t in by:
-        mine = kinds.astype(str) == kind
+        mine = kind_of == kind
         by_type.append({"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), **bandwidth(kind, durs[mine], sizes[mine], group[mine])})
     return {
         "kernel_ns": int(kernel_ns),
@@ -393,21 +394,28 @@ def bandwidth(kind: str, durs: np.ndarray, sizes: np.ndarray, ranks: np.ndarray)
     per-instance bus bandwidths. bytes / ns = GB/s (10**9 bytes per second, as NCCL-tests).
     None where no instance's size (or, for the bus bandwidth, its group size) is known."""
     sized = (sizes >= 0) & (durs > 0)
-    factors = np.array([bus_factor(kind, int(n)) if ok else None for n, ok in zip(ranks.tolist(), sized.tolist(), strict=True)], dtype=object)
-    bus = sized & np.array([f is not None for f in factors], dtype=bool)
+    factors = bus_factors(kind, ranks)
+    bus = sized & ~np.isnan(factors)
     total_bytes = int(sizes[sized].sum())
     sized_ns = int(durs[sized].sum())
     bus_ns = int(durs[bus].sum())
-    weighted = sizes[bus].astype(np.float64) * factors[bus].astype(np.float64)
-    groups = sorted({int(n) for n in ranks[sized].tolist() if n >= 1})
+    weighted = sizes[bus].astype(np.float64) * factors[bus]
+    groups = np.unique(ranks[sized & (ranks >= 1)])
     return {
         "sized": int(sized.sum()),
         "bytes": total_bytes if sized.any() else None,
-        "group_size": groups[0] if len(groups) == 1 else None,
+        "group_size": int(groups[0]) if len(groups) == 1 else None,
         "algorithm_bandwidth_gbs": round(total_bytes / sized_ns, 6) if sized_ns else None,
         "bus_bandwidth_gbs": round(float(weighted.sum()) / bus_ns, 6) if bus_ns else None,
         "bus_bandwidth_median_gbs": round(float(np.median(weighted / durs[bus])), 6) if bus.any() else None,
     }
+
+
+def bus_factors(kind: str, ranks: np.ndarray) -> np.ndarray:
+    """:func:`bus_factor` of every instance of one type (float64; NaN where it is None)."""
+    uniq, inverse = np.unique(ranks, return_inverse=True)  # one factor per distinct group size
+    table = np.array([np.nan if (f := bus_factor(kind, int(n))) is None else f for n in uniq.tolist()], dtype=np.float64)
+    return table[inverse]
 
 
 def straggler_part(rows: Sequence[RankRecord], listed: Sequence[CollectiveInstance]) -> StragglerPart:
