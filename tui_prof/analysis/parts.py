@@ -443,13 +443,22 @@ class RankRecord(TypedDict):
     top_kernel_pct: float  # of its kernel time
 
 
-class CollectiveType(TypedDict):
-    type: str  # AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv, unknown
+class CollectiveBandwidth(TypedDict):
+    """Message sizes and bandwidths of one collective type (docs/metrics.md, Collective bandwidth)."""
+
+    sized: int  # instances (kernels, over every rank) whose message size the trace records
+    bytes: int | None  # Σ message bytes of those; None when no size is recorded
+    group_size: int | None  # ranks in the collective's group, when every sized instance has the same
+    algorithm_bandwidth_gbs: float | None  # Σ bytes / Σ kernel time of the sized instances (GB/s = 10**9 B/s)
+    bus_bandwidth_gbs: float | None  # Σ (bytes × NCCL-tests factor) / Σ kernel time: the time-weighted bus bandwidth
+    bus_bandwidth_median_gbs: float | None  # median of the per-instance bus bandwidths
+
+
+class CollectiveType(CollectiveBandwidth):
+    type: str  # AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv, Gather, Scatter, unknown
     count: int
     total_ns: int
     avg_ns: float
-    bytes: int | None  # message bytes where the trace records them
-    bus_bandwidth_gbs: float | None
 
 
 class CommunicationPart(TypedDict):

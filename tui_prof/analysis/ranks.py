@@ -18,6 +18,9 @@ sync time, and how long it waited in collectives for the slowest rank
   the instance's straggler, and every rank's **wait** is its time in the instance beyond the
   fastest (shortest) one. Durations are on each rank's own clock, so this needs no common
   clock between hosts.
+* Where a Kineto trace records the collectives' args (the kernels' ``collective``,
+  ``coll_bytes``, ``coll_ranks``), the type comes from them and each type gets its message
+  bytes, algorithm bandwidth and NCCL-tests' bus bandwidth (:func:`bandwidth`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.names import CategoryRules, rule_text
-from tui_prof.analysis.parts import CollectiveInstance, CollectiveType, CommunicationPart, RankRecord, StragglerPart
+from tui_prof.analysis.parts import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationPart, RankRecord, StragglerPart
 from tui_prof.analysis.stats import KERNEL_STATS
 from tui_prof.model import Run
 
@@ -54,6 +57,49 @@ COLLECTIVE_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
 )
 UNKNOWN_TYPE = "unknown"  # RCCL's rccl_main_kernel and the like do not name their collective
 RCCL_API = re.compile(r"^(nccl|rccl)", re.IGNORECASE)
+
+# collective type from the framework's name of the collective (Kineto "Collective name":
+# allreduce, _allgather_base, reduce_scatter_tensor_coalesced, all_to_all, send, ...);
+# ReduceScatter/AllReduce/AllGather before Reduce/Gather, and "barrier", "wait" and the
+# like are unknown (the kernel name decides then)
+ARG_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (t, re.compile(p, re.IGNORECASE))
+    for t, p in (
+        ("ReduceScatter", r"reduce_?scatter"),
+        ("AllReduce", r"all_?reduce"),
+        ("AllGather", r"all_?gather"),
+        ("AllToAll", r"all_?to_?all"),
+        ("Broadcast", r"broadcast"),
+        ("SendRecv", r"^_?(send|recv)|sendrecv"),
+        ("Gather", r"gather"),
+        ("Scatter", r"scatter"),
+        ("Reduce", r"reduce"),
+    )
+)
+
+
+def arg_collective_type(name: str) -> str:
+    """The collective type of a framework's collective name (``UNKNOWN_TYPE`` when it names none)."""
+    for kind, pattern in ARG_PATTERNS:
+        if pattern.search(name):
+            return kind
+    return UNKNOWN_TYPE
+
+
+def bus_factor(kind: str, ranks: int) -> float | None:
+    """NCCL-tests' bus-bandwidth factor of a collective over ``ranks`` ranks (doc/PERFORMANCE.md
+    and src/*.cu of NVIDIA/nccl-tests): AllReduce 2(n-1)/n; ReduceScatter, AllGather, AllToAll,
+    Gather, Scatter (n-1)/n; Broadcast, Reduce, SendRecv 1. None when the type is unknown, or
+    the factor needs n and it is unknown (< 1)."""
+    if kind in ("Broadcast", "Reduce", "SendRecv"):
+        return 1.0
+    if ranks < 1:
+        return None
+    if kind == "AllReduce":
+        return 2.0 * (ranks - 1) / ranks
+    if kind in ("ReduceScatter", "AllGather", "AllToAll", "Gather", "Scatter"):
+        return (ranks - 1) / ranks
+    return None
 
 
 def collective_type(name: str) -> str:
@@ -113,11 +159,20 @@ class RankCore:
             self.api_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), rccl)
         else:
             self.api_calls = self.api_ns = 0
-        # the collectives in start order with their types (one lookup per distinct name)
+        # the collectives in start order with their types (one lookup per distinct name; the
+        # collective's own args, where the trace records them, before the kernel name) and
+        # message bytes and group sizes (-1: not recorded)
         order = np.argsort(ks[is_comm], kind="stable")
         types = _map_category(k["name"], collective_type)[is_comm] if len(k) else np.array([], dtype=object)
+        has_args = "collective" in k.columns and len(k) > 0
+        if has_args:
+            by_arg = _map_category(k["collective"], arg_collective_type)[is_comm]
+            types = np.where(by_arg != UNKNOWN_TYPE, by_arg, types)
         self.coll_types = types[order]
         self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
+        n_comm = int(is_comm.sum())
+        self.coll_bytes = k["coll_bytes"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
+        self.coll_ranks = k["coll_ranks"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
         dur = ke - ks
         if len(k):
             names = k["name"] if isinstance(k["name"].dtype, pd.CategoricalDtype) else k["name"].astype("category")
@@ -189,14 +244,29 @@ def _stats_core(core: RankCore, table: pd.DataFrame, rules: CategoryRules) -> No
         durs[-1] += t - (t // n) * n
     core.coll_types = np.array(types, dtype=object)
     core.coll_dur = np.array(durs, dtype=np.int64)
+    core.coll_bytes = np.full(len(durs), -1, dtype=np.int64)  # statistics hold no message sizes
+    core.coll_ranks = np.full(len(durs), -1, dtype=np.int64)
     core.source = "stats"
+
+
+def env_rank(run: Run) -> int | None:
+    """The rank the process's recorded environment names (``RANK``, ``OMPI_COMM_WORLD_RANK``,
+    ``SLURM_PROCID``, ``PMI_RANK``, ``PMIX_RANK``: ``meta.extra["rank_env"]``, rocpd), else None."""
+    found = run.meta.extra.get("rank_env")
+    rank = found.get("rank") if isinstance(found, dict) else None
+    return rank if isinstance(rank, int) and rank >= 0 else None
 
 
 def rank_numbers(runs: Sequence[Run]) -> list[tuple[int, str]]:
     """(rank, source) per process: the trace's own rank (Kineto ``distributedInfo``) where
-    every process records one, else the position in (host, pid) order."""
+    every process records one, else the rank of each process's recorded environment
+    (``environment``), else the position in (host, pid) order; a source is used only when
+    every process has a rank from it and no two share one."""
     if runs and all(run.meta.rank is not None for run in runs) and len({run.meta.rank for run in runs}) == len(runs):
         return [(int(run.meta.rank or 0), "distributedInfo") for run in runs]
+    from_env = [env_rank(run) for run in runs]
+    if runs and all(r is not None for r in from_env) and len(set(from_env)) == len(runs):
+        return [(int(r or 0), "environment") for r in from_env]
     order = sorted(range(len(runs)), key=lambda i: (runs[i].meta.hostname, runs[i].meta.pid if runs[i].meta.pid is not None else -1, i))
     rank_of = {i: pos for pos, i in enumerate(order)}
     return [(rank_of[i], "order") for i in range(len(runs))]
@@ -296,11 +366,15 @@ def communication_part(cores: Sequence[RankCore]) -> CommunicationPart:
     overlap = sum(c.overlap_ns for c in cores)
     kinds = np.concatenate([c.coll_types for c in cores]) if cores else np.array([], dtype=object)
     durs = np.concatenate([c.coll_dur for c in cores]) if cores else np.array([], dtype=np.int64)
+    sizes = np.concatenate([c.coll_bytes for c in cores]) if cores else np.array([], dtype=np.int64)
+    group = np.concatenate([c.coll_ranks for c in cores]) if cores else np.array([], dtype=np.int64)
     table = pd.DataFrame({"type": kinds.astype(str), "dur": durs.astype(np.int64)}).groupby("type")["dur"].agg(["size", "sum"])
     by = sorted(((str(kind), int(row["size"]), int(row["sum"])) for kind, row in table.iterrows()), key=lambda x: (-x[2], x[0]))
-    by_type: list[CollectiveType] = [
-        {"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), "bytes": None, "bus_bandwidth_gbs": None} for kind, n, t in by
-    ]
+    by_type: list[CollectiveType] = []
+    kind_of = kinds.astype(str)
+    for kind, n, t in by:
+        mine = kind_of == kind
+        by_type.append({"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), **bandwidth(kind, durs[mine], sizes[mine], group[mine])})
     return {
         "kernel_ns": int(kernel_ns),
         "api_ns": int(sum(c.api_ns for c in cores)),
@@ -310,6 +384,38 @@ def communication_part(cores: Sequence[RankCore]) -> CommunicationPart:
         "overlap_pct": aggregate.pct(overlap, kernel_ns),
         "by_type": by_type,
     }
+
+
+def bandwidth(kind: str, durs: np.ndarray, sizes: np.ndarray, ranks: np.ndarray) -> CollectiveBandwidth:
+    """Message bytes and bandwidths of the instances of one collective type (docs/metrics.md,
+    "Collective bandwidth"): over the instances whose size is recorded (``sized``), the
+    algorithm bandwidth Σ bytes / Σ time and the bus bandwidth Σ (bytes × factor) / Σ time
+    (time-weighted: the bandwidth of all of them together), and the median of the
+    per-instance bus bandwidths. bytes / ns = GB/s (10**9 bytes per second, as NCCL-tests).
+    None where no instance's size (or, for the bus bandwidth, its group size) is known."""
+    sized = (sizes >= 0) & (durs > 0)
+    factors = bus_factors(kind, ranks)
+    bus = sized & ~np.isnan(factors)
+    total_bytes = int(sizes[sized].sum())
+    sized_ns = int(durs[sized].sum())
+    bus_ns = int(durs[bus].sum())
+    weighted = sizes[bus].astype(np.float64) * factors[bus]
+    groups = np.unique(ranks[sized & (ranks >= 1)])
+    return {
+        "sized": int(sized.sum()),
+        "bytes": total_bytes if sized.any() else None,
+        "group_size": int(groups[0]) if len(groups) == 1 else None,
+        "algorithm_bandwidth_gbs": round(total_bytes / sized_ns, 6) if sized_ns else None,
+        "bus_bandwidth_gbs": round(float(weighted.sum()) / bus_ns, 6) if bus_ns else None,
+        "bus_bandwidth_median_gbs": round(float(np.median(weighted / durs[bus])), 6) if bus.any() else None,
+    }
+
+
+def bus_factors(kind: str, ranks: np.ndarray) -> np.ndarray:
+    """:func:`bus_factor` of every instance of one type (float64; NaN where it is None)."""
+    uniq, inverse = np.unique(ranks, return_inverse=True)  # one factor per distinct group size
+    table = np.array([np.nan if (f := bus_factor(kind, int(n))) is None else f for n in uniq.tolist()], dtype=np.float64)
+    return table[inverse]
 
 
 def straggler_part(rows: Sequence[RankRecord], listed: Sequence[CollectiveInstance]) -> StragglerPart:

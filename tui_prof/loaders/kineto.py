@@ -317,6 +317,55 @@ def _triple(arr, value) -> None:
         arr.append(x if isinstance(x, int) and -(2**63) <= x < 2**63 else UNKNOWN)
 
 
+DTYPE_BYTES = {
+    "Bool": 1,
+    "Byte": 1,
+    "Char": 1,
+    "Short": 2,
+    "Int": 4,
+    "Long": 8,
+    "Half": 2,
+    "BFloat16": 2,
+    "Float": 4,
+    "Double": 8,
+    "ComplexHalf": 4,
+    "ComplexFloat": 8,
+    "ComplexDouble": 16,
+    "QInt8": 1,
+    "QUInt8": 1,
+    "QInt32": 4,
+    "UInt16": 2,
+    "UInt32": 4,
+    "UInt64": 8,
+    "Float8_e5m2": 1,
+    "Float8_e4m3fn": 1,
+    "Float8_e5m2fnuz": 1,
+    "Float8_e4m3fnuz": 1,
+    "Float8_e8m0fnu": 1,
+}
+"""Bytes per element of the ``dtype`` names PyTorch writes in a collective's args
+(``c10::toString(ScalarType)``); a dtype not listed leaves the message size unknown."""
+
+MAX_GROUP = int(np.iinfo(np.int16).max)
+
+
+def collective_args(args: dict) -> tuple[str, int, int]:
+    """(collective name, message bytes, group size) from the args of an NCCL kernel or a
+    ``record_param_comms`` op: bytes = max(In, Out msg nelems) × the dtype's size, which is
+    NCCL-tests' message size S for every collective (AllGather's output, ReduceScatter's
+    input, the buffer otherwise). A value that is missing or of the wrong type is unknown
+    ("" / -1); never raises (a malformed argument must not cost the kernel)."""
+    name = args.get("Collective name")
+    name = name if type(name) is str else ""
+    nelems = [v for v in (args.get("In msg nelems"), args.get("Out msg nelems")) if type(v) is int and 0 <= v < 2**62]
+    dtype = args.get("dtype")
+    size = DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
+    nbytes = max(nelems) * size if nelems and size is not None and max(nelems) * size < 2**63 else UNKNOWN
+    group = args.get("Group size")
+    ranks = group if type(group) is int and 0 < group <= MAX_GROUP else UNKNOWN
+    return name, nbytes, ranks
+
+
 class Columns:
     """Compact per-table columns: ``array`` of float64 µs (``d``), int64 (``q``) and int32
     string codes (``i``), plus a string -> code dict per string column."""
@@ -413,7 +462,13 @@ class Events:
 
     def __init__(self):
         self.top: dict = {}  # every top-level key except traceEvents
-        self.kernels = Columns(("ts", "dur"), ("device", "stream", "corr", "grid", "block", "shared", "ext", "regs"), ("name",), ("grid", "block"))
+        # coll/coll_bytes/coll_ranks: a collective kernel's "Collective name", message bytes and "Group size" (see collective_args)
+        self.kernels = Columns(
+            ("ts", "dur"),
+            ("device", "stream", "corr", "grid", "block", "shared", "ext", "regs", "coll_bytes", "coll_ranks"),
+            ("name", "coll"),
+            ("grid", "block"),
+        )
         self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
@@ -421,6 +476,7 @@ class Events:
         self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types"))
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
         self.flows: Counter = Counter()
+        self.comm_ops: dict[int, tuple[str, int, int]] = {}  # record_param_comms External id -> collective_args()
         self.process_labels: dict = {}
         self.first_ts: dict[str, object] = {}  # category -> raw ts of its first event
         self.count = 0  # traceEvents entries read
@@ -505,6 +561,8 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
     anything else (an event cut by the range end, the array's ``]``) raises LoadError."""
     k, api, cp, mk, mem, lds = ev.kernels, ev.api, ev.copies, ev.markers, ev.memory, ev.launch_shared
     k_names, api_names, cp_names, mk_names = k.strings["name"], api.strings["name"], cp.strings["name"], mk.strings["name"]
+    k_colls, comm_ops = k.strings["coll"], ev.comm_ops
+    k_coll, k_coll_bytes, k_coll_ranks = k.coll.append, k.coll_bytes.append, k.coll_ranks.append
     cp_kinds = cp.strings["kind"]
     flows, labels, first_ts = ev.flows, ev.process_labels, ev.first_ts
     mk_cat, mk_name, mk_ts, mk_dur = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append
@@ -610,6 +668,10 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 text = "" if v is None else repr(v)
                                 code = mk_type_codes.get(text)
                                 mk_types(code if code is not None else mk_type_codes.setdefault(text, len(mk_type_codes)))
+                                if name == "record_param_comms" and "Collective name" in a:
+                                    coll = collective_args(a)
+                                    if coll[0] and mk.ext[-1] != UNKNOWN:
+                                        comm_ops[mk.ext[-1]] = coll
                             else:
                                 mk_ext(UNKNOWN)
                                 mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
@@ -631,6 +693,13 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                     arr.append(_int(v))
                             _triple(k.grid, a.get("grid"))
                             _triple(k.block, a.get("block"))
+                            if "Collective name" in a:
+                                coll_name, coll_bytes, coll_ranks = collective_args(a)
+                            else:
+                                coll_name, coll_bytes, coll_ranks = "", UNKNOWN, UNKNOWN
+                            k_coll(k_colls.setdefault(coll_name, len(k_colls)))
+                            k_coll_bytes(coll_bytes)
+                            k_coll_ranks(coll_ranks)
                             k.name.append(k_names.setdefault(name, len(k_names)))
                             if cat not in first_ts:
                                 first_ts[cat] = ts
@@ -989,6 +1058,7 @@ def merge_events(ev: Events, part: Events) -> None:
                     values = array("i", recode[np.frombuffer(values, dtype=np.int32)].tobytes())
             getattr(mine, column).extend(values)
     ev.flows.update(part.flows)
+    ev.comm_ops.update(part.comm_ops)
     ev.process_labels.update(part.process_labels)
     for cat, ts in part.first_ts.items():
         ev.first_ts.setdefault(cat, ts)
@@ -1086,7 +1156,7 @@ def load_file(path: Path) -> Run:
 
     run.api = build_api(ev.api)
     launch = launch_lookup(run.api)
-    run.kernels = build_kernels(ev.kernels, launch, ev.launch_shared, platform, host_pid)
+    run.kernels = build_kernels(ev.kernels, launch, ev.launch_shared, platform, host_pid, ev.comm_ops)
     run.copies = build_copies(ev.copies, launch, host_pid)
     run.markers = build_markers(ev.markers)
     seen = set(run.kernels["agent"].unique().tolist()) | set(run.copies["src_agent"].unique().tolist())
@@ -1254,12 +1324,13 @@ def join_launch(correlation: np.ndarray, launch: pd.DataFrame, host_pid: int | N
     return pid, tid, name
 
 
-def build_kernels(cols: Columns, launch: pd.DataFrame, launch_shared: Columns, platform: str, host_pid):
+def build_kernels(cols: Columns, launch: pd.DataFrame, launch_shared: Columns, platform: str, host_pid, comm_ops: dict | None = None):
     if not len(cols.ts):
         return make_table("kernels", {})
     start, end = times(cols)
     correlation = as_int64(cols.corr)
     pid, tid, launch_name = join_launch(correlation, launch, host_pid)
+    comm_ops = comm_ops or {}
     grid = as_int64(cols.grid).reshape(-1, 3)
     block = as_int64(cols.block).reshape(-1, 3)
     grid_items = grid_in_work_items(grid, block, launch_name, platform)
@@ -1290,8 +1361,45 @@ def build_kernels(cols: Columns, launch: pd.DataFrame, launch_shared: Columns, p
             "wg_z": block[:, 2],
             "lds_bytes": lds,
             **operator_columns(cols),
+            **collective_columns(cols, comm_ops),
         },
     )
+
+
+COMM_KERNEL = re.compile(r"nccl|rccl|msccl", re.IGNORECASE)
+"""Kernel names that may take a ``record_param_comms`` op's collective args (collective_columns)."""
+
+
+def collective_columns(cols: Columns, comm_ops: dict[int, tuple[str, int, int]]) -> dict:
+    """``collective``, ``coll_bytes``, ``coll_ranks`` of the kernels: the kernel's own
+    collective args; for an NCCL/RCCL kernel without them, those of the ``record_param_comms``
+    op with its External id (traces that record the args on the op only). Empty when no
+    kernel has any (make_table then fills "" / -1)."""
+    if "coll" not in cols.widths or not len(cols.coll):
+        return {}
+    names = list(cols.strings["coll"])
+    codes = np.frombuffer(cols.coll, dtype=np.int32).copy()
+    nbytes = as_int64(cols.coll_bytes).copy()
+    ranks = as_int64(cols.coll_ranks).copy()
+    if comm_ops:
+        blank = np.array([n == "" for n in names], dtype=bool)
+        kernel_names = list(cols.strings["name"])
+        is_comm = np.array([bool(COMM_KERNEL.search(n)) for n in kernel_names] or [False], dtype=bool)
+        rows = np.flatnonzero(blank[codes] & is_comm[np.frombuffer(cols.name, dtype=np.int32)])
+        ext = as_int64(cols.ext)
+        position = {n: i for i, n in enumerate(names)}
+        for i in rows.tolist():  # NCCL/RCCL kernels only: few
+            found = comm_ops.get(int(ext[i]))
+            if found is not None:
+                codes[i] = position.setdefault(found[0], len(position))
+                nbytes[i], ranks[i] = found[1], found[2]
+        names = list(position)
+    used = np.unique(codes)
+    if all(names[c] == "" for c in used.tolist()):
+        return {}
+    categories = sorted({names[c] for c in used.tolist()})
+    recode = np.array([categories.index(n) if n in categories else 0 for n in names], dtype=np.int32)
+    return {"collective": pd.Categorical.from_codes(recode[codes], categories=categories), "coll_bytes": nbytes, "coll_ranks": ranks}
 
 
 def grid_in_work_items(grid: np.ndarray, block: np.ndarray, launch_name: np.ndarray, platform: str) -> np.ndarray:

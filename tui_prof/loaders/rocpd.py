@@ -709,7 +709,33 @@ def _meta_extra(metadata: dict, environment, extdata, start, end) -> dict:
     found = re.search(r"/rocm-(\d+\.\d+(?:\.\d+)?)/", str(env.get("ROCP_TOOL_LIBRARIES", "")) + str(env.get("LD_PRELOAD", "")))
     if found:
         extra["rocm_version_from_env"] = found.group(1)
+    rank = environment_rank(env)
+    if rank:
+        extra["rank_env"] = rank
     return extra
+
+
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "PMIX_RANK")
+"""Environment variables that hold a process's global rank, in the order they are trusted:
+torchrun/torch.distributed, Open MPI, Slurm, MPICH/Intel MPI (PMI), PMIx."""
+LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID")
+"""... and its rank on its node."""
+
+
+def environment_rank(env: dict) -> dict:
+    """``{"rank", "variable"[, "local_rank", "local_variable"]}`` from a process's recorded
+    environment (rocpd ``rocpd_info_process.environment``): the first of RANK_VARIABLES that
+    holds a non-negative integer; empty when none does."""
+    out: dict = {}
+    for key, names in (("rank", RANK_VARIABLES), ("local_rank", LOCAL_RANK_VARIABLES)):
+        for name in names:
+            value = env.get(name)
+            text = value.strip() if isinstance(value, str) else ""
+            if text.isascii() and text.isdigit() and len(text) < 10:
+                out[key] = int(text)
+                out["variable" if key == "rank" else "local_variable"] = name
+                break
+    return out if "rank" in out else {}
 
 
 class _Context:

@@ -90,6 +90,11 @@ KERNELS = TableSpec(
         "accum_vgpr": "int16",
         "sgpr": "int16",
         "external_id": COMPACT,  # Kineto "External id": the launching framework op (markers.external_id)
+        # collective kernels (NCCL/RCCL) whose trace records the collective's arguments (Kineto
+        # "Collective name", "In/Out msg nelems", "dtype", "Group size"); "" / -1 elsewhere
+        "collective": CATEGORY,  # the collective as the framework names it: allreduce, _allgather_base, ...
+        "coll_bytes": COMPACT,  # message size: the larger of input and output nelems × dtype size (NCCL-tests' S)
+        "coll_ranks": "int16",  # ranks in the collective's process group ("Group size")
     },
     "One row per kernel dispatch (GPU execution interval).",
 )

@@ -575,26 +575,70 @@ def rank_row(r: Mapping[str, Any], name_width: int = 40) -> list[str]:
     ]
 
 
+RANK_SOURCES = {
+    "distributedInfo": "distributedInfo",
+    "environment": "each process's environment (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, PMIX_RANK)",
+    "order": "host, pid order (no rank recorded)",
+}
+
+COMMUNICATION_HEADERS = ["collective", "kernels", "total", "avg", "bytes", "ranks", "algbw", "busbw", "busbw median"]
+
+
+def _gbs(x) -> str:
+    return "-" if x is None else f"{x:.2f} GB/s"
+
+
+def communication_row(c: Mapping[str, Any]) -> list[str]:
+    """One row of the communication table (``COMMUNICATION_HEADERS``) from a ``communication.by_type[]``
+    record: "-" where the trace records no message size (never 0 GB/s)."""
+    sized = c.get("sized", 0)
+    size = fmt_bytes(c.get("bytes"))
+    if sized and sized < c["count"]:
+        size += f" ({sized} of {c['count']})"
+    group = c.get("group_size")
+    return [
+        c["type"],
+        str(c["count"]),
+        fmt_ns(c["total_ns"]),
+        fmt_ns(c["avg_ns"]),
+        size,
+        "-" if group is None else str(group),
+        _gbs(c.get("algorithm_bandwidth_gbs")),
+        _gbs(c.get("bus_bandwidth_gbs")),
+        _gbs(c.get("bus_bandwidth_median_gbs")),
+    ]
+
+
+def communication_sections(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Communication by collective type: count, time, message bytes and bandwidths (docs/metrics.md)."""
+    comm = summary.get("communication")
+    if not comm or not comm["by_type"]:
+        return []
+    rows = [communication_row(c) for c in comm["by_type"]]
+    notes = [
+        f"communication {fmt_ns(comm['kernel_ns'])} = {_pct(comm['pct_of_time'])} of rank time; "
+        f"overlaps compute {fmt_ns(comm['overlap_ns'])} = {_pct(comm['overlap_pct'])} of it; "
+        f"RCCL/NCCL API {comm['api_calls']} calls, {fmt_ns(comm['api_ns'])}",
+        "bytes: message sizes the trace records (Kineto collective args); algbw = bytes / kernel time, busbw = algbw × "
+        "NCCL-tests' factor (AllReduce 2(n-1)/n; AllGather, ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1), "
+        "time-weighted over the instances; median: of the per-instance busbw; - where no size is recorded",
+    ]
+    return [("Communication by collective type", COMMUNICATION_HEADERS, rows, notes)]
+
+
 def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """The rank table, communication by collective type and the straggler, for runs of
     more than one process (docs/metrics.md, Ranks)."""
     ranks = summary.get("ranks") or []
-    if len(ranks) < 2:
-        return []
-    source = "distributedInfo" if all(r["rank_source"] == "distributedInfo" for r in ranks) else "host, pid order (no rank recorded)"
-    note = f"rank from {source}; times are unions on each rank's GPUs"
+    if len(ranks) < 2:  # one process: its collectives, when it has any
+        return communication_sections(summary)
+    sources = {r["rank_source"] for r in ranks}
+    source = RANK_SOURCES.get(sources.pop(), "") if len(sources) == 1 else ""
+    note = f"rank from {source or RANK_SOURCES['order']}; times are unions on each rank's GPUs"
     if any(r.get("source") == "stats" for r in ranks):
         note += "; ranks without a trace: sums from their kernel statistics (no idle, sync or wait)"
     out = [("Ranks", RANK_HEADERS, [rank_row(r, min(name_width, 40)) for r in ranks], [note])]
-    comm = summary.get("communication")
-    if comm and comm["by_type"]:
-        rows = [[c["type"], str(c["count"]), fmt_ns(c["total_ns"]), fmt_ns(c["avg_ns"])] for c in comm["by_type"]]
-        notes = [
-            f"communication {fmt_ns(comm['kernel_ns'])} = {_pct(comm['pct_of_time'])} of rank time; "
-            f"overlaps compute {fmt_ns(comm['overlap_ns'])} = {_pct(comm['overlap_pct'])} of it; "
-            f"RCCL/NCCL API {comm['api_calls']} calls, {fmt_ns(comm['api_ns'])}"
-        ]
-        out.append(("Communication by collective type", ["collective", "kernels", "total", "avg"], rows, notes))
+    out.extend(communication_sections(summary))
     strag = summary.get("stragglers")
     if strag and strag["listed"]:
         rows = [

@@ -60,6 +60,14 @@ COLLECTIVE_KERNELS = {
     "Broadcast": "ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
     "SendRecv": "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
 }
+# collective type -> PyTorch's "Collective name" in the collective's Kineto args
+COLLECTIVE_ARGS = {
+    "AllReduce": "allreduce",
+    "AllGather": "_allgather_base",
+    "ReduceScatter": "_reduce_scatter_base",
+    "Broadcast": "broadcast",
+    "SendRecv": "send",
+}
 COMPUTE_KERNEL = "Cijk_Alik_Bljk_SB_MT128x128x16_MI32x32x2x1"
 OVERLAP_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int)"
 COPY_NAME = "MEMORY_COPY_HOST_TO_DEVICE"
@@ -277,6 +285,7 @@ def _rank_run(spec: RankSpec, rank: int, rows: dict[str, list], offset: int) -> 
     kn = len(k)
     names = [x[2] for x in k]
     is_coll = np.array([nm != COMPUTE_KERNEL and nm != OVERLAP_KERNEL for nm in names])
+    arg_of = {COLLECTIVE_KERNELS[t]: a for t, a in COLLECTIVE_ARGS.items()}
     kernels = make_table(
         "kernels",
         {
@@ -302,6 +311,10 @@ def _rank_run(spec: RankSpec, rank: int, rows: dict[str, list], offset: int) -> 
             "arch_vgpr": 64,
             "accum_vgpr": 0,
             "sgpr": 32,
+            # every collective moves message_bytes among all ranks (written as Kineto args; CSV has none)
+            "collective": pd.Categorical([arg_of.get(nm, "") for nm in names]),
+            "coll_bytes": np.where(is_coll, spec.message_bytes, -1),
+            "coll_ranks": np.where(is_coll, spec.ranks, -1),
         },
     )
     c = rows["c"]

@@ -349,9 +349,36 @@ def _kernel_events(k, external) -> np.ndarray:
         ints(k["wg_y"]),
         ", ",
         ints(k["wg_z"]),
-        "]\n    }",
+        "]",
+        _collective_args(k),
+        "\n    }",
     )
     return text + ",\n" + _flow_end(corr_s, device, stream, ts)
+
+
+def _collective_args(k) -> np.ndarray | str:
+    """PyTorch's collective args of the kernels whose ``coll_bytes`` is set (the kernels
+    table's ``collective``, ``coll_bytes``, ``coll_ranks``), "" for the others:
+    ``Collective name``, ``In/Out msg nelems`` (AllGather's input and ReduceScatter's output
+    are one rank's share), ``Group size`` and ``dtype`` ("Float" when the sizes are whole
+    floats, else "Byte"), so that max(nelems) × dtype size is ``coll_bytes`` again."""
+    if "coll_bytes" not in k.columns or not (k["coll_bytes"].to_numpy() >= 0).any():
+        return ""
+    out = np.full(len(k), "", dtype=object)
+    for i, (name, size, ranks) in enumerate(zip(k["collective"].astype(str).tolist(), k["coll_bytes"].tolist(), k["coll_ranks"].tolist(), strict=True)):
+        if size < 0:
+            continue
+        n = max(int(ranks), 1)
+        word = 4 if size % (4 * n) == 0 else 1
+        nelems = size // word
+        share = nelems // n if nelems % n == 0 else nelems
+        nin, nout = (share, nelems) if "gather" in name else (nelems, share) if "scatter" in name else (nelems, nelems)
+        out[i] = (
+            f',      "Collective name": {json.dumps(name)}, "In msg nelems": {nin}, "Out msg nelems": {nout}, "Group size": {int(ranks)}, '
+            f'"dtype": "{"Float" if word == 4 else "Byte"}", "In split size": "[]", "Out split size": "[]", '
+            f'"Process Group Name": "0", "Process Group Description": "default_pg"'
+        )
+    return out
 
 
 def _copy_events(c, external) -> np.ndarray:

@@ -64,7 +64,8 @@ def ranks_header(doc: dict | None) -> Text:
     rows = doc.get("ranks") or []
     if not rows:
         return plain("No processes with data in this run.", "dim")
-    source = "distributedInfo" if all(r["rank_source"] == "distributedInfo" for r in rows) else "host, pid order (no rank recorded)"
+    sources = {r["rank_source"] for r in rows}  # distributedInfo, environment (RANK, OMPI_COMM_WORLD_RANK, ...) or order
+    source = rows[0]["rank_source"] if len(sources) == 1 and "order" not in sources else "host, pid order (no rank recorded)"
     parts = [f"{len(rows)} rank(s), rank from {source}"]
     strag = doc.get("stragglers") or {}
     if strag.get("rank") is not None:
@@ -75,6 +76,9 @@ def ranks_header(doc: dict | None) -> Text:
     comm = doc.get("communication") or {}
     if comm.get("kernel_ns"):
         parts.append(f"communication {comm['pct_of_time']:.1f} % of time, {comm['overlap_pct']:.1f} % of it overlaps compute")
+    busbw = [f"{t['type']} {t['bus_bandwidth_gbs']:.2f} GB/s" for t in comm.get("by_type", []) if t.get("bus_bandwidth_gbs") is not None]
+    if busbw:  # only where the trace records message sizes (docs/metrics.md, Collective bandwidth)
+        parts.append("bus bandwidth " + ", ".join(busbw))
     return plain(" · ".join(parts))
 
 
