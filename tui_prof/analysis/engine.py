@@ -698,8 +698,9 @@ def peak_memory(allocations: pd.DataFrame) -> int | None:
 
 
 def peak_memory_of(runset: RunSet) -> int | None:
-    """The largest :func:`peak_memory` over the processes (None when none records allocations)."""
-    peaks = [p for p in (peak_memory(run.allocations) for run in runset.runs) if p is not None]
+    """The largest :func:`peak_memory` over the processes' allocation traces (None when none
+    records allocations; API calls' sizes are :mod:`~tui_prof.analysis.memory`'s last source)."""
+    peaks = [p for p in (peak_memory(memory.trace_rows(run.allocations)) for run in runset.runs) if p is not None]
     return max(peaks) if peaks else None
 
 

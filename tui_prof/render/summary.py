@@ -164,6 +164,9 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
         ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
     ]
+    requested = (summary.get("memory") or {}).get("requested") or []
+    if requested and m["peak_memory_bytes"] is None:  # the last memory source: a sum of requests, not a peak
+        rows.append(["memory requested by API calls (frees not matched)", fmt_bytes(sum(r["requested_bytes"] for r in requested))])
     if m.get("processes", 1) > 1:  # the wholes of the figures summed over processes (docs/metrics.md, Aggregation)
         sync = summary["sync"]
         rows[2:2] = [
@@ -449,8 +452,45 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
         notes = []
         if mem["step_growth_bytes"] is not None:
             notes.append(f"grows every steady step: +{fmt_bytes(mem['step_growth_bytes'])}")
+        if any(d["source"] == "API call sizes" for d in mem["devices"]):
+            notes.append("API call sizes: the size arguments of allocation calls, frees matched by pointer; agent -1: the trace does not say which GPU")
         out.append(("GPU memory", ["process", "agent", "source", "events", "peak allocated", "peak reserved"], rows, notes))
+    out.extend(memory_request_sections(summary))
     return out
+
+
+def memory_request_text(r: Mapping[str, Any]) -> str:
+    """One request record in words: a sum of requests, never called a peak."""
+    calls = ", ".join(f"{name} x{n}" for name, n in r["functions"].items())
+    frees = ", ".join(f"{name} x{n}" for name, n in r["free_functions"].items()) or "none"
+    return (
+        f"{fmt_bytes(r['requested_bytes'])} requested by {calls} (largest {fmt_bytes(r['largest_bytes'])}); "
+        f"frees not matched ({frees}: the trace does not record the allocations' pointers), so this is not a peak of allocated memory"
+    )
+
+
+def memory_request_sections(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Bytes requested by allocation calls, for the processes without any memory level."""
+    requested = (summary.get("memory") or {}).get("requested") or []
+    if not requested:
+        return []
+    rows = [
+        [
+            r["process"],
+            str(r["calls"]),
+            fmt_bytes(r["requested_bytes"]),
+            fmt_bytes(r["largest_bytes"]),
+            str(r["frees"]),
+            ", ".join(f"{name} x{n}" for name, n in r["functions"].items()),
+        ]
+        for r in requested
+    ]
+    notes = [
+        "The size arguments of allocation calls (no allocator totals, no allocation trace in these processes). "
+        "Their frees cannot be matched to them (the trace does not record the allocations' pointers): "
+        "the sum of what was requested, not a peak of allocated memory."
+    ]
+    return [("GPU memory requested by API calls", ["process", "calls", "requested", "largest", "frees (not matched)", "functions"], rows, notes)]
 
 
 def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:
