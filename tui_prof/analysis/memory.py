@@ -224,8 +224,10 @@ def step_growth(records: Sequence[StepRecord]) -> tuple[int | None, int]:
     return None, grew
 
 
-def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = ()) -> MemoryPart:
-    """Peak memory per device over the processes; growth over ``steps`` (one process's steps)."""
+def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (), per_process: Sequence[Sequence[StepRecord]] = ()) -> MemoryPart:
+    """Peak memory per device over the processes; growth over ``steps`` (one process's
+    steps) or, where several processes have steps (``per_process``), the largest growth of
+    one process's own steps (the whole run's rows mix processes)."""
     devices: list[MemoryDevice] = []
     requested: list[MemoryRequest] = []
     for run, label in runs:
@@ -235,7 +237,7 @@ def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (
             requested.append(request)
     sources = {d["source"] for d in devices}
     reserved = [d["peak_reserved_bytes"] for d in devices if d["peak_reserved_bytes"] is not None]
-    growth, grew = step_growth(steps)
+    growth, grew = step_growth(steps) if not per_process else max((step_growth(p) for p in per_process), key=lambda g: (g[0] is not None, g[0] or 0, g[1]))
     best = next((s for s in (TOTALS, TRACE, API) if s in sources), REQUESTED if requested else "none")
     return {
         "source": best,

@@ -331,6 +331,7 @@ class StepRecord(TypedDict):
     top_kernel_ns: int
     warmup: bool
     memory_peak_bytes: int | None  # allocated-bytes high-water mark inside the step
+    process: NotRequired[str]  # steps of several processes: the process whose step k is the slowest (the row is its)
 
 
 class StepDistribution(TypedDict):
@@ -372,6 +373,7 @@ class StepOutlier(TypedDict):
     longest_gap_cause: str | None
     median_longest_gap_ns: int
     reasons: list[str]
+    process: NotRequired[str]  # steps of several processes: the slowest process of the step, whose events are compared
 
 
 class StepsPart(TypedDict):
@@ -390,6 +392,8 @@ class StepsPart(TypedDict):
     outliers: list[StepOutlier]  # the slowest 10 (analysis.steps.MAX_OUTLIERS)
     outlier_steps: int  # how many steady steps are outliers
     steps: list[StepRecord]
+    combined: str  # "": one process's steps; "max": step k of several processes is the slowest one's (docs/metrics.md)
+    per_process: list[StepsPart]  # with several processes with steps: each one's own steps part, in process order
 
 
 class MemoryDevice(TypedDict):

@@ -438,11 +438,19 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
             notes.append(warm)
         for o in st["outliers"]:
             notes.append(
-                f"slow: {o['label']} {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median; vs {o['median_step']}: "
+                f"slow: {o['label']} {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median"
+                + (f" (in {o['process']})" if o.get("process") else "")
+                + f"; vs {o['median_step']}: "
                 + ("; ".join(o["reasons"]) or "no difference found")
             )
         headers = ["step", "wall", "GPU", "kernels", "busy", "idle", "exposed sync", "copies", "memory peak", "top kernel"]
+        if st.get("combined"):  # several processes: each row is the slowest process's step
+            headers.insert(1, "slowest process")
+            for row, r in zip(rows, st["steps"], strict=True):
+                row.insert(1, r.get("process") or "-")
+            notes.insert(1, "wall: the longest of the processes' step k; the other columns are that process's (per process: the next table)")
         out.append((f"Steps ({len(rows)})", headers, rows, notes))
+        out.extend(steps_per_process_sections(st))
     mem = summary.get("memory")
     if mem and mem["devices"]:
         rows = [
@@ -657,3 +665,34 @@ def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tupl
             )
         out.append(("Collectives with the longest waits", ["collective", "k", "last rank", "fastest", "slowest", "wait (all ranks)"], rows, notes))
     return out
+
+
+def steps_per_process_sections(st: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """The steps of each process where several have steps: its own distribution and steady state."""
+    per = st.get("per_process") or []
+    if not per:
+        return []
+    slowest: dict[str, int] = {}
+    for r in st["steps"]:
+        slowest[r.get("process") or ""] = slowest.get(r.get("process") or "", 0) + 1
+    rows = []
+    for p in per:
+        d, ss = p["distribution"], p["steady"]
+        rows.append(
+            [
+                p["process"] or "-",
+                str(len(p["steps"])),
+                str(p["warmup_steps"]),
+                fmt_ns(ss["median_wall_ns"]) if ss else "-",
+                f"{ss['spread_pct']:.1f} %" if ss else "-",
+                fmt_ns(d["p90_ns"]) if d else "-",
+                fmt_ns(d["max_ns"]) if d else "-",
+                f"{ss['median_kernels']:g}" if ss else "-",
+                _pct(ss["busy_pct"]) if ss else "-",
+                str(p["outlier_steps"]),
+                str(slowest.get(p["process"] or "", 0)),
+            ]
+        )
+    headers = ["process", "steps", "warm-up", "steady median", "spread", "p90", "max", "kernels/step", "busy", "outliers", "slowest in"]
+    notes = ["each process's own steps (its own warm-up and steady median); slowest in: the whole-run steps whose time is this process's"]
+    return [(f"Steps per process ({len(per)})", headers, rows, notes)]
