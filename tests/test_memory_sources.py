@@ -200,3 +200,32 @@ def test_real_rocprofv3_allocation_trace_peak_equals_an_exact_parse():
     assert dev["agent"] == 0 and dev["events"] == len(rows)
     assert dev["peak_allocated_ns"] == int(rows[1]["Start_Timestamp"])
     assert doc["measurement"]["peak_memory_bytes"] == peak
+
+
+LEGACY = DATA / "legacy_rocprof" / "hip-programming"
+
+
+@pytest.mark.parametrize("name", ["results.db", "results.json"])
+def test_rocprof_v1_allocation_calls_match_their_frees(name):
+    """rocprof v1 prints hipMalloc's pointer after the call (the allocation's address, as
+    hipFree's is): frees match, and the level of the calls has a peak. Against the HIP
+    table read here: 3 x hipMalloc(4,000,000,000 B), then their 3 hipFree."""
+    calls = _view(LEGACY / "results.db", "SELECT BeginNs, Name, args FROM HIP WHERE Name IN ('hipMalloc', 'hipFree') ORDER BY BeginNs")
+    level, peak, held = 0, 0, {}
+    for _, fn, args in calls:
+        ptr = int(args.split("ptr(")[1].split(")")[0], 16)
+        if fn == "hipMalloc":
+            held[ptr] = int(args.split("size(")[1].split(")")[0])
+            level += held[ptr]
+        else:
+            level -= held.pop(ptr)
+        peak = max(peak, level)
+    assert peak == 12_000_000_000 and level == 0 and len(calls) == 6
+    doc = build_summary(load_path(LEGACY / name, use_cache=False), logs=False)
+    mem = doc["memory"]
+    assert mem["source"] == memory.API and mem["requested"] == []
+    (dev,) = mem["devices"]
+    assert dev["agent"] == -1 and dev["events"] == len(calls)
+    assert dev["peak_allocated_bytes"] == peak == mem["peak_allocated_bytes"] == doc["measurement"]["peak_memory_bytes"]
+    assert dev["peak_allocated_ns"] == int(calls[2][0])  # the third allocation, before any free
+    assert "frees matched by pointer" in summary_text(doc)

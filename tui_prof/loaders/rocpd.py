@@ -980,7 +980,7 @@ FREE_CALLS = frozenset({"hipFree", "hipFreeAsync", "cudaFree", "cudaFreeAsync"})
 SIZE_ARGS = frozenset({"size", "sizebytes", "bytesize"})
 
 
-def _arg_int(value) -> int | None:
+def arg_int(value) -> int | None:
     """An integer argument value as rocprofv3 prints it (decimal or 0x hex), else None."""
     try:
         return int(str(value).strip(), 0)
@@ -1011,18 +1011,18 @@ def _api_allocations(ctx: _Context) -> pd.DataFrame:
         call = calls.setdefault(int(rid), {"start": start, "end": end, "tid": tid, "stack": stack, "name": wanted[int(name_id)], "args": {}, "ptr": None})
         call["args"][str(arg).lower()] = value
         if position == 0:
-            call["ptr"] = None if str(kind).replace(" ", "").endswith("**") else _arg_int(value)
+            call["ptr"] = None if str(kind).replace(" ", "").endswith("**") else arg_int(value)
     out: dict[str, list] = {k: [] for k in ("start", "end", "operation", "bytes", "address", "tid", "correlation_id")}
     for call in calls.values():
         args = call["args"]
         if call["name"] in FREE_CALLS:
             size: int | None = -1
         elif "pitch" in call["name"].lower():
-            width = next((_arg_int(v) for k, v in args.items() if k.startswith("width")), None)
-            height = _arg_int(args.get("height"))
+            width = next((arg_int(v) for k, v in args.items() if k.startswith("width")), None)
+            height = arg_int(args.get("height"))
             size = width * height if width is not None and height is not None else None
         else:
-            size = next((_arg_int(v) for k, v in args.items() if k in SIZE_ARGS), None)
+            size = next((arg_int(v) for k, v in args.items() if k in SIZE_ARGS), None)
         if size is None:
             continue  # no readable size: not an allocation this source can count
         for key, value in (
