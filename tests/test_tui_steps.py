@@ -12,7 +12,7 @@ from tui_harness import drive, idle, settle, text_of, until
 
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.render.fmt import SPARK
-from tui_prof.synth.steps import StepSpec, build_steps
+from tui_prof.synth.steps import StepSpec, build_rank_steps, build_steps
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes.steps import StepsPane
 from tui_prof.tui.widgets.timeline import Timeline
@@ -152,9 +152,6 @@ def test_memory_lane_draws_the_allocated_level():
 def test_steps_pane_fits_80_columns_and_names_the_slowest_process():
     """At 80×24 every footer key is inside the screen and the header keeps one line per fact;
     the steps of three ranks show whose step each row is and each rank's steady median."""
-    from textual.widgets._footer import FooterKey
-
-    from tui_prof.synth.steps import build_rank_steps
 
     rs = build_rank_steps(outliers=(5, 5, 3))
     seen: dict = {}
@@ -167,7 +164,7 @@ def test_steps_pane_fits_80_columns_and_names_the_slowest_process():
         seen["columns"] = [c.key for c in pane.table.columns]
         seen["process"] = pane.table.model.frame["process"].tolist()
         seen["header"] = text_of(app, "#steps-header", width=80)
-        seen["keys"] = [(k.description, k.region.right) for k in app.screen.query(FooterKey) if k.display]
+        seen["keys"] = [(k.description, k.region.right) for k in app.screen.query("FooterKey") if k.display]
 
     drive(TuiProfApp(rs.runset()), flow, size=(80, 24))
     assert seen["columns"][:3] == ["label", "process", "wall_ns"]
