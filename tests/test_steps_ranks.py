@@ -84,3 +84,18 @@ def test_one_process_with_steps_keeps_its_own_table():
     assert st["combined"] == "" and st["per_process"] == [] and st["process"] == "rank0"
     assert [r["wall_ns"] for r in st["steps"]] == rs.answers[0].walls
     assert all("process" not in r for r in st["steps"])
+
+
+def test_processes_whose_steps_share_no_label_are_not_combined():
+    from dataclasses import replace
+
+    from tui_prof.synth.steps import StepSpec, build_steps
+
+    rs = build_rank_steps(ranks=2)
+    other, ans = build_steps(replace(StepSpec(), marker="eval_step", pid=9999))
+    runset = rs.runset()
+    runset.runs[1].markers = other.markers  # rank1's ranges are named eval_step: no label in common
+    st = build_summary(runset, logs=False)["steps"]
+    assert st["combined"] == "" and st["process"] == "rank0"
+    assert [r["wall_ns"] for r in st["steps"]] == rs.answers[0].walls
+    assert "share no label" in st["how"] and st["per_process"] == []

@@ -651,6 +651,10 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
     position of the whole-run median step. Each process's own table is in ``per_process``."""
     common = set.intersection(*({r["label"] for r in p.part["steps"]} for p in found))
     labels = [r["label"] for r in found[0].part["steps"] if r["label"] in common]
+    if not labels:  # no step label in every process: the first process's own steps, said so
+        alone: StepsPart = {**found[0].part}
+        alone["how"] = f"{alone['how']}; the steps of the other {len(found) - 1} process(es) share no label with these: not combined"
+        return alone
     position = [{r["label"]: i for i, r in enumerate(p.part["steps"])} for p in found]
     records: list[StepRecord] = []
     owner: list[int] = []  # position in found of each step's slowest process

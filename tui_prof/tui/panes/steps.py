@@ -90,7 +90,7 @@ def steps_header(doc: dict | None, width: int = 60, columns: int = 160) -> Group
         if steps and steps.get("candidates"):
             lines.append(plain("Repeated ranges: " + ", ".join(steps["candidates"][:8]), "dim"))
     else:
-        per = steps.get("per_process") or []
+        per = (steps.get("per_process") or []) if steps.get("combined") else []
         if per:  # several processes: say how they were combined, then each one's steady median
             lines.append(_line(f"{len(per)} processes: each step is its slowest process's (max; column slowest) · {per[0]['how']}"))
             medians = " · ".join(f"{p['process']} {fmt_ns(p['steady']['median_wall_ns'])}" for p in per if p.get("steady"))
