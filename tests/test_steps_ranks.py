@@ -5,13 +5,18 @@ Kineto (one trace per rank, distributedInfo) and loaded back."""
 
 from __future__ import annotations
 
+import gzip
+import json
+from dataclasses import replace
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tui_prof.analysis.summary import build_summary
 from tui_prof.loaders import load_path
 from tui_prof.render.summary import summary_markdown, summary_text
-from tui_prof.synth.steps import build_rank_steps
+from tui_prof.synth.steps import StepSpec, build_rank_steps, build_steps
 from tui_prof.synth.write_kineto import write_kineto
 
 # rank 1 computes slower (every ordinary step is its); rank 2's extra copy is in step 4 (index 3),
@@ -87,10 +92,6 @@ def test_one_process_with_steps_keeps_its_own_table():
 
 
 def test_processes_whose_steps_share_no_label_are_not_combined():
-    from dataclasses import replace
-
-    from tui_prof.synth.steps import StepSpec, build_steps
-
     rs = build_rank_steps(ranks=2)
     other, ans = build_steps(replace(StepSpec(), marker="eval_step", pid=9999))
     runset = rs.runset()
@@ -99,3 +100,22 @@ def test_processes_whose_steps_share_no_label_are_not_combined():
     assert st["combined"] == "" and st["process"] == "rank0"
     assert [r["wall_ns"] for r in st["steps"]] == rs.answers[0].walls
     assert "share no label" in st["how"] and st["per_process"] == []
+
+
+def test_real_two_rank_trace_takes_each_steps_slowest_rank():
+    """HTA's sampled ranks 0 and 1 (real Kineto, ProfilerStep#551-552 in each): the whole-run
+    step is the longer of the two ranks' ranges, read here from the JSON."""
+    folder = Path(__file__).parent / "data" / "kineto" / "ranks"
+    walls: dict[str, list[int]] = {}
+    for rank in (0, 1):
+        with gzip.open(folder / f"sampled_rank-{rank}.json.gz", "rt") as fh:
+            events = json.load(fh)["traceEvents"]
+        for e in sorted((e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"]):
+            walls.setdefault(e["name"], []).append(round(e["dur"] * 1000))
+    assert list(walls) == ["ProfilerStep#551", "ProfilerStep#552"]
+    st = build_summary(load_path(folder, use_cache=False), logs=False)["steps"]
+    assert st["combined"] == "max" and [p["process"] for p in st["per_process"]] == ["sampled_rank-0", "sampled_rank-1"]
+    assert [r["label"] for r in st["steps"]] == list(walls)
+    assert [r["wall_ns"] for r in st["steps"]] == [max(w) for w in walls.values()] == [607_904_000, 630_639_000]
+    assert [r["process"] for r in st["steps"]] == ["sampled_rank-1", "sampled_rank-1"]
+    assert [[r["wall_ns"] for r in p["steps"]] for p in st["per_process"]] == [[w[0] for w in walls.values()], [w[1] for w in walls.values()]]
