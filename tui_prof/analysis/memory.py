@@ -40,19 +40,31 @@ FRAGMENTATION_RATIO = 2.0  # [P] peak reserved > 2 x peak allocated...
 FRAGMENTATION_MIN_BYTES = 1 << 30  # [P] ...and at least 1 GiB more
 
 
-def is_api_call(operation: np.ndarray) -> np.ndarray:
+def _starts(values: np.ndarray, prefixes: tuple[str, ...]) -> np.ndarray:
+    return np.logical_or.reduce([np.char.startswith(values, p) for p in prefixes]) if len(values) else np.zeros(0, bool)
+
+
+def _name_starts(operation: pd.Series, prefixes: tuple[str, ...]) -> np.ndarray:
+    """Which rows' operation starts with one of ``prefixes`` (tested once per category)."""
+    if isinstance(operation.dtype, pd.CategoricalDtype):
+        hit = _starts(operation.cat.categories.astype(str).to_numpy().astype(str), prefixes)
+        codes = operation.cat.codes.to_numpy()
+        return hit[codes] & (codes >= 0) if hit.any() else np.zeros(len(codes), bool)
+    return _starts(operation.astype(str).to_numpy().astype(str), prefixes)
+
+
+def is_api_call(operation: pd.Series) -> np.ndarray:
     """Which ``allocations`` rows are API calls: a loader writes the function's name
     (hipMalloc, hipFree, cudaMalloc ...) as their operation, where allocation-trace rows
     carry upper-case ALLOC/FREE words (ALLOCATE, FREE, REALLOC ...)."""
-    op = np.asarray(operation).astype(str)
-    return np.char.startswith(op, "hip") | np.char.startswith(op, "cuda")
+    return _name_starts(operation, ("hip", "cuda"))
 
 
 def trace_rows(allocations: pd.DataFrame) -> pd.DataFrame:
     """The allocation-trace rows (not API calls) of ``allocations``."""
     if allocations.empty:
         return allocations
-    api = is_api_call(allocations["operation"].to_numpy())
+    api = is_api_call(allocations["operation"])
     return allocations[~api] if api.any() else allocations
 
 
@@ -60,9 +72,11 @@ def api_rows(allocations: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     """(the API-call rows, which of them free), time-sorted."""
     if allocations.empty:
         return allocations, np.zeros(0, bool)
-    rows = allocations[is_api_call(allocations["operation"].to_numpy())].sort_values("start", kind="stable")
-    op = rows["operation"].astype(str).to_numpy().astype(str)
-    return rows, np.char.startswith(op, "hipFree") | np.char.startswith(op, "cudaFree")
+    api = is_api_call(allocations["operation"])
+    if not api.any():
+        return allocations.iloc[:0], np.zeros(0, bool)
+    rows = allocations[api].sort_values("start", kind="stable")
+    return rows, _name_starts(rows["operation"], ("hipFree", "cudaFree"))
 
 
 def api_frees_matched(allocations: pd.DataFrame) -> bool | None:
