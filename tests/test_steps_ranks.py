@@ -55,6 +55,8 @@ def test_whole_run_step_is_the_slowest_ranks(ranked):
     assert [(o["label"], o["process"]) for o in st["outliers"]] == [("train_step [4]", "rank2"), ("train_step [6]", "rank1")]
     assert all(o["extra_copies"] == 1 and o["reasons"][0].startswith("1 more copy") for o in st["outliers"])
     assert st["outliers"][0]["ratio"] == round(rs.walls[3] / float(np.median(rs.walls[1:])), 4)
+    slow = [f["message"] for f in doc["findings"] if f["code"] == "slow-step"]
+    assert sorted(m.split(" took")[0] for m in slow) == ["train_step [4] (slowest in rank2)", "train_step [6] (slowest in rank1)"]
 
 
 def test_per_rank_steps_are_each_ranks_own(ranked):
