@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.test_kineto import union_ns as union_length  # the tests' own interval union, not the project's
+from tui_prof.analysis import memory
 from tui_prof.analysis.hotspots import hotspots
 from tui_prof.loaders import load_path, rocpd
 from tui_prof.loaders.base import DetectedFile, IssueSink, read_head
@@ -369,7 +370,7 @@ def test_memory_copies(augmented):
 
 def test_allocations_and_scratch(augmented):
     path, runs = augmented
-    a, s = runs[28].allocations, runs[28].scratch
+    a, s = memory.trace_rows(runs[28].allocations), runs[28].scratch  # the hipMalloc calls' rows: tests/test_memory_sources.py
     view = query(path, "SELECT type, agent_abs_index, size, address FROM memory_allocations WHERE level != 'SCRATCH' ORDER BY id")
     assert [(str(o), int(g), int(b), int(d)) for o, g, b, d in a[["operation", "agent", "bytes", "address"]].itertuples(index=False)] == view
     scratch_view = query(path, "SELECT operation, agent_abs_index, size, alloc_flags, end - start FROM scratch_memory")

@@ -12,7 +12,7 @@ from tui_harness import drive, idle, settle, text_of, until
 
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.render.fmt import SPARK
-from tui_prof.synth.steps import StepSpec, build_steps
+from tui_prof.synth.steps import StepSpec, build_rank_steps, build_steps
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes.steps import StepsPane
 from tui_prof.tui.widgets.timeline import Timeline
@@ -147,3 +147,30 @@ def test_memory_lane_draws_the_allocated_level():
     assert seen["row"][seen["peak_cell"]] == full
     first_level = int(np.ceil(ans.memory_marks[0] / peak * 8))  # 5 of 33 MiB held when the trace starts
     assert seen["row"][0] == ord(" ▁▂▃▄▅▆▇█"[first_level])
+
+
+def test_steps_pane_fits_80_columns_and_names_the_slowest_process():
+    """At 80×24 every footer key is inside the screen and the header keeps one line per fact;
+    the steps of three ranks show whose step each row is and each rank's steady median."""
+
+    rs = build_rank_steps(outliers=(5, 5, 3))
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("8")
+        await idle(app, pilot)
+        pane = app.screen.query_one(StepsPane)
+        seen["columns"] = [c.key for c in pane.table.columns]
+        seen["process"] = pane.table.model.frame["process"].tolist()
+        seen["header"] = text_of(app, "#steps-header", width=80)
+        seen["keys"] = [(k.description, k.region.right) for k in app.screen.query("FooterKey") if k.display]
+
+    drive(TuiProfApp(rs.runset()), flow, size=(80, 24))
+    assert seen["columns"][:3] == ["label", "process", "wall_ns"]
+    assert seen["process"] == [f"rank{r}" for r in rs.slowest]
+    assert "3 processes: each step is its slowest process's (max; column slowest)" in seen["header"]
+    assert "rank0 318 µs · rank1 498 µs · rank2 318 µs" in seen["header"]
+    assert "slow train_step [4] (rank2)" in seen["header"]
+    assert {d for d, _ in seen["keys"]} >= {"Zoom", "Step range", "Help"}
+    assert max(right for _, right in seen["keys"]) <= 80

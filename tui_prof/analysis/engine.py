@@ -698,8 +698,9 @@ def peak_memory(allocations: pd.DataFrame) -> int | None:
 
 
 def peak_memory_of(runset: RunSet) -> int | None:
-    """The largest :func:`peak_memory` over the processes (None when none records allocations)."""
-    peaks = [p for p in (peak_memory(run.allocations) for run in runset.runs) if p is not None]
+    """The largest :func:`peak_memory` over the processes' allocation traces (None when none
+    records allocations; API calls' sizes are :mod:`~tui_prof.analysis.memory`'s last source)."""
+    peaks = [p for p in (peak_memory(memory.trace_rows(run.allocations)) for run in runset.runs) if p is not None]
     return max(peaks) if peaks else None
 
 
@@ -932,17 +933,16 @@ def steps_part(
     warmup: int | None = None,
     outlier_factor: float = steps.OUTLIER_FACTOR,
 ) -> StepsPart:
-    """The steps of the first process that has any (:mod:`tui_prof.analysis.steps`);
-    ``gaps``: run position -> its idle gaps (the outliers' longest gap and cause)."""
-    first: StepsPart | None = None
-    for i, r in enumerate(inputs):
-        part, _ = steps.steps_of(r.run, r.label, r.index, gaps.get(i), step_name=step_name, warmup=warmup, factor=outlier_factor)
-        if part["detected"]:
-            return part
-        first = first or part
-    return first or steps.empty_steps_part(factor=outlier_factor)
+    """The steps of the processes that have any, combined over several
+    (:func:`tui_prof.analysis.steps.steps_of_processes`); ``gaps``: run position -> its idle
+    gaps (the outliers' longest gap and cause)."""
+    return steps.steps_of_processes(
+        [(r.run, r.label, r.index, gaps.get(i)) for i, r in enumerate(inputs)], step_name=step_name, warmup=warmup, factor=outlier_factor
+    )
 
 
 def memory_part_of(inputs: Sequence[RunInput], steps_found: StepsPart) -> MemoryPart:
-    """Peak memory per device of every process; growth over the steps' high-water marks."""
-    return memory.memory_part([(r.run, r.label) for r in inputs], steps_found["steps"])
+    """Peak memory per device of every process; growth over the steps' high-water marks
+    (each process's own steps where several have steps)."""
+    per_process = [p["steps"] for p in steps_found.get("per_process") or []]
+    return memory.memory_part([(r.run, r.label) for r in inputs], steps_found["steps"], per_process)

@@ -429,7 +429,8 @@ def step_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
                 _f(
                     FindingCode.SLOW_STEP,
                     "medium",
-                    f"{o['label']} took {o['wall_ns'] / 1e6:.2f} ms, {o['ratio']:.2f}x the steady median "
+                    f"{o['label']}" + (f" (slowest in {o['process']})" if o.get("process") else "") + f" took {o['wall_ns'] / 1e6:.2f} ms, "
+                    f"{o['ratio']:.2f}x the steady median "
                     f"({median / 1e6:.2f} ms); against {o['median_step']}: {why}",
                     {"label": o["label"], "wall_ns": o["wall_ns"], "median_wall_ns": median, "ratio": o["ratio"], "outlier": dict(o)},
                     "Look at what this step does that the median step does not (the reasons above): a copy or sync inside the "

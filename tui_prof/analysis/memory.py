@@ -9,7 +9,15 @@ Sources, first that a process has (docs/metrics.md, Memory):
   profiled window, allocations made before it included;
 * allocation trace (rocprofv3 ``--memory-allocation-trace``, rocpd, Kineto events without
   totals): the running sum of allocated minus freed bytes per agent from the first event
-  on (a free without a size takes the size of the last allocation at its address).
+  on (a free without a size takes the size of the last allocation at its address);
+* API call sizes, only when the process has neither: the ``size`` argument of its
+  ``hipMalloc``/``cudaMalloc``-like calls (rows of ``allocations`` whose ``operation`` is the
+  API function's name, :func:`is_api_call`). When every allocation's pointer is recorded,
+  frees are matched by pointer and the running sum is a level (source "API call sizes",
+  device not recorded: agent -1). When a pointer is not recorded (rocpd stores the
+  ``void**`` argument, the address of the caller's variable, not the allocation) frees
+  cannot be matched: the figure is the bytes requested, never a peak
+  (:func:`api_requests`, source "API requests, frees not matched").
 """
 
 from __future__ import annotations
@@ -19,15 +27,79 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.parts import MemoryDevice, MemoryPart, StepRecord
+from tui_prof.analysis.parts import MemoryDevice, MemoryPart, MemoryRequest, StepRecord
 from tui_prof.model import Run
 
 TOTALS = "allocator totals"
 TRACE = "allocation trace"
+API = "API call sizes"
+REQUESTED = "API requests, frees not matched"
 GROWTH_MIN_STEPS = 3  # [P] steady steps needed before growth step over step is called a leak
 GROWTH_MIN_BYTES = 1 << 20  # [P] and it grew by at least 1 MiB in all
 FRAGMENTATION_RATIO = 2.0  # [P] peak reserved > 2 x peak allocated...
 FRAGMENTATION_MIN_BYTES = 1 << 30  # [P] ...and at least 1 GiB more
+
+
+def _starts(values: np.ndarray, prefixes: tuple[str, ...]) -> np.ndarray:
+    return np.logical_or.reduce([np.char.startswith(values, p) for p in prefixes]) if len(values) else np.zeros(0, bool)
+
+
+def _name_starts(operation: pd.Series, prefixes: tuple[str, ...]) -> np.ndarray:
+    """Which rows' operation starts with one of ``prefixes`` (tested once per category)."""
+    if isinstance(operation.dtype, pd.CategoricalDtype):
+        hit = _starts(operation.cat.categories.astype(str).to_numpy().astype(str), prefixes)
+        codes = operation.cat.codes.to_numpy()
+        return hit[codes] & (codes >= 0) if hit.any() else np.zeros(len(codes), bool)
+    return _starts(operation.astype(str).to_numpy().astype(str), prefixes)
+
+
+def is_api_call(operation: pd.Series) -> np.ndarray:
+    """Which ``allocations`` rows are API calls: a loader writes the function's name
+    (hipMalloc, hipFree, cudaMalloc ...) as their operation, where allocation-trace rows
+    carry upper-case ALLOC/FREE words (ALLOCATE, FREE, REALLOC ...)."""
+    return _name_starts(operation, ("hip", "cuda"))
+
+
+def trace_rows(allocations: pd.DataFrame) -> pd.DataFrame:
+    """The allocation-trace rows (not API calls) of ``allocations``."""
+    if allocations.empty:
+        return allocations
+    api = is_api_call(allocations["operation"])
+    return allocations[~api] if api.any() else allocations
+
+
+def api_rows(allocations: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """(the API-call rows, which of them free), time-sorted."""
+    if allocations.empty:
+        return allocations, np.zeros(0, bool)
+    api = is_api_call(allocations["operation"])
+    if not api.any():
+        return allocations.iloc[:0], np.zeros(0, bool)
+    rows = allocations[api].sort_values("start", kind="stable")
+    return rows, _name_starts(rows["operation"], ("hipFree", "cudaFree"))
+
+
+def api_frees_matched(allocations: pd.DataFrame) -> bool | None:
+    """None without API allocation calls; True when the calls make a level: every
+    allocation's pointer is recorded (a free of an address the trace never allocated is
+    memory from before the trace and is left out), or nothing is freed; False otherwise."""
+    rows, free = api_rows(allocations)
+    alloc = ~free & (rows["bytes"].to_numpy() > 0) if len(rows) else np.zeros(0, bool)
+    if not alloc.any():
+        return None
+    return bool((rows["address"].to_numpy()[alloc] > 0).all() or not free.any())
+
+
+def api_level(allocations: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per agent: the allocated level from API calls whose frees are matched (else {})."""
+    if not api_frees_matched(allocations):
+        return {}
+    rows, free = api_rows(allocations)
+    known = set(rows["address"].to_numpy()[~free].tolist())
+    keep = ~free | np.isin(rows["address"].to_numpy(), list(known))  # frees of memory allocated before the trace: size unknown
+    rows, free = rows[keep], free[keep]
+    as_trace = rows.assign(operation=np.where(free, "FREE", "ALLOCATE"))
+    return running_allocated(as_trace)
 
 
 def running_allocated(allocations: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -87,8 +159,38 @@ def allocated_levels(run: Run) -> tuple[str, dict[int, tuple[np.ndarray, np.ndar
     totals = tracks(run, "allocated")
     if totals:
         return TOTALS, totals
-    levels = {a: v for a, v in running_allocated(run.allocations).items() if len(v[1]) and int(v[1].max()) > 0}
-    return (TRACE, levels) if levels else ("none", {})
+    levels = {a: v for a, v in running_allocated(trace_rows(run.allocations)).items() if len(v[1]) and int(v[1].max()) > 0}
+    if levels:
+        return TRACE, levels
+    levels = {a: v for a, v in api_level(run.allocations).items() if len(v[1]) and int(v[1].max()) > 0}
+    return (API, levels) if levels else ("none", {})
+
+
+def api_requests(run: Run, label: str) -> MemoryRequest | None:
+    """What the process's allocation calls requested when their frees cannot be matched
+    (None when it has a level of any source, or no sized allocation call)."""
+    if api_frees_matched(run.allocations) is not False or allocated_levels(run)[1]:
+        return None
+    rows, free = api_rows(run.allocations)
+    sizes = rows["bytes"].to_numpy().astype(np.int64)
+    alloc = ~free & (sizes > 0)
+    names = rows["operation"].astype(str).to_numpy()
+    functions: dict[str, int] = {}
+    for name in names[alloc].tolist():
+        functions[name] = functions.get(name, 0) + 1
+    frees: dict[str, int] = {}
+    for name in names[free].tolist():
+        frees[name] = frees.get(name, 0) + 1
+    return {
+        "process": label,
+        "source": REQUESTED,
+        "calls": int(alloc.sum()),
+        "requested_bytes": int(sizes[alloc].sum()),
+        "largest_bytes": int(sizes[alloc].max()),
+        "functions": dict(sorted(functions.items())),
+        "frees": int(free.sum()),
+        "free_functions": dict(sorted(frees.items())),
+    }
 
 
 def allocated_series(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
@@ -136,19 +238,27 @@ def step_growth(records: Sequence[StepRecord]) -> tuple[int | None, int]:
     return None, grew
 
 
-def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = ()) -> MemoryPart:
-    """Peak memory per device over the processes; growth over ``steps`` (one process's steps)."""
+def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (), per_process: Sequence[Sequence[StepRecord]] = ()) -> MemoryPart:
+    """Peak memory per device over the processes; growth over ``steps`` (one process's
+    steps) or, where several processes have steps (``per_process``), the largest growth of
+    one process's own steps (the whole run's rows mix processes)."""
     devices: list[MemoryDevice] = []
+    requested: list[MemoryRequest] = []
     for run, label in runs:
         devices.extend(memory_devices(run, label))
+        request = api_requests(run, label)
+        if request is not None:
+            requested.append(request)
     sources = {d["source"] for d in devices}
     reserved = [d["peak_reserved_bytes"] for d in devices if d["peak_reserved_bytes"] is not None]
-    growth, grew = step_growth(steps)
+    growth, grew = step_growth(steps) if not per_process else max((step_growth(p) for p in per_process), key=lambda g: (g[0] is not None, g[0] or 0, g[1]))
+    best = next((s for s in (TOTALS, TRACE, API) if s in sources), REQUESTED if requested else "none")
     return {
-        "source": TOTALS if TOTALS in sources else (TRACE if sources else "none"),
+        "source": best,
         "peak_allocated_bytes": max((d["peak_allocated_bytes"] for d in devices), default=None),
         "peak_reserved_bytes": max(reserved) if reserved else None,
         "devices": devices,
         "step_growth_bytes": growth,
         "growing_steps": grew,
+        "requested": requested,
     }

@@ -331,6 +331,7 @@ class StepRecord(TypedDict):
     top_kernel_ns: int
     warmup: bool
     memory_peak_bytes: int | None  # allocated-bytes high-water mark inside the step
+    process: NotRequired[str]  # steps of several processes: the process whose step k is the slowest (the row is its)
 
 
 class StepDistribution(TypedDict):
@@ -372,6 +373,7 @@ class StepOutlier(TypedDict):
     longest_gap_cause: str | None
     median_longest_gap_ns: int
     reasons: list[str]
+    process: NotRequired[str]  # steps of several processes: the slowest process of the step, whose events are compared
 
 
 class StepsPart(TypedDict):
@@ -390,25 +392,42 @@ class StepsPart(TypedDict):
     outliers: list[StepOutlier]  # the slowest 10 (analysis.steps.MAX_OUTLIERS)
     outlier_steps: int  # how many steady steps are outliers
     steps: list[StepRecord]
+    combined: str  # "": one process's steps; "max": step k of several processes is the slowest one's (docs/metrics.md)
+    per_process: list[StepsPart]  # with several processes with steps: each one's own steps part, in process order
 
 
 class MemoryDevice(TypedDict):
     process: str
     agent: int
-    source: str  # "allocator totals" (Kineto Total Allocated/Reserved) or "allocation trace" (running sum)
+    source: str  # "allocator totals" (Kineto Total Allocated/Reserved), "allocation trace" (running sum) or "API call sizes" (matched frees)
     events: int
     peak_allocated_bytes: int
     peak_allocated_ns: int  # when the peak was first reached
     peak_reserved_bytes: int | None  # None: the profiler records no reserved total
 
 
+class MemoryRequest(TypedDict):
+    """Bytes a process's allocation calls (hipMalloc, cudaMalloc ...) asked for, where their
+    frees cannot be matched to them: a sum of requests, not a peak (docs/metrics.md, Memory)."""
+
+    process: str
+    source: str  # "API requests, frees not matched"
+    calls: int  # allocation calls with a size
+    requested_bytes: int  # the sum of their sizes
+    largest_bytes: int
+    functions: dict[str, int]  # function name -> calls
+    frees: int  # free calls (hipFree ...) the trace records, not matched
+    free_functions: dict[str, int]
+
+
 class MemoryPart(TypedDict):
-    source: str  # "allocator totals", "allocation trace" or "none"
+    source: str  # the best over processes: "allocator totals", "allocation trace", "API call sizes", "API requests, frees not matched" or "none"
     peak_allocated_bytes: int | None  # the largest over devices
     peak_reserved_bytes: int | None
     devices: list[MemoryDevice]
     step_growth_bytes: int | None  # last - first steady step high-water mark when it grows every step
     growing_steps: int  # steady steps whose high-water mark rose over the previous one's
+    requested: list[MemoryRequest]  # per process without a level of any source: its API requests
 
 
 # --- ranks, communication, stragglers (analysis/ranks.py, docs/metrics.md "Ranks") ----------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -448,16 +449,33 @@ def outliers(run: Run, frame: StepFrame, warmup: int, factor: float = OUTLIER_FA
     median step (the steady step whose wall is closest to the median): kernels launched
     more or less often (by name), copies, exposed sync and the longest idle gap."""
     records = frame.records
-    steady = list(range(warmup, len(records)))
+    found = slow_steps([r["wall_ns"] for r in records], warmup, factor)
+    if found is None:
+        return []
+    slow, ref, med = found
+    return describe_outliers(run, frame, slow, ref, med)
+
+
+def slow_steps(walls: Sequence[int], warmup: int, factor: float) -> tuple[list[int], int, float] | None:
+    """(the slowest ``MAX_OUTLIERS`` steady steps slower than the steady median x ``factor``,
+    in step order; the median step: the steady step whose wall is closest to the median; the
+    median), or None with fewer than 3 steady steps or no slow one."""
+    steady = list(range(warmup, len(walls)))
     if len(steady) < 3:
-        return []
-    walls = np.array([records[i]["wall_ns"] for i in steady], dtype=np.float64)
-    med = float(np.median(walls))
-    ref = steady[int(np.argmin(np.abs(walls - med)))]
-    slow = [i for i in steady if med and records[i]["wall_ns"] > factor * med]
-    slow = sorted(sorted(slow, key=lambda i: -records[i]["wall_ns"])[:MAX_OUTLIERS])
-    if not slow:
-        return []
+        return None
+    w = np.array([walls[i] for i in steady], dtype=np.float64)
+    med = float(np.median(w))
+    ref = steady[int(np.argmin(np.abs(w - med)))]
+    slow = [i for i in steady if med and walls[i] > factor * med]
+    slow = sorted(sorted(slow, key=lambda i: -walls[i])[:MAX_OUTLIERS])
+    return (slow, ref, med) if slow else None
+
+
+def describe_outliers(run: Run, frame: StepFrame, slow: list[int], ref: int, med: float) -> list[StepOutlier]:
+    """Each of the ``slow`` steps (positions in ``frame``) against step ``ref``: kernels
+    launched more or less often (by name), copies, exposed sync and the longest idle gap;
+    ``med``: the median the ratio is taken to."""
+    records = frame.records
     codes, cats = name_codes(run.kernels)
     cat_names = [str(x) for x in cats]
     wanted = np.isin(frame.kernel_step, [*slow, ref])
@@ -535,6 +553,8 @@ def empty_steps_part(candidates: list[str] | None = None, factor: float = OUTLIE
         "outliers": [],
         "outlier_steps": 0,
         "steps": [],
+        "combined": "",
+        "per_process": [],
     }
 
 
@@ -578,5 +598,113 @@ def steps_of(
         "outliers": outliers(run, frame, nwarm, factor),
         "outlier_steps": outlier_count(walls[nwarm:], factor),
         "steps": frame.records,
+        "combined": "",
+        "per_process": [],
     }
     return part, frame
+
+
+@dataclass
+class ProcessSteps:
+    """One process's steps as :func:`steps_of` found them, with what their outliers need."""
+
+    run: Run
+    label: str
+    part: StepsPart
+    frame: StepFrame
+
+
+def steps_of_processes(
+    inputs: Sequence[tuple[Run, str, hostapi.CorrIndex | None, GapSet | None]],
+    *,
+    step_name: str | None = None,
+    warmup: int | None = None,
+    factor: float = OUTLIER_FACTOR,
+) -> StepsPart:
+    """The ``steps`` part of a run of one or several processes ((run, label, index, gaps) each).
+
+    One process with steps: its part. Several (data-parallel ranks): :func:`combine_steps`."""
+    found: list[ProcessSteps] = []
+    first: StepsPart | None = None
+    for run, label, index, gaps in inputs:
+        part, frame = steps_of(run, label, index, gaps, step_name=step_name, warmup=warmup, factor=factor)
+        if frame is not None and part["detected"]:
+            found.append(ProcessSteps(run, label, part, frame))
+        first = first or part
+    if len(found) == 1:
+        return found[0].part
+    if found:
+        return combine_steps(found, len(inputs), warmup=warmup, factor=factor)
+    return first or empty_steps_part(factor=factor)
+
+
+def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int | None = None, factor: float = OUTLIER_FACTOR) -> StepsPart:
+    """The whole run's steps from the steps of several processes.
+
+    Steps are matched by label (``ProfilerStep#N`` numbers, the k-th range of a name, the
+    k-th inferred step); a step some process lacks is left out of the whole-run table. The
+    ranks of a data-parallel job wait for each other (the gradient all-reduce), so the job's
+    step k lasts as long as its slowest process's step k: the whole-run row of step k is the
+    row of the process whose step k is the longest (``process`` names it), and its wall is
+    the maximum over processes. Warm-up, steady state and outliers are judged on these rows;
+    an outlier is compared, inside its slowest process, with that process's step at the
+    position of the whole-run median step. Each process's own table is in ``per_process``."""
+    common = set.intersection(*({r["label"] for r in p.part["steps"]} for p in found))
+    labels = [r["label"] for r in found[0].part["steps"] if r["label"] in common]
+    if not labels:  # no step label in every process: the first process's own steps, said so
+        alone: StepsPart = {**found[0].part}
+        alone["how"] = f"{alone['how']}; the steps of the other {len(found) - 1} process(es) share no label with these: not combined"
+        return alone
+    position = [{r["label"]: i for i, r in enumerate(p.part["steps"])} for p in found]
+    records: list[StepRecord] = []
+    owner: list[int] = []  # position in found of each step's slowest process
+    for label in labels:
+        of_label = [p.part["steps"][position[j][label]]["wall_ns"] for j, p in enumerate(found)]
+        j = int(np.argmax(of_label))  # the first process of the longest wall
+        row = dict(found[j].part["steps"][position[j][label]])
+        row["warmup"] = False
+        row["process"] = found[j].label
+        records.append(row)  # type: ignore[arg-type]  # a StepRecord copied with its process
+        owner.append(j)
+    walls = np.array([r["wall_ns"] for r in records], dtype=np.int64)
+    given = warmup is not None
+    nwarm = min(max(int(warmup), 0), len(walls)) if warmup is not None else warmup_count(walls)
+    for r in records[:nwarm]:
+        r["warmup"] = True
+    first = found[0].part
+    left_out = max(len(p.part["steps"]) for p in found) - len(labels)
+    how = (
+        f"{first['how']}; in {len(found)} of {processes} processes: the whole run's step k is the slowest process's step k "
+        f"(max over processes: data-parallel ranks wait for each other)" + (f"; {left_out} step(s) not in every process left out" if left_out else "")
+    )
+    outlier_rows: list[StepOutlier] = []
+    slow = slow_steps(walls.tolist(), nwarm, factor)
+    if slow is not None:
+        slow_k, ref_k, med = slow
+        for j, p in enumerate(found):
+            mine = [position[j][labels[k]] for k in slow_k if owner[k] == j]
+            if mine:
+                for o in describe_outliers(p.run, p.frame, mine, position[j][labels[ref_k]], med):
+                    o["process"] = p.label
+                    outlier_rows.append(o)
+        order = {labels[k]: i for i, k in enumerate(slow_k)}
+        outlier_rows.sort(key=lambda o: order[o["label"]])
+    return {
+        "detected": True,
+        "source": first["source"],
+        "name": first["name"],
+        "how": how,
+        "process": None,
+        "candidates": first["candidates"],
+        "warmup_steps": nwarm,
+        "warmup_source": "given" if given else "detected",
+        "outlier_factor": factor,
+        "distribution": distribution(walls),
+        "steady_distribution": distribution(walls[nwarm:]),
+        "steady": steady_state(records, nwarm),
+        "outliers": outlier_rows,
+        "outlier_steps": outlier_count(walls[nwarm:], factor),
+        "steps": records,
+        "combined": "max",
+        "per_process": [p.part for p in found],
+    }

@@ -22,7 +22,7 @@ from tui_prof.analysis.hotspots import (
     hotspot_records,
     hotspots,
 )
-from tui_prof.analysis.memory import TOTALS
+from tui_prof.analysis.memory import API, TOTALS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.parts import SummaryDoc
 from tui_prof.analysis.platform import detect_platform
@@ -113,7 +113,9 @@ def build_summary(
                 details.setdefault("gaps", {})[step] = timelines[-1].gaps
     steps_found = engine.steps_part(inputs, gapsets, step_name=step_name, warmup=warmup, outlier_factor=outlier_factor)
     memory_found = engine.memory_part_of(inputs, steps_found)
-    if memory_found["source"] == TOTALS:  # the allocator's own totals count what was allocated before the trace began
+    # the allocator's own totals count what was allocated before the trace began; the level of
+    # matched allocation/free calls is the peak when no trace records memory
+    if memory_found["source"] in (TOTALS, API):
         peak = memory_found["peak_allocated_bytes"]
     if details is not None:
         details.setdefault("links", {}).update(enumerate(links))

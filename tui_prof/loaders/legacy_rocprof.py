@@ -61,6 +61,7 @@ from tui_prof.loaders.base import (
     split_header,
     warn_negative_durations,
 )
+from tui_prof.loaders.rocpd import ALLOC_CALLS, FREE_CALLS, SIZE_ARGS, arg_int
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables, make_table
 
@@ -299,6 +300,53 @@ def api_table(frame: pd.DataFrame, domain: str, quoted_names: bool) -> pd.DataFr
     )
 
 
+_ARG = re.compile(r"(\w+)\(([^()]*)\)")  # one "name(value)" of rocprof v1's args text "( ptr(0x7f..) size(4000))"
+
+
+def api_allocations(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
+    """Device-memory allocation and free calls of the HIP table as ``allocations`` rows named
+    after the function (analysis/memory.py's last memory source): the size from the args text
+    (``size``/``sizeBytes``, width x height for a pitched allocation) and the pointer, which
+    rocprof v1 prints after the call (the allocation's address, as the free's ``ptr`` is), so
+    frees are matched by it."""
+    if "args" not in frame.columns or not len(frame):
+        return make_table("allocations", {})
+    names = _names(frame, "Name", quoted_names).astype(str).to_numpy()
+    keep = np.flatnonzero(np.isin(names, list(ALLOC_CALLS | FREE_CALLS)))
+    if not len(keep):
+        return make_table("allocations", {})
+    sizes, addresses, taken = [], [], []
+    for j, (i, text) in enumerate(zip(keep.tolist(), frame["args"].iloc[keep].astype(str).tolist(), strict=True)):
+        args = {k.lower(): v.strip() for k, v in _ARG.findall(text)}
+        if names[i] in FREE_CALLS:
+            size: int | None = -1
+        elif "pitch" in names[i].lower():
+            width = next((arg_int(v) for k, v in args.items() if k.startswith("width")), None)
+            height = arg_int(args.get("height", ""))
+            size = width * height if width is not None and height is not None else None
+        else:
+            size = next((arg_int(v) for k, v in args.items() if k in SIZE_ARGS), None)
+        if size is None:
+            continue  # no readable size: not an allocation this source can count
+        pointer = next((arg_int(v) for k, v in args.items() if k in ("ptr", "dev_ptr", "dptr")), None)
+        taken.append(j)
+        sizes.append(size)
+        addresses.append(-1 if pointer is None else pointer)
+    rows = keep[np.asarray(taken, dtype=np.int64)]
+    span = _span(frame)
+    return make_table(
+        "allocations",
+        {
+            **{k: np.asarray(v)[rows] for k, v in span.items()},
+            "operation": names[rows].astype(object),
+            "agent": np.full(len(rows), UNKNOWN, np.int64),
+            "bytes": np.asarray(sizes, np.int64),
+            "address": np.asarray(addresses, np.int64),
+            "correlation_id": np.asarray(int_column(frame, "Index"))[rows] if "Index" in frame.columns else UNKNOWN,
+        },
+    )
+
+
 def marker_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
     names = _names(frame, "Name", quoted_names)
     return make_table(
@@ -348,6 +396,8 @@ def read_db(path: Path, run: Run) -> None:
             frame = table(name)
             if frame is not None and len(frame):
                 apis.append(api_table(frame, domain, True))
+                if name == "HIP":
+                    run.allocations = api_allocations(frame, True)
         run.api = concat_tables("api", apis)
         roctx = table("rocTX")
         if roctx is not None and len(roctx):
@@ -421,6 +471,8 @@ def read_json(path: Path, run: Run) -> dict:
     if "copy" in frames:
         run.copies = copy_table(frames["copy"], True)
     run.api = concat_tables("api", [api_table(frames[k], k, True) for k in ("hip", "hsa") if k in frames])
+    if "hip" in frames:
+        run.allocations = api_allocations(frames["hip"], True)
     if "roctx" in frames:
         run.markers = marker_table(frames["roctx"], True)
     other = doc.get("otherData")
@@ -635,7 +687,7 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
             except Exception as err:  # a parsing bug on one file must not lose the other files
                 issues.error(item.path, f"cannot load: {describe_error(err)}")
                 continue
-            for name in ("kernels", "api", "copies", "markers", "counters"):
+            for name in ("kernels", "api", "copies", "markers", "counters", "allocations"):
                 setattr(run, name, attempt.table(name))
             run.warnings.extend(attempt.warnings)
             run.partial = run.partial or attempt.partial

@@ -139,7 +139,7 @@ ALLOCATIONS = TableSpec(
     {
         "start": "int64",
         "end": "int64",
-        "operation": CATEGORY,  # ALLOCATE, FREE, REALLOC, ...
+        "operation": CATEGORY,  # ALLOCATE, FREE, REALLOC, ...; an allocation call read from its arguments: the function (hipMalloc, hipFree)
         "agent": "int32",
         "bytes": "int64",
         "address": "int64",

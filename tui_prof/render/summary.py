@@ -164,6 +164,9 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
         ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
     ]
+    requested = (summary.get("memory") or {}).get("requested") or []
+    if requested and m["peak_memory_bytes"] is None:  # the last memory source: a sum of requests, not a peak
+        rows.append(["memory requested by API calls (frees not matched)", fmt_bytes(sum(r["requested_bytes"] for r in requested))])
     if m.get("processes", 1) > 1:  # the wholes of the figures summed over processes (docs/metrics.md, Aggregation)
         sync = summary["sync"]
         rows[2:2] = [
@@ -435,11 +438,19 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
             notes.append(warm)
         for o in st["outliers"]:
             notes.append(
-                f"slow: {o['label']} {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median; vs {o['median_step']}: "
+                f"slow: {o['label']} {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median"
+                + (f" (in {o['process']})" if o.get("process") else "")
+                + f"; vs {o['median_step']}: "
                 + ("; ".join(o["reasons"]) or "no difference found")
             )
         headers = ["step", "wall", "GPU", "kernels", "busy", "idle", "exposed sync", "copies", "memory peak", "top kernel"]
+        if st.get("combined"):  # several processes: each row is the slowest process's step
+            headers.insert(1, "slowest process")
+            for row, r in zip(rows, st["steps"], strict=True):
+                row.insert(1, r.get("process") or "-")
+            notes.insert(1, "wall: the longest of the processes' step k; the other columns are that process's (per process: the next table)")
         out.append((f"Steps ({len(rows)})", headers, rows, notes))
+        out.extend(steps_per_process_sections(st))
     mem = summary.get("memory")
     if mem and mem["devices"]:
         rows = [
@@ -449,8 +460,45 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
         notes = []
         if mem["step_growth_bytes"] is not None:
             notes.append(f"grows every steady step: +{fmt_bytes(mem['step_growth_bytes'])}")
+        if any(d["source"] == "API call sizes" for d in mem["devices"]):
+            notes.append("API call sizes: the size arguments of allocation calls, frees matched by pointer; agent -1: the trace does not say which GPU")
         out.append(("GPU memory", ["process", "agent", "source", "events", "peak allocated", "peak reserved"], rows, notes))
+    out.extend(memory_request_sections(summary))
     return out
+
+
+def memory_request_text(r: Mapping[str, Any]) -> str:
+    """One request record in words: a sum of requests, never called a peak."""
+    calls = ", ".join(f"{name} x{n}" for name, n in r["functions"].items())
+    frees = ", ".join(f"{name} x{n}" for name, n in r["free_functions"].items()) or "none"
+    return (
+        f"{fmt_bytes(r['requested_bytes'])} requested by {calls} (largest {fmt_bytes(r['largest_bytes'])}); "
+        f"frees not matched ({frees}: the trace does not record the allocations' pointers), so this is not a peak of allocated memory"
+    )
+
+
+def memory_request_sections(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Bytes requested by allocation calls, for the processes without any memory level."""
+    requested = (summary.get("memory") or {}).get("requested") or []
+    if not requested:
+        return []
+    rows = [
+        [
+            r["process"],
+            str(r["calls"]),
+            fmt_bytes(r["requested_bytes"]),
+            fmt_bytes(r["largest_bytes"]),
+            str(r["frees"]),
+            ", ".join(f"{name} x{n}" for name, n in r["functions"].items()),
+        ]
+        for r in requested
+    ]
+    notes = [
+        "The size arguments of allocation calls (no allocator totals, no allocation trace in these processes). "
+        "Their frees cannot be matched to them (the trace does not record the allocations' pointers): "
+        "the sum of what was requested, not a peak of allocated memory."
+    ]
+    return [("GPU memory requested by API calls", ["process", "calls", "requested", "largest", "frees (not matched)", "functions"], rows, notes)]
 
 
 def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:
@@ -661,3 +709,34 @@ def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tupl
             )
         out.append(("Collectives with the longest waits", ["collective", "k", "last rank", "fastest", "slowest", "wait (all ranks)"], rows, notes))
     return out
+
+
+def steps_per_process_sections(st: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """The steps of each process where several have steps: its own distribution and steady state."""
+    per = st.get("per_process") or []
+    if not per:
+        return []
+    slowest: dict[str, int] = {}
+    for r in st["steps"]:
+        slowest[r.get("process") or ""] = slowest.get(r.get("process") or "", 0) + 1
+    rows = []
+    for p in per:
+        d, ss = p["distribution"], p["steady"]
+        rows.append(
+            [
+                p["process"] or "-",
+                str(len(p["steps"])),
+                str(p["warmup_steps"]),
+                fmt_ns(ss["median_wall_ns"]) if ss else "-",
+                f"{ss['spread_pct']:.1f} %" if ss else "-",
+                fmt_ns(d["p90_ns"]) if d else "-",
+                fmt_ns(d["max_ns"]) if d else "-",
+                f"{ss['median_kernels']:g}" if ss else "-",
+                _pct(ss["busy_pct"]) if ss else "-",
+                str(p["outlier_steps"]),
+                str(slowest.get(p["process"] or "", 0)),
+            ]
+        )
+    headers = ["process", "steps", "warm-up", "steady median", "spread", "p90", "max", "kernels/step", "busy", "outliers", "slowest in"]
+    notes = ["each process's own steps (its own warm-up and steady median); slowest in: the whole-run steps whose time is this process's"]
+    return [(f"Steps per process ({len(per)})", headers, rows, notes)]

@@ -21,11 +21,12 @@ the copy waits for the kernels and lasts ``copy_bytes / bandwidth``; the sync re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.model.schema import make_table
 from tui_prof.synth.spec import OTHER_KERNELS, Expected, SynthRun, SynthSpec, gemm_kind, make_agents
 
@@ -255,3 +256,63 @@ def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
         growth_steady=marks[-1] - marks[1 if spec.first_step_extra_ns else 0],
     )
     return run, answers
+
+
+@dataclass
+class RankSteps:
+    """Several ranks running the stepped loop (one process each, same host clock)."""
+
+    runs: list[SynthRun]
+    answers: list[StepAnswers]  # per rank
+
+    @property
+    def walls(self) -> list[int]:
+        """The whole job's step times: step k lasts as long as its slowest rank's step k."""
+        return [max(w) for w in zip(*(a.walls for a in self.answers), strict=True)]
+
+    @property
+    def slowest(self) -> list[int]:
+        """The rank whose step k is the slowest (the first of equals)."""
+        per_rank = [a.walls for a in self.answers]
+        return [int(np.argmax([w[k] for w in per_rank])) for k in range(len(per_rank[0]))]
+
+    def runset(self, root: str = "rank-steps") -> RunSet:
+        runs = []
+        for rank, synth in enumerate(self.runs):
+            meta = RunMeta(formats=["synthetic"], tool="synth", hostname=synth.hostname, pid=synth.spec.pid, label=f"rank{rank}", rank=rank)
+            runs.append(
+                Run(
+                    meta=meta,
+                    agents=synth.agents,
+                    kernels=synth.kernels,
+                    api=synth.api,
+                    copies=synth.copies,
+                    markers=synth.markers,
+                    allocations=synth.allocations,
+                )
+            )
+        return RunSet(root=root, runs=runs)
+
+
+def build_rank_steps(
+    spec: StepSpec = StepSpec(), ranks: int = 3, slow_rank: int = 1, slow_kernel_ns: int = 80_000, outliers: tuple[int, ...] = ()
+) -> RankSteps:
+    """``ranks`` processes (pid ``spec.pid + r``) running :func:`build_steps`: every rank's
+    kernels last ``spec.kernel_ns`` except ``slow_rank``'s, which last ``slow_kernel_ns`` (a
+    straggler, slowest in every ordinary step); ``outliers[r]`` is rank r's outlier step
+    (default ``spec.outlier_step`` for every rank), so the slowest rank differs between steps.
+    Each rank's steps are exact by construction (:class:`StepAnswers`); the job's step is the
+    slowest rank's (:attr:`RankSteps.walls`)."""
+    runs, answers = [], []
+    for r in range(ranks):
+        rank_spec = replace(
+            spec,
+            pid=spec.pid + r,
+            kernel_ns=slow_kernel_ns if r == slow_rank else spec.kernel_ns,
+            outlier_step=outliers[r] if r < len(outliers) else spec.outlier_step,
+        )
+        run, ans = build_steps(rank_spec)
+        run.extra = {"distributed_info": {"backend": "nccl", "rank": r, "world_size": ranks}}
+        runs.append(run)
+        answers.append(ans)
+    return RankSteps(runs, answers)

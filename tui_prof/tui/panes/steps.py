@@ -36,12 +36,24 @@ STEP_COLUMNS = (
 )
 
 
+PROCESS_COLUMN = Column("process", "slowest", 12, "text")  # steps of several processes: whose step each row is
+
+
+def step_columns(doc: dict | None) -> list[Column]:
+    """The table's columns: with the process column where the steps combine several processes."""
+    columns = list(STEP_COLUMNS)
+    if ((doc or {}).get("steps") or {}).get("combined"):
+        columns.insert(1, PROCESS_COLUMN)
+    return columns
+
+
 def steps_frame(doc: dict | None) -> pd.DataFrame:
     """One row per step, in step order; warm-up steps are labelled ``w``."""
     rows = ((doc or {}).get("steps") or {}).get("steps") or []
     return pd.DataFrame(
         {
             "label": [("w " if r["warmup"] else "") + r["label"] for r in rows],
+            "process": [r.get("process") or "-" for r in rows],
             "wall_ns": [r["wall_ns"] for r in rows],
             "gpu_ns": [r["gpu_ns"] for r in rows],
             "kernels": [r["kernels"] for r in rows],
@@ -56,9 +68,19 @@ def steps_frame(doc: dict | None) -> pd.DataFrame:
     )
 
 
-def steps_header(doc: dict | None, width: int = 60) -> Group | Text:
-    """How the steps were found, the sparkline of step times, the distribution, warm-up,
-    steady state, outliers and peak memory (every trace string through ``plain``)."""
+SHOWN_OUTLIERS = 2  # outlier lines in the header (the rest: one "+N more" line; all of them in the summary)
+
+
+def _line(text: str, style: str = "") -> Text:
+    """One header line: cut with an ellipsis at the pane's width rather than wrapped, so the
+    header keeps its height (and the table its rows) at 80 columns."""
+    return plain(text, style, no_wrap=True, overflow="ellipsis")
+
+
+def steps_header(doc: dict | None, width: int = 60, columns: int = 160) -> Group | Text:
+    """How the steps were found, the sparkline of step times (``width`` cells), the
+    distribution, warm-up, steady state (two lines when the pane is narrower than 120
+    ``columns``), outliers and peak memory, one line each (every trace string through ``plain``)."""
     steps = (doc or {}).get("steps")
     memory = (doc or {}).get("memory") or {}
     lines: list[Text] = []
@@ -68,44 +90,59 @@ def steps_header(doc: dict | None, width: int = 60) -> Group | Text:
         if steps and steps.get("candidates"):
             lines.append(plain("Repeated ranges: " + ", ".join(steps["candidates"][:8]), "dim"))
     else:
-        lines.append(plain(steps["how"] + (f" · {steps['process']}" if steps.get("process") else "")))
+        per = (steps.get("per_process") or []) if steps.get("combined") else []
+        if per:  # several processes: say how they were combined, then each one's steady median
+            lines.append(_line(f"{len(per)} processes: each step is its slowest process's (max; column slowest) · {per[0]['how']}"))
+            medians = " · ".join(f"{p['process']} {fmt_ns(p['steady']['median_wall_ns'])}" for p in per if p.get("steady"))
+            lines.append(_line(f"steady median per process: {medians}"))
+        else:
+            lines.append(_line(steps["how"] + (f" · {steps['process']}" if steps.get("process") else "")))
         walls = [r["wall_ns"] for r in steps["steps"]]
         d = steps["distribution"]
-        line = Text("step time ")
+        line = Text("step time ", no_wrap=True, overflow="ellipsis")
         line.append(sparkline(walls, width), "bold green")
         line.append_text(plain(f"  min {fmt_ns(d['min_ns'])} · median {fmt_ns(d['median_ns'])} · p90 {fmt_ns(d['p90_ns'])} · max {fmt_ns(d['max_ns'])}"))
         lines.append(line)
         ss = steps["steady"]
         warm = f"{steps['warmup_steps']} warm-up ({'--warmup' if steps['warmup_source'] == 'given' else 'detected'}, w)"
         if ss:
+            steady = f"{warm} · steady {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} ±{ss['spread_pct']:.1f} %"
+            shares = f"{ss['median_kernels']:g} kernels/step · busy {ss['busy_pct']:.1f} % · exposed sync {ss['exposed_sync_pct_of_wall']:.2f} %"
+            lines.extend([_line(steady), _line(shares)] if columns < 120 else [_line(f"{steady} · {shares}")])
+        for o in steps["outliers"][:SHOWN_OUTLIERS]:
+            where = f" ({o['process']})" if o.get("process") else ""
             lines.append(
-                plain(
-                    f"{warm} · steady {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} ±{ss['spread_pct']:.1f} % · "
-                    f"{ss['median_kernels']:g} kernels/step · busy {ss['busy_pct']:.1f} % · exposed sync {ss['exposed_sync_pct_of_wall']:.2f} %"
+                _line(
+                    f"slow {o['label']}{where}: {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median · " + ("; ".join(o["reasons"]) or "no difference found"),
+                    "yellow",
                 )
             )
-        for o in steps["outliers"]:
-            lines.append(
-                plain(f"slow {o['label']}: {fmt_ns(o['wall_ns'])} = {o['ratio']:.2f}x median · " + ("; ".join(o["reasons"]) or "no difference found"), "yellow")
-            )
+        more = steps.get("outlier_steps", len(steps["outliers"])) - min(len(steps["outliers"]), SHOWN_OUTLIERS)
+        if more > 0:
+            lines.append(_line(f"+{more} more slow step(s): tuiprof summary lists them", "yellow"))
     if memory.get("devices"):
+        several = len({m["process"] for m in memory["devices"]}) > 1
         peak = ", ".join(
-            f"GPU {m['agent']}: {fmt_bytes(m['peak_allocated_bytes'])}"
+            (f"{m['process']} " if several else "")
+            + f"GPU {m['agent']}: {fmt_bytes(m['peak_allocated_bytes'])}"
             + (f" (reserved {fmt_bytes(m['peak_reserved_bytes'])})" if m["peak_reserved_bytes"] else "")
             for m in memory["devices"]
         )
         lines.append(
-            plain(
+            _line(
                 f"peak memory {peak}" + (f" · grows {fmt_bytes(memory['step_growth_bytes'])} over the steady steps" if memory.get("step_growth_bytes") else "")
             )
         )
+    elif memory.get("requested"):  # the last memory source: a sum of requests, not a peak
+        total = sum(r["requested_bytes"] for r in memory["requested"])
+        lines.append(_line(f"memory requested by API calls {fmt_bytes(total)} (frees not matched: not a peak)"))
     return Group(*lines)
 
 
 class StepsTable(TableView):
     """The steps; Enter zooms the timeline to the step under the cursor."""
 
-    BINDINGS = [Binding("enter", "select", "Zoom to step", id="steps.zoom")]
+    BINDINGS = [Binding("enter", "select", "Zoom", id="steps.zoom")]  # a short label: the footer fits 80 columns
 
 
 def range_names(steps: dict | None) -> list[str]:
@@ -146,10 +183,12 @@ class StepsPane(Vertical):
         self.doc = doc
         self.names = range_names((doc or {}).get("steps"))
         self.steps = list(((doc or {}).get("steps") or {}).get("steps") or [])
-        width = max(10, min(60, self.size.width - 60)) if self.size.width else 40
-        self.query_one("#steps-header", Static).update(steps_header(doc, width))
+        columns = self.size.width or self.app.size.width  # the terminal's width before the pane is laid out
+        width = max(10, min(60, columns - 60)) if columns else 40
+        self.query_one("#steps-header", Static).update(steps_header(doc, width, columns or 160))
         table = self.table
         had_focus = table.has_focus
+        table.columns = step_columns(doc)
         table.set_data(steps_frame(doc), text_key="label")
         if had_focus:
             table.focus()
@@ -160,7 +199,7 @@ class StepsPane(Vertical):
         if self.view is None or len(self.names) < 2:
             self.notify("No other repeated host range to take the steps from", severity="information")
             return
-        current = steps.get("name") if steps.get("name") in self.names else self.names[0]
+        current = str(steps.get("name")) if steps.get("name") in self.names else self.names[0]
         name = self.names[(self.names.index(current) + 1) % len(self.names)]
         self.query_one("#steps-header", Static).update(plain(f"steps from {name}: {COMPUTING}", "dim italic"))
         self._range_worker(self.view, name)

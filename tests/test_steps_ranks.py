@@ -1,0 +1,123 @@
+"""Steps of several processes (issue 21): each rank's steps are detected, and the job's
+step k is the slowest rank's step k. A generated data-parallel run whose every rank's step
+times are known by construction (tui_prof/synth/steps.py build_rank_steps), written as
+Kineto (one trace per rank, distributedInfo) and loaded back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tui_prof.analysis.summary import build_summary
+from tui_prof.loaders import load_path
+from tui_prof.render.summary import summary_markdown, summary_text
+from tui_prof.synth.steps import StepSpec, build_rank_steps, build_steps
+from tui_prof.synth.write_kineto import write_kineto
+
+# rank 1 computes slower (every ordinary step is its); rank 2's extra copy is in step 4 (index 3),
+# the others' in step 6 (index 5): the slowest rank differs between steps
+OUTLIERS = (5, 5, 3)
+
+
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory):
+    rs = build_rank_steps(outliers=OUTLIERS)
+    root = tmp_path_factory.mktemp("rank-steps")
+    for r, run in enumerate(rs.runs):
+        write_kineto(run, root / f"rank{r}.pt.trace.json.gz")
+    return rs, build_summary(load_path(root, use_cache=False), logs=False)
+
+
+def test_whole_run_step_is_the_slowest_ranks(ranked):
+    rs, doc = ranked
+    st = doc["steps"]
+    assert st["detected"] and st["combined"] == "max" and st["process"] is None
+    rows = st["steps"]
+    assert [r["label"] for r in rows] == rs.answers[0].labels
+    per_rank = [a.walls for a in rs.answers]
+    assert [r["wall_ns"] for r in rows] == [max(w) for w in zip(*per_rank, strict=True)] == rs.walls
+    assert [r["process"] for r in rows] == [f"rank{r}" for r in rs.slowest]
+    assert rs.slowest == [1, 1, 1, 2, 1, 1, 1, 1]
+    # the other columns are the slowest rank's own row
+    slow_rank_copies = [rs.answers[r].copies[k] for k, r in enumerate(rs.slowest)]
+    assert [r["copies"] for r in rows] == slow_rank_copies == [0, 0, 0, 1, 0, 1, 0, 0]
+    assert [r["gpu_ns"] for r in rows] == [rs.answers[r].gpu_ns[k] for k, r in enumerate(rs.slowest)]
+    # warm-up and steady state on the whole-run rows
+    assert st["warmup_steps"] == 1 and [r["warmup"] for r in rows] == [True] + [False] * 7
+    assert st["steady"]["median_wall_ns"] == float(np.median(rs.walls[1:]))
+    assert st["distribution"]["max_ns"] == max(rs.walls)
+    # outliers: each compared inside its slowest rank
+    assert [(o["label"], o["process"]) for o in st["outliers"]] == [("train_step [4]", "rank2"), ("train_step [6]", "rank1")]
+    assert all(o["extra_copies"] == 1 and o["reasons"][0].startswith("1 more copy") for o in st["outliers"])
+    assert st["outliers"][0]["ratio"] == round(rs.walls[3] / float(np.median(rs.walls[1:])), 4)
+    slow = [f["message"] for f in doc["findings"] if f["code"] == "slow-step"]
+    assert sorted(m.split(" took")[0] for m in slow) == ["train_step [4] (slowest in rank2)", "train_step [6] (slowest in rank1)"]
+
+
+def test_per_rank_steps_are_each_ranks_own(ranked):
+    rs, doc = ranked
+    per = doc["steps"]["per_process"]
+    assert [p["process"] for p in per] == ["rank0", "rank1", "rank2"]
+    for p, ans in zip(per, rs.answers, strict=True):
+        assert [r["wall_ns"] for r in p["steps"]] == ans.walls
+        assert p["steady"]["median_wall_ns"] == float(np.median(ans.walls[ans.warmup :]))
+        assert p["combined"] == "" and p["per_process"] == []
+    # the straggler's steady median is the largest: its kernels last 80 µs against 50 µs
+    medians = [p["steady"]["median_wall_ns"] for p in per]
+    assert medians[1] - medians[0] == 6 * (80_000 - 50_000) and medians[0] == medians[2]
+    # memory growth: judged on each rank's own steps (2 MiB leaked per step on every rank)
+    assert doc["memory"]["step_growth_bytes"] == rs.answers[0].growth_steady == 6 * (2 << 20)
+
+
+def test_text_and_markdown_say_how_steps_were_combined(ranked):
+    _, doc = ranked
+    text = summary_text(doc)
+    assert "the whole run's step k is the slowest process's step k" in text
+    assert "slowest process" in text and "Steps per process (3)" in text
+    assert "(in rank2)" in text
+    row = next(line for line in text.splitlines() if line.startswith("rank1 "))
+    assert row.split()[-1] == "7"  # rank1 is the slowest in 7 of the 8 steps
+    assert "| rank2 |" in summary_markdown(doc)
+
+
+def test_one_process_with_steps_keeps_its_own_table():
+    rs = build_rank_steps(ranks=1)
+    st = build_summary(rs.runset(), logs=False)["steps"]
+    assert st["combined"] == "" and st["per_process"] == [] and st["process"] == "rank0"
+    assert [r["wall_ns"] for r in st["steps"]] == rs.answers[0].walls
+    assert all("process" not in r for r in st["steps"])
+
+
+def test_processes_whose_steps_share_no_label_are_not_combined():
+    rs = build_rank_steps(ranks=2)
+    other, ans = build_steps(replace(StepSpec(), marker="eval_step", pid=9999))
+    runset = rs.runset()
+    runset.runs[1].markers = other.markers  # rank1's ranges are named eval_step: no label in common
+    st = build_summary(runset, logs=False)["steps"]
+    assert st["combined"] == "" and st["process"] == "rank0"
+    assert [r["wall_ns"] for r in st["steps"]] == rs.answers[0].walls
+    assert "share no label" in st["how"] and st["per_process"] == []
+
+
+def test_real_two_rank_trace_takes_each_steps_slowest_rank():
+    """HTA's sampled ranks 0 and 1 (real Kineto, ProfilerStep#551-552 in each): the whole-run
+    step is the longer of the two ranks' ranges, read here from the JSON."""
+    folder = Path(__file__).parent / "data" / "kineto" / "ranks"
+    walls: dict[str, list[int]] = {}
+    for rank in (0, 1):
+        with gzip.open(folder / f"sampled_rank-{rank}.json.gz", "rt") as fh:
+            events = json.load(fh)["traceEvents"]
+        for e in sorted((e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"]):
+            walls.setdefault(e["name"], []).append(round(e["dur"] * 1000))
+    assert list(walls) == ["ProfilerStep#551", "ProfilerStep#552"]
+    st = build_summary(load_path(folder, use_cache=False), logs=False)["steps"]
+    assert st["combined"] == "max" and [p["process"] for p in st["per_process"]] == ["sampled_rank-0", "sampled_rank-1"]
+    assert [r["label"] for r in st["steps"]] == list(walls)
+    assert [r["wall_ns"] for r in st["steps"]] == [max(w) for w in walls.values()] == [607_904_000, 630_639_000]
+    assert [r["process"] for r in st["steps"]] == ["sampled_rank-1", "sampled_rank-1"]
+    assert [[r["wall_ns"] for r in p["steps"]] for p in st["per_process"]] == [[w[0] for w in walls.values()], [w[1] for w in walls.values()]]
