@@ -208,6 +208,14 @@ def test_r_switches_lanes_and_enter_opens_a_rank_gap(two_hosts):
         assert "communication" not in str(app.main.query_one("#tl-legend").render())
         await press(app, pilot, "r")
         assert timeline.model is full.ranks
+        # zoomed in on the middle, n goes to the first gap that starts in the view
+        await press(app, pilot, "w", "w")
+        t0 = timeline.t0
+        await press(app, pilot, "n")
+        starts = timeline.model.gaps[:, 0]
+        assert starts[timeline.gap_index] >= t0 > starts[timeline.gap_index - 1] and timeline.gap_index > 1
+        await press(app, pilot, "f")
+        timeline.gap_index = -1
         # n: the first gap on the rank lanes, on its rank's lane; Enter opens the run view's row
         await press(app, pilot, "n")
         model = timeline.model

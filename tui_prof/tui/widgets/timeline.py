@@ -367,7 +367,7 @@ class Timeline(Widget, can_focus=True):
         if self.gap_index < 0:
             # first jump: the first gap starting in the view (or the last one before its end)
             starts = gaps[:, 0]
-            index = int(np.searchsorted(self.step_ends, self.t0, side="right")) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
+            index = int(np.searchsorted(starts, self.t0)) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
         else:
             index = self.gap_index + step
         if not 0 <= index < len(gaps):
