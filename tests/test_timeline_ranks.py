@@ -21,6 +21,7 @@ from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
 from tui_prof.synth.ranks import COLLECTIVE_KERNELS, RankSpec, build_ranks
 from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.screens.detail import DispatchDetailScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.runview import build_view
 from tui_prof.tui.widgets.timeline import COMM_GLYPH, S_COMM, Timeline, build_frame
@@ -241,6 +242,15 @@ def test_r_switches_lanes_and_enter_opens_a_rank_gap(two_hosts):
         run = int(first["run"])
         shift = int(model.run_shift[run])
         assert timeline.marker == (int(model.run_lane[run]), int(first["t"]) + shift, int(first["t"] + first["dur"]) + shift)
+        # drill-down: a dispatch's detail centres its own timeline (rank lanes) on the dispatch's rank
+        rows = app.view.dispatches("name", COLLECTIVE_KERNELS["AllReduce"])
+        row = rows[rows["run"] == 2].iloc[0]
+        app.push_screen(DispatchDetailScreen(app.view, row))
+        await until(app, pilot, lambda: isinstance(app.screen, DispatchDetailScreen) and app.screen.detail is not None)
+        tl = app.screen.query_one("#detail-timeline", Timeline)
+        shift = int(model.run_shift[2])
+        assert tl.showing_ranks and tl.marker == (2, int(row["t"]) + shift, int(row["t"] + row["dur"]) + shift)
+        assert tl.lane_cursor == 2
 
     drive(TuiProfApp(runset), flow, size=(160, 50))
 

@@ -151,14 +151,7 @@ class TimelinePane(Vertical):
             return
         pick = rows.iloc[self.kernel_cycle % len(rows)]
         self.kernel_cycle += 1
-        start = int(pick["t"])
-        end = start + int(pick["dur"])
-        lane = int(pick["lane"])
-        model = timeline.model
-        if model.run_lane is not None and model.run_shift is not None:  # rank lanes: the dispatch's process, on their axis
-            run = int(pick["run"])
-            lane = int(model.run_lane[run])
-            start, end = start + int(model.run_shift[run]), end + int(model.run_shift[run])
+        lane, start, end = timeline.dispatch_at(pick)  # rank lanes: its process's lane, on their axis
         timeline.marker = (lane, start, end)
         timeline.centre_on(start, end, lane)
         self.notify(f"{value}: dispatch {self.kernel_cycle % len(rows) or len(rows)}/{len(rows)}", timeout=2, markup=False)

@@ -213,11 +213,11 @@ class Timeline(Widget, can_focus=True):
 
     def __init__(self, model: TimelineModel | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.model = model
         self.full_model = model  # every lane; ``model`` is it or its rank lanes
         self.rank_lanes = True  # a multi-process run shows its rank lanes until ``r``
+        self.model = model.ranks if model is not None and model.ranks is not None else model
         self.t0 = 0
-        self.t1 = model.span if model else 1
+        self.t1 = self.model.span if self.model else 1
         self.lane_cursor = 0
         self.lane_top = 0
         self.gap_index = -1
@@ -286,6 +286,18 @@ class Timeline(Widget, can_focus=True):
         else:
             self.action_fit()
         self.refresh_bindings()
+
+    def dispatch_at(self, row) -> tuple[int, int, int]:
+        """(lane, start, end) of a dispatch (a row of RunView.kernels: ``lane``, ``run``, ``t``,
+        ``dur``) on the lanes shown: on the rank lanes, its process's lane on their axis."""
+        lane, start = int(row["lane"]), int(row["t"])
+        end = start + int(row["dur"])
+        model = self.model
+        if model is not None and model.run_lane is not None and model.run_shift is not None:
+            run = int(row["run"])
+            shift = int(model.run_shift[run])
+            return int(model.run_lane[run]), start + shift, end + shift
+        return lane, start, end
 
     @property
     def label_width(self) -> int:
