@@ -242,6 +242,22 @@ def test_r_switches_lanes_and_enter_opens_a_rank_gap(two_hosts):
         run = int(first["run"])
         shift = int(model.run_shift[run])
         assert timeline.marker == (int(model.run_lane[run]), int(first["t"]) + shift, int(first["t"] + first["dur"]) + shift)
+        # a finding's gap lands on its rank's lane; a host row (sync evidence) shows every lane;
+        # a step on shifted rank lanes shows every lane (steps are on the processes' own clocks)
+        await press(app, pilot, "f")
+        pane.show_gap(row)
+        await idle(app, pilot)
+        assert timeline.showing_ranks and timeline.gap_index == model.gap_index(row) and timeline.lane_cursor == int(model.gap_lanes[timeline.gap_index])
+        host = next(i for i, lane in enumerate(full.lanes) if lane.kind == "host")
+        pane.show_window(0, 1000, host)
+        await idle(app, pilot)
+        assert not timeline.showing_ranks and timeline.lane_cursor == host
+        await press(app, pilot, "r")
+        assert timeline.showing_ranks
+        pane.show_range(0, 1000)
+        await idle(app, pilot)
+        assert not timeline.showing_ranks
+        await press(app, pilot, "r")
         # drill-down: a dispatch's detail centres its own timeline (rank lanes) on the dispatch's rank
         rows = app.view.dispatches("name", COLLECTIVE_KERNELS["AllReduce"])
         row = rows[rows["run"] == 2].iloc[0]
@@ -253,6 +269,14 @@ def test_r_switches_lanes_and_enter_opens_a_rank_gap(two_hosts):
         assert tl.lane_cursor == 2
 
     drive(TuiProfApp(runset), flow, size=(160, 50))
+
+
+def test_host_calls_only_keep_every_lane(one_host):
+    """Processes without GPU activity (host calls only) have nothing for a rank lane to draw."""
+    ranks, _ = one_host
+    runs = [Run(meta=r.meta, agents=r.agents, kernels=r.kernels.iloc[:0], api=r.api, copies=r.copies.iloc[:0]) for r in ranks.runset().runs]
+    view = build_view(RunSet(root="host-only", runs=runs))
+    assert view.timeline.ranks is None and {lane.kind for lane in view.timeline.lanes} == {"host"}
 
 
 def test_single_process_timeline_has_no_rank_lanes():

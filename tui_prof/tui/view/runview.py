@@ -332,7 +332,8 @@ class RunView:
                     for i in members:  # drawn as idle on every lane of the agent (kernels or not)
                         lanes[i].idle_start, lanes[i].idle_end = gs[m], ge[m]
         model = TimelineModel(lanes, origin=origin, span=self.span, gaps=gap_array, gap_lanes=gap_lanes)
-        if len(self.runset.runs) > 1:
+        # rank lanes draw GPU activity: a multi-process run with none (host calls only) keeps every lane
+        if len(self.runset.runs) > 1 and any(len(run.kernels) or len(run.copies) for run in self.runset.runs):
             model.ranks = self._rank_timeline(gaps)
             model.header = f"{len(self.runset.runs)} processes, every lane · r: one lane per rank"
         return model
