@@ -23,7 +23,7 @@ from tui_prof.synth.ranks import COLLECTIVE_KERNELS, RankSpec, build_ranks
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.screens.detail import DispatchDetailScreen
 from tui_prof.tui.screens.gap import GapScreen
-from tui_prof.tui.view.runview import build_view
+from tui_prof.tui.view.runview import build_view, rank_header
 from tui_prof.tui.widgets.timeline import COMM_GLYPH, S_COMM, Timeline, build_frame
 
 SPEC = RankSpec(ranks=4, iterations=3, slow_rank=2, slow_pct=50)
@@ -127,6 +127,12 @@ def test_rank_without_a_collective_stays_unshifted(two_hosts):
     assert a.offsets[:3] == (0, 0, -SPEC.host_offset_ns - 100_000)
     view2 = build_view(RunSet(root="x", runs=runs))
     assert view2.timeline.ranks.header == "4 ranks aligned at their first collective: 2 hosts, 1 without a collective unshifted · r: every lane"
+    # no rank with a collective: nothing to align at, every rank on its own clock
+    names = set(COLLECTIVE_KERNELS.values())
+    bare = [Run(meta=r.meta, agents=r.agents, kernels=r.kernels[~r.kernels["name"].astype(str).isin(names)], api=r.api, copies=r.copies) for r in runs]
+    a = rank_offsets(bare, DEFAULT_CATEGORY_RULES)
+    assert (a.shared_clock, a.reference, a.offsets, a.unaligned) == (False, None, (0, 0, 0, 0), 4)
+    assert rank_header(a, bare) == "4 ranks on 2 unrelated clocks, none with a collective: unshifted"
 
 
 def test_headers(one_host, two_hosts):

@@ -18,6 +18,9 @@ sync time, and how long it waited in collectives for the slowest rank
   the instance's straggler, and every rank's **wait** is its time in the instance beyond the
   fastest (shortest) one. Durations are on each rank's own clock, so this needs no common
   clock between hosts.
+* The timeline's rank lanes lay every process on one axis (:func:`rank_offsets`): as they
+  are when all share a clock, else each shifted so that its first collective starts with
+  the lowest rank's (docs/metrics.md, "Rank lanes on the timeline").
 """
 
 from __future__ import annotations
@@ -371,7 +374,7 @@ def communication_mask(kernels: pd.DataFrame, rules: CategoryRules) -> np.ndarra
 
 @dataclass(frozen=True)
 class RankAlignment:
-    """How the timeline lays every process on one time axis (docs/metrics.md, "Rank lanes").
+    """How the timeline lays every process on one time axis (docs/metrics.md, "Rank lanes on the timeline").
 
     ``offsets[i]`` (ns) is added to every time of process ``i``: all 0 when the processes
     share a clock (one host, or no host recorded: :func:`aggregate.clock_key`); otherwise each

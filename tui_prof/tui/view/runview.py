@@ -407,9 +407,9 @@ def rank_header(align: RankAlignment, runs: list[Run]) -> str:
     if align.shared_clock:
         host = runs[0].meta.hostname if runs else ""
         return f"{n} ranks on one clock ({f'host {host}' if host else 'no host recorded: one clock assumed'})"
-    text = f"{n} ranks aligned at their first collective: {align.hosts} hosts"
     if align.reference is None:
         return f"{n} ranks on {align.hosts} unrelated clocks, none with a collective: unshifted"
+    text = f"{n} ranks aligned at their first collective: {align.hosts} hosts"
     if align.unaligned:
         text += f", {align.unaligned} without a collective unshifted"
     return text
