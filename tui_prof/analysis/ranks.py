@@ -21,12 +21,16 @@ sync time, and how long it waited in collectives for the slowest rank
 * Where a Kineto trace records the collectives' args (the kernels' ``collective``,
   ``coll_bytes``, ``coll_ranks``), the type comes from them and each type gets its message
   bytes, algorithm bandwidth and NCCL-tests' bus bandwidth (:func:`bandwidth`).
+* The timeline's rank lanes lay every process on one axis (:func:`rank_offsets`): as they
+  are when all share a clock, else each shifted so that its first collective starts with
+  the lowest rank's (docs/metrics.md, "Rank lanes on the timeline").
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -464,3 +468,60 @@ def ranks_sections(
     listed, waits, last = instances(cores, [n for n, _ in numbers])
     rows = rank_records(cores, numbers, waits, last)
     return rows, communication_part(cores), straggler_part(rows, listed)
+
+
+def communication_mask(kernels: pd.DataFrame, rules: CategoryRules) -> np.ndarray:
+    """Per kernel row: True for a communication kernel (the ``communication`` category of
+    ``rules``, classified once per distinct name)."""
+    if not len(kernels):
+        return np.zeros(0, dtype=bool)
+    return _per_category(kernels["name"], lambda n: rules.classify(n) == COMMUNICATION)
+
+
+@dataclass(frozen=True)
+class RankAlignment:
+    """How the timeline lays every process on one time axis (docs/metrics.md, "Rank lanes on the timeline").
+
+    ``offsets[i]`` (ns) is added to every time of process ``i``: all 0 when the processes
+    share a clock (one host, or no host recorded: :func:`aggregate.clock_key`); otherwise each
+    process is shifted so that its first collective starts when the first collective of the
+    reference process (the lowest rank with a collective) starts, and a process without a
+    collective keeps its own clock (offset 0)."""
+
+    shared_clock: bool
+    hosts: int  # distinct clocks (host names; processes without one count as one host)
+    first_collective: tuple[int | None, ...]  # per process: start (its own clock, ns) of its first communication kernel
+    reference: int | None  # index of the process the others are aligned to (None: shared clock or no collective)
+    offsets: tuple[int, ...]
+
+    @property
+    def unaligned(self) -> int:
+        """Processes left on their own clock although the others are shifted (no collective)."""
+        return 0 if self.shared_clock else sum(1 for f in self.first_collective if f is None)
+
+
+def first_collectives(runs: Sequence[Run], rules: CategoryRules) -> list[int | None]:
+    """Start (ns, the process's own clock) of each process's first communication kernel, or None."""
+    out: list[int | None] = []
+    for run in runs:
+        comm = communication_mask(run.kernels, rules)
+        out.append(int(run.kernels["start"].to_numpy()[comm].min()) if comm.any() else None)
+    return out
+
+
+def rank_offsets(runs: Sequence[Run], rules: CategoryRules) -> RankAlignment:
+    """The time shift of every process on the rank timeline (see :class:`RankAlignment`)."""
+    keys = [aggregate.clock_key(run) for run in runs]
+    hosts = len(set(keys))
+    first = first_collectives(runs, rules)
+    if hosts <= 1:
+        return RankAlignment(True, hosts, tuple(first), None, tuple(0 for _ in runs))
+    numbers = rank_numbers(runs)
+    having = [i for i, f in enumerate(first) if f is not None]
+    if not having:
+        return RankAlignment(False, hosts, tuple(first), None, tuple(0 for _ in runs))
+    ref = min(having, key=lambda i: (numbers[i][0], i))
+    anchor = first[ref]
+    assert anchor is not None
+    offsets = tuple(anchor - f if f is not None else 0 for f in first)
+    return RankAlignment(False, hosts, tuple(first), ref, offsets)

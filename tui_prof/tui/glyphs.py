@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-# block glyph -> ASCII: density rises , : + * #; idle . ; sync = ; sync+launch % ; the
+# block glyph -> ASCII: density rises , : + * #; idle . ; sync = ; sync+launch % ; communication ~ ; the
 # rest are frame characters
 ASCII = {
     "▁": ",",
@@ -20,6 +20,7 @@ ASCII = {
     "░": ".",
     "▓": "=",
     "▚": "%",
+    "≈": "~",
     "│": "|",
     "▔": "^",
     "▾": "v",

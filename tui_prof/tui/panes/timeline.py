@@ -1,7 +1,9 @@
-"""Timeline pane: the lanes widget, its status line and legend.
+"""Timeline pane: the lanes widget, its header, status line and legend.
 
 It centres on dispatches of the hotspot selection (``selection``, set by the screen),
-cycling through them on each request, and on the evidence of a finding.
+cycling through them on each request, and on the evidence of a finding. On a multi-process
+run the header says which lanes are shown and what their time axis is (the rank lanes: one
+clock, or aligned at each rank's first collective).
 """
 
 from __future__ import annotations
@@ -33,12 +35,20 @@ LEGEND = (
     ("▆", "blue", " host API "),
     ("▆", "cyan", " host op"),
 )
+# the legend of the rank lanes (one row per process: GPU busy, communication, idle)
+RANK_LEGEND = (
+    ("█", "bright_green", " busy "),
+    ("▃", "yellow", " <90% busy "),
+    ("≈", "bright_cyan", " communication "),
+    ("░", "red", " idle"),
+)
 
 
-def legend(ascii: bool = False) -> Text:
-    """The glyphs and their meaning (ASCII glyphs with ``ascii``: tui_prof.tui.glyphs)."""
+def legend(ascii: bool = False, ranks: bool = False) -> Text:
+    """The glyphs and their meaning (ASCII glyphs with ``ascii``: tui_prof.tui.glyphs; the
+    rank lanes' with ``ranks``)."""
     text = plain(no_wrap=True, overflow="ellipsis")
-    for glyph, style, label in LEGEND:
+    for glyph, style, label in RANK_LEGEND if ranks else LEGEND:
         text.append(to_ascii(glyph) if ascii else glyph, style)
         text.append(label)
     return text
@@ -54,10 +64,12 @@ class TimelinePane(Vertical):
         self.view: RunView | None = None
         self._selection: tuple[str, str | None] = ("name", None)
         self.kernel_cycle = 0
+        self._header = ""  # the header shown (TimelineModel.header)
 
     def compose(self) -> ComposeResult:
         with KeyScroll(id="tl-missing"):
             yield Static("", id="tl-missing-text")
+        yield Static("", id="tl-header", classes="status")
         yield Timeline(id="timeline-view")
         yield Static(plain(f"timeline: {COMPUTING}", "dim italic"), id="tl-status", classes="status")
         yield Static(legend(use_ascii()), id="tl-legend", classes="status")
@@ -78,6 +90,7 @@ class TimelinePane(Vertical):
     # -- data from the screen -------------------------------------------------------------
     def on_mount(self) -> None:
         self.query_one("#tl-missing").display = False
+        self.query_one("#tl-header").display = False
 
     def set_view(self, view: RunView) -> None:
         self.view = view
@@ -109,6 +122,13 @@ class TimelinePane(Vertical):
         if not self.timeline.display:
             return
         self.query_one("#tl-status", Static).update(plain(self.timeline.status_text(), no_wrap=True, overflow="ellipsis"))
+        model = self.timeline.model
+        header = model.header if model is not None else ""
+        if header != self._header:  # the lanes shown changed (r): header and legend follow
+            self._header = header
+            self.query_one("#tl-header", Static).update(plain(header, "bold", no_wrap=True, overflow="ellipsis"))  # host names: never markup
+            self.query_one("#tl-header").display = bool(header)
+            self.query_one("#tl-legend", Static).update(legend(use_ascii(), ranks=self.timeline.showing_ranks))
 
     @on(Timeline.ViewChanged, "#timeline-view")
     def _view_changed(self, event: Timeline.ViewChanged) -> None:
@@ -131,17 +151,21 @@ class TimelinePane(Vertical):
             return
         pick = rows.iloc[self.kernel_cycle % len(rows)]
         self.kernel_cycle += 1
-        start = int(pick["t"])
-        end = start + int(pick["dur"])
-        timeline.marker = (int(pick["lane"]), start, end)
-        timeline.centre_on(start, end, int(pick["lane"]))
+        lane, start, end = timeline.dispatch_at(pick)  # rank lanes: its process's lane, on their axis
+        timeline.marker = (lane, start, end)
+        timeline.centre_on(start, end, lane)
         self.notify(f"{value}: dispatch {self.kernel_cycle % len(rows) or len(rows)}/{len(rows)}", timeout=2, markup=False)
 
     def show_gap(self, gap_index: int) -> None:
         """Centre on idle gap ``gap_index`` (its row in ``view.gaps``) and select it."""
         timeline = self.timeline
-        timeline.gap_index = gap_index
-        lane, start, end = timeline.current_gap
+        if timeline.model is None or timeline.model.gap_index(gap_index) < 0:
+            return
+        timeline.gap_index = timeline.model.gap_index(gap_index)
+        gap = timeline.current_gap
+        if gap is None:
+            return
+        lane, start, end = gap
         timeline.call_after_refresh(timeline.centre_on, start, end, lane if lane >= 0 else None)
 
     def set_steps(self, doc: dict | None, origin: int) -> None:
@@ -151,11 +175,16 @@ class TimelinePane(Vertical):
         self.timeline.set_steps(starts, starts + np.array([r["wall_ns"] for r in rows], dtype=np.int64))
 
     def show_range(self, start: int, end: int) -> None:
-        """Zoom to [start, end) (relative ns) on every lane."""
+        """Zoom to [start, end) (relative ns) on every lane (the lanes of every process when
+        the rank lanes are shifted: the range is on the processes' own clocks)."""
         timeline = self.timeline
+        if timeline.model is not None and timeline.model.shifted:
+            timeline.show_ranks(False)
         timeline.call_after_refresh(timeline.set_view, max(start, 0), end)  # a step may start before the first traced event
 
     def show_window(self, start: int, end: int, lane: int) -> None:
-        """Centre on [start, end) of lane ``lane``."""
+        """Centre on [start, end) of lane ``lane`` of every lane (a host or copy row: the rank
+        lanes switch to every lane)."""
         timeline = self.timeline
+        timeline.show_ranks(False)
         timeline.call_after_refresh(timeline.centre_on, start, end, lane)

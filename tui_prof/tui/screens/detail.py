@@ -83,8 +83,7 @@ class DispatchDetailScreen(BackScreen):
 
     def _centre(self) -> None:
         timeline = self.query_one("#detail-timeline", Timeline)
-        lane = int(self.row["lane"])
-        start, end = int(self.row["t"]), int(self.row["t"] + self.row["dur"])
+        lane, start, end = timeline.dispatch_at(self.row)
         timeline.marker = (lane, start, end)
         timeline.call_after_refresh(timeline.centre_on, start, end, lane)
 
@@ -93,5 +92,5 @@ class DispatchDetailScreen(BackScreen):
         event.stop()
         if event.timeline.model is None:
             return
-        start, end = int(self.row["t"]), int(self.row["t"] + self.row["dur"])
-        event.timeline.centre_on(start, end, int(self.row["lane"]))
+        lane, start, end = event.timeline.dispatch_at(self.row)
+        event.timeline.centre_on(start, end, lane)

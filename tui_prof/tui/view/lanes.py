@@ -47,7 +47,7 @@ class Lane:
     """One timeline row: a label and the (merged) intervals it shows."""
 
     label: str
-    kind: str  # "host" (API calls) | "ops" (host ops: markers) | "gpu" | "copy" | "memory"
+    kind: str  # "host" (API calls) | "ops" (host ops: markers) | "gpu" | "copy" | "memory" | "rank" (a process's GPUs and copies)
     start: np.ndarray  # int64 ns, relative to the run origin, merged
     end: np.ndarray
     key: tuple = ()
@@ -59,6 +59,9 @@ class Lane:
     # a "memory" lane: the allocated bytes after each allocation event (analysis.memory), drawn as a level
     level_t: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     level_v: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # a "rank" lane: its communication (collective) kernels, merged, drawn apart from compute
+    comm_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    comm_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def level_frame(self, edges: np.ndarray) -> np.ndarray:
         """Highest allocated level in each cell [edges[i], edges[i+1]) (the level held when the
@@ -136,15 +139,46 @@ class TimelineModel:
     span: int
     gaps: np.ndarray | None = None  # shape (n, 2) relative ns, sorted by start
     gap_lanes: np.ndarray | None = None  # lane index of each gap (-1: whole device)
+    # the row of the run view's gap table (RunView.gaps) of each gap; None: the same order
+    gap_rows: np.ndarray | None = None
+    # what the time axis is, shown above the lanes (multi-process runs; "" shows nothing)
+    header: str = ""
+    # the rank lanes of a multi-process run (one lane per process), which the timeline shows
+    # instead of these lanes until its rank key switches; None for one process
+    ranks: TimelineModel | None = None
+    # rank lanes: per run, its lane, and the ns added to a time relative to the run view's
+    # origin to place it on this model's axis (RunView.kernels "t" + run_shift[run])
+    run_lane: np.ndarray | None = None
+    run_shift: np.ndarray | None = None
     # packed from the lanes in __post_init__
     busy: PackedLanes = field(init=False)
     sync: PackedLanes = field(init=False)
     idle: PackedLanes = field(init=False)
+    comm: PackedLanes | None = field(init=False)  # rank lanes' communication; None without rank lanes
 
     def __post_init__(self) -> None:
         self.busy = PackedLanes([(lane.start, lane.end) for lane in self.lanes], self.span)
         self.sync = PackedLanes([(lane.sync_start, lane.sync_end) for lane in self.lanes], self.span)
         self.idle = PackedLanes([(lane.idle_start, lane.idle_end) for lane in self.lanes], self.span)
+        has_comm = any(lane.kind == "rank" for lane in self.lanes)
+        self.comm = PackedLanes([(lane.comm_start, lane.comm_end) for lane in self.lanes], self.span) if has_comm else None
+
+    @property
+    def shifted(self) -> bool:
+        """Some process's times are shifted (rank lanes aligned at their first collective):
+        times of the run view (steps, kernels) need ``run_shift`` to land on this axis."""
+        return self.run_shift is not None and bool(np.any(self.run_shift != 0))
+
+    def gap_index(self, row: int) -> int:
+        """This model's index of the gap in row ``row`` of the run view's gap table (-1: none)."""
+        if self.gap_rows is None:
+            return row
+        hit = np.flatnonzero(self.gap_rows == row)
+        return int(hit[0]) if hit.size else -1
+
+    def gap_row(self, index: int) -> int:
+        """The run view's gap-table row of this model's gap ``index``."""
+        return int(self.gap_rows[index]) if self.gap_rows is not None else index
 
     def frame(self, t0: int, t1: int, width: int) -> tuple[np.ndarray, np.ndarray]:
         """(busy occupancy, sync occupancy), each (n_lanes, width)."""
@@ -170,6 +204,12 @@ class TimelineModel:
     def idle_frame(self, t0: int, t1: int, width: int) -> np.ndarray:
         """Share of each cell inside a listed idle gap of the lane's agent, (n_lanes, width)."""
         return self.idle.occupancy(t0, t1, width)
+
+    def comm_frame(self, t0: int, t1: int, width: int) -> np.ndarray:
+        """Share of each cell covered by communication kernels, (n_lanes, width) (zeros without rank lanes)."""
+        if self.comm is None:
+            return np.zeros((len(self.lanes), max(int(width), 1)), np.float32)
+        return self.comm.occupancy(t0, t1, width)
 
 
 def synthetic_model(n_events: int, n_lanes: int, seed: int = 0) -> TimelineModel:

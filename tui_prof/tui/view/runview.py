@@ -33,11 +33,12 @@ from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
+from tui_prof.analysis.ranks import RankAlignment, communication_mask, rank_numbers, rank_offsets
 from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
-from tui_prof.tui.view.lanes import Lane, TimelineModel
+from tui_prof.tui.view.lanes import Lane, TimelineModel, merge_intervals
 from tui_prof.tui.view.stats import StatsFrame, stats_frames
 
 # group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key; "operator" and
@@ -330,7 +331,61 @@ class RunView:
                     gap_lanes[m] = members[0]  # the gap's lane: the first lane of its agent
                     for i in members:  # drawn as idle on every lane of the agent (kernels or not)
                         lanes[i].idle_start, lanes[i].idle_end = gs[m], ge[m]
-        return TimelineModel(lanes, origin=origin, span=self.span, gaps=gap_array, gap_lanes=gap_lanes)
+        model = TimelineModel(lanes, origin=origin, span=self.span, gaps=gap_array, gap_lanes=gap_lanes)
+        # rank lanes draw GPU activity: a multi-process run with none (host calls only) keeps every lane
+        if len(self.runset.runs) > 1 and any(len(run.kernels) or len(run.copies) for run in self.runset.runs):
+            model.ranks = self._rank_timeline(gaps)
+            model.header = f"{len(self.runset.runs)} processes, every lane · r: one lane per rank"
+        return model
+
+    def _rank_timeline(self, gaps: pd.DataFrame | None) -> TimelineModel:
+        """One lane per process (rank), in rank order (analysis.ranks.rank_numbers): the busy
+        union of its kernels and copies on all its GPUs, its communication kernels
+        (analysis.ranks.communication_mask) and its agents' idle gaps, on one time axis
+        (analysis.ranks.rank_offsets: the shared clock, or each rank shifted so that its first
+        collective starts with the reference rank's)."""
+        runs = self.runset.runs
+        align = rank_offsets(runs, DEFAULT_CATEGORY_RULES)
+        numbers = rank_numbers(runs)
+        offsets = np.array(align.offsets, dtype=np.int64)
+        if align.shared_clock:  # the full lanes' axis: kernel, gap and step times stay as they are
+            origin, span = self.origin, self.span
+        else:
+            lo = [int(t["start"].min()) + int(offsets[ri]) for ri, r in enumerate(runs) for t in (r.kernels, r.api, r.copies) if len(t)]
+            hi = [int(t["end"].max()) + int(offsets[ri]) for ri, r in enumerate(runs) for t in (r.kernels, r.api, r.copies) if len(t)]
+            origin = min(lo) if lo else 0
+            span = max((max(hi) - origin) if hi else 1, 1)
+        run_shift = offsets + np.int64(self.origin - origin)
+        order = sorted(range(len(runs)), key=lambda i: (numbers[i][0], i))
+        run_lane = np.empty(len(runs), dtype=np.int64)
+        run_lane[order] = np.arange(len(runs), dtype=np.int64)
+        lanes: list[Lane] = []
+        for ri in order:
+            run = runs[ri]
+            k, c = run.kernels, run.copies
+            shift = np.int64(int(offsets[ri]) - origin)
+            ks, ke = k["start"].to_numpy().astype(np.int64) + shift, k["end"].to_numpy().astype(np.int64) + shift
+            cs, ce = c["start"].to_numpy().astype(np.int64) + shift, c["end"].to_numpy().astype(np.int64) + shift
+            busy_s, busy_e = merge_intervals(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
+            host = f" {run.meta.hostname}" if align.hosts > 1 and run.meta.hostname else ""
+            lane = Lane(f"rank {numbers[ri][0]}{host}", "rank", busy_s, busy_e, key=(ri, "rank"))
+            comm = communication_mask(k, DEFAULT_CATEGORY_RULES)
+            lane.comm_start, lane.comm_end = merge_intervals(ks[comm], ke[comm])
+            lanes.append(lane)
+        gap_array = gap_lanes = gap_rows = None
+        if gaps is not None:
+            g_run = gaps["run"].to_numpy().astype(np.int64)
+            gs = gaps["start"].to_numpy().astype(np.int64) - self.origin + run_shift[g_run]
+            ge = gaps["end"].to_numpy().astype(np.int64) - self.origin + run_shift[g_run]
+            gap_rows = np.argsort(gs, kind="stable")  # shifted ranks: start order again, for n / N
+            gap_array = np.stack([gs[gap_rows], ge[gap_rows]], axis=1) if len(gaps) else np.zeros((0, 2), np.int64)
+            gap_lanes = run_lane[g_run][gap_rows]
+            for ri in range(len(runs)):
+                m = g_run == ri
+                lanes[int(run_lane[ri])].idle_start, lanes[int(run_lane[ri])].idle_end = gs[m], ge[m]
+        model = TimelineModel(lanes, origin=origin, span=span, gaps=gap_array, gap_lanes=gap_lanes, gap_rows=gap_rows, run_lane=run_lane, run_shift=run_shift)
+        model.header = rank_header(align, runs) + " · r: every lane"
+        return model
 
     def _compute_launches(self) -> pd.DataFrame | None:
         links = self._details_of("links")
@@ -344,6 +399,20 @@ class RunView:
         if not parts:
             return None
         return pd.concat(parts, ignore_index=True).set_index("kernel_row")
+
+
+def rank_header(align: RankAlignment, runs: list[Run]) -> str:
+    """What the rank lanes' time axis is: one clock (and whose), or aligned at the first collective."""
+    n = len(runs)
+    if align.shared_clock:
+        host = runs[0].meta.hostname if runs else ""
+        return f"{n} ranks on one clock ({f'host {host}' if host else 'no host recorded: one clock assumed'})"
+    if align.reference is None:
+        return f"{n} ranks on {align.hosts} unrelated clocks, none with a collective: unshifted"
+    text = f"{n} ranks aligned at their first collective: {align.hosts} hosts"
+    if align.unaligned:
+        text += f", {align.unaligned} without a collective unshifted"
+    return text
 
 
 class LoadError(Exception):

@@ -15,6 +15,11 @@ rows are in the sync colour: ``▓`` when the cell holds only sync time, ``▚``
 calls are interleaved with other API calls in the cell (a sync after every launch);
 GPU cells at least 90% busy are green, less busy ones yellow; the selected interval is shown reversed; the current gap is underlined ``▔``
 on the ruler.
+
+A multi-process run starts on its rank lanes (``TimelineModel.ranks``: one row per process,
+its GPUs' busy time drawn like a GPU row); a cell where communication (collective) kernels
+take at least half the busy time is ``≈`` in the communication colour. ``r`` switches
+between the rank lanes and every lane.
 """
 
 from __future__ import annotations
@@ -36,11 +41,13 @@ BLOCKS = np.array([ord(c) for c in " ▁▂▃▄▅▆▇█"], dtype=np.uint32
 IDLE_GLYPH = ord("░")
 SYNC_GLYPH = ord("▓")
 MIXED_GLYPH = ord("▚")  # sync calls interleaved with other API calls in one cell
+COMM_GLYPH = ord("≈")  # a rank lane's cell mostly in communication (collective) kernels
+COMM_SHARE = 0.5  # share of a cell's busy time in communication that draws it as communication
 BUSY_THRESHOLD = 0.9  # a GPU cell at least this busy is "busy", below it "partly idle"
 MIXED_THRESHOLD = 0.02  # non-sync API share of a cell that makes a sync cell "mixed"
 
 # style codes of a cell
-S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP, S_MEM = range(10)
+S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP, S_MEM, S_COMM = range(11)
 STYLE_CLASSES = {
     S_BUSY: "timeline--busy",
     S_PARTIAL: "timeline--partial",
@@ -51,6 +58,7 @@ STYLE_CLASSES = {
     S_GAP: "timeline--gap",
     S_OP: "timeline--op",
     S_MEM: "timeline--mem",
+    S_COMM: "timeline--comm",
 }
 
 
@@ -71,7 +79,7 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
     glyph = BLOCKS[levels(busy)]
     style = np.full((n, cells), S_BLANK, dtype=np.int8)
     kinds = np.array([lane.kind for lane in model.lanes])
-    gpu = kinds == "gpu"
+    gpu = (kinds == "gpu") | (kinds == "rank")  # a rank lane is its GPUs' busy time
     edges = t0 + (np.arange(cells + 1, dtype=np.int64) * (t1 - t0)) // cells
     mid = (edges[:-1] + edges[1:]) // 2
     if gpu.any():
@@ -88,6 +96,13 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
         gl = np.where((b <= 0) & inside, IDLE_GLYPH, np.where(b >= BUSY_THRESHOLD, glyph[g], partial))
         style[g] = st
         glyph[g] = gl
+    rank = np.flatnonzero(kinds == "rank")
+    if rank.size:  # communication: a cell whose busy time is mostly collective kernels
+        comm = model.comm_frame(t0, t1, cells)[rank]
+        b = busy[rank]
+        is_comm = (comm > 0) & (comm >= COMM_SHARE * b)
+        style[rank] = np.where(is_comm, S_COMM, style[rank])
+        glyph[rank] = np.where(is_comm, COMM_GLYPH, glyph[rank])
     copy = np.flatnonzero(kinds == "copy")
     if copy.size:
         b = busy[copy]
@@ -141,6 +156,7 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--sync { color: ansi_bright_magenta; }
     Timeline > .timeline--op { color: ansi_cyan; }
     Timeline > .timeline--mem { color: ansi_bright_blue; }
+    Timeline > .timeline--comm { color: ansi_bright_cyan; }
     Timeline > .timeline--mark { color: ansi_bright_white; background: ansi_blue; text-style: bold; }
     """
     COMPONENT_CLASSES = {"timeline--label", "timeline--label-cursor", "timeline--ruler", *STYLE_CLASSES.values()}
@@ -160,6 +176,7 @@ class Timeline(Widget, can_focus=True):
         Binding("Y", "sync(-1)", "Prev sync", id="timeline.prev_sync"),
         Binding("c", "centre_selected", "Go to kernel", id="timeline.goto_kernel"),
         Binding("enter", "open_gap", "Gap calls", id="timeline.open_gap"),
+        Binding("r", "toggle_ranks", "Rank lanes", id="timeline.ranks"),
     ]
 
     class ViewChanged(Message):
@@ -196,9 +213,11 @@ class Timeline(Widget, can_focus=True):
 
     def __init__(self, model: TimelineModel | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.model = model
+        self.full_model = model  # every lane; ``model`` is it or its rank lanes
+        self.rank_lanes = True  # a multi-process run shows its rank lanes until ``r``
+        self.model = model.ranks if model is not None and model.ranks is not None else model
         self.t0 = 0
-        self.t1 = model.span if model else 1
+        self.t1 = self.model.span if self.model else 1
         self.lane_cursor = 0
         self.lane_top = 0
         self.gap_index = -1
@@ -213,19 +232,72 @@ class Timeline(Widget, can_focus=True):
         self._styles: dict = {}
         self._strips: dict = {}
 
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
-
     # -- model / view state ---------------------------------------------------------
     def set_model(self, model: TimelineModel) -> None:
-        self.model = model
+        self.full_model = model
+        self.model = model.ranks if self.rank_lanes and model.ranks is not None else model
         self.gap_index = -1
         self.sync_index = -1
         self.marker = None
         self.lane_cursor = 0
         self.lane_top = 0
         self.action_fit()
+        self.refresh_bindings()
+
+    @property
+    def showing_ranks(self) -> bool:
+        """The rank lanes are shown (a multi-process run, not switched to every lane)."""
+        return self.model is not None and self.full_model is not None and self.model is self.full_model.ranks
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """``r`` only where there are rank lanes (runs of several processes)."""
+        if action == "toggle_ranks":
+            return self.full_model is not None and self.full_model.ranks is not None
+        return True
+
+    def action_toggle_ranks(self) -> None:
+        """Switch between the rank lanes and every lane, keeping the time shown (when both
+        lanes share the axis) and the selected gap."""
+        self.show_ranks(not self.showing_ranks)
+
+    def show_ranks(self, ranks: bool) -> None:
+        """Show the rank lanes (``ranks``) or every lane."""
+        full = self.full_model
+        if full is None or full.ranks is None or ranks == self.showing_ranks:
+            return
+        old = self.model
+        assert old is not None
+        row = old.gap_row(self.gap_index) if self.gap_index >= 0 else -1
+        self.rank_lanes = ranks
+        self.model = full.ranks if ranks else full
+        same_axis = old.origin == self.model.origin and not old.shifted and not self.model.shifted
+        self.gap_index = self.model.gap_index(row) if row >= 0 else -1
+        self.sync_index = -1
+        self.marker = None
+        self.lane_cursor = 0
+        self.lane_top = 0
+        self._cache_key = None
+        self._strips = {}
+        if self.gap_index >= 0:
+            lane, start, end = self.current_gap or (-1, 0, 1)
+            self.centre_on(start, end, lane if lane >= 0 else None, zoom=False)
+        elif same_axis:
+            self.set_view(self.t0, self.t1)
+        else:
+            self.action_fit()
+        self.refresh_bindings()
+
+    def dispatch_at(self, row) -> tuple[int, int, int]:
+        """(lane, start, end) of a dispatch (a row of RunView.kernels: ``lane``, ``run``, ``t``,
+        ``dur``) on the lanes shown: on the rank lanes, its process's lane on their axis."""
+        lane, start = int(row["lane"]), int(row["t"])
+        end = start + int(row["dur"])
+        model = self.model
+        if model is not None and model.run_lane is not None and model.run_shift is not None:
+            run = int(row["run"])
+            shift = int(model.run_shift[run])
+            return int(model.run_lane[run]), start + shift, end + shift
+        return lane, start, end
 
     @property
     def label_width(self) -> int:
@@ -299,14 +371,15 @@ class Timeline(Widget, can_focus=True):
 
     def action_gap(self, step: int) -> None:
         """Jump to the next (step=1) or previous (-1) idle gap after/before the view centre."""
-        gaps = self.model.gaps if self.model else None
-        if gaps is None or len(gaps) == 0:
+        model = self.model
+        gaps = model.gaps if model else None
+        if model is None or gaps is None or len(gaps) == 0:
             self.notify("No idle gaps (or the gap analysis is not available)", severity="warning")
             return
         if self.gap_index < 0:
             # first jump: the first gap starting in the view (or the last one before its end)
             starts = gaps[:, 0]
-            index = int(np.searchsorted(self.step_ends, self.t0, side="right")) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
+            index = int(np.searchsorted(starts, self.t0)) if step > 0 else int(np.searchsorted(starts, self.t1)) - 1
         else:
             index = self.gap_index + step
         if not 0 <= index < len(gaps):
@@ -314,7 +387,7 @@ class Timeline(Widget, can_focus=True):
             return
         self.gap_index = index
         start, end = int(gaps[index, 0]), int(gaps[index, 1])
-        lane = int(self.model.gap_lanes[index]) if self.model.gap_lanes is not None else -1
+        lane = int(model.gap_lanes[index]) if model.gap_lanes is not None else -1
         self.centre_on(start, end, lane if lane >= 0 else None)
 
     def set_steps(self, starts: np.ndarray, ends: np.ndarray) -> None:
@@ -375,8 +448,9 @@ class Timeline(Widget, can_focus=True):
         self.post_message(self.CentreRequested(self))
 
     def action_open_gap(self) -> None:
-        if self.gap_index >= 0:
-            self.post_message(self.GapOpened(self, self.gap_index))
+        if self.gap_index >= 0 and self.model is not None:
+            # the run view's gap row: rank lanes list the gaps in their own (shifted) order
+            self.post_message(self.GapOpened(self, self.model.gap_row(self.gap_index)))
         else:
             self.notify("Select a gap first with n / N", severity="information")
 
@@ -461,7 +535,7 @@ class Timeline(Widget, can_focus=True):
             elif 0 <= col < cells and line[col] == " ":
                 line[col] = "'"
             t += step
-        marks = self.step_marks
+        marks = self.step_marks if not self.model or not self.model.shifted else self.step_marks[:0]  # steps are on the processes' own clocks
         if len(marks):  # a step boundary in the view: a tick where the time labels left room
             inside = marks[(marks >= self.t0) & (marks < self.t1)]
             for t in inside.tolist():
@@ -496,7 +570,7 @@ class Timeline(Widget, can_focus=True):
         cell = (self.t1 - self.t0) / max(self.cells, 40)
         text = f"view {fmt_at(self.t0, cell)}–{fmt_at(self.t1, cell)} ({fmt_ns(self.t1 - self.t0)})  lane: {lane}"
         gap = self.current_gap
-        if gap is not None:
+        if gap is not None and self.model.gaps is not None:
             text += f"  gap {self.gap_index + 1}/{len(self.model.gaps)}: {fmt_ns(gap[2] - gap[1])} idle"
         sync = self.current_sync
         if sync is not None:
