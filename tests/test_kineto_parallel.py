@@ -2,9 +2,10 @@
 equal the serial read's exactly, and damaged files must give the serial read's error.
 
 The parallel path is forced on small files by lowering the size thresholds; the workers
-are real subprocesses (kineto.start_worker). Each load's reads are watched (``reads``), so
-one load shows both that the parallel read succeeded or failed (no silent fallback) and
-what the loader made of it: a worker start costs an interpreter and its imports."""
+are real subprocesses (kineto.start_worker), each an interpreter start and its imports, so
+no check reads a file in parallel twice: the reads of one load are watched (``reads``),
+which shows whether its parallel read succeeded (no silent serial fallback) or raised,
+and the same load gives the run compared with the serial read's."""
 
 import gzip
 import json
