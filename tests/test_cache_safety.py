@@ -5,6 +5,7 @@ parsed again and replaced. Each test builds its hostile folder by hand."""
 import json
 import os
 import random
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -46,13 +47,22 @@ class RunDir(type(Path())):  # type: ignore[misc]
     expected = None
 
 
-@pytest.fixture
-def run_dir(tmp_path):
-    """One rocprofv3 CSV process (60 dispatches) and its known answers."""
-    root = RunDir(tmp_path / "run")
+@pytest.fixture(scope="module")
+def run_template(tmp_path_factory):
+    """One rocprofv3 CSV process (60 dispatches), written once per module, and its known answers."""
+    root = tmp_path_factory.mktemp("template") / "run"
     run = build(SynthSpec(iterations=6, kernels_per_iteration=10, seed=3, pid=777), hostname="h")
     write_rocprofv3_csv(run, root, hostname="h", pid=777)
-    root.expected = run.expected
+    return root, run.expected
+
+
+@pytest.fixture
+def run_dir(tmp_path, run_template):
+    """A private copy of :func:`run_template` (each test may damage its own) and its known answers."""
+    template, expected = run_template
+    root = RunDir(tmp_path / "run")
+    shutil.copytree(template, root)
+    root.expected = expected
     return root
 
 

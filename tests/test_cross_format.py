@@ -1,30 +1,34 @@
 """One synthetic program written in every rocprofv3/PyTorch format gives the same analysis.
 
-The run is built once (`tui_prof.synth`) and written by the CLI as rocprofv3 CSV, rocpd,
-pftrace and Kineto; each directory is summarised through the real `tuiprof summary --json`
-path, and every format-independent number must be equal — and equal to the generator's
-known answers.
+The run is built once (`tui_prof.synth`) and written by its command line (`python -m
+tui_prof.synth`'s main) as rocprofv3 CSV, rocpd, pftrace and Kineto; each directory is
+summarised through the real `tuiprof summary --json` entry point (cli.main, in this
+process: a fresh interpreter per call would only add its start-up), and every
+format-independent number must be equal — and equal to the generator's known answers.
 """
 
+import contextlib
+import io
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tui_prof import cli, synth
 from tui_prof.synth import SynthSpec, build
 
 FORMATS = ("csv", "rocpd", "pftrace", "kineto")
 
 
+def run_main(main, argv: list[str]) -> str:
+    """What ``main(argv)`` prints on stdout; it must exit 0."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0, argv
+    return out.getvalue()
+
+
 def summarise(path) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "tui_prof.cli", "summary", str(path), "--json", "--top", "0", "--no-cache"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return json.loads(out)
+    return json.loads(run_main(cli.main, ["summary", str(path), "--json", "--top", "0", "--no-cache"]))
 
 
 def comparable(summary: dict) -> dict:
@@ -43,11 +47,7 @@ def summaries(tmp_path_factory):
     root = tmp_path_factory.mktemp("formats")
     result = {}
     for fmt in FORMATS:
-        subprocess.run(
-            [sys.executable, "-m", "tui_prof.synth", str(root / fmt), "--format", fmt, "--dispatches", "300", "--sync", "per_launch", "--seed", "3"],
-            capture_output=True,
-            check=True,
-        )
+        run_main(synth.main, [str(root / fmt), "--format", fmt, "--dispatches", "300", "--sync", "per_launch", "--seed", "3"])
         result[fmt] = summarise(root / fmt)
     return result
 

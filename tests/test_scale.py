@@ -143,15 +143,16 @@ def test_64_ranks_load_as_64_runs_with_their_totals(ranks_dir, cache_dir, monkey
     assert not parallel.errors
     assert per_run_totals(parallel) == answers
 
-    monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "1")  # the serial load gives the same run set
-    serial = load_path(root)
+    # the serial load gives the same run set; it parses, so it also writes the cache entries
+    monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "1")
+    serial = load_path(root, use_cache=True)
+    assert len(entries(cache_dir)) == 64  # one entry per process
     assert [r.meta.label for r in serial.runs] == [r.meta.label for r in parallel.runs]
     for a, b in zip(serial.runs, parallel.runs):
         for name in TABLES:
             pd.testing.assert_frame_equal(a.table(name), b.table(name))
 
-    load_path(root, use_cache=True)  # writes the entry
-    reopened = load_path(root, use_cache=True)
+    reopened = load_path(root, use_cache=True)  # from the entries
     assert per_run_totals(reopened) == answers
 
 

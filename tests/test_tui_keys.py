@@ -3,6 +3,7 @@ pane, scrolling the hardware pane and the help by keyboard."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 from synthetic import synthetic_runset
@@ -16,22 +17,43 @@ ROCPD_8_GPUS = Path(__file__).parent / "data" / "rocpd" / "28_results.db"
 TABS = ["hotspots", "timeline", "hardware", "findings", "counters", "issues"]
 
 
+def every_transition(keys: int) -> list[int]:
+    """keys² + 1 presses in which every ordered pair (from, to) of the ``keys`` keys, the
+    same key twice included, occurs exactly once as two consecutive presses (a de Bruijn
+    sequence of order 2, made linear)."""
+    walk = []
+    for a in range(keys):
+        walk.append(a)
+        for b in range(a + 1, keys):
+            walk += [a, b]
+    return walk + [0]
+
+
+def test_every_transition_walk_covers_each_pair_once():
+    walk = every_transition(6)
+    assert len(walk) == 37
+    assert sorted(pairwise(walk)) == [(a, b) for a in range(6) for b in range(6)]
+
+
 def test_pane_keys_from_every_pane():
     """1–6 from each of the six panes shows the pane pressed and it stays shown (Findings
-    → 3 or 6 switched back to Findings when focus stayed in the hidden table)."""
+    → 3 or 6 switched back to Findings when focus stayed in the hidden table). One walk
+    through the 36 (from, to) pairs, each once: every press lands on the pane the previous
+    press showed and checked."""
     runset, _ = synthetic_runset("per_launch")
 
     async def flow(app, pilot):
         tabs = app.main.query_one("#tabs", TabbedContent)
-        for src in range(6):
-            for dst in range(6):
-                await press(app, pilot, str(src + 1), str(dst + 1))
-                for _ in range(3):
-                    await pilot.pause(0.03)
-                assert tabs.active == TABS[dst], (TABS[src], TABS[dst], tabs.active)
-                # the shown pane holds the focus, so its keys work without Tab
-                assert app.focused is not None and app.focused.id is not None
-                assert app.main.query_one(f"#{TABS[dst]}").query(f"#{app.focused.id}")
+        walk = every_transition(6)
+        for src, dst in zip([TABS.index(tabs.active)] + walk[:-1], walk):
+            assert tabs.active == TABS[src], (TABS[src], tabs.active)
+            await press(app, pilot, str(dst + 1))
+            for _ in range(3):
+                await pilot.pause(0.03)
+            assert tabs.active == TABS[dst], (TABS[src], TABS[dst], tabs.active)
+            # the shown pane holds the focus, so its keys work without Tab
+            assert app.focused is not None and app.focused.id is not None
+            assert app.main.query_one(f"#{TABS[dst]}").query(f"#{app.focused.id}")
 
     drive(TuiProfApp(runset), flow)
 
