@@ -13,6 +13,8 @@ breaks the CSV grammar is re-quoted line by line and read again. A last line cut
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,6 +48,7 @@ from tui_prof.loaders.base import (
 )
 from tui_prof.model import Agent, Run, make_table
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, compact_int, concat_tables
+from tui_prof.threads import Job, background
 
 LOADER = LoaderSpec(
     format="rocprofv3-csv",
@@ -878,6 +881,18 @@ def _read_kind(kind: str) -> str:
     return "stats"
 
 
+def _read_early(files: list[DetectedFile]) -> dict[int, Job]:
+    """Start reading the API trace files of a group in a daemon thread, so that they parse
+    while the kernel trace is read in the calling thread (pyarrow parses without the GIL):
+    ``{id(item): Job}``. The tables are still built in file order by the caller."""
+    api = [item for item in files if _read_kind(item.kind) == "api_trace"]
+    if not api or len(api) == len(files):
+        return {}
+    context = contextvars.copy_context()  # the load's cancel event
+    jobs = background([functools.partial(context.run, read_csv_table, item.path, "api_trace") for item in api], name="tuiprof-csv-api")
+    return {id(item): job for item, job in zip(api, jobs) if job is not None}
+
+
 def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run | None:
     directory, _, prefix = group.rpartition("/")
     run = Run()
@@ -900,13 +915,15 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
     pids: set[int] = set()
+    early = _read_early(files)
     for item in files:
         if item.kind == "agent_info":
             continue
         kind = item.kind
         read_kind = _read_kind(kind)
         try:
-            cols, warnings, truncated, malformed = read_csv_table(item.path, read_kind)
+            job = early.get(id(item))
+            cols, warnings, truncated, malformed = job.result() if job is not None else read_csv_table(item.path, read_kind)
             if read_kind == "kernel_trace":
                 kernels.append(_kernels(cols, resolver))
             elif read_kind == "api_trace":
