@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -423,6 +424,38 @@ def _utf8(data: bytes) -> tuple[bytes, bool]:
         return data.decode("utf-8", "replace").encode("utf-8"), True
 
 
+_POOL: list[pa.MemoryPool] = []
+_POOL_LOCK = threading.Lock()
+
+
+def parse_pool() -> pa.MemoryPool:
+    """The memory pool the CSV parse allocates from: Arrow's jemalloc pool with page purging
+    left to :func:`release_parse_memory` (at the end of each load), where pyarrow has jemalloc.
+
+    pyarrow's default pool (mimalloc) and jemalloc's default decay hand freed blocks back
+    to the OS as the parse runs (``madvise``), block by block, and the parse threads fault
+    the same pages in again; at 1M dispatches that is ≈ 0.4–1 s of system CPU time and the
+    parse threads wait on the kernel's memory-map lock (bench/bench_csv.py, docs/performance.md).
+    The decay setting applies to jemalloc arenas created after it, which are Arrow's own:
+    nothing else in the process allocates from them."""
+    with _POOL_LOCK:
+        if not _POOL:
+            try:
+                pool = pa.jemalloc_memory_pool()
+                pa.jemalloc_set_decay_ms(-1)
+            except (NotImplementedError, pa.ArrowException):  # a pyarrow built without jemalloc
+                pool = pa.default_memory_pool()
+            _POOL.append(pool)
+        return _POOL[0]
+
+
+def release_parse_memory() -> None:
+    """Hand the parse's freed blocks back to the OS (the tables keep only what they hold;
+    without this the process keeps ~150 B per dispatch of parse buffers at 1M dispatches)."""
+    parse_pool().release_unused()
+    pa.default_memory_pool().release_unused()
+
+
 def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) -> tuple[pa.Table, list[str]]:
     """Parse with pyarrow. ``skip_bad``: rows with the wrong number of fields are skipped
     and their text returned (``source`` must then hold valid UTF-8, see ``_utf8``);
@@ -443,6 +476,7 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 read_options=pcsv.ReadOptions(use_threads=True, block_size=block_size),
                 parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid if skip_bad else None),
                 convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types, strings_can_be_null=False),
+                memory_pool=parse_pool(),
             )
             return table, bad
         except pa.ArrowInvalid as err:
@@ -555,7 +589,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         arr = table.column(col)
         dtype = types[col]
         if dtype == TEXT:
-            series = arr.to_pandas()
+            series = arr.to_pandas(memory_pool=parse_pool())
             if not isinstance(series.dtype, pd.CategoricalDtype):
                 series = series.astype("category")
             if series.isna().any():
@@ -1034,7 +1068,5 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
         run = _load_group(group, items, issues)
         if run is not None:
             runs.append(run)
-    # Hand the parser's freed blocks back to the OS: the tables keep only what they hold
-    # (without this the process keeps ~150 B per dispatch of parse buffers at 1M dispatches).
-    pa.default_memory_pool().release_unused()
+    release_parse_memory()
     return runs
