@@ -488,12 +488,30 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 source.seek(0)
 
 
+_INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+
+
+def _int_column(arr: pa.ChunkedArray, narrow: bool) -> np.ndarray:
+    """One integer column as a numpy array, -1 for blanks: int32 when ``narrow`` and every
+    value fits (cast chunk by chunk in Arrow, so the one copy into numpy is half the size and
+    the table's int32 columns take it as it is), else int64."""
+    if arr.null_count:  # fill_null copies every chunk: skipped for the usual column without blanks
+        arr = pc.fill_null(arr, UNKNOWN)
+    if narrow and len(arr):
+        bounds = pc.min_max(arr).as_py()
+        if _INT32_RANGE[0] <= bounds["min"] and bounds["max"] <= _INT32_RANGE[1]:
+            arr = pc.cast(arr, pa.int32(), safe=False, memory_pool=parse_pool())
+    return arr.to_numpy()
+
+
 def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bool, int]:
     """Read one file of ``kind`` into ``{lower-case column: array}``.
 
     Returns (columns, warnings, truncated, malformed rows skipped). Integer columns come
-    back as int64 numpy arrays with -1 for blanks, text columns as pandas Categorical
-    series, floats as float64 with NaN. Raises LoadError for a file that cannot be parsed.
+    back as numpy arrays with -1 for blanks: int32 where every value fits and the file is
+    a trace (its tables store such columns as int32, see ``model.schema.COMPACT``), else
+    int64; text columns as pandas Categorical series, floats as float64 with NaN.
+    Raises LoadError for a file that cannot be parsed.
 
     The first parse is strict (no per-row callback: the fast path for good files); a
     file with a malformed row is read again from memory, made valid UTF-8, with
@@ -599,8 +617,8 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
             columns[low] = arr.to_numpy(zero_copy_only=False).astype(np.float64)
         elif dtype == UINT:
             columns[low] = (arr if arr.null_count == 0 else pc.fill_null(arr, 0)).to_numpy().view(np.int64)
-        else:  # fill_null copies every chunk: skip it for the usual column without blanks
-            columns[low] = (arr if arr.null_count == 0 else pc.fill_null(arr, UNKNOWN)).to_numpy()
+        else:
+            columns[low] = _int_column(arr, narrow=kind != "stats")
     return columns, warnings, truncated, len(bad)
 
 
