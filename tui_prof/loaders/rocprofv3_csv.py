@@ -429,20 +429,18 @@ _POOL_LOCK = threading.Lock()
 
 
 def parse_pool() -> pa.MemoryPool:
-    """The memory pool the CSV parse allocates from: Arrow's jemalloc pool with page purging
-    left to :func:`release_parse_memory` (at the end of each load), where pyarrow has jemalloc.
+    """The memory pool the CSV parse allocates from: Arrow's jemalloc pool where pyarrow has
+    it, else the default pool.
 
-    pyarrow's default pool (mimalloc) and jemalloc's default decay hand freed blocks back
-    to the OS as the parse runs (``madvise``), block by block, and the parse threads fault
-    the same pages in again; at 1M dispatches that is ≈ 0.4–1 s of system CPU time and the
-    parse threads wait on the kernel's memory-map lock (bench/bench_csv.py, docs/performance.md).
-    The decay setting applies to jemalloc arenas created after it, which are Arrow's own:
-    nothing else in the process allocates from them."""
+    pyarrow's default pool (mimalloc) hands the parse's freed blocks back to the OS one by
+    one as it goes, and the parse threads fault the same pages in again: parsing the 1M
+    dispatches' kernel trace took ≈ 3 s of system CPU time with it against ≈ 0.8 s with
+    jemalloc, whose freed pages are reused and handed back after a decay time
+    (docs/performance.md, issue 18). Nothing else in the process allocates from this pool."""
     with _POOL_LOCK:
         if not _POOL:
             try:
                 pool = pa.jemalloc_memory_pool()
-                pa.jemalloc_set_decay_ms(-1)
             except (NotImplementedError, pa.ArrowException):  # a pyarrow built without jemalloc
                 pool = pa.default_memory_pool()
             _POOL.append(pool)
