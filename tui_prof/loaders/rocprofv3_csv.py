@@ -428,7 +428,7 @@ _POOL: list[pa.MemoryPool] = []
 _POOL_LOCK = threading.Lock()
 
 
-def parse_pool() -> pa.MemoryPool:
+def _parse_pool() -> pa.MemoryPool:
     """The memory pool the CSV parse allocates from: Arrow's jemalloc pool where pyarrow has
     it, else the default pool.
 
@@ -447,10 +447,11 @@ def parse_pool() -> pa.MemoryPool:
         return _POOL[0]
 
 
-def release_parse_memory() -> None:
-    """Hand the parse's freed blocks back to the OS (the tables keep only what they hold;
-    without this the process keeps ~150 B per dispatch of parse buffers at 1M dispatches)."""
-    parse_pool().release_unused()
+def _release_parse_memory() -> None:
+    """Ask both pools to hand the parse's freed blocks back to the OS (jemalloc does so
+    within its decay time, ≈ 1 s): the tables keep only what they hold, where the process
+    would otherwise keep ~150 B per dispatch of parse buffers at 1M dispatches."""
+    _parse_pool().release_unused()
     pa.default_memory_pool().release_unused()
 
 
@@ -474,7 +475,7 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 read_options=pcsv.ReadOptions(use_threads=True, block_size=block_size),
                 parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid if skip_bad else None),
                 convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types, strings_can_be_null=False),
-                memory_pool=parse_pool(),
+                memory_pool=_parse_pool(),
             )
             return table, bad
         except pa.ArrowInvalid as err:
@@ -498,7 +499,7 @@ def _int_column(arr: pa.ChunkedArray, narrow: bool) -> np.ndarray:
     if narrow and len(arr):
         bounds = pc.min_max(arr).as_py()
         if _INT32_RANGE[0] <= bounds["min"] and bounds["max"] <= _INT32_RANGE[1]:
-            arr = pc.cast(arr, pa.int32(), safe=False, memory_pool=parse_pool())
+            arr = pc.cast(arr, pa.int32(), safe=False, memory_pool=_parse_pool())
     return arr.to_numpy()
 
 
@@ -605,7 +606,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         arr = table.column(col)
         dtype = types[col]
         if dtype == TEXT:
-            series = arr.to_pandas(memory_pool=parse_pool())
+            series = arr.to_pandas(memory_pool=_parse_pool())
             if not isinstance(series.dtype, pd.CategoricalDtype):
                 series = series.astype("category")
             if series.isna().any():
@@ -1084,5 +1085,5 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
         run = _load_group(group, items, issues)
         if run is not None:
             runs.append(run)
-    release_parse_memory()
+    _release_parse_memory()
     return runs
