@@ -883,3 +883,52 @@ def test_address_beyond_64_bits_is_unknown():
     assert v3._hex_or_int("9" * 30) == UNKNOWN
     assert v3._hex_or_int("0xffffffffffffffff") == -1  # 2**64 - 1 as two's complement
     assert v3._hex_or_int("0x00007ffb26354000") == 0x7FFB26354000
+
+
+# --------------------------------------------------------------------------- read speed paths (issue 18)
+
+
+def test_int_columns_are_int32_only_when_every_value_fits(tmp_path):
+    """A trace column whose values all fit comes out of Arrow as int32; one value beyond
+    int32 keeps the column int64 with that value exact; stats files stay int64."""
+    with open(DOCS7 / "kernel_trace.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    column = [h.lower() for h in rows[0]].index("correlation_id")
+    rows[1][column] = str(3_000_000_000)
+    path = tmp_path / "7_kernel_trace.csv"
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    cols, _, truncated, malformed = v3.read_csv_table(path, "kernel_trace")
+    expected = [int(r[column]) for r in rows[1:]]
+    assert (truncated, malformed) == (False, 0)
+    assert cols["correlation_id"].dtype == np.int64
+    assert cols["correlation_id"].tolist() == expected
+    assert cols["queue_id"].dtype == np.int32
+    assert cols["queue_id"].tolist() == [int(r["queue_id"]) for r in csv_rows(path)]
+    assert cols["start_timestamp"].dtype == np.int64  # ns since boot: beyond int32
+    run = load_one(path)
+    assert run.kernels["correlation_id"].dtype == np.int64
+    assert run.kernels["correlation_id"].tolist() == expected
+    stats, _, _, _ = v3.read_csv_table(DOCS7 / "hip_api_stats.csv", "stats")
+    assert stats["calls"].dtype == np.int64
+    assert stats["calls"].tolist() == [int(r["calls"]) for r in csv_rows(DOCS7 / "hip_api_stats.csv")]
+
+
+def test_api_file_read_beside_the_kernel_file_gives_the_same_run(tmp_path, monkeypatch):
+    """The API trace parses in a thread of its own while the kernel trace is read: the run is
+    the one a file-by-file read gives, and a broken API file is still one issue naming it."""
+    kernels = copy_as(DOCS7 / "kernel_trace.csv", tmp_path / "h" / "5_kernel_trace.csv")
+    api = copy_as(DOCS7 / "hsa_api_trace.csv", tmp_path / "h" / "5_hsa_api_trace.csv")
+    beside = load_one(kernels, api)
+    monkeypatch.setattr(v3, "_read_early", lambda files: {})
+    serial = load_one(kernels, api)
+    assert len(beside.api) == len(csv_rows(api))
+    assert beside.api.equals(serial.api) and beside.kernels.equals(serial.kernels)
+    assert beside.meta.files == serial.meta.files
+    monkeypatch.undo()
+    api.write_text(api.read_text().replace(",197,197,1,", ",197,197,x1,", 1))  # not an integer: the read raises in its thread
+    issues = IssueSink()
+    run = load_one(kernels, api, issues=issues)
+    assert len(run.kernels) == 9 and len(run.api) == 0
+    assert [i.path for i in issues.issues] == [str(api)]
+    assert "cannot parse CSV" in issues.issues[0].message

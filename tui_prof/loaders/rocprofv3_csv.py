@@ -13,7 +13,10 @@ breaks the CSV grammar is re-quoted line by line and read again. A last line cut
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,7 @@ from tui_prof.loaders.base import (
 )
 from tui_prof.model import Agent, Run, make_table
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, compact_int, concat_tables
+from tui_prof.threads import Job, background
 
 LOADER = LoaderSpec(
     format="rocprofv3-csv",
@@ -420,6 +424,37 @@ def _utf8(data: bytes) -> tuple[bytes, bool]:
         return data.decode("utf-8", "replace").encode("utf-8"), True
 
 
+_POOL: list[pa.MemoryPool] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _parse_pool() -> pa.MemoryPool:
+    """The memory pool the CSV parse allocates from: Arrow's jemalloc pool where pyarrow has
+    it, else the default pool.
+
+    pyarrow's default pool (mimalloc) hands the parse's freed blocks back to the OS one by
+    one as it goes, and the parse threads fault the same pages in again: parsing the 1M
+    dispatches' kernel trace took ≈ 3 s of system CPU time with it against ≈ 0.8 s with
+    jemalloc, whose freed pages are reused and handed back after a decay time
+    (docs/performance.md, issue 18). Nothing else in the process allocates from this pool."""
+    with _POOL_LOCK:
+        if not _POOL:
+            try:
+                pool = pa.jemalloc_memory_pool()
+            except (NotImplementedError, pa.ArrowException):  # a pyarrow built without jemalloc
+                pool = pa.default_memory_pool()
+            _POOL.append(pool)
+        return _POOL[0]
+
+
+def _release_parse_memory() -> None:
+    """Ask both pools to hand the parse's freed blocks back to the OS (jemalloc does so
+    within its decay time, ≈ 1 s): the tables keep only what they hold, where the process
+    would otherwise keep ~150 B per dispatch of parse buffers at 1M dispatches."""
+    _parse_pool().release_unused()
+    pa.default_memory_pool().release_unused()
+
+
 def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) -> tuple[pa.Table, list[str]]:
     """Parse with pyarrow. ``skip_bad``: rows with the wrong number of fields are skipped
     and their text returned (``source`` must then hold valid UTF-8, see ``_utf8``);
@@ -440,6 +475,7 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 read_options=pcsv.ReadOptions(use_threads=True, block_size=block_size),
                 parse_options=pcsv.ParseOptions(invalid_row_handler=on_invalid if skip_bad else None),
                 convert_options=pcsv.ConvertOptions(include_columns=include, column_types=types, strings_can_be_null=False),
+                memory_pool=_parse_pool(),
             )
             return table, bad
         except pa.ArrowInvalid as err:
@@ -451,12 +487,30 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 source.seek(0)
 
 
+_INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+
+
+def _int_column(arr: pa.ChunkedArray, narrow: bool) -> np.ndarray:
+    """One integer column as a numpy array, -1 for blanks: int32 when ``narrow`` and every
+    value fits (cast chunk by chunk in Arrow, so the one copy into numpy is half the size and
+    the table's int32 columns take it as it is), else int64."""
+    if arr.null_count:  # fill_null copies every chunk: skipped for the usual column without blanks
+        arr = pc.fill_null(arr, UNKNOWN)
+    if narrow and len(arr):
+        bounds = pc.min_max(arr).as_py()
+        if _INT32_RANGE[0] <= bounds["min"] and bounds["max"] <= _INT32_RANGE[1]:
+            arr = pc.cast(arr, pa.int32(), safe=False, memory_pool=_parse_pool())
+    return arr.to_numpy()
+
+
 def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bool, int]:
     """Read one file of ``kind`` into ``{lower-case column: array}``.
 
     Returns (columns, warnings, truncated, malformed rows skipped). Integer columns come
-    back as int64 numpy arrays with -1 for blanks, text columns as pandas Categorical
-    series, floats as float64 with NaN. Raises LoadError for a file that cannot be parsed.
+    back as numpy arrays with -1 for blanks: int32 where every value fits and the file is
+    a trace (its tables store such columns as int32, see ``model.schema.COMPACT``), else
+    int64; text columns as pandas Categorical series, floats as float64 with NaN.
+    Raises LoadError for a file that cannot be parsed.
 
     The first parse is strict (no per-row callback: the fast path for good files); a
     file with a malformed row is read again from memory, made valid UTF-8, with
@@ -552,7 +606,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         arr = table.column(col)
         dtype = types[col]
         if dtype == TEXT:
-            series = arr.to_pandas()
+            series = arr.to_pandas(memory_pool=_parse_pool())
             if not isinstance(series.dtype, pd.CategoricalDtype):
                 series = series.astype("category")
             if series.isna().any():
@@ -562,8 +616,8 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
             columns[low] = arr.to_numpy(zero_copy_only=False).astype(np.float64)
         elif dtype == UINT:
             columns[low] = (arr if arr.null_count == 0 else pc.fill_null(arr, 0)).to_numpy().view(np.int64)
-        else:  # fill_null copies every chunk: skip it for the usual column without blanks
-            columns[low] = (arr if arr.null_count == 0 else pc.fill_null(arr, UNKNOWN)).to_numpy()
+        else:
+            columns[low] = _int_column(arr, narrow=kind != "stats")
     return columns, warnings, truncated, len(bad)
 
 
@@ -878,6 +932,18 @@ def _read_kind(kind: str) -> str:
     return "stats"
 
 
+def _read_early(files: list[DetectedFile]) -> dict[int, Job]:
+    """Start reading the API trace files of a group in a daemon thread, so that they parse
+    while the kernel trace is read in the calling thread (pyarrow parses without the GIL):
+    ``{id(item): Job}``. The tables are still built in file order by the caller."""
+    api = [item for item in files if _read_kind(item.kind) == "api_trace"]
+    if not api or len(api) == len(files):
+        return {}
+    context = contextvars.copy_context()  # the load's cancel event
+    jobs = background([functools.partial(context.run, read_csv_table, item.path, "api_trace") for item in api], name="tuiprof-csv-api")
+    return {id(item): job for item, job in zip(api, jobs) if job is not None}
+
+
 def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run | None:
     directory, _, prefix = group.rpartition("/")
     run = Run()
@@ -900,13 +966,15 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
     pids: set[int] = set()
+    early = _read_early(files)
     for item in files:
         if item.kind == "agent_info":
             continue
         kind = item.kind
         read_kind = _read_kind(kind)
         try:
-            cols, warnings, truncated, malformed = read_csv_table(item.path, read_kind)
+            job = early.get(id(item))
+            cols, warnings, truncated, malformed = job.result() if job is not None else read_csv_table(item.path, read_kind)
             if read_kind == "kernel_trace":
                 kernels.append(_kernels(cols, resolver))
             elif read_kind == "api_trace":
@@ -1017,7 +1085,5 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
         run = _load_group(group, items, issues)
         if run is not None:
             runs.append(run)
-    # Hand the parser's freed blocks back to the OS: the tables keep only what they hold
-    # (without this the process keeps ~150 B per dispatch of parse buffers at 1M dispatches).
-    pa.default_memory_pool().release_unused()
+    _release_parse_memory()
     return runs
