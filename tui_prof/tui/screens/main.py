@@ -247,7 +247,7 @@ class MainScreen(Screen):
     @work(thread=True, group="fill", exit_on_error=False)
     def _fill_in_steps(self, part: str, steps: list[tuple[Callable[[], Any], Callable[[Any], None]]]) -> None:
         """Run each step's ``prepare`` here and its ``show`` on the event loop, one pane per
-        turn of the loop (a whole summary handed over at once held the loop 10–20 ms at
+        turn of the loop (handing the whole summary over at once holds the loop 10–20 ms at
         1M dispatches); the part counts as shown after the last one."""
         call = self.app.call_from_thread
         try:
