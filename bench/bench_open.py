@@ -8,8 +8,9 @@ table appears (``analysis.summary`` done in a background worker) and when every 
 pane is computed, plus the event loop's stalls meanwhile, per interval between two ticks
 of a 10 ms timer: the longest gap (``max_loop_stall_ms``: wall time, which the machine's
 load and the workers' hold on the GIL stretch) and the most CPU the loop's own thread used
-(``max_loop_cpu_ms``, ``p99_loop_cpu_ms``: ``time.thread_time``, the loop's own work). The
-intervals up to the first paint with the rows, that paint included, are reported apart
+(``max_loop_cpu_ms``, ``p99_loop_cpu_ms``: ``time.thread_time``, the loop's own work; of
+it the garbage collector's passes on that thread: ``max_loop_gc_ms``, and the most without
+them: ``max_loop_cpu_without_gc_ms``). The intervals up to the first paint with the rows, that paint included, are reported apart
 (``loading_*``), and so is the loop's CPU from the moment the rows are there to that paint
 (``first_paint_loop_cpu_ms``). The parent reads the child's CPU time (user + sys) with
 ``os.wait4`` and notes ``os.getloadavg()`` before each case: other jobs share the 2 CPUs,
@@ -72,6 +73,7 @@ def child(path: str, use_cache: bool) -> dict:
     imported = time.time() - launched
 
     import collections
+    import gc
     import sys
     import threading
     import traceback
@@ -86,16 +88,27 @@ def child(path: str, use_cache: bool) -> dict:
         # every pane is shown, while the background analyses run. sources: where the loop's
         # thread was when a watchdog found the tick more than 20 ms late (one sample per
         # 5 ms of lateness)
-        stall: dict = {"last": None, "last_cpu": 0.0, "on": False}
-        slices: dict[str, list[tuple[float, float]]] = {"loading": [], "after": []}
+        # gc: the garbage collector's passes on the loop's thread, which count in its CPU
+        # (``max_loop_gc_ms``: the most of it in one interval)
+        stall: dict = {"last": None, "last_cpu": 0.0, "on": False, "gc": 0.0, "last_gc": 0.0, "gc_start": 0.0}
+        slices: dict[str, list[tuple[float, float, float]]] = {"loading": [], "after": []}
         sources: collections.Counter = collections.Counter()
         loop_thread = threading.get_ident()
+
+        def collecting(phase: str, info: dict) -> None:
+            if threading.get_ident() == loop_thread:
+                if phase == "start":
+                    stall["gc_start"] = time.thread_time()
+                else:
+                    stall["gc"] += time.thread_time() - stall["gc_start"]
+
+        gc.callbacks.append(collecting)
 
         def tick() -> None:
             now, cpu = time.perf_counter(), time.thread_time()
             if stall["last"] is not None and stall["on"] is not None:
-                slices["after" if stall["on"] else "loading"].append((now - stall["last"], cpu - stall["last_cpu"]))
-            stall["last"], stall["last_cpu"] = now, cpu
+                slices["after" if stall["on"] else "loading"].append((now - stall["last"], cpu - stall["last_cpu"], stall["gc"] - stall["last_gc"]))
+            stall["last"], stall["last_cpu"], stall["last_gc"] = now, cpu, stall["gc"]
 
         def watchdog() -> None:
             while stall["on"] is not None:
@@ -138,8 +151,10 @@ def child(path: str, use_cache: bool) -> dict:
             out["all_panes_s"] = time.time() - launched
             stall["on"] = None
             for phase, prefix in (("after", ""), ("loading", "loading_")):
-                gaps = sorted(g for g, _ in slices[phase]) or [0.0]
-                cpus = sorted(c for _, c in slices[phase]) or [0.0]
+                gaps = sorted(g for g, _, _ in slices[phase]) or [0.0]
+                cpus = sorted(c for _, c, _ in slices[phase]) or [0.0]
+                out[f"{prefix}max_loop_gc_ms"] = round(max((gc_cpu for _, _, gc_cpu in slices[phase]), default=0.0) * 1000, 1)
+                out[f"{prefix}max_loop_cpu_without_gc_ms"] = round(max((c - g for _, c, g in slices[phase]), default=0.0) * 1000, 1)
                 out[f"{prefix}max_loop_stall_ms"] = round(gaps[-1] * 1000, 1)
                 out[f"{prefix}max_loop_cpu_ms"] = round(cpus[-1] * 1000, 1)
                 out[f"{prefix}p99_loop_cpu_ms"] = round(cpus[int(0.99 * (len(cpus) - 1))] * 1000, 1)
