@@ -5,10 +5,17 @@ hotspot table holds rows and the screen has been refreshed with them; the time i
 from the child's process start (``BENCH_LAUNCH``, set by the parent just before the
 spawn), so interpreter start and imports count. It then records when the measurement
 table appears (``analysis.summary`` done in a background worker) and when every lazy
-pane is computed, plus the longest event-loop stall seen meanwhile (a 10 ms timer's
-largest tick gap: the loop must never be blocked for long). The parent reads the child's
-CPU time (user + sys) with ``os.wait4`` and notes ``os.getloadavg()`` before each case:
-other jobs share the 2 CPUs, so wall times vary with the load.
+pane is computed, plus the event loop's stalls meanwhile, per interval between two ticks
+of a 10 ms timer: the longest gap (``max_loop_stall_ms``: wall time, which the machine's
+load and the workers' hold on the GIL stretch) and the most CPU the loop's own thread used
+(``max_loop_cpu_ms``, ``p99_loop_cpu_ms``: ``time.thread_time``, the loop's own work; of
+it the garbage collector's passes on that thread: ``max_loop_gc_ms``, and the most without
+them: ``max_loop_cpu_without_gc_ms``). The intervals up to the first paint with the rows, that paint included, are reported apart
+(``loading_*``), and so is the loop's CPU from the moment the rows are there to that paint
+(``first_paint_loop_cpu_ms``). The parent reads the child's CPU time (user + sys) with
+``os.wait4`` and notes ``os.getloadavg()`` before each case: other jobs share the 2 CPUs,
+so wall times vary with the load. ``--baseline DIR`` runs each case on an earlier tree
+(``git archive REV | tar -x -C DIR``) just before the same run on this one.
 
 Cases, on a synthetic run of N dispatches + 2N HIP calls (``python -m tui_prof.synth
 OUT --format csv|rocpd --dispatches N --sync per_launch``):
@@ -17,7 +24,7 @@ OUT --format csv|rocpd --dispatches N --sync per_launch``):
 * ``rocpd-first``: the rocpd SQLite database, empty cache directory;
 * ``csv-reopen``: the CSV run again, cache filled by ``csv-first``.
 
-    python bench/bench_open.py [--dispatches 1000000] [--data DIR] [--cases csv-first,rocpd-first,csv-reopen]
+    python bench/bench_open.py [--dispatches 1000000] [--data DIR] [--cases csv-first,rocpd-first,csv-reopen] [--repeat N] [--baseline DIR]
 
 Measured here (2026-11-26, 2-core VM, quiet: load 1.2), 1M dispatches + 2M HIP calls
 (wall s to the first paint with hotspot rows / to the measurement table / to every pane;
@@ -66,6 +73,7 @@ def child(path: str, use_cache: bool) -> dict:
     imported = time.time() - launched
 
     import collections
+    import gc
     import sys
     import threading
     import traceback
@@ -73,20 +81,34 @@ def child(path: str, use_cache: bool) -> dict:
     async def main() -> dict:
         app = TuiProfApp(path, use_cache=use_cache)
         out: dict = {"imports_s": imported}
-        # max: the longest gap between ticks; max_cpu: the most CPU the loop's thread used
-        # between two ticks (its own work, whatever the machine's load; waits for the GIL
-        # or the CPU do not count); sources: where the loop's thread was when a watchdog
-        # found the tick more than 20 ms late (one sample per 5 ms of lateness)
-        stall = {"last": None, "last_cpu": 0.0, "max": 0.0, "max_cpu": 0.0, "on": False}
+        # Per interval between two ticks of a 10 ms timer: its length (the gap) and the CPU
+        # the loop's thread used in it (its own work, whatever the machine's load: waits
+        # for the GIL or the CPU do not count). "loading" holds the intervals up to the
+        # first paint with the rows (that paint included), "after" those from then until
+        # every pane is shown, while the background analyses run. sources: where the loop's
+        # thread was when a watchdog found the tick more than 20 ms late (one sample per
+        # 5 ms of lateness)
+        # gc: the garbage collector's passes on the loop's thread, which count in its CPU
+        # (``max_loop_gc_ms``: the most of it in one interval)
+        stall: dict = {"last": None, "last_cpu": 0.0, "on": False, "gc": 0.0, "last_gc": 0.0, "gc_start": 0.0}
+        slices: dict[str, list[tuple[float, float, float]]] = {"loading": [], "after": []}
         sources: collections.Counter = collections.Counter()
         loop_thread = threading.get_ident()
 
+        def collecting(phase: str, info: dict) -> None:
+            if threading.get_ident() == loop_thread:
+                if phase == "start":
+                    stall["gc_start"] = time.thread_time()
+                else:
+                    stall["gc"] += time.thread_time() - stall["gc_start"]
+
+        gc.callbacks.append(collecting)
+
         def tick() -> None:
             now, cpu = time.perf_counter(), time.thread_time()
-            if stall["on"] and stall["last"] is not None:
-                stall["max"] = max(stall["max"], now - stall["last"])
-                stall["max_cpu"] = max(stall["max_cpu"], cpu - stall["last_cpu"])
-            stall["last"], stall["last_cpu"] = now, cpu
+            if stall["last"] is not None and stall["on"] is not None:
+                slices["after" if stall["on"] else "loading"].append((now - stall["last"], cpu - stall["last_cpu"], stall["gc"] - stall["last_gc"]))
+            stall["last"], stall["last_cpu"], stall["last_gc"] = now, cpu, stall["gc"]
 
         def watchdog() -> None:
             while stall["on"] is not None:
@@ -110,11 +132,15 @@ def child(path: str, use_cache: bool) -> dict:
             # the first paint with the rows (not pilot.pause(): it also waits up to 1 s
             # for the process to go idle, and the analyses start right after the paint)
             painted = asyncio.Event()
+            seen_cpu = time.thread_time()
             app.main.call_after_refresh(painted.set)
             await painted.wait()
             out["first_screen_s"] = time.time() - launched
+            # the loop's CPU from the poll that saw the rows to the paint (this thread)
+            out["first_paint_loop_cpu_ms"] = round((time.thread_time() - seen_cpu) * 1000, 1)
             out["hotspot_rows"] = table.row_count
             out["dispatches"] = int(len(app.main.view.kernels))
+            tick()  # closes the interval with the paint; the next one starts after it
             stall["on"] = True
             while "summary" not in app.main.filled:
                 await asyncio.sleep(0.005)
@@ -123,10 +149,17 @@ def child(path: str, use_cache: bool) -> dict:
                 await asyncio.sleep(0.005)
             await pilot.pause()
             out["all_panes_s"] = time.time() - launched
-            out["max_loop_stall_ms"] = round(stall["max"] * 1000, 1)
-            out["max_loop_cpu_ms"] = round(stall["max_cpu"] * 1000, 1)
-            out["stall_sources"] = sources.most_common(6)
             stall["on"] = None
+            for phase, prefix in (("after", ""), ("loading", "loading_")):
+                gaps = sorted(g for g, _, _ in slices[phase]) or [0.0]
+                cpus = sorted(c for _, c, _ in slices[phase]) or [0.0]
+                out[f"{prefix}max_loop_gc_ms"] = round(max((gc_cpu for _, _, gc_cpu in slices[phase]), default=0.0) * 1000, 1)
+                out[f"{prefix}max_loop_cpu_without_gc_ms"] = round(max((c - g for _, c, g in slices[phase]), default=0.0) * 1000, 1)
+                out[f"{prefix}max_loop_stall_ms"] = round(gaps[-1] * 1000, 1)
+                out[f"{prefix}max_loop_cpu_ms"] = round(cpus[-1] * 1000, 1)
+                out[f"{prefix}p99_loop_cpu_ms"] = round(cpus[int(0.99 * (len(cpus) - 1))] * 1000, 1)
+                out[f"{prefix}ticks"] = len(slices[phase])
+            out["stall_sources"] = sources.most_common(6)
             await pilot.press("2")  # the timeline tab renders at once
             await pilot.pause()
         return out
@@ -146,8 +179,10 @@ def generate(data: Path, fmt: str, dispatches: int) -> Path:
     return out
 
 
-def measure(path: Path, use_cache: bool, cache_dir: Path) -> dict:
-    result = run_child([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))], env={"TUIPROF_CACHE_DIR": str(cache_dir)}, cwd=ROOT)
+def measure(path: Path, use_cache: bool, cache_dir: Path, tree: Path = ROOT) -> dict:
+    """One child on ``tree``'s tuiprof (this file's child code, ``PYTHONPATH=tree``)."""
+    env = {"TUIPROF_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(tree)}
+    result = run_child([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))], env=env, cwd=tree)
     result["cpu_s"] = round(result["cpu_s"], 2)
     result["peak_rss_mb"] = round(result["peak_rss_mb"])
     return result
@@ -161,6 +196,7 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--use-cache", default="1", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each case (the figures vary with the machine's load)")
+    parser.add_argument("--baseline", help="an earlier tree (git archive REV | tar -x -C DIR): each run of a case on it just before the same run on this tree")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.use_cache == "1")))
@@ -178,12 +214,15 @@ def main() -> None:
             cache.mkdir(exist_ok=True)
             if case.endswith("-reopen") and not any(cache.iterdir()):  # reopen needs a filled cache
                 measure(path, True, cache)
+            trees = [("baseline", Path(args.baseline).resolve())] if args.baseline else []
+            trees.append(("this tree", ROOT))
             for _ in range(args.repeat):
-                if case.endswith("-first"):
-                    shutil.rmtree(cache, ignore_errors=True)
-                    cache.mkdir()
-                result = measure(path, True, cache)
-                print(json.dumps({"case": case, "dispatches": args.dispatches, **result}), flush=True)
+                for label, tree in trees:
+                    if case.endswith("-first"):
+                        shutil.rmtree(cache, ignore_errors=True)
+                        cache.mkdir()
+                    result = measure(path, True, cache, tree)
+                    print(json.dumps({"case": case, "tree": label, "dispatches": args.dispatches, **result}), flush=True)
     finally:
         shutil.rmtree(caches, ignore_errors=True)
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -153,6 +153,22 @@ class CountersPane(VerticalScroll, can_focus=True):
     def set_summary(self, doc: dict | None) -> None:
         self._doc = doc or {}
         self._show()
+
+    def prepare(self, doc: dict | None) -> tuple[str | None, bool, RenderableType]:
+        """The body for ``doc`` and the selection now: (kernel, explain, renderable); no
+        widget touched, so MainScreen builds it in a thread worker."""
+        kernel, explain = self._kernel, self.explain
+        return kernel, explain, counters_renderable(doc or {}, kernel, explain)
+
+    def show_summary(self, doc: dict | None, prepared: tuple[str | None, bool, RenderableType]) -> None:
+        """``doc`` with the body :meth:`prepare` built; built again here only when the
+        selection or ``x`` changed meanwhile."""
+        self._doc = doc or {}
+        kernel, explain, renderable = prepared
+        if (kernel, explain) == (self._kernel, self.explain):
+            self.query_one("#counters-body", Static).update(renderable)
+        else:
+            self._show()
 
     def part_failed(self, text: Text) -> None:
         self.query_one("#counters-body", Static).update(text)

@@ -6,6 +6,7 @@ Enter posts :class:`EvidenceRequested`; the screen shows the evidence
 
 from __future__ import annotations
 
+import pandas as pd
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -63,6 +64,11 @@ def finding_detail(finding: dict | None) -> Table | Text:
     return grid
 
 
+def findings_rows(doc: dict | None) -> tuple[list[dict], pd.DataFrame]:
+    """The summary's findings and the table's rows (no widget touched: runs in a thread)."""
+    return list((doc or {}).get("findings") or []), findings_frame(doc)
+
+
 class FindingsTable(TableView):
     """The findings list; Enter jumps to the evidence of the finding under the cursor."""
 
@@ -91,10 +97,15 @@ class FindingsPane(Vertical):
         return self.query_one("#findings-table", FindingsTable)
 
     def set_summary(self, doc: dict | None) -> None:
-        self.findings = list((doc or {}).get("findings") or [])
+        self.show_findings(findings_rows(doc))
+
+    def show_findings(self, rows: tuple[list[dict], pd.DataFrame]) -> None:
+        """Show the findings and their table rows built by :func:`findings_rows` (in a
+        thread worker by MainScreen: only the hand-over runs on the event loop)."""
+        self.findings, frame = rows
         table = self.table
         had_focus = table.has_focus
-        table.set_data(findings_frame(doc), text_key="message")
+        table.set_data(frame, text_key="message")
         if had_focus:
             table.focus()
         self.show_finding()

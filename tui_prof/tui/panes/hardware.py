@@ -116,7 +116,12 @@ class HardwarePane(KeyScroll):
         self.query_one("#hardware-body", Static).update(agents_renderable(runset))
 
     def set_summary(self, doc: dict | None) -> None:
-        self.query_one("#capabilities-body", Static).update(capabilities_renderable(doc or {}))
+        self.show_capabilities(capabilities_renderable(doc or {}))
+
+    def show_capabilities(self, renderable) -> None:
+        """Show what :func:`capabilities_renderable` built (in a thread worker by
+        MainScreen: only the update runs on the event loop)."""
+        self.query_one("#capabilities-body", Static).update(renderable)
 
     def part_failed(self, text: Text) -> None:
         self.query_one("#capabilities-body", Static).update(text)

@@ -141,7 +141,12 @@ class HotspotsPane(Vertical):
         self.table.focus()
 
     def set_summary(self, doc: dict | None) -> None:
-        self.query_one("#measure", Static).update(measurement_text(doc))
+        self.show_measurement(measurement_text(doc))
+
+    def show_measurement(self, text: Text) -> None:
+        """Show the measurement line built by :func:`measurement_text` (in a thread worker
+        by MainScreen: only the update runs on the event loop)."""
+        self.query_one("#measure", Static).update(text)
 
     def part_failed(self, text: Text) -> None:
         self.query_one("#measure", Static).update(text)
