@@ -34,3 +34,20 @@ def test_compact_int_and_dtype_matches():
     a = empty_table("api")
     a["pid"] = np.zeros(0, np.int64)  # a copy: the next empty table is untouched
     assert str(empty_table("api")["pid"].dtype) == "int32"
+
+
+def test_optional_ids_take_one_byte_until_a_row_records_one():
+    """Kineto's External id and the collective columns: int8 (-1) where no row records them,
+    the declared rest (COMPACT, int16) exactly once one does, also after a concat."""
+    none = make_table("kernels", {"start": [1, 2], "end": [3, 4]})
+    assert {c: str(none[c].dtype) for c in ("external_id", "coll_bytes", "coll_ranks")} == {"external_id": "int8", "coll_bytes": "int8", "coll_ranks": "int8"}
+    assert none["external_id"].tolist() == none["coll_bytes"].tolist() == none["coll_ranks"].tolist() == [-1, -1]
+    some = make_table("kernels", {"start": [1, 2], "end": [3, 4], "external_id": [-1, 70_000], "coll_bytes": [BIG, -1], "coll_ranks": [-1, 128]})
+    assert (str(some["external_id"].dtype), str(some["coll_bytes"].dtype), str(some["coll_ranks"].dtype)) == ("int32", "int64", "int16")
+    both = concat_tables("kernels", [none, some])
+    assert both["external_id"].tolist() == [-1, -1, -1, 70_000] and str(both["external_id"].dtype) == "int32"
+    assert both["coll_bytes"].tolist() == [-1, -1, BIG, -1] and both["coll_ranks"].tolist() == [-1, -1, -1, 128]
+    assert str(make_table("api", {"start": [1], "end": [2], "external_id": [-1]})["external_id"].dtype) == "int8"
+    for name, spec in TABLES.items():  # every declaration still admits what the tables hold
+        for table in (empty_table(name), make_table(name, {c: [-1] for c, d in spec.columns.items() if d.startswith("int")})):
+            assert all(dtype_matches(dtype, table[col].dtype) for col, dtype in spec.columns.items()), name

@@ -9,7 +9,10 @@ order and with these dtypes:
   dispatch ids, grid sizes) are ``int32`` when every value of the column fits in 32 bits and
   ``int64`` otherwise: the values are always exact, and a million-dispatch run's tables take
   4 bytes per such field instead of 8 (code that combines them into wider keys casts first);
-* integer fields that a format does not record hold ``UNKNOWN`` (-1);
+* integer fields that a format does not record hold ``UNKNOWN`` (-1); the optional ones
+  declared ``int8|…`` (:data:`OPTIONAL_ID`: Kineto's External id, collective message sizes
+  and group sizes) are ``int8`` when no row records them, so a format without them pays one
+  byte per row, and the declared rest (e.g. :data:`COMPACT`) once any row does;
 * strings are ``category`` columns, so each distinct name is stored once (interned)
   and rows hold small integer codes;
 * float fields that are not recorded hold NaN.
@@ -35,6 +38,10 @@ CATEGORY = "category"
 
 COMPACT = "int32|int64"
 """Declared dtype of an integer column stored as ``int32`` when all its values fit, else ``int64``."""
+
+OPTIONAL_ID = "int8|" + COMPACT
+"""Declared dtype of an identifier many formats do not record: ``int8`` when every value is
+``UNKNOWN`` (none recorded), else as :data:`COMPACT`."""
 
 _INT32 = np.iinfo(np.int32)
 
@@ -89,12 +96,12 @@ KERNELS = TableSpec(
         "arch_vgpr": "int16",  # per work-item; NVIDIA (CUPTI): registers per thread
         "accum_vgpr": "int16",
         "sgpr": "int16",
-        "external_id": COMPACT,  # Kineto "External id": the launching framework op (markers.external_id)
+        "external_id": OPTIONAL_ID,  # Kineto "External id": the launching framework op (markers.external_id)
         # collective kernels (NCCL/RCCL) whose trace records the collective's arguments (Kineto
         # "Collective name", "In/Out msg nelems", "dtype", "Group size"); "" / -1 elsewhere
         "collective": CATEGORY,  # the collective as the framework names it: allreduce, _allgather_base, ...
-        "coll_bytes": COMPACT,  # message size: the larger of input and output nelems × dtype size (NCCL-tests' S)
-        "coll_ranks": "int16",  # ranks in the collective's process group ("Group size")
+        "coll_bytes": OPTIONAL_ID,  # message size: the larger of input and output nelems × dtype size (NCCL-tests' S)
+        "coll_ranks": "int8|int16",  # ranks in the collective's process group ("Group size")
     },
     "One row per kernel dispatch (GPU execution interval).",
 )
@@ -109,7 +116,7 @@ API_CALLS = TableSpec(
         "pid": COMPACT,
         "tid": COMPACT,
         "correlation_id": COMPACT,  # links to kernels/copies launched by this call
-        "external_id": COMPACT,  # Kineto "External id" of the framework op around the call
+        "external_id": OPTIONAL_ID,  # Kineto "External id" of the framework op around the call
     },
     "One row per host API call (HIP, HSA, roctx marker API, RCCL, CUDA runtime ...).",
 )
@@ -129,7 +136,7 @@ COPIES = TableSpec(
         "tid": COMPACT,
         "correlation_id": COMPACT,
         "name": CATEGORY,  # the profiler's label, e.g. MEMORY_COPY_HOST_TO_DEVICE
-        "external_id": COMPACT,  # Kineto "External id" of the framework op that issued it
+        "external_id": OPTIONAL_ID,  # Kineto "External id" of the framework op that issued it
     },
     "One row per asynchronous memory copy or memset executed by a copy engine / GPU.",
 )
@@ -174,7 +181,7 @@ MARKERS = TableSpec(
         "source": CATEGORY,  # roctx, user_annotation, gpu_user_annotation, ...
         "pid": COMPACT,
         "tid": COMPACT,
-        "external_id": COMPACT,  # Kineto "External id" (cpu_op, user_annotation): joins kernels/api/copies
+        "external_id": OPTIONAL_ID,  # Kineto "External id" (cpu_op, user_annotation): joins kernels/api/copies
         "input_dims": CATEGORY,  # Kineto cpu_op "Input Dims" as JSON text ("[[2048, 768], [768]]"), "" if not recorded
         "input_types": CATEGORY,  # Kineto cpu_op "Input type" as JSON text ('["float", "Scalar"]'), "" if not recorded
     },
@@ -269,8 +276,20 @@ def _categorical(values) -> pd.Series:
     return pd.Series(pd.Categorical.from_codes(new_codes, categories=categories), copy=False)
 
 
+def _unrecorded(dtype: str) -> str | None:
+    """The dtype a column declared ``int8|rest`` takes once any row records it (``rest``); None
+    for every other declaration."""
+    return dtype[len("int8|") :] if dtype.startswith("int8|") else None
+
+
 def _coerce(values: object, dtype: str) -> pd.Series:
     """``values`` as a Series of ``dtype``; numeric arrays already of that dtype are not copied."""
+    recorded = _unrecorded(dtype)
+    if recorded is not None:
+        array = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
+        if array.dtype.kind in "iu" and (array.size == 0 or bool((array == UNKNOWN).all())):
+            return pd.Series(array.astype(np.int8, copy=False), copy=False)
+        return _coerce(array, recorded)
     if dtype == CATEGORY:
         if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
             return values.reset_index(drop=True)
@@ -330,7 +349,7 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
             if dtype == CATEGORY:
                 values = pd.Categorical.from_codes(np.zeros(length, dtype=np.int8), categories=pd.Index([fill] if length else [], dtype="str"))
             else:
-                values = np.full(length, fill, dtype="int32" if dtype == COMPACT else dtype)
+                values = np.full(length, fill, dtype="int8" if _unrecorded(dtype) else "int32" if dtype == COMPACT else dtype)
         data[name] = _coerce(values, dtype)
     # copy=False: keep one block per column instead of copying same-dtype columns into a 2-D block.
     return pd.DataFrame(data, columns=list(spec.columns), copy=False)
