@@ -37,7 +37,7 @@ def test_sixteen_colour_terminals_get_ansi_colours_as_they_are():
     assert sixteen_colours({"TEXTUAL_COLOR_SYSTEM": "standard", "TERM": "xterm-256color"})
     assert not sixteen_colours({"TERM": "xterm-256color"}) and not sixteen_colours({"TERM": "screen", "COLORTERM": "truecolor"})
     assert not sixteen_colours({})
-    # the timeline's styles (busy, partial, idle, api, sync, op, memory) are seven different ANSI colours, so 16 colours keep them apart
+    # the timeline's styles (busy, partial, idle, api, sync, op, memory, communication) are eight different ANSI colours, so 16 colours keep them apart
     from textual.color import Color
 
     from tui_prof.tui.widgets.timeline import Timeline
@@ -49,7 +49,7 @@ def test_sixteen_colour_terminals_get_ansi_colours_as_they_are():
         if "timeline--" in line and " color:" in line and "label" not in line and "ruler" not in line and "gap" not in line and "mark" not in line
     ]
     numbers = [Color.parse(n).ansi for n in names]
-    assert None not in numbers and len(set(numbers)) == len(numbers) == 7, names
+    assert None not in numbers and len(set(numbers)) == len(numbers) == 8, names
 
 
 def test_ascii_glyphs_keep_their_meaning():
