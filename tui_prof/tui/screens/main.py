@@ -143,6 +143,23 @@ class MainScreen(Screen):
         self.query_one("#load-status", Label).update(plain(f"Loading {self.source_name}: {stage} {done}/{total}"))
         self.query_one("#load-progress", ProgressBar).update(total=max(total, 1), progress=done)
 
+    early_ranks = False  # the ranks tab was shown alone while the processes loaded
+
+    def show_ranks_loading(self, doc: dict, labels: list[str], done: int, total: int, final: bool) -> None:
+        """Before the first screen of a run of several processes: the ranks tab alone, its
+        rows filling as the processes load (the other tabs come with :meth:`show_view`)."""
+        tabs = self.query_one("#tabs", TabbedContent)
+        if self.view is None and not tabs.display:
+            tabs.active = "ranks"  # first: hiding the active tab would activate the next one
+            for tab in FOCUS:
+                if tab != "ranks":
+                    tabs.hide_tab(tab)
+            tabs.display = True
+            self.early_ranks = True
+            self.refresh_bindings()
+            self.query_one(FOCUS["ranks"]).focus()
+        self.query_one(RanksPane).show_rows(doc, labels, done, total, final)
+
     def show_failure(self, text: str) -> None:
         self.query_one("#load-status", Label).update(plain(text))  # names files: never markup
         self.query_one("#load-progress").display = False
@@ -154,6 +171,10 @@ class MainScreen(Screen):
         runset = view.runset
         self.query_one("#loading").display = False
         self.query_one("#tabs").display = True
+        if self.early_ranks:
+            for tab in FOCUS:
+                if tab not in ("ranks", "steps"):
+                    self.query_one("#tabs", TabbedContent).show_tab(tab)
         errors = len(runset.errors)
         count = title_count(runset, len(view.kernels), view.stats)
         title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {count}"
@@ -173,6 +194,10 @@ class MainScreen(Screen):
         self.query_one(RanksPane).set_runset(runset)
         self.hotspots.set_view(view)
         self.query_one(StepsPane).set_view(view)
+        if self.early_ranks and self.query_one("#tabs", TabbedContent).active == "ranks":
+            # the rank table stays the screen: after the hotspot table's focus (set_view) has
+            # switched tabs, so that the two focus requests do not switch back and forth
+            self.call_after_refresh(self.action_tab, "ranks")
         for part in PARTS:
             if view.ready(part):
                 self.fill_part(part)
@@ -231,6 +256,8 @@ class MainScreen(Screen):
     # -- tabs -------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Key 7 (ranks) only for runs of several processes, key 8 (steps) only for runs with steps."""
+        if action == "tab" and self.view is None and self.early_ranks:
+            return parameters == ("ranks",)
         if action == "tab" and parameters == ("ranks",):
             return self.view is not None and len(self.view.runset.runs) > 1
         if action == "tab" and parameters == ("steps",):
@@ -248,6 +275,8 @@ class MainScreen(Screen):
 
     @on(TabbedContent.TabActivated, "#tabs")
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id != self.query_one("#tabs", TabbedContent).active:
+            return  # another tab was activated since: focusing this one would switch back to it
         self.refresh_bindings()
         part = TAB_PART.get(event.pane.id or "")
         if part:
