@@ -11,11 +11,13 @@ import threading
 import pytest
 from tui_harness import TRIES, settle
 
-from tui_prof.loaders import rocprofv3_csv
+from tui_prof.analysis.summary import build_summary
+from tui_prof.loaders import load_path, rocprofv3_csv
 from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
+from tui_prof.tui import app as app_module
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes.ranks import RanksPane
-from tui_prof.tui.view.rankrows import PENDING
+from tui_prof.tui.view.rankrows import PENDING, RankRows
 
 SPEC = RankSpec(ranks=4, iterations=3, slow_rank=2, slow_pct=50)
 
@@ -57,6 +59,7 @@ def test_rank_rows_fill_as_units_load(run_dir, monkeypatch):
         return original(files, issues)
 
     monkeypatch.setattr(rocprofv3_csv, "load", gated)
+    monkeypatch.setattr(app_module, "RANK_ROWS_INTERVAL_S", 0.0)  # every unit refills the table
     monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "1")  # one unit at a time, in unit order
 
     async def main() -> None:
@@ -105,3 +108,18 @@ def test_cached_reopen_gives_the_same_rank_table(run_dir, monkeypatch, tmp_path)
 
     asyncio.run(main())
     assert any((tmp_path / "cache").iterdir())
+
+
+def test_rank_rows_equal_the_summary_sections(run_dir):
+    """RankRows (one core per process as it loads, the comparisons at the end) gives the
+    summary's ranks, communication and stragglers sections exactly."""
+    path, _ = run_dir
+    rows = RankRows()
+    runset = load_path(path, use_cache=False, on_unit=rows.add)
+    assert rows.processes == 4 and (rows.done, rows.total) == (4, 4)
+    final = rows.final(runset)
+    doc = build_summary(runset)
+    for key in ("ranks", "communication", "stragglers"):
+        assert final[key] == doc[key]
+    # the cores of the assembled runs were reused, not computed again
+    assert {id(c.run) for c in rows.cores} == {id(run) for run in runset.runs}

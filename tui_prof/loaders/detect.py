@@ -332,6 +332,7 @@ def load_path(
         return _load(root, progress, use_cache, event, on_unit)
 
 
+CACHE_CHUNK = 8  # cache entries read together when a caller takes the units as they load
 CANCEL_GRACE_S = 0.5
 """After a cancel, how long :func:`_load` waits for its units to stop before it returns."""
 
@@ -428,9 +429,17 @@ def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: thread
     keys: list[str | None] = [None] * len(units)
     if use_cache:
         keys = [cache.unit_key(fmt, files) for fmt, files in units]
-        for slot, hit in enumerate(cache.load_many(keys)):
-            if hit is not None:
-                results[slot] = (hit.runs, hit.issues)
+        # with on_unit the entries are read a chunk at a time, each chunk's units handed on
+        # before the next is read (the first rows need not wait for every entry)
+        chunk = CACHE_CHUNK if on_unit else max(len(keys), 1)
+        hits_so_far = 0
+        for first in range(0, len(keys), chunk):
+            for slot, hit in enumerate(cache.load_many(keys[first : first + chunk]), first):
+                if hit is not None:
+                    results[slot] = (hit.runs, hit.issues)
+                    hits_so_far += 1
+                    if on_unit:
+                        on_unit(hit.runs, hits_so_far, len(units))
 
     def run_unit(slot: int) -> tuple[list[Run], list[LoadIssue]]:
         fmt, files = units[slot]
@@ -472,10 +481,6 @@ def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: thread
     done = len(units) - sum(len(t) for t in tasks)
     if progress:
         progress("loading", done, len(units))
-    if on_unit:
-        cached = [result for result in results if result is not None]
-        for count, (runs, _issues) in enumerate(cached, 1):
-            on_unit(runs, count, len(units))
     workers = load_workers(len(tasks))
     reading = None
     if progress and tasks:

@@ -18,6 +18,7 @@ reason in place of the panes — never a traceback.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from textual import work
@@ -49,6 +50,8 @@ from tui_prof.tui.view.runview import (
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
+
+RANK_ROWS_INTERVAL_S = 0.2  # the rank table is refilled at most this often while processes load
 
 
 class LoadProgress(Message):
@@ -118,10 +121,14 @@ class TuiProfApp(ProfApp):
             self.post_message(LoadProgress(stage, done, total))
 
         rows = RankRows()
+        posted = [0.0]
 
         def on_unit(runs: list[Run], done: int, total: int) -> None:
             rows.add(runs, done, total)
-            if rows.processes > 1:
+            now = time.monotonic()
+            # batched: each refill repaints the table and lays the header out on the loop
+            if rows.processes > 1 and now - posted[0] >= RANK_ROWS_INTERVAL_S:
+                posted[0] = now
                 self.post_message(RanksLoading(rows.provisional(), [], done, total))
 
         try:

@@ -104,12 +104,18 @@ class RanksPane(Vertical):
         return self.query_one("#ranks-table", RanksTable)
 
     final = False  # the rows of every rank are shown (waits and straggler included)
+    loading = False  # the header shows the loading line
+    _shown: dict = {}  # the rank sections shown
 
     def show_rows(self, doc: dict, labels: list[str], done: int, total: int, final: bool) -> None:
         """The rows of the ranks loaded so far (``final``: every rank, with waits and the
         straggler), keeping the user's sort and cursor. A refill is one 64-row frame."""
         if self.final and not final:
             return
+        shown = {key: doc.get(key) for key in ("ranks", "communication", "stragglers")}
+        if self.final and shown == self._shown:
+            return  # the summary's rank sections are the rows shown while loading: no refill
+        self._shown = shown
         table = self.table
         model = table.model
         sort = (model.sort_key, model.descending) if model is not None and model.sort_key else ("rank", False)
@@ -119,12 +125,13 @@ class RanksPane(Vertical):
         table.cursor = min(cursor, max(table.row_count - 1, 0))
         if had_focus:
             table.focus()
-        self.final = final
         loaded = len(doc.get("ranks") or [])
         header = (
             ranks_header(doc) if final else plain(f"Loading: {loaded} of {max(total, loaded)} ranks loaded · waits and the straggler once all are in", "italic")
         )
-        self.query_one("#ranks-header", Static).update(header)
+        # the loading line keeps its height: no layout of the screen for it after the first
+        self.query_one("#ranks-header", Static).update(header, layout=final or not self.loading)
+        self.final, self.loading = final, not final
 
     def set_runset(self, runset: RunSet) -> None:
         """Fill the table as soon as the run is loaded, before the whole summary, unless the

@@ -192,12 +192,16 @@ class MainScreen(Screen):
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
         self.query_one(RanksPane).set_runset(runset)
-        self.hotspots.set_view(view)
-        self.query_one(StepsPane).set_view(view)
         if self.early_ranks and self.query_one("#tabs", TabbedContent).active == "ranks":
-            # the rank table stays the screen: after the hotspot table's focus (set_view) has
-            # switched tabs, so that the two focus requests do not switch back and forth
-            self.call_after_refresh(self.action_tab, "ranks")
+            # the rank table stays the screen: the hotspot table must not take the focus (a
+            # focused widget's tab becomes the active one) until its set_view has run
+            table = self.hotspots.table
+            table.can_focus = False
+            self.hotspots.set_view(view)
+            self.call_after_refresh(setattr, table, "can_focus", True)
+        else:
+            self.hotspots.set_view(view)
+        self.query_one(StepsPane).set_view(view)
         for part in PARTS:
             if view.ready(part):
                 self.fill_part(part)
