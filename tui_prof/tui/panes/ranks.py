@@ -109,7 +109,7 @@ class RanksPane(Vertical):
 
     def show_rows(self, doc: dict, labels: list[str], done: int, total: int, final: bool) -> None:
         """The rows of the ranks loaded so far (``final``: every rank, with waits and the
-        straggler), keeping the user's sort and cursor. A refill is one 64-row frame."""
+        straggler), keeping the user's sort and cursor; a refill is one small frame of the rows."""
         if self.final and not final:
             return
         shown = {key: doc.get(key) for key in ("ranks", "communication", "stragglers")}

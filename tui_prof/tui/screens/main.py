@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Label, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.export.common import ExportError, default_destination
@@ -144,6 +145,12 @@ class MainScreen(Screen):
         self.query_one("#load-progress", ProgressBar).update(total=max(total, 1), progress=done)
 
     early_ranks = False  # the ranks tab was shown alone while the processes loaded
+    held_focus: Widget | None = None  # a widget kept from the focus while the ranks tab stays
+
+    def release_focus(self) -> None:
+        if self.held_focus is not None:
+            self.held_focus.can_focus = True
+            self.held_focus = None
 
     def show_ranks_loading(self, doc: dict, labels: list[str], done: int, total: int, final: bool) -> None:
         """Before the first screen of a run of several processes: the ranks tab alone, its
@@ -156,6 +163,11 @@ class MainScreen(Screen):
                     tabs.hide_tab(tab)
             tabs.display = True
             self.early_ranks = True
+            # the ranks tab stays the screen: the hotspot table (focused by the first tab's
+            # activation and by its set_view) does not take the focus, which would make its
+            # tab the active one, until the user chooses another tab
+            self.held_focus = self.hotspots.table
+            self.held_focus.can_focus = False
             self.refresh_bindings()
             self.query_one(FOCUS["ranks"]).focus()
         self.query_one(RanksPane).show_rows(doc, labels, done, total, final)
@@ -192,15 +204,7 @@ class MainScreen(Screen):
         self.timeline.set_view(view)
         self.query_one(HardwarePane).set_runset(runset)
         self.query_one(RanksPane).set_runset(runset)
-        if self.early_ranks and self.query_one("#tabs", TabbedContent).active == "ranks":
-            # the rank table stays the screen: the hotspot table must not take the focus (a
-            # focused widget's tab becomes the active one) until its set_view has run
-            table = self.hotspots.table
-            table.can_focus = False
-            self.hotspots.set_view(view)
-            self.call_after_refresh(setattr, table, "can_focus", True)
-        else:
-            self.hotspots.set_view(view)
+        self.hotspots.set_view(view)
         self.query_one(StepsPane).set_view(view)
         for part in PARTS:
             if view.ready(part):
@@ -272,6 +276,8 @@ class MainScreen(Screen):
         tabs = self.query_one("#tabs", TabbedContent)
         if not tabs.display:
             return
+        if tab != "ranks":
+            self.release_focus()
         tabs.active = tab
         focus = FOCUS.get(tab)
         if focus:
@@ -281,6 +287,8 @@ class MainScreen(Screen):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id != self.query_one("#tabs", TabbedContent).active:
             return  # another tab was activated since: focusing this one would switch back to it
+        if event.pane.id != "ranks":
+            self.release_focus()
         self.refresh_bindings()
         part = TAB_PART.get(event.pane.id or "")
         if part:
