@@ -4,34 +4,66 @@ in-process timers after the run is built (tui_prof.synth.ranks: one GPU per rank
 ``compute_kernels`` compute kernels and one AllReduce per step).
 
     python bench/bench_ranks.py [--ranks 64] [--dispatches 20000] [--repeat 2]
+
+``--tui N`` measures the TUI instead, each case in a child process of its own, N rounds
+interleaved (best of N reported, with the 1-minute load average before each child and
+the child's CPU seconds):
+
+* ``first open``: ``TuiProfApp`` on the generated run written as rocprofv3 CSV (one
+  process group per rank), an empty cache folder (so the cache entries are written too);
+* ``cached``: the same with the cache folder the round's first open filled;
+* ``in memory``: ``TuiProfApp`` on the built RunSet (built in the child before the app);
+* ``reference``: ``python -c "import tui_prof.tui.app"`` (the interpreter and imports alone).
+
+Each child reports, in seconds from the process's start (``BENCH_LAUNCH``: the
+interpreter and imports count), ``rows_s`` the first rank rows on screen, ``table_s``
+every rank's row with the waits and the straggler, ``view_s`` the first full screen
+(hotspots), ``all_s`` every lazy pane computed, with the process's CPU seconds at the
+first two; and per phase (``loading``: rank rows shown, the rest loading; ``first
+screen``: the full screen being laid out; ``background``: the lazy panes computing) the
+longest gap between ticks of a 5 ms timer and the most CPU the loop's thread used between
+two ticks (bench/bench_open.py's method), with where the loop's thread was when a tick was
+more than 20 ms late in the background phase. The rank table's figures are checked
+against the generator's (wait and compute per rank).
+
+    python bench/bench_ranks.py --tui 3 [--ranks 64] [--dispatches 20000] [--data DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import collections
 import json
+import os
 import resource
 import sys
+import tempfile
+import threading
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tui_prof.analysis import engine, ranks
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.analysis.summary import build_summary
-from tui_prof.synth.ranks import RankSpec, build_ranks
+PER_STEP = 10  # 9 compute kernels + 1 AllReduce
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ranks", type=int, default=64)
-    ap.add_argument("--dispatches", type=int, default=20_000, help="per rank")
-    ap.add_argument("--repeat", type=int, default=2)
-    args = ap.parse_args()
-    per_step = 10  # 9 compute kernels + 1 AllReduce
+def spec_of(ranks: int, dispatches: int):
+    from tui_prof.synth.ranks import RankSpec
+
+    return RankSpec(ranks=ranks, iterations=max(1, dispatches // PER_STEP), compute_kernels=PER_STEP - 1, slow_rank=1, slow_pct=20)
+
+
+def analysis_bench(args) -> None:
+    from tui_prof.analysis import engine, ranks
+    from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.synth.ranks import build_ranks
+
     t = time.perf_counter()
-    built = build_ranks(RankSpec(ranks=args.ranks, iterations=max(1, args.dispatches // per_step), compute_kernels=per_step - 1, slow_rank=1, slow_pct=20))
+    built = build_ranks(spec_of(args.ranks, args.dispatches))
     gen_s = time.perf_counter() - t
     runset = built.runset()
     inputs = engine.run_inputs(runset)
@@ -62,6 +94,173 @@ def main() -> None:
             }
         )
     )
+
+
+# --------------------------------------------------------------------------- TUI (in a child)
+
+
+def tui_child(source: str, ranks: int, dispatches: int) -> dict:
+    """Open the app headless on ``source`` (a run directory, or "memory": the built run
+    set) and time its stages from the process start."""
+    launch = float(os.environ.get("BENCH_LAUNCH", time.time()))
+    from tui_prof.synth.ranks import build_ranks
+    from tui_prof.tui.app import TuiProfApp
+    from tui_prof.tui.panes.ranks import RanksPane
+
+    if source == "memory":
+        built = build_ranks(spec_of(ranks, dispatches))
+        app_source: object = built.runset()
+        expected = {"wait_ns": built.expected.wait_by_rank, "compute_ns": built.expected.compute_ns}
+    else:
+        app_source = source
+        expected = json.loads((Path(source).parent / "answers.json").read_text())
+    out: dict = {"app_start_s": time.time() - launch, "app_start_cpu_s": time.process_time()}
+    tick: dict = {"last": None, "cpu": 0.0, "phase": None}
+    worst: dict[str, list[float]] = {}
+    sources: collections.Counter = collections.Counter()
+    loop_thread = threading.get_ident()
+
+    def on_tick() -> None:
+        now, cpu = time.perf_counter(), time.thread_time()
+        phase = tick["phase"]
+        if tick["last"] is not None and phase:
+            w = worst.setdefault(phase, [0.0, 0.0])
+            w[0], w[1] = max(w[0], now - tick["last"]), max(w[1], cpu - tick["cpu"])
+        tick["last"], tick["cpu"] = now, cpu
+
+    def watchdog() -> None:
+        while tick["phase"] != "done":
+            time.sleep(0.005)
+            if tick["phase"] == "background" and tick["last"] is not None and time.perf_counter() - tick["last"] > 0.02:
+                frame = sys._current_frames().get(loop_thread)
+                if frame is not None:
+                    stack = [f for f in traceback.extract_stack(frame) if "tui_prof" in f.filename or "textual" in f.filename]
+                    if stack:
+                        sources[" < ".join(f"{Path(f.filename).stem}.{f.name}:{f.lineno}" for f in reversed(stack[-3:]))] += 1
+
+    def painted() -> None:
+        out["painted_s"] = time.time() - launch
+        tick["phase"] = "background"
+
+    async def main() -> None:
+        app = TuiProfApp(app_source, use_cache=source != "memory")  # type: ignore[arg-type]
+        threading.Thread(target=watchdog, daemon=True).start()
+        async with app.run_test(size=(160, 50)) as pilot:
+            app.set_interval(0.005, on_tick)
+            pane = app.main.query_one(RanksPane)
+            for _ in range(40_000):
+                await asyncio.sleep(0.005)
+                now = time.time()
+                if "rows_s" not in out and app.main.query_one("#tabs").display and pane.table.row_count:
+                    out["rows_s"], out["rows_cpu_s"], out["rows_at_first"] = now - launch, time.process_time(), pane.table.row_count
+                    tick["phase"] = "loading"
+                if "table_s" not in out and pane.final:
+                    out["table_s"], out["table_cpu_s"] = now - launch, time.process_time()
+                if "view_s" not in out and app.main.view is not None:
+                    out["view_s"] = now - launch
+                    tick["phase"] = "first screen"
+                    app.main.call_after_refresh(painted)
+                if app.main.complete:
+                    out["all_s"] = now - launch
+                    break
+            await pilot.pause()
+            tick["phase"] = "done"
+            frame = pane.table.model.frame
+            out["rows"] = len(frame)
+            out["numbers_ok"] = bool(frame["wait_ns"].tolist() == expected["wait_ns"] and frame["compute_ns"].tolist() == expected["compute_ns"])
+            out["active_tab"] = app.main.query_one("#tabs").active
+
+    asyncio.run(main())
+    out["stall_ms"] = {phase: [round(w[0] * 1000, 1), round(w[1] * 1000, 1)] for phase, w in worst.items()}
+    out["stall_sources"] = sources.most_common(5)
+    return out
+
+
+def write_run(data: Path, ranks: int, dispatches: int) -> Path:
+    """The generated run as rocprofv3 CSV under ``data`` (reused), its answers beside it."""
+    from tui_prof.synth.ranks import build_ranks, write_ranks
+
+    out = data / f"synth-ranks-{ranks}x{dispatches}"
+    if (out / ".complete").exists():
+        return out / "run"
+    out.mkdir(parents=True, exist_ok=True)
+    built = build_ranks(spec_of(ranks, dispatches))
+    write_ranks(built, out / "run", "csv")
+    (out / "answers.json").write_text(json.dumps({"wait_ns": built.expected.wait_by_rank, "compute_ns": built.expected.compute_ns}))
+    (out / ".complete").write_text("ok")
+    return out / "run"
+
+
+def tui_bench(args) -> None:
+    from _measure import run_checked, run_child
+
+    me = [sys.executable, str(Path(__file__).resolve())]
+    sizes = ["--ranks", str(args.ranks), "--dispatches", str(args.dispatches)]
+    run = Path(run_checked([*me, "--write", args.data, *sizes])["path"])
+    caches = Path(tempfile.mkdtemp(prefix="tuiprof-bench-ranks-"))
+    cases: dict[str, list[dict]] = {"first open": [], "cached": [], "in memory": [], "reference": []}
+    root = str(Path(__file__).resolve().parents[1])
+    for i in range(args.tui):  # interleaved: every case sees the same load
+        cache = {"TUIPROF_CACHE_DIR": str(caches / f"c{i}")}
+        cases["first open"].append(run_child([*me, "--child", str(run), *sizes], cache))
+        cases["cached"].append(run_child([*me, "--child", str(run), *sizes], cache))
+        if not args.no_memory:
+            cases["in memory"].append(run_child([*me, "--child", "memory", *sizes], cache))
+        cases["reference"].append(run_child([sys.executable, "-c", "import tui_prof.tui.app"], {"PYTHONPATH": root}))
+        print(f"  round {i + 1} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    print(f"{args.ranks} ranks × {args.dispatches:,} dispatches, {os.cpu_count()} CPUs; best of {args.tui} by time to the rank rows")
+    print("| case | rank rows (CPU s) | rank table (CPU s) | first full screen | all panes | process wall | CPU s | peak RSS MiB | numbers | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for name, results in cases.items():
+        ok = [r for r in results if r.get("rc") == 0]
+        if not ok:
+            if results:
+                print(f"| {name} | failed: {results[0].get('error')} |")
+            continue
+        best = min(ok, key=lambda r: r.get("rows_s", r["wall_s"]))
+        s = lambda key, b=best: f"{b[key]:.2f} s" if key in b else "-"  # noqa: E731
+        c = lambda key, b=best: f" ({b[key]:.2f})" if key in b else ""  # noqa: E731
+        print(
+            f"| {name} | {s('rows_s')}{c('rows_cpu_s')} | {s('table_s')}{c('table_cpu_s')} | {s('view_s')} | {s('all_s')} | {best['wall_s']:.2f} s | "
+            f"{best['cpu_s']:.2f} | {best['peak_rss_mb']:.0f} | {best.get('numbers_ok', '-')} | {best['load1']} |"
+        )
+    for r in cases["in memory"]:
+        if r.get("rc") == 0 and "rows_s" in r:  # the generator ran in the child first: times from the app's start
+            start, cpu = r["app_start_s"], r["app_start_cpu_s"]
+            print(
+                f"| in memory, from the app's start | {r['rows_s'] - start:.2f} s ({r['rows_cpu_s'] - cpu:.2f}) | "
+                f"{r['table_s'] - start:.2f} s ({r['table_cpu_s'] - cpu:.2f}) | {r['view_s'] - start:.2f} s | {r['all_s'] - start:.2f} s | | | | | {r['load1']} |"
+            )
+    print()
+    print("every run: load; seconds to the rank rows / the table; per phase the longest tick gap and the loop thread's CPU in it (ms); late-tick sources")
+    for name, results in cases.items():
+        for r in results:
+            if r.get("rc") == 0 and "stall_ms" in r:
+                print(
+                    f"- {name}, load {r['load1']}: rows {r.get('rows_s', 0):.2f} s, table {r.get('table_s', 0):.2f} s, "
+                    f"stalls {r['stall_ms']}, sources {r['stall_sources'][:3]}"
+                )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--dispatches", type=int, default=20_000, help="per rank")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--tui", type=int, default=0, help="measure the TUI: this many interleaved rounds")
+    ap.add_argument("--no-memory", action="store_true", help="--tui without the in-memory case")
+    ap.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "tuiprof-bench"))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--write", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(tui_child(args.child, args.ranks, args.dispatches)))
+    elif args.write:
+        print(json.dumps({"path": str(write_run(Path(args.write), args.ranks, args.dispatches))}))
+    elif args.tui:
+        tui_bench(args)
+    else:
+        analysis_bench(args)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,10 @@ invocation, interleaved with ours, so both see the same machine load. Rows:
 * ``memory``: model bytes and RSS growth per dispatch after load vs the raw column sizes;
 * ``ranks``: a 64-rank directory (``<host>/<pid>_*.csv``): serial vs parallel first load;
   with the per-unit cache the first open, the reopen, the reopen after one rank's file is
-  touched, ``tuiprof summary``, and the cost of the cache keys.
+  touched, ``tuiprof summary``, and the cost of the cache keys;
+* ``ranks-cli``: ``tuiprof summary --json`` of the rank directory, first open (empty cache
+  folder) and from the cache, interleaved with ``--no-cache`` (e.g. ``--ranks 1000
+  --rank-dispatches 1000``: wall, CPU and peak RSS of the whole command).
 
 Generated runs are kept in ``--data`` (default ``$TMPDIR/tuiprof-bench``) and reused.
 
@@ -40,7 +43,7 @@ from _measure import run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-ALL_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks", "open-pftrace", "open-kineto")
+ALL_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks", "ranks-cli", "open-pftrace", "open-kineto")
 DEFAULT_ROWS = ("summary-csv", "open-csv", "open-rocpd", "reopen-cache", "analysis", "help", "memory", "ranks")
 
 # --------------------------------------------------------------------------- data
@@ -407,6 +410,37 @@ def ranks_rows(ranks: Path, count: int, per_rank: int, no_cache_env: dict, notes
     return rows
 
 
+def ranks_cli_rows(ranks: Path, count: int, per_rank: int, repeat: int, notes: list[str]) -> list[dict]:
+    """``tuiprof summary`` of the rank directory as a user runs it: a first open (an empty
+    cache folder: every rank parsed and its entry written), then from that cache, each
+    interleaved with ``--no-cache`` (best of ``repeat``); the rank table's rows are counted."""
+    first, cached, plain = [], [], []
+    for _ in range(repeat):
+        env = first_open_env_of(count)
+        first.append(measure(cli("summary", "--json", str(ranks)), env))
+        cached.append(measure(cli("summary", "--json", str(ranks)), env))
+        plain.append(measure(cli("summary", "--json", "--no-cache", str(ranks)), env))
+        shutil.rmtree(env["TUIPROF_CACHE_DIR"], ignore_errors=True)
+    rows = [
+        {"row": f"{count} ranks × {per_rank:,}: tuiprof summary, first open with the cache (ref: --no-cache)", "ours": best(first), "ref": best(plain)},
+        {"row": f"{count} ranks: tuiprof summary from the cache (ref: first open)", "ours": best(cached), "ref": best(first)},
+    ]
+    for row in rows:
+        row.update(ours_key="wall_s", ref_key="wall_s")
+    notes.append(
+        f"ranks-cli: exit statuses {[r['rc'] for r in first + cached + plain]}; loads "
+        + ", ".join(f"{r['load1']}" for r in first + cached + plain)
+        + f"; all runs wall s: first {[round(r['wall_s'], 1) for r in first]}, cached {[round(r['wall_s'], 1) for r in cached]}, "
+        f"no-cache {[round(r['wall_s'], 1) for r in plain]}"
+    )
+    return rows
+
+
+def first_open_env_of(count: int) -> dict:
+    """An empty cache folder of its own, large enough for ``count`` ranks' entries."""
+    return {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-ranks-cli-"), "TUIPROF_CACHE_MAX_BYTES": str(64 << 30)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
@@ -547,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if "ranks" in wanted:
         rows += ranks_rows(generate("ranks", f"{args.ranks},{args.rank_dispatches}"), args.ranks, args.rank_dispatches, no_cache_env, notes)
+    if "ranks-cli" in wanted:
+        rows += ranks_cli_rows(generate("ranks", f"{args.ranks},{args.rank_dispatches}"), args.ranks, args.rank_dispatches, args.repeat, notes)
     print_table(rows, notes)
     shutil.rmtree(first_open_root, ignore_errors=True)
     return 0

@@ -463,8 +463,13 @@ def ranks_sections(
     runs: Sequence[Run], labels: Sequence[str], walls: Sequence[int], classes: Sequence[np.ndarray], rules: CategoryRules
 ) -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
     """The summary's ``ranks``, ``communication`` and ``stragglers`` sections."""
-    cores = rank_cores(runs, labels, walls, classes, rules)
-    numbers = rank_numbers(runs)
+    return sections_of_cores(rank_cores(runs, labels, walls, classes, rules))
+
+
+def sections_of_cores(cores: Sequence[RankCore]) -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+    """:func:`ranks_sections` from each process's :class:`RankCore` (computed per process as
+    it loads): the waits, stragglers and communication need every rank's core."""
+    numbers = rank_numbers([c.run for c in cores])
     listed, waits, last = instances(cores, [n for n, _ in numbers])
     rows = rank_records(cores, numbers, waits, last)
     return rows, communication_part(cores), straggler_part(rows, listed)

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tui_prof.model import RunSet
+    from tui_prof.model import Run, RunSet
 
 LOADER_MODULES = (
     "rocpd",
@@ -44,13 +44,15 @@ def load_path(
     progress: Callable[[str, int, int], None] | None = None,
     use_cache: bool = False,
     cancel: threading.Event | None = None,
+    on_unit: Callable[[list[Run], int, int], None] | None = None,
 ) -> RunSet:
     """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`
-    (``cancel``: see :func:`tui_prof.loaders.detect.load_path`)."""
+    (``cancel`` and ``on_unit``, each work unit's runs as it loads: see
+    :func:`tui_prof.loaders.detect.load_path`)."""
     # Imported here: detect imports this package (its loader_modules).
     from tui_prof.loaders.detect import load_path as _load_path
 
-    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel)
+    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel, on_unit=on_unit)
 
 
 def cancel_loads() -> None:

@@ -37,6 +37,11 @@ from tui_prof.model import LoadIssue, Run, RunSet
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total)."""
 
+UnitDone = Callable[[list[Run], int, int], None]
+"""on_unit(runs, done, total): a work unit's runs as its loader (or the cache) gave them,
+before the fragments of one process are merged and its tables sorted; ``done`` of
+``total`` units are loaded. Called in the thread that called :func:`load_path`."""
+
 LOADERS: tuple[LoaderSpec, ...] = tuple(module.LOADER for module in loader_modules())
 
 # A file whose name matches is expected to be profiler output: if no loader recognises
@@ -293,7 +298,14 @@ def work_units(detected: list[DetectedFile]) -> list[tuple[str, list[DetectedFil
     return units
 
 
-def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_cache: bool = False, cancel: threading.Event | None = None) -> RunSet:
+def load_path(
+    path: str | os.PathLike,
+    *,
+    progress: Progress | None = None,
+    use_cache: bool = False,
+    cancel: threading.Event | None = None,
+    on_unit: UnitDone | None = None,
+) -> RunSet:
     """Load every recognised file under ``path`` (a directory or one file).
 
     With ``use_cache`` each work unit (a rank's process group, a database, a trace file) is
@@ -306,6 +318,9 @@ def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_
     Ctrl-C in the calling thread) stops the units being parsed within about a second and
     raises :class:`~tui_prof.loaders.base.LoadCancelled` (KeyboardInterrupt for Ctrl-C).
     Units run in daemon threads, so a process that exits never waits for one.
+
+    ``on_unit`` (:data:`UnitDone`) is handed each unit's runs as the unit is loaded (the
+    cached units first, in unit order), so a caller can show processes before all are in.
     """
     root = Path(path)
     if not root.exists():
@@ -314,9 +329,10 @@ def load_path(path: str | os.PathLike, *, progress: Progress | None = None, use_
         return runset
     event = cancel if cancel is not None else threading.Event()
     with load_scope(event):
-        return _load(root, progress, use_cache, event)
+        return _load(root, progress, use_cache, event, on_unit)
 
 
+CACHE_CHUNK = 8  # cache entries read together when a caller takes the units as they load
 CANCEL_GRACE_S = 0.5
 """After a cancel, how long :func:`_load` waits for its units to stop before it returns."""
 
@@ -392,7 +408,7 @@ def _wait_stopped(finished: queue.SimpleQueue, alive: int, grace: float) -> None
             return
 
 
-def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: threading.Event) -> RunSet:
+def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: threading.Event, on_unit: UnitDone | None = None) -> RunSet:
     """Scan, then each work unit from its cache entry (``use_cache`` and the entry is
     valid) or from its loader (and written to the cache with ``use_cache``)."""
     runset = RunSet(root=str(root))
@@ -413,9 +429,17 @@ def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: thread
     keys: list[str | None] = [None] * len(units)
     if use_cache:
         keys = [cache.unit_key(fmt, files) for fmt, files in units]
-        for slot, hit in enumerate(cache.load_many(keys)):
-            if hit is not None:
-                results[slot] = (hit.runs, hit.issues)
+        # with on_unit the entries are read a chunk at a time, each chunk's units handed on
+        # before the next is read (the first rows need not wait for every entry)
+        chunk = CACHE_CHUNK if on_unit else max(len(keys), 1)
+        hits_so_far = 0
+        for first in range(0, len(keys), chunk):
+            for slot, hit in enumerate(cache.load_many(keys[first : first + chunk]), first):
+                if hit is not None:
+                    results[slot] = (hit.runs, hit.issues)
+                    hits_so_far += 1
+                    if on_unit:
+                        on_unit(hit.runs, hits_so_far, len(units))
 
     def run_unit(slot: int) -> tuple[list[Run], list[LoadIssue]]:
         fmt, files = units[slot]
@@ -470,7 +494,11 @@ def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: thread
     counted = [done]
 
     def on_done(task: list[int]) -> None:
-        counted[0] += len(task)
+        for slot in task:
+            counted[0] += 1
+            result = results[slot]
+            if on_unit and result is not None:
+                on_unit(result[0], counted[0], len(units))
         if progress:
             progress("loading", counted[0], len(units))
 

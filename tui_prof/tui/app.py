@@ -2,7 +2,10 @@
 
 The app shows its screen at once and loads the run in a thread worker
 (``load_path`` with the columnar cache, then :func:`tui_prof.tui.view.runview.build_view`
-with ``lazy=True``), posting coalesced progress messages. The first screen (title,
+with ``lazy=True``), posting coalesced progress messages. A run of several processes
+shows the rank table first, a row per process as its work unit loads
+(:class:`tui_prof.tui.view.rankrows.RankRows`, in the load worker), its waits and
+straggler once every process is in. The first screen (title,
 hotspots) appears as soon as the kernels table exists; the measurement table and the
 other panes (timeline, findings, counters, hardware capabilities, issues) are computed
 by :meth:`RunView.ensure` in thread workers — in the background after the first screen,
@@ -15,6 +18,7 @@ reason in place of the panes — never a traceback.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from textual import work
@@ -22,8 +26,9 @@ from textual.app import SystemCommand
 from textual.message import Message
 from textual.screen import Screen
 
+from tui_prof.analysis import engine
 from tui_prof.loaders.base import LoadCancelled
-from tui_prof.model import RunSet
+from tui_prof.model import Run, RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.base import ProfApp
 from tui_prof.tui.keys import binding_rows
@@ -33,6 +38,7 @@ from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.main import MainScreen
+from tui_prof.tui.view.rankrows import RankRows
 from tui_prof.tui.view.runview import (
     GROUPS,
     PARTS,
@@ -45,6 +51,8 @@ from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
 
+RANK_ROWS_INTERVAL_S = 0.2  # the rank table is refilled at most this often while processes load
+
 
 class LoadProgress(Message):
     def __init__(self, stage: str, done: int, total: int) -> None:
@@ -53,6 +61,18 @@ class LoadProgress(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, LoadProgress)
+
+
+class RanksLoading(Message):
+    """The rank table of the processes loaded so far (``final``: of every process, with the
+    waits and the straggler); each carries every row, so a newer one replaces an older."""
+
+    def __init__(self, doc: dict, labels: list[str], done: int, total: int, final: bool = False) -> None:
+        super().__init__()
+        self.doc, self.labels, self.done, self.total, self.final = doc, labels, done, total, final
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RanksLoading)
 
 
 class Loaded(Message):
@@ -100,8 +120,25 @@ class TuiProfApp(ProfApp):
         def progress(stage: str, done: int, total: int) -> None:
             self.post_message(LoadProgress(stage, done, total))
 
+        rows = RankRows()
+        posted = [0.0]
+
+        def on_unit(runs: list[Run], done: int, total: int) -> None:
+            rows.add(runs, done, total)
+            now = time.monotonic()
+            # batched: each refill repaints the table and lays the header out on the loop
+            if rows.processes > 1 and now - posted[0] >= RANK_ROWS_INTERVAL_S:
+                posted[0] = now
+                self.post_message(RanksLoading(rows.provisional(), [], done, total))
+
         try:
-            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress)
+            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit)
+            if len(runset.runs) > 1:
+                if not rows.processes:  # an in-memory run set: its processes one by one
+                    for i, run in enumerate(runset.runs, 1):
+                        on_unit([run], i, len(runset.runs))
+                labels = [engine.run_label(run) for run in runset.runs]
+                self.post_message(RanksLoading(rows.final(runset), labels, rows.total, rows.total, final=True))
             self.post_message(Loaded(build_view(runset, progress, lazy=True)))
         except LoadCancelled:  # the app is quitting
             return
@@ -110,6 +147,9 @@ class TuiProfApp(ProfApp):
 
     def on_load_progress(self, message: LoadProgress) -> None:
         self.main.show_progress(message.stage, message.done, message.total)
+
+    def on_ranks_loading(self, message: RanksLoading) -> None:
+        self.main.show_ranks_loading(message.doc, message.labels, message.done, message.total, message.final)
 
     def on_loaded(self, message: Loaded) -> None:
         self.view = message.view

@@ -19,6 +19,7 @@ from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.messages import RankOpened
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
+from tui_prof.tui.view.rankrows import PENDING
 from tui_prof.tui.widgets.table import Column, TableView
 
 RANK_COLUMNS = (
@@ -82,6 +83,11 @@ def ranks_header(doc: dict | None) -> Text:
     return plain(" · ".join(parts))
 
 
+def wait_text(value) -> str:
+    """A wait in collectives; "…" while it needs ranks that are still loading."""
+    return "…" if value == PENDING else fmt_ns(value)
+
+
 class RanksTable(TableView):
     """The rank table; Enter opens the rank's own panes."""
 
@@ -101,11 +107,42 @@ class RanksPane(Vertical):
     def table(self) -> RanksTable:
         return self.query_one("#ranks-table", RanksTable)
 
+    final = False  # the rows of every rank are shown (waits and straggler included)
+    loading = False  # the header shows the loading line
+    _shown: dict = {}  # the rank sections shown
+
+    def show_rows(self, doc: dict, labels: list[str], done: int, total: int, final: bool) -> None:
+        """The rows of the ranks loaded so far (``final``: every rank, with waits and the
+        straggler), keeping the user's sort and cursor; a refill is one small frame of the rows."""
+        if self.final and not final:
+            return
+        shown = {key: doc.get(key) for key in ("ranks", "communication", "stragglers")}
+        if self.final and shown == self._shown:
+            return  # the summary's rank sections are the rows shown while loading: no refill
+        self._shown = shown
+        table = self.table
+        model = table.model
+        sort = (model.sort_key, model.descending) if model is not None and model.sort_key else ("rank", False)
+        cursor, had_focus = table.cursor, table.has_focus
+        table.set_data(ranks_frame(doc, labels), text_key="host", sort=sort)
+        table.formatters["wait_ns"] = wait_text
+        table.cursor = min(cursor, max(table.row_count - 1, 0))
+        if had_focus:
+            table.focus()
+        loaded = len(doc.get("ranks") or [])
+        header = (
+            ranks_header(doc) if final else plain(f"Loading: {loaded} of {max(total, loaded)} ranks loaded · waits and the straggler once all are in", "italic")
+        )
+        # the loading line keeps its height: no layout of the screen for it after the first
+        self.query_one("#ranks-header", Static).update(header, layout=final or not self.loading)
+        self.final, self.loading = final, not final
+
     def set_runset(self, runset: RunSet) -> None:
-        """Fill the table as soon as the run is loaded, before the whole summary: the rank
-        analysis alone (analysis.ranks) in a thread worker; the summary's ``ranks`` (the
-        same rows) replace it when that part is shown."""
-        if len(runset.runs) > 1:
+        """Fill the table as soon as the run is loaded, before the whole summary, unless the
+        app has shown every rank's row while loading (:meth:`show_rows`): the rank analysis
+        alone (analysis.ranks) in a thread worker; the summary's ``ranks`` (the same rows)
+        replace it when that part is shown."""
+        if len(runset.runs) > 1 and not self.final:
             self._rank_rows(runset)
 
     @work(thread=True, exclusive=True, group="ranks", exit_on_error=False)
@@ -122,12 +159,8 @@ class RanksPane(Vertical):
             self.set_summary(doc, labels)
 
     def set_summary(self, doc: dict | None, labels: list[str]) -> None:
-        table = self.table
-        had_focus = table.has_focus
-        table.set_data(ranks_frame(doc, labels), text_key="host", sort=("rank", False))
-        if had_focus:
-            table.focus()
-        self.query_one("#ranks-header", Static).update(ranks_header(doc))
+        """The summary's rank sections (the rows of every rank)."""
+        self.show_rows(doc or {}, labels, 0, 0, final=True)
 
     def part_failed(self, text: Text) -> None:
         self.query_one("#ranks-header", Static).update(text)

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Label, ProgressBar, Static, TabbedContent, TabPane
 
 from tui_prof.export.common import ExportError, default_destination
@@ -148,6 +149,34 @@ class MainScreen(Screen):
         self.query_one("#load-status", Label).update(plain(f"Loading {self.source_name}: {stage} {done}/{total}"))
         self.query_one("#load-progress", ProgressBar).update(total=max(total, 1), progress=done)
 
+    early_ranks = False  # the ranks tab was shown alone while the processes loaded
+    held_focus: Widget | None = None  # a widget kept from the focus while the ranks tab stays
+
+    def release_focus(self) -> None:
+        if self.held_focus is not None:
+            self.held_focus.can_focus = True
+            self.held_focus = None
+
+    def show_ranks_loading(self, doc: dict, labels: list[str], done: int, total: int, final: bool) -> None:
+        """Before the first screen of a run of several processes: the ranks tab alone, its
+        rows filling as the processes load (the other tabs come with :meth:`show_view`)."""
+        tabs = self.query_one("#tabs", TabbedContent)
+        if self.view is None and not tabs.display:
+            tabs.active = "ranks"  # first: hiding the active tab would activate the next one
+            for tab in FOCUS:
+                if tab != "ranks":
+                    tabs.hide_tab(tab)
+            tabs.display = True
+            self.early_ranks = True
+            # the ranks tab stays the screen: the hotspot table (focused by the first tab's
+            # activation and by its set_view) does not take the focus, which would make its
+            # tab the active one, until the user chooses another tab
+            self.held_focus = self.hotspots.table
+            self.held_focus.can_focus = False
+            self.refresh_bindings()
+            self.query_one(FOCUS["ranks"]).focus()
+        self.query_one(RanksPane).show_rows(doc, labels, done, total, final)
+
     def show_failure(self, text: str) -> None:
         self.query_one("#load-status", Label).update(plain(text))  # names files: never markup
         self.query_one("#load-progress").display = False
@@ -159,6 +188,10 @@ class MainScreen(Screen):
         runset = view.runset
         self.query_one("#loading").display = False
         self.query_one("#tabs").display = True
+        if self.early_ranks:
+            for tab in FOCUS:
+                if tab not in ("ranks", "steps"):
+                    self.query_one("#tabs", TabbedContent).show_tab(tab)
         errors = len(runset.errors)
         count = title_count(runset, len(view.kernels), view.stats)
         title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {count}"
@@ -274,6 +307,8 @@ class MainScreen(Screen):
     # -- tabs -------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Key 7 (ranks) only for runs of several processes, key 8 (steps) only for runs with steps."""
+        if action == "tab" and self.view is None and self.early_ranks:
+            return parameters == ("ranks",)
         if action == "tab" and parameters == ("ranks",):
             return self.view is not None and len(self.view.runset.runs) > 1
         if action == "tab" and parameters == ("steps",):
@@ -284,6 +319,8 @@ class MainScreen(Screen):
         tabs = self.query_one("#tabs", TabbedContent)
         if not tabs.display:
             return
+        if tab != "ranks":
+            self.release_focus()
         tabs.active = tab
         focus = FOCUS.get(tab)
         if focus:
@@ -291,6 +328,10 @@ class MainScreen(Screen):
 
     @on(TabbedContent.TabActivated, "#tabs")
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id != self.query_one("#tabs", TabbedContent).active:
+            return  # another tab was activated since: focusing this one would switch back to it
+        if event.pane.id != "ranks":
+            self.release_focus()
         self.refresh_bindings()
         part = TAB_PART.get(event.pane.id or "")
         if part:
