@@ -123,3 +123,22 @@ def test_rank_rows_equal_the_summary_sections(run_dir):
         assert final[key] == doc[key]
     # the cores of the assembled runs were reused, not computed again
     assert {id(c.run) for c in rows.cores} == {id(run) for run in runset.runs}
+
+
+def test_opens_on_ranks_only_for_several_traced_processes(run_dir):
+    """Four traced ranks open on the rank table; the rocprofv3 documentation folder (one
+    traced process beside two fragments: a stats table and an agent list) opens on its
+    hotspots; two ranks with statistics and no trace open on the rank table."""
+    from pathlib import Path
+
+    from tui_prof.model.run import Run
+    from tui_prof.tui.view.rankrows import opens_on_ranks
+
+    path, _ = run_dir
+    assert opens_on_ranks(load_path(path, use_cache=False).runs)
+    docs = load_path(Path(__file__).parent / "data" / "rocprofv3_csv" / "rocprofv3-docs-rocm7", use_cache=False).runs
+    assert len(docs) == 3 and not opens_on_ranks(docs)
+    traced = [r for r in docs if len(r.kernels)]
+    stats_only = [r for r in docs if len(r.tool_stats) and not len(r.kernels)]
+    assert len(traced) == 1 and len(stats_only) == 1
+    assert opens_on_ranks(stats_only * 2) and not opens_on_ranks(stats_only) and not opens_on_ranks([Run(), Run()])

@@ -38,7 +38,7 @@ from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.main import MainScreen
-from tui_prof.tui.view.rankrows import RankRows
+from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
 from tui_prof.tui.view.runview import (
     GROUPS,
     PARTS,
@@ -127,13 +127,13 @@ class TuiProfApp(ProfApp):
             rows.add(runs, done, total)
             now = time.monotonic()
             # batched: each refill repaints the table and lays the header out on the loop
-            if rows.processes > 1 and now - posted[0] >= RANK_ROWS_INTERVAL_S:
+            if now - posted[0] >= RANK_ROWS_INTERVAL_S and opens_on_ranks([c.run for c in rows.cores]):
                 posted[0] = now
                 self.post_message(RanksLoading(rows.provisional(), [], done, total))
 
         try:
             runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit)
-            if len(runset.runs) > 1:
+            if opens_on_ranks(runset.runs):
                 if not rows.processes:  # an in-memory run set: its processes one by one
                     for i, run in enumerate(runset.runs, 1):
                         on_unit([run], i, len(runset.runs))
