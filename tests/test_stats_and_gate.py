@@ -15,10 +15,12 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from test_diff_support import ATTENTION, slow_down, spec
 
 from tui_prof.analysis import hostapi
+from tui_prof.analysis import stats as stats_mod
 from tui_prof.analysis.diff import diff_runsets, regressions
 from tui_prof.analysis.summary import build_summary
 from tui_prof.cli import main
@@ -457,3 +459,65 @@ def test_empty_diff_names_a_hostile_folder_without_its_escape_sequences(tmp_path
     err = capsys.readouterr().err
     assert "holds no kernels" in err and "\x1b" not in err and "\x07" not in err
     assert len(err.strip().splitlines()) == 2  # one line per empty side
+
+
+def test_trace_checks_over_many_processes_match_a_per_name_count():
+    """Every process's statistics against its own trace, compared in one pass: the names
+    that disagree (calls differ, or total beyond max(calls, 0.01 %)), per process in file
+    order, each file's names in text order; a name on one side only counts 0 on the other;
+    a name repeated in a file is summed. Expected: dict counts over the rows, here."""
+    rng = np.random.default_rng(7)
+    names = ["gemm", "Zeta", "copy", "reduce"]
+    runs, expected = [], []
+    for p in range(6):
+        kn = [names[i] for i in rng.integers(0, 3, 20)]
+        ks = np.sort(rng.integers(0, 10**6, 20))
+        kd = rng.integers(100, 10**5, 20)
+        an = [("hipLaunchKernel", "hipMemcpy")[i] for i in rng.integers(0, 2, 8)]
+        ast = np.sort(rng.integers(0, 10**6, 8))
+        kernels = make_table("kernels", {"start": ks, "end": ks + kd, "agent": [1] * 20, "name": kn})
+        api = make_table("api", {"start": ast, "end": ast + 50, "domain": ["hip"] * 8, "name": an})
+        trace = {"kernel_stats": {}, "hip_api_stats": {}}
+        for n, d in zip(kn, kd, strict=True):
+            c, t = trace["kernel_stats"].get(n, (0, 0))
+            trace["kernel_stats"][n] = (c + 1, t + int(d))
+        for n in an:
+            c, t = trace["hip_api_stats"].get(n, (0, 0))
+            trace["hip_api_stats"][n] = (c + 1, t + 50)
+        tool_stats = {}
+        for key, counts in trace.items():
+            rows = [[n, c, t] for n, (c, t) in counts.items()]
+            if p % 3 == 1 and key == "kernel_stats":  # off by one call; a total off within the rounding; a stats-only name
+                rows[0][1] += 1
+                rows[-1][2] += max(rows[-1][1], 1) if rows[-1][2] < 10**8 else 0
+                rows.append(["reduce", 2, 999])
+            if p % 3 == 2 and key == "hip_api_stats":  # a total beyond the rounding; a name split over two rows
+                rows[0][2] += 10**6
+                rows.append([rows[-1][0], 0, 0])
+            if p == 5 and key == "kernel_stats":  # a traced name missing from the file
+                rows = rows[1:]
+            tool_stats[key] = pd.DataFrame(
+                {
+                    "name": pd.array([r[0] for r in rows], dtype="str"),
+                    "calls": [r[1] for r in rows],
+                    "total_ns": [r[2] for r in rows],
+                    "avg_ns": 0.0,
+                    "percent": 0.0,
+                    "min_ns": 0,
+                    "max_ns": 0,
+                    "stddev_ns": 0.0,
+                }
+            )
+            stats = {}
+            for n, c, t in rows:
+                sc, st = stats.get(n, (0, 0))
+                stats[n] = (sc + c, st + t)
+            for n in sorted(set(stats) | set(counts)):
+                (sc, st), (tc, tt) = stats.get(n, (0, 0)), counts.get(n, (0, 0))
+                if sc != tc or abs(st - tt) > max(sc, tc, 1e-4 * max(st, tt)):
+                    expected.append((f"p{p}", key, n, tc, sc, tt, st))
+        runs.append(Run(meta=RunMeta(label=f"p{p}", tool="rocprofv3"), kernels=kernels, api=api, tool_stats=tool_stats))
+    checks = stats_mod.trace_checks(RunSet(root="six", runs=runs), {id(r): r.meta.label for r in runs})
+    got = [(c["process"], c["key"], c["name"], c["trace_calls"], c["stats_calls"], c["trace_total_ns"], c["stats_total_ns"]) for c in checks]
+    assert got == expected
+    assert {g[0] for g in got} == {"p1", "p2", "p4", "p5"}

@@ -123,7 +123,8 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     if len(tables) == 1:
         out = tables[0][list(STATS_COLUMNS)].copy()
     else:
-        t = pd.concat([x[list(STATS_COLUMNS)] for x in tables], ignore_index=True)
+        # the frames are concatenated whole and the columns picked once (one selection, not one per process)
+        t = pd.concat(tables, ignore_index=True)[list(STATS_COLUMNS)]
         n = t["calls"].to_numpy(dtype=np.float64)
         mean = t["avg_ns"].to_numpy(dtype=np.float64)
         sd = t["stddev_ns"].to_numpy(dtype=np.float64)
@@ -137,7 +138,7 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
                 "min_ns": g["min_ns"].min(skipna=False),
                 "max_ns": g["max_ns"].max(skipna=False),
                 "_ss": g["_ss"].sum(min_count=1),
-                "_nan_sd": g["stddev_ns"].apply(lambda s: bool(s.isna().any())),
+                "_nan_sd": t["stddev_ns"].isna().groupby(t["name"], sort=False).any(),
             }
         ).reset_index()
         calls = out["calls"].to_numpy(dtype=np.float64)
@@ -210,9 +211,24 @@ def stats_tables(runset: RunSet, limit: int | None = None) -> list[StatsTable]:
 # --- the same tables recomputed from a trace -----------------------------------------------
 
 
-def _grouped(names: pd.Series, start: np.ndarray, end: np.ndarray) -> pd.DataFrame:
-    """Calls and total ns per name: counted on the category codes (no per-row strings, no
-    pandas groupby), then the names as text; rows in category order (callers join on names)."""
+def _trace_counts(run: Run, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Names (text), calls and total ns per name of the trace rows that ``key``'s statistics
+    describe (None: the run has no trace rows of that kind), counted on the category codes
+    (no per-row strings); a name repeats when two categories read as the same text."""
+    if key == KERNEL_STATS:
+        k = run.kernels
+        if not len(k):
+            return None
+        names, start, end = k["name"], k["start"].to_numpy(), k["end"].to_numpy()
+    else:
+        domain = next((d for d, name in TRACE_API_DOMAIN.items() if API_STATS.get(key) == name), None)
+        if domain is None or not len(run.api):
+            return None
+        a = run.api
+        hit = (a["domain"] == domain).to_numpy()
+        if not hit.any():
+            return None
+        names, start, end = a["name"][hit], a["start"].to_numpy()[hit], a["end"].to_numpy()[hit]
     codes = np.asarray(names.cat.codes.to_numpy(), dtype=np.intp)
     size = len(names.cat.categories)
     if len(codes) and codes.min() < 0:  # missing names are not counted (as groupby's observed=True)
@@ -222,56 +238,68 @@ def _grouped(names: pd.Series, start: np.ndarray, end: np.ndarray) -> pd.DataFra
     total = np.zeros(size, dtype=np.int64)
     np.add.at(total, codes, np.asarray(end, dtype=np.int64) - np.asarray(start, dtype=np.int64))
     seen = np.flatnonzero(calls)
-    out = pd.DataFrame({"calls": calls[seen].astype(np.int64), "total_ns": total[seen]}, index=pd.Index(names.cat.categories[seen].astype(str), name="name"))
-    return out.groupby(level=0, sort=False).sum()
-
-
-def trace_table(run: Run, key: str) -> pd.DataFrame | None:
-    """Calls and total ns per name of the trace rows that ``key``'s statistics describe
-    (None: the run has no trace rows of that kind)."""
-    if key == KERNEL_STATS:
-        k = run.kernels
-        return _grouped(k["name"], k["start"].to_numpy(), k["end"].to_numpy()) if len(k) else None
-    domain = next((d for d, name in TRACE_API_DOMAIN.items() if API_STATS.get(key) == name), None)
-    if domain is None or not len(run.api):
-        return None
-    # compared on the category codes, and only the three columns used are selected
-    hit = (run.api["domain"] == domain).to_numpy()
-    if not hit.any():
-        return None
-    a = run.api
-    return _grouped(a["name"][hit], a["start"].to_numpy()[hit], a["end"].to_numpy()[hit])
+    return np.asarray(names.cat.categories[seen].astype(str), dtype=object), calls[seen].astype(np.int64), total[seen]
 
 
 def trace_checks(runset: RunSet, label_of: dict[int, str]) -> list[StatsCheck]:
     """Names whose statistics disagree with the trace of the same process beyond rounding
-    (module docstring). ``label_of``: ``id(run)`` -> process label."""
-    out: list[StatsCheck] = []
+    (module docstring). ``label_of``: ``id(run)`` -> process label.
+
+    Every (process, statistics file) pair is compared in one grouping on (pair, name), so
+    a run of many processes costs one pandas pass, not one per process; a pair's names come
+    out in text order, as an outer join of its two tables orders them."""
+    pairs: list[tuple[Run, str]] = []
+    s_pair: list[np.ndarray] = []
+    s_cols: dict[str, list[pd.Series]] = {"name": [], "calls_s": [], "total_ns_s": []}
+    t_pair: list[np.ndarray] = []
+    t_cols: dict[str, list[np.ndarray]] = {"name": [], "calls_t": [], "total_ns_t": []}
     for run in runset.runs:
         for key, stats in run.tool_stats.items():
             if key == DOMAIN_STATS or not len(stats):
                 continue
-            trace = trace_table(run, key)
+            trace = _trace_counts(run, key)
             if trace is None:
                 continue
-            s = stats.groupby(stats["name"].astype(str), sort=False)[["calls", "total_ns"]].sum()
-            both = s.add_suffix("_s").join(trace.add_suffix("_t"), how="outer").fillna(0)
-            calls_s = both["calls_s"].to_numpy(dtype=np.int64)
-            calls_t = both["calls_t"].to_numpy(dtype=np.int64)
-            tot_s = both["total_ns_s"].to_numpy(dtype=np.int64)
-            tot_t = both["total_ns_t"].to_numpy(dtype=np.int64)
-            tolerance = np.maximum(np.maximum(calls_s, calls_t), 1e-4 * np.maximum(tot_s, tot_t))
-            bad = (calls_s != calls_t) | (np.abs(tot_s - tot_t) > tolerance)
-            for i in np.flatnonzero(bad):
-                out.append(
-                    {
-                        "process": label_of.get(id(run), run.meta.label),
-                        "key": key,
-                        "name": str(both.index[i]),
-                        "trace_calls": int(calls_t[i]),
-                        "stats_calls": int(calls_s[i]),
-                        "trace_total_ns": int(tot_t[i]),
-                        "stats_total_ns": int(tot_s[i]),
-                    }
-                )
+            pair = len(pairs)
+            pairs.append((run, key))
+            s_pair.append(np.full(len(stats), pair, dtype=np.int64))
+            s_cols["name"].append(stats["name"].astype(str))
+            s_cols["calls_s"].append(stats["calls"])
+            s_cols["total_ns_s"].append(stats["total_ns"])
+            t_pair.append(np.full(len(trace[0]), pair, dtype=np.int64))
+            for col, values in zip(t_cols, trace):
+                t_cols[col].append(values)
+    if not pairs:
+        return []
+    # per pair and name: the stats side summed (NaN counts as 0, as groupby's sum), the trace
+    # side as counted; a name on one side only reads 0 on the other
+    s_frame = pd.DataFrame({"pair": np.concatenate(s_pair), **{c: pd.concat(v, ignore_index=True) for c, v in s_cols.items()}})
+    t_frame = pd.DataFrame({"pair": np.concatenate(t_pair), **{c: np.concatenate(v) for c, v in t_cols.items()}})
+    s = s_frame.groupby(["pair", "name"], sort=False)[["calls_s", "total_ns_s"]].sum()
+    t = t_frame.groupby(["pair", "name"], sort=False)[["calls_t", "total_ns_t"]].sum()
+    both = s.join(t, how="outer").fillna(0).sort_index()
+    calls_s = both["calls_s"].to_numpy(dtype=np.int64)
+    calls_t = both["calls_t"].to_numpy(dtype=np.int64)
+    tot_s = both["total_ns_s"].to_numpy(dtype=np.int64)
+    tot_t = both["total_ns_t"].to_numpy(dtype=np.int64)
+    tolerance = np.maximum(np.maximum(calls_s, calls_t), 1e-4 * np.maximum(tot_s, tot_t))
+    bad = (calls_s != calls_t) | (np.abs(tot_s - tot_t) > tolerance)
+    out: list[StatsCheck] = []
+    if not bad.any():
+        return out
+    pair_of = both.index.get_level_values("pair")
+    name_of = both.index.get_level_values("name")
+    for i in np.flatnonzero(bad):
+        run, key = pairs[int(pair_of[i])]
+        out.append(
+            {
+                "process": label_of.get(id(run), run.meta.label),
+                "key": key,
+                "name": str(name_of[i]),
+                "trace_calls": int(calls_t[i]),
+                "stats_calls": int(calls_s[i]),
+                "trace_total_ns": int(tot_t[i]),
+                "stats_total_ns": int(tot_s[i]),
+            }
+        )
     return out
