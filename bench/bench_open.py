@@ -15,7 +15,10 @@ them: ``max_loop_cpu_without_gc_ms``). The intervals up to the first paint with 
 (``first_paint_loop_cpu_ms``). The parent reads the child's CPU time (user + sys) with
 ``os.wait4`` and notes ``os.getloadavg()`` before each case: other jobs share the 2 CPUs,
 so wall times vary with the load. ``--baseline DIR`` runs each case on an earlier tree
-(``git archive REV | tar -x -C DIR``) just before the same run on this one.
+(``git archive REV | tar -x -C DIR``) just before the same run on this one;
+``--switch-ms MS`` adds a run of this tree with ``sys.setswitchinterval(MS / 1000)`` in
+the child. A first open's child waits for its cache entries to be written
+(``cache_written_s``; a tree that writes them while loading reports none).
 
 Cases, on a synthetic run of N dispatches + 2N HIP calls (``python -m tui_prof.synth
 OUT --format csv|rocpd --dispatches N --sync per_launch``):
@@ -24,7 +27,7 @@ OUT --format csv|rocpd --dispatches N --sync per_launch``):
 * ``rocpd-first``: the rocpd SQLite database, empty cache directory;
 * ``csv-reopen``: the CSV run again, cache filled by ``csv-first``.
 
-    python bench/bench_open.py [--dispatches 1000000] [--data DIR] [--cases csv-first,rocpd-first,csv-reopen] [--repeat N] [--baseline DIR]
+    python bench/bench_open.py [--dispatches 1000000] [--data DIR] [--cases csv-first,rocpd-first,csv-reopen] [--repeat N] [--baseline DIR] [--switch-ms MS]
 
 Measured here (2026-11-26, 2-core VM, quiet: load 1.2), 1M dispatches + 2M HIP calls
 (wall s to the first paint with hotspot rows / to the measurement table / to every pane;
@@ -65,6 +68,8 @@ CASES = ("csv-first", "rocpd-first", "csv-reopen")
 def child(path: str, use_cache: bool) -> dict:
     """Body of the measured process: open the app, report the times as one JSON line."""
     launched = float(os.environ["BENCH_LAUNCH"])
+    if os.environ.get("BENCH_SWITCH_MS"):  # --switch-ms: the interpreter's thread switch interval
+        sys.setswitchinterval(float(os.environ["BENCH_SWITCH_MS"]) / 1000)
     import asyncio
 
     from tui_prof.tui.app import TuiProfApp
@@ -74,7 +79,6 @@ def child(path: str, use_cache: bool) -> dict:
 
     import collections
     import gc
-    import sys
     import threading
     import traceback
 
@@ -136,6 +140,9 @@ def child(path: str, use_cache: bool) -> dict:
             app.main.call_after_refresh(painted.set)
             await painted.wait()
             out["first_screen_s"] = time.time() - launched
+            # the process's CPU (every thread) from its start to that paint: what the load
+            # adds to wall time much less than to the first_screen_s
+            out["first_screen_cpu_s"] = round(time.process_time(), 3)
             # the loop's CPU from the poll that saw the rows to the paint (this thread)
             out["first_paint_loop_cpu_ms"] = round((time.thread_time() - seen_cpu) * 1000, 1)
             out["hotspot_rows"] = table.row_count
@@ -160,6 +167,15 @@ def child(path: str, use_cache: bool) -> dict:
                 out[f"{prefix}p99_loop_cpu_ms"] = round(cpus[int(0.99 * (len(cpus) - 1))] * 1000, 1)
                 out[f"{prefix}ticks"] = len(slices[phase])
             out["stall_sources"] = sources.most_common(6)
+            # a first open writes its cache entries after the first screen (a tree that
+            # writes them while loading has no cache_written): wait for them, so the child's
+            # CPU holds the write on either tree and the cache is filled for a reopen
+            if use_cache and hasattr(app, "cache_written"):
+                waited = time.time()
+                while app.cache_written is None and time.time() - waited < 60:
+                    await asyncio.sleep(0.01)
+                out["cache_written_s"] = round(time.time() - launched, 3)
+                out["cache_entries"] = app.cache_written
             await pilot.press("2")  # the timeline tab renders at once
             await pilot.pause()
         return out
@@ -179,9 +195,12 @@ def generate(data: Path, fmt: str, dispatches: int) -> Path:
     return out
 
 
-def measure(path: Path, use_cache: bool, cache_dir: Path, tree: Path = ROOT) -> dict:
-    """One child on ``tree``'s tuiprof (this file's child code, ``PYTHONPATH=tree``)."""
+def measure(path: Path, use_cache: bool, cache_dir: Path, tree: Path = ROOT, switch_ms: float | None = None) -> dict:
+    """One child on ``tree``'s tuiprof (this file's child code, ``PYTHONPATH=tree``;
+    ``switch_ms``: ``sys.setswitchinterval`` in the child, in ms, before it imports tuiprof)."""
     env = {"TUIPROF_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(tree)}
+    if switch_ms is not None:
+        env["BENCH_SWITCH_MS"] = str(switch_ms)
     result = run_child([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))], env=env, cwd=tree)
     result["cpu_s"] = round(result["cpu_s"], 2)
     result["peak_rss_mb"] = round(result["peak_rss_mb"])
@@ -197,6 +216,11 @@ def main() -> None:
     parser.add_argument("--use-cache", default="1", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each case (the figures vary with the machine's load)")
     parser.add_argument("--baseline", help="an earlier tree (git archive REV | tar -x -C DIR): each run of a case on it just before the same run on this tree")
+    parser.add_argument(
+        "--switch-ms",
+        type=float,
+        help="also run this tree with sys.setswitchinterval(MS/1000) in the child (Python's default: 5 ms), interleaved with the other runs",
+    )
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.use_cache == "1")))
@@ -215,13 +239,17 @@ def main() -> None:
             if case.endswith("-reopen") and not any(cache.iterdir()):  # reopen needs a filled cache
                 measure(path, True, cache)
             trees = [("baseline", Path(args.baseline).resolve())] if args.baseline else []
-            trees.append(("this tree", ROOT))
-            for _ in range(args.repeat):
-                for label, tree in trees:
+            runs: list[tuple[str, Path, float | None]] = [(label, tree, None) for label, tree in trees]
+            runs.append(("this tree", ROOT, None))
+            if args.switch_ms is not None:
+                runs.append((f"this tree, switch interval {args.switch_ms:g} ms", ROOT, args.switch_ms))
+            for repeat in range(args.repeat):
+                turn = repeat % len(runs)  # each kind of run goes first in turn (the load drifts)
+                for label, tree, switch_ms in runs[turn:] + runs[:turn]:
                     if case.endswith("-first"):
                         shutil.rmtree(cache, ignore_errors=True)
                         cache.mkdir()
-                    result = measure(path, True, cache, tree)
+                    result = measure(path, True, cache, tree, switch_ms)
                     print(json.dumps({"case": case, "tree": label, "dispatches": args.dispatches, **result}), flush=True)
     finally:
         shutil.rmtree(caches, ignore_errors=True)

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tui_prof.loaders.cache import PendingWrites
     from tui_prof.model import Run, RunSet
 
 LOADER_MODULES = (
@@ -45,14 +46,15 @@ def load_path(
     use_cache: bool = False,
     cancel: threading.Event | None = None,
     on_unit: Callable[[list[Run], int, int], None] | None = None,
+    pending: PendingWrites | None = None,
 ) -> RunSet:
     """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`
-    (``cancel`` and ``on_unit``, each work unit's runs as it loads: see
-    :func:`tui_prof.loaders.detect.load_path`)."""
+    (``cancel``; ``on_unit``, each work unit's runs as it loads; ``pending``, the cache
+    entries kept to be written later: see :func:`tui_prof.loaders.detect.load_path`)."""
     # Imported here: detect imports this package (its loader_modules).
     from tui_prof.loaders.detect import load_path as _load_path
 
-    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel, on_unit=on_unit)
+    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel, on_unit=on_unit, pending=pending)
 
 
 def cancel_loads() -> None:

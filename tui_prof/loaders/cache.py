@@ -62,6 +62,7 @@ users may be able to write it, so the cache trusts and deletes only what it prov
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -73,12 +74,14 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 import zlib
 from pathlib import Path
 
 import pandas as pd
 
 from tui_prof import __version__
+from tui_prof.loaders.base import check_cancelled, load_scope
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
@@ -438,6 +441,7 @@ def save(runset: RunSet, key: str) -> Path | None:
             }
             entry["categories"] = {name: _category_dtypes(run.table(name)) for name in entry["tables"]}
             for name in entry["tables"]:
+                check_cancelled()  # a quit while writing: the temporary folder is removed
                 files[f"{index}.{name}"] = _write_table(run.table(name), work / f"{index}.{name}.arrow")
             for name, stats in run.tool_stats.items():
                 stem = f"{index}.stats.{name}"
@@ -452,6 +456,67 @@ def save(runset: RunSet, key: str) -> Path | None:
     except BaseException:  # Ctrl-C while writing: leave no temporary folder behind
         _remove_entry(root, work.name)
         raise
+
+
+def _snapshot(run: Run) -> Run:
+    """A copy of ``run`` that later changes to ``run`` leave as it is: the tables as
+    shallow copies (pandas' copy-on-write copies a table's data only when one side changes
+    it), the facts (meta, agents, warnings) as deep copies (small)."""
+    tables = {name: run.table(name).copy(deep=False) for name in TABLES}
+    return Run(
+        meta=copy.deepcopy(run.meta),
+        agents=copy.deepcopy(run.agents),
+        tool_stats={name: stats.copy(deep=False) for name, stats in run.tool_stats.items()},
+        warnings=list(run.warnings),
+        partial=run.partial,
+        **tables,
+    )
+
+
+class PendingWrites:
+    """The cache entries of one load, written later by :meth:`write` (the TUI writes them
+    after its first screen is painted; ``load_path(..., pending=...)`` fills it).
+
+    Each entry is a snapshot of a work unit's fragments as its loader returned them
+    (:func:`_snapshot`), so the assembly of the run and the views built on it do not change
+    what is written: the entry equals the one :func:`save` writes at once. Written entries
+    go through :func:`save` (temporary folder, renamed into place once complete), so a quit
+    during :meth:`write` leaves no entry that a later open would read."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[RunSet, str]] = []
+        self._lock = threading.Lock()
+        self.keep: set[str] = set()  # the keys of the load: never pruned by its write
+
+    def add(self, runset: RunSet, key: str) -> None:
+        """Keep a snapshot of ``runset`` (a unit's fragments and issues) for ``key``."""
+        snapshot = RunSet(root=runset.root, runs=[_snapshot(run) for run in runset.runs], issues=list(runset.issues))
+        with self._lock:
+            self._entries.append((snapshot, key))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def write(self, cancel: threading.Event | None = None) -> int:
+        """Write the entries kept so far, then :func:`prune` to the cache's bound; returns
+        how many were written. :func:`~tui_prof.loaders.cancel_loads` (or ``cancel``) stops
+        it between two tables and raises :class:`~tui_prof.loaders.base.LoadCancelled`,
+        with the entry being written removed."""
+        written = 0
+        with load_scope(cancel if cancel is not None else threading.Event()):
+            while True:
+                with self._lock:
+                    if not self._entries:
+                        break
+                    runset, key = self._entries.pop(0)
+                check_cancelled()
+                if save(runset, key) is not None:
+                    written += 1
+                del runset  # the snapshot's tables are released as soon as they are written
+            if written:  # entries were written: keep the cache within its bound
+                prune(keep=self.keep)
+        return written
 
 
 def _install(root: Path, work: Path, key: str) -> None:

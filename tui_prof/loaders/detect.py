@@ -305,6 +305,7 @@ def load_path(
     use_cache: bool = False,
     cancel: threading.Event | None = None,
     on_unit: UnitDone | None = None,
+    pending: cache.PendingWrites | None = None,
 ) -> RunSet:
     """Load every recognised file under ``path`` (a directory or one file).
 
@@ -321,6 +322,10 @@ def load_path(
 
     ``on_unit`` (:data:`UnitDone`) is handed each unit's runs as the unit is loaded (the
     cached units first, in unit order), so a caller can show processes before all are in.
+
+    ``pending`` (with ``use_cache``): the cache entries of the parsed units are kept in it
+    instead of written, and the caller writes them later with
+    :meth:`~tui_prof.loaders.cache.PendingWrites.write` (the TUI: after its first screen).
     """
     root = Path(path)
     if not root.exists():
@@ -329,7 +334,7 @@ def load_path(
         return runset
     event = cancel if cancel is not None else threading.Event()
     with load_scope(event):
-        return _load(root, progress, use_cache, event, on_unit)
+        return _load(root, progress, use_cache, event, on_unit, pending)
 
 
 CACHE_CHUNK = 8  # cache entries read together when a caller takes the units as they load
@@ -408,9 +413,17 @@ def _wait_stopped(finished: queue.SimpleQueue, alive: int, grace: float) -> None
             return
 
 
-def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: threading.Event, on_unit: UnitDone | None = None) -> RunSet:
+def _load(
+    root: Path,
+    progress: Progress | None,
+    use_cache: bool,
+    cancel: threading.Event,
+    on_unit: UnitDone | None = None,
+    pending: cache.PendingWrites | None = None,
+) -> RunSet:
     """Scan, then each work unit from its cache entry (``use_cache`` and the entry is
-    valid) or from its loader (and written to the cache with ``use_cache``)."""
+    valid) or from its loader (and written to the cache with ``use_cache``, or kept in
+    ``pending`` to be written later)."""
     runset = RunSet(root=str(root))
     sink = IssueSink()
     memo: dict | None = None
@@ -453,8 +466,12 @@ def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: thread
                 unit_sink.error(item.path, f"{fmt} loader failed: {one_line(repr(err))}")
             return [], unit_sink.issues
         key = keys[slot]
-        if key and runs:  # written before assemble() merges and sorts the fragments
-            cache.save(RunSet(root=str(root), runs=runs, issues=unit_sink.issues), key)
+        if key and runs:  # written (or kept as a snapshot) before assemble() merges and sorts the fragments
+            unit = RunSet(root=str(root), runs=runs, issues=unit_sink.issues)
+            if pending is not None:
+                pending.add(unit, key)
+            else:
+                cache.save(unit, key)
         return runs, unit_sink.issues
 
     # Tasks: each unit of a PARALLEL_FORMATS format alone; the units of any other format
@@ -510,7 +527,10 @@ def _load(root: Path, progress: Progress | None, use_cache: bool, cancel: thread
             reading.stop()
 
     if use_cache and tasks:  # entries were written: keep the cache within its bound
-        cache.prune(keep={key for key in keys if key})
+        if pending is not None:
+            pending.keep.update(key for key in keys if key)  # pruned by its write
+        else:
+            cache.prune(keep={key for key in keys if key})
     fragments: list[Run] = []
     for result in results:  # issues and runs in unit order, as a serial load gives them
         if result is None:  # every unit ran or came from the cache

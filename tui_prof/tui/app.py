@@ -28,6 +28,7 @@ from textual.screen import Screen
 
 from tui_prof.analysis import engine
 from tui_prof.loaders.base import LoadCancelled
+from tui_prof.loaders.cache import PendingWrites
 from tui_prof.model import Run, RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.base import ProfApp
@@ -76,9 +77,20 @@ class RanksLoading(Message):
 
 
 class Loaded(Message):
-    def __init__(self, view: RunView) -> None:
+    """The run is loaded and its view built; ``pending``: the cache entries of the units
+    parsed by this open, written after the first screen."""
+
+    def __init__(self, view: RunView, pending: PendingWrites | None = None) -> None:
         super().__init__()
-        self.view = view
+        self.view, self.pending = view, pending
+
+
+class CacheWritten(Message):
+    """The cache entries of this open are written (``count`` of them)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count
 
 
 class PartReady(Message):
@@ -107,6 +119,7 @@ class TuiProfApp(ProfApp):
         self.view: RunView | None = None
         self.load_error = ""  # why nothing could be loaded (tuiprof open then exits 1)
         self._asked: set[str] = set()
+        self.cache_written: int | None = None  # entries written after the first screen (None: not yet, or none to write)
         self.main = MainScreen()
         self.main.source_name = self.source_name
 
@@ -131,15 +144,17 @@ class TuiProfApp(ProfApp):
                 posted[0] = now
                 self.post_message(RanksLoading(rows.provisional(), [], done, total))
 
+        # the cache entries of a first open are written after the first screen (write_cache)
+        pending = PendingWrites() if self.use_cache else None
         try:
-            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit)
+            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending)
             if opens_on_ranks(runset.runs):
                 if not rows.processes:  # an in-memory run set: its processes one by one
                     for i, run in enumerate(runset.runs, 1):
                         on_unit([run], i, len(runset.runs))
                 labels = [engine.run_label(run) for run in runset.runs]
                 self.post_message(RanksLoading(rows.final(runset), labels, rows.total, rows.total, final=True))
-            self.post_message(Loaded(build_view(runset, progress, lazy=True)))
+            self.post_message(Loaded(build_view(runset, progress, lazy=True), pending))
         except LoadCancelled:  # the app is quitting
             return
         except Exception as err:  # shown in the app, never as a traceback
@@ -154,8 +169,24 @@ class TuiProfApp(ProfApp):
     def on_loaded(self, message: Loaded) -> None:
         self.view = message.view
         self.main.show_view(message.view)
+        if message.pending is not None and len(message.pending):
+            self.main.call_after_refresh(self.write_cache, message.pending)
         if self.background:
             self.main.call_after_refresh(self.compute_rest, message.view)
+
+    @work(thread=True, group="cache", exit_on_error=False)
+    def write_cache(self, pending: PendingWrites) -> None:
+        """Write this open's cache entries (after the first screen). Quitting stops the
+        write between two tables (``cancel_loads``) and removes the entry being written; the
+        thread is a daemon, so the process never waits for it."""
+        try:
+            count = pending.write()
+        except LoadCancelled:  # the app is quitting
+            return
+        self.post_message(CacheWritten(count))
+
+    def on_cache_written(self, message: CacheWritten) -> None:
+        self.cache_written = message.count
 
     def _ensure(self, view: RunView, part: str) -> None:
         """Compute ``part`` in this (worker) thread and post the result's arrival."""
