@@ -505,20 +505,22 @@ class RankAlignment:
         return 0 if self.shared_clock else sum(1 for f in self.first_collective if f is None)
 
 
-def first_collectives(runs: Sequence[Run], rules: CategoryRules) -> list[int | None]:
-    """Start (ns, the process's own clock) of each process's first communication kernel, or None."""
+def first_collectives(runs: Sequence[Run], rules: CategoryRules, masks: Sequence[np.ndarray] | None = None) -> list[int | None]:
+    """Start (ns, the process's own clock) of each process's first communication kernel, or None
+    (``masks``: each process's :func:`communication_mask`, where the caller has them already)."""
     out: list[int | None] = []
-    for run in runs:
-        comm = communication_mask(run.kernels, rules)
+    for i, run in enumerate(runs):
+        comm = masks[i] if masks is not None else communication_mask(run.kernels, rules)
         out.append(int(run.kernels["start"].to_numpy()[comm].min()) if comm.any() else None)
     return out
 
 
-def rank_offsets(runs: Sequence[Run], rules: CategoryRules) -> RankAlignment:
-    """The time shift of every process on the rank timeline (see :class:`RankAlignment`)."""
+def rank_offsets(runs: Sequence[Run], rules: CategoryRules, masks: Sequence[np.ndarray] | None = None) -> RankAlignment:
+    """The time shift of every process on the rank timeline (see :class:`RankAlignment`;
+    ``masks`` as for :func:`first_collectives`)."""
     keys = [aggregate.clock_key(run) for run in runs]
     hosts = len(set(keys))
-    first = first_collectives(runs, rules)
+    first = first_collectives(runs, rules, masks)
     if hosts <= 1:
         return RankAlignment(True, hosts, tuple(first), None, tuple(0 for _ in runs))
     numbers = rank_numbers(runs)

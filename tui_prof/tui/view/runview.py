@@ -345,7 +345,8 @@ class RunView:
         (analysis.ranks.rank_offsets: the shared clock, or each rank shifted so that its first
         collective starts with the reference rank's)."""
         runs = self.runset.runs
-        align = rank_offsets(runs, DEFAULT_CATEGORY_RULES)
+        masks = [communication_mask(run.kernels, DEFAULT_CATEGORY_RULES) for run in runs]  # once per run: offsets and lanes
+        align = rank_offsets(runs, DEFAULT_CATEGORY_RULES, masks)
         numbers = rank_numbers(runs)
         offsets = np.array(align.offsets, dtype=np.int64)
         if align.shared_clock:  # the full lanes' axis: kernel, gap and step times stay as they are
@@ -369,7 +370,7 @@ class RunView:
             busy_s, busy_e = merge_intervals(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
             host = f" {run.meta.hostname}" if align.hosts > 1 and run.meta.hostname else ""
             lane = Lane(f"rank {numbers[ri][0]}{host}", "rank", busy_s, busy_e, key=(ri, "rank"))
-            comm = communication_mask(k, DEFAULT_CATEGORY_RULES)
+            comm = masks[ri]
             lane.comm_start, lane.comm_end = merge_intervals(ks[comm], ke[comm])
             lanes.append(lane)
         gap_array = gap_lanes = gap_rows = None
