@@ -206,11 +206,13 @@ def test_r_switches_lanes_and_enter_opens_a_rank_gap(two_hosts):
         timeline = app.main.query_one("#timeline-view", Timeline)
         full = app.view.timeline
         assert timeline.model is full.ranks and timeline.showing_ranks
+        assert not timeline.check_action("sync", (1,))  # y/Y: no host rows on the rank lanes
         header = str(app.main.query_one("#tl-header").render())
         assert header == "4 ranks aligned at their first collective: 2 hosts · r: every lane"
         assert "communication" in str(app.main.query_one("#tl-legend").render())
         await press(app, pilot, "r")
         assert timeline.model is full and not timeline.showing_ranks
+        assert timeline.check_action("sync", (1,))
         assert str(app.main.query_one("#tl-header").render()) == "4 processes, every lane · r: one lane per rank"
         assert "communication" not in str(app.main.query_one("#tl-legend").render())
         await press(app, pilot, "r")

@@ -250,9 +250,12 @@ class Timeline(Widget, can_focus=True):
         return self.model is not None and self.full_model is not None and self.model is self.full_model.ranks
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        """``r`` only where there are rank lanes (runs of several processes)."""
+        """``r`` only where there are rank lanes (runs of several processes); ``y``/``Y`` (sync
+        bars of the host rows) not on the rank lanes, which have no host rows."""
         if action == "toggle_ranks":
             return self.full_model is not None and self.full_model.ranks is not None
+        if action == "sync":
+            return not self.showing_ranks
         return True
 
     def action_toggle_ranks(self) -> None:
