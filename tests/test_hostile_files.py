@@ -65,12 +65,16 @@ def _errors(runset) -> list[str]:
     return [i.message for i in runset.issues if i.severity == "error"]
 
 
-def _cross_join_db(path: Path) -> Path:
+def _cross_join_db(path: Path, pad_bytes: int = 0) -> Path:
     """The sample with its dispatch view a 4-way cross join of 151 rows (5.2e8 rows, no
-    WITH clause): every query of it runs until the step budget stops it."""
+    WITH clause): every query of it runs until the step budget stops it. ``pad_bytes`` of
+    an unrelated blob make the file, and so the budget (steps per byte), that much larger."""
     _db_copy(path.parent, path.name)
     with sqlite3.connect(path) as con:
         t = _table(con, "rocpd_kernel_dispatch")
+        if pad_bytes:
+            con.execute("CREATE TABLE padding (data BLOB)")
+            con.execute("INSERT INTO padding VALUES (zeroblob(?))", (pad_bytes,))
     _rewrite_view(path, "rocpd_kernel_dispatch", f"SELECT A.* FROM `{t}` A, `{t}` B, `{t}` C, `{t}` D")
     return path
 
@@ -470,7 +474,9 @@ def test_cancel_loads_stops_a_kineto_unit_and_its_worker_processes(tmp_path, mon
 
 
 def test_ctrl_c_on_the_command_line_exits_within_a_second(run_dir):
-    _cross_join_db(run_dir / "cj_results.db")
+    # 32 MB of padding: a step budget ≈ 20× the plain copy's, so the query still runs a
+    # second after the load began on a fast machine too (the plain copy's ends in ≈ 1 s)
+    _cross_join_db(run_dir / "cj_results.db", pad_bytes=32 << 20)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui_prof.cli", "summary", "--no-cache", str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
@@ -496,6 +502,17 @@ def test_ctrl_c_on_the_command_line_exits_within_a_second(run_dir):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_ctrl_c_as_the_command_exits_keeps_its_exit_status():
+    """A Ctrl-C that lands after the command's work is done (main returned, the interpreter
+    not yet gone) neither prints a traceback nor turns the status into a signal's."""
+    code = "import os, signal, sys; from tui_prof import cli; cli.main = lambda: 3; c = cli.run(); os.kill(os.getpid(), signal.SIGINT); sys.exit(c)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert (done.returncode, done.stderr) == (3, b"")
+    code = "import sys; from tui_prof import cli; cli.main = lambda: (_ for _ in ()).throw(KeyboardInterrupt); sys.exit(cli.run())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert (done.returncode, done.stderr) == (130, b"")
 
 
 @pytest.mark.parametrize(

@@ -529,5 +529,19 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def run() -> int:
+    """The ``tuiprof`` command (console script): :func:`main`, then a Ctrl-C that lands as the
+    process exits (after ``main`` returned, before the interpreter is gone) is ignored
+    instead of ending it with a KeyboardInterrupt traceback and a signal status."""
+    import signal
+
+    try:
+        code = main()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
