@@ -174,3 +174,40 @@ def test_steps_pane_fits_80_columns_and_names_the_slowest_process():
     assert "slow train_step [4] (rank2)" in seen["header"]
     assert {d for d, _ in seen["keys"]} >= {"Zoom", "Step range", "Help"}
     assert max(right for _, right in seen["keys"]) <= 80
+
+
+def test_memory_lane_of_allocation_calls_with_matched_frees():
+    """rocprof v1's hipMalloc/hipFree (3 × 4 GB, then 3 frees; no device recorded) as a
+    "GPU memory" lane: █ in the cell of the third allocation (the peak, 12 GB), ⌈8 × level /
+    12 GB⌉ eighths in the cell of the first, and nothing after the last free."""
+    import sqlite3
+
+    db = Path(__file__).parent / "data" / "legacy_rocprof" / "hip-programming" / "results.db"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        calls = con.execute("SELECT BeginNs, Name FROM HIP WHERE Name IN ('hipMalloc', 'hipFree') ORDER BY BeginNs").fetchall()
+    assert [n for _, n in calls] == ["hipMalloc"] * 3 + ["hipFree"] * 3
+    seen = {}
+
+    async def flow(app, pilot):
+        await pilot.press("2")
+        await idle(app, pilot)
+        timeline = app.screen.query_one("#timeline-view", Timeline)
+        lanes = timeline.model.lanes
+        i = next(j for j, lane in enumerate(lanes) if lane.kind == "memory")
+        glyph, _ = timeline.frame()
+        edges = timeline.t0 + (np.arange(timeline.cells + 1) * (timeline.t1 - timeline.t0)) // timeline.cells
+        origin = app.view.timeline.origin
+
+        def cell(ts: int) -> int:
+            return int(np.searchsorted(edges, int(ts) - origin, side="right")) - 1
+
+        seen.update(label=lanes[i].label, row=glyph[i].tolist(), cells=[cell(ts) for ts, _ in calls])
+
+    drive(TuiProfApp(db, use_cache=False), flow, size=(160, 50))
+    assert seen["label"] == "GPU memory"
+    cells, row = seen["cells"], seen["row"]
+    held = [4, 8, 12, 8, 4, 0]  # GB after each call
+    first = max(h for c, h in zip(cells, held) if c == cells[0])  # the highest level in the first call's cell
+    assert row[cells[0]] == ord(" ▁▂▃▄▅▆▇█"[-(-first * 8 // 12)])
+    assert row[cells[2]] == ord("█")
+    assert all(g == ord(" ") for g in row[cells[5] + 1 :])

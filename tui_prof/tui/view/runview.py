@@ -30,7 +30,7 @@ from tui_prof.analysis import engine, hostapi
 from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
-from tui_prof.analysis.memory import allocated_levels
+from tui_prof.analysis.memory import API, allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
 from tui_prof.analysis.ranks import RankAlignment, communication_mask, rank_numbers, rank_offsets
@@ -308,13 +308,14 @@ class RunView:
             c = run.copies
             if len(c):
                 lanes.append(Lane(f"{prefix}copies", "copy", c["start"].to_numpy() - origin, c["end"].to_numpy() - origin, key=(ri, "copy")))
-            _, memory = allocated_levels(run)
+            source, memory = allocated_levels(run)
             for a, (mt, mv) in sorted(memory.items()):
                 agent = run.agent(a)
-                if a < 0 or not len(mt) or (agent is not None and agent.type != "GPU"):
+                if not len(mt) or (a < 0 and source != API) or (agent is not None and agent.type != "GPU"):
                     continue  # host allocations (rocprofv3 records them too) are not a GPU row
                 rel = mt - origin
-                lane = Lane(f"{prefix}GPU{a} memory", "memory", rel[:1], rel[-1:], key=(ri, "memory", a))
+                # device allocation calls (hipMalloc/cudaMalloc) whose frees match name no device: agent -1
+                lane = Lane(f"{prefix}GPU{a if a >= 0 else ''} memory", "memory", rel[:1], rel[-1:], key=(ri, "memory", a))
                 lane.level_t, lane.level_v = rel, mv
                 lanes.append(lane)
         gap_array = gap_lanes = None
