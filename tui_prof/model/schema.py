@@ -9,6 +9,8 @@ order and with these dtypes:
   dispatch ids, grid sizes) are ``int32`` when every value of the column fits in 32 bits and
   ``int64`` otherwise: the values are always exact, and a million-dispatch run's tables take
   4 bytes per such field instead of 8 (code that combines them into wider keys casts first);
+  those declared :data:`SMALL` (kernel grid and workgroup sizes, LDS and scratch bytes, queue,
+  stream and kernel ids) are ``int16`` when every value fits, else as ``COMPACT``;
 * integer fields that a format does not record hold ``UNKNOWN`` (-1); the optional ones
   declared ``int8|…`` (:data:`OPTIONAL_ID`: Kineto's External id, collective message sizes
   and group sizes) are ``int8`` when no row records them, so a format without them pays one
