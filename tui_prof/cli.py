@@ -474,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PCT",
         help="exit with status 4 when a lower-is-better metric got worse by more than PCT (percent of A; points for %% metrics)",
     )
-    differ.add_argument("--top", type=parse_count, default=20, help="kernels listed (0 = all; default 20)")
+    differ.add_argument("--top", type=parse_count, default=20, help="kernels and ranks listed (0 = all; default 20)")
     differ.add_argument(
         "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="idle-gap threshold passed to the analysis (default 10us)"
     )

@@ -551,7 +551,7 @@ def occupancy_limiter(columns_mean: dict[str, float], kernels: pd.DataFrame | No
         rows = kernels[kernels["name"].astype(str) == name]
         if len(rows):
             r = rows.iloc[0]
-            wg = int(max(r["wg_x"], 1) * max(r["wg_y"], 1) * max(r["wg_z"], 1)) if r["wg_x"] > 0 else 0
+            wg = max(int(r["wg_x"]), 1) * max(int(r["wg_y"]), 1) * max(int(r["wg_z"]), 1) if r["wg_x"] > 0 else 0
             static = occupancy(arch, wg, int(r["arch_vgpr"]), int(max(r["accum_vgpr"], 0)), int(max(r["sgpr"], 0)), int(max(r["lds_bytes"], 0))) if wg else None
     if measured:
         _stall, label, fix = max(measured)

@@ -447,10 +447,37 @@ def merged_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, 
     return s[idx], np.maximum.reduceat(e, idx)
 
 
+def _sorted(values: np.ndarray) -> bool:
+    return bool((values[1:] >= values[:-1]).all())
+
+
+def _merge_by_start(ks: np.ndarray, ke: np.ndarray, cs: np.ndarray, ce: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals (ks, ke) sorted by start and (cs, ce) in any order, as one list sorted by
+    start: the few copies are sorted and slotted in by ``searchsorted`` (linear in the
+    kernels, where sorting the joined list costs an n log n argsort and two gathers)."""
+    if len(cs) > 1 and not _sorted(cs):
+        o = np.argsort(cs, kind="stable")
+        cs, ce = cs[o], ce[o]
+    slots = np.searchsorted(ks, cs, side="right") + np.arange(len(cs))
+    starts = np.empty(len(ks) + len(cs), dtype=np.int64)
+    ends = np.empty_like(starts)
+    keep = np.ones(len(starts), dtype=bool)
+    keep[slots] = False
+    starts[keep], ends[keep] = ks, ke
+    starts[slots], ends[slots] = cs, ce
+    return starts, ends
+
+
 def busy_intervals(run: Run) -> tuple[np.ndarray, np.ndarray]:
-    """When any GPU of the process is busy: the union of each agent's busy union (kernels and
-    copies), as sorted disjoint (starts, ends)."""
-    if not (len(run.kernels) or len(run.copies)):
+    """When any GPU of the process is busy: the union of all its kernels and copies (each
+    agent's busy union, united), as sorted disjoint (starts, ends)."""
+    k, c = run.kernels, run.copies
+    if not (len(k) or len(c)):
         return np.array([], np.int64), np.array([], np.int64)
-    act = _activity(run)
-    return merged_intervals(act["start"], act["end"])
+    ks, ke = k["start"].to_numpy(), k["end"].to_numpy()
+    cs, ce = c["start"].to_numpy(), c["end"].to_numpy()
+    if not len(c):
+        return merged_intervals(ks, ke)
+    if len(ks) > 1 and _sorted(ks) and len(cs) * 8 < len(ks):
+        return merged_intervals(*_merge_by_start(ks, ke, cs, ce))
+    return merged_intervals(np.concatenate([ks, cs]), np.concatenate([ke, ce]))

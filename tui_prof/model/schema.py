@@ -9,6 +9,8 @@ order and with these dtypes:
   dispatch ids, grid sizes) are ``int32`` when every value of the column fits in 32 bits and
   ``int64`` otherwise: the values are always exact, and a million-dispatch run's tables take
   4 bytes per such field instead of 8 (code that combines them into wider keys casts first);
+  those declared :data:`SMALL` (kernel grid and workgroup sizes, LDS and scratch bytes, queue,
+  stream and kernel ids) are ``int16`` when every value fits, else as ``COMPACT``;
 * integer fields that a format does not record hold ``UNKNOWN`` (-1); the optional ones
   declared ``int8|…`` (:data:`OPTIONAL_ID`: Kineto's External id, collective message sizes
   and group sizes) are ``int8`` when no row records them, so a format without them pays one
@@ -39,11 +41,17 @@ CATEGORY = "category"
 COMPACT = "int32|int64"
 """Declared dtype of an integer column stored as ``int32`` when all its values fit, else ``int64``."""
 
+SMALL = "int16|" + COMPACT
+"""Declared dtype of an integer column whose values are usually small (workgroup and grid
+sizes, LDS and scratch bytes, queue and stream ids, kernel ids): ``int16`` when every value
+fits, else as :data:`COMPACT` (values are never clipped; code that multiplies them casts first)."""
+
 OPTIONAL_ID = "int8|" + COMPACT
 """Declared dtype of an identifier many formats do not record: ``int8`` when every value is
 ``UNKNOWN`` (none recorded), else as :data:`COMPACT`."""
 
 _INT32 = np.iinfo(np.int32)
+_INT16 = np.iinfo(np.int16)
 
 
 def compact_int(array: np.ndarray) -> np.ndarray:
@@ -55,6 +63,17 @@ def compact_int(array: np.ndarray) -> np.ndarray:
     if array.dtype.itemsize < 4 or (array.dtype.kind in "iu" and _INT32.min <= array.min() and array.max() <= _INT32.max):
         return array.astype(np.int32)
     return array.astype(np.int64, copy=False)
+
+
+def small_int(array: np.ndarray) -> np.ndarray:
+    """Integer ``array`` as ``int16`` when every value fits, else as :func:`compact_int` does."""
+    if array.dtype == np.int16:
+        return array
+    if array.size == 0:
+        return array.astype(np.int16)
+    if array.dtype.kind in "iu" and _INT16.min <= array.min() and array.max() <= _INT16.max:
+        return array.astype(np.int16)
+    return compact_int(array)
 
 
 def dtype_matches(declared: str, actual: object) -> bool:
@@ -77,22 +96,22 @@ KERNELS = TableSpec(
         "start": "int64",  # ns
         "end": "int64",  # ns
         "agent": "int32",  # Agent.id of the GPU that ran it
-        "queue": COMPACT,  # HSA queue id / handle as the profiler wrote it
-        "stream": COMPACT,  # HIP/CUDA stream id
+        "queue": SMALL,  # HSA queue id / handle as the profiler wrote it
+        "stream": SMALL,  # HIP/CUDA stream id
         "pid": COMPACT,
         "tid": COMPACT,  # host thread that launched it
         "correlation_id": COMPACT,  # equals the launching API call's correlation_id
         "dispatch_id": COMPACT,
-        "kernel_id": COMPACT,
+        "kernel_id": SMALL,
         "name": CATEGORY,  # kernel name as the profiler wrote it (usually demangled)
-        "grid_x": COMPACT,  # grid size in work-items
-        "grid_y": COMPACT,
-        "grid_z": COMPACT,
-        "wg_x": "int32",  # workgroup size in work-items
-        "wg_y": "int32",
-        "wg_z": "int32",
-        "lds_bytes": "int32",  # LDS (group segment) bytes per workgroup
-        "scratch_bytes": "int32",  # scratch (private segment) bytes per work-item
+        "grid_x": SMALL,  # grid size in work-items
+        "grid_y": SMALL,
+        "grid_z": SMALL,
+        "wg_x": SMALL,  # workgroup size in work-items
+        "wg_y": SMALL,
+        "wg_z": SMALL,
+        "lds_bytes": SMALL,  # LDS (group segment) bytes per workgroup
+        "scratch_bytes": SMALL,  # scratch (private segment) bytes per work-item
         "arch_vgpr": "int16",  # per work-item; NVIDIA (CUPTI): registers per thread
         "accum_vgpr": "int16",
         "sgpr": "int16",
@@ -298,11 +317,11 @@ def _coerce(values: object, dtype: str) -> pd.Series:
         return _categorical(values)
     if dtype.startswith("float"):
         return pd.Series(pd.to_numeric(values, errors="coerce"), dtype=dtype, copy=False).reset_index(drop=True)
-    if dtype == COMPACT:
+    if dtype in (COMPACT, SMALL):
         array = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
         if array.dtype.kind not in "iu" or array.dtype == np.uint64:
             array = _coerce(array, "int64").to_numpy()
-        return pd.Series(compact_int(array), copy=False)
+        return pd.Series((compact_int if dtype == COMPACT else small_int)(array), copy=False)
     array = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
     if array.dtype.kind in "iub":
         limits = np.iinfo(dtype)
@@ -349,7 +368,7 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
             if dtype == CATEGORY:
                 values = pd.Categorical.from_codes(np.zeros(length, dtype=np.int8), categories=pd.Index([fill] if length else [], dtype="str"))
             else:
-                values = np.full(length, fill, dtype="int8" if _unrecorded(dtype) else "int32" if dtype == COMPACT else dtype)
+                values = np.full(length, fill, dtype="int8" if _unrecorded(dtype) else "int16" if dtype == SMALL else "int32" if dtype == COMPACT else dtype)
         data[name] = _coerce(values, dtype)
     # copy=False: keep one block per column instead of copying same-dtype columns into a 2-D block.
     return pd.DataFrame(data, columns=list(spec.columns), copy=False)

@@ -205,7 +205,7 @@ def diff_text(result: DiffResult, top: int | None = 20, name_width: int = 56, fa
     if result.domains:
         out += ["", "Domains (calls and time per profiler domain)"]
         out += table(DOMAIN_HEADERS, domain_rows(result), "llrrrrrr")
-    out += rank_lines(result)
+    out += rank_lines(result, top)
     out += _verdict(result, fail_on_regression)
     return lines_text(out)
 
@@ -253,6 +253,7 @@ def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: 
     out += markdown_table(KERNEL_HEADERS, kernel_rows(result, top, 80))
     if result.domains:
         out += ["", "## Domains", ""] + markdown_table(DOMAIN_HEADERS, domain_rows(result))
+    out += rank_lines(result, top, markdown=True)
     out += [md_text(line) if line else line for line in _verdict(result, fail_on_regression)]
     return lines_text(out) + "\n"
 
@@ -260,27 +261,54 @@ def diff_markdown(result: DiffResult, top: int | None = 20, fail_on_regression: 
 RANK_DIFF_HEADERS = ["rank", "span A", "span B", "compute A", "compute B", "comm A", "comm B", "wait A", "wait B"]
 
 
-def rank_lines(result: DiffResult) -> list[str]:
-    """The ranks of both sides (analysis.diff.rank_diff), when either has several processes."""
+def shown_ranks(ranks: list[dict[str, Any]], top: int | None) -> list[dict[str, Any]]:
+    """The rank rows a report lists: all of them up to ``top``, else the ``top`` ranks whose
+    span changed most (a rank on one side only first), in rank order."""
+    if top is None or len(ranks) <= top:
+        return ranks
+
+    def change(r: dict[str, Any]) -> float:
+        a, b = r["span_ns_a"], r["span_ns_b"]
+        return math.inf if a is None or b is None else abs(b - a)
+
+    keep = sorted(sorted(range(len(ranks)), key=lambda i: -change(ranks[i]))[:top])
+    return [ranks[i] for i in keep]
+
+
+def rank_lines(result: DiffResult, top: int | None = None, markdown: bool = False) -> list[str]:
+    """The ranks of both sides (analysis.diff.rank_diff), when either has several processes:
+    the whole run's communication, collectives by type and, up to ``top``, the ranks."""
     d = rank_diff(result.summary_a, result.summary_b)
     if max(d["processes"]) < 2:
         return []
     pa, pb = d["communication_pct"]
     oa, ob = d["overlap_pct"]
-    out = [
-        "",
-        f"Ranks: {d['processes'][0]} vs {d['processes'][1]} processes; communication {pa:.2f} % vs {pb:.2f} % of rank time, "
-        f"overlapping compute {oa:.2f} % vs {ob:.2f} %; straggler {_rank(d['straggler'][0])} vs {_rank(d['straggler'][1])}",
-    ]
+    head = (
+        f"{d['processes'][0]} vs {d['processes'][1]} processes; communication {pa:.2f} % vs {pb:.2f} % of rank time, "
+        f"overlapping compute {oa:.2f} % vs {ob:.2f} %; straggler {_rank(d['straggler'][0])} vs {_rank(d['straggler'][1])}"
+    )
+    render = markdown_table if markdown else (lambda headers, rows: table(headers, rows, "l" + "r" * (len(headers) - 1)))
+    out = ["", "## Ranks", "", head, ""] if markdown else ["", f"Ranks: {head}"]
     if d["by_type"]:
-        rows = [[t["type"], str(t["count_a"]), str(t["count_b"]), fmt_ns(t["total_ns_a"]), fmt_ns(t["total_ns_b"])] for t in d["by_type"]]
-        out += table(["collective", "kernels A", "kernels B", "time A", "time B"], rows, "lrrrr")
+        rows = [
+            [md_text(t["type"]) if markdown else t["type"], str(t["count_a"]), str(t["count_b"]), fmt_ns(t["total_ns_a"]), fmt_ns(t["total_ns_b"])]
+            for t in d["by_type"]
+        ]
+        out += render(["collective", "kernels A", "kernels B", "time A", "time B"], rows) + [""]
+    elif not markdown:
+        out += [""]
+    listed = shown_ranks(d["ranks"], top)
     rows = [
         [str(r["rank"])]
         + [fmt_ns(r[f"{k}_{s}"]) if r[f"{k}_{s}"] is not None else "-" for k in ("span_ns", "compute_ns", "communication_ns", "wait_ns") for s in "ab"]
-        for r in d["ranks"]
+        for r in listed
     ]
-    out += [""] + table(RANK_DIFF_HEADERS, rows, "lrrrrrrrr")
+    out += render(RANK_DIFF_HEADERS, rows)
+    if len(listed) < len(d["ranks"]):
+        out += [
+            "",
+            f"{len(d['ranks']) - len(listed)} more ranks not listed: these are the {len(listed)} whose span changed most (--top 0 lists every rank; --json has them all)",
+        ]
     return out
 
 
