@@ -253,19 +253,12 @@ def cmd_open(args: argparse.Namespace) -> int:
         if not os.path.lexists(path):
             _say(f"{_shown_path(path)}: no such file or directory")
             return EXIT_NOTHING_LOADED
-    # the load starts before Textual is imported: the parse runs on one core while the
-    # interpreter imports Textual and the panes on the other (tui_prof.tui.view.early)
-    from pathlib import Path
-
-    from tui_prof.tui.view.early import EarlyLoad
-
-    early = EarlyLoad(str(path), Path(path).name, use_cache=not args.no_cache)
     from tui_prof.tui.app import TuiProfApp
     from tui_prof.tui.glyphs import plain_ansi
 
     # NO_COLOR or a 16-colour terminal: ANSI colours as they are (none at all with NO_COLOR)
     extra = {"ansi_color": True} if plain_ansi() else {}
-    app = TuiProfApp(str(path), use_cache=not args.no_cache, early=early, **extra)
+    app = TuiProfApp(str(path), use_cache=not args.no_cache, **extra)
     app.run(mouse=not args.no_mouse)
     if app.load_error:  # shown in the app until q; repeated here for the shell
         _say(app.load_error.splitlines()[0])

@@ -39,7 +39,6 @@ from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.main import MainScreen
-from tui_prof.tui.view.early import EarlyLoad
 from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
 from tui_prof.tui.view.runview import (
     GROUPS,
@@ -108,14 +107,12 @@ class TuiProfApp(ProfApp):
     CSS_PATH = "tuiprof.tcss"
     TITLE = "tuiprof"
 
-    def __init__(self, source: str | Path | RunSet, *, use_cache: bool = True, background: bool = True, early: EarlyLoad | None = None, **kwargs) -> None:
+    def __init__(self, source: str | Path | RunSet, *, use_cache: bool = True, background: bool = True, **kwargs) -> None:
         """``use_cache``: read/write the columnar cache (``tuiprof open --no-cache``: False);
         ``background``: compute the lazy panes after the first screen (False: only when
-        their tab is shown); ``early``: the load of ``source``, already started (tuiprof
-        open starts it before importing Textual), which the load worker waits for."""
+        their tab is shown)."""
         super().__init__(**kwargs)
         self.source = source
-        self.early = early
         self.use_cache = use_cache
         self.background = background
         self.source_name = source.name if isinstance(source, RunSet) else Path(source).name
@@ -150,11 +147,7 @@ class TuiProfApp(ProfApp):
         # the cache entries of a first open are written after the first screen (write_cache)
         pending = PendingWrites() if self.use_cache else None
         try:
-            if self.early is not None:
-                pending = self.early.pending
-                runset = self.early.result(progress, on_unit)
-            else:
-                runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending)
+            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending)
             if opens_on_ranks(runset.runs):
                 if not rows.processes:  # an in-memory run set: its processes one by one
                     for i, run in enumerate(runset.runs, 1):
