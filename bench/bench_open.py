@@ -18,7 +18,13 @@ so wall times vary with the load. ``--baseline DIR`` runs each case on an earlie
 (``git archive REV | tar -x -C DIR``) just before the same run on this one;
 ``--switch-ms MS`` adds a run of this tree with ``sys.setswitchinterval(MS / 1000)`` in
 the child. A first open's child waits for its cache entries to be written
-(``cache_written_s``; a tree that writes them while loading reports none).
+(``cache_written_s``; a tree that writes them while loading reports none). ``phases``: when
+(s from the process start) and at what process CPU (s) the imports ended, the app's screen
+was mounted (``app_running``), the load worker's ``load_runset`` and ``build_view`` started
+and ended, and the first paint with the rows came. ``--bytecode`` adds, interleaved, a run
+of each tree whose child reads compiled modules from a cache filled before the runs (as an
+installed tuiprof does) rather than compiling every tuiprof module at each start, as a
+checkout run with ``PYTHONDONTWRITEBYTECODE=1`` does (label ``..., compiled``).
 
 Cases, on a synthetic run of N dispatches + 2N HIP calls (``python -m tui_prof.synth
 OUT --format csv|rocpd --dispatches N --sync per_launch``):
@@ -27,7 +33,7 @@ OUT --format csv|rocpd --dispatches N --sync per_launch``):
 * ``rocpd-first``: the rocpd SQLite database, empty cache directory;
 * ``csv-reopen``: the CSV run again, cache filled by ``csv-first``.
 
-    python bench/bench_open.py [--dispatches 1000000] [--data DIR] [--cases csv-first,rocpd-first,csv-reopen] [--repeat N] [--baseline DIR] [--switch-ms MS]
+    python bench/bench_open.py [--dispatches 1000000] [--data DIR] [--cases csv-first,rocpd-first,csv-reopen] [--repeat N] [--baseline DIR] [--switch-ms MS] [--bytecode]
 
 Measured here (2026-11-26, 2-core VM, quiet: load 1.2), 1M dispatches + 2M HIP calls
 (wall s to the first paint with hotspot rows / to the measurement table / to every pane;
@@ -65,6 +71,18 @@ CASES = ("csv-first", "rocpd-first", "csv-reopen")
 # --------------------------------------------------------------------------- child
 
 
+def timed(func, before: str, after: str, mark):
+    """``func`` calling ``mark(before)`` and ``mark(after)`` around each call."""
+
+    def wrapper(*args, **kwargs):
+        mark(before)
+        result = func(*args, **kwargs)
+        mark(after)
+        return result
+
+    return wrapper
+
+
 def child(path: str, use_cache: bool) -> dict:
     """Body of the measured process: open the app, report the times as one JSON line."""
     launched = float(os.environ["BENCH_LAUNCH"])
@@ -72,10 +90,33 @@ def child(path: str, use_cache: bool) -> dict:
         sys.setswitchinterval(float(os.environ["BENCH_SWITCH_MS"]) / 1000)
     import asyncio
 
+    phases: dict[str, list[float]] = {}
+
+    def mark(name: str) -> None:
+        phases[name] = [round(time.time() - launched, 3), round(time.process_time(), 3)]
+
+    # as tuiprof open does: a tree with tui_prof.tui.view.early starts the load before it
+    # imports Textual and the app
+    early = None
+    try:
+        from tui_prof.tui.view import early as early_module
+    except ImportError:
+        early_module = None
+    if early_module is not None:
+        early_module.load_runset = timed(early_module.load_runset, "load_start", "load_done", mark)
+        early = early_module.EarlyLoad(path, Path(path).name, use_cache=use_cache)
+
+    from tui_prof.tui import app as app_module
     from tui_prof.tui.app import TuiProfApp
     from tui_prof.tui.widgets.table import TableView
 
     imported = time.time() - launched
+    # phases of the way to the first screen, (s from the process start, process CPU s), taken
+    # by wrapping the load's two calls (the same names on the trees compared)
+    mark("imports")
+
+    app_module.load_runset = timed(app_module.load_runset, "load_start", "load_done", mark)
+    app_module.build_view = timed(app_module.build_view, "build_view_start", "build_view_done", mark)
 
     import collections
     import gc
@@ -83,7 +124,7 @@ def child(path: str, use_cache: bool) -> dict:
     import traceback
 
     async def main() -> dict:
-        app = TuiProfApp(path, use_cache=use_cache)
+        app = TuiProfApp(path, use_cache=use_cache, **({"early": early} if early is not None else {}))
         out: dict = {"imports_s": imported}
         # Per interval between two ticks of a 10 ms timer: its length (the gap) and the CPU
         # the loop's thread used in it (its own work, whatever the machine's load: waits
@@ -127,6 +168,7 @@ def child(path: str, use_cache: bool) -> dict:
         threading.Thread(target=watchdog, daemon=True).start()
 
         async with app.run_test(size=(160, 50)) as pilot:
+            mark("app_running")  # the app's screen composed and mounted (run_test's start)
             app.set_interval(0.01, tick)
             table = app.main.query_one("#hotspot-table", TableView)
             while not (app.main.view is not None and table.row_count > 0):
@@ -140,6 +182,8 @@ def child(path: str, use_cache: bool) -> dict:
             app.main.call_after_refresh(painted.set)
             await painted.wait()
             out["first_screen_s"] = time.time() - launched
+            mark("first_paint")
+            out["phases"] = phases
             # the process's CPU (every thread) from its start to that paint: what the load
             # adds to wall time much less than to the first_screen_s
             out["first_screen_cpu_s"] = round(time.process_time(), 3)
@@ -195,10 +239,26 @@ def generate(data: Path, fmt: str, dispatches: int) -> Path:
     return out
 
 
-def measure(path: Path, use_cache: bool, cache_dir: Path, tree: Path = ROOT, switch_ms: float | None = None) -> dict:
+def bytecode_env(prefix: Path, trees: list[Path]) -> dict:
+    """The children's environment for ``--bytecode``: compiled modules read from (and
+    written to) ``prefix`` (``PYTHONPYCACHEPREFIX``), as an installed tuiprof reads its
+    ``.pyc`` files, instead of compiling every tuiprof module at each start (a checkout run
+    with ``PYTHONDONTWRITEBYTECODE=1`` has none). Each tree is compiled, and the modules the
+    first screen imports from site-packages are imported once, before any measured run."""
+    env = {"PYTHONPYCACHEPREFIX": str(prefix), "PYTHONDONTWRITEBYTECODE": ""}
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | env
+    for tree in trees:
+        subprocess.run([PY, "-m", "compileall", "-q", str(tree / "tui_prof")], check=True, env=environment, cwd=tree)
+        warm = "import tui_prof.tui.app, tui_prof.loaders.rocprofv3_csv, tui_prof.loaders.cache"
+        subprocess.run([PY, "-c", warm], check=True, env=environment | {"PYTHONPATH": str(tree)}, cwd=tree)
+    return env
+
+
+def measure(path: Path, use_cache: bool, cache_dir: Path, tree: Path = ROOT, switch_ms: float | None = None, extra_env: dict | None = None) -> dict:
     """One child on ``tree``'s tuiprof (this file's child code, ``PYTHONPATH=tree``;
-    ``switch_ms``: ``sys.setswitchinterval`` in the child, in ms, before it imports tuiprof)."""
-    env = {"TUIPROF_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(tree)}
+    ``switch_ms``: ``sys.setswitchinterval`` in the child, in ms, before it imports tuiprof;
+    ``extra_env``: more of the child's environment, e.g. :func:`bytecode_env`)."""
+    env = {"TUIPROF_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(tree), **(extra_env or {})}
     if switch_ms is not None:
         env["BENCH_SWITCH_MS"] = str(switch_ms)
     result = run_child([PY, __file__, "--child", str(path), "--use-cache", str(int(use_cache))], env=env, cwd=tree)
@@ -221,6 +281,11 @@ def main() -> None:
         type=float,
         help="also run this tree with sys.setswitchinterval(MS/1000) in the child (Python's default: 5 ms), interleaved with the other runs",
     )
+    parser.add_argument(
+        "--bytecode",
+        action="store_true",
+        help="also run each tree with compiled modules read from a cache filled before the runs (as an installed tuiprof does), interleaved with the other runs",
+    )
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.use_cache == "1")))
@@ -229,6 +294,8 @@ def main() -> None:
     data.mkdir(parents=True, exist_ok=True)
     caches = Path(tempfile.mkdtemp(prefix="tuiprof-bench-open-cache-"))
     try:
+        trees_used = [ROOT] + ([Path(args.baseline).resolve()] if args.baseline else [])
+        extra_env = bytecode_env(caches / "pyc", trees_used) if args.bytecode else None
         for case in args.cases.split(","):
             fmt = case.split("-")[0]
             path = generate(data, fmt, args.dispatches)
@@ -239,17 +306,19 @@ def main() -> None:
             if case.endswith("-reopen") and not any(cache.iterdir()):  # reopen needs a filled cache
                 measure(path, True, cache)
             trees = [("baseline", Path(args.baseline).resolve())] if args.baseline else []
-            runs: list[tuple[str, Path, float | None]] = [(label, tree, None) for label, tree in trees]
-            runs.append(("this tree", ROOT, None))
+            runs: list[tuple[str, Path, float | None, dict | None]] = [(label, tree, None, None) for label, tree in trees]
+            runs.append(("this tree", ROOT, None, None))
+            if extra_env is not None:
+                runs += [(f"{label}, compiled", tree, None, extra_env) for label, tree, _, _ in list(runs)]
             if args.switch_ms is not None:
-                runs.append((f"this tree, switch interval {args.switch_ms:g} ms", ROOT, args.switch_ms))
+                runs.append((f"this tree, switch interval {args.switch_ms:g} ms", ROOT, args.switch_ms, None))
             for repeat in range(args.repeat):
                 turn = repeat % len(runs)  # each kind of run goes first in turn (the load drifts)
-                for label, tree, switch_ms in runs[turn:] + runs[:turn]:
+                for label, tree, switch_ms, env in runs[turn:] + runs[:turn]:
                     if case.endswith("-first"):
                         shutil.rmtree(cache, ignore_errors=True)
                         cache.mkdir()
-                    result = measure(path, True, cache, tree, switch_ms)
+                    result = measure(path, True, cache, tree, switch_ms, env)
                     print(json.dumps({"case": case, "tree": label, "dispatches": args.dispatches, **result}), flush=True)
     finally:
         shutil.rmtree(caches, ignore_errors=True)
