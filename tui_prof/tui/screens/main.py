@@ -259,8 +259,10 @@ class MainScreen(Screen):
         issues, steps, ranks = self.query_one(IssuesPane), self.query_one(StepsPane), self.query_one(RanksPane)
         labels = [p["label"] for p in (doc or {}).get("processes", [])]
 
-        def show_steps(_: None) -> None:
-            steps.set_summary(doc)
+        columns = steps.width()  # read here, on the event loop
+
+        def show_steps(shown: Any) -> None:
+            steps.set_summary(doc, shown)
             if has_steps(doc):
                 self.query_one("#tabs", TabbedContent).show_tab("steps")
                 self.refresh_bindings()
@@ -273,7 +275,7 @@ class MainScreen(Screen):
             (lambda: capabilities_renderable(doc or {}), hardware.show_capabilities),
             (lambda: counters.prepare(doc), lambda body: counters.show_summary(doc, body)),
             (lambda: None, lambda _: issues.set_summary(view.runset, doc)),
-            (lambda: None, show_steps),
+            (lambda: steps.prepare(doc, columns), show_steps),
             (lambda: None, lambda _: ranks.set_summary(doc, labels)),
         ]
 

@@ -1,0 +1,148 @@
+"""The work the main screen hands to thread workers (issue 18, event-loop stalls at 64
+ranks): the steps pane's rows and header and the hardware pane's agents are built off the
+event loop and shown complete; the key footer's rebuild restyles none of its keys and shows
+what Textual's footer shows. Data: the stepped generator (known steps) and a generated run
+of 4 ranks."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from textual.widgets._footer import FooterKey
+from tui_harness import drive, idle, settle, text_of, until
+
+from tui_prof.model import Run, RunMeta, RunSet
+from tui_prof.synth.ranks import RankSpec, build_ranks
+from tui_prof.synth.steps import StepSpec, build_steps
+from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.panes import hardware, steps
+from tui_prof.tui.panes.steps import StepsPane
+from tui_prof.tui.widgets.footer import KeyFooter
+
+
+def stepped_runset() -> tuple[RunSet, object]:
+    run, answers = build_steps(StepSpec())
+    meta = RunMeta(formats=["synthetic"], tool="synth", label="synthhost/4242", hostname="synthhost", pid=4242)
+    r = Run(meta=meta, agents=run.agents, kernels=run.kernels, api=run.api, copies=run.copies, markers=run.markers, allocations=run.allocations)
+    return RunSet(root="synthetic_steps", runs=[r]), answers
+
+
+def record_threads(monkeypatch, module, name: str, seen: list[int]) -> None:
+    """Wrap ``module.name`` so each call records the thread it ran on."""
+    original = getattr(module, name)
+
+    def wrapped(*args, **kwargs):
+        seen.append(threading.get_ident())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapped)
+
+
+def test_steps_rows_and_header_are_built_off_the_loop_and_shown(monkeypatch):
+    runset, ans = stepped_runset()
+    frames: list[int] = []
+    headers: list[int] = []
+    record_threads(monkeypatch, steps, "steps_frame", frames)
+    record_threads(monkeypatch, steps, "steps_header", headers)
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        seen["loop"] = threading.get_ident()
+        await settle(app, pilot)
+        await pilot.press("8")
+        await idle(app, pilot)
+        pane = app.screen.query_one(StepsPane)
+        seen["labels"] = pane.table.model.frame["label"].tolist()
+        seen["steps"] = [s["label"] for s in pane.steps]
+        seen["header"] = text_of(app, "#steps-header")
+        seen["tab"] = app.screen.query_one("#tabs").active
+
+    drive(TuiProfApp(runset), flow, size=(160, 50))
+    assert seen["tab"] == "steps"
+    assert seen["labels"] == ["w " + ans.labels[0]] + ans.labels[1:]
+    assert seen["steps"] == ans.labels
+    assert "train_step" in seen["header"] and "slow train_step [6]" in seen["header"]
+    assert frames and headers  # built, and never on the event loop's thread
+    assert seen["loop"] not in frames and seen["loop"] not in headers
+
+
+def test_m_builds_the_next_ranges_steps_off_the_loop(monkeypatch):
+    """train_sync has ProfilerStep#2-#7 and repeated optimizer ranges: m shows the next one's steps."""
+    trace = Path(__file__).parent / "data" / "kineto" / "h200" / "train_sync.pt.trace.json.gz"
+    frames: list[int] = []
+    record_threads(monkeypatch, steps, "steps_frame", frames)
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        seen["loop"] = threading.get_ident()
+        await settle(app, pilot)
+        await pilot.press("8")
+        await idle(app, pilot)
+        pane = app.screen.query_one(StepsPane)
+        before = len(frames)
+        await pilot.press("m")
+        await until(app, pilot, lambda: pane.table.model.frame["label"].tolist()[0] != "ProfilerStep#2")
+        seen["after"] = frames[before:]
+        seen["labels"] = pane.table.model.frame["label"].tolist()
+        seen["steps"] = [s["label"] for s in pane.steps]
+        seen["header"] = text_of(app, "#steps-header")
+
+    drive(TuiProfApp(trace, use_cache=False), flow, size=(160, 50))
+    assert seen["labels"] == [f"Optimizer.step#SGD.step [{i}]" for i in range(1, 7)] == seen["steps"]
+    assert "Optimizer.step#SGD.step" in seen["header"]
+    assert seen["after"] and seen["loop"] not in seen["after"]
+
+
+def test_agents_of_a_run_of_ranks_are_built_off_the_loop_and_shown(monkeypatch):
+    built = build_ranks(RankSpec(ranks=4, iterations=20, compute_kernels=3, slow_rank=1, slow_pct=20))
+    calls: list[int] = []
+    record_threads(monkeypatch, hardware, "agents_renderable", calls)
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        seen["loop"] = threading.get_ident()
+        await settle(app, pilot)
+        await pilot.press("3")
+        await idle(app, pilot)
+        seen["body"] = text_of(app, "#hardware-body")
+
+    runset = built.runset()
+    expected = {a.arch for r in runset.runs for a in r.agents if a.type == "GPU" and a.arch}
+    drive(TuiProfApp(runset), flow, size=(160, 50))
+    assert calls and seen["loop"] not in calls
+    assert expected and all(arch in seen["body"] for arch in expected)
+
+
+def test_footer_rebuild_restyles_no_key_and_keeps_textuals_classes(monkeypatch):
+    runset, _ = stepped_runset()
+    seen: dict = {"restyled": []}
+
+    async def flow(app, pilot):
+        await settle(app, pilot)
+        original = app.update_styles
+
+        def update_styles(node=None, animate=True):
+            if isinstance(node, FooterKey):
+                seen["restyled"].append(node.key)
+            return original(node, animate=animate)
+
+        monkeypatch.setattr(app, "update_styles", update_styles)
+        footer = app.screen.query_one(KeyFooter)
+        keys_before = [k.key for k in footer.query(FooterKey)]
+        await pilot.press("8")  # the steps table focused: its keys join the footer (a rebuild)
+        await idle(app, pilot)
+        keys = list(footer.query(FooterKey))
+        seen["changed"] = [k.key for k in keys] != keys_before
+        seen["classes"] = [(k.key, k.has_class("-compact"), k.compact, k.has_class("-command-palette")) for k in keys]
+        seen["compact"] = footer.compact
+
+    drive(TuiProfApp(runset), flow, size=(160, 50))
+    assert seen["changed"]
+    assert seen["restyled"] == []
+    # as Textual's footer leaves them: the keys bound to the footer take its compact (False
+    # here), the command palette's key (not bound) keeps FooterKey's default (compact)
+    assert seen["compact"] is False
+    for key, has_class, compact, palette in seen["classes"]:
+        assert has_class == compact == palette, key
+    assert sum(c[3] for c in seen["classes"]) == 1
