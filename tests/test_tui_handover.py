@@ -1,7 +1,8 @@
 """The work the main screen hands to thread workers (issue 18, event-loop stalls at 64
 ranks): the steps pane's rows and header and the hardware pane's agents are built off the
 event loop and shown complete; the key footer's rebuild restyles none of its keys and shows
-what Textual's footer shows. Data: the stepped generator (known steps) and a generated run
+what Textual's footer shows; a table line's cells are read from column arrays with the
+values ``iloc`` gives. Data: the stepped generator (known steps) and a generated run
 of 4 ranks."""
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
 from textual.widgets._footer import FooterKey
 from tui_harness import drive, idle, settle, text_of, until
 
@@ -19,6 +23,7 @@ from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes import hardware, steps
 from tui_prof.tui.panes.steps import StepsPane
 from tui_prof.tui.widgets.footer import KeyFooter
+from tui_prof.tui.widgets.table import TableModel
 
 
 def stepped_runset() -> tuple[RunSet, object]:
@@ -146,3 +151,61 @@ def test_footer_rebuild_restyles_no_key_and_keeps_textuals_classes(monkeypatch):
     for key, has_class, compact, palette in seen["classes"]:
         assert has_class == compact == palette, key
     assert sum(c[3] for c in seen["classes"]) == 1
+
+
+def test_table_cells_are_the_values_iloc_gives():
+    """TableModel.cells reads each column's array; the values (and their types: numpy
+    scalars, None, NA, Timestamp, categories, Arrow scalars) are iloc's, and a frame of
+    numeric columns of several dtypes keeps iloc's upcast."""
+    frames = [
+        pd.DataFrame(
+            {
+                "a": [1, 2, 3],
+                "b": [1.5, np.nan, 2.0],
+                "s": ["x", None, "z"],
+                "c": pd.Categorical(["p", "q", "p"]),
+                "t": pd.to_datetime([1, 2, 3]),
+                "ar": pd.array([1, None, 3], dtype="int64[pyarrow]"),
+                "as": pd.array(["u", None, "w"], dtype=pd.ArrowDtype(pa.string())),
+                "bo": [True, False, True],
+            },
+            index=[7, 8, 9],
+        ),
+        pd.DataFrame({"a": [1, 2, 3], "b": [1.5, np.nan, 2.0]}),
+        pd.DataFrame({"a": [1, 2, 3], "b": [4, 5, 6]}),
+        pd.DataFrame({"a": pd.array([1, None, 3], dtype="Int64"), "s": ["x", "y", "z"]}),
+    ]
+    for frame in frames:
+        model = TableModel(frame)
+        for i in range(len(frame)):
+            expected = frame.iloc[i]
+            got = model.cells(i, list(frame.columns))
+            assert [(type(got[k]), repr(got[k])) for k in frame.columns] == [(type(expected[k]), repr(expected[k])) for k in frame.columns]
+    assert isinstance(TableModel(frames[1]).cells(0, ["a"])["a"], np.floating)  # iloc's upcast to float
+
+
+def test_no_worker_is_named_by_the_repr_of_a_run_set(monkeypatch):
+    """Textual names a @work worker by the repr of its arguments unless given a description:
+    the repr of a RunSet (a dataclass: every table) took 0.5–1.7 s of the event loop at 64
+    ranks. Opening a run of several processes (the rank rows and the agents are computed by
+    workers given the RunSet) and cycling the step range never takes it."""
+    built = build_ranks(RankSpec(ranks=4, iterations=20, compute_kernels=3, slow_rank=1, slow_pct=20))
+    reprs: list[int] = []
+    original = RunSet.__repr__
+
+    def recorded(self):
+        reprs.append(1)
+        return original(self)
+
+    monkeypatch.setattr(RunSet, "__repr__", recorded)
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        await settle(app, pilot)
+        await pilot.press("7")
+        await idle(app, pilot)
+        seen["ranks"] = app.screen.query_one("#ranks-table").row_count
+
+    drive(TuiProfApp(built.runset()), flow, size=(160, 50))
+    assert seen["ranks"] == 4
+    assert reprs == []

@@ -118,7 +118,9 @@ class HardwarePane(KeyScroll):
         takes ≈ 10 ms, which the first screen's turn of the event loop should not hold)."""
         self._agents(runset)
 
-    @work(thread=True, exclusive=True, group="hardware-agents", exit_on_error=False)
+    # a description: else Textual names the worker by the repr of its arguments, on the
+    # event loop (a RunSet is a dataclass: the repr of every table, 1.7 s at 64 ranks)
+    @work(thread=True, exclusive=True, group="hardware-agents", exit_on_error=False, description="hardware agents")
     def _agents(self, runset: RunSet) -> None:
         renderable: Table | str | Text
         try:

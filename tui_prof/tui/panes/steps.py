@@ -236,7 +236,8 @@ class StepsPane(Vertical):
         self.query_one("#steps-header", Static).update(plain(f"steps from {name}: {COMPUTING}", "dim italic"))
         self._range_worker(self.view, name, dict(self.doc or {}), self.width())
 
-    @work(thread=True, group="steps", exclusive=True, exit_on_error=False)
+    # a description: else Textual names the worker by the repr of its arguments (the summary)
+    @work(thread=True, group="steps", exclusive=True, exit_on_error=False, description="steps of a range")
     def _range_worker(self, view: RunView, name: str, doc: dict, columns: int) -> None:
         part = view.steps_for(None if name == PROFILER_STEP else name)
         doc = dict(doc, steps=part)
