@@ -7,6 +7,7 @@ of 4 ranks."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from pathlib import Path
 
@@ -209,3 +210,40 @@ def test_no_worker_is_named_by_the_repr_of_a_run_set(monkeypatch):
     drive(TuiProfApp(built.runset()), flow, size=(160, 50))
     assert seen["ranks"] == 4
     assert reprs == []
+
+
+def test_the_run_and_its_summary_are_frozen_out_of_the_collector_while_shown(monkeypatch):
+    """gc.freeze() once the run is shown and once its summary is (the objects then alive
+    leave the collector's passes); a rank's screen freezes nothing; the app's exit unfreezes."""
+    built = build_ranks(RankSpec(ranks=4, iterations=20, compute_kernels=3, slow_rank=1, slow_pct=20))
+    gc.unfreeze()
+    freezes: list[str] = []
+    freeze = gc.freeze
+
+    def counted() -> None:
+        freezes.append(type(app.screen).__name__)
+        freeze()
+
+    monkeypatch.setattr(gc, "freeze", counted)
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        await settle(app, pilot)
+        seen["view"] = app.main.view
+        seen["frozen"] = gc.get_freeze_count()
+        seen["tracked"] = len(gc.get_objects())  # the collector's passes see only these
+        seen["freezes"] = list(freezes)
+        await pilot.press("7")
+        await idle(app, pilot)
+        await pilot.press("enter")  # the rank's own screen
+        await idle(app, pilot)
+        seen["rank_screen"] = type(app.screen).__name__
+        seen["freezes_rank"] = list(freezes)
+
+    app = TuiProfApp(built.runset())
+    drive(app, flow, size=(160, 50))
+    assert seen["view"] is not None and seen["rank_screen"] == "RankScreen"
+    assert seen["frozen"] > seen["tracked"]  # the imports, the run and the summary
+    assert len(seen["freezes"]) == 3  # the screen mounted, the run shown, the summary shown
+    assert seen["freezes_rank"] == seen["freezes"]  # none for the rank's screen
+    assert gc.get_freeze_count() == 0
