@@ -247,3 +247,52 @@ def test_the_run_and_its_summary_are_frozen_out_of_the_collector_while_shown(mon
     assert len(seen["freezes"]) == 3  # the screen mounted, the run shown, the summary shown
     assert seen["freezes_rank"] == seen["freezes"]  # none for the rank's screen
     assert gc.get_freeze_count() == 0
+
+
+def shown_keys(footer: KeyFooter) -> list[tuple[str, str, bool]]:
+    """The keys Footer.compose shows for the screen's bindings now, in its order: one per
+    action (its first binding), the command palette's last."""
+    seen: dict[str, tuple[str, str, bool]] = {}
+    for _, binding, enabled, _ in footer.screen.active_bindings.values():
+        if binding.show and binding.action not in seen:
+            seen[binding.action] = (binding.key, binding.description, not enabled)
+    keys = list(seen.values())
+    palette = footer.screen.active_bindings.get(footer.app.COMMAND_PALETTE_BINDING)
+    if palette is not None and footer.show_command_palette and footer.app.ENABLE_COMMAND_PALETTE:
+        keys.append((palette[1].key, palette[1].description, not palette[2]))
+    return keys
+
+
+def test_footer_update_keeps_unchanged_keys_and_shows_what_compose_would():
+    runset, _ = stepped_runset()
+    seen: dict = {"states": []}
+
+    async def flow(app, pilot):
+        await settle(app, pilot)
+        footer = app.screen.query_one(KeyFooter)
+        for key in ["8", "2", "1", "8", "4", "1"]:
+            before = {id(k) for k in footer.query(FooterKey)}
+            await pilot.press(key)
+            await idle(app, pilot)
+            keys = list(footer.query(FooterKey))
+            # grouped pane keys have no description of their own (the group's label has it)
+            got = [(k.key, k.description if not k.has_class("-grouped") else None, k.has_class("-disabled")) for k in keys]
+            want = [
+                (k, d if g is None else None, dis)
+                for (k, d, dis), g in zip(shown_keys(footer), [footer_group(footer, k) for k, _, _ in shown_keys(footer)], strict=True)
+            ]
+            seen["states"].append((key, got == want, len(before & {id(k) for k in keys}), len(keys)))
+
+    drive(TuiProfApp(runset), flow, size=(160, 50))
+    assert all(ok for _, ok, _, _ in seen["states"]), seen["states"]
+    assert all(n > 0 for _, _, n, _ in seen["states"])  # some key widgets were kept each time
+    assert any(kept < total for _, _, kept, total in seen["states"])  # and some replaced
+
+
+def footer_group(footer: KeyFooter, key: str):
+    """The group of ``key``'s binding where Footer.compose groups it (a group of several actions), else None."""
+    bindings = [b for _, b, _, _ in footer.screen.active_bindings.values() if b.show]
+    binding = next((b for b in bindings if b.key == key), None)
+    if binding is None or binding.group is None:  # the command palette's key
+        return None
+    return binding.group if len({b.action for b in bindings if b.group == binding.group}) > 1 else None
