@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
@@ -113,7 +114,23 @@ class HardwarePane(KeyScroll):
         yield Static(plain(COMPUTING, "dim italic"), id="capabilities-body")
 
     def set_runset(self, runset: RunSet) -> None:
-        self.query_one("#hardware-body", Static).update(agents_renderable(runset))
+        """Show the run's agents, built in a thread worker (a 64-rank run's table of agents
+        takes ≈ 10 ms, which the first screen's turn of the event loop should not hold)."""
+        self._agents(runset)
+
+    # a description: else Textual names the worker by the repr of its arguments, on the
+    # event loop (a RunSet is a dataclass: the repr of every table, 1.7 s at 64 ranks)
+    @work(thread=True, exclusive=True, group="hardware-agents", exit_on_error=False, description="hardware agents")
+    def _agents(self, runset: RunSet) -> None:
+        renderable: Table | str | Text
+        try:
+            renderable = agents_renderable(runset)
+        except Exception as err:  # said in the pane, never as a traceback
+            renderable = plain(f"agents: could not be shown: {type(err).__name__}: {err}", "red")
+        self.app.call_from_thread(self.show_agents, renderable)
+
+    def show_agents(self, renderable) -> None:
+        self.query_one("#hardware-body", Static).update(renderable)
 
     def set_summary(self, doc: dict | None) -> None:
         self.show_capabilities(capabilities_renderable(doc or {}))

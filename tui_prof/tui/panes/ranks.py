@@ -145,7 +145,8 @@ class RanksPane(Vertical):
         if len(runset.runs) > 1 and not self.final:
             self._rank_rows(runset)
 
-    @work(thread=True, exclusive=True, group="ranks", exit_on_error=False)
+    # a description: else Textual names the worker by the repr of its arguments (the RunSet)
+    @work(thread=True, exclusive=True, group="ranks", exit_on_error=False, description="rank rows")
     def _rank_rows(self, runset: RunSet) -> None:
         inputs = engine.run_inputs(runset)
         rows, comm, strag = ranks.ranks_sections(

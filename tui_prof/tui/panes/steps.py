@@ -5,6 +5,8 @@ screen zooms the timeline to that step.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 from rich.console import Group
 from rich.text import Text
@@ -139,6 +141,17 @@ def steps_header(doc: dict | None, width: int = 60, columns: int = 160) -> Group
     return Group(*lines)
 
 
+@dataclass
+class StepsShown:
+    """What the steps pane shows for one summary (:meth:`StepsPane.prepare`)."""
+
+    names: list[str]
+    steps: list[dict]
+    header: Group | Text
+    columns: list[Column]
+    frame: pd.DataFrame
+
+
 class StepsTable(TableView):
     """The steps; Enter zooms the timeline to the step under the cursor."""
 
@@ -179,17 +192,36 @@ class StepsPane(Vertical):
     def set_view(self, view: RunView) -> None:
         self.view = view
 
-    def set_summary(self, doc: dict | None) -> None:
-        self.doc = doc
-        self.names = range_names((doc or {}).get("steps"))
-        self.steps = list(((doc or {}).get("steps") or {}).get("steps") or [])
-        columns = self.size.width or self.app.size.width  # the terminal's width before the pane is laid out
+    def width(self) -> int:
+        """The pane's width in cells (the terminal's before the pane is laid out); read on the event loop."""
+        return self.size.width or self.app.size.width
+
+    @staticmethod
+    def prepare(doc: dict | None, columns: int) -> StepsShown:
+        """What :meth:`set_summary` shows for ``doc`` at ``columns`` cells, built without
+        touching a widget (a thread worker calls it: the 2,000 rows of a 64-rank run's
+        steps and its header take 10–15 ms)."""
         width = max(10, min(60, columns - 60)) if columns else 40
-        self.query_one("#steps-header", Static).update(steps_header(doc, width, columns or 160))
+        return StepsShown(
+            names=range_names((doc or {}).get("steps")),
+            steps=list(((doc or {}).get("steps") or {}).get("steps") or []),
+            header=steps_header(doc, width, columns or 160),
+            columns=step_columns(doc),
+            frame=steps_frame(doc),
+        )
+
+    def set_summary(self, doc: dict | None, shown: StepsShown | None = None) -> None:
+        """Show ``doc``'s steps; ``shown``: :meth:`prepare`'s result for ``doc``, when a worker built it."""
+        if shown is None:
+            shown = self.prepare(doc, self.width())
+        self.doc = doc
+        self.names = shown.names
+        self.steps = shown.steps
+        self.query_one("#steps-header", Static).update(shown.header)
         table = self.table
         had_focus = table.has_focus
-        table.columns = step_columns(doc)
-        table.set_data(steps_frame(doc), text_key="label")
+        table.columns = shown.columns
+        table.set_data(shown.frame, text_key="label")
         if had_focus:
             table.focus()
 
@@ -202,16 +234,18 @@ class StepsPane(Vertical):
         current = str(steps.get("name")) if steps.get("name") in self.names else self.names[0]
         name = self.names[(self.names.index(current) + 1) % len(self.names)]
         self.query_one("#steps-header", Static).update(plain(f"steps from {name}: {COMPUTING}", "dim italic"))
-        self._range_worker(self.view, name)
+        self._range_worker(self.view, name, dict(self.doc or {}), self.width())
 
-    @work(thread=True, group="steps", exclusive=True, exit_on_error=False)
-    def _range_worker(self, view: RunView, name: str) -> None:
+    # a description: else Textual names the worker by the repr of its arguments (the summary)
+    @work(thread=True, group="steps", exclusive=True, exit_on_error=False, description="steps of a range")
+    def _range_worker(self, view: RunView, name: str, doc: dict, columns: int) -> None:
         part = view.steps_for(None if name == PROFILER_STEP else name)
-        self.app.call_from_thread(self.show_steps, part)
+        doc = dict(doc, steps=part)
+        self.app.call_from_thread(self.show_steps, part, doc, self.prepare(doc, columns))
 
-    def show_steps(self, part: dict) -> None:
+    def show_steps(self, part: dict, doc: dict | None = None, shown: StepsShown | None = None) -> None:
         names = self.names
-        self.set_summary(dict(self.doc or {}, steps=part))
+        self.set_summary(doc if doc is not None else dict(self.doc or {}, steps=part), shown)
         self.names = names  # the cycle keeps every name the run has
         self.post_message(StepsChanged(part))
 

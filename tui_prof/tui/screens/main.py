@@ -7,6 +7,7 @@ or screen that answers them. It holds no analysis of its own.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +127,26 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#tabs").display = False
+        self.freeze_gc()
+
+    # The loaded run and its summary are hundreds of thousands of Python objects that live
+    # as long as the app (at 64 ranks 105,000 after the load, 47,000 more with the
+    # summary, on top of 83,000 from the imports); each full pass of the garbage
+    # collector walked all of them: 70–230 ms on whichever thread allocated, the event
+    # loop's included (a worker's pass holds the GIL as long). ``gc.freeze()`` moves the
+    # objects alive then out of the collector's passes, when the screen is mounted (the imports'), once the run is shown and once
+    # its summary is; cyclic garbage alive at that moment (a few dozen objects measured) stays.
+    # Only the app's own screen does it (a rank's screen comes and goes) and it unfreezes
+    # when removed (at the app's exit, or a test's).
+    FREEZE_GC = True
+
+    def freeze_gc(self) -> None:
+        if self.FREEZE_GC:
+            gc.freeze()
+
+    def on_unmount(self) -> None:
+        if self.FREEZE_GC:
+            gc.unfreeze()
 
     # the panes, for the app's command palette and for tests
     @property
@@ -214,6 +235,7 @@ class MainScreen(Screen):
         for part in PARTS:
             if view.ready(part):
                 self.fill_part(part)
+        self.freeze_gc()
         # the analyses start once this screen is painted: a worker started now would hold
         # the GIL while the first frame is composed (≈ 1 s later at 1M dispatches)
         self.call_after_refresh(self.need, TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])
@@ -248,6 +270,8 @@ class MainScreen(Screen):
             return
         self.filling.discard(part)
         self.filled.add(part)
+        if part == "summary":
+            self.freeze_gc()
         self.filled |= {p for p in ("gaps", "launches") if self.view.ready(p)}  # nothing to show of their own
 
     def summary_steps(self, view: RunView) -> list[tuple[Callable[[], Any], Callable[[Any], None]]]:
@@ -259,8 +283,10 @@ class MainScreen(Screen):
         issues, steps, ranks = self.query_one(IssuesPane), self.query_one(StepsPane), self.query_one(RanksPane)
         labels = [p["label"] for p in (doc or {}).get("processes", [])]
 
-        def show_steps(_: None) -> None:
-            steps.set_summary(doc)
+        columns = steps.width()  # read here, on the event loop
+
+        def show_steps(shown: Any) -> None:
+            steps.set_summary(doc, shown)
             if has_steps(doc):
                 self.query_one("#tabs", TabbedContent).show_tab("steps")
                 self.refresh_bindings()
@@ -273,7 +299,7 @@ class MainScreen(Screen):
             (lambda: capabilities_renderable(doc or {}), hardware.show_capabilities),
             (lambda: counters.prepare(doc), lambda body: counters.show_summary(doc, body)),
             (lambda: None, lambda _: issues.set_summary(view.runset, doc)),
-            (lambda: None, show_steps),
+            (lambda: steps.prepare(doc, columns), show_steps),
             (lambda: None, lambda _: ranks.set_summary(doc, labels)),
         ]
 
@@ -472,6 +498,7 @@ class RankScreen(MainScreen):
 
     # priority: Esc goes back even when a pane's table has the focus (its own Esc clears a filter)
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back to all ranks", id="rank.back", priority=True)]
+    FREEZE_GC = False
 
     def __init__(self, runset: RunSet, run: int, rank: int) -> None:
         super().__init__()
