@@ -3,8 +3,9 @@
 The app shows its screen at once and loads the run in a thread worker
 (``load_path`` with the columnar cache, then :func:`tui_prof.tui.view.runview.build_view`
 with ``lazy=True``), posting coalesced progress messages. A run of several processes
-shows the rank table first, a row per process as its work unit loads
-(:class:`tui_prof.tui.view.rankrows.RankRows`, in the load worker), its waits and
+shows the rank table first: as soon as the scan has found the processes, a pending row
+per rank, each filled as its work unit loads
+(:class:`tui_prof.tui.view.rankrows.RankRows`, in the load worker), the waits and
 straggler once every process is in. The first screen (title,
 hotspots) appears as soon as the kernels table exists; the measurement table and the
 other panes (timeline, findings, counters, hardware capabilities, issues) are computed
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import SystemCommand
@@ -51,6 +53,9 @@ from tui_prof.tui.view.runview import (
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
+
+if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the app's start
+    from tui_prof.loaders.detect import ProcessScan
 
 RANK_ROWS_INTERVAL_S = 0.2  # the rank table is refilled at most this often while processes load
 
@@ -136,18 +141,24 @@ class TuiProfApp(ProfApp):
         rows = RankRows()
         posted = [0.0]
 
+        def on_scan(scan: ProcessScan) -> None:
+            # several processes found: the rank screen now, a pending row per rank
+            rows.expect(scan)
+            if rows.multi:
+                self.post_message(RanksLoading(rows.provisional(), [], 0, rows.expected))
+
         def on_unit(runs: list[Run], done: int, total: int) -> None:
             rows.add(runs, done, total)
             now = time.monotonic()
             # batched: each refill repaints the table and lays the header out on the loop
-            if now - posted[0] >= RANK_ROWS_INTERVAL_S and opens_on_ranks([c.run for c in rows.cores]):
+            if now - posted[0] >= RANK_ROWS_INTERVAL_S and (rows.multi or opens_on_ranks([c.run for c in rows.cores])):
                 posted[0] = now
-                self.post_message(RanksLoading(rows.provisional(), [], done, total))
+                self.post_message(RanksLoading(rows.provisional(), [], done, rows.expected))
 
         # the cache entries of a first open are written after the first screen (write_cache)
         pending = PendingWrites() if self.use_cache else None
         try:
-            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending)
+            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending, on_scan=on_scan)
             if opens_on_ranks(runset.runs):
                 if not rows.processes:  # an in-memory run set: its processes one by one
                     for i, run in enumerate(runset.runs, 1):
