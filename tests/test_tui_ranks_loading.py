@@ -20,6 +20,7 @@ from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
 from tui_prof.tui import app as app_module
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes.ranks import RanksPane
+from tui_prof.tui.screens.main import MainScreen
 from tui_prof.tui.view.rankrows import PENDING, PENDING_RANK, RankRows
 
 SPEC = RankSpec(ranks=4, iterations=3, slow_rank=2, slow_pct=50)
@@ -263,3 +264,89 @@ def test_quit_while_the_scan_runs_is_clean(run_dir, monkeypatch):
 
     assert asyncio.run(main()) < 1.0
     assert app.return_code == 0
+
+
+@pytest.mark.parametrize("pauses", [0, 1, 3, 8, 20])
+def test_quit_at_any_moment_of_an_open_is_clean(run_dir, monkeypatch, tmp_path, pauses):
+    """q after a few turns of the event loop, the load and the cache writes running at their
+    own pace (a first open with the cache): whichever stage it lands in, the app exits
+    within a second without an error."""
+    path, _ = run_dir
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    app = TuiProfApp(path)
+
+    async def main() -> float:
+        async with app.run_test(size=(160, 50)) as pilot:
+            for _ in range(pauses):
+                await pilot.pause(0.02)
+            asked = time.monotonic()
+            await pilot.press("q")
+        return time.monotonic() - asked
+
+    assert asyncio.run(main()) < 1.0
+    assert app.return_code == 0
+
+
+def test_ctrl_c_during_the_load_says_how_to_quit(run_dir, monkeypatch):
+    """In the terminal's raw mode Ctrl-C is a key: Textual answers it with a notice naming
+    the quit key (it never ends the app half-way); q then quits cleanly."""
+    path, _ = run_dir
+    _gate_units(monkeypatch)
+    app = TuiProfApp(path, use_cache=False)
+    notices: list[str] = []
+    app.notify = lambda message, **kwargs: notices.append(str(message))  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            pane = app.main.query_one(RanksPane)
+            await _until(pilot, lambda: pane.table.row_count == 4)
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert len(notices) == 1 and notices[0].endswith("to quit the app")  # Textual names its ctrl+q
+            assert app.is_running
+            await pilot.press("q")
+
+    asyncio.run(main())
+    assert app.return_code == 0
+
+
+def test_scan_of_several_processes_that_load_as_one_opens_on_the_hotspots(run_dir, monkeypatch):
+    """The scan finds four processes and shows the rank screen; three units then fail to
+    load (their loader raises: each becomes a load issue), so the run is one process: the
+    first screen is the hotspots, as for any single-process run, with the ranks tab hidden."""
+    path, _ = run_dir
+    original = rocprofv3_csv.load
+    scanned = detect.scan_processes(path).ranks
+    first = scanned[0].files
+    others = {f for process in scanned[1:] for f in process.files}
+
+    def only_the_first(files, issues):
+        if tuple(str(item.path) for item in files) != first:
+            raise RuntimeError("damaged")
+        return original(files, issues)
+
+    monkeypatch.setattr(rocprofv3_csv, "load", only_the_first)
+    shown: list[int] = []
+    real = MainScreen.show_ranks_loading
+
+    def show_ranks_loading(screen, doc, *args):
+        shown.append(len(doc["ranks"]))
+        real(screen, doc, *args)
+
+    monkeypatch.setattr(MainScreen, "show_ranks_loading", show_ranks_loading)
+    app = TuiProfApp(path, use_cache=False)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await settle(app, pilot)
+            tabs = app.main.query_one("#tabs")
+            assert len(app.view.runset.runs) == 1 and {e.path for e in app.view.runset.errors} == others
+            assert tabs.active == "hotspots" and app.main.hotspots.table.has_focus
+            assert not app.main.early_ranks
+            await pilot.press("2")
+            assert tabs.active == "timeline"
+            await pilot.press("7")  # no ranks tab for one process
+            assert tabs.active == "timeline"
+
+    asyncio.run(main())
+    assert shown and shown[0] == 4  # the rank screen was shown from the scan

@@ -171,13 +171,25 @@ class TuiProfApp(ProfApp):
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(LoadFailed(load_failure(err, self.source_name)))
 
+    @property
+    def showing(self) -> bool:
+        """The main screen is up: False once the app quits (its widgets may be gone while
+        the load and analysis threads still post what they found)."""
+        return self.main.is_attached
+
     def on_load_progress(self, message: LoadProgress) -> None:
+        if not self.showing:
+            return
         self.main.show_progress(message.stage, message.done, message.total)
 
     def on_ranks_loading(self, message: RanksLoading) -> None:
+        if not self.showing:
+            return
         self.main.show_ranks_loading(message.doc, message.labels, message.done, message.total, message.final)
 
     def on_loaded(self, message: Loaded) -> None:
+        if not self.showing:
+            return
         self.view = message.view
         self.main.show_view(message.view)
         if message.pending is not None and len(message.pending):
@@ -226,10 +238,14 @@ class TuiProfApp(ProfApp):
         self._ensure(view, part)
 
     def on_part_ready(self, message: PartReady) -> None:
+        if not self.showing:
+            return
         self.main.fill_part(message.part, message.error)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.load_error = message.text
+        if not self.showing:
+            return
         self.main.show_failure(message.text)
 
     @classmethod
