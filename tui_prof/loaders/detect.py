@@ -517,11 +517,11 @@ def _load(
         memo = cache.load_scan(root)
         before = dict(memo)
     detected = scan(root, sink, progress, memo)
-    if memo is not None and memo != before:
-        cache.save_scan(root, memo)
     units = work_units(detected)
     if on_scan:
         on_scan(process_scan(root, units))
+    if memo is not None and memo != before:
+        cache.save_scan(root, memo)
     modules = {m.FORMAT: m for m in loader_modules()}
 
     # Per unit: (fragments, issues), from the cache or from its loader.
