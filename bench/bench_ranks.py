@@ -107,15 +107,16 @@ def analysis_bench(args) -> None:
 # --------------------------------------------------------------------------- TUI (in a child)
 
 
-def tui_child(source: str, ranks: int, dispatches: int) -> dict:
+def tui_child(source: str, ranks: int, dispatches: int, stop_at_view: bool = False) -> dict:
     """Open the app headless on ``source`` (a run directory, or "memory": the built run
     set) and time its stages from the process start."""
     launch = float(os.environ.get("BENCH_LAUNCH", time.time()))
-    from tui_prof.synth.ranks import build_ranks
     from tui_prof.tui.app import TuiProfApp
     from tui_prof.tui.panes.ranks import RanksPane
 
     if source == "memory":
+        from tui_prof.synth.ranks import build_ranks  # only here: a run directory's open imports what tuiprof open does
+
         built = build_ranks(spec_of(ranks, dispatches))
         app_source: object = built.runset()
         expected = {"wait_ns": built.expected.wait_by_rank, "compute_ns": built.expected.compute_ns}
@@ -175,6 +176,8 @@ def tui_child(source: str, ranks: int, dispatches: int) -> dict:
                 if app.main.complete:
                     out["all_s"] = now - launch
                     break
+                if stop_at_view and "view_s" in out and "table_s" in out:
+                    break
             await pilot.pause()
             tick["phase"] = "done"
             frame = pane.table.model.frame
@@ -209,6 +212,8 @@ def tui_bench(args) -> None:
     me = [sys.executable, str(Path(__file__).resolve())]
     sizes = ["--ranks", str(args.ranks), "--dispatches", str(args.dispatches)]
     run = Path(run_checked([*me, "--write", args.data, *sizes])["path"])
+    if args.stop_at_view:
+        sizes.append("--stop-at-view")
     caches = Path(tempfile.mkdtemp(prefix="tuiprof-bench-ranks-"))
     cases: dict[str, list[dict]] = {"first open": [], "cached": []}
     base_env: dict[str, str] = {}
@@ -278,13 +283,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tui", type=int, default=0, help="measure the TUI: this many interleaved rounds")
     ap.add_argument("--no-memory", action="store_true", help="--tui without the in-memory case")
+    ap.add_argument("--stop-at-view", action="store_true", help="--tui: end each child at the first full screen (no 'all panes')")
     ap.add_argument("--baseline", help="--tui: also open the run with this checkout's tui_prof (e.g. main), interleaved")
     ap.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "tuiprof-bench"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--write", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(tui_child(args.child, args.ranks, args.dispatches)))
+        print(json.dumps(tui_child(args.child, args.ranks, args.dispatches, args.stop_at_view)))
     elif args.write:
         print(json.dumps({"path": str(write_run(Path(args.write), args.ranks, args.dispatches))}))
     elif args.tui:

@@ -350,3 +350,31 @@ def test_scan_of_several_processes_that_load_as_one_opens_on_the_hotspots(run_di
 
     asyncio.run(main())
     assert shown and shown[0] == 4  # the rank screen was shown from the scan
+
+
+def test_shutdown_while_units_keep_loading_is_clean(run_dir, monkeypatch):
+    """The app shut down (leaving run_test: Textual removes the screens while the app still
+    handles messages) as the units go on loading and posting progress and rank rows: no
+    handler reaches for a widget already removed (run_test re-raises an app's exception)."""
+    path, _ = run_dir
+    gate = _gate_units(monkeypatch)
+    stop = threading.Event()
+
+    def release() -> None:  # a unit every few milliseconds, during the shutdown too
+        while not stop.is_set():
+            gate.release()
+            time.sleep(0.003)
+
+    app = TuiProfApp(path, use_cache=False)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            pane = app.main.query_one(RanksPane)
+            await _until(pilot, lambda: pane.table.row_count == 4)
+            threading.Thread(target=release, daemon=True).start()
+            await pilot.pause(0.01)
+
+    try:
+        asyncio.run(main())
+    finally:
+        stop.set()

@@ -173,9 +173,9 @@ class TuiProfApp(ProfApp):
 
     @property
     def showing(self) -> bool:
-        """The main screen is up: False once the app quits (its widgets may be gone while
-        the load and analysis threads still post what they found)."""
-        return self.main.is_attached
+        """The main screen is up: False once the app quits or shuts down (its widgets are
+        being removed while the load and analysis threads still post what they found)."""
+        return self.is_running and self.main.is_attached
 
     def on_load_progress(self, message: LoadProgress) -> None:
         if not self.showing:
