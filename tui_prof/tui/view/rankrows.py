@@ -128,7 +128,7 @@ class RankRows:
         cores = self.cores
         numbers = rank_numbers([c.run for c in cores])
         zero = np.zeros(len(cores), dtype=np.int64)
-        rows: list[dict] = list(rank_records(cores, numbers, zero, zero))
+        rows: list[dict] = [dict(row) for row in rank_records(cores, numbers, zero, zero)]
         for row in rows:
             row["wait_ns"], row["wait_pct"] = PENDING, 0.0
         scanned = self.scanned or ()
