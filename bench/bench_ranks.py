@@ -15,8 +15,13 @@ the child's CPU seconds):
 * ``in memory``: ``TuiProfApp`` on the built RunSet (built in the child before the app);
 * ``reference``: ``python -c "import tui_prof.tui.app"`` (the interpreter and imports alone).
 
+With ``--baseline DIR`` (another checkout, e.g. ``git archive main | tar -x -C
+/tmp/ro-base``) the first-open and cached cases run as well with DIR's ``tui_prof`` (the same
+child code, ``BENCH_ROOT``; a cache folder of their own), interleaved with this tree's.
+
 Each child reports, in seconds from the process's start (``BENCH_LAUNCH``: the
-interpreter and imports count), ``rows_s`` the first rank rows on screen, ``table_s``
+interpreter and imports count), ``screen_s`` the rank screen with a row per rank (pending
+rows "…" included), ``rows_s`` the first loaded rank's row on screen, ``table_s``
 every rank's row with the waits and the straggler, ``view_s`` the first full screen
 (hotspots), ``all_s`` every lazy pane computed, with the process's CPU seconds at the
 first two; and per phase (``loading``: rank rows shown, the rest loading; ``first
@@ -26,7 +31,7 @@ two ticks (bench/bench_open.py's method), with where the loop's thread was when 
 more than 20 ms late in the background phase. The rank table's figures are checked
 against the generator's (wait and compute per rank).
 
-    python bench/bench_ranks.py --tui 3 [--ranks 64] [--dispatches 20000] [--data DIR]
+    python bench/bench_ranks.py --tui 3 [--ranks 64] [--dispatches 20000] [--data DIR] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -44,10 +49,13 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# BENCH_ROOT: the tree whose tui_prof a child imports (--baseline runs the same child code
+# against another checkout)
+sys.path.insert(0, os.environ.get("BENCH_ROOT") or str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PER_STEP = 10  # 9 compute kernels + 1 AllReduce
+PENDING_RANK = 1 << 31  # tui.view.rankrows.PENDING_RANK: a rank still loading (not imported: a baseline tree may lack it)
 
 
 def spec_of(ranks: int, dispatches: int):
@@ -99,15 +107,16 @@ def analysis_bench(args) -> None:
 # --------------------------------------------------------------------------- TUI (in a child)
 
 
-def tui_child(source: str, ranks: int, dispatches: int) -> dict:
+def tui_child(source: str, ranks: int, dispatches: int, stop_at_view: bool = False) -> dict:
     """Open the app headless on ``source`` (a run directory, or "memory": the built run
     set) and time its stages from the process start."""
     launch = float(os.environ.get("BENCH_LAUNCH", time.time()))
-    from tui_prof.synth.ranks import build_ranks
     from tui_prof.tui.app import TuiProfApp
     from tui_prof.tui.panes.ranks import RanksPane
 
     if source == "memory":
+        from tui_prof.synth.ranks import build_ranks  # only here: a run directory's open imports what tuiprof open does
+
         built = build_ranks(spec_of(ranks, dispatches))
         app_source: object = built.runset()
         expected = {"wait_ns": built.expected.wait_by_rank, "compute_ns": built.expected.compute_ns}
@@ -148,12 +157,16 @@ def tui_child(source: str, ranks: int, dispatches: int) -> dict:
         async with app.run_test(size=(160, 50)) as pilot:
             app.set_interval(0.005, on_tick)
             pane = app.main.query_one(RanksPane)
+            tabs = app.main.query_one("#tabs")
             for _ in range(40_000):
                 await asyncio.sleep(0.005)
                 now = time.time()
-                if "rows_s" not in out and app.main.query_one("#tabs").display and pane.table.row_count:
-                    out["rows_s"], out["rows_cpu_s"], out["rows_at_first"] = now - launch, time.process_time(), pane.table.row_count
+                if "screen_s" not in out and tabs.display and pane.table.row_count:
+                    out["screen_s"], out["screen_cpu_s"], out["screen_rows"] = now - launch, time.process_time(), pane.table.row_count
+                    out["screen_tab"] = tabs.active
                     tick["phase"] = "loading"
+                if "rows_s" not in out and pane.table.row_count and bool((pane.table.model.frame["rank"] != PENDING_RANK).any()):
+                    out["rows_s"], out["rows_cpu_s"], out["rows_at_first"] = now - launch, time.process_time(), pane.table.row_count
                 if "table_s" not in out and pane.final:
                     out["table_s"], out["table_cpu_s"] = now - launch, time.process_time()
                 if "view_s" not in out and app.main.view is not None:
@@ -162,6 +175,8 @@ def tui_child(source: str, ranks: int, dispatches: int) -> dict:
                     app.main.call_after_refresh(painted)
                 if app.main.complete:
                     out["all_s"] = now - launch
+                    break
+                if stop_at_view and "view_s" in out and "table_s" in out:
                     break
             await pilot.pause()
             tick["phase"] = "done"
@@ -197,48 +212,67 @@ def tui_bench(args) -> None:
     me = [sys.executable, str(Path(__file__).resolve())]
     sizes = ["--ranks", str(args.ranks), "--dispatches", str(args.dispatches)]
     run = Path(run_checked([*me, "--write", args.data, *sizes])["path"])
+    if args.stop_at_view:
+        sizes.append("--stop-at-view")
     caches = Path(tempfile.mkdtemp(prefix="tuiprof-bench-ranks-"))
-    cases: dict[str, list[dict]] = {"first open": [], "cached": [], "in memory": [], "reference": []}
+    cases: dict[str, list[dict]] = {"first open": [], "cached": []}
+    base_env: dict[str, str] = {}
+    if args.baseline:
+        base = str(Path(args.baseline).resolve())
+        base_env = {"BENCH_ROOT": base, "PYTHONPATH": base}
+        cases.update({"baseline first open": [], "baseline cached": []})
+    cases.update({"in memory": [], "reference": []})
     root = str(Path(__file__).resolve().parents[1])
     for i in range(args.tui):  # interleaved: every case sees the same load
         cache = {"TUIPROF_CACHE_DIR": str(caches / f"c{i}")}
         cases["first open"].append(run_child([*me, "--child", str(run), *sizes], cache))
         cases["cached"].append(run_child([*me, "--child", str(run), *sizes], cache))
+        if args.baseline:
+            base_cache = {"TUIPROF_CACHE_DIR": str(caches / f"b{i}"), **base_env}
+            cases["baseline first open"].append(run_child([*me, "--child", str(run), *sizes], base_cache))
+            cases["baseline cached"].append(run_child([*me, "--child", str(run), *sizes], base_cache))
         if not args.no_memory:
             cases["in memory"].append(run_child([*me, "--child", "memory", *sizes], cache))
         cases["reference"].append(run_child([sys.executable, "-c", "import tui_prof.tui.app"], {"PYTHONPATH": root}))
         print(f"  round {i + 1} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
-    print(f"{args.ranks} ranks × {args.dispatches:,} dispatches, {os.cpu_count()} CPUs; best of {args.tui} by time to the rank rows")
-    print("| case | rank rows (CPU s) | rank table (CPU s) | first full screen | all panes | process wall | CPU s | peak RSS MiB | numbers | load |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    print(f"{args.ranks} ranks × {args.dispatches:,} dispatches, {os.cpu_count()} CPUs; best of {args.tui} by time to the rank screen")
+    print(
+        "| case | rank screen (CPU s) | first rank loaded (CPU s) | rank table (CPU s) | first full screen | all panes | process wall | CPU s | "
+        "peak RSS MiB | numbers | load |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for name, results in cases.items():
         ok = [r for r in results if r.get("rc") == 0]
         if not ok:
             if results:
                 print(f"| {name} | failed: {results[0].get('error')} |")
             continue
-        best = min(ok, key=lambda r: r.get("rows_s", r["wall_s"]))
+        best = min(ok, key=lambda r: r.get("screen_s", r["wall_s"]))
         s = lambda key, b=best: f"{b[key]:.2f} s" if key in b else "-"  # noqa: E731
         c = lambda key, b=best: f" ({b[key]:.2f})" if key in b else ""  # noqa: E731
         print(
-            f"| {name} | {s('rows_s')}{c('rows_cpu_s')} | {s('table_s')}{c('table_cpu_s')} | {s('view_s')} | {s('all_s')} | {best['wall_s']:.2f} s | "
-            f"{best['cpu_s']:.2f} | {best['peak_rss_mb']:.0f} | {best.get('numbers_ok', '-')} | {best['load1']} |"
+            f"| {name} | {s('screen_s')}{c('screen_cpu_s')} | {s('rows_s')}{c('rows_cpu_s')} | {s('table_s')}{c('table_cpu_s')} | {s('view_s')} | "
+            f"{s('all_s')} | {best['wall_s']:.2f} s | {best['cpu_s']:.2f} | {best['peak_rss_mb']:.0f} | {best.get('numbers_ok', '-')} | {best['load1']} |"
         )
     for r in cases["in memory"]:
         if r.get("rc") == 0 and "rows_s" in r:  # the generator ran in the child first: times from the app's start
             start, cpu = r["app_start_s"], r["app_start_cpu_s"]
             print(
-                f"| in memory, from the app's start | {r['rows_s'] - start:.2f} s ({r['rows_cpu_s'] - cpu:.2f}) | "
+                f"| in memory, from the app's start | {r['screen_s'] - start:.2f} s ({r['screen_cpu_s'] - cpu:.2f}) | "
+                f"{r['rows_s'] - start:.2f} s ({r['rows_cpu_s'] - cpu:.2f}) | "
                 f"{r['table_s'] - start:.2f} s ({r['table_cpu_s'] - cpu:.2f}) | {r['view_s'] - start:.2f} s | {r['all_s'] - start:.2f} s | | | | | {r['load1']} |"
             )
     print()
-    print("every run: load; seconds to the rank rows / the table; per phase the longest tick gap and the loop thread's CPU in it (ms); late-tick sources")
+    print(
+        "every run: load; seconds to the rank screen (its rows: N pending) / the first loaded rank / the table; "
+        "per phase the longest tick gap and the loop thread's CPU in it (ms); late-tick sources"
+    )
     for name, results in cases.items():
         for r in results:
             if r.get("rc") == 0 and "stall_ms" in r:
                 print(
-                    f"- {name}, load {r['load1']}: rows {r.get('rows_s', 0):.2f} s, table {r.get('table_s', 0):.2f} s, "
-                    f"stalls {r['stall_ms']}, sources {r['stall_sources'][:3]}"
+                    f"- {name}, load {r['load1']}: screen {r.get('screen_s', 0):.2f} s ({r.get('screen_rows')} rows, tab {r.get('screen_tab')}), "
+                    f"rows {r.get('rows_s', 0):.2f} s, table {r.get('table_s', 0):.2f} s, stalls {r['stall_ms']}, sources {r['stall_sources'][:3]}"
                 )
 
 
@@ -249,12 +283,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tui", type=int, default=0, help="measure the TUI: this many interleaved rounds")
     ap.add_argument("--no-memory", action="store_true", help="--tui without the in-memory case")
+    ap.add_argument("--stop-at-view", action="store_true", help="--tui: end each child at the first full screen (no 'all panes')")
+    ap.add_argument("--baseline", help="--tui: also open the run with this checkout's tui_prof (e.g. main), interleaved")
     ap.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "tuiprof-bench"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--write", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(tui_child(args.child, args.ranks, args.dispatches)))
+        print(json.dumps(tui_child(args.child, args.ranks, args.dispatches, args.stop_at_view)))
     elif args.write:
         print(json.dumps({"path": str(write_run(Path(args.write), args.ranks, args.dispatches))}))
     elif args.tui:

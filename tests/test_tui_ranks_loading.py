@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 from tui_harness import TRIES, settle
 
 from tui_prof.analysis.summary import build_summary
-from tui_prof.loaders import load_path, rocprofv3_csv
+from tui_prof.loaders import detect, load_path, rocprofv3_csv
+from tui_prof.loaders.base import check_cancelled
+from tui_prof.loaders.detect import scan_processes
 from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
 from tui_prof.tui import app as app_module
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes.ranks import RanksPane
-from tui_prof.tui.view.rankrows import PENDING, RankRows
+from tui_prof.tui.screens.main import MainScreen
+from tui_prof.tui.view.rankrows import PENDING, PENDING_RANK, RankRows
 
 SPEC = RankSpec(ranks=4, iterations=3, slow_rank=2, slow_pct=50)
 
@@ -34,6 +38,13 @@ async def _until(pilot, condition) -> None:
         if condition():
             return
     raise AssertionError("condition never held")
+
+
+def _loaded(pane: RanksPane) -> list[int]:
+    """The ranks of the rows whose process has loaded (the others are pending: "…")."""
+    if pane.table.model is None:
+        return []
+    return [r for r in pane.table.model.frame["rank"].tolist() if r != PENDING_RANK]
 
 
 def _check_final(pane: RanksPane, expected) -> None:
@@ -67,22 +78,26 @@ def test_rank_rows_fill_as_units_load(run_dir, monkeypatch):
         async with app.run_test(size=(160, 50)) as pilot:
             pane = app.main.query_one(RanksPane)
             tabs = app.main.query_one("#tabs")
-            gate.release()
-            await pilot.pause(0.2)
-            assert not tabs.display  # one process loaded: it may be the only one
-            gate.release()
-            await _until(pilot, lambda: pane.table.row_count == 2)
-            # the ranks pane is the first screen; the others wait for every process
+            # the scan found four processes: the rank screen before any unit is parsed
+            await _until(pilot, lambda: pane.table.row_count == 4)
             assert tabs.display and tabs.active == "ranks" and app.main.view is None
+            assert _loaded(pane) == []
+            gate.release()
+            await _until(pilot, lambda: len(_loaded(pane)) == 1)
+            gate.release()
+            await _until(pilot, lambda: len(_loaded(pane)) == 2)
+            # the ranks pane is the first screen; the others wait for every process
+            assert tabs.display and tabs.active == "ranks" and app.main.view is None and pane.table.row_count == 4
             assert str(pane.query_one("#ranks-header").render()).startswith("Loading: 2 of 4 ranks loaded")
             frame = pane.table.model.frame
-            assert frame["wait_ns"].tolist() == [PENDING, PENDING]  # waits compare every rank
-            assert frame["compute_ns"].tolist() == ranks.expected.compute_ns[:2]  # a rank's own figures are final
+            loaded = frame[frame["rank"] != PENDING_RANK]
+            assert loaded["wait_ns"].tolist() == [PENDING, PENDING]  # waits compare every rank
+            assert loaded["compute_ns"].tolist() == ranks.expected.compute_ns[:2]  # a rank's own figures are final
             assert "…" in pane.table.render_line(1).text
             await pilot.press("1")  # the hotspots come with every process
             assert tabs.active == "ranks"
             gate.release()
-            await _until(pilot, lambda: pane.table.row_count == 3)
+            await _until(pilot, lambda: len(_loaded(pane)) == 3)
             gate.release()
             await settle(app, pilot)
             _check_final(pane, ranks.expected)
@@ -142,3 +157,224 @@ def test_opens_on_ranks_only_for_several_traced_processes(run_dir):
     stats_only = [r for r in docs if len(r.tool_stats) and not len(r.kernels)]
     assert len(traced) == 1 and len(stats_only) == 1
     assert opens_on_ranks(stats_only * 2) and not opens_on_ranks(stats_only) and not opens_on_ranks([Run(), Run()])
+
+
+def _gate_units(monkeypatch) -> threading.Semaphore:
+    """Units parse only when released, one at a time in unit order, each refilling the table."""
+    gate = threading.Semaphore(0)
+    original = rocprofv3_csv.load
+
+    def gated(files, issues):
+        while not gate.acquire(timeout=0.05):
+            check_cancelled()  # a quit stops the waiting unit like any parse
+        return original(files, issues)
+
+    monkeypatch.setattr(rocprofv3_csv, "load", gated)
+    monkeypatch.setattr(app_module, "RANK_ROWS_INTERVAL_S", 0.0)
+    monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "1")
+    return gate
+
+
+def test_rank_screen_shows_every_rank_before_any_unit_loads(run_dir, monkeypatch):
+    """No unit has parsed: one pending row per process the scan found, named by its file
+    prefix, every figure "…"; the rows fill as the units are released."""
+    path, ranks = run_dir
+    gate = _gate_units(monkeypatch)
+    labels = [f"loading {p.label}" for p in scan_processes(path).ranks]
+    assert len(labels) == 4
+
+    async def main() -> None:
+        app = TuiProfApp(path, use_cache=False)
+        async with app.run_test(size=(160, 50)) as pilot:
+            pane = app.main.query_one(RanksPane)
+            tabs = app.main.query_one("#tabs")
+            await _until(pilot, lambda: pane.table.row_count == 4)
+            assert tabs.display and tabs.active == "ranks" and app.main.view is None
+            assert pane.has_focus_within
+            assert str(pane.query_one("#ranks-header").render()).startswith("Loading: 0 of 4 ranks loaded")
+            frame = pane.table.model.frame
+            assert frame["rank"].tolist() == [PENDING_RANK] * 4 and frame["top_kernel"].tolist() == labels
+            line = pane.table.render_line(1).text
+            assert line.split()[0] == "…" and labels[0] in line and line.count("…") >= 8
+            await pilot.press("1", "2")  # the other panes come with every process
+            assert tabs.active == "ranks"
+            for k in range(4):
+                gate.release()
+                await _until(pilot, lambda k=k: len(_loaded(pane)) == k + 1)
+                assert pane.table.row_count == 4 or k == 3
+            await settle(app, pilot)
+            _check_final(pane, ranks.expected)
+            assert tabs.active == "ranks" and app.main.view is not None
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("moment", ["scanned", "units", "view"])
+@pytest.mark.parametrize("key", ["q", "ctrl+q"])
+def test_quit_during_the_load_is_clean(run_dir, monkeypatch, moment, key):
+    """Quitting with the rank screen up and no unit parsed, with two of four in, or with the
+    first full screen up and the lazy panes computing: the app exits within a second and
+    no handler fails on the screen it left (run_test re-raises an app's exception)."""
+    path, _ = run_dir
+    gate = _gate_units(monkeypatch)
+    app = TuiProfApp(path, use_cache=False)
+
+    async def main() -> float:
+        async with app.run_test(size=(160, 50)) as pilot:
+            pane = app.main.query_one(RanksPane)
+            await _until(pilot, lambda: pane.table.row_count == 4)
+            if moment == "units":
+                gate.release()
+                gate.release()
+                await _until(pilot, lambda: len(_loaded(pane)) == 2)
+            elif moment == "view":
+                for _ in range(4):
+                    gate.release()
+                await _until(pilot, lambda: app.main.view is not None)  # the lazy panes computing in the background
+            asked = time.monotonic()
+            await pilot.press(key)
+        return time.monotonic() - asked
+
+    took = asyncio.run(main())
+    assert took < 1.0
+    assert app.return_code == 0 and app.load_error == ""
+
+
+def test_quit_while_the_scan_runs_is_clean(run_dir, monkeypatch):
+    """q before the scan has found anything: the load stops, no rank screen is shown after."""
+    path, _ = run_dir
+    scanning, release = threading.Event(), threading.Event()
+    real_scan = detect.scan
+
+    def slow_scan(*args, **kwargs):
+        scanning.set()
+        release.wait(5)
+        return real_scan(*args, **kwargs)
+
+    monkeypatch.setattr(detect, "scan", slow_scan)
+    app = TuiProfApp(path, use_cache=False)
+
+    async def main() -> float:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await _until(pilot, scanning.is_set)
+            asked = time.monotonic()
+            await pilot.press("q")
+        release.set()  # the scan returns into a cancelled load: nothing reaches the app
+        return time.monotonic() - asked
+
+    assert asyncio.run(main()) < 1.0
+    assert app.return_code == 0
+
+
+@pytest.mark.parametrize("pauses", [0, 1, 3, 8, 20])
+def test_quit_at_any_moment_of_an_open_is_clean(run_dir, monkeypatch, tmp_path, pauses):
+    """q after a few turns of the event loop, the load and the cache writes running at their
+    own pace (a first open with the cache): whichever stage it lands in, the app exits
+    within a second without an error."""
+    path, _ = run_dir
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    app = TuiProfApp(path)
+
+    async def main() -> float:
+        async with app.run_test(size=(160, 50)) as pilot:
+            for _ in range(pauses):
+                await pilot.pause(0.02)
+            asked = time.monotonic()
+            await pilot.press("q")
+        return time.monotonic() - asked
+
+    assert asyncio.run(main()) < 1.0
+    assert app.return_code == 0
+
+
+def test_ctrl_c_during_the_load_says_how_to_quit(run_dir, monkeypatch):
+    """In the terminal's raw mode Ctrl-C is a key: Textual answers it with a notice naming
+    the quit key (it never ends the app half-way); q then quits cleanly."""
+    path, _ = run_dir
+    _gate_units(monkeypatch)
+    app = TuiProfApp(path, use_cache=False)
+    notices: list[str] = []
+    app.notify = lambda message, **kwargs: notices.append(str(message))  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            pane = app.main.query_one(RanksPane)
+            await _until(pilot, lambda: pane.table.row_count == 4)
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert len(notices) == 1 and notices[0].endswith("to quit the app")  # Textual names its ctrl+q
+            assert app.is_running
+            await pilot.press("q")
+
+    asyncio.run(main())
+    assert app.return_code == 0
+
+
+def test_scan_of_several_processes_that_load_as_one_opens_on_the_hotspots(run_dir, monkeypatch):
+    """The scan finds four processes and shows the rank screen; three units then fail to
+    load (their loader raises: each becomes a load issue), so the run is one process: the
+    first screen is the hotspots, as for any single-process run, with the ranks tab hidden."""
+    path, _ = run_dir
+    original = rocprofv3_csv.load
+    scanned = detect.scan_processes(path).ranks
+    first = scanned[0].files
+    others = {f for process in scanned[1:] for f in process.files}
+
+    def only_the_first(files, issues):
+        if tuple(str(item.path) for item in files) != first:
+            raise RuntimeError("damaged")
+        return original(files, issues)
+
+    monkeypatch.setattr(rocprofv3_csv, "load", only_the_first)
+    shown: list[int] = []
+    real = MainScreen.show_ranks_loading
+
+    def show_ranks_loading(screen, doc, *args):
+        shown.append(len(doc["ranks"]))
+        real(screen, doc, *args)
+
+    monkeypatch.setattr(MainScreen, "show_ranks_loading", show_ranks_loading)
+    app = TuiProfApp(path, use_cache=False)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await settle(app, pilot)
+            tabs = app.main.query_one("#tabs")
+            assert len(app.view.runset.runs) == 1 and {e.path for e in app.view.runset.errors} == others
+            assert tabs.active == "hotspots" and app.main.hotspots.table.has_focus
+            assert not app.main.early_ranks
+            await pilot.press("2")
+            assert tabs.active == "timeline"
+            await pilot.press("7")  # no ranks tab for one process
+            assert tabs.active == "timeline"
+
+    asyncio.run(main())
+    assert shown and shown[0] == 4  # the rank screen was shown from the scan
+
+
+def test_shutdown_while_units_keep_loading_is_clean(run_dir, monkeypatch):
+    """The app shut down (leaving run_test: Textual removes the screens while the app still
+    handles messages) as the units go on loading and posting progress and rank rows: no
+    handler reaches for a widget already removed (run_test re-raises an app's exception)."""
+    path, _ = run_dir
+    gate = _gate_units(monkeypatch)
+    stop = threading.Event()
+
+    def release() -> None:  # a unit every few milliseconds, during the shutdown too
+        while not stop.is_set():
+            gate.release()
+            time.sleep(0.003)
+
+    app = TuiProfApp(path, use_cache=False)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            pane = app.main.query_one(RanksPane)
+            await _until(pilot, lambda: pane.table.row_count == 4)
+            threading.Thread(target=release, daemon=True).start()
+            await pilot.pause(0.01)
+
+    try:
+        asyncio.run(main())
+    finally:
+        stop.set()

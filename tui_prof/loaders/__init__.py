@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tui_prof.loaders.cache import PendingWrites
+    from tui_prof.loaders.detect import ProcessScan
     from tui_prof.model import Run, RunSet
 
 LOADER_MODULES = (
@@ -47,14 +48,16 @@ def load_path(
     cancel: threading.Event | None = None,
     on_unit: Callable[[list[Run], int, int], None] | None = None,
     pending: PendingWrites | None = None,
+    on_scan: Callable[[ProcessScan], None] | None = None,
 ) -> RunSet:
     """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`
     (``cancel``; ``on_unit``, each work unit's runs as it loads; ``pending``, the cache
-    entries kept to be written later: see :func:`tui_prof.loaders.detect.load_path`)."""
+    entries kept to be written later; ``on_scan``, the processes found before any unit
+    loads: see :func:`tui_prof.loaders.detect.load_path`)."""
     # Imported here: detect imports this package (its loader_modules).
     from tui_prof.loaders.detect import load_path as _load_path
 
-    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel, on_unit=on_unit, pending=pending)
+    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel, on_unit=on_unit, pending=pending, on_scan=on_scan)
 
 
 def cancel_loads() -> None:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tui_prof.loaders import cache, loader_modules
@@ -41,6 +42,10 @@ UnitDone = Callable[[list[Run], int, int], None]
 """on_unit(runs, done, total): a work unit's runs as its loader (or the cache) gave them,
 before the fragments of one process are merged and its tables sorted; ``done`` of
 ``total`` units are loaded. Called in the thread that called :func:`load_path`."""
+
+ScanDone = Callable[["ProcessScan"], None]
+"""on_scan(scan): the processes the scan found, before any unit is read (see
+:func:`process_scan`). Called in the thread that called :func:`load_path`."""
 
 LOADERS: tuple[LoaderSpec, ...] = tuple(module.LOADER for module in loader_modules())
 
@@ -298,6 +303,80 @@ def work_units(detected: list[DetectedFile]) -> list[tuple[str, list[DetectedFil
     return units
 
 
+# A unit of one process (PARALLEL_FORMATS or FILE_FORMATS) with any of these file kinds
+# holds a trace: rocprofv3 CSV kernel_trace, <domain>_api_trace, memory_copy_trace...,
+# a Kineto or Perfetto trace file, a rocpd database.
+TRACE_KIND = re.compile(r"(?:^|_)trace$|^rocpd_db$")
+STATS_KIND = re.compile(r"_stats$")  # rocprofv3 --stats tables (kernel_stats, hip_api_stats...)
+
+
+@dataclass(frozen=True)
+class ScannedProcess:
+    """A work unit that is one process's files, as the scan found it (nothing parsed)."""
+
+    label: str  # its group (rocprofv3 CSV file prefix, trace or database file) relative to the run directory: a file name, untrusted
+    files: tuple[str, ...]
+    traced: bool  # holds a trace (else only the profiler's statistics)
+
+
+@dataclass(frozen=True)
+class ProcessScan:
+    """What the scan of a run directory says about its processes, before any unit loads."""
+
+    processes: tuple[ScannedProcess, ...]  # in unit (load) order
+    units: int  # work units to load, processes or not
+
+    @property
+    def ranks(self) -> tuple[ScannedProcess, ...]:
+        """The processes a rank table shows: those with a trace, or, where none has one,
+        those with statistics (as tui.view.rankrows.opens_on_ranks decides on the loaded runs)."""
+        traced = tuple(p for p in self.processes if p.traced)
+        return traced or self.processes
+
+    @property
+    def multi(self) -> bool:
+        """Two or more processes: the run (very likely) opens on the rank table. A lower
+        bound: a rocpd database or Perfetto trace may hold several processes."""
+        return len(self.ranks) > 1
+
+
+def _group_label(group: str, root: Path) -> str:
+    """A unit's group relative to the run directory (the file name for a single file)."""
+    if root.is_file():
+        return root.name
+    base = str(root).rstrip("/") + "/"
+    label = group[len(base) :] if group.startswith(base) else group
+    return label.rstrip("/") or root.name
+
+
+def process_scan(root: Path, units: list[tuple[str, list[DetectedFile]]]) -> ProcessScan:
+    """The processes among ``units`` (:func:`work_units` of a scan): each unit of a format
+    that loads one process per unit (PARALLEL_FORMATS, FILE_FORMATS) and holds a trace or
+    statistics; the same grouping the load then reads unit by unit."""
+    found = []
+    for fmt, files in units:
+        if fmt not in PARALLEL_FORMATS and fmt not in FILE_FORMATS:
+            continue
+        traced = any(TRACE_KIND.search(item.kind) for item in files)
+        if not traced and not any(STATS_KIND.search(item.kind) for item in files):
+            continue
+        group = files[0].group or str(files[0].path)
+        found.append(ScannedProcess(_group_label(group, root), tuple(str(item.path) for item in files), traced))
+    return ProcessScan(tuple(found), len(units))
+
+
+def scan_processes(path: str | os.PathLike, *, use_cache: bool = False) -> ProcessScan:
+    """How many processes (ranks) the run under ``path`` holds and their labels, without
+    loading it: the load's own scan and work units (each file's name and at most its first
+    64 KiB; with ``use_cache``, no read at all for a file the cache's scan memo knows
+    unchanged). Nothing is written."""
+    root = Path(path)
+    if not root.exists():
+        return ProcessScan((), 0)
+    memo = cache.load_scan(root) if use_cache else None
+    return process_scan(root, work_units(scan(root, IssueSink(), memo=memo)))
+
+
 def load_path(
     path: str | os.PathLike,
     *,
@@ -306,6 +385,7 @@ def load_path(
     cancel: threading.Event | None = None,
     on_unit: UnitDone | None = None,
     pending: cache.PendingWrites | None = None,
+    on_scan: ScanDone | None = None,
 ) -> RunSet:
     """Load every recognised file under ``path`` (a directory or one file).
 
@@ -326,6 +406,10 @@ def load_path(
     ``pending`` (with ``use_cache``): the cache entries of the parsed units are kept in it
     instead of written, and the caller writes them later with
     :meth:`~tui_prof.loaders.cache.PendingWrites.write` (the TUI: after its first screen).
+
+    ``on_scan`` (:data:`ScanDone`) is called once, after the scan and before any unit is
+    read (from the cache or its files), with the processes found (:func:`process_scan`),
+    so a caller can show one row per rank before the first is in.
     """
     root = Path(path)
     if not root.exists():
@@ -334,7 +418,7 @@ def load_path(
         return runset
     event = cancel if cancel is not None else threading.Event()
     with load_scope(event):
-        return _load(root, progress, use_cache, event, on_unit, pending)
+        return _load(root, progress, use_cache, event, on_unit, pending, on_scan)
 
 
 CACHE_CHUNK = 8  # cache entries read together when a caller takes the units as they load
@@ -420,6 +504,7 @@ def _load(
     cancel: threading.Event,
     on_unit: UnitDone | None = None,
     pending: cache.PendingWrites | None = None,
+    on_scan: ScanDone | None = None,
 ) -> RunSet:
     """Scan, then each work unit from its cache entry (``use_cache`` and the entry is
     valid) or from its loader (and written to the cache with ``use_cache``, or kept in
@@ -432,9 +517,11 @@ def _load(
         memo = cache.load_scan(root)
         before = dict(memo)
     detected = scan(root, sink, progress, memo)
+    units = work_units(detected)
+    if on_scan:
+        on_scan(process_scan(root, units))
     if memo is not None and memo != before:
         cache.save_scan(root, memo)
-    units = work_units(detected)
     modules = {m.FORMAT: m for m in loader_modules()}
 
     # Per unit: (fragments, issues), from the cache or from its loader.

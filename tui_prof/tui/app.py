@@ -3,8 +3,9 @@
 The app shows its screen at once and loads the run in a thread worker
 (``load_path`` with the columnar cache, then :func:`tui_prof.tui.view.runview.build_view`
 with ``lazy=True``), posting coalesced progress messages. A run of several processes
-shows the rank table first, a row per process as its work unit loads
-(:class:`tui_prof.tui.view.rankrows.RankRows`, in the load worker), its waits and
+shows the rank table first: as soon as the scan has found the processes, a pending row
+per rank, each filled as its work unit loads
+(:class:`tui_prof.tui.view.rankrows.RankRows`, in the load worker), the waits and
 straggler once every process is in. The first screen (title,
 hotspots) appears as soon as the kernels table exists; the measurement table and the
 other panes (timeline, findings, counters, hardware capabilities, issues) are computed
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import SystemCommand
@@ -51,6 +53,9 @@ from tui_prof.tui.view.runview import (
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
+
+if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the app's start
+    from tui_prof.loaders.detect import ProcessScan
 
 RANK_ROWS_INTERVAL_S = 0.2  # the rank table is refilled at most this often while processes load
 
@@ -136,18 +141,24 @@ class TuiProfApp(ProfApp):
         rows = RankRows()
         posted = [0.0]
 
+        def on_scan(scan: ProcessScan) -> None:
+            # several processes found: the rank screen now, a pending row per rank
+            rows.expect(scan)
+            if rows.multi:
+                self.post_message(RanksLoading(rows.provisional(), [], 0, rows.expected))
+
         def on_unit(runs: list[Run], done: int, total: int) -> None:
             rows.add(runs, done, total)
             now = time.monotonic()
             # batched: each refill repaints the table and lays the header out on the loop
-            if now - posted[0] >= RANK_ROWS_INTERVAL_S and opens_on_ranks([c.run for c in rows.cores]):
+            if now - posted[0] >= RANK_ROWS_INTERVAL_S and (rows.multi or opens_on_ranks([c.run for c in rows.cores])):
                 posted[0] = now
-                self.post_message(RanksLoading(rows.provisional(), [], done, total))
+                self.post_message(RanksLoading(rows.provisional(), [], done, rows.expected))
 
         # the cache entries of a first open are written after the first screen (write_cache)
         pending = PendingWrites() if self.use_cache else None
         try:
-            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending)
+            runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending, on_scan=on_scan)
             if opens_on_ranks(runset.runs):
                 if not rows.processes:  # an in-memory run set: its processes one by one
                     for i, run in enumerate(runset.runs, 1):
@@ -160,13 +171,25 @@ class TuiProfApp(ProfApp):
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(LoadFailed(load_failure(err, self.source_name)))
 
+    @property
+    def showing(self) -> bool:
+        """The main screen is up: False once the app quits or shuts down (its widgets are
+        being removed while the load and analysis threads still post what they found)."""
+        return self.is_running and self.main.is_attached
+
     def on_load_progress(self, message: LoadProgress) -> None:
+        if not self.showing:
+            return
         self.main.show_progress(message.stage, message.done, message.total)
 
     def on_ranks_loading(self, message: RanksLoading) -> None:
+        if not self.showing:
+            return
         self.main.show_ranks_loading(message.doc, message.labels, message.done, message.total, message.final)
 
     def on_loaded(self, message: Loaded) -> None:
+        if not self.showing:
+            return
         self.view = message.view
         self.main.show_view(message.view)
         if message.pending is not None and len(message.pending):
@@ -215,10 +238,14 @@ class TuiProfApp(ProfApp):
         self._ensure(view, part)
 
     def on_part_ready(self, message: PartReady) -> None:
+        if not self.showing:
+            return
         self.main.fill_part(message.part, message.error)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.load_error = message.text
+        if not self.showing:
+            return
         self.main.show_failure(message.text)
 
     @classmethod

@@ -15,11 +15,11 @@ from textual.widgets import Static
 from tui_prof.analysis import engine, ranks
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.model import RunSet
-from tui_prof.render.fmt import fmt_ns
+from tui_prof.render.fmt import fmt_ns, fmt_value
 from tui_prof.tui.messages import RankOpened
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
-from tui_prof.tui.view.rankrows import PENDING
+from tui_prof.tui.view.rankrows import PENDING, PENDING_RANK
 from tui_prof.tui.widgets.table import Column, TableView
 
 RANK_COLUMNS = (
@@ -83,9 +83,12 @@ def ranks_header(doc: dict | None) -> Text:
     return plain(" · ".join(parts))
 
 
-def wait_text(value) -> str:
-    """A wait in collectives; "…" while it needs ranks that are still loading."""
-    return "…" if value == PENDING else fmt_ns(value)
+def pending_text(kind: str):
+    """The cell formatter of a ``kind`` column: "…" where the figure needs ranks still
+    loading (a wait compares every rank's collectives) and in the rows of ranks not loaded
+    yet (tui.view.rankrows.pending_row)."""
+    sentinel = PENDING_RANK if kind == "int" else PENDING
+    return lambda value: "…" if value == sentinel else fmt_value(value, kind)
 
 
 class RanksTable(TableView):
@@ -125,11 +128,13 @@ class RanksPane(Vertical):
         sort = (model.sort_key, model.descending) if model is not None and model.sort_key else ("rank", False)
         cursor, had_focus = table.cursor, table.has_focus
         table.set_data(ranks_frame(doc, labels), text_key="host", sort=sort)
-        table.formatters["wait_ns"] = wait_text
+        for column in RANK_COLUMNS:
+            if column.kind != "text":
+                table.formatters[column.key] = pending_text(column.kind)
         table.cursor = min(cursor, max(table.row_count - 1, 0))
         if had_focus:
             table.focus()
-        loaded = len(doc.get("ranks") or [])
+        loaded = sum(1 for row in doc.get("ranks") or [] if not row.get("pending"))
         header = (
             ranks_header(doc) if final else plain(f"Loading: {loaded} of {max(total, loaded)} ranks loaded · waits and the straggler once all are in", "italic")
         )
@@ -156,7 +161,7 @@ class RanksPane(Vertical):
         self.app.call_from_thread(self._early, doc, [r.label for r in inputs])
 
     def _early(self, doc: dict, labels: list[str]) -> None:
-        if self.table.row_count == 0:  # the summary's rows have not come first
+        if not self.final:  # the summary's rows have not come first (pending rows are replaced)
             self.set_summary(doc, labels)
 
     def set_summary(self, doc: dict | None, labels: list[str]) -> None:

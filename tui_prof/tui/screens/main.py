@@ -48,6 +48,7 @@ from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
+from tui_prof.tui.view.rankrows import opens_on_ranks
 from tui_prof.tui.view.runview import PARTS, RunView, build_view
 from tui_prof.tui.view.stats import title_count
 from tui_prof.tui.widgets.footer import KeyFooter
@@ -213,6 +214,11 @@ class MainScreen(Screen):
             for tab in FOCUS:
                 if tab not in ("ranks", "steps"):
                     self.query_one("#tabs", TabbedContent).show_tab(tab)
+            if not opens_on_ranks(runset.runs):  # the scan's processes did not all load: the hotspots, as for one process
+                self.early_ranks = False
+                self.release_focus()
+                self.query_one("#tabs", TabbedContent).active = "hotspots"
+                self.query_one(FOCUS["hotspots"]).focus()
         errors = len(runset.errors)
         count = title_count(runset, len(view.kernels), view.stats)
         title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {count}"

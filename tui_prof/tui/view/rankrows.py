@@ -8,11 +8,17 @@ ranks, so :meth:`RankRows.final` computes them over every process of the assembl
 set, reusing the cores of the processes whose tables the assembly left as they were
 (a process written as several fragments gets its core again).
 
+Before any unit loads, the scan's processes (:meth:`RankRows.expect`, from
+``load_path(on_scan=...)``) give one pending row per rank, each replaced by its process's
+row as the process loads.
+
 Called from the load worker thread (never from the event loop); the app posts the
 documents it returns to the ranks pane.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,7 +28,28 @@ from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.ranks import RankCore, rank_numbers, rank_records, sections_of_cores
 from tui_prof.model import Run, RunSet
 
-PENDING = -1  # wait_ns of a row whose waits need ranks not loaded yet
+if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the app's start
+    from tui_prof.loaders.detect import ProcessScan, ScannedProcess
+
+PENDING = -1  # wait_ns of a row whose waits need ranks not loaded yet; every figure of a pending row
+PENDING_RANK = 1 << 31  # the rank of a process not loaded yet (sorted after every rank)
+
+
+def pending_row(process: ScannedProcess) -> dict:
+    """The row of a process the scan found that has not loaded yet (``pending``)."""
+    figures = dict.fromkeys(("span_ns", "compute_ns", "communication_ns", "copy_ns", "sync_ns", "wait_ns"), PENDING)
+    return {
+        "rank": PENDING_RANK,
+        "rank_source": "order",
+        "label": "",
+        "host": None,
+        "gpus": None,
+        **figures,
+        "idle_pct": float(PENDING),
+        "wait_pct": 0.0,
+        "top_kernel": f"loading {process.label}",
+        "pending": True,
+    }
 
 
 def _sizes(run: Run) -> tuple[int, ...]:
@@ -57,6 +84,24 @@ class RankRows:
         self._sizes: dict[int, tuple[int, ...]] = {}
         self.done = 0  # work units loaded
         self.total = 0  # work units in the run
+        self.scanned: tuple[ScannedProcess, ...] | None = None  # the ranks the scan found (expect)
+        self._loaded_files: set[str] = set()  # files of the processes loaded so far
+
+    def expect(self, scan: ProcessScan) -> None:
+        """The processes the scan found: each has a pending row until its unit loads."""
+        self.scanned = scan.ranks
+        self.total = scan.units
+
+    @property
+    def multi(self) -> bool:
+        """The scan found several processes: the run opens on the rank table."""
+        return self.scanned is not None and len(self.scanned) > 1
+
+    @property
+    def expected(self) -> int:
+        """Ranks in the run as far as known: the scan's (without a scan, an in-memory run
+        set: its processes), or the processes loaded if more."""
+        return max(len(self.scanned) if self.scanned is not None else self.total, self.processes)
 
     def core(self, run: Run) -> RankCore:
         """One process's figures (analysis.ranks.RankCore with the summary's inputs)."""
@@ -69,6 +114,7 @@ class RankRows:
     def add(self, runs: list[Run], done: int, total: int) -> None:
         """A work unit's runs (``done`` of ``total`` units loaded)."""
         self.cores.extend(self.core(run) for run in runs if is_process(run))
+        self._loaded_files.update(f for run in runs for f in run.meta.files)
         self.done, self.total = done, total
 
     @property
@@ -76,14 +122,18 @@ class RankRows:
         return len(self.cores)
 
     def provisional(self) -> dict:
-        """A ``ranks`` document of the processes loaded so far; their waits are
-        :data:`PENDING` (a wait compares every rank's collectives)."""
+        """A ``ranks`` document of the processes loaded so far, their waits
+        :data:`PENDING` (a wait compares every rank's collectives), then a pending row
+        (:func:`pending_row`) per process of the scan whose files have not loaded."""
         cores = self.cores
         numbers = rank_numbers([c.run for c in cores])
         zero = np.zeros(len(cores), dtype=np.int64)
-        rows = rank_records(cores, numbers, zero, zero)
+        rows: list[dict] = [dict(row) for row in rank_records(cores, numbers, zero, zero)]
         for row in rows:
             row["wait_ns"], row["wait_pct"] = PENDING, 0.0
+        scanned = self.scanned or ()
+        waiting = [p for p in scanned if not self._loaded_files.intersection(p.files)]
+        rows.extend(pending_row(p) for p in waiting[: max(0, len(scanned) - len(cores))])
         return {"ranks": rows}
 
     def final(self, runset: RunSet) -> dict:

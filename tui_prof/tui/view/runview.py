@@ -429,10 +429,11 @@ def load_failure(err: Exception, what: str) -> str:
     return f"Could not load {what}: {type(err).__name__}: {err}"
 
 
-def load_runset(source, name: str | None = None, *, use_cache: bool = True, progress=None, on_unit=None, pending=None) -> RunSet:
+def load_runset(source, name: str | None = None, *, use_cache: bool = True, progress=None, on_unit=None, pending=None, on_scan=None) -> RunSet:
     """``source`` as a run set (a RunSet is returned as is; a path is read by
-    :func:`tui_prof.loaders.load_path`, ``on_unit`` handed each work unit's runs as it
-    loads, the cache entries kept in ``pending`` when given); :class:`LoadError` when it
+    :func:`tui_prof.loaders.load_path`, ``on_scan`` handed the processes its scan found
+    before any unit loads, ``on_unit`` each work unit's runs as it loads, the cache entries
+    kept in ``pending`` when given); :class:`LoadError` when it
     is missing or nothing in it could be loaded (``name``: how the message names it,
     default the path)."""
     if isinstance(source, RunSet):
@@ -440,7 +441,7 @@ def load_runset(source, name: str | None = None, *, use_cache: bool = True, prog
     else:
         if not Path(source).exists():
             raise LoadError(f"{source}: no such file or directory")
-        runset = load_path(source, use_cache=use_cache, progress=progress, on_unit=on_unit, pending=pending)
+        runset = load_path(source, use_cache=use_cache, progress=progress, on_unit=on_unit, pending=pending, on_scan=on_scan)
     if not runset.runs:
         lines = [f"Nothing could be loaded from {name or source}."] + [f"  {issue}" for issue in runset.issues[:20]]
         raise LoadError("\n".join(lines))
