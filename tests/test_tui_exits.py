@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tui_prof import cli
@@ -78,3 +79,34 @@ def test_open_of_a_run_exits_0_after_q(monkeypatch):
 
     monkeypatch.setattr(TuiProfApp, "run", headless)
     assert cli.main(["open", "--no-cache", str(ROOT / "sample_traces" / "synthetic_sync_once")]) == EXIT_OK
+
+
+def test_a_command_ending_with_daemon_threads_at_work_ends_at_once_with_its_status():
+    """A TUI quit while its analyses still run leaves daemon threads inside numpy/pandas; the
+    interpreter's shutdown would tear modules down under them (an abort, status 134, seen on
+    a 1M-dispatch run). run() ends the process at once instead: its output flushed, the exit
+    handlers run (they stop loader worker processes), the command's own status kept. The
+    interpreter's shutdown would also wait for the 20 s non-daemon thread: it is skipped."""
+    code = (
+        "import atexit, sys, threading, time\n"
+        "from tui_prof import cli\n"
+        "atexit.register(lambda: print('exit handlers ran', flush=True))\n"
+        "def main():\n"
+        "    threading.Thread(target=lambda: [sum(range(10**5)) for _ in iter(int, 1)], daemon=True).start()\n"
+        "    threading.Thread(target=time.sleep, args=(20,)).start()  # the shutdown would join it\n"
+        "    print('report', end='')  # unflushed: run() flushes it\n"
+        "    return 3\n"
+        "cli.main = main\n"
+        "sys.exit(cli.run())\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1])), timeout=60)
+    assert time.monotonic() - started < 15  # not the 20 s the interpreter's shutdown takes
+    assert done.returncode == 3
+    assert done.stdout == b"reportexit handlers ran\n" and done.stderr == b""
+
+
+def test_a_command_without_threads_left_returns_normally():
+    code = "import sys; from tui_prof import cli; cli.main = lambda: 4; print(cli.run())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1])), timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"4\n", b"")  # run() returned its status

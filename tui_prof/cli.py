@@ -532,7 +532,9 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> int:
     """The ``tuiprof`` command (console script): :func:`main`, then a Ctrl-C that lands as the
     process exits (after ``main`` returned, before the interpreter is gone) is ignored
-    instead of ending it with a KeyboardInterrupt traceback and a signal status."""
+    instead of ending it with a KeyboardInterrupt traceback and a signal status. When
+    daemon threads are still at work (a TUI quit while its analyses run), see
+    :func:`_end_now`."""
     import signal
 
     try:
@@ -540,7 +542,31 @@ def run() -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    _end_now(code)
     return code
+
+
+def _end_now(code: int) -> None:
+    """End the process at once with ``code`` when daemon threads are still running (the
+    TUI's analysis and cache workers after a quit). The interpreter's own shutdown would
+    tear the modules down under them, and a thread inside numpy or pandas then aborts the
+    whole process ("Fatal Python error: PyGILState_Release", status 134; seen once in six
+    quits right after the first screen of a 1M-dispatch run). Output is flushed and the
+    exit handlers run (they stop the loaders' worker processes) before ``os._exit``; a
+    cache entry being written is left as a temporary folder that the next prune removes."""
+    import threading
+
+    if not any(t.daemon and t.is_alive() for t in threading.enumerate() if t is not threading.current_thread()):
+        return
+    import atexit
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say there
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 if __name__ == "__main__":
