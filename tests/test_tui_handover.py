@@ -45,6 +45,22 @@ def record_threads(monkeypatch, module, name: str, seen: list[int]) -> None:
     monkeypatch.setattr(module, name, wrapped)
 
 
+async def open_steps(app, pilot, seen: dict) -> StepsPane:
+    """Note the loop's thread, wait for the run, open the steps tab (key 8)."""
+    seen["loop"] = threading.get_ident()
+    await settle(app, pilot)
+    await pilot.press("8")
+    await idle(app, pilot)
+    return app.screen.query_one(StepsPane)
+
+
+def show_steps(app, pane: StepsPane, seen: dict) -> None:
+    """What the steps pane shows: its rows' labels, its steps and its header."""
+    seen["labels"] = pane.table.model.frame["label"].tolist()
+    seen["steps"] = [s["label"] for s in pane.steps]
+    seen["header"] = text_of(app, "#steps-header")
+
+
 def test_steps_rows_and_header_are_built_off_the_loop_and_shown(monkeypatch):
     runset, ans = stepped_runset()
     frames: list[int] = []
@@ -54,14 +70,8 @@ def test_steps_rows_and_header_are_built_off_the_loop_and_shown(monkeypatch):
     seen: dict = {}
 
     async def flow(app, pilot):
-        seen["loop"] = threading.get_ident()
-        await settle(app, pilot)
-        await pilot.press("8")
-        await idle(app, pilot)
-        pane = app.screen.query_one(StepsPane)
-        seen["labels"] = pane.table.model.frame["label"].tolist()
-        seen["steps"] = [s["label"] for s in pane.steps]
-        seen["header"] = text_of(app, "#steps-header")
+        pane = await open_steps(app, pilot, seen)
+        show_steps(app, pane, seen)
         seen["tab"] = app.screen.query_one("#tabs").active
 
     drive(TuiProfApp(runset), flow, size=(160, 50))
@@ -81,18 +91,12 @@ def test_m_builds_the_next_ranges_steps_off_the_loop(monkeypatch):
     seen: dict = {}
 
     async def flow(app, pilot):
-        seen["loop"] = threading.get_ident()
-        await settle(app, pilot)
-        await pilot.press("8")
-        await idle(app, pilot)
-        pane = app.screen.query_one(StepsPane)
+        pane = await open_steps(app, pilot, seen)
         before = len(frames)
         await pilot.press("m")
         await until(app, pilot, lambda: pane.table.model.frame["label"].tolist()[0] != "ProfilerStep#2")
         seen["after"] = frames[before:]
-        seen["labels"] = pane.table.model.frame["label"].tolist()
-        seen["steps"] = [s["label"] for s in pane.steps]
-        seen["header"] = text_of(app, "#steps-header")
+        show_steps(app, pane, seen)
 
     drive(TuiProfApp(trace, use_cache=False), flow, size=(160, 50))
     assert seen["labels"] == [f"Optimizer.step#SGD.step [{i}]" for i in range(1, 7)] == seen["steps"]

@@ -62,16 +62,7 @@ def _check_final(pane: RanksPane, expected) -> None:
 
 def test_rank_rows_fill_as_units_load(run_dir, monkeypatch):
     path, ranks = run_dir
-    gate = threading.Semaphore(0)
-    original = rocprofv3_csv.load
-
-    def gated(files, issues):
-        gate.acquire()
-        return original(files, issues)
-
-    monkeypatch.setattr(rocprofv3_csv, "load", gated)
-    monkeypatch.setattr(app_module, "RANK_ROWS_INTERVAL_S", 0.0)  # every unit refills the table
-    monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "1")  # one unit at a time, in unit order
+    gate = _gate_units(monkeypatch)
 
     async def main() -> None:
         app = TuiProfApp(path, use_cache=False)
