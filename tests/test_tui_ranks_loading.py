@@ -6,6 +6,7 @@ generator's numbers (tui_prof.synth.ranks: four ranks as rocprofv3 CSV, rank 2 c
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 
@@ -369,3 +370,52 @@ def test_shutdown_while_units_keep_loading_is_clean(run_dir, monkeypatch):
         asyncio.run(main())
     finally:
         stop.set()
+
+
+def test_the_units_parse_once_the_rank_screen_is_painted(run_dir, monkeypatch):
+    """The scan's pending rows are painted before the first unit parses (the parse takes the
+    cores and the GIL's turns that the paint needs); the load waits for the paint, not for
+    the time limit, which is raised here so that only the paint can release it. The short
+    GIL switch interval of the scan is back to the process's own once the units parse."""
+    path, ranks = run_dir
+    monkeypatch.setattr(app_module, "SCAN_SCREEN_WAIT_S", 60.0)
+    events: list[threading.Event] = []
+
+    class Threading:
+        """The app module's ``threading``, recording the events it makes."""
+
+        def __getattr__(self, name):
+            return getattr(threading, name)
+
+        @staticmethod
+        def Event() -> threading.Event:  # threading's name
+            events.append(threading.Event())
+            return events[-1]
+
+    monkeypatch.setattr(app_module, "threading", Threading())
+    at_parse: list[tuple[bool, float]] = []
+    original = rocprofv3_csv.load
+
+    default = sys.getswitchinterval()
+    switches: list[float] = []
+
+    def recorded_load(files, issues):
+        at_parse.append((len(events) == 1 and events[0].is_set(), time.monotonic()))
+        switches.append(sys.getswitchinterval())
+        return original(files, issues)
+
+    monkeypatch.setattr(rocprofv3_csv, "load", recorded_load)
+
+    async def main() -> None:
+        app = TuiProfApp(path, use_cache=False)
+        started = time.monotonic()
+        async with app.run_test(size=(160, 50)) as pilot:
+            await settle(app, pilot)
+            pane = app.main.query_one(RanksPane)
+            assert len(_loaded(pane)) == 4
+            assert at_parse and at_parse[0][1] - started < 30  # released by the paint, not the limit
+        assert len(events) == 1  # one wait, for the scan's rows
+        assert all(set_ for set_, _ in at_parse)  # every unit parsed after the paint
+        assert switches == [default] * 4 and sys.getswitchinterval() == default
+
+    asyncio.run(main())

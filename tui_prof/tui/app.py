@@ -19,6 +19,8 @@ reason in place of the panes — never a traceback.
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +60,8 @@ if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the a
     from tui_prof.loaders.detect import ProcessScan
 
 RANK_ROWS_INTERVAL_S = 0.2  # the rank table is refilled at most this often while processes load
+SCAN_SCREEN_WAIT_S = 0.5  # the load waits at most this long for the rank screen's first paint
+SCAN_SWITCH_INTERVAL_S = 0.0005  # the GIL's switch interval while the run directory is scanned
 
 
 class LoadProgress(Message):
@@ -73,9 +77,10 @@ class RanksLoading(Message):
     """The rank table of the processes loaded so far (``final``: of every process, with the
     waits and the straggler); each carries every row, so a newer one replaces an older."""
 
-    def __init__(self, doc: dict, labels: list[str], done: int, total: int, final: bool = False) -> None:
+    def __init__(self, doc: dict, labels: list[str], done: int, total: int, final: bool = False, painted: threading.Event | None = None) -> None:
         super().__init__()
         self.doc, self.labels, self.done, self.total, self.final = doc, labels, done, total, final
+        self.painted = painted  # set once the rows are on screen (the scan's pending rows)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, RanksLoading)
@@ -142,10 +147,15 @@ class TuiProfApp(ProfApp):
         posted = [0.0]
 
         def on_scan(scan: ProcessScan) -> None:
+            sys.setswitchinterval(switch)
             # several processes found: the rank screen now, a pending row per rank
             rows.expect(scan)
             if rows.multi:
-                self.post_message(RanksLoading(rows.provisional(), [], 0, rows.expected))
+                # the parse of the units takes both cores and the GIL's turns: it starts once the
+                # rank screen is painted (at most SCAN_SCREEN_WAIT_S later), not beside its paint
+                painted = threading.Event()
+                self.post_message(RanksLoading(rows.provisional(), [], 0, rows.expected, painted=painted))
+                painted.wait(SCAN_SCREEN_WAIT_S)
 
         def on_unit(runs: list[Run], done: int, total: int) -> None:
             rows.add(runs, done, total)
@@ -157,6 +167,11 @@ class TuiProfApp(ProfApp):
 
         # the cache entries of a first open are written after the first screen (write_cache)
         pending = PendingWrites() if self.use_cache else None
+        # The scan reads the head of every file while the loop lays the app out: at the default
+        # 5 ms switch interval each file read waits for the loop's turn to end (64 ranks: the
+        # scan's 0.14 CPU-s took 1 s); a short interval until the scan is done
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, SCAN_SWITCH_INTERVAL_S))
         try:
             runset = load_runset(self.source, self.source_name, use_cache=self.use_cache, progress=progress, on_unit=on_unit, pending=pending, on_scan=on_scan)
             if opens_on_ranks(runset.runs):
@@ -170,6 +185,8 @@ class TuiProfApp(ProfApp):
             return
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(LoadFailed(load_failure(err, self.source_name)))
+        finally:
+            sys.setswitchinterval(switch)
 
     @property
     def showing(self) -> bool:
@@ -184,8 +201,12 @@ class TuiProfApp(ProfApp):
 
     def on_ranks_loading(self, message: RanksLoading) -> None:
         if not self.showing:
+            if message.painted is not None:
+                message.painted.set()
             return
         self.main.show_ranks_loading(message.doc, message.labels, message.done, message.total, message.final)
+        if message.painted is not None:
+            self.main.call_after_refresh(message.painted.set)
 
     def on_loaded(self, message: Loaded) -> None:
         if not self.showing:
