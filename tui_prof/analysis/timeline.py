@@ -432,12 +432,16 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(cummax[-1] - s[0] - gaps[gaps > 0].sum())
 
 
+def _sorted(values: np.ndarray) -> bool:
+    return bool((values[1:] >= values[:-1]).all())
+
+
 def merged_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals [start, end) as sorted, disjoint (starts, ends)."""
     if len(starts) == 0:
         return np.array([], np.int64), np.array([], np.int64)
     s, e = np.asarray(starts), np.asarray(ends)
-    if not (s[1:] >= s[:-1]).all():  # sorted already (the usual trace): no sort, no gather
+    if not _sorted(s):  # sorted already (the usual trace): no sort, no gather
         o = np.argsort(s, kind="stable")
         s, e = s[o], e[o]
     reach = np.maximum.accumulate(e)
@@ -445,10 +449,6 @@ def merged_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, 
     first[1:] = s[1:] > reach[:-1]
     idx = np.flatnonzero(first)
     return s[idx], np.maximum.reduceat(e, idx)
-
-
-def _sorted(values: np.ndarray) -> bool:
-    return bool((values[1:] >= values[:-1]).all())
 
 
 def _merge_by_start(ks: np.ndarray, ke: np.ndarray, cs: np.ndarray, ce: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -84,18 +84,19 @@ class RankRows:
         self._sizes: dict[int, tuple[int, ...]] = {}
         self.done = 0  # work units loaded
         self.total = 0  # work units in the run
-        self.scanned: tuple[ScannedProcess, ...] | None = None  # the ranks the scan found (expect)
+        self.scan: ProcessScan | None = None  # what the scan found (expect)
+        self.scanned: tuple[ScannedProcess, ...] | None = None  # the ranks it found
         self._loaded_files: set[str] = set()  # files of the processes loaded so far
 
     def expect(self, scan: ProcessScan) -> None:
         """The processes the scan found: each has a pending row until its unit loads."""
-        self.scanned = scan.ranks
+        self.scan, self.scanned = scan, scan.ranks
         self.total = scan.units
 
     @property
     def multi(self) -> bool:
         """The scan found several processes: the run opens on the rank table."""
-        return self.scanned is not None and len(self.scanned) > 1
+        return self.scan is not None and self.scan.multi
 
     @property
     def expected(self) -> int:
