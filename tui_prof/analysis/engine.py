@@ -23,7 +23,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi, memory, operators, stats, steps
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
-from tui_prof.analysis.hotspots import group_key, hotspot_records, hotspots, kernel_time_ns
+from tui_prof.analysis.hotspots import group_key, hotspot_records, hotspots, kernel_time_ns, process_order
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
 from tui_prof.analysis.operators import kernel_categories_by_op, link_operators, module_key, operator_shapes, operator_time
@@ -550,9 +550,19 @@ def grouped_hotspots(
 ) -> tuple[pd.DataFrame, ...]:
     """:func:`hotspots` by each of ``GROUPED_BY`` (with % of wall), one duration sort shared;
     ``categories`` (:func:`kernel_categories_of`: operator first) replaces the name-rule
-    categories when given."""
+    categories when given. The kernels' order by process (``pct_wall``'s busy time) is
+    shared between the groupings too."""
+    processes = process_order(kernels) if len(kernels) else None
     return tuple(
-        hotspots(kernels, by=by, wall_ns=wall, rules=rules if by == "category" else None, dur_order=dur_order, key=categories if by == "category" else None)
+        hotspots(
+            kernels,
+            by=by,
+            wall_ns=wall,
+            rules=rules if by == "category" else None,
+            dur_order=dur_order,
+            key=categories if by == "category" else None,
+            processes=processes,
+        )
         for by in GROUPED_BY
     )
 
@@ -841,12 +851,21 @@ def api_part(runset: RunSet, top: int | None) -> ApiPart:
         width = len(name.cat.categories) + 1
         key = (dc + 1) * width + (nc + 1)  # code -1 (missing) maps to slot 0
         dur = api["end"].to_numpy() - api["start"].to_numpy()
-        order = np.argsort(key, kind="stable")
-        ks = key[order]
-        first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-        uniq = ks[first]
-        counts = np.diff(np.r_[first, len(ks)])
-        sums = np.add.reduceat(dur[order], first)  # int64: exact
+        slots = width * (len(dom.cat.categories) + 1)
+        if slots <= max(len(key), 1 << 16):  # a slot per (domain, name) pair: no sort
+            all_counts = np.bincount(key, minlength=slots)
+            uniq = np.flatnonzero(all_counts)
+            counts = all_counts[uniq]
+            all_sums = np.zeros(slots, dtype=np.int64)
+            np.add.at(all_sums, key, dur)  # int64: exact
+            sums = all_sums[uniq]
+        else:  # more distinct names than calls could fill: by sorting the pairs
+            order = np.argsort(key, kind="stable")
+            ks = key[order]
+            first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+            uniq = ks[first]
+            counts = np.diff(np.r_[first, len(ks)])
+            sums = np.add.reduceat(dur[order], first)  # int64: exact
         dnames = ["", *map(str, dom.cat.categories)]
         nnames = ["", *map(str, name.cat.categories)]
         for k, c, t in zip(uniq.tolist(), counts.tolist(), sums.tolist(), strict=True):

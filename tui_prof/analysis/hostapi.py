@@ -82,12 +82,12 @@ def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = Non
     by_name: dict[str, CallTotals] = {}
     if mask.any():
         column = api["name"] if isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"].astype("category")
-        codes = column.cat.codes.to_numpy()[mask]
+        slot = column.cat.codes.to_numpy()[mask].astype(np.int64) + 1  # code -1 (missing): slot 0
         cats = column.cat.categories
-        rows = []
-        for code in np.unique(codes):
-            sel = codes == code
-            rows.append((str(cats[code]) if code >= 0 else "", int(sel.sum()), int(dur[sel].sum())))
+        calls_of = np.bincount(slot, minlength=len(cats) + 1)
+        ns_of = np.zeros(len(cats) + 1, dtype=np.int64)
+        np.add.at(ns_of, slot, dur)  # int64: exact
+        rows = [(str(cats[i - 1]) if i else "", int(calls_of[i]), int(ns_of[i])) for i in np.flatnonzero(calls_of)]
         for name, calls, total in sorted(rows, key=lambda r: (-r[2], r[0])):
             by_name[name] = {"calls": calls, "total_ns": total}
     total = int(dur.sum()) if len(dur) else 0

@@ -7,6 +7,8 @@ Durations are ``end - start`` in ns, exactly as the profiler recorded them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -41,6 +43,7 @@ def hotspots(
     rules: CategoryRules | None = None,
     dur_order: np.ndarray | None = None,
     key: pd.Series | None = None,
+    processes: ProcessOrder | None = None,
 ) -> pd.DataFrame:
     """One row per distinct value of ``by``, sorted by total time descending (ties by name).
 
@@ -51,7 +54,8 @@ def hotspots(
     "pid" or any other kernels column. ``dur_order`` (``duration_order(kernels)``) may be
     passed to share the sort between several groupings. ``key`` (one value per kernel row,
     e.g. analysis.operators' operator or op-first category of each kernel) groups instead
-    of ``by``.
+    of ``by``. ``processes`` (``process_order(kernels)``) may be passed to share the
+    per-process order behind ``pct_wall`` between several groupings.
     """
     columns = list(HOTSPOT_COLUMNS) + (["pct_wall"] if wall_ns is not None else [])
     if kernels.empty:
@@ -114,7 +118,7 @@ def hotspots(
     table["percent"] = 100.0 * table["total_ns"] / grand_total if grand_total else 0.0
     table = table.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
     if wall_ns is not None:
-        busy = group_busy(kernels, codes, ngroups)
+        busy = group_busy(kernels, codes, ngroups, processes)
         if busy is None:  # no two kernels of a process overlap: each group's busy time is its total
             table["pct_wall"] = 100.0 * table["total_ns"] / wall_ns if wall_ns > 0 else 0.0
         else:
@@ -123,23 +127,46 @@ def hotspots(
     return table[columns]
 
 
-def group_busy(kernels: pd.DataFrame, codes: np.ndarray, ngroups: int) -> np.ndarray | None:
-    """Per group code the time during which at least one of its kernels runs, summed over
-    processes (the union of the group's kernel intervals per pid); None when no two
-    kernels of one process overlap (then it equals each group's total time). ``pct_wall``
-    takes it as its part, so kernels running side by side on several streams or GPUs count
-    once and the share stays within the process time (docs/metrics.md, Aggregation)."""
+@dataclass(frozen=True)
+class ProcessOrder:
+    """The kernels' process of each row and their order by (process, start), as every
+    grouping's busy time needs them: ``pid_codes`` (0.. per distinct pid), ``in_order``
+    (rows already sorted by process, then start), ``overlapping`` (some kernel starts
+    before an earlier kernel of its process ended)."""
+
+    pid_codes: np.ndarray
+    in_order: bool
+    overlapping: bool
+
+
+def process_order(kernels: pd.DataFrame) -> ProcessOrder:
+    """:class:`ProcessOrder` of ``kernels`` (non-empty)."""
     start = kernels["start"].to_numpy().astype(np.int64, copy=False)
     end = kernels["end"].to_numpy().astype(np.int64, copy=False)
-    if not len(start):
-        return None
     pid_codes = pd.factorize(kernels["pid"].to_numpy())[0].astype(np.int64)
     # the kernels table is each run's kernels in start order, runs one after another: then a
     # stable sort by an integer key keeps start order within each key (no lexsort needed)
     in_order = bool(((pid_codes[1:] > pid_codes[:-1]) | ((pid_codes[1:] == pid_codes[:-1]) & (start[1:] >= start[:-1]))).all())
     order = np.arange(len(start)) if in_order else np.lexsort((start, pid_codes))
-    if not _overlaps(pid_codes[order], start[order], end[order]):
+    return ProcessOrder(pid_codes, in_order, _overlaps(pid_codes[order], start[order], end[order]))
+
+
+def group_busy(kernels: pd.DataFrame, codes: np.ndarray, ngroups: int, processes: ProcessOrder | None = None) -> np.ndarray | None:
+    """Per group code the time during which at least one of its kernels runs, summed over
+    processes (the union of the group's kernel intervals per pid); None when no two
+    kernels of one process overlap (then it equals each group's total time). ``pct_wall``
+    takes it as its part, so kernels running side by side on several streams or GPUs count
+    once and the share stays within the process time (docs/metrics.md, Aggregation).
+    ``processes``: ``process_order(kernels)``, computed here when not given."""
+    start = kernels["start"].to_numpy().astype(np.int64, copy=False)
+    end = kernels["end"].to_numpy().astype(np.int64, copy=False)
+    if not len(start):
         return None
+    if processes is None:
+        processes = process_order(kernels)
+    if not processes.overlapping:
+        return None
+    pid_codes, in_order = processes.pid_codes, processes.in_order
     valid = codes >= 0
     width = int(pid_codes.max()) + 1
     seg = codes.astype(np.int64) * width + pid_codes

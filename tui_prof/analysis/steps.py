@@ -131,8 +131,10 @@ def _inferred_steps(run: Run, index: hostapi.CorrIndex) -> StepRanges | None:
     launch = classes >= hostapi.LAUNCH
     if not launch.any():
         return None
-    tids, counts = np.unique(tid[launch], return_counts=True)
-    main = tids[int(np.argmax(counts))]
+    # the thread that launches most (the lowest such tid on a tie): hashed, not sorted
+    codes, tids = pd.factorize(tid[launch])
+    counts = np.bincount(codes, minlength=len(tids))
+    main = tids[counts == counts.max()].min()
     on = tid == main
     sync_rows = np.flatnonzero(on & (classes == hostapi.SYNC))
     launch_rows = np.flatnonzero(on & launch)
@@ -143,7 +145,9 @@ def _inferred_steps(run: Run, index: hostapi.CorrIndex) -> StepRanges | None:
     s_start = start[sync_rows]
     order = np.argsort(s_start, kind="stable")
     sync_rows, s_start = sync_rows[order], s_start[order]
-    l_start = np.sort(start[launch_rows])
+    l_start = start[launch_rows]
+    if not bool((l_start[1:] >= l_start[:-1]).all()):  # a trace's calls are in start order already
+        l_start = np.sort(l_start)
     # launches before each sync's start and after the previous sync's start
     upto = np.searchsorted(l_start, s_start, side="left")
     per = np.diff(np.concatenate([[0], upto]))

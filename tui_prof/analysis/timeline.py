@@ -425,8 +425,10 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     """Length in ns of the union of intervals [start, end) (any order)."""
     if len(starts) == 0:
         return 0
-    o = np.argsort(starts, kind="stable")
-    s, e = starts[o], ends[o]
+    s, e = starts, ends
+    if not _sorted(s):  # sorted already (a trace's own order): no sort, no gather
+        o = np.argsort(s, kind="stable")
+        s, e = s[o], e[o]
     cummax = np.maximum.accumulate(e)
     gaps = s[1:] - cummax[:-1]
     return int(cummax[-1] - s[0] - gaps[gaps > 0].sum())
