@@ -11,6 +11,7 @@ import csv
 import gzip
 import importlib
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -328,6 +329,42 @@ def test_bad_file_is_one_error_and_other_files_still_load(tmp_path):
     assert [i.path for i in issues.issues] == [str(bad)]
     assert "\n" not in issues.issues[0].message
     assert run.partial
+
+
+def test_the_kernel_trace_is_read_while_the_api_trace_parses_beside_it(tmp_path, monkeypatch):
+    """The API trace ("9_hip_api_trace.csv") sorts before the kernel trace: its background
+    read is waited for last, so the two parses overlap; the tables are the same as when
+    each file is read alone, in file order."""
+    api = copy_as(DOCS7 / "hip_runtime_trace.csv", tmp_path / "h" / "9_hip_api_trace.csv")
+    kernels = copy_as(DOCS7 / "kernel_trace.csv", tmp_path / "h" / "9_kernel_trace.csv")
+    alone = [load_one(api), load_one(kernels)]
+    spans: dict[str, list[float]] = {}
+    read = v3.read_csv_table
+
+    def timed(path, kind):
+        spans[kind] = [time.monotonic()]
+        if kind == "api_trace":
+            time.sleep(0.5)  # a long API trace
+        try:
+            return read(path, kind)
+        finally:
+            spans[kind].append(time.monotonic())
+
+    monkeypatch.setattr(v3, "read_csv_table", timed)
+    run = load_one(api, kernels)
+    assert spans["kernel_trace"][0] < spans["api_trace"][1]  # started before the API trace was in
+    assert run.api.equals(alone[0].api) and run.kernels.equals(alone[1].kernels)
+    assert run.meta.files == [str(api), str(kernels)]
+
+
+def test_a_failed_api_trace_read_beside_the_kernel_trace_is_its_own_error(tmp_path):
+    api = copy_as(DOCS7 / "hip_runtime_trace.csv", tmp_path / "h" / "9_hip_api_trace.csv", lambda t: t.replace(",238,238,2,", ",x238,238,2,"))
+    kernels = copy_as(DOCS7 / "kernel_trace.csv", tmp_path / "h" / "9_kernel_trace.csv")
+    issues = IssueSink()
+    run = load_one(api, kernels, issues=issues)
+    assert len(run.kernels) == 9 and not len(run.api) and run.partial
+    assert [i.path for i in issues.issues] == [str(api)]
+    assert run.meta.files == [str(kernels)]
 
 
 def test_bom_and_crlf(tmp_path):

@@ -967,14 +967,24 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
     pids: set[int] = set()
     early = _read_early(files)
-    for item in files:
-        if item.kind == "agent_info":
-            continue
+    traces = [item for item in files if item.kind != "agent_info"]
+    # The files read here first, the API traces parsing beside them last: waiting for a
+    # background read before reading the kernel trace would parse the two one after the other.
+    read: dict[int, tuple | BaseException] = {}
+    for item in sorted(traces, key=lambda it: id(it) in early):
+        job = early.get(id(item))
+        try:
+            read[id(item)] = job.result() if job is not None else read_csv_table(item.path, _read_kind(item.kind))
+        except (LoadError, OSError, KeyError, ValueError, OverflowError, TypeError, IndexError, pa.ArrowException) as err:
+            read[id(item)] = err
+    for item in traces:  # the tables in file order
         kind = item.kind
         read_kind = _read_kind(kind)
         try:
-            job = early.get(id(item))
-            cols, warnings, truncated, malformed = job.result() if job is not None else read_csv_table(item.path, read_kind)
+            got = read.pop(id(item))
+            if isinstance(got, BaseException):
+                raise got
+            cols, warnings, truncated, malformed = got
             if read_kind == "kernel_trace":
                 kernels.append(_kernels(cols, resolver))
             elif read_kind == "api_trace":
