@@ -489,7 +489,10 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
             "lane": np.concatenate(lane_parts) if lane_parts else np.zeros(0, np.int64),
             "run": np.repeat(np.arange(len(runs), dtype=np.int64), [len(r.kernels) for r in runs]),
             "row": np.arange(len(kernels), dtype=np.int64),
-        }
+        },
+        # the arrays were made for this frame: kept as they are, not stacked into one new
+        # 2D block (40 MB at 1M dispatches, 0.15 s of page faults right after a CSV parse)
+        copy=False,
     )
     # a new frame; copy-on-write (pandas 3) shares the model's columns instead of copying them
     kernels = pd.concat([kernels.reset_index(drop=True), extra], axis=1)
