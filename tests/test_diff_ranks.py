@@ -43,3 +43,17 @@ def test_text_and_markdown_cap_the_rank_rows_and_say_so():
     assert "| AllReduce | 12 | 18 |" in md  # one AllReduce per step and rank: 3 steps
     assert "4 more ranks not listed" in md
     assert md.count("\n| 4 |") == md.count("\n| 5 |") == 1 and "\n| 0 |" not in md
+
+
+def test_a_collective_type_from_a_summary_is_escaped_once_and_never_obeyed():
+    """A summary handed over by a stranger may name any collective type: the Markdown cell
+    escapes it once (no doubled backslashes), the text table shows its escape bytes inert."""
+    _, _, result = _pair()
+    hostile = "All_Reduce[b]\x1b[31m*"
+    for doc in (result.summary_a, result.summary_b):
+        for row in doc["communication"]["by_type"]:
+            row["type"] = hostile
+    md = diff_markdown(result, top=2)
+    # escaped once: ESC shown as the text \x1b (safe_text), then Markdown's backslashes
+    assert "| All\\_Reduce\\[b\\]\\\\x1b\\[31m\\* | 12 | 18 |" in md
+    assert "\x1b" not in md and "\x1b" not in diff_text(result, top=2)

@@ -287,13 +287,11 @@ def rank_lines(result: DiffResult, top: int | None = None, markdown: bool = Fals
         f"{d['processes'][0]} vs {d['processes'][1]} processes; communication {pa:.2f} % vs {pb:.2f} % of rank time, "
         f"overlapping compute {oa:.2f} % vs {ob:.2f} %; straggler {_rank(d['straggler'][0])} vs {_rank(d['straggler'][1])}"
     )
+    # both tables sanitise every cell (markdown_table escapes it for Markdown too)
     render = markdown_table if markdown else (lambda headers, rows: table(headers, rows, "l" + "r" * (len(headers) - 1)))
-    out = ["", "## Ranks", "", head, ""] if markdown else ["", f"Ranks: {head}"]
+    out = ["", "## Ranks", "", md_text(head), ""] if markdown else ["", f"Ranks: {head}"]
     if d["by_type"]:
-        rows = [
-            [md_text(t["type"]) if markdown else t["type"], str(t["count_a"]), str(t["count_b"]), fmt_ns(t["total_ns_a"]), fmt_ns(t["total_ns_b"])]
-            for t in d["by_type"]
-        ]
+        rows = [[t["type"], str(t["count_a"]), str(t["count_b"]), fmt_ns(t["total_ns_a"]), fmt_ns(t["total_ns_b"])] for t in d["by_type"]]
         out += render(["collective", "kernels A", "kernels B", "time A", "time B"], rows) + [""]
     elif not markdown:
         out += [""]
