@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi, memory, operators, stats, steps
+from tui_prof.analysis.arrays import code_totals
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import group_key, hotspot_records, hotspots, kernel_time_ns, process_order
@@ -853,12 +854,9 @@ def api_part(runset: RunSet, top: int | None) -> ApiPart:
         dur = api["end"].to_numpy() - api["start"].to_numpy()
         slots = width * (len(dom.cat.categories) + 1)
         if slots <= max(len(key), 1 << 16):  # a slot per (domain, name) pair: no sort
-            all_counts = np.bincount(key, minlength=slots)
+            all_counts, all_sums = code_totals(key, dur, slots)
             uniq = np.flatnonzero(all_counts)
-            counts = all_counts[uniq]
-            all_sums = np.zeros(slots, dtype=np.int64)
-            np.add.at(all_sums, key, dur)  # int64: exact
-            sums = all_sums[uniq]
+            counts, sums = all_counts[uniq], all_sums[uniq]
         else:  # more distinct names than calls could fill: by sorting the pairs
             order = np.argsort(key, kind="stable")
             ks = key[order]

@@ -24,6 +24,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.arrays import code_totals
 from tui_prof.analysis.parts import (
     CallTotals,
     LaunchCounts,
@@ -84,9 +85,7 @@ def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = Non
         column = api["name"] if isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"].astype("category")
         slot = column.cat.codes.to_numpy()[mask].astype(np.int64) + 1  # code -1 (missing): slot 0
         cats = column.cat.categories
-        calls_of = np.bincount(slot, minlength=len(cats) + 1)
-        ns_of = np.zeros(len(cats) + 1, dtype=np.int64)
-        np.add.at(ns_of, slot, dur)  # int64: exact
+        calls_of, ns_of = code_totals(slot, dur, len(cats) + 1)
         rows = [(str(cats[i - 1]) if i else "", int(calls_of[i]), int(ns_of[i])) for i in np.flatnonzero(calls_of)]
         for name, calls, total in sorted(rows, key=lambda r: (-r[2], r[0])):
             by_name[name] = {"calls": calls, "total_ns": total}

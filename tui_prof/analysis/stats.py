@@ -25,6 +25,7 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.arrays import code_totals
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import STATS_COLUMNS
 
@@ -234,9 +235,7 @@ def _trace_counts(run: Run, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if len(codes) and codes.min() < 0:  # missing names are not counted (as groupby's observed=True)
         keep = codes >= 0
         codes, start, end = codes[keep], np.asarray(start)[keep], np.asarray(end)[keep]
-    calls = np.bincount(codes, minlength=size)
-    total = np.zeros(size, dtype=np.int64)
-    np.add.at(total, codes, np.asarray(end, dtype=np.int64) - np.asarray(start, dtype=np.int64))
+    calls, total = code_totals(codes, np.asarray(end, dtype=np.int64) - np.asarray(start, dtype=np.int64), size)
     seen = np.flatnonzero(calls)
     return np.asarray(names.cat.categories[seen].astype(str), dtype=object), calls[seen].astype(np.int64), total[seen]
 

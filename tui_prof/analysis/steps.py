@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import hostapi
+from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.memory import allocated_series
 from tui_prof.analysis.parts import SteadyState, StepDistribution, StepOutlier, StepRecord, StepsPart
 from tui_prof.analysis.timeline import CAUSES, GapSet, busy_intervals
@@ -146,7 +147,7 @@ def _inferred_steps(run: Run, index: hostapi.CorrIndex) -> StepRanges | None:
     order = np.argsort(s_start, kind="stable")
     sync_rows, s_start = sync_rows[order], s_start[order]
     l_start = start[launch_rows]
-    if not bool((l_start[1:] >= l_start[:-1]).all()):  # a trace's calls are in start order already
+    if not in_order(l_start):  # a trace's calls are in start order already
         l_start = np.sort(l_start)
     # launches before each sync's start and after the previous sync's start
     upto = np.searchsorted(l_start, s_start, side="left")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import (
     BLOCKING_COPY,
     COPY,
@@ -426,7 +427,7 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     if len(starts) == 0:
         return 0
     s, e = starts, ends
-    if not _sorted(s):  # sorted already (a trace's own order): no sort, no gather
+    if not in_order(s):  # sorted already (a trace's own order): no sort, no gather
         o = np.argsort(s, kind="stable")
         s, e = s[o], e[o]
     cummax = np.maximum.accumulate(e)
@@ -434,16 +435,12 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(cummax[-1] - s[0] - gaps[gaps > 0].sum())
 
 
-def _sorted(values: np.ndarray) -> bool:
-    return bool((values[1:] >= values[:-1]).all())
-
-
 def merged_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals [start, end) as sorted, disjoint (starts, ends)."""
     if len(starts) == 0:
         return np.array([], np.int64), np.array([], np.int64)
     s, e = np.asarray(starts), np.asarray(ends)
-    if not _sorted(s):  # sorted already (the usual trace): no sort, no gather
+    if not in_order(s):  # sorted already (the usual trace): no sort, no gather
         o = np.argsort(s, kind="stable")
         s, e = s[o], e[o]
     reach = np.maximum.accumulate(e)
@@ -457,7 +454,7 @@ def _merge_by_start(ks: np.ndarray, ke: np.ndarray, cs: np.ndarray, ce: np.ndarr
     """Intervals (ks, ke) sorted by start and (cs, ce) in any order, as one list sorted by
     start: the few copies are sorted and slotted in by ``searchsorted`` (linear in the
     kernels, where sorting the joined list costs an n log n argsort and two gathers)."""
-    if len(cs) > 1 and not _sorted(cs):
+    if len(cs) > 1 and not in_order(cs):
         o = np.argsort(cs, kind="stable")
         cs, ce = cs[o], ce[o]
     slots = np.searchsorted(ks, cs, side="right") + np.arange(len(cs))
@@ -480,6 +477,6 @@ def busy_intervals(run: Run) -> tuple[np.ndarray, np.ndarray]:
     cs, ce = c["start"].to_numpy(), c["end"].to_numpy()
     if not len(c):
         return merged_intervals(ks, ke)
-    if len(ks) > 1 and _sorted(ks) and len(cs) * 8 < len(ks):
+    if len(ks) > 1 and in_order(ks) and len(cs) * 8 < len(ks):
         return merged_intervals(*_merge_by_start(ks, ke, cs, ce))
     return merged_intervals(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
