@@ -41,6 +41,16 @@ async def _until(pilot, condition) -> None:
     raise AssertionError("condition never held")
 
 
+async def _rank_screen(app: TuiProfApp, pilot):
+    """The rank screen as the scan puts it up: a row per process (four), the ranks tab
+    shown, no view yet; returns the ranks pane and the tabs."""
+    pane = app.main.query_one(RanksPane)
+    tabs = app.main.query_one("#tabs")
+    await _until(pilot, lambda: pane.table.row_count == 4)
+    assert tabs.display and tabs.active == "ranks" and app.main.view is None
+    return pane, tabs
+
+
 def _loaded(pane: RanksPane) -> list[int]:
     """The ranks of the rows whose process has loaded (the others are pending: "…")."""
     if pane.table.model is None:
@@ -68,11 +78,8 @@ def test_rank_rows_fill_as_units_load(run_dir, monkeypatch):
     async def main() -> None:
         app = TuiProfApp(path, use_cache=False)
         async with app.run_test(size=(160, 50)) as pilot:
-            pane = app.main.query_one(RanksPane)
-            tabs = app.main.query_one("#tabs")
             # the scan found four processes: the rank screen before any unit is parsed
-            await _until(pilot, lambda: pane.table.row_count == 4)
-            assert tabs.display and tabs.active == "ranks" and app.main.view is None
+            pane, tabs = await _rank_screen(app, pilot)
             assert _loaded(pane) == []
             gate.release()
             await _until(pilot, lambda: len(_loaded(pane)) == 1)
@@ -178,10 +185,7 @@ def test_rank_screen_shows_every_rank_before_any_unit_loads(run_dir, monkeypatch
     async def main() -> None:
         app = TuiProfApp(path, use_cache=False)
         async with app.run_test(size=(160, 50)) as pilot:
-            pane = app.main.query_one(RanksPane)
-            tabs = app.main.query_one("#tabs")
-            await _until(pilot, lambda: pane.table.row_count == 4)
-            assert tabs.display and tabs.active == "ranks" and app.main.view is None
+            pane, tabs = await _rank_screen(app, pilot)
             assert pane.has_focus_within
             assert str(pane.query_one("#ranks-header").render()).startswith("Loading: 0 of 4 ranks loaded")
             frame = pane.table.model.frame
@@ -197,6 +201,33 @@ def test_rank_screen_shows_every_rank_before_any_unit_loads(run_dir, monkeypatch
             await settle(app, pilot)
             _check_final(pane, ranks.expected)
             assert tabs.active == "ranks" and app.main.view is not None
+
+    asyncio.run(main())
+
+
+def test_a_pending_row_shows_a_hostile_file_prefix_inert(run_dir, tmp_path, monkeypatch):
+    """A pending row names its process by the file prefix, a string from the run directory:
+    its escape sequence and markup reach the table as visible text, never obeyed."""
+    import shutil
+
+    path, _ = run_dir
+    copy = tmp_path / "run"
+    shutil.copytree(path, copy)
+    hostile = "\x1b]0;owned\x07[b]x\x1b[31m"
+    for f in list(copy.rglob("5000_*")):
+        f.rename(f.with_name(f.name.replace("5000", hostile, 1)))
+    gate = _gate_units(monkeypatch)
+
+    async def main() -> None:
+        app = TuiProfApp(copy, use_cache=False)
+        async with app.run_test(size=(160, 50)) as pilot:
+            pane, _ = await _rank_screen(app, pilot)
+            lines = [pane.table.render_line(y).text for y in range(1, 5)]
+            shown = [line for line in lines if "owned" in line]
+            assert len(shown) == 1 and "[b]x" in shown[0]  # the prefix, markup as text
+            assert not any(ord(c) < 32 or ord(c) == 127 for line in lines for c in line)
+            for _ in range(4):
+                gate.release()
 
     asyncio.run(main())
 
