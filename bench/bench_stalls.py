@@ -7,7 +7,11 @@ timer; per interval between two ticks it keeps the wall gap and the CPU the loop
 used (``time.thread_time``: waiting for the CPU or the GIL does not count). A sampler
 thread takes the loop thread's stack every 2 ms; for each interval with more than
 ``--worst-ms`` of loop CPU it reports the interval's phase, gap, CPU and the code its
-samples were in (tuiprof and Textual frames: outermost two, innermost two).
+samples were in (tuiprof and Textual frames: outermost two, innermost two). ``--gil-ms MS``
+reports the intervals whose wall gap is longer than MS while the loop's CPU is not (the
+loop waited for the GIL): where the other threads were each time the sampler itself had
+waited more than MS for the GIL (the statement right after a long hold), and the
+collector's passes longer than MS with the thread that ran them.
 
 Phases as in bench_ranks.py: ``loading`` (rank rows on screen, the rest loading), ``first
 screen`` (run view set, until painted), ``background`` (until every lazy part is shown).
@@ -15,7 +19,7 @@ Cases: ``first`` (an empty cache folder) and ``cached`` (the folder the round's 
 filled). ``--baseline DIR`` runs each child on an earlier tree (``git archive REV | tar -x
 -C DIR``) just before the same child on this tree, same code, interleaved.
 
-    python bench/bench_stalls.py [--data DIR] [--repeat N] [--cases first,cached] [--baseline DIR]
+    python bench/bench_stalls.py [--data DIR] [--repeat N] [--cases first,cached] [--baseline DIR] [--gil-ms MS]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import asyncio
 import collections
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -73,6 +78,21 @@ def stack_label(frame) -> str:
     return " > ".join(picked)
 
 
+def line_label(frame) -> str:
+    """Outermost and innermost tuiprof frames of ``frame``'s stack, the innermost with its
+    line (the statement a thread was at when it let the GIL go)."""
+    found = []
+    while frame is not None:
+        if "tui_prof" in frame.f_code.co_filename:
+            found.append(frame)
+        frame = frame.f_back
+    if not found:
+        return "(not tuiprof)"
+    inner, outer = found[0], found[-1]
+    label = f"{Path(inner.f_code.co_filename).stem}.{inner.f_code.co_name}:{inner.f_lineno}"
+    return label if inner is outer else f"{Path(outer.f_code.co_filename).stem}.{outer.f_code.co_name} > {label}"
+
+
 def top_calls(prof) -> list:
     """The tuiprof and Textual functions with the most cumulative time in ``prof`` (ms)."""
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
@@ -84,13 +104,32 @@ def top_calls(prof) -> list:
     return rows[:14]
 
 
-def child(run: str, worst_ms: float, profile: bool) -> dict:
+def child(run: str, worst_ms: float, profile: bool, gil_ms: float) -> dict:
     from tui_prof.tui.app import TuiProfApp
     from tui_prof.tui.panes.ranks import RanksPane
 
     loop_thread = threading.get_ident()
     state: dict = {"last": None, "cpu": 0.0, "phase": None, "interval": 0, "done": False}
     samples: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    # per interval: where the other threads were when the sampler got the GIL back after
+    # waiting more than gil_ms for it (ms waited, summed per place)
+    held: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    # per interval: the collector's passes longer than gil_ms (thread, generation, ms): a pass
+    # holds the GIL whichever thread's allocation started it
+    passes: dict[int, list] = collections.defaultdict(list)
+    gc_start: dict[int, float] = {}
+
+    def on_gc(phase: str, info: dict) -> None:
+        ident = threading.get_ident()
+        if phase == "start":
+            gc_start[ident] = time.perf_counter()
+        elif ident in gc_start:
+            ms = (time.perf_counter() - gc_start.pop(ident)) * 1e3
+            if gil_ms and ms > gil_ms:
+                name = "loop" if ident == loop_thread else threading.current_thread().name
+                passes[state["interval"]].append((name, info.get("generation"), round(ms, 1)))
+
+    gc.callbacks.append(on_gc)
     intervals: list[dict] = []
 
     profiles: dict[int, list] = {}
@@ -111,11 +150,21 @@ def child(run: str, worst_ms: float, profile: bool) -> dict:
         state["last"], state["cpu"] = time.perf_counter(), time.thread_time()
 
     def sampler() -> None:
+        me = threading.get_ident()
         while not state["done"]:
+            asleep = time.perf_counter()
             time.sleep(0.002)
+            waited_ms = (time.perf_counter() - asleep) * 1e3 - 2.0
             if state["phase"] in (None, "done"):
                 continue
-            frame = sys._current_frames().get(loop_thread)
+            frames = sys._current_frames()
+            if gil_ms and waited_ms > gil_ms:
+                for ident, other in frames.items():
+                    if ident not in (me, loop_thread):
+                        label = line_label(other)
+                        if label != "(not tuiprof)":
+                            held[state["interval"]][label] += round(waited_ms)
+            frame = frames.get(loop_thread)
             if frame is not None:
                 samples[state["interval"]][stack_label(frame)] += 1
 
@@ -163,6 +212,17 @@ def child(run: str, worst_ms: float, profile: bool) -> dict:
         for iv in intervals
         if iv["cpu_ms"] > worst_ms
     ]
+    out["gil"] = [
+        {
+            "phase": iv["phase"],
+            "gap_ms": round(iv["gap_ms"], 1),
+            "cpu_ms": round(iv["cpu_ms"], 1),
+            "held": held[iv["i"]].most_common(3),
+            "gc": passes.get(iv["i"], []),
+        }
+        for iv in intervals
+        if gil_ms and iv["gap_ms"] > gil_ms and iv["cpu_ms"] <= worst_ms
+    ]
     return out
 
 
@@ -176,10 +236,16 @@ def main() -> None:
     ap.add_argument("--baseline", help="an earlier tree: each child on it just before the same child on this tree")
     ap.add_argument("--worst-ms", type=float, default=25.0, help="report the intervals with more loop CPU than this")
     ap.add_argument("--profile", action="store_true", help="cProfile the loop's thread per interval (slower: for where, not how long)")
+    ap.add_argument(
+        "--gil-ms",
+        type=float,
+        default=0.0,
+        help="also report the intervals with a longer wall gap than this but little loop CPU, and where the other threads were when the GIL came back",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.worst_ms, args.profile)))
+        print(json.dumps(child(args.child, args.worst_ms, args.profile, args.gil_ms)))
         return
     here = Path(__file__).resolve()
     root = here.parents[1]
@@ -205,7 +271,17 @@ def main() -> None:
                 load = os.getloadavg()[0]
                 env = dict(os.environ, PYTHONPATH=str(tree), TUIPROF_CACHE_DIR=str(cache))
                 proc = subprocess.run(
-                    [sys.executable, str(here), "--child", run, "--worst-ms", str(args.worst_ms), *(["--profile"] if args.profile else [])],
+                    [
+                        sys.executable,
+                        str(here),
+                        "--child",
+                        run,
+                        "--worst-ms",
+                        str(args.worst_ms),
+                        "--gil-ms",
+                        str(args.gil_ms),
+                        *(["--profile"] if args.profile else []),
+                    ],
                     capture_output=True,
                     text=True,
                     env=env,
@@ -217,6 +293,8 @@ def main() -> None:
                 print(f"- round {r + 1} {name} {case}, load {load:.2f}: all panes {res['all_s']} s, stalls [gap, loop CPU] ms {res['stall_ms']}")
                 for iv in res["long"]:
                     print(f"    {iv['phase']}: gap {iv['gap_ms']} cpu {iv['cpu_ms']}: {iv['where']}")
+                for iv in res["gil"]:
+                    print(f"    {iv['phase']}: gap {iv['gap_ms']} cpu {iv['cpu_ms']}, GIL held by: {iv['held']}; collector passes: {iv['gc']}")
                 sys.stdout.flush()
 
 
