@@ -121,3 +121,94 @@ def test_real_two_rank_trace_takes_each_steps_slowest_rank():
     assert [r["wall_ns"] for r in st["steps"]] == [max(w) for w in walls.values()] == [607_904_000, 630_639_000]
     assert [r["process"] for r in st["steps"]] == ["sampled_rank-1", "sampled_rank-1"]
     assert [[r["wall_ns"] for r in p["steps"]] for p in st["per_process"]] == [[w[0] for w in walls.values()], [w[1] for w in walls.values()]]
+
+
+def _process_steps(label: str, walls: dict[str, int]):
+    """A process's steps part with the given label -> wall (each step starting where the
+    last ended), enough for combine_steps; run and frame are only read for slow steps."""
+    from tui_prof.analysis.steps import ProcessSteps
+
+    rows, t = [], 0
+    for name, wall in walls.items():
+        rows.append(
+            {
+                "label": name,
+                "start_ns": t,
+                "end_ns": t + wall,
+                "wall_ns": wall,
+                "gpu_ns": 0,
+                "kernels": 1,
+                "kernel_ns": 0,
+                "busy_ns": 0,
+                "busy_pct": 0.0,
+                "idle_ns": wall,
+                "exposed_sync_ns": 0,
+                "sync_calls": 0,
+                "copies": 0,
+                "copy_bytes": 0,
+                "top_kernel": None,
+                "top_kernel_ns": 0,
+                "warmup": False,
+                "memory_peak_bytes": None,
+                "owner": label,  # which process's row this is
+            }
+        )
+        t += abs(wall)
+    part = {"steps": rows, "how": "marker", "source": "marker", "name": "step", "candidates": []}
+    return ProcessSteps(run=None, label=label, part=part, frame=None)  # type: ignore[arg-type]
+
+
+def _slowest_by_loop(found) -> list[tuple[str, int, str]]:
+    """(label, wall, owner) of each whole-run step, computed step by step: the labels of the
+    first process that every process has, each taken from the first process of the longest wall."""
+    common = set.intersection(*({r["label"] for r in p.part["steps"]} for p in found))
+    out = []
+    for r0 in found[0].part["steps"]:
+        if r0["label"] not in common:
+            continue
+        rows = [next(r for r in p.part["steps"] if r["label"] == r0["label"]) for p in found]
+        best = max(range(len(rows)), key=lambda j: (rows[j]["wall_ns"], -j))
+        out.append((r0["label"], rows[best]["wall_ns"], rows[best]["owner"]))
+    return out
+
+
+def test_each_whole_run_step_is_the_first_slowest_process_whatever_the_label_order():
+    from tui_prof.analysis.steps import combine_steps
+
+    rng = np.random.default_rng(7)
+    labels = [f"s{i}" for i in range(40)]
+    found = []
+    for j in range(5):
+        mine = list(labels)
+        rng.shuffle(mine)  # each process lists its steps in its own order
+        if j == 2:
+            mine.remove("s7")  # a step one process lacks: left out of the whole run
+        found.append(_process_steps(f"p{j}", {name: int(rng.integers(95, 100)) * 1000 for name in mine}))  # many ties
+    st = combine_steps(found, 5)
+    got = [(r["label"], r["wall_ns"], r["owner"]) for r in st["steps"]]
+    assert got == _slowest_by_loop(found)
+    assert [r["process"] for r in st["steps"]] == [o for _, _, o in got]
+    assert "s7" not in {r["label"] for r in st["steps"]} and "1 step(s) not in every process left out" in st["how"]
+    assert any(len({p.part["steps"][[r["label"] for r in p.part["steps"]].index(lab)]["wall_ns"] for p in found}) < 5 for lab, _, _ in got)  # ties did occur
+
+
+def test_a_step_wall_beyond_int64_in_one_process_is_compared_exactly():
+    """A hostile trace's step range can span more than int64 (end and start near opposite
+    limits): the other processes' steps are still compared, as integers."""
+    from tui_prof.analysis.steps import combine_steps
+
+    found = [
+        _process_steps("p0", {"a": 100, "b": 100, "c": 100, "d": -(1 << 64)}),
+        _process_steps("p1", {"a": 101, "b": 99, "c": 100, "d": 5}),
+    ]
+    st = combine_steps(found, 2)
+    assert (
+        [(r["label"], r["wall_ns"], r["owner"]) for r in st["steps"]]
+        == _slowest_by_loop(found)
+        == [
+            ("a", 101, "p1"),
+            ("b", 100, "p0"),
+            ("c", 100, "p0"),
+            ("d", 5, "p1"),
+        ]
+    )

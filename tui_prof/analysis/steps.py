@@ -310,47 +310,50 @@ def step_frame(run: Run, ranges: StepRanges, index: hostapi.CorrIndex, gaps: Gap
     gpu_ns = _per_step_span(np.concatenate([ks[kv], cs[cv]]), np.concatenate([k_start[kv], c_start[cv]]), np.concatenate([k_end[kv], c_end[cv]]), n)
     codes, cats = name_codes(k)
     top_code, top_ns = _per_step_top(ks[kv], codes[kv], k_dur[kv], n)
-    cols = {
-        "start": starts.tolist(),
-        "end": ends.tolist(),
-        "gpu": gpu_ns.tolist(),
-        "kernels": n_kernels.tolist(),
-        "kernel_ns": kernel_ns.tolist(),
-        "busy": busy.tolist(),
-        "exposed": exposed_ns.tolist(),
-        "sync": n_sync.tolist(),
-        "copies": n_copies.tolist(),
-        "copy_bytes": copy_bytes.tolist(),
-        "top": top_code.tolist(),
-        "top_ns": top_ns.tolist(),
-    }
     names = [str(x) for x in cats]
-    records: list[StepRecord] = []
-    for i in range(n):
-        wall = cols["end"][i] - cols["start"][i]
-        b = cols["busy"][i]
-        records.append(
-            {
-                "label": ranges.labels[i],
-                "start_ns": cols["start"][i],
-                "end_ns": cols["end"][i],
-                "wall_ns": wall,
-                "gpu_ns": cols["gpu"][i],
-                "kernels": cols["kernels"][i],
-                "kernel_ns": cols["kernel_ns"][i],
-                "busy_ns": b,
-                "busy_pct": round(100.0 * b / wall, 4) if wall else 0.0,
-                "idle_ns": wall - b,
-                "exposed_sync_ns": cols["exposed"][i],
-                "sync_calls": cols["sync"][i],
-                "copies": cols["copies"][i],
-                "copy_bytes": cols["copy_bytes"][i],
-                "top_kernel": names[cols["top"][i]] if cols["top"][i] >= 0 else None,
-                "top_kernel_ns": cols["top_ns"][i],
-                "warmup": False,
-                "memory_peak_bytes": peaks[i] if peaks is not None else None,
-            }
+    start_l, end_l, busy_l = starts.tolist(), ends.tolist(), busy.tolist()
+    peak_l = peaks if peaks is not None else [None] * n
+    # one pass over the columns as Python lists (zip, no per-field indexing): a sync-per-step
+    # loop has thousands of steps per process, each rank of a job as many
+    records: list[StepRecord] = [
+        {
+            "label": label,
+            "start_ns": s,
+            "end_ns": e,
+            "wall_ns": e - s,
+            "gpu_ns": gpu,
+            "kernels": nk,
+            "kernel_ns": kns,
+            "busy_ns": b,
+            "busy_pct": round(100.0 * b / (e - s), 4) if e - s else 0.0,
+            "idle_ns": e - s - b,
+            "exposed_sync_ns": exp,
+            "sync_calls": ns,
+            "copies": nc,
+            "copy_bytes": cb,
+            "top_kernel": names[top] if top >= 0 else None,
+            "top_kernel_ns": tns,
+            "warmup": False,
+            "memory_peak_bytes": peak,
+        }
+        for label, s, e, gpu, nk, kns, b, exp, ns, nc, cb, top, tns, peak in zip(
+            ranges.labels,
+            start_l,
+            end_l,
+            gpu_ns.tolist(),
+            n_kernels.tolist(),
+            kernel_ns.tolist(),
+            busy_l,
+            exposed_ns.tolist(),
+            n_sync.tolist(),
+            n_copies.tolist(),
+            copy_bytes.tolist(),
+            top_code.tolist(),
+            top_ns.tolist(),
+            peak_l,
+            strict=True,
         )
+    ]
     gap_step = assign(gaps.column("start").astype(np.int64), starts, ends) if gaps is not None and len(gaps) else np.array([], np.int64)
     return StepFrame(ranges, records, ks, cs, gap_step, gaps)
 
@@ -661,16 +664,20 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         alone["how"] = f"{alone['how']}; the steps of the other {len(found) - 1} process(es) share no label with these: not combined"
         return alone
     position = [{r["label"]: i for i, r in enumerate(p.part["steps"])} for p in found]
+    # rows[j][k]: process j's row of labels[k]; walls_of[j, k] its wall
+    rows = [np.fromiter(map(position[j].__getitem__, labels), dtype=np.int64, count=len(labels)) for j in range(len(found))]
+    wall_lists = [[r["wall_ns"] for r in p.part["steps"]] for p in found]
+    try:
+        walls_of = np.stack([np.array(w, dtype=np.int64)[rows[j]] for j, w in enumerate(wall_lists)])
+    except OverflowError:  # a wall beyond int64 (hostile times): compared as Python ints
+        walls_of = np.stack([np.array(w, dtype=object)[rows[j]] for j, w in enumerate(wall_lists)])
+    owner: list[int] = np.argmax(walls_of, axis=0).tolist()  # each step's slowest process (the first of the longest wall)
     records: list[StepRecord] = []
-    owner: list[int] = []  # position in found of each step's slowest process
-    for label in labels:
-        of_label = [p.part["steps"][position[j][label]]["wall_ns"] for j, p in enumerate(found)]
-        j = int(np.argmax(of_label))  # the first process of the longest wall
-        row = dict(found[j].part["steps"][position[j][label]])
+    for k, j in enumerate(owner):
+        row = dict(found[j].part["steps"][int(rows[j][k])])
         row["warmup"] = False
         row["process"] = found[j].label
         records.append(row)  # type: ignore[arg-type]  # a StepRecord copied with its process
-        owner.append(j)
     walls = np.array([r["wall_ns"] for r in records], dtype=np.int64)
     given = warmup is not None
     nwarm = min(max(int(warmup), 0), len(walls)) if warmup is not None else warmup_count(walls)
