@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from test_analysis_timeline import sync_loop_run
 
 from tui_prof.analysis import parts
@@ -128,3 +129,54 @@ def test_grouped_hotspots_computed_in_the_background_equal_direct_ones():
         wall = doc["wall_ns"]
         for key, by in (("normalized", "normalized"), ("category", "category"), ("agent", "agent"), ("process", "pid")):
             assert doc["hotspots_by"][key] == hotspot_records(hotspots(kernels, by=by, wall_ns=wall), None), key
+
+
+@pytest.mark.parametrize("spread", [None, True, False])
+@pytest.mark.parametrize("folder", ["rocpd", "kineto/ranks"])
+def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, spread):
+    """One process (or ``spread=True``): the rank sections, statistics checks, occupancy and
+    API table run in the summary's two threads; several (or ``spread=False``, the TUI): in
+    the calling thread when needed. Either way each equals its section computed directly,
+    on a real run."""
+    from pathlib import Path
+
+    from tui_prof.analysis import engine, ranks
+    from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+    from tui_prof.loaders import load_path
+
+    runset = load_path(Path(__file__).parent / "data" / folder)
+    inputs = engine.run_inputs(runset)
+    assert (len(inputs) == 1) == (folder == "rocpd")
+    rows, comm, strag = ranks.ranks_sections(
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
+    )
+    for _ in range(3):
+        doc = build_summary(runset, top=None, max_gaps=None, logs=False, spread=spread)
+        assert doc["ranks"] == rows and doc["communication"] == comm and doc["stragglers"] == strag
+        assert doc["occupancy"] == engine.occupancy_part(inputs, None)
+        assert doc["api"] == engine.api_part(runset, None)
+        assert doc["stats"] == engine.stats_part(runset, inputs, None)
+    assert doc["ranks"] and doc["api"]["rows"]
+
+
+def test_a_job_run_inline_runs_once_in_the_asking_thread_and_raises_its_error_each_time():
+    import threading
+
+    from tui_prof.threads import background
+
+    calls: list[str] = []
+
+    def ok() -> int:
+        calls.append(threading.current_thread().name)
+        return 7
+
+    def bad() -> int:
+        raise ValueError("no")
+
+    job, failing, skipped = background([ok, bad, None], inline=True)
+    assert skipped is None and calls == []  # nothing runs before it is asked for
+    assert job.result() == 7 and job.result() == 7
+    assert calls == [threading.current_thread().name]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="no"):
+            failing.result()

@@ -3,7 +3,8 @@ the TUI, Ctrl-C on the command line) never waits for a parse or an analysis.
 
 * :func:`background` runs functions one after another in a daemon thread and returns a
   :class:`Job` per function, whose :meth:`Job.result` waits in short steps (the main
-  thread stays responsive to Ctrl-C). The summary uses it to overlap analyses.
+  thread stays responsive to Ctrl-C). The summary uses it to overlap analyses;
+  ``inline=True`` gives the same jobs run in the caller's thread when first asked for.
 * :class:`DaemonExecutor` / :func:`use_daemon_threads`: the TUI's thread workers.
 
 Textual runs a thread worker in the event loop's default executor, and ``asyncio.run``
@@ -19,7 +20,7 @@ directory; a cache entry being written is in a temporary folder until it is comp
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -41,8 +42,30 @@ class Job:
         return self.value
 
 
-def background(funcs: list[Callable[[], Any] | None], name: str = "tuiprof-background") -> list[Job | None]:
-    """Run ``funcs`` (None entries skipped) one after another in one daemon thread."""
+class Later(Job):
+    """A function run in the thread that first asks for its result (:func:`background`
+    with ``inline=True``)."""
+
+    def __init__(self, func: Callable[[], Any]) -> None:
+        super().__init__()
+        self.func = func
+
+    def result(self) -> Any:
+        if not self.done.is_set():
+            try:
+                self.value = self.func()
+            except BaseException as err:  # raised below, as a thread's job raises it
+                self.error = err
+            self.done.set()
+        return super().result()
+
+
+def background(funcs: Sequence[Callable[[], Any] | None], name: str = "tuiprof-background", *, inline: bool = False) -> list[Job | None]:
+    """Run ``funcs`` (None entries skipped) one after another in one daemon thread;
+    ``inline``: in no thread, each in the caller's thread when its result is first asked for
+    (a caller that picks per run whether work is worth a thread keeps one code path)."""
+    if inline:
+        return [Later(f) if f is not None else None for f in funcs]
     jobs = [Job() if f is not None else None for f in funcs]
 
     def work() -> None:

@@ -24,12 +24,12 @@ from tui_prof.analysis.hotspots import (
 )
 from tui_prof.analysis.memory import API, TOTALS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
-from tui_prof.analysis.parts import SummaryDoc
+from tui_prof.analysis.parts import CommunicationPart, RankRecord, StragglerPart, SummaryDoc
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.steps import OUTLIER_FACTOR
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.model import RunSet
-from tui_prof.threads import background
+from tui_prof.threads import Job, background
 
 SCHEMA = "tuiprof.summary/1"
 
@@ -49,6 +49,7 @@ def build_summary(
     step_name: str | None = None,
     warmup: int | None = None,
     outlier_factor: float = OUTLIER_FACTOR,
+    spread: bool | None = None,
 ) -> SummaryDoc:
     """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
 
@@ -67,6 +68,9 @@ def build_summary(
     Steps (:mod:`tui_prof.analysis.steps`): ``step_name`` picks the host range name the steps
     are taken from (``--step``), ``warmup`` the number of warm-up steps (``--warmup``; None:
     detected), ``outlier_factor`` the slow-step threshold as a multiple of the steady median.
+
+    ``spread``: more sections in the summary's two threads (see below; None: when the run
+    has one process). The TUI passes False: its event loop takes turns at the GIL with them.
     """
     threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
@@ -81,6 +85,16 @@ def build_summary(
     # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
     # two daemon threads while the host-API sections run here: numpy releases the GIL in its
     # array loops, so on a 2-core machine they overlap. Results are taken in run order.
+    # One process: its sections are numpy passes over long arrays, so the rank sections and
+    # the statistics checks follow the timeline in its thread, the occupancy and the API
+    # table the grouped hotspots in theirs. Several processes: those sections are mostly
+    # Python per process, which a busier thread only interleaves at the GIL (slower at 64
+    # ranks, docs/performance.md), so they run here, when their result is needed.
+    more = len(inputs) == 1 if spread is None else spread
+
+    def lane(first: list[Callable[[], Any] | None], then: list[Callable[[], Any]], name: str) -> list[Job | None]:
+        return background([*first, *then], name=name) if more else background(first, name=name) + background(then, inline=True)
+
     def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
         op_links = engine.operator_links(inputs)
         categories = engine.kernel_categories_of(inputs, op_links, rules)
@@ -89,8 +103,17 @@ def build_summary(
     def timeline_of(r: engine.RunInput) -> Callable[[], engine.RunTimeline]:
         return lambda: engine.run_timeline(r, threshold)
 
-    grouped_job = background([grouped], name="tuiprof-hotspots")[0]
-    timeline_jobs = background([timeline_of(r) if engine.has_gpu_activity(r.run) else None for r in inputs])
+    def rank_sections() -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+        return ranks.ranks_sections([r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules)
+
+    grouped_job, occupancy_job, api_job = lane(
+        [grouped], [lambda: engine.occupancy_part(inputs, top), lambda: engine.api_part(runset, top)], "tuiprof-hotspots"
+    )
+    *timeline_jobs, ranks_job, stats_job = lane(
+        [timeline_of(r) if engine.has_gpu_activity(r.run) else None for r in inputs],
+        [rank_sections, lambda: engine.stats_part(runset, inputs, top)],
+        "tuiprof-timeline",
+    )
     sync = engine.sync_part(inputs)
     links = []
     for step, r in enumerate(inputs):
@@ -101,7 +124,6 @@ def build_summary(
     launch = engine.launch_part(inputs, links, kernel_dur)
     copies = engine.copies_part(runset, inputs)
     counters = engine.counters_part(inputs, platform["vendor"])
-    occupancy = engine.occupancy_part(inputs, top)
     peak = engine.peak_memory_of(runset)
     timelines = []
     gapsets = {}
@@ -120,7 +142,7 @@ def build_summary(
     if details is not None:
         details.setdefault("links", {}).update(enumerate(links))
     gpu = engine.gpu_part(timelines)
-    assert grouped_job is not None  # background() gives a job for every function
+    assert grouped_job and occupancy_job and api_job and ranks_job and stats_job  # background() gives a job for every function
     grouped_tables, op_links = grouped_job.result()
     cats = engine.categories_part(grouped_tables, rules, top)
     source = engine.hotspots_source(runset)
@@ -129,7 +151,8 @@ def build_summary(
         cats["categories"] = engine.stats_categories(runset, rules)
     else:
         hot, kernels_part = hotspot_records(by_name, top), engine.kernels_part(kernels, by_name)
-    stats_part = engine.stats_part(runset, inputs, top)
+    occupancy = occupancy_job.result()
+    stats_part = stats_job.result()
     doc: SummaryDoc = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
@@ -148,7 +171,7 @@ def build_summary(
         "launch": launch,
         "copies": copies,
         "copies_source": engine.copies_source(runset),
-        "api": engine.api_part(runset, top),
+        "api": api_job.result(),
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
@@ -163,9 +186,7 @@ def build_summary(
         "memory": memory_found,
         "findings": [],
     }
-    rank_rows, communication, stragglers = ranks.ranks_sections(
-        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules
-    )
+    rank_rows, communication, stragglers = ranks_job.result()
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers

@@ -236,8 +236,9 @@ class RunView:
     # -- computations (thread workers) -----------------------------------------------------
     def _compute_summary(self) -> dict:
         # details keeps the full gap sets and launch links the summary computed, so the
-        # gaps and launches parts reuse them instead of running the analysis again
-        return build_summary(self.runset, top=SUMMARY_TOP, details=self._details)
+        # gaps and launches parts reuse them instead of running the analysis again;
+        # spread=False: no more busy threads than the summary's two beside the event loop
+        return build_summary(self.runset, top=SUMMARY_TOP, details=self._details, spread=False)
 
     def steps_for(self, step_name: str | None) -> dict:
         """The summary's ``steps`` part with the steps taken from the host ranges named
