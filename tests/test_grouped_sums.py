@@ -85,6 +85,48 @@ def test_union_length_of_sorted_and_shuffled_intervals_is_the_grid_union(seed):
     assert union_length(s, e) == union_length(s[shuffle], e[shuffle]) == int(grid.sum())
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_interval_union_of_the_masked_intervals_is_the_grid_union(seed):
+    from tui_prof.analysis.aggregate import interval_union
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    s = rng.integers(0, 500, n)
+    e = s + rng.integers(0, 40, n)
+    mask = rng.random(n) < 0.5
+    grid = np.zeros(600, dtype=bool)
+    for a, b in zip(s[mask], e[mask], strict=True):
+        grid[a:b] = True
+    assert interval_union(s, e, mask) == int(grid.sum())
+    assert interval_union(s, e, np.zeros(n, dtype=bool)) == 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_sync_exposure_bounds_of_each_call_by_a_grid(seed):
+    """b of each sync call: the last instant in [s, e) at which a GPU is busy (s when none),
+    found here on a 1 ns grid of the busy union."""
+    rng = np.random.default_rng(seed)
+    start = np.sort(rng.integers(0, 10**4, 400))
+    api = make_table(
+        "api",
+        {"start": start, "end": start + rng.integers(0, 60, 400), "name": pd.Categorical(rng.choice(NAMES, 400), categories=NAMES), "pid": 7, "tid": 7},
+    )
+    classes = hostapi.api_classes(api)
+    bs = np.sort(rng.choice(np.arange(0, 10**4, 7), 30, replace=False))
+    be = bs + rng.integers(1, 7, 30)  # disjoint, sorted
+    busy = np.zeros(int(max(be.max(), api["end"].max())) + 1, dtype=bool)
+    for a, b in zip(bs, be, strict=True):
+        busy[a:b] = True
+    s, b, e = hostapi.sync_exposure_bounds(api, classes, bs, be)
+    chosen = api[(classes == hostapi.SYNC) | (classes == hostapi.BLOCKING_COPY)]
+    assert s.tolist() == chosen["start"].tolist() and e.tolist() == chosen["end"].tolist()
+    expected = []
+    for start, end in zip(s.tolist(), e.tolist(), strict=True):
+        on = np.flatnonzero(busy[start:end])
+        expected.append(start + int(on[-1]) + 1 if len(on) else start)
+    assert b.tolist() == expected
+
+
 def _kernels(rng: np.random.Generator, n: int, pids: int) -> pd.DataFrame:
     start = rng.integers(0, 10**6, n)
     pid = rng.integers(0, pids, n)

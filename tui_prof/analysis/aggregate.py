@@ -67,10 +67,12 @@ def pct(part: int | float, whole: int | float) -> float:
 
 
 def interval_union(starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None = None) -> int:
-    """Length of the union of the selected [start, end) intervals (threads of one process
-    may be inside such calls at the same time; the union counts that time once)."""
+    """Length of the union of the [start, end) intervals selected by ``mask`` (a bool per
+    interval; None: all). Threads of one process may be inside such calls at the same
+    time; the union counts that time once."""
     if mask is not None:
-        starts, ends = starts[mask], ends[mask]
+        rows = np.flatnonzero(mask)  # then take: a third of a boolean mask's gather over 2M calls
+        starts, ends = np.asarray(starts).take(rows), np.asarray(ends).take(rows)
     if not len(starts):
         return 0
     if int(np.max(ends)) - int(np.min(starts)) >= 1 << 62:  # hostile times near the int64 limits: no wrap-around

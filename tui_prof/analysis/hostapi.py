@@ -78,20 +78,20 @@ def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = Non
     can exceed the wall time); ``pct_of_wall`` = total_ns / wall_ns * 100.
     """
     classes = api_classes(api) if classes is None else classes
-    mask = (classes == SYNC) | (classes == BLOCKING_COPY)
-    dur = api["end"].to_numpy()[mask] - api["start"].to_numpy()[mask]
+    rows = np.flatnonzero((classes == SYNC) | (classes == BLOCKING_COPY))  # take: faster than a mask's gather
+    dur = api["end"].to_numpy().take(rows) - api["start"].to_numpy().take(rows)
     by_name: dict[str, CallTotals] = {}
-    if mask.any():
+    if len(rows):
         column = api["name"] if isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"].astype("category")
-        slot = column.cat.codes.to_numpy()[mask].astype(np.int64) + 1  # code -1 (missing): slot 0
+        slot = column.cat.codes.to_numpy().take(rows).astype(np.int64) + 1  # code -1 (missing): slot 0
         cats = column.cat.categories
         calls_of, ns_of = code_totals(slot, dur, len(cats) + 1)
-        rows = [(str(cats[i - 1]) if i else "", int(calls_of[i]), int(ns_of[i])) for i in np.flatnonzero(calls_of)]
-        for name, calls, total in sorted(rows, key=lambda r: (-r[2], r[0])):
+        named = [(str(cats[i - 1]) if i else "", int(calls_of[i]), int(ns_of[i])) for i in np.flatnonzero(calls_of)]
+        for name, calls, total in sorted(named, key=lambda r: (-r[2], r[0])):
             by_name[name] = {"calls": calls, "total_ns": total}
     total = int(dur.sum()) if len(dur) else 0
     return {
-        "calls": int(mask.sum()),
+        "calls": len(rows),
         "total_ns": total,
         "pct_of_wall": round(100.0 * total / wall_ns, 4) if wall_ns > 0 else 0.0,
         "blocking_copy_calls": int((classes == BLOCKING_COPY).sum()),
@@ -125,12 +125,13 @@ def sync_exposure_calls(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.
 def sync_exposure_bounds(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(s, b, e) of each sync or blocking-copy call of :func:`sync_exposure`: the call's
     start, the last instant in [s, e) at which a GPU is busy, and its end (int64 arrays)."""
-    mask = (classes == SYNC) | (classes == BLOCKING_COPY)
-    if not mask.any():
+    rows = np.flatnonzero((classes == SYNC) | (classes == BLOCKING_COPY))
+    if not len(rows):
         empty = np.array([], np.int64)
         return empty, empty, empty
-    s = api["start"].to_numpy()[mask].astype(np.int64)
-    e = api["end"].to_numpy()[mask].astype(np.int64)
+    # rows then take: a third of a boolean mask's gather over 2M calls
+    s = api["start"].to_numpy().take(rows).astype(np.int64, copy=False)
+    e = api["end"].to_numpy().take(rows).astype(np.int64, copy=False)
     if len(busy_starts):
         i = np.searchsorted(busy_starts, e, side="left") - 1  # last busy interval starting before e
         last_end = np.where(i >= 0, np.minimum(busy_ends[np.maximum(i, 0)], e), s)
@@ -384,7 +385,7 @@ def launch_section(
     n = len(kd)
     tiny = kd < TINY_KERNEL_NS
     linked = len(api_dur_ns) > 0
-    direct = kd if graph_replayed is None or not len(graph_replayed) else kd[~graph_replayed]
+    direct = kd if graph_replayed is None or not graph_replayed.any() else kd[~graph_replayed]
     nd = len(direct)
     graphs = counts["graph_launch_calls"]
     return {

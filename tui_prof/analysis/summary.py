@@ -76,7 +76,6 @@ def build_summary(
     rules = rules or DEFAULT_CATEGORY_RULES
     kernels = all_kernels(runset)
     order = duration_order(kernels)
-    by_name = hotspots(kernels, dur_order=order)
     inputs = engine.run_inputs(runset)
     wall = engine.wall_ns(inputs)
     process_ns = engine.process_ns(inputs)  # the whole of figures summed over processes
@@ -114,6 +113,7 @@ def build_summary(
         [rank_sections, lambda: engine.stats_part(runset, inputs, top)],
         "tuiprof-timeline",
     )
+    by_name = hotspots(kernels, dur_order=order)  # here: the threads need only the order
     sync = engine.sync_part(inputs)
     links = []
     for step, r in enumerate(inputs):
