@@ -240,16 +240,18 @@ def _hint(limiter, lim, W, E, wmax, granule, budget, V, vgpr, agpr, sgpr, lds, l
 KERNEL_RESOURCE_COLUMNS = ("name", "wg_x", "wg_y", "wg_z", "arch_vgpr", "accum_vgpr", "sgpr", "lds_bytes", "scratch_bytes")
 
 
-def _configurations_by_name(kernels: pd.DataFrame, known: np.ndarray, keys: list[str]) -> pd.DataFrame | None:
-    """The groupby of :func:`kernel_occupancy` (``keys`` + count, sum of durations, groups in
-    order of first appearance) without hashing every row, when each (agent, name) has one
-    resource configuration (the usual case: resources are per kernel code object); None
-    when it does not, or when a name is missing, so the caller groups with pandas."""
+def _configurations_by_name(kernels: pd.DataFrame, known: np.ndarray, keys: list[str]) -> list[tuple] | None:
+    """The groupby of :func:`kernel_occupancy` as plain rows (``keys`` values, count, sum of
+    durations; groups in order of first appearance) without hashing every row, when each
+    (agent, name) has one resource configuration (the usual case: resources are per kernel
+    code object); None when it does not, or when a name is missing, so the caller groups
+    with pandas."""
     name = kernels["name"]
     if not isinstance(name.dtype, pd.CategoricalDtype):
         return None
     rows = np.flatnonzero(known)
-    codes = name.cat.codes.to_numpy()[rows].astype(np.int64)
+    all_codes = name.cat.codes.to_numpy()
+    codes = all_codes[rows].astype(np.int64)
     if len(codes) == 0 or codes.min() < 0:
         return None
     agent = kernels["agent"].to_numpy()[rows].astype(np.int64)
@@ -276,10 +278,10 @@ def _configurations_by_name(kernels: pd.DataFrame, known: np.ndarray, keys: list
     if np.abs(dur).sum(dtype=np.float64) >= 2**52:
         return None  # float sums would not be exact
     order = np.argsort(first[present], kind="stable")  # first appearance, as groupby(sort=False)
-    out = kernels.iloc[first_rows[order]][keys].reset_index(drop=True)
-    out["count"] = count[order].astype(np.int64)
-    out["sum"] = total[order].astype(np.int64)
-    return out
+    picked = first_rows[order]
+    labels = np.asarray(name.cat.categories, dtype=object)
+    columns = [labels[all_codes[picked]].tolist() if column == "name" else kernels[column].to_numpy()[picked].tolist() for column in keys]
+    return list(zip(*columns, count[order].astype(np.int64).tolist(), total[order].astype(np.int64).tolist(), strict=True))
 
 
 def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_of_agent: dict[int, int] | None = None) -> list[dict]:
@@ -298,34 +300,36 @@ def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_
     if grouped is None:
         k = kernels.loc[known, keys].copy()
         k["dur"] = kernels["end"].to_numpy()[known] - kernels["start"].to_numpy()[known]
-        grouped = k.groupby(keys, observed=True, sort=False)["dur"].agg(["count", "sum"]).reset_index()
-    grouped = grouped.sort_values("sum", ascending=False, kind="stable")
+        frame = k.groupby(keys, observed=True, sort=False)["dur"].agg(["count", "sum"]).reset_index()
+        grouped = list(frame.itertuples(index=False, name=None))
+    # by kernel time, ties in first-appearance order (a stable sort)
+    grouped.sort(key=lambda row: -row[-1])
     out = []
-    for row in grouped.itertuples(index=False):
-        arch = arch_of_agent.get(int(row.agent), "")
-        wg = max(int(row.wg_x), 1) * max(int(row.wg_y), 1) * max(int(row.wg_z), 1)
+    for agent, name, wg_x, wg_y, wg_z, arch_vgpr, accum_vgpr, sgpr, lds_bytes, scratch_bytes, count, total in grouped:
+        arch = arch_of_agent.get(int(agent), "")
+        wg = max(int(wg_x), 1) * max(int(wg_y), 1) * max(int(wg_z), 1)
         occ = occupancy(
             arch,
             wg,
-            int(row.arch_vgpr),
-            max(int(row.accum_vgpr), 0),
-            max(int(row.sgpr), 0),
-            max(int(row.lds_bytes), 0),
-            (wave_of_agent or {}).get(int(row.agent)),
-            max(int(row.scratch_bytes), 0),
+            int(arch_vgpr),
+            max(int(accum_vgpr), 0),
+            max(int(sgpr), 0),
+            max(int(lds_bytes), 0),
+            (wave_of_agent or {}).get(int(agent)),
+            max(int(scratch_bytes), 0),
         )
         if occ is None:
             continue
         occ.update(
-            name=str(row.name),
-            agent=int(row.agent),
+            name=str(name),
+            agent=int(agent),
             workgroup_size=wg,
-            vgpr=int(row.arch_vgpr),
-            agpr=max(int(row.accum_vgpr), 0),
-            sgpr=max(int(row.sgpr), 0),
-            lds_bytes=max(int(row.lds_bytes), 0),
-            dispatches=int(row[len(keys)]),
-            total_ns=int(row[len(keys) + 1]),
+            vgpr=int(arch_vgpr),
+            agpr=max(int(accum_vgpr), 0),
+            sgpr=max(int(sgpr), 0),
+            lds_bytes=max(int(lds_bytes), 0),
+            dispatches=int(count),
+            total_ns=int(total),
         )
         out.append(occ)
     return out
