@@ -139,9 +139,18 @@ class RankCore:
         is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY) if len(k) else np.zeros(0, dtype=bool)
         is_compute = ~(is_comm | is_copy)
         cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
-        self.compute_ns = aggregate.interval_union(ks[is_compute], ke[is_compute])
-        self.communication_ns = aggregate.interval_union(ks[is_comm], ke[is_comm])
-        self.copy_ns = aggregate.interval_union(np.concatenate([ks[is_copy], cs]), np.concatenate([ke[is_copy], ce]))
+        # every kernel computes (the usual one-GPU trace): the same unions without gathering
+        # the kernels' columns by masks that select every row or none
+        pure = not is_comm.any() and not is_copy.any()
+        if pure:
+            self.compute_ns = aggregate.interval_union(ks, ke)
+            self.communication_ns = 0
+            self.copy_ns = aggregate.interval_union(cs, ce)
+        else:  # rows then take: a third of a boolean mask's gather
+            compute_rows, copy_rows = np.flatnonzero(is_compute), np.flatnonzero(is_copy)
+            self.compute_ns = aggregate.interval_union(ks.take(compute_rows), ke.take(compute_rows))
+            self.communication_ns = aggregate.interval_union(ks, ke, is_comm)
+            self.copy_ns = aggregate.interval_union(np.concatenate([ks.take(copy_rows), cs]), np.concatenate([ke.take(copy_rows), ce]))
         self.busy_ns = aggregate.interval_union(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
         starts = np.concatenate([ks, cs])
         self.gpu_span_ns = int(np.concatenate([ke, ce]).max()) - int(starts.min()) if len(starts) else 0  # Python ints: no int64 overflow
@@ -153,7 +162,7 @@ class RankCore:
             _overlap(ks[is_comm & (agent == a)], ke[is_comm & (agent == a)], ks[other & (agent == a)], ke[other & (agent == a)])
             for a in np.unique(agent[is_comm])
         )
-        self.compute_exposed_ns = self.compute_ns - _overlap(ks[is_compute], ke[is_compute], ks[is_comm], ke[is_comm])
+        self.compute_exposed_ns = self.compute_ns - (0 if pure else _overlap(ks[is_compute], ke[is_compute], ks[is_comm], ke[is_comm]))
         api = run.api
         sync = (classes == hostapi.SYNC) | (classes == hostapi.BLOCKING_COPY) if len(api) else np.zeros(0, dtype=bool)
         self.sync_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), sync) if len(api) else 0
@@ -167,10 +176,10 @@ class RankCore:
         # collective's own args, where the trace records them, before the kernel name) and
         # message bytes and group sizes (-1: not recorded)
         order = np.argsort(ks[is_comm], kind="stable")
-        types = _map_category(k["name"], collective_type)[is_comm] if len(k) else np.array([], dtype=object)
+        types = _map_category(k["name"], collective_type, is_comm) if len(k) else np.array([], dtype=object)
         has_args = "collective" in k.columns and len(k) > 0
         if has_args:
-            by_arg = _map_category(k["collective"], arg_collective_type)[is_comm]
+            by_arg = _map_category(k["collective"], arg_collective_type, is_comm)
             types = np.where(by_arg != UNKNOWN_TYPE, by_arg, types)
         self.coll_types = types[order]
         self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
@@ -204,13 +213,15 @@ class RankCore:
         self.gpus = ", ".join(names)
 
 
-def _map_category(column: pd.Series, func) -> np.ndarray:
-    """``func`` of every row's string, evaluated once per distinct value (object array;
-    the rows take their value through integer codes, so no per-row string is built)."""
+def _map_category(column: pd.Series, func, rows: np.ndarray | None = None) -> np.ndarray:
+    """``func`` of every row's string (``rows``: of the rows it selects, a mask), evaluated
+    once per distinct value (object array; the rows take their value through integer
+    codes, so no per-row string is built)."""
     col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
     values = [func(str(c)) for c in col.cat.categories] + [func("")]  # code -1 (missing): the last
     uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
-    return uniq.astype(object)[inverse[col.cat.codes.to_numpy()]]
+    codes = col.cat.codes.to_numpy()
+    return uniq.astype(object)[inverse[codes if rows is None else codes[rows]]]
 
 
 def _per_category(column: pd.Series, test) -> np.ndarray:
