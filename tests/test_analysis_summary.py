@@ -131,13 +131,13 @@ def test_grouped_hotspots_computed_in_the_background_equal_direct_ones():
             assert doc["hotspots_by"][key] == hotspot_records(hotspots(kernels, by=by, wall_ns=wall), None), key
 
 
-@pytest.mark.parametrize("spread", [None, True, False])
+@pytest.mark.parametrize("threads", [None, True, False])
 @pytest.mark.parametrize("folder", ["rocpd", "kineto/ranks"])
-def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, spread):
-    """One process (or ``spread=True``): the rank sections, statistics checks, occupancy and
-    API table run in the summary's two threads; several (or ``spread=False``, the TUI): in
-    the calling thread when needed. Either way each equals its section computed directly,
-    on a real run."""
+def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, threads):
+    """One process (or ``threads=True``): the rank sections, statistics checks, occupancy
+    and API table run in the summary's two threads; several: in the calling thread when
+    needed; ``threads=False`` (the TUI): every section in the calling thread. Each way each
+    equals its section computed directly, on a real run."""
     from pathlib import Path
 
     from tui_prof.analysis import engine, ranks
@@ -151,7 +151,7 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, spread)
         [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
     )
     for _ in range(3):
-        doc = build_summary(runset, top=None, max_gaps=None, logs=False, spread=spread)
+        doc = build_summary(runset, top=None, max_gaps=None, logs=False, threads=threads)
         assert doc["ranks"] == rows and doc["communication"] == comm and doc["stragglers"] == strag
         assert doc["occupancy"] == engine.occupancy_part(inputs, None)
         assert doc["api"] == engine.api_part(runset, None)

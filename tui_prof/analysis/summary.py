@@ -49,7 +49,7 @@ def build_summary(
     step_name: str | None = None,
     warmup: int | None = None,
     outlier_factor: float = OUTLIER_FACTOR,
-    spread: bool | None = None,
+    threads: bool | None = None,
 ) -> SummaryDoc:
     """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
 
@@ -69,8 +69,10 @@ def build_summary(
     are taken from (``--step``), ``warmup`` the number of warm-up steps (``--warmup``; None:
     detected), ``outlier_factor`` the slow-step threshold as a multiple of the steady median.
 
-    ``spread``: more sections in the summary's two threads (see below; None: when the run
-    has one process). The TUI passes False: its event loop takes turns at the GIL with them.
+    ``threads``: None: the summary's two threads, with more sections in them when the run
+    has one process (see below); True: more sections whatever the run; False: no thread,
+    every section in the calling thread (the TUI: its event loop would take turns at the
+    GIL with them, and its other panes' work already runs beside).
     """
     threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
@@ -89,9 +91,11 @@ def build_summary(
     # table the grouped hotspots in theirs. Several processes: those sections are mostly
     # Python per process, which a busier thread only interleaves at the GIL (slower at 64
     # ranks, docs/performance.md), so they run here, when their result is needed.
-    more = len(inputs) == 1 if spread is None else spread
+    more = len(inputs) == 1 if threads is None else threads
 
     def lane(first: list[Callable[[], Any] | None], then: list[Callable[[], Any]], name: str) -> list[Job | None]:
+        if threads is False:
+            return background([*first, *then], inline=True)
         return background([*first, *then], name=name) if more else background(first, name=name) + background(then, inline=True)
 
     def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:

@@ -237,8 +237,8 @@ class RunView:
     def _compute_summary(self) -> dict:
         # details keeps the full gap sets and launch links the summary computed, so the
         # gaps and launches parts reuse them instead of running the analysis again;
-        # spread=False: no more busy threads than the summary's two beside the event loop
-        return build_summary(self.runset, top=SUMMARY_TOP, details=self._details, spread=False)
+        # threads=False: in this worker alone, no busy thread more beside the event loop
+        return build_summary(self.runset, top=SUMMARY_TOP, details=self._details, threads=False)
 
     def steps_for(self, step_name: str | None) -> dict:
         """The summary's ``steps`` part with the steps taken from the host ranges named
