@@ -196,3 +196,47 @@ def test_inferred_steps_follow_the_thread_that_launches_most_lowest_tid_on_a_tie
     assert "thread 5" in found.how and len(found.starts) == 4
     first_launch_of_5 = min(r[2] for r in rows if r[1] == 5)
     assert int(found.starts[0]) == first_launch_of_5
+
+
+def _grid(starts, ends, size: int = 6000) -> np.ndarray:
+    grid = np.zeros(size, dtype=bool)
+    for a, b in zip(starts, ends, strict=True):
+        grid[a:b] = True
+    return grid
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["gemm_kernel", "elementwise_add"],  # every kernel computes
+        ["gemm_kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "__amd_rocclr_copyBuffer"],
+        ["ncclDevKernel_AllReduce_Sum_f32_RING_LL"],  # nothing computes
+    ],
+)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_process_rank_figures_are_unions_on_a_grid(names, seed):
+    """RankCore's compute, communication, copy, busy and exposed-compute time of one process
+    with overlapping kernels and copies, each against a 1 ns grid of its intervals."""
+    from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.ranks import COMMUNICATION, COPY, RankCore
+
+    rng = np.random.default_rng(seed)
+    n = 120
+    start = np.sort(rng.integers(0, 5000, n))
+    end = start + rng.integers(1, 80, n)
+    name = rng.choice(names, n)
+    run = Run()
+    run.kernels = make_table("kernels", {"start": start, "end": end, "name": pd.Categorical(name), "agent": 1, "pid": 7})
+    cs = np.sort(rng.integers(0, 5000, 6))
+    ce = cs + rng.integers(1, 200, 6)
+    run.copies = make_table("copies", {"start": cs, "end": ce})
+    core = RankCore(run, "p", int(end.max() - start.min()), np.zeros(0, dtype=np.int8), DEFAULT_CATEGORY_RULES)
+    kind = np.array([DEFAULT_CATEGORY_RULES.classify(str(x)) for x in name])
+    comm, copy = kind == COMMUNICATION, kind == COPY
+    compute = ~(comm | copy)
+    compute_grid, comm_grid = _grid(start[compute], end[compute]), _grid(start[comm], end[comm])
+    assert core.compute_ns == int(compute_grid.sum())
+    assert core.communication_ns == int(comm_grid.sum())
+    assert core.copy_ns == int((_grid(start[copy], end[copy]) | _grid(cs, ce)).sum())
+    assert core.busy_ns == int((_grid(start, end) | _grid(cs, ce)).sum())
+    assert core.compute_exposed_ns == int((compute_grid & ~comm_grid).sum())

@@ -70,7 +70,7 @@ def interval_union(starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None
     """Length of the union of the [start, end) intervals selected by ``mask`` (a bool per
     interval; None: all). Threads of one process may be inside such calls at the same
     time; the union counts that time once."""
-    if mask is not None:
+    if mask is not None and not mask.all():  # every interval selected: no gather
         rows = np.flatnonzero(mask)  # then take: a third of a boolean mask's gather over 2M calls
         starts, ends = np.asarray(starts).take(rows), np.asarray(ends).take(rows)
     if not len(starts):

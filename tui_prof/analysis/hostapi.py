@@ -71,6 +71,12 @@ def api_classes(api: pd.DataFrame) -> np.ndarray:
     return per_cat[names.cat.codes.to_numpy()]  # code -1 (missing) picks the appended OTHER
 
 
+def sync_mask(classes: np.ndarray) -> np.ndarray:
+    """Per API row (``classes``: :func:`api_classes`): a synchronisation call or a blocking
+    copy, the calls that hold the host until the GPU is done."""
+    return (classes == SYNC) | (classes == BLOCKING_COPY)
+
+
 def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None) -> SyncStats:
     """Calls and time in synchronisation APIs and blocking copies.
 
@@ -78,7 +84,7 @@ def sync_stats(api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = Non
     can exceed the wall time); ``pct_of_wall`` = total_ns / wall_ns * 100.
     """
     classes = api_classes(api) if classes is None else classes
-    rows = np.flatnonzero((classes == SYNC) | (classes == BLOCKING_COPY))  # take: faster than a mask's gather
+    rows = np.flatnonzero(sync_mask(classes))  # then take: a third of a boolean mask's gather over 2M calls
     dur = api["end"].to_numpy().take(rows) - api["start"].to_numpy().take(rows)
     by_name: dict[str, CallTotals] = {}
     if len(rows):
@@ -117,19 +123,23 @@ def sync_exposure(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarra
 def sync_exposure_calls(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per sync or blocking-copy call, as :func:`sync_exposure` defines them: (the calls' API
     rows, exposed ns of each, waiting-for-work ns of each)."""
-    rows = np.flatnonzero((classes == SYNC) | (classes == BLOCKING_COPY))
-    s, b, e = sync_exposure_bounds(api, classes, busy_starts, busy_ends)
+    rows = np.flatnonzero(sync_mask(classes))
+    s, b, e = _exposure_bounds(api, rows, busy_starts, busy_ends)
     return rows, e - b, b - s
 
 
 def sync_exposure_bounds(api: pd.DataFrame, classes: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(s, b, e) of each sync or blocking-copy call of :func:`sync_exposure`: the call's
     start, the last instant in [s, e) at which a GPU is busy, and its end (int64 arrays)."""
-    rows = np.flatnonzero((classes == SYNC) | (classes == BLOCKING_COPY))
+    return _exposure_bounds(api, np.flatnonzero(sync_mask(classes)), busy_starts, busy_ends)
+
+
+def _exposure_bounds(api: pd.DataFrame, rows: np.ndarray, busy_starts: np.ndarray, busy_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sync_exposure_bounds` of the calls at API ``rows`` (taken by number: a third of
+    a boolean mask's gather over 2M calls)."""
     if not len(rows):
         empty = np.array([], np.int64)
         return empty, empty, empty
-    # rows then take: a third of a boolean mask's gather over 2M calls
     s = api["start"].to_numpy().take(rows).astype(np.int64, copy=False)
     e = api["end"].to_numpy().take(rows).astype(np.int64, copy=False)
     if len(busy_starts):

@@ -139,18 +139,10 @@ class RankCore:
         is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY) if len(k) else np.zeros(0, dtype=bool)
         is_compute = ~(is_comm | is_copy)
         cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
-        # every kernel computes (the usual one-GPU trace): the same unions without gathering
-        # the kernels' columns by masks that select every row or none
-        pure = not is_comm.any() and not is_copy.any()
-        if pure:
-            self.compute_ns = aggregate.interval_union(ks, ke)
-            self.communication_ns = 0
-            self.copy_ns = aggregate.interval_union(cs, ce)
-        else:  # rows then take: a third of a boolean mask's gather
-            compute_rows, copy_rows = np.flatnonzero(is_compute), np.flatnonzero(is_copy)
-            self.compute_ns = aggregate.interval_union(ks.take(compute_rows), ke.take(compute_rows))
-            self.communication_ns = aggregate.interval_union(ks, ke, is_comm)
-            self.copy_ns = aggregate.interval_union(np.concatenate([ks.take(copy_rows), cs]), np.concatenate([ke.take(copy_rows), ce]))
+        self.compute_ns = aggregate.interval_union(ks, ke, is_compute)
+        self.communication_ns = aggregate.interval_union(ks, ke, is_comm)
+        copy_rows = np.flatnonzero(is_copy)
+        self.copy_ns = aggregate.interval_union(np.concatenate([ks.take(copy_rows), cs]), np.concatenate([ke.take(copy_rows), ce]))
         self.busy_ns = aggregate.interval_union(np.concatenate([ks, cs]), np.concatenate([ke, ce]))
         starts = np.concatenate([ks, cs])
         self.gpu_span_ns = int(np.concatenate([ke, ce]).max()) - int(starts.min()) if len(starts) else 0  # Python ints: no int64 overflow
@@ -162,9 +154,10 @@ class RankCore:
             _overlap(ks[is_comm & (agent == a)], ke[is_comm & (agent == a)], ks[other & (agent == a)], ke[other & (agent == a)])
             for a in np.unique(agent[is_comm])
         )
-        self.compute_exposed_ns = self.compute_ns - (0 if pure else _overlap(ks[is_compute], ke[is_compute], ks[is_comm], ke[is_comm]))
+        # no communication kernel: nothing overlaps it (and no gather of the compute kernels)
+        self.compute_exposed_ns = self.compute_ns - (_overlap(ks[is_compute], ke[is_compute], ks[is_comm], ke[is_comm]) if is_comm.any() else 0)
         api = run.api
-        sync = (classes == hostapi.SYNC) | (classes == hostapi.BLOCKING_COPY) if len(api) else np.zeros(0, dtype=bool)
+        sync = hostapi.sync_mask(classes) if len(api) else np.zeros(0, dtype=bool)
         self.sync_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), sync) if len(api) else 0
         if len(api):
             rccl = _per_category(api["name"], lambda n: bool(RCCL_API.match(n))) | _per_category(api["domain"], lambda d: d in ("rccl", "nccl"))

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import engine, hostapi
-from tui_prof.analysis.hostapi import BLOCKING_COPY, SYNC, api_classes, link_launches
+from tui_prof.analysis.hostapi import api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.analysis.memory import API, allocated_levels
@@ -285,7 +285,7 @@ class RunView:
                 s_all = api["start"].to_numpy() - origin
                 e_all = api["end"].to_numpy() - origin
                 classes = api_classes(api)
-                sync = (classes == SYNC) | (classes == BLOCKING_COPY)
+                sync = sync_mask(classes)
                 tids = lay["tids"]
                 for t, rows in zip(tids, split_by(lay["tid_codes"], len(tids))):
                     label = f"{prefix}host T{t}" if t >= 0 else f"{prefix}host"
