@@ -1,0 +1,156 @@
+"""``tuiprof serve`` without a browser (issue 37): the token/cookie gate, 403 before any app
+process starts, the session limit, the idle timeout, Ctrl-C, a taken port, --host.
+The browser itself: tests/test_serve_browser.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import websocket
+from serve_harness import ROOT, Served, alive
+
+from tui_prof.serve import JS_OPTIONS_PATCHED, is_loopback
+
+
+@pytest.fixture(scope="module")
+def served():
+    server = Served("--max-sessions", "1", "--idle-timeout", "4")
+    yield server
+    server.stop()
+
+
+def _refused(served: Served, cookie: str | None, origin: str | None = None) -> int:
+    with pytest.raises(websocket.WebSocketBadStatusException) as err:
+        served.websocket(cookie, origin)
+    return err.value.status_code
+
+
+def test_the_url_carries_a_fresh_token_and_the_ssh_line(served):
+    assert served.host == "127.0.0.1" and len(served.token) >= 32
+    assert f"ssh -L {served.port}:127.0.0.1:{served.port} " in served.stdout[1]
+    other = Served()
+    try:
+        assert other.token != served.token  # random per server start
+    finally:
+        other.stop()
+
+
+def test_requests_without_the_token_get_403_and_start_no_process(served):
+    forged = f"{served.cookie().split('=')[0]}=forged"
+    for path, headers in (
+        ("/", {}),
+        ("/?token=wrong", {}),
+        (f"/?token={served.token[:-1]}", {}),
+        ("/static/js/textual.js", {}),
+        (
+            "/ws?width=80&height=24",
+            {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="},
+        ),
+        ("/", {"Cookie": forged}),
+        (f"/?token={served.token}", {"Host": "evil.example"}),  # DNS rebinding: a loopback server answers loopback names only
+    ):
+        assert served.request(path, headers).status == 403, (path, headers)
+    assert _refused(served, None) == 403
+    assert _refused(served, forged) == 403
+    assert _refused(served, served.cookie(), origin="http://evil.example") == 403  # a websocket from another site
+    time.sleep(0.3)
+    assert served.children() == set()
+    assert not any("session" in line for line in served.stderr)
+
+
+def test_the_token_buys_a_cookie_then_the_page(served):
+    response = served.request(f"/?token={served.token}&fontsize=20")
+    assert response.status == 303 and response.getheader("Location") == "/?fontsize=20"  # the token leaves the address bar
+    cookie = response.getheader("Set-Cookie")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    page = served.request("/", {"Cookie": cookie.split(";")[0]})
+    assert page.status == 200
+    csp = page.getheader("Content-Security-Policy")
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-eval" not in csp
+    js = served.request("/static/js/textual.js", {"Cookie": cookie.split(";")[0]})
+    assert js.status == 200
+    assert served.children() == set()  # pages and files start nothing; only the websocket does
+
+
+def test_one_session_per_websocket_within_the_limit_and_idle_ones_end(served):
+    cookie = served.cookie()
+    ws = served.websocket(cookie)
+    try:
+        kids = served.wait_children(lambda k: len(k) == 1)
+        assert len(kids) == 1
+        (pid,) = kids
+        assert _refused(served, cookie) == 503  # --max-sessions 1
+        assert served.request("/", {"Cookie": cookie}).status == 503
+        assert served.children() == {pid}
+        ws.settimeout(20)
+        began = time.monotonic()
+        with pytest.raises(websocket.WebSocketConnectionClosedException):
+            while True:  # the app's frames, until the server closes the idle session (--idle-timeout 4)
+                if ws.recv() in ("", b""):
+                    raise websocket.WebSocketConnectionClosedException()
+        assert time.monotonic() - began < 15
+        assert served.wait_children(lambda k: not k, timeout=5) == set() and not alive(pid)
+        assert served.wait_line("ended (idle 4 s"), served.stderr
+    finally:
+        ws.close()
+
+
+def test_ctrl_c_ends_the_server_and_every_session_within_a_second():
+    server = Served("--idle-timeout", "0")
+    try:
+        cookie = server.cookie()
+        sockets = [server.websocket(cookie) for _ in range(2)]
+        kids = server.wait_children(lambda k: len(k) == 2)
+        assert len(kids) == 2
+        time.sleep(1.0)  # the apps are up and drawing
+        took = server.stop()
+        assert server.proc.returncode == 0
+        assert not any(alive(pid) for pid in kids)
+        assert took < 1.5, took  # 1 s asked; the margin is for a loaded test machine
+        for ws in sockets:
+            ws.close()
+    finally:
+        server.stop()
+
+
+def test_a_second_serve_on_a_taken_port_says_so_in_one_line(served):
+    result = subprocess.run([sys.executable, "-m", "tui_prof.cli", "serve", "--port", str(served.port)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"port {served.port}" in lines[0] and "already in use" in lines[0], lines
+
+
+def test_a_host_beyond_loopback_needs_allow_remote_and_warns():
+    result = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "serve", "--host", "0.0.0.0", "--port", "0"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "--allow-remote" in result.stderr
+    server = Served("--host", "0.0.0.0", "--allow-remote")
+    try:
+        assert any("WARNING" in line and "0.0.0.0" in line for line in server.stderr), server.stderr
+        assert server.request("/").status == 403  # the token still guards it
+    finally:
+        server.stop()
+
+
+def test_usage_errors_are_one_line():
+    for args, status, words in (
+        (["serve", "/nonexistent/run"], 1, "no such file"),
+        (["serve", str(ROOT / "sample_traces"), "--diff", "a", "b"], 2, "not both"),
+        (["serve", "--max-sessions", "0"], 2, "1 to 1000"),
+        (["serve", "--port", "70000"], 2, "port"),
+    ):
+        result = subprocess.run([sys.executable, "-m", "tui_prof.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert result.returncode == status, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr, (args, result.stderr)
+
+
+def test_loopback_names_and_the_patched_client():
+    assert is_loopback("127.0.0.1") and is_loopback("127.1.2.3") and is_loopback("::1") and is_loopback("[::1]") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1") and not is_loopback("evil.example") and not is_loopback("localhost.evil")
+    from tui_prof.serve import textual_js
+
+    assert textual_js().count(JS_OPTIONS_PATCHED) == 1  # the pinned textual-serve: xterm.js keeps text rows
