@@ -157,6 +157,7 @@ class AppSession(AppService):
         self.number = number
         self.argv = argv
         self.pid: int | None = None
+        self.app_quit = False  # the app said it exited (q)
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         env = super()._build_environment(width, height)
@@ -218,6 +219,7 @@ class AppSession(AppService):
         """Only the app's exit is acted on; it cannot make the page open a URL."""
         with contextlib.suppress(ValueError, TypeError):
             if json.loads(data).get("type") == "exit":
+                self.app_quit = True
                 await self.remote_close()
 
     async def end(self, grace_s: float) -> None:
@@ -359,7 +361,7 @@ class ServeServer:
             except asyncio.TimeoutError:
                 return f"idle {idle:g} s"
             if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
-                return "app quit" if session._process is not None and session._process.returncode is not None else "page closed"
+                return "app quit" if session.app_quit else "page closed"
             if message.type != WSMsgType.TEXT:
                 continue
             try:
