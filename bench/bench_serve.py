@@ -8,8 +8,10 @@ Needs chromium, chromedriver, tmux and the serve extra. Each browser figure runs
 load, first paint) until xterm.js's text rows hold the hotspots table's ``sort total_ns``;
 the server-only figure opens the websocket itself (no browser) and waits for the words in
 the app's output bytes; each terminal figure runs from ``tmux new-session`` until the pane
-holds the same words. The
-1-minute load average is printed with each pair: other jobs share the CPUs.
+holds the same words. By default
+the server keeps one app prestarted (``tuiprof serve``'s default), given ``SPARE_S`` to load
+before each page; ``--no-prestart`` measures pages that start their own app. The
+1-minute load average is printed with each row: other jobs share the CPUs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from serve_harness import Served  # noqa: E402
 from test_serve_browser import TEXT_JS, _browser  # noqa: E402
 
 WORDS = "sort total_ns"
+SPARE_S = 4.0  # with the prestarted app: a user opens the next page this long after the last one closed
 
 
 def terminal_first_table(run: str, cols: int, rows: int) -> float:
@@ -73,23 +76,31 @@ def socket_first_table(server: Served, cols: int, rows: int) -> float:
         return time.monotonic() - began
     finally:
         ws.close()
-        server.wait_children(lambda k: not k, timeout=10)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", nargs="?", default=str(ROOT / "sample_traces" / "synthetic_sync_per_launch"))
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-prestart", action="store_true", help="serve without the prestarted app (each page starts its own)")
     args = parser.parse_args()
-    server = Served(os.path.abspath(args.run))
+    server = Served(os.path.abspath(args.run), *(["--no-prestart"] if args.no_prestart else []))
     driver = _browser()
     browser, socket_only, terminal = [], [], []
+    spares = 0 if args.no_prestart else 1
+
+    def settle() -> None:
+        """The last page's app is gone and (prestarted) the next one has had SPARE_S to load."""
+        server.wait_children(lambda k: len(k) == spares, timeout=10)
+        time.sleep(SPARE_S if spares else 0.0)
+
     try:
         for i in range(args.repeat):
+            settle()
             load = os.getloadavg()[0]
             b, rows = browser_first_table(driver, server.url)
             driver.get("about:blank")  # the page closes: its app process ends
-            server.wait_children(lambda k: not k, timeout=10)
+            settle()
             w = socket_first_table(server, 150, max(rows, 24))
             t = terminal_first_table(args.run, 150, max(rows, 24))
             browser.append(b)

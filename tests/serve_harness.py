@@ -68,6 +68,13 @@ class Served:
                 return kids
             time.sleep(0.1)
 
+    def session_pid(self, number: int, timeout: float = 20.0) -> int:
+        """The app process of session ``number``, from the server's log."""
+        words = f"session {number} started (pid "
+        assert self.wait_line(words, timeout), self.stderr
+        line = next(line for line in self.stderr if words in line)
+        return int(line.split(words, 1)[1].split(",", 1)[0])
+
     def wait_line(self, words: str, timeout: float = 10.0) -> bool:
         """Whether a stderr line holding ``words`` appeared within ``timeout``."""
         end = time.monotonic() + timeout

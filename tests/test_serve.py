@@ -17,7 +17,7 @@ from tui_prof.serve import JS_OPTIONS_PATCHED, is_loopback
 
 @pytest.fixture(scope="module")
 def served():
-    server = Served("--max-sessions", "1", "--idle-timeout", "4")
+    server = Served("--max-sessions", "1", "--idle-timeout", "4", "--no-prestart")
     yield server
     server.stop()
 
@@ -98,13 +98,39 @@ def test_one_session_per_websocket_within_the_limit_and_idle_ones_end(served):
         ws.close()
 
 
+def test_a_prestarted_app_serves_the_next_page_and_only_pages_with_the_cookie_get_one():
+    server = Served("--max-sessions", "2")
+    try:
+        (spare,) = server.wait_children(lambda k: len(k) == 1)  # started with the server, before any page
+        for path in ("/", "/?token=wrong", "/static/js/textual.js"):
+            assert server.request(path).status == 403
+        assert _refused(server, None) == 403
+        time.sleep(0.3)
+        assert server.children() == {spare}  # nothing more started, nothing handed out
+        cookie = server.cookie()
+        first = server.websocket(cookie)
+        assert server.session_pid(1) == spare  # the page got the prestarted app
+        kids = server.wait_children(lambda k: len(k) == 2)
+        (next_spare,) = kids - {spare}
+        second = server.websocket(cookie)
+        assert server.session_pid(2) == next_spare
+        time.sleep(1.0)
+        assert server.children() == {spare, next_spare}  # at --max-sessions: no spare beyond the limit
+        first.close()
+        assert server.wait_line("session 1 ended")
+        assert not alive(spare) and len(server.wait_children(lambda k: len(k) == 2)) == 2  # a slot is free: a spare again
+        second.close()
+    finally:
+        server.stop()
+
+
 def test_ctrl_c_ends_the_server_and_every_session_within_a_second():
     server = Served("--idle-timeout", "0")
     try:
         cookie = server.cookie()
         sockets = [server.websocket(cookie) for _ in range(2)]
-        kids = server.wait_children(lambda k: len(k) == 2)
-        assert len(kids) == 2
+        kids = server.wait_children(lambda k: len(k) == 3)
+        assert len(kids) == 3  # two sessions and the spare
         time.sleep(1.0)  # the apps are up and drawing
         took = server.stop()
         print(f"\nCtrl-C to the server's exit, two sessions open: {took:.2f} s")

@@ -367,6 +367,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         idle_timeout_s=args.idle_timeout,
         allow_remote=args.allow_remote,
+        prestart=not args.no_prestart,
     )
     return serve(options)
 
@@ -582,6 +583,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     server.add_argument(
         "--idle-timeout", type=parse_seconds, default=1800.0, metavar="SECONDS", help="end a session after this long without input (default 1800; 0 = never)"
+    )
+    server.add_argument(
+        "--no-prestart",
+        action="store_true",
+        help="start each app only when its page connects (default: one app is kept started ahead, so a page shows the run at once)",
     )
     server.add_argument("--no-cache", action="store_true", help="the app processes neither read nor write the columnar cache")
     server.set_defaults(func=cmd_serve)

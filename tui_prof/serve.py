@@ -53,6 +53,10 @@ from tui_prof.render.safe import safe_text
 DEFAULT_PORT = 8765
 DEFAULT_MAX_SESSIONS = 4
 DEFAULT_IDLE_TIMEOUT_S = 1800.0
+# The spare's size until its page says its own: the smallest page it serves. Its first
+# screen is replayed into the page's terminal; drawn larger than the page it would scroll
+# there, and the app's repaint after the resize redraws only what changed.
+SPARE_COLUMNS, SPARE_ROWS = 80, 24
 QUIT_GRACE_S = 2.0  # a closed page: the app is asked to quit, then ended
 STOP_GRACE_S = 0.4  # Ctrl-C: every session ends within a second
 STATIC = Path(str(textual_serve.__file__)).resolve().parent / "static"
@@ -106,6 +110,7 @@ class ServeOptions:
     max_sessions: int = DEFAULT_MAX_SESSIONS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     allow_remote: bool = False
+    prestart: bool = True  # keep one app started ahead of the next page
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
 
@@ -141,23 +146,41 @@ def _say(message: str) -> None:
 class AppSession(AppService):
     """One browser page's app process: ``tuiprof`` run under Textual's web driver, in a
     process group of its own (Ctrl-C on the server's terminal does not reach it; the server
-    ends it and whatever it started)."""
+    ends it and whatever it started). It may start before its page connects (the server's
+    prestarted spare): its output is then kept until :meth:`attach`."""
 
-    def __init__(self, number: int, argv: list[str], websocket: web.WebSocketResponse) -> None:
-        async def close() -> None:
-            await websocket.close()
+    def __init__(self, argv: list[str]) -> None:
+        async def nowhere(_: object = None) -> None:  # the web driver's file and URL messages are dropped
+            return None
 
-        super().__init__(
-            " ".join(argv),
-            write_bytes=websocket.send_bytes,
-            write_str=websocket.send_str,
-            close=close,
-            download_manager=DownloadManager(),
-        )
-        self.number = number
+        super().__init__(" ".join(argv), write_bytes=nowhere, write_str=nowhere, close=nowhere, download_manager=DownloadManager())
+        self.number = 0  # set when a page takes it
         self.argv = argv
         self.pid: int | None = None
         self.app_quit = False  # the app said it exited (q)
+        self.websocket: web.WebSocketResponse | None = None
+        self.pending: list[bytes] = []  # output before a page took it
+
+    @property
+    def usable(self) -> bool:
+        """Started, still running, and not yet given to a page."""
+        return self._process is not None and self._process.returncode is None and not self.app_quit and self.websocket is None
+
+    async def attach(self, websocket: web.WebSocketResponse) -> None:
+        """Give the app to a page: its output so far first, then live."""
+        while self.pending:
+            chunk = b"".join(self.pending)
+            self.pending.clear()
+            await websocket.send_bytes(chunk)
+        self.websocket = websocket  # no await between the empty check and this: no packet overtakes another
+        if self.app_quit:
+            await websocket.close()
+
+    async def on_data(self, payload: bytes) -> None:
+        if self.websocket is None:
+            self.pending.append(payload)
+        else:
+            await self.websocket.send_bytes(payload)
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         env = super()._build_environment(width, height)
@@ -220,7 +243,8 @@ class AppSession(AppService):
         with contextlib.suppress(ValueError, TypeError):
             if json.loads(data).get("type") == "exit":
                 self.app_quit = True
-                await self.remote_close()
+                if self.websocket is not None:
+                    await self.websocket.close()
 
     async def end(self, grace_s: float) -> None:
         """Ask the app to quit; after ``grace_s`` end its whole process group (SIGTERM, then
@@ -256,6 +280,8 @@ class ServeServer:
         self.websockets: set[web.WebSocketResponse] = set()
         self.reserved = 0
         self.started = 0
+        self.spare: AppSession | None = None
+        self.spare_task: asyncio.Task[None] | None = None
         self.stopping = False
         self.js = textual_js()
 
@@ -324,23 +350,22 @@ class ServeServer:
         try:
             websocket = web.WebSocketResponse(heartbeat=15)
             await websocket.prepare(request)
-            self.started += 1
-            session = AppSession(self.started, self.options.argv, websocket)
-            self.sessions[session.number] = session
-            self.websockets.add(websocket)
+            session = await self._take_app(_int_query(request, "width", 80), _int_query(request, "height", 24))
+            if session is not None:
+                self.started += 1
+                session.number = self.started
+                self.sessions[session.number] = session
+                self.websockets.add(websocket)
         finally:
             self.reserved -= 1
-        try:
-            await session.start(_int_query(request, "width", 80), _int_query(request, "height", 24))
-        except OSError as err:
-            _say(f"session {session.number} could not start: {safe_text(err)}")
-            self.sessions.pop(session.number, None)
-            self.websockets.discard(websocket)
+        self.refill()
+        if session is None:
             await websocket.close()
             return websocket
         _say(f"session {session.number} started (pid {session.pid}, from {safe_text(request.remote)}; {len(self.sessions)} open)")
         reason = "page closed"
         try:
+            await session.attach(websocket)
             reason = await self._relay_input(websocket, session)
         finally:
             await session.end(STOP_GRACE_S if self.stopping else QUIT_GRACE_S)
@@ -349,7 +374,44 @@ class ServeServer:
             self.sessions.pop(session.number, None)
             self.websockets.discard(websocket)
             _say(f"session {session.number} ended ({'server stopped' if self.stopping else reason}; {len(self.sessions)} open)")
+            self.refill()
         return websocket
+
+    async def _take_app(self, width: int, height: int) -> AppSession | None:
+        """The prestarted app, resized to the page, or a new one."""
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.usable and width >= SPARE_COLUMNS and height >= SPARE_ROWS:
+            await spare.set_terminal_size(width, height)
+        else:
+            if spare is not None:
+                await spare.end(0.0)
+            spare = await self._start_app(width, height)
+        return spare
+
+    async def _start_app(self, width: int, height: int) -> AppSession | None:
+        session = AppSession(self.options.argv)
+        try:
+            await session.start(width, height)
+        except OSError as err:
+            _say(f"an app could not start: {safe_text(err)}")
+            return None
+        return session
+
+    def refill(self) -> None:
+        """Start the next spare app when none is up and another session would be allowed."""
+        if not self.options.prestart or self.stopping or self.spare is not None or (self.spare_task and not self.spare_task.done()):
+            return
+        if len(self.sessions) >= self.options.max_sessions:
+            return
+
+        async def start() -> None:
+            spare = await self._start_app(SPARE_COLUMNS, SPARE_ROWS)
+            if spare is not None and (self.stopping or self.spare is not None):
+                await spare.end(0.0)
+            else:
+                self.spare = spare
+
+        self.spare_task = asyncio.create_task(start())
 
     async def _relay_input(self, websocket: web.WebSocketResponse, session: AppSession) -> str:
         """Keys, resizes and focus from the page to the app until the page closes or sits
@@ -381,9 +443,13 @@ class ServeServer:
                 await session.focus()
 
     async def stop_all(self) -> None:
-        """End every session at once (Ctrl-C)."""
+        """End every session and the spare at once (Ctrl-C)."""
         self.stopping = True
-        await asyncio.gather(*(s.end(STOP_GRACE_S) for s in list(self.sessions.values())), return_exceptions=True)
+        if self.spare_task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self.spare_task), 0.5)
+        apps = [*self.sessions.values(), *([self.spare] if self.spare else [])]
+        await asyncio.gather(*(app.end(STOP_GRACE_S) for app in apps), return_exceptions=True)
         await asyncio.gather(*(ws.close() for ws in list(self.websockets)), return_exceptions=True)
 
     def application(self) -> web.Application:
@@ -436,6 +502,7 @@ async def _serve(options: ServeOptions, sock: socket.socket) -> None:
     await runner.setup()
     site = web.SockSite(runner, sock, shutdown_timeout=0.2)
     await site.start()
+    server.refill()
     port = sock.getsockname()[1]
     url = f"http://{url_host(options.host)}:{port}/?token={options.token}"
     print(f"Serving {safe_text(options.title)} at {url}", flush=True)
