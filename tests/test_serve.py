@@ -181,3 +181,58 @@ def test_loopback_names_and_the_patched_client():
     from tui_prof.serve import textual_js
 
     assert textual_js().count(JS_OPTIONS_PATCHED) == 1  # the pinned textual-serve: xterm.js keeps text rows
+
+
+def test_serve_diff_runs_the_diff_screen(tmp_path):
+    import json
+    import re
+
+    for name, dispatches in (("a", "200"), ("b", "400")):
+        subprocess.run(
+            [sys.executable, "-m", "tui_prof.synth", str(tmp_path / name), "--format", "csv", "--dispatches", dispatches],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+    server = Served("--diff", str(tmp_path / "a"), str(tmp_path / "b"), "--no-prestart")
+    try:
+        assert "tuiprof diff a b" in server.stdout[0]
+        ws = server.websocket(server.cookie())
+        ws.send(json.dumps(["resize", {"width": 120, "height": 30}]))
+        shown, end = "", time.monotonic() + 30
+        while not ("tuiprof diff" in shown and "2 Kernels" in shown) and time.monotonic() < end:
+            message = ws.recv()
+            if isinstance(message, bytes):
+                shown += re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", message.decode("utf-8", "replace"))
+        assert "tuiprof diff" in shown and "2 Kernels" in shown, shown[-500:]
+        assert server_argv(server)[1:] == ["-m", "tui_prof.cli", "diff", "--tui", str(tmp_path / "a"), str(tmp_path / "b")]  # no shell, absolute paths
+        ws.close()
+    finally:
+        server.stop()
+
+
+def server_argv(server: Served) -> list[str]:
+    """The command line of the server's one app process."""
+    (pid,) = server.wait_children(lambda k: len(k) == 1)
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return [part.decode() for part in f.read().split(b"\0") if part]
+
+
+def test_a_hostile_run_name_is_inert_in_the_terminal_and_the_page(tmp_path):
+    run = tmp_path / "r<img src=x onerror=alert(1)>\x1b[31m;$(touch pwned)"
+    subprocess.run([sys.executable, "-m", "tui_prof.synth", str(run), "--format", "csv", "--dispatches", "20"], cwd=ROOT, check=True, capture_output=True)
+    server = Served(str(run), "--no-prestart")
+    try:
+        assert "\x1b" not in "".join(server.stdout) and "\\x1b[31m" in server.stdout[0]
+        conn_cookie = server.cookie()
+        import http.client
+
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+        conn.request("GET", "/", headers={"Cookie": conn_cookie})
+        page = conn.getresponse().read().decode()
+        conn.close()
+        assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;\\x1b[31m" in page
+        assert page.count("<script") == 1 and "\x1b" not in page  # textual.js alone
+    finally:
+        server.stop()
+    assert not (ROOT / "pwned").exists() and not (tmp_path / "pwned").exists()

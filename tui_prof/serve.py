@@ -124,7 +124,7 @@ def textual_js() -> bytes:
 
 def page_html(title: str, ws_url: str, font_size: int) -> str:
     """The page: the terminal element textual.js fills, and the starting / ended notes."""
-    t, u = html.escape(title), html.escape(ws_url)
+    t, u = html.escape(safe_text(title)), html.escape(ws_url)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{t}</title>
 <link rel="stylesheet" href="/static/css/xterm.css"><link rel="stylesheet" href="/static/page.css">
