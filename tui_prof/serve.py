@@ -160,14 +160,18 @@ class AppSession(AppService):
         self.app_quit = False  # the app said it exited (q)
         self.websocket: web.WebSocketResponse | None = None
         self.pending: list[bytes] = []  # output before a page took it
+        self.painted = asyncio.Event()
+        self.size = (SPARE_COLUMNS, SPARE_ROWS)  # the page's terminal size, once a page has it
+        self._resizer: asyncio.Task[None] | None = None
 
     @property
     def usable(self) -> bool:
         """Started, still running, and not yet given to a page."""
         return self._process is not None and self._process.returncode is None and not self.app_quit and self.websocket is None
 
-    async def attach(self, websocket: web.WebSocketResponse) -> None:
-        """Give the app to a page: its output so far first, then live."""
+    async def attach(self, websocket: web.WebSocketResponse, size: tuple[int, int] | None = None) -> None:
+        """Give the app to a page: its output so far first, then live; ``size``: the page's
+        terminal size for an app started before the page (see :meth:`_resize_when_painted`)."""
         while self.pending:
             chunk = b"".join(self.pending)
             self.pending.clear()
@@ -175,8 +179,31 @@ class AppSession(AppService):
         self.websocket = websocket  # no await between the empty check and this: no packet overtakes another
         if self.app_quit:
             await websocket.close()
+        elif size is not None:
+            self.size = size
+            self._resizer = asyncio.create_task(self._resize_when_painted())
+
+    async def _resize_when_painted(self) -> None:
+        """Send the page's size once the app has painted, and again shortly after.
+
+        Textual's web driver posts its start-up size (the spare's) from the event loop as it
+        starts reading input; a resize already waiting in its input can be posted before
+        that one and then be overridden. After the first paint the start-up size has been
+        handled; the second send covers an app whose loop was slow to get there. The size
+        sent is the page's latest (a resize from the page updates it)."""
+        assert self._task is not None
+        painted = asyncio.ensure_future(self.painted.wait())
+        await asyncio.wait([painted, self._task], return_when=asyncio.FIRST_COMPLETED)
+        painted.cancel()
+        for delay in (0.0, 0.5):
+            await asyncio.sleep(delay)
+            if self._task.done():
+                return
+            await self.set_terminal_size(*self.size)
 
     async def on_data(self, payload: bytes) -> None:
+        if len(payload) > 64:  # a screen paint, not one of the start-up mode switches
+            self.painted.set()
         if self.websocket is None:
             self.pending.append(payload)
         else:
@@ -252,6 +279,8 @@ class AppSession(AppService):
         process = self._process
         if process is None:
             return
+        if self._resizer is not None:
+            self._resizer.cancel()
         if process.returncode is None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.send_meta({"type": "quit"}), 0.2)
@@ -350,7 +379,8 @@ class ServeServer:
         try:
             websocket = web.WebSocketResponse(heartbeat=15)
             await websocket.prepare(request)
-            session = await self._take_app(_int_query(request, "width", 80), _int_query(request, "height", 24))
+            size = (_int_query(request, "width", 80), _int_query(request, "height", 24))
+            session, prestarted = await self._take_app(*size)
             if session is not None:
                 self.started += 1
                 session.number = self.started
@@ -365,7 +395,7 @@ class ServeServer:
         _say(f"session {session.number} started (pid {session.pid}, from {safe_text(request.remote)}; {len(self.sessions)} open)")
         reason = "page closed"
         try:
-            await session.attach(websocket)
+            await session.attach(websocket, size if prestarted else None)
             reason = await self._relay_input(websocket, session)
         finally:
             await session.end(STOP_GRACE_S if self.stopping else QUIT_GRACE_S)
@@ -377,16 +407,14 @@ class ServeServer:
             self.refill()
         return websocket
 
-    async def _take_app(self, width: int, height: int) -> AppSession | None:
-        """The prestarted app, resized to the page, or a new one."""
+    async def _take_app(self, width: int, height: int) -> tuple[AppSession | None, bool]:
+        """The prestarted app (True: resize it to the page), or a new one of the page's size."""
         spare, self.spare = self.spare, None
         if spare is not None and spare.usable and width >= SPARE_COLUMNS and height >= SPARE_ROWS:
-            await spare.set_terminal_size(width, height)
-        else:
-            if spare is not None:
-                await spare.end(0.0)
-            spare = await self._start_app(width, height)
-        return spare
+            return spare, True
+        if spare is not None:
+            await spare.end(0.0)
+        return await self._start_app(width, height), False
 
     async def _start_app(self, width: int, height: int) -> AppSession | None:
         session = AppSession(self.options.argv)
@@ -434,7 +462,8 @@ class ServeServer:
             if kind == "stdin" and isinstance(data, str):
                 await session.send_bytes(data.encode("utf-8"))
             elif kind == "resize" and isinstance(data, dict):
-                await session.set_terminal_size(_clamp(data.get("width"), 80), _clamp(data.get("height"), 24))
+                session.size = (_clamp(data.get("width"), 80), _clamp(data.get("height"), 24))
+                await session.set_terminal_size(*session.size)
             elif kind == "ping":
                 await websocket.send_json(["pong", str(data)[:32]])
             elif kind == "blur":
