@@ -535,11 +535,13 @@ async def _serve(options: ServeOptions, sock: socket.socket) -> None:
     port = sock.getsockname()[1]
     url = f"http://{url_host(options.host)}:{port}/?token={options.token}"
     print(f"Serving {safe_text(options.title)} at {url}", flush=True)
-    print(f"From a laptop: ssh -L {port}:127.0.0.1:{port} {safe_text(socket.gethostname())}   then open the URL above there", flush=True)
+    target = "127.0.0.1" if is_loopback(options.host) or options.host in ("0.0.0.0", "::") else url_host(options.host)
     print(
-        f"Each browser page is its own app (at most {options.max_sessions}; idle ones end after {options.idle_timeout_s:g} s). Ctrl-C stops the server.",
+        f"From a laptop: ssh -L {port}:{target}:{port} {safe_text(socket.gethostname())}   then open http://127.0.0.1:{port}/?token={options.token} there",
         flush=True,
     )
+    idle = f"idle ones end after {options.idle_timeout_s:g} s" if options.idle_timeout_s > 0 else "no idle timeout"
+    print(f"Each browser page is its own app (at most {options.max_sessions}; {idle}). Ctrl-C stops the server.", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
