@@ -236,3 +236,15 @@ def test_a_hostile_run_name_is_inert_in_the_terminal_and_the_page(tmp_path):
     finally:
         server.stop()
     assert not (ROOT / "pwned").exists() and not (tmp_path / "pwned").exists()
+
+
+def test_without_the_serve_extra_one_line_says_what_to_install(monkeypatch, capsys):
+    import importlib.util
+
+    from tui_prof import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "textual_serve" else real(name, *a))
+    assert cli.main(["serve", "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'tuiprof[serve]'" in err[0] and "textual_serve" in err[0]
