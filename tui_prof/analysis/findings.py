@@ -48,7 +48,7 @@ from typing import Any
 from tui_prof.analysis.hostapi import MANY_LAUNCHES, TINY_KERNEL_NS
 from tui_prof.analysis.memory import FRAGMENTATION_MIN_BYTES, FRAGMENTATION_RATIO, GROWTH_MIN_BYTES, GROWTH_MIN_STEPS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.analysis.parts import Finding, SummaryDoc
+from tui_prof.analysis.parts import Finding, Summary
 from tui_prof.analysis.platform import TORCH_PHRASES, collective_phrases, phrases, torch_first
 
 
@@ -111,7 +111,7 @@ def _dominant_kernel(top: Any, vendor: str) -> tuple[Finding, float]:
     return _f(FindingCode.DOMINANT_KERNEL, "low", message + " (a collective: communication)", {**numbers, "category": "communication"}, fix, top["percent"])
 
 
-def build_findings(doc: SummaryDoc) -> list[Finding]:
+def build_findings(doc: Summary) -> list[Finding]:
     """Findings from a summary document's analysis sections, most severe and largest first."""
     out: list[tuple[Finding, float]] = []
     gpu, gaps, sync, launch, copies = doc["gpu"], doc["gaps"], doc["sync"], doc["launch"], doc["copies"]
@@ -349,7 +349,7 @@ def build_findings(doc: SummaryDoc) -> list[Finding]:
 COMMUNICATION_SHARE_PCT = 20.0  # [P] communication kernels' share of kernel time worth a look
 
 
-def stats_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
+def stats_findings(doc: Summary) -> list[tuple[Finding, float]]:
     """Findings that a statistics file supports, for runs whose kernels or copies come from
     the profiler's statistics (``hotspots_source``/``copies_source`` "stats"), the
     communication share for every run, and which findings need a trace."""
@@ -417,7 +417,7 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
-def step_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
+def step_findings(doc: Summary) -> list[tuple[Finding, float]]:
     """slow-step (one per outlier step), memory-growth and memory-reserved."""
     out: list[tuple[Finding, float]] = []
     steps = doc.get("steps")
@@ -474,7 +474,7 @@ COMM_TIME_PCT = 10.0  # [P] communication kernels' share of rank time worth a lo
 COMM_OVERLAP_PCT = 50.0  # [P] below this share of communication hidden behind compute
 
 
-def rank_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
+def rank_findings(doc: Summary) -> list[tuple[Finding, float]]:
     """The straggler and the communication/compute overlap, from the ``stragglers`` and
     ``communication`` sections (analysis.ranks)."""
     out: list[tuple[Finding, float]] = []

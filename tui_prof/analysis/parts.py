@@ -271,7 +271,7 @@ class StatsPart(TypedDict):
     needs_trace: list[str]  # findings that cannot be computed without a trace
 
 
-class SummaryDoc(TypedDict):
+class Summary(TypedDict):
     """The whole document, keys in the order they are written."""
 
     schema: str

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import engine, hostapi
+from tui_prof.analysis.api import SummaryOptions, inline_lane, summarise
 from tui_prof.analysis.hostapi import api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
@@ -34,7 +35,6 @@ from tui_prof.analysis.memory import API, allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
 from tui_prof.analysis.ranks import RankAlignment, communication_mask, rank_numbers, rank_offsets
-from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
@@ -115,7 +115,7 @@ class RunView:
         self._groups: dict[str, pd.Series] = {}
         self._done: dict[str, object] = {}
         self._locks = {part: threading.Lock() for part in PARTS}
-        self._details: dict = {}  # filled by build_summary: full gap sets and launch links per run
+        self._details: dict = {}  # the summary's full gap sets and launch links per run (SummaryResult)
         self._group_lock = threading.Lock()
         self._links: list[pd.DataFrame | None] | None = None
         self._links_lock = threading.Lock()
@@ -235,10 +235,12 @@ class RunView:
 
     # -- computations (thread workers) -----------------------------------------------------
     def _compute_summary(self) -> dict:
-        # details keeps the full gap sets and launch links the summary computed, so the
-        # gaps and launches parts reuse them instead of running the analysis again;
-        # threads=False: in this worker alone, no busy thread more beside the event loop
-        return build_summary(self.runset, top=SUMMARY_TOP, details=self._details, threads=False)
+        # the full gap sets and launch links the summary computed are kept, so the gaps and
+        # launches parts reuse them instead of running the analysis again; inline_lane: in
+        # this worker alone, no busy thread more beside the event loop
+        result = summarise(self.runset, SummaryOptions(top=SUMMARY_TOP), lane=inline_lane)
+        self._details = {"gaps": result.gaps, "links": result.links}
+        return dict(result.summary)
 
     def steps_for(self, step_name: str | None) -> dict:
         """The summary's ``steps`` part with the steps taken from the host ranges named
