@@ -65,7 +65,7 @@ def spec_of(ranks: int, dispatches: int):
 
 
 def analysis_bench(args) -> None:
-    from tui_prof.analysis import engine, ranks
+    from tui_prof.analysis import ranks, runinput
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
     from tui_prof.analysis.summary import SummaryOptions, build_summary
     from tui_prof.synth.ranks import build_ranks
@@ -74,7 +74,7 @@ def analysis_bench(args) -> None:
     built = build_ranks(spec_of(args.ranks, args.dispatches))
     gen_s = time.perf_counter() - t
     runset = built.runset()
-    inputs = engine.run_inputs(runset)
+    inputs = runinput.run_inputs(runset)
     rows = []
     for _ in range(args.repeat):
         t0, c0 = time.perf_counter(), time.process_time()

@@ -142,12 +142,16 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
     from pathlib import Path
 
     from tui_prof import threads
-    from tui_prof.analysis import engine, ranks
+    from tui_prof.analysis import ranks
+    from tui_prof.analysis.hostcalls import api_part
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.occupancy import occupancy_part
+    from tui_prof.analysis.runinput import run_inputs
+    from tui_prof.analysis.stats import stats_part
     from tui_prof.loaders import load_path
 
     runset = load_path(Path(__file__).parent / "data" / folder)
-    inputs = engine.run_inputs(runset)
+    inputs = run_inputs(runset)
     assert (len(inputs) == 1) == (folder == "rocpd")
     rows, comm, strag = ranks.ranks_sections(
         [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
@@ -155,9 +159,9 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
     for _ in range(3):
         doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None, logs=False), lane=getattr(threads, lane))
         assert doc["ranks"] == rows and doc["communication"] == comm and doc["stragglers"] == strag
-        assert doc["occupancy"] == engine.occupancy_part(inputs, None)
-        assert doc["api"] == engine.api_part(runset, None)
-        assert doc["stats"] == engine.stats_part(runset, inputs, None)
+        assert doc["occupancy"] == occupancy_part(inputs, None)
+        assert doc["api"] == api_part(runset, None)
+        assert doc["stats"] == stats_part(runset, inputs, None)
     assert doc["ranks"] and doc["api"]["rows"]
 
 

@@ -10,7 +10,6 @@ reorganised; names exported here keep their meaning.
 from __future__ import annotations
 
 from tui_prof.analysis.diff import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, MATCH_MODES, DiffResult, diff_runsets, rematch
-from tui_prof.analysis.engine import RunInput, has_operators, kernel_categories_of, run_inputs, run_label, steps_part, time_range, wall_ns
 from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
@@ -19,12 +18,13 @@ from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
 from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
-from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
+from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, has_operators, kernel_categories_of, link_operators, module_key, operator_key
 from tui_prof.analysis.parts import CommunicationPart, RankRecord, StragglerPart, Summary
 from tui_prof.analysis.ranks import RankAlignment, RankCore, communication_mask, rank_numbers, rank_offsets, rank_records, ranks_sections, sections_of_cores
+from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, has_trace, source_label, tables_with, tool_of
 from tui_prof.analysis.stats import combine as combine_stats
-from tui_prof.analysis.steps import PROFILER_STEP
+from tui_prof.analysis.steps import PROFILER_STEP, steps_part
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
 from tui_prof.threads import Lane, inline_lane, threaded_lane

@@ -11,25 +11,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis import engine, ranks
+from tui_prof.analysis import ranks
+from tui_prof.analysis.copies import copies_part, copies_source
+from tui_prof.analysis.counters import counters_part
 from tui_prof.analysis.findings import build_findings
-from tui_prof.analysis.hotspots import (
-    all_kernels,
-    duration_order,
-    hotspot_records,
-    hotspots,
-)
-from tui_prof.analysis.memory import API, TOTALS
+from tui_prof.analysis.gpu_idle import RunTimeline, gaps_part, gpu_part, run_timeline
+from tui_prof.analysis.hostcalls import api_part, launch_links, launch_part, sync_part
+from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots
+from tui_prof.analysis.kernel_tables import categories_part, grouped_hotspots, hotspots_source, kernel_durations, kernels_part, stats_categories, stats_hotspots
+from tui_prof.analysis.measurement import measurement_part, peak_memory_of
+from tui_prof.analysis.memory import API, TOTALS, memory_part_of
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
+from tui_prof.analysis.occupancy import occupancy_part
+from tui_prof.analysis.operators import kernel_categories_of, modules_part, operator_links, operators_part
 from tui_prof.analysis.parts import CommunicationPart, RankRecord, StragglerPart, Summary
 from tui_prof.analysis.platform import detect_platform
-from tui_prof.analysis.steps import OUTLIER_FACTOR
+from tui_prof.analysis.processes import agent_records, logs_part, process_records, source_part, warnings_part
+from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
+from tui_prof.analysis.stats import stats_part, stats_warnings
+from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_part
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
 from tui_prof.model import RunSet
-from tui_prof.threads import Lane, threaded_lane
+from tui_prof.threads import Job, Lane, threaded_lane
 
 SCHEMA = "tuiprof.summary/1"
 
@@ -78,6 +85,66 @@ def build_summary(runset: RunSet, options: SummaryOptions = SummaryOptions(), *,
     return summarise(runset, options, progress=progress, lane=lane).summary
 
 
+@dataclass(frozen=True)
+class _Lanes:
+    """The jobs of the summary's two lanes of background work (:func:`_start_lanes`)."""
+
+    grouped: Job
+    occupancy: Job
+    api: Job
+    timelines: list[Job | None]  # per process; None: no GPU activity
+    ranks: Job
+    stats: Job
+
+
+def _start_lanes(
+    runset: RunSet, inputs: list[RunInput], kernels: pd.DataFrame, order: np.ndarray, options: SummaryOptions, process_total: int, lane: Lane
+) -> _Lanes:
+    """Start the two lanes: the GPU timeline of each process (the costliest part) and the
+    grouped hotspots first, while the caller runs the host-API sections; numpy releases the
+    GIL in its array loops, so threaded lanes overlap on a 2-core machine. The rank
+    sections, the statistics checks, the occupancy and the API table are worth a lane's
+    thread too when the run has one process (numpy passes over long arrays); with several
+    processes they are mostly Python per process, which a busier thread only interleaves at
+    the GIL (slower at 64 ranks, docs/performance.md), so they run in the caller's thread,
+    when their result is needed."""
+    top = options.top
+    rules = options.rules or DEFAULT_CATEGORY_RULES
+    threshold = DEFAULT_GAP_THRESHOLD_NS if options.gap_threshold_ns is None else int(options.gap_threshold_ns)
+    more = len(inputs) == 1
+
+    def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
+        op_links = operator_links(inputs)
+        categories = kernel_categories_of(inputs, op_links, rules)
+        return grouped_hotspots(kernels, process_total, rules, order, categories), op_links
+
+    def timeline_of(r: RunInput) -> Callable[[], RunTimeline]:
+        return lambda: run_timeline(r, threshold)
+
+    def rank_sections() -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+        return ranks.ranks_sections([r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules)
+
+    grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_part(inputs, top), lambda: api_part(runset, top)], "tuiprof-hotspots", more)
+    *timeline_jobs, ranks_job, stats_job = lane(
+        [timeline_of(r) if has_gpu_activity(r.run) else None for r in inputs],
+        [rank_sections, lambda: stats_part(runset, inputs, top)],
+        "tuiprof-timeline",
+        more,
+    )
+    assert grouped_job and occupancy_job and api_job and ranks_job and stats_job  # a lane gives a job for every function
+    return _Lanes(grouped_job, occupancy_job, api_job, timeline_jobs, ranks_job, stats_job)
+
+
+def _launch_links(inputs: list[RunInput], progress: Progress | None) -> list[pd.DataFrame]:
+    """:func:`launch_links` of each process, reporting progress per process."""
+    links = []
+    for step, r in enumerate(inputs):
+        if progress:
+            progress("analysing", step, len(inputs))
+        links.append(launch_links(r))
+    return links
+
+
 def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> SummaryResult:
     """The summary document with the per-run gap sets and launch links behind it.
 
@@ -94,111 +161,73 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     rules = options.rules or DEFAULT_CATEGORY_RULES
     kernels = all_kernels(runset)
     order = duration_order(kernels)
-    inputs = engine.run_inputs(runset)
-    wall = engine.wall_ns(inputs)
-    process_ns = engine.process_ns(inputs)  # the whole of figures summed over processes
+    inputs = run_inputs(runset)
+    wall = wall_ns(inputs)
+    process_total = process_ns(inputs)  # the whole of figures summed over processes
     platform = detect_platform(runset)
 
-    # Two lanes of work (``lane``): the GPU timeline of each process (the costliest part)
-    # and the grouped hotspots first, while the host-API sections run here; numpy releases
-    # the GIL in its array loops, so threaded lanes overlap on a 2-core machine. Results are
-    # taken in run order. ``more``: the rank sections, the statistics checks, the occupancy
-    # and the API table are worth a lane's thread too when the run has one process (numpy
-    # passes over long arrays); with several processes they are mostly Python per process,
-    # which a busier thread only interleaves at the GIL (slower at 64 ranks,
-    # docs/performance.md), so they run here, when their result is needed.
-    more = len(inputs) == 1
-
-    def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
-        op_links = engine.operator_links(inputs)
-        categories = engine.kernel_categories_of(inputs, op_links, rules)
-        return engine.grouped_hotspots(kernels, process_ns, rules, order, categories), op_links
-
-    def timeline_of(r: engine.RunInput) -> Callable[[], engine.RunTimeline]:
-        return lambda: engine.run_timeline(r, threshold)
-
-    def rank_sections() -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
-        return ranks.ranks_sections([r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules)
-
-    grouped_job, occupancy_job, api_job = lane(
-        [grouped], [lambda: engine.occupancy_part(inputs, top), lambda: engine.api_part(runset, top)], "tuiprof-hotspots", more
-    )
-    *timeline_jobs, ranks_job, stats_job = lane(
-        [timeline_of(r) if engine.has_gpu_activity(r.run) else None for r in inputs],
-        [rank_sections, lambda: engine.stats_part(runset, inputs, top)],
-        "tuiprof-timeline",
-        more,
-    )
+    jobs = _start_lanes(runset, inputs, kernels, order, options, process_total, lane)
     by_name = hotspots(kernels, dur_order=order)  # here: the threads need only the order
-    sync = engine.sync_part(inputs)
-    links = []
-    for step, r in enumerate(inputs):
-        if progress:
-            progress("analysing", step, len(inputs))
-        links.append(engine.launch_links(r))
-    kernel_dur = engine.kernel_durations(kernels)
-    launch = engine.launch_part(inputs, links, kernel_dur)
-    copies = engine.copies_part(runset, inputs)
-    counters = engine.counters_part(inputs, platform["vendor"])
-    peak = engine.peak_memory_of(runset)
-    timelines = []
-    gapsets = {}
-    for step, job in enumerate(timeline_jobs):
-        if job is not None:
-            timelines.append(job.result())
-            gapsets[step] = timelines[-1].gaps
-    steps_found = engine.steps_part(inputs, gapsets, step_name=options.step_name, warmup=options.warmup, outlier_factor=options.outlier_factor)
-    memory_found = engine.memory_part_of(inputs, steps_found)
+    sync = sync_part(inputs)
+    links = _launch_links(inputs, progress)
+    kernel_dur = kernel_durations(kernels)
+    launch = launch_part(inputs, links, kernel_dur)
+    copies = copies_part(runset, inputs)
+    counters = counters_part(inputs, platform["vendor"])
+    peak = peak_memory_of(runset)
+    timelines = [job.result() for job in jobs.timelines if job is not None]
+    gapsets = {step: job.result().gaps for step, job in enumerate(jobs.timelines) if job is not None}
+    steps_found = steps_part(inputs, gapsets, step_name=options.step_name, warmup=options.warmup, outlier_factor=options.outlier_factor)
+    memory_found = memory_part_of(inputs, steps_found)
     # the allocator's own totals count what was allocated before the trace began; the level of
     # matched allocation/free calls is the peak when no trace records memory
     if memory_found["source"] in (TOTALS, API):
         peak = memory_found["peak_allocated_bytes"]
-    gpu = engine.gpu_part(timelines)
-    assert grouped_job and occupancy_job and api_job and ranks_job and stats_job  # background() gives a job for every function
-    grouped_tables, op_links = grouped_job.result()
-    cats = engine.categories_part(grouped_tables, rules, top)
-    source = engine.hotspots_source(runset)
+    gpu = gpu_part(timelines)
+    grouped_tables, op_links = jobs.grouped.result()
+    cats = categories_part(grouped_tables, rules, top)
+    source = hotspots_source(runset)
     if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
-        hot, kernels_part = engine.stats_hotspots(runset, top)
-        cats["categories"] = engine.stats_categories(runset, rules)
+        hot, kernels_found = stats_hotspots(runset, top)
+        cats["categories"] = stats_categories(runset, rules)
     else:
-        hot, kernels_part = hotspot_records(by_name, top), engine.kernels_part(kernels, by_name)
-    occupancy = occupancy_job.result()
-    stats_part = stats_job.result()
+        hot, kernels_found = hotspot_records(by_name, top), kernels_part(kernels, by_name)
+    occupancy = jobs.occupancy.result()
+    stats_found = jobs.stats.result()
     doc: Summary = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
-        "source": engine.source_part(runset),
-        "processes": engine.process_records(inputs),
-        "agents": engine.agent_records(inputs, platform["vendor"]),
+        "source": source_part(runset),
+        "processes": process_records(inputs),
+        "agents": agent_records(inputs, platform["vendor"]),
         "platform": platform,
-        "kernels": kernels_part,
+        "kernels": kernels_found,
         "hotspots": hot,
         "hotspots_source": source,
-        "warnings": engine.warnings_part(runset, inputs) + engine.stats_warnings(stats_part["checks"]),
+        "warnings": warnings_part(runset, inputs) + stats_warnings(stats_found["checks"]),
         "wall_ns": int(wall),
         "gpu": gpu,
-        "gaps": engine.gaps_part(timelines, threshold, max_gaps),
+        "gaps": gaps_part(timelines, threshold, max_gaps),
         "sync": sync,
         "launch": launch,
         "copies": copies,
-        "copies_source": engine.copies_source(runset),
-        "api": api_job.result(),
+        "copies_source": copies_source(runset),
+        "api": jobs.api.result(),
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
-        "hotspots_by_operator": engine.operators_part(inputs, top, op_links),
-        "hotspots_by_module": engine.modules_part(inputs, top, op_links),
-        "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_ns),
+        "hotspots_by_operator": operators_part(inputs, top, op_links),
+        "hotspots_by_module": modules_part(inputs, top, op_links),
+        "measurement": measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total),
         "counters": counters,
         "occupancy": occupancy,
-        "logs": engine.logs_part(runset) if options.logs else [],
-        "stats": stats_part,
+        "logs": logs_part(runset) if options.logs else [],
+        "stats": stats_found,
         "steps": steps_found,
         "memory": memory_found,
         "findings": [],
     }
-    rank_rows, communication, stragglers = ranks_job.result()
+    rank_rows, communication, stragglers = jobs.ranks.result()
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers

@@ -35,8 +35,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis import engine
-from tui_prof.analysis.api import SummaryResult
+from tui_prof.analysis.api import SummaryResult, run_inputs, wall_ns
 from tui_prof.analysis.hotspots import all_kernels, hotspots
 from tui_prof.analysis.timeline import GAP_COLUMNS
 from tui_prof.export.common import ExportError, analyse, check_destination
@@ -194,7 +193,7 @@ def hotspots_table(runset: RunSet, by: str) -> pd.DataFrame:
     """:func:`~tui_prof.analysis.hotspots.hotspots` of every kernel grouped ``by``, with % of
     wall; the first column is named after the grouping."""
     kernels = all_kernels(runset)
-    table = hotspots(kernels, by=by, wall_ns=engine.wall_ns(engine.run_inputs(runset)))
+    table = hotspots(kernels, by=by, wall_ns=wall_ns(run_inputs(runset)))
     table = table.rename(columns={"name": by}).reset_index(drop=True)
     if by in ("agent", "pid"):
         table[by] = table[by].astype("int64")
