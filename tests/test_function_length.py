@@ -21,10 +21,6 @@ PENDING_TUI_SPLIT: set[str] = set()
 
 # Loader and generator functions still over the limit, to be split like the others.
 PENDING_SPLIT: set[str] = {
-    "loaders/detect.py:_load",
-    "loaders/pftrace.py:_build_run",
-    "loaders/rocprofv3_csv.py:read_csv_table",
-    "loaders/rocprofv3_csv.py:_load_group",
     "synth/ranks.py:_rank_run",
     "synth/spec.py:build",
     "synth/steps.py:build_steps",
