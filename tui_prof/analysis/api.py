@@ -14,6 +14,8 @@ from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.integrity import CHECKS as INTEGRITY_CHECKS
+from tui_prof.analysis.integrity import CheckReport, Issue, check_run
 from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
@@ -36,6 +38,7 @@ __all__ = [
     "DEFAULT_NOISE_PP",
     "DOMAIN_OF",
     "GAP_COLUMNS",
+    "INTEGRITY_CHECKS",
     "KERNEL_STATS",
     "MATCH_MODES",
     "MEMORY_FROM_API",
@@ -43,12 +46,14 @@ __all__ = [
     "PROFILER_STEP",
     "SCHEMA",
     "CategoryRules",
+    "CheckReport",
     "CommunicationSection",
     "CorrIndex",
     "DiffResult",
     "DominantOp",
     "FindingCode",
     "GapSet",
+    "Issue",
     "Lane",
     "Progress",
     "RankAlignment",
@@ -63,6 +68,7 @@ __all__ = [
     "allocated_levels",
     "api_classes",
     "build_summary",
+    "check_run",
     "combine_stats",
     "communication_mask",
     "copy_agents",

@@ -1,0 +1,236 @@
+"""Integrity checks (issue 32): the real misreadings they fix, injected defects found with the
+right code and place, and no degrading issue on the clean real traces (tests/data, PROVENANCE.md)."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tui_prof.analysis.api import CheckReport, build_summary, check_run
+from tui_prof.loaders import load_path
+from tui_prof.model import RunSet
+
+DATA = Path(__file__).parent / "data"
+SALTFISH = DATA / "legacy_rocprof" / "saltfish"
+HIPPROG = DATA / "legacy_rocprof" / "hip-programming"
+DOCS7 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7"
+TRAIN_SYNC = DATA / "kineto" / "h200" / "train_sync.pt.trace.json.gz"
+RANKS = DATA / "kineto" / "ranks"
+
+# Real single recordings: none may report an issue that degrades a figure.
+CLEAN = [
+    "kineto/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
+    "kineto/critical_path__cuda_event_sync__event_sync_trace.json.gz",
+    "kineto/critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz",
+    "kineto/critical_path__simple_add__benchmark_result_493459_1694039959_trace.json.gz",
+    "kineto/h100__gaunernst_bert-small-uncased__1016001.json.gz",
+    "kineto/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+    "kineto/mi210__gpu_only_trace__gpu_only_trace.json.gz",
+    "kineto/mi300__gaunernst_bert-small-uncased__1016001.json.gz",
+    "kineto/mi300__resnet_act_checkpoint.json.gz",
+    "kineto/torch_compile_triton__trace.json.gz",
+    "kineto/trace_filter__sampled_rank-0.json.gz",
+    "kineto/triton_example__triton_example.json.gz",
+    "kineto/h200/copies.pt.trace.json.gz",
+    "kineto/h200/decode_eager.pt.trace.json.gz",
+    "kineto/h200/decode_graph.pt.trace.json.gz",
+    "kineto/h200/gpt2_shapes_modules.pt.trace.json.gz",
+    "kineto/h200/train_sync.pt.trace.json.gz",
+    "kineto/h200_cold/cold_train_memory.pt.trace.json.gz",
+    "kineto/ranks",
+    "kineto/comm/nccl_parser_config__nccl_data.json.gz",
+    "rocpd/28_results.db",
+    "rocprofv3_json/908_results.json.gz",
+    "rocprofv2/saltfish",
+    "rocprof_compute/batched_gemm",
+    "legacy_rocprof/hip-programming",
+    "legacy_rocprof/saltfish",
+]
+
+
+def codes(report: CheckReport) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for issue in report.issues:
+        out.setdefault(issue.code, []).append(issue)
+    return out
+
+
+@pytest.mark.parametrize("path", CLEAN)
+def test_clean_real_traces_have_no_degrading_issue(path):
+    report = check_run(load_path(DATA / path))
+    assert [(i.code, i.message) for i in report.degrading] == []
+
+
+# --- the real misreadings ----------------------------------------------------------------------
+
+
+def test_barrier_packets_kept_out_of_kernel_stats():
+    with open(SALTFISH / "results.stats.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    barrier = [r for r in rows if r["Name"] == "<barrier packet>"]
+    kernels = [r for r in rows if r["Name"] != "<barrier packet>"]
+    assert len(barrier) == 1 and int(barrier[0]["Calls"]) == 85112
+    runset = load_path(SALTFISH)
+    stats = runset.runs[0].tool_stats["kernel_stats"]
+    assert "<barrier packet>" not in set(stats["name"])
+    assert len(stats) == len(kernels)
+    total = sum(int(r["TotalDurationNs"]) for r in kernels)
+    assert stats["percent"].sum() == pytest.approx(100.0)
+    top = max(kernels, key=lambda r: int(r["TotalDurationNs"]))
+    assert stats.loc[stats["name"] == top["Name"], "percent"].item() == pytest.approx(int(top["TotalDurationNs"]) / total * 100)
+    doc = build_summary(runset)
+    assert doc["hotspots"][0]["name"] == top["Name"]
+    assert doc["kernels"]["total_ns"] == total
+    (issue,) = codes(check_run(runset))["non-kernel-packets"]
+    assert issue.severity == "info"
+    assert issue.affects["calls"] == 85112 and issue.affects["total_ns"] == int(barrier[0]["TotalDurationNs"])
+
+
+def test_counter_passes_of_other_processes_are_not_summed():
+    """divide_kernel: every SQ_WAVES row holds 16,384; two processes' rows with the same dispatch
+    id were summed into one dispatch (24,576 on average)."""
+    runset = load_path(DOCS7)
+    passes = [r for r in runset.runs if "counters pid" in r.meta.label]
+    assert sorted(r.meta.extra["pids"][0] for r in passes) == [15606, 36499]
+    for run in passes:
+        assert not run.counters.duplicated(["dispatch_id", "counter"]).any()
+    doc = build_summary(runset)
+    waves = [
+        m["value"]
+        for rec in doc["counters"]
+        for k in rec.get("kernels", [])
+        if "divide_kernel" in k["name"]
+        for key, m in k["metrics"].items()
+        if key == "waves"
+    ]
+    assert waves and all(v == 16384 for v in waves)
+    assert "counter-duplicated" not in codes(check_run(runset))
+
+
+def test_counter_duplicates_in_one_process_are_reported():
+    runset = load_path(DOCS7)
+    run = next(r for r in runset.runs if r.meta.label.endswith("pid 15606"))
+    run.counters = pd.concat([run.counters, run.counters.iloc[[3]]], ignore_index=True)
+    (issue,) = codes(check_run(runset))["counter-duplicated"]
+    assert issue.severity == "unreliable" and issue.affects["dispatch_ids"] == [4]
+
+
+def test_timestampless_counter_pass_does_not_stretch_the_span():
+    """hip-programming: the counter pass (output_vec_add_gpu.csv) has no timestamps; its -1s
+    made the span 622,111 s. The span is the trace's own: first call to last end in results.db."""
+    con = sqlite3.connect(HIPPROG / "results.db")
+    lo, hi = (
+        min(con.execute(f"select min(BeginNs), max(EndNs) from {t}").fetchone() for t in ("HIP", "OPS", "COPY"))[0],
+        max(con.execute(f"select max(EndNs) from {t}").fetchone()[0] for t in ("HIP", "OPS", "COPY")),
+    )
+    con.close()
+    doc = build_summary(load_path(HIPPROG))
+    assert doc["wall_ns"] == hi - lo
+
+
+@pytest.mark.parametrize("path", [DOCS7, DATA / "legacy_rocprof" / "rocm-blogs"])
+def test_separate_recordings_in_one_folder_are_flagged(path):
+    report = check_run(load_path(path))
+    (issue,) = codes(report)["clock-domains"]
+    assert issue.severity == "unreliable" and len(issue.affects["clusters"]) >= 2
+    assert report.trust("measurement")[0] == "unreliable"
+
+
+# --- injected defects in real traces -----------------------------------------------------------
+
+
+def _train_sync() -> RunSet:
+    return load_path(TRAIN_SYNC)
+
+
+def test_injected_overlap_is_found_where_it_was_put():
+    runset = _train_sync()
+    k = runset.runs[0].kernels
+    # a kernel launched with cudaLaunchKernel (not PDL) moved to start at its predecessor's start
+    api = runset.runs[0].api
+    plain = set(api.loc[api["name"].astype(str) == "cudaLaunchKernel", "correlation_id"])
+    stream = k["stream"].to_numpy()
+    row = next(
+        i
+        for i in range(1, len(k))
+        if k["correlation_id"].iat[i] in plain and stream[i] == stream[i - 1] and k["end"].iat[i - 1] - k["start"].iat[i - 1] > 10_000
+    )
+    dur = k["end"].iat[row] - k["start"].iat[row]
+    k.loc[row, "start"] = k["start"].iat[row - 1] + 1
+    k.loc[row, "end"] = k["start"].iat[row] + dur
+    (issue,) = codes(check_run(runset))["queue-overlap"]
+    assert issue.affects["rows"] == 1 and issue.affects["examples"][0]["row"] == row
+
+
+def test_pdl_overlaps_are_not_flagged():
+    """train_sync holds 78 kernels overlapping their predecessor on one stream, each launched
+    with cudaLaunchKernelExC and by a small fraction (programmatic dependent launch): real."""
+    runset = _train_sync()
+    run = runset.runs[0]
+    k = run.kernels.sort_values(["stream", "start"], kind="stable")
+    prev_end = k.groupby("stream")["end"].shift().fillna(-1).astype("int64")
+    overlapping = k[k["start"] < prev_end]
+    assert len(overlapping) == 78
+    calls = run.api.set_index("correlation_id")["name"].astype(str)
+    assert set(calls.reindex(overlapping["correlation_id"])) == {"cudaLaunchKernelExC"}
+    share = (prev_end[overlapping.index] - overlapping["start"]) / (overlapping["end"] - overlapping["start"])
+    assert share.max() < 0.5
+    assert "queue-overlap" not in codes(check_run(runset))
+
+
+def test_injected_overflow_and_negative_durations():
+    runset = _train_sync()
+    k = runset.runs[0].kernels
+    k.loc[10, "end"] = k["start"].iat[10] + (1 << 42)  # an overflowed duration (~73 min)
+    k.loc[20, "end"] = k["start"].iat[20] - 5
+    found = codes(check_run(runset))
+    assert found["duration-overflow"][0].affects["examples"][0]["row"] == 10
+    assert found["negative-duration"][0].affects["examples"][0]["row"] == 20
+    assert found["duration-overflow"][0].severity == "unreliable"
+
+
+def test_injected_dropped_range_is_found():
+    runset = _train_sync()
+    run = runset.runs[0]
+    k = run.kernels
+    lo, hi = np.quantile(k["start"], [0.4, 0.6]).astype(np.int64)
+    run.kernels = k[(k["start"] < lo) | (k["start"] > hi)].reset_index(drop=True)
+    (issue,) = codes(check_run(runset))["unlinked-launches"]
+    first, last = issue.affects["time_range_ns"]
+    launches = run.api[run.api["correlation_id"].isin(k.loc[(k["start"] >= lo) & (k["start"] <= hi), "correlation_id"])]
+    assert first == int(launches["start"].min()) and issue.affects["rows"] == len(launches)
+
+
+def test_injected_clock_shift_of_one_process():
+    runset = load_path(RANKS)
+    assert "clock-domains" not in codes(check_run(runset))
+    shifted = runset.runs[1]
+    day = 86_400 * 10**9
+    for name in ("kernels", "api", "copies"):
+        table = shifted.table(name)
+        table["start"] += day
+        table["end"] += day
+    (issue,) = codes(check_run(runset))["clock-domains"]
+    holds = [set(c["holds"]) for c in issue.affects["clusters"]]
+    label = shifted.meta.label
+    assert any(all(h.startswith(label) for h in c) for c in holds)
+
+
+def test_injected_impossible_and_zero_counters():
+    runset = load_path(DOCS7)
+    run = next(r for r in runset.runs if r.meta.label.endswith("pid 15606"))
+    broken = copy.deepcopy(run)
+    broken.counters.loc[2, "value"] = -16384.0
+    found = codes(check_run(RunSet("x", [broken])))
+    (issue,) = found["counter-impossible"]
+    assert issue.affects["dispatch_ids"] == [int(run.counters["dispatch_id"].iat[2])]
+    zero = copy.deepcopy(run)
+    zero.counters["value"] = 0.0
+    (issue,) = codes(check_run(RunSet("x", [zero])))["counter-all-zero"]
+    assert issue.affects["counters"] == ["SQ_WAVES"]
