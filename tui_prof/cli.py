@@ -24,7 +24,7 @@ import math
 import os
 import sys
 
-from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
+from tui_prof.exits import EXIT_DEGRADED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
 from tui_prof.render.safe import safe_text
 
 
@@ -221,6 +221,31 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         print(summary_text(summary))
     return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``tuiprof check RUN``: the integrity report; exit 5 when some figure is degraded or unreliable."""
+    from tui_prof.analysis.api import check_run
+    from tui_prof.loaders import load_path
+    from tui_prof.render.integrity import check_text
+
+    unusable = _unusable_path(args.path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
+    runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
+    if not runset.runs:
+        for issue in runset.errors:
+            _say(issue)
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
+    record = check_run(runset).record()
+    if args.json:
+        json.dump(record, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(check_text(record))
+    return EXIT_DEGRADED if record["degraded"] else EXIT_OK
 
 
 def cmd_open(args: argparse.Namespace) -> int:
@@ -515,6 +540,11 @@ def build_parser() -> argparse.ArgumentParser:
         "cache folder: TUIPROF_CACHE_DIR or the user cache directory)",
     )
     summary.set_defaults(func=cmd_summary)
+    checker = sub.add_parser("check", help="can the figures be believed? integrity checks of a run (exit 5 when some figure is degraded)")
+    checker.add_argument("path", type=parse_path, help="run directory or profiler output file")
+    checker.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.check/1)")
+    checker.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    checker.set_defaults(func=cmd_check)
     parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")

@@ -103,13 +103,13 @@ class CheckReport:
         return [i for i in self.issues if i.severity != "info"]
 
     def trust(self, section: str) -> tuple[str, list[str]]:
-        """The section's trust label and the messages of the issues that set it."""
+        """The section's trust label and the issues that set it ("<severity> <code>: <message>")."""
         level, reasons = 0, []
         for issue in self.issues:
             if issue.severity == "info" or section not in issue.affects.get("sections", ()):
                 continue
             level = max(level, TRUST_LEVELS.index(issue.severity))
-            reasons.append(f"{issue.code}: {issue.message}")
+            reasons.append(f"{issue.severity} {issue.code}: {issue.message}")
         return TRUST_LEVELS[level], reasons
 
     def record(self) -> dict[str, Any]:

@@ -308,6 +308,15 @@ class Summary(TypedDict):
     ranks: NotRequired[list[RankRecord]]  # one row per process (analysis.ranks)
     communication: NotRequired[CommunicationSection]
     stragglers: NotRequired[StragglerSection]
+    trust: NotRequired[dict[str, TrustLabel]]  # per key above: can its figures be believed (analysis.integrity)
+
+
+class TrustLabel(TypedDict):
+    """A section's trust label: ``ok``, ``degraded`` or ``unreliable``, and the reasons
+    (``code: message`` of each integrity issue that set it; ``tuiprof check`` has the evidence)."""
+
+    trust: str
+    reasons: list[str]
 
 
 class StepRecord(TypedDict):

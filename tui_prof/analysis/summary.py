@@ -23,6 +23,7 @@ from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
 from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
 from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots
+from tui_prof.analysis.integrity import CheckReport, check_run
 from tui_prof.analysis.kernel_tables import (
     categories_section,
     grouped_hotspots,
@@ -40,7 +41,7 @@ from tui_prof.analysis.operators import kernel_categories_of, modules_section, o
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary, TrustLabel
 from tui_prof.analysis.stats import stats_section, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
@@ -241,4 +242,16 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     doc["communication"] = communication
     doc["stragglers"] = stragglers
     doc["findings"] = build_findings(doc)
+    doc["trust"] = trust_labels(check_run(runset), doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)))
+
+
+def trust_labels(report: CheckReport, doc: Summary) -> dict[str, TrustLabel]:
+    """Every section's trust label from the integrity report (issue 32)."""
+    out: dict[str, TrustLabel] = {}
+    for key in doc:
+        if key in ("schema", "tuiprof_version", "trust"):
+            continue
+        level, reasons = report.trust(key)
+        out[key] = {"trust": level, "reasons": reasons}
+    return out
