@@ -234,3 +234,75 @@ def test_injected_impossible_and_zero_counters():
     zero.counters["value"] = 0.0
     (issue,) = codes(check_run(RunSet("x", [zero])))["counter-all-zero"]
     assert issue.affects["counters"] == ["SQ_WAVES"]
+
+
+# --- the command, the trust labels, the diff gate ----------------------------------------------
+
+
+def test_check_cli_exit_status_and_json(capsys):
+    import json
+
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_DEGRADED, EXIT_OK
+
+    assert main(["check", "--no-cache", "--json", str(DOCS7)]) == EXIT_DEGRADED == 5
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "tuiprof.check/1" and doc["degraded"] is True
+    for issue in doc["issues"]:
+        assert set(issue) == {"code", "severity", "message", "affects"}
+        assert issue["severity"] in ("info", "degraded", "unreliable")
+    assert "clock-domains" in {i["code"] for i in doc["issues"]}
+    assert main(["check", "--no-cache", str(SALTFISH)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "non-kernel-packets" in out and "Nothing degrades a figure" in out
+
+
+def test_check_text_sanitises_trace_strings(tmp_path, capsys):
+    """A hostile kernel name in an overlapping kernel's example never reaches the terminal raw."""
+    from tui_prof.render.integrity import check_text
+
+    runset = _train_sync()
+    k = runset.runs[0].kernels
+    hostile = "\x1b]52;c;ZXZpbA==\x07\x1b[31mevil"
+    k["name"] = k["name"].cat.add_categories([hostile])
+    k.loc[5, "name"] = hostile
+    k.loc[5, "end"] = k["start"].iat[5] - 10
+    text = check_text(check_run(runset).record())
+    assert "negative-duration" in text and "\x1b" not in text and "\x07" not in text
+
+
+def test_summary_json_carries_trust_on_every_section():
+    doc = build_summary(load_path(DOCS7))
+    keys = set(doc) - {"schema", "tuiprof_version", "trust"}
+    assert set(doc["trust"]) == keys
+    assert {v["trust"] for v in doc["trust"].values()} <= {"ok", "degraded", "unreliable"}
+    assert doc["trust"]["measurement"]["trust"] == "unreliable"
+    assert doc["trust"]["measurement"]["reasons"][0].startswith("unreliable clock-domains:")
+    clean = build_summary(_train_sync())
+    assert all(v == {"trust": "ok", "reasons": []} for v in clean["trust"].values())
+
+
+def test_text_and_markdown_mark_degraded_sections():
+    from tui_prof.render.summary import summary_markdown, summary_text
+
+    doc = build_summary(load_path(DOCS7))
+    text = summary_text(doc)
+    assert "Measurements [unreliable: see tuiprof check]" in text and "Trust (tuiprof check lists the evidence)" in text
+    assert "## Measurements \\[unreliable: see tuiprof check\\]" in summary_markdown(doc)
+    clean = summary_text(build_summary(_train_sync()))
+    assert "[unreliable" not in clean and "[degraded" not in clean and "Trust (" not in clean
+
+
+def test_diff_gate_is_inconclusive_when_a_gated_metric_is_unreliable(capsys):
+    import json
+
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_INCONCLUSIVE
+
+    docs63 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm6.3"
+    assert main(["diff", "--no-cache", str(DOCS7), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE == 6
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+    assert main(["diff", "--no-cache", "--json", str(TRAIN_SYNC), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE
+    gate = json.loads(capsys.readouterr().out)["fail_on_regression"]
+    assert gate["exit_status"] == 6 and {u["side"] for u in gate["inconclusive"]} == {"B"}
+    assert main(["diff", "--no-cache", str(TRAIN_SYNC), str(TRAIN_SYNC), "--fail-on-regression", "5"]) == 0
