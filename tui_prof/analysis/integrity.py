@@ -240,11 +240,15 @@ def _overlaps(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     # HIP may put several streams on one HSA queue: only a recorded stream is an in-order lane
     key = np.where(stream >= 0, (k["agent"].to_numpy().astype(np.int64) << 42) + stream, -1)
     start, end = k["start"].to_numpy(), k["end"].to_numpy()
-    order = np.lexsort((start, key))
+    one_lane = bool((key == key[0]).all())
+    if bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start
+        order = np.arange(len(key)) if one_lane else np.argsort(key, kind="stable")
+    else:
+        order = np.lexsort((start, key))
     ks, ss, es = key[order], start[order], end[order]
     same = np.r_[False, ks[1:] == ks[:-1]] & (ks != -1)
     # the latest end among earlier kernels of the same lane: a running max restarted per lane
-    reach = pd.Series(es).groupby(np.cumsum(~same)).cummax().to_numpy()
+    reach = np.maximum.accumulate(es) if one_lane else pd.Series(es).groupby(np.cumsum(~same)).cummax().to_numpy()
     before = np.r_[np.iinfo(np.int64).min, reach[:-1]]
     hit = same & (before - ss > OVERLAP_TOLERANCE_NS) & (es > ss)
     rows = np.flatnonzero(hit)
@@ -280,26 +284,35 @@ def queue_overlap(runset: RunSet) -> list[Issue]:
     return out
 
 
-def _linked(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin(values, pool)``; by a lookup table (linear time) when the ids span a range
+    not much larger than the arrays, as correlation ids do."""
+    if not len(values) or not len(pool):
+        return np.zeros(len(values), dtype=bool)
+    lo, hi = min(int(values.min()), int(pool.min())), max(int(values.max()), int(pool.max()))
+    kind = "table" if hi - lo < 8 * (len(values) + len(pool)) + (1 << 20) else None
+    return np.isin(values, pool, kind=kind)
+
+
+def _linked(run: Run, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """(launch-call rows without a kernel, kernel rows without a call) when both are traced."""
     api, k = run.api, run.kernels
-    if not len(api) or not len(k):
-        return None
-    classes = api_classes(api)
-    launch = np.flatnonzero((classes == LAUNCH) | (classes == GRAPH_LAUNCH))
-    if not len(launch):
+    if not len(api) or not len(k) or not ((classes == LAUNCH) | (classes == GRAPH_LAUNCH)).any():
         return None
     kernel_ids = k["correlation_id"].to_numpy()
     known = kernel_ids != -1
     if not known.any():
         return None
+    api_ids = api["correlation_id"].to_numpy()
     direct = np.flatnonzero(classes == LAUNCH)
-    lonely_calls = direct[~np.isin(api["correlation_id"].to_numpy()[direct], kernel_ids)]
+    lonely_calls = direct[~_member(api_ids[direct], kernel_ids[known])]
     # correlation ids grow with every call: kernels with ids below the first traced call's were
     # launched before the host trace began (Kineto records their GPU activity, not their calls)
-    api_ids = api["correlation_id"].to_numpy()
-    traced = kernel_ids >= int(api_ids[api_ids != -1].min()) if (api_ids != -1).any() else np.zeros(len(kernel_ids), dtype=bool)
-    lonely_kernels = np.flatnonzero(known & traced & ~np.isin(kernel_ids, api_ids))
+    traced_ids = api_ids[api_ids != -1]
+    if not len(traced_ids):
+        return lonely_calls, np.empty(0, dtype=np.int64)
+    traced = kernel_ids >= int(traced_ids.min())
+    lonely_kernels = np.flatnonzero(known & traced & ~_member(kernel_ids, traced_ids))
     return lonely_calls, lonely_kernels
 
 
@@ -308,11 +321,12 @@ def launch_links(runset: RunSet) -> list[Issue]:
     kernels that start before their own launch call."""
     out: list[Issue] = []
     for run in runset.runs:
-        found = _linked(run)
+        classes = api_classes(run.api) if len(run.api) else np.empty(0, dtype=np.int8)
+        found = _linked(run, classes)
         if found is None:
             continue
         calls, kernels = found
-        n_calls = int(np.count_nonzero(api_classes(run.api) == LAUNCH))
+        n_calls = int(np.count_nonzero(classes == LAUNCH))
         if n_calls and len(calls) > UNLINKED_SHARE * n_calls:
             where = _where(run, "api", calls)
             message = f"{len(calls)} of {n_calls} launch calls ({len(calls) / n_calls:.1%}) have no kernel: GPU records were dropped"
@@ -329,12 +343,14 @@ def launch_links(runset: RunSet) -> list[Issue]:
 def _early_kernels(run: Run) -> list[Issue]:
     api, k = run.api, run.kernels
     ids = api["correlation_id"].to_numpy()
-    order = np.argsort(ids, kind="stable")
+    starts = api["start"].to_numpy()
+    if not bool(np.all(ids[1:] >= ids[:-1])):  # usually already in id order (ids grow with time)
+        order = np.argsort(ids, kind="stable")
+        ids, starts = ids[order], starts[order]
     kid = k["correlation_id"].to_numpy()
-    pos = np.clip(np.searchsorted(ids[order], kid), 0, len(ids) - 1)
-    match = (kid != -1) & (ids[order][pos] == kid)
-    call_start = api["start"].to_numpy()[order][pos]
-    early = np.flatnonzero(match & (k["start"].to_numpy() < call_start - EARLY_KERNEL_NS))
+    pos = np.clip(np.searchsorted(ids, kid), 0, len(ids) - 1)
+    match = (kid != -1) & (ids[pos] == kid)
+    early = np.flatnonzero(match & (k["start"].to_numpy() < starts[pos] - EARLY_KERNEL_NS))
     if not len(early):
         return []
     where = _where(run, "kernels", early)
