@@ -306,3 +306,32 @@ def test_diff_gate_is_inconclusive_when_a_gated_metric_is_unreliable(capsys):
     gate = json.loads(capsys.readouterr().out)["fail_on_regression"]
     assert gate["exit_status"] == 6 and {u["side"] for u in gate["inconclusive"]} == {"B"}
     assert main(["diff", "--no-cache", str(TRAIN_SYNC), str(TRAIN_SYNC), "--fail-on-regression", "5"]) == 0
+
+
+def test_separate_recordings_are_listed_and_one_is_summarised(capsys):
+    """rocm-blogs: an --hip-trace and an --hsa-trace recording 21 h apart. The summary takes one
+    (its span is that recording's own, from its results.db), says so, and --recording picks the other."""
+    import json
+
+    from tui_prof.analysis.api import recordings
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_USAGE
+
+    blogs = DATA / "legacy_rocprof" / "rocm-blogs"
+    runset = load_path(blogs)
+    groups = recordings(runset)
+    assert [[runset.runs[i].meta.label for i in g] for g in groups] == [["HIP_trace_results"], ["HSA_trace_results"]]
+    con = sqlite3.connect(blogs / "HIP_trace_results.db")
+    lo = min(con.execute(f"select min(BeginNs) from {t}").fetchone()[0] for t in ("HIP", "OPS", "COPY"))
+    hi = max(con.execute(f"select max(EndNs) from {t}").fetchone()[0] for t in ("HIP", "OPS", "COPY"))
+    con.close()
+    assert main(["summary", "--no-cache", "--json", str(blogs)]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [p["label"] for p in doc["processes"]] == ["HIP_trace_results"] and doc["wall_ns"] == hi - lo
+    assert "holds 2 separate recordings" in captured.err and "summarised recording 1; pick another with --recording N" in captured.err
+    assert main(["summary", "--no-cache", "--json", "--recording", "2", str(blogs)]) == 0
+    assert [p["label"] for p in json.loads(capsys.readouterr().out)["processes"]] == ["HSA_trace_results"]
+    assert main(["summary", "--no-cache", "--recording", "3", str(blogs)]) == EXIT_USAGE
+    assert main(["summary", "--no-cache", "--recording", "2", str(TRAIN_SYNC)]) == EXIT_USAGE
+    assert recordings(load_path(RANKS)) == [[0, 1]]

@@ -47,7 +47,7 @@ import pandas as pd
 
 from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
-from tui_prof.analysis.runinput import run_label
+from tui_prof.analysis.runinput import run_label, time_range
 from tui_prof.model import Run, RunSet
 
 SCHEMA = "tuiprof.check/1"
@@ -290,8 +290,9 @@ def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     if not len(values) or not len(pool):
         return np.zeros(len(values), dtype=bool)
     lo, hi = min(int(values.min()), int(pool.min())), max(int(values.max()), int(pool.max()))
-    kind = "table" if hi - lo < 8 * (len(values) + len(pool)) + (1 << 20) else None
-    return np.isin(values, pool, kind=kind)
+    if hi - lo < 8 * (len(values) + len(pool)) + (1 << 20):
+        return np.isin(values, pool, kind="table")
+    return np.isin(values, pool)
 
 
 def _linked(run: Run, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -462,6 +463,39 @@ def files(runset: RunSet) -> list[Issue]:
                 )
             )
     return out
+
+
+# --- separate recordings in one folder ---------------------------------------------------------
+
+
+def recordings(runset: RunSet) -> list[list[int]]:
+    """The run set's processes grouped into recordings: processes whose time ranges (with every
+    row's timestamps, :func:`time_range`) overlap or lie within an hour of each other are one
+    recording; processes without timestamps join the recording before them in load order
+    (the first when none). Indices into ``runset.runs``; one group when all belong together."""
+    spans = [(i, time_range(run)) for i, run in enumerate(runset.runs)]
+    timed = sorted((span[0], span[1], i) for i, span in spans if span is not None)
+    groups: list[list[int]] = []
+    reach = None
+    for lo, hi, i in timed:
+        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS:
+            groups[-1].append(i)
+            reach = max(reach, hi)
+        else:
+            groups.append([i])
+            reach = hi
+    if not groups:
+        return [list(range(len(runset.runs)))]
+    for i, span in spans:
+        if span is None:
+            before = [g for g in groups if min(g) < i]
+            (before[-1] if before else groups[0]).append(i)
+    return [sorted(g) for g in groups]
+
+
+def recording_runset(runset: RunSet, indices: list[int]) -> RunSet:
+    """The run set of one recording (same root and load issues)."""
+    return RunSet(runset.root, [runset.runs[i] for i in indices], list(runset.issues))
 
 
 # --- the registry ------------------------------------------------------------------------------
