@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import math
 import os
 import sys
@@ -215,8 +214,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if progress:
         progress("done", 1, 1)
     if args.json:
-        json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        _write_json(summary)
     elif args.md:
         sys.stdout.write(summary_markdown(summary))
     else:
@@ -307,8 +305,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return EXIT_NOTHING_LOADED
     top = None if args.top <= 0 else args.top
     if args.json:
-        json.dump(render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        _write_json(render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression))
     elif args.md:
         sys.stdout.write(render_diff.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
     else:
@@ -329,6 +326,17 @@ def parse_window(text: str) -> tuple[int, int | None]:
     if hi is not None and hi <= lo:
         raise argparse.ArgumentTypeError(f"window ends before it starts: {text!r}")
     return lo, hi
+
+
+def _write_json(doc: object) -> None:
+    """``doc`` on stdout as strict JSON (:mod:`tui_prof.guard.jsonout`: controls escaped,
+    NaN and the infinities written null); a note on stderr says where values were not finite."""
+    from tui_prof.guard import jsonout
+
+    seen = jsonout.NonFinite()
+    sys.stdout.write(jsonout.dumps(doc, seen=seen, indent=2) + "\n")
+    if seen.count:
+        _say(f"note: {seen.count} value(s) were not finite numbers and are written as null (e.g. {', '.join(seen.paths)})")
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -54,7 +54,6 @@ import os
 import re
 import shutil
 import sqlite3
-import tempfile
 import threading
 import urllib.parse
 import warnings
@@ -65,6 +64,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tui_prof.guard.write import make_temp_dir, open_new, remove_temp_dir
 from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
@@ -561,14 +561,14 @@ def _private_copy(path: Path, wal: Path) -> tuple[Path, Path]:
     """Copy the database and its write-ahead log into a new private folder (``mkdtemp``:
     0700) so SQLite can read the log without writing anything beside the original;
     returns (folder, copied database). The caller removes the folder."""
-    folder = Path(tempfile.mkdtemp(prefix="tuiprof-wal-"))
+    folder = make_temp_dir("tuiprof-wal")
     copy = folder / "db.sqlite"
     try:
         for source, target in ((path, copy), (wal, Path(f"{copy}-wal"))):
-            with open_regular(source) as src, open(target, "xb") as dst:
+            with open_regular(source) as src, open_new(target) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_temp_dir(folder)
         raise
     return folder, copy
 
@@ -598,7 +598,7 @@ def load_db(path: Path, physical: bool = True) -> list[Run]:
         return _load_source(source, path, size, physical, immutable=wal is None)
     finally:
         if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_temp_dir(folder)
 
 
 def _load_source(path: Path, original: Path, size: int, physical: bool, immutable: bool) -> list[Run]:

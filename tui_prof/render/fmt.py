@@ -53,8 +53,8 @@ def fmt_bytes(n: float | None) -> str:
 
 
 def fmt_pct(value: float | None, digits: int = 1) -> str:
-    """A percentage: ``12.3%`` (``-`` when unknown)."""
-    if _unknown(value):
+    """A percentage: ``12.3%`` (``-`` when unknown or not finite: a share is never infinite)."""
+    if _unknown(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
         return "-"
     assert value is not None
     return f"{float(value):.{digits}f}%"
