@@ -355,3 +355,68 @@ def test_guard_primitives(tmp_path):
     with pytest.raises(WriteRefused, match="writable by group or others"):
         make_private_dir(folder, exist_ok=True)
     assert sweep_stale(tmp_path / "nothing") == 0
+
+
+# --------------------------------------------------------------------------- CLI output and options
+
+
+def test_cli_json_is_strict_with_a_note_for_non_finite_values(capsys):
+    """Reproducer 10 and 2's ``--json`` part: ``summary --json``/``diff --json`` wrote
+    ``Infinity``/``NaN`` and raw C1, DEL and bidi controls."""
+    from tui_prof import cli
+
+    cli._write_json({"hit_rate_pct": float("-inf"), "name": HOSTILE})
+    out, err = capsys.readouterr()
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert doc == {"hit_rate_pct": None, "name": HOSTILE}
+    assert "1 value(s) were not finite" in err and "$.hit_rate_pct" in err
+    assert not any(0x7F <= ord(c) <= 0x9F or c in "\x1b\u202e" for c in out)
+
+
+def test_perfetto_export_is_strict_json(runset, tmp_path):
+    from tui_prof.export.perfetto import num
+
+    assert [num(float(v)) for v in ("inf", "-inf", "nan", "1.5")] == ["null", "null", "null", "1.5"]
+    path, count = export_perfetto(runset, tmp_path / "t.json")
+    doc = json.loads(path.read_text(encoding="ascii"), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert len(doc["traceEvents"]) == count > 0
+
+
+def test_noise_above_the_gate_is_a_usage_error(tmp_path, capsys):
+    """Reproducer 11: ``--noise 100`` let +100 % kernel time pass ``--fail-on-regression 5``."""
+    from tui_prof import cli
+    from tui_prof.exits import EXIT_USAGE
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for flag in ("--noise", "--noise-pp"):
+        assert cli.main(["diff", str(a), str(b), "--fail-on-regression", "5", flag, "100"]) == EXIT_USAGE
+        err = capsys.readouterr().err
+        assert f"{flag} 100 is above --fail-on-regression 5" in err and err.count("\n") == 1
+
+
+def test_empty_table_list_is_a_usage_error(tmp_path, capsys):
+    from tui_prof import cli
+    from tui_prof.exits import EXIT_USAGE
+
+    assert cli.main(["export", str(tmp_path), "--parquet", str(tmp_path / "out"), "--tables", ",,,"]) == EXIT_USAGE
+    assert "names no table" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_cache_size_setting_is_validated(monkeypatch, capsys):
+    from tui_prof.loaders import cache
+
+    for good, value in (("0", 0), ("12345", 12345), (" 7 ", 7)):
+        monkeypatch.setenv("TUIPROF_CACHE_MAX_BYTES", good)
+        assert cache.max_bytes() == value
+    for bad in ("garbage", "-5", "1e9", "１２"):
+        monkeypatch.setenv("TUIPROF_CACHE_MAX_BYTES", bad)
+        assert cache.max_bytes() == cache.DEFAULT_MAX_BYTES
+    assert "is not a whole number of bytes" in capsys.readouterr().err
+
+
+def test_warnings_never_print_an_install_path(tmp_path):
+    script = "import numpy as np, sys\nfrom tui_prof import cli\nimport warnings\nwarnings.showwarning = cli._show_warning\nnp.log(np.zeros(1))\n"
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.stderr.strip() == "tuiprof: warning: RuntimeWarning: divide by zero encountered in log"
