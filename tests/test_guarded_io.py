@@ -420,3 +420,20 @@ def test_warnings_never_print_an_install_path(tmp_path):
     script = "import numpy as np, sys\nfrom tui_prof import cli\nimport warnings\nwarnings.showwarning = cli._show_warning\nnp.log(np.zeros(1))\n"
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.stderr.strip() == "tuiprof: warning: RuntimeWarning: divide by zero encountered in log"
+
+
+def test_sqlite_is_opened_only_through_the_sqlite_guard():
+    """rocpd, rocprof-compute databases and rocprof v1 results.db all open through
+    tui_prof/loaders/sqlguard.py (read-only, immutable, bounded); a module that calls
+    ``sqlite3.connect`` itself bypasses those bounds."""
+    allowed = PACKAGE / "loaders" / "sqlguard.py"
+    offenders = []
+    for path in _modules():
+        if path == allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect":
+                owner = node.func.value
+                if isinstance(owner, ast.Name) and owner.id == "sqlite3":
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == [], "open SQLite through tui_prof.loaders.sqlguard.connect: " + ", ".join(offenders)

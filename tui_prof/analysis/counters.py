@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, row_flags, row_strings
 from tui_prof.analysis.occupancy import arch_limits, occupancy
 from tui_prof.model import Agent, Run
 
@@ -623,16 +623,16 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
     table = run.metrics
     if not len(table):
         return []
-    frame = table[table["kernel"].astype(str) != ""]
+    frame = table[~row_flags(table["kernel"], lambda name: name == "")]
     values: dict[tuple[str, str, str], float] = {}
     units: dict[tuple[str, str], str] = {}
-    for kernel_name, metric, mid, stat, value, unit in zip(
-        frame["kernel"].astype(str),
-        frame["metric"].astype(str),
-        frame["metric_id"].astype(str),
-        frame["stat"].astype(str),
+    for kernel_name, metric, mid, stat, value, unit in zip(  # one str per distinct value, never one per row
+        row_strings(frame["kernel"]),
+        row_strings(frame["metric"]),
+        row_strings(frame["metric_id"]),
+        row_strings(frame["stat"]),
         frame["value"],
-        frame["unit"].astype(str),
+        row_strings(frame["unit"]),
         strict=True,
     ):
         key = (kernel_name, metric, stat)

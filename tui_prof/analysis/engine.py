@@ -25,7 +25,7 @@ from tui_prof.analysis.arrays import code_totals
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.hotspots import group_key, hotspot_records, hotspots, kernel_time_ns, process_order
-from tui_prof.analysis.names import CategoryRules
+from tui_prof.analysis.names import CategoryRules, row_flags
 from tui_prof.analysis.occupancy import kernel_occupancy
 from tui_prof.analysis.operators import kernel_categories_by_op, link_operators, module_key, operator_shapes, operator_time
 from tui_prof.analysis.parts import (
@@ -691,9 +691,8 @@ def peak_memory(allocations: pd.DataFrame) -> int | None:
     the last allocation at the same address. None when nothing is recorded."""
     if allocations.empty:
         return None
-    op = allocations["operation"].astype(str).str.upper().to_numpy()
-    is_alloc = np.char.find(op.astype(str), "ALLOC") >= 0
-    is_free = np.char.find(op.astype(str), "FREE") >= 0
+    is_alloc = row_flags(allocations["operation"], lambda op: "ALLOC" in op.upper())
+    is_free = row_flags(allocations["operation"], lambda op: "FREE" in op.upper())
     nbytes = allocations["bytes"].to_numpy().astype(np.int64)
     if not (is_alloc.any() and (nbytes > 0).any()):
         return None
