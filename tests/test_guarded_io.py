@@ -437,3 +437,50 @@ def test_sqlite_is_opened_only_through_the_sqlite_guard():
                 if isinstance(owner, ast.Name) and owner.id == "sqlite3":
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == [], "open SQLite through tui_prof.loaders.sqlguard.connect: " + ", ".join(offenders)
+
+
+def read_bypasses(source: str) -> list[str]:
+    """Reads of a file by name that skip ``loaders.base.open_regular``/``open_binary`` (a
+    FIFO would block, a gzip would not be bounded): the builtin ``open`` of a path,
+    ``gzip.open``, ``Path.read_text``/``read_bytes``, pandas/pyarrow readers given a name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func, args = node.func, node.args
+        if isinstance(func, ast.Name) and func.id == "open" and args:
+            first = args[0]
+            by_descriptor = isinstance(first, ast.Name) and "fd" in first.id
+            proc = isinstance(first, ast.Constant) and str(first.value).startswith("/proc/")
+            if not (by_descriptor or proc):
+                found.append(f"line {node.lineno}: open({ast.unparse(first)})")
+        elif isinstance(func, ast.Attribute):
+            owner = func.value.id if isinstance(func.value, ast.Name) else None
+            if (owner, func.attr) == ("gzip", "open") or (func.attr in ("read_text", "read_bytes") and owner not in ("base",) and not args):
+                found.append(f"line {node.lineno}: {ast.unparse(func)}()")
+            elif (
+                func.attr in ("read_csv", "read_json", "read_parquet", "read_feather")
+                and args
+                and not (isinstance(args[0], ast.Name) and args[0].id in ("fh", "source", "buffer"))
+            ) and not (isinstance(args[0], ast.Call) and getattr(args[0].func, "attr", "") in ("StringIO", "BytesIO", "BufferReader")):
+                found.append(f"line {node.lineno}: {ast.unparse(func)}({ast.unparse(args[0])[:40]})")
+    return found
+
+
+def test_every_input_is_read_through_the_bounded_regular_file_reader():
+    """The loaders and the analysis read run files only through ``open_regular`` (O_NONBLOCK,
+    fstat on the descriptor) and ``open_binary``/``read_text`` (gzip bounded)."""
+    allowed = {PACKAGE / "loaders" / "base.py"}
+    offenders = {}
+    for layer in ("loaders", "analysis", "export", "render"):
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            if path in allowed:
+                continue
+            hits = read_bypasses(path.read_text(encoding="utf-8"))
+            if hits:
+                offenders[str(path.relative_to(ROOT))] = hits
+    assert offenders == {}, "read run files through loaders.base.open_regular / open_binary: " + json.dumps(offenders, indent=1)
+    bad = 'open(p, "rb"); gzip.open(p); path.read_text(); pd.read_csv(path); pcsv.read_csv(str(path))'
+    assert len(read_bypasses(bad)) == 5
+    good = 'open(fd, "rb"); open("/proc/self/io", "rb"); pd.read_csv(fh); pd.read_csv(io.StringIO(t)); base.read_text(p)'
+    assert read_bypasses(good) == []

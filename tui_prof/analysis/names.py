@@ -34,6 +34,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tui_prof.loaders.base import open_regular
+
+RULES_MAX_BYTES = 4 << 20  # a category rules file (TOML/JSON) is a few KiB
+
 # Ordered (category, pattern): the first matching pattern wins. Patterns are matched
 # against the name without its parameter list (``rule_text``): an argument type such as
 # ``cudnn::reduced_divisor`` or ``cublasTransposeParams`` says nothing about the kernel.
@@ -134,7 +138,12 @@ def load_category_rules(path: str | Path) -> CategoryRules:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_regular(path) as fh:  # a regular file, checked on its descriptor (a FIFO never blocks)
+            text = fh.read(RULES_MAX_BYTES + 1).decode("utf-8")
+        if len(text) > RULES_MAX_BYTES:
+            raise ValueError(f"{path}: category rules file larger than {RULES_MAX_BYTES >> 20} MiB")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: category rules are not UTF-8 text") from None
     except OSError as err:
         raise ValueError(f"{path}: cannot read category rules: {err.strerror or err}") from None
     try:
