@@ -371,3 +371,30 @@ def test_overlapping_profiler_steps_are_reported():
     ranges = detect_steps(Run(meta=RunMeta(pid=1), markers=markers))
     assert ranges is not None and len(ranges) == 25
     assert "25 of 50 ProfilerStep ranges left out" in ranges.how
+
+
+def test_infinite_metric_values_reach_no_text_no_finding_and_no_json(tmp_path):
+    """Reproducer 10: a non-finite value showed as "hit rate -inf %", raised findings and
+    was written as ``Infinity`` in ``--json``."""
+    root = tmp_path / "run"
+    root.mkdir()
+    _db(
+        root,
+        COMPUTE_DB,
+        "rocprof_compute_x.db",
+        "UPDATE compute_kernel_metric_value SET value = 9e999",
+        "UPDATE compute_workload_metric_value SET value = -9e999",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "summary", str(root), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=TIME_CAP
+    )
+    assert proc.returncode == 0, proc.stderr
+    import re
+
+    assert not re.search(r"\b(inf|nan|infinity)\b|∞", proc.stdout.replace(str(root), "RUN"), re.IGNORECASE), proc.stdout
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "summary", str(root), "--no-cache", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=TIME_CAP
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert not [f for f in doc["findings"] if "inf" in json.dumps(f).lower().replace("info", "")]

@@ -636,12 +636,14 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
         strict=True,
     ):
         key = (kernel_name, metric, stat)
+        if not np.isfinite(value):  # an infinite value (a damaged database) is no measurement: no entry, no ridge, no finding
+            continue
         # The System Speed-of-Light panel (2.1.*) wins over the same name in a detail panel.
         if key not in values or mid.startswith("2.1."):
             values[key] = float(value)
             units[(kernel_name, metric)] = unit
     kernels = run.kernels
-    counts = kernels.groupby(kernels["name"].astype(str), sort=False).size() if len(kernels) else pd.Series(dtype=int)
+    counts = kernels.groupby(row_strings(kernels["name"]), sort=False).size() if len(kernels) else pd.Series(dtype=int)
     names = list(dict.fromkeys(k for k, _m, _s in values))
     names.sort(key=lambda n: -int(counts.get(n, 0)))
     points = run.meta.extra.get("roofline_points") or {}
@@ -654,7 +656,7 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
             if not m.rpc_name:
                 continue
             v = values.get((name, m.rpc_name, m.rpc_stat))
-            if v is None or v != v:
+            if v is None or not np.isfinite(v):  # NaN, or an infinite value of a damaged database: no entry, no finding
                 continue
             entry = _metric_entry(m, v, ctx, fam, name, min_waves, "rocprof-compute")
             peak = values.get((name, m.rpc_name, "Peak"))
@@ -792,7 +794,7 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
                 if m.key not in means.columns:
                     continue
                 v = means.at[name, m.key]
-                if v != v:  # NaN: inputs zero/absent for this kernel
+                if not np.isfinite(v):  # NaN: inputs zero/absent for this kernel; inf: a damaged counter (never a finding)
                     continue
                 metrics[m.key] = _metric_entry(m, v, ctx, fam, name, min_waves, "counters")
             kernel: dict[str, Any] = {"name": str(name), "dispatches": int(count[name]), "metrics": metrics, "origin": "hardware counters"}
