@@ -30,14 +30,14 @@ CHILD = textwrap.dedent(
     import json, os, sys, warnings
     warnings.simplefilter("ignore")
     from tui_prof.loaders import load_path
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.api import SummaryOptions, build_summary
     root = os.fsdecode(sys.argv[1].encode("utf-8", "surrogateescape"))
     rs = load_path(root, use_cache=sys.argv[2] == "cache")
     out = {"runs": len(rs.runs), "kernels": sum(len(r.kernels) for r in rs.runs),
            "issues": [[os.path.basename(i.path), i.message] for i in rs.issues if i.severity == "error"],
            "warnings": [w for r in rs.runs for w in r.warnings], "partial": any(r.partial for r in rs.runs)}
     if rs.runs and sys.argv[3] == "summary":
-        doc = build_summary(rs, logs=False)
+        doc = build_summary(rs, SummaryOptions(logs=False))
         out["hotspots"] = len(doc["hotspots"])
     print(json.dumps(out, ensure_ascii=True))
     """
@@ -277,7 +277,7 @@ LONG_NAME_CHILD = textwrap.dedent(
     import json, warnings
     warnings.simplefilter("ignore")
     import numpy as np, pandas as pd
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.api import SummaryOptions, build_summary
     from tui_prof.model import Run, RunMeta, RunSet, make_table
     from tui_prof.synth import SynthSpec, build
     synth = build(SynthSpec(iterations=300, kernels_per_iteration=10))
@@ -292,7 +292,7 @@ LONG_NAME_CHILD = textwrap.dedent(
         "operation": ops, "agent": np.zeros(n, np.int32), "bytes": np.full(n, 4096, np.int64), "address": np.repeat(np.arange(n // 2, dtype=np.int64), 2)})
     run = Run(meta=RunMeta(formats=["synthetic"], tool="synth", label="long/1", hostname="h" * 1000, pid=1),
               agents=synth.agents, kernels=kernels, api=synth.api, copies=synth.copies, allocations=allocations)
-    doc = build_summary(RunSet(root="long", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="long", runs=[run]), SummaryOptions(logs=False))
     print(json.dumps({"hotspots": len(doc["hotspots"]), "longest": max(len(h["name"]) for h in doc["hotspots"])}))
     """
 )
