@@ -1,0 +1,129 @@
+"""A read-only, sandboxed DuckDB connection over a :class:`~tui_prof.query.tables.Catalogue`.
+
+The connection is in memory and its configuration is locked at connect time
+(:data:`SANDBOX`): no file can be read or written and no network reached
+(``enable_external_access``: ``read_csv``, ``COPY ... TO``, ``ATTACH``, ``EXPORT``, URLs), no
+extension installed or loaded (``INSTALL``/``LOAD``, auto-install and auto-load off),
+no Python variable scanned by name (``python_enable_replacements``), no spilling to a
+temporary folder, and no ``SET`` can undo any of it (``lock_configuration``). The run's
+tables are Arrow tables registered as views, each only when a statement names it, so a
+query of ``kernels`` never runs the analysis. Trace strings are values in those tables:
+they are never spliced into SQL text.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from tui_prof.query.tables import ALIASES, Catalogue
+
+INSTALL_HINT = "pip install 'tuiprof[sql]'"
+
+SANDBOX: dict[str, Any] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+    "python_enable_replacements": False,
+    "temp_directory": "",
+    "lock_configuration": True,
+}
+
+
+class QueryError(Exception):
+    """A query DuckDB refused or could not run: one line, DuckDB's own words."""
+
+
+class QueryUnavailable(Exception):
+    """DuckDB is not installed (the ``sql`` extra)."""
+
+
+def duckdb_module():
+    """The ``duckdb`` module, or :class:`QueryUnavailable` with the one line to install it."""
+    try:
+        import duckdb
+    except ImportError:
+        raise QueryUnavailable(f"SQL queries need DuckDB, which is not installed: {INSTALL_HINT}") from None
+    return duckdb
+
+
+def first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+@dataclass
+class Result:
+    """A query's result: column names, DuckDB type names and the rows (Python values)."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple]
+
+
+class Session:
+    """One sandboxed DuckDB connection over ``catalogue``; :meth:`run` a statement (or several,
+    ``;``-separated: the last one's result), :meth:`interrupt` from another thread cancels it."""
+
+    def __init__(self, catalogue: Catalogue):
+        duckdb = duckdb_module()
+        self.catalogue = catalogue
+        self._duckdb = duckdb
+        self._con = duckdb.connect(":memory:", config=dict(SANDBOX))
+        self._known = set(catalogue.names())
+        self._registered: set[str] = set()
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def interrupt(self) -> None:
+        """Cancel the running query (safe from another thread or a signal handler)."""
+        self._con.interrupt()
+
+    def register(self, name: str) -> None:
+        """Make table ``name`` visible to queries (built on first use)."""
+        if name in self._registered:
+            return
+        target = ALIASES.get(name, name)
+        self._con.register(name, self.catalogue.arrow(target))
+        self._registered.add(name)
+
+    def _register_named(self, statement: str) -> None:
+        for name in self._con.get_table_names(statement):
+            lowered = name.lower()
+            if lowered in self._known:
+                self.register(lowered)
+
+    def run(self, sql: str) -> Result:
+        """Run ``sql``; :class:`QueryError` (one line) when DuckDB refuses it."""
+        Error = self._duckdb.Error
+        with self._lock:
+            try:
+                statements = self._duckdb.extract_statements(sql)
+                if not statements:
+                    raise QueryError("no SQL statement given")
+                cursor = None
+                for statement in statements:
+                    self._register_named(statement.query)
+                    cursor = self._con.execute(statement.query)
+                assert cursor is not None
+                description = cursor.description or []
+                rows = cursor.fetchall() if description else []
+            except Error as err:
+                raise QueryError(first_line(err)) from None
+            except KeyboardInterrupt:  # Ctrl-C while DuckDB ran: the query is cancelled, the session stays
+                self._con.interrupt()
+                raise
+        return Result([d[0] for d in description], [str(d[1]) for d in description], rows)
+
+    def describe(self, name: str) -> Result:
+        """Columns and types of table ``name`` (QueryError: not a table of this run)."""
+        lowered = name.lower()
+        if lowered not in self._known:
+            raise QueryError(f"no table named {name!r} (.tables lists them)")
+        self.register(lowered)
+        return self.run(f'DESCRIBE "{lowered}"')
