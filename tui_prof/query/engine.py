@@ -4,6 +4,8 @@ The connection is in memory and its configuration is locked at connect time
 (:data:`SANDBOX`): no file can be read or written and no network reached
 (``enable_external_access``: ``read_csv``, ``COPY ... TO``, ``ATTACH``, ``EXPORT``, URLs), no
 extension installed or loaded (``INSTALL``/``LOAD``, auto-install and auto-load off),
+and no ``ATTACH``, ``COPY``, ``EXPORT``, ``INSTALL`` or ``LOAD`` statement runs at all
+(:data:`REFUSED_STATEMENTS`),
 no Python variable scanned by name (``python_enable_replacements``), no spilling to a
 temporary folder, and no ``SET`` can undo any of it (``lock_configuration``). The run's
 tables are Arrow tables registered as views, each only when a statement names it, so a
@@ -31,6 +33,12 @@ SANDBOX: dict[str, Any] = {
     "temp_directory": "",
     "lock_configuration": True,
 }
+
+
+# Statement kinds refused before DuckDB sees them, whatever their target (an in-memory ATTACH
+# too): the sandbox's settings refuse their file and network forms already; this keeps the
+# rule simple to state. INSTALL is a LOAD statement.
+REFUSED_STATEMENTS = ("ATTACH", "DETACH", "COPY", "COPY_DATABASE", "EXPORT", "LOAD", "EXTENSION")
 
 
 class QueryError(Exception):
@@ -92,11 +100,23 @@ class Session:
         self._con.register(name, self.catalogue.arrow(target))
         self._registered.add(name)
 
+    def _named(self, statement: str) -> set[str]:
+        """The tables ``statement`` names: DuckDB's own answer, or, where it cannot bind the
+        statement without the tables (``JOIN ... USING`` binds its columns), every identifier
+        token of it (a column that shares a table's name registers that table too: harmless)."""
+        try:
+            return {name.lower() for name in self._con.get_table_names(statement)}
+        except self._duckdb.Error:
+            pass
+        tokens = self._duckdb.tokenize(statement)
+        identifier = self._duckdb.token_type.identifier
+        ends = [position for position, _ in tokens[1:]] + [len(statement)]
+        return {statement[start:end].strip().strip('"').lower() for (start, kind), end in zip(tokens, ends) if kind == identifier}
+
     def _register_named(self, statement: str) -> None:
-        for name in self._con.get_table_names(statement):
-            lowered = name.lower()
-            if lowered in self._known:
-                self.register(lowered)
+        for name in self._named(statement):
+            if name in self._known:
+                self.register(name)
 
     def run(self, sql: str) -> Result:
         """Run ``sql``; :class:`QueryError` (one line) when DuckDB refuses it."""
@@ -108,6 +128,9 @@ class Session:
                     raise QueryError("no SQL statement given")
                 cursor = None
                 for statement in statements:
+                    kind = getattr(statement.type, "name", str(statement.type))
+                    if kind in REFUSED_STATEMENTS:
+                        raise QueryError(f"refused: {kind.replace('_', ' ')} statements are not allowed (tuiprof sql is read-only and offline)")
                     self._register_named(statement.query)
                     cursor = self._con.execute(statement.query)
                 assert cursor is not None

@@ -76,7 +76,10 @@ def _records_frame(records: list[dict], columns: list[str] | None = None) -> pd.
 
 def _steps(cat: Catalogue) -> pd.DataFrame:
     part = cat.analysis().doc["steps"]
-    rows = [{"step": i, "process": part.get("process"), **r} for i, r in enumerate(part.get("steps") or [])]
+    labels = [r.label for r in cat.inputs()]
+    label = part.get("process")
+    process = labels.index(label) if isinstance(label, str) and label in labels else None
+    rows = [{"step": i, "process": process, **r} for i, r in enumerate(part.get("steps") or [])]
     frame = _records_frame(rows) if rows else pd.DataFrame({"step": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="str")})
     warmup = int(part.get("warmup_steps") or 0)
     frame["warmup"] = pd.Series(frame["step"].to_numpy(dtype=np.int64) < warmup, dtype="bool")
@@ -84,8 +87,8 @@ def _steps(cat: Catalogue) -> pd.DataFrame:
 
 
 def _ranks(cat: Catalogue) -> pd.DataFrame:
-    rows = cat.analysis().doc["ranks"]
-    return _records_frame([dict(r) for r in rows]) if rows else pd.DataFrame({"rank": pd.Series([], dtype="int64")})
+    rows = cat.analysis().doc["ranks"]  # one per process, in run order
+    return _records_frame([{"process": i, **r} for i, r in enumerate(rows)]) if rows else pd.DataFrame({"process": pd.Series([], dtype="int64")})
 
 
 def _operators(cat: Catalogue) -> pd.DataFrame:
