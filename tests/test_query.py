@@ -312,3 +312,19 @@ def test_worked_query_runs_and_answers(number):
     for row in result.rows:
         for value in row:
             assert not (isinstance(value, float) and math.isnan(value))
+
+
+def test_ctrl_c_cancels_the_query_not_the_session():
+    """Ctrl-C (KeyboardInterrupt in the waiting thread) interrupts DuckDB; the session goes on."""
+    import _thread
+    import threading
+
+    from tui_prof.query.repl import Cancelled, run_cancellable
+
+    _, _, session = loaded(H100)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(Cancelled):
+        run_cancellable(session, lambda: session.run("SELECT count(*) FROM range(1000000000000) a, range(1000) b WHERE a.range % 7 = b.range"))
+    timer.join()
+    assert one(session, "SELECT count(*) FROM kernels") == (60,)

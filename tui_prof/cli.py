@@ -421,6 +421,11 @@ def cmd_sql(args: argparse.Namespace) -> int:
         from tui_prof.query.repl import repl
 
         return repl(session)
+    if args.query.lstrip().startswith("."):  # a prompt command: .tables, .schema NAME
+        from tui_prof.query.repl import command
+
+        command(session, args.query, sys.stdout)
+        return EXIT_OK
     try:
         result = session.run(args.query)
     except QueryError as err:
@@ -457,7 +462,7 @@ def _add_query_commands(sub) -> None:
     """The ``sql`` and ``mcp`` subcommands (issue 38)."""
     sql = sub.add_parser("sql", help="query a run's tables with SQL (DuckDB; no query: an interactive prompt; see docs/sql.md)")
     sql.add_argument("path", type=parse_path, help="run directory or profiler output file")
-    sql.add_argument("query", nargs="?", default=None, help="one SQL statement (omit it for the interactive prompt)")
+    sql.add_argument("query", nargs="?", default=None, help="an SQL statement, or .tables / .schema NAME (omit it for the interactive prompt)")
     qfmt = sql.add_mutually_exclusive_group()
     qfmt.add_argument("--csv", action="store_true", help="CSV with a header row")
     qfmt.add_argument("--json", action="store_true", help="a JSON list of row objects (strict JSON: NaN and infinities as null)")

@@ -149,4 +149,4 @@ class Session:
         if lowered not in self._known:
             raise QueryError(f"no table named {name!r} (.tables lists them)")
         self.register(lowered)
-        return self.run(f'DESCRIBE "{lowered}"')
+        return self.run(f'SELECT column_name AS column, column_type AS type FROM (DESCRIBE "{lowered}")')

@@ -63,7 +63,7 @@ def _tables(session: Session) -> str:
     return "\n".join(f"{t.name.ljust(width)}  {t.kind:<8}  {t.doc}" for t in infos) + "\n"
 
 
-def _command(session: Session, line: str, out: TextIO) -> bool:
+def command(session: Session, line: str, out: TextIO) -> bool:
     """Run dot-command ``line``; False when it asks to quit."""
     word, _, rest = line.strip().partition(" ")
     if word in (".quit", ".exit", ".q"):
@@ -120,7 +120,7 @@ def repl(session: Session, stdin: TextIO | None = None, out: TextIO | None = Non
             buffer = []
             continue
         if not buffer and line.strip().startswith("."):
-            if not _command(session, line, out):
+            if not command(session, line, out):
                 break
             continue
         if line.strip():
