@@ -251,13 +251,25 @@ def test_cli_formats(capsys):
     expected = session.run(query).rows
     assert main(["sql", str(H100), query, "--json"]) == 0
     assert [(r["name"], r["n"]) for r in json.loads(capsys.readouterr().out)] == expected
-    assert main(["sql", str(H100), query, "--csv"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "name,n" and len(lines) == 4
+    import csv
+
+    assert main(["sql", str(H100), query, "--csv"]) == 0  # a pipe: pyarrow's writer
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows == [["name", "n"]] + [[name, str(n)] for name, n in expected]
+    assert main(["sql", str(H100), "SELECT [1, 2] AS l, {'k': 'v'} AS s, NULL AS z", "--csv"]) == 0  # nested: the Python writer
+    assert list(csv.reader(io.StringIO(capsys.readouterr().out))) == [["l", "s", "z"], ["[1, 2]", '{"k": "v"}', ""]]
     assert main(["sql", str(H100), query, "--md"]) == 0
     assert capsys.readouterr().out.startswith("| name | n |\n|---|---:|")
     assert main(["sql", str(H100), query]) == 0
     assert capsys.readouterr().out.rstrip().endswith("(3 rows)")
+
+
+def test_text_table_shows_the_first_rows_and_counts_all():
+    _, _, session = loaded(H100)
+    with session.stream("SELECT name FROM kernels", batch_rows=7) as stream:
+        text = output.to_text(*output.text_result(stream, limit=5))
+    assert text.rstrip().endswith("(60 rows; the first 5 shown: use LIMIT, --csv or --json)")
+    assert len(text.splitlines()) == 2 + 5 + 1
 
 
 def test_cli_bad_sql_is_one_line_and_exit_2(capsys):

@@ -427,18 +427,24 @@ def cmd_sql(args: argparse.Namespace) -> int:
         command(session, args.query, sys.stdout)
         return EXIT_OK
     try:
-        result = session.run(args.query)
+        if args.csv and not sys.stdout.isatty():  # pyarrow writes the CSV, batch by batch
+            with session.arrow_stream(args.query) as reader:
+                sys.stdout.flush()
+                output.write_csv_arrow(reader, sys.stdout.buffer)
+            return EXIT_OK
+        with session.stream(args.query) as result:  # CSV and JSON stream; the text table and Markdown hold their rows
+            if args.json:
+                output.write_json(result, sys.stdout)
+            elif args.csv:
+                output.write_csv(result, sys.stdout, terminal=sys.stdout.isatty())
+            elif args.md:
+                sys.stdout.write(output.to_markdown(output.text_result(result, limit=INT64_MAX)[0]))
+            else:
+                sys.stdout.write(output.to_text(*output.text_result(result)))
     except QueryError as err:
+        sys.stdout.flush()
         _say(err)
         return EXIT_USAGE
-    if args.json:
-        sys.stdout.write(output.to_json(result))
-    elif args.csv:
-        sys.stdout.write(output.to_csv(result, terminal=sys.stdout.isatty()))
-    elif args.md:
-        sys.stdout.write(output.to_markdown(result))
-    else:
-        sys.stdout.write(output.to_text(result))
     return EXIT_OK
 
 

@@ -16,12 +16,15 @@ they are never spliced into SQL text.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from tui_prof.query.tables import ALIASES, Catalogue
 
 INSTALL_HINT = "pip install 'tuiprof[sql]'"
+BATCH_ROWS = 10_000  # rows fetched at a time when a result is streamed (CSV, JSON)
 
 SANDBOX: dict[str, Any] = {
     "enable_external_access": False,
@@ -72,6 +75,16 @@ class Result:
     rows: list[tuple]
 
 
+@dataclass
+class Stream:
+    """A query's result as it is fetched: column names, DuckDB type names and the rows in
+    batches (a result of millions of rows is never held whole)."""
+
+    columns: list[str]
+    types: list[str]
+    batches: Iterator[list[tuple]]
+
+
 class Session:
     """One sandboxed DuckDB connection over ``catalogue``; :meth:`run` a statement (or several,
     ``;``-separated: the last one's result), :meth:`interrupt` from another thread cancels it."""
@@ -81,7 +94,7 @@ class Session:
         self.catalogue = catalogue
         self._duckdb = duckdb
         self._con = duckdb.connect(":memory:", config=dict(SANDBOX))
-        self._known = set(catalogue.names())
+        self._known = {name.lower(): name for name in catalogue.names()}
         self._registered: set[str] = set()
         self._lock = threading.Lock()
 
@@ -93,7 +106,8 @@ class Session:
         self._con.interrupt()
 
     def register(self, name: str) -> None:
-        """Make table ``name`` visible to queries (built on first use)."""
+        """Make table ``name`` (a catalogue name, any case) visible to queries (built on first use)."""
+        name = self._known.get(name.lower(), name)
         if name in self._registered:
             return
         target = ALIASES.get(name, name)
@@ -118,35 +132,82 @@ class Session:
             if name in self._known:
                 self.register(name)
 
-    def run(self, sql: str) -> Result:
-        """Run ``sql``; :class:`QueryError` (one line) when DuckDB refuses it."""
+    def _execute(self, sql: str, relation: bool = False):
+        """The cursor of the last statement of ``sql`` (each refused kind checked, each named
+        table registered, before it runs); ``relation``: the last statement as a DuckDB
+        relation instead (None when it returns no rows), whose Arrow reader streams without
+        a copy of the whole result. Called with the lock held."""
+        statements = self._duckdb.extract_statements(sql)
+        if not statements:
+            raise QueryError("no SQL statement given")
+        cursor = None
+        for number, statement in enumerate(statements, 1):
+            kind = getattr(statement.type, "name", str(statement.type))
+            if kind in REFUSED_STATEMENTS:
+                raise QueryError(f"refused: {kind.replace('_', ' ')} statements are not allowed (tuiprof sql is read-only and offline)")
+            self._register_named(statement.query)
+            last = number == len(statements)
+            cursor = self._con.sql(statement.query) if relation and last else self._con.execute(statement.query)
+        return cursor
+
+    @contextmanager
+    def stream(self, sql: str, batch_rows: int = BATCH_ROWS) -> Iterator[Stream]:
+        """Run ``sql`` and give its rows in batches while the block runs; :class:`QueryError`
+        (one line) when DuckDB refuses it or fails while fetching."""
         Error = self._duckdb.Error
         with self._lock:
             try:
-                statements = self._duckdb.extract_statements(sql)
-                if not statements:
-                    raise QueryError("no SQL statement given")
-                cursor = None
-                for statement in statements:
-                    kind = getattr(statement.type, "name", str(statement.type))
-                    if kind in REFUSED_STATEMENTS:
-                        raise QueryError(f"refused: {kind.replace('_', ' ')} statements are not allowed (tuiprof sql is read-only and offline)")
-                    self._register_named(statement.query)
-                    cursor = self._con.execute(statement.query)
-                assert cursor is not None
-                description = cursor.description or []
-                rows = cursor.fetchall() if description else []
+                cursor = self._execute(sql)
             except Error as err:
                 raise QueryError(first_line(err)) from None
             except KeyboardInterrupt:  # Ctrl-C while DuckDB ran: the query is cancelled, the session stays
                 self._con.interrupt()
                 raise
-        return Result([d[0] for d in description], [str(d[1]) for d in description], rows)
+            description = cursor.description or []
+
+            def batches() -> Iterator[list[tuple]]:
+                while description:
+                    try:
+                        rows = cursor.fetchmany(batch_rows)
+                    except Error as err:
+                        raise QueryError(first_line(err)) from None
+                    if not rows:
+                        return
+                    yield rows
+
+            yield Stream([d[0] for d in description], [str(d[1]) for d in description], batches())
+
+    @contextmanager
+    def arrow_stream(self, sql: str, batch_rows: int = 100_000) -> Iterator[Any]:
+        """Run ``sql`` and give its result as a ``pyarrow.RecordBatchReader`` while the block
+        runs (the fast path of ``--csv``); :class:`QueryError` as :meth:`stream`."""
+        import pyarrow as pa
+
+        Error = self._duckdb.Error
+        with self._lock:
+            try:
+                relation = self._execute(sql, relation=True)
+                reader = relation.to_arrow_reader(batch_rows) if relation is not None else pa.RecordBatchReader.from_batches(pa.schema([]), [])
+            except Error as err:
+                raise QueryError(first_line(err)) from None
+            except KeyboardInterrupt:
+                self._con.interrupt()
+                raise
+            try:
+                yield reader
+            except Error as err:
+                raise QueryError(first_line(err)) from None
+
+    def run(self, sql: str) -> Result:
+        """Run ``sql`` and fetch its whole result; :class:`QueryError` (one line) when DuckDB refuses it."""
+        with self.stream(sql) as result:
+            rows = [row for batch in result.batches for row in batch]
+            return Result(result.columns, result.types, rows)
 
     def describe(self, name: str) -> Result:
         """Columns and types of table ``name`` (QueryError: not a table of this run)."""
-        lowered = name.lower()
-        if lowered not in self._known:
+        if name.lower() not in self._known:
             raise QueryError(f"no table named {name!r} (.tables lists them)")
-        self.register(lowered)
-        return self.run(f'SELECT column_name AS column, column_type AS type FROM (DESCRIBE "{lowered}")')
+        known = self._known[name.lower()]
+        self.register(known)
+        return self.run(f'SELECT column_name AS column, column_type AS type FROM (DESCRIBE "{known}")')

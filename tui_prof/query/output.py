@@ -17,13 +17,14 @@ import io
 import json
 import math
 import uuid
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
-from tui_prof.query.engine import Result
+from tui_prof.query.engine import Result, Stream
 from tui_prof.render.fmt import shorten
 from tui_prof.render.safe import md_text, safe_text
 
 CELL_WIDTH = 100  # the text table cuts a longer cell (CSV, JSON and Markdown keep it whole)
+TEXT_ROWS = 10_000  # rows the text table shows at most (it aligns columns, so it holds them); CSV and JSON stream every row
 NULL = "NULL"
 
 
@@ -72,8 +73,38 @@ def rows_json(result: Result) -> list[dict[str, Any]]:
     return [{name: json_value(value) for name, value in zip(names, row)} for row in result.rows]
 
 
+def _whole(result: Result) -> Stream:
+    return Stream(result.columns, result.types, iter([result.rows]))
+
+
+def write_json(stream: Stream, out: TextIO) -> None:
+    """A JSON list of row objects, written batch by batch (strict JSON: ``allow_nan=False``,
+    ASCII only, so no control character reaches a terminal)."""
+    names = unique_columns(stream.columns)
+    first = True
+    out.write("[")
+    for batch in stream.batches:
+        for row in batch:
+            out.write("\n  " if first else ",\n  ")
+            out.write(json.dumps({name: json_value(value) for name, value in zip(names, row)}, allow_nan=False))
+            first = False
+    out.write("\n]\n" if not first else "]\n")
+
+
 def to_json(result: Result) -> str:
-    return json.dumps(rows_json(result), indent=2, allow_nan=False) + "\n"
+    buffer = io.StringIO()
+    write_json(_whole(result), buffer)
+    return buffer.getvalue()
+
+
+def text_result(stream: Stream, limit: int = TEXT_ROWS) -> tuple[Result, int]:
+    """The first ``limit`` rows of ``stream`` for the text table, and the number of rows in all."""
+    rows: list[tuple] = []
+    total = 0
+    for batch in stream.batches:
+        total += len(batch)
+        rows.extend(batch[: max(0, limit - len(rows))])
+    return Result(stream.columns, stream.types, rows), total
 
 
 def _cell(value: Any) -> str:
@@ -94,9 +125,9 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
-def to_text(result: Result) -> str:
+def to_text(result: Result, total: int | None = None) -> str:
     """An aligned text table (numbers right-aligned), every cell sanitised, long cells cut;
-    the row count below it."""
+    the row count below it (``total``: the result's rows when ``result`` holds only the first)."""
     if not result.columns:
         return "OK\n"
     header = [shorten(safe_text(c), CELL_WIDTH) for c in result.columns]
@@ -109,18 +140,55 @@ def to_text(result: Result) -> str:
 
     out = [line(header), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in body]
-    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")
+    count = len(result.rows) if total is None else total
+    shown = f"; the first {len(result.rows)} shown: use LIMIT, --csv or --json" if count > len(result.rows) else ""
+    out.append(f"({count} row{'s' if count != 1 else ''}{shown})")
     return "\n".join(out) + "\n"
 
 
+def _csv_value(value: Any) -> Any:
+    """A value for the CSV writer: numbers exact (``repr``), NULL empty, lists and structs as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(json_value(value), ensure_ascii=False)
+    return value
+
+
+def write_csv(stream: Stream, out: TextIO, terminal: bool = False) -> None:
+    """RFC 4180 CSV with a header row, written batch by batch; NULL as an empty field, floats
+    as Python writes them (exact). ``terminal``: strings shown through ``safe_text``."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([safe_text(c) if terminal else c for c in stream.columns])
+    for batch in stream.batches:
+        if terminal:
+            writer.writerows([safe_text(v) if isinstance(v, str) else _csv_value(v) for v in row] for row in batch)
+        else:
+            writer.writerows([v if isinstance(v, (int, str, float)) else _csv_value(v) for v in row] for row in batch)
+
+
+def write_csv_arrow(reader: Any, out: BinaryIO) -> None:
+    """CSV of an Arrow record-batch stream, written by pyarrow (exact values, strings
+    quoted); a result holding lists or structs, which pyarrow cannot write as CSV, goes
+    through :func:`write_csv` instead."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    schema = reader.schema
+    if any(pa.types.is_nested(field.type) for field in schema):
+        batches = (list(zip(*(column.to_pylist() for column in batch.columns))) for batch in reader)
+        text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
+        write_csv(Stream(schema.names, [str(f.type) for f in schema], batches), text)
+        text.detach()
+        return
+    with pcsv.CSVWriter(out, schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+
+
 def to_csv(result: Result, terminal: bool = False) -> str:
-    """RFC 4180 CSV with a header row; NULL as an empty field."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    show = safe_text if terminal else str
-    writer.writerow([show(c) for c in result.columns])
-    for row in result.rows:
-        writer.writerow(["" if v is None else show(_cell(v)) for v in row])
+    write_csv(_whole(result), buffer, terminal)
     return buffer.getvalue()
 
 
