@@ -75,14 +75,18 @@ def _records_frame(records: list[dict], columns: list[str] | None = None) -> pd.
 
 
 def _steps(cat: Catalogue) -> pd.DataFrame:
+    """The summary's steps; ``process`` is the row of ``processes`` (for steps combined over
+    several processes, the process each step row comes from)."""
     part = cat.analysis().doc["steps"]
     labels = [r.label for r in cat.inputs()]
-    label = part.get("process")
-    process = labels.index(label) if isinstance(label, str) and label in labels else None
-    rows = [{"step": i, "process": process, **r} for i, r in enumerate(part.get("steps") or [])]
+    rows = []
+    for i, record in enumerate(part.get("steps") or []):
+        label = record.get("process", part.get("process"))
+        rows.append({"step": i, **record, "process": labels.index(label) if isinstance(label, str) and label in labels else None})
     frame = _records_frame(rows) if rows else pd.DataFrame({"step": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="str")})
-    warmup = int(part.get("warmup_steps") or 0)
-    frame["warmup"] = pd.Series(frame["step"].to_numpy(dtype=np.int64) < warmup, dtype="bool")
+    if "warmup" not in frame:
+        warmup = int(part.get("warmup_steps") or 0)
+        frame["warmup"] = pd.Series(frame["step"].to_numpy(dtype=np.int64) < warmup, dtype="bool")
     return frame
 
 
