@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,25 +78,65 @@ def resolve_run(run: str, roots: Sequence[Path]) -> Path:
     return real
 
 
+def _signature(path: Path) -> tuple:
+    """What identifies the files of a run as they are now: every file's name, size and
+    modification time (a changed run is loaded again)."""
+    if path.is_file():
+        info = path.stat()
+        return ((path.name, info.st_size, info.st_mtime_ns),)
+    entries = []
+    for dirpath, _dirnames, filenames in os.walk(path, followlinks=False):
+        for name in filenames:
+            try:
+                info = (Path(dirpath) / name).stat()
+            except OSError:
+                continue
+            entries.append((os.path.relpath(os.path.join(dirpath, name), path), info.st_size, info.st_mtime_ns))
+    return tuple(sorted(entries))
+
+
+KEPT_RUNS = 4  # runs whose tables and analysis the server keeps between calls (most recent first)
+
+
 @dataclass
 class Context:
     roots: list[Path]
     use_cache: bool = True
+    kept: list[tuple[Path, tuple, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the SDK runs tool calls in worker threads
 
-    def load(self, run: str):
+    def catalogue(self, run: str):
+        """The :class:`~tui_prof.query.tables.Catalogue` of ``run`` (its run set, Arrow tables and
+        analysis, each computed once): kept for the next calls while the run's files are unchanged."""
+
+        path = resolve_run(run, self.roots)
+        with self.lock:
+            return self._catalogue(run, path)
+
+    def _catalogue(self, run: str, path: Path):
         from tui_prof.loaders import load_path
+        from tui_prof.query.tables import Catalogue
 
-        runset = load_path(str(resolve_run(run, self.roots)), use_cache=self.use_cache)
+        signature = _signature(path)
+        for i, (kept_path, kept_signature, catalogue) in enumerate(self.kept):
+            if kept_path == path and kept_signature == signature:
+                self.kept.insert(0, self.kept.pop(i))
+                return catalogue
+        runset = load_path(str(path), use_cache=self.use_cache)
         if not runset.runs:
             reasons = "; ".join(str(i) for i in runset.errors[:3])
             raise Refused(f"nothing could be loaded from {run!r}" + (f": {reasons}" if reasons else ""))
-        return runset
+        catalogue = Catalogue(runset)
+        self.kept = [(path, signature, catalogue)] + [k for k in self.kept if k[0] != path][: KEPT_RUNS - 1]
+        return catalogue
+
+    def load(self, run: str):
+        return self.catalogue(run).runset
 
 
 def _summary_doc(ctx: Context, run: str) -> dict:
-    from tui_prof.analysis.summary import build_summary
-
-    return dict(build_summary(ctx.load(run)))  # the defaults of ``tuiprof summary``
+    # the analysis of the catalogue: build_summary with the defaults of ``tuiprof summary``
+    return dict(ctx.catalogue(run).analysis().doc)
 
 
 def tool_summary(ctx: Context, run: str) -> tuple[str, Any]:
@@ -120,9 +161,8 @@ def tool_diff(ctx: Context, a: str, b: str) -> tuple[str, Any]:
 def tool_sql(ctx: Context, run: str, query: str) -> tuple[str, Any]:
     from tui_prof.query.engine import QueryError, Session
     from tui_prof.query.output import rows_json
-    from tui_prof.query.tables import Catalogue
 
-    session = Session(Catalogue(ctx.load(run)))
+    session = Session(ctx.catalogue(run))
     try:
         result = session.run(query)
     except QueryError as err:
