@@ -128,3 +128,15 @@ def test_mcp_without_the_sdk_says_so(capsys, monkeypatch, tmp_path):
 def test_mcp_allow_must_be_a_directory(capsys, tmp_path):
     assert main(["mcp", "--allow", str(tmp_path / "nope")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_server_keeps_a_run_until_its_files_change(allowed):
+    from tui_prof.mcp_server import Context
+
+    ctx = Context(allowed_roots([str(allowed)]))
+    first = ctx.catalogue("a.json.gz")
+    assert ctx.catalogue(str(allowed / "a.json.gz")) is first
+    info = (allowed / "a.json.gz").stat()
+    os.utime(allowed / "a.json.gz", ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+    again = ctx.catalogue("a.json.gz")
+    assert again is not first and len(again.runset.runs[0].kernels) == len(first.runset.runs[0].kernels)
