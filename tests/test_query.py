@@ -340,3 +340,17 @@ def test_ctrl_c_cancels_the_query_not_the_session():
         run_cancellable(session, lambda: session.run("SELECT count(*) FROM range(1000000000000) a, range(1000) b WHERE a.range % 7 = b.range"))
     timer.join()
     assert one(session, "SELECT count(*) FROM kernels") == (60,)
+
+
+@pytest.mark.parametrize(
+    "sample", ["rocprofv3_csv/rocprofv3-docs-rocm7", "rocprof_compute/analysis_db", "pftrace", "rocprofv3_summary", "legacy_rocprof"], ids=str
+)
+def test_every_table_of_every_format_is_queryable(sample):
+    """Each format's tables reach DuckDB (several processes with other int widths, profiler
+    statistics, rocprof-compute metrics, counter series), row counts as the model has them."""
+    runset = load_path(str(DATA / sample))
+    session = Session(Catalogue(runset))
+    for info in session.catalogue.tables():
+        (count,) = one(session, f'SELECT count(*) FROM "{info.name}"')
+        if info.kind == "model" and info.name in ("kernels", "api", "copies", "markers", "counters", "series", "metrics"):
+            assert count == sum(len(run.table(info.name)) for run in runset.runs), info.name
