@@ -140,3 +140,33 @@ def test_server_keeps_a_run_until_its_files_change(allowed):
     os.utime(allowed / "a.json.gz", ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
     again = ctx.catalogue("a.json.gz")
     assert again is not first and len(again.runset.runs[0].kernels) == len(first.runset.runs[0].kernels)
+
+
+def fake_check(run, strict: bool = False, limit: int = 3) -> dict:
+    """A stand-in for a command's JSON function (``check``): the tool registers it by one line."""
+    return {"schema": "tuiprof.fake/1", "processes": len(run.runs), "strict": strict, "limit": limit}
+
+
+def test_optional_tool_is_one_line_and_only_when_its_function_exists(allowed, monkeypatch):
+    from tui_prof import mcp_server
+
+    monkeypatch.setattr(
+        mcp_server,
+        "OPTIONAL_TOOLS",
+        [
+            ("check", "test_mcp:fake_check", "tuiprof.fake/1 document", "Check a run. run: a run inside an allowed directory."),
+            ("whatif", "tui_prof.no_such_module:whatif", "x", "never registered"),
+        ],
+    )
+    specs = {s.name: s for s in mcp_server.tool_specs()}
+    assert set(specs) == BASE_TOOLS | {"check"}
+    ctx = mcp_server.Context(allowed_roots([str(allowed)]))
+    label, body = mcp_server.call(specs["check"], ctx, run="a.json.gz", strict=True)
+    assert "tuiprof.fake/1 document" in label and json.loads(body) == {"schema": "tuiprof.fake/1", "processes": 1, "strict": True, "limit": 3}
+    with pytest.raises(Refused):
+        mcp_server.call(specs["check"], ctx, run="/etc")
+    server = mcp_server.build_server([allowed])
+    tools = {t.name: t for t in anyio.run(server.list_tools)}
+    schema = tools["check"].input_schema if hasattr(tools["check"], "input_schema") else tools["check"].inputSchema
+    assert schema["properties"]["run"]["type"] == "string" and schema["properties"]["strict"]["type"] == "boolean"
+    assert schema["required"] == ["run"]

@@ -202,19 +202,50 @@ TOOLS: list[ToolSpec] = [
 ]
 
 
-def _optional(name: str, module: str, attr: str, description: str) -> ToolSpec | None:
-    """A tool whose function lives in a module another command provides (``check``,
-    ``whatif``): registered only when that module and function exist."""
+RUN_PARAMETERS = ("run", "a", "b")  # parameters of a command's function that take a run set (the tool takes its path)
+
+
+def adapt(function: Callable[..., Any], what: str) -> Callable[..., tuple[str, Any]]:
+    """A tool function from a command's JSON function ``function(runset, ..., **options) -> data``:
+    its parameters named ``run``, ``a`` or ``b`` take a run path (loaded inside ``--allow``),
+    the others are passed through as the assistant gave them; ``what`` names the JSON for the
+    untrusted-data label. The tool's parameters are the function's (the SDK reads them)."""
+    import functools
+    import inspect
+
+    try:
+        signature = inspect.signature(function, eval_str=True)
+    except Exception:  # an annotation that cannot be resolved here: taken as text
+        signature = inspect.signature(function)
+        signature = signature.replace(parameters=[p.replace(annotation=str) for p in signature.parameters.values()])
+
+    @functools.wraps(function)
+    def tool(ctx: Context, **kwargs: Any) -> tuple[str, Any]:
+        loaded = {k: ctx.load(v) if k in RUN_PARAMETERS else v for k, v in kwargs.items()}
+        return what, function(**loaded)
+
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    params = [p.replace(annotation=str) if p.name in RUN_PARAMETERS else p for p in signature.parameters.values()]
+    tool.__signature__ = signature.replace(parameters=[ctx_param, *params])  # type: ignore[attr-defined]
+    return tool
+
+
+def _optional(name: str, target: str, what: str, description: str) -> ToolSpec | None:
+    """The tool of a command built beside this one (``check``, ``whatif``), registered only
+    when its function exists: ``target`` is ``module:function`` (see :func:`adapt`)."""
     import importlib
 
+    module, _, attr = target.partition(":")
     try:
         function = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError):
         return None
-    return ToolSpec(name, description, function)
+    return ToolSpec(name, description, adapt(function, what))
 
 
-# Commands built beside this one: one line each, (tool name, module, function(ctx, ...) -> (what, data), description).
+# Commands built beside this one, one line each: (tool name, "module:function" returning the
+# command's JSON from a run set and its options, what the JSON is, the tool's description).
+# e.g. ("check", "tui_prof.analysis.check:check_document", "tuiprof.check/1 document", "Check a run ... run: ...")
 OPTIONAL_TOOLS: list[tuple[str, str, str, str]] = []
 
 
@@ -257,7 +288,13 @@ def _bind(server: Any, spec: ToolSpec, ctx: Context) -> None:
     import inspect
 
     signature = inspect.signature(spec.function)
-    params = [p for p in signature.parameters.values() if p.name != "ctx"]
+    # annotations as objects (this module's own are text under ``from __future__ import annotations``)
+    params = [
+        p.replace(annotation=p.annotation if p.annotation is not inspect.Parameter.empty and not isinstance(p.annotation, str) else str)
+        for p in signature.parameters.values()
+        if p.name != "ctx"
+    ]
+    annotations = {p.name: p.annotation for p in params}
     failure = _tool_error()
 
     def handler(**kwargs: Any) -> list[str]:
@@ -271,7 +308,7 @@ def _bind(server: Any, spec: ToolSpec, ctx: Context) -> None:
     handler.__name__ = spec.name
     handler.__doc__ = spec.description
     handler.__signature__ = signature.replace(parameters=params, return_annotation=list[str])  # type: ignore[attr-defined]
-    handler.__annotations__ = {p.name: str for p in params} | {"return": list[str]}
+    handler.__annotations__ = annotations | {"return": list[str]}
     server.add_tool(handler, name=spec.name, description=spec.description, structured_output=False)
 
 
