@@ -170,3 +170,15 @@ def test_optional_tool_is_one_line_and_only_when_its_function_exists(allowed, mo
     schema = tools["check"].input_schema if hasattr(tools["check"], "input_schema") else tools["check"].inputSchema
     assert schema["properties"]["run"]["type"] == "string" and schema["properties"]["strict"]["type"] == "boolean"
     assert schema["required"] == ["run"]
+
+
+def test_sql_tool_returns_at_most_the_limit_and_says_so(allowed, monkeypatch):
+    from tui_prof import mcp_server
+
+    monkeypatch.setattr(mcp_server, "SQL_ROW_LIMIT", 7)
+    ctx = mcp_server.Context(allowed_roots([str(allowed)]))
+    spec = next(s for s in mcp_server.tool_specs() if s.name == "sql")
+    label, body = mcp_server.call(spec, ctx, run="a.json.gz", query="SELECT start FROM kernels ORDER BY start")
+    rows = json.loads(body)
+    assert len(rows) == 7 and "only the first 7 of 60 rows" in label
+    assert [r["start"] for r in rows] == sorted(r["start"] for r in rows)

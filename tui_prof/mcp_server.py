@@ -160,21 +160,20 @@ def tool_diff(ctx: Context, a: str, b: str) -> tuple[str, Any]:
 
 def tool_sql(ctx: Context, run: str, query: str) -> tuple[str, Any]:
     from tui_prof.query.engine import QueryError, Session
-    from tui_prof.query.output import rows_json
+    from tui_prof.query.output import rows_json, text_result
 
     session = Session(ctx.catalogue(run))
     try:
-        result = session.run(query)
+        with session.stream(query) as stream:  # the first rows kept, the rest counted
+            result, total = text_result(stream, limit=SQL_ROW_LIMIT)
     except QueryError as err:
         raise Refused(str(err)) from None
     finally:
         session.close()
-    rows = rows_json(result)
     what = "result rows (as `tuiprof sql RUN QUERY --json` prints them)"
-    if len(rows) > SQL_ROW_LIMIT:
-        what += f"; only the first {SQL_ROW_LIMIT} of {len(rows)} rows are returned: aggregate or add LIMIT"
-        rows = rows[:SQL_ROW_LIMIT]
-    return what, rows
+    if total > len(result.rows):
+        what += f"; only the first {len(result.rows)} of {total} rows are returned: aggregate or add LIMIT"
+    return what, rows_json(result)
 
 
 @dataclass(frozen=True)
