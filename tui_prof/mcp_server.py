@@ -136,7 +136,7 @@ class Context:
 
 def _summary_doc(ctx: Context, run: str) -> dict:
     # the analysis of the catalogue: build_summary with the defaults of ``tuiprof summary``
-    return dict(ctx.catalogue(run).analysis().doc)
+    return dict(ctx.catalogue(run).analysis().summary)
 
 
 def tool_summary(ctx: Context, run: str) -> tuple[str, Any]:
@@ -148,10 +148,10 @@ def tool_findings(ctx: Context, run: str) -> tuple[str, Any]:
 
 
 def tool_diff(ctx: Context, a: str, b: str) -> tuple[str, Any]:
-    from tui_prof.analysis import diff as d
+    from tui_prof.analysis.api import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, diff_runsets
     from tui_prof.render import diff as render_diff
 
-    result = d.diff_runsets(ctx.load(a), ctx.load(b), by="name", noise_pct=d.DEFAULT_NOISE_PCT, noise_pp=d.DEFAULT_NOISE_PP)
+    result = diff_runsets(ctx.load(a), ctx.load(b), by="name", noise_pct=DEFAULT_NOISE_PCT, noise_pp=DEFAULT_NOISE_PP)
     empty = [name for name, nothing in zip((a, b), result.empty) if nothing]
     if empty:
         raise Refused(f"{empty[0]!r} holds no kernels, API calls, copies or statistics to compare")

@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import engine, ranks
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.export.common import Analysis, analyse
+from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, RunInput, SummaryResult, instances, operators_section, rank_cores, rank_numbers, run_inputs
+from tui_prof.export.common import analyse
 from tui_prof.export.parquet import (
     PROCESS,
     agents_table,
@@ -77,7 +76,7 @@ def _records_frame(records: list[dict], columns: list[str] | None = None) -> pd.
 def _steps(cat: Catalogue) -> pd.DataFrame:
     """The summary's steps; ``process`` is the row of ``processes`` (for steps combined over
     several processes, the process each step row comes from)."""
-    part = cat.analysis().doc["steps"]
+    part = cat.analysis().summary["steps"]
     labels = [r.label for r in cat.inputs()]
     rows = []
     for i, record in enumerate(part.get("steps") or []):
@@ -91,12 +90,12 @@ def _steps(cat: Catalogue) -> pd.DataFrame:
 
 
 def _ranks(cat: Catalogue) -> pd.DataFrame:
-    rows = cat.analysis().doc["ranks"]  # one per process, in run order
+    rows = cat.analysis().summary["ranks"]  # one per process, in run order
     return _records_frame([{"process": i, **r} for i, r in enumerate(rows)]) if rows else pd.DataFrame({"process": pd.Series([], dtype="int64")})
 
 
 def _operators(cat: Catalogue) -> pd.DataFrame:
-    rows = engine.operators_part(cat.inputs(), None)
+    rows = operators_section(cat.inputs(), None)
     frame = _records_frame([dict(r) for r in rows], ["name", "kernels", "total_ns", "percent", "shapes"])
     return frame
 
@@ -104,8 +103,8 @@ def _operators(cat: Catalogue) -> pd.DataFrame:
 def _collectives(cat: Catalogue) -> pd.DataFrame:
     inputs = cat.inputs()
     runs = [r.run for r in inputs]
-    cores = ranks.rank_cores(runs, [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES)
-    listed, _waits, _last = ranks.instances(cores, [n for n, _ in ranks.rank_numbers(runs)])
+    cores = rank_cores(runs, [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES)
+    listed, _waits, _last = instances(cores, [n for n, _ in rank_numbers(runs)])
     columns = ["type", "index", "straggler", "fastest_ns", "slowest_ns", "wait_ns"]
     if not listed:
         return pd.DataFrame({c: pd.Series([], dtype="str" if c == "type" else "int64") for c in columns})
@@ -142,8 +141,8 @@ class Catalogue:
         self.runset: RunSet = runset
         self.gap_threshold_ns: int | None = gap_threshold_ns
         self._arrow: dict[str, Any] = {}
-        self._analysis: Analysis | None = None
-        self._inputs: list[engine.RunInput] | None = None
+        self._analysis: SummaryResult | None = None
+        self._inputs: list[RunInput] | None = None
         self._lock = threading.RLock()
 
     def tables(self) -> list[TableInfo]:
@@ -158,17 +157,17 @@ class Catalogue:
     def names(self) -> list[str]:
         return [t.name for t in self.tables()]
 
-    def analysis(self) -> Analysis:
+    def analysis(self) -> SummaryResult:
         """The summary document and the full gap sets (computed once, the CLI's defaults)."""
         with self._lock:
             if self._analysis is None:
                 self._analysis = analyse(self.runset, self.gap_threshold_ns)
             return self._analysis
 
-    def inputs(self) -> list[engine.RunInput]:
+    def inputs(self) -> list[RunInput]:
         with self._lock:
             if self._inputs is None:
-                self._inputs = engine.run_inputs(self.runset)
+                self._inputs = run_inputs(self.runset)
             return self._inputs
 
     def arrow(self, name: str):
