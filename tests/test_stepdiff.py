@@ -218,3 +218,14 @@ def test_runs_without_steps_align_the_whole_run():
     assert (d.inserted, d.slower, d.faster) == ([], [], [])
     assert d.host["gone"] == [{"name": "hipLaunchKernel", "count": calls}]
     check_sum(d)
+
+
+def test_one_slower_kernel_among_many_of_its_name():
+    """The 12th of 20 same-named kernels of each step is 2x slower: that one is found (its
+    own band), not hidden in its name's total (+1/20 of it)."""
+    base = StepSpec(kernels_per_step=40, kinds=2)
+    d = diff_steps(runset(base, "a"), runset(replace(base, slow=23), "b"))
+    assert [(r["key"], r["count"], r["delta_ns"], r["ratio"]) for r in d.slower] == [("ck_tile::kentry", 1, base.kernel_ns, 2.0)]
+    assert (d.inserted, d.removed, d.faster) == ([], [], [])
+    marked = d.a.units.index[d.a.units["status"] == "slower"].tolist()
+    assert marked == [23]  # the 24th kernel of the step, as built

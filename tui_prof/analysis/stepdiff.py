@@ -61,6 +61,7 @@ from tui_prof.model import Run, RunSet
 STEPS_VERSION = 1
 DEFAULT_NOISE_PCT = 2.0  # [P] as analysis.diff: run-to-run noise on a quiet GPU
 DEFAULT_GAP_NOISE_NS = 1_000  # [P] 1 µs: below the launch-latency scale, above timestamp rounding
+KERNEL_NOISE_NS = 1_000  # [P] a kernel (or a key's sum) must move by more than 1 µs to be slower/faster
 NAME_MATCH_MIN = 0.5  # [P] below this share of kernels aligned by name, try operators
 OP_LINKED_MIN = 0.5  # [P] ...when both runs link at least this share of kernels to an operator
 LIST_LIMIT = 20  # gaps listed as grown / shrunk (the largest changes); totals cover all
@@ -126,6 +127,7 @@ class StepSide:
     linked_share: float  # kernels linked to an operator
     edges_ns: int = 0  # host time before the first and after the last GPU work
     overlap_ns: int = 0
+    occurrence_bands: pd.Series | None = None  # (lane, key, occurrence) -> band % (kernel units only)
 
 
 UNIT_COLUMNS = ("start", "end", "dur", "key", "name", "lane", "kernels", "status", "partner", "gap_ns", "gap_cause", "gap_status")
@@ -331,7 +333,41 @@ def _steady_totals(run: Run, part: Any, keys: np.ndarray, index: hostapi.CorrInd
     return table.reindex(range(len(steady)), fill_value=0)
 
 
-def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool) -> StepSide:
+def _lane_codes(k: pd.DataFrame) -> np.ndarray:
+    """Each kernel's lane label, built once per distinct (agent, queue, stream)."""
+    triples = np.stack([k[c].to_numpy().astype(np.int64) for c in ("agent", "queue", "stream")], axis=1)
+    uniq, inverse = np.unique(triples, axis=0, return_inverse=True)
+    labels = _lane_labels(pd.DataFrame(uniq, columns=["agent", "queue", "stream"]))
+    return labels[np.asarray(inverse).reshape(-1)]
+
+
+def occurrence_bands(run: Run, part: Any, keys: np.ndarray, index: hostapi.CorrIndex, floor_pct: float) -> pd.Series | None:
+    """Per (lane, key, occurrence): the noise band in % of one kernel — the larger of
+    ``floor_pct`` and the interquartile range of the duration of the same kernel (the n-th
+    kernel of that name on that lane) over A's steady steps, in % of its median. None
+    with fewer than 2 steady steps."""
+    if part is None or not part["detected"]:
+        return None
+    steady = part["steps"][int(part["warmup_steps"]) :]
+    if len(steady) < 2:
+        return None
+    starts = np.array([r["start_ns"] for r in steady], np.int64)
+    ends = np.array([r["end_ns"] for r in steady], np.int64)
+    kt, _ = launch_times(run, index)
+    step = assign(kt, starts, ends)
+    ok = np.flatnonzero(step >= 0)
+    k = run.kernels.iloc[ok]
+    start = k["start"].to_numpy().astype(np.int64)
+    frame = pd.DataFrame({"step": step[ok], "lane": _lane_codes(k), "key": keys[ok], "start": start, "dur": k["end"].to_numpy().astype(np.int64) - start})
+    frame = frame.sort_values(["step", "lane", "start"], kind="stable")
+    frame["occ"] = frame.groupby(["step", "lane", "key"], sort=False).cumcount()
+    g = frame.groupby(["lane", "key", "occ"], sort=False)["dur"]
+    q75, q25, med = g.quantile(0.75), g.quantile(0.25), g.median()
+    band = (100.0 * (q75 - q25) / med.where(med > 0)).fillna(0.0)
+    return band.clip(lower=floor_pct)
+
+
+def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool, noise_pct: float = DEFAULT_NOISE_PCT) -> StepSide:
     """One side's units, copies, API calls and gaps for the window ``choice``."""
     index = hostapi.CorrIndex(run.api)
     k_rows, c_rows = _step_rows(run, choice, index)
@@ -373,6 +409,8 @@ def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool) ->
         }
     )
     side = StepSide(choice, _blank_status(units), copies, api, gaps, _steady_totals(run, part, all_keys, index), _platform(run), linked_share)
+    if not by_operator:
+        side.occurrence_bands = occurrence_bands(run, part, all_keys, index, noise_pct)
     _attach_gaps(side)
     side.edges_ns, side.overlap_ns = _edges_and_overlap(side, k, c)
     return side
@@ -491,36 +529,53 @@ def key_bands(totals: pd.DataFrame | None, keys: list[str], floor_pct: float) ->
 
 
 def _slower_faster(sa: StepSide, sb: StepSide, ia: np.ndarray, ib: np.ndarray, floor_pct: float) -> tuple[list, list, np.ndarray]:
-    """(slower keys, faster keys, each matched pair's verdict: its key's "slower", "faster"
-    or "matched" when the key's change is within its band)."""
+    """(slower keys, faster keys, each matched pair's verdict "slower", "faster" or "matched").
+
+    A pair is slower (faster) when its own change exceeds its band (the same kernel's spread
+    over A's steady steps: :func:`occurrence_bands`) and ``KERNEL_NOISE_NS``, or when its
+    key's summed change exceeds the key's band (:func:`key_bands`) and it moved that way."""
     ua, ub = sa.units, sb.units
     keys = ua["key"].to_numpy()[ia].astype(str)
+    lanes = ua["lane"].to_numpy()[ia].astype(str)
+    occ = ua.groupby(["lane", "key"], sort=False).cumcount().to_numpy()[ia]
     da, db = ua["dur"].to_numpy()[ia].astype(np.int64), ub["dur"].to_numpy()[ib].astype(np.int64)
+    delta = db - da
+    band = np.full(len(ia), float(floor_pct))
+    if sa.occurrence_bands is not None and len(ia):
+        found = sa.occurrence_bands.reindex(pd.MultiIndex.from_arrays([lanes, keys, occ])).to_numpy(dtype=np.float64)
+        band = np.where(np.isnan(found), band, np.maximum(found, band))
+    flagged = np.abs(delta) > np.maximum(band / 100.0 * da, KERNEL_NOISE_NS)
     frame = pd.DataFrame({"key": keys, "a": da, "b": db})
-    g = frame.groupby("key", sort=True).agg(count=("a", "size"), a_ns=("a", "sum"), b_ns=("b", "sum"))
+    g = frame.groupby("key", sort=True).agg(a_ns=("a", "sum"), b_ns=("b", "sum"))
     bands = key_bands(sa.steady_totals, list(g.index), floor_pct)
-    slower: list[dict[str, Any]] = []
-    faster: list[dict[str, Any]] = []
-    verdicts: dict[str, str] = {}
-    for key, r in g.iterrows():
-        delta = int(r.b_ns - r.a_ns)
-        band = bands[str(key)]
-        if delta == 0 or abs(delta) <= band / 100.0 * abs(int(r.a_ns)):
-            continue
-        verdicts[str(key)] = "slower" if delta > 0 else "faster"
-        row = {
-            "key": str(key),
-            "count": int(r["count"]),
-            "a_ns": int(r.a_ns),
-            "b_ns": int(r.b_ns),
-            "delta_ns": delta,
-            "ratio": float(r.b_ns / r.a_ns) if r.a_ns else None,
-            "band_pct": round(band, 4),
-        }
-        (slower if delta > 0 else faster).append(row)
-    slower.sort(key=lambda r: (-r["delta_ns"], r["key"]))
-    faster.sort(key=lambda r: (r["delta_ns"], r["key"]))
-    return slower, faster, np.array([verdicts.get(k, "matched") for k in keys], dtype=object)
+    key_delta = (g["b_ns"] - g["a_ns"]).to_numpy()
+    key_band = np.array([bands[str(x)] for x in g.index])
+    key_dir = pd.Series(
+        np.where(np.abs(key_delta) > np.maximum(key_band / 100.0 * g["a_ns"].to_numpy(), KERNEL_NOISE_NS), np.sign(key_delta), 0), index=g.index
+    )
+    by_key = key_dir.reindex(keys).to_numpy() if len(keys) else np.zeros(0)
+    with_key = (by_key != 0) & (np.sign(delta) == by_key)
+    band = np.where(with_key & ~flagged, np.array([bands[x] for x in keys]) if len(keys) else band, band)
+    flagged |= with_key
+    status = np.where(flagged & (delta > 0), "slower", np.where(flagged & (delta < 0), "faster", "matched")).astype(object)
+    rows = pd.DataFrame({"status": status, "key": keys, "a": da, "b": db, "band": band})[flagged & (delta != 0)]
+    out: dict[str, list[dict[str, Any]]] = {"slower": [], "faster": []}
+    for (verdict_, key), r in rows.groupby(["status", "key"], sort=True):
+        a_ns, b_ns = int(r["a"].sum()), int(r["b"].sum())
+        out[str(verdict_)].append(
+            {
+                "key": str(key),
+                "count": len(r),
+                "a_ns": a_ns,
+                "b_ns": b_ns,
+                "delta_ns": b_ns - a_ns,
+                "ratio": b_ns / a_ns if a_ns else None,
+                "band_pct": round(float(r["band"].max()), 4),
+            }
+        )
+    out["slower"].sort(key=lambda r: (-r["delta_ns"], r["key"]))
+    out["faster"].sort(key=lambda r: (r["delta_ns"], r["key"]))
+    return out["slower"], out["faster"], status
 
 
 def _mark(sa: StepSide, sb: StepSide, ia: np.ndarray, ib: np.ndarray, status: np.ndarray) -> None:
@@ -712,7 +767,7 @@ def diff_steps(
     for side, runset in (("A", a), ("B", b)):
         if len(runset.runs) > 1:
             notes.append(f"{side}: {len(runset.runs)} processes; the one with the most kernels ({main_run(runset).meta.label}) is compared")
-    sa, sb = build_side(run_a, ca, part_a, by_operator=False), build_side(run_b, cb, part_b, by_operator=False)
+    sa, sb = build_side(run_a, ca, part_a, by_operator=False, noise_pct=noise_pct), build_side(run_b, cb, part_b, by_operator=False, noise_pct=noise_pct)
     ia, ib, lanes, exact = align_units(sa.units, sb.units)
     aligned_by = "name"
     total = max(len(sa.units), len(sb.units))
