@@ -335,10 +335,11 @@ def _steady_totals(run: Run, part: Any, keys: np.ndarray, index: hostapi.CorrInd
 
 def _lane_codes(k: pd.DataFrame) -> np.ndarray:
     """Each kernel's lane label, built once per distinct (agent, queue, stream)."""
-    triples = np.stack([k[c].to_numpy().astype(np.int64) for c in ("agent", "queue", "stream")], axis=1)
-    uniq, inverse = np.unique(triples, axis=0, return_inverse=True)
-    labels = _lane_labels(pd.DataFrame(uniq, columns=["agent", "queue", "stream"]))
-    return labels[np.asarray(inverse).reshape(-1)]
+    cols = k[["agent", "queue", "stream"]].astype(np.int64)
+    group = cols.groupby(["agent", "queue", "stream"], sort=False).ngroup().to_numpy()
+    first = np.unique(group, return_index=True)[1]
+    labels = _lane_labels(cols.iloc[first])
+    return labels[group]
 
 
 def occurrence_bands(run: Run, part: Any, keys: np.ndarray, index: hostapi.CorrIndex, floor_pct: float) -> pd.Series | None:
@@ -367,7 +368,7 @@ def occurrence_bands(run: Run, part: Any, keys: np.ndarray, index: hostapi.CorrI
     return band.clip(lower=floor_pct)
 
 
-def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool, noise_pct: float = DEFAULT_NOISE_PCT) -> StepSide:
+def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool, noise_pct: float = DEFAULT_NOISE_PCT, bands: bool = True) -> StepSide:
     """One side's units, copies, API calls and gaps for the window ``choice``."""
     index = hostapi.CorrIndex(run.api)
     k_rows, c_rows = _step_rows(run, choice, index)
@@ -409,7 +410,7 @@ def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool, no
         }
     )
     side = StepSide(choice, _blank_status(units), copies, api, gaps, _steady_totals(run, part, all_keys, index), _platform(run), linked_share)
-    if not by_operator:
+    if bands and not by_operator:  # the noise bands come from A: B's are not needed
         side.occurrence_bands = occurrence_bands(run, part, all_keys, index, noise_pct)
     _attach_gaps(side)
     side.edges_ns, side.overlap_ns = _edges_and_overlap(side, k, c)
@@ -767,7 +768,7 @@ def diff_steps(
     for side, runset in (("A", a), ("B", b)):
         if len(runset.runs) > 1:
             notes.append(f"{side}: {len(runset.runs)} processes; the one with the most kernels ({main_run(runset).meta.label}) is compared")
-    sa, sb = build_side(run_a, ca, part_a, by_operator=False, noise_pct=noise_pct), build_side(run_b, cb, part_b, by_operator=False, noise_pct=noise_pct)
+    sa, sb = build_side(run_a, ca, part_a, by_operator=False, noise_pct=noise_pct), build_side(run_b, cb, part_b, by_operator=False, bands=False)
     ia, ib, lanes, exact = align_units(sa.units, sb.units)
     aligned_by = "name"
     total = max(len(sa.units), len(sb.units))
