@@ -9,6 +9,9 @@ Measured in this process, best of ``--repeat`` wall times:
   (the longest-common-subsequence alignment by normalised name per lane) — the issue's target;
 * ``diff_steps``: the whole step-aligned diff (steps, steady state, units, gaps and their
   causes, host calls, noise bands, contributions) of the two runs;
+* ``align_random``: :func:`tui_prof.analysis.align.lcs_pairs` on two unrelated random
+  sequences of ``--kernels`` codes over 50 names (no common prefix or suffix to trim: the
+  whole table is computed);
 * reference, beside it: ``difflib.SequenceMatcher(autojunk=False).get_matching_blocks()``
   on the same two code sequences (the standard library's sequence alignment, not an LCS).
 
@@ -27,6 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
+
+from tui_prof.analysis.align import lcs_pairs
 from tui_prof.analysis.stepdiff import align_units, diff_steps
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.synth.steps import StepSpec, build_steps
@@ -61,6 +67,8 @@ def main() -> int:
     ua, ub = d.a.units, d.b.units
     codes_a = ua["key"].astype(str).tolist()
     codes_b = ub["key"].astype(str).tolist()
+    rng = np.random.default_rng(35)
+    rand_a, rand_b = rng.integers(0, 50, k), rng.integers(0, 50, k)
     out = {
         "kernels_a": len(ua),
         "kernels_b": len(ub),
@@ -71,6 +79,7 @@ def main() -> int:
             "syncs_added": d.syncs["added"],
         },
         "align_s": round(best(lambda: align_units(ua, ub), args.repeat), 4),
+        "align_random_s": round(best(lambda: lcs_pairs(rand_a, rand_b), args.repeat), 4),
         "diff_steps_s": round(best(lambda: diff_steps(a, b), max(1, args.repeat // 2)), 4),
         "reference_difflib_s": round(best(lambda: difflib.SequenceMatcher(None, codes_a, codes_b, autojunk=False).get_matching_blocks(), args.repeat), 4),
         "target_s": 0.5,
