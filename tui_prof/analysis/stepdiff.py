@@ -162,13 +162,18 @@ class StepDiff:
         return self.b.choice.wall_ns - self.a.choice.wall_ns
 
     def differences(self) -> list[tuple[str, int, int]]:
-        """Every marked difference as (side "a"/"b", unit row, start ns), in step-relative
-        time order: inserted/removed/slower/faster units and grown/shrunk gaps."""
+        """Every marked difference once, as (side "a"/"b", unit row, ns since the step's
+        start), in time order: removed units and matched pairs (slower, faster, or a gap
+        grown/shrunk before them) by their A unit, inserted units by their B unit."""
         out = []
         for name, side in (("a", self.a), ("b", self.b)):
             u = side.units
             rel = u["start"].to_numpy() - side.choice.start_ns
-            marked = (u["status"] != "matched").to_numpy() | (u["gap_status"] != "").to_numpy()
+            status = u["status"].to_numpy()
+            if name == "a":
+                marked = (status != "matched") | (u["gap_status"] != "").to_numpy()
+            else:
+                marked = status == "inserted"
             out += [(name, int(i), int(rel[i])) for i in np.flatnonzero(marked)]
         return sorted(out, key=lambda t: (t[2], t[0], t[1]))
 
