@@ -260,9 +260,9 @@ def _units(k: pd.DataFrame, keys: np.ndarray, ops: pd.DataFrame | None) -> pd.Da
     kernels' operator links) one per operator call — consecutive kernels of a lane with the
     same operator row, keyed by the operator's name (kernels no operator launched stay
     single units under their normalised name)."""
-    lanes = _lane_labels(k)
+    lanes = _lane_codes(k)
     start, end = k["start"].to_numpy().astype(np.int64), k["end"].to_numpy().astype(np.int64)
-    order = np.lexsort((start, lanes.astype(str)))
+    order = np.lexsort((start, pd.factorize(lanes, sort=True)[0]))
     names = k["name"].astype(str).to_numpy()
     frame = pd.DataFrame(
         {"start": start[order], "end": end[order], "dur": (end - start)[order], "key": keys[order], "name": names[order], "lane": lanes[order], "kernels": 1}
@@ -424,8 +424,8 @@ def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool, no
 
 def _kernel_order(k: pd.DataFrame) -> np.ndarray:
     """The step's kernel rows in the units' (lane, start) order."""
-    lanes = _lane_labels(k)
-    return np.lexsort((k["start"].to_numpy().astype(np.int64), lanes.astype(str)))
+    lanes = _lane_codes(k)
+    return np.lexsort((k["start"].to_numpy().astype(np.int64), pd.factorize(lanes, sort=True)[0]))
 
 
 def _platform(run: Run) -> str:
@@ -486,17 +486,19 @@ def align_units(a: pd.DataFrame, b: pd.DataFrame, key: str = "key", group: str =
     codes, _ = pd.factorize(pd.concat([a[key], b[key]], ignore_index=True))
     code_a, code_b = codes[: len(a)], codes[len(a) :]
     out_a, out_b, pairs, exact = [], [], [], True
-    ga, gb = a[group].to_numpy(), b[group].to_numpy()
+    rows_a = a.groupby(group, sort=False).indices if len(a) else {}
+    rows_b = b.groupby(group, sort=False).indices if len(b) else {}
+    empty = np.array([], np.int64)
     for la, lb in _pair_groups(a[group], b[group]):
-        ra = np.flatnonzero(ga == la) if la is not None else np.array([], np.int64)
-        rb = np.flatnonzero(gb == lb) if lb is not None else np.array([], np.int64)
+        ra = np.asarray(rows_a[la], dtype=np.int64) if la is not None else empty
+        rb = np.asarray(rows_b[lb], dtype=np.int64) if lb is not None else empty
         ia, ib, ok = lcs_pairs(code_a[ra], code_b[rb])
         exact &= ok
         out_a.append(ra[ia])
         out_b.append(rb[ib])
         pairs.append({"a": None if la is None else str(la), "b": None if lb is None else str(lb), "units_a": len(ra), "units_b": len(rb), "matched": len(ia)})
     if not out_a:
-        return np.array([], np.int64), np.array([], np.int64), [], True
+        return empty, empty, [], True
     return np.concatenate(out_a), np.concatenate(out_b), pairs, exact
 
 
@@ -541,8 +543,8 @@ def _slower_faster(sa: StepSide, sb: StepSide, ia: np.ndarray, ib: np.ndarray, f
     over A's steady steps: :func:`occurrence_bands`) and ``KERNEL_NOISE_NS``, or when its
     key's summed change exceeds the key's band (:func:`key_bands`) and it moved that way."""
     ua, ub = sa.units, sb.units
-    keys = ua["key"].to_numpy()[ia].astype(str)
-    lanes = ua["lane"].to_numpy()[ia].astype(str)
+    keys = ua["key"].to_numpy(dtype=object)[ia]  # object arrays: a fixed-width str copy of long names costs their longest
+    lanes = ua["lane"].to_numpy(dtype=object)[ia]
     occ = ua.groupby(["lane", "key"], sort=False).cumcount().to_numpy()[ia]
     da, db = ua["dur"].to_numpy()[ia].astype(np.int64), ub["dur"].to_numpy()[ib].astype(np.int64)
     delta = db - da
@@ -561,7 +563,7 @@ def _slower_faster(sa: StepSide, sb: StepSide, ia: np.ndarray, ib: np.ndarray, f
     )
     by_key = key_dir.reindex(keys).to_numpy() if len(keys) else np.zeros(0)
     with_key = (by_key != 0) & (np.sign(delta) == by_key)
-    band = np.where(with_key & ~flagged, np.array([bands[x] for x in keys]) if len(keys) else band, band)
+    band = np.where(with_key & ~flagged, pd.Series(bands, dtype=np.float64).reindex(keys).to_numpy() if len(keys) else band, band)
     flagged |= with_key
     status = np.where(flagged & (delta > 0), "slower", np.where(flagged & (delta < 0), "faster", "matched")).astype(object)
     rows = pd.DataFrame({"status": status, "key": keys, "a": da, "b": db, "band": band})[flagged & (delta != 0)]
