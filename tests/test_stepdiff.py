@@ -229,3 +229,20 @@ def test_one_slower_kernel_among_many_of_its_name():
     assert (d.inserted, d.removed, d.faster) == ([], [], [])
     marked = d.a.units.index[d.a.units["status"] == "slower"].tolist()
     assert marked == [23]  # the 24th kernel of the step, as built
+
+
+def test_all_four_edits_at_once():
+    """Inserted, removed, 2x slower and a sync added in the same steps: each found, nothing else."""
+    base = StepSpec(kernels_per_step=12, kinds=5)
+    edited = replace(base, insert_after=1, drop=3, slow=7, sync_after=9)
+    d = diff_steps(runset(base, "a"), runset(edited, "b"))
+    assert names(d.inserted) == [("at::native::reduce_kernel", 1)]
+    assert names(d.removed) == [("at::native::vectorized_elementwise_kernel", 1)]  # kernel 3: kind 3, elementwise
+    assert [(r["key"], r["count"], r["delta_ns"]) for r in d.slower] == [("at::native::::vectorized_layer_norm_kernel", 1, base.kernel_ns)]  # kernel 7: kind 2
+    assert d.faster == []
+    assert d.syncs["added"] == [{"name": "hipDeviceSynchronize", "count": 1}] and d.syncs["gone"] == []
+    assert d.gaps["grown_count"] == 1 and d.gaps["grown"][0]["cause_b"] == "sync" and d.gaps["shrunk_count"] == 0
+    opened = base.sync_return_ns + base.gap_ns + base.launch_ns + base.latency_ns
+    # inserted +50 us, removed -50 us, slower +50 us, the sync's gap: the step grows by their sum
+    assert d.wall_delta_ns == base.kernel_ns + opened
+    check_sum(d)
