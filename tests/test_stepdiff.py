@@ -174,6 +174,9 @@ def test_real_decode_eager_vs_graph(decode_pair):
     # B launches one graph per step in place of the per-kernel launches
     assert {"name": "cudaGraphLaunch", "count": 1} in d.host["added"]
     assert d.host["gone_count"] >= 122
+    # ... and none of the eager step's framework operators: the graph replays their kernels
+    ops = d.host["ops"]
+    assert ops["added_count"] == 0 and ops["gone_count"] >= ops["a"] - ops["b"] > 1000
     check_sum(d)
 
 
@@ -183,6 +186,7 @@ def test_real_training_trace_against_itself():
     assert (d.inserted, d.removed, d.slower, d.faster) == ([], [], [], [])
     assert d.gaps["grown_count"] == d.gaps["shrunk_count"] == d.gaps["delta_ns"] == 0
     assert d.host["added"] == d.host["gone"] == [] and d.verdict["what"] is None
+    assert d.host["ops"]["a"] > 1000 and d.host["ops"]["added_count"] == d.host["ops"]["gone_count"] == 0
     assert all(p["delta_ns"] == 0 for p in d.contributions)
     assert len(d.a.units) == 455  # the trace's kernels per ProfilerStep
 

@@ -128,6 +128,7 @@ class StepSide:
     edges_ns: int = 0  # host time before the first and after the last GPU work
     overlap_ns: int = 0
     occurrence_bands: pd.Series | None = None  # (lane, key, occurrence) -> band % (kernel units only)
+    ops: pd.DataFrame | None = None  # the step's host ops (operators, ranges): start, name, tid
 
 
 UNIT_COLUMNS = ("start", "end", "dur", "key", "name", "lane", "kernels", "status", "partner", "gap_ns", "gap_cause", "gap_status")
@@ -415,11 +416,31 @@ def build_side(run: Run, choice: StepChoice, part: Any, *, by_operator: bool, no
         }
     )
     side = StepSide(choice, _blank_status(units), copies, api, gaps, _steady_totals(run, part, all_keys, index), _platform(run), linked_share)
+    side.ops = host_ops(run, choice)
     if bands and not by_operator:  # the noise bands come from A: B's are not needed
         side.occurrence_bands = occurrence_bands(run, part, all_keys, index, noise_pct)
     _attach_gaps(side)
     side.edges_ns, side.overlap_ns = _edges_and_overlap(side, k, c)
     return side
+
+
+HOST_OP_SKIP = frozenset({"gpu_user_annotation", "python_function"})  # GPU-side ranges; Python frames (thousands, not ops)
+
+
+def host_ops(run: Run, choice: StepChoice) -> pd.DataFrame:
+    """The host ops of the window (framework operators, roctx/NVTX and user ranges; not
+    Python frames, not GPU-side ranges, not the step ranges themselves) that start inside
+    it: start, name, tid, in start order."""
+    m = run.markers
+    if not len(m):
+        return pd.DataFrame({"start": [], "name": [], "tid": []})
+    start = m["start"].to_numpy().astype(np.int64)
+    keep = (start >= choice.start_ns) & (start < choice.end_ns) & ~m["source"].astype(str).isin(HOST_OP_SKIP).to_numpy()
+    if not choice.whole:
+        keep &= ~((start == choice.start_ns) & (m["end"].to_numpy().astype(np.int64) == choice.end_ns))
+    rows = np.flatnonzero(keep)
+    rows = rows[np.argsort(start[rows], kind="stable")]
+    return pd.DataFrame({"start": start[rows], "name": m["name"].astype(str).to_numpy()[rows], "tid": m["tid"].to_numpy()[rows]})
 
 
 def _kernel_order(k: pd.DataFrame) -> np.ndarray:
@@ -679,9 +700,20 @@ def _host_changes(sa: StepSide, sb: StepSide) -> tuple[dict, dict]:
         b_api = b_api.assign(name=[RUNTIME_PREFIX.sub("", n) for n in b_api["name"]])
     added, gone, threads = _added_gone(a_api, b_api, "name", "tid")
     sync_names = {str(n) for api in (a_api, b_api) if len(api) for n in api["name"].to_numpy()[hostapi.sync_mask(api["cls"].to_numpy())]}
-    host = {"calls_a": len(sa.api), "calls_b": len(sb.api), "threads_paired": threads, "added": added[:LIST_LIMIT], "gone": gone[:LIST_LIMIT]}
+    host: dict[str, Any] = {"calls_a": len(sa.api), "calls_b": len(sb.api), "threads_paired": threads, "added": added[:LIST_LIMIT], "gone": gone[:LIST_LIMIT]}
     host["added_count"] = sum(r["count"] for r in added)
     host["gone_count"] = sum(r["count"] for r in gone)
+    ops_a = sa.ops if sa.ops is not None else pd.DataFrame({"start": [], "name": [], "tid": []})
+    ops_b = sb.ops if sb.ops is not None else pd.DataFrame({"start": [], "name": [], "tid": []})
+    op_added, op_gone, _ = _added_gone(ops_a, ops_b, "name", "tid")
+    host["ops"] = {
+        "a": len(ops_a),
+        "b": len(ops_b),
+        "added": op_added[:LIST_LIMIT],
+        "gone": op_gone[:LIST_LIMIT],
+        "added_count": sum(r["count"] for r in op_added),
+        "gone_count": sum(r["count"] for r in op_gone),
+    }
     syncs = {
         "a": int(hostapi.sync_mask(sa.api["cls"].to_numpy()).sum()) if len(sa.api) else 0,
         "b": int(hostapi.sync_mask(sb.api["cls"].to_numpy()).sum()) if len(sb.api) else 0,

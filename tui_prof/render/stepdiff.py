@@ -146,6 +146,8 @@ def _sections(d: StepDiff, width: int, top: int | None) -> list[tuple[str, list[
     parts = [[p["label"], _signed(p["delta_ns"])] for p in d.contributions if p["delta_ns"]]
     moved = [[f"{r['name']}", f"+{r['count']}"] for r in d.syncs["added"]] + [[f"{r['name']}", f"-{r['count']}"] for r in d.syncs["gone"]]
     host = [[r["name"], f"+{r['count']}"] for r in d.host["added"]] + [[r["name"], f"-{r['count']}"] for r in d.host["gone"]]
+    ops = d.host.get("ops") or {"added": [], "gone": [], "added_count": 0, "gone_count": 0, "a": 0, "b": 0}
+    op_rows = [[r["name"], f"+{r['count']}"] for r in ops["added"]] + [[r["name"], f"-{r['count']}"] for r in ops["gone"]]
     copies = [[r["name"], f"+{r['count']}", fmt_bytes(r["bytes"])] for r in d.copies["added"]]
     copies += [[r["name"], f"-{r['count']}", fmt_bytes(r["bytes"])] for r in d.copies["gone"]]
     return [
@@ -162,6 +164,11 @@ def _sections(d: StepDiff, width: int, top: int | None) -> list[tuple[str, list[
         (f"Gaps shrunk ({d.gaps['shrunk_count']}, {_signed(d.gaps['shrunk_ns'])})", GAP_HEADERS, _gap_rows(cut(d.gaps["shrunk"]), width)),
         (f"Syncs added / gone ({d.syncs['a']} in A, {d.syncs['b']} in B)", ["call", "change"], moved),
         (f"Host calls added / gone ({d.host['added_count']} added, {d.host['gone_count']} gone)", ["call", "change"], cut(host)),
+        (
+            f"Host ops (operators, ranges) added / gone ({ops['a']} in A, {ops['b']} in B; {ops['added_count']} added, {ops['gone_count']} gone)",
+            ["op", "change"],
+            cut(op_rows),
+        ),
         (f"Copies added / gone ({d.copies['a']} in A, {d.copies['b']} in B)", ["copy", "change", "bytes"], copies),
         ("Where the step-time change comes from (B − A; the parts sum to it)", ["part", "Δ"], parts),
     ]
