@@ -250,3 +250,34 @@ def test_all_four_edits_at_once():
     # inserted +50 us, removed -50 us, slower +50 us, the sync's gap: the step grows by their sum
     assert d.wall_delta_ns == base.kernel_ns + opened
     check_sum(d)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.integers(3, 10),
+    st.sampled_from([2, 3, 5]),
+    st.one_of(st.none(), st.integers(0, 9)),
+    st.one_of(st.none(), st.integers(0, 9)),
+    st.one_of(st.none(), st.integers(0, 9)),
+    st.one_of(st.none(), st.integers(0, 9)),
+)
+def test_invariants_of_any_edit(n, kinds, insert_after, drop, slow, sync_after):
+    """Whatever the edits: every unit is matched, inserted or removed once; the parts sum to
+    the step-time change; shares stay within 0..100 %; what was edited is what is found."""
+    base = StepSpec(kernels_per_step=n, kinds=kinds)
+    d = diff_steps(runset(base, "a"), runset(replace(base, insert_after=insert_after, drop=drop, slow=slow, sync_after=sync_after), "b"))
+    ua, ub = d.a.units, d.b.units
+    matched = int((ua["partner"] >= 0).sum())
+    assert matched == int((ub["partner"] >= 0).sum())
+    assert matched + sum(r["count"] for r in d.removed) == len(ua)
+    assert matched + sum(r["count"] for r in d.inserted) == len(ub)
+    check_sum(d)
+    share = d.verdict["share_pct"]
+    assert share is None or 0 < share <= 100
+    inserted = insert_after is not None and insert_after < n
+    dropped = drop is not None and drop < n
+    assert sum(r["count"] for r in d.inserted) == int(inserted)
+    assert sum(r["count"] for r in d.removed) == int(dropped)
+    assert d.faster == []
+    assert sum(r["count"] for r in d.slower) == int(slow is not None and slow < n and slow != drop)
+    assert d.syncs["added"] == ([{"name": "hipDeviceSynchronize", "count": 1}] if sync_after is not None and sync_after < n and sync_after != drop else [])
