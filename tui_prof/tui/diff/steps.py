@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from tui_prof.analysis.stepdiff import StepDiff, StepSide
+from tui_prof.analysis.api import StepDiff, StepSide
 from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
 from tui_prof.render.stepdiff import verdict_line
 from tui_prof.tui.glyphs import use_ascii
