@@ -305,13 +305,30 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(f"{path} holds no kernels, API calls, copies or statistics to compare")
         return EXIT_NOTHING_LOADED
     top = None if args.top <= 0 else args.top
+    steps = None
+    if args.steps or args.step is not None or args.step_b is not None:
+        from tui_prof.analysis.api import StepChoiceError, diff_steps
+        from tui_prof.render import stepdiff as render_steps
+
+        try:
+            steps = diff_steps(runsets[0], runsets[1], step=args.step, step_b=args.step_b, noise_pct=noise_pct)
+        except StepChoiceError as err:
+            _say(f"diff --steps: {err}")
+            return EXIT_USAGE
     if args.json:
-        json.dump(render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression), sys.stdout, indent=2, ensure_ascii=False)
+        doc = render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression)
+        if steps is not None:
+            doc["steps"] = render_steps.steps_json(steps)
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     elif args.md:
         sys.stdout.write(render_diff.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
+        if steps is not None:
+            sys.stdout.write(render_steps.steps_markdown(steps, top=top))
     else:
         print(render_diff.diff_text(result, top=top, fail_on_regression=args.fail_on_regression))
+        if steps is not None:
+            print(render_steps.steps_text(steps, top=top))
     if args.fail_on_regression is not None:
         return render_diff.gate_status(result, args.fail_on_regression)
     return EXIT_OK
@@ -663,6 +680,19 @@ def build_parser() -> argparse.ArgumentParser:
     differ.add_argument("--top", type=parse_count, default=20, help="kernels and ranks listed (0 = all; default 20)")
     differ.add_argument(
         "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="idle-gap threshold passed to the analysis (default 10us)"
+    )
+    differ.add_argument(
+        "--steps", action="store_true", help="step-aligned diff: A's and B's steady steps kernel by kernel (inserted, removed, slower, gaps; docs/diff.md)"
+    )
+    differ.add_argument(
+        "--step",
+        type=parse_count,
+        default=None,
+        metavar="N",
+        help="with --steps: compare A's step numbered N (ProfilerStep#N, step N; default: the median steady step)",
+    )
+    differ.add_argument(
+        "--step-b", type=parse_count, default=None, metavar="M", help="with --steps: B's step numbered M (default: N, else B's median steady step)"
     )
     differ.add_argument("--no-mouse", action="store_true", help="with --tui: do not enable mouse reporting")
     differ.add_argument(

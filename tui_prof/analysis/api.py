@@ -44,6 +44,7 @@ from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_ran
 from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
+from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
@@ -75,6 +76,9 @@ __all__ = [
     "RankCore",
     "RankRecord",
     "RunInput",
+    "StepChoiceError",
+    "StepDiff",
+    "StepSide",
     "StragglerSection",
     "Summary",
     "SummaryOptions",
@@ -87,6 +91,7 @@ __all__ = [
     "communication_mask",
     "copy_agents",
     "diff_runsets",
+    "diff_steps",
     "dominant_op",
     "gpu_timeline",
     "group_key",
