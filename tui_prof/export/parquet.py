@@ -353,6 +353,16 @@ def check_export(folder: str | os.PathLike) -> list[str]:
     return problems
 
 
+def to_arrow(frame: pd.DataFrame):
+    """``frame`` as a ``pyarrow.Table``: the one conversion of a table to Arrow (the Parquet
+    export and ``tuiprof sql``; the cache's Feather files go through the same
+    ``Table.from_pandas``). Numeric columns without nulls and category codes are not copied;
+    categories become dictionary columns."""
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
 def export_parquet(
     runset: RunSet,
     out_dir: str | os.PathLike,
@@ -389,7 +399,6 @@ def export_parquet(
 def _write_tables(runset: RunSet, work: Path, chosen: list[str], gap_threshold_ns: int | None, progress: Callable[[str], None] | None) -> dict[str, _Sized]:
     """Every chosen table, the README and (last) the manifest into the new folder ``work``."""
     # imported here, not at the top: the TUI imports this module, and pyarrow would add to its start-up
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     cached: list[SummaryResult] = []
@@ -406,7 +415,7 @@ def _write_tables(runset: RunSet, work: Path, chosen: list[str], gap_threshold_n
         if progress:
             progress(name)
         frame = build_table(runset, name, analysis)
-        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = to_arrow(frame)
         with open_new(work / f"{name}.parquet", 0o600) as fh:
             pq.write_table(table, fh, compression=COMPRESSION)
         written[name] = _Sized(frame)
