@@ -335,3 +335,31 @@ def test_separate_recordings_are_listed_and_one_is_summarised(capsys):
     assert main(["summary", "--no-cache", "--recording", "3", str(blogs)]) == EXIT_USAGE
     assert main(["summary", "--no-cache", "--recording", "2", str(TRAIN_SYNC)]) == EXIT_USAGE
     assert recordings(load_path(RANKS)) == [[0, 1]]
+
+
+def test_graph_replays_without_kernel_rows_are_found():
+    """h200 decode_graph: 20 cudaGraphLaunch calls, each with its replay's kernels; drop the
+    kernels of the last 5 replays and the check names those 5 launches."""
+    from tui_prof.analysis.hostapi import GRAPH_LAUNCH, api_classes
+
+    runset = load_path(DATA / "kineto" / "h200" / "decode_graph.pt.trace.json.gz")
+    assert "graph-without-kernels" not in codes(check_run(runset))
+    run = runset.runs[0]
+    graphs = run.api.iloc[np.flatnonzero(api_classes(run.api) == GRAPH_LAUNCH)]
+    assert len(graphs) == 20 and graphs["correlation_id"].isin(run.kernels["correlation_id"]).all()
+    dropped = graphs.tail(5)
+    run.kernels = run.kernels[~run.kernels["correlation_id"].isin(dropped["correlation_id"])].reset_index(drop=True)
+    (issue,) = codes(check_run(runset))["graph-without-kernels"]
+    assert issue.affects["rows"] == 5 and issue.affects["time_range_ns"][0] == int(dropped["start"].min())
+
+
+def test_known_defective_counter_on_its_architecture():
+    """SQ_WAVES on gfx1151 (rocm-systems #3828): flagged there, not on the docs sample's gfx900."""
+    from tui_prof.model import Agent
+
+    runset = load_path(DOCS7)
+    run = copy.deepcopy(next(r for r in runset.runs if r.meta.label.endswith("pid 15606")))
+    assert "counter-known-defective" not in codes(check_run(RunSet("x", [run])))
+    run.agents = [Agent(id=a, type="GPU", name="gfx1151") for a in sorted(set(run.counters["agent"].tolist()))]
+    (issue,) = codes(check_run(RunSet("x", [run])))["counter-known-defective"]
+    assert issue.affects["counters"] == ["SQ_WAVES"] and issue.severity == "unreliable"

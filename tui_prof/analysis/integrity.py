@@ -26,6 +26,8 @@ unlinked-kernels        > 5 % of the kernels launched after the first traced cal
 counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
                         (counter passes of other processes with the same dispatch ids)
 counter-impossible      a negative or infinite counter value                             unreliable
+counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
+graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
                         reads 0 on every one of >= 2 dispatches
 non-kernel-packets      profiler rows for AQL packets that are not kernels (rocprof's    info
@@ -337,8 +339,23 @@ def launch_links(runset: RunSet) -> list[Issue]:
             where = _where(run, "kernels", kernels)
             message = f"{len(kernels)} of {n_k} kernels ({len(kernels) / n_k:.1%}) have no launch call: API records were dropped"
             out.append(Issue("unlinked-kernels", "degraded", message, {"sections": ["launch", "sync", "hotspots_by_operator", "hotspots_by_module"], **where}))
+        out.extend(_graph_replays(run, classes))
         out.extend(_early_kernels(run))
     return out
+
+
+def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
+    """Graph launches whose replay left no kernel rows (the profiler recorded the launch only)."""
+    graphs = np.flatnonzero(classes == GRAPH_LAUNCH)
+    if not len(graphs):
+        return []
+    kernel_ids = run.kernels["correlation_id"].to_numpy()
+    bare = graphs[~_member(run.api["correlation_id"].to_numpy()[graphs], kernel_ids[kernel_ids != -1])]
+    if len(bare) <= UNLINKED_SHARE * len(graphs):
+        return []
+    where = _where(run, "api", bare)
+    message = f"{len(bare)} of {len(graphs)} graph launches have no kernel rows: their replays' kernels are missing from the kernel tables"
+    return [Issue("graph-without-kernels", "degraded", message, {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps")), **where})]
 
 
 def _early_kernels(run: Run) -> list[Issue]:
@@ -397,7 +414,27 @@ def counters(runset: RunSet) -> list[Issue]:
                 )
             )
         out.extend(_all_zero(c, label))
+        out.extend(_known_defective(run, c, label))
     return out
+
+
+# (gfx target, counter) -> the public report of the defect
+KNOWN_DEFECTIVE = {("gfx1151", "SQ_WAVES"): "reads 0 or wrong on gfx1151 (ROCm/rocm-systems #3828)"}
+
+
+def _known_defective(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
+    names = {str(n) for n in pd.unique(c["counter"])}
+    archs = {a.arch for a in run.gpu_agents}
+    found = [(arch, name, why) for (arch, name), why in KNOWN_DEFECTIVE.items() if arch in archs and name in names]
+    return [
+        Issue(
+            "counter-known-defective",
+            "unreliable",
+            f"{name} {why}",
+            {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": [name], "arch": arch},
+        )
+        for arch, name, why in found
+    ]
 
 
 def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
