@@ -153,9 +153,6 @@ def test_traced_run_keeps_its_hotspots_and_reaches_the_stats_with_v():
     async def flow(app, pilot):
         pane = app.main.hotspots
         table = hot(app)
-        # the folder's counter passes are processes of their own (issue 32): it opens on the
-        # rank table; key 1 goes to the hotspots
-        await press(app, pilot, "1")
         assert pane.stats_key is None and "median_ns" in [c.key for c in table.columns]
         await press(app, pilot, "v")
         assert pane.stats_key == "hip_api_stats"
