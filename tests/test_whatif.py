@@ -1,0 +1,206 @@
+"""Dependency graph, critical path and what-if (issue 31): answers known by construction
+(tui_prof.synth), a hand-built graph, and the real eager/CUDA-graph decode pair."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tui_prof.analysis import depgraph as dg
+from tui_prof.analysis.whatif import Edits, WhatIfError, critical_path, project, run_what_if
+from tui_prof.loaders import load_path
+from tui_prof.model import Run
+from tui_prof.model.schema import make_table
+from tui_prof.synth.spec import GEMM_NAME, SynthSpec, build
+
+ROOT = Path(__file__).resolve().parent.parent
+H200 = ROOT / "tests" / "data" / "kineto" / "h200"
+
+
+def synth(**kw) -> tuple[Run, object]:
+    s = build(SynthSpec(iterations=20, kernels_per_iteration=10, **kw))
+    return Run(agents=s.agents, kernels=s.kernels, api=s.api, copies=s.copies), s
+
+
+def replayed(run: Run) -> tuple[dg.DepGraph, np.ndarray, np.ndarray]:
+    g = dg.build_graph(run)
+    s, e = dg.schedule(g, g.dur, g.gap, g.lat, g.ret, g.wait >= 0)
+    return g, s, e
+
+
+@pytest.mark.parametrize("kw", [{"sync": "per_launch"}, {"sync": "per_iteration", "streams": 2}, {"sync": "end", "gpus": 2}])
+def test_baseline_schedule_gives_back_the_record(kw):
+    run, _ = synth(**kw)
+    g, s, e = replayed(run)
+    assert np.array_equal(s, g.start) and np.array_equal(e, g.end)
+    assert g.links["unlaunched"] == 0 and g.links["launched"] == len(run.kernels) + len(run.copies)
+
+
+@pytest.mark.parametrize("name", ["decode_eager", "decode_graph"])
+def test_baseline_schedule_gives_back_the_real_record(name):
+    run = load_path(str(H200 / f"{name}.pt.trace.json.gz")).runs[0]
+    g, s, e = replayed(run)
+    assert np.array_equal(s, g.start) and np.array_equal(e, g.end)
+    if name == "decode_graph":
+        assert g.links["graph_replayed"] == len(run.kernels) - 20  # every kernel but the 20 argmax steps' own launches
+
+
+def test_remove_sync_after_launch_matches_the_sync_once_run():
+    """Same kernels and launches (same seed), one sync at the end: by the synth's timing
+    model the projection is the sync-once run's span exactly (the issue asks for 10 %)."""
+    per_launch, _ = synth(sync="per_launch")
+    once, _ = synth(sync="end")
+    proj = project(per_launch, "p", Edits(removes=["sync-after-launch"]), None).result
+    measured = int(max(once.api["end"].max(), once.kernels["end"].max(), once.copies["end"].max()) - min(once.api["start"].min(), once.kernels["start"].min()))
+    assert proj["projected_ns"] == measured
+    assert abs(proj["projected_ns"] - measured) <= 0.10 * measured
+    assert proj["edits"][0]["matched"] == 199  # 200 syncs, the last one kept
+    assert proj["saving_ns"] == proj["baseline_ns"] - measured > 0
+
+
+def _replay_gpu(ready: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """End of each kernel of one in-order GPU: the synth's own rule, written apart."""
+    out, last = np.empty_like(dur), -(2**62)
+    for i, (r, d) in enumerate(zip(ready.tolist(), dur.tolist(), strict=True)):
+        last = max(r, last) + d
+        out[i] = last
+    return out
+
+
+def _span(run: Run) -> int:
+    return int(max(run.api["end"].max(), run.kernels["end"].max()) - min(run.api["start"].min(), run.kernels["start"].min()))
+
+
+def test_halving_the_gemm_saves_what_the_timing_model_says():
+    run, s = synth(sync="end", jitter=0.0)
+    spec = s.spec
+    k = run.kernels
+    dur = (k["end"] - k["start"]).to_numpy()
+    launch_end = run.api[run.api["name"] == "hipLaunchKernel"]["end"].to_numpy()  # one thread: launch order = kernel order
+    ready = launch_end + spec.dispatch_latency_ns
+    halved = np.where(k["name"].astype(str).to_numpy() == GEMM_NAME, np.rint(dur * 0.5).astype(np.int64), dur)
+    old_last, new_last = _replay_gpu(ready, dur)[-1], _replay_gpu(ready, halved)[-1]
+    assert old_last == k["end"].max()
+    sync = run.api[run.api["name"] == "hipDeviceSynchronize"]
+    old_sync_end = int(sync["end"].iloc[0])
+    new_sync_end = max(int(sync["start"].iloc[0]) + spec.sync_min_ns, int(new_last) + spec.sync_return_ns)
+    expected_saving = old_sync_end - new_sync_end
+    assert expected_saving > 0
+    proj = project(run, "r", Edits(scales=[("Cijk_", 0.5)]), None).result
+    assert proj["saving_ns"] == expected_saving
+    assert proj["edits"][0]["matched"] == 20
+    by_cat = project(run, "r", Edits(scales=[("GEMM", 0.5)]), None).result
+    assert by_cat["saving_ns"] == expected_saving
+
+
+def test_launch_free_saves_what_the_timing_model_says():
+    run, s = synth(sync="end", jitter=0.0, htod_copies=0, dtoh_copies=0)
+    spec = s.spec
+    k = run.kernels
+    first_launch = int(run.api["start"].min())
+    total = int((k["end"] - k["start"]).sum())
+    sync = run.api[run.api["name"] == "hipDeviceSynchronize"]
+    # launches free: every kernel ready at the first launch's start; the sync call is reached gap_ns after it
+    sync_start = first_launch + spec.gap_ns
+    new_end = max(sync_start + spec.sync_min_ns, first_launch + total + spec.sync_return_ns)
+    expected = _span(run) - (int(sync["end"].iloc[0]) - new_end)
+    proj = project(run, "r", Edits(launch_free=True), None).result
+    assert proj["projected_ns"] == expected
+
+
+def _hand_run() -> Run:
+    """launch A [0,10) -> kernel A [15,115); launch B [20,30) -> kernel B [115,135) queued
+    behind A; stream sync [40,140) returns 5 ns after B."""
+    t = 1_000
+    api = make_table(
+        "api",
+        {
+            "start": np.array([0, 20, 40]) + t,
+            "end": np.array([10, 30, 140]) + t,
+            "name": ["cudaLaunchKernel", "cudaLaunchKernel", "cudaStreamSynchronize"],
+            "domain": "cuda",
+            "pid": 1,
+            "tid": 1,
+            "correlation_id": np.array([1, 2, 3]),
+        },
+    )
+    kernels = make_table(
+        "kernels",
+        {
+            "start": np.array([15, 115]) + t,
+            "end": np.array([115, 135]) + t,
+            "name": ["sgemm_kernel_a", "\x1b[31mvectorized_elementwise_kernel"],
+            "agent": 0,
+            "stream": 7,
+            "pid": 1,
+            "tid": 1,
+            "correlation_id": np.array([1, 2]),
+        },
+    )
+    return Run(kernels=kernels, api=api)
+
+
+def test_critical_path_of_a_hand_built_graph():
+    """HTA's definition on the same events (launch edge launch -> kernel start, kernel ->
+    next kernel on the stream, kernel end -> sync end, host order): the path is launch A,
+    kernel A, kernel B, the sync's return -- 15 + 100 + 20 + 5 = 140 ns = the span."""
+    run = _hand_run()
+    g = dg.build_graph(run)
+    path = critical_path(run, g, g.start, g.end)
+    assert path.total_ns == 140
+    assert path.by_group["launch_queue"] == {"launch and queue": 15}
+    assert path.by_group["gpu_compute"] == {"GEMM": 100, "elementwise": 20}
+    assert path.by_group["sync"] == {"return after the awaited work": 5}
+    assert sum(path.by_kernel.values()) == 120
+    # halving kernel A: B starts when A ends (its launch reached the GPU long before)
+    proj = project(run, "h", Edits(scales=[("sgemm", 0.5)]), None).result
+    assert proj["saving_ns"] == 50
+
+
+def test_cli_whatif_json_and_hostile_names(tmp_path):
+    path = H200 / "decode_eager.pt.trace.json.gz"
+    out = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "whatif", str(path), "--launch-free", "--json", "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "tuiprof.whatif/1"
+    assert doc["saving_ns"] == doc["baseline_ns"] - doc["projected_ns"] > 0
+    assert doc["edits"][0]["edit"] == "launch-free"
+    bad = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", "whatif", str(path), "--remove", "nonsense"], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "nonsense" in bad.stderr
+    with pytest.raises(WhatIfError):
+        Edits(scales=[("(", 0.5)]).check()
+
+
+def test_text_report_shows_hostile_names_inert():
+    from tui_prof.analysis.whatif import what_if
+    from tui_prof.render.whatif import whatif_text
+
+    run = _hand_run()
+    doc = what_if([(run, "p\x1b]0;x\x07", None)], Edits(scales=[("vectorized", 0.5)]))
+    text = whatif_text(doc)
+    assert "\x1b" not in text and "\x07" not in text
+
+
+def test_eager_launch_free_projection_against_the_cuda_graph_run():
+    """The eager decode with launches free, against the same decode captured in a CUDA graph
+    (measured): the error is stated in docs/metrics.md; the projection is optimistic (a
+    graph replay still pays its launch and the GPU's per-kernel gaps)."""
+    eager = run_what_if(load_path(str(H200 / "decode_eager.pt.trace.json.gz")), Edits(launch_free=True))
+    graph = run_what_if(load_path(str(H200 / "decode_graph.pt.trace.json.gz")), Edits())
+    measured = graph["baseline_ns"]
+    error = (eager["projected_ns"] - measured) / measured
+    assert -0.25 < error < 0.05
+    assert eager["baseline_ns"] > 5 * measured

@@ -1,0 +1,574 @@
+"""Critical path and what-if re-scheduling of one process (docs/metrics.md, Critical path).
+
+:func:`critical_path` walks the dependency graph (:mod:`tui_prof.analysis.depgraph`)
+back from the last event of a window along the predecessor that bound each start and
+end, and sums the path's intervals by what filled them: GPU compute by kernel category,
+communication, copies, launch and queue, host operators by name (the host's own time
+between API calls, named by the innermost host range around it), synchronisation, other
+host API calls.
+
+:func:`what_if` applies edits to the graph's durations and lags, re-schedules it
+(:func:`~tui_prof.analysis.depgraph.schedule`) and reports the recorded (baseline) and
+the projected span, steady step and critical path. Edits:
+
+* ``scale PATTERN=FACTOR``: operations whose kernel category is PATTERN (``category:``
+  prefix optional), whose launching operator matches ``op:REGEX``, or whose kernel / copy
+  name matches the regular expression PATTERN, take FACTOR times their duration;
+* ``remove sync-after-launch``: synchronisation calls that directly follow a launch on
+  their thread neither wait nor take time (the host time that led to them goes too);
+  each thread's last synchronisation stays (the program needs its results);
+  ``remove sync``: the same for every synchronisation call;
+* ``remove pageable-copy``: copies between device and pageable host memory run at the
+  median bandwidth of the run's pinned copies of the same direction;
+* ``remove host:REGEX``: host time inside the host operators whose name matches goes;
+* ``remove warmup``: the projection starts at the first steady step;
+* ``launch-free`` (also ``remove launch``): launch calls take no time, neither does the
+  host work between consecutive launches of a thread (the framework's dispatch: what a
+  CUDA/HIP graph replay or a fused launch removes) and an operation is ready when its
+  launch call starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis import depgraph as dg
+from tui_prof.analysis.hostapi import BLOCKING_COPY, GRAPH_LAUNCH, LAUNCH, OTHER, SYNC, CorrIndex
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, DEFAULT_RULES, CategoryRules
+from tui_prof.model import Run
+
+SCHEMA = "tuiprof.whatif/1"
+GPU_SOURCES = frozenset({"gpu_user_annotation"})
+HOST_NOT_NAMED = "(no host range recorded)"
+
+# finding codes and gap causes -> the edit that removes them
+REMOVE_ALIASES = {
+    "sync-after-launch": "sync-after-launch",
+    "sync": "sync",
+    "idle-sync": "sync",
+    "sync-overhead": "sync",
+    "launch": "launch",
+    "launch-bound": "launch",
+    "many-tiny-kernels": "launch",
+    "pageable-copy": "pageable-copy",
+    "slow-copy": "pageable-copy",
+    "copy": "pageable-copy",
+    "warmup": "warmup",
+    "warm-up": "warmup",
+}
+
+
+class WhatIfError(ValueError):
+    """An edit that cannot be applied (unknown cause, bad pattern or factor)."""
+
+
+@dataclass
+class Edits:
+    scales: list[tuple[str, float]] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    launch_free: bool = False
+
+    def check(self) -> None:
+        for pattern, factor in self.scales:
+            if not (factor >= 0 and np.isfinite(factor)):
+                raise WhatIfError(f"--scale {pattern}={factor}: the factor must be a number >= 0")
+            if pattern.startswith("op:"):
+                _regex(pattern[3:])
+            elif not _is_category(pattern):
+                _regex(pattern)
+        for cause in self.removes:
+            if not cause.startswith("host:") and cause not in REMOVE_ALIASES:
+                known = ", ".join(sorted(REMOVE_ALIASES))
+                raise WhatIfError(f"--remove {cause}: not a cause tuiprof can remove (known: {known}, host:REGEX)")
+            if cause.startswith("host:"):
+                _regex(cause[5:])
+
+
+def _regex(text: str) -> re.Pattern:
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error as err:
+        raise WhatIfError(f"bad regular expression {text!r}: {err}") from None
+
+
+CATEGORIES = {c.lower() for c, _ in DEFAULT_RULES} | {"other"}
+
+
+def _is_category(pattern: str) -> bool:
+    return pattern.lower().removeprefix("category:") in CATEGORIES
+
+
+# ---------------------------------------------------------------- names and labels
+
+
+def _op_names(run: Run, g: dg.DepGraph) -> tuple[np.ndarray, list[str]]:
+    """Per node, a code into the returned names: kernel or copy name for operations, -1 for calls."""
+    k, c = run.kernels["name"], run.copies["name"]
+    kc = k.cat.codes.to_numpy().astype(np.int64) if len(k) else np.array([], np.int64)
+    cc = c.cat.codes.to_numpy().astype(np.int64) if len(c) else np.array([], np.int64)
+    knames = [str(x) for x in k.cat.categories] if len(k) else []
+    cnames = [str(x) for x in c.cat.categories] if len(c) else []
+    codes = np.concatenate([np.full(g.n_calls, -1, np.int64), kc, np.where(cc >= 0, cc + len(knames), -1)])
+    return codes, knames + cnames
+
+
+def _categories(names: list[str], rules: CategoryRules) -> list[str]:
+    return [rules.classify(n) for n in names]
+
+
+def host_ranges(run: Run) -> pd.DataFrame:
+    """Host ranges (markers that are not GPU-side annotations) with a duration."""
+    m = run.markers
+    if m.empty:
+        return m
+    return m[~m["source"].astype(str).isin(GPU_SOURCES) & (m["end"] > m["start"])]
+
+
+def host_op_names(run: Run, g: dg.DepGraph, nodes: np.ndarray, depth: int = 32) -> list[str]:
+    """For call nodes, the innermost host range of the same thread around the middle of the
+    host time before them (``HOST_NOT_NAMED`` when none)."""
+    out = [HOST_NOT_NAMED] * len(nodes)
+    m = host_ranges(run)
+    if m.empty or not len(nodes):
+        return out
+    api = run.api
+    rows = g.api_row[nodes]
+    pid = api["pid"].to_numpy()[rows].astype(np.int64)
+    tid = api["tid"].to_numpy()[rows].astype(np.int64)
+    prev = g.hprev[nodes]
+    mid = g.t0 + (g.start[nodes] + np.where(prev >= 0, g.end[np.maximum(prev, 0)], g.start[nodes])) // 2
+    mp, mt = m["pid"].to_numpy().astype(np.int64), m["tid"].to_numpy().astype(np.int64)
+    ms, me = m["start"].to_numpy().astype(np.int64), m["end"].to_numpy().astype(np.int64)
+    names = m["name"].astype(str).to_numpy()
+    for key in set(zip(pid.tolist(), tid.tolist(), strict=True)):
+        sel = np.flatnonzero((pid == key[0]) & (tid == key[1]))
+        msel = np.flatnonzero((mp == key[0]) & (mt == key[1]))
+        if not len(msel):
+            continue
+        o = msel[np.argsort(ms[msel], kind="stable")]
+        s_sorted, e_sorted = ms[o], me[o]
+        j = np.searchsorted(s_sorted, mid[sel], side="right") - 1
+        found = np.full(len(sel), -1, dtype=np.int64)
+        for _ in range(depth):  # the latest range starting before the point that still covers it: the innermost
+            open_ = (found < 0) & (j >= 0)
+            if not open_.any():
+                break
+            cover = open_ & (e_sorted[np.maximum(j, 0)] > mid[sel])
+            found[cover] = j[cover]
+            j = np.where(open_ & ~cover, j - 1, -1)
+        for pos, f in zip(sel.tolist(), found.tolist(), strict=True):
+            if f >= 0:
+                out[pos] = names[o[f]]
+    return out
+
+
+# ---------------------------------------------------------------- critical path
+
+
+@dataclass
+class PathSummary:
+    total_ns: int
+    by_group: dict[str, dict[str, int]]  # group -> label -> ns
+    by_kernel: dict[str, int]  # kernel / copy name -> ns of its runs on the path
+    rows: list[tuple[str, str, int]] = field(default_factory=list)  # (group, label, ns), largest first
+
+
+GROUPS = ("gpu_compute", "communication", "copies", "launch_queue", "host_ops", "sync", "host_api")
+
+
+def critical_path(
+    run: Run,
+    g: dg.DepGraph,
+    start: np.ndarray,
+    end: np.ndarray,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    waits: np.ndarray | None = None,
+    rules: CategoryRules = DEFAULT_CATEGORY_RULES,
+) -> PathSummary:
+    """The critical path of the window [lo, hi) (graph-relative ns; default: everything) of
+    the schedule (start, end) and what fills it (module docstring)."""
+    n = g.size
+    pred, seg = dg.binding(g, start, end, waits)
+    times = np.concatenate([start, end])
+    lo = int(start.min()) if lo is None and n else (lo or 0)
+    hi = int(end.max()) if hi is None and n else (hi or 0)
+    ends_in = np.flatnonzero(end <= hi)
+    if not len(ends_in):
+        return PathSummary(0, {k: {} for k in GROUPS}, {})
+    sink = n + int(ends_in[np.argmax(end[ends_in])])
+    points = _walk(pred, times, sink, lo)
+    p = points
+    q = pred[p]
+    t1 = np.minimum(times[p], hi)
+    t0 = np.where(q >= 0, times[np.maximum(q, 0)], t1)
+    t0 = np.maximum(t0, lo)
+    length = np.maximum(t1 - t0, 0)
+    keep = length > 0
+    p, q, length, kinds = p[keep], q[keep], length[keep], seg[p[keep]]
+    node = np.where(p >= n, p - n, p)
+    codes, names = _op_names(run, g)
+    cats = _categories(names, rules)
+    api_names = run.api["name"].astype(str).to_numpy() if len(run.api) else np.array([], dtype=object)
+    by_group: dict[str, dict[str, int]] = {k: {} for k in GROUPS}
+    by_kernel: dict[str, int] = {}
+    host_nodes = node[kinds == dg.SEG_HOST]
+    host_labels = iter(host_op_names(run, g, host_nodes))
+
+    def add(group: str, label: str, ns: int) -> None:
+        by_group[group][label] = by_group[group].get(label, 0) + ns
+
+    for pt, nd, kind, ns in zip(p.tolist(), node.tolist(), kinds.tolist(), length.tolist(), strict=True):
+        if kind == dg.SEG_HOST:
+            add("host_ops", next(host_labels), ns)
+        elif kind in (dg.SEG_LAUNCH, dg.SEG_QUEUE):
+            add("launch_queue", "launch and queue" if kind == dg.SEG_LAUNCH else "queue (GPU waits on the previous operation)", ns)
+        elif kind == dg.SEG_RETURN:
+            add("sync", "return after the awaited work", ns)
+        elif kind == dg.SEG_OWN and pt >= n:
+            if g.kind[nd] >= dg.KERNEL:
+                name = names[codes[nd]] if codes[nd] >= 0 else ""
+                by_kernel[name] = by_kernel.get(name, 0) + ns
+                if g.kind[nd] == dg.COPY_OP:
+                    add("copies", name, ns)
+                else:
+                    cat = cats[codes[nd]] if codes[nd] >= 0 else "other"
+                    add("communication" if cat == "communication" else "gpu_compute", cat, ns)
+            else:
+                cls = g.cls[nd]
+                label = str(api_names[g.api_row[nd]])
+                if cls in (LAUNCH, GRAPH_LAUNCH):
+                    add("launch_queue", label, ns)
+                elif cls in (SYNC, BLOCKING_COPY) or g.kind[nd] == dg.WAIT_CALL:
+                    add("sync", label, ns)
+                else:
+                    add("host_api", label, ns)
+        else:
+            add("host_ops", "(before the first recorded call)", ns)
+    total = int(length.sum())
+    rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
+    return PathSummary(total, by_group, by_kernel, rows)
+
+
+def _walk(pred: np.ndarray, times: np.ndarray, sink: int, lo: int) -> np.ndarray:
+    """Points from ``sink`` back along ``pred`` until a root or a point at or before ``lo``."""
+    back = pred.tolist()
+    tl = times.tolist()
+    out = []
+    p = sink
+    while p >= 0:
+        out.append(p)
+        if tl[p] <= lo:
+            break
+        p = back[p]
+    return np.asarray(out, dtype=np.int64)
+
+
+# ---------------------------------------------------------------- edits
+
+
+@dataclass
+class Applied:
+    dur: np.ndarray
+    gap: np.ndarray
+    lat: np.ndarray
+    ret: np.ndarray
+    waits: np.ndarray
+    records: list[dict]
+    skip_warmup: bool = False
+
+
+def _thread_last(g: dg.DepGraph, mask: np.ndarray) -> np.ndarray:
+    """Of the call nodes in ``mask``, each thread's last one (graph call order is thread, then time)."""
+    rows = np.flatnonzero(mask)
+    if not len(rows):
+        return rows
+    th = g.thread[rows]
+    return rows[np.r_[th[1:] != th[:-1], True]]
+
+
+def _sync_calls(g: dg.DepGraph, after_launch: bool) -> np.ndarray:
+    """Waiting synchronisation calls to remove (each thread's last one kept)."""
+    nc = g.n_calls
+    cls = g.cls[:nc]
+    sync = cls == SYNC
+    if after_launch:
+        # previous launch-or-sync call of the thread is a launch
+        ls = np.flatnonzero((cls == SYNC) | (cls == BLOCKING_COPY) | (cls >= LAUNCH))
+        if len(ls) < 2:
+            return np.array([], np.int64)
+        same = g.thread[ls[1:]] == g.thread[ls[:-1]]
+        hit = same & (cls[ls[1:]] == SYNC) & (cls[ls[:-1]] >= LAUNCH)
+        mask = np.zeros(nc, bool)
+        mask[ls[1:][hit]] = True
+        sync = mask
+    keep = _thread_last(g, cls == SYNC)
+    sync = sync.copy()
+    sync[keep] = False
+    return np.flatnonzero(sync)
+
+
+def _launch_runs(g: dg.DepGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(launch call nodes, call nodes whose own time and preceding host time lie between two
+    launches of their thread with only launches and other non-GPU calls in between)."""
+    nc = g.n_calls
+    cls = g.cls[:nc]
+    launches = np.flatnonzero(cls >= LAUNCH)
+    # a call is inside a run when the previous and the next launch-or-blocking call of its thread are launches
+    idx = np.arange(nc)
+    mark = cls != OTHER  # launches, syncs, copies
+    prev_mark = np.maximum.accumulate(np.where(mark, idx, -1))  # last mark at or before i
+    prev_mark = np.r_[-1, prev_mark[:-1]]  # strictly before i
+    next_mark = np.minimum.accumulate(np.where(mark, idx, nc)[::-1])[::-1]  # first mark at or after i
+    pm, nm = np.maximum(prev_mark, 0), np.minimum(next_mark, nc - 1)
+    inside = (prev_mark >= 0) & (next_mark < nc) & (cls[pm] >= LAUNCH) & (cls[nm] >= LAUNCH)
+    inside &= (g.thread[:nc][pm] == g.thread[:nc]) & (g.thread[:nc][nm] == g.thread[:nc])
+    return launches, np.flatnonzero(inside)
+
+
+def _pageable(run: Run, g: dg.DepGraph, dur: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Copy nodes between device and pageable memory, their durations at the run's pinned
+    bandwidth (same direction), and notes on what could not be projected."""
+    c = run.copies
+    notes: list[str] = []
+    if c.empty:
+        return np.array([], np.int64), notes
+    names = c["name"].astype(str).str.lower().to_numpy()
+    pageable = np.array(["pageable" in n for n in names], dtype=bool)
+    pinned = np.array(["pinned" in n for n in names], dtype=bool)
+    direction = c["direction"].astype(str).to_numpy()
+    nbytes = c["bytes"].to_numpy().astype(np.float64)
+    first = g.n_calls + len(run.kernels)
+    d = dur[first:].astype(np.float64)
+    changed = []
+    for way in sorted(set(direction[pageable].tolist())):
+        ref = pinned & (direction == way) & (d > 0) & (nbytes > 0)
+        sel = np.flatnonzero(pageable & (direction == way) & (nbytes > 0))
+        if not ref.any():
+            notes.append(f"no pinned {way} copy recorded: {len(sel)} pageable {way} copies kept as recorded")
+            continue
+        bw = float(np.median(nbytes[ref] / d[ref]))
+        new = np.ceil(nbytes[sel] / bw).astype(np.int64)
+        faster = new < dur[first + sel]
+        dur[first + sel[faster]] = new[faster]
+        changed.append(first + sel[faster])
+    return (np.concatenate(changed) if changed else np.array([], np.int64)), notes
+
+
+def _scale_mask(run: Run, g: dg.DepGraph, pattern: str, rules: CategoryRules) -> np.ndarray:
+    codes, names = _op_names(run, g)
+    if pattern.startswith("op:"):
+        rx = _regex(pattern[3:])
+        mask = np.zeros(g.size, dtype=bool)
+        m = run.markers
+        ext = run.kernels["external_id"].to_numpy().astype(np.int64)
+        if m.empty or not len(ext):
+            return mask
+        ops = m[m["source"].astype(str) == "cpu_op"]
+        hit = ops["external_id"].to_numpy()[np.array([bool(rx.search(str(x))) for x in ops["name"].astype(str)], dtype=bool)] if len(ops) else np.array([])
+        mask[g.n_calls : g.n_calls + len(ext)] = np.isin(ext, hit[hit >= 0]) & (ext >= 0)
+        return mask
+    if _is_category(pattern):
+        want = pattern.lower().removeprefix("category:")
+        per = np.array([c.lower() == want for c in _categories(names, rules)] + [False], dtype=bool)
+    else:
+        rx = _regex(pattern)
+        per = np.array([bool(rx.search(nm)) for nm in names] + [False], dtype=bool)
+    mask = per[codes]  # code -1 (calls) picks the appended False
+    mask &= g.kind >= dg.KERNEL
+    return mask
+
+
+def apply_edits(run: Run, g: dg.DepGraph, edits: Edits, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> Applied:
+    """The graph's arrays with ``edits`` applied, and one record per edit (what it matched)."""
+    edits.check()
+    dur, gap, lat, ret = g.dur.copy(), g.gap.copy(), g.lat.copy(), g.ret.copy()
+    waits = g.wait >= 0
+    records: list[dict] = []
+    skip_warmup = False
+    for pattern, factor in edits.scales:
+        mask = _scale_mask(run, g, pattern, rules)
+        before = int(dur[mask].sum())
+        dur[mask] = np.rint(dur[mask] * factor).astype(np.int64)
+        records.append({"edit": "scale", "pattern": pattern, "factor": factor, "matched": int(mask.sum()), "matched_ns": before})
+    removes = [REMOVE_ALIASES.get(c, c) for c in edits.removes]
+    launch_free = edits.launch_free or "launch" in removes
+    for cause, given in zip(removes, edits.removes, strict=True):
+        record: dict = {"edit": "remove", "cause": given}
+        if cause in ("sync", "sync-after-launch"):
+            nodes = _sync_calls(g, cause == "sync-after-launch")
+            record["matched"] = len(nodes)
+            record["matched_ns"] = int((g.end[nodes] - g.start[nodes]).sum())
+            dur[nodes] = 0
+            gap[nodes] = 0
+            waits[nodes] = False
+            record["kept"] = "each thread's last synchronisation"
+        elif cause == "pageable-copy":
+            changed, notes = _pageable(run, g, dur)
+            record["matched"] = len(changed)
+            record["matched_ns"] = int(g.dur[changed].sum())
+            if notes:
+                record["notes"] = notes
+        elif cause.startswith("host:"):
+            rx = _regex(cause[5:])
+            nodes = np.flatnonzero(gap[: g.n_calls] > 0)
+            labels = host_op_names(run, g, nodes)
+            hit = nodes[np.array([bool(rx.search(x)) for x in labels], dtype=bool)] if len(nodes) else nodes
+            record["matched"] = len(hit)
+            record["matched_ns"] = int(gap[hit].sum())
+            gap[hit] = 0
+        elif cause == "warmup":
+            skip_warmup = True
+            record["matched"] = 1
+        elif cause == "launch":
+            record["same_as"] = "--launch-free"
+        records.append(record)
+    if launch_free:
+        launches, inside = _launch_runs(g)
+        folded = np.union1d(launches, inside)
+        before = int(dur[folded].sum() + gap[inside].sum())
+        dur[launches] = 0
+        dur[inside] = 0
+        gap[inside] = 0
+        ops = np.flatnonzero(g.launch >= 0)
+        lat[ops] = 0
+        records.append({"edit": "launch-free", "matched": len(launches), "matched_ns": before, "host_calls_folded": len(inside)})
+    return Applied(dur, gap, lat, ret, waits, records, skip_warmup)
+
+
+# ---------------------------------------------------------------- projection
+
+
+def _map_times(g: dg.DepGraph, start: np.ndarray, end: np.ndarray, times: np.ndarray, use_end: bool) -> np.ndarray:
+    """Recorded graph-relative ``times`` moved as the host calls around them moved: by the
+    shift of the last call (of the busiest thread) starting (ending, ``use_end``) at or before each."""
+    nc = g.n_calls
+    if not nc:
+        return times.copy()
+    th = g.thread[:nc]
+    main = np.bincount(th).argmax()
+    sel = np.flatnonzero(th == main)
+    rec = (g.end if use_end else g.start)[sel]
+    new = (end if use_end else start)[sel]
+    o = np.argsort(rec, kind="stable")
+    rec, new = rec[o], new[o]
+    i = np.searchsorted(rec, times, side="right") - 1
+    shift = np.where(i >= 0, new[np.maximum(i, 0)] - rec[np.maximum(i, 0)], 0)
+    return times + shift
+
+
+@dataclass
+class Projection:
+    label: str
+    graph: dg.DepGraph
+    start: np.ndarray
+    end: np.ndarray
+    applied: Applied
+    result: dict
+
+
+def project(
+    run: Run,
+    label: str,
+    edits: Edits,
+    steps: tuple[np.ndarray, np.ndarray, int] | None,
+    rules: CategoryRules = DEFAULT_CATEGORY_RULES,
+    graph: dg.DepGraph | None = None,
+) -> Projection:
+    """The what-if of one process: ``steps`` = (recorded step starts, ends, warm-up count) or None."""
+    g = graph or dg.build_graph(run, CorrIndex(run.api))
+    applied = apply_edits(run, g, edits, rules)
+    s, e = dg.schedule(g, applied.dur, applied.gap, applied.lat, applied.ret, applied.waits)
+    base_lo, base_hi = (int(g.start.min()), int(g.end.max())) if g.size else (0, 0)
+    proj_lo, proj_hi = (int(s.min()), int(e.max())) if g.size else (0, 0)
+    result: dict = {"process": label, "links": g.links, "launch_latency_l0_ns": g.l0_ns}
+    steady: dict | None = None
+    if steps is not None and len(steps[0]):
+        st, en, warm = steps
+        st_rel, en_rel = st.astype(np.int64) - g.t0, en.astype(np.int64) - g.t0
+        p_st, p_en = _map_times(g, s, e, st_rel, False), _map_times(g, s, e, en_rel, True)
+        base_walls, proj_walls = en_rel - st_rel, p_en - p_st
+        w = min(warm, len(st) - 1)
+        steady = {
+            "steps": int(len(st) - w),
+            "warmup_steps": int(w),
+            "baseline_step_ns": int(np.median(base_walls[w:])),
+            "projected_step_ns": int(np.median(proj_walls[w:])),
+            "baseline_window_ns": int(en_rel[-1] - st_rel[w]),
+            "projected_window_ns": int(p_en[-1] - p_st[w]),
+            "baseline_warmup_ns": int(st_rel[w] - base_lo),
+            "projected_warmup_ns": int(p_st[w] - proj_lo),
+        }
+        steady["saving_step_ns"] = steady["baseline_step_ns"] - steady["projected_step_ns"]
+        if applied.skip_warmup:
+            proj_lo = int(p_st[w])
+        window = (int(st_rel[w]), int(en_rel[-1])), (int(p_st[w]), int(p_en[-1]))
+    else:
+        window = (base_lo, base_hi), (proj_lo, proj_hi)
+    baseline_ns, projected_ns = base_hi - base_lo, proj_hi - proj_lo
+    result.update(
+        {
+            "baseline_ns": baseline_ns,
+            "projected_ns": projected_ns,
+            "saving_ns": baseline_ns - projected_ns,
+            "saving_pct": round(100.0 * (baseline_ns - projected_ns) / baseline_ns, 4) if baseline_ns > 0 else 0.0,
+            "steady": steady,
+            "edits": applied.records,
+        }
+    )
+    base_path = critical_path(run, g, g.start, g.end, *window[0], rules=rules)
+    proj_path = critical_path(run, g, s, e, *window[1], waits=applied.waits, rules=rules)
+    result["critical_path"] = {"window": "steady state" if steady else "whole run", "baseline": path_json(base_path), "projected": path_json(proj_path)}
+    return Projection(label, g, s, e, applied, result)
+
+
+def path_json(p: PathSummary, top: int = 12) -> dict:
+    return {
+        "total_ns": p.total_ns,
+        "groups": {k: int(sum(v.values())) for k, v in p.by_group.items()},
+        "top": [{"group": grp, "name": lab, "ns": ns, "pct": round(100.0 * ns / p.total_ns, 4) if p.total_ns else 0.0} for grp, lab, ns in p.rows[:top]],
+    }
+
+
+def what_if(runs: Sequence[tuple[Run, str, tuple[np.ndarray, np.ndarray, int] | None]], edits: Edits, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> dict:
+    """The ``tuiprof.whatif/1`` document of a run of one or several processes ((run, label, steps) each)."""
+    edits.check()
+    per = [project(run, label, edits, steps, rules).result for run, label, steps in runs]
+    doc: dict = {"schema": SCHEMA}
+    if per:
+        worst = max(range(len(per)), key=lambda i: per[i]["baseline_ns"])
+        head = per[worst]
+        doc.update({k: head[k] for k in ("baseline_ns", "projected_ns", "saving_ns", "saving_pct")})
+        doc["process"] = head["process"]
+    else:
+        doc.update({"baseline_ns": 0, "projected_ns": 0, "saving_ns": 0, "saving_pct": 0.0})
+    doc["edits"] = per[0]["edits"] if per else []
+    doc["processes"] = per
+    return doc
+
+
+def process_steps(run: Run, label: str, step_name: str | None = None, warmup: int | None = None) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(step starts, ends, warm-up steps) of one process as the summary finds them, or None."""
+    from tui_prof.analysis.steps import steps_of
+
+    part, frame = steps_of(run, label, step_name=step_name, warmup=warmup)
+    if frame is None or not part["detected"]:
+        return None
+    return frame.ranges.starts.astype(np.int64), frame.ranges.ends.astype(np.int64), int(part["warmup_steps"])
+
+
+def run_what_if(runset, edits: Edits, *, rules: CategoryRules | None = None, step_name: str | None = None, warmup: int | None = None) -> dict:
+    """:func:`what_if` of every process of a loaded run set, with the summary's steps."""
+    from tui_prof.analysis.engine import run_label
+
+    rules = rules or DEFAULT_CATEGORY_RULES
+    runs = [(run, run_label(run), process_steps(run, run_label(run), step_name, warmup)) for run in runset.runs]
+    doc = what_if(runs, edits, rules)
+    doc["run"] = runset.name
+    return doc
