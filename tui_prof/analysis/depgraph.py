@@ -387,19 +387,3 @@ def binding(g: DepGraph, start: np.ndarray, end: np.ndarray, waits: np.ndarray |
     pred[ops] = np.where(queue_wins, n + sp, np.where(lch >= 0, lch, -1))
     seg[ops] = np.where(queue_wins, SEG_QUEUE, np.where(lch >= 0, SEG_LAUNCH, SEG_ROOT))
     return pred, seg
-
-
-def path_points(pred: np.ndarray, sink: int, stop: int = -1) -> np.ndarray:
-    """The points of the path that ends at ``sink`` following ``pred``, oldest first;
-    ``stop``: a point time-index array is not needed -- the walk ends at a root, or at
-    the first point whose position in ``pred`` is ``stop``."""
-    if sink < 0:
-        return np.array([], np.int64)
-    back = pred.tolist()
-    out = []
-    p = sink
-    while p >= 0 and p != stop:
-        out.append(p)
-        p = back[p]
-    out.reverse()
-    return np.asarray(out, dtype=np.int64)

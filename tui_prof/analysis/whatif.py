@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import depgraph as dg
-from tui_prof.analysis.hostapi import BLOCKING_COPY, GRAPH_LAUNCH, LAUNCH, OTHER, SYNC, CorrIndex
+from tui_prof.analysis.arrays import code_totals
+from tui_prof.analysis.hostapi import BLOCKING_COPY, LAUNCH, OTHER, SYNC, CorrIndex
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, DEFAULT_RULES, CategoryRules
 from tui_prof.model import Run
 
@@ -129,13 +130,12 @@ def host_ranges(run: Run) -> pd.DataFrame:
     return m[~m["source"].astype(str).isin(GPU_SOURCES) & (m["end"] > m["start"])]
 
 
-def host_op_names(run: Run, g: dg.DepGraph, nodes: np.ndarray, depth: int = 32) -> list[str]:
+def host_op_codes(run: Run, g: dg.DepGraph, nodes: np.ndarray, depth: int = 32) -> tuple[list[str], np.ndarray]:
     """For call nodes, the innermost host range of the same thread around the middle of the
-    host time before them (``HOST_NOT_NAMED`` when none)."""
-    out = [HOST_NOT_NAMED] * len(nodes)
+    host time before them: (labels, a code into labels per node; ``HOST_NOT_NAMED`` when none)."""
     m = host_ranges(run)
     if m.empty or not len(nodes):
-        return out
+        return [HOST_NOT_NAMED], np.zeros(len(nodes), dtype=np.int64)
     api = run.api
     rows = g.api_row[nodes]
     pid = api["pid"].to_numpy()[rows].astype(np.int64)
@@ -144,7 +144,10 @@ def host_op_names(run: Run, g: dg.DepGraph, nodes: np.ndarray, depth: int = 32) 
     mid = g.t0 + (g.start[nodes] + np.where(prev >= 0, g.end[np.maximum(prev, 0)], g.start[nodes])) // 2
     mp, mt = m["pid"].to_numpy().astype(np.int64), m["tid"].to_numpy().astype(np.int64)
     ms, me = m["start"].to_numpy().astype(np.int64), m["end"].to_numpy().astype(np.int64)
-    names = m["name"].astype(str).to_numpy()
+    name_col = m["name"].astype("category")
+    labels = [str(x) for x in name_col.cat.categories] + [HOST_NOT_NAMED]
+    mcode = name_col.cat.codes.to_numpy().astype(np.int64)
+    out = np.full(len(nodes), len(labels) - 1, dtype=np.int64)
     for key in set(zip(pid.tolist(), tid.tolist(), strict=True)):
         sel = np.flatnonzero((pid == key[0]) & (tid == key[1]))
         msel = np.flatnonzero((mp == key[0]) & (mt == key[1]))
@@ -161,10 +164,15 @@ def host_op_names(run: Run, g: dg.DepGraph, nodes: np.ndarray, depth: int = 32) 
             cover = open_ & (e_sorted[np.maximum(j, 0)] > mid[sel])
             found[cover] = j[cover]
             j = np.where(open_ & ~cover, j - 1, -1)
-        for pos, f in zip(sel.tolist(), found.tolist(), strict=True):
-            if f >= 0:
-                out[pos] = names[o[f]]
-    return out
+        hit = found >= 0
+        out[sel[hit]] = np.where(mcode[o[found[hit]]] >= 0, mcode[o[found[hit]]], len(labels) - 1)
+    return labels, out
+
+
+def host_op_names(run: Run, g: dg.DepGraph, nodes: np.ndarray) -> list[str]:
+    """:func:`host_op_codes` as one label per node."""
+    labels, codes = host_op_codes(run, g, nodes)
+    return [labels[c] for c in codes.tolist()]
 
 
 # ---------------------------------------------------------------- critical path
@@ -211,63 +219,97 @@ def critical_path(
     t0 = np.maximum(t0, lo)
     length = np.maximum(t1 - t0, 0)
     keep = length > 0
-    p, q, length, kinds = p[keep], q[keep], length[keep], seg[p[keep]]
+    p, length, kinds = p[keep], length[keep], seg[p[keep]]
     node = np.where(p >= n, p - n, p)
+    own = (kinds == dg.SEG_OWN) & (p >= n)
+    by_group: dict[str, dict[str, int]] = {k: {} for k in GROUPS}
+
+    def add(group: str, labels: Sequence[str], codes: np.ndarray, values: np.ndarray) -> None:
+        if not len(codes):
+            return
+        _, sums = code_totals(codes, values, len(labels))
+        for c in np.flatnonzero(sums):
+            by_group[group][labels[c]] = by_group[group].get(labels[c], 0) + int(sums[c])
+
+    # GPU operations: by kernel / copy name, then by category
+    op_sel = own & (g.kind[node] >= dg.KERNEL)
     codes, names = _op_names(run, g)
     cats = _categories(names, rules)
-    api_names = run.api["name"].astype(str).to_numpy() if len(run.api) else np.array([], dtype=object)
-    by_group: dict[str, dict[str, int]] = {k: {} for k in GROUPS}
     by_kernel: dict[str, int] = {}
-    host_nodes = node[kinds == dg.SEG_HOST]
-    host_labels = iter(host_op_names(run, g, host_nodes))
-
-    def add(group: str, label: str, ns: int) -> None:
-        by_group[group][label] = by_group[group].get(label, 0) + ns
-
-    for pt, nd, kind, ns in zip(p.tolist(), node.tolist(), kinds.tolist(), length.tolist(), strict=True):
-        if kind == dg.SEG_HOST:
-            add("host_ops", next(host_labels), ns)
-        elif kind in (dg.SEG_LAUNCH, dg.SEG_QUEUE):
-            add("launch_queue", "launch and queue" if kind == dg.SEG_LAUNCH else "queue (GPU waits on the previous operation)", ns)
-        elif kind == dg.SEG_RETURN:
-            add("sync", "return after the awaited work", ns)
-        elif kind == dg.SEG_OWN and pt >= n:
-            if g.kind[nd] >= dg.KERNEL:
-                name = names[codes[nd]] if codes[nd] >= 0 else ""
-                by_kernel[name] = by_kernel.get(name, 0) + ns
-                if g.kind[nd] == dg.COPY_OP:
-                    add("copies", name, ns)
-                else:
-                    cat = cats[codes[nd]] if codes[nd] >= 0 else "other"
-                    add("communication" if cat == "communication" else "gpu_compute", cat, ns)
-            else:
-                cls = g.cls[nd]
-                label = str(api_names[g.api_row[nd]])
-                if cls in (LAUNCH, GRAPH_LAUNCH):
-                    add("launch_queue", label, ns)
-                elif cls in (SYNC, BLOCKING_COPY) or g.kind[nd] == dg.WAIT_CALL:
-                    add("sync", label, ns)
-                else:
-                    add("host_api", label, ns)
-        else:
-            add("host_ops", "(before the first recorded call)", ns)
+    op_codes = codes[node[op_sel]]
+    op_len = length[op_sel]
+    labels = names + [""]
+    op_codes = np.where(op_codes >= 0, op_codes, len(names))
+    _, kernel_sums = code_totals(op_codes, op_len, len(labels))
+    for c in np.flatnonzero(kernel_sums):
+        by_kernel[labels[c]] = by_kernel.get(labels[c], 0) + int(kernel_sums[c])
+    is_copy = g.kind[node[op_sel]] == dg.COPY_OP
+    add("copies", labels, op_codes[is_copy], op_len[is_copy])
+    cat_names = sorted(set(cats) | {"other"})
+    cat_of = np.array([cat_names.index(c) for c in cats] + [cat_names.index("other")], dtype=np.int64)
+    k_cat = cat_of[op_codes[~is_copy]]
+    comm = cat_names.index("communication") if "communication" in cat_names else -1
+    add("communication", cat_names, k_cat[k_cat == comm], op_len[~is_copy][k_cat == comm])
+    add("gpu_compute", cat_names, k_cat[k_cat != comm], op_len[~is_copy][k_cat != comm])
+    # host calls: by API name, grouped by their class
+    call_sel = own & (g.kind[node] < dg.KERNEL)
+    if call_sel.any():
+        names_col = run.api["name"]
+        api_labels = [str(x) for x in names_col.cat.categories] + [""]
+        api_codes = names_col.cat.codes.to_numpy().astype(np.int64)[g.api_row[node[call_sel]]]
+        api_codes = np.where(api_codes >= 0, api_codes, len(api_labels) - 1)
+        cls, kind, c_len = g.cls[node[call_sel]], g.kind[node[call_sel]], length[call_sel]
+        launch = cls >= LAUNCH
+        sync = ~launch & ((cls == SYNC) | (cls == BLOCKING_COPY) | (kind == dg.WAIT_CALL))
+        add("launch_queue", api_labels, api_codes[launch], c_len[launch])
+        add("sync", api_labels, api_codes[sync], c_len[sync])
+        add("host_api", api_labels, api_codes[~launch & ~sync], c_len[~launch & ~sync])
+    # host time between calls: by the innermost host range around it
+    host = kinds == dg.SEG_HOST
+    host_labels, host_codes = host_op_codes(run, g, node[host])
+    add("host_ops", host_labels, host_codes, length[host])
+    for kind, group, label in (
+        (dg.SEG_LAUNCH, "launch_queue", "launch and queue"),
+        (dg.SEG_QUEUE, "launch_queue", "queue (GPU waits on the previous operation)"),
+        (dg.SEG_RETURN, "sync", "return after the awaited work"),
+        (dg.SEG_ROOT, "host_ops", "(before the first recorded call)"),
+    ):
+        sel = kinds == kind
+        if sel.any():
+            by_group[group][label] = by_group[group].get(label, 0) + int(length[sel].sum())
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
     return PathSummary(total, by_group, by_kernel, rows)
 
 
+WALK_LEVELS = 5  # the walk steps 2**5 points at a time in Python, the points between are filled in by array passes
+
+
 def _walk(pred: np.ndarray, times: np.ndarray, sink: int, lo: int) -> np.ndarray:
-    """Points from ``sink`` back along ``pred`` until a root or a point at or before ``lo``."""
-    back = pred.tolist()
+    """The points on the path from ``sink`` back along ``pred`` until a root or a point at
+    or before ``lo`` (in no particular order; a few points older than ``lo`` may be
+    included: their intervals lie before the window). Jump tables of 2, 4, ... 32 steps let
+    the Python walk take one step per 32 points."""
+    small = np.int32 if len(pred) < 2**31 else np.int64
+    levels = [np.where(pred >= 0, pred, np.arange(len(pred))).astype(small)]  # a root points at itself
+    for _ in range(WALK_LEVELS):
+        levels.append(levels[-1][levels[-1]])
+    top = levels[-1].tolist()
     tl = times.tolist()
-    out = []
+    coarse = []
     p = sink
-    while p >= 0:
-        out.append(p)
-        if tl[p] <= lo:
+    while True:
+        coarse.append(p)
+        q = top[p]
+        if tl[p] <= lo or q == p:
             break
-        p = back[p]
-    return np.asarray(out, dtype=np.int64)
+        p = q
+    found = np.asarray(coarse, dtype=np.int64)
+    for table in reversed(levels[:-1]):
+        found = np.concatenate([found, table[found]])  # only a root repeats (every jump that overshoots lands on it)
+    mark = np.zeros(len(pred), dtype=bool)
+    mark[found] = True
+    return np.flatnonzero(mark)
 
 
 # ---------------------------------------------------------------- edits
