@@ -201,4 +201,9 @@ def test_findings_of_a_generated_run(tmp_path):
     sal = doc["sync"]["sync_after_launch"]
     assert sal["launches"] == 200 and sal["followed_by_sync"] == 200 and sal["detected"] is True
     assert "sync-after-launch" in codes
-    assert [f["severity"] for f in doc["findings"]] == sorted((f["severity"] for f in doc["findings"]), key=["high", "medium", "low", "info"].index)
+    # ranked by the what-if's projected saving (issue 31), the findings without one after them by severity
+    projected = [f for f in doc["findings"] if "saving_ns" in f]
+    rest = doc["findings"][len(projected) :]
+    assert doc["findings"][: len(projected)] == projected and projected
+    assert [f["saving_ns"] for f in projected] == sorted((f["saving_ns"] for f in projected), reverse=True)
+    assert [f["severity"] for f in rest] == sorted((f["severity"] for f in rest), key=["high", "medium", "low", "info"].index)

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, SYNC, CorrIndex
 from tui_prof.model import Run
 
@@ -102,6 +103,24 @@ def _prev_in_group(group: np.ndarray, order: np.ndarray) -> np.ndarray:
     return prev
 
 
+def _by_group_then_time(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Row order by group, then start, then the longest first (an enclosing call before what
+    it encloses); sorts by group codes (small integers) on top of a time order."""
+    n = len(group)
+    if n < 2:
+        return np.arange(n)
+    same_start = start[1:] == start[:-1]
+    if in_order(start) and not (same_start & (end[1:] > end[:-1])).any():
+        by_time = None  # stored order is already the time order
+    else:
+        by_time = np.lexsort((-end, start))
+    g = group if by_time is None else group[by_time]
+    if g.min() == g.max():
+        return np.arange(n) if by_time is None else by_time
+    within = np.argsort(g, kind="stable")
+    return within if by_time is None else by_time[within]
+
+
 def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
     """The top-level calls of each host thread and, for every API row, its top-level call's position."""
     api = run.api
@@ -109,7 +128,7 @@ def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
     s = api["start"].to_numpy().astype(np.int64) - t0
     e = np.maximum(api["end"].to_numpy().astype(np.int64) - t0, s)
     thread = _thread_codes(api["pid"].to_numpy(), api["tid"].to_numpy()) if n else np.array([], np.int64)
-    order = np.lexsort((-e, s, thread)) if n else np.array([], np.int64)  # thread, start, longest first
+    order = _by_group_then_time(thread, s, e)  # thread, start, longest first
     top = np.ones(n, dtype=bool)
     so, eo, to = s[order], e[order], thread[order]
     if n > 1:
@@ -163,8 +182,8 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
         arow = np.full(no, -1, dtype=np.int64)
     launch = np.where(arow >= 0, calls["node_of_row"][np.maximum(arow, 0)] if len(api) else -1, -1).astype(np.int64)
     # queue order: (agent, lane, start)
-    order = np.lexsort((o_start, lane, o_agent)) if no else np.array([], np.int64)
     group = _thread_codes(o_agent, lane) if no else np.array([], np.int64)
+    order = _by_group_then_time(group, o_start, o_end)
     sprev = _prev_in_group(group, order)
     overlap = (sprev >= 0) & (o_end[np.maximum(sprev, 0)] > o_start)
     sprev[overlap] = -1
@@ -387,3 +406,45 @@ def binding(g: DepGraph, start: np.ndarray, end: np.ndarray, waits: np.ndarray |
     pred[ops] = np.where(queue_wins, n + sp, np.where(lch >= 0, lch, -1))
     seg[ops] = np.where(queue_wins, SEG_QUEUE, np.where(lch >= 0, SEG_LAUNCH, SEG_ROOT))
     return pred, seg
+
+
+def subgraph(g: DepGraph, keep: np.ndarray) -> DepGraph:
+    """The graph of the nodes in the boolean mask ``keep`` (calls stay before operations):
+    a link to a node left out is dropped, so a call whose previous call is out starts at
+    its recorded time, an operation with neither its launch nor its queue predecessor
+    starts at its recorded time, and a call that waited for an operation left out keeps
+    its recorded duration."""
+    new = np.full(g.size, -1, dtype=np.int64)
+    rows = np.flatnonzero(keep)
+    new[rows] = np.arange(len(rows))
+
+    def remap(links: np.ndarray) -> np.ndarray:
+        out = links[rows]
+        return np.where(out >= 0, new[np.maximum(out, 0)], -1)
+
+    wait = remap(g.wait)
+    lost_wait = (g.wait[rows] >= 0) & (wait < 0)
+    dur = np.where(lost_wait, g.end[rows] - g.start[rows], g.dur[rows])
+    kind = np.where(lost_wait, CALL, g.kind[rows]).astype(np.int8)
+    return DepGraph(
+        t0=g.t0,
+        n_calls=int(np.count_nonzero(keep[: g.n_calls])),
+        start=g.start[rows],
+        end=g.end[rows],
+        kind=kind,
+        cls=g.cls[rows],
+        api_row=g.api_row[rows],
+        op_row=g.op_row[rows],
+        thread=g.thread[rows],
+        hprev=remap(g.hprev),
+        gap=g.gap[rows],
+        dur=dur,
+        launch=remap(g.launch),
+        lat=g.lat[rows],
+        sprev=remap(g.sprev),
+        slag=g.slag[rows],
+        wait=wait,
+        ret=g.ret[rows],
+        l0_ns=g.l0_ns,
+        links=dict(g.links),
+    )

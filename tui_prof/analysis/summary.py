@@ -15,6 +15,7 @@ import pandas as pd
 
 from tui_prof import __version__
 from tui_prof.analysis import engine, ranks
+from tui_prof.analysis.critical import add_critical_ns, critical_section, process_windows
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.hotspots import (
     all_kernels,
@@ -26,6 +27,7 @@ from tui_prof.analysis.memory import API, TOTALS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.parts import CommunicationPart, RankRecord, StragglerPart, SummaryDoc
 from tui_prof.analysis.platform import detect_platform
+from tui_prof.analysis.savings import add_savings
 from tui_prof.analysis.steps import OUTLIER_FACTOR
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.model import RunSet
@@ -195,4 +197,9 @@ def build_summary(
     doc["communication"] = communication
     doc["stragglers"] = stragglers
     doc["findings"] = build_findings(doc)
+    if source != "stats":  # the critical path and the savings need the trace
+        windows = process_windows(inputs, steps_found)
+        doc["critical_path"], on_path = critical_section(windows, rules)
+        add_critical_ns(doc["hotspots"], on_path)
+        doc["findings"] = add_savings(doc["findings"], windows, rules)
     return doc

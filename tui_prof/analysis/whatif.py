@@ -114,7 +114,11 @@ def _op_names(run: Run, g: dg.DepGraph) -> tuple[np.ndarray, list[str]]:
     cc = c.cat.codes.to_numpy().astype(np.int64) if len(c) else np.array([], np.int64)
     knames = [str(x) for x in k.cat.categories] if len(k) else []
     cnames = [str(x) for x in c.cat.categories] if len(c) else []
-    codes = np.concatenate([np.full(g.n_calls, -1, np.int64), kc, np.where(cc >= 0, cc + len(knames), -1)])
+    codes = np.full(g.size, -1, dtype=np.int64)
+    ks, cs = np.flatnonzero(g.kind == dg.KERNEL), np.flatnonzero(g.kind == dg.COPY_OP)
+    codes[ks] = kc[g.op_row[ks]]
+    copy_codes = cc[g.op_row[cs]]
+    codes[cs] = np.where(copy_codes >= 0, copy_codes + len(knames), -1)
     return codes, knames + cnames
 
 
@@ -184,6 +188,18 @@ class PathSummary:
     by_group: dict[str, dict[str, int]]  # group -> label -> ns
     by_kernel: dict[str, int]  # kernel / copy name -> ns of its runs on the path
     rows: list[tuple[str, str, int]] = field(default_factory=list)  # (group, label, ns), largest first
+    mid: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # each interval's middle (graph-relative ns)
+    length: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
+    group: np.ndarray = field(default_factory=lambda: np.array([], np.int8))  # GROUPS index of each interval
+
+    def per_window(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """(windows x GROUPS) ns of the path in each [start, end) window (graph-relative
+        ns, sorted, disjoint); an interval counts in the window holding its middle."""
+        w = np.searchsorted(starts, self.mid, side="right") - 1
+        inside = (w >= 0) & (self.mid < ends[np.maximum(w, 0)])
+        slot = w[inside] * len(GROUPS) + self.group[inside]
+        _, sums = code_totals(slot, self.length[inside], len(starts) * len(GROUPS))
+        return sums.reshape(len(starts), len(GROUPS))
 
 
 GROUPS = ("gpu_compute", "communication", "copies", "launch_queue", "host_ops", "sync", "host_api")
@@ -223,63 +239,62 @@ def critical_path(
     node = np.where(p >= n, p - n, p)
     own = (kinds == dg.SEG_OWN) & (p >= n)
     by_group: dict[str, dict[str, int]] = {k: {} for k in GROUPS}
+    grp = np.zeros(len(p), dtype=np.int8)  # GROUPS index of each interval
 
-    def add(group: str, labels: Sequence[str], codes: np.ndarray, values: np.ndarray) -> None:
-        if not len(codes):
+    def add(group: str, labels: Sequence[str], idx: np.ndarray, codes: np.ndarray) -> None:
+        """Intervals ``idx`` (labelled by ``codes`` into ``labels``) belong to ``group``."""
+        grp[idx] = GROUPS.index(group)
+        if not len(idx):
             return
-        _, sums = code_totals(codes, values, len(labels))
-        for c in np.flatnonzero(sums):
+        _, sums = code_totals(codes, length[idx], len(labels))
+        for c in np.flatnonzero(sums).tolist():
             by_group[group][labels[c]] = by_group[group].get(labels[c], 0) + int(sums[c])
 
     # GPU operations: by kernel / copy name, then by category
-    op_sel = own & (g.kind[node] >= dg.KERNEL)
+    op_idx = np.flatnonzero(own & (g.kind[node] >= dg.KERNEL))
     codes, names = _op_names(run, g)
     cats = _categories(names, rules)
-    by_kernel: dict[str, int] = {}
-    op_codes = codes[node[op_sel]]
-    op_len = length[op_sel]
     labels = names + [""]
+    op_codes = codes[node[op_idx]]
     op_codes = np.where(op_codes >= 0, op_codes, len(names))
-    _, kernel_sums = code_totals(op_codes, op_len, len(labels))
-    for c in np.flatnonzero(kernel_sums):
-        by_kernel[labels[c]] = by_kernel.get(labels[c], 0) + int(kernel_sums[c])
-    is_copy = g.kind[node[op_sel]] == dg.COPY_OP
-    add("copies", labels, op_codes[is_copy], op_len[is_copy])
+    _, kernel_sums = code_totals(op_codes, length[op_idx], len(labels))
+    by_kernel = {labels[c]: int(kernel_sums[c]) for c in np.flatnonzero(kernel_sums)}
+    is_copy = g.kind[node[op_idx]] == dg.COPY_OP
+    add("copies", labels, op_idx[is_copy], op_codes[is_copy])
     cat_names = sorted(set(cats) | {"other"})
     cat_of = np.array([cat_names.index(c) for c in cats] + [cat_names.index("other")], dtype=np.int64)
-    k_cat = cat_of[op_codes[~is_copy]]
-    comm = cat_names.index("communication") if "communication" in cat_names else -1
-    add("communication", cat_names, k_cat[k_cat == comm], op_len[~is_copy][k_cat == comm])
-    add("gpu_compute", cat_names, k_cat[k_cat != comm], op_len[~is_copy][k_cat != comm])
+    k_idx, k_cat = op_idx[~is_copy], cat_of[op_codes[~is_copy]]
+    comm = k_cat == (cat_names.index("communication") if "communication" in cat_names else -1)
+    add("communication", cat_names, k_idx[comm], k_cat[comm])
+    add("gpu_compute", cat_names, k_idx[~comm], k_cat[~comm])
     # host calls: by API name, grouped by their class
-    call_sel = own & (g.kind[node] < dg.KERNEL)
-    if call_sel.any():
+    call_idx = np.flatnonzero(own & (g.kind[node] < dg.KERNEL))
+    if len(call_idx):
         names_col = run.api["name"]
         api_labels = [str(x) for x in names_col.cat.categories] + [""]
-        api_codes = names_col.cat.codes.to_numpy().astype(np.int64)[g.api_row[node[call_sel]]]
+        api_codes = names_col.cat.codes.to_numpy().astype(np.int64)[g.api_row[node[call_idx]]]
         api_codes = np.where(api_codes >= 0, api_codes, len(api_labels) - 1)
-        cls, kind, c_len = g.cls[node[call_sel]], g.kind[node[call_sel]], length[call_sel]
+        cls, kind = g.cls[node[call_idx]], g.kind[node[call_idx]]
         launch = cls >= LAUNCH
         sync = ~launch & ((cls == SYNC) | (cls == BLOCKING_COPY) | (kind == dg.WAIT_CALL))
-        add("launch_queue", api_labels, api_codes[launch], c_len[launch])
-        add("sync", api_labels, api_codes[sync], c_len[sync])
-        add("host_api", api_labels, api_codes[~launch & ~sync], c_len[~launch & ~sync])
+        add("launch_queue", api_labels, call_idx[launch], api_codes[launch])
+        add("sync", api_labels, call_idx[sync], api_codes[sync])
+        add("host_api", api_labels, call_idx[~launch & ~sync], api_codes[~launch & ~sync])
     # host time between calls: by the innermost host range around it
-    host = kinds == dg.SEG_HOST
-    host_labels, host_codes = host_op_codes(run, g, node[host])
-    add("host_ops", host_labels, host_codes, length[host])
-    for kind, group, label in (
+    host_idx = np.flatnonzero(kinds == dg.SEG_HOST)
+    host_labels, host_codes = host_op_codes(run, g, node[host_idx])
+    add("host_ops", host_labels, host_idx, host_codes)
+    for kind_, group, label in (
         (dg.SEG_LAUNCH, "launch_queue", "launch and queue"),
         (dg.SEG_QUEUE, "launch_queue", "queue (GPU waits on the previous operation)"),
         (dg.SEG_RETURN, "sync", "return after the awaited work"),
         (dg.SEG_ROOT, "host_ops", "(before the first recorded call)"),
     ):
-        sel = kinds == kind
-        if sel.any():
-            by_group[group][label] = by_group[group].get(label, 0) + int(length[sel].sum())
+        idx = np.flatnonzero(kinds == kind_)
+        add(group, [label], idx, np.zeros(len(idx), dtype=np.int64))
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
-    return PathSummary(total, by_group, by_kernel, rows)
+    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp)
 
 
 WALK_LEVELS = 5  # the walk steps 2**5 points at a time in Python, the points between are filled in by array passes
@@ -294,14 +309,13 @@ def _walk(pred: np.ndarray, times: np.ndarray, sink: int, lo: int) -> np.ndarray
     levels = [np.where(pred >= 0, pred, np.arange(len(pred))).astype(small)]  # a root points at itself
     for _ in range(WALK_LEVELS):
         levels.append(levels[-1][levels[-1]])
-    top = levels[-1].tolist()
-    tl = times.tolist()
+    top = levels[-1]
     coarse = []
     p = sink
-    while True:
+    while True:  # one step per 2**WALK_LEVELS points: scalar indexing beats converting whole arrays to lists
         coarse.append(p)
-        q = top[p]
-        if tl[p] <= lo or q == p:
+        q = int(top[p])
+        if times[p] <= lo or q == p:
             break
         p = q
     found = np.asarray(coarse, dtype=np.int64)
@@ -386,8 +400,11 @@ def _pageable(run: Run, g: dg.DepGraph, dur: np.ndarray) -> tuple[np.ndarray, li
     pinned = np.array(["pinned" in n for n in names], dtype=bool)
     direction = c["direction"].astype(str).to_numpy()
     nbytes = c["bytes"].to_numpy().astype(np.float64)
-    first = g.n_calls + len(run.kernels)
-    d = dur[first:].astype(np.float64)
+    nodes = np.flatnonzero(g.kind == dg.COPY_OP)  # copy nodes; their copy rows
+    rows = g.op_row[nodes]
+    names, direction, nbytes = names[rows], direction[rows], nbytes[rows]
+    pageable, pinned = pageable[rows], pinned[rows]
+    d = dur[nodes].astype(np.float64)
     changed = []
     for way in sorted(set(direction[pageable].tolist())):
         ref = pinned & (direction == way) & (d > 0) & (nbytes > 0)
@@ -397,9 +414,9 @@ def _pageable(run: Run, g: dg.DepGraph, dur: np.ndarray) -> tuple[np.ndarray, li
             continue
         bw = float(np.median(nbytes[ref] / d[ref]))
         new = np.ceil(nbytes[sel] / bw).astype(np.int64)
-        faster = new < dur[first + sel]
-        dur[first + sel[faster]] = new[faster]
-        changed.append(first + sel[faster])
+        faster = new < dur[nodes[sel]]
+        dur[nodes[sel[faster]]] = new[faster]
+        changed.append(nodes[sel[faster]])
     return (np.concatenate(changed) if changed else np.array([], np.int64)), notes
 
 
@@ -414,7 +431,9 @@ def _scale_mask(run: Run, g: dg.DepGraph, pattern: str, rules: CategoryRules) ->
             return mask
         ops = m[m["source"].astype(str) == "cpu_op"]
         hit = ops["external_id"].to_numpy()[np.array([bool(rx.search(str(x))) for x in ops["name"].astype(str)], dtype=bool)] if len(ops) else np.array([])
-        mask[g.n_calls : g.n_calls + len(ext)] = np.isin(ext, hit[hit >= 0]) & (ext >= 0)
+        ks = np.flatnonzero(g.kind == dg.KERNEL)
+        mine = ext[g.op_row[ks]]
+        mask[ks] = np.isin(mine, hit[hit >= 0]) & (mine >= 0)
         return mask
     if _is_category(pattern):
         want = pattern.lower().removeprefix("category:")

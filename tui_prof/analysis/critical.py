@@ -1,0 +1,176 @@
+"""The summary's ``critical_path`` section and the ``critical_ns`` of its hotspot rows.
+
+For each process, the window analysed is its steady state (the first steady step's start
+to the last step's end) when the summary found steps for one process, else the whole run.
+A window holding more than ``MAX_NODES`` host calls and GPU operations is cut to its first
+``MAX_NODES`` (whole steps when it is made of steps) so that the cost is bounded at a
+million dispatches; the section then says so (``sampled_ns`` < ``window_ns``) and the
+per-kernel ``critical_ns`` are scaled by ``window_ns / sampled_ns``.
+
+Per process: the critical path (:func:`tui_prof.analysis.whatif.critical_path`) of that
+window, its breakdown by group and the largest items; per steady step, the ns of each
+group on the path (an interval counts in the step that holds its middle) and the group
+with the most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis import depgraph as dg
+from tui_prof.analysis.arrays import in_order
+from tui_prof.analysis.engine import RunInput
+from tui_prof.analysis.names import CategoryRules
+from tui_prof.analysis.parts import StepsPart
+from tui_prof.analysis.whatif import GROUPS, critical_path, path_json
+from tui_prof.model import Run
+
+MAX_STEP_ROWS = 200  # steady steps listed per process (the first ones)
+MAX_NODES = 150_000  # [P] host calls + GPU operations analysed per process at most (bounded cost)
+
+
+@dataclass
+class ProcessWindow:
+    """The part of one process that the critical path and the savings look at."""
+
+    label: str
+    run: Run  # the process's events that start inside [lo, hi)
+    graph: dg.DepGraph
+    lo: int  # absolute ns: the part analysed
+    hi: int
+    window_ns: int  # the whole window (steady state or run) it stands for
+    steps: list[dict]  # steady step records inside [lo, hi)
+    steady_steps: int  # steady steps in the whole window
+
+    @property
+    def scale(self) -> float:
+        return self.window_ns / (self.hi - self.lo) if self.hi > self.lo else 1.0
+
+
+def _steady_records(steps: StepsPart, label: str, processes: int) -> list[dict]:
+    """The steady steps of process ``label`` when the summary's steps are this one process's."""
+    if processes != 1 or not steps.get("detected") or steps.get("process") != label:
+        return []
+    return [dict(rec) for rec in steps.get("steps", []) if not rec.get("warmup")]
+
+
+def _sorted_starts(run: Run) -> list[np.ndarray]:
+    """The start times of the run's calls, kernels and copies, each sorted (as loaded: no copy)."""
+    out = []
+    for t in (run.api, run.kernels, run.copies):
+        if len(t):
+            s = t["start"].to_numpy()
+            out.append(s if in_order(s) else np.sort(s))
+    return out
+
+
+def _count_before(starts: list[np.ndarray], lo: int, times: np.ndarray) -> np.ndarray:
+    """Events starting in [lo, t) for each t of ``times``."""
+    total = np.zeros(len(times), dtype=np.int64)
+    for s in starts:
+        total += np.searchsorted(s, times, side="left") - np.searchsorted(s, lo, side="left")
+    return total
+
+
+def _cut(starts: list[np.ndarray], lo: int, hi: int, max_nodes: int) -> int:
+    """The latest t <= hi with at most ``max_nodes`` events starting in [lo, t) (bisection on time)."""
+    if _count_before(starts, lo, np.array([hi]))[0] <= max_nodes:
+        return hi
+    a, b = lo, hi
+    while b - a > 1:
+        mid = (a + b) // 2
+        if _count_before(starts, lo, np.array([mid]))[0] <= max_nodes:
+            a = mid
+        else:
+            b = mid
+    return max(a, lo + 1)
+
+
+def _slice(run: Run, lo: int, hi: int) -> Run:
+    """The events of ``run`` that start inside [lo, hi) (host ranges: those overlapping it)."""
+
+    def part(table: pd.DataFrame, overlap: bool = False) -> pd.DataFrame:
+        if table.empty:
+            return table
+        s = table["start"].to_numpy()
+        keep = (table["end"].to_numpy() > lo) & (s < hi) if overlap else (s >= lo) & (s < hi)
+        return table if keep.all() else table[keep].reset_index(drop=True)
+
+    return Run(meta=run.meta, agents=run.agents, kernels=part(run.kernels), api=part(run.api), copies=part(run.copies), markers=part(run.markers, True))
+
+
+def process_windows(inputs: Sequence[RunInput], steps: StepsPart, max_nodes: int = MAX_NODES) -> dict[int, ProcessWindow]:
+    """Per process with GPU work (by its position in ``inputs``): the window analysed."""
+    out: dict[int, ProcessWindow] = {}
+    for pos, r in enumerate(inputs):
+        run = r.run
+        if not (len(run.kernels) or len(run.copies)) or r.range is None:
+            continue
+        records = _steady_records(steps, r.label, len(inputs))
+        if records:
+            starts = np.array([rec["start_ns"] for rec in records], dtype=np.int64)
+            ends = np.array([rec["end_ns"] for rec in records], dtype=np.int64)
+        else:
+            starts, ends = np.array([r.range[0]], np.int64), np.array([r.range[1] + 1], np.int64)
+        lo, hi = int(starts[0]), int(ends[-1])
+        every = _sorted_starts(run)
+        cut_hi, kept = hi, records
+        counts = _count_before(every, lo, ends)
+        if counts[-1] > max_nodes:
+            if records:  # whole steps: those that fit (at least one)
+                k = max(int(np.searchsorted(counts, max_nodes, side="right")), 1)
+                cut_hi, kept = int(ends[k - 1]), records[:k]
+            else:
+                cut_hi = _cut(every, lo, hi, max_nodes)
+        whole = all(len(s) == 0 or (lo <= s[0] and cut_hi > s[-1]) for s in every)
+        sliced = run if whole else _slice(run, lo, cut_hi)
+        index = r.index if sliced is run else None
+        out[pos] = ProcessWindow(r.label, sliced, dg.build_graph(sliced, index), lo, cut_hi, hi - lo, kept, len(records))
+    return out
+
+
+def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) -> tuple[dict, dict[str, int]]:
+    """(the ``critical_path`` section, ns on the path per kernel / copy name over all processes,
+    scaled to each process's whole window)."""
+    per: list[dict] = []
+    by_kernel: dict[str, int] = {}
+    for w in windows.values():
+        g = w.graph
+        lo, hi = w.lo - g.t0, w.hi - g.t0
+        path = critical_path(w.run, g, g.start, g.end, lo, hi, rules=rules)
+        for name, ns in path.by_kernel.items():
+            by_kernel[name] = by_kernel.get(name, 0) + int(round(ns * w.scale))
+        record = {
+            "process": w.label,
+            "window": "steady state" if w.steady_steps else "whole run",
+            "window_ns": w.window_ns,
+            "sampled_ns": w.hi - w.lo,
+            **path_json(path),
+            "links": g.links,
+        }
+        if w.steps:
+            starts = np.array([rec["start_ns"] for rec in w.steps], dtype=np.int64) - g.t0
+            ends = np.array([rec["end_ns"] for rec in w.steps], dtype=np.int64) - g.t0
+            table = path.per_window(starts, ends)
+            record["steps"] = [
+                {
+                    "label": rec["label"],
+                    "wall_ns": int(rec["wall_ns"]),
+                    "path_ns": int(row.sum()),
+                    "top_group": GROUPS[int(np.argmax(row))] if row.sum() else None,
+                }
+                | {grp: int(v) for grp, v in zip(GROUPS, row.tolist(), strict=True) if v}
+                for rec, row in zip(w.steps[:MAX_STEP_ROWS], table[:MAX_STEP_ROWS], strict=False)
+            ]
+        per.append(record)
+    return {"processes": per}, by_kernel
+
+
+def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
+    """Each hotspot row gets ``critical_ns``: its kernel's time on the critical path."""
+    for row in rows:
+        row["critical_ns"] = int(by_kernel.get(row["name"], 0))
