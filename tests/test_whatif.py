@@ -204,3 +204,37 @@ def test_eager_launch_free_projection_against_the_cuda_graph_run():
     error = (eager["projected_ns"] - measured) / measured
     assert -0.25 < error < 0.05
     assert eager["baseline_ns"] > 5 * measured
+
+
+def test_warmup_of_the_cold_resnet_run_is_autotuning_and_allocation():
+    """cold_train_memory (H200, cudnn.benchmark, profiled from the first step): the two
+    warm-up steps hold cuDNN's trials (kernels never run again, timed by syncs) and the
+    allocator's growth (cudaMalloc); the steady steps have neither."""
+    from tui_prof.analysis.steps import steps_of
+    from tui_prof.analysis.warmup import warmup_breakdown
+
+    run = load_path(str(ROOT / "tests" / "data" / "kineto" / "h200_cold" / "cold_train_memory.pt.trace.json.gz")).runs[0]
+    part, _ = steps_of(run, "cold")
+    assert part["warmup_steps"] == 2
+    w = warmup_breakdown(run, part)
+    assert w is not None and w["what"] == ["autotuning", "allocator growth"]
+    walls = [r["wall_ns"] for r in part["steps"]]
+    steady_median = float(np.median(walls[2:]))
+    assert w["cost_ns"] == int(walls[0] + walls[1] - 2 * steady_median)
+    api = run.api
+    in_warm = (api["start"] >= part["steps"][0]["start_ns"]) & (api["start"] < part["steps"][1]["end_ns"])
+    assert w["allocation"]["calls"] == int((in_warm & (api["name"] == "cudaMalloc")).sum()) > 0
+    assert w["allocation"]["steady_calls_per_step"] == 0
+    assert w["autotuning"]["steady_sync_calls_per_step"] == 0 < w["autotuning"]["sync_calls"]
+
+
+def test_llama_cpp_matrix_kernels_are_gemm():
+    from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+
+    for name in (
+        "void mul_mat_vec_q<(ggml_type)12, 1>(void const*, void const*, float*, int)",
+        "void mul_mat_q<(ggml_type)2, false>(char const*)",
+        "kernel_mul_mm_f16_f32",
+    ):
+        assert DEFAULT_CATEGORY_RULES.classify(name) == "GEMM", name
+    assert DEFAULT_CATEGORY_RULES.classify("void quantize_q8_1(float const*, void*, long, long)") != "GEMM"

@@ -17,6 +17,7 @@ own order.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,27 +58,57 @@ def edit_of(finding: Finding) -> tuple[Edits, str] | None:
     return edits, what
 
 
-def saving(windows: dict[int, ProcessWindow], edits: Edits, rules: CategoryRules) -> dict | None:
+SAVING_NODES = 50_000  # [P] graph nodes re-scheduled per what-if at most (whole steps); the saving is scaled to the window
+
+
+@dataclass
+class Part:
+    """The part of a process window that the what-ifs re-schedule."""
+
+    window: ProcessWindow
+    graph: dg.DepGraph
+    span_ns: int  # the time it stands for (from the window's start)
+    steps: int  # whole steady steps in it
+
+
+def parts_of(windows: dict[int, ProcessWindow], max_nodes: int = SAVING_NODES) -> list[Part]:
+    out = []
+    for w in windows.values():
+        g = w.graph
+        if not g.size:
+            continue
+        hi, steps = w.hi, len(w.steps)
+        if g.size > max_nodes:
+            cut = int(np.sort(g.start)[max_nodes])
+            if w.steps:
+                ends = np.array([r["end_ns"] for r in w.steps], dtype=np.int64) - g.t0
+                steps = max(int(np.searchsorted(ends, cut, side="right")), 1)
+                cut = int(ends[steps - 1])
+            g = dg.subgraph(g, g.start < cut)
+            hi = g.t0 + cut
+        out.append(Part(w, g, hi - w.lo, steps))
+    return out
+
+
+def saving(parts: list[Part], edits: Edits, rules: CategoryRules) -> dict | None:
     """The projected saving of ``edits`` over the processes' windows, summed (None: no window)."""
     total = window = 0
     sampled = False
     step_saving = 0.0
     steps = False
-    for w in windows.values():
-        g = w.graph
-        if not g.size:
-            continue
+    for part in parts:
+        g, w = part.graph, part.window
         applied = apply_edits(w.run, g, edits, rules)
         s, e = dg.schedule(g, applied.dur, applied.gap, applied.lat, applied.ret, applied.waits)
-        cut = int(np.count_nonzero(g.start >= 0))  # every node: the graph is the window's
-        base = int(g.end.max() - g.start.min()) if cut else 0
-        proj = int(e.max() - s.min()) if cut else 0
-        total += int(round((base - proj) * w.scale))
+        base = int(g.end.max() - g.start.min())
+        proj = int(e.max() - s.min())
+        scale = w.window_ns / part.span_ns if part.span_ns > 0 else 1.0
+        total += int(round((base - proj) * scale))
         window += w.window_ns
-        sampled = sampled or w.scale > 1.0
-        if w.steps:
+        sampled = sampled or scale > 1.0
+        if part.steps:
             steps = True
-            step_saving += (base - proj) / len(w.steps)
+            step_saving += (base - proj) / part.steps
     if not window:
         return None
     out = {"saving_ns": total, "saving_pct": round(100.0 * total / window, 4), "window_ns": window, "sampled": sampled}
@@ -93,12 +124,14 @@ def add_savings(findings: list[Finding], windows: dict[int, ProcessWindow], rule
     if not any(w for _, w in wanted):
         return findings
     ranked: list[tuple[int, int, Finding]] = []
+    parts: list[Part] | None = None  # built on the first projection
     done: dict[str, dict | None] = {}  # one projection per distinct edit (idle-sync and sync-overhead share one)
     rest: list[Finding] = []
     for pos, (finding, want) in enumerate(wanted):
         key = repr(want[0]) if want else ""
         if want and key not in done:
-            done[key] = saving(windows, want[0], rules)
+            parts = parts if parts is not None else parts_of(windows)
+            done[key] = saving(parts, want[0], rules)
         result = done.get(key) if want else None
         if result is None:
             rest.append(finding)
