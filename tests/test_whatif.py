@@ -23,7 +23,7 @@ H200 = ROOT / "tests" / "data" / "kineto" / "h200"
 
 
 def synth(**kw) -> tuple[Run, object]:
-    s = build(SynthSpec(iterations=20, kernels_per_iteration=10, **kw))
+    s = build(SynthSpec(**{"iterations": 20, "kernels_per_iteration": 10, **kw}))
     return Run(agents=s.agents, kernels=s.kernels, api=s.api, copies=s.copies), s
 
 
@@ -238,3 +238,19 @@ def test_llama_cpp_matrix_kernels_are_gemm():
     ):
         assert DEFAULT_CATEGORY_RULES.classify(name) == "GEMM", name
     assert DEFAULT_CATEGORY_RULES.classify("void quantize_q8_1(float const*, void*, long, long)") != "GEMM"
+
+
+def test_summary_critical_ns_of_a_gpu_bound_run():
+    """One 250 µs GEMM per iteration, one sync at the end: the GPU runs back to back, so every
+    GEMM is on the critical path: critical_ns = the GEMM's total time; and the path is the span."""
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.model import RunSet
+
+    run, _ = synth(sync="end", kernels_per_iteration=1, htod_copies=0, dtoh_copies=0)
+    run.meta.label = "gpu-bound"
+    doc = build_summary(RunSet(root="x", runs=[run]), logs=False)
+    row = doc["hotspots"][0]
+    assert row["name"] == GEMM_NAME and row["critical_ns"] == row["total_ns"]
+    cp = doc["critical_path"]["processes"][0]
+    assert cp["window"] == "whole run" and cp["total_ns"] == cp["window_ns"] == _span(run)
+    assert cp["groups"]["gpu_compute"] == row["total_ns"]

@@ -115,21 +115,22 @@ def process_windows(inputs: Sequence[RunInput], steps: StepsPart, max_nodes: int
             starts = np.array([rec["start_ns"] for rec in records], dtype=np.int64)
             ends = np.array([rec["end_ns"] for rec in records], dtype=np.int64)
         else:
-            starts, ends = np.array([r.range[0]], np.int64), np.array([r.range[1] + 1], np.int64)
+            starts, ends = np.array([r.range[0]], np.int64), np.array([r.range[1]], np.int64)
         lo, hi = int(starts[0]), int(ends[-1])
+        bound = hi if records else hi + 1  # exclusive: the whole run's last event starts at its end at the latest
         every = _sorted_starts(run)
-        cut_hi, kept = hi, records
-        counts = _count_before(every, lo, ends)
+        cut_hi, kept = bound, records
+        counts = _count_before(every, lo, ends if records else np.array([bound]))
         if counts[-1] > max_nodes:
             if records:  # whole steps: those that fit (at least one)
                 k = max(int(np.searchsorted(counts, max_nodes, side="right")), 1)
                 cut_hi, kept = int(ends[k - 1]), records[:k]
             else:
-                cut_hi = _cut(every, lo, hi, max_nodes)
+                cut_hi = _cut(every, lo, bound, max_nodes)
         whole = all(len(s) == 0 or (lo <= s[0] and cut_hi > s[-1]) for s in every)
         sliced = run if whole else _slice(run, lo, cut_hi)
         index = r.index if sliced is run else None
-        out[pos] = ProcessWindow(r.label, sliced, dg.build_graph(sliced, index), lo, cut_hi, hi - lo, kept, len(records))
+        out[pos] = ProcessWindow(r.label, sliced, dg.build_graph(sliced, index), lo, min(cut_hi, hi), hi - lo, kept, len(records))
     return out
 
 
