@@ -254,3 +254,9 @@ def test_summary_critical_ns_of_a_gpu_bound_run():
     cp = doc["critical_path"]["processes"][0]
     assert cp["window"] == "whole run" and cp["total_ns"] == cp["window_ns"] == _span(run)
     assert cp["groups"]["gpu_compute"] == row["total_ns"]
+
+
+def test_cli_whatif_of_a_statistics_only_run_is_one_line():
+    path = ROOT / "tests" / "data" / "rocprofv3_summary"
+    out = subprocess.run([sys.executable, "-m", "tui_prof.cli", "whatif", str(path), "--no-cache"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1 and "no GPU operations" in out.stderr

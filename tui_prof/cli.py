@@ -260,7 +260,11 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     if not runset.runs:
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
-    doc = run_what_if(runset, edits, rules=rules, step_name=args.step, warmup=args.warmup)
+    try:
+        doc = run_what_if(runset, edits, rules=rules, step_name=args.step, warmup=args.warmup)
+    except WhatIfError as err:
+        _say(err)
+        return EXIT_NOTHING_LOADED
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

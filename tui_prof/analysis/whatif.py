@@ -376,6 +376,8 @@ def _launch_runs(g: dg.DepGraph) -> tuple[np.ndarray, np.ndarray]:
     nc = g.n_calls
     cls = g.cls[:nc]
     launches = np.flatnonzero(cls >= LAUNCH)
+    if not nc:
+        return launches, launches
     # a call is inside a run when the previous and the next launch-or-blocking call of its thread are launches
     idx = np.arange(nc)
     mark = cls != OTHER  # launches, syncs, copies
@@ -629,7 +631,10 @@ def run_what_if(runset, edits: Edits, *, rules: CategoryRules | None = None, ste
     from tui_prof.analysis.engine import run_label
 
     rules = rules or DEFAULT_CATEGORY_RULES
-    runs = [(run, run_label(run), process_steps(run, run_label(run), step_name, warmup)) for run in runset.runs]
+    traced = [run for run in runset.runs if len(run.kernels) or len(run.copies)]
+    if not traced:
+        raise WhatIfError(f"{runset.name}: no GPU operations with their times (a statistics-only run, or no kernel trace): nothing to re-schedule")
+    runs = [(run, run_label(run), process_steps(run, run_label(run), step_name, warmup)) for run in traced]
     doc = what_if(runs, edits, rules)
     doc["run"] = runset.name
     return doc
