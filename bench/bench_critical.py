@@ -26,9 +26,9 @@ def main() -> int:
     args = ap.parse_args()
     from tui_prof.analysis import depgraph as dg
     from tui_prof.analysis.critical import critical_section, process_windows
-    from tui_prof.analysis.engine import run_inputs
     from tui_prof.analysis.findings import build_findings
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.runinput import run_inputs
     from tui_prof.analysis.savings import add_savings
     from tui_prof.analysis.summary import build_summary
     from tui_prof.analysis.whatif import Edits, apply_edits

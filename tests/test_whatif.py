@@ -243,12 +243,12 @@ def test_llama_cpp_matrix_kernels_are_gemm():
 def test_summary_critical_ns_of_a_gpu_bound_run():
     """One 250 µs GEMM per iteration, one sync at the end: the GPU runs back to back, so every
     GEMM is on the critical path: critical_ns = the GEMM's total time; and the path is the span."""
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
     from tui_prof.model import RunSet
 
     run, _ = synth(sync="end", kernels_per_iteration=1, htod_copies=0, dtoh_copies=0)
     run.meta.label = "gpu-bound"
-    doc = build_summary(RunSet(root="x", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="x", runs=[run]), SummaryOptions(logs=False))
     row = doc["hotspots"][0]
     assert row["name"] == GEMM_NAME and row["critical_ns"] == row["total_ns"]
     cp = doc["critical_path"]["processes"][0]

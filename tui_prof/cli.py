@@ -173,7 +173,7 @@ def _category_rules(args: argparse.Namespace):
     """The rules of ``--categories FILE`` (None: the built-in rules)."""
     if not getattr(args, "categories", None):
         return None
-    from tui_prof.analysis.names import load_category_rules
+    from tui_prof.analysis.api import load_category_rules
 
     try:
         return load_category_rules(args.categories)
@@ -182,7 +182,7 @@ def _category_rules(args: argparse.Namespace):
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.api import SummaryOptions, build_summary
     from tui_prof.loaders import load_path
     from tui_prof.render.summary import summary_markdown, summary_text
 
@@ -201,17 +201,16 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not runset.runs:  # no report of zeros: the reason, one line
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
-    summary = build_summary(
-        runset,
+    options = SummaryOptions(
         top=None if args.top <= 0 else args.top,
         gap_threshold_ns=args.gap_threshold,
         rules=rules,
         max_gaps=None if args.max_gaps <= 0 else args.max_gaps,
-        progress=progress,
         step_name=args.step,
         warmup=args.warmup,
         **({"outlier_factor": args.outlier_factor} if args.outlier_factor is not None else {}),
     )
+    summary = build_summary(runset, options, progress=progress)
     if progress:
         progress("done", 1, 1)
     if args.json:

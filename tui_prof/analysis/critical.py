@@ -23,9 +23,9 @@ import pandas as pd
 
 from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.arrays import in_order
-from tui_prof.analysis.engine import RunInput
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.parts import StepsPart
+from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.whatif import GROUPS, critical_path, path_json
 from tui_prof.model import Run
 

@@ -25,13 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.arrays import code_totals
-from tui_prof.analysis.parts import (
-    CallTotals,
-    LaunchCounts,
-    LaunchPart,
-    SyncAfterLaunch,
-    SyncStats,
-)
+from tui_prof.analysis.parts import CallTotals, LaunchCounts, LaunchPart, SyncAfterLaunch, SyncStats
 
 SYNC_RE = re.compile(r"^(hip|cuda|cu)(Device|Stream|Event|Ctx|Thread)Synchronize$")
 BLOCKING_COPY_RE = re.compile(r"^(hip|cuda|cu)Memcpy(?!.*Async)\w*$")

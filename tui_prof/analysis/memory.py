@@ -27,7 +27,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.parts import MemoryDevice, MemoryPart, MemoryRequest, StepRecord
+from tui_prof.analysis.parts import MemoryDevice, MemoryPart, MemoryRequest, StepRecord, StepsPart
+from tui_prof.analysis.runinput import RunInput
 from tui_prof.model import Run
 
 TOTALS = "allocator totals"
@@ -262,3 +263,13 @@ def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (
         "growing_steps": grew,
         "requested": requested,
     }
+
+
+# --- the summary section ---
+
+
+def memory_part_of(inputs: Sequence[RunInput], steps_found: StepsPart) -> MemoryPart:
+    """Peak memory per device of every process; growth over the steps' high-water marks
+    (each process's own steps where several have steps)."""
+    per_process = [p["steps"] for p in steps_found.get("per_process") or []]
+    return memory_part([(r.run, r.label) for r in inputs], steps_found["steps"], per_process)

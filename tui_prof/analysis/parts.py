@@ -1,6 +1,6 @@
 """The typed parts of the ``tuiprof.summary/1`` document (docs/metrics.md defines each number).
 
-Each analysis in :mod:`tui_prof.analysis.engine` returns one of these parts and
+Each summary section (its function in the module the section is about) returns one of these parts and
 :func:`tui_prof.analysis.summary.build_summary` assembles them; at run time they are plain
 dicts, so the JSON document is the parts as they are. Units: ns, bytes, % (0-100).
 Nested records whose keys follow a profiler's data (agent fields, counter blocks,
@@ -273,7 +273,7 @@ class StatsPart(TypedDict):
     needs_trace: list[str]  # findings that cannot be computed without a trace
 
 
-class SummaryDoc(TypedDict):
+class Summary(TypedDict):
     """The whole document, keys in the order they are written."""
 
     schema: str

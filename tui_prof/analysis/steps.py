@@ -30,6 +30,7 @@ from tui_prof.analysis import hostapi
 from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.memory import allocated_series
 from tui_prof.analysis.parts import SteadyState, StepDistribution, StepOutlier, StepRecord, StepsPart
+from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.timeline import CAUSES, GapSet, busy_intervals
 from tui_prof.model import Run
 
@@ -720,3 +721,20 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         "combined": "max",
         "per_process": [p.part for p in found],
     }
+
+
+# --- the summary section ---
+
+
+def steps_part(
+    inputs: Sequence[RunInput],
+    gaps: dict[int, GapSet],
+    *,
+    step_name: str | None = None,
+    warmup: int | None = None,
+    outlier_factor: float = OUTLIER_FACTOR,
+) -> StepsPart:
+    """The steps of the processes that have any, combined over several
+    (:func:`tui_prof.analysis.steps_of_processes`); ``gaps``: run position -> its idle
+    gaps (the outliers' longest gap and cause)."""
+    return steps_of_processes([(r.run, r.label, r.index, gaps.get(i)) for i, r in enumerate(inputs)], step_name=step_name, warmup=warmup, factor=outlier_factor)

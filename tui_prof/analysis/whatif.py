@@ -628,7 +628,7 @@ def process_steps(run: Run, label: str, step_name: str | None = None, warmup: in
 
 def run_what_if(runset, edits: Edits, *, rules: CategoryRules | None = None, step_name: str | None = None, warmup: int | None = None) -> dict:
     """:func:`what_if` of every process of a loaded run set, with the summary's steps."""
-    from tui_prof.analysis.engine import run_label
+    from tui_prof.analysis.runinput import run_label
 
     rules = rules or DEFAULT_CATEGORY_RULES
     traced = [run for run in runset.runs if len(run.kernels) or len(run.copies)]
