@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import depgraph as dg
-from tui_prof.analysis.arrays import in_order
+from tui_prof.analysis.arrays import code_totals, in_order
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.parts import StepsPart
 from tui_prof.analysis.runinput import RunInput
@@ -152,6 +152,7 @@ def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
             "sampled_ns": w.hi - w.lo,
             **path_json(path),
             "links": g.links,
+            "kernel_ns_by_category": kernel_ns_by_category(w.run, rules),
         }
         if w.steps:
             starts = np.array([rec["start_ns"] for rec in w.steps], dtype=np.int64) - g.t0
@@ -169,6 +170,19 @@ def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
             ]
         per.append(record)
     return {"processes": per}, by_kernel
+
+
+def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
+    """Kernel time by category of the window's kernels (launched inside it)."""
+    k = run.kernels
+    if k.empty:
+        return {}
+    names = k["name"].cat.categories
+    cats = sorted({rules.classify(str(n)) for n in names} | {"other"})
+    of = np.array([cats.index(rules.classify(str(n))) for n in names] + [cats.index("other")], dtype=np.int64)
+    codes = k["name"].cat.codes.to_numpy().astype(np.int64)
+    _, sums = code_totals(of[np.where(codes >= 0, codes, len(names))], k["end"].to_numpy() - k["start"].to_numpy(), len(cats))
+    return {cats[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
 
 
 def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:

@@ -310,7 +310,8 @@ class Summary(TypedDict):
     ranks: NotRequired[list[RankRecord]]  # one row per process (analysis.ranks)
     communication: NotRequired[CommunicationPart]
     stragglers: NotRequired[StragglerPart]
-    critical_path: NotRequired[Record]  # analysis.critical: the critical path of each process (steady state)
+    critical_path: NotRequired[Record | None]  # analysis.critical: the critical path of each process (steady state); None without a trace
+    warmup: NotRequired[Record | None]  # analysis.warmup: what the warm-up steps cost and did (one process with warm-up steps), else None
 
 
 class StepRecord(TypedDict):

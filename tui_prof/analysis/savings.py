@@ -35,6 +35,7 @@ EDIT_OF: dict[str, Edits] = {
     "many-tiny-kernels": Edits(launch_free=True),
     "slow-copy": Edits(removes=["pageable-copy"]),
     "communication-share": Edits(scales=[("communication", 0.5)]),
+    "gpu-idle": Edits(removes=["sync"], launch_free=True),
 }
 """Finding code -> the edit that removes its cause. dominant-kernel: that kernel at half its
 time (its name as the pattern); the others have no projection."""
@@ -117,6 +118,17 @@ def saving(parts: list[Part], edits: Edits, rules: CategoryRules) -> dict | None
     return out
 
 
+SEVERITY_BY_SAVING = ((20.0, "high"), (5.0, "medium"), (1.0, "low"))  # [P] % of the steady-state window the fix would save
+
+
+def severity_of(saving_pct: float) -> str:
+    """A projected finding's severity from what it would save (share of the window)."""
+    for floor, severity in SEVERITY_BY_SAVING:
+        if saving_pct >= floor:
+            return severity
+    return "info"
+
+
 def add_savings(findings: list[Finding], windows: dict[int, ProcessWindow], rules: CategoryRules) -> list[Finding]:
     """``findings`` with ``saving_ns`` (and the what-if behind it) where the what-if can
     project one, ranked by it (module docstring)."""
@@ -127,6 +139,8 @@ def add_savings(findings: list[Finding], windows: dict[int, ProcessWindow], rule
     parts: list[Part] | None = None  # built on the first projection
     done: dict[str, dict | None] = {}  # one projection per distinct edit (idle-sync and sync-overhead share one)
     rest: list[Finding] = []
+    own: list[Finding] = []
+    first_of: dict[str, str] = {}
     for pos, (finding, want) in enumerate(wanted):
         key = repr(want[0]) if want else ""
         if want and key not in done:
@@ -134,10 +148,15 @@ def add_savings(findings: list[Finding], windows: dict[int, ProcessWindow], rule
             done[key] = saving(parts, want[0], rules)
         result = done.get(key) if want else None
         if result is None:
-            rest.append(finding)
+            (own if "saving_ns" in finding else rest).append(finding)  # warm-up: its own cost, not a steady-state saving
             continue
         finding["saving_ns"] = max(result["saving_ns"], 0)
+        finding["severity"] = severity_of(result["saving_pct"])
+        if key in first_of:  # the same edit as an earlier finding: the same saving, said once
+            finding["numbers"] = {**finding["numbers"], "same_saving_as": first_of[key]}
+            finding["severity"] = "info"
+        first_of.setdefault(key, finding["code"])
         finding["numbers"] = {**finding["numbers"], "what_if": want[1] if want else "", **{k: v for k, v in result.items() if k != "saving_ns"}}
         ranked.append((-finding["saving_ns"], pos, finding))
     ranked.sort(key=lambda t: (t[0], t[1]))
-    return [f for _, _, f in ranked] + rest
+    return [f for _, _, f in ranked] + own + rest

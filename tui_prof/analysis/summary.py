@@ -37,6 +37,7 @@ from tui_prof.analysis.savings import add_savings
 from tui_prof.analysis.stats import stats_part, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_part
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
+from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import RunSet
 from tui_prof.threads import Job, Lane, threaded_lane
 
@@ -233,10 +234,11 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers
-    doc["findings"] = build_findings(doc)
-    if source != "stats":  # the critical path and the savings need the trace
-        windows = process_windows(inputs, steps_found)
+    windows = process_windows(inputs, steps_found) if source != "stats" else {}  # the critical path and the savings need the trace
+    doc["critical_path"] = None
+    if windows:
         doc["critical_path"], on_path = critical_section(windows, rules)
         add_critical_ns(doc["hotspots"], on_path)
-        doc["findings"] = add_savings(doc["findings"], windows, rules)
+    doc["warmup"] = warmup_of(inputs, steps_found)
+    doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)))

@@ -18,11 +18,13 @@ median); what they did, from the calls and kernels inside their host ranges:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
 from tui_prof.analysis.hostapi import SYNC_RE
 from tui_prof.analysis.parts import StepsPart
+from tui_prof.analysis.runinput import RunInput
 from tui_prof.model import Run
 
 ALLOC_RE = re.compile(r"^(cuda|hip)Malloc(?!Host)\w*$|^cuMemAlloc(?!Host)\w*$|^cuMemCreate$|^hipExtMallocWithFlags$")
@@ -103,3 +105,12 @@ def warmup_breakdown(run: Run, steps: StepsPart) -> dict | None:
         what.append("first-call compilation")
     out["what"] = what
     return out
+
+
+def warmup_of(inputs: Sequence[RunInput], steps: StepsPart) -> dict | None:
+    """The summary's ``warmup`` section: :func:`warmup_breakdown` of the process the steps are
+    of (one process with steps and warm-up), with its label; None otherwise."""
+    if len(inputs) != 1 or not steps.get("detected") or not steps.get("warmup_steps"):
+        return None
+    found = warmup_breakdown(inputs[0].run, steps)
+    return {"process": inputs[0].label, **found} if found else None

@@ -565,8 +565,8 @@ def project(
             "projected_step_ns": int(np.median(proj_walls[w:])),
             "baseline_window_ns": int(en_rel[-1] - st_rel[w]),
             "projected_window_ns": int(p_en[-1] - p_st[w]),
-            "baseline_warmup_ns": int(st_rel[w] - base_lo),
-            "projected_warmup_ns": int(p_st[w] - proj_lo),
+            "baseline_warmup_ns": max(int(st_rel[w] - base_lo), 0),
+            "projected_warmup_ns": max(int(p_st[w] - proj_lo), 0),
         }
         steady["saving_step_ns"] = steady["baseline_step_ns"] - steady["projected_step_ns"]
         if applied.skip_warmup:
