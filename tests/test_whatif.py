@@ -260,3 +260,19 @@ def test_cli_whatif_of_a_statistics_only_run_is_one_line():
     path = ROOT / "tests" / "data" / "rocprofv3_summary"
     out = subprocess.run([sys.executable, "-m", "tui_prof.cli", "whatif", str(path), "--no-cache"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "no GPU operations" in out.stderr
+
+
+def test_summary_reports_show_hostile_names_inert():
+    """A hostile process label and host-range name reach the critical-path section of the text
+    and Markdown reports inert."""
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
+    from tui_prof.model import RunSet
+    from tui_prof.render.summary import summary_markdown, summary_text
+
+    run = _hand_run()
+    run.meta.label = "p\x1b]0;owned\x07|`*x*"
+    run.markers = make_table("markers", {"start": [1_000 + 12], "end": [1_000 + 45], "name": ["\x1b[2Jop|<b>"], "source": "cpu_op", "pid": 1, "tid": 1})
+    doc = build_summary(RunSet(root="x", runs=[run]), SummaryOptions(logs=False))
+    assert doc["critical_path"]["processes"][0]["total_ns"] == 140
+    for text in (summary_text(doc), summary_markdown(doc)):
+        assert "Critical path" in text and "\x1b" not in text and "\x07" not in text

@@ -736,6 +736,8 @@ def gemm_share(doc: Summary, facts: Facts) -> Found:
     """GEMM and convolution below 60 % of the steady state's kernel time (the whole run's when
     the steady state is not known)."""
     path = critical_path_of(doc)
+    if path is None and doc.get("hotspots_source", "trace") != "trace":
+        return []  # statistics only: no steady state to judge
     by_cat = (path or {}).get("kernel_ns_by_category") or doc.get("categories") or {}
     total = sum(by_cat.values())
     if not total:
