@@ -276,3 +276,22 @@ def test_summary_reports_show_hostile_names_inert():
     assert doc["critical_path"]["processes"][0]["total_ns"] == 140
     for text in (summary_text(doc), summary_markdown(doc)):
         assert "Critical path" in text and "\x1b" not in text and "\x07" not in text
+
+
+@pytest.mark.parametrize("slow_rank", [2, None])
+def test_rank_on_the_path_per_step(slow_rank):
+    """A generated data-parallel job (tui_prof.synth.ranks, two hosts with unrelated clocks):
+    the straggler computes 50 % longer, so it arrives last at every collective and is the rank
+    on the path in every steady step (a chronic straggler); with no straggler every rank
+    arrives together and no rank is named."""
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    ranks = build_ranks(RankSpec(ranks=4, iterations=6, slow_rank=slow_rank, collectives=("AllReduce", "AllGather"), hosts=2))
+    doc = build_summary(ranks.runset(), SummaryOptions(logs=False))
+    on_path = doc["critical_path"].get("ranks_on_path")
+    if slow_rank is None:
+        assert on_path is None  # nobody arrived last at any instance
+        return
+    assert on_path["rank"] == slow_rank and on_path["steady_steps_on_path"] == on_path["steady_steps"] == 6
+    assert all(row["rank"] == slow_rank and row["last_in"] == row["instances"] == 2 for row in on_path["steps"])

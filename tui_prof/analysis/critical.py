@@ -189,3 +189,68 @@ def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
     """Each hotspot row gets ``critical_ns``: its kernel's time on the critical path."""
     for row in rows:
         row["critical_ns"] = int(by_kernel.get(row["name"], 0))
+
+
+CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler
+
+
+def ranks_on_path(inputs: Sequence[RunInput], steps: StepsPart, rules: CategoryRules) -> dict | None:
+    """For a run of several processes with steps: per steady step, the rank whose work bounds
+    the step -- the rank that arrived last at most of the step's collectives (the k-th
+    collective of a type on every rank is one instance; the last to arrive spends the least
+    time in it, so clocks of different hosts need not agree: analysis.ranks' rule). Each
+    rank's process is a graph of its own (no cross-rank edges): the collectives say which
+    rank the others waited for. None for one process or without collectives."""
+    from tui_prof.analysis.ranks import collective_type, communication_mask, rank_numbers
+
+    if len(inputs) < 2 or not steps.get("detected"):
+        return None
+    numbers = [n for n, _ in rank_numbers([r.run for r in inputs])]
+    per_rank: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []  # type -> (starts, durations), in start order
+    for r in inputs:
+        k = r.run.kernels
+        comm = np.flatnonzero(communication_mask(k, rules))
+        names = k["name"].to_numpy()[comm] if len(comm) else np.array([], dtype=object)
+        kinds = np.array([collective_type(str(n)) for n in names], dtype=object)
+        s = k["start"].to_numpy()[comm].astype(np.int64)
+        d = k["end"].to_numpy()[comm].astype(np.int64) - s
+        o = np.argsort(s, kind="stable")
+        per_rank.append({str(t): (s[o][kinds[o] == t], d[o][kinds[o] == t]) for t in set(kinds.tolist())})
+    # steps of the first process that has them: where each instance falls
+    parts = {p.get("process"): p for p in steps.get("per_process", [])} or {steps.get("process"): steps}
+    ref = next((i for i, r in enumerate(inputs) if r.label in parts), None)
+    if ref is None:
+        return None
+    ref_steps = list(parts[inputs[ref].label].get("steps", []))
+    steady_labels = {rec["label"] for rec in steps.get("steps", []) if not rec.get("warmup")}
+    starts = np.array([rec["start_ns"] for rec in ref_steps], dtype=np.int64)
+    ends = np.array([rec["end_ns"] for rec in ref_steps], dtype=np.int64)
+    last_by_step: dict[int, list[int]] = {}
+    for kind, (s_ref, _) in per_rank[ref].items():
+        durs = [pr.get(kind, (np.zeros(0, np.int64), np.zeros(0, np.int64)))[1] for pr in per_rank]
+        for i in range(len(s_ref)):
+            have = [(d[i], j) for j, d in enumerate(durs) if len(d) > i]
+            if len(have) < 2 or min(have)[0] == max(have)[0]:
+                continue  # one rank only, or all the same: nobody arrived last
+            pos = int(np.searchsorted(starts, s_ref[i], side="right") - 1)
+            if pos >= 0 and s_ref[i] < ends[pos]:
+                last_by_step.setdefault(pos, []).append(numbers[min(have)[1]])
+    rows = []
+    for pos, rec in enumerate(ref_steps):
+        if rec["label"] not in steady_labels:
+            continue
+        lasts = last_by_step.get(pos, [])
+        top = max(set(lasts), key=lambda x: (lasts.count(x), -x)) if lasts else None
+        on = top if top is not None and 2 * lasts.count(top) >= len(lasts) else None
+        rows.append({"label": rec["label"], "rank": on, "last_in": lasts.count(top) if top is not None else 0, "instances": len(lasts)})
+    if not any(r["instances"] for r in rows):
+        return None
+    counts = [r["rank"] for r in rows if r["rank"] is not None]
+    chronic = max(set(counts), key=counts.count) if counts else None
+    share = counts.count(chronic) / len(rows) if rows and chronic is not None else 0.0
+    return {
+        "steps": rows[:MAX_STEP_ROWS],
+        "rank": chronic if share >= CHRONIC_SHARE else None,
+        "steady_steps_on_path": counts.count(chronic) if chronic is not None else 0,
+        "steady_steps": len(rows),
+    }

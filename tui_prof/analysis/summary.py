@@ -18,7 +18,7 @@ from tui_prof import __version__
 from tui_prof.analysis import ranks
 from tui_prof.analysis.copies import copies_part, copies_source
 from tui_prof.analysis.counters import counters_part
-from tui_prof.analysis.critical import add_critical_ns, critical_section, process_windows
+from tui_prof.analysis.critical import add_critical_ns, critical_section, process_windows, ranks_on_path
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_part, gpu_part, run_timeline
 from tui_prof.analysis.hostcalls import api_part, launch_links, launch_part, sync_part
@@ -239,6 +239,9 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     if windows:
         doc["critical_path"], on_path = critical_section(windows, rules)
         add_critical_ns(doc["hotspots"], on_path)
+        on_path_ranks = ranks_on_path(inputs, steps_found, rules)
+        if on_path_ranks:
+            doc["critical_path"]["ranks_on_path"] = on_path_ranks
     doc["warmup"] = warmup_of(inputs, steps_found)
     doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)))
