@@ -295,3 +295,22 @@ def test_rank_on_the_path_per_step(slow_rank):
         return
     assert on_path["rank"] == slow_rank and on_path["steady_steps_on_path"] == on_path["steady_steps"] == 6
     assert all(row["rank"] == slow_rank and row["last_in"] == row["instances"] == 2 for row in on_path["steps"])
+
+
+def test_pageable_copies_made_pinned_save_their_excess():
+    """H200 copies sample: 6 HtoD copies from pageable memory (the call stages the data and
+    returns with the copy), the others pinned. Made pinned (the pinned HtoD median bandwidth),
+    each blocking call ends that much earlier and the host with it: the saving is the sum of
+    (pageable duration - bytes / pinned bandwidth), computed here from the copies table."""
+    run = load_path(str(H200 / "copies.pt.trace.json.gz")).runs[0]
+    c = run.copies
+    dur = (c["end"] - c["start"]).to_numpy()
+    names = c["name"].astype(str)
+    pageable = names.str.contains("Pageable").to_numpy() & (c["direction"] == "HtoD").to_numpy()
+    pinned = names.str.contains("Pinned").to_numpy() & (c["direction"] == "HtoD").to_numpy()
+    bw = float(np.median(c["bytes"].to_numpy()[pinned] / dur[pinned]))
+    expected = int(sum(d - np.ceil(b / bw) for d, b in zip(dur[pageable], c["bytes"].to_numpy()[pageable], strict=True)))
+    assert pageable.sum() == 6 and expected > 0
+    proj = project(run, "copies", Edits(removes=["pageable-copy"]), None).result
+    assert proj["edits"][0]["matched"] == 6
+    assert proj["saving_ns"] == pytest.approx(expected, rel=0.01)

@@ -23,7 +23,8 @@ exactly (docs/metrics.md, Critical path and what-if). The rules:
   linked to it (``links["queue_overlaps"]``).
 * **waits**: a call that returned only after GPU work ended -- a stream, device, event
   or context synchronisation, a blocking copy, a copy call whose copy ended inside it --
-  ends ``ret`` after the operation it waited for (the call's own copy when it has one;
+  ends ``ret`` after the operation it waited for (the call's own copy when it has one, also
+  one that started inside the call and ended at most ``OWN_TAIL_NS`` after it: ``ret`` < 0;
   else the operation whose end is the latest at or before the call's end, when it ended
   after the call started). A call that found the GPU done keeps its own duration.
 
@@ -53,6 +54,7 @@ from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, SYNC, C
 from tui_prof.model import Run
 
 CALL, WAIT_CALL, KERNEL, COPY_OP = 0, 1, 2, 3  # node kinds
+OWN_TAIL_NS = 100_000  # [P] a call's own operation that ends this soon after the call returned was waited for
 L0_PERCENTILE = 5  # [P] the usual shortest launch latency: 5th percentile over operations found on an empty queue
 
 
@@ -265,7 +267,10 @@ def _waits(
     own_end = np.full(nc, -1, dtype=np.int64)
     if len(linked):
         calls = launch[linked]
+        # ended inside the call, or started inside it and ended just after it returned (a
+        # pageable copy: the call stages the data and returns with its last chunk)
         inside = (o_end[linked] > c_start[calls]) & (o_end[linked] <= c_end[calls])
+        inside |= (o_start[linked] >= c_start[calls]) & (o_start[linked] < c_end[calls]) & (o_end[linked] <= c_end[calls] + OWN_TAIL_NS)
         sel = linked[inside]
         if len(sel):
             o = np.lexsort((o_end[sel], launch[sel]))
@@ -291,9 +296,8 @@ def _waits(
         ok &= submitted & (ends[np.maximum(i, 0)] > c_start[rows])
         wait[rows[ok]] = cand[ok]
     waiting = wait >= 0
-    ret = np.where(waiting, c_end - o_end[np.maximum(wait, 0)], 0)
-    np.maximum(ret, 0, out=ret)
-    dur = np.where(waiting, np.minimum(ret, dur), dur)
+    ret = np.where(waiting, c_end - o_end[np.maximum(wait, 0)], 0)  # negative: the call returned just before its own copy's end
+    dur = np.where(waiting, np.clip(ret, 0, dur), dur)
     return wait, ret, dur, waiting
 
 
