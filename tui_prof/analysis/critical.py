@@ -2,8 +2,9 @@
 
 For each process, the window analysed is its steady state (the first steady step's start
 to the last step's end) when the summary found steps for one process, else the whole run.
-A window holding more than ``MAX_NODES`` host calls and GPU operations is cut to its first
-``MAX_NODES`` (whole steps when it is made of steps) so that the cost is bounded at a
+A window holding more than its share of ``MAX_NODES`` host calls and GPU operations (the
+budget is split between the processes, at least ``MIN_NODES`` each) is cut to its first ones
+(whole steps when it is made of steps) so that the cost is bounded at a
 million dispatches; the section then says so (``sampled_ns`` < ``window_ns``) and the
 per-kernel ``critical_ns`` are scaled by ``window_ns / sampled_ns``.
 
@@ -30,7 +31,8 @@ from tui_prof.analysis.whatif import GROUPS, critical_path, path_json
 from tui_prof.model import Run
 
 MAX_STEP_ROWS = 200  # steady steps listed per process (the first ones)
-MAX_NODES = 150_000  # [P] host calls + GPU operations analysed per process at most (bounded cost)
+MAX_NODES = 150_000  # [P] host calls + GPU operations analysed at most, shared by the processes (bounded cost)
+MIN_NODES = 5_000  # [P] but at least this many per process
 
 
 @dataclass
@@ -106,6 +108,7 @@ def _slice(run: Run, lo: int, hi: int) -> Run:
 def process_windows(inputs: Sequence[RunInput], steps: StepsPart, max_nodes: int = MAX_NODES) -> dict[int, ProcessWindow]:
     """Per process with GPU work (by its position in ``inputs``): the window analysed."""
     out: dict[int, ProcessWindow] = {}
+    max_nodes = max(max_nodes // max(len(inputs), 1), MIN_NODES)  # the budget is shared: 64 ranks stay as cheap as one process
     for pos, r in enumerate(inputs):
         run = r.run
         if not (len(run.kernels) or len(run.copies)) or r.range is None:

@@ -73,7 +73,9 @@ class Part:
 
 
 def parts_of(windows: dict[int, ProcessWindow], max_nodes: int = SAVING_NODES) -> list[Part]:
+    """The part of each window re-scheduled: its first ``max_nodes`` nodes shared by the processes (at least 2,000 each)."""
     out = []
+    max_nodes = max(max_nodes // max(len(windows), 1), 2_000)
     for w in windows.values():
         g = w.graph
         if not g.size:
@@ -92,11 +94,10 @@ def parts_of(windows: dict[int, ProcessWindow], max_nodes: int = SAVING_NODES) -
 
 
 def saving(parts: list[Part], edits: Edits, rules: CategoryRules) -> dict | None:
-    """The projected saving of ``edits`` over the processes' windows, summed (None: no window)."""
-    total = window = 0
-    sampled = False
-    step_saving = 0.0
-    steps = False
+    """The projected saving of ``edits``: of the process it saves most in (processes run side by
+    side, so their savings do not add up; each process's own graph, no cross-rank edges), with
+    that process's window; None without a window."""
+    best: dict | None = None
     for part in parts:
         g, w = part.graph, part.window
         applied = apply_edits(w.run, g, edits, rules)
@@ -104,18 +105,20 @@ def saving(parts: list[Part], edits: Edits, rules: CategoryRules) -> dict | None
         base = int(g.end.max() - g.start.min())
         proj = int(e.max() - s.min())
         scale = w.window_ns / part.span_ns if part.span_ns > 0 else 1.0
-        total += int(round((base - proj) * scale))
-        window += w.window_ns
-        sampled = sampled or scale > 1.0
+        total = int(round((base - proj) * scale))
+        if best is not None and total <= best["saving_ns"]:
+            continue
+        best = {
+            "saving_ns": total,
+            "saving_pct": round(100.0 * total / w.window_ns, 4) if w.window_ns else 0.0,
+            "window_ns": w.window_ns,
+            "sampled": scale > 1.0,
+        }
+        if len(parts) > 1:
+            best["process"] = w.label
         if part.steps:
-            steps = True
-            step_saving += (base - proj) / part.steps
-    if not window:
-        return None
-    out = {"saving_ns": total, "saving_pct": round(100.0 * total / window, 4), "window_ns": window, "sampled": sampled}
-    if steps:
-        out["saving_step_ns"] = int(round(step_saving))
-    return out
+            best["saving_step_ns"] = int(round((base - proj) / part.steps))
+    return best
 
 
 SEVERITY_BY_SAVING = ((20.0, "high"), (5.0, "medium"), (1.0, "low"))  # [P] % of the steady-state window the fix would save

@@ -237,11 +237,12 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     windows = process_windows(inputs, steps_found) if source != "stats" else {}  # the critical path and the savings need the trace
     doc["critical_path"] = None
     if windows:
-        doc["critical_path"], on_path = critical_section(windows, rules)
+        section, on_path = critical_section(windows, rules)
         add_critical_ns(doc["hotspots"], on_path)
         on_path_ranks = ranks_on_path(inputs, steps_found, rules)
         if on_path_ranks:
-            doc["critical_path"]["ranks_on_path"] = on_path_ranks
+            section["ranks_on_path"] = on_path_ranks
+        doc["critical_path"] = section
     doc["warmup"] = warmup_of(inputs, steps_found)
     doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)))
