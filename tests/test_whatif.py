@@ -314,3 +314,33 @@ def test_pageable_copies_made_pinned_save_their_excess():
     proj = project(run, "copies", Edits(removes=["pageable-copy"]), None).result
     assert proj["edits"][0]["matched"] == 6
     assert proj["saving_ns"] == pytest.approx(expected, rel=0.01)
+
+
+def test_remove_host_op_and_scale_by_operator():
+    """The hand-built run with a host range around the launch of B: removing that host op takes
+    the host time before B's launch away (B's launch at 12 instead of 20: B still queues behind A,
+    so nothing is saved); scaling by operator (op:REGEX, the kernel's External id) halves kernel A."""
+    run = _hand_run()
+    run.markers = make_table(
+        "markers", {"start": [1_000 + 11], "end": [1_000 + 19], "name": ["my_host_op"], "source": "cpu_op", "pid": 1, "tid": 1, "external_id": [7]}
+    )
+    removed = project(run, "h", Edits(removes=["host:^my_host_op$"]), None).result
+    assert removed["edits"][0]["matched"] == 1 and removed["edits"][0]["matched_ns"] == 10  # the gap [10, 20) before launch B
+    assert removed["saving_ns"] == 0
+    k = run.kernels.copy()
+    k["external_id"] = [7, -1]
+    run.kernels = make_table("kernels", {c: k[c] for c in k.columns})
+    by_op = project(run, "h", Edits(scales=[("op:^my_host", 0.5)]), None).result
+    assert by_op["edits"][0]["matched"] == 1 and by_op["saving_ns"] == 50
+
+
+def test_remove_warmup_saves_the_time_before_the_first_steady_step():
+    run = load_path(str(ROOT / "tests" / "data" / "kineto" / "h200_cold" / "cold_train_memory.pt.trace.json.gz")).runs[0]
+    from tui_prof.analysis.whatif import process_steps
+
+    steps = process_steps(run, "cold")
+    assert steps is not None and steps[2] == 2
+    proj = project(run, "cold", Edits(removes=["warmup"]), steps).result
+    assert proj["saving_ns"] == proj["steady"]["baseline_warmup_ns"] > 3_000_000_000
+    first_steady_start = int(steps[0][2]) - int(min(run.api["start"].min(), run.kernels["start"].min()))
+    assert proj["steady"]["baseline_warmup_ns"] == first_steady_start
