@@ -111,7 +111,7 @@ def process_windows(inputs: Sequence[RunInput], steps: StepsPart, max_nodes: int
     max_nodes = max(max_nodes // max(len(inputs), 1), MIN_NODES)  # the budget is shared: 64 ranks stay as cheap as one process
     for pos, r in enumerate(inputs):
         run = r.run
-        if not (len(run.kernels) or len(run.copies)) or r.range is None:
+        if not (len(run.kernels) or len(run.copies)) or r.range is None or r.range[1] - r.range[0] >= dg.MAX_SPAN_NS:
             continue
         records = _steady_records(steps, r.label, len(inputs))
         if records:
@@ -133,7 +133,11 @@ def process_windows(inputs: Sequence[RunInput], steps: StepsPart, max_nodes: int
         whole = all(len(s) == 0 or (lo <= s[0] and cut_hi > s[-1]) for s in every)
         sliced = run if whole else _slice(run, lo, cut_hi)
         index = r.index if sliced is run else None
-        out[pos] = ProcessWindow(r.label, sliced, dg.build_graph(sliced, index), lo, min(cut_hi, hi), hi - lo, kept, len(records))
+        try:
+            graph = dg.build_graph(sliced, index)
+        except ValueError:  # hostile times: no critical path for this process
+            continue
+        out[pos] = ProcessWindow(r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records))
     return out
 
 

@@ -54,6 +54,7 @@ from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, SYNC, C
 from tui_prof.model import Run
 
 CALL, WAIT_CALL, KERNEL, COPY_OP = 0, 1, 2, 3  # node kinds
+MAX_SPAN_NS = 1 << 62  # relative times and their sums stay inside int64 below this
 OWN_TAIL_NS = 100_000  # [P] a call's own operation that ends this soon after the call returned was waited for
 L0_PERCENTILE = 5  # [P] the usual shortest launch latency: 5th percentile over operations found on an empty queue
 
@@ -152,6 +153,9 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     api, k, c = run.api, run.kernels, run.copies
     starts = [t["start"].to_numpy() for t in (api, k, c) if len(t)]
     t0 = int(min(int(x.min()) for x in starts)) if starts else 0
+    last = max((int(t["end"].to_numpy().max()) for t in (api, k, c) if len(t)), default=t0)
+    if last - t0 >= MAX_SPAN_NS:
+        raise ValueError(f"events span {last - t0} ns (hostile or corrupt times): no graph")
     index = CorrIndex(api) if index is None else index.check(api)
     classes = index.classes
     calls = _calls(run, t0)

@@ -635,6 +635,9 @@ def run_what_if(runset, edits: Edits, *, rules: CategoryRules | None = None, ste
     if not traced:
         raise WhatIfError(f"{runset.name}: no GPU operations with their times (a statistics-only run, or no kernel trace): nothing to re-schedule")
     runs = [(run, run_label(run), process_steps(run, run_label(run), step_name, warmup)) for run in traced]
-    doc = what_if(runs, edits, rules)
+    try:
+        doc = what_if(runs, edits, rules)
+    except ValueError as err:  # a graph refused (hostile times)
+        raise WhatIfError(f"{runset.name}: {err}") from None
     doc["run"] = runset.name
     return doc
