@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from test_analysis_timeline import sync_loop_run
 
-from tui_prof.analysis import parts
+from tui_prof.analysis import sections
 from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.cli import main, parse_duration_ns
 from tui_prof.model import RunSet, make_table
@@ -14,28 +14,28 @@ from tui_prof.render.summary import summary_markdown, summary_text
 
 
 def test_summary_keys_of_schema():
-    """The document's keys, in order, are Summary's; each section's keys are its part's."""
+    """The document's keys, in order, are Summary's; each section's keys are its section type's."""
     doc = build_summary(RunSet(root="", runs=[sync_loop_run()]), SummaryOptions(logs=False))
-    assert list(doc) == list(parts.Summary.__annotations__)
-    sections = {
-        "source": parts.SourcePart,
-        "kernels": parts.KernelsPart,
-        "gpu": parts.GpuPart,
-        "gaps": parts.GapsPart,
-        "sync": parts.SyncPart,
-        "launch": parts.LaunchPart,
-        "copies": parts.CopiesPart,
-        "hotspots_by": parts.HotspotsBy,
-        "measurement": parts.MeasurementPart,
+    assert list(doc) == list(sections.Summary.__annotations__)
+    typed = {
+        "source": sections.SourceSection,
+        "kernels": sections.KernelsSection,
+        "gpu": sections.GpuSection,
+        "gaps": sections.GapsSection,
+        "sync": sections.SyncSection,
+        "launch": sections.LaunchSection,
+        "copies": sections.CopiesSection,
+        "hotspots_by": sections.HotspotsBy,
+        "measurement": sections.MeasurementSection,
     }
-    for key, part in sections.items():
-        assert set(doc[key]) == set(part.__annotations__), key
-    assert set(doc["sync"]["sync_after_launch"]) == set(parts.SyncAfterLaunch.__annotations__)
-    assert set(doc["processes"][0]) == set(parts.ProcessRecord.__annotations__)
-    assert set(doc["hotspots"][0]) == set(parts.HotspotRecord.__annotations__) - {"pct_wall"}
-    assert set(doc["hotspots_by"]["category"][0]) == set(parts.HotspotRecord.__annotations__) - {"critical_ns"}  # the critical path is per kernel name
-    assert set(doc["gaps"]["listed"][0]) == set(parts.GapRecord.__annotations__)
-    assert all(set(f) - {"saving_ns"} == set(parts.Finding.__annotations__) - {"saving_ns"} for f in doc["findings"])
+    for key, section in typed.items():
+        assert set(doc[key]) == set(section.__annotations__), key
+    assert set(doc["sync"]["sync_after_launch"]) == set(sections.SyncAfterLaunch.__annotations__)
+    assert set(doc["processes"][0]) == set(sections.ProcessRecord.__annotations__)
+    assert set(doc["hotspots"][0]) == set(sections.HotspotRecord.__annotations__) - {"pct_wall"}
+    assert set(doc["hotspots_by"]["category"][0]) == set(sections.HotspotRecord.__annotations__) - {"critical_ns"}  # the critical path is per kernel name
+    assert set(doc["gaps"]["listed"][0]) == set(sections.GapRecord.__annotations__)
+    assert all(set(f) - {"saving_ns"} == set(sections.Finding.__annotations__) - {"saving_ns"} for f in doc["findings"])
     assert doc["categories"] == {"GEMM": 12 * 100_000}
     assert doc["agents"][0]["capabilities"]["arch"] == "gfx942"
     assert doc["measurement"]["gemm_pct_of_kernel_time"] == 100.0
@@ -143,11 +143,11 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
 
     from tui_prof import threads
     from tui_prof.analysis import ranks
-    from tui_prof.analysis.hostcalls import api_part
+    from tui_prof.analysis.hostcalls import api_section
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-    from tui_prof.analysis.occupancy import occupancy_part
+    from tui_prof.analysis.occupancy import occupancy_section
     from tui_prof.analysis.runinput import run_inputs
-    from tui_prof.analysis.stats import stats_part
+    from tui_prof.analysis.stats import stats_section
     from tui_prof.loaders import load_path
 
     runset = load_path(Path(__file__).parent / "data" / folder)
@@ -159,9 +159,9 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
     for _ in range(3):
         doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None, logs=False), lane=getattr(threads, lane))
         assert doc["ranks"] == rows and doc["communication"] == comm and doc["stragglers"] == strag
-        assert doc["occupancy"] == occupancy_part(inputs, None)
-        assert doc["api"] == api_part(runset, None)
-        assert doc["stats"] == stats_part(runset, inputs, None)
+        assert doc["occupancy"] == occupancy_section(inputs, None)
+        assert doc["api"] == api_section(runset, None)
+        assert doc["stats"] == stats_section(runset, inputs, None)
     assert doc["ranks"] and doc["api"]["rows"]
 
 

@@ -47,7 +47,7 @@ def _by_pandas(api: pd.DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
 def test_api_part_counts_and_sums_every_domain_and_name_as_groupby_does(extra):
     rng = np.random.default_rng(extra)
     api = _api(rng, 3000, extra)
-    part = hostcalls.api_part(RunSet("r", [Run(meta=RunMeta(), api=api)]), None)
+    part = hostcalls.api_section(RunSet("r", [Run(meta=RunMeta(), api=api)]), None)
     assert part["source"] == "trace"
     expected = _by_pandas(api)
     labels = {d: stats.TRACE_API_DOMAIN.get(d, d.upper()) for d in ("hip_api", "hsa_api", "marker")}

@@ -139,7 +139,7 @@ def test_rocpd_other_allocation_calls_and_the_trace_first(tmp_path):
     run.allocations = concat_tables("allocations", [trace, a])
     assert memory.allocated_levels(run)[0] == memory.TRACE
     assert memory.api_requests(run, "p") is None
-    part = memory.memory_part([(run, "p")])
+    part = memory.memory_section([(run, "p")])
     assert part["source"] == memory.TRACE and part["peak_allocated_bytes"] == 1 << 20 and part["requested"] == []
 
 

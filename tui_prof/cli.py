@@ -316,7 +316,7 @@ def cmd_open(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
-    from tui_prof.analysis import diff as d
+    from tui_prof.analysis.api import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, diff_runsets
     from tui_prof.render import diff as render_diff
 
     rules = _category_rules(args)
@@ -325,8 +325,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if unusable:
             _say(unusable)
             return EXIT_NOTHING_LOADED
-    noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
-    noise_pp = d.DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
+    noise_pct = DEFAULT_NOISE_PCT if args.noise is None else args.noise
+    noise_pp = DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
@@ -347,7 +347,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(f"nothing could be loaded from {_shown_path(path)}")
             return EXIT_NOTHING_LOADED
         runsets.append(runset)
-    result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
+    result = diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
     empty = [name for name, nothing in zip((args.a, args.b), result.empty, strict=True) if nothing]
     if empty:  # a diff of nothing must not look like a clean result
         for path in empty:

@@ -19,12 +19,12 @@ from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
 from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
 from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, has_operators, kernel_categories_of, link_operators, module_key, operator_key
-from tui_prof.analysis.parts import CommunicationPart, RankRecord, StragglerPart, Summary
 from tui_prof.analysis.ranks import RankAlignment, RankCore, communication_mask, rank_numbers, rank_offsets, rank_records, ranks_sections, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
-from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, has_trace, source_label, tables_with, tool_of
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
-from tui_prof.analysis.steps import PROFILER_STEP, steps_part
+from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
 from tui_prof.threads import Lane, inline_lane, threaded_lane
@@ -43,7 +43,7 @@ __all__ = [
     "PROFILER_STEP",
     "SCHEMA",
     "CategoryRules",
-    "CommunicationPart",
+    "CommunicationSection",
     "CorrIndex",
     "DiffResult",
     "DominantOp",
@@ -55,7 +55,7 @@ __all__ = [
     "RankCore",
     "RankRecord",
     "RunInput",
-    "StragglerPart",
+    "StragglerSection",
     "Summary",
     "SummaryOptions",
     "SummaryResult",
@@ -72,7 +72,6 @@ __all__ = [
     "group_key",
     "has_module_scopes",
     "has_operators",
-    "has_trace",
     "host_markers",
     "hotspots",
     "inline_lane",
@@ -96,12 +95,13 @@ __all__ = [
     "run_label",
     "sections_of_cores",
     "source_label",
-    "steps_part",
+    "steps_section",
     "summarise",
     "sync_mask",
     "tables_with",
     "threaded_lane",
     "time_range",
     "tool_of",
+    "trace_recorded",
     "wall_ns",
 ]

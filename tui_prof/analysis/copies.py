@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate, stats
-from tui_prof.analysis.parts import CopiesPart, CopyDirection, CopyKind, CopyKindDirection
 from tui_prof.analysis.runinput import RunInput, process_ns
+from tui_prof.analysis.sections import CopiesSection, CopyDirection, CopyKind, CopyKindDirection
 from tui_prof.analysis.timeline import union_length
 from tui_prof.model import RunSet
 from tui_prof.model.schema import concat_tables
@@ -100,7 +100,7 @@ def copy_kinds(copies: pd.DataFrame, dur: np.ndarray) -> dict[str, CopyKind]:
     return out
 
 
-def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesPart:
+def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesSection:
     """Bytes, count, time and achieved bandwidth (bytes/ns = GB/s) per direction, and per
     copy kind (:func:`copy_kinds`).
 
@@ -137,14 +137,14 @@ def copy_stats(copies: pd.DataFrame, wall_ns: int) -> CopiesPart:
     }
 
 
-def copies_part(runset: RunSet, inputs: Sequence[RunInput]) -> CopiesPart:
+def copies_section(runset: RunSet, inputs: Sequence[RunInput]) -> CopiesSection:
     """:func:`copy_stats` over every process; ``busy_ns`` = Σ over processes of the union
     of that process's copies, ``pct_of_wall`` = that / the summed process walls."""
-    part = copy_stats(concat_tables("copies", [run.copies for run in runset.runs]), 0)
+    section = copy_stats(concat_tables("copies", [run.copies for run in runset.runs]), 0)
     busy = sum(union_length(r.run.copies["start"].to_numpy(), r.run.copies["end"].to_numpy()) for r in inputs)
-    part["busy_ns"] = int(busy)
-    part["pct_of_wall"] = aggregate.pct(busy, process_ns(inputs))
-    return part
+    section["busy_ns"] = int(busy)
+    section["pct_of_wall"] = aggregate.pct(busy, process_ns(inputs))
+    return section
 
 
 def copies_source(runset: RunSet) -> str:

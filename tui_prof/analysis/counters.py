@@ -20,8 +20,8 @@ import pandas as pd
 
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.occupancy import arch_limits, occupancy
-from tui_prof.analysis.parts import Record
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import Record
 from tui_prof.model import Agent, Run
 
 
@@ -951,7 +951,7 @@ def _compute_roof(agent: Agent | None, arch: str, ctx: dict, kind: str) -> tuple
 # --- the summary section ---
 
 
-def counters_part(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
+def counters_section(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
     """:func:`counter_metrics` of each process that has counters or GPU kernels (``vendor``:
     the run set's platform, which decides the collection commands)."""
     blocks = []

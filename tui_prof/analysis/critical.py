@@ -25,8 +25,8 @@ import pandas as pd
 from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.arrays import code_totals, in_order
 from tui_prof.analysis.names import CategoryRules
-from tui_prof.analysis.parts import StepsPart
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import StepsSection
 from tui_prof.analysis.whatif import GROUPS, critical_path, path_json
 from tui_prof.model import Run
 
@@ -53,7 +53,7 @@ class ProcessWindow:
         return self.window_ns / (self.hi - self.lo) if self.hi > self.lo else 1.0
 
 
-def _steady_records(steps: StepsPart, label: str, processes: int) -> list[dict]:
+def _steady_records(steps: StepsSection, label: str, processes: int) -> list[dict]:
     """The steady steps of process ``label`` when the summary's steps are this one process's."""
     if processes != 1 or not steps.get("detected") or steps.get("process") != label:
         return []
@@ -105,7 +105,7 @@ def _slice(run: Run, lo: int, hi: int) -> Run:
     return Run(meta=run.meta, agents=run.agents, kernels=part(run.kernels), api=part(run.api), copies=part(run.copies), markers=part(run.markers, True))
 
 
-def process_windows(inputs: Sequence[RunInput], steps: StepsPart, max_nodes: int = MAX_NODES) -> dict[int, ProcessWindow]:
+def process_windows(inputs: Sequence[RunInput], steps: StepsSection, max_nodes: int = MAX_NODES) -> dict[int, ProcessWindow]:
     """Per process with GPU work (by its position in ``inputs``): the window analysed."""
     out: dict[int, ProcessWindow] = {}
     max_nodes = max(max_nodes // max(len(inputs), 1), MIN_NODES)  # the budget is shared: 64 ranks stay as cheap as one process
@@ -201,7 +201,7 @@ def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
 CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler
 
 
-def ranks_on_path(inputs: Sequence[RunInput], steps: StepsPart, rules: CategoryRules) -> dict | None:
+def ranks_on_path(inputs: Sequence[RunInput], steps: StepsSection, rules: CategoryRules) -> dict | None:
     """For a run of several processes with steps: per steady step, the rank whose work bounds
     the step -- the rank that arrived last at most of the step's collectives (the k-th
     collective of a type on every rank is one instance; the last to arrive spends the least

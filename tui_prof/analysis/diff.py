@@ -45,7 +45,7 @@ import pandas as pd
 from tui_prof.analysis import hostapi, stats
 from tui_prof.analysis.hotspots import all_kernels, hotspots
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, normalize_name
-from tui_prof.analysis.parts import Summary
+from tui_prof.analysis.sections import Summary
 from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.model import RunSet
 
@@ -363,9 +363,6 @@ def hotspot_diff(ha: pd.DataFrame, hb: pd.DataFrame, noise_pct: float = DEFAULT_
     return table.reset_index(drop=True)
 
 
-DOMAIN_COLUMNS = ("domain", "status", "calls_a", "calls_b", "total_a_ns", "total_b_ns", "delta_ns", "delta_pct")
-
-
 def side_domains(doc: Summary) -> dict[str, tuple[int, int]]:
     """Calls and total ns per rocprofv3 domain (KERNEL_DISPATCH, MEMORY_COPY, HIP_API, ...)
     of one run: from its statistics tables, where a domain has no trace rows from the trace."""
@@ -577,7 +574,6 @@ STEP_METRICS: tuple[MetricDef, ...] = (
     MetricDef("step_idle_pct", "GPU idle per step (median)", "pct", "lower"),
     MetricDef("step_exposed_sync_ns", "exposed sync per step (median)", "ns", "lower"),
 )
-STEP_METRIC_KEYS = tuple(m.key for m in STEP_METRICS)
 
 
 def steady_values(doc: Summary) -> dict[str, list[float]] | None:

@@ -63,8 +63,8 @@ from tui_prof.analysis.hostapi import MANY_LAUNCHES, TINY_KERNEL_NS
 from tui_prof.analysis.measurement import SYNC_TARGET_PCT
 from tui_prof.analysis.memory import FRAGMENTATION_MIN_BYTES, FRAGMENTATION_RATIO, GROWTH_MIN_BYTES, GROWTH_MIN_STEPS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.analysis.parts import Finding, PlatformPart, Summary
 from tui_prof.analysis.platform import TORCH_PHRASES, Phrases, collective_phrases, phrases, torch_first
+from tui_prof.analysis.sections import Finding, PlatformSection, Summary
 
 
 class FindingCode(str, Enum):
@@ -133,7 +133,7 @@ class Facts:
     """What several rules read, taken once from the document: the platform and its words,
     the wall and the GPU span (Σ (process, GPU) spans: the whole of idle and gaps)."""
 
-    platform: PlatformPart | None
+    platform: PlatformSection | None
     say: Phrases
     wall: int
     span: int

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate
-from tui_prof.analysis.parts import GapRecord, GapsPart, GpuPart, Record
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, Record
 from tui_prof.analysis.timeline import CAUSES, GapSet, gpu_gaps
 
 
@@ -35,7 +35,7 @@ def run_timeline(r: RunInput, threshold_ns: int) -> RunTimeline:
     return RunTimeline(r.label, agents, gaps, aggregate.clock_key(r.run))
 
 
-def gpu_part(timelines: Sequence[RunTimeline]) -> GpuPart:
+def gpu_section(timelines: Sequence[RunTimeline]) -> GpuSection:
     """``span_ns``: the GPU active span (per host the union of each (process, GPU)'s first
     to last activity, the largest over hosts: a part of the run's wall); ``agent_span_ns``:
     the (process, GPU) spans summed, the whole of ``busy_ns`` and ``idle_ns``."""
@@ -95,7 +95,7 @@ def listed_gaps(timelines: Sequence[RunTimeline], max_gaps: int | None) -> pd.Da
     return listed.sort_values(["process", "agent", "start"], kind="stable")
 
 
-def gaps_part(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int | None) -> GapsPart:
+def gaps_section(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int | None) -> GapsSection:
     rows = [a for t in timelines for a in t.agents]
     count = sum(len(t.gaps) for t in timelines)
     listed = listed_gaps(timelines, max_gaps)

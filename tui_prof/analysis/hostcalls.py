@@ -10,13 +10,13 @@ import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi, stats
 from tui_prof.analysis.arrays import code_totals
-from tui_prof.analysis.parts import ApiPart, ApiRow, LaunchCounts, LaunchPart, SyncPart
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns
+from tui_prof.analysis.sections import ApiRow, ApiSection, LaunchCounts, LaunchSection, SyncSection
 from tui_prof.analysis.timeline import busy_intervals
 from tui_prof.model import RunSet
 
 
-def sync_part(inputs: Sequence[RunInput]) -> SyncPart:
+def sync_section(inputs: Sequence[RunInput]) -> SyncSection:
     """Sync and blocking-copy calls summed over processes, their exposed and
     waiting-for-work parts (:func:`hostapi.sync_exposure` against the GPU busy union of the
     same process), and sync-after-launch over every process's launches.
@@ -81,7 +81,7 @@ def launch_links(r: RunInput) -> pd.DataFrame:
     return hostapi.link_launches(r.run.kernels, r.run.api, corr_index=r.index)
 
 
-def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kernel_dur_ns: np.ndarray) -> LaunchPart:
+def launch_section(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kernel_dur_ns: np.ndarray) -> LaunchSection:
     """Launch calls summed over processes; queue delay and API time of the directly
     launched dispatches (graph replays apart); ``links``: :func:`launch_links` per process.
     ``api_pct_of_wall``: per process the union of its launch calls, summed, over the
@@ -105,18 +105,18 @@ def launch_part(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], kerne
     for r, lk, d in zip(inputs, links, direct, strict=True):
         replayed[offset + lk["kernel_row"].to_numpy()[~d]] = True
         offset += len(r.run.kernels)
-    part = hostapi.launch_section(counts, queue, api, kernel_dur_ns, process_ns(inputs), replayed)
+    section = hostapi.launch_section(counts, queue, api, kernel_dur_ns, process_ns(inputs), replayed)
     launching = 0
     for r in inputs:
         if len(r.run.api):
             classes = r.index.classes
             mask = (classes == hostapi.LAUNCH) | (classes == hostapi.GRAPH_LAUNCH)
             launching += aggregate.interval_union(r.run.api["start"].to_numpy(), r.run.api["end"].to_numpy(), mask)
-    part["api_pct_of_wall"] = aggregate.pct(launching, process_ns(inputs))
-    return part
+    section["api_pct_of_wall"] = aggregate.pct(launching, process_ns(inputs))
+    return section
 
 
-def api_part(runset: RunSet, top: int | None) -> ApiPart:
+def api_section(runset: RunSet, top: int | None) -> ApiSection:
     """Calls and time per API function and domain: from the trace when API calls were
     traced, else from the API statistics files; the first ``top`` of each domain."""
     rows: list[ApiRow] = []

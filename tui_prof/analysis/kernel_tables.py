@@ -1,4 +1,4 @@
-"""The summary's kernel tables: the kernels part, hotspots grouped by category, normalised
+"""The summary's kernel tables: the kernels section, hotspots grouped by category, normalised
 name, agent and process, and the kernel statistics standing in for a missing kernel trace."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pandas as pd
 from tui_prof.analysis import stats
 from tui_prof.analysis.hotspots import hotspot_records, hotspots, kernel_time_ns, process_order
 from tui_prof.analysis.names import CategoryRules
-from tui_prof.analysis.parts import CategoriesPart, HotspotRecord, KernelsPart
+from tui_prof.analysis.sections import CategoriesSection, HotspotRecord, KernelsSection
 from tui_prof.model import RunSet
 
 
-def kernels_part(kernels: pd.DataFrame, table: pd.DataFrame) -> KernelsPart:
+def kernels_section(kernels: pd.DataFrame, table: pd.DataFrame) -> KernelsSection:
     """``table``: :func:`hotspots` of ``kernels`` by name."""
     return {"dispatches": int(len(kernels)), "unique_names": int(len(table)), "total_ns": kernel_time_ns(kernels)}
 
@@ -47,7 +47,7 @@ def grouped_hotspots(
     )
 
 
-def categories_part(grouped: tuple[pd.DataFrame, ...], rules: CategoryRules, top: int | None) -> CategoriesPart:
+def categories_section(grouped: tuple[pd.DataFrame, ...], rules: CategoryRules, top: int | None) -> CategoriesSection:
     """``grouped``: :func:`grouped_hotspots`."""
     cats, by_normalized, by_agent, by_pid = grouped
     return {
@@ -69,7 +69,7 @@ def hotspots_source(runset: RunSet) -> str:
     return "stats" if stats.tables_with(runset, stats.KERNEL_STATS) else "none"
 
 
-def stats_hotspots(runset: RunSet, top: int | None) -> tuple[list[HotspotRecord], KernelsPart]:
+def stats_hotspots(runset: RunSet, top: int | None) -> tuple[list[HotspotRecord], KernelsSection]:
     """Hotspot records and the kernels part from the kernel statistics (no median: the files
     do not record one; ``percent``: the profiler's own Percentage for one process)."""
     table = stats.stats_table(runset, stats.KERNEL_STATS)

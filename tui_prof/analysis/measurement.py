@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import memory
-from tui_prof.analysis.parts import CopiesPart, GpuPart, LaunchPart, MeasurementPart, SyncPart
+from tui_prof.analysis.sections import CopiesSection, GpuSection, LaunchSection, MeasurementSection, SyncSection
 from tui_prof.model import RunSet
 
 SYNC_TARGET_PCT = 5.0  # the profiling guide's target for sync + blocking copies, % of wall
@@ -42,18 +42,18 @@ def peak_memory_of(runset: RunSet) -> int | None:
     return max(peaks) if peaks else None
 
 
-def measurement_part(
+def measurement_section(
     wall: int,
     kernel_dur_ns: np.ndarray,
     categories: dict[str, int],
-    gpu: GpuPart,
-    sync: SyncPart,
-    launch: LaunchPart,
-    copies: CopiesPart,
+    gpu: GpuSection,
+    sync: SyncSection,
+    launch: LaunchSection,
+    copies: CopiesSection,
     peak_memory_bytes: int | None,
     processes: int = 1,
     process_time_ns: int | None = None,
-) -> MeasurementPart:
+) -> MeasurementSection:
     """The measurement table: the headline numbers of the other sections side by side;
     ``processes`` and ``process_time_ns`` (Σ process walls; None: ``wall``) are the wholes
     of the figures summed over processes."""

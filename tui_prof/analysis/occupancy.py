@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.parts import Record
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import Record
 
 
 @dataclass(frozen=True)
@@ -461,7 +461,7 @@ def nvidia_hint(occ: dict, regs_per_thread: int, smem_per_block: int, props: dic
 # --- the summary section ---
 
 
-def occupancy_part(inputs: Sequence[RunInput], top: int | None) -> list[Record]:
+def occupancy_section(inputs: Sequence[RunInput], top: int | None) -> list[Record]:
     """:func:`kernel_occupancy` over every process, by kernel time; the first ``top`` (0 or None: all)."""
     rows = []
     for r in inputs:

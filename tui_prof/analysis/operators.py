@@ -42,8 +42,8 @@ import pandas as pd
 from tui_prof.analysis import hostapi
 from tui_prof.analysis.hotspots import group_key
 from tui_prof.analysis.names import CategoryRules, kernel_categories, map_categorical
-from tui_prof.analysis.parts import OperatorRecord, ShapeRecord
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import OperatorRecord, ShapeRecord
 from tui_prof.model import Run
 
 GRAPH = "graph"  # the operator of a graph-replayed kernel
@@ -498,7 +498,7 @@ def _records(table: pd.DataFrame, total: int, top: int | None) -> list[OperatorR
     return records[:top] if top else records
 
 
-def operators_part(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:
+def operators_section(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:
     """GPU time per launching operator (:func:`~tui_prof.analysis.link_operators`)
     over every process, largest first, the first ``top`` (None: all), each with its
     recorded input shapes (``shapes``, where ``record_shapes`` recorded them); empty when no
@@ -524,7 +524,7 @@ def operators_part(inputs: Sequence[RunInput], top: int | None, links: Sequence[
     return records
 
 
-def modules_part(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:
+def modules_section(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:
     """GPU time per module path of the launching operator (nn.Module scopes, where the
     trace records them; :func:`~tui_prof.analysis.module_key`), largest first;
     empty when no process records a module scope."""

@@ -8,12 +8,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
-from tui_prof.analysis.parts import LogHit, ProcessRecord, Record, SourcePart
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import LogHit, ProcessRecord, Record, SourceSection
 from tui_prof.model import Agent, Run, RunSet
 
 
-def source_part(runset: RunSet) -> SourcePart:
+def source_section(runset: RunSet) -> SourceSection:
     return {
         "path": runset.root,
         "formats": runset.formats,
@@ -73,7 +73,7 @@ def agent_records(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[R
     return out
 
 
-def warnings_part(runset: RunSet, inputs: Sequence[RunInput]) -> list[str]:
+def warnings_section(runset: RunSet, inputs: Sequence[RunInput]) -> list[str]:
     """Each process's load warnings, the files that failed, and the counter-serialisation warning."""
     warnings = [f"{r.label}: {w}" for r in inputs for w in r.run.warnings]
     warnings.extend(str(issue) for issue in runset.errors)
@@ -82,7 +82,7 @@ def warnings_part(runset: RunSet, inputs: Sequence[RunInput]) -> list[str]:
     return warnings
 
 
-def logs_part(runset: RunSet) -> list[LogHit]:
+def logs_section(runset: RunSet) -> list[LogHit]:
     """Known profiler errors in the log files of the run's directory (read-only)."""
     if not runset.root:
         return []

@@ -24,7 +24,7 @@ import numpy as np
 from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.critical import ProcessWindow
 from tui_prof.analysis.names import CategoryRules
-from tui_prof.analysis.parts import Finding
+from tui_prof.analysis.sections import Finding
 from tui_prof.analysis.whatif import Edits, apply_edits
 
 EDIT_OF: dict[str, Edits] = {

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.arrays import code_totals
-from tui_prof.analysis.parts import Record, StatsPart
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import Record, StatsSection
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import STATS_COLUMNS
 
@@ -102,7 +102,7 @@ def tool_of(run: Run) -> str:
     return f"{run.meta.tool or 'profiler'} --stats"
 
 
-def has_trace(runset: RunSet) -> bool:
+def trace_recorded(runset: RunSet) -> bool:
     """Whether any process recorded trace rows (kernels, API calls or copies)."""
     return any(len(run.kernels) or len(run.api) or len(run.copies) for run in runset.runs)
 
@@ -113,7 +113,7 @@ def source_label(runset: RunSet) -> str:
     tools = sorted({tool_of(run) for run in runset.runs if any(len(t) for t in run.tool_stats.values())})
     if not tools:
         return ""
-    return f"from {', '.join(tools)}" + ("" if has_trace(runset) else "; no trace in this run")
+    return f"from {', '.join(tools)}" + ("" if trace_recorded(runset) else "; no trace in this run")
 
 
 def tables_with(runset: RunSet, key: str) -> list[tuple[Run, pd.DataFrame]]:
@@ -313,11 +313,11 @@ def trace_checks(runset: RunSet, label_of: dict[int, str]) -> list[StatsCheck]:
 TRACE_FINDINGS = ("gpu-idle", "idle-sync", "launch-bound", "sync-overhead", "sync-after-launch", "slow-copy", "low-occupancy")
 
 
-def stats_part(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -> StatsPart:
+def stats_section(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -> StatsSection:
     """Every statistics table, where it came from, and the names on which it disagrees with
     the trace of the same process."""
     tables = stats_tables(runset, top)
-    traced = has_trace(runset)
+    traced = trace_recorded(runset)
     source = source_label(runset) if tables else ""
     checks = trace_checks(runset, {id(r.run): r.label for r in inputs})
     return {

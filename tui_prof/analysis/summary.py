@@ -1,9 +1,10 @@
 """The ``tuiprof.summary/1`` document: the stable JSON contract behind ``tuiprof summary``.
 
 Later analyses add keys; existing keys keep their meaning and units (ns, bytes, %).
-:func:`build_summary` runs the sections of :mod:`tui_prof.analysis.engine` and is the
-one place where the document is assembled from their typed parts
-(:class:`~tui_prof.analysis.parts.Summary`).
+:func:`summarise` runs each section's function (``<name>_section`` in the module the
+section is about: :mod:`~tui_prof.analysis.gpu_idle`, :mod:`~tui_prof.analysis.hostcalls`,
+...) and is the one place where the document is assembled from their typed sections
+(:class:`~tui_prof.analysis.sections.Summary`); :func:`build_summary` is its document.
 """
 
 from __future__ import annotations
@@ -16,26 +17,34 @@ import pandas as pd
 
 from tui_prof import __version__
 from tui_prof.analysis import ranks
-from tui_prof.analysis.copies import copies_part, copies_source
-from tui_prof.analysis.counters import counters_part
+from tui_prof.analysis.copies import copies_section, copies_source
+from tui_prof.analysis.counters import counters_section
 from tui_prof.analysis.critical import add_critical_ns, critical_section, process_windows, ranks_on_path
 from tui_prof.analysis.findings import build_findings
-from tui_prof.analysis.gpu_idle import RunTimeline, gaps_part, gpu_part, run_timeline
-from tui_prof.analysis.hostcalls import api_part, launch_links, launch_part, sync_part
+from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
+from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
 from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots
-from tui_prof.analysis.kernel_tables import categories_part, grouped_hotspots, hotspots_source, kernel_durations, kernels_part, stats_categories, stats_hotspots
-from tui_prof.analysis.measurement import measurement_part, peak_memory_of
-from tui_prof.analysis.memory import API, TOTALS, memory_part_of
+from tui_prof.analysis.kernel_tables import (
+    categories_section,
+    grouped_hotspots,
+    hotspots_source,
+    kernel_durations,
+    kernels_section,
+    stats_categories,
+    stats_hotspots,
+)
+from tui_prof.analysis.measurement import measurement_section, peak_memory_of
+from tui_prof.analysis.memory import API, TOTALS, memory_section_of
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
-from tui_prof.analysis.occupancy import occupancy_part
-from tui_prof.analysis.operators import kernel_categories_of, modules_part, operator_links, operators_part
-from tui_prof.analysis.parts import CommunicationPart, RankRecord, StragglerPart, Summary
+from tui_prof.analysis.occupancy import occupancy_section
+from tui_prof.analysis.operators import kernel_categories_of, modules_section, operator_links, operators_section
 from tui_prof.analysis.platform import detect_platform
-from tui_prof.analysis.processes import agent_records, logs_part, process_records, source_part, warnings_part
+from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
 from tui_prof.analysis.savings import add_savings
-from tui_prof.analysis.stats import stats_part, stats_warnings
-from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_part
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.stats import stats_section, stats_warnings
+from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
 from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import RunSet
@@ -124,13 +133,13 @@ def _start_lanes(
     def timeline_of(r: RunInput) -> Callable[[], RunTimeline]:
         return lambda: run_timeline(r, threshold)
 
-    def rank_sections() -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+    def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
         return ranks.ranks_sections([r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules)
 
-    grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_part(inputs, top), lambda: api_part(runset, top)], "tuiprof-hotspots", more)
+    grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_section(inputs, top), lambda: api_section(runset, top)], "tuiprof-hotspots", more)
     *timeline_jobs, ranks_job, stats_job = lane(
         [timeline_of(r) if has_gpu_activity(r.run) else None for r in inputs],
-        [rank_sections, lambda: stats_part(runset, inputs, top)],
+        [rank_sections, lambda: stats_section(runset, inputs, top)],
         "tuiprof-timeline",
         more,
     )
@@ -171,46 +180,46 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
 
     jobs = _start_lanes(runset, inputs, kernels, order, options, process_total, lane)
     by_name = hotspots(kernels, dur_order=order)  # here: the threads need only the order
-    sync = sync_part(inputs)
+    sync = sync_section(inputs)
     links = _launch_links(inputs, progress)
     kernel_dur = kernel_durations(kernels)
-    launch = launch_part(inputs, links, kernel_dur)
-    copies = copies_part(runset, inputs)
-    counters = counters_part(inputs, platform["vendor"])
+    launch = launch_section(inputs, links, kernel_dur)
+    copies = copies_section(runset, inputs)
+    counters = counters_section(inputs, platform["vendor"])
     peak = peak_memory_of(runset)
     timelines = [job.result() for job in jobs.timelines if job is not None]
     gapsets = {step: job.result().gaps for step, job in enumerate(jobs.timelines) if job is not None}
-    steps_found = steps_part(inputs, gapsets, step_name=options.step_name, warmup=options.warmup, outlier_factor=options.outlier_factor)
-    memory_found = memory_part_of(inputs, steps_found)
+    steps_found = steps_section(inputs, gapsets, step_name=options.step_name, warmup=options.warmup, outlier_factor=options.outlier_factor)
+    memory_found = memory_section_of(inputs, steps_found)
     # the allocator's own totals count what was allocated before the trace began; the level of
     # matched allocation/free calls is the peak when no trace records memory
     if memory_found["source"] in (TOTALS, API):
         peak = memory_found["peak_allocated_bytes"]
-    gpu = gpu_part(timelines)
+    gpu = gpu_section(timelines)
     grouped_tables, op_links = jobs.grouped.result()
-    cats = categories_part(grouped_tables, rules, top)
+    cats = categories_section(grouped_tables, rules, top)
     source = hotspots_source(runset)
     if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
         hot, kernels_found = stats_hotspots(runset, top)
         cats["categories"] = stats_categories(runset, rules)
     else:
-        hot, kernels_found = hotspot_records(by_name, top), kernels_part(kernels, by_name)
+        hot, kernels_found = hotspot_records(by_name, top), kernels_section(kernels, by_name)
     occupancy = jobs.occupancy.result()
     stats_found = jobs.stats.result()
     doc: Summary = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
-        "source": source_part(runset),
+        "source": source_section(runset),
         "processes": process_records(inputs),
         "agents": agent_records(inputs, platform["vendor"]),
         "platform": platform,
         "kernels": kernels_found,
         "hotspots": hot,
         "hotspots_source": source,
-        "warnings": warnings_part(runset, inputs) + stats_warnings(stats_found["checks"]),
+        "warnings": warnings_section(runset, inputs) + stats_warnings(stats_found["checks"]),
         "wall_ns": int(wall),
         "gpu": gpu,
-        "gaps": gaps_part(timelines, threshold, max_gaps),
+        "gaps": gaps_section(timelines, threshold, max_gaps),
         "sync": sync,
         "launch": launch,
         "copies": copies,
@@ -219,12 +228,12 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
-        "hotspots_by_operator": operators_part(inputs, top, op_links),
-        "hotspots_by_module": modules_part(inputs, top, op_links),
-        "measurement": measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total),
+        "hotspots_by_operator": operators_section(inputs, top, op_links),
+        "hotspots_by_module": modules_section(inputs, top, op_links),
+        "measurement": measurement_section(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total),
         "counters": counters,
         "occupancy": occupancy,
-        "logs": logs_part(runset) if options.logs else [],
+        "logs": logs_section(runset) if options.logs else [],
         "stats": stats_found,
         "steps": steps_found,
         "memory": memory_found,

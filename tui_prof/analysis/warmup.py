@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from tui_prof.analysis.hostapi import SYNC_RE
-from tui_prof.analysis.parts import StepsPart
 from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import StepsSection
 from tui_prof.model import Run
 
 ALLOC_RE = re.compile(r"^(cuda|hip)Malloc(?!Host)\w*$|^cuMemAlloc(?!Host)\w*$|^cuMemCreate$|^hipExtMallocWithFlags$")
@@ -39,7 +39,7 @@ def _names(table, rows: np.ndarray) -> np.ndarray:
     return cats[np.where(codes >= 0, codes, len(cats) - 1)]
 
 
-def warmup_breakdown(run: Run, steps: StepsPart) -> dict | None:
+def warmup_breakdown(run: Run, steps: StepsSection) -> dict | None:
     """The warm-up of one process (module docstring), or None without warm-up steps."""
     records = steps.get("steps", [])
     warm = [r for r in records if r.get("warmup")]
@@ -107,7 +107,7 @@ def warmup_breakdown(run: Run, steps: StepsPart) -> dict | None:
     return out
 
 
-def warmup_of(inputs: Sequence[RunInput], steps: StepsPart) -> dict | None:
+def warmup_of(inputs: Sequence[RunInput], steps: StepsSection) -> dict | None:
     """The summary's ``warmup`` section: :func:`warmup_breakdown` of the process the steps are
     of (one process with steps and warm-up), with its label; None otherwise."""
     if len(inputs) != 1 or not steps.get("detected") or not steps.get("warmup_steps"):

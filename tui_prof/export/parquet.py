@@ -35,9 +35,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis.api import SummaryResult, run_inputs, wall_ns
-from tui_prof.analysis.hotspots import all_kernels, hotspots
-from tui_prof.analysis.timeline import GAP_COLUMNS
+from tui_prof.analysis.api import GAP_COLUMNS, SummaryResult, all_kernels, hotspots, run_inputs, wall_ns
 from tui_prof.export.common import ExportError, analyse, check_destination
 from tui_prof.model import Agent, RunMeta, RunSet
 from tui_prof.model.schema import CATEGORY, TABLES, concat_tables

@@ -55,8 +55,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis.api import SummaryResult
-from tui_prof.analysis.timeline import copy_agents
+from tui_prof.analysis.api import SummaryResult, copy_agents
 from tui_prof.export.common import ExportError, analyse, check_destination
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import UNKNOWN

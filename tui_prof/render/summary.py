@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, shorten, sparkline
+from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, fmt_pct, shorten, sparkline
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 
 
@@ -92,7 +92,7 @@ def source_note(summary: Mapping[str, Any], key: str) -> str:
     return f" ({summary.get('stats', {}).get('source') or 'from the profiler statistics'})"
 
 
-def has_trace(summary: Mapping[str, Any]) -> bool:
+def shows_trace(summary: Mapping[str, Any]) -> bool:
     """False for a statistics-only run (the trace sections have nothing to show)."""
     return not summary.get("stats", {}).get("needs_trace")
 
@@ -124,10 +124,6 @@ def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]
         rows = [[Code(shorten(r["name"], name_width)), str(r["calls"]), fmt_ns(r["total_ns"]), fmt_ns(r["avg_ns"]), f"{r['percent']:.2f}"] for r in t["rows"]]
         out.append((f"{t['domain']} (from {t['source']})", ["name", "calls", "total", "avg", "%"], rows, []))
     return out
-
-
-def _pct(x) -> str:
-    return "-" if x is None else f"{x:.2f} %"
 
 
 def _findings_section(summary: Mapping[str, Any]) -> list[Section]:
@@ -184,13 +180,13 @@ def _measurement_section(summary: Mapping[str, Any]) -> list[Section]:
         ["GPU active span", fmt_ns(m["gpu_span_ns"])],
         ["kernel dispatches", str(m["kernel_count"])],
         ["kernel time", fmt_ns(m["kernel_time_ns"])],
-        ["GEMM share of kernel time", _pct(m["gemm_pct_of_kernel_time"])],
-        ["sync calls, raw (share of wall)", _pct(m["sync_pct_of_wall"])],
-        ["exposed sync (target < 5 %)", _pct(m.get("exposed_sync_pct_of_wall"))],
-        ["launch API time", _pct(m["launch_api_pct_of_wall"])],
+        ["GEMM share of kernel time", fmt_pct(m["gemm_pct_of_kernel_time"], 2)],
+        ["sync calls, raw (share of wall)", fmt_pct(m["sync_pct_of_wall"], 2)],
+        ["exposed sync (target < 5%)", fmt_pct(m.get("exposed_sync_pct_of_wall"), 2)],
+        ["launch API time", fmt_pct(m["launch_api_pct_of_wall"], 2)],
         ["median queue delay", fmt_ns(m["median_queue_delay_ns"])],
-        ["GPU idle", _pct(m["idle_pct"])],
-        ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
+        ["GPU idle", fmt_pct(m["idle_pct"], 2)],
+        ["copies (share of wall)", fmt_pct(m["copy_pct_of_wall"], 2)],
         ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
     ]
     requested = (summary.get("memory") or {}).get("requested") or []
@@ -202,7 +198,7 @@ def _measurement_section(summary: Mapping[str, Any]) -> list[Section]:
             [f"process time (Σ of {m['processes']} processes' spans)", fmt_ns(m["process_time_ns"])],
             ["GPU time (Σ of per-GPU spans)", fmt_ns(summary["gpu"].get("agent_span_ns"))],
         ]
-        rows.append(["sync per process, mean / max", f"{_pct(sync.get('mean_pct_of_wall'))} / {_pct(sync.get('max_pct_of_wall'))}"])
+        rows.append(["sync per process, mean / max", f"{fmt_pct(sync.get('mean_pct_of_wall'), 2)} / {fmt_pct(sync.get('max_pct_of_wall'), 2)}"])
     return [("Measurements", ["metric", "value"], rows, [])]
 
 
@@ -213,8 +209,8 @@ def _gpu_section(summary: Mapping[str, Any]) -> list[Section]:
             str(a["agent"]),
             fmt_ns(a["span_ns"]),
             fmt_ns(a["busy_ns"]),
-            _pct(a["busy_pct"]),
-            _pct(a["idle_pct"]),
+            fmt_pct(a["busy_pct"], 2),
+            fmt_pct(a["idle_pct"], 2),
             str(a["dispatches"]),
             str(a["copies"]),
         ]
@@ -252,13 +248,13 @@ def _sync_section(summary: Mapping[str, Any]) -> list[Section]:
     sal = s["sync_after_launch"]
     rows = [[Code(name), str(v["calls"]), fmt_ns(v["total_ns"])] for name, v in s["by_name"].items()]
     notes = [
-        f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
+        f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {fmt_pct(s['pct_of_wall'], 2)} of wall; "
         f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
         + (" -> sync inside the loop detected" if sal["detected"] else "")
     ]
     if "exposed_ns" in s:
         notes.append(
-            f"exposed {fmt_ns(s['exposed_ns'])} = {s['exposed_pct_of_wall']:.2f} % of wall (host blocked while the GPU "
+            f"exposed {fmt_ns(s['exposed_ns'])} = {fmt_pct(s['exposed_pct_of_wall'], 2)} of wall (host blocked while the GPU "
             f"has nothing left to run); waiting for work {fmt_ns(s['waiting_ns'])} (the GPU still runs queued work)"
         )
     return [("Synchronisation", ["API", "calls", "time"], rows, notes)]
@@ -269,7 +265,7 @@ def _launch_section(summary: Mapping[str, Any]) -> list[Section]:
     rows = [
         ["launch calls", str(lc["launch_calls"])],
         ["graph launches", str(lc["graph_launch_calls"])],
-        ["launch API time (kernel + graph launches)", f"{fmt_ns(lc['api_total_ns'])} ({_pct(lc['api_pct_of_wall'])} of wall)"],
+        ["launch API time (kernel + graph launches)", f"{fmt_ns(lc['api_total_ns'])} ({fmt_pct(lc['api_pct_of_wall'], 2)} of wall)"],
     ]
     if lc["graph_launch_calls"]:
         rows += [
@@ -301,7 +297,7 @@ def _copies_sections(summary: Mapping[str, Any]) -> list[Section]:
     if not c["count"]:
         return []
     rows = [[d, *_copy_cells(v)] for d, v in c["by_direction"].items()]
-    out: list[Section] = [("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"])]
+    out: list[Section] = [("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{fmt_pct(c['pct_of_wall'], 2)} of wall"])]
     rows = [
         [kind, d, *_copy_cells(v), "-" if v.get("first_bandwidth_gbs") is None else f"{v['first_bandwidth_gbs']:.2f} GB/s"]
         for kind, k in c.get("by_kind", {}).items()
@@ -349,7 +345,7 @@ def _occupancy_section(summary: Mapping[str, Any], name_width: int) -> list[Sect
             Code(shorten(o["name"], name_width)),
             o["arch"],
             f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}",
-            f"{o['occupancy_pct']:.1f} %",
+            fmt_pct(o["occupancy_pct"]),
             o["limiter"],
             o["hint"],
         ]
@@ -418,7 +414,7 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     """Report sections as (title, headers, rows, notes), in report order; rendered as text or Markdown."""
     if "gpu" not in summary:
         return []
-    if not has_trace(summary):
+    if not shows_trace(summary):
         return _stats_only_sections(summary, name_width)
     return [
         *_measurement_section(summary),
@@ -470,7 +466,7 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[Sec
                 fmt_ns(r["wall_ns"]),
                 fmt_ns(r["gpu_ns"]),
                 str(r["kernels"]),
-                _pct(r["busy_pct"]),
+                fmt_pct(r["busy_pct"], 2),
                 fmt_ns(r["idle_ns"]),
                 fmt_ns(r["exposed_sync_ns"]),
                 str(r["copies"]),
@@ -489,9 +485,9 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[Sec
         warm = f"{st['warmup_steps']} warm-up step(s) ({'--warmup' if st['warmup_source'] == 'given' else 'detected'}, marked w)"
         if ss and sd:
             notes.append(
-                f"{warm}; steady state, {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} (interquartile spread {ss['spread_pct']:.1f} %), "
+                f"{warm}; steady state, {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} (interquartile spread {fmt_pct(ss['spread_pct'])}), "
                 f"min {fmt_ns(sd['min_ns'])}, p90 {fmt_ns(sd['p90_ns'])}, max {fmt_ns(sd['max_ns'])}; {ss['median_kernels']:g} kernels/step; "
-                f"GPU busy {_pct(ss['busy_pct'])}, idle {_pct(ss['idle_pct'])}, exposed sync {_pct(ss['exposed_sync_pct_of_wall'])} of the steady steps' wall"
+                f"GPU busy {fmt_pct(ss['busy_pct'], 2)}, idle {fmt_pct(ss['idle_pct'], 2)}, exposed sync {fmt_pct(ss['exposed_sync_pct_of_wall'], 2)} of the steady steps' wall"
             )
         else:
             notes.append(warm)
@@ -526,16 +522,6 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[Sec
     return out
 
 
-def memory_request_text(r: Mapping[str, Any]) -> str:
-    """One request record in words: a sum of requests, never called a peak."""
-    calls = ", ".join(f"{name} x{n}" for name, n in r["functions"].items())
-    frees = ", ".join(f"{name} x{n}" for name, n in r["free_functions"].items()) or "none"
-    return (
-        f"{fmt_bytes(r['requested_bytes'])} requested by {calls} (largest {fmt_bytes(r['largest_bytes'])}); "
-        f"frees not matched ({frees}: the trace does not record the allocations' pointers), so this is not a peak of allocated memory"
-    )
-
-
 def memory_request_sections(summary: Mapping[str, Any]) -> list[Section]:
     """Bytes requested by allocation calls, for the processes without any memory level."""
     requested = (summary.get("memory") or {}).get("requested") or []
@@ -565,11 +551,6 @@ def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:
         if a["agent"] == gap["agent"] and a["process"] == gap["process"]:
             return a["first_ns"]
     return 0
-
-
-def analysis_text(summary: Mapping[str, Any]) -> str:
-    """The analysis sections as plain text (the second half of ``summary_text``)."""
-    return lines_text(analysis_lines(summary))
 
 
 def analysis_lines(summary: Mapping[str, Any]) -> list[str]:
@@ -675,7 +656,7 @@ def rank_row(r: Mapping[str, Any], name_width: int = 40) -> list[str]:
         fmt_ns(r["compute_ns"]),
         fmt_ns(r["communication_ns"]),
         fmt_ns(r["copy_ns"]),
-        _pct(r["idle_pct"]),
+        fmt_pct(r["idle_pct"], 2),
         fmt_ns(r["sync_ns"]),
         fmt_ns(r["wait_ns"]),
         Code(shorten(r["top_kernel"], name_width)) if r["top_kernel"] else "-",
@@ -723,8 +704,8 @@ def communication_sections(summary: Mapping[str, Any]) -> list[Section]:
         return []
     rows = [communication_row(c) for c in comm["by_type"]]
     notes = [
-        f"communication {fmt_ns(comm['kernel_ns'])} = {_pct(comm['pct_of_time'])} of rank time; "
-        f"overlaps compute {fmt_ns(comm['overlap_ns'])} = {_pct(comm['overlap_pct'])} of it; "
+        f"communication {fmt_ns(comm['kernel_ns'])} = {fmt_pct(comm['pct_of_time'], 2)} of rank time; "
+        f"overlaps compute {fmt_ns(comm['overlap_ns'])} = {fmt_pct(comm['overlap_pct'], 2)} of it; "
         f"RCCL/NCCL API {comm['api_calls']} calls, {fmt_ns(comm['api_ns'])}",
         "bytes: message sizes the trace records (Kineto collective args); algbw = bytes / kernel time, busbw = algbw × "
         "NCCL-tests' factor (AllReduce 2(n-1)/n; AllGather, ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1), "
@@ -763,8 +744,8 @@ def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[Sect
         if strag["rank"] is not None:
             notes.append(
                 f"straggler: rank {strag['rank']} (last at {strag['last_in']} of {strag['instances']} collectives, "
-                f"compute before collectives {strag['compute_excess_pct']:+.1f} % vs the others' median); "
-                f"the others wait {fmt_ns(strag['others_wait_ns'])} = {_pct(strag['others_wait_pct'])} of their time"
+                f"compute before collectives {fmt_pct(strag['compute_excess_pct'], signed=True)} vs the others' median); "
+                f"the others wait {fmt_ns(strag['others_wait_ns'])} = {fmt_pct(strag['others_wait_pct'], 2)} of their time"
             )
         out.append(("Collectives with the longest waits", ["collective", "k", "last rank", "fastest", "slowest", "wait (all ranks)"], rows, notes))
     return out
@@ -787,11 +768,11 @@ def steps_per_process_sections(st: Mapping[str, Any]) -> list[Section]:
                 str(len(p["steps"])),
                 str(p["warmup_steps"]),
                 fmt_ns(ss["median_wall_ns"]) if ss else "-",
-                f"{ss['spread_pct']:.1f} %" if ss else "-",
+                fmt_pct(ss["spread_pct"]) if ss else "-",
                 fmt_ns(d["p90_ns"]) if d else "-",
                 fmt_ns(d["max_ns"]) if d else "-",
                 f"{ss['median_kernels']:g}" if ss else "-",
-                _pct(ss["busy_pct"]) if ss else "-",
+                fmt_pct(ss["busy_pct"], 2) if ss else "-",
                 str(p["outlier_steps"]),
                 str(slowest.get(p["process"] or "", 0)),
             ]

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import hostapi
-from tui_prof.analysis.api import RunInput, SummaryOptions, has_operators, inline_lane, kernel_categories_of, run_inputs, steps_part, summarise
+from tui_prof.analysis.api import RunInput, SummaryOptions, has_operators, inline_lane, kernel_categories_of, run_inputs, steps_section, summarise
 from tui_prof.analysis.hostapi import api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
@@ -245,7 +245,7 @@ class RunView:
     def steps_for(self, step_name: str | None) -> dict:
         """The summary's ``steps`` part with the steps taken from the host ranges named
         ``step_name`` (``--step``); the outliers use the summary's gap sets when computed."""
-        return dict(steps_part(run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
+        return dict(steps_section(run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
 
     def _details_of(self, key: str) -> dict | None:
         """The summary's per-run results ``key`` when the summary is already computed (the
