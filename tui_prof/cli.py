@@ -239,7 +239,7 @@ def _scale_edit(text: str) -> tuple[str, float]:
 
 def cmd_whatif(args: argparse.Namespace) -> int:
     """``tuiprof whatif RUN``: re-schedule the run's dependency graph with edited durations."""
-    from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
+    from tui_prof.analysis.api import Edits, WhatIfError, run_what_if
     from tui_prof.loaders import load_path
     from tui_prof.render.whatif import whatif_text
 
