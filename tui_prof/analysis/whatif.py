@@ -457,7 +457,7 @@ def apply_edits(run: Run, g: dg.DepGraph, edits: Edits, rules: CategoryRules = D
     skip_warmup = False
     for pattern, factor in edits.scales:
         mask = _scale_mask(run, g, pattern, rules)
-        before = int(dur[mask].sum())
+        before = int(g.dur[mask].sum())  # recorded, whatever earlier edits did
         dur[mask] = np.rint(dur[mask] * factor).astype(np.int64)
         records.append({"edit": "scale", "pattern": pattern, "factor": factor, "matched": int(mask.sum()), "matched_ns": before})
     removes = [REMOVE_ALIASES.get(c, c) for c in edits.removes]
