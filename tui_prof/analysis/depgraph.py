@@ -44,6 +44,7 @@ one (a re-schedule is a longest-path computation along chains millions of nodes 
 from __future__ import annotations
 
 import itertools
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -339,21 +340,28 @@ def _order(g: DepGraph) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+def _q(values: np.ndarray) -> array:
+    """An int64 numpy array as a Python ``array('q')`` (indexable from Python without numpy's per-item cost)."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
 def schedule(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of every node with the given durations and lags; ``waits``: per node,
     whether a waiting call still waits (a removed sync does not). With the graph's own
     arrays this gives back the recorded times."""
     n = g.size
-    order = _order(g).tolist()
-    start = g.start.tolist()
-    end = g.end.tolist()
-    hprev, launch, sprev, wait = g.hprev.tolist(), g.launch.tolist(), g.sprev.tolist(), g.wait.tolist()
-    d, gp, lt, rt, sl = dur.tolist(), gap.tolist(), lat.tolist(), ret.tolist(), g.slag.tolist()
+    # array('q') instead of lists: 8 bytes a value instead of a Python int object each
+    order = _q(_order(g))
+    start, end = _q(g.start), _q(g.end)
+    hprev, launch, sprev, wait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait)
+    d, gp, lt, rt, sl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag)
     is_wait = (g.kind == WAIT_CALL) & waits
-    kind_op = (g.kind >= KERNEL).tolist()
-    iw = is_wait.tolist()
+    kind_op = bytearray((g.kind >= KERNEL).astype(np.uint8).tobytes())
+    iw = bytearray(is_wait.astype(np.uint8).tobytes())
     nc = g.n_calls
-    waiting_nodes = np.flatnonzero(g.kind == WAIT_CALL).tolist()
+    waiting_nodes = _q(np.flatnonzero(g.kind == WAIT_CALL))
     for entry in order:
         if entry >= n:
             i = waiting_nodes[entry - n]
@@ -379,7 +387,7 @@ def schedule(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret
                     s = t
             start[i] = s
             end[i] = s + d[i]
-    return np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    return np.frombuffer(start, dtype=np.int64).copy(), np.frombuffer(end, dtype=np.int64).copy()
 
 
 # Critical-path edge kinds (the interval before a point, attributed to what filled it)
