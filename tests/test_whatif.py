@@ -344,3 +344,24 @@ def test_remove_warmup_saves_the_time_before_the_first_steady_step():
     assert proj["saving_ns"] == proj["steady"]["baseline_warmup_ns"] > 3_000_000_000
     first_steady_start = int(steps[0][2]) - int(min(run.api["start"].min(), run.kernels["start"].min()))
     assert proj["steady"]["baseline_warmup_ns"] == first_steady_start
+
+
+def test_sync_edges_of_htas_event_sync_trace():
+    """HTA's own sample (tests/data/kineto, from HolisticTraceAnalysis' tests/data/critical_path/
+    cuda_event_sync): its test expects two GPU -> CPU synchronisation edges, both from the
+    spin_kernel's end, to cudaEventSynchronize's end and to cudaDeviceSynchronize's end (the
+    device sync found the GPU done, so the edge holds nothing in the record). tuiprof's graph
+    has the same two waits; a launch call whose kernel ended before it returned is no wait."""
+    run = load_path(str(ROOT / "tests" / "data" / "kineto" / "critical_path__cuda_event_sync__event_sync_trace.json.gz")).runs[0]
+    g, s, e = replayed(run)
+    assert np.array_equal(s, g.start) and np.array_equal(e, g.end)
+    names = run.api["name"].astype(str).to_numpy()
+    kernels = run.kernels["name"].astype(str).to_numpy()
+    waits = {names[g.api_row[i]]: g.wait[i] for i in np.flatnonzero(g.wait >= 0)}
+    for call in ("cudaEventSynchronize", "cudaDeviceSynchronize"):
+        assert g.kind[waits[call]] == dg.KERNEL and "spin_kernel" in kernels[g.op_row[waits[call]]], call
+    assert "cudaLaunchKernel" not in waits
+    # the spin kernel twice as long: the event sync waits for it, the run gets longer
+    spin = int(np.flatnonzero(np.char.find(kernels.astype(str), "spin_kernel") >= 0)[0])
+    longer = project(run, "hta", Edits(scales=[("spin_kernel", 2.0)]), None).result
+    assert longer["saving_ns"] < 0 and -longer["saving_ns"] <= int(run.kernels["end"][spin] - run.kernels["start"][spin])

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.arrays import in_order
-from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, SYNC, CorrIndex
+from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
 from tui_prof.model import Run
 
 CALL, WAIT_CALL, KERNEL, COPY_OP = 0, 1, 2, 3  # node kinds
@@ -276,6 +276,7 @@ def _waits(
         # pageable copy: the call stages the data and returns with its last chunk)
         inside = (o_end[linked] > c_start[calls]) & (o_end[linked] <= c_end[calls])
         inside |= (o_start[linked] >= c_start[calls]) & (o_start[linked] < c_end[calls]) & (o_end[linked] <= c_end[calls] + OWN_TAIL_NS)
+        inside &= c_cls[calls] < LAUNCH  # a launch call does not wait for its kernel, even a kernel over before it returns
         sel = linked[inside]
         if len(sel):
             o = np.lexsort((o_end[sel], launch[sel]))
@@ -283,7 +284,9 @@ def _waits(
             last = np.r_[launch[sel][1:] != launch[sel][:-1], True]
             wait[launch[sel][last]] = sel[last]
             own_end[launch[sel][last]] = o_end[sel][last]
-    # synchronisation calls and blocking copies without their own operation: the latest end at or before the call's end
+    # synchronisation calls and blocking copies without their own operation: the latest end at
+    # or before the call's end, of an operation submitted before the call
+    idle = np.zeros(nc, dtype=bool)
     sync = ((c_cls == SYNC) | (c_cls == BLOCKING_COPY) | (c_cls == COPY)) & (wait < 0)
     sync &= c_cls != COPY  # an asynchronous copy call waits only for its own copy
     rows = np.flatnonzero(sync)
@@ -298,10 +301,12 @@ def _waits(
             c_start[np.maximum(launch[np.maximum(cand, 0)], 0)] <= c_start[rows],
             o_start[np.maximum(cand, 0)] <= c_start[rows],
         )
-        ok &= submitted & (ends[np.maximum(i, 0)] > c_start[rows])
+        ok &= submitted  # also when it ended before the call started: a longer operation would make the call wait (HTA's edge)
         wait[rows[ok]] = cand[ok]
+        idle[rows[ok]] = ends[np.maximum(i, 0)][ok] <= c_start[rows[ok]]
     waiting = wait >= 0
     ret = np.where(waiting, c_end - o_end[np.maximum(wait, 0)], 0)  # negative: the call returned just before its own copy's end
+    ret = np.where(idle, dur, ret)  # the GPU was done before the call: its own duration is its return
     dur = np.where(waiting, np.clip(ret, 0, dur), dur)
     return wait, ret, dur, waiting
 
