@@ -25,8 +25,10 @@ exactly (docs/metrics.md, Critical path and what-if). The rules:
   or context synchronisation, a blocking copy, a copy call whose copy ended inside it --
   ends ``ret`` after the operation it waited for (the call's own copy when it has one, also
   one that started inside the call and ended at most ``OWN_TAIL_NS`` after it: ``ret`` < 0;
-  else the operation whose end is the latest at or before the call's end, when it ended
-  after the call started). A call that found the GPU done keeps its own duration.
+  else the operation submitted before the call whose end is the latest at or before the
+  call's end -- also when it ended before the call started, as HTA's sync edge: then
+  ``ret`` is the call's own duration, so a longer operation would make it wait). A launch
+  call never waits for its own kernel.
 
 Unknown links are counted in :attr:`DepGraph.links`, never invented: an operation with no
 launching call is placed by queue order alone (or at its recorded start when it is first
