@@ -233,8 +233,13 @@ def critical_path(
     t1 = np.minimum(times[p], hi)
     t0 = np.where(q >= 0, times[np.maximum(q, 0)], t1)
     t0 = np.maximum(t0, lo)
-    length = np.maximum(t1 - t0, 0)
-    keep = length > 0
+    length = t1 - t0
+    # a call that returned just before its own copy's end (ret < 0) steps back in time: kept
+    # negative so the path's intervals still add up to its length; any other interval outside
+    # the window is empty
+    back = (seg[p] == dg.SEG_RETURN) & (times[p] < times[np.maximum(q, 0)]) & (times[p] > lo) & (times[p] <= hi)
+    length = np.where(back, np.maximum(length, times[p] - times[np.maximum(q, 0)]), np.maximum(length, 0))
+    keep = length != 0
     p, length, kinds = p[keep], length[keep], seg[p[keep]]
     node = np.where(p >= n, p - n, p)
     own = (kinds == dg.SEG_OWN) & (p >= n)
@@ -526,6 +531,17 @@ def _map_times(g: dg.DepGraph, start: np.ndarray, end: np.ndarray, times: np.nda
     return times + shift
 
 
+def _step_ends(g: dg.DepGraph, end: np.ndarray, st_rel: np.ndarray, en_rel: np.ndarray, p_en: np.ndarray) -> np.ndarray:
+    """Each step's projected end: its host range's end moved with the host, or the projected
+    end of the last work that started in it (recorded), whichever is later -- with a sync
+    removed, the host leaves the step before its GPU work is done."""
+    k = np.searchsorted(st_rel, g.start, side="right") - 1
+    inside = (k >= 0) & (g.start < en_rel[np.maximum(k, 0)])
+    out = p_en.copy()
+    np.maximum.at(out, k[inside], end[inside])
+    return out
+
+
 @dataclass
 class Projection:
     label: str
@@ -556,22 +572,24 @@ def project(
         st, en, warm = steps
         st_rel, en_rel = st.astype(np.int64) - g.t0, en.astype(np.int64) - g.t0
         p_st, p_en = _map_times(g, s, e, st_rel, False), _map_times(g, s, e, en_rel, True)
-        base_walls, proj_walls = en_rel - st_rel, p_en - p_st
+        p_en = _step_ends(g, e, st_rel, en_rel, p_en)
+        base_en = _step_ends(g, g.end, st_rel, en_rel, en_rel)  # the same rule on the record: no edit, no change
+        base_walls, proj_walls = base_en - st_rel, p_en - p_st
         w = min(warm, len(st) - 1)
         steady = {
             "steps": int(len(st) - w),
             "warmup_steps": int(w),
             "baseline_step_ns": int(np.median(base_walls[w:])),
             "projected_step_ns": int(np.median(proj_walls[w:])),
-            "baseline_window_ns": int(en_rel[-1] - st_rel[w]),
-            "projected_window_ns": int(p_en[-1] - p_st[w]),
+            "baseline_window_ns": int(base_en[w:].max() - st_rel[w]),
+            "projected_window_ns": int(p_en[w:].max() - p_st[w]),
             "baseline_warmup_ns": max(int(st_rel[w] - base_lo), 0),
             "projected_warmup_ns": max(int(p_st[w] - proj_lo), 0),
         }
         steady["saving_step_ns"] = steady["baseline_step_ns"] - steady["projected_step_ns"]
         if applied.skip_warmup:
             proj_lo = int(p_st[w])
-        window = (int(st_rel[w]), int(en_rel[-1])), (int(p_st[w]), int(p_en[-1]))
+        window = (int(st_rel[w]), int(base_en[w:].max())), (int(p_st[w]), int(p_en[w:].max()))
     else:
         window = (base_lo, base_hi), (proj_lo, proj_hi)
     baseline_ns, projected_ns = base_hi - base_lo, proj_hi - proj_lo
