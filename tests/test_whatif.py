@@ -365,3 +365,15 @@ def test_sync_edges_of_htas_event_sync_trace():
     spin = int(np.flatnonzero(np.char.find(kernels.astype(str), "spin_kernel") >= 0)[0])
     longer = project(run, "hta", Edits(scales=[("spin_kernel", 2.0)]), None).result
     assert longer["saving_ns"] < 0 and -longer["saving_ns"] <= int(run.kernels["end"][spin] - run.kernels["start"][spin])
+
+
+@pytest.mark.parametrize("name", ["decode_eager", "decode_graph"])
+def test_critical_path_fills_the_steady_window(name):
+    """The path is one chain from the window's last event back to its start: its intervals add
+    up to the steady window exactly, and a projection without edits equals the baseline."""
+    doc = run_what_if(load_path(str(H200 / f"{name}.pt.trace.json.gz")), Edits())
+    proc = doc["processes"][0]
+    cp = proc["critical_path"]
+    assert cp["baseline"]["total_ns"] == proc["steady"]["baseline_window_ns"] == proc["steady"]["projected_window_ns"]
+    assert cp["baseline"]["total_ns"] == sum(cp["baseline"]["groups"].values())
+    assert proc["steady"]["baseline_step_ns"] == proc["steady"]["projected_step_ns"] and doc["saving_ns"] == 0
