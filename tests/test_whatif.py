@@ -377,3 +377,15 @@ def test_critical_path_fills_the_steady_window(name):
     assert cp["baseline"]["total_ns"] == proc["steady"]["baseline_window_ns"] == proc["steady"]["projected_window_ns"]
     assert cp["baseline"]["total_ns"] == sum(cp["baseline"]["groups"].values())
     assert proc["steady"]["baseline_step_ns"] == proc["steady"]["projected_step_ns"] and doc["saving_ns"] == 0
+
+
+def test_finding_codes_and_gap_causes_are_edits():
+    """--remove takes a finding code or a gap cause: idle-sync and sync-overhead are `sync`,
+    launch-bound and many-tiny-kernels `launch` (= --launch-free), slow-copy `pageable-copy`."""
+    run, _ = synth(sync="per_launch")
+    same = [("idle-sync", "sync"), ("sync-overhead", "sync"), ("launch-bound", "launch"), ("many-tiny-kernels", "launch")]
+    for alias, cause in same:
+        a = project(run, "a", Edits(removes=[alias]), None).result["projected_ns"]
+        b = project(run, "b", Edits(removes=[cause]), None).result["projected_ns"]
+        assert a == b, alias
+    assert project(run, "c", Edits(launch_free=True), None).result["projected_ns"] == project(run, "d", Edits(removes=["launch"]), None).result["projected_ns"]
