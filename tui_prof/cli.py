@@ -263,8 +263,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         _say(err)
         return EXIT_NOTHING_LOADED
     if args.json:
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        _write_json(doc)
     else:
         print(whatif_text(doc))
     return EXIT_OK
