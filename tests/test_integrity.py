@@ -363,3 +363,15 @@ def test_known_defective_counter_on_its_architecture():
     run.agents = [Agent(id=a, type="GPU", name="gfx1151") for a in sorted(set(run.counters["agent"].tolist()))]
     (issue,) = codes(check_run(RunSet("x", [run])))["counter-known-defective"]
     assert issue.affects["counters"] == ["SQ_WAVES"] and issue.severity == "unreliable"
+
+
+def test_mcp_check_tool_returns_the_cli_json(capsys):
+    import json
+
+    from tui_prof import mcp_server
+    from tui_prof.analysis.integrity import check_document
+    from tui_prof.cli import main
+
+    assert "check" in {s.name for s in mcp_server.tool_specs()}
+    main(["check", "--no-cache", "--json", str(DOCS7)])
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(check_document(load_path(DOCS7))))

@@ -557,3 +557,8 @@ def check_run(runset: RunSet, checks: Iterable[tuple[str, Check]] = CHECKS) -> C
         issues.extend(check(runset))
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
     return CheckReport(runset.root, issues, names)
+
+
+def check_document(run: RunSet) -> dict[str, Any]:
+    """The ``tuiprof.check/1`` document of ``run`` (what ``tuiprof check --json`` prints)."""
+    return check_run(run).record()
