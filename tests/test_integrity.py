@@ -110,6 +110,7 @@ def test_counter_passes_of_other_processes_are_not_summed():
         if key == "waves"
     ]
     assert waves and all(v == 16384 for v in waves)
+    assert not any("counters pid" in r["label"] for r in doc["ranks"])  # other recordings, not ranks
     assert "counter-duplicated" not in codes(check_run(runset))
 
 

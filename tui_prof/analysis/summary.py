@@ -135,7 +135,11 @@ def _start_lanes(
         return lambda: run_timeline(r, threshold)
 
     def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
-        return ranks.ranks_sections([r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules)
+        # a counter pass recorded by another process is another recording, not a rank (issue 32)
+        rank_inputs = [r for r in inputs if "counter_pass_of" not in r.run.meta.extra]
+        return ranks.ranks_sections(
+            [r.run for r in rank_inputs], [r.label for r in rank_inputs], [r.wall_ns for r in rank_inputs], [r.index.classes for r in rank_inputs], rules
+        )
 
     grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_section(inputs, top), lambda: api_section(runset, top)], "tuiprof-hotspots", more)
     *timeline_jobs, ranks_job, stats_job = lane(
