@@ -14,14 +14,6 @@ class ShowTab(Message):
         self.tab = tab
 
 
-class NeedPart(Message):
-    """A pane shows lazy part ``part`` of the run view (``RunView.ensure``): compute it now."""
-
-    def __init__(self, part: str) -> None:
-        super().__init__()
-        self.part = part
-
-
 class KernelSelected(Message):
     """The hotspot row under the cursor: its ``value`` under grouping ``group`` (None: no row)."""
 
@@ -72,8 +64,8 @@ class StepRequested(Message):
 
 
 class StepsChanged(Message):
-    """The steps pane took its steps from another range name: ``steps`` is the new summary
-    ``steps`` part (the timeline's step ticks follow it)."""
+    """The steps pane shows steps (the summary's, or taken from another range name):
+    ``steps`` is that summary section (the timeline's step ticks follow it)."""
 
     def __init__(self, steps: dict) -> None:
         super().__init__()

@@ -17,10 +17,12 @@ from textual.widgets import Static
 
 from tui_prof.render.fmt import fmt_bytes, fmt_ns
 from tui_prof.tui.messages import EvidenceRequested
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.panes.base import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import findings_frame
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.workers import COMPUTING
 
 FINDING_COLUMNS = (
     Column("message", "finding", 60, "text"),
@@ -78,8 +80,10 @@ class FindingsTable(TableView):
         return action not in ("sort", "sort_dir")  # the analysis' rank order is the order
 
 
-class FindingsPane(Vertical):
-    """Tab 4."""
+class FindingsPane(Pane, Vertical):
+    """Tab 4: the summary's findings."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "findings", "Findings", "4", "#findings-table", "summary"
 
     DEFAULT_CSS = "FindingsPane { height: 1fr; }"
 
@@ -96,13 +100,12 @@ class FindingsPane(Vertical):
     def table(self) -> FindingsTable:
         return self.query_one("#findings-table", FindingsTable)
 
-    def set_summary(self, doc: dict | None) -> None:
-        self.show_findings(findings_rows(doc))
+    def prepare(self, view: RunView) -> tuple[list[dict], pd.DataFrame]:
+        return findings_rows(view.summary)
 
-    def show_findings(self, rows: tuple[list[dict], pd.DataFrame]) -> None:
-        """Show the findings and their table rows built by :func:`findings_rows` (in a
-        thread worker by MainScreen: only the hand-over runs on the event loop)."""
-        self.findings, frame = rows
+    def show(self, prepared: tuple[list[dict], pd.DataFrame]) -> None:
+        """Show the findings and their table rows built by :func:`findings_rows`."""
+        self.findings, frame = prepared
         table = self.table
         had_focus = table.has_focus
         table.set_data(frame, text_key="message")
@@ -110,7 +113,7 @@ class FindingsPane(Vertical):
             table.focus()
         self.show_finding()
 
-    def part_failed(self, text: Text) -> None:
+    def show_error(self, text: Text) -> None:
         self.query_one("#finding-detail", Static).update(text)
 
     def current_finding(self) -> dict | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 from rich.console import Group
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -19,10 +19,11 @@ from textual.widgets import Static
 from tui_prof.analysis.steps import PROFILER_STEP
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, sparkline
 from tui_prof.tui.messages import StepRequested, StepsChanged
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.panes.base import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 STEP_COLUMNS = (
     Column("label", "step", 18, "text"),
@@ -167,8 +168,16 @@ def range_names(steps: dict | None) -> list[str]:
     return names + [c for c in steps.get("candidates") or [] if c not in names]
 
 
-class StepsPane(Vertical):
-    """Tab 8. ``m`` takes the steps from the next repeated host range (``--step NAME``)."""
+def has_steps(doc: dict | None) -> bool:
+    """True when the summary found steps (the steps tab is shown only then: eight tabs need 88 columns)."""
+    return bool(doc and (doc.get("steps") or {}).get("detected"))
+
+
+class StepsPane(Pane, Vertical):
+    """Tab 8, for runs with steps. ``m`` takes the steps from the next repeated host range
+    (``--step NAME``). Posts :class:`StepsChanged` whenever it shows steps."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "steps", "Steps", "8", "#steps-table", "summary"
 
     BINDINGS = [Binding("m", "next_range", "Step range", id="steps.range")]
 
@@ -189,18 +198,29 @@ class StepsPane(Vertical):
     def table(self) -> StepsTable:
         return self.query_one("#steps-table", StepsTable)
 
+    @classmethod
+    def available(cls, view: RunView | None) -> bool:
+        return view is not None and view.ready("summary") and has_steps(view.summary)
+
     def set_view(self, view: RunView) -> None:
         self.view = view
 
     def width(self) -> int:
-        """The pane's width in cells (the terminal's before the pane is laid out); read on the event loop."""
+        """The pane's width in cells (the terminal's before the pane is laid out)."""
         return self.size.width or self.app.size.width
 
+    def prepare(self, view: RunView) -> tuple[dict | None, StepsShown]:
+        return view.summary, self.shown_for(view.summary, self.width())
+
+    def show(self, prepared: tuple[dict | None, StepsShown]) -> None:
+        doc, shown = prepared
+        self.set_summary(doc, shown)
+        self.post_message(StepsChanged((doc or {}).get("steps") or {}))
+
     @staticmethod
-    def prepare(doc: dict | None, columns: int) -> StepsShown:
+    def shown_for(doc: dict | None, columns: int) -> StepsShown:
         """What :meth:`set_summary` shows for ``doc`` at ``columns`` cells, built without
-        touching a widget (a thread worker calls it: the 2,000 rows of a 64-rank run's
-        steps and its header take 10–15 ms)."""
+        touching a widget (in a worker: a run of many processes has thousands of steps)."""
         width = max(10, min(60, columns - 60)) if columns else 40
         return StepsShown(
             names=range_names((doc or {}).get("steps")),
@@ -213,7 +233,7 @@ class StepsPane(Vertical):
     def set_summary(self, doc: dict | None, shown: StepsShown | None = None) -> None:
         """Show ``doc``'s steps; ``shown``: :meth:`prepare`'s result for ``doc``, when a worker built it."""
         if shown is None:
-            shown = self.prepare(doc, self.width())
+            shown = self.shown_for(doc, self.width())
         self.doc = doc
         self.names = shown.names
         self.steps = shown.steps
@@ -236,20 +256,19 @@ class StepsPane(Vertical):
         self.query_one("#steps-header", Static).update(plain(f"steps from {name}: {COMPUTING}", "dim italic"))
         self._range_worker(self.view, name, dict(self.doc or {}), self.width())
 
-    # a description: else Textual names the worker by the repr of its arguments (the summary)
-    @work(thread=True, group="steps", exclusive=True, exit_on_error=False, description="steps of a range")
+    @thread_worker("steps of a range", group="steps", exclusive=True)
     def _range_worker(self, view: RunView, name: str, doc: dict, columns: int) -> None:
-        part = view.steps_for(None if name == PROFILER_STEP else name)
-        doc = dict(doc, steps=part)
-        self.app.call_from_thread(self.show_steps, part, doc, self.prepare(doc, columns))
+        section = view.steps_for(None if name == PROFILER_STEP else name)
+        doc = dict(doc, steps=section)
+        deliver(self, self.show_steps, section, doc, self.shown_for(doc, columns))
 
-    def show_steps(self, part: dict, doc: dict | None = None, shown: StepsShown | None = None) -> None:
+    def show_steps(self, section: dict, doc: dict | None = None, shown: StepsShown | None = None) -> None:
         names = self.names
-        self.set_summary(doc if doc is not None else dict(self.doc or {}, steps=part), shown)
+        self.set_summary(doc if doc is not None else dict(self.doc or {}, steps=section), shown)
         self.names = names  # the cycle keeps every name the run has
-        self.post_message(StepsChanged(part))
+        self.post_message(StepsChanged(section))
 
-    def part_failed(self, text: Text) -> None:
+    def show_error(self, text: Text) -> None:
         self.query_one("#steps-header", Static).update(text)
 
     def current_step(self) -> dict | None:

@@ -15,7 +15,7 @@ from tui_prof.tui.view.runview import RunView
 
 # (kind, target): ("gap", gap index) | ("host", lane index) | ("copy", lane index) |
 # ("kernel", name) | ("tab", tab id) | ("none", reason)
-Evidence = tuple[str, object]
+Evidence = tuple[str, int | str]
 
 
 def findings_frame(doc: dict | None) -> pd.DataFrame:

@@ -2,12 +2,12 @@
 
 :func:`build_view` does only what the first screen needs (the kernels table with its
 display columns, the lane layout and the name hotspots): a few vectorised passes over
-the kernels. The rest is computed on demand, once, by :meth:`RunView.ensure` — the app
-calls it from thread workers (in the background after the first screen is up, or when a
+the kernels. The rest is computed on demand, once, by :meth:`RunView.ensure` — the run
+screen calls it from its piece worker (in the background after the first screen is up, or when a
 tab is first shown) and shows "computing…" meanwhile; plain attribute access (``view.timeline``,
-``view.summary``, ...) computes a missing part synchronously, for scripts and tests.
+``view.summary``, ...) computes a missing piece synchronously, for scripts and tests.
 
-Lazy parts (:data:`PARTS`): ``summary`` (analysis.summary.build_summary: measurement,
+Lazy pieces (:data:`PIECES`): ``summary`` (analysis.summary.build_summary: measurement,
 findings, counters, capabilities, log hits), ``gaps`` (analysis.timeline.gpu_timeline per
 run), ``timeline`` (lanes + packed intervals; needs gaps), ``launches``
 (analysis.hostapi.link_launches per run).
@@ -46,7 +46,7 @@ from tui_prof.tui.view.stats import StatsFrame, stats_frames
 GROUPS = ("name", "normalised name", "category", "operator", "module", "agent", "process")
 GROUP_BY = {"name": "name", "normalised name": "normalized", "category": "category", "agent": "agent", "process": "pid"}
 OPERATOR_GROUPS = ("category", "operator", "module")
-PARTS = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
+PIECES = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
 SUMMARY_TOP = 50
 OP_LANES = 4  # host-op lanes per thread: depths 0, 1, 2 and 3 and deeper
 
@@ -103,7 +103,7 @@ def op_lanes(markers: pd.DataFrame, origin: int) -> list[tuple[str, np.ndarray, 
 
 
 class RunView:
-    """A loaded run set arranged for the TUI; see the module docstring for the lazy parts."""
+    """A loaded run set arranged for the TUI; see the module docstring for the lazy pieces."""
 
     def __init__(self, runset: RunSet, kernels: pd.DataFrame, origin: int, span: int, layout: list[dict]) -> None:
         self.runset = runset
@@ -114,25 +114,26 @@ class RunView:
         self._hotspots: dict[str, pd.DataFrame] = {}
         self._groups: dict[str, pd.Series] = {}
         self._done: dict[str, object] = {}
-        self._locks = {part: threading.Lock() for part in PARTS}
+        self._locks = {piece: threading.Lock() for piece in PIECES}
         self._details: dict = {}  # filled by build_summary: full gap sets and launch links per run
         self._group_lock = threading.Lock()
         self._links: list[pd.DataFrame | None] | None = None
         self._links_lock = threading.Lock()
         self.stats: list[StatsFrame] = []  # the profiler's statistics tables (tui.view.stats)
 
-    # -- lazy parts -----------------------------------------------------------------------
-    def ready(self, part: str) -> bool:
-        return part in self._done
+    # -- lazy pieces ----------------------------------------------------------------------
+    def ready(self, piece: str) -> bool:
+        """``piece`` is computed (its value is kept: reading it costs nothing)."""
+        return piece in self._done
 
-    def ensure(self, part: str):
-        """Compute ``part`` once (thread-safe: a second caller waits for the first) and return it."""
-        if part in self._done:
-            return self._done[part]
-        with self._locks[part]:
-            if part not in self._done:
-                self._done[part] = getattr(self, f"_compute_{part}")()
-        return self._done[part]
+    def ensure(self, piece: str) -> Any:
+        """Compute ``piece`` once (thread-safe: a second caller waits for the first) and return it."""
+        if piece in self._done:
+            return self._done[piece]
+        with self._locks[piece]:
+            if piece not in self._done:
+                self._done[piece] = getattr(self, f"_compute_{piece}")()
+        return self._done[piece]
 
     @property
     def summary(self) -> dict | None:
@@ -236,7 +237,7 @@ class RunView:
     # -- computations (thread workers) -----------------------------------------------------
     def _compute_summary(self) -> dict:
         # details keeps the full gap sets and launch links the summary computed, so the
-        # gaps and launches parts reuse them instead of running the analysis again;
+        # gaps and launches pieces reuse them instead of running the analysis again;
         # threads=False: in this worker alone, no busy thread more beside the event loop
         return build_summary(self.runset, top=SUMMARY_TOP, details=self._details, threads=False)
 
@@ -247,7 +248,7 @@ class RunView:
 
     def _details_of(self, key: str) -> dict | None:
         """The summary's per-run results ``key`` when the summary is already computed (the
-        background order computes it first), else None: then the part computes its own
+        background order computes it first), else None: then the piece computes its own
         rather than wait for the whole summary (the diff screen never needs one)."""
         return self._details.get(key, {}) if self.ready("summary") else None
 
@@ -451,7 +452,7 @@ def load_runset(source, name: str | None = None, *, use_cache: bool = True, prog
 
 def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     """Arrange a loaded run set for the TUI: kernels + display columns, lane layout, the
-    name hotspots. With ``lazy`` the other parts are left for :meth:`RunView.ensure`;
+    name hotspots. With ``lazy`` the other pieces are left for :meth:`RunView.ensure`;
     without, everything is computed here (scripts, tests)."""
     runs = runset.runs
     lo = [int(t["start"].min()) for r in runs for t in (r.kernels, r.api, r.copies) if len(t)]
@@ -502,8 +503,8 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     _ = view.groups  # which groupings exist (a scan of the markers): here in the load worker, not on a key press
     view.stats = stats_frames(runset)
     if not lazy:
-        for i, part in enumerate(PARTS):
+        for i, piece in enumerate(PIECES):
             if progress:
-                progress("analysing", i, len(PARTS))
-            view.ensure(part)
+                progress("analysing", i, len(PIECES))
+            view.ensure(piece)
     return view
