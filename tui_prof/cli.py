@@ -174,7 +174,7 @@ def _category_rules(args: argparse.Namespace):
     """The rules of ``--categories FILE`` (None: the built-in rules)."""
     if not getattr(args, "categories", None):
         return None
-    from tui_prof.analysis.names import load_category_rules
+    from tui_prof.analysis.api import load_category_rules
 
     try:
         return load_category_rules(args.categories)
@@ -183,7 +183,7 @@ def _category_rules(args: argparse.Namespace):
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.api import SummaryOptions, build_summary
     from tui_prof.loaders import load_path
     from tui_prof.render.summary import summary_markdown, summary_text
 
@@ -202,17 +202,16 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not runset.runs:  # no report of zeros: the reason, one line
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
-    summary = build_summary(
-        runset,
+    options = SummaryOptions(
         top=None if args.top <= 0 else args.top,
         gap_threshold_ns=args.gap_threshold,
         rules=rules,
         max_gaps=None if args.max_gaps <= 0 else args.max_gaps,
-        progress=progress,
         step_name=args.step,
         warmup=args.warmup,
         **({"outlier_factor": args.outlier_factor} if args.outlier_factor is not None else {}),
     )
+    summary = build_summary(runset, options, progress=progress)
     if progress:
         progress("done", 1, 1)
     if args.json:
@@ -269,7 +268,7 @@ def cmd_open(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
-    from tui_prof.analysis import diff as d
+    from tui_prof.analysis.api import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, diff_runsets
     from tui_prof.render import diff as render_diff
 
     rules = _category_rules(args)
@@ -278,8 +277,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if unusable:
             _say(unusable)
             return EXIT_NOTHING_LOADED
-    noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
-    noise_pp = d.DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
+    noise_pct = DEFAULT_NOISE_PCT if args.noise is None else args.noise
+    noise_pp = DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
@@ -300,7 +299,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(f"nothing could be loaded from {_shown_path(path)}")
             return EXIT_NOTHING_LOADED
         runsets.append(runset)
-    result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
+    result = diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
     empty = [name for name, nothing in zip((args.a, args.b), result.empty, strict=True) if nothing]
     if empty:  # a diff of nothing must not look like a clean result
         for path in empty:

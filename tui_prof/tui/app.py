@@ -26,7 +26,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
-from tui_prof.analysis import engine
+from tui_prof.analysis.api import run_label
 from tui_prof.loaders.base import LoadCancelled
 from tui_prof.loaders.cache import PendingWrites
 from tui_prof.model import Run, RunSet
@@ -187,7 +187,7 @@ class TuiProfApp(ProfApp):
         if not rows.processes:  # an in-memory run set: its processes one by one
             for i, run in enumerate(runset.runs, 1):
                 rows.add([run], i, len(runset.runs))
-        labels = [engine.run_label(run) for run in runset.runs]
+        labels = [run_label(run) for run in runset.runs]
         self.post_message(RanksLoading(rows.final(runset), labels, rows.total, rows.total, final=True))
 
     @property
