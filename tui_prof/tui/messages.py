@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from tui_prof.analysis.api import Finding, StepsSection
+
 
 class ShowTab(Message):
     """Show tab ``tab`` (a TabPane id of the main screen)."""
@@ -42,7 +44,7 @@ class TimelineRequested(Message):
 class EvidenceRequested(Message):
     """Enter on a finding: show its evidence (a gap, a host row, a kernel, a tab)."""
 
-    def __init__(self, finding: dict) -> None:
+    def __init__(self, finding: Finding) -> None:
         super().__init__()
         self.finding = finding
 
@@ -67,7 +69,7 @@ class StepsChanged(Message):
     """The steps pane shows steps (the summary's, or taken from another range name):
     ``steps`` is that summary section (the timeline's step ticks follow it)."""
 
-    def __init__(self, steps: dict) -> None:
+    def __init__(self, steps: StepsSection) -> None:
         super().__init__()
         self.steps = steps
 

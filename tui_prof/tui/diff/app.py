@@ -11,7 +11,7 @@ from textual.app import SystemCommand
 from textual.message import Message
 from textual.screen import Screen
 
-from tui_prof.analysis.diff import DiffResult
+from tui_prof.analysis.api import DiffResult
 from tui_prof.loaders.base import LoadCancelled
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads

@@ -29,15 +29,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from tui_prof.analysis.diff import (
+from tui_prof.analysis.api import (
     DEFAULT_NOISE_PCT,
     DEFAULT_NOISE_PP,
     MATCH_MODES,
     DiffResult,
     diff_runsets,
+    group_key,
+    hotspots,
     rematch,
 )
-from tui_prof.analysis.hotspots import group_key, hotspots
 from tui_prof.model import RunSet
 from tui_prof.render.diff import DOMAIN_HEADERS, domain_rows, fmt_metric, metric_rows
 from tui_prof.render.fmt import fmt_ns, fmt_pct

@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Summary
 from tui_prof.render.roofline import roofline_lines
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.panes.base import Pane
@@ -23,7 +24,7 @@ from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.workers import COMPUTING
 
 
-def counters_renderable(doc: dict, name: str | None, explain: bool):
+def counters_renderable(doc: Summary, name: str | None, explain: bool):
     """Derived metrics of kernel ``name`` with their interpretation; with ``explain`` the
     formula, source and threshold of each; without counters, the rocprofv3 commands."""
     blocks = doc.get("counters") or []
@@ -140,7 +141,7 @@ class CountersPane(Pane, VerticalScroll, can_focus=True):
         super().__init__(id=id)
         self.explain = False
         self._kernel: str | None = None
-        self._doc: dict | None = None
+        self._doc: Summary | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(plain(COMPUTING, "dim italic"), id="counters-body")
@@ -154,13 +155,13 @@ class CountersPane(Pane, VerticalScroll, can_focus=True):
         self._kernel = name
         self._show()
 
-    def prepare(self, view: RunView) -> tuple[dict, str | None, bool, RenderableType]:
+    def prepare(self, view: RunView) -> tuple[Summary, str | None, bool, RenderableType]:
         """The summary and its body for the selection now: (summary, kernel, explain, renderable)."""
-        doc = view.summary or {}
+        doc = view.summary
         kernel, explain = self._kernel, self.explain
         return doc, kernel, explain, counters_renderable(doc, kernel, explain)
 
-    def show(self, prepared: tuple[dict, str | None, bool, RenderableType]) -> None:
+    def show(self, prepared: tuple[Summary, str | None, bool, RenderableType]) -> None:
         """The body :meth:`prepare` built; built again here only when the selection or
         ``x`` changed meanwhile."""
         self._doc, kernel, explain, renderable = prepared

@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Finding, Summary
 from tui_prof.render.fmt import fmt_bytes, fmt_ns
 from tui_prof.tui.messages import EvidenceRequested
 from tui_prof.tui.panes.base import Pane
@@ -49,7 +50,7 @@ def _fmt_number(key: str, value) -> str:
     return str(value)
 
 
-def finding_detail(finding: dict | None) -> Table | Text:
+def finding_detail(finding: Finding | None) -> Table | Text:
     """Severity, code, message, the numbers behind it and the fix of one finding."""
     if finding is None:
         return plain("No findings: nothing crossed a threshold.", "dim")
@@ -66,9 +67,9 @@ def finding_detail(finding: dict | None) -> Table | Text:
     return grid
 
 
-def findings_rows(doc: dict | None) -> tuple[list[dict], pd.DataFrame]:
+def findings_rows(doc: Summary | None) -> tuple[list[Finding], pd.DataFrame]:
     """The summary's findings and the table's rows (no widget touched: runs in a thread)."""
-    return list((doc or {}).get("findings") or []), findings_frame(doc)
+    return list(doc["findings"] if doc is not None else []), findings_frame(doc)
 
 
 class FindingsTable(TableView):
@@ -89,7 +90,7 @@ class FindingsPane(Pane, Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.findings: list[dict] = []
+        self.findings: list[Finding] = []
 
     def compose(self) -> ComposeResult:
         yield FindingsTable(list(FINDING_COLUMNS), id="findings-table")
@@ -100,10 +101,10 @@ class FindingsPane(Pane, Vertical):
     def table(self) -> FindingsTable:
         return self.query_one("#findings-table", FindingsTable)
 
-    def prepare(self, view: RunView) -> tuple[list[dict], pd.DataFrame]:
+    def prepare(self, view: RunView) -> tuple[list[Finding], pd.DataFrame]:
         return findings_rows(view.summary)
 
-    def show(self, prepared: tuple[list[dict], pd.DataFrame]) -> None:
+    def show(self, prepared: tuple[list[Finding], pd.DataFrame]) -> None:
         """Show the findings and their table rows built by :func:`findings_rows`."""
         self.findings, frame = prepared
         table = self.table
@@ -116,7 +117,7 @@ class FindingsPane(Pane, Vertical):
     def show_error(self, text: Text) -> None:
         self.query_one("#finding-detail", Static).update(text)
 
-    def current_finding(self) -> dict | None:
+    def current_finding(self) -> Finding | None:
         row = self.table.current_row
         return self.findings[int(row["rank"]) - 1] if row is not None else None
 

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Summary
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes, fmt_ids
 from tui_prof.tui.panes.base import Pane
@@ -69,7 +70,7 @@ def agents_renderable(runset: RunSet) -> Table | str:
     return table
 
 
-def capabilities_renderable(doc: dict):
+def capabilities_renderable(doc: Summary):
     """Per group of GPU agents with equal capabilities: capabilities and notes from
     analysis.capability, then run warnings."""
     parts: list = []

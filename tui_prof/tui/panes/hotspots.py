@@ -19,8 +19,8 @@ from textual.events import Key
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from tui_prof.analysis.stats import KERNEL_STATS
-from tui_prof.analysis.stats import source_label as stats_source
+from tui_prof.analysis.api import KERNEL_STATS, Summary
+from tui_prof.analysis.api import source_label as stats_source
 from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
 from tui_prof.tui.panes.base import Pane
@@ -73,7 +73,7 @@ def fmt_percent(value) -> str:
     return "-" if value != value else f"{float(value):.2f}%"
 
 
-def stats_measurement_text(doc: dict) -> Text:
+def stats_measurement_text(doc: Summary) -> Text:
     """The measurement line of a run without a trace: what the statistics give (kernel
     calls and time, GEMM share, copy time) and that the rest needs a trace."""
     text = plain()
@@ -103,7 +103,7 @@ def stats_measurement_text(doc: dict) -> Text:
 NO_DISPATCHES = "statistics only: no dispatches to show (record them with rocprofv3 --kernel-trace)"
 
 
-def measurement_text(doc: dict | None) -> Text:
+def measurement_text(doc: Summary | None) -> Text:
     """The measurement table (``doc["measurement"]`` of analysis.summary) as one wrapped line.
 
     span = wall time; GEMM = GEMM share of kernel time; exposed sync = the part of the

@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Summary
 from tui_prof.model import RunSet
 from tui_prof.tui.panes.base import Pane
 from tui_prof.tui.safe import plain
@@ -15,9 +16,9 @@ from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.workers import COMPUTING
 
 
-def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
+def issues_renderable(runset: RunSet, doc: Summary | None) -> Table | str:
     """Per-file load issues, then the summary's log hits (``doc["logs"]``)."""
-    logs = (doc or {}).get("logs") or []
+    logs = doc["logs"] if doc is not None else []
     if not runset.issues and not logs:
         return "Every file loaded; no issues."
     table = Table(expand=True, show_edge=False)

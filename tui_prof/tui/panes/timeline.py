@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.events import DescendantFocus
 from textual.widgets import Static
 
+from tui_prof.analysis.api import StepsSection
 from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.panes.base import Pane
 from tui_prof.tui.safe import plain
@@ -178,9 +179,9 @@ class TimelinePane(Pane, Vertical):
         lane, start, end = gap
         timeline.call_after_refresh(timeline.centre_on, start, end, lane if lane >= 0 else None)
 
-    def set_steps(self, doc: dict | None, origin: int) -> None:
-        """The summary's steps (relative to the timeline's origin): ruler ticks and ``[``/``]`` jumps."""
-        rows = ((doc or {}).get("steps") or {}).get("steps") or []
+    def set_steps(self, steps: StepsSection | None, origin: int) -> None:
+        """The steps shown by the steps pane (relative to the timeline's origin): ruler ticks and ``[``/``]`` jumps."""
+        rows = steps["steps"] if steps is not None else []
         starts = np.array([r["start_ns"] - origin for r in rows], dtype=np.int64)
         self.timeline.set_steps(starts, starts + np.array([r["wall_ns"] for r in rows], dtype=np.int64))
 

@@ -29,6 +29,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Label, ProgressBar, Static, TabbedContent, TabPane
 
+from tui_prof.analysis.api import StepsSection
 from tui_prof.export.common import ExportError, default_destination
 from tui_prof.export.parquet import export_parquet
 from tui_prof.export.perfetto import export_perfetto
@@ -90,7 +91,7 @@ class MainScreen(Screen):
         self.background = background
         self.heap = schedule.HeapFreeze(freeze)
         self.pieces: dict[str, str] = dict.fromkeys(PIECES, WAITING)  # the readiness table
-        self.steps: dict | None = None  # the steps shown by the steps pane (the timeline's ticks)
+        self.steps: StepsSection | None = None  # the steps shown by the steps pane (the timeline's ticks)
 
     def compose(self) -> ComposeResult:
         yield Static("tuiprof", id="title", classes="title")
@@ -409,7 +410,7 @@ class MainScreen(Screen):
 
     def _set_timeline_steps(self) -> None:
         assert self.view is not None
-        self.timeline.set_steps({"steps": self.steps}, self.view.timeline.origin)
+        self.timeline.set_steps(self.steps, self.view.timeline.origin)
 
     @on(EvidenceRequested)
     def goto_evidence(self, message: EvidenceRequested) -> None:
@@ -459,14 +460,16 @@ class MainScreen(Screen):
     def _export(self, kind: str, window: tuple[int, int] | None) -> None:
         assert self.view is not None
         runset = self.view.runset
+        # the summary on screen (computed now if it is not yet): its findings are the panes'
+        analysis = self.view.summary_result
         try:
             if kind == "parquet":
                 folder = default_destination(runset.root, runset.name, ".tuiprof-parquet")
-                export_parquet(runset, folder)
+                export_parquet(runset, folder, analysis=analysis)
                 text = f"Parquet tables written to {folder}"
             else:
                 suffix = ".window.tuiprof.json.gz" if window else ".tuiprof.json.gz"
-                path, count = export_perfetto(runset, default_destination(runset.root, runset.name, suffix), window)
+                path, count = export_perfetto(runset, default_destination(runset.root, runset.name, suffix), window, analysis=analysis)
                 text = f"{count} trace events written to {path} (open it at ui.perfetto.dev)"
             deliver(self, lambda: self.notify(safe_text(text), timeout=15, markup=False))
         except (ExportError, OSError) as err:  # a refused or unwritable destination: said, never a traceback

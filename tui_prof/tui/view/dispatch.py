@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.hostops import DominantOp, dominant_op, ops_overlapping
-from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
+from tui_prof.analysis.api import DominantOp, dominant_op, nvidia_hint, nvidia_occupancy, occupancy, ops_overlapping
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.view.runview import RunView
 

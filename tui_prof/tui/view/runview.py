@@ -26,16 +26,40 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import hostapi
-from tui_prof.analysis.api import RunInput, SummaryOptions, has_operators, inline_lane, kernel_categories_of, run_inputs, steps_section, summarise
-from tui_prof.analysis.hostapi import api_classes, link_launches, sync_mask
-from tui_prof.analysis.hostops import host_markers, nesting_depth
-from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
-from tui_prof.analysis.memory import API, allocated_levels
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
-from tui_prof.analysis.ranks import RankAlignment, communication_mask, rank_numbers, rank_offsets
-from tui_prof.analysis.timeline import gpu_timeline
+from tui_prof.analysis.api import (
+    DEFAULT_CATEGORY_RULES,
+    MEMORY_FROM_API,
+    NOT_LINKED,
+    RankAlignment,
+    RunInput,
+    StepsSection,
+    Summary,
+    SummaryOptions,
+    SummaryResult,
+    all_kernels,
+    allocated_levels,
+    api_classes,
+    communication_mask,
+    gpu_timeline,
+    group_key,
+    has_module_scopes,
+    has_operators,
+    host_markers,
+    hotspots,
+    inline_lane,
+    kernel_categories_of,
+    link_launches,
+    module_key,
+    nesting_depth,
+    operator_key,
+    operator_links,
+    rank_numbers,
+    rank_offsets,
+    run_inputs,
+    steps_section,
+    summarise,
+    sync_mask,
+)
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
 from tui_prof.tui.view.lanes import Lane, TimelineModel, merge_intervals
@@ -115,10 +139,11 @@ class RunView:
         self._groups: dict[str, pd.Series] = {}
         self._done: dict[str, object] = {}
         self._locks = {piece: threading.Lock() for piece in PIECES}
-        self._details: dict = {}  # the summary's full gap sets and launch links per run (SummaryResult)
+        self._result: SummaryResult | None = None  # the summary with its full gap sets and launch links per run
         self._group_lock = threading.Lock()
         self._links: list[pd.DataFrame | None] | None = None
         self._links_lock = threading.Lock()
+        self._inputs: list[RunInput] | None = None
         self.stats: list[StatsFrame] = []  # the profiler's statistics tables (tui.view.stats)
 
     # -- lazy pieces ----------------------------------------------------------------------
@@ -136,9 +161,17 @@ class RunView:
         return self._done[piece]
 
     @property
-    def summary(self) -> dict | None:
-        """analysis.summary.build_summary document (findings, measurement, ...) or None."""
+    def summary(self) -> Summary:
+        """The analysis' summary document (findings, measurement, ...; analysis.api.Summary)."""
         return self.ensure("summary")
+
+    @property
+    def summary_result(self) -> SummaryResult:
+        """The summary with the full gap sets and launch links behind it (what the exports
+        need: they reuse the summary on screen)."""
+        self.ensure("summary")
+        assert self._result is not None  # set with the summary
+        return self._result
 
     @property
     def gaps(self) -> pd.DataFrame | None:
@@ -177,12 +210,18 @@ class RunView:
         return self._available
 
     def operator_links(self) -> list[pd.DataFrame | None]:
-        """analysis.operators.link_operators of each run (None where it records no
-        operators), computed once."""
+        """analysis' operator links of each run (None where it records no operators), computed once."""
         with self._links_lock:
             if self._links is None:
-                self._links = [link_operators(run.kernels, run.api, run.markers) if has_operators(run) else None for run in self.runset.runs]
+                self._links = operator_links(self.inputs)
         return self._links
+
+    @property
+    def inputs(self) -> list[RunInput]:
+        """The analysis' inputs of each run (label, time range, correlation index), built once."""
+        if self._inputs is None:
+            self._inputs = run_inputs(self.runset)
+        return self._inputs
 
     def operator_group(self, group: str) -> pd.Series | None:
         """Per kernel row: its category (operator first, analysis.operators), launching
@@ -191,8 +230,7 @@ class RunView:
         if all(link is None for link in links):
             return None
         if group == "category":
-            inputs = [RunInput(run, "", None, hostapi.CorrIndex(run.api)) for run in self.runset.runs]
-            key = kernel_categories_of(inputs, links, DEFAULT_CATEGORY_RULES)
+            key = kernel_categories_of(self.inputs, links, DEFAULT_CATEGORY_RULES)
             return None if key is None else key.reset_index(drop=True)
         parts = []
         for run, link in zip(self.runset.runs, links):
@@ -235,27 +273,27 @@ class RunView:
         return self.runset.runs[int(row["run"])]
 
     # -- computations (thread workers) -----------------------------------------------------
-    def _compute_summary(self) -> dict:
+    def _compute_summary(self) -> Summary:
         # the full gap sets and launch links the summary computed are kept, so the gaps and
-        # launches parts reuse them instead of running the analysis again; inline_lane: in
+        # launches pieces reuse them instead of running the analysis again; inline_lane: in
         # this worker alone, no busy thread more beside the event loop
-        result = summarise(self.runset, SummaryOptions(top=SUMMARY_TOP), lane=inline_lane)
-        self._details = {"gaps": result.gaps, "links": result.links}
-        return dict(result.summary)
+        self._result = summarise(self.runset, SummaryOptions(top=SUMMARY_TOP), lane=inline_lane)
+        return self._result.summary
 
-    def steps_for(self, step_name: str | None) -> dict:
-        """The summary's ``steps`` part with the steps taken from the host ranges named
+    def steps_for(self, step_name: str | None) -> StepsSection:
+        """The summary's ``steps`` section with the steps taken from the host ranges named
         ``step_name`` (``--step``); the outliers use the summary's gap sets when computed."""
-        return dict(steps_section(run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
+        return steps_section(self.inputs, self._result.gaps if self._result is not None else {}, step_name=step_name)
 
-    def _details_of(self, key: str) -> dict | None:
-        """The summary's per-run results ``key`` when the summary is already computed (the
-        background order computes it first), else None: then the piece computes its own
-        rather than wait for the whole summary (the diff screen never needs one)."""
-        return self._details.get(key, {}) if self.ready("summary") else None
+    def _summary_result(self) -> SummaryResult | None:
+        """The summary's result when it is already computed (the background order computes
+        it first), else None: then the piece computes its own rather than wait for the
+        whole summary (the diff screen never needs one)."""
+        return self._result if self.ready("summary") else None
 
     def _compute_gaps(self) -> pd.DataFrame | None:
-        gap_sets = self._details_of("gaps")
+        result = self._summary_result()
+        gap_sets = result.gaps if result is not None else None
         parts = []
         for ri, run in enumerate(self.runset.runs):
             if gap_sets is not None:
@@ -315,7 +353,7 @@ class RunView:
             source, memory = allocated_levels(run)
             for a, (mt, mv) in sorted(memory.items()):
                 agent = run.agent(a)
-                if not len(mt) or (a < 0 and source != API) or (agent is not None and agent.type != "GPU"):
+                if not len(mt) or (a < 0 and source != MEMORY_FROM_API) or (agent is not None and agent.type != "GPU"):
                     continue  # host allocations (rocprofv3 records them too) are not a GPU row
                 rel = mt - origin
                 # device allocation calls (hipMalloc/cudaMalloc) whose frees match name no device: agent -1
@@ -394,7 +432,8 @@ class RunView:
         return model
 
     def _compute_launches(self) -> pd.DataFrame | None:
-        links = self._details_of("links")
+        result = self._summary_result()
+        links = result.links if result is not None else None
         parts = []
         row_base = 0
         for ri, run in enumerate(self.runset.runs):
