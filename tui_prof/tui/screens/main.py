@@ -172,7 +172,7 @@ class MainScreen(Screen):
             tabs.active = RanksPane.TAB  # first: hiding the active tab would activate the next one
             for cls in PANES:
                 if cls is not RanksPane:
-                    tabs.hide_tab(cls.TAB)
+                    self._set_tab_shown(cls.TAB, False)
             tabs.display = True
             self.early_ranks = True
             # the ranks tab stays the screen: the hotspot table (focused by the first tab's
@@ -227,13 +227,27 @@ class MainScreen(Screen):
 
     def update_tabs(self) -> None:
         """Show the tabs whose pane is available for the view, hide the others."""
-        tabs = self.query_one("#tabs", TabbedContent)
+        active = self.query_one("#tabs", TabbedContent).active
         for cls in PANES:
             if cls.available(self.view):
-                tabs.show_tab(cls.TAB)
-            elif tabs.active != cls.TAB:
-                tabs.hide_tab(cls.TAB)
+                self._set_tab_shown(cls.TAB, True)
+            elif active != cls.TAB:
+                self._set_tab_shown(cls.TAB, False)
         self.refresh_bindings()
+
+    hidden_tabs: frozenset[str] = frozenset()  # the tabs hidden now (every tab is shown at first)
+
+    def _set_tab_shown(self, tab: str, shown: bool) -> None:
+        """Show or hide ``tab`` when it changes (each change moves the tab bar's underline)."""
+        if shown == (tab not in self.hidden_tabs):
+            return
+        tabs = self.query_one("#tabs", TabbedContent)
+        if shown:
+            tabs.show_tab(tab)
+            self.hidden_tabs -= {tab}
+        else:
+            tabs.hide_tab(tab)
+            self.hidden_tabs |= {tab}
 
     # -- the lazy pieces: one readiness table, one worker, one error handler ------------------
     def start_pieces(self) -> None:
