@@ -211,7 +211,7 @@ class MainScreen(Screen):
         schedule.after_first_paint(self, self.start_pieces)
         errors = len(view.runset.errors)
         if errors:
-            self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning", timeout=10)
+            self.notify(safe_text(f"{errors} file(s) could not be loaded — see tab 6"), severity="warning", timeout=10, markup=False)
 
     @staticmethod
     def title_text(view: RunView) -> str:
@@ -409,7 +409,7 @@ class MainScreen(Screen):
     def goto_step(self, message: StepRequested) -> None:
         """Enter on a step: the timeline zoomed to the step's host range."""
         if not self.need("timeline"):
-            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
         assert self.view is not None  # need() is True only with a view
         self.action_tab("timeline")
@@ -433,7 +433,7 @@ class MainScreen(Screen):
         dispatches; a sync pattern -> the host row; other findings -> their pane."""
         finding, view = message.finding, self.view
         if view is None or not self.need("timeline"):
-            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
         kind, target = finding_evidence(view, finding)
         if kind == "gap":
@@ -468,7 +468,7 @@ class MainScreen(Screen):
             return
         window = None if whole or kind != "perfetto" else self.export_window()
         what = "the timeline window" if window else "the run"
-        self.notify(f"exporting {what} ({kind})…", timeout=3)
+        self.notify(safe_text(f"exporting {what} ({kind})…"), timeout=3, markup=False)
         self._export(kind, window)
 
     @thread_worker("export", group="export")
