@@ -28,6 +28,7 @@ from tui_prof.analysis.operators import (
     link_operators,
     module_key,
     operator_key,
+    operator_links,
     operators_section,
 )
 from tui_prof.analysis.ranks import (
@@ -43,7 +44,7 @@ from tui_prof.analysis.ranks import (
     sections_of_cores,
 )
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
@@ -74,10 +75,12 @@ __all__ = [
     "DiffResult",
     "DominantOp",
     "Edits",
+    "Finding",
     "FindingCode",
     "GapSet",
     "Issue",
     "Lane",
+    "MemorySection",
     "Progress",
     "RankAlignment",
     "RankCore",
@@ -85,7 +88,9 @@ __all__ = [
     "RunInput",
     "StepChoiceError",
     "StepDiff",
+    "StepRecord",
     "StepSide",
+    "StepsSection",
     "StragglerSection",
     "Summary",
     "SummaryOptions",
@@ -120,6 +125,7 @@ __all__ = [
     "nvidia_occupancy",
     "occupancy",
     "operator_key",
+    "operator_links",
     "operators_section",
     "ops_overlapping",
     "rank_cores",
