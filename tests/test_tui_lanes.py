@@ -47,8 +47,8 @@ def test_ruler_steps_and_labels():
 
 
 def test_view_reuses_the_summarys_gaps_and_links_exactly():
-    """Gaps and launch links taken from build_summary's details equal the ones the view
-    computes on its own (diff screen, or a tab opened before the summary finished)."""
+    """Gaps and launch links taken from the summary's result (RunView.summary_result) equal
+    the ones the view computes on its own (diff screen, or a tab opened before the summary finished)."""
     import pandas as pd
     from synthetic import synthetic_runset
 
@@ -59,7 +59,7 @@ def test_view_reuses_the_summarys_gaps_and_links_exactly():
     reused.ensure("summary")
     own = build_view(runset, lazy=True)
     assert not own.ready("summary")
-    assert reused._details["gaps"] and reused._details["links"]
+    assert reused.summary_result.gaps and reused.summary_result.links
     pd.testing.assert_frame_equal(reused.ensure("gaps"), own.ensure("gaps"))
     pd.testing.assert_frame_equal(reused.ensure("launches"), own.ensure("launches"))
     assert len(own.gaps) == len(synth.expected.gaps[1]) and len(own.launches) == synth.expected.dispatches
