@@ -26,6 +26,7 @@ from tui_prof.analysis.operators import (
     link_operators,
     module_key,
     operator_key,
+    operator_links,
     operators_section,
 )
 from tui_prof.analysis.ranks import (
@@ -41,7 +42,7 @@ from tui_prof.analysis.ranks import (
     sections_of_cores,
 )
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
@@ -68,9 +69,11 @@ __all__ = [
     "CorrIndex",
     "DiffResult",
     "DominantOp",
+    "Finding",
     "FindingCode",
     "GapSet",
     "Lane",
+    "MemorySection",
     "Progress",
     "RankAlignment",
     "RankCore",
@@ -78,7 +81,9 @@ __all__ = [
     "RunInput",
     "StepChoiceError",
     "StepDiff",
+    "StepRecord",
     "StepSide",
+    "StepsSection",
     "StragglerSection",
     "Summary",
     "SummaryOptions",
@@ -111,6 +116,7 @@ __all__ = [
     "nvidia_occupancy",
     "occupancy",
     "operator_key",
+    "operator_links",
     "operators_section",
     "ops_overlapping",
     "rank_cores",

@@ -1,4 +1,5 @@
-"""Hotspots pane: the measurement table line, the hotspot table, its status and filter box.
+"""Hotspots pane: the measurement table line, the hotspot table, its status and filter box;
+the profiler's statistics tables in the same table (``v``).
 
 Grouping (``b``) runs analysis.hotspots in a thread worker the first time a grouping is
 shown; the pane shows "computing…" in its status line meanwhile.
@@ -10,7 +11,7 @@ import dataclasses
 import re
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -18,15 +19,16 @@ from textual.events import Key
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from tui_prof.analysis.stats import KERNEL_STATS
-from tui_prof.analysis.stats import source_label as stats_source
+from tui_prof.analysis.api import KERNEL_STATS, Summary
+from tui_prof.analysis.api import source_label as stats_source
 from tui_prof.render.fmt import fmt_ns
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
-from tui_prof.tui.panes import COMPUTING
-from tui_prof.tui.panes.stats import STATS_COLUMNS, fmt_percent, stats_measurement_text, stats_status
+from tui_prof.tui.panes.base import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
-from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.view.stats import StatsFrame
+from tui_prof.tui.widgets.table import Column, TableModel, TableView
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 HOTSPOT_COLUMNS = (
     Column("name", "name", 60, "text"),
@@ -40,10 +42,68 @@ HOTSPOT_COLUMNS = (
     Column("stddev_ns", "stddev", 9, "ns"),
 )
 
+# the profiler's statistics tables, shown in place of the hotspots (v; data: tui_prof.tui.view.stats)
+STATS_COLUMNS = (
+    Column("name", "name", 60, "text"),
+    Column("total_ns", "total", 9, "ns"),
+    Column("percent", "%", 7, "pct"),
+    Column("calls", "calls", 7),
+    Column("avg_ns", "avg", 9, "ns"),
+    Column("min_ns", "min", 9, "ns"),
+    Column("max_ns", "max", 9, "ns"),
+    Column("stddev_ns", "stddev", 9, "ns"),
+)
+
+
+def stats_status(table: StatsFrame, model: TableModel, source: str, others: int) -> str:
+    """The status line of a statistics table: which table, rows, sort, what % means, the
+    key to the next table, where it came from."""
+    sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "none"
+    pct = "%: the profiler's Percentage" if table.processes == 1 else f"%: of {table.processes} processes' total"
+    text = f"{table.key} · {len(model)}/{len(model.frame)} rows · sort {sort} · {pct}"
+    if model.pattern:
+        text += f" · filter /{model.pattern}/"
+    if others:
+        text += f" · v: next of {others + 1} tables"
+    return f"{text} · {source}"
+
+
+def fmt_percent(value) -> str:
+    """The profiler's Percentage as it writes it (two decimals)."""
+    return "-" if value != value else f"{float(value):.2f}%"
+
+
+def stats_measurement_text(doc: Summary) -> Text:
+    """The measurement line of a run without a trace: what the statistics give (kernel
+    calls and time, GEMM share, copy time) and that the rest needs a trace."""
+    text = plain()
+    kernels = doc["kernels"]
+
+    def item(label: str, value: str) -> None:
+        if len(text):
+            text.append(" · ", "dim")
+        text.append(f"{label} ", "dim")
+        text.append(value, "bold")
+
+    if kernels["dispatches"]:
+        item("kernels", f"{kernels['dispatches']:,}")
+        item("kernel time", fmt_ns(kernels["total_ns"]))
+        ktime = kernels["total_ns"]
+        gemm = doc.get("categories", {}).get("GEMM", 0)
+        item("GEMM", f"{100.0 * gemm / ktime:.1f}%" if ktime else "-")
+    copies = next((t for t in doc["stats"]["tables"] if t["key"] == "memory_copy_stats"), None)
+    if copies is not None:
+        item("copies", f"{copies['calls']:,} ({fmt_ns(copies['total_ns'])})")
+    if len(text):
+        text.append(" · ", "dim")
+    text.append(f"{doc['stats']['source']}: span, sync, launch and idle need a trace (2)", "dim italic")
+    return text
+
+
 NO_DISPATCHES = "statistics only: no dispatches to show (record them with rocprofv3 --kernel-trace)"
 
 
-def measurement_text(doc: dict | None) -> Text:
+def measurement_text(doc: Summary | None) -> Text:
     """The measurement table (``doc["measurement"]`` of analysis.summary) as one wrapped line.
 
     span = wall time; GEMM = GEMM share of kernel time; exposed sync = the part of the
@@ -87,10 +147,12 @@ def next_group(groups: tuple[str, ...], current: str) -> str:
     return groups[(groups.index(current) + 1) % len(groups)] if current in groups else groups[0]
 
 
-class HotspotsPane(Vertical):
-    """Tab 1. Posts :class:`KernelSelected` when the row under the cursor changes,
+class HotspotsPane(Pane, Vertical):
+    """Tab 1: the hotspot table (from the first screen) and the summary's measurement line.
+    Posts :class:`KernelSelected` when the row under the cursor changes,
     :class:`DispatchesRequested` on Enter and :class:`TimelineRequested` on ``t``."""
 
+    TAB, TITLE, KEY, FOCUS, PIECE = "hotspots", "Hotspots", "1", "#hotspot-table", "summary"
     DEFAULT_CSS = "HotspotsPane { height: 1fr; }"
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="hotspots.filter"),
@@ -140,16 +202,20 @@ class HotspotsPane(Vertical):
         self.fill()
         self.table.focus()
 
-    def set_summary(self, doc: dict | None) -> None:
-        self.show_measurement(measurement_text(doc))
+    def prepare(self, view: RunView) -> Text:
+        return measurement_text(view.summary)
 
-    def show_measurement(self, text: Text) -> None:
-        """Show the measurement line built by :func:`measurement_text` (in a thread worker
-        by MainScreen: only the update runs on the event loop)."""
-        self.query_one("#measure", Static).update(text)
+    def show(self, prepared: Text) -> None:
+        """The measurement line built by :func:`measurement_text`."""
+        self.query_one("#measure", Static).update(prepared)
 
-    def part_failed(self, text: Text) -> None:
-        self.query_one("#measure", Static).update(text)
+    def show_error(self, text: Text) -> None:
+        """A grouping's failure in the status line (where it said "computing…"), else the summary's in the measurement line."""
+        if self.pending_group is not None:
+            self.pending_group = None
+            self.query_one("#hot-status", Static).update(text)
+        else:
+            self.query_one("#measure", Static).update(text)
 
     @property
     def selection(self) -> tuple[str, str | None]:
@@ -159,6 +225,7 @@ class HotspotsPane(Vertical):
 
     # -- table ------------------------------------------------------------------------------
     def fill(self) -> None:
+        assert self.view is not None  # filled from set_view on
         if self.stats_key is not None:
             self.fill_stats()
             return
@@ -271,12 +338,15 @@ class HotspotsPane(Vertical):
         self.query_one("#hot-status", Static).update(plain(f"grouping by {group}: {COMPUTING}", "dim italic"))
         self._group_worker(self.view, group)
 
-    @work(thread=True, group="grouping", exclusive=True, exit_on_error=False)
+    def action_group_by(self, group: str) -> None:
+        self.group_by(group)
+
+    @thread_worker("grouping", group="grouping", exclusive=True)
     def _group_worker(self, view: RunView, group: str) -> None:
         view.group_column(group)
         if not get_current_worker().is_cancelled:
             view.hotspots(group)
-            self.app.call_from_thread(self.show_group, group)
+            deliver(self, self.show_group, group)
 
     def show_group(self, group: str) -> None:
         if self.pending_group not in (None, group):

@@ -351,6 +351,8 @@ class TableView(Widget, can_focus=True):
             self.sort_by(self.columns[self.col_cursor].key, descending)
 
     def sort_by(self, key: str, descending: bool) -> None:
+        if self.model is None:
+            return
         self.model.set_sort(key, descending)
         self.col_cursor = next((i for i, c in enumerate(self.columns) if c.key == key), self.col_cursor)
         self.cursor = 0
