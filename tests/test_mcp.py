@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -142,6 +143,17 @@ def test_server_keeps_a_run_until_its_files_change(allowed):
     assert again is not first and len(again.runset.runs[0].kernels) == len(first.runset.runs[0].kernels)
 
 
+@dataclass
+class FakeEdits:
+    scales: list[tuple[str, float]] = field(default_factory=list)
+    launch_free: bool = False
+
+
+def fake_whatif(runset, edits: FakeEdits, *, rules: object = None, step_name: str | None = None) -> dict:
+    """A stand-in with the what-if command's shape: a run set, a dataclass of edits, options."""
+    return {"processes": len(runset.runs), "scales": [list(s) for s in edits.scales], "launch_free": edits.launch_free, "step": step_name, "rules": rules}
+
+
 def fake_check(run, strict: bool = False, limit: int = 3) -> dict:
     """A stand-in for a command's JSON function (``check``): the tool registers it by one line."""
     return {"schema": "tuiprof.fake/1", "processes": len(run.runs), "strict": strict, "limit": limit}
@@ -170,6 +182,14 @@ def test_optional_tool_is_one_line_and_only_when_its_function_exists(allowed, mo
     schema = tools["check"].input_schema if hasattr(tools["check"], "input_schema") else tools["check"].inputSchema
     assert schema["properties"]["run"]["type"] == "string" and schema["properties"]["strict"]["type"] == "boolean"
     assert schema["required"] == ["run"]
+    monkeypatch.setattr(mcp_server, "OPTIONAL_TOOLS", [("whatif", "test_mcp:fake_whatif", "what-if document", "Re-schedule. run: a run.")])
+    whatif = mcp_server.tool_specs()[-1]
+    label, body = mcp_server.call(whatif, mcp_server.Context(allowed_roots([str(allowed)])), run="a.json.gz", edits=FakeEdits([("gemm", 0.5)]), step_name="x")
+    assert json.loads(body) == {"processes": 1, "scales": [["gemm", 0.5]], "launch_free": False, "step": "x", "rules": None}
+    wserver = mcp_server.build_server([allowed])
+    wschema = next(t for t in anyio.run(wserver.list_tools) if t.name == "whatif")
+    wprops = (wschema.input_schema if hasattr(wschema, "input_schema") else wschema.inputSchema)["properties"]
+    assert set(wprops) == {"run", "edits", "step_name"}  # rules: not a plain value, the command's default
 
 
 def test_sql_tool_returns_at_most_the_limit_and_says_so(allowed, monkeypatch):

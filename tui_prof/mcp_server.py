@@ -201,14 +201,27 @@ TOOLS: list[ToolSpec] = [
 ]
 
 
-RUN_PARAMETERS = ("run", "a", "b")  # parameters of a command's function that take a run set (the tool takes its path)
+RUN_PARAMETERS = {"run": "run", "runset": "run", "a": "a", "b": "b"}  # a function's run-set parameter -> the tool's path argument
+PLAIN_TYPES = (str, int, float, bool)
+
+
+def _plain(annotation: Any) -> bool:
+    """Whether a keyword option of this type is a plain JSON value (``str``, ``int | None``, ...)."""
+    import typing
+
+    if annotation in PLAIN_TYPES:
+        return True
+    args = typing.get_args(annotation)
+    return bool(args) and all(a in PLAIN_TYPES or a is type(None) for a in args)
 
 
 def adapt(function: Callable[..., Any], what: str) -> Callable[..., tuple[str, Any]]:
-    """A tool function from a command's JSON function ``function(runset, ..., **options) -> data``:
-    its parameters named ``run``, ``a`` or ``b`` take a run path (loaded inside ``--allow``),
-    the others are passed through as the assistant gave them; ``what`` names the JSON for the
-    untrusted-data label. The tool's parameters are the function's (the SDK reads them)."""
+    """A tool function from a command's JSON function ``function(runset, ..., *, options) -> data``:
+    a parameter named ``run``/``runset`` (or ``a``, ``b``) takes a run path (loaded inside
+    ``--allow``); the other positional parameters are the tool's arguments as typed (a
+    dataclass is a JSON object); keyword-only options are the tool's when plain (text,
+    numbers, flags), else left at their defaults; ``what`` names the JSON for the
+    untrusted-data label. An exception tuiprof raises (a bad edit, say) is a refusal."""
     import functools
     import inspect
 
@@ -217,15 +230,32 @@ def adapt(function: Callable[..., Any], what: str) -> Callable[..., tuple[str, A
     except Exception:  # an annotation that cannot be resolved here: taken as text
         signature = inspect.signature(function)
         signature = signature.replace(parameters=[p.replace(annotation=str) for p in signature.parameters.values()])
+    params = []
+    for p in signature.parameters.values():
+        if p.name in RUN_PARAMETERS:
+            params.append(p.replace(name=RUN_PARAMETERS[p.name], annotation=str, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD))
+        elif p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty and not _plain(p.annotation):
+            continue  # e.g. category rules: the command's default
+        elif p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        else:
+            params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.KEYWORD_ONLY else p)
+    to_function = {RUN_PARAMETERS.get(p.name, p.name): p.name for p in signature.parameters.values()}
 
     @functools.wraps(function)
     def tool(ctx: Context, **kwargs: Any) -> tuple[str, Any]:
-        loaded = {k: ctx.load(v) if k in RUN_PARAMETERS else v for k, v in kwargs.items()}
-        return what, function(**loaded)
+        loaded = {to_function[k]: ctx.load(v) if to_function[k] in RUN_PARAMETERS else v for k, v in kwargs.items()}
+        try:
+            return what, function(**loaded)
+        except Exception as err:
+            if type(err).__module__.startswith("tui_prof."):
+                raise Refused(str(err)) from None
+            raise
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    params = [p.replace(annotation=str) if p.name in RUN_PARAMETERS else p for p in signature.parameters.values()]
-    tool.__signature__ = signature.replace(parameters=[ctx_param, *params])  # type: ignore[attr-defined]
+    positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keyword = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    tool.__signature__ = signature.replace(parameters=[ctx_param, *positional, *keyword])  # type: ignore[attr-defined]
     return tool
 
 
