@@ -35,7 +35,7 @@ from tui_prof.tui import schedule
 from tui_prof.tui.base import ProfApp
 from tui_prof.tui.keys import binding_rows, pretty_keys
 from tui_prof.tui.messages import LoadFailed
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane

@@ -1,9 +1,9 @@
 """The run screen's panes, in tab order (key 1 first): adding a pane to the screen is one
-line here (its module declares the rest: tui_prof.tui.panes.base.Pane)."""
+line here (its module declares the rest: tui_prof.tui.pane.Pane)."""
 
 from __future__ import annotations
 
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hardware import HardwarePane

@@ -308,7 +308,7 @@ class DiffScreen(Screen):
         self.query_one("#diff-title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
         self.query_one("#diff-metrics", Static).update(summary_renderable(result))
         table = self.query_one("#diff-table", TableView)
-        table.columns[0].title = f"kernel ({MATCH_LABELS[self.by]})"
+        table.set_title(0, f"kernel ({MATCH_LABELS[self.by]})")
         table.set_data(result.kernels, text_key="key")
         self.update_status()
         self._timeline_labels()
@@ -442,14 +442,14 @@ class DiffScreen(Screen):
             tl.centre_on(start, end, lane)
 
     # -- events ---------------------------------------------------------------------------
-    @on(Timeline.ViewChanged)
-    def _view_changed(self, event: Timeline.ViewChanged) -> None:
+    @on(Timeline.WindowChanged)
+    def _window_changed(self, event: Timeline.WindowChanged) -> None:
         """Zoom link: apply the changed timeline's window to the other one."""
         tla, tlb = self._timelines()
         source = event.timeline
         other = tlb if source is tla else tla
         if other.model is not None and (other.t0, other.t1) != (source.t0, source.t1):
-            other.set_view(source.t0, source.t1)
+            other.set_window(source.t0, source.t1)
         self.query_one("#tl-status", Static).update(
             plain(
                 f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "

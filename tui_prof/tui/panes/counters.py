@@ -17,7 +17,7 @@ from textual.widgets import Static
 from tui_prof.analysis.api import Summary
 from tui_prof.render.roofline import roofline_lines
 from tui_prof.render.safe import safe_text
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import kernel_counters
 from tui_prof.tui.view.runview import RunView

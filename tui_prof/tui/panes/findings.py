@@ -18,7 +18,7 @@ from textual.widgets import Static
 from tui_prof.analysis.api import Finding, Summary
 from tui_prof.render.fmt import fmt_bytes, fmt_ns
 from tui_prof.tui.messages import EvidenceRequested
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import findings_frame
 from tui_prof.tui.view.runview import RunView

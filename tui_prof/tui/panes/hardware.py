@@ -12,7 +12,7 @@ from textual.widgets import Static
 from tui_prof.analysis.api import Summary
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes, fmt_ids
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.scroll import KeyScroll

@@ -7,7 +7,6 @@ shown; the pane shows "computing…" in its status line meanwhile.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from rich.text import Text
@@ -21,9 +20,9 @@ from textual.worker import get_current_worker
 
 from tui_prof.analysis.api import KERNEL_STATS, Summary
 from tui_prof.analysis.api import source_label as stats_source
-from tui_prof.render.fmt import fmt_ns
+from tui_prof.render.fmt import fmt_ns, fmt_pct
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.view.stats import StatsFrame
@@ -70,7 +69,7 @@ def stats_status(table: StatsFrame, model: TableModel, source: str, others: int)
 
 def fmt_percent(value) -> str:
     """The profiler's Percentage as it writes it (two decimals)."""
-    return "-" if value != value else f"{float(value):.2f}%"
+    return fmt_pct(value, 2)
 
 
 def stats_measurement_text(doc: Summary) -> Text:
@@ -90,7 +89,7 @@ def stats_measurement_text(doc: Summary) -> Text:
         item("kernel time", fmt_ns(kernels["total_ns"]))
         ktime = kernels["total_ns"]
         gemm = doc.get("categories", {}).get("GEMM", 0)
-        item("GEMM", f"{100.0 * gemm / ktime:.1f}%" if ktime else "-")
+        item("GEMM", fmt_pct(100.0 * gemm / ktime) if ktime else "-")
     copies = next((t for t in doc["stats"]["tables"] if t["key"] == "memory_copy_stats"), None)
     if copies is not None:
         item("copies", f"{copies['calls']:,} ({fmt_ns(copies['total_ns'])})")
@@ -127,18 +126,18 @@ def measurement_text(doc: Summary | None) -> Text:
 
     item("span", fmt_ns(m["span_ns"]))
     item("kernels", f"{m['kernel_count']:,}")
-    item("GEMM", f"{m['gemm_pct_of_kernel_time']:.1f}%")
+    item("GEMM", fmt_pct(m["gemm_pct_of_kernel_time"]))
     raw, target = m["sync_pct_of_wall"], m["sync_target_pct"]
     exposed = m.get("exposed_sync_pct_of_wall")
     sync = raw if exposed is None else exposed
-    value = f"{sync:.1f}%" + (f" (>{target:g}%)" if sync > target else "")
-    if exposed is not None and f"{raw:.1f}" != f"{exposed:.1f}":
-        value += f", raw {raw:.1f}%"
+    value = fmt_pct(sync) + (f" (>{target:g}%)" if sync > target else "")
+    if exposed is not None and fmt_pct(raw) != fmt_pct(exposed):
+        value += f", raw {fmt_pct(raw)}"
     item("sync" if exposed is None else "exposed sync", value, sync > target)
     queue = m.get("median_queue_delay_ns")
-    item("launch", f"{m['launch_api_pct_of_wall']:.1f}%" + (f" (queue {fmt_ns(queue)})" if queue is not None else ""))
-    item("idle", f"{m['idle_pct']:.1f}%")
-    item("copy", f"{m['copy_pct_of_wall']:.1f}%")
+    item("launch", fmt_pct(m["launch_api_pct_of_wall"]) + (f" (queue {fmt_ns(queue)})" if queue is not None else ""))
+    item("idle", fmt_pct(m["idle_pct"]))
+    item("copy", fmt_pct(m["copy_pct_of_wall"]))
     return text
 
 
@@ -236,7 +235,7 @@ class HotspotsPane(Pane, Vertical):
         frame = self.view.hotspots(self.group)
         pattern = table.model.pattern if table.model else ""
         sort = (table.model.sort_key, table.model.descending) if table.model and table.model.sort_key else ("total_ns", True)
-        table.columns[0].title = self.group
+        table.set_title(0, self.group)
         table.set_data(frame, text_key="name", sort=sort)
         if pattern:
             table.apply_filter(pattern)
@@ -365,14 +364,13 @@ class HotspotsPane(Pane, Vertical):
 
     def _set_columns(self, columns) -> None:
         table = self.table
-        table.columns = [dataclasses.replace(c) for c in columns]
-        table.col_cursor, table.col_offset = 0, 1
+        table.set_columns(list(columns))
 
     def fill_stats(self) -> None:
         table = self.table
         frame = self.current_stats
         self._set_columns(STATS_COLUMNS)
-        table.columns[0].title = f"{frame.key} ({frame.domain})"
+        table.set_title(0, f"{frame.key} ({frame.domain})")
         table.formatters["percent"] = fmt_percent
         table.set_data(frame.frame, text_key="name", sort=("total_ns", True))
         self.update_status()

@@ -24,7 +24,7 @@ from textual.widgets import Input, Static
 from tui_prof.query.engine import QueryError, Result, Session
 from tui_prof.query.output import text_result, unique_columns
 from tui_prof.query.tables import Catalogue
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
@@ -139,8 +139,7 @@ class QueryPane(Pane, Vertical):
 
     def _show_result(self, frame: pd.DataFrame, columns: list[Column], status: str) -> None:
         table = self.query_one("#query-table", TableView)
-        table.columns = columns
-        table.col_cursor = 0
+        table.set_columns(columns)
         table.set_data(frame)
         self._status(plain(status, "dim"))
 

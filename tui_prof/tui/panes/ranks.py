@@ -16,9 +16,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui_prof.render.fmt import fmt_ns, fmt_value
+from tui_prof.render.fmt import fmt_ns, fmt_pct, fmt_value
 from tui_prof.tui.messages import RankOpened
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.rankrows import PENDING, PENDING_RANK
 from tui_prof.tui.view.runview import RunView
@@ -75,11 +75,11 @@ def ranks_header(doc: dict | None) -> Text:
     if strag.get("rank") is not None:
         parts.append(
             f"straggler: rank {strag['rank']} (last at {strag['last_in']} of {strag['instances']} collectives); "
-            f"the others wait {fmt_ns(strag['others_wait_ns'])} ({strag['others_wait_pct']:.1f} % of their time)"
+            f"the others wait {fmt_ns(strag['others_wait_ns'])} ({fmt_pct(strag['others_wait_pct'])} of their time)"
         )
     comm = doc.get("communication") or {}
     if comm.get("kernel_ns"):
-        parts.append(f"communication {comm['pct_of_time']:.1f} % of time, {comm['overlap_pct']:.1f} % of it overlaps compute")
+        parts.append(f"communication {fmt_pct(comm['pct_of_time'])} of time, {fmt_pct(comm['overlap_pct'])} of it overlaps compute")
     busbw = [f"{t['type']} {t['bus_bandwidth_gbs']:.2f} GB/s" for t in comm.get("by_type", []) if t.get("bus_bandwidth_gbs") is not None]
     if busbw:  # only where the trace records message sizes (docs/metrics.md, Collective bandwidth)
         parts.append("bus bandwidth " + ", ".join(busbw))

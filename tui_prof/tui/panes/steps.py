@@ -17,9 +17,9 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui_prof.analysis.api import PROFILER_STEP, MemorySection, StepRecord, StepsSection, Summary
-from tui_prof.render.fmt import fmt_bytes, fmt_ns, sparkline
+from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_pct, sparkline
 from tui_prof.tui.messages import StepRequested, StepsChanged
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
@@ -108,8 +108,8 @@ def steps_header(steps: StepsSection | None, memory: MemorySection | None, width
         ss = steps["steady"]
         warm = f"{steps['warmup_steps']} warm-up ({'--warmup' if steps['warmup_source'] == 'given' else 'detected'}, w)"
         if ss:
-            steady = f"{warm} · steady {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} ±{ss['spread_pct']:.1f} %"
-            shares = f"{ss['median_kernels']:g} kernels/step · busy {ss['busy_pct']:.1f} % · exposed sync {ss['exposed_sync_pct_of_wall']:.2f} %"
+            steady = f"{warm} · steady {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} ±{fmt_pct(ss['spread_pct'])}"
+            shares = f"{ss['median_kernels']:g} kernels/step · busy {fmt_pct(ss['busy_pct'])} · exposed sync {fmt_pct(ss['exposed_sync_pct_of_wall'], 2)}"
             lines.extend([_line(steady), _line(shares)] if columns < 120 else [_line(f"{steady} · {shares}")])
         for o in steps["outliers"][:SHOWN_OUTLIERS]:
             where = f" ({o['process']})" if o.get("process") else ""
@@ -244,7 +244,8 @@ class StepsPane(Pane, Vertical):
         self.query_one("#steps-header", Static).update(shown.header)
         table = self.table
         had_focus = table.has_focus
-        table.columns = shown.columns
+        if table.columns != shown.columns:
+            table.set_columns(shown.columns)
         table.set_data(shown.frame, text_key="label")
         if had_focus:
             table.focus()

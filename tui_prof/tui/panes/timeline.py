@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from tui_prof.analysis.api import StepsSection
 from tui_prof.tui.glyphs import to_ascii, use_ascii
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView
@@ -141,8 +141,8 @@ class TimelinePane(Pane, Vertical):
             self.query_one("#tl-header").display = bool(header)
             self.query_one("#tl-legend", Static).update(legend(use_ascii(), ranks=self.timeline.showing_ranks))
 
-    @on(Timeline.ViewChanged, "#timeline-view")
-    def _view_changed(self, event: Timeline.ViewChanged) -> None:
+    @on(Timeline.WindowChanged, "#timeline-view")
+    def _window_changed(self, event: Timeline.WindowChanged) -> None:
         self._show_status()
 
     @on(Timeline.CentreRequested, "#timeline-view")
@@ -191,7 +191,7 @@ class TimelinePane(Pane, Vertical):
         timeline = self.timeline
         if timeline.model is not None and timeline.model.shifted:
             timeline.show_ranks(False)
-        timeline.call_after_refresh(timeline.set_view, max(start, 0), end)  # a step may start before the first traced event
+        timeline.call_after_refresh(timeline.set_window, max(start, 0), end)  # a step may start before the first traced event
 
     def show_window(self, start: int, end: int, lane: int) -> None:
         """Centre on [start, end) of lane ``lane`` of every lane (a host or copy row: the rank

@@ -5,7 +5,7 @@ Load → first screen → pieces → panes (docs/architecture.md draws it):
 1. the app loads the run and hands the screen its view (:meth:`MainScreen.show_view`; a
    rank's screen builds its own view of one process, in a worker) — or, for a run of
    several processes, the rank rows while the processes load (:meth:`show_ranks_loading`);
-2. the first screen: every pane's :meth:`~tui_prof.tui.panes.base.Pane.set_view` (what needs no
+2. the first screen: every pane's :meth:`~tui_prof.tui.pane.Pane.set_view` (what needs no
    analysis), the tabs each pane says are available;
 3. once that screen is painted, the lazy pieces of the view (``RunView.PIECES``) are computed
    by the one piece worker: the shown tab's piece first, then, in the background, each piece
@@ -21,6 +21,7 @@ sends them on to the pane or screen that answers them. It holds no analysis of i
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -46,7 +47,7 @@ from tui_prof.tui.messages import (
     StepsChanged,
     TimelineRequested,
 )
-from tui_prof.tui.panes.base import Pane
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hotspots import HotspotsPane
@@ -117,7 +118,7 @@ class MainScreen(Screen):
     def _build(self, runset: RunSet) -> None:
         deliver(self, self.show_view, build_view(runset, lazy=True))
 
-    def show_error(self, text) -> None:
+    def show_error(self, text: Text) -> None:
         """A failure of the screen's own workers (the view, an export): in the load status
         line while nothing is shown, else a notification."""
         if self.view is None:

@@ -460,14 +460,14 @@ def rank_header(align: RankAlignment, runs: list[Run]) -> str:
     return text
 
 
-class LoadError(Exception):
+class NothingToShow(Exception):
     """A source that gives nothing to show; the message is what the app displays."""
 
 
 def load_failure(err: Exception, what: str) -> str:
-    """What an app shows when loading ``what`` raised ``err``: a :class:`LoadError`'s own
+    """What an app shows when loading ``what`` raised ``err``: a :class:`NothingToShow`'s own
     message, else the exception's type and message (never a traceback)."""
-    if isinstance(err, LoadError):
+    if isinstance(err, NothingToShow):
         return str(err)
     return f"Could not load {what}: {type(err).__name__}: {err}"
 
@@ -476,18 +476,18 @@ def load_runset(source, name: str | None = None, *, use_cache: bool = True, prog
     """``source`` as a run set (a RunSet is returned as is; a path is read by
     :func:`tui_prof.loaders.load_path`, ``on_scan`` handed the processes its scan found
     before any unit loads, ``on_unit`` each work unit's runs as it loads, the cache entries
-    kept in ``pending`` when given); :class:`LoadError` when it
+    kept in ``pending`` when given); :class:`NothingToShow` when it
     is missing or nothing in it could be loaded (``name``: how the message names it,
     default the path)."""
     if isinstance(source, RunSet):
         runset = source
     else:
         if not Path(source).exists():
-            raise LoadError(f"{source}: no such file or directory")
+            raise NothingToShow(f"{source}: no such file or directory")
         runset = load_path(source, use_cache=use_cache, progress=progress, on_unit=on_unit, pending=pending, on_scan=on_scan)
     if not runset.runs:
         lines = [f"Nothing could be loaded from {name or source}."] + [f"  {issue}" for issue in runset.issues[:20]]
-        raise LoadError("\n".join(lines))
+        raise NothingToShow("\n".join(lines))
     return runset
 
 
