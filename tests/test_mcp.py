@@ -171,7 +171,7 @@ def test_optional_tool_is_one_line_and_only_when_its_function_exists(allowed, mo
         ],
     )
     specs = {s.name: s for s in mcp_server.tool_specs()}
-    assert set(specs) == BASE_TOOLS | {"check"}
+    assert set(specs) - {"whatif"} == BASE_TOOLS | {"check"}  # whatif: its own test below
     ctx = mcp_server.Context(allowed_roots([str(allowed)]))
     label, body = mcp_server.call(specs["check"], ctx, run="a.json.gz", strict=True)
     assert "tuiprof.fake/1 document" in label and json.loads(body) == {"schema": "tuiprof.fake/1", "processes": 1, "strict": True, "limit": 3}
@@ -182,12 +182,12 @@ def test_optional_tool_is_one_line_and_only_when_its_function_exists(allowed, mo
     schema = tools["check"].input_schema if hasattr(tools["check"], "input_schema") else tools["check"].inputSchema
     assert schema["properties"]["run"]["type"] == "string" and schema["properties"]["strict"]["type"] == "boolean"
     assert schema["required"] == ["run"]
-    monkeypatch.setattr(mcp_server, "OPTIONAL_TOOLS", [("whatif", "test_mcp:fake_whatif", "what-if document", "Re-schedule. run: a run.")])
-    whatif = mcp_server.tool_specs()[-1]
+    monkeypatch.setattr(mcp_server, "OPTIONAL_TOOLS", [("replay", "test_mcp:fake_whatif", "what-if document", "Re-schedule. run: a run.")])
+    whatif = next(s for s in mcp_server.tool_specs() if s.name == "replay")
     label, body = mcp_server.call(whatif, mcp_server.Context(allowed_roots([str(allowed)])), run="a.json.gz", edits=FakeEdits([("gemm", 0.5)]), step_name="x")
     assert json.loads(body) == {"processes": 1, "scales": [["gemm", 0.5]], "launch_free": False, "step": "x", "rules": None}
     wserver = mcp_server.build_server([allowed])
-    wschema = next(t for t in anyio.run(wserver.list_tools) if t.name == "whatif")
+    wschema = next(t for t in anyio.run(wserver.list_tools) if t.name == "replay")
     wprops = (wschema.input_schema if hasattr(wschema, "input_schema") else wschema.inputSchema)["properties"]
     assert set(wprops) == {"run", "edits", "step_name"}  # rules: not a plain value, the command's default
 
@@ -202,3 +202,21 @@ def test_sql_tool_returns_at_most_the_limit_and_says_so(allowed, monkeypatch):
     rows = json.loads(body)
     assert len(rows) == 7 and "only the first 7 of 60 rows" in label
     assert [r["start"] for r in rows] == sorted(r["start"] for r in rows)
+
+
+def test_whatif_tool_exactly_when_the_what_if_analysis_is_installed(allowed, capsys):
+    from tui_prof import mcp_server
+    from tui_prof.analysis import api
+
+    names = {s.name for s in mcp_server.tool_specs()}
+    if not hasattr(api, "run_what_if"):
+        assert "whatif" not in names
+        return
+    assert "whatif" in names
+    ctx = mcp_server.Context(allowed_roots([str(allowed)]))
+    label, body = mcp_server.call(mcp_server.WHATIF, ctx, run="a.json.gz", edits={"scale": ["GEMM=0.5"], "remove": ["sync"]})
+    assert "untrusted" in label.lower()
+    assert json.loads(body) == cli_json(capsys, "whatif", str(allowed / "a.json.gz"), "--scale", "GEMM=0.5", "--remove", "sync", "--json")
+    for bad in ({"scale": ["GEMM"]}, {"scale": ["GEMM=-1"]}, {"bogus": 1}):
+        with pytest.raises(Refused):
+            mcp_server.call(mcp_server.WHATIF, ctx, run="a.json.gz", edits=bad)

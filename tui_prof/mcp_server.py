@@ -176,6 +176,41 @@ def tool_sql(ctx: Context, run: str, query: str) -> tuple[str, Any]:
     return what, rows_json(result)
 
 
+def _scale_pair(item: Any) -> tuple[str, float]:
+    """One scale edit: ``"PATTERN=FACTOR"`` (as ``tuiprof whatif --scale``: the last ``=``
+    splits) or ``[PATTERN, FACTOR]``."""
+    if isinstance(item, str):
+        pattern, sep, factor = item.rpartition("=")
+        if not sep or not pattern:
+            raise Refused(f"scale edit {item!r}: expected PATTERN=FACTOR")
+        item = (pattern, factor)
+    try:
+        pattern, factor = item
+        return str(pattern), float(factor)
+    except (TypeError, ValueError):
+        raise Refused(f"scale edit {item!r}: expected PATTERN=FACTOR or [PATTERN, FACTOR]") from None
+
+
+def tool_whatif(ctx: Context, run: str, edits: dict) -> tuple[str, Any]:
+    """``tuiprof whatif RUN --json`` with the edits of ``--scale``, ``--remove`` and ``--launch-free``."""
+    from tui_prof.analysis import api as door
+
+    api: Any = door  # Edits, run_what_if, WhatIfError: present when tool_specs lists this tool
+    if not isinstance(edits, dict) or set(edits) - {"scale", "remove", "launch_free"}:
+        raise Refused('edits: an object with "scale" (["PATTERN=FACTOR", ...]), "remove" (["CAUSE", ...]) and "launch_free" (true/false)')
+    chosen = api.Edits(
+        scales=[_scale_pair(item) for item in edits.get("scale") or []],
+        removes=[str(cause) for cause in edits.get("remove") or []],
+        launch_free=bool(edits.get("launch_free", False)),
+    )
+    try:
+        chosen.check()
+        doc = api.run_what_if(ctx.load(run), chosen)
+    except api.WhatIfError as err:
+        raise Refused(str(err)) from None
+    return "tuiprof.whatif/1 document (as `tuiprof whatif RUN --json` prints it)", doc
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -278,8 +313,23 @@ def _optional(name: str, target: str, what: str, description: str) -> ToolSpec |
 OPTIONAL_TOOLS: list[tuple[str, str, str, str]] = []
 
 
+WHATIF = ToolSpec(
+    "whatif",
+    "Project the run with edited durations (schema tuiprof.whatif/1): the critical path and the saving. "
+    'edits: {"scale": ["GEMM=0.5", "op:aten::mm=0.8", "REGEX=FACTOR"], "remove": ["sync-after-launch", "sync", "launch", "pageable-copy", "warmup", '
+    '"host:REGEX", "<finding code>"], "launch_free": false}, as `tuiprof whatif --scale/--remove/--launch-free`. ' + RUN_ARG,
+    tool_whatif,
+)
+
+
 def tool_specs() -> list[ToolSpec]:
+    """Every tool this installation can serve: :data:`TOOLS`, ``whatif`` when the what-if
+    analysis is installed, and each of :data:`OPTIONAL_TOOLS` whose function exists."""
+    from tui_prof.analysis import api
+
     specs = list(TOOLS)
+    if hasattr(api, "run_what_if"):
+        specs.append(WHATIF)
     for entry in OPTIONAL_TOOLS:
         spec = _optional(*entry)
         if spec is not None:
