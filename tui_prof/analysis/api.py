@@ -14,6 +14,8 @@ from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.integrity import CHECKS as INTEGRITY_CHECKS
+from tui_prof.analysis.integrity import CheckReport, Issue, check_run, recording_runset, recordings
 from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
@@ -59,6 +61,7 @@ __all__ = [
     "DEFAULT_NOISE_PP",
     "DOMAIN_OF",
     "GAP_COLUMNS",
+    "INTEGRITY_CHECKS",
     "KERNEL_STATS",
     "MATCH_MODES",
     "MEMORY_FROM_API",
@@ -66,6 +69,7 @@ __all__ = [
     "PROFILER_STEP",
     "SCHEMA",
     "CategoryRules",
+    "CheckReport",
     "CommunicationSection",
     "CorrIndex",
     "DiffResult",
@@ -74,6 +78,7 @@ __all__ = [
     "Finding",
     "FindingCode",
     "GapSet",
+    "Issue",
     "Lane",
     "MemorySection",
     "Progress",
@@ -95,6 +100,7 @@ __all__ = [
     "allocated_levels",
     "api_classes",
     "build_summary",
+    "check_run",
     "combine_stats",
     "communication_mask",
     "copy_agents",
@@ -127,6 +133,8 @@ __all__ = [
     "rank_offsets",
     "rank_records",
     "ranks_sections",
+    "recording_runset",
+    "recordings",
     "rematch",
     "run_inputs",
     "run_label",

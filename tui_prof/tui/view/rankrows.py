@@ -74,9 +74,12 @@ def opens_on_ranks(runs: list[Run]) -> bool:
     """Whether a run opens on the rank table: two or more processes with a trace (kernels,
     API calls or copies), or, where no process has one, two or more with the profiler's
     statistics (an ``srun … rocprofv3 --stats`` job). A run folder that holds one traced
-    process beside fragments of others (stats tables, agent lists) opens on its hotspots."""
+    process beside fragments of others (stats tables, agent lists, counter passes of other
+    processes) opens on its hotspots."""
     processes = [run for run in runs if is_process(run)]
-    traced = sum(1 for run in processes if len(run.kernels) or len(run.api) or len(run.copies))
+    # a counter pass recorded by another process (loaders/rocprofv3_csv.py) is another
+    # recording beside the trace, not a rank of it (issue 32)
+    traced = sum(1 for run in processes if "counter_pass_of" not in run.meta.extra and (len(run.kernels) or len(run.api) or len(run.copies)))
     if traced:
         return traced > 1
     return sum(1 for run in processes if len(run.tool_stats)) > 1
