@@ -220,3 +220,16 @@ def test_whatif_tool_exactly_when_the_what_if_analysis_is_installed(allowed, cap
     for bad in ({"scale": ["GEMM"]}, {"scale": ["GEMM=-1"]}, {"bogus": 1}):
         with pytest.raises(Refused):
             mcp_server.call(mcp_server.WHATIF, ctx, run="a.json.gz", edits=bad)
+
+
+def test_check_tool_returns_the_cli_json(allowed, capsys):
+    from tui_prof import mcp_server
+
+    spec = next(s for s in mcp_server.tool_specs() if s.name == "check")
+    ctx = mcp_server.Context(allowed_roots([str(allowed)]))
+    label, body = mcp_server.call(spec, ctx, run="a.json.gz")
+    assert "tuiprof.check/1" in label and "UNTRUSTED" in label
+    status = main(["check", str(allowed / "a.json.gz"), "--json"])
+    assert status in (0, 5)  # 5: some figure degraded; the JSON is printed either way
+    assert json.loads(body) == json.loads(capsys.readouterr().out)
+    assert json.loads(body)["schema"] == "tuiprof.check/1"
