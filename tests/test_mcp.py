@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -142,6 +143,17 @@ def test_server_keeps_a_run_until_its_files_change(allowed):
     assert again is not first and len(again.runset.runs[0].kernels) == len(first.runset.runs[0].kernels)
 
 
+@dataclass
+class FakeEdits:
+    scales: list[tuple[str, float]] = field(default_factory=list)
+    launch_free: bool = False
+
+
+def fake_whatif(runset, edits: FakeEdits, *, rules: object = None, step_name: str | None = None) -> dict:
+    """A stand-in with the what-if command's shape: a run set, a dataclass of edits, options."""
+    return {"processes": len(runset.runs), "scales": [list(s) for s in edits.scales], "launch_free": edits.launch_free, "step": step_name, "rules": rules}
+
+
 def fake_check(run, strict: bool = False, limit: int = 3) -> dict:
     """A stand-in for a command's JSON function (``check``): the tool registers it by one line."""
     return {"schema": "tuiprof.fake/1", "processes": len(run.runs), "strict": strict, "limit": limit}
@@ -159,7 +171,7 @@ def test_optional_tool_is_one_line_and_only_when_its_function_exists(allowed, mo
         ],
     )
     specs = {s.name: s for s in mcp_server.tool_specs()}
-    assert set(specs) == BASE_TOOLS | {"check"}
+    assert set(specs) - {"whatif"} == BASE_TOOLS | {"check"}  # whatif: its own test below
     ctx = mcp_server.Context(allowed_roots([str(allowed)]))
     label, body = mcp_server.call(specs["check"], ctx, run="a.json.gz", strict=True)
     assert "tuiprof.fake/1 document" in label and json.loads(body) == {"schema": "tuiprof.fake/1", "processes": 1, "strict": True, "limit": 3}
@@ -170,6 +182,14 @@ def test_optional_tool_is_one_line_and_only_when_its_function_exists(allowed, mo
     schema = tools["check"].input_schema if hasattr(tools["check"], "input_schema") else tools["check"].inputSchema
     assert schema["properties"]["run"]["type"] == "string" and schema["properties"]["strict"]["type"] == "boolean"
     assert schema["required"] == ["run"]
+    monkeypatch.setattr(mcp_server, "OPTIONAL_TOOLS", [("replay", "test_mcp:fake_whatif", "what-if document", "Re-schedule. run: a run.")])
+    whatif = next(s for s in mcp_server.tool_specs() if s.name == "replay")
+    label, body = mcp_server.call(whatif, mcp_server.Context(allowed_roots([str(allowed)])), run="a.json.gz", edits=FakeEdits([("gemm", 0.5)]), step_name="x")
+    assert json.loads(body) == {"processes": 1, "scales": [["gemm", 0.5]], "launch_free": False, "step": "x", "rules": None}
+    wserver = mcp_server.build_server([allowed])
+    wschema = next(t for t in anyio.run(wserver.list_tools) if t.name == "replay")
+    wprops = (wschema.input_schema if hasattr(wschema, "input_schema") else wschema.inputSchema)["properties"]
+    assert set(wprops) == {"run", "edits", "step_name"}  # rules: not a plain value, the command's default
 
 
 def test_sql_tool_returns_at_most_the_limit_and_says_so(allowed, monkeypatch):
@@ -182,3 +202,34 @@ def test_sql_tool_returns_at_most_the_limit_and_says_so(allowed, monkeypatch):
     rows = json.loads(body)
     assert len(rows) == 7 and "only the first 7 of 60 rows" in label
     assert [r["start"] for r in rows] == sorted(r["start"] for r in rows)
+
+
+def test_whatif_tool_exactly_when_the_what_if_analysis_is_installed(allowed, capsys):
+    from tui_prof import mcp_server
+    from tui_prof.analysis import api
+
+    names = {s.name for s in mcp_server.tool_specs()}
+    if not hasattr(api, "run_what_if"):
+        assert "whatif" not in names
+        return
+    assert "whatif" in names
+    ctx = mcp_server.Context(allowed_roots([str(allowed)]))
+    label, body = mcp_server.call(mcp_server.WHATIF, ctx, run="a.json.gz", edits={"scale": ["GEMM=0.5"], "remove": ["sync"]})
+    assert "untrusted" in label.lower()
+    assert json.loads(body) == cli_json(capsys, "whatif", str(allowed / "a.json.gz"), "--scale", "GEMM=0.5", "--remove", "sync", "--json")
+    for bad in ({"scale": ["GEMM"]}, {"scale": ["GEMM=-1"]}, {"bogus": 1}):
+        with pytest.raises(Refused):
+            mcp_server.call(mcp_server.WHATIF, ctx, run="a.json.gz", edits=bad)
+
+
+def test_check_tool_returns_the_cli_json(allowed, capsys):
+    from tui_prof import mcp_server
+
+    spec = next(s for s in mcp_server.tool_specs() if s.name == "check")
+    ctx = mcp_server.Context(allowed_roots([str(allowed)]))
+    label, body = mcp_server.call(spec, ctx, run="a.json.gz")
+    assert "tuiprof.check/1" in label and "UNTRUSTED" in label
+    status = main(["check", str(allowed / "a.json.gz"), "--json"])
+    assert status in (0, 5)  # 5: some figure degraded; the JSON is printed either way
+    assert json.loads(body) == json.loads(capsys.readouterr().out)
+    assert json.loads(body)["schema"] == "tuiprof.check/1"

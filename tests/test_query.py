@@ -354,3 +354,18 @@ def test_every_table_of_every_format_is_queryable(sample):
         (count,) = one(session, f'SELECT count(*) FROM "{info.name}"')
         if info.kind == "model" and info.name in ("kernels", "api", "copies", "markers", "counters", "series", "metrics"):
             assert count == sum(len(run.table(info.name)) for run in runset.runs), info.name
+
+
+def test_critical_path_table_when_the_analysis_computes_one():
+    """The table exists exactly when the summary has a ``critical_path`` section (the what-if
+    analysis); then one row per process of it."""
+    runset, doc, session = loaded(TRAIN)
+    names = session.catalogue.names()
+    if "critical_path" not in doc:
+        assert "critical_path" not in names
+        with pytest.raises(QueryError):
+            session.run("SELECT * FROM critical_path")
+        return
+    assert "critical_path" in names
+    (count,) = one(session, "SELECT count(*) FROM critical_path")
+    assert count == len((doc["critical_path"] or {}).get("processes") or [])

@@ -177,6 +177,41 @@ def tool_sql(ctx: Context, run: str, query: str) -> tuple[str, Any]:
     return what, rows_json(result)
 
 
+def _scale_pair(item: Any) -> tuple[str, float]:
+    """One scale edit: ``"PATTERN=FACTOR"`` (as ``tuiprof whatif --scale``: the last ``=``
+    splits) or ``[PATTERN, FACTOR]``."""
+    if isinstance(item, str):
+        pattern, sep, factor = item.rpartition("=")
+        if not sep or not pattern:
+            raise Refused(f"scale edit {item!r}: expected PATTERN=FACTOR")
+        item = (pattern, factor)
+    try:
+        pattern, factor = item
+        return str(pattern), float(factor)
+    except (TypeError, ValueError):
+        raise Refused(f"scale edit {item!r}: expected PATTERN=FACTOR or [PATTERN, FACTOR]") from None
+
+
+def tool_whatif(ctx: Context, run: str, edits: dict) -> tuple[str, Any]:
+    """``tuiprof whatif RUN --json`` with the edits of ``--scale``, ``--remove`` and ``--launch-free``."""
+    from tui_prof.analysis import api as door
+
+    api: Any = door  # Edits, run_what_if, WhatIfError: present when tool_specs lists this tool
+    if not isinstance(edits, dict) or set(edits) - {"scale", "remove", "launch_free"}:
+        raise Refused('edits: an object with "scale" (["PATTERN=FACTOR", ...]), "remove" (["CAUSE", ...]) and "launch_free" (true/false)')
+    chosen = api.Edits(
+        scales=[_scale_pair(item) for item in edits.get("scale") or []],
+        removes=[str(cause) for cause in edits.get("remove") or []],
+        launch_free=bool(edits.get("launch_free", False)),
+    )
+    try:
+        chosen.check()
+        doc = api.run_what_if(ctx.load(run), chosen)
+    except api.WhatIfError as err:
+        raise Refused(str(err)) from None
+    return "tuiprof.whatif/1 document (as `tuiprof whatif RUN --json` prints it)", doc
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -202,14 +237,27 @@ TOOLS: list[ToolSpec] = [
 ]
 
 
-RUN_PARAMETERS = ("run", "a", "b")  # parameters of a command's function that take a run set (the tool takes its path)
+RUN_PARAMETERS = {"run": "run", "runset": "run", "a": "a", "b": "b"}  # a function's run-set parameter -> the tool's path argument
+PLAIN_TYPES = (str, int, float, bool)
+
+
+def _plain(annotation: Any) -> bool:
+    """Whether a keyword option of this type is a plain JSON value (``str``, ``int | None``, ...)."""
+    import typing
+
+    if annotation in PLAIN_TYPES:
+        return True
+    args = typing.get_args(annotation)
+    return bool(args) and all(a in PLAIN_TYPES or a is type(None) for a in args)
 
 
 def adapt(function: Callable[..., Any], what: str) -> Callable[..., tuple[str, Any]]:
-    """A tool function from a command's JSON function ``function(runset, ..., **options) -> data``:
-    its parameters named ``run``, ``a`` or ``b`` take a run path (loaded inside ``--allow``),
-    the others are passed through as the assistant gave them; ``what`` names the JSON for the
-    untrusted-data label. The tool's parameters are the function's (the SDK reads them)."""
+    """A tool function from a command's JSON function ``function(runset, ..., *, options) -> data``:
+    a parameter named ``run``/``runset`` (or ``a``, ``b``) takes a run path (loaded inside
+    ``--allow``); the other positional parameters are the tool's arguments as typed (a
+    dataclass is a JSON object); keyword-only options are the tool's when plain (text,
+    numbers, flags), else left at their defaults; ``what`` names the JSON for the
+    untrusted-data label. An exception tuiprof raises (a bad edit, say) is a refusal."""
     import functools
     import inspect
 
@@ -218,15 +266,32 @@ def adapt(function: Callable[..., Any], what: str) -> Callable[..., tuple[str, A
     except Exception:  # an annotation that cannot be resolved here: taken as text
         signature = inspect.signature(function)
         signature = signature.replace(parameters=[p.replace(annotation=str) for p in signature.parameters.values()])
+    params = []
+    for p in signature.parameters.values():
+        if p.name in RUN_PARAMETERS:
+            params.append(p.replace(name=RUN_PARAMETERS[p.name], annotation=str, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD))
+        elif p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty and not _plain(p.annotation):
+            continue  # e.g. category rules: the command's default
+        elif p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        else:
+            params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.KEYWORD_ONLY else p)
+    to_function = {RUN_PARAMETERS.get(p.name, p.name): p.name for p in signature.parameters.values()}
 
     @functools.wraps(function)
     def tool(ctx: Context, **kwargs: Any) -> tuple[str, Any]:
-        loaded = {k: ctx.load(v) if k in RUN_PARAMETERS else v for k, v in kwargs.items()}
-        return what, function(**loaded)
+        loaded = {to_function[k]: ctx.load(v) if to_function[k] in RUN_PARAMETERS else v for k, v in kwargs.items()}
+        try:
+            return what, function(**loaded)
+        except Exception as err:
+            if type(err).__module__.startswith("tui_prof."):
+                raise Refused(str(err)) from None
+            raise
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    params = [p.replace(annotation=str) if p.name in RUN_PARAMETERS else p for p in signature.parameters.values()]
-    tool.__signature__ = signature.replace(parameters=[ctx_param, *params])  # type: ignore[attr-defined]
+    positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keyword = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    tool.__signature__ = signature.replace(parameters=[ctx_param, *positional, *keyword])  # type: ignore[attr-defined]
     return tool
 
 
@@ -257,8 +322,23 @@ OPTIONAL_TOOLS: list[tuple[str, str, str, str]] = [
 ]
 
 
+WHATIF = ToolSpec(
+    "whatif",
+    "Project the run with edited durations (schema tuiprof.whatif/1): the critical path and the saving. "
+    'edits: {"scale": ["GEMM=0.5", "op:aten::mm=0.8", "REGEX=FACTOR"], "remove": ["sync-after-launch", "sync", "launch", "pageable-copy", "warmup", '
+    '"host:REGEX", "<finding code>"], "launch_free": false}, as `tuiprof whatif --scale/--remove/--launch-free`. ' + RUN_ARG,
+    tool_whatif,
+)
+
+
 def tool_specs() -> list[ToolSpec]:
+    """Every tool this installation can serve: :data:`TOOLS`, ``whatif`` when the what-if
+    analysis is installed, and each of :data:`OPTIONAL_TOOLS` whose function exists."""
+    from tui_prof.analysis import api
+
     specs = list(TOOLS)
+    if hasattr(api, "run_what_if"):
+        specs.append(WHATIF)
     for entry in OPTIONAL_TOOLS:
         spec = _optional(*entry)
         if spec is not None:

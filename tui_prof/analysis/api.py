@@ -15,7 +15,7 @@ from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, syn
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.analysis.integrity import CHECKS as INTEGRITY_CHECKS
-from tui_prof.analysis.integrity import CheckReport, Issue, check_run, recording_runset, recordings
+from tui_prof.analysis.integrity import CheckReport, Issue, check_document, check_run, recording_runset, recordings
 from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
@@ -100,6 +100,7 @@ __all__ = [
     "allocated_levels",
     "api_classes",
     "build_summary",
+    "check_document",
     "check_run",
     "combine_stats",
     "communication_mask",

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, RunInput, SummaryResult, instances, operators_section, rank_cores, rank_numbers, run_inputs
+from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, RunInput, Summary, SummaryResult, instances, operators_section, rank_cores, rank_numbers, run_inputs
 from tui_prof.export.common import analyse
 from tui_prof.export.parquet import (
     PROCESS,
@@ -132,6 +132,26 @@ ANALYSIS_TABLES: dict[str, tuple[str, Callable[[Catalogue], pd.DataFrame]]] = {
     "operators": ("GPU time per launching framework operator (aten::..., cpu_op markers), with its input shapes.", _operators),
     "collectives": ("Every collective instance seen on two or more ranks: the k-th of its type on each rank.", _collectives),
 }
+
+
+def _critical_path(cat: Catalogue) -> pd.DataFrame:
+    """One row per process of the summary's ``critical_path`` section (nested parts as JSON
+    text); ``process`` is the row of ``processes``, ``process_label`` its label."""
+    summary: dict[str, Any] = dict(cat.analysis().summary)
+    section = summary.get("critical_path") or {}
+    labels = [r.label for r in cat.inputs()]
+    rows = []
+    for record in section.get("processes") or []:
+        label = record.get("process")
+        rows.append(
+            {"process": labels.index(label) if label in labels else None, "process_label": label, **{k: v for k, v in record.items() if k != "process"}}
+        )
+    return _records_frame(rows) if rows else pd.DataFrame({"process": pd.Series([], dtype="int64"), "process_label": pd.Series([], dtype="str")})
+
+
+# the critical path: a table once the analysis computes one (the summary's ``critical_path`` section)
+if "critical_path" in getattr(Summary, "__annotations__", {}):
+    ANALYSIS_TABLES["critical_path"] = ("The critical path of each process (steady state): its time by group, per step, the links it follows.", _critical_path)
 
 
 class Catalogue:

@@ -9,6 +9,7 @@ from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hardware import HardwarePane
 from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.panes.issues import IssuesPane
+from tui_prof.tui.panes.query import QueryPane
 from tui_prof.tui.panes.ranks import RanksPane
 from tui_prof.tui.panes.steps import StepsPane
 from tui_prof.tui.panes.timeline import TimelinePane
@@ -22,4 +23,5 @@ PANES: tuple[type[Pane], ...] = (
     IssuesPane,
     RanksPane,
     StepsPane,
+    QueryPane,
 )
