@@ -56,12 +56,24 @@ def _key(name: str) -> str:
 
 
 def _metric_index(d: ArchDict) -> dict[str, MetricInfo]:
+    """Matching key -> metric: tuiprof's keys first, then rocprof-compute's names, labels,
+    and rocprofv3's names last (rocprofv3's ``VALUUtilization`` is rocprof-compute's VALU
+    Active Threads, while ``valu_utilization`` / "VALU Utilization" is the busy share)."""
     index: dict[str, MetricInfo] = {}
-    for m in d.metrics.values():
-        for name in (m.key, m.label, m.rpc, m.sdk):
+    for field in ("key", "rpc", "label", "sdk"):
+        for m in d.metrics.values():
+            name = getattr(m, field)
             if name:
                 index.setdefault(_key(name), m)
     return index
+
+
+def _ambiguity(d: ArchDict, name: str, chosen: MetricInfo) -> str | None:
+    """A note when ``name`` is also another metric's rocprofv3 name."""
+    other = next((m for m in d.metrics.values() if m is not chosen and m.sdk and _key(m.sdk) == _key(name)), None)
+    if other is None or name == chosen.key:
+        return None
+    return f"{name} read as {chosen.key} ({chosen.label}); rocprofv3's {other.sdk} is {other.key} ({other.label})"
 
 
 def _expand(d: ArchDict, m: MetricInfo, seen: set[str] | None = None) -> list[str]:
@@ -93,6 +105,9 @@ def _resolve(d: ArchDict, requested: Sequence[str]) -> tuple[list[tuple[str, lis
         elif k in index:
             m = index[k]
             groups.append((name, _expand(d, m), m))
+            note = _ambiguity(d, name, m)
+            if note:
+                notes.append(note)
         elif k in counters_by_key:
             groups.append((name, [counters_by_key[k]], None))
         elif d.vendor == "amd" and _COUNTER_NAME.match(name) and d.block_of(name) in d.limits:
@@ -317,3 +332,40 @@ def _block_counts(d: ArchDict, counters: Sequence[str]) -> dict[str, int]:
         b = d.block_of(c)
         out[b] = out.get(b, 0) + 1
     return out
+
+
+def rocm_of(tool_version: str) -> str | None:
+    """The ROCm version in a run's tool version ('7.2.0', 'ROCm 6.4.1'), or None when it is
+    another numbering (rocprofiler-sdk's own 0.x/1.x versions)."""
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", tool_version or "")
+    if not m or int(m.group(1)) < 5:
+        return None
+    return m.group(0)
+
+
+def run_plan(arch: str, rocm: str | None, available: Sequence[str]) -> dict[str, Any] | None:
+    """For a run on ``arch``: which of the Counters pane's metrics it could measure (on this
+    stack), which it did (every counter collected; ``_sum`` and bare names alike), and the
+    plan for the rest. None when the dictionary has no such AMD arch."""
+    try:
+        d = load(arch)
+    except ValueError:
+        return None
+    if d.vendor != "amd":
+        return None
+    have = {c.removesuffix("_sum") for c in available}
+    could = plan(arch, default_metrics(arch), rocm)
+    measured = [m["key"] for m in could["metrics"] if m.get("key") and all(c.removesuffix("_sum") in have for c in m["counters"])]
+    missing = [m["key"] for m in could["metrics"] if m.get("key") and m["key"] not in measured]
+    return {
+        "arch": d.arch,
+        "rocm": rocm,
+        "could": [m["key"] for m in could["metrics"]],
+        "labels": {m["key"]: m["label"] for m in could["metrics"] if m.get("key")},
+        "could_passes": len(could["passes"]),
+        "measured": measured,
+        "collected": sorted(available),
+        "plan": plan(arch, missing, rocm) if missing else None,
+        "cannot": could["cannot"],
+        "warnings": could["warnings"],
+    }

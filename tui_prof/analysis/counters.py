@@ -41,6 +41,7 @@ class Metric:
     bad_pct: Callable[[float], bool] | None = None  # % of peak -> threshold crossed (instead of ``bad``)
     rpc_name: str = ""  # rocprof-compute's name of the same metric (analysis database)
     rpc_stat: str = "Avg"  # which of its values equals ours ("Pct of Peak" for a per-cent of a peak)
+    optional: bool = False  # shown when its counters were collected, never listed as missing
 
 
 def _pct(a, b):
@@ -105,7 +106,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "valu_utilization",
-        "VALU utilisation (active lanes)",
+        "VALU Active Threads (% of wave; rocprofv3 VALUUtilization)",
         "%",
         "100*SQ_THREAD_CYCLES_VALU/(SQ_ACTIVE_INST_VALU*wave_size)",
         "counter_defs.yaml VALUUtilization",
@@ -121,7 +122,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "valu_busy",
-        "VALU busy",
+        "VALU Utilization (busy; rocprofv3 VALUBusy)",
         "%",
         "100*SQ_ACTIVE_INST_VALU/CU_NUM/(GRBM_GUI_ACTIVE/XCDs)",
         "counter_defs.yaml VALUBusy",
@@ -234,6 +235,49 @@ METRICS: tuple[Metric, ...] = (
         "memory-bandwidth bound: reduce bytes moved (fusion, lower precision, better reuse)",
         (("FETCH_SIZE", "WRITE_SIZE"),),
         lambda g, c: _pct((g("FETCH_SIZE") + g("WRITE_SIZE")) * 1024.0 / c["dur"], np.full(len(c["dur"]), c["peak_gbs"] or np.nan)),
+    ),
+    Metric(
+        "fetch_size",
+        "Bytes read from memory (FETCH_SIZE)",
+        "KiB",
+        "FETCH_SIZE (rocprofv3 derived metric; per dispatch)",
+        "counter_defs.yaml FETCH_SIZE (KiB the L2 read from device memory)",
+        "descriptive",
+        None,
+        "",
+        (("FETCH_SIZE",),),
+        lambda g, c: g("FETCH_SIZE"),
+        sdk_name="FETCH_SIZE",
+        optional=True,
+    ),
+    Metric(
+        "write_size",
+        "Bytes written to memory (WRITE_SIZE)",
+        "KiB",
+        "WRITE_SIZE (rocprofv3 derived metric; per dispatch)",
+        "counter_defs.yaml WRITE_SIZE (KiB the L2 wrote to device memory)",
+        "descriptive",
+        None,
+        "",
+        (("WRITE_SIZE",),),
+        lambda g, c: g("WRITE_SIZE"),
+        sdk_name="WRITE_SIZE",
+        optional=True,
+    ),
+    Metric(
+        "read_bandwidth",
+        "Memory read bandwidth (FETCH_SIZE)",
+        "GB/s",
+        "FETCH_SIZE*1024/duration_ns",
+        "counter_defs.yaml FETCH_SIZE; peak as the memory bandwidth metric",
+        "> 70 % of peak memory bandwidth [P]",
+        None,
+        "memory-bandwidth bound on reads: move fewer bytes (fusion, lower precision, better reuse)",
+        (("FETCH_SIZE",),),
+        lambda g, c: _ratio(g("FETCH_SIZE") * 1024.0, c["dur"]),
+        peak=lambda c: c["hbm_gbs"],
+        bad_pct=lambda p: p > 70,
+        optional=True,
     ),
     Metric(
         "mem_unit_busy",
@@ -432,7 +476,7 @@ ABSENT_RDNA = {
     "LDS bank conflicts per access (SQ_LDS_*)": "RDNA counts LDS in the SQC block (SQC_LDS_BANK_CONFLICT, SQC_LDS_IDX_ACTIVE): the time-based LDS bank conflict metric is used",
     "wavefront occupancy (SQ_LEVEL_WAVES accumulate), occupancy limiters (SPI_RA_*)": "SPI_RA_* exist only on gfx908/gfx90a/gfx94x/gfx950; rocprof-compute's level pass is CDNA-only",
     "L2-Fabric bandwidth (TCC_EA0_*), vL1D/sL1D hit rates (TCP_*, SQC_DCACHE_*)": "RDNA's L2 is GL2C (GL2C_HIT/GL2C_MISS give the L2 hit rate); rocprof-compute's fabric and L1 panels are CDNA configs",
-    "VALU utilisation (lanes), VALU busy, VMEM utilisation": "SQ_THREAD_CYCLES_VALU / SQ_ACTIVE_INST_* formulas are defined for gfx9 (CDNA) only in counter_defs.yaml",
+    "VALU Active Threads, VALU Utilization, VMEM Utilization": "SQ_THREAD_CYCLES_VALU / SQ_ACTIVE_INST_* formulas are defined for gfx9 (CDNA) only in counter_defs.yaml",
 }
 ABSENT_GFX1151 = {
     "TA_BUFFER_* / TA_FLAT_* (memory-unit counters)": "not exposed on gfx1151 (intellikit PR #189)",
@@ -573,6 +617,29 @@ def occupancy_limiter(columns_mean: dict[str, float], kernels: pd.DataFrame | No
     return None
 
 
+def _raw_entries(raw_means: pd.DataFrame, name: str) -> dict[str, dict]:
+    """One entry per collected counter of kernel ``name`` (its mean per dispatch), for a
+    kernel whose counters feed no derived metric."""
+    out = {}
+    for column in raw_means.columns:
+        v = raw_means.at[name, column]
+        if v == v:
+            out[f"counter:{column}"] = {
+                "label": str(column),
+                "value": float(v),
+                "unit": "KiB" if column in ("FETCH_SIZE", "WRITE_SIZE") else "count",
+                "peak": None,
+                "pct_of_peak": None,
+                "formula": f"{column} (mean per dispatch)",
+                "source": "the collected counter, as the profiler wrote it",
+                "threshold": "descriptive",
+                "flagged": False,
+                "meaning": "",
+                "origin": "counters",
+            }
+    return out
+
+
 def _worth_showing(occ: dict | None, metrics: dict) -> bool:
     """A limiter is shown when one limits the kernel, or when none does but its measured
     occupancy is low (then the grid is the reason)."""
@@ -657,6 +724,7 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
             if v is None or v != v:
                 continue
             entry = _metric_entry(m, v, ctx, fam, name, min_waves, "rocprof-compute")
+            entry["label"] = m.rpc_name  # a value rocprof-compute computed: under its own name
             peak = values.get((name, m.rpc_name, "Peak"))
             pct = values.get((name, m.rpc_name, "Pct of Peak"))
             if m.rpc_stat == "Avg" and peak is not None and peak == peak and pct is not None and pct == pct:
@@ -772,7 +840,7 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
                 values[m.key] = columns[m.sdk_name]
             elif any(all(has(c) for c in alt) for alt in m.inputs):
                 values[m.key] = np.asarray(m.compute(get, ctx), dtype=float)
-            else:
+            elif not m.optional:
                 out["missing"][m.key] = list(m.inputs[0] if fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1])
         valu_flops, mfma_flops = _flops(get, has)
         hbm_bytes = (
@@ -786,6 +854,7 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
         means = frame.groupby("name", sort=False).mean(numeric_only=True)
         order = count.sort_values(ascending=False).index
         column_means = pd.DataFrame({"name": names, **{c: columns[c] for c in columns if c.startswith("SPI_RA_")}}).groupby("name", sort=False).mean()
+        raw_means: pd.DataFrame | None = None
         for name in order:
             metrics = {}
             for m in METRICS:
@@ -795,6 +864,9 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
                 if v != v:  # NaN: inputs zero/absent for this kernel
                     continue
                 metrics[m.key] = _metric_entry(m, v, ctx, fam, name, min_waves, "counters")
+            if not metrics:  # counters no formula reads: their means, never an empty table
+                raw_means = raw_means if raw_means is not None else pd.DataFrame({"name": names, **columns}).groupby("name", sort=False).mean()
+                metrics = _raw_entries(raw_means, name)
             kernel: dict[str, Any] = {"name": str(name), "dispatches": int(count[name]), "metrics": metrics, "origin": "hardware counters"}
             spi = {c: float(column_means.at[name, c]) for c in column_means.columns} if name in column_means.index else {}
             if "wave_occupancy" in metrics or spi:
@@ -811,7 +883,12 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
             out["kernels"].append(kernel)
     else:
         for m in METRICS:
-            if _metric_applies(m, fam, arch) and not m.key.startswith("mem_unit") and not m.rpc_name.startswith(("Wavefront", "vL1D", "sL1D", "L2-Fabric")):
+            if (
+                _metric_applies(m, fam, arch)
+                and not m.optional
+                and not m.key.startswith("mem_unit")
+                and not m.rpc_name.startswith(("Wavefront", "vL1D", "sL1D", "L2-Fabric"))
+            ):
                 alt = m.inputs[0] if fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1]
                 out["missing"][m.key] = list(alt)
     computed = computed_kernels(run, ctx, fam, min_waves)
