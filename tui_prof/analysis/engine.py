@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import aggregate, hostapi, memory, operators, stats, steps
+from tui_prof.analysis import aggregate, flops, hostapi, memory, operators, stats, steps
 from tui_prof.analysis.arrays import code_totals
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
-from tui_prof.analysis.counters import counter_metrics
+from tui_prof.analysis.counters import counter_metrics, hbm_peak_gbs
 from tui_prof.analysis.hotspots import group_key, hotspot_records, hotspots, kernel_time_ns, process_order
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
@@ -658,7 +658,22 @@ def operators_part(inputs: Sequence[RunInput], top: int | None, links: Sequence[
         mine = sorted(shapes.get(record["name"], []), key=lambda x: -x["total_ns"])[:3]
         if mine:
             record["shapes"] = mine
+    _add_flops(records, inputs, links)
     return records
+
+
+def _add_flops(records: list[OperatorRecord], inputs: Sequence[RunInput], links: Sequence[pd.DataFrame | None]) -> None:
+    """FLOPs, bytes and achieved rates from recorded shapes on each operator row that has
+    them (analysis.flops; absent where the shapes are missing)."""
+    costs = flops.merge_costs([flops.operator_costs(r.run.kernels, link, r.run.markers) for r, link in zip(inputs, links) if link is not None])
+    if not costs:
+        return
+    agent = next((r.run.gpu_agents[0] for r in inputs if r.run.gpu_agents), None)
+    peak = flops.gpu_peak(agent, hbm_peak_gbs(agent, agent.arch)[0] if agent else None)
+    for record in records:
+        cost = costs.get(record["name"])
+        if cost:
+            record.update(flops.rates(cost, peak))  # type: ignore[typeddict-item]  # rates() returns these NotRequired keys
 
 
 def modules_part(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:

@@ -1,0 +1,382 @@
+"""FLOPs and bytes of framework operators from their recorded input shapes (PyTorch
+``record_shapes``: a ``cpu_op``'s ``Input Dims`` and ``Input type``), and the rates they
+reach against the GPU's peak: an estimate where hardware counters are missing.
+
+Per operator call (formulas and worked examples: docs/metrics.md, "FLOPs and bytes from
+shapes"): GEMM (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``linear``, ``matmul``) 2·M·N·K
+(times the batch); attention (SDPA and its flash/efficient/cuDNN variants) 4·B·H·Lq·Lk·E
+forward (Q·Kᵀ and P·V; the causal mask is not read, so a causal kernel does about half),
+2.5× that backward; convolution backward (whose grad_output gives the output size)
+2·N·C_out·(C_in/groups)·∏kernel·∏out; elementwise one FLOP per output element; reductions
+one per input element; copies none. Bytes: every tensor input once plus the output once
+(GEMM, attention, elementwise), the inputs once (reductions: the reduced dims are not in the
+shapes), source + destination (copies). A call whose shapes are missing or cut, whose
+operator has no formula, or whose forward convolution lacks its stride and padding (not in
+``Input Dims``) gets no figure: never a guess.
+
+Rates per operator use the GPU time of the kernels of the calls that have a figure only.
+Peaks: :data:`PEAKS` (per product, per data type, sourced in docs/metrics.md) or, for
+gfx950/gfx1151, rocprof-compute's per-CU-per-clock factors times the agent's CUs and clock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.model import Agent
+
+# bytes per element of a PyTorch "Input type"
+ELEMENT_BYTES = {
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
+}
+DTYPE = {
+    "float": "fp32",
+    "double": "fp64",
+    "c10::Half": "fp16",
+    "c10::BFloat16": "bf16",
+    "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8",
+    "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8",
+    "signed char": "int8",
+}
+
+GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear", "aten::matmul", "aten::_addmm_activation"}
+SDPA_BHLE = re.compile(r"^aten::(scaled_dot_product_attention|_scaled_dot_product_(flash|efficient|cudnn)_attention|_cudnn_attention_forward)$")
+SDPA_BLHE = re.compile(r"^aten::(_flash_attention_forward|_efficient_attention_forward)$")
+SDPA_BACKWARD = re.compile(r"^aten::(_scaled_dot_product_(flash|efficient|cudnn)_attention_backward|_cudnn_attention_backward)$")
+CONV_BACKWARD = re.compile(r"^aten::(convolution_backward|cudnn_convolution_backward|miopen_convolution_backward)$")
+ELEMENTWISE = re.compile(
+    r"^aten::(add|sub|rsub|mul|div|neg|pow|exp|log|log1p|sqrt|rsqrt|reciprocal|abs|sign|relu|gelu|silu|sigmoid|tanh|leaky_relu|elu"
+    r"|threshold_backward|gelu_backward|silu_backward|sigmoid_backward|tanh_backward|where|clamp|clamp_min|clamp_max|masked_fill"
+    r"|maximum|minimum|eq|ne|lt|le|gt|ge|erf|cos|sin|lerp|addcmul|addcdiv)_?$"
+)
+REDUCTION = re.compile(r"^aten::(sum|mean|prod|amax|amin|max|min|argmax|argmin|var|std|norm|linalg_vector_norm|logsumexp|any|all)$")
+COPY = re.compile(r"^aten::(copy_|_to_copy|clone|contiguous|fill_|zero_)$")
+
+
+def _numel(shape: list[int]) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def _parse(text: str) -> list | None:
+    """A recorded Input Dims / Input type (JSON text); None when absent or cut ("…")."""
+    if not text or text.endswith("…"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _tensors(dims: list, types: list) -> list[tuple[list[int], str]]:
+    """(shape, type) of each tensor input: a non-empty list of ints with a known element type."""
+    out = []
+    for d, t in zip(dims, types, strict=False):
+        if isinstance(d, list) and d and all(isinstance(x, int) and x >= 0 for x in d) and t in ELEMENT_BYTES:
+            out.append((d, t))
+    return out
+
+
+def _broadcast(shapes: list[list[int]]) -> list[int] | None:
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(1, rank + 1):
+        sizes = {s[-i] for s in shapes if len(s) >= i} - {1}
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return out[::-1]
+
+
+def _gemm(op: str, ts: list[tuple[list[int], str]]) -> tuple[int, int] | None:
+    """(FLOPs, elements moved) of a GEMM call; None when the shapes do not fit its signature."""
+    shapes = [s for s, _ in ts]
+    if op in ("aten::addmm", "aten::_addmm_activation", "aten::baddbmm"):
+        if len(shapes) < 3:
+            return None
+        bias, a, b = shapes[0], shapes[1], shapes[2]
+        extra = _numel(bias)
+    elif op == "aten::linear":
+        if len(shapes) < 2 or len(shapes[1]) != 2:
+            return None
+        x, w = shapes[0], shapes[1]
+        n, k = w
+        if x[-1] != k:
+            return None
+        m = _numel(x[:-1])
+        extra = _numel(shapes[2]) if len(shapes) > 2 else 0
+        return 2 * m * n * k, m * k + n * k + extra + m * n
+    else:
+        if len(shapes) < 2:
+            return None
+        a, b = shapes[0], shapes[1]
+        extra = 0
+    if len(a) == 1:
+        a = [1, a[0]]
+    if len(b) == 1:
+        b = [b[0], 1]
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+        return None
+    batch_shape = _broadcast([a[:-2] or [1], b[:-2] or [1]])
+    if batch_shape is None:
+        return None
+    batch = _numel(batch_shape)
+    m, k, n = a[-2], a[-1], b[-1]
+    return 2 * batch * m * n * k, _numel(a) + _numel(b) + extra + batch * m * n
+
+
+def _attention(op: str, ts: list[tuple[list[int], str]]) -> tuple[int, int] | None:
+    """(FLOPs, elements moved) of an attention call from q, k, v."""
+    shapes = [s for s, _ in ts]
+    if SDPA_BACKWARD.match(op):
+        if len(shapes) < 4:
+            return None
+        q, k, v = shapes[1], shapes[2], shapes[3]  # (grad_out, q, k, v, out, ...)
+        scale, layout = 2.5, "bhle"
+    else:
+        if len(shapes) < 3:
+            return None
+        q, k, v = shapes[0], shapes[1], shapes[2]
+        scale, layout = 1.0, "blhe" if SDPA_BLHE.match(op) else "bhle"
+    if not (len(q) == len(k) == len(v) == 4):
+        return None
+    if layout == "blhe":
+        q, k, v = ([s[0], s[2], s[1], s[3]] for s in (q, k, v))
+    b, h, lq, e = q
+    lk, ev = k[2], v[3]
+    forward = 2 * b * h * lq * lk * e + 2 * b * h * lq * lk * ev
+    out = b * h * lq * ev
+    moved = _numel(q) + _numel(k) + _numel(v) + out
+    if scale != 1.0:  # backward: reads q, k, v, out, grad_out; writes dq, dk, dv
+        moved = 2 * (_numel(q) + _numel(k) + _numel(v)) + 2 * out
+    return int(forward * scale), moved
+
+
+def _conv_backward(ts: list[tuple[list[int], str]]) -> tuple[int, int] | None:
+    """convolution_backward(grad_output, input, weight, ...): the forward's FLOPs twice
+    (grad input and grad weight); grad_output gives the output's spatial size."""
+    shapes = [s for s, _ in ts]
+    if len(shapes) < 3:
+        return None
+    go, x, w = shapes[0], shapes[1], shapes[2]
+    if len(go) < 3 or len(go) != len(x) or len(w) != len(x):
+        return None
+    n, c_out, out_spatial = go[0], go[1], go[2:]
+    c_in_per_group, kernel = w[1], w[2:]
+    forward = 2 * n * c_out * c_in_per_group * _numel(kernel) * _numel(out_spatial)
+    return 2 * forward, _numel(go) + _numel(x) + _numel(w) + _numel(x) + _numel(w)
+
+
+def op_cost(op: str, dims_text: str, types_text: str) -> dict[str, Any] | None:
+    """FLOPs, bytes, formula kind and data type of one operator call; None when no figure."""
+    dims, types = _parse(dims_text), _parse(types_text)
+    if dims is None or types is None:
+        return None
+    ts = _tensors(dims, types)
+    if not ts:
+        return None
+    size = ELEMENT_BYTES[ts[0][1]]
+    dtype = DTYPE.get(ts[0][1], ts[0][1])
+    if op in GEMM:
+        found, kind = _gemm(op, ts), "GEMM"
+    elif SDPA_BHLE.match(op) or SDPA_BLHE.match(op) or SDPA_BACKWARD.match(op):
+        found, kind = _attention(op, ts), "attention"
+    elif CONV_BACKWARD.match(op):
+        found, kind = _conv_backward(ts), "convolution"
+    elif ELEMENTWISE.match(op):
+        out = _broadcast([s for s, _ in ts])
+        if out is None:
+            return None
+        moved = sum(_numel(s) * ELEMENT_BYTES[t] for s, t in ts) + _numel(out) * size
+        return {"flops": _numel(out), "bytes": moved, "kind": "elementwise", "dtype": dtype}
+    elif REDUCTION.match(op):
+        return {"flops": _numel(ts[0][0]), "bytes": _numel(ts[0][0]) * size, "kind": "reduction", "dtype": dtype}
+    elif COPY.match(op):
+        if op == "aten::copy_":  # (dst, src): reads src, writes dst
+            moved = sum(_numel(s) * ELEMENT_BYTES[t] for s, t in ts[:2])
+        elif op in ("aten::fill_", "aten::zero_"):  # writes only
+            moved = _numel(ts[0][0]) * size
+        else:  # clone, contiguous, _to_copy: reads and writes the tensor (output dtype as the input's)
+            moved = 2 * _numel(ts[0][0]) * size
+        return {"flops": 0, "bytes": moved, "kind": "copy", "dtype": dtype}
+    else:
+        return None
+    if found is None:
+        return None
+    flops, elements = found
+    return {"flops": int(flops), "bytes": int(elements * size), "kind": kind, "dtype": dtype}
+
+
+# Peak dense TFLOP/s per data type and peak memory bandwidth (GB/s) per product (the first
+# pattern that matches the agent's product name wins); sources in docs/metrics.md.
+PEAKS: tuple[tuple[str, dict[str, float], float, str], ...] = (
+    (
+        r"H200",
+        {"fp8": 1978.9, "fp16": 989.4, "bf16": 989.4, "tf32": 494.7, "fp32": 67.0, "fp64": 34.0},
+        4800.0,
+        "NVIDIA H200 datasheet (SXM, dense)",
+    ),
+    (
+        r"H100.*PCIe",
+        {"fp8": 1513.0, "fp16": 756.5, "bf16": 756.5, "tf32": 378.0, "fp32": 51.0, "fp64": 26.0},
+        2000.0,
+        "NVIDIA H100 datasheet (PCIe, dense)",
+    ),
+    (
+        r"H100",
+        {"fp8": 1978.9, "fp16": 989.4, "bf16": 989.4, "tf32": 494.7, "fp32": 67.0, "fp64": 34.0},
+        3350.0,
+        "NVIDIA H100 datasheet (SXM5, dense)",
+    ),
+    (r"A100.*80GB.*PCIe", {"fp16": 312.0, "bf16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 9.7}, 1935.0, "NVIDIA A100 datasheet (80GB PCIe, dense)"),
+    (r"A100.*80GB", {"fp16": 312.0, "bf16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 9.7}, 2039.0, "NVIDIA A100 datasheet (80GB SXM, dense)"),
+    (r"A100", {"fp16": 312.0, "bf16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 9.7}, 1555.0, "NVIDIA A100 datasheet (40GB SXM, dense)"),
+    (
+        r"MI300X",
+        {"fp8": 2614.9, "int8": 2614.9, "fp16": 1307.4, "bf16": 1307.4, "tf32": 653.7, "fp32": 163.4, "fp64": 163.4},
+        5300.0,
+        "ROCm docs conceptual/gpu-arch/mi300.md (MI300X, dense)",
+    ),
+)
+# FLOPs per CU per clock (rocprof-compute's MFMA/VALU peak factors), for parts with no
+# product row: TFLOP/s = max_sclk [MHz] x CUs x factor / 1e6
+PER_CU_CLOCK: dict[str, dict[str, int]] = {
+    "gfx942": {"fp8": 4096, "int8": 4096, "fp16": 2048, "bf16": 2048, "fp32": 256, "fp64": 256},
+    "gfx950": {"fp8": 8192, "int8": 8192, "fp16": 4096, "bf16": 4096, "fp32": 256, "fp64": 128},
+    "gfx1151": {"fp16": 256, "bf16": 256, "fp32": 128},
+}
+
+
+def gpu_peak(agent: Agent | None, hbm_gbs: float | None = None) -> dict[str, Any] | None:
+    """{tflops: {dtype: TFLOP/s}, gbs, source} of ``agent``; None when unknown."""
+    if agent is None:
+        return None
+    for pattern, tflops, gbs, source in PEAKS:
+        if re.search(pattern, agent.product or agent.name or ""):
+            return {"tflops": dict(tflops), "gbs": gbs, "source": source}
+    arch = (agent.arch or "").split(":")[0]
+    factors = PER_CU_CLOCK.get(arch)
+    if factors and agent.cu_count and agent.max_clock_mhz:
+        tflops = {k: agent.max_clock_mhz * agent.cu_count * f / 1e6 for k, f in factors.items()}
+        return {"tflops": tflops, "gbs": hbm_gbs, "source": f"max_sclk x CUs x FLOPs/CU/clock (rocprof-compute {arch} peaks)"}
+    return None
+
+
+def operator_costs(kernels: pd.DataFrame, links: pd.DataFrame, markers: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per launching operator: the summed ``flops`` and ``bytes`` of its calls that have a
+    figure, how many calls (``calls``, ``costed_calls``), the GPU time of the costed calls'
+    kernels (``costed_ns``), and the data type with the most FLOPs."""
+    if not len(kernels) or "input_dims" not in markers.columns:
+        return {}
+    op_row = links["op_row"].to_numpy()
+    linked = op_row >= 0
+    if not linked.any():
+        return {}
+    dur = (kernels["end"].to_numpy() - kernels["start"].to_numpy())[linked]
+    per_call = pd.DataFrame({"row": op_row[linked], "dur": dur}).groupby("row", sort=False)["dur"].sum()
+    rows = per_call.index.to_numpy()
+    names = markers["name"].astype(str).to_numpy()[rows]
+    dims = markers["input_dims"].astype(str).to_numpy()[rows]
+    types = markers["input_types"].astype(str).to_numpy()[rows] if "input_types" in markers.columns else np.full(len(rows), "")
+    cache: dict[tuple[str, str, str], dict[str, Any] | None] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, d, t, ns in zip(names, dims, types, per_call.to_numpy(), strict=True):
+        key = (name, d, t)
+        if key not in cache:
+            cache[key] = op_cost(name, d, t)
+        cost = cache[key]
+        entry = out.setdefault(name, {"calls": 0, "costed_calls": 0, "flops": 0, "bytes": 0, "costed_ns": 0, "by_dtype": {}})
+        entry["calls"] += 1
+        if cost is None:
+            continue
+        entry["costed_calls"] += 1
+        entry["flops"] += cost["flops"]
+        entry["bytes"] += cost["bytes"]
+        entry["costed_ns"] += int(ns)
+        entry["kind"] = cost["kind"]
+        entry["by_dtype"][cost["dtype"]] = entry["by_dtype"].get(cost["dtype"], 0) + max(cost["flops"], 1)
+    return {k: v for k, v in out.items() if v["costed_calls"]}
+
+
+def merge_costs(parts: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The per-operator costs of several processes summed."""
+    out: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for op, c in part.items():
+            mine = out.setdefault(op, {"calls": 0, "costed_calls": 0, "flops": 0, "bytes": 0, "costed_ns": 0, "by_dtype": {}, "kind": c.get("kind")})
+            for k in ("calls", "costed_calls", "flops", "bytes", "costed_ns"):
+                mine[k] += c[k]
+            for dt, f in c["by_dtype"].items():
+                mine["by_dtype"][dt] = mine["by_dtype"].get(dt, 0) + f
+    return out
+
+
+def rates(cost: dict[str, Any], peak: dict[str, Any] | None) -> dict[str, Any]:
+    """The fields an operator row carries: flops, bytes (ints), the calls they cover, the
+    achieved TFLOP/s and GB/s over those calls' kernel time, the share of the peak for the
+    operator's data type, and a roofline point from the shapes (an estimate)."""
+    dtype = max(cost["by_dtype"], key=lambda k: cost["by_dtype"][k]) if cost["by_dtype"] else ""
+    ns = cost["costed_ns"]
+    row: dict[str, Any] = {
+        "flops": int(cost["flops"]),
+        "bytes": int(cost["bytes"]),
+        "flops_kind": cost.get("kind"),
+        "flops_dtype": dtype,
+        "costed_calls": int(cost["costed_calls"]),
+        "calls": int(cost["calls"]),
+        "costed_ns": int(ns),
+        "flops_source": "estimate from recorded shapes (docs/metrics.md)",
+    }
+    if ns <= 0:
+        return row
+    tflops = cost["flops"] / ns / 1e3  # FLOP/ns = GFLOP/s; /1e3 = TFLOP/s
+    gbs = cost["bytes"] / ns
+    row["achieved_tflops"] = tflops
+    row["achieved_gbs"] = gbs
+    if peak is None:
+        return row
+    p_flops = peak["tflops"].get(dtype)
+    p_gbs = peak.get("gbs")
+    row["peak_source"] = peak["source"]
+    if p_flops:
+        row["peak_tflops"] = p_flops
+        row["pct_of_peak_flops"] = 100.0 * tflops / p_flops
+    if p_gbs:
+        row["peak_gbs"] = p_gbs
+        row["pct_of_peak_bw"] = 100.0 * gbs / p_gbs
+    if p_flops and p_gbs and cost["bytes"]:
+        ai = cost["flops"] / cost["bytes"]
+        ridge = p_flops * 1e3 / p_gbs  # FLOP/B where the roofs meet
+        attainable = min(p_flops, ai * p_gbs / 1e3)
+        row["roofline_estimate"] = {
+            "ai": ai,
+            "ridge": ridge,
+            "bound": "memory" if ai < ridge else "compute",
+            "attainable_tflops": attainable,
+            "pct_of_attainable": 100.0 * tflops / attainable if attainable else None,
+            "label": "estimate from recorded shapes, not measured",
+        }
+    return row
