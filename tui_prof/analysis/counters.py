@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.counteradvice import advise
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.occupancy import arch_limits, occupancy
 from tui_prof.model import Agent, Run
@@ -914,6 +915,11 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
         out["commands"] = pmc_commands(arch)
     out["arch"] = arch
     out["absent"] = absent_counters(arch) if vendor != "nvidia" else {}
+    if vendor != "nvidia":
+        for kernel in out["kernels"]:  # sentences per the counter dictionary's thresholds (analysis.counteradvice)
+            advice = advise(arch, kernel)
+            if advice:
+                kernel["advice"] = advice
     out["xcd_convention"] = "GRBM_GUI_ACTIVE divided by the XCD count (rocprof-compute GRBM_GUI_ACTIVE_PER_XCD)"
     return out
 

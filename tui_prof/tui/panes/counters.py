@@ -93,6 +93,11 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
         roof = k.get("roofline")
         if roof:
             parts.extend(_roofline(roof, explain))
+        advice = k.get("advice") or []
+        if advice:
+            parts.append(plain("Advice (counter dictionary thresholds; docs/counters.md):", "bold"))
+            for a in advice:
+                parts.append(plain(f"• {a['text']}", "green" if a.get("good") else ""))
     if arch_note is not None:
         parts.append(arch_note)
     parts.append(plain("x: " + ("hide formulas" if explain else "formula, source and threshold of each metric"), "dim"))
