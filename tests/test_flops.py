@@ -22,6 +22,7 @@ BERT_MI300 = DATA / "mi300__gaunernst_bert-small-uncased__1016001.json.gz"
 BERT_H100 = DATA / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
 HTA_RANK0 = DATA / "trace_filter__sampled_rank-0.json.gz"
 NO_SHAPES = DATA / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+RESNET = DATA / "mi300__resnet_act_checkpoint.json.gz"
 
 
 def _summary(path: Path, capsys) -> dict:
@@ -56,7 +57,8 @@ def _independent(path: Path, formula) -> dict[str, tuple[int, int]]:
     out: dict[str, list] = defaultdict(lambda: [0, 0.0])
     for key, ns in launched.items():
         op = ops[key]
-        value = formula(op["name"], op["args"].get("Input Dims"))
+        args = op["args"]
+        value = formula(op["name"], args.get("Input Dims"), args.get("Concrete Inputs")) if formula in CONCRETE else formula(op["name"], args.get("Input Dims"))
         if value is not None:
             out[op["name"]][0] += value
             out[op["name"]][1] += ns
@@ -78,14 +80,43 @@ def _gemm(name, dims):
     return None
 
 
-def _attention_forward(name, dims):
-    if name == "aten::_cudnn_attention_forward":  # (B, H, L, E)
+def _pairs(lq, lk, causal):
+    """(query, key) pairs: all, or under the causal mask query i sees keys 0..i (counted)."""
+    return sum(min(i + 1, lk) for i in range(lq)) if causal else lq * lk
+
+
+def _attention_forward(name, dims, concrete=None):
+    if name == "aten::_cudnn_attention_forward":  # (B, H, L, E); is_causal is argument 10
         b, h, lq, e = dims[0]
-        return 4 * b * h * lq * dims[1][2] * e
-    if name == "aten::_flash_attention_forward":  # (B, L, H, E)
+        return 4 * b * h * _pairs(lq, dims[1][2], concrete[10] == "True") * e
+    if name == "aten::_flash_attention_forward":  # (B, L, H, E); is_causal is argument 8
         b, lq, h, e = dims[0]
-        return 4 * b * h * lq * dims[1][1] * e
+        return 4 * b * h * _pairs(lq, dims[1][1], concrete[8] == "True") * e
     return None
+
+
+def _conv_forward(name, dims, concrete=None):
+    """miopen_convolution(input, weight, bias, padding, stride, dilation, groups, ...)."""
+    if name != "aten::miopen_convolution":
+        return None
+    (n, _c, *spatial), (c_out, c_in_g, *kernel) = dims[0], dims[1]
+    padding, stride, dilation = (json.loads(concrete[i]) for i in (3, 4, 5))
+    out = [(spatial[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(spatial))]
+    return 2 * n * c_out * c_in_g * math.prod(kernel) * math.prod(out)
+
+
+def _conv_backward(name, dims, concrete=None):
+    """convolution_backward(grad_output, input, weight, ..., output_mask at 10)."""
+    if name != "aten::convolution_backward":
+        return None
+    (n, c_out, *out), (_c_out, c_in_g, *kernel) = dims[0], dims[2]
+    mask = concrete[10].strip("[]").split(", ")
+    return 2 * n * c_out * c_in_g * math.prod(kernel) * math.prod(out) * (mask[0] == "True") + 2 * n * c_out * c_in_g * math.prod(kernel) * math.prod(out) * (
+        mask[1] == "True"
+    )
+
+
+CONCRETE = set()  # formulas that read the Concrete Inputs (filled below)
 
 
 @pytest.mark.parametrize(
@@ -97,8 +128,10 @@ def _attention_forward(name, dims):
         (BERT_MI300, _attention_forward, {"aten::_flash_attention_forward"}),
         (BERT_H100, _gemm, {"aten::addmm"}),
         (HTA_RANK0, _gemm, {"aten::mm", "aten::bmm", "aten::addmm"}),
+        (RESNET, _conv_forward, {"aten::miopen_convolution"}),
+        (RESNET, _conv_backward, {"aten::convolution_backward"}),
     ],
-    ids=["gpt2-gemm", "gpt2-attention", "mi300-bert-gemm", "mi300-bert-flash", "h100-bert-gemm", "hta-rank0-gemm"],
+    ids=["gpt2-gemm", "gpt2-attention", "mi300-bert-gemm", "mi300-bert-flash", "h100-bert-gemm", "hta-rank0-gemm", "resnet-conv", "resnet-conv-bwd"],
 )
 def test_flops_match_the_trace_s_input_dims(path, formula, ops, capsys):
     rows = _summary(path, capsys)
@@ -116,8 +149,11 @@ def test_flops_match_the_trace_s_input_dims(path, formula, ops, capsys):
     assert checked
 
 
+CONCRETE.update({_attention_forward, _conv_forward, _conv_backward})
+
+
 def test_no_percentage_over_100_and_parts_within_wholes(capsys):
-    for path in (GPT2, BERT_MI300, BERT_H100, HTA_RANK0):
+    for path in (GPT2, BERT_MI300, BERT_H100, HTA_RANK0, RESNET):
         for row in _summary(path, capsys).values():
             if "flops" not in row:
                 continue
@@ -159,14 +195,34 @@ def test_worked_example_attention():
     )
     assert bwd["flops"] == int(2.5 * fwd["flops"])
     flash = op_cost("aten::_flash_attention_forward", "[[8, 256, 12, 64], [8, 256, 12, 64], [8, 256, 12, 64]]", f"[{BF16}, {BF16}, {BF16}]")
-    assert flash["flops"] == fwd["flops"]
+    assert flash["flops"] == fwd["flops"] and flash["note"]  # causal flag not recorded: the full count, said so
+    causal = op_cost(
+        "aten::scaled_dot_product_attention",
+        f"[{q}, {q}, {q}, [], []]",
+        f'[{BF16}, {BF16}, {BF16}, "", "Scalar"]',
+        '["", "", "", "", "0.", "True", "", "False"]',
+    )
+    assert causal["flops"] == 4 * 8 * 12 * (256 * 257 // 2) * 64 and "note" not in causal
 
 
 def test_worked_example_convolution_backward():
     # grad_output [32, 64, 56, 56], input [32, 64, 56, 56], weight [64, 64, 3, 3]
     cost = op_cost("aten::convolution_backward", "[[32, 64, 56, 56], [32, 64, 56, 56], [64, 64, 3, 3], []]", '["float", "float", "float", ""]')
     assert cost["flops"] == 2 * (2 * 32 * 64 * 64 * 9 * 56 * 56)
-    assert op_cost("aten::convolution", "[[32, 64, 56, 56], [64, 64, 3, 3], [], [], [], []]", '["float", "float"]') is None  # stride/padding unknown
+    types = '["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"]'
+    dims = "[[32, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []]"
+    assert op_cost("aten::convolution", dims, types) is None  # stride/padding not recorded
+    # stride 2, padding 1, dilation 1: out = (56 + 2 - 2 - 1) // 2 + 1 = 28
+    fwd = op_cost("aten::convolution", dims, types, '["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]')
+    assert fwd["flops"] == 2 * 32 * 64 * 64 * 9 * 28 * 28
+    assert op_cost("aten::convolution", dims, types, '["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "True", "[0, 0]", "1"]') is None  # transposed
+    only_weight = op_cost(
+        "aten::convolution_backward",
+        "[[32, 64, 56, 56], [32, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], [], []]",
+        '["float", "float", "float"]',
+        '["", "", "", "[0]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[False, True, False]"]',
+    )
+    assert only_weight["flops"] == cost["flops"] // 2
 
 
 def test_worked_example_elementwise_reduction_copy():

@@ -4,15 +4,16 @@ reach against the GPU's peak: an estimate where hardware counters are missing.
 
 Per operator call (formulas and worked examples: docs/metrics.md, "FLOPs and bytes from
 shapes"): GEMM (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``linear``, ``matmul``) 2·M·N·K
-(times the batch); attention (SDPA and its flash/efficient/cuDNN variants) 4·B·H·Lq·Lk·E
-forward (Q·Kᵀ and P·V; the causal mask is not read, so a causal kernel does about half),
-2.5× that backward; convolution backward (whose grad_output gives the output size)
+(times the batch); attention (SDPA and its flash/efficient/cuDNN variants) 2·B·H·P·(E + Ev)
+forward over the P (query, key) pairs the causal mask keeps (``is_causal`` from the call's
+``Concrete Inputs``), 2.5× that backward; convolution forward (stride, padding, dilation,
+groups from the Concrete Inputs) and backward (grad_output gives the output size)
 2·N·C_out·(C_in/groups)·∏kernel·∏out; elementwise one FLOP per output element; reductions
 one per input element; copies none. Bytes: every tensor input once plus the output once
-(GEMM, attention, elementwise), the inputs once (reductions: the reduced dims are not in the
-shapes), source + destination (copies). A call whose shapes are missing or cut, whose
-operator has no formula, or whose forward convolution lacks its stride and padding (not in
-``Input Dims``) gets no figure: never a guess.
+(GEMM, attention, elementwise, convolution), the inputs once (reductions: the reduced dims
+are not in the shapes), source + destination (copies). A call whose shapes are missing or
+cut, whose operator has no formula, or whose convolution arguments were not recorded gets
+no figure: never a guess.
 
 Rates per operator use the GPU time of the kernels of the calls that have a figure only.
 Peaks: :data:`PEAKS` (per product, per data type, sourced in docs/metrics.md) or, for
@@ -66,6 +67,31 @@ GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear",
 SDPA_BHLE = re.compile(r"^aten::(scaled_dot_product_attention|_scaled_dot_product_(flash|efficient|cudnn)_attention|_cudnn_attention_forward)$")
 SDPA_BLHE = re.compile(r"^aten::(_flash_attention_forward|_efficient_attention_forward)$")
 SDPA_BACKWARD = re.compile(r"^aten::(_scaled_dot_product_(flash|efficient|cudnn)_attention_backward|_cudnn_attention_backward)$")
+# index of is_causal in each attention op's arguments (its "Concrete Inputs"); the efficient
+# forward has custom_mask_type instead (0: none, 1/2: causal from the top-left/bottom-right)
+CAUSAL_AT = {
+    "aten::scaled_dot_product_attention": 5,
+    "aten::_scaled_dot_product_flash_attention": 4,
+    "aten::_scaled_dot_product_efficient_attention": 6,
+    "aten::_scaled_dot_product_cudnn_attention": 6,
+    "aten::_cudnn_attention_forward": 10,
+    "aten::_flash_attention_forward": 8,
+    "aten::_efficient_attention_forward": 9,
+    "aten::_scaled_dot_product_flash_attention_backward": 11,
+    "aten::_scaled_dot_product_efficient_attention_backward": 11,
+    "aten::_scaled_dot_product_cudnn_attention_backward": 14,
+    "aten::_cudnn_attention_backward": 14,
+}
+# (stride, padding, dilation, groups, transposed or None) argument positions of forward convolutions
+CONV_ARGS = {
+    "aten::conv1d": (3, 4, 5, 6, None),
+    "aten::conv2d": (3, 4, 5, 6, None),
+    "aten::conv3d": (3, 4, 5, 6, None),
+    "aten::convolution": (3, 4, 5, 8, 6),
+    "aten::_convolution": (3, 4, 5, 8, 6),
+    "aten::cudnn_convolution": (3, 2, 4, 5, None),
+    "aten::miopen_convolution": (4, 3, 5, 6, None),
+}
 CONV_BACKWARD = re.compile(r"^aten::(convolution_backward|cudnn_convolution_backward|miopen_convolution_backward)$")
 ELEMENTWISE = re.compile(
     r"^aten::(add|sub|rsub|mul|div|neg|pow|exp|log|log1p|sqrt|rsqrt|reciprocal|abs|sign|relu|gelu|silu|sigmoid|tanh|leaky_relu|elu"
@@ -148,7 +174,14 @@ def _gemm(op: str, ts: list[tuple[list[int], str]]) -> tuple[int, int] | None:
     return 2 * batch * m * n * k, _numel(a) + _numel(b) + extra + batch * m * n
 
 
-def _attention(op: str, ts: list[tuple[list[int], str]]) -> tuple[int, int] | None:
+def _causal_pairs(lq: int, lk: int) -> int:
+    """Unmasked (query, key) pairs under PyTorch's causal mask (top-left aligned: query i
+    sees keys 0..i): sum over i < lq of min(i + 1, lk)."""
+    full = min(lq, lk)
+    return full * (full + 1) // 2 + max(lq - lk, 0) * lk
+
+
+def _attention(op: str, ts: list[tuple[list[int], str]], causal: bool = False) -> tuple[int, int] | None:
     """(FLOPs, elements moved) of an attention call from q, k, v."""
     shapes = [s for s, _ in ts]
     if SDPA_BACKWARD.match(op):
@@ -167,7 +200,8 @@ def _attention(op: str, ts: list[tuple[list[int], str]]) -> tuple[int, int] | No
         q, k, v = ([s[0], s[2], s[1], s[3]] for s in (q, k, v))
     b, h, lq, e = q
     lk, ev = k[2], v[3]
-    forward = 2 * b * h * lq * lk * e + 2 * b * h * lq * lk * ev
+    pairs = _causal_pairs(lq, lk) if causal else lq * lk  # (query, key) pairs the kernel computes
+    forward = 2 * b * h * pairs * e + 2 * b * h * pairs * ev
     out = b * h * lq * ev
     moved = _numel(q) + _numel(k) + _numel(v) + out
     if scale != 1.0:  # backward: reads q, k, v, out, grad_out; writes dq, dk, dv
@@ -175,9 +209,10 @@ def _attention(op: str, ts: list[tuple[list[int], str]]) -> tuple[int, int] | No
     return int(forward * scale), moved
 
 
-def _conv_backward(ts: list[tuple[list[int], str]]) -> tuple[int, int] | None:
-    """convolution_backward(grad_output, input, weight, ...): the forward's FLOPs twice
-    (grad input and grad weight); grad_output gives the output's spatial size."""
+def _conv_backward(ts: list[tuple[list[int], str]], output_mask: Any = None) -> tuple[int, int] | None:
+    """convolution_backward(grad_output, input, weight, ..., output_mask): the forward's
+    FLOPs once for each of grad input and grad weight the output mask asks for (both when
+    not recorded); grad_output gives the output's spatial size."""
     shapes = [s for s, _ in ts]
     if len(shapes) < 3:
         return None
@@ -187,12 +222,77 @@ def _conv_backward(ts: list[tuple[list[int], str]]) -> tuple[int, int] | None:
     n, c_out, out_spatial = go[0], go[1], go[2:]
     c_in_per_group, kernel = w[1], w[2:]
     forward = 2 * n * c_out * c_in_per_group * _numel(kernel) * _numel(out_spatial)
-    return 2 * forward, _numel(go) + _numel(x) + _numel(w) + _numel(x) + _numel(w)
+    grads = (bool(output_mask[0]), bool(output_mask[1])) if isinstance(output_mask, list) and len(output_mask) >= 2 else (True, True)
+    if not any(grads):
+        return None
+    # reads grad_output, input and weight; writes the grads asked for
+    moved = _numel(go) + _numel(x) + _numel(w) + (_numel(x) if grads[0] else 0) + (_numel(w) if grads[1] else 0)
+    return forward * sum(grads), moved
 
 
-def op_cost(op: str, dims_text: str, types_text: str) -> dict[str, Any] | None:
-    """FLOPs, bytes, formula kind and data type of one operator call; None when no figure."""
+def _scalar(concrete: list | None, i: int | None) -> Any:
+    """Argument ``i`` of a call's Concrete Inputs as a Python value ("[2, 2]" -> [2, 2],
+    "True" -> True); None when not recorded."""
+    if concrete is None or i is None or i >= len(concrete) or not isinstance(concrete[i], str) or not concrete[i]:
+        return None
+    text = concrete[i].strip()
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return json.loads(text.replace("True", "true").replace("False", "false"))  # "[True, False]": Python's repr
+    except ValueError:
+        return text  # "same", "valid"
+
+
+def _causal(op: str, concrete: list | None) -> bool | None:
+    v = _scalar(concrete, CAUSAL_AT.get(op))
+    if op == "aten::_efficient_attention_forward":
+        return None if v is None else bool(v)
+    return v if isinstance(v, bool) else None
+
+
+def _per_dim(value: Any, n: int) -> list[int] | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value] * n
+    if isinstance(value, list) and value and all(isinstance(x, int) for x in value):
+        return value * n if len(value) == 1 else value if len(value) == n else None
+    return None
+
+
+def _conv_forward(op: str, ts: list[tuple[list[int], str]], concrete: list | None) -> tuple[int, int] | None:
+    """A forward convolution: the output size from stride, padding and dilation (its
+    Concrete Inputs); None without them or for a transposed convolution."""
+    shapes = [s for s, _ in ts]
+    if len(shapes) < 2 or len(shapes[0]) < 3 or len(shapes[1]) != len(shapes[0]):
+        return None
+    x, w = shapes[0], shapes[1]
+    n_sp = len(x) - 2
+    si, pi, di, gi, ti = CONV_ARGS[op]
+    if ti is not None and _scalar(concrete, ti) is not False:
+        return None  # transposed, or not recorded
+    stride, dilation = _per_dim(_scalar(concrete, si), n_sp), _per_dim(_scalar(concrete, di), n_sp)
+    padding_value = _scalar(concrete, pi)
+    groups = _scalar(concrete, gi)
+    if padding_value == "valid":
+        padding_value = 0
+    padding = _per_dim(padding_value, n_sp)
+    if stride is None or dilation is None or padding is None or not isinstance(groups, int) or groups < 1:
+        return None
+    out_spatial = [(x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1 for i in range(n_sp)]
+    if any(o <= 0 for o in out_spatial):
+        return None
+    n, c_out, c_in_per_group, kernel = x[0], w[0], w[1], w[2:]
+    flops = 2 * n * c_out * c_in_per_group * _numel(kernel) * _numel(out_spatial)
+    bias = _numel(shapes[2]) if len(shapes) > 2 and len(shapes[2]) == 1 else 0
+    return flops, _numel(x) + _numel(w) + bias + n * c_out * _numel(out_spatial)
+
+
+def op_cost(op: str, dims_text: str, types_text: str, concrete_text: str = "") -> dict[str, Any] | None:
+    """FLOPs, bytes, formula kind and data type of one operator call; None when no figure.
+    ``concrete_text``: the call's Concrete Inputs (stride, padding, is_causal ...)."""
     dims, types = _parse(dims_text), _parse(types_text)
+    concrete = _parse(concrete_text)
+    note = ""
     if dims is None or types is None:
         return None
     ts = _tensors(dims, types)
@@ -203,9 +303,14 @@ def op_cost(op: str, dims_text: str, types_text: str) -> dict[str, Any] | None:
     if op in GEMM:
         found, kind = _gemm(op, ts), "GEMM"
     elif SDPA_BHLE.match(op) or SDPA_BLHE.match(op) or SDPA_BACKWARD.match(op):
-        found, kind = _attention(op, ts), "attention"
+        causal = _causal(op, concrete)
+        found, kind = _attention(op, ts, bool(causal)), "attention"
+        if causal is None and found is not None:
+            note = "causal flag not recorded: counted without the mask"
+    elif op in CONV_ARGS:
+        found, kind = _conv_forward(op, ts, concrete), "convolution"
     elif CONV_BACKWARD.match(op):
-        found, kind = _conv_backward(ts), "convolution"
+        found, kind = _conv_backward(ts, _scalar(concrete, 10)), "convolution"
     elif ELEMENTWISE.match(op):
         out = _broadcast([s for s, _ in ts])
         if out is None:
@@ -227,7 +332,10 @@ def op_cost(op: str, dims_text: str, types_text: str) -> dict[str, Any] | None:
     if found is None:
         return None
     flops, elements = found
-    return {"flops": int(flops), "bytes": int(elements * size), "kind": kind, "dtype": dtype}
+    cost: dict[str, Any] = {"flops": int(flops), "bytes": int(elements * size), "kind": kind, "dtype": dtype}
+    if note:
+        cost["note"] = note
+    return cost
 
 
 # Peak dense TFLOP/s per data type and peak memory bandwidth (GB/s) per product (the first
@@ -301,12 +409,13 @@ def operator_costs(kernels: pd.DataFrame, links: pd.DataFrame, markers: pd.DataF
     names = markers["name"].astype(str).to_numpy()[rows]
     dims = markers["input_dims"].astype(str).to_numpy()[rows]
     types = markers["input_types"].astype(str).to_numpy()[rows] if "input_types" in markers.columns else np.full(len(rows), "")
-    cache: dict[tuple[str, str, str], dict[str, Any] | None] = {}
+    concrete = markers["input_concrete"].astype(str).to_numpy()[rows] if "input_concrete" in markers.columns else np.full(len(rows), "")
+    cache: dict[tuple[str, str, str, str], dict[str, Any] | None] = {}
     out: dict[str, dict[str, Any]] = {}
-    for name, d, t, ns in zip(names, dims, types, per_call.to_numpy(), strict=True):
-        key = (name, d, t)
+    for name, d, t, c, ns in zip(names, dims, types, concrete, per_call.to_numpy(), strict=True):
+        key = (name, d, t, c)
         if key not in cache:
-            cache[key] = op_cost(name, d, t)
+            cache[key] = op_cost(name, d, t, c)
         cost = cache[key]
         entry = out.setdefault(name, {"calls": 0, "costed_calls": 0, "flops": 0, "bytes": 0, "costed_ns": 0, "by_dtype": {}})
         entry["calls"] += 1
@@ -317,6 +426,8 @@ def operator_costs(kernels: pd.DataFrame, links: pd.DataFrame, markers: pd.DataF
         entry["bytes"] += cost["bytes"]
         entry["costed_ns"] += int(ns)
         entry["kind"] = cost["kind"]
+        if cost.get("note"):
+            entry.setdefault("notes", set()).add(cost["note"])
         entry["by_dtype"][cost["dtype"]] = entry["by_dtype"].get(cost["dtype"], 0) + max(cost["flops"], 1)
     return {k: v for k, v in out.items() if v["costed_calls"]}
 
@@ -331,6 +442,8 @@ def merge_costs(parts: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, A
                 mine[k] += c[k]
             for dt, f in c["by_dtype"].items():
                 mine["by_dtype"][dt] = mine["by_dtype"].get(dt, 0) + f
+            if c.get("notes"):
+                mine.setdefault("notes", set()).update(c["notes"])
     return out
 
 
@@ -350,6 +463,8 @@ def rates(cost: dict[str, Any], peak: dict[str, Any] | None) -> dict[str, Any]:
         "costed_ns": int(ns),
         "flops_source": "estimate from recorded shapes (docs/metrics.md)",
     }
+    if cost.get("notes"):
+        row["flops_note"] = "; ".join(sorted(cost["notes"]))
     if ns <= 0:
         return row
     tflops = cost["flops"] / ns / 1e3  # FLOP/ns = GFLOP/s; /1e3 = TFLOP/s

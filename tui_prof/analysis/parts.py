@@ -211,6 +211,7 @@ class OperatorRecord(TypedDict):
     calls: NotRequired[int]
     costed_ns: NotRequired[int]
     flops_source: NotRequired[str]
+    flops_note: NotRequired[str]
     achieved_tflops: NotRequired[float]
     achieved_gbs: NotRequired[float]
     peak_source: NotRequired[str]

@@ -473,7 +473,7 @@ class Events:
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
         # ext: "External id"; dims/types: repr() of cpu_op "Input Dims"/"Input type" (see marker_inputs)
-        self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types"))
+        self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types", "concrete"))
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
         self.flows: Counter = Counter()
         self.comm_ops: dict[int, tuple[str, int, int]] = {}  # record_param_comms External id -> collective_args()
@@ -567,8 +567,8 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
     flows, labels, first_ts = ev.flows, ev.process_labels, ev.first_ts
     mk_cat, mk_name, mk_ts, mk_dur = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append
     mk_pid, mk_tid = mk.pid.append, mk.tid.append
-    mk_ext, mk_dims, mk_types = mk.ext.append, mk.dims.append, mk.types.append
-    mk_dim_codes, mk_type_codes = mk.strings["dims"], mk.strings["types"]
+    mk_ext, mk_dims, mk_types, mk_concrete = mk.ext.append, mk.dims.append, mk.types.append, mk.concrete.append
+    mk_dim_codes, mk_type_codes, mk_concrete_codes = mk.strings["dims"], mk.strings["types"], mk.strings["concrete"]
     decode, ws, separator = win.decode, _ws_match, _EVENT_SEPARATOR.search
     marker_code = MARKER_CODE.get
     count = 0
@@ -668,6 +668,10 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 text = "" if v is None else repr(v)
                                 code = mk_type_codes.get(text)
                                 mk_types(code if code is not None else mk_type_codes.setdefault(text, len(mk_type_codes)))
+                                v = a.get("Concrete Inputs")  # scalar arguments (stride, padding, is_causal): the FLOPs formulas read them
+                                text = "" if v is None else repr(v)
+                                code = mk_concrete_codes.get(text)
+                                mk_concrete(code if code is not None else mk_concrete_codes.setdefault(text, len(mk_concrete_codes)))
                                 if name == "record_param_comms" and "Collective name" in a:
                                     coll = collective_args(a)
                                     if coll[0] and mk.ext[-1] != UNKNOWN:
@@ -676,6 +680,7 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                                 mk_ext(UNKNOWN)
                                 mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
                                 mk_types(mk_type_codes.setdefault("", len(mk_type_codes)))
+                                mk_concrete(mk_concrete_codes.setdefault("", len(mk_concrete_codes)))
                         elif cat == "kernel":
                             t = k
                             a = e.get("args") or {}
@@ -1495,7 +1500,7 @@ def operator_columns(cols: Columns) -> dict:
         out["external_id"] = as_int64(cols.ext)
     if "regs" in cols.widths:
         out["arch_vgpr"] = as_int64(cols.regs)
-    for column, key in (("dims", "input_dims"), ("types", "input_types")):
+    for column, key in (("dims", "input_dims"), ("types", "input_types"), ("concrete", "input_concrete")):
         if column in cols.widths:
             lookup = cols.strings[column]
             texts = [input_text(t) for t in lookup] or [""]
