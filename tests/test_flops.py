@@ -251,3 +251,23 @@ def test_peak_table_agrees_with_the_per_cu_factors():
     strix = gpu_peak(Agent(id=1, type="GPU", name="gfx1151", product="AMD Radeon 8060S Graphics", cu_count=40, max_clock_mhz=2900), 256.0)
     assert strix is not None and math.isclose(strix["tflops"]["fp16"], 40 * 2900 * 256 / 1e6)
     assert gpu_peak(Agent(id=0, type="GPU", name="gfx1151", product="x"), None) is None  # no CUs or clock: unknown
+
+
+def test_counters_pane_shows_the_shape_estimates_without_counters(capsys):
+    from rich.console import Console
+
+    from tui_prof.analysis.summary import build_summary
+    from tui_prof.loaders import load_path
+    from tui_prof.tui.panes.counters import counters_renderable
+
+    doc = build_summary(load_path(GPT2), logs=False)
+    console = Console(width=200, color_system=None, record=True)
+    console.print(counters_renderable(doc, None, False))
+    text = console.export_text()
+    assert "Estimates from recorded shapes (not measured" in text
+    mm = next(o for o in doc["hotspots_by_operator"] if o["name"] == "aten::mm")
+    line = next(line for line in text.splitlines() if line.startswith("aten::mm "))
+    assert f"{mm['achieved_tflops']:.3g} ({mm['pct_of_peak_flops']:.3g} % bf16)" in line and "compute" in line
+    copy = [c.strip() for c in next(line for line in text.splitlines() if line.startswith("aten::copy_ ")).split("│")]
+    assert copy[2] == "-"  # no FLOPs: no FLOP rate (its GB/s stays)
+    assert copy[3].startswith(f"{next(o for o in doc['hotspots_by_operator'] if o['name'] == 'aten::copy_')['achieved_gbs']:,.0f}")

@@ -95,6 +95,12 @@ def test_nvidia_agents_in_cuda_words_without_amd_rows():
     assert rows["compute capability"] == [f"{props['computeMajor']}.{props['computeMinor']}"]
 
 
+def test_nvidia_hardware_pane_names_the_ncu_command():
+    pane = _text(capabilities_renderable(build_summary(load_path(H200), logs=False)))
+    assert "collect" in pane and "ncu --metrics " in pane and "lts__t_sector_hit_rate.pct" in pane
+    assert "rocprofv3" not in pane
+
+
 def test_rocprof_compute_valu_metrics_under_their_own_names():
     con = sqlite3.connect(DB)
     rows = con.execute(

@@ -346,13 +346,15 @@ def rocm_of(tool_version: str) -> str | None:
 def run_plan(arch: str, rocm: str | None, available: Sequence[str]) -> dict[str, Any] | None:
     """For a run on ``arch``: which of the Counters pane's metrics it could measure (on this
     stack), which it did (every counter collected; ``_sum`` and bare names alike), and the
-    plan for the rest. None when the dictionary has no such AMD arch."""
+    plan for the rest; on NVIDIA the ncu command for the same metrics. None when the
+    dictionary has no such arch."""
     try:
         d = load(arch)
     except ValueError:
         return None
-    if d.vendor != "amd":
-        return None
+    if d.vendor == "nvidia":
+        ncu = plan(arch, default_metrics(arch))
+        return {"arch": d.arch, "vendor": "nvidia", "commands": ncu["commands"], "could": [m["key"] for m in ncu["metrics"]]}
     have = {c.removesuffix("_sum") for c in available}
     could = plan(arch, default_metrics(arch), rocm)
     measured = [m["key"] for m in could["metrics"] if m.get("key") and all(c.removesuffix("_sum") in have for c in m["counters"])]

@@ -610,7 +610,7 @@ def flops_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[st
                 f"{o['costed_calls']}/{o['calls']}",
                 f"{o['flops'] / 1e9:,.1f}",
                 fmt_bytes(o["bytes"]),
-                f"{o['achieved_tflops']:.3g}" + (f" ({pct:.3g} % {o['flops_dtype']})" if pct is not None else ""),
+                "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({pct:.3g} % {o['flops_dtype']})" if pct is not None else ""),
                 f"{o['achieved_gbs']:,.0f}" + (f" ({bw:.3g} %)" if bw is not None else ""),
                 roof.get("bound", "-"),
             ]

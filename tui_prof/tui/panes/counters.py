@@ -29,6 +29,9 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
         return plain("No GPU agent and no counters in this run.", "dim")
     parts: list = []
     if not any(b.get("kernels") for b in blocks):
+        estimate = _shape_estimates(doc)
+        if estimate is not None:
+            parts.append(estimate)
         for b in blocks:
             title = plain(f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}", "bold")
             title.append(safe_text(f", {b['process']}") if b.get("process") and len(blocks) > 1 else "")
@@ -102,6 +105,36 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
         parts.append(arch_note)
     parts.append(plain("x: " + ("hide formulas" if explain else "formula, source and threshold of each metric"), "dim"))
     return Group(*parts)
+
+
+def _shape_estimates(doc: dict) -> Group | None:
+    """Where counters are missing but the trace recorded shapes: each operator's FLOPs and
+    bytes from its shapes, the rates they reach and the bound (analysis.flops), labelled an
+    estimate."""
+    rows = [o for o in (doc.get("hotspots_by_operator") or []) if "achieved_tflops" in o][:12]
+    if not rows:
+        return None
+    table = Table(expand=True, show_edge=False, pad_edge=False, title_justify="left")
+    table.add_column("operator", overflow="ellipsis", no_wrap=True)
+    table.add_column("calls", justify="right", no_wrap=True)
+    table.add_column("TFLOP/s", justify="right", no_wrap=True)
+    table.add_column("GB/s", justify="right", no_wrap=True)
+    table.add_column("bound (FLOP/B vs ridge)", no_wrap=True)
+    for o in rows:
+        pct = o.get("pct_of_peak_flops")
+        bw = o.get("pct_of_peak_bw")
+        roof = o.get("roofline_estimate") or {}
+        bound = f"{roof['bound']} ({roof['ai']:.3g} vs {roof['ridge']:.3g})" if roof else "-"
+        table.add_row(
+            plain(o["name"]),
+            f"{o['costed_calls']}/{o['calls']}",
+            "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({pct:.3g} % {o.get('flops_dtype', '')})" if pct is not None else ""),
+            f"{o['achieved_gbs']:,.0f}" + (f" ({bw:.3g} %)" if bw is not None else ""),
+            bound,
+        )
+    peak = next((o["peak_source"] for o in rows if o.get("peak_source")), "no peak known for this GPU")
+    head = plain("Estimates from recorded shapes (not measured: FLOPs and bytes the shapes imply; docs/metrics.md)", "bold")
+    return Group(head, table, plain(f"peaks: {peak}", "dim"))
 
 
 def _roofline(roof: dict, explain: bool) -> list:

@@ -151,7 +151,7 @@ def capabilities_renderable(doc: dict):
         for item in caps.get("instead", []):  # what cannot be measured on this arch, and what to do instead
             table.add_row(plain("cannot measure", "red"), plain(item["cannot"], "red"))
             table.add_row(plain("instead", "green"), plain(item["instead"], "green"))
-        _plan_rows(table, arch, caps.get("rocm"), _collected(doc, process))
+        _plan_rows(table, caps.get("arch") or arch, caps.get("rocm"), _collected(doc, process))
         parts.append(table)
     warnings = doc.get("warnings") or []
     if warnings:
@@ -174,6 +174,10 @@ def _plan_rows(table: Table, arch: str, rocm: str | None, collected: list[str]) 
     and the rocprofv3 passes for the rest (analysis.counterplan; docs/counters.md)."""
     found = run_plan(arch, rocm, collected)
     if found is None:
+        return
+    if found.get("vendor") == "nvidia":
+        for command in found["commands"]:
+            table.add_row(plain("collect", "green"), plain(command, "green"))
         return
     labels = found["labels"]
     stack = f"{arch}, ROCm {rocm}" if rocm else f"{arch} (ROCm version not recorded)"
