@@ -151,3 +151,15 @@ def test_a_counter_no_formula_reads_is_still_shown(tmp_path):
         assert list(kernel["metrics"]) == ["counter:SQ_INSTS_SALU"] and kernel["metrics"]["counter:SQ_INSTS_SALU"]["value"] == 8192.0
     text = _text(counters_renderable({"counters": [dict(block, process="p")]}, block["kernels"][0]["name"], False))
     assert "SQ_INSTS_SALU" in text and "8192 count" in text
+
+
+def test_a_hostile_counter_name_is_shown_as_text(tmp_path):
+    hostile = "[bold red]EVIL[/]\x1b[31m"
+    src = (FETCH / "238_counter_collection.csv").read_text().replace('"FETCH_SIZE"', '"' + hostile + '"')
+    (tmp_path / "238_counter_collection.csv").write_text(src)
+    (tmp_path / "238_agent_info.csv").write_text((FETCH / "238_agent_info.csv").read_text())
+    (run,) = load_path(tmp_path).runs
+    block = counter_metrics(run, "amd")
+    for explain in (False, True):
+        text = _text(counters_renderable({"counters": [dict(block, process="p")]}, block["kernels"][0]["name"], explain))
+        assert "[bold red]EVIL[/]" in text and "\x1b" not in text

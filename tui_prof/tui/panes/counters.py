@@ -77,7 +77,7 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
             if explain:
                 # the database's metric name and unit are strings from the file: shown as plain text
                 source = plain(m["source"] + (f"; shown: {m['db_metric']}" if m.get("db_metric") else ""))
-                table.add_row(m["label"], value, m["formula"], source, m["threshold"])
+                table.add_row(plain(m["label"]), value, plain(m["formula"]), source, plain(m["threshold"]))  # a raw counter's name comes from the file
             else:
                 note = plain(f"⚠ {m['meaning'] or 'threshold crossed'}", "red") if m["flagged"] else plain(f"ok ({m['threshold']})", "dim")
                 check = m.get("check")
@@ -86,7 +86,7 @@ def counters_renderable(doc: dict, name: str | None, explain: bool):
                         f" · rocprof-compute {check['rocprof_compute']:.4g} ({check['diff_pct']:.2g} % apart{'' if check['agrees'] else ', disagree'})",
                         "dim" if check["agrees"] else "bold red",
                     )
-                table.add_row(m["label"], value, note)
+                table.add_row(plain(m["label"]), value, note)
         parts.append(table)
         occ = k.get("occupancy")
         if occ:
