@@ -239,8 +239,8 @@ def test_gfx942_metrics_expand_and_plan():
     assert {"TCC_HIT_sum", "TCC_MISS_sum", "TCC_EA0_RDREQ_sum", "TCC_BUBBLE_sum", "TCC_EA0_WRREQ_64B_sum", "SQ_LEVEL_WAVES_ACCUM"} <= set(counters)
     _check_limits(load("gfx942"), [ps["counters"] for ps in p["passes"]])
     assert len(p["passes"]) == p["min_passes"]
-    assert p["input_file"].splitlines() == [f"pmc: {' '.join(ps['counters'])}" for ps in p["passes"]]
-    assert p["pmc_lines"] == [f"--pmc {' '.join(ps['counters'])}" for ps in p["passes"]]
+    assert p["input_file"].splitlines() == [f"pmc: {' '.join(ps['pmc'])}" for ps in p["passes"]]
+    assert p["pmc_lines"] == [f"--pmc {' '.join(ps['pmc'])}" for ps in p["passes"]]
     assert any(w["kind"] == "dropped" for w in p["warnings"])  # TCC_BUBBLE
 
 
@@ -287,3 +287,16 @@ def test_cli_hostile_metric_name_is_shown_safely(capsys):
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     assert cli.main(["counters", "plan", "--arch", "gfx942", "--json", "\x1b[2J"]) == EXIT_OK
     assert "\x1b" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1151"])
+def test_derived_metrics_are_requested_whole_in_one_pass(arch):
+    # rocprofv3 evaluates FETCH_SIZE/WRITE_SIZE from their hardware counters within one pass
+    d = load(arch)
+    p = plan(arch, ["hbm_bandwidth_pct", "l2_hit", "gpu_busy"], rocm="7.2.1")
+    for name in ("FETCH_SIZE", "WRITE_SIZE"):
+        (ps,) = [ps for ps in p["passes"] if name in ps["pmc"]]
+        assert set(d.metrics[name.lower()].counters) <= set(ps["counters"])
+    _check_limits(d, [ps["counters"] for ps in p["passes"]])
+    assert len(p["passes"]) == p["min_passes"]
+    assert p["derived"] == {n: list(d.metrics[n.lower()].counters) for n in ("FETCH_SIZE", "WRITE_SIZE")}

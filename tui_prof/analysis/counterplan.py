@@ -41,6 +41,7 @@ DEFAULT_METRICS = (
     "occupancy_percent",
     "wave_occupancy",
     "dependency_wait",
+    "alu_stalled_by_lds",
 )
 
 
@@ -76,8 +77,31 @@ def _ambiguity(d: ArchDict, name: str, chosen: MetricInfo) -> str | None:
     return f"{name} read as {chosen.key} ({chosen.label}); rocprofv3's {other.sdk} is {other.key} ({other.label})"
 
 
+def _fits_one_pass(d: ArchDict, counters: Sequence[str]) -> bool:
+    need: dict[str, int] = {}
+    for c in counters:
+        need[d.block_of(c)] = need.get(d.block_of(c), 0) + 1
+    return all(d.limits.get(b, 0) >= n for b, n in need.items())
+
+
+def derived_names(d: ArchDict) -> dict[str, list[str]]:
+    """rocprofv3 derived metrics requested by name on ``--pmc`` (FETCH_SIZE ...) -> the
+    hardware counters rocprofv3 collects for them in the same pass."""
+    return {m.pmc: list(m.counters) for m in d.metrics.values() if m.pmc and m.counters and _fits_one_pass(d, m.counters)}
+
+
+def hardware(d: ArchDict, items: Sequence[str]) -> list[str]:
+    """The hardware counters of ``items`` (derived names expanded), each once, in order."""
+    derived = derived_names(d)
+    out: list[str] = []
+    for item in items:
+        out.extend(c for c in derived.get(item, [item]) if c not in out)
+    return out
+
+
 def _expand(d: ArchDict, m: MetricInfo, seen: set[str] | None = None) -> list[str]:
-    """Counters a metric reads, its ``needs`` expanded first, each once, in order."""
+    """What to request for a metric, its ``needs`` first, each once, in order: a derived
+    metric rocprofv3 evaluates in one pass by its name (FETCH_SIZE), else the counters."""
     seen = set() if seen is None else seen
     out: list[str] = []
     if m.key in seen:
@@ -86,7 +110,8 @@ def _expand(d: ArchDict, m: MetricInfo, seen: set[str] | None = None) -> list[st
     for dep in m.needs:
         if dep in d.metrics:
             out.extend(c for c in _expand(d, d.metrics[dep], seen) if c not in out)
-    out.extend(c for c in m.counters if c not in out)
+    own = [m.pmc] if m.pmc and m.pmc in derived_names(d) else list(m.counters)
+    out.extend(c for c in own if c not in out)
     return out
 
 
@@ -122,28 +147,42 @@ def _resolve(d: ArchDict, requested: Sequence[str]) -> tuple[list[tuple[str, lis
 
 
 class _Pass:
-    def __init__(self, limits: dict[str, int]) -> None:
+    """One pass: the names to request (``items``: counters and derived metrics) and the
+    hardware counters they take (``counters``), with the room left per block."""
+
+    def __init__(self, limits: dict[str, int], derived: dict[str, list[str]] | None = None) -> None:
         self.room = dict(limits)
+        self.derived = derived or {}
+        self.items: list[str] = []
         self.counters: list[str] = []
 
-    def fits(self, d: ArchDict, counters: Sequence[str]) -> bool:
+    def _new(self, items: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for item in items:
+            for c in self.derived.get(item, [item]):
+                if c not in self.counters and c not in out:
+                    out.append(c)
+        return out
+
+    def fits(self, d: ArchDict, items: Sequence[str]) -> bool:
         need: dict[str, int] = {}
-        for c in counters:
-            if c not in self.counters:
-                b = d.block_of(c)
-                need[b] = need.get(b, 0) + 1
+        for c in self._new(items):
+            b = d.block_of(c)
+            need[b] = need.get(b, 0) + 1
         return all(self.room.get(b, 0) >= n for b, n in need.items())
 
-    def add(self, d: ArchDict, counter: str) -> None:
-        if counter not in self.counters:
-            self.room[d.block_of(counter)] -= 1
-            self.counters.append(counter)
+    def add(self, d: ArchDict, item: str) -> None:
+        for c in self._new([item]):
+            self.room[d.block_of(c)] -= 1
+            self.counters.append(c)
+        if item not in self.items:
+            self.items.append(item)
 
 
 def min_passes(d: ArchDict, counters: Sequence[str]) -> int:
     """The lower bound (and optimum): max over blocks of ceil(count / limit), plus one pass
-    per accumulate counter."""
-    unique = list(dict.fromkeys(counters))
+    per accumulate counter (derived names count as their hardware counters)."""
+    unique = hardware(d, list(dict.fromkeys(counters)))
     accumulate = [c for c in unique if c in d.counters and d.counters[c].accumulate]
     per_block: dict[str, int] = {}
     for c in unique:
@@ -155,35 +194,43 @@ def min_passes(d: ArchDict, counters: Sequence[str]) -> int:
 
 
 def pack(d: ArchDict, groups: Sequence[Sequence[str]]) -> list[list[str]]:
-    """Passes (lists of counters) for ``groups`` (each a metric's counters, in order):
-    accumulate counters alone with the group's other counters; the rest first-fit, a group
-    kept whole in the first open pass that holds it, else split counter by counter."""
+    """Passes (the names each requests) for ``groups`` (each a metric's counters or derived
+    names, in order): accumulate counters alone with the group's other counters; derived
+    metrics whole (rocprofv3 evaluates one within a pass), largest first; the rest first-fit,
+    a group kept whole in the first open pass that holds it, else split counter by counter."""
+    derived = derived_names(d)
     accumulate_passes: list[_Pass] = []
     normal: list[list[str]] = []
     for g in groups:
         acc = [c for c in g if c in d.counters and d.counters[c].accumulate]
         rest = [c for c in g if c not in acc]
         for c in acc:
-            p = _Pass(d.limits)
+            p = _Pass(d.limits, derived)
             p.room[d.block_of(c)] = p.room.get(d.block_of(c), 0) + 1  # the accumulate slot
             p.add(d, c)
             for other in rest:
                 if p.fits(d, [other]):
                     p.add(d, other)
             accumulate_passes.append(p)
-            rest = [c for c in rest if c not in p.counters]
+            rest = [c for c in rest if c not in p.items]
         if rest:
             normal.append(rest)
-    needed = [c for g in normal for c in g]
-    bound = min_passes(d, needed)
+    bound = min_passes(d, [c for g in normal for c in g])
     passes: list[_Pass] = []
+    wholes = sorted(dict.fromkeys(c for g in normal for c in g if c in derived), key=lambda n: -len(derived[n]))
+    for name in wholes:  # derived metrics first (first-fit decreasing): they cannot be split
+        target = next((p for p in passes if p.fits(d, [name])), None)
+        if target is None:
+            target = _Pass(d.limits, derived)
+            passes.append(target)
+        target.add(d, name)
     for g in normal:
-        todo = [c for c in g if not any(c in p.counters for p in passes)]
+        todo = [c for c in g if not any(c in p.items for p in passes)]
         if not todo:
             continue
         whole = next((p for p in passes if p.fits(d, todo)), None)
         if whole is None and len(passes) < bound:
-            whole = _Pass(d.limits)
+            whole = _Pass(d.limits, derived)
             passes.append(whole)
         if whole is not None and whole.fits(d, todo):
             for c in todo:
@@ -192,14 +239,14 @@ def pack(d: ArchDict, groups: Sequence[Sequence[str]]) -> list[list[str]]:
         for c in todo:  # split: first pass with room for this counter's block
             target = next((p for p in passes if p.fits(d, [c])), None)
             if target is None:
-                target = _Pass(d.limits)
+                target = _Pass(d.limits, derived)
                 passes.append(target)
             target.add(d, c)
-    if any("GRBM_GUI_ACTIVE" in g for g in groups):
+    if any("GRBM_GUI_ACTIVE" in hardware(d, g) for g in groups):
         for p in passes:
             if "GRBM_GUI_ACTIVE" not in p.counters and p.fits(d, ["GRBM_GUI_ACTIVE"]):
                 p.add(d, "GRBM_GUI_ACTIVE")
-    return [p.counters for p in passes] + [p.counters for p in accumulate_passes]
+    return [p.items for p in passes] + [p.items for p in accumulate_passes]
 
 
 def _defect_entry(defect, hit: list[str], rocm: str | None) -> dict[str, Any]:
@@ -238,7 +285,7 @@ def _metric_rows(d: ArchDict, groups, passes: list[list[str]]) -> list[dict[str,
         # the one pass that holds them all, else the pass of each counter's first appearance
         whole = next((i + 1 for i, p in enumerate(passes) if all(c in p for c in counters)), None)
         where = [whole] if whole else sorted({next(i + 1 for i, p in enumerate(passes) if c in p) for c in counters if any(c in p for p in passes)})
-        row: dict[str, Any] = {"requested": name, "counters": counters, "passes": where, "split": len(where) > 1}
+        row: dict[str, Any] = {"requested": name, "counters": counters, "hardware_counters": hardware(d, counters), "passes": where, "split": len(where) > 1}
         if m is not None:
             row.update(
                 key=m.key,
@@ -294,7 +341,7 @@ def plan(arch: str, requested: Sequence[str], rocm: str | None = None, app: str 
         out["notes"] = ["Nsight Compute replays each kernel as often as the metrics need; it plans its own passes."]
         return out
     groups, cannot, notes = _resolve(d, requested)
-    all_counters = list(dict.fromkeys(c for _, cs, _ in groups for c in cs))
+    all_counters = hardware(d, list(dict.fromkeys(c for _, cs, _ in groups for c in cs)))
     warnings, blocking = _warnings(d, all_counters, rocm)
     if blocking:
         for name, _, _ in groups:
@@ -302,19 +349,21 @@ def plan(arch: str, requested: Sequence[str], rocm: str | None = None, app: str 
         groups = []
         all_counters = []
     passes = pack(d, [cs for _, cs, _ in groups])
+    raw = [hardware(d, p) for p in passes]
     out.update(
         metrics=_metric_rows(d, groups, passes),
         counters=[
             {
                 "name": c,
                 "block": d.block_of(c),
-                "pass": next(i + 1 for i, p in enumerate(passes) if c in p),
+                "pass": next(i + 1 for i, p in enumerate(raw) if c in p),
                 "meaning": d.counters[c].meaning if c in d.counters else "",
                 "ncu": (d.counters[c].ncu if c in d.counters else "") or None,
             }
             for c in all_counters
         ],
-        passes=[{"index": i + 1, "counters": p, "blocks": _block_counts(d, p)} for i, p in enumerate(passes)],
+        derived={n: cs for n, cs in derived_names(d).items() if any(n in p for p in passes)},
+        passes=[{"index": i + 1, "pmc": p, "counters": r, "blocks": _block_counts(d, r)} for i, (p, r) in enumerate(zip(passes, raw, strict=True))],
         min_passes=min_passes(d, all_counters),
         pmc_lines=["--pmc " + " ".join(p) for p in passes],
         commands=[f"rocprofv3 --kernel-trace --pmc {' '.join(p)} --output-format csv -d tuiprof_pmc_{i + 1} -- {app}" for i, p in enumerate(passes)],
@@ -357,7 +406,11 @@ def run_plan(arch: str, rocm: str | None, available: Sequence[str]) -> dict[str,
         return {"arch": d.arch, "vendor": "nvidia", "commands": ncu["commands"], "could": [m["key"] for m in ncu["metrics"]]}
     have = {c.removesuffix("_sum") for c in available}
     could = plan(arch, default_metrics(arch), rocm)
-    measured = [m["key"] for m in could["metrics"] if m.get("key") and all(c.removesuffix("_sum") in have for c in m["counters"])]
+
+    def collected(names: Sequence[str]) -> bool:
+        return all(c.removesuffix("_sum") in have for c in names)
+
+    measured = [m["key"] for m in could["metrics"] if m.get("key") and (collected(m["counters"]) or collected(m["hardware_counters"]))]
     missing = [m["key"] for m in could["metrics"] if m.get("key") and m["key"] not in measured]
     return {
         "arch": d.arch,

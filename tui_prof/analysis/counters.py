@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.counteradvice import advise
+from tui_prof.analysis.counterplan import default_metrics, plan
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.occupancy import arch_limits, occupancy
 from tui_prof.model import Agent, Run
@@ -281,6 +282,35 @@ METRICS: tuple[Metric, ...] = (
         optional=True,
     ),
     Metric(
+        "dependency_wait",
+        "Dependency wait (share of wave cycles)",
+        "%",
+        "100*SQ_WAIT_ANY/SQ_WAVE_CYCLES",
+        "counter_defs.yaml WAVE_DEP_WAIT (gfx10-12); rocprof-compute 0700 Dependency Wait / Wave Cycles",
+        "> 60 % [P]",
+        lambda v: v > 60,
+        "waves mostly wait on dependencies: latency bound (more independent work per wave, or more waves)",
+        (("SQ_WAIT_ANY", "SQ_WAVE_CYCLES"),),
+        lambda g, c: _pct(g("SQ_WAIT_ANY"), g("SQ_WAVE_CYCLES")),
+        sdk_name="WAVE_DEP_WAIT",
+        optional=True,
+    ),
+    Metric(
+        "occupancy_percent",
+        "Occupancy (% of maximum)",
+        "%",
+        "100*SQ_WAVE_CYCLES/GRBM_GUI_ACTIVE/CUs/32",
+        "counter_defs.yaml OccupancyPercent (gfx10/11: 32 waves per CU)",
+        "< 25 % [P]",
+        lambda v: v < 25,
+        "low occupancy: fewer VGPRs or less LDS per workgroup, or a larger grid",
+        (("SQ_WAVE_CYCLES", "GRBM_GUI_ACTIVE"),),
+        lambda g, c: _pct(g("SQ_WAVE_CYCLES"), g("GRBM_GUI_ACTIVE") * c["cu"] * 32),
+        ("RDNA",),
+        "OccupancyPercent",
+        optional=True,
+    ),
+    Metric(
         "mem_unit_busy",
         "Memory unit busy",
         "%",
@@ -440,7 +470,15 @@ def recommended_passes(arch: str) -> list[list[str]]:
 
 
 def pmc_commands(arch: str, app: str = "<your app and its arguments>") -> list[str]:
-    """The exact rocprofv3 commands (one per pass) that collect what the metrics need on ``arch``."""
+    """The exact rocprofv3 commands (one per pass) that collect what the metrics need on
+    ``arch``: the counter dictionary's plan (analysis.counterplan) where it knows the arch,
+    else :func:`recommended_passes`."""
+    try:
+        found = plan(arch, default_metrics(arch), app=app)
+    except ValueError:  # no dictionary for this arch
+        found = None
+    if found is not None and found["vendor"] == "amd" and found["commands"]:
+        return list(found["commands"])
     return [f"rocprofv3 --kernel-trace --pmc {' '.join(p)} --output-format csv -d tuiprof_pmc -- {app}" for p in recommended_passes(arch)]
 
 

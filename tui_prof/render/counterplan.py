@@ -40,7 +40,9 @@ def _amd_lines(p: dict[str, Any]) -> list[str]:
         lines.append(f"{n} pass{'es' if n != 1 else ''} (the fewest under these limits: {p['min_passes']}), one rocprofv3 run each:")
         for ps in p["passes"]:
             blocks = ", ".join(f"{b} {k}" for b, k in ps["blocks"].items())
-            lines.append(f"  pass {ps['index']}: --pmc {' '.join(ps['counters'])}   [{blocks}]")
+            lines.append(f"  pass {ps['index']}: --pmc {' '.join(ps['pmc'])}   [{blocks}]")
+            if ps["pmc"] != ps["counters"]:  # derived metrics rocprofv3 expands in the pass
+                lines.append(f"      hardware counters: {' '.join(ps['counters'])}")
         lines.append("")
         lines.append("Commands:")
         lines.extend(f"  {c}" for c in p["commands"])

@@ -27,6 +27,7 @@ _PACKAGE = "tui_prof.analysis.counterdict"
 COUNTER_KEYS = {"meaning", "ncu", "accumulate", "block"}
 METRIC_KEYS = {
     "label",
+    "pmc",
     "rpc",
     "sdk",
     "unit",
@@ -94,6 +95,7 @@ class MetricInfo:
     needs: tuple[str, ...] = ()  # metrics this one is built from (the planner expands them)
     rpc: str = ""  # rocprof-compute's name of the metric
     sdk: str = ""  # rocprofv3's derived-metric name
+    pmc: str = ""  # the name to request on --pmc (rocprofv3 evaluates it from ``counters`` in one pass)
     ncu: str = ""
     meaning: str = ""
     thresholds: dict[str, float] = field(default_factory=dict)
@@ -218,6 +220,8 @@ def _validate_metrics(errors: list[str], name: str, metrics: Any, partial: bool)
         for k in THRESHOLD_KEYS:
             if k in entry:
                 _check_number(errors, f"{name}: metrics.{key}.{k}", entry[k])
+        if "pmc" in entry and not (re.fullmatch(r"[A-Z][A-Za-z0-9_]*", str(entry["pmc"])) and entry.get("counters", True)):
+            errors.append(f"{name}: metrics.{key}.pmc must be a rocprofv3 name requested for its counters")
         for k in ("counters", "needs"):
             if k in entry and not (isinstance(entry[k], list) and all(isinstance(x, str) for x in entry[k])):
                 errors.append(f"{name}: metrics.{key}.{k} must be a list of names")
@@ -324,6 +328,7 @@ def _build(stem: str, raw: dict[str, Any], shared: dict[str, Any]) -> ArchDict:
             needs=tuple(e.get("needs", ())),
             rpc=e.get("rpc", ""),
             sdk=e.get("sdk", ""),
+            pmc=e.get("pmc", ""),
             ncu=e.get("ncu", ""),
             meaning=e.get("meaning", ""),
             thresholds={t: float(e[t]) for t in THRESHOLD_KEYS if t in e},
