@@ -67,7 +67,16 @@ def test_rocprof_compute_names_are_its_own():
 
 @pytest.mark.parametrize(
     ("given", "stem"),
-    [("gfx942:sramecc+:xnack-", "gfx942"), ("GFX1151", "gfx1151"), ("9.0", "sm_90"), ("sm90", "sm_90"), ("sm_90a", "sm_90"), ("8.0", "sm_80")],
+    [
+        ("gfx942:sramecc+:xnack-", "gfx942"),
+        ("GFX1151", "gfx1151"),
+        ("9.0", "sm_90"),
+        ("sm90", "sm_90"),
+        ("sm_90a", "sm_90"),
+        ("8.0", "sm_80"),
+        ("gfx94x", "gfx942"),
+        ("gfx940", "gfx942"),
+    ],
 )
 def test_arch_names_normalise(given, stem):
     assert normalise_arch(given) == stem

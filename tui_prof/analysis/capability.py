@@ -54,6 +54,7 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     """What can be profiled on ``arch``: counters, PC sampling, thread trace, rocprof-compute, limits, notes;
     ``instead`` (where known): what cannot be measured on the arch and what to do instead."""
     a = (arch or "").split(":")[0].lower()
+    a = {"gfx94x": "gfx942", "gfx95x": "gfx950"}.get(a, a)  # a HIP Kineto trace's family name (no stepping digit)
     lim = arch_limits(a)
     notes: list[str] = []
     caps: dict[str, Any] = {

@@ -289,13 +289,19 @@ def validate(stem: str, raw: dict[str, Any]) -> list[str]:
     return errors
 
 
+# targets that share a dictionary: MI300 variants (rocprof-compute runs gfx942 on the gfx940
+# configs with the same limits), and the family names a HIP Kineto trace gives (gfx94x: HIP
+# reports 9.4 without the stepping digit)
+ALIASES = {"gfx940": "gfx942", "gfx941": "gfx942", "gfx94x": "gfx942", "gfx95x": "gfx950", "gfx90x": "gfx90a"}
+
+
 def normalise_arch(arch: str) -> str:
-    """'gfx942:sramecc+:xnack-' -> gfx942; 'SM90' / '9.0' / 'sm_90a' -> sm_90."""
+    """'gfx942:sramecc+:xnack-' -> gfx942; 'SM90' / '9.0' / 'sm_90a' -> sm_90; gfx94x -> gfx942."""
     a = (arch or "").strip().lower().split(":")[0]
     m = re.fullmatch(r"(?:sm_?|compute_?)?(\d)\.?(\d)a?", a)
     if m:
         return f"sm_{m.group(1)}{m.group(2)}"
-    return a
+    return ALIASES.get(a, a)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -180,6 +180,7 @@ def _plan_rows(table: Table, arch: str, rocm: str | None, collected: list[str]) 
             table.add_row(plain("collect", "green"), plain(command, "green"))
         return
     labels = found["labels"]
+    arch = found["arch"]  # the dictionary's name (a HIP Kineto trace says gfx94x for gfx942)
     stack = f"{arch}, ROCm {rocm}" if rocm else f"{arch} (ROCm version not recorded)"
     could = ", ".join(labels[k] for k in dict.fromkeys(found["could"]) if k in labels) or "none"
     table.add_row("could measure", plain(f"{could} — {found['could_passes']} rocprofv3 pass(es) on {stack}"))
