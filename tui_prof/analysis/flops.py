@@ -406,29 +406,36 @@ def operator_costs(kernels: pd.DataFrame, links: pd.DataFrame, markers: pd.DataF
     dur = (kernels["end"].to_numpy() - kernels["start"].to_numpy())[linked]
     per_call = pd.DataFrame({"row": op_row[linked], "dur": dur}).groupby("row", sort=False)["dur"].sum()
     rows = per_call.index.to_numpy()
-    names = markers["name"].astype(str).to_numpy()[rows]
-    dims = markers["input_dims"].astype(str).to_numpy()[rows]
-    types = markers["input_types"].astype(str).to_numpy()[rows] if "input_types" in markers.columns else np.full(len(rows), "")
-    concrete = markers["input_concrete"].astype(str).to_numpy()[rows] if "input_concrete" in markers.columns else np.full(len(rows), "")
-    cache: dict[tuple[str, str, str, str], dict[str, Any] | None] = {}
+    # the calls grouped by (name, dims, types, concrete) codes: one formula per distinct call
+    keys: dict[str, np.ndarray] = {}
+    texts: dict[str, Any] = {}
+    for column in ("name", "input_dims", "input_types", "input_concrete"):
+        if column not in markers.columns:
+            keys[column], texts[column] = np.zeros(len(rows), dtype=np.int64), [""]
+            continue
+        values = markers[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            keys[column], texts[column] = values.cat.codes.to_numpy()[rows].astype(np.int64), values.cat.categories
+        else:
+            keys[column], texts[column] = pd.factorize(values.to_numpy()[rows])
+    frame = pd.DataFrame({**keys, "dur": per_call.to_numpy()})
+    grouped = frame.groupby(list(keys), sort=False)["dur"].agg(["count", "sum"]).reset_index()
     out: dict[str, dict[str, Any]] = {}
-    for name, d, t, c, ns in zip(names, dims, types, concrete, per_call.to_numpy(), strict=True):
-        key = (name, d, t, c)
-        if key not in cache:
-            cache[key] = op_cost(name, d, t, c)
-        cost = cache[key]
+    for n_code, d_code, t_code, c_code, calls, ns in grouped.itertuples(index=False):
+        name, d, t, c = (str(texts[col][code]) if code >= 0 else "" for col, code in zip(keys, (n_code, d_code, t_code, c_code), strict=True))
+        cost = op_cost(name, d, t, c)
         entry = out.setdefault(name, {"calls": 0, "costed_calls": 0, "flops": 0, "bytes": 0, "costed_ns": 0, "by_dtype": {}})
-        entry["calls"] += 1
+        entry["calls"] += int(calls)
         if cost is None:
             continue
-        entry["costed_calls"] += 1
-        entry["flops"] += cost["flops"]
-        entry["bytes"] += cost["bytes"]
+        entry["costed_calls"] += int(calls)
+        entry["flops"] += cost["flops"] * int(calls)
+        entry["bytes"] += cost["bytes"] * int(calls)
         entry["costed_ns"] += int(ns)
         entry["kind"] = cost["kind"]
         if cost.get("note"):
             entry.setdefault("notes", set()).add(cost["note"])
-        entry["by_dtype"][cost["dtype"]] = entry["by_dtype"].get(cost["dtype"], 0) + max(cost["flops"], 1)
+        entry["by_dtype"][cost["dtype"]] = entry["by_dtype"].get(cost["dtype"], 0) + max(cost["flops"], 1) * int(calls)
     return {k: v for k, v in out.items() if v["costed_calls"]}
 
 
