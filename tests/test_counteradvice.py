@@ -79,3 +79,9 @@ def test_the_database_kernels_carry_advice():
         for a in k["advice"]:
             if a["metric"] != "roofline":
                 assert a["formula"] in a["text"] and a["passes"]
+
+
+def test_a_defective_counter_is_said_whatever_its_value():
+    (a,) = advise("gfx1151", _kernel(waves=_metric(1280.0, "waves")))
+    assert "SQ_WAVES" in a["text"] and "rocm-systems#3828" in a["text"] and a["defect"]
+    assert advise("gfx942", _kernel(waves=_metric(1280.0, "waves"))) == []

@@ -109,6 +109,7 @@ def test_gfx1151_tcp_ratio_is_two_passes_and_says_so():
     assert [ps["counters"] for ps in p["passes"]] == [["TCP_PENDING_STALL_CYCLES"], ["TCP_TA_REQ"]]
     assert p["metrics"][0]["split"] is True and p["metrics"][0]["passes"] == [1, 2]
     assert any(w["kind"] == "limit" and "10041" in w["issue"] for w in p["warnings"])
+    assert sum("10041" in n and "--list-avail" in n for n in p["notes"]) == 2  # both counters are new
 
 
 @pytest.mark.parametrize("names", [["SQ_WAVES"], ["wavefronts"], ["Wavefronts"], ["alu_stalled_by_lds"]])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from tui_prof.analysis.counterdict import MetricInfo, load
+from tui_prof.analysis.counterdict import ArchDict, MetricInfo, load
 from tui_prof.analysis.counterplan import default_metrics, plan
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 
@@ -69,6 +69,37 @@ def _crossed(m: MetricInfo, value: float, pct: float | None) -> tuple[str, str] 
         if key in t and v is not None and v == v and test(v, t[key]):
             return key, f"{sign} {t[key]:g}"
     return None
+
+
+def _defect_sentences(d: ArchDict, kernel: dict[str, Any]) -> list[dict[str, Any]]:
+    """A sentence per shown metric that reads a counter with a known wrong-value defect on
+    this arch (gfx1151 SQ_WAVES), whatever its value."""
+    out = []
+    for key, entry in (kernel.get("metrics") or {}).items():
+        m = d.metrics.get(TO_DICT.get(key, key))
+        if m is None:
+            continue
+        for defect in d.defects:
+            hit = [c for c in m.counters if defect.kind == "wrong" and defect.touches(c, d.block_of(c))]
+            if hit:
+                name = m.rpc or m.label
+                text = f"{name} reads {', '.join(hit)}: {defect.text} [{defect.issue}]."
+                out.append(
+                    {
+                        "metric": m.key,
+                        "label": name,
+                        "value": float(entry["value"]),
+                        "unit": entry["unit"],
+                        "threshold": "",
+                        "formula": m.formula,
+                        "passes": [],
+                        "plan": "",
+                        "good": False,
+                        "defect": defect.issue,
+                        "text": text,
+                    }
+                )
+    return out
 
 
 def advise(arch: str, kernel: dict[str, Any]) -> list[dict[str, Any]]:
@@ -125,6 +156,7 @@ def advise(arch: str, kernel: dict[str, Any]) -> list[dict[str, Any]]:
                 "text": text,
             }
         )
+    out.extend(_defect_sentences(d, kernel))
     first = MEMORY if bound == "memory" else COMPUTE if bound == "compute" else set()
     out.sort(key=lambda a: (a["good"], a["metric"] not in first))
     if bound and out:

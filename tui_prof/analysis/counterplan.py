@@ -350,6 +350,9 @@ def plan(arch: str, requested: Sequence[str], rocm: str | None = None, app: str 
         all_counters = []
     passes = pack(d, [cs for _, cs, _ in groups])
     raw = [hardware(d, p) for p in passes]
+    for c in all_counters:  # counters newer than any release tuiprof can name
+        if c in d.counters and d.counters[c].since:
+            notes.append(f"{c} was added by {d.counters[c].since}: check rocprofv3 --list-avail lists it on your stack")
     out.update(
         metrics=_metric_rows(d, groups, passes),
         counters=[

@@ -24,7 +24,7 @@ import tomllib
 SCHEMA = 1
 _PACKAGE = "tui_prof.analysis.counterdict"
 
-COUNTER_KEYS = {"meaning", "ncu", "accumulate", "block"}
+COUNTER_KEYS = {"meaning", "ncu", "accumulate", "block", "since"}
 METRIC_KEYS = {
     "label",
     "pmc",
@@ -83,6 +83,7 @@ class CounterInfo:
     meaning: str = ""
     ncu: str = ""  # the nearest Nsight Compute metric
     accumulate: bool = False  # an accumulate (SQ_ACCUM_PREV_HIRES-style) counter: a pass of its own
+    since: str = ""  # where it was added (a PR), when the ROCm release that carries it is not known
 
 
 @dataclass(frozen=True)
@@ -323,7 +324,9 @@ def _build(stem: str, raw: dict[str, Any], shared: dict[str, Any]) -> ArchDict:
         b = entry.get("block") or name.split("_", 1)[0]
         return alias.get(b, b)
 
-    counters = {n: CounterInfo(n, block(n, e), e.get("meaning", ""), e.get("ncu", ""), bool(e.get("accumulate"))) for n, e in counters_raw.items()}
+    counters = {
+        n: CounterInfo(n, block(n, e), e.get("meaning", ""), e.get("ncu", ""), bool(e.get("accumulate")), e.get("since", "")) for n, e in counters_raw.items()
+    }
     metrics = {
         k: MetricInfo(
             key=k,
