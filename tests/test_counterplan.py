@@ -301,3 +301,10 @@ def test_derived_metrics_are_requested_whole_in_one_pass(arch):
     _check_limits(d, [ps["counters"] for ps in p["passes"]])
     assert len(p["passes"]) == p["min_passes"]
     assert p["derived"] == {n: list(d.metrics[n.lower()].counters) for n in ("FETCH_SIZE", "WRITE_SIZE")}
+
+
+@pytest.mark.parametrize("version", ["garbage", "7", "7.2.1.5", "\x1b[31m7.2"])
+def test_cli_bad_rocm_version_is_one_line_exit_2(version, capsys):
+    assert cli.main(["counters", "plan", "--arch", "gfx1151", "--rocm", version, "l2_hit"]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1 and "--rocm" in captured.err and "\x1b" not in captured.err

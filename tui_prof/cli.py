@@ -383,6 +383,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def parse_rocm_version(text: str) -> str:
+    """A ROCm version: 7.2 or 7.2.1."""
+    import re
+
+    if not re.fullmatch(r"\d{1,3}\.\d{1,3}(\.\d{1,4})?", text.strip()):
+        raise argparse.ArgumentTypeError(f"not a ROCm version (like 7.2.1): {text!r}")
+    return text.strip()
+
+
 def cmd_counters_plan(args) -> int:
     """``tuiprof counters plan``: the fewest rocprofv3 passes for the named metrics/counters."""
     from tui_prof.analysis.counterdict import UnknownArch
@@ -409,7 +418,7 @@ def _counters_parser(sub) -> None:
         "plan", help="the fewest rocprofv3 --pmc passes that collect METRIC_OR_COUNTER... on --arch (and what cannot be measured there, and why)"
     )
     planner.add_argument("--arch", required=True, help="GPU architecture: gfx90a, gfx942, gfx950, gfx1100, gfx1151, sm_80, sm_90")
-    planner.add_argument("--rocm", metavar="VERSION", default=None, help="ROCm version of the stack (e.g. 7.2.1): applies version-dependent defects")
+    planner.add_argument("--rocm", metavar="VERSION", type=parse_rocm_version, default=None, help="ROCm version of the stack (e.g. 7.2.1): applies version-dependent defects")
     planner.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.counters-plan/1)")
     planner.add_argument(
         "names",
