@@ -418,7 +418,9 @@ def _counters_parser(sub) -> None:
         "plan", help="the fewest rocprofv3 --pmc passes that collect METRIC_OR_COUNTER... on --arch (and what cannot be measured there, and why)"
     )
     planner.add_argument("--arch", required=True, help="GPU architecture: gfx90a, gfx942, gfx950, gfx1100, gfx1151, sm_80, sm_90")
-    planner.add_argument("--rocm", metavar="VERSION", type=parse_rocm_version, default=None, help="ROCm version of the stack (e.g. 7.2.1): applies version-dependent defects")
+    planner.add_argument(
+        "--rocm", metavar="VERSION", type=parse_rocm_version, default=None, help="ROCm version of the stack (e.g. 7.2.1): applies version-dependent defects"
+    )
     planner.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.counters-plan/1)")
     planner.add_argument(
         "names",
