@@ -55,6 +55,12 @@ def _passes(arch: str) -> dict[str, list[int]]:
     return {m["key"]: m["passes"] for m in p["metrics"] if m.get("key")}
 
 
+@cache
+def _own_passes(arch: str, key: str) -> list[int]:
+    """The passes of a metric's own plan (a metric outside the Counters pane's plan)."""
+    return plan(arch, [key])["metrics"][0]["passes"]
+
+
 def _crossed(m: MetricInfo, value: float, pct: float | None) -> tuple[str, str] | None:
     """(which threshold, its text) when ``value`` (or its % of peak) crosses one."""
     t = m.thresholds
@@ -127,7 +133,7 @@ def advise(arch: str, kernel: dict[str, Any]) -> list[dict[str, Any]]:
         if dkey == "mfma_utilization" and which == "bad_below" and DEFAULT_CATEGORY_RULES.classify(str(kernel.get("name", ""))) != "GEMM":
             continue  # idle matrix cores are only a problem in a GEMM
         command = f"tuiprof counters plan --arch {d.arch}" + ("" if dkey in passes else f" {dkey}")
-        where = passes.get(dkey) or plan(d.arch, [dkey])["metrics"][0]["passes"]
+        where = passes.get(dkey) or _own_passes(d.arch, dkey)
         good = which == "good_above"
         name = m.rpc or m.label
         shown = f"{entry['value']:.3g} {entry['unit']}" + (f" = {pct:.3g} % of peak" if "pct_of_peak" in which and pct is not None else "")
