@@ -270,4 +270,5 @@ def test_counters_pane_shows_the_shape_estimates_without_counters(capsys):
     assert f"{mm['achieved_tflops']:.3g} ({mm['pct_of_peak_flops']:.3g} % bf16)" in line and "compute" in line
     copy = [c.strip() for c in next(line for line in text.splitlines() if line.startswith("aten::copy_ ")).split("│")]
     assert copy[2] == "-"  # no FLOPs: no FLOP rate (its GB/s stays)
+    assert "Roofline estimate from shapes: aten::mm (bf16)" in text  # the top operator with FLOPs, on its roofline
     assert copy[3].startswith(f"{next(o for o in doc['hotspots_by_operator'] if o['name'] == 'aten::copy_')['achieved_gbs']:,.0f}")

@@ -134,7 +134,15 @@ def _shape_estimates(doc: dict) -> Group | None:
         )
     peak = next((o["peak_source"] for o in rows if o.get("peak_source")), "no peak known for this GPU")
     head = plain("Estimates from recorded shapes (not measured: FLOPs and bytes the shapes imply; docs/metrics.md)", "bold")
-    return Group(head, table, plain(f"peaks: {peak}", "dim"))
+    parts: list = [head, table, plain(f"peaks: {peak}", "dim")]
+    top = next((o for o in rows if o["flops"] and o.get("roofline_estimate") and o.get("peak_tflops") and o.get("peak_gbs")), None)
+    if top is not None:  # the operator with the most GPU time among those with FLOPs, on its dtype's roofline
+        chart = roofline_lines(top["roofline_estimate"]["ai"], top["achieved_tflops"] * 1e3, top["peak_tflops"] * 1e3, top["peak_gbs"])
+        if chart:
+            title = plain("Roofline estimate from shapes: ", "bold")
+            title.append(safe_text(f"{top['name']} ({top['flops_dtype']}), * the operator, + the ridge; GFLOP/s vs FLOP per byte"))
+            parts.extend([title, plain("\n".join(chart), "", no_wrap=True, overflow="crop")])
+    return Group(*parts)
 
 
 def _roofline(roof: dict, explain: bool) -> list:
