@@ -65,16 +65,16 @@ def spec_of(ranks: int, dispatches: int):
 
 
 def analysis_bench(args) -> None:
-    from tui_prof.analysis import engine, ranks
+    from tui_prof.analysis import ranks, runinput
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
     from tui_prof.synth.ranks import build_ranks
 
     t = time.perf_counter()
     built = build_ranks(spec_of(args.ranks, args.dispatches))
     gen_s = time.perf_counter() - t
     runset = built.runset()
-    inputs = engine.run_inputs(runset)
+    inputs = runinput.run_inputs(runset)
     rows = []
     for _ in range(args.repeat):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -83,7 +83,7 @@ def analysis_bench(args) -> None:
         )
         rows.append({"ranks_sections_s": round(time.perf_counter() - t0, 3), "cpu_s": round(time.process_time() - c0, 3)})
     t0 = time.perf_counter()
-    doc = build_summary(runset, logs=False)
+    doc = build_summary(runset, SummaryOptions(logs=False))
     summary_s = time.perf_counter() - t0
     print(
         json.dumps(

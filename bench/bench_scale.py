@@ -213,14 +213,14 @@ def worker(name: str, path: str) -> dict:
             "hits": sum(h is not None for h in hits),
         }
     if name == "analysis":
-        from tui_prof.analysis.summary import build_summary
+        from tui_prof.analysis.summary import SummaryOptions, build_summary
         from tui_prof.loaders import load_path
 
         runset = load_path(path, use_cache=True)
         best = None
         for _ in range(3):
             t, c = time.perf_counter(), time.process_time()
-            build_summary(runset, top=20)
+            build_summary(runset, SummaryOptions(top=20))
             w, u = time.perf_counter() - t, time.process_time() - c
             best = (w, u) if best is None or w < best[0] else best
         return {"analysis_wall_s": best[0], "analysis_cpu_s": best[1], "dispatches": int(sum(len(r.kernels) for r in runset.runs))}

@@ -17,7 +17,7 @@ from tui_harness import drive, press, text_of
 
 from tui_prof.analysis.capability import capabilities
 from tui_prof.analysis.platform import AMD, COLLECTIVE_PHRASES, NVIDIA
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.cli import main
 from tui_prof.exits import EXIT_OK
 from tui_prof.loaders import load_path
@@ -78,7 +78,7 @@ def test_dominant_collective_gets_communication_advice_in_amd_words(tmp_path, na
     """A stats-only rocprofv3 run (AMD) whose top kernel is a collective at 93.6 %."""
     quoted = name.replace('"', '""')
     (tmp_path / "1_kernel_stats.csv").write_text(HEADER + f'"{quoted}",100,936000,9360.0,93.6,9000,9900,10.0\n"gemm_kernel",100,64000,640.0,6.4,600,700,5.0\n')
-    doc = build_summary(load_path(tmp_path, use_cache=False), logs=False)
+    doc = build_summary(load_path(tmp_path, use_cache=False), SummaryOptions(logs=False))
     assert doc["platform"]["vendor"] == AMD
     (f,) = [f for f in doc["findings"] if f["code"] == "dominant-kernel"]
     say = COLLECTIVE_PHRASES[AMD]

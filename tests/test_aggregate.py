@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path
 from tui_prof.synth.ranks import COLLECTIVE_KERNELS, RankSpec, build_ranks
 
@@ -74,7 +74,7 @@ def specs(draw):
 @given(specs())
 def test_every_percentage_within_0_100_and_every_part_within_its_whole(spec):
     ranks = build_ranks(spec)
-    doc = build_summary(ranks.runset(), logs=False)
+    doc = build_summary(ranks.runset(), SummaryOptions(logs=False))
     check_wholes(doc)
     exp = ranks.expected
     # exact: each host's ranks start together and end together (the collectives end together)
@@ -92,7 +92,7 @@ def test_every_percentage_within_0_100_and_every_part_within_its_whole(spec):
 def test_several_hosts_take_the_largest_host_span_not_the_distance_between_clocks():
     spec = RankSpec(ranks=4, hosts=2, host_offset_ns=9_000_000_000)
     ranks = build_ranks(spec)
-    doc = build_summary(ranks.runset(), logs=False)
+    doc = build_summary(ranks.runset(), SummaryOptions(logs=False))
     check_wholes(doc)
     # the two hosts' clocks are 9 s apart; the run lasts 1.475 ms on each
     assert doc["wall_ns"] == ranks.expected.span_ns[0] == 1_475_000
@@ -102,7 +102,7 @@ def test_several_hosts_take_the_largest_host_span_not_the_distance_between_clock
 
 @pytest.fixture(scope="module")
 def real_pair():
-    return build_summary(load_path(RANKS), logs=False)
+    return build_summary(load_path(RANKS), SummaryOptions(logs=False))
 
 
 def trace_ranges(path: Path) -> tuple[tuple[int, int], tuple[int, int]]:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tui_prof.analysis import occupancy
-from tui_prof.analysis.engine import longest_first
+from tui_prof.analysis.gpu_idle import longest_first
 from tui_prof.analysis.hostapi import unique_match
 from tui_prof.analysis.timeline import _Names, gpu_gaps, gpu_timeline
 from tui_prof.model import make_table

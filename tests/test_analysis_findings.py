@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from tui_prof.analysis.findings import FindingCode, build_findings
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path
 from tui_prof.synth import SynthSpec, build
 from tui_prof.synth.write_rocpd import write_rocpd
@@ -195,7 +195,7 @@ def test_findings_of_a_generated_run(tmp_path):
     spec = SynthSpec(iterations=20, kernels_per_iteration=10, gpus=1, sync="per_launch", seed=5)
     run = build(spec)
     write_rocpd(run, tmp_path / run.hostname / f"{spec.pid}_results.db", hostname=run.hostname)
-    doc = build_summary(load_path(tmp_path, use_cache=False), logs=False)
+    doc = build_summary(load_path(tmp_path, use_cache=False), SummaryOptions(logs=False))
     codes = [f["code"] for f in doc["findings"]]
     assert all(isinstance(FindingCode.of(c), FindingCode) for c in codes)
     sal = doc["sync"]["sync_after_launch"]

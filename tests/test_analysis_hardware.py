@@ -147,7 +147,7 @@ def test_scan_logs_reads_only_head_and_tail_of_a_large_file(tmp_path):
 def test_low_occupancy_finding_names_its_kernel():
     """lds 65536 B per 256-thread workgroup on gfx90a: 1 workgroup per CU = 12.5 % (the MI210
     example above), so the finding fires and carries the kernel's full name for the TUI."""
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
     from tui_prof.model import RunMeta, RunSet
 
     name = "void big_lds_kernel<" + "T" * 100 + ">(float*)"
@@ -168,7 +168,7 @@ def test_low_occupancy_finding_names_its_kernel():
         },
     )
     run = Run(meta=RunMeta(label="t", pid=1), agents=[Agent(id=1, name="gfx90a")], kernels=kernels)
-    doc = build_summary(RunSet(root="mem", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="mem", runs=[run]), SummaryOptions(logs=False))
     finding = next(f for f in doc["findings"] if f["code"] == "low-occupancy")
     assert finding["numbers"]["name"] == name
     assert finding["numbers"]["limiter"] == "LDS"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, rule_text
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path
 
 DATA = Path(__file__).parent / "data"
@@ -28,7 +28,7 @@ def events(path: Path) -> list[dict]:
 
 @cache
 def summary(path: Path) -> dict:
-    return build_summary(load_path(path), logs=False)
+    return build_summary(load_path(path), SummaryOptions(logs=False))
 
 
 # --- kernel-name rules on names taken from the samples ---------------------------------------
@@ -342,7 +342,7 @@ def test_wording_matches_the_platform(path):
         pytest.skip("not loadable on its own")
     if not runset.runs:
         pytest.skip("no runs")
-    doc = build_summary(runset, logs=False)
+    doc = build_summary(runset, SummaryOptions(logs=False))
     vendor = doc["platform"]["vendor"]
     text = "\n".join(advice(doc))
     if vendor == "nvidia":

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tui_prof.analysis.hotspots import hotspots
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.model import Agent, Run, RunSet, make_table
 from tui_prof.model.run import RunMeta
 
@@ -74,7 +74,7 @@ def test_busy_matches_rocpd_busy_view():
     with _db() as con:
         ((agent, gpu_time, wall_time),) = con.execute("SELECT agent_id, GpuTime, WallTime FROM busy").fetchall()
         abs_index = con.execute("SELECT absolute_index FROM rocpd_info_agent WHERE id = ?", (agent,)).fetchone()[0]
-    doc = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), logs=False)
+    doc = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), SummaryOptions(logs=False))
     (ours,) = doc["gpu"]["agents"]
     assert ours["agent"] == abs_index
     # rocpd's view sums durations; we take the union. In this run some consecutive dispatches on the
@@ -109,7 +109,7 @@ def test_sync_and_launch_against_regions():
             "SELECT count(*), sum(end - start) FROM regions WHERE name IN ('hipStreamSynchronize', 'hipEventSynchronize', 'hipDeviceSynchronize', 'hipMemcpy')"
         ).fetchone()
         distinct_ids = con.execute("SELECT count(DISTINCT corr_id) FROM regions WHERE name = 'hipLaunchKernel'").fetchone()[0]
-    doc = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), logs=False)
+    doc = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), SummaryOptions(logs=False))
     assert doc["sync"]["calls"] == calls == 5 and doc["sync"]["total_ns"] == total
     # this database stores correlation id 0 for every call (ATT run): ambiguous ids are not linked
     assert distinct_ids == 1
@@ -125,7 +125,7 @@ def test_rocpd_loader_gives_the_same_numbers():
 
     runset = load_path(str(DB))
     assert runset.runs, [str(i) for i in runset.issues]
-    doc = build_summary(runset, logs=False)
-    ref = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), logs=False)
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    ref = build_summary(RunSet(root=str(DB), runs=[_run_from_db()]), SummaryOptions(logs=False))
     assert doc["gpu"]["busy_ns"] == ref["gpu"]["busy_ns"] and doc["gpu"]["span_ns"] == ref["gpu"]["span_ns"]
     assert doc["sync"]["calls"] == ref["sync"]["calls"] and doc["sync"]["total_ns"] == ref["sync"]["total_ns"]

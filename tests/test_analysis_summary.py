@@ -2,39 +2,40 @@
 
 import json
 
+import pandas as pd
 import pytest
 from test_analysis_timeline import sync_loop_run
 
-from tui_prof.analysis import parts
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis import sections
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.cli import main, parse_duration_ns
 from tui_prof.model import RunSet, make_table
 from tui_prof.render.summary import summary_markdown, summary_text
 
 
 def test_summary_keys_of_schema():
-    """The document's keys, in order, are SummaryDoc's; each section's keys are its part's."""
-    doc = build_summary(RunSet(root="", runs=[sync_loop_run()]), logs=False)
-    assert list(doc) == list(parts.SummaryDoc.__annotations__)
-    sections = {
-        "source": parts.SourcePart,
-        "kernels": parts.KernelsPart,
-        "gpu": parts.GpuPart,
-        "gaps": parts.GapsPart,
-        "sync": parts.SyncPart,
-        "launch": parts.LaunchPart,
-        "copies": parts.CopiesPart,
-        "hotspots_by": parts.HotspotsBy,
-        "measurement": parts.MeasurementPart,
+    """The document's keys, in order, are Summary's; each section's keys are its section type's."""
+    doc = build_summary(RunSet(root="", runs=[sync_loop_run()]), SummaryOptions(logs=False))
+    assert list(doc) == list(sections.Summary.__annotations__)
+    typed = {
+        "source": sections.SourceSection,
+        "kernels": sections.KernelsSection,
+        "gpu": sections.GpuSection,
+        "gaps": sections.GapsSection,
+        "sync": sections.SyncSection,
+        "launch": sections.LaunchSection,
+        "copies": sections.CopiesSection,
+        "hotspots_by": sections.HotspotsBy,
+        "measurement": sections.MeasurementSection,
     }
-    for key, part in sections.items():
-        assert set(doc[key]) == set(part.__annotations__), key
-    assert set(doc["sync"]["sync_after_launch"]) == set(parts.SyncAfterLaunch.__annotations__)
-    assert set(doc["processes"][0]) == set(parts.ProcessRecord.__annotations__)
-    assert set(doc["hotspots"][0]) == set(parts.HotspotRecord.__annotations__) - {"pct_wall"}
-    assert set(doc["hotspots_by"]["category"][0]) == set(parts.HotspotRecord.__annotations__)
-    assert set(doc["gaps"]["listed"][0]) == set(parts.GapRecord.__annotations__)
-    assert all(set(f) == set(parts.Finding.__annotations__) for f in doc["findings"])
+    for key, section in typed.items():
+        assert set(doc[key]) == set(section.__annotations__), key
+    assert set(doc["sync"]["sync_after_launch"]) == set(sections.SyncAfterLaunch.__annotations__)
+    assert set(doc["processes"][0]) == set(sections.ProcessRecord.__annotations__)
+    assert set(doc["hotspots"][0]) == set(sections.HotspotRecord.__annotations__) - {"pct_wall"}
+    assert set(doc["hotspots_by"]["category"][0]) == set(sections.HotspotRecord.__annotations__)
+    assert set(doc["gaps"]["listed"][0]) == set(sections.GapRecord.__annotations__)
+    assert all(set(f) == set(sections.Finding.__annotations__) for f in doc["findings"])
     assert doc["categories"] == {"GEMM": 12 * 100_000}
     assert doc["agents"][0]["capabilities"]["arch"] == "gfx942"
     assert doc["measurement"]["gemm_pct_of_kernel_time"] == 100.0
@@ -74,7 +75,7 @@ def test_measurement_and_launch_numbers_of_the_sync_loop_by_hand():
     before it by a 3 µs hipLaunchKernel; a hipDeviceSynchronize from 4 µs before the
     kernel to 5 µs after it."""
     us, n = 1_000, 12
-    doc = build_summary(RunSet(root="", runs=[sync_loop_run(n)]), logs=False)
+    doc = build_summary(RunSet(root="", runs=[sync_loop_run(n)]), SummaryOptions(logs=False))
     wall = (n - 1) * 140 * us + 100 * us + 8 * us + 5 * us  # first launch start .. last sync end
     gpu_span = n * 100 * us + (n - 1) * 40 * us
     sync_total = n * 109 * us
@@ -109,7 +110,7 @@ def test_peak_memory_by_hand():
             "address": [0xA, 0xB, 0xA, 0xC],
         },
     )
-    doc = build_summary(RunSet(root="", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="", runs=[run]), SummaryOptions(logs=False))
     assert doc["measurement"]["peak_memory_bytes"] == 150
 
 
@@ -125,37 +126,42 @@ def test_grouped_hotspots_computed_in_the_background_equal_direct_ones():
     runset = load_path(Path(__file__).parent / "data" / "rocpd")
     kernels = all_kernels(runset)
     for _ in range(3):
-        doc = build_summary(runset, top=None, max_gaps=None)
+        doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None))
         wall = doc["wall_ns"]
         for key, by in (("normalized", "normalized"), ("category", "category"), ("agent", "agent"), ("process", "pid")):
             assert doc["hotspots_by"][key] == hotspot_records(hotspots(kernels, by=by, wall_ns=wall), None), key
 
 
-@pytest.mark.parametrize("threads", [None, True, False])
+@pytest.mark.parametrize("lane", ["threaded_lane", "inline_lane"])
 @pytest.mark.parametrize("folder", ["rocpd", "kineto/ranks"])
-def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, threads):
-    """One process (or ``threads=True``): the rank sections, statistics checks, occupancy
+def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
+    """threaded_lane (the CLI), one process: the rank sections, statistics checks, occupancy
     and API table run in the summary's two threads; several: in the calling thread when
-    needed; ``threads=False`` (the TUI): every section in the calling thread. Each way each
+    needed; inline_lane (the TUI): every section in the calling thread. Each way each
     equals its section computed directly, on a real run."""
     from pathlib import Path
 
-    from tui_prof.analysis import engine, ranks
+    from tui_prof import threads
+    from tui_prof.analysis import ranks
+    from tui_prof.analysis.hostcalls import api_section
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.occupancy import occupancy_section
+    from tui_prof.analysis.runinput import run_inputs
+    from tui_prof.analysis.stats import stats_section
     from tui_prof.loaders import load_path
 
     runset = load_path(Path(__file__).parent / "data" / folder)
-    inputs = engine.run_inputs(runset)
+    inputs = run_inputs(runset)
     assert (len(inputs) == 1) == (folder == "rocpd")
     rows, comm, strag = ranks.ranks_sections(
         [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
     )
     for _ in range(3):
-        doc = build_summary(runset, top=None, max_gaps=None, logs=False, threads=threads)
+        doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None, logs=False), lane=getattr(threads, lane))
         assert doc["ranks"] == rows and doc["communication"] == comm and doc["stragglers"] == strag
-        assert doc["occupancy"] == engine.occupancy_part(inputs, None)
-        assert doc["api"] == engine.api_part(runset, None)
-        assert doc["stats"] == engine.stats_part(runset, inputs, None)
+        assert doc["occupancy"] == occupancy_section(inputs, None)
+        assert doc["api"] == api_section(runset, None)
+        assert doc["stats"] == stats_section(runset, inputs, None)
     assert doc["ranks"] and doc["api"]["rows"]
 
 
@@ -180,3 +186,21 @@ def test_a_job_run_inline_runs_once_in_the_asking_thread_and_raises_its_error_ea
     for _ in range(2):
         with pytest.raises(ValueError, match="no"):
             failing.result()
+
+
+def test_summarise_keeps_every_gap_and_launch_link_behind_the_document():
+    """summarise's gap sets hold every gap >= the threshold (the document lists the
+    longest max_gaps of them) and its links equal link_launches of each run."""
+    from pathlib import Path
+
+    from tui_prof.analysis import hostapi
+    from tui_prof.analysis.summary import summarise
+    from tui_prof.loaders import load_path
+
+    runset = load_path(Path(__file__).parent / "data" / "kineto" / "ranks")
+    result = summarise(runset, SummaryOptions(max_gaps=1, logs=False))
+    assert result.summary["gaps"]["count"] == sum(len(g) for g in result.gaps.values()) > 1
+    assert len(result.summary["gaps"]["listed"]) == 1
+    assert sorted(result.links) == list(range(len(runset.runs)))
+    for i, run in enumerate(runset.runs):
+        pd.testing.assert_frame_equal(result.links[i], hostapi.link_launches(run.kernels, run.api))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tui_prof.analysis import hostapi
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.analysis.timeline import gpu_timeline, union_length
 from tui_prof.model import Agent, Run, RunSet, make_table
 from tui_prof.model.run import RunMeta
@@ -91,7 +91,7 @@ def test_sync_stats_and_sync_after_every_launch_pattern():
     assert s["pct_of_wall"] == pytest.approx(100 * n * sync_dur / 1e9, abs=1e-4)
     pattern = hostapi.sync_after_launch(run.api)
     assert pattern == {"launches": n, "followed_by_sync": n, "ratio": 1.0, "detected": True}
-    doc = build_summary(RunSet(root="", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="", runs=[run]), SummaryOptions(logs=False))
     # by construction: every launch followed by a sync (weight 100); idle = 11 gaps of 40 µs over a
     # 1640 µs span = 26.8 % (> 20 %), all of it after a sync (> 5 %): equal weights keep rule order;
     # sync calls 79 % of wall, but each returns 5 µs after its kernel: the exposed part is 12 x 5 µs
@@ -121,7 +121,7 @@ def test_many_tiny_kernels_finding():
     n = 2000
     start = np.arange(n) * 6 * US
     kernels = make_table("kernels", {"start": start, "end": start + 4 * US, "agent": 1, "name": ["tiny_add_kernel"] * n, "correlation_id": np.arange(n) + 1})
-    doc = build_summary(RunSet(root="", runs=[_run(kernels)]), logs=False)
+    doc = build_summary(RunSet(root="", runs=[_run(kernels)]), SummaryOptions(logs=False))
     assert doc["launch"]["many_tiny_kernels"] is True and doc["launch"]["tiny_kernels"] == n
     assert "many-tiny-kernels" in [f["code"] for f in doc["findings"]]
 
@@ -150,7 +150,7 @@ def test_graph_replay_decode_is_997_percent_busy():
         },
     )
     run = _run(kernels, api)
-    doc = build_summary(RunSet(root="", runs=[run]), gap_threshold_ns=0, logs=False)
+    doc = build_summary(RunSet(root="", runs=[run]), SummaryOptions(gap_threshold_ns=0, logs=False))
     span = n * kns + (n - 1) * gns
     assert doc["gpu"]["span_ns"] == span
     assert doc["gpu"]["busy_ns"] == n * kns
@@ -189,13 +189,13 @@ def test_copies_fill_gaps_and_are_attributed_to_the_gpu_agent():
     res, gaps = gpu_timeline(run, threshold_ns=1)
     assert [a["agent"] for a in res] == [1]
     assert res[0]["busy_ns"] == 900 and res[0]["idle_ns"] == 200
-    doc = build_summary(RunSet(root="", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="", runs=[run]), SummaryOptions(logs=False))
     assert doc["copies"]["bytes"] == 7000
     assert doc["copies"]["by_direction"]["HtoD"] == {"count": 1, "bytes": 5000, "size_unknown": 0, "time_ns": 500, "bandwidth_gbs": 10.0}
     assert doc["copies"]["size_unknown"] == 0
     # a format that does not record copy sizes (rocprofv3 CSV): sizes -1 are counted, not summed
     unsized = _run(kernels, copies=copies.assign(bytes=-1), agents=agents)
-    copies_doc = build_summary(RunSet(root="", runs=[unsized]), logs=False)["copies"]
+    copies_doc = build_summary(RunSet(root="", runs=[unsized]), SummaryOptions(logs=False))["copies"]
     assert (copies_doc["bytes"], copies_doc["size_unknown"], copies_doc["by_direction"]["DtoH"]["bandwidth_gbs"]) == (0, 2, None)
     assert doc["copies"]["pct_of_wall"] == pytest.approx(100 * 700 / 1100, abs=1e-4)
 
@@ -255,7 +255,7 @@ def test_synth_generator_expected_answers(kwargs):
         assert ours["start"].tolist() == want["start"].tolist()
         assert ours["end"].tolist() == want["end"].tolist()
         assert ours["cause"].astype(str).tolist() == want["cause"].astype(str).tolist()
-    doc = build_summary(RunSet(root="", runs=[run]), gap_threshold_ns=1, max_gaps=None, logs=False)
+    doc = build_summary(RunSet(root="", runs=[run]), SummaryOptions(gap_threshold_ns=1, max_gaps=None, logs=False))
     assert doc["sync"]["calls"] - doc["sync"]["blocking_copy_calls"] == exp.sync_calls
     assert doc["sync"]["by_name"]["hipDeviceSynchronize"]["total_ns"] == exp.sync_total_ns
     assert {d: v["bytes"] for d, v in doc["copies"]["by_direction"].items()} == exp.copy_bytes

@@ -155,12 +155,12 @@ def test_unknown_option_with_a_newline_is_one_line(capsys):
 
 
 def test_internal_error_message_is_escaped(monkeypatch, capsys):
-    from tui_prof.analysis import summary
+    from tui_prof.analysis import api
 
     def boom(*_args, **_kwargs):
         raise RuntimeError("bad name k\x1b]52;c;ZXZpbA==\x07\nnext")
 
-    monkeypatch.setattr(summary, "build_summary", boom)
+    monkeypatch.setattr(api, "build_summary", boom)  # the CLI imports it from the door
     assert cli.main(["summary", str(SAMPLE), "--no-cache"]) == 3
     assert one_line(capsys) == ("tuiprof: internal error: RuntimeError: bad name k\\x1b]52;c;ZXZpbA==\\x07\\nnext (please report)")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tui_prof.analysis.ranks import bus_factor, rank_numbers
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import kineto, load_path
 from tui_prof.loaders.kineto import load_file
 from tui_prof.loaders.rocpd import environment_rank
@@ -49,7 +49,7 @@ def nccl_events() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def nccl_doc():
-    return build_summary(load_path(NCCL.parent, use_cache=False), logs=False)
+    return build_summary(load_path(NCCL.parent, use_cache=False), SummaryOptions(logs=False))
 
 
 def expected_by_type(events: list[dict]) -> dict[str, dict]:
@@ -200,7 +200,7 @@ FACTOR_AT_4 = {"AllReduce": 1.5, "AllGather": 0.75, "ReduceScatter": 0.75, "Broa
 def synth(tmp_path_factory):
     ranks = build_ranks(SPEC)
     root = tmp_path_factory.mktemp("comm")
-    return ranks, {fmt: build_summary(load_path(write_ranks(ranks, root / fmt, fmt), use_cache=False), logs=False) for fmt in ("kineto", "csv")}
+    return ranks, {fmt: build_summary(load_path(write_ranks(ranks, root / fmt, fmt), use_cache=False), SummaryOptions(logs=False)) for fmt in ("kineto", "csv")}
 
 
 def test_generated_ranks_bus_bandwidth_known_by_construction(synth):
@@ -226,7 +226,7 @@ def test_sizes_unknown_show_a_dash_never_zero(synth):
     """rocprofv3 CSV (no message sizes) and the real pair without collective args: null in
     JSON, "-" in text, never 0 GB/s."""
     _, docs = synth
-    pair = build_summary(load_path(PAIR, use_cache=False), logs=False)
+    pair = build_summary(load_path(PAIR, use_cache=False), SummaryOptions(logs=False))
     for doc in (docs["csv"], pair):
         for t in doc["communication"]["by_type"]:
             assert t["sized"] == 0 and t["count"] > 0
@@ -293,7 +293,7 @@ def test_rocpd_ranks_from_the_environment(tmp_path):
         200: {"rank": 0, "variable": "RANK"},
     }
     assert all(r.meta.rank is None for r in runset.runs)  # distributedInfo only (the same process in two formats stays one)
-    doc = build_summary(runset, logs=False)
+    doc = build_summary(runset, SummaryOptions(logs=False))
     assert [(r["rank"], r["rank_source"], r["pid"]) for r in doc["ranks"]] == [(0, "environment", 200), (1, "environment", 100)]
     assert "rank from each process's environment" in summary_text(doc)
     assert "rank from environment" in str(ranks_header(doc))

@@ -23,7 +23,7 @@ import pytest
 from tests.synthetic import synthetic_runset
 from tui_prof import cli
 from tui_prof.analysis.hotspots import hotspots
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.exits import EXIT_OK, EXIT_USAGE
 from tui_prof.export import perfetto
@@ -108,7 +108,7 @@ def test_parquet_strings_are_dictionaries_and_times_int64(synthetic, tmp_path):
 def test_parquet_analysis_tables_match_the_summary(synthetic, tmp_path):
     runset, synth = synthetic
     paths = export_parquet(runset, tmp_path / "out")
-    doc = build_summary(runset, top=None, max_gaps=None)
+    doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None))
     hot = pd.read_parquet(paths["hotspots_by_name"])
     assert hot[["name", "calls", "total_ns"]].astype({"name": str}).values.tolist() == [[h["name"], h["calls"], h["total_ns"]] for h in doc["hotspots"]]
     assert int(hot["total_ns"].sum()) == synth.expected.kernel_total_ns
@@ -279,7 +279,7 @@ def test_perfetto_analysis_tracks_and_names(synthetic, tmp_path):
     runset, synth = synthetic
     path, _ = export_perfetto(runset, tmp_path / "t.json")
     doc, events = _events(path)
-    summary = build_summary(runset, top=None, max_gaps=None)
+    summary = build_summary(runset, SummaryOptions(top=None, max_gaps=None))
     gaps = [e for e in events if e.get("cat") == "tuiprof_gap"]
     assert len(gaps) == summary["gaps"]["count"]
     assert sorted(e["name"] for e in gaps) == sorted(gap_name(g["cause"], g["api_cause"] or "") for g in summary["gaps"]["listed"])

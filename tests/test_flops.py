@@ -256,11 +256,11 @@ def test_peak_table_agrees_with_the_per_cu_factors():
 def test_counters_pane_shows_the_shape_estimates_without_counters(capsys):
     from rich.console import Console
 
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.api import SummaryOptions, build_summary
     from tui_prof.loaders import load_path
     from tui_prof.tui.panes.counters import counters_renderable
 
-    doc = build_summary(load_path(GPT2), logs=False)
+    doc = build_summary(load_path(GPT2), SummaryOptions(logs=False))
     console = Console(width=200, color_system=None, record=True)
     console.print(counters_renderable(doc, None, False))
     text = console.export_text()

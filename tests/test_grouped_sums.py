@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tui_prof.analysis import engine, hostapi
+from tui_prof.analysis import hostapi, hostcalls, stats
 from tui_prof.analysis.hotspots import hotspots, process_order
 from tui_prof.analysis.steps import _inferred_steps
 from tui_prof.analysis.timeline import union_length
@@ -47,10 +47,10 @@ def _by_pandas(api: pd.DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
 def test_api_part_counts_and_sums_every_domain_and_name_as_groupby_does(extra):
     rng = np.random.default_rng(extra)
     api = _api(rng, 3000, extra)
-    part = engine.api_part(RunSet("r", [Run(meta=RunMeta(), api=api)]), None)
+    part = hostcalls.api_section(RunSet("r", [Run(meta=RunMeta(), api=api)]), None)
     assert part["source"] == "trace"
     expected = _by_pandas(api)
-    labels = {d: engine.stats.TRACE_API_DOMAIN.get(d, d.upper()) for d in ("hip_api", "hsa_api", "marker")}
+    labels = {d: stats.TRACE_API_DOMAIN.get(d, d.upper()) for d in ("hip_api", "hsa_api", "marker")}
     got = {(d, r["name"]): (r["calls"], r["total_ns"]) for r in part["rows"] for d in labels if labels[d] == r["domain"]}
     assert got == expected
     assert sum(c for c, _ in got.values()) == len(api)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from tui_prof.analysis.api import SummaryOptions, build_summary
 from tui_prof.analysis.capability import capabilities
 from tui_prof.analysis.counters import counter_metrics
-from tui_prof.analysis.summary import build_summary
 from tui_prof.loaders import load_path
 from tui_prof.tui.panes.counters import counters_renderable
 from tui_prof.tui.panes.hardware import agents_renderable, capabilities_renderable
@@ -65,7 +65,7 @@ def test_gfx1151_per_cu_and_per_wgp_figures_agree_with_the_agent():
     runset = load_path(GFX1151)
     rows = _rows(_text(agents_renderable(runset)))
     assert rows["SIMD/CU"][-1] == "2" and rows["LDS/CU"][-1] == "64.0 KiB"
-    pane = _text(capabilities_renderable(build_summary(runset, logs=False)))
+    pane = _text(capabilities_renderable(build_summary(runset, SummaryOptions(logs=False))))
     assert "simds per cu 2, simds per wgp 4" in pane and "lds per cu bytes 65536, lds per wgp bytes 131072" in pane
 
 
@@ -96,7 +96,7 @@ def test_nvidia_agents_in_cuda_words_without_amd_rows():
 
 
 def test_nvidia_hardware_pane_names_the_ncu_command():
-    pane = _text(capabilities_renderable(build_summary(load_path(H200), logs=False)))
+    pane = _text(capabilities_renderable(build_summary(load_path(H200), SummaryOptions(logs=False))))
     assert "collect" in pane and "ncu --metrics " in pane and "lts__t_sector_hit_rate.pct" in pane
     assert "rocprofv3" not in pane
 

@@ -499,12 +499,12 @@ def test_cli_exit_codes_and_no_traceback(tmp_path):
 
 def test_cli_internal_error_is_one_line(monkeypatch, capsys):
     from tui_prof import cli
-    from tui_prof.analysis import summary
+    from tui_prof.analysis import api
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(summary, "build_summary", boom)
+    monkeypatch.setattr(api, "build_summary", boom)  # the CLI imports it from the door
     assert cli.main(["summary", str(V3_CSV)]) == 3
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: simulated bug" in err and "Traceback" not in err

@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_rocpd import _event, _string_id, _suffix
 from tui_prof.analysis import memory
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path, rocpd
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.model.schema import concat_tables, make_table
@@ -36,7 +36,7 @@ def _view(path: Path, sql: str) -> list[tuple]:
 @pytest.fixture(scope="module")
 def real_rocpd():
     runset = load_path(ROCPD, use_cache=False)
-    return runset, build_summary(runset, logs=False)
+    return runset, build_summary(runset, SummaryOptions(logs=False))
 
 
 def test_rocpd_hipmalloc_sizes_equal_the_region_args_view(real_rocpd):
@@ -139,7 +139,7 @@ def test_rocpd_other_allocation_calls_and_the_trace_first(tmp_path):
     run.allocations = concat_tables("allocations", [trace, a])
     assert memory.allocated_levels(run)[0] == memory.TRACE
     assert memory.api_requests(run, "p") is None
-    part = memory.memory_part([(run, "p")])
+    part = memory.memory_section([(run, "p")])
     assert part["source"] == memory.TRACE and part["peak_allocated_bytes"] == 1 << 20 and part["requested"] == []
 
 
@@ -162,7 +162,7 @@ def test_matched_allocation_calls_make_a_level():
     assert source == memory.API
     t, v = levels[-1]
     assert t.tolist() == [10, 20, 30, 40, 60] and v.tolist() == [100, 150, 50, 120, 70]
-    doc = build_summary(RunSet(root="p", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="p", runs=[run]), SummaryOptions(logs=False))
     assert doc["memory"]["source"] == memory.API and doc["memory"]["peak_allocated_bytes"] == 150
     assert doc["measurement"]["peak_memory_bytes"] == 150 and doc["memory"]["requested"] == []
     assert "API call sizes" in summary_text(doc)
@@ -193,7 +193,7 @@ def test_real_rocprofv3_allocation_trace_peak_equals_an_exact_parse():
             level -= int(r["Allocation_Size"]) or size_at[r["Address"]]
         peak = max(peak, level)
     assert peak == 2048 and level == 0
-    doc = build_summary(load_path(ALLOC_CSV, use_cache=False), logs=False)
+    doc = build_summary(load_path(ALLOC_CSV, use_cache=False), SummaryOptions(logs=False))
     mem = doc["memory"]
     assert mem["source"] == memory.TRACE and mem["peak_allocated_bytes"] == peak
     (dev,) = mem["devices"]
@@ -221,7 +221,7 @@ def test_rocprof_v1_allocation_calls_match_their_frees(name):
             level -= held.pop(ptr)
         peak = max(peak, level)
     assert peak == 12_000_000_000 and level == 0 and len(calls) == 6
-    doc = build_summary(load_path(LEGACY / name, use_cache=False), logs=False)
+    doc = build_summary(load_path(LEGACY / name, use_cache=False), SummaryOptions(logs=False))
     mem = doc["memory"]
     assert mem["source"] == memory.API and mem["requested"] == []
     (dev,) = mem["devices"]

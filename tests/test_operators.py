@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tui_prof.analysis.operators import GRAPH, NO_MODULE, kernel_categories_by_op, link_operators, module_key, op_category, operator_shapes
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path
 from tui_prof.model.schema import UNKNOWN
 
@@ -88,7 +88,7 @@ def test_shapes_per_operator_from_the_json():
                 acc[1] += round((e["ts"] + e["dur"]) * 1000) - round(e["ts"] * 1000)
     got = {(op, s["input_dims"]): [s["kernels"], s["total_ns"]] for op, rows in shapes.items() for s in rows}
     assert got == {k: [n, pytest.approx(t, abs=n)] for k, (n, t) in expected.items()}
-    doc = build_summary(load_path(GPT2, use_cache=False), logs=False)
+    doc = build_summary(load_path(GPT2, use_cache=False), SummaryOptions(logs=False))
     top = {o["name"]: o for o in doc["hotspots_by_operator"]}
     assert top["aten::addmm"]["shapes"][0]["input_dims"] == max(((d, t) for (op, d), (_, t) in expected.items() if op == "aten::addmm"), key=lambda x: x[1])[0]
 
@@ -252,7 +252,7 @@ def test_view_groups_by_operator_and_module():
     assert [next_group(gpt2.groups, g) for g in ("category", "operator", "module")] == ["operator", "agent", "name"]
 
     table = gpt2.hotspots("operator")
-    doc = build_summary(load_path(GPT2, use_cache=False), top=None, logs=False)
+    doc = build_summary(load_path(GPT2, use_cache=False), SummaryOptions(top=None, logs=False))
     assert {r.name: (int(r.calls), int(r.total_ns)) for r in table.itertuples()} == {
         o["name"]: (o["kernels"], o["total_ns"]) for o in doc["hotspots_by_operator"]
     }
@@ -261,7 +261,7 @@ def test_view_groups_by_operator_and_module():
     rows = gpt2.dispatches("operator", "aten::addmm")
     assert len(rows) == dict(zip(table["name"], table["calls"]))["aten::addmm"]
     modules = bert.hotspots("module")
-    bdoc = build_summary(load_path(BERT, use_cache=False), top=None, logs=False)
+    bdoc = build_summary(load_path(BERT, use_cache=False), SummaryOptions(top=None, logs=False))
     assert {r.name: int(r.total_ns) for r in modules.itertuples()} == {o["name"]: o["total_ns"] for o in bdoc["hotspots_by_module"]}
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.ranks import collective_type
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path
 from tui_prof.render.summary import summary_markdown, summary_text
 from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
@@ -23,7 +23,7 @@ SPEC = RankSpec(ranks=4, iterations=3, collectives=("AllReduce", "AllGather"), c
 def generated(tmp_path_factory):
     ranks = build_ranks(SPEC)
     root = tmp_path_factory.mktemp("ranks")
-    docs = {fmt: build_summary(load_path(write_ranks(ranks, root / fmt, fmt)), logs=False) for fmt in ("csv", "kineto")}
+    docs = {fmt: build_summary(load_path(write_ranks(ranks, root / fmt, fmt)), SummaryOptions(logs=False)) for fmt in ("csv", "kineto")}
     return ranks, docs
 
 
@@ -82,7 +82,7 @@ def test_communication_and_straggler_equal_the_generators_answers(generated, fmt
 
 def test_straggler_finding_fires_just_past_its_threshold():
     def wait_pct(slow_pct):
-        doc = build_summary(build_ranks(RankSpec(ranks=2, slow_rank=1, slow_pct=slow_pct, compute_kernels=1)).runset(), logs=False)
+        doc = build_summary(build_ranks(RankSpec(ranks=2, slow_rank=1, slow_pct=slow_pct, compute_kernels=1)).runset(), SummaryOptions(logs=False))
         return doc["stragglers"]["others_wait_pct"], {f["code"] for f in doc["findings"]}
 
     below, codes_below = wait_pct(10)  # rank 0 waits 3 x 10 µs of a 1.5 ms span: 2 %
@@ -165,7 +165,7 @@ def by_type(events) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def real_pair():
-    return build_summary(load_path(KINETO / "ranks"), logs=False)
+    return build_summary(load_path(KINETO / "ranks"), SummaryOptions(logs=False))
 
 
 def test_real_pair_ranks_collectives_and_overlap_match_an_independent_parse(real_pair):
@@ -194,7 +194,7 @@ def test_real_pair_ranks_collectives_and_overlap_match_an_independent_parse(real
 
 
 def test_nccl_data_collectives_match_an_independent_parse():
-    doc = build_summary(load_path(KINETO / "comm" / "nccl_parser_config__nccl_data.json.gz"), logs=False)
+    doc = build_summary(load_path(KINETO / "comm" / "nccl_parser_config__nccl_data.json.gz"), SummaryOptions(logs=False))
     info, events = kernel_events(KINETO / "comm" / "nccl_parser_config__nccl_data.json.gz")
     assert info["rank"] == 0 and info["world_size"] == 2
     (row,) = doc["ranks"]
@@ -232,7 +232,7 @@ def test_statistics_only_ranks_fill_the_rank_table_from_kernel_stats(tmp_path):
     root = write_ranks(ranks, tmp_path / "run", "csv")
     for trace in root.rglob("*_trace.csv"):
         trace.unlink()
-    doc = build_summary(load_path(root, use_cache=False), logs=False)
+    doc = build_summary(load_path(root, use_cache=False), SummaryOptions(logs=False))
     rows = doc["ranks"]
     assert [r["source"] for r in rows] == ["stats"] * 3
     assert [r["compute_ns"] for r in rows] == ranks.expected.compute_ns

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 from tui_prof.render.summary import summary_markdown, summary_text
@@ -89,7 +89,7 @@ def _run_named(name: str) -> RunSet:
 
 
 def _check_reports(name: str) -> None:
-    doc = build_summary(_run_named(name), top=10, logs=False)
+    doc = build_summary(_run_named(name), SummaryOptions(top=10, logs=False))
     assert name in {h["name"] for h in doc["hotspots"]}  # the JSON keeps the exact name
     text = summary_text(doc)
     assert visible_only(text), repr(text)

@@ -22,7 +22,7 @@ from test_diff_support import ATTENTION, slow_down, spec
 from tui_prof.analysis import hostapi
 from tui_prof.analysis import stats as stats_mod
 from tui_prof.analysis.diff import diff_runsets, regressions
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.cli import main
 from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
 from tui_prof.loaders import load_path
@@ -72,7 +72,7 @@ def stats_pair(tmp_path):
 def test_kernel_stats_only_run_gives_hotspots_with_the_profilers_percentage(stats_pair, capsys):
     a, _ = stats_pair
     rows = read_stats(a / "2117183_kernel_stats.csv")
-    doc = build_summary(load_path(a), logs=False)
+    doc = build_summary(load_path(a), SummaryOptions(logs=False))
     assert doc["hotspots_source"] == "stats"
     assert [h["name"] for h in doc["hotspots"]] == list(rows)
     for h in doc["hotspots"]:
@@ -100,7 +100,7 @@ def test_kernel_stats_only_run_gives_hotspots_with_the_profilers_percentage(stat
 
 def test_dominant_and_communication_findings_from_statistics(stats_pair):
     _, b = stats_pair
-    doc = build_summary(load_path(b), logs=False)
+    doc = build_summary(load_path(b), SummaryOptions(logs=False))
     assert doc["hotspots"][0]["name"] == RCCL and doc["hotspots"][0]["percent"] == 82.74
     assert doc["categories"]["communication"] == 1241100000
     codes = [f["code"] for f in doc["findings"]]
@@ -113,7 +113,7 @@ def test_legacy_rocprof_stats_only(tmp_path):
     src = DATA / "legacy_rocprof" / "hip-programming"
     for name in ("results.stats.csv", "results.hip_stats.csv", "results.copy_stats.csv"):
         shutil.copy(src / name, tmp_path / name)
-    doc = build_summary(load_path(tmp_path), logs=False)
+    doc = build_summary(load_path(tmp_path), SummaryOptions(logs=False))
     kernel_rows = read_stats(tmp_path / "results.stats.csv")
     assert doc["hotspots_source"] == "stats" and doc["copies_source"] == "stats" and doc["api"]["source"] == "stats"
     assert {h["name"]: (h["calls"], h["total_ns"], h["percent"]) for h in doc["hotspots"]} == {
@@ -161,7 +161,7 @@ def test_rocprofv3_summary_text_every_domain():
         assert t["total_ns"].tolist() == [int(r[3]) for r in rows]
         assert t["percent"].tolist() == [float(r[5]) for r in rows]
         assert t["min_ns"].tolist() == [int(r[6]) for r in rows] and t["max_ns"].tolist() == [int(r[7]) for r in rows]
-    doc = build_summary(runset, logs=False)
+    doc = build_summary(runset, SummaryOptions(logs=False))
     assert doc["hotspots_source"] == "stats" and doc["hotspots"][0]["percent"] == 40.681542
     assert doc["hotspots"][0]["name"] == "void addition_kernel<float>(float*, float const*, float const*, int, int)"
 
@@ -203,7 +203,7 @@ def test_several_processes_combine_exactly():
         )
         tables.append(s)
     runs = [Run(meta=RunMeta(label=f"r{i}", tool="rocprofv3"), tool_stats={"kernel_stats": t}) for i, t in enumerate(tables)]
-    doc = build_summary(RunSet(root="four", runs=runs), logs=False)
+    doc = build_summary(RunSet(root="four", runs=runs), SummaryOptions(logs=False))
     allnames, alldurs = np.concatenate(names), np.concatenate(durs)
     grand = int(alldurs.sum())
     for h in doc["hotspots"]:
@@ -216,7 +216,7 @@ def test_several_processes_combine_exactly():
 def test_trace_and_stats_disagreeing_is_a_warning(tmp_path):
     synth = build(SynthSpec(iterations=5, kernels_per_iteration=4, seed=2))
     folder = write_rocprofv3_csv(synth, tmp_path)
-    doc = build_summary(load_path(tmp_path, use_cache=False), logs=False)
+    doc = build_summary(load_path(tmp_path, use_cache=False), SummaryOptions(logs=False))
     assert doc["stats"]["checks"] == [] and not any("disagrees" in w for w in doc["warnings"])
     stats_file = next(folder.glob("*_kernel_stats.csv"))
     lines = stats_file.read_text().splitlines()
@@ -226,7 +226,7 @@ def test_trace_and_stats_disagreeing_is_a_warning(tmp_path):
     fields[-7] = str(calls + 1)  # Calls, counted from the right (a name may contain commas)
     lines[1] = ",".join(fields)
     stats_file.write_text("\n".join(lines) + "\n")
-    doc = build_summary(load_path(tmp_path, use_cache=False), logs=False)
+    doc = build_summary(load_path(tmp_path, use_cache=False), SummaryOptions(logs=False))
     (check,) = doc["stats"]["checks"]
     assert (check["key"], check["name"], check["trace_calls"], check["stats_calls"]) == ("kernel_stats", name, calls, calls + 1)
     assert any("kernel_stats disagrees with the trace of the same run on 1 name(s)" in w for w in doc["warnings"])
@@ -266,7 +266,7 @@ def worked_example_run() -> Run:
 
 
 def test_exposed_sync_worked_example():
-    doc = build_summary(RunSet(root="ex", runs=[worked_example_run()]), logs=False)
+    doc = build_summary(RunSet(root="ex", runs=[worked_example_run()]), SummaryOptions(logs=False))
     s = doc["sync"]
     # waiting: 10->100 (90), 300->380 (80, the hole inside counts: work queued before the call)
     # exposed: 100->120 (20), 200->230 (30), 380->400 (20)
@@ -294,7 +294,7 @@ def brute_force_exposure(run: Run) -> tuple[int, int]:
 def test_exposed_sync_equals_a_brute_force_loop(sync):
     synth = build(SynthSpec(iterations=8, kernels_per_iteration=5, sync=sync, seed=4))
     run = Run(meta=RunMeta(label="s", pid=1), agents=synth.agents, kernels=synth.kernels, api=synth.api, copies=synth.copies)
-    doc = build_summary(RunSet(root="s", runs=[run]), logs=False)
+    doc = build_summary(RunSet(root="s", runs=[run]), SummaryOptions(logs=False))
     exposed, waiting = brute_force_exposure(run)
     assert (doc["sync"]["exposed_ns"], doc["sync"]["waiting_ns"]) == (exposed, waiting)
     assert exposed + waiting == doc["sync"]["total_ns"]
@@ -303,10 +303,10 @@ def test_exposed_sync_equals_a_brute_force_loop(sync):
 def test_h200_graph_run_waits_for_work():
     eager, graph = (load_path(H200 / f"decode_{k}.pt.trace.json.gz") for k in ("eager", "graph"))
     for rs in (eager, graph):
-        doc = build_summary(rs, logs=False)
+        doc = build_summary(rs, SummaryOptions(logs=False))
         exposed, waiting = brute_force_exposure(rs.runs[0])
         assert (doc["sync"]["exposed_ns"], doc["sync"]["waiting_ns"]) == (exposed, waiting)
-    g = build_summary(graph, logs=False)["sync"]
+    g = build_summary(graph, SummaryOptions(logs=False))["sync"]
     # the graph run: 65 % of wall in sync calls, almost all of it while the GPU replays the graph
     assert g["pct_of_wall"] > 60 and g["exposed_pct_of_wall"] < 1 and g["waiting_ns"] > 80 * g["exposed_ns"]
 
@@ -335,7 +335,7 @@ def test_gate_h200_eager_vs_graph_does_not_fail(capsys):
     assert main(["diff", a, b, "--fail-on-regression", "5", "--json", "--no-cache"]) == EXIT_OK
     doc = json.loads(capsys.readouterr().out)
     m = {r["key"]: r for r in doc["metrics"]}
-    ea, eb = (build_summary(load_path(p), logs=False)["sync"]["exposed_ns"] for p in (a, b))
+    ea, eb = (build_summary(load_path(p), SummaryOptions(logs=False))["sync"]["exposed_ns"] for p in (a, b))
     assert (m["exposed_sync_ns"]["a"], m["exposed_sync_ns"]["b"]) == (ea, eb) and eb < ea
     assert m["sync_pct"]["b"] > 60 and m["sync_pct"]["status"] == "changed"  # the raw share the gate used to trip on
     assert m["span_ns"]["status"] == "improved" and not doc["fail_on_regression"]["failed"]

@@ -14,7 +14,7 @@ from synthetic import synthetic_runset
 
 from tui_prof.analysis import diff
 from tui_prof.analysis import steps as st
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.cli import main
 from tui_prof.exits import EXIT_USAGE
 from tui_prof.loaders import load_path
@@ -48,12 +48,12 @@ def _host_ranges(events: list[dict], match) -> list[tuple[str, int, int]]:
 
 @pytest.fixture(scope="module")
 def train_sync():
-    return build_summary(load_path(TRAIN_SYNC, use_cache=False), logs=False), _events(TRAIN_SYNC)
+    return build_summary(load_path(TRAIN_SYNC, use_cache=False), SummaryOptions(logs=False)), _events(TRAIN_SYNC)
 
 
 @pytest.fixture(scope="module")
 def cold():
-    return build_summary(load_path(COLD, use_cache=False), logs=False), _events(COLD)
+    return build_summary(load_path(COLD, use_cache=False), SummaryOptions(logs=False)), _events(COLD)
 
 
 def test_profiler_steps_of_the_real_training_run(train_sync):
@@ -123,7 +123,7 @@ def synthetic(tmp_path_factory):
     root = tmp_path_factory.mktemp("steps")
     write_kineto(run, root / "kineto" / "steps.pt.trace.json")
     write_rocprofv3_csv(run, root / "csv")
-    docs = {fmt: build_summary(load_path(root / fmt, use_cache=False), logs=False) for fmt in ("kineto", "csv")}
+    docs = {fmt: build_summary(load_path(root / fmt, use_cache=False), SummaryOptions(logs=False)) for fmt in ("kineto", "csv")}
     return docs, answers
 
 
@@ -174,23 +174,23 @@ def test_outlier_threshold_is_strict():
     rs = RunSet(root="s", runs=[Run(meta=RunMeta(label="s"), agents=run.agents, kernels=run.kernels, api=run.api, copies=run.copies, markers=run.markers)])
     steady = ans.walls[1:]
     ratio = ans.walls[ans.outlier] / float(np.median(steady))
-    just_below = build_summary(rs, logs=False, outlier_factor=ratio - 1e-6)["steps"]["outliers"]
-    at = build_summary(rs, logs=False, outlier_factor=ratio)["steps"]["outliers"]
+    just_below = build_summary(rs, SummaryOptions(logs=False, outlier_factor=ratio - 1e-6))["steps"]["outliers"]
+    at = build_summary(rs, SummaryOptions(logs=False, outlier_factor=ratio))["steps"]["outliers"]
     assert [o["label"] for o in just_below] == [ans.labels[ans.outlier]]
     assert at == []
 
 
 def test_given_warmup_and_step_name(train_sync):
     rs = load_path(TRAIN_SYNC, use_cache=False)
-    doc = build_summary(rs, logs=False, warmup=2)
+    doc = build_summary(rs, SummaryOptions(logs=False, warmup=2))
     walls = [s["wall_ns"] for s in doc["steps"]["steps"]]
     assert doc["steps"]["warmup_steps"] == 2 and doc["steps"]["warmup_source"] == "given"
     assert doc["steps"]["steady"]["median_wall_ns"] == float(np.median(walls[2:]))
-    named = build_summary(rs, logs=False, step_name="Optimizer.step#SGD.step")["steps"]
+    named = build_summary(rs, SummaryOptions(logs=False, step_name="Optimizer.step#SGD.step"))["steps"]
     ranges = _host_ranges(train_sync[1], lambda n: n == "Optimizer.step#SGD.step")
     assert named["source"] == "marker" and [s["wall_ns"] for s in named["steps"]] == [r[2] - r[1] for r in ranges]
     assert "Optimizer.step#SGD.step" in train_sync[0]["steps"]["candidates"]
-    missing = build_summary(rs, logs=False, step_name="no such range")["steps"]
+    missing = build_summary(rs, SummaryOptions(logs=False, step_name="no such range"))["steps"]
     assert not missing["detected"] and "no such range" in missing["how"]
 
 
@@ -210,7 +210,7 @@ def test_kernel_belongs_to_the_step_of_its_launch():
 
 def test_steps_inferred_from_the_launch_sync_pattern():
     runset, synth = synthetic_runset(sync="per_iteration", iterations=6)
-    steps = build_summary(runset, logs=False)["steps"]
+    steps = build_summary(runset, SummaryOptions(logs=False))["steps"]
     assert steps["source"] == "inferred" and "inferred" in steps["how"] and "hipDeviceSynchronize" in steps["how"]
     assert [s["kernels"] for s in steps["steps"]] == [5] * 6
     # each step: first launch of the iteration to the end of its sync
@@ -220,7 +220,7 @@ def test_steps_inferred_from_the_launch_sync_pattern():
     assert [s["start_ns"] for s in steps["steps"]] == launches[::5].tolist()
     assert [s["end_ns"] for s in steps["steps"]] == syncs.tolist()
     per_launch, _ = synthetic_runset(sync="per_launch", iterations=6)  # one launch per sync: no steps
-    assert not build_summary(per_launch, logs=False)["steps"]["detected"]
+    assert not build_summary(per_launch, SummaryOptions(logs=False))["steps"]["detected"]
 
 
 def test_cli_step_options(capsys, synthetic, tmp_path):
@@ -268,5 +268,5 @@ def test_diff_step_noise_band_is_the_step_spread(train_sync):
     (row, *_), _ = diff.step_metric_rows(doc, b_doc)
     assert row["threshold"] == pytest.approx(band) and band > 5
     assert row["status"] == "within noise"
-    assert diff.step_metric_rows(doc, build_summary(load_path(COLD, use_cache=False), logs=False))[0][0]["status"] == "regressed"
+    assert diff.step_metric_rows(doc, build_summary(load_path(COLD, use_cache=False), SummaryOptions(logs=False)))[0][0]["status"] == "regressed"
     assert diff.diff_runsets(a, a).metric("step_median_ns")["status"] == "within noise"

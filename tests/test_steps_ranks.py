@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path
 from tui_prof.render.summary import summary_markdown, summary_text
 from tui_prof.synth.steps import StepSpec, build_rank_steps, build_steps
@@ -30,7 +30,7 @@ def ranked(tmp_path_factory):
     root = tmp_path_factory.mktemp("rank-steps")
     for r, run in enumerate(rs.runs):
         write_kineto(run, root / f"rank{r}.pt.trace.json.gz")
-    return rs, build_summary(load_path(root, use_cache=False), logs=False)
+    return rs, build_summary(load_path(root, use_cache=False), SummaryOptions(logs=False))
 
 
 def test_whole_run_step_is_the_slowest_ranks(ranked):
@@ -87,7 +87,7 @@ def test_text_and_markdown_say_how_steps_were_combined(ranked):
 
 def test_one_process_with_steps_keeps_its_own_table():
     rs = build_rank_steps(ranks=1)
-    st = build_summary(rs.runset(), logs=False)["steps"]
+    st = build_summary(rs.runset(), SummaryOptions(logs=False))["steps"]
     assert st["combined"] == "" and st["per_process"] == [] and st["process"] == "rank0"
     assert [r["wall_ns"] for r in st["steps"]] == rs.answers[0].walls
     assert all("process" not in r for r in st["steps"])
@@ -98,7 +98,7 @@ def test_processes_whose_steps_share_no_label_are_not_combined():
     other, ans = build_steps(replace(StepSpec(), marker="eval_step", pid=9999))
     runset = rs.runset()
     runset.runs[1].markers = other.markers  # rank1's ranges are named eval_step: no label in common
-    st = build_summary(runset, logs=False)["steps"]
+    st = build_summary(runset, SummaryOptions(logs=False))["steps"]
     assert st["combined"] == "" and st["process"] == "rank0"
     assert [r["wall_ns"] for r in st["steps"]] == rs.answers[0].walls
     assert "share no label" in st["how"] and st["per_process"] == []
@@ -115,7 +115,7 @@ def test_real_two_rank_trace_takes_each_steps_slowest_rank():
         for e in sorted((e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"]):
             walls.setdefault(e["name"], []).append(round(e["dur"] * 1000))
     assert list(walls) == ["ProfilerStep#551", "ProfilerStep#552"]
-    st = build_summary(load_path(folder, use_cache=False), logs=False)["steps"]
+    st = build_summary(load_path(folder, use_cache=False), SummaryOptions(logs=False))["steps"]
     assert st["combined"] == "max" and [p["process"] for p in st["per_process"]] == ["sampled_rank-0", "sampled_rank-1"]
     assert [r["label"] for r in st["steps"]] == list(walls)
     assert [r["wall_ns"] for r in st["steps"]] == [max(w) for w in walls.values()] == [607_904_000, 630_639_000]

@@ -329,13 +329,13 @@ def test_timeline_tab_shows_computing_then_the_analysis_gaps(monkeypatch):
 
 
 def test_measurement_and_findings_show_computing_then_the_summary(monkeypatch):
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
     from tui_prof.tui.panes.hotspots import measurement_text
     from tui_prof.tui.view.findings import findings_frame
 
     runset, _ = synthetic_runset("per_launch")
     gate = gated(monkeypatch, "summary")
-    want = build_summary(runset, top=50)
+    want = build_summary(runset, SummaryOptions(top=50))
 
     async def main():
         app = TuiProfApp(runset)

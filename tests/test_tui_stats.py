@@ -17,7 +17,7 @@ import pytest
 from test_stats_and_gate import ONE_PROCESS, worked_example_run
 from tui_harness import column, drive, findings_codes, hot, press, select_finding, text_of
 
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.model import RunSet
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes.hotspots import measurement_text
@@ -168,7 +168,7 @@ def test_traced_run_keeps_its_hotspots_and_reaches_the_stats_with_v():
 def test_sync_badge_is_exposed_sync():
     """docs/metrics.md's worked example: 240 ns of sync calls in a 400 ns run, 70 ns of it
     exposed (the GPU had no work): the badge says 17.5 % (over the 5 % target), raw 60.0 %."""
-    doc = build_summary(RunSet(root="ex", runs=[worked_example_run()]), logs=False)
+    doc = build_summary(RunSet(root="ex", runs=[worked_example_run()]), SummaryOptions(logs=False))
     assert "exposed sync 17.5% (>5%), raw 60.0%" in measurement_text(doc).plain
 
 

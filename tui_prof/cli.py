@@ -173,7 +173,7 @@ def _category_rules(args: argparse.Namespace):
     """The rules of ``--categories FILE`` (None: the built-in rules)."""
     if not getattr(args, "categories", None):
         return None
-    from tui_prof.analysis.names import load_category_rules
+    from tui_prof.analysis.api import load_category_rules
 
     try:
         return load_category_rules(args.categories)
@@ -182,7 +182,7 @@ def _category_rules(args: argparse.Namespace):
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from tui_prof.analysis.summary import build_summary
+    from tui_prof.analysis.api import SummaryOptions, build_summary
     from tui_prof.loaders import load_path
     from tui_prof.render.summary import summary_markdown, summary_text
 
@@ -201,17 +201,16 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not runset.runs:  # no report of zeros: the reason, one line
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
-    summary = build_summary(
-        runset,
+    options = SummaryOptions(
         top=None if args.top <= 0 else args.top,
         gap_threshold_ns=args.gap_threshold,
         rules=rules,
         max_gaps=None if args.max_gaps <= 0 else args.max_gaps,
-        progress=progress,
         step_name=args.step,
         warmup=args.warmup,
         **({"outlier_factor": args.outlier_factor} if args.outlier_factor is not None else {}),
     )
+    summary = build_summary(runset, options, progress=progress)
     if progress:
         progress("done", 1, 1)
     if args.json:
@@ -268,7 +267,7 @@ def cmd_open(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
-    from tui_prof.analysis import diff as d
+    from tui_prof.analysis.api import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, diff_runsets
     from tui_prof.render import diff as render_diff
 
     rules = _category_rules(args)
@@ -277,8 +276,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if unusable:
             _say(unusable)
             return EXIT_NOTHING_LOADED
-    noise_pct = d.DEFAULT_NOISE_PCT if args.noise is None else args.noise
-    noise_pp = d.DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
+    noise_pct = DEFAULT_NOISE_PCT if args.noise is None else args.noise
+    noise_pp = DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
@@ -299,7 +298,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(f"nothing could be loaded from {_shown_path(path)}")
             return EXIT_NOTHING_LOADED
         runsets.append(runset)
-    result = d.diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
+    result = diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
     empty = [name for name, nothing in zip((args.a, args.b), result.empty, strict=True) if nothing]
     if empty:  # a diff of nothing must not look like a clean result
         for path in empty:
@@ -316,6 +315,90 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.fail_on_regression is not None:
         return render_diff.gate_status(result, args.fail_on_regression)
     return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``tuiprof serve [RUN | --diff A B]``: the app in a browser (tui_prof.serve)."""
+    import importlib.util
+
+    missing = [name for name in ("aiohttp", "textual_serve") if importlib.util.find_spec(name) is None]
+    if missing:
+        _say(f"tuiprof serve needs {' and '.join(missing)}: pip install 'tuiprof[serve]'")
+        return EXIT_USAGE
+    if args.diff and (args.path is not None or args.sample is not None):
+        _say("give RUN (or --sample) or --diff A B, not both")
+        return EXIT_USAGE
+    if args.sample is not None and args.path is not None:
+        _say("give a PATH or --sample, not both")
+        return EXIT_USAGE
+    paths = list(args.diff) if args.diff else ([args.path] if args.path is not None else [])
+    if not paths:
+        from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, sample_path
+
+        try:
+            paths = [str(sample_path(SAMPLE_ALIASES.get(args.sample, args.sample) if args.sample else DEFAULT_SAMPLE))]
+        except OSError as err:
+            _say(f"cannot prepare the bundled sample run ({err}); give a run: tuiprof serve RUN")
+            return EXIT_NOTHING_LOADED
+    for path in paths:
+        unusable = _unusable_path(path)
+        if unusable:
+            _say(unusable)
+            return EXIT_NOTHING_LOADED
+        if not os.path.lexists(path):
+            _say(f"{_shown_path(path)}: no such file or directory")
+            return EXIT_NOTHING_LOADED
+    paths = [os.path.abspath(path) for path in paths]  # the app processes never read an option from a path
+    extra = ["--no-cache"] if args.no_cache else []
+    if args.diff:
+        argv = [sys.executable, "-m", "tui_prof.cli", "diff", "--tui", *extra, *paths]
+        title = f"tuiprof diff {os.path.basename(paths[0])} {os.path.basename(paths[1])}"
+    else:
+        argv = [sys.executable, "-m", "tui_prof.cli", "open", *extra, *paths]
+        title = f"tuiprof {os.path.basename(paths[0].rstrip(os.sep)) or paths[0]}"
+    from tui_prof.serve import ServeOptions, serve
+
+    options = ServeOptions(
+        argv=argv,
+        title=title,
+        host=args.host,
+        port=args.port,
+        max_sessions=args.max_sessions,
+        idle_timeout_s=args.idle_timeout,
+        allow_remote=args.allow_remote,
+        prestart=not args.no_prestart,
+    )
+    return serve(options)
+
+
+def parse_port(text: str) -> int:
+    """A TCP port, 0 (any free port) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range 0..65535: {port}")
+    return port
+
+
+def parse_sessions(text: str) -> int:
+    """A session limit: a whole number from 1 to 1000."""
+    value = parse_count(text)
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"give 1 to 1000 sessions: {text!r}")
+    return value
+
+
+def parse_seconds(text: str) -> float:
+    """Seconds, a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"seconds must be a finite number >= 0: {text!r}")
+    return value
 
 
 def parse_window(text: str) -> tuple[int, int | None]:
@@ -394,8 +477,7 @@ def parse_rocm_version(text: str) -> str:
 
 def cmd_counters_plan(args) -> int:
     """``tuiprof counters plan``: the fewest rocprofv3 passes for the named metrics/counters."""
-    from tui_prof.analysis.counterdict import UnknownArch
-    from tui_prof.analysis.counterplan import default_metrics, plan
+    from tui_prof.analysis.api import UnknownArch, default_metrics, plan
     from tui_prof.render.counterplan import plan_text
 
     try:
@@ -532,6 +614,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
     )
     differ.set_defaults(func=cmd_diff)
+    server = sub.add_parser(
+        "serve",
+        help="serve the terminal UI to a browser (one app per page; token-protected; see README)",
+        epilog="Needs the serve extra: pip install 'tuiprof[serve]'.",
+    )
+    server.add_argument("path", nargs="?", type=parse_path, metavar="RUN", help="run directory or profiler output file (none: the bundled sample run)")
+    server.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
+    server.add_argument("--diff", nargs=2, type=parse_path, metavar=("A", "B"), help="serve the diff screen of run B against run A instead")
+    server.add_argument("--port", type=parse_port, default=8765, help="TCP port (default 8765; 0 = any free port)")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: reach it through ssh -L)")
+    server.add_argument("--allow-remote", action="store_true", help="allow a --host that is not a loopback address (plain HTTP; the token is the only guard)")
+    server.add_argument(
+        "--max-sessions", type=parse_sessions, default=4, metavar="N", help="browser pages served at once, each its own app process (default 4)"
+    )
+    server.add_argument(
+        "--idle-timeout", type=parse_seconds, default=1800.0, metavar="SECONDS", help="end a session after this long without input (default 1800; 0 = never)"
+    )
+    server.add_argument(
+        "--no-prestart",
+        action="store_true",
+        help="start each app only when its page connects (default: one app is kept started ahead, so a page shows the run at once)",
+    )
+    server.add_argument("--no-cache", action="store_true", help="the app processes neither read nor write the columnar cache")
+    server.set_defaults(func=cmd_serve)
     exporter = sub.add_parser("export", help="write a run as Parquet files (pandas, DuckDB) and/or a Perfetto trace (see docs/user_guide.md)")
     exporter.add_argument("path", type=parse_path, help="run directory or profiler output file")
     exporter.add_argument("--parquet", metavar="OUT_DIR", help="write every table (model and analysis) as OUT_DIR/<table>.parquet, with a README.md")

@@ -5,6 +5,8 @@ the TUI, Ctrl-C on the command line) never waits for a parse or an analysis.
   :class:`Job` per function, whose :meth:`Job.result` waits in short steps (the main
   thread stays responsive to Ctrl-C). The summary uses it to overlap analyses;
   ``inline=True`` gives the same jobs run in the caller's thread when first asked for.
+* :data:`Lane` (:func:`threaded_lane`, :func:`inline_lane`): how a caller of
+  :func:`tui_prof.analysis.summary.summarise` has its background work run.
 * :class:`DaemonExecutor` / :func:`use_daemon_threads`: the TUI's thread workers.
 
 Textual runs a thread worker in the event loop's default executor, and ``asyncio.run``
@@ -80,6 +82,27 @@ def background(funcs: Sequence[Callable[[], Any] | None], name: str = "tuiprof-b
 
     threading.Thread(target=work, name=name, daemon=True).start()
     return jobs
+
+
+Work = Callable[[], Any]
+Lane = Callable[[Sequence[Work | None], Sequence[Work], str, bool], list[Job | None]]
+"""Runs a lane of work: ``lane(first, then, name, then_in_thread)`` returns a :class:`Job` per
+function (None for None); ``first`` is worth a thread of its own, ``then`` only when
+``then_in_thread`` (the caller's hint). :func:`threaded_lane` and :func:`inline_lane`."""
+
+
+def threaded_lane(first: Sequence[Work | None], then: Sequence[Work], name: str, then_in_thread: bool) -> list[Job | None]:
+    """``first`` in a daemon thread named ``name``; ``then`` after it in that thread when
+    ``then_in_thread``, else in the caller's thread when its result is asked for."""
+    if then_in_thread:
+        return background([*first, *then], name=name)
+    return background(first, name=name) + background(then, inline=True)
+
+
+def inline_lane(first: Sequence[Work | None], then: Sequence[Work], name: str, then_in_thread: bool) -> list[Job | None]:
+    """Every function in the caller's thread, when its result is first asked for (a caller
+    already in a worker thread of its own: the TUI)."""
+    return background([*first, *then], inline=True)
 
 
 class DaemonExecutor(ThreadPoolExecutor):

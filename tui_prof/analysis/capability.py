@@ -15,7 +15,7 @@ from typing import Any
 
 from tui_prof.analysis.counterplan import rocm_of
 from tui_prof.analysis.occupancy import arch_limits
-from tui_prof.analysis.parts import LogHit
+from tui_prof.analysis.sections import LogHit
 from tui_prof.model import Agent
 
 SERIALISATION_WARNING = (

@@ -11,7 +11,7 @@ thresholds tagged [P] are ours (no source gives a number).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,8 @@ from tui_prof.analysis.counteradvice import advise
 from tui_prof.analysis.counterplan import default_metrics, plan
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.occupancy import arch_limits, occupancy
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import Record
 from tui_prof.model import Agent, Run
 
 
@@ -818,6 +820,142 @@ def _db_compute_roof(values: dict, name: str, peaks: dict) -> tuple[str, float]:
     return ("VALU FLOPs (F32)", float(fp32)) if fp32 else ("", 0.0)
 
 
+class _Columns:
+    """The counter values per dispatch, one array per counter, as the metric formulas read
+    them: ``get``/``has`` accept a counter name with or without its ``_sum`` suffix."""
+
+    def __init__(self, columns: dict[str, np.ndarray], n: int) -> None:
+        self.columns = columns
+        self.n = n
+
+    def get(self, name: str) -> np.ndarray:
+        for cand in (name, name + "_sum", name[:-4] if name.endswith("_sum") else None):
+            if cand and cand in self.columns:
+                return self.columns[cand]
+        return np.full(self.n, np.nan)
+
+    def has(self, name: str) -> bool:
+        return any(c in self.columns for c in (name, name + "_sum", name[:-4] if name.endswith("_sum") else ""))
+
+
+def _dispatches(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Columns]:
+    """Per dispatch with counters: its kernel name ("dispatch <id>" when not traced), its
+    duration (NaN when unknown), its agent id (-1 when unknown) and its counter values."""
+    table = run.counters.groupby(["dispatch_id", "counter"], observed=True)["value"].sum().unstack("counter")
+    k = run.kernels
+    kd = k.drop_duplicates("dispatch_id").set_index("dispatch_id") if len(k) else None
+    ids = table.index.to_numpy()
+    if kd is not None:
+        present = np.isin(ids, kd.index.to_numpy())
+        names = np.where(present, kd["name"].astype(str).reindex(ids).fillna("").to_numpy(), "")
+        dur = kd["end"].reindex(ids).to_numpy(dtype=float) - kd["start"].reindex(ids).to_numpy(dtype=float)
+        dur = np.where((kd["start"].reindex(ids).to_numpy(dtype=float) < 0) | (kd["end"].reindex(ids).to_numpy(dtype=float) < 0), np.nan, dur)
+        agent_ids = kd["agent"].reindex(ids).fillna(-1).to_numpy().astype(int)
+    else:
+        names = np.full(len(ids), "", dtype=object)
+        dur = np.full(len(ids), np.nan)
+        agent_ids = np.full(len(ids), -1)
+    names = np.where(names == "", "dispatch " + ids.astype(str), names)
+    return names, dur, agent_ids, _Columns({str(c): table[c].to_numpy(dtype=float) for c in table.columns}, len(ids))
+
+
+def _kernel_entry(run: Run, name: str, means: pd.DataFrame, sums: pd.DataFrame, count: pd.Series, spi_means: pd.DataFrame, found: _Found) -> dict[str, Any]:
+    """One kernel name's metrics (mean over its dispatches), occupancy limiter and roofline point."""
+    metrics = {}
+    for m in METRICS:
+        if m.key not in means.columns:
+            continue
+        v = means.at[name, m.key]
+        if v != v:  # NaN: inputs zero/absent for this kernel
+            continue
+        metrics[m.key] = _metric_entry(m, v, found.ctx, found.fam, name, found.min_waves, "counters")
+    kernel: dict[str, Any] = {"name": str(name), "dispatches": int(count[name]), "metrics": metrics, "origin": "hardware counters"}
+    spi = {c: float(spi_means.at[name, c]) for c in spi_means.columns} if name in spi_means.index else {}
+    if "wave_occupancy" in metrics or spi:
+        occ = occupancy_limiter(spi, run.kernels, str(name), found.arch)
+        if _worth_showing(occ, metrics):
+            kernel["occupancy"] = occ
+    valu, mfma = float(np.nan_to_num(sums.at[name, "_valu"])), float(np.nan_to_num(sums.at[name, "_mfma"]))
+    peak_gflops, roof_name, roof_source = _compute_roof(found.agent, found.arch, found.ctx, "MFMA" if mfma > valu else "VALU")
+    point = roofline_point(valu + mfma, float(sums.at[name, "_bytes"]), float(sums.at[name, "_dur"]), peak_gflops, found.ctx["hbm_gbs"], roof_name, roof_source)
+    if point:
+        kernel["roofline"] = point
+    return kernel
+
+
+@dataclass
+class _Found:
+    """The agent, arch, family and formula context the counters were read with."""
+
+    agent: Agent | None
+    arch: str
+    fam: str
+    ctx: dict[str, Any]
+    min_waves: float | None
+
+
+def _found_for(agent: Agent | None, arch: str, dur: np.ndarray, has: Callable[[str], bool]) -> _Found:
+    ctx = _context(agent, arch, dur, has)
+    return _Found(agent, arch, family_of(arch), ctx, (ctx["cu"] * ctx["simds"]) if ctx["cu"] == ctx["cu"] else None)
+
+
+def _from_counters(run: Run, out: dict[str, Any], found: _Found) -> _Found:
+    """Fill ``out["kernels"]`` and ``out["missing"]`` from the run's raw counters; returns
+    the context of the first counted dispatch's agent."""
+    gpus = run.gpu_agents
+    names, dur, agent_ids, cols = _dispatches(run)
+    agent = run.agent(int(agent_ids[0])) if len(agent_ids) else None
+    agent = agent or (gpus[0] if gpus else None)
+    found = _found_for(agent, agent.arch if agent else found.arch, dur, cols.has)
+    values: dict[str, np.ndarray] = {}
+    for m in METRICS:
+        if not _metric_applies(m, found.fam, found.arch):
+            continue
+        if m.sdk_name and m.sdk_name in cols.columns:
+            values[m.key] = cols.columns[m.sdk_name]
+        elif any(all(cols.has(c) for c in alt) for alt in m.inputs):
+            values[m.key] = np.asarray(m.compute(cols.get, found.ctx), dtype=float)
+        elif not m.optional:
+            out["missing"][m.key] = list(m.inputs[0] if found.fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1])
+    valu_flops, mfma_flops = _flops(cols.get, cols.has)
+    hbm_bytes = (
+        _zero(_fabric_read_bytes(cols.get, found.ctx)) + _zero(_fabric_write_bytes(cols.get, found.ctx))
+        if (cols.has("TCC_EA0_RDREQ") or cols.has("TCC_EA_RDREQ"))
+        else np.full(cols.n, np.nan)
+    )
+    frame = pd.DataFrame({"name": names, **values, "_valu": valu_flops, "_mfma": mfma_flops, "_bytes": hbm_bytes, "_dur": found.ctx["dur"]})
+    count = frame.groupby("name", sort=False).size()
+    sums = frame.groupby("name", sort=False)[["_valu", "_mfma", "_bytes", "_dur"]].sum(min_count=1)
+    means = frame.groupby("name", sort=False).mean(numeric_only=True)
+    spi_means = pd.DataFrame({"name": names, **{c: cols.columns[c] for c in cols.columns if c.startswith("SPI_RA_")}}).groupby("name", sort=False).mean()
+    raw_means: pd.DataFrame | None = None
+    for name in count.sort_values(ascending=False).index:
+        kernel = _kernel_entry(run, name, means, sums, count, spi_means, found)
+        if not kernel["metrics"]:  # counters no formula reads: their means, never an empty table
+            raw_means = raw_means if raw_means is not None else pd.DataFrame({"name": names, **cols.columns}).groupby("name", sort=False).mean()
+            kernel["metrics"] = _raw_entries(raw_means, name)
+        out["kernels"].append(kernel)
+    return found
+
+
+def _merge_computed(out: dict[str, Any], computed: list[dict[str, Any]]) -> None:
+    """Add rocprof-compute's own kernels and metrics to ``out``: a metric both have keeps
+    the counters' value with a ``check`` against the database's."""
+    by_name = {k["name"]: k for k in out["kernels"]}
+    for entry in computed:
+        mine = by_name.get(entry["name"])
+        if mine is None:
+            out["kernels"].append(entry)
+            continue
+        for key, db in entry["metrics"].items():
+            ours = mine["metrics"].get(key)
+            if ours is not None:
+                diff = abs(ours["value"] - db["value"]) / abs(db["value"]) * 100 if db["value"] else abs(ours["value"])
+                ours["check"] = {"rocprof_compute": db["value"], "diff_pct": diff, "agrees": diff <= CHECK_TOLERANCE_PCT}
+            else:
+                mine["metrics"][key] = db
+
+
 def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
     """Derived metrics per kernel name of one run.
 
@@ -834,117 +972,23 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
     gpus = run.gpu_agents
     arch = gpus[0].arch if gpus else ""
     out: dict[str, Any] = {"available": sorted(map(str, counters["counter"].unique())) if len(counters) else [], "kernels": [], "missing": {}, "commands": []}
-    agent = gpus[0] if gpus else None
-    ctx = _context(agent, arch, np.array([]), lambda name: False)
-    fam = family_of(arch)
-    min_waves = (ctx["cu"] * ctx["simds"]) if ctx["cu"] == ctx["cu"] else None
+    found = _found_for(gpus[0] if gpus else None, arch, np.array([]), lambda name: False)
     if len(counters):
-        table = counters.groupby(["dispatch_id", "counter"], observed=True)["value"].sum().unstack("counter")
-        k = run.kernels
-        kd = k.drop_duplicates("dispatch_id").set_index("dispatch_id") if len(k) else None
-        ids = table.index.to_numpy()
-        if kd is not None:
-            present = np.isin(ids, kd.index.to_numpy())
-            names = np.where(present, kd["name"].astype(str).reindex(ids).fillna("").to_numpy(), "")
-            dur = kd["end"].reindex(ids).to_numpy(dtype=float) - kd["start"].reindex(ids).to_numpy(dtype=float)
-            dur = np.where((kd["start"].reindex(ids).to_numpy(dtype=float) < 0) | (kd["end"].reindex(ids).to_numpy(dtype=float) < 0), np.nan, dur)
-            agent_ids = kd["agent"].reindex(ids).fillna(-1).to_numpy().astype(int)
-        else:
-            names = np.full(len(ids), "", dtype=object)
-            dur = np.full(len(ids), np.nan)
-            agent_ids = np.full(len(ids), -1)
-        names = np.where(names == "", "dispatch " + ids.astype(str), names)
-        columns = {str(c): table[c].to_numpy(dtype=float) for c in table.columns}
-
-        def get(name):
-            for cand in (name, name + "_sum", name[:-4] if name.endswith("_sum") else None):
-                if cand and cand in columns:
-                    return columns[cand]
-            return np.full(len(ids), np.nan)
-
-        def has(name):
-            return any(c in columns for c in (name, name + "_sum", name[:-4] if name.endswith("_sum") else ""))
-
-        agent = run.agent(int(agent_ids[0])) if len(agent_ids) else None
-        agent = agent or (gpus[0] if gpus else None)
-        arch = agent.arch if agent else arch
-        fam = family_of(arch)
-        ctx = _context(agent, arch, dur, has)
-        min_waves = (ctx["cu"] * ctx["simds"]) if ctx["cu"] == ctx["cu"] else None
-        values: dict[str, np.ndarray] = {}
-        for m in METRICS:
-            if not _metric_applies(m, fam, arch):
-                continue
-            if m.sdk_name and m.sdk_name in columns:
-                values[m.key] = columns[m.sdk_name]
-            elif any(all(has(c) for c in alt) for alt in m.inputs):
-                values[m.key] = np.asarray(m.compute(get, ctx), dtype=float)
-            elif not m.optional:
-                out["missing"][m.key] = list(m.inputs[0] if fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1])
-        valu_flops, mfma_flops = _flops(get, has)
-        hbm_bytes = (
-            _zero(_fabric_read_bytes(get, ctx)) + _zero(_fabric_write_bytes(get, ctx))
-            if (has("TCC_EA0_RDREQ") or has("TCC_EA_RDREQ"))
-            else np.full(len(ids), np.nan)
-        )
-        frame = pd.DataFrame({"name": names, **values, "_valu": valu_flops, "_mfma": mfma_flops, "_bytes": hbm_bytes, "_dur": ctx["dur"]})
-        count = frame.groupby("name", sort=False).size()
-        sums = frame.groupby("name", sort=False)[["_valu", "_mfma", "_bytes", "_dur"]].sum(min_count=1)
-        means = frame.groupby("name", sort=False).mean(numeric_only=True)
-        order = count.sort_values(ascending=False).index
-        column_means = pd.DataFrame({"name": names, **{c: columns[c] for c in columns if c.startswith("SPI_RA_")}}).groupby("name", sort=False).mean()
-        raw_means: pd.DataFrame | None = None
-        for name in order:
-            metrics = {}
-            for m in METRICS:
-                if m.key not in means.columns:
-                    continue
-                v = means.at[name, m.key]
-                if v != v:  # NaN: inputs zero/absent for this kernel
-                    continue
-                metrics[m.key] = _metric_entry(m, v, ctx, fam, name, min_waves, "counters")
-            if not metrics:  # counters no formula reads: their means, never an empty table
-                raw_means = raw_means if raw_means is not None else pd.DataFrame({"name": names, **columns}).groupby("name", sort=False).mean()
-                metrics = _raw_entries(raw_means, name)
-            kernel: dict[str, Any] = {"name": str(name), "dispatches": int(count[name]), "metrics": metrics, "origin": "hardware counters"}
-            spi = {c: float(column_means.at[name, c]) for c in column_means.columns} if name in column_means.index else {}
-            if "wave_occupancy" in metrics or spi:
-                occ = occupancy_limiter(spi, run.kernels, str(name), arch)
-                if _worth_showing(occ, metrics):
-                    kernel["occupancy"] = occ
-            valu, mfma = float(np.nan_to_num(sums.at[name, "_valu"])), float(np.nan_to_num(sums.at[name, "_mfma"]))
-            peak_gflops, roof_name, roof_source = _compute_roof(agent, arch, ctx, "MFMA" if mfma > valu else "VALU")
-            point = roofline_point(
-                valu + mfma, float(sums.at[name, "_bytes"]), float(sums.at[name, "_dur"]), peak_gflops, ctx["hbm_gbs"], roof_name, roof_source
-            )
-            if point:
-                kernel["roofline"] = point
-            out["kernels"].append(kernel)
+        found = _from_counters(run, out, found)
     else:
         for m in METRICS:
             if (
-                _metric_applies(m, fam, arch)
+                _metric_applies(m, found.fam, arch)
                 and not m.optional
                 and not m.key.startswith("mem_unit")
                 and not m.rpc_name.startswith(("Wavefront", "vL1D", "sL1D", "L2-Fabric"))
             ):
-                alt = m.inputs[0] if fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1]
+                alt = m.inputs[0] if found.fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1]
                 out["missing"][m.key] = list(alt)
-    computed = computed_kernels(run, ctx, fam, min_waves)
+    arch = found.arch
+    computed = computed_kernels(run, found.ctx, found.fam, found.min_waves)
     if computed:
-        by_name = {k["name"]: k for k in out["kernels"]}
-        for entry in computed:
-            mine = by_name.get(entry["name"])
-            if mine is None:
-                out["kernels"].append(entry)
-                continue
-            for key, db in entry["metrics"].items():
-                ours = mine["metrics"].get(key)
-                if ours is not None:
-                    diff = abs(ours["value"] - db["value"]) / abs(db["value"]) * 100 if db["value"] else abs(ours["value"])
-                    ours["check"] = {"rocprof_compute": db["value"], "diff_pct": diff, "agrees": diff <= CHECK_TOLERANCE_PCT}
-                else:
-                    mine["metrics"][key] = db
+        _merge_computed(out, computed)
         out["missing"] = {} if not len(counters) else out["missing"]
     if vendor == "nvidia":
         out["missing"] = {}
@@ -1020,3 +1064,19 @@ def _compute_roof(agent: Agent | None, arch: str, ctx: dict, kind: str) -> tuple
     if ctx["sclk"] and ctx["cu"] == ctx["cu"]:
         return ctx["sclk"] * ctx["cu"] * 64 * 2 / 1000, "VALU (theoretical)", "max_sclk*CUs*64*2/1000 (rocprof-compute 0200 VALU FLOPs peak)"
     return None, "", ""
+
+
+# --- the summary section ---
+
+
+def counters_section(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
+    """:func:`counter_metrics` of each process that has counters or GPU kernels (``vendor``:
+    the run set's platform, which decides the collection commands)."""
+    blocks = []
+    for r in inputs:
+        run = r.run
+        if len(run.counters) or (len(run.kernels) and run.gpu_agents):
+            block = counter_metrics(run, vendor)
+            block["process"] = r.label
+            blocks.append(block)
+    return blocks

@@ -45,8 +45,8 @@ import pandas as pd
 from tui_prof.analysis import hostapi, stats
 from tui_prof.analysis.hotspots import all_kernels, hotspots
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, normalize_name
-from tui_prof.analysis.parts import SummaryDoc
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.sections import Summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.model import RunSet
 
 SCHEMA = "tuiprof.diff/1"
@@ -118,7 +118,7 @@ def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole else 0.0
 
 
-def run_metrics(doc: SummaryDoc) -> dict[str, Any]:
+def run_metrics(doc: Summary) -> dict[str, Any]:
     """The diff's summary metrics from a ``tuiprof.summary/1`` document (None: the run has
         no data for it; :func:`missing_data` says why).
 
@@ -162,7 +162,7 @@ def run_metrics(doc: SummaryDoc) -> dict[str, Any]:
     return values
 
 
-def missing_data(doc: SummaryDoc) -> dict[str, str]:
+def missing_data(doc: Summary) -> dict[str, str]:
     """Metric key -> what the run lacks for it ("no trace", "no kernel data", ...)."""
     procs = doc["processes"]
     traced = any(p["dispatches"] or p["api_calls"] or p["copies"] for p in procs)
@@ -186,7 +186,7 @@ def missing_data(doc: SummaryDoc) -> dict[str, str]:
     return out
 
 
-def has_data(doc: SummaryDoc) -> bool:
+def has_data(doc: Summary) -> bool:
     """Whether a run holds anything a diff can compare (trace rows or statistics)."""
     return bool(any(p["dispatches"] or p["api_calls"] or p["copies"] for p in doc["processes"]) or doc.get("stats", {}).get("tables"))
 
@@ -363,10 +363,7 @@ def hotspot_diff(ha: pd.DataFrame, hb: pd.DataFrame, noise_pct: float = DEFAULT_
     return table.reset_index(drop=True)
 
 
-DOMAIN_COLUMNS = ("domain", "status", "calls_a", "calls_b", "total_a_ns", "total_b_ns", "delta_ns", "delta_pct")
-
-
-def side_domains(doc: SummaryDoc) -> dict[str, tuple[int, int]]:
+def side_domains(doc: Summary) -> dict[str, tuple[int, int]]:
     """Calls and total ns per rocprofv3 domain (KERNEL_DISPATCH, MEMORY_COPY, HIP_API, ...)
     of one run: from its statistics tables, where a domain has no trace rows from the trace."""
     out: dict[str, tuple[int, int]] = {}
@@ -384,7 +381,7 @@ def side_domains(doc: SummaryDoc) -> dict[str, tuple[int, int]]:
     return out
 
 
-def domain_diff(a: SummaryDoc, b: SummaryDoc, noise_pct: float = DEFAULT_NOISE_PCT) -> list[dict[str, Any]]:
+def domain_diff(a: Summary, b: Summary, noise_pct: float = DEFAULT_NOISE_PCT) -> list[dict[str, Any]]:
     """Per domain: calls and total ns of A and B, delta (B − A), status as for kernels."""
     da, db = side_domains(a), side_domains(b)
     rows = []
@@ -420,8 +417,8 @@ class DiffResult:
     noise_pp: float
     kernels: pd.DataFrame
     metrics: list[dict[str, Any]]
-    summary_a: SummaryDoc
-    summary_b: SummaryDoc
+    summary_a: Summary
+    summary_b: Summary
     category_rules: str = "built-in"
     notes: list[str] = field(default_factory=list)
     domains: list[dict[str, Any]] = field(default_factory=list)
@@ -445,14 +442,14 @@ class Side:
 
     path: str
     formats: tuple[str, ...]
-    summary: SummaryDoc
+    summary: Summary
     metrics: dict[str, Any]
     missing: dict[str, str] = field(default_factory=dict)  # metric key -> what the run lacks for it
 
 
 def side_metrics(runset: RunSet, *, rules: CategoryRules | None = None, gap_threshold_ns: int | None = None) -> Side:
     """The summary (every kernel, no gap list, no log scan) and :func:`run_metrics` of one run set."""
-    doc = build_summary(runset, top=None, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=0, logs=False)
+    doc = build_summary(runset, SummaryOptions(top=None, gap_threshold_ns=gap_threshold_ns, rules=rules, max_gaps=0, logs=False))
     return Side(runset.root, tuple(runset.formats), doc, run_metrics(doc), missing_data(doc))
 
 
@@ -577,10 +574,9 @@ STEP_METRICS: tuple[MetricDef, ...] = (
     MetricDef("step_idle_pct", "GPU idle per step (median)", "pct", "lower"),
     MetricDef("step_exposed_sync_ns", "exposed sync per step (median)", "ns", "lower"),
 )
-STEP_METRIC_KEYS = tuple(m.key for m in STEP_METRICS)
 
 
-def steady_values(doc: SummaryDoc) -> dict[str, list[float]] | None:
+def steady_values(doc: Summary) -> dict[str, list[float]] | None:
     """Per steady (not warm-up) step: wall, kernels, idle % (100 - busy %) and exposed sync;
     None when the run has no steps."""
     steps = doc.get("steps")
@@ -609,7 +605,7 @@ def spread(values: list[float], unit: str) -> float:
 
 
 def step_metric_rows(
-    a: SummaryDoc, b: SummaryDoc, noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP
+    a: Summary, b: Summary, noise_pct: float = DEFAULT_NOISE_PCT, noise_pp: float = DEFAULT_NOISE_PP
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """When both runs have steps: the steady-state medians compared (B - A), each judged
     against a noise band that is the larger of the default noise and either run's step
@@ -636,13 +632,13 @@ def step_metric_rows(
     return rows, [note]
 
 
-def rank_diff(a: SummaryDoc, b: SummaryDoc) -> dict[str, Any]:
+def rank_diff(a: Summary, b: Summary) -> dict[str, Any]:
     """Two runs' ranks side by side (e.g. 1 process vs 4): the whole run's communication
     share, overlap, straggler and collectives by type, and per rank number (matched by
     ``ranks[].rank``; None where a side lacks that rank) span, compute, communication and
     wait. Which kernels appear or vanish is the kernel diff's added/removed rows."""
 
-    def comm(doc: SummaryDoc) -> dict[str, Any]:
+    def comm(doc: Summary) -> dict[str, Any]:
         return dict(doc.get("communication") or {})
 
     ca, cb = comm(a), comm(b)

@@ -42,14 +42,17 @@ PyTorch trace the PyTorch-level fix first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from tui_prof.analysis.hostapi import MANY_LAUNCHES, TINY_KERNEL_NS
+from tui_prof.analysis.measurement import SYNC_TARGET_PCT
 from tui_prof.analysis.memory import FRAGMENTATION_MIN_BYTES, FRAGMENTATION_RATIO, GROWTH_MIN_BYTES, GROWTH_MIN_STEPS
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.analysis.parts import Finding, SummaryDoc
-from tui_prof.analysis.platform import TORCH_PHRASES, collective_phrases, phrases, torch_first
+from tui_prof.analysis.platform import TORCH_PHRASES, Phrases, collective_phrases, phrases, torch_first
+from tui_prof.analysis.sections import Finding, PlatformSection, Summary
 
 
 class FindingCode(str, Enum):
@@ -111,399 +114,496 @@ def _dominant_kernel(top: Any, vendor: str) -> tuple[Finding, float]:
     return _f(FindingCode.DOMINANT_KERNEL, "low", message + " (a collective: communication)", {**numbers, "category": "communication"}, fix, top["percent"])
 
 
-def build_findings(doc: SummaryDoc) -> list[Finding]:
-    """Findings from a summary document's analysis sections, most severe and largest first."""
-    out: list[tuple[Finding, float]] = []
-    gpu, gaps, sync, launch, copies = doc["gpu"], doc["gaps"], doc["sync"], doc["launch"], doc["copies"]
-    platform = doc.get("platform")
-    say = phrases(platform["vendor"] if platform else "unknown")
-    wall = doc.get("wall_ns") or 0
-    span = gpu.get("agent_span_ns", gpu.get("span_ns")) or 0  # the whole of idle and gaps: Σ (process, GPU) spans
-    if span and gpu["idle_pct"] > 20:
-        out.append(
-            _f(
-                FindingCode.GPU_IDLE,
-                "high",
-                f"GPU idle {gpu['idle_pct']:.1f} % of its active span",
-                {"idle_pct": gpu["idle_pct"], "span_ns": span, "gaps_by_cause_ns": gaps["by_cause"]},
-                torch_first(
-                    platform,
-                    f"{TORCH_PHRASES['sync']}; {TORCH_PHRASES['graphs']}",
-                    f"See the gap list: each gap names the host call before it. Remove syncs, batch launches ({say['graphs']}), overlap copies.",
-                ),
-                gpu["idle_pct"],
-            )
-        )
-    idle_rules = (
-        (
-            "sync",
-            FindingCode.IDLE_SYNC,
-            "high",
-            0.05,
-            "idle waiting after synchronisation calls",
-            torch_first(
-                platform, TORCH_PHRASES["sync"], f"Synchronise less often: keep work queued on the stream, use events/{say['wait_event']} for dependencies."
-            ),
-        ),
-        (
-            "launch",
-            FindingCode.LAUNCH_BOUND,
-            "medium",
-            0.10,
-            "idle waiting for the host to launch",
-            torch_first(
-                platform,
-                TORCH_PHRASES["graphs"],
-                f"The host cannot issue work fast enough: capture the loop in {say['graphs']}, fuse kernels, move host work off the critical path.",
-            ),
-        ),
+@dataclass(frozen=True)
+class Facts:
+    """What several rules read, taken once from the document: the platform and its words,
+    the wall and the GPU span (Σ (process, GPU) spans: the whole of idle and gaps)."""
+
+    platform: PlatformSection | None
+    say: Phrases
+    wall: int
+    span: int
+
+    @classmethod
+    def of(cls, doc: Summary) -> Facts:
+        platform = doc.get("platform")
+        gpu = doc["gpu"]
+        span = gpu.get("agent_span_ns", gpu.get("span_ns")) or 0
+        return cls(platform, phrases(platform["vendor"] if platform else "unknown"), doc.get("wall_ns") or 0, span)
+
+    @property
+    def vendor(self) -> str:
+        return self.platform["vendor"] if self.platform else "unknown"
+
+
+Found = list[tuple[Finding, float]]
+Rule = Callable[[Summary, Facts], Found]
+
+
+# --- the trace's timeline: idle GPU, synchronisation, launches ------------------------------
+
+GPU_IDLE_PCT = 20.0  # rocinsight: GPU idle share of its span
+IDLE_SYNC_SHARE = 0.05  # [P] listed gaps caused by synchronisation, share of the span
+LAUNCH_BOUND_SHARE = 0.10  # [P] listed gaps caused by host launch, share of the span
+
+
+def gpu_idle(doc: Summary, facts: Facts) -> Found:
+    gpu = doc["gpu"]
+    if not (facts.span and gpu["idle_pct"] > GPU_IDLE_PCT):
+        return []
+    fix = torch_first(
+        facts.platform,
+        f"{TORCH_PHRASES['sync']}; {TORCH_PHRASES['graphs']}",
+        f"See the gap list: each gap names the host call before it. Remove syncs, batch launches ({facts.say['graphs']}), overlap copies.",
     )
-    for cause, code, severity, share, what, fix in idle_rules if span else ():
-        ns = gaps["by_cause"].get(cause, 0)
-        if ns > share * span:
-            out.append(
-                _f(
-                    code,
-                    severity,
-                    f"{100 * ns / span:.1f} % of the GPU span is {what}",
-                    {"ns": ns, "gaps": gaps["count_by_cause"].get(cause, 0)},
-                    fix,
-                    100 * ns / span,
-                )
-            )
-    sal = sync.get("sync_after_launch", {})
-    if sal.get("detected"):
-        out.append(
-            _f(
-                FindingCode.SYNC_AFTER_LAUNCH,
-                "high",
-                f"{sal['followed_by_sync']} of {sal['launches']} launches are followed directly by a synchronisation (sync inside the loop)",
-                dict(sal),
-                torch_first(
-                    platform,
-                    TORCH_PHRASES["sync"],
-                    f"Move {say['sync_calls']} out of the loop: synchronise once after it; use events for timing and {say['wait_event']} for cross-stream dependencies.",
-                ),
-                100 * sal["ratio"],
-            )
-        )
+    numbers = {"idle_pct": gpu["idle_pct"], "span_ns": facts.span, "gaps_by_cause_ns": doc["gaps"]["by_cause"]}
+    return [_f(FindingCode.GPU_IDLE, "high", f"GPU idle {gpu['idle_pct']:.1f} % of its active span", numbers, fix, gpu["idle_pct"])]
+
+
+def _idle_cause(doc: Summary, facts: Facts, cause: str, code: FindingCode, severity: str, share: float, what: str, fix: str) -> Found:
+    """The gaps of ``cause`` over ``share`` of the GPU span."""
+    ns = doc["gaps"]["by_cause"].get(cause, 0)
+    if not (facts.span and ns > share * facts.span):
+        return []
+    pct = 100 * ns / facts.span
+    numbers = {"ns": ns, "gaps": doc["gaps"]["count_by_cause"].get(cause, 0)}
+    return [_f(code, severity, f"{pct:.1f} % of the GPU span is {what}", numbers, fix, pct)]
+
+
+def idle_sync(doc: Summary, facts: Facts) -> Found:
+    fix = torch_first(
+        facts.platform, TORCH_PHRASES["sync"], f"Synchronise less often: keep work queued on the stream, use events/{facts.say['wait_event']} for dependencies."
+    )
+    return _idle_cause(doc, facts, "sync", FindingCode.IDLE_SYNC, "high", IDLE_SYNC_SHARE, "idle waiting after synchronisation calls", fix)
+
+
+def launch_bound(doc: Summary, facts: Facts) -> Found:
+    fix = torch_first(
+        facts.platform,
+        TORCH_PHRASES["graphs"],
+        f"The host cannot issue work fast enough: capture the loop in {facts.say['graphs']}, fuse kernels, move host work off the critical path.",
+    )
+    return _idle_cause(doc, facts, "launch", FindingCode.LAUNCH_BOUND, "medium", LAUNCH_BOUND_SHARE, "idle waiting for the host to launch", fix)
+
+
+def sync_after_launch(doc: Summary, facts: Facts) -> Found:
+    """``sync.sync_after_launch.detected`` (its thresholds: hostapi.SYNC_AFTER_LAUNCH_MIN/RATIO)."""
+    sal = doc["sync"].get("sync_after_launch", {})
+    if not sal.get("detected"):
+        return []
+    fix = torch_first(
+        facts.platform,
+        TORCH_PHRASES["sync"],
+        f"Move {facts.say['sync_calls']} out of the loop: synchronise once after it; use events for timing and {facts.say['wait_event']} for cross-stream dependencies.",
+    )
+    message = f"{sal['followed_by_sync']} of {sal['launches']} launches are followed directly by a synchronisation (sync inside the loop)"
+    return [_f(FindingCode.SYNC_AFTER_LAUNCH, "high", message, dict(sal), fix, 100 * sal["ratio"])]
+
+
+def sync_overhead(doc: Summary, facts: Facts) -> Found:
+    sync = doc["sync"]
     exposed_pct = sync.get("exposed_pct_of_wall", 0.0)
-    if wall and exposed_pct > 5:
-        out.append(
-            _f(
-                FindingCode.SYNC_OVERHEAD,
-                "medium",
-                f"Exposed synchronisation (host blocked while the GPU has nothing left to run) takes {exposed_pct:.1f} % of wall time "
-                f"(target < 5 %); all sync calls and blocking copies: {sync['pct_of_wall']:.1f} %",
-                {
-                    "calls": sync["calls"],
-                    "total_ns": sync["total_ns"],
-                    "pct_of_wall": sync["pct_of_wall"],
-                    "exposed_ns": sync.get("exposed_ns", 0),
-                    "waiting_ns": sync.get("waiting_ns", 0),
-                    "exposed_pct_of_wall": exposed_pct,
-                },
-                torch_first(
-                    platform,
-                    f"{TORCH_PHRASES['pinned_copy']}; {TORCH_PHRASES['sync']}",
-                    f"Use async copies ({say['async_copy']} with pinned memory) and fewer sync points.",
-                ),
-                exposed_pct,
-            )
-        )
-    if launch.get("many_tiny_kernels"):
-        direct = launch.get("direct_kernels", doc["kernels"]["dispatches"])
-        avg = launch.get("direct_avg_kernel_ns", launch["avg_kernel_ns"])
-        graphs = launch.get("graph_launch_calls") or 0
-        replayed = (
-            f" (graph replays apart: {launch['graph_dispatches']} dispatches from {graphs} graph launches, {launch['launches_per_graph']:g} per graph)"
-            if graphs
-            else ""
-        )
-        out.append(
-            _f(
-                FindingCode.MANY_TINY_KERNELS,
-                "medium",
-                f"{direct} directly launched dispatches averaging {(avg or 0.0) / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates{replayed}",
-                {
-                    "dispatches": doc["kernels"]["dispatches"],
-                    "direct_kernels": direct,
-                    "avg_kernel_ns": avg,
-                    "median_queue_delay_ns": launch["median_queue_delay_ns"],
-                    "tiny_kernels": launch.get("direct_tiny_kernels", launch["tiny_kernels"]),
-                    "graph_launch_calls": graphs,
-                    "launches_per_graph": launch.get("launches_per_graph"),
-                },
-                torch_first(
-                    platform,
-                    f"{TORCH_PHRASES['graphs']}; fuse with {TORCH_PHRASES['fuse']}",
-                    f"Fuse small kernels (custom fused kernels) or capture them in {say['graphs']}.",
-                ),
-                100 * launch["tiny_kernel_time_ns"] / wall if wall else 0,
-            )
-        )
-    if wall and copies["pct_of_wall"] > 20:
-        out.append(
-            _f(
-                FindingCode.COPY_SHARE,
-                "high",
-                f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time",
-                {"bytes": copies["bytes"], "time_ns": copies["time_ns"]},
-                torch_first(
-                    platform,
-                    TORCH_PHRASES["pinned_copy"],
-                    f"Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory ({say['pinned_alloc']}).",
-                ),
-                copies["pct_of_wall"],
-            )
-        )
-    pin_fix = torch_first(platform, TORCH_PHRASES["pinned_copy"], f"Use pinned host memory ({say['pinned_alloc']}) and larger transfers.")
+    if not (facts.wall and exposed_pct > SYNC_TARGET_PCT):
+        return []
+    message = (
+        f"Exposed synchronisation (host blocked while the GPU has nothing left to run) takes {exposed_pct:.1f} % of wall time "
+        f"(target < 5 %); all sync calls and blocking copies: {sync['pct_of_wall']:.1f} %"
+    )
+    numbers = {
+        "calls": sync["calls"],
+        "total_ns": sync["total_ns"],
+        "pct_of_wall": sync["pct_of_wall"],
+        "exposed_ns": sync.get("exposed_ns", 0),
+        "waiting_ns": sync.get("waiting_ns", 0),
+        "exposed_pct_of_wall": exposed_pct,
+    }
+    fix = torch_first(
+        facts.platform,
+        f"{TORCH_PHRASES['pinned_copy']}; {TORCH_PHRASES['sync']}",
+        f"Use async copies ({facts.say['async_copy']} with pinned memory) and fewer sync points.",
+    )
+    return [_f(FindingCode.SYNC_OVERHEAD, "medium", message, numbers, fix, exposed_pct)]
+
+
+def many_tiny_kernels(doc: Summary, facts: Facts) -> Found:
+    """``launch.many_tiny_kernels`` (its thresholds: hostapi.MANY_LAUNCHES, TINY_KERNEL_NS)."""
+    launch = doc["launch"]
+    if not launch.get("many_tiny_kernels"):
+        return []
+    direct = launch.get("direct_kernels", doc["kernels"]["dispatches"])
+    avg = launch.get("direct_avg_kernel_ns", launch["avg_kernel_ns"])
+    graphs = launch.get("graph_launch_calls") or 0
+    replayed = (
+        f" (graph replays apart: {launch['graph_dispatches']} dispatches from {graphs} graph launches, {launch['launches_per_graph']:g} per graph)"
+        if graphs
+        else ""
+    )
+    numbers = {
+        "dispatches": doc["kernels"]["dispatches"],
+        "direct_kernels": direct,
+        "avg_kernel_ns": avg,
+        "median_queue_delay_ns": launch["median_queue_delay_ns"],
+        "tiny_kernels": launch.get("direct_tiny_kernels", launch["tiny_kernels"]),
+        "graph_launch_calls": graphs,
+        "launches_per_graph": launch.get("launches_per_graph"),
+    }
+    fix = torch_first(
+        facts.platform,
+        f"{TORCH_PHRASES['graphs']}; fuse with {TORCH_PHRASES['fuse']}",
+        f"Fuse small kernels (custom fused kernels) or capture them in {facts.say['graphs']}.",
+    )
+    message = f"{direct} directly launched dispatches averaging {(avg or 0.0) / 1e3:.1f} µs: launch cost (~5-20 µs each) dominates{replayed}"
+    weight = 100 * launch["tiny_kernel_time_ns"] / facts.wall if facts.wall else 0
+    return [_f(FindingCode.MANY_TINY_KERNELS, "medium", message, numbers, fix, weight)]
+
+
+# --- copies ---------------------------------------------------------------------------------
+
+COPY_SHARE_PCT = 20.0  # rocinsight: copy engine time share of wall
+SLOW_COPY_MIN_BYTES = 1 << 20  # copies under 1 MiB say little about bandwidth
+SLOW_COPY_GBS = 10.0  # rocinsight: H2D/D2H bandwidth below this is slow
+
+
+def copy_share(doc: Summary, facts: Facts) -> Found:
+    copies = doc["copies"]
+    if not (facts.wall and copies["pct_of_wall"] > COPY_SHARE_PCT):
+        return []
+    fix = torch_first(
+        facts.platform,
+        TORCH_PHRASES["pinned_copy"],
+        f"Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory ({facts.say['pinned_alloc']}).",
+    )
+    numbers = {"bytes": copies["bytes"], "time_ns": copies["time_ns"]}
+    return [_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time", numbers, fix, copies["pct_of_wall"])]
+
+
+def slow_copy(doc: Summary, facts: Facts) -> Found:
+    """Pageable host copies of >= 1 MiB per direction; else H2D/D2H copies of >= 1 MiB below 10 GB/s."""
+    copies = doc["copies"]
+    fix = torch_first(facts.platform, TORCH_PHRASES["pinned_copy"], f"Use pinned host memory ({facts.say['pinned_alloc']}) and larger transfers.")
     kinds = copies.get("by_kind") or {}
     pageable = kinds["pageable"]["by_direction"] if "pageable" in kinds else {}
     pinned = kinds["pinned"]["by_direction"] if "pinned" in kinds else {}
+    out: Found = []
     for direction, kd in pageable.items():
-        if kd["bytes"] >= (1 << 20) and kd["bandwidth_gbs"] is not None:
+        if kd["bytes"] >= SLOW_COPY_MIN_BYTES and kd["bandwidth_gbs"] is not None:
             than = pinned[direction]["bandwidth_gbs"] if direction in pinned else None
             vs = f" (pinned {direction} copies here: {than:.2f} GB/s)" if than else ""
-            out.append(
-                _f(
-                    FindingCode.SLOW_COPY,
-                    "medium",
-                    f"{kd['count']} {direction} copies from pageable host memory reach {kd['bandwidth_gbs']:.2f} GB/s{vs}",
-                    {"direction": direction, "kind": "pageable", **kd},
-                    pin_fix,
-                    0,
-                )
-            )
+            message = f"{kd['count']} {direction} copies from pageable host memory reach {kd['bandwidth_gbs']:.2f} GB/s{vs}"
+            out.append(_f(FindingCode.SLOW_COPY, "medium", message, {"direction": direction, "kind": "pageable", **kd}, fix, 0))
     for direction, d in copies.get("by_direction", {}).items():
         if direction in pageable:
             continue  # said above, with the memory kind
-        if direction in ("HtoD", "DtoH") and d["bytes"] >= (1 << 20) and d["bandwidth_gbs"] is not None and d["bandwidth_gbs"] < 10:
+        if direction in ("HtoD", "DtoH") and d["bytes"] >= SLOW_COPY_MIN_BYTES and d["bandwidth_gbs"] is not None and d["bandwidth_gbs"] < SLOW_COPY_GBS:
             out.append(
-                _f(FindingCode.SLOW_COPY, "medium", f"{direction} copies reach only {d['bandwidth_gbs']:.2f} GB/s", {"direction": direction, **d}, pin_fix, 0)
+                _f(FindingCode.SLOW_COPY, "medium", f"{direction} copies reach only {d['bandwidth_gbs']:.2f} GB/s", {"direction": direction, **d}, fix, 0)
             )
+    return out
+
+
+# --- kernels: the dominant one, occupancy, counters ---------------------------------------------
+
+DOMINANT_KERNEL_PCT = 50.0  # rocinsight: one kernel's share of kernel time
+LOW_OCCUPANCY_PCT = 25.0  # [P] theoretical occupancy of a top-5 kernel
+OCCUPANCY_TOP = 5  # kernels (by time) checked for occupancy
+COUNTER_KERNELS = 20  # kernels per process whose flagged counter metrics become findings
+
+
+def dominant_kernel(doc: Summary, facts: Facts) -> Found:
     hot = doc.get("hotspots") or []
-    if hot and hot[0]["percent"] > 50:
-        out.append(_dominant_kernel(hot[0], platform["vendor"] if platform else "unknown"))
-    for occ in (doc.get("occupancy") or [])[:5]:
-        if occ["occupancy_pct"] < 25:
-            out.append(
-                _f(
-                    FindingCode.LOW_OCCUPANCY,
-                    "medium",
-                    f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)",
-                    {k: occ[k] for k in ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")},
-                    occ["hint"],
-                    25 - occ["occupancy_pct"],
-                )
-            )
+    if not (hot and hot[0]["percent"] > DOMINANT_KERNEL_PCT):
+        return []
+    return [_dominant_kernel(hot[0], facts.vendor)]
+
+
+def low_occupancy(doc: Summary, facts: Facts) -> Found:
+    out: Found = []
+    keys = ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")
+    for occ in (doc.get("occupancy") or [])[:OCCUPANCY_TOP]:
+        if occ["occupancy_pct"] < LOW_OCCUPANCY_PCT:
+            message = f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)"
+            out.append(_f(FindingCode.LOW_OCCUPANCY, "medium", message, {k: occ[k] for k in keys}, occ["hint"], LOW_OCCUPANCY_PCT - occ["occupancy_pct"]))
+    return out
+
+
+def counter(doc: Summary, facts: Facts) -> Found:
+    """A finding per flagged derived counter metric (analysis.counters decides the flag)."""
+    out: Found = []
     for block in doc.get("counters") or []:
-        for k in block.get("kernels", [])[:20]:
+        for k in block.get("kernels", [])[:COUNTER_KERNELS]:
             for key, m in k["metrics"].items():
                 if m["flagged"]:
-                    out.append(
-                        _f(
-                            f"{FindingCode.COUNTER.value}:{key}",
-                            "medium",
-                            f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})",
-                            {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]},
-                            m["meaning"],
-                            0,
-                        )
-                    )
-        if block.get("kernels"):
-            out.append(
-                _f(
-                    FindingCode.COUNTERS_SERIALISE,
-                    "info",
-                    "This run collected hardware counters: dispatches were serialised",
-                    {"process": block.get("process")},
-                    "Use a separate trace-only run for idle/overlap/launch analysis.",
-                    0,
-                )
-            )
-    for hit in doc.get("logs") or []:
-        out.append(_f(FindingCode.KNOWN_ERROR, "high", f"{hit['path']}:{hit['line']}: {hit['text'][:120]}", {"code": hit["code"]}, hit["meaning"], 0))
-    no_counters = [b for b in (doc.get("counters") or []) if not b.get("kernels") and b.get("commands")]
-    if no_counters and doc["kernels"]["dispatches"]:
-        b = no_counters[0]
-        nvidia = bool(platform and platform["vendor"] == "nvidia")
-        how = "collect them with Nsight Compute / Nsight Systems (tuiprof does not read their reports)" if nvidia else "collect them with"
-        out.append(
-            _f(
-                FindingCode.NO_COUNTERS,
-                "info",
-                f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): {how}",
-                {"commands": b["commands"]},
-                "\n".join(b["commands"]),
-                0,
-            )
-        )
-    out.extend(stats_findings(doc))
-    out.extend(step_findings(doc))
-    out.extend(rank_findings(doc))
-    out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
-    return [f for f, _ in out]
+                    message = f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})"
+                    numbers = {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]}
+                    out.append(_f(f"{FindingCode.COUNTER.value}:{key}", "medium", message, numbers, m["meaning"], 0))
+    return out
 
+
+def counters_serialise(doc: Summary, facts: Facts) -> Found:
+    return [
+        _f(
+            FindingCode.COUNTERS_SERIALISE,
+            "info",
+            "This run collected hardware counters: dispatches were serialised",
+            {"process": block.get("process")},
+            "Use a separate trace-only run for idle/overlap/launch analysis.",
+            0,
+        )
+        for block in doc.get("counters") or []
+        if block.get("kernels")
+    ]
+
+
+def known_error(doc: Summary, facts: Facts) -> Found:
+    return [
+        _f(FindingCode.KNOWN_ERROR, "high", f"{hit['path']}:{hit['line']}: {hit['text'][:120]}", {"code": hit["code"]}, hit["meaning"], 0)
+        for hit in doc.get("logs") or []
+    ]
+
+
+def no_counters(doc: Summary, facts: Facts) -> Found:
+    missing = [b for b in (doc.get("counters") or []) if not b.get("kernels") and b.get("commands")]
+    if not (missing and doc["kernels"]["dispatches"]):
+        return []
+    b = missing[0]
+    how = "collect them with Nsight Compute / Nsight Systems (tuiprof does not read their reports)" if facts.vendor == "nvidia" else "collect them with"
+    message = f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}): {how}"
+    return [_f(FindingCode.NO_COUNTERS, "info", message, {"commands": b["commands"]}, "\n".join(b["commands"]), 0)]
+
+
+# --- statistics files: runs without a trace, and the communication share ------------------------
 
 COMMUNICATION_SHARE_PCT = 20.0  # [P] communication kernels' share of kernel time worth a look
 
 
-def stats_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
-    """Findings that a statistics file supports, for runs whose kernels or copies come from
-    the profiler's statistics (``hotspots_source``/``copies_source`` "stats"), the
-    communication share for every run, and which findings need a trace."""
-    out: list[tuple[Finding, float]] = []
-    kernels = doc["kernels"]
-    ktime = kernels["total_ns"]
+def communication_share(doc: Summary, facts: Facts) -> Found:
+    ktime = doc["kernels"]["total_ns"]
     comm = doc.get("categories", {}).get("communication", 0)
-    if ktime and 100.0 * comm / ktime > COMMUNICATION_SHARE_PCT:
-        pct = 100.0 * comm / ktime
-        out.append(
-            _f(
-                FindingCode.COMMUNICATION_SHARE,
-                "medium",
-                f"Communication kernels take {pct:.1f} % of kernel time",
-                {"communication_ns": comm, "kernel_time_ns": ktime, "pct_of_kernel_time": round(pct, 4)},
-                "Overlap collectives with compute (separate streams, bucketing), check for stragglers between ranks, or use fewer processes per GPU set.",
-                pct,
-            )
+    if not (ktime and 100.0 * comm / ktime > COMMUNICATION_SHARE_PCT):
+        return []
+    pct = 100.0 * comm / ktime
+    return [
+        _f(
+            FindingCode.COMMUNICATION_SHARE,
+            "medium",
+            f"Communication kernels take {pct:.1f} % of kernel time",
+            {"communication_ns": comm, "kernel_time_ns": ktime, "pct_of_kernel_time": round(pct, 4)},
+            "Overlap collectives with compute (separate streams, bucketing), check for stragglers between ranks, or use fewer processes per GPU set.",
+            pct,
         )
-    if doc.get("hotspots_source") == "stats":
-        calls = kernels["dispatches"]
-        avg = ktime / calls if calls else 0.0
-        if calls > MANY_LAUNCHES and avg < TINY_KERNEL_NS:
-            out.append(
-                _f(
-                    FindingCode.MANY_TINY_KERNELS,
-                    "medium",
-                    f"{calls} dispatches averaging {avg / 1e3:.1f} µs (kernel statistics): launch cost (~5-20 µs each) dominates",
-                    {"dispatches": calls, "avg_kernel_ns": round(avg, 2), "source": "stats"},
-                    "Fuse small kernels (torch.compile, custom fused kernels) or capture them in a HIP graph.",
-                    0,
-                )
-            )
-    if doc.get("copies_source") == "stats":
-        copy_ns = next((t["total_ns"] for t in doc.get("stats", {}).get("tables", []) if t["key"] == "memory_copy_stats"), 0)
-        gpu_ns = copy_ns + ktime
-        if gpu_ns and 100.0 * copy_ns / gpu_ns > 20:
-            pct = 100.0 * copy_ns / gpu_ns
-            out.append(
-                _f(
-                    FindingCode.COPY_SHARE,
-                    "high",
-                    f"Memory copies take {pct:.1f} % of GPU time (kernels + copies, from the statistics)",
-                    {"copy_time_ns": copy_ns, "kernel_time_ns": ktime, "source": "stats"},
-                    "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.",
-                    pct,
-                )
-            )
+    ]
+
+
+def many_tiny_kernels_from_stats(doc: Summary, facts: Facts) -> Found:
+    """:func:`many_tiny_kernels` from the kernel statistics, where no kernel was traced."""
+    if doc.get("hotspots_source") != "stats":
+        return []
+    calls, ktime = doc["kernels"]["dispatches"], doc["kernels"]["total_ns"]
+    avg = ktime / calls if calls else 0.0
+    if not (calls > MANY_LAUNCHES and avg < TINY_KERNEL_NS):
+        return []
+    return [
+        _f(
+            FindingCode.MANY_TINY_KERNELS,
+            "medium",
+            f"{calls} dispatches averaging {avg / 1e3:.1f} µs (kernel statistics): launch cost (~5-20 µs each) dominates",
+            {"dispatches": calls, "avg_kernel_ns": round(avg, 2), "source": "stats"},
+            "Fuse small kernels (torch.compile, custom fused kernels) or capture them in a HIP graph.",
+            0,
+        )
+    ]
+
+
+def copy_share_from_stats(doc: Summary, facts: Facts) -> Found:
+    """:func:`copy_share` from the statistics, where no copy was traced: copies' share of
+    kernels + copies (the statistics have no wall)."""
+    if doc.get("copies_source") != "stats":
+        return []
+    ktime = doc["kernels"]["total_ns"]
+    copy_ns = next((t["total_ns"] for t in doc.get("stats", {}).get("tables", []) if t["key"] == "memory_copy_stats"), 0)
+    gpu_ns = copy_ns + ktime
+    if not (gpu_ns and 100.0 * copy_ns / gpu_ns > COPY_SHARE_PCT):
+        return []
+    pct = 100.0 * copy_ns / gpu_ns
+    return [
+        _f(
+            FindingCode.COPY_SHARE,
+            "high",
+            f"Memory copies take {pct:.1f} % of GPU time (kernels + copies, from the statistics)",
+            {"copy_time_ns": copy_ns, "kernel_time_ns": ktime, "source": "stats"},
+            "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.",
+            pct,
+        )
+    ]
+
+
+def needs_trace(doc: Summary, facts: Facts) -> Found:
     needs = doc.get("stats", {}).get("needs_trace") or []
-    if needs:
-        out.append(
-            _f(
-                FindingCode.NEEDS_TRACE,
-                "info",
-                "Statistics only, no trace: " + ", ".join(needs) + " need a trace",
-                {"findings": list(needs)},
-                "Record a trace: rocprofv3 --kernel-trace --sys-trace -- <app> (--stats alongside keeps these tables).",
-                0,
-            )
+    if not needs:
+        return []
+    return [
+        _f(
+            FindingCode.NEEDS_TRACE,
+            "info",
+            "Statistics only, no trace: " + ", ".join(needs) + " need a trace",
+            {"findings": list(needs)},
+            "Record a trace: rocprofv3 --kernel-trace --sys-trace -- <app> (--stats alongside keeps these tables).",
+            0,
         )
-    return out
+    ]
+
+
+# --- steps and memory -----------------------------------------------------------------------------
 
 
 def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
-def step_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
-    """slow-step (one per outlier step), memory-growth and memory-reserved."""
-    out: list[tuple[Finding, float]] = []
+def slow_step(doc: Summary, facts: Facts) -> Found:
+    """One per outlier step (analysis.steps decides them: slower than the steady median x its factor)."""
     steps = doc.get("steps")
-    if steps and steps["detected"] and steps["steady"]:
-        median = steps["steady"]["median_wall_ns"]
-        for o in steps["outliers"]:
-            why = "; ".join(o["reasons"]) or "no difference in kernels, copies, sync or gaps: the host side is slower"
-            out.append(
-                _f(
-                    FindingCode.SLOW_STEP,
-                    "medium",
-                    f"{o['label']}" + (f" (slowest in {o['process']})" if o.get("process") else "") + f" took {o['wall_ns'] / 1e6:.2f} ms, "
-                    f"{o['ratio']:.2f}x the steady median "
-                    f"({median / 1e6:.2f} ms); against {o['median_step']}: {why}",
-                    {"label": o["label"], "wall_ns": o["wall_ns"], "median_wall_ns": median, "ratio": o["ratio"], "outlier": dict(o)},
-                    "Look at what this step does that the median step does not (the reasons above): a copy or sync inside the "
-                    "step (checkpointing, logging .item()), a data-loader stall (a long gap), or a recompilation (extra kernels).",
-                    o["ratio"],
-                )
-            )
-    memory = doc.get("memory")
-    if memory:
-        growth, grew = memory["step_growth_bytes"], memory["growing_steps"]
-        if growth is not None and grew + 1 >= GROWTH_MIN_STEPS and growth >= GROWTH_MIN_BYTES:
-            out.append(
-                _f(
-                    FindingCode.MEMORY_GROWTH,
-                    "medium",
-                    f"GPU memory grows every steady step: +{_mib(growth)} over {grew + 1} steps (a leak?)",
-                    {"growth_bytes": growth, "steps": grew + 1},
-                    "Look for tensors kept across steps: losses accumulated with their graph (use loss.item() or .detach()), "
-                    "lists of outputs, caches that never evict.",
-                    growth,
-                )
-            )
-        alloc, reserved = memory["peak_allocated_bytes"], memory["peak_reserved_bytes"]
-        if alloc and reserved and reserved > FRAGMENTATION_RATIO * alloc and reserved - alloc >= FRAGMENTATION_MIN_BYTES:
-            out.append(
-                _f(
-                    FindingCode.MEMORY_RESERVED,
-                    "low",
-                    f"Peak reserved {_mib(reserved)} is {reserved / alloc:.1f}x peak allocated {_mib(alloc)}: the caching allocator holds memory it does not use",
-                    {"peak_allocated_bytes": alloc, "peak_reserved_bytes": reserved},
-                    "Fragmentation from varying tensor sizes: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes "
-                    "(pad batches), or torch.cuda.empty_cache() between phases.",
-                    reserved / alloc,
-                )
-            )
+    if not (steps and steps["detected"] and steps["steady"]):
+        return []
+    median = steps["steady"]["median_wall_ns"]
+    out: Found = []
+    for o in steps["outliers"]:
+        why = "; ".join(o["reasons"]) or "no difference in kernels, copies, sync or gaps: the host side is slower"
+        message = (
+            f"{o['label']}" + (f" (slowest in {o['process']})" if o.get("process") else "") + f" took {o['wall_ns'] / 1e6:.2f} ms, "
+            f"{o['ratio']:.2f}x the steady median ({median / 1e6:.2f} ms); against {o['median_step']}: {why}"
+        )
+        numbers = {"label": o["label"], "wall_ns": o["wall_ns"], "median_wall_ns": median, "ratio": o["ratio"], "outlier": dict(o)}
+        fix = (
+            "Look at what this step does that the median step does not (the reasons above): a copy or sync inside the "
+            "step (checkpointing, logging .item()), a data-loader stall (a long gap), or a recompilation (extra kernels)."
+        )
+        out.append(_f(FindingCode.SLOW_STEP, "medium", message, numbers, fix, o["ratio"]))
     return out
 
+
+def memory_growth(doc: Summary, facts: Facts) -> Found:
+    memory = doc.get("memory")
+    if not memory:
+        return []
+    growth, grew = memory["step_growth_bytes"], memory["growing_steps"]
+    if not (growth is not None and grew + 1 >= GROWTH_MIN_STEPS and growth >= GROWTH_MIN_BYTES):
+        return []
+    return [
+        _f(
+            FindingCode.MEMORY_GROWTH,
+            "medium",
+            f"GPU memory grows every steady step: +{_mib(growth)} over {grew + 1} steps (a leak?)",
+            {"growth_bytes": growth, "steps": grew + 1},
+            "Look for tensors kept across steps: losses accumulated with their graph (use loss.item() or .detach()), "
+            "lists of outputs, caches that never evict.",
+            growth,
+        )
+    ]
+
+
+def memory_reserved(doc: Summary, facts: Facts) -> Found:
+    memory = doc.get("memory")
+    if not memory:
+        return []
+    alloc, reserved = memory["peak_allocated_bytes"], memory["peak_reserved_bytes"]
+    if not (alloc and reserved and reserved > FRAGMENTATION_RATIO * alloc and reserved - alloc >= FRAGMENTATION_MIN_BYTES):
+        return []
+    return [
+        _f(
+            FindingCode.MEMORY_RESERVED,
+            "low",
+            f"Peak reserved {_mib(reserved)} is {reserved / alloc:.1f}x peak allocated {_mib(alloc)}: the caching allocator holds memory it does not use",
+            {"peak_allocated_bytes": alloc, "peak_reserved_bytes": reserved},
+            "Fragmentation from varying tensor sizes: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, fixed shapes "
+            "(pad batches), or torch.cuda.empty_cache() between phases.",
+            reserved / alloc,
+        )
+    ]
+
+
+# --- ranks -------------------------------------------------------------------------------------------
 
 STRAGGLER_WAIT_PCT = 5.0  # [P] the other ranks' wait in collectives, % of their time
 COMM_TIME_PCT = 10.0  # [P] communication kernels' share of rank time worth a look
 COMM_OVERLAP_PCT = 50.0  # [P] below this share of communication hidden behind compute
 
 
-def rank_findings(doc: SummaryDoc) -> list[tuple[Finding, float]]:
-    """The straggler and the communication/compute overlap, from the ``stragglers`` and
-    ``communication`` sections (analysis.ranks)."""
-    out: list[tuple[Finding, float]] = []
+def straggler(doc: Summary, facts: Facts) -> Found:
+    """From the ``stragglers`` section (analysis.ranks): the last rank in at least half the collectives."""
     strag = doc.get("stragglers")
-    if strag and strag["rank"] is not None and strag["others_wait_pct"] > STRAGGLER_WAIT_PCT and 2 * strag["last_in"] >= strag["instances"]:
-        out.append(
-            _f(
-                FindingCode.STRAGGLER,
-                "high",
-                f"rank {strag['rank']} is the straggler: its compute before collectives is {strag['compute_excess_pct']:.1f} % longer; "
-                f"the other ranks wait {strag['others_wait_ns'] / 1e6:.3f} ms ({strag['others_wait_pct']:.1f} % of their time) in collectives "
-                f"(last at {strag['last_in']} of {strag['instances']} collectives)",
-                {k: v for k, v in strag.items() if k != "listed"},
-                f"Balance the work of rank {strag['rank']} (input sizes, data loading, a slower or shared GPU, host jitter); "
-                "compare its hotspots with another rank's (Enter on the rank in the ranks pane).",
-                strag["others_wait_pct"],
-            )
+    if not (strag and strag["rank"] is not None and strag["others_wait_pct"] > STRAGGLER_WAIT_PCT and 2 * strag["last_in"] >= strag["instances"]):
+        return []
+    return [
+        _f(
+            FindingCode.STRAGGLER,
+            "high",
+            f"rank {strag['rank']} is the straggler: its compute before collectives is {strag['compute_excess_pct']:.1f} % longer; "
+            f"the other ranks wait {strag['others_wait_ns'] / 1e6:.3f} ms ({strag['others_wait_pct']:.1f} % of their time) in collectives "
+            f"(last at {strag['last_in']} of {strag['instances']} collectives)",
+            {k: v for k, v in strag.items() if k != "listed"},
+            f"Balance the work of rank {strag['rank']} (input sizes, data loading, a slower or shared GPU, host jitter); "
+            "compare its hotspots with another rank's (Enter on the rank in the ranks pane).",
+            strag["others_wait_pct"],
         )
+    ]
+
+
+def comm_overlap(doc: Summary, facts: Facts) -> Found:
+    """From the ``communication`` section (analysis.ranks)."""
     comm = doc.get("communication")
-    if comm and comm["kernel_ns"] and comm["pct_of_time"] > COMM_TIME_PCT and comm["overlap_pct"] < COMM_OVERLAP_PCT:
-        out.append(
-            _f(
-                FindingCode.COMM_OVERLAP,
-                "medium",
-                f"communication takes {comm['pct_of_time']:.1f} % of time and overlaps compute only {comm['overlap_pct']:.1f} %",
-                {k: v for k, v in comm.items() if k != "by_type"},
-                "Overlap collectives with compute: gradient bucketing (DDP bucket_cap_mb), communication on its own stream, "
-                "FSDP prefetch; fewer, larger collectives.",
-                comm["pct_of_time"],
-            )
+    if not (comm and comm["kernel_ns"] and comm["pct_of_time"] > COMM_TIME_PCT and comm["overlap_pct"] < COMM_OVERLAP_PCT):
+        return []
+    return [
+        _f(
+            FindingCode.COMM_OVERLAP,
+            "medium",
+            f"communication takes {comm['pct_of_time']:.1f} % of time and overlaps compute only {comm['overlap_pct']:.1f} %",
+            {k: v for k, v in comm.items() if k != "by_type"},
+            "Overlap collectives with compute: gradient bucketing (DDP bucket_cap_mb), communication on its own stream, "
+            "FSDP prefetch; fewer, larger collectives.",
+            comm["pct_of_time"],
         )
-    return out
+    ]
+
+
+# --- the registry ------------------------------------------------------------------------------------
+
+# Every rule with the code it gives, in the order its findings are listed among findings of
+# the same severity and weight. A new finding: its FindingCode member, a rule function, a line here.
+RULES: tuple[tuple[FindingCode, Rule], ...] = (
+    (FindingCode.GPU_IDLE, gpu_idle),
+    (FindingCode.IDLE_SYNC, idle_sync),
+    (FindingCode.LAUNCH_BOUND, launch_bound),
+    (FindingCode.SYNC_AFTER_LAUNCH, sync_after_launch),
+    (FindingCode.SYNC_OVERHEAD, sync_overhead),
+    (FindingCode.MANY_TINY_KERNELS, many_tiny_kernels),
+    (FindingCode.COPY_SHARE, copy_share),
+    (FindingCode.SLOW_COPY, slow_copy),
+    (FindingCode.DOMINANT_KERNEL, dominant_kernel),
+    (FindingCode.LOW_OCCUPANCY, low_occupancy),
+    (FindingCode.COUNTER, counter),
+    (FindingCode.COUNTERS_SERIALISE, counters_serialise),
+    (FindingCode.KNOWN_ERROR, known_error),
+    (FindingCode.NO_COUNTERS, no_counters),
+    (FindingCode.COMMUNICATION_SHARE, communication_share),
+    (FindingCode.MANY_TINY_KERNELS, many_tiny_kernels_from_stats),
+    (FindingCode.COPY_SHARE, copy_share_from_stats),
+    (FindingCode.NEEDS_TRACE, needs_trace),
+    (FindingCode.SLOW_STEP, slow_step),
+    (FindingCode.MEMORY_GROWTH, memory_growth),
+    (FindingCode.MEMORY_RESERVED, memory_reserved),
+    (FindingCode.STRAGGLER, straggler),
+    (FindingCode.COMM_OVERLAP, comm_overlap),
+)
+
+
+def build_findings(doc: Summary) -> list[Finding]:
+    """Findings from a summary document's analysis sections, most severe and largest first
+    (ties in :data:`RULES` order)."""
+    facts = Facts.of(doc)
+    out: Found = []
+    for _, rule in RULES:
+        out.extend(rule(doc, facts))
+    out.sort(key=lambda fw: (SEVERITY_RANK[fw[0]["severity"]], -fw[1]))
+    return [f for f, _ in out]

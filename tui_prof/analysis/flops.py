@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.counters import hbm_peak_gbs
 from tui_prof.model import Agent
 
 # bytes per element of a PyTorch "Input type"
@@ -376,6 +377,12 @@ PER_CU_CLOCK: dict[str, dict[str, int]] = {
     "gfx950": {"fp8": 8192, "int8": 8192, "fp16": 4096, "bf16": 4096, "fp32": 256, "fp64": 128},
     "gfx1151": {"fp16": 256, "bf16": 256, "fp32": 128},
 }
+
+
+def memory_peak_gbs(agent: Agent | None) -> float | None:
+    """The agent's memory peak as the counters' bandwidth metric takes it (rocprof-compute's
+    $hbmBandwidth from sysinfo, else the arch table); None when unknown."""
+    return hbm_peak_gbs(agent, agent.arch)[0] if agent is not None else None
 
 
 def gpu_peak(agent: Agent | None, hbm_gbs: float | None = None) -> dict[str, Any] | None:

@@ -25,13 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.arrays import code_totals
-from tui_prof.analysis.parts import (
-    CallTotals,
-    LaunchCounts,
-    LaunchPart,
-    SyncAfterLaunch,
-    SyncStats,
-)
+from tui_prof.analysis.sections import CallTotals, LaunchCounts, LaunchSection, SyncAfterLaunch, SyncStats
 
 SYNC_RE = re.compile(r"^(hip|cuda|cu)(Device|Stream|Event|Ctx|Thread)Synchronize$")
 BLOCKING_COPY_RE = re.compile(r"^(hip|cuda|cu)Memcpy(?!.*Async)\w*$")
@@ -385,7 +379,7 @@ def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -
 
 def launch_section(
     counts: LaunchCounts, queue_delay_ns: np.ndarray, api_dur_ns: np.ndarray, kernel_dur_ns: np.ndarray, wall_ns: int, graph_replayed: np.ndarray | None = None
-) -> LaunchPart:
+) -> LaunchSection:
     """The summary's ``launch`` section from :func:`launch_counts` (summed over runs, or of
     one run), the queue delay and API duration of the directly launched dispatches, and
     every kernel's duration; ``graph_replayed``: a mask over those kernels of the ones a
@@ -422,7 +416,7 @@ def launch_section(
     }
 
 
-def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None, links: pd.DataFrame | None = None) -> LaunchPart:
+def launch_stats(kernels: pd.DataFrame, api: pd.DataFrame, wall_ns: int, classes: np.ndarray | None = None, links: pd.DataFrame | None = None) -> LaunchSection:
     """Launch overhead of one run: API duration, queue delay and kernel time of linked dispatches.
 
     Graph replays (hipGraphLaunch) are counted apart: one API call launches many kernels,

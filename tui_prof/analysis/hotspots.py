@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.names import CategoryRules, kernel_categories, normalized_names
-from tui_prof.analysis.parts import HotspotRecord
+from tui_prof.analysis.sections import HotspotRecord
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import concat_tables
 

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.parts import MemoryDevice, MemoryPart, MemoryRequest, StepRecord
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import MemoryDevice, MemoryRequest, MemorySection, StepRecord, StepsSection
 from tui_prof.model import Run
 
 TOTALS = "allocator totals"
@@ -238,7 +239,7 @@ def step_growth(records: Sequence[StepRecord]) -> tuple[int | None, int]:
     return None, grew
 
 
-def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (), per_process: Sequence[Sequence[StepRecord]] = ()) -> MemoryPart:
+def memory_section(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (), per_process: Sequence[Sequence[StepRecord]] = ()) -> MemorySection:
     """Peak memory per device over the processes; growth over ``steps`` (one process's
     steps) or, where several processes have steps (``per_process``), the largest growth of
     one process's own steps (the whole run's rows mix processes)."""
@@ -262,3 +263,13 @@ def memory_part(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (
         "growing_steps": grew,
         "requested": requested,
     }
+
+
+# --- the summary section ---
+
+
+def memory_section_of(inputs: Sequence[RunInput], steps_found: StepsSection) -> MemorySection:
+    """Peak memory per device of every process; growth over the steps' high-water marks
+    (each process's own steps where several have steps)."""
+    per_process = [p["steps"] for p in steps_found.get("per_process") or []]
+    return memory_section([(r.run, r.label) for r in inputs], steps_found["steps"], per_process)

@@ -19,10 +19,14 @@ Scratch is not a hard limit (LLVM FIXME); a kernel using scratch gets a warning.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import Record
 
 
 @dataclass(frozen=True)
@@ -452,3 +456,20 @@ def nvidia_hint(occ: dict, regs_per_thread: int, smem_per_block: int, props: dic
     if limiter in ("warps per SM", "blocks per SM"):
         return f"{limiter.capitalize()}-limited: {W}-warp blocks give {now}; {'larger' if limiter == 'blocks per SM' else 'fewer, larger'} blocks would fill the SM."
     return f"{limiter.capitalize()}-limited: {now} (limits: {', '.join(f'{k} {v}' for k, v in limits.items())})."
+
+
+# --- the summary section ---
+
+
+def occupancy_section(inputs: Sequence[RunInput], top: int | None) -> list[Record]:
+    """:func:`kernel_occupancy` over every process, by kernel time; the first ``top`` (0 or None: all)."""
+    rows = []
+    for r in inputs:
+        gpus = r.run.gpu_agents
+        arch_of = {a.id: a.arch for a in gpus}
+        wave_of = {a.id: a.wave_size for a in gpus if a.wave_size}
+        for occ in kernel_occupancy(r.run.kernels, arch_of, wave_of):
+            occ["process"] = r.label
+            rows.append(occ)
+    rows.sort(key=lambda o: -o["total_ns"])
+    return rows[:top] if top else rows

@@ -34,13 +34,17 @@ know decides its kernels' category; kernel-name rules (analysis/names.py) decide
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import hostapi
+from tui_prof.analysis import flops, hostapi
+from tui_prof.analysis.hotspots import group_key
 from tui_prof.analysis.names import CategoryRules, kernel_categories, map_categorical
-from tui_prof.analysis.parts import ShapeRecord
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import OperatorRecord, ShapeRecord
+from tui_prof.model import Run
 
 GRAPH = "graph"  # the operator of a graph-replayed kernel
 OP_SOURCE = "cpu_op"
@@ -442,3 +446,116 @@ def operator_shapes(kernels: pd.DataFrame, links: pd.DataFrame, markers: pd.Data
         if len(mine) < limit:
             mine.append({"input_dims": str(row.dims), "kernels": int(row.count), "total_ns": int(row.sum)})
     return out
+
+
+# --- the summary sections: operators and modules ---
+
+
+def has_operators(run: Run) -> bool:
+    """The run records framework operators (Kineto ``cpu_op`` markers) to link kernels to
+    (checked on the category codes: no per-row strings)."""
+    if not len(run.kernels) or not len(run.markers):
+        return False
+    source = run.markers["source"]
+    if not isinstance(source.dtype, pd.CategoricalDtype):
+        return bool((source.astype(str) == "cpu_op").any())
+    labels = [str(c) for c in source.cat.categories]
+    return "cpu_op" in labels and bool((source.cat.codes.to_numpy() == labels.index("cpu_op")).any())
+
+
+def operator_links(inputs: Sequence[RunInput]) -> list[pd.DataFrame | None]:
+    """:func:`~tui_prof.analysis.link_operators` of each process (None where it
+    records no operators), computed once for the categories and the operator tables."""
+    return [link_operators(r.run.kernels, r.run.api, r.run.markers, r.index) if has_operators(r.run) else None for r in inputs]
+
+
+def kernel_categories_of(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame | None], rules: CategoryRules) -> pd.Series | None:
+    """Category of every kernel of the run set (rows in ``all_kernels`` order): operator
+    first where a process records operators, kernel-name rules elsewhere; None when no
+    process records operators (the name rules alone, as ``hotspots(by="category")``)."""
+    if all(link is None for link in links):
+        return None
+    parts = []
+    for r, link in zip(inputs, links):
+        if link is not None:
+            parts.append(kernel_categories_by_op(r.run.kernels, link, rules).astype(str))
+        else:
+            parts.append(group_key(r.run.kernels, "category", rules).astype(str).reset_index(drop=True))
+    return pd.Series(pd.concat(parts, ignore_index=True), dtype="category")
+
+
+def _records(table: pd.DataFrame, total: int, top: int | None) -> list[OperatorRecord]:
+    table = table.sort_values(["total_ns", "op"], ascending=[False, True], kind="stable")
+    records: list[OperatorRecord] = [
+        {
+            "name": str(row.op) or NOT_LINKED,
+            "kernels": int(row.kernels),
+            "total_ns": int(row.total_ns),
+            "percent": round(100.0 * int(row.total_ns) / total, 4) if total else 0.0,
+        }
+        for row in table.itertuples(index=False)
+    ]
+    return records[:top] if top else records
+
+
+def operators_section(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:
+    """GPU time per launching operator (:func:`~tui_prof.analysis.link_operators`)
+    over every process, largest first, the first ``top`` (None: all), each with its
+    recorded input shapes (``shapes``, where ``record_shapes`` recorded them); empty when no
+    process records ``cpu_op`` markers (nothing to link to). ``links``: :func:`operator_links`."""
+    links = operator_links(inputs) if links is None else links
+    frames = []
+    shapes: dict[str, list[ShapeRecord]] = {}
+    for r, link in zip(inputs, links):
+        if link is None:
+            continue
+        frames.append(operator_time(r.run.kernels, link))
+        for op, rows in operator_shapes(r.run.kernels, link, r.run.markers).items():
+            shapes.setdefault(op, []).extend(rows)
+    if not frames:
+        return []
+    table = pd.concat(frames).groupby("op", sort=False)[["kernels", "total_ns"]].sum().reset_index()
+    total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
+    records = _records(table, total, top)
+    for record in records:
+        mine = sorted(shapes.get(record["name"], []), key=lambda x: -x["total_ns"])[:3]
+        if mine:
+            record["shapes"] = mine
+    _add_flops(records, inputs, links)
+    return records
+
+
+def _add_flops(records: list[OperatorRecord], inputs: Sequence[RunInput], links: Sequence[pd.DataFrame | None]) -> None:
+    """FLOPs, bytes and achieved rates from recorded shapes on each operator row that has
+    them (analysis.flops; absent where the shapes are missing)."""
+    costs = flops.merge_costs([flops.operator_costs(r.run.kernels, link, r.run.markers) for r, link in zip(inputs, links) if link is not None])
+    if not costs:
+        return
+    agent = next((r.run.gpu_agents[0] for r in inputs if r.run.gpu_agents), None)
+    peak = flops.gpu_peak(agent, flops.memory_peak_gbs(agent))
+    for record in records:
+        cost = costs.get(record["name"])
+        if cost:
+            record.update(flops.rates(cost, peak))  # type: ignore[typeddict-item]  # rates() returns these NotRequired keys
+
+
+def modules_section(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:
+    """GPU time per module path of the launching operator (nn.Module scopes, where the
+    trace records them; :func:`~tui_prof.analysis.module_key`), largest first;
+    empty when no process records a module scope."""
+    links = operator_links(inputs) if links is None else links
+    frames = []
+    for r, link in zip(inputs, links):
+        if link is None:
+            continue
+        key = module_key(link, r.run.markers)
+        dur = r.run.kernels["end"].to_numpy() - r.run.kernels["start"].to_numpy()
+        frame = pd.DataFrame({"op": key.astype(str).to_numpy(), "dur": dur})
+        frames.append(frame.groupby("op", sort=False)["dur"].agg(["count", "sum"]).reset_index().set_axis(["op", "kernels", "total_ns"], axis=1))
+    if not frames:
+        return []
+    table = pd.concat(frames).groupby("op", sort=False)[["kernels", "total_ns"]].sum().reset_index()
+    if not (~table["op"].isin([NO_MODULE, NOT_LINKED, GRAPH])).any():
+        return []
+    total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
+    return _records(table, total, top)

@@ -24,7 +24,7 @@ from typing import TypedDict
 
 import pandas as pd
 
-from tui_prof.analysis.parts import PlatformPart
+from tui_prof.analysis.sections import PlatformSection
 from tui_prof.model import Run, RunSet
 
 NVIDIA, AMD, MIXED, UNKNOWN = "nvidia", "amd", "mixed", "unknown"
@@ -101,7 +101,7 @@ def _run_vendor(run: Run) -> tuple[str, str]:
     return UNKNOWN, ""
 
 
-def detect_platform(runset: RunSet) -> PlatformPart:
+def detect_platform(runset: RunSet) -> PlatformSection:
     """The run set's platform (module docstring) and whether it is a PyTorch trace."""
     found = [_run_vendor(run) for run in runset.runs]
     vendors = {v for v, _ in found if v != UNKNOWN}
@@ -122,7 +122,7 @@ def phrases(vendor: str) -> Phrases:
     return PHRASES.get(vendor, PHRASES[UNKNOWN])
 
 
-def torch_first(platform: PlatformPart | None, torch_fix: str, platform_fix: str) -> str:
+def torch_first(platform: PlatformSection | None, torch_fix: str, platform_fix: str) -> str:
     """``platform_fix``, preceded by ``torch_fix`` on a PyTorch trace."""
     if platform and platform.get("pytorch"):
         return f"In PyTorch: {torch_fix}. Otherwise: {platform_fix}"

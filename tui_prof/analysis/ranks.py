@@ -37,7 +37,7 @@ import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.names import CategoryRules, rule_text
-from tui_prof.analysis.parts import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationPart, RankRecord, StragglerPart
+from tui_prof.analysis.sections import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationSection, RankRecord, StragglerSection
 from tui_prof.analysis.stats import KERNEL_STATS
 from tui_prof.model import Run
 
@@ -367,7 +367,7 @@ def rank_records(cores: Sequence[RankCore], numbers: Sequence[tuple[int, str]], 
     return rows
 
 
-def communication_part(cores: Sequence[RankCore]) -> CommunicationPart:
+def communication_section(cores: Sequence[RankCore]) -> CommunicationSection:
     """Communication over every rank: kernel and RCCL/NCCL API time, overlap with compute,
     and count and time per collective type."""
     kernel_ns = sum(c.communication_ns for c in cores)
@@ -426,11 +426,11 @@ def bus_factors(kind: str, ranks: np.ndarray) -> np.ndarray:
     return table[inverse]
 
 
-def straggler_part(rows: Sequence[RankRecord], listed: Sequence[CollectiveInstance]) -> StragglerPart:
+def straggler_section(rows: Sequence[RankRecord], listed: Sequence[CollectiveInstance]) -> StragglerSection:
     """The straggler: the rank that arrived last in most instances (ties: the one whose
     instances made the others wait longest), its compute before collectives against the
     median of the other ranks', and the others' summed wait."""
-    empty: StragglerPart = {
+    empty: StragglerSection = {
         "instances": len(listed),
         "rank": None,
         "last_in": 0,
@@ -465,18 +465,18 @@ def straggler_part(rows: Sequence[RankRecord], listed: Sequence[CollectiveInstan
 
 def ranks_sections(
     runs: Sequence[Run], labels: Sequence[str], walls: Sequence[int], classes: Sequence[np.ndarray], rules: CategoryRules
-) -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
     """The summary's ``ranks``, ``communication`` and ``stragglers`` sections."""
     return sections_of_cores(rank_cores(runs, labels, walls, classes, rules))
 
 
-def sections_of_cores(cores: Sequence[RankCore]) -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+def sections_of_cores(cores: Sequence[RankCore]) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
     """:func:`ranks_sections` from each process's :class:`RankCore` (computed per process as
     it loads): the waits, stragglers and communication need every rank's core."""
     numbers = rank_numbers([c.run for c in cores])
     listed, waits, last = instances(cores, [n for n, _ in numbers])
     rows = rank_records(cores, numbers, waits, last)
-    return rows, communication_part(cores), straggler_part(rows, listed)
+    return rows, communication_section(cores), straggler_section(rows, listed)
 
 
 def communication_mask(kernels: pd.DataFrame, rules: CategoryRules) -> np.ndarray:

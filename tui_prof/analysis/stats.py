@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.arrays import code_totals
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import Record, StatsSection
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import STATS_COLUMNS
 
@@ -100,7 +102,7 @@ def tool_of(run: Run) -> str:
     return f"{run.meta.tool or 'profiler'} --stats"
 
 
-def has_trace(runset: RunSet) -> bool:
+def trace_recorded(runset: RunSet) -> bool:
     """Whether any process recorded trace rows (kernels, API calls or copies)."""
     return any(len(run.kernels) or len(run.api) or len(run.copies) for run in runset.runs)
 
@@ -111,7 +113,7 @@ def source_label(runset: RunSet) -> str:
     tools = sorted({tool_of(run) for run in runset.runs if any(len(t) for t in run.tool_stats.values())})
     if not tools:
         return ""
-    return f"from {', '.join(tools)}" + ("" if has_trace(runset) else "; no trace in this run")
+    return f"from {', '.join(tools)}" + ("" if trace_recorded(runset) else "; no trace in this run")
 
 
 def tables_with(runset: RunSet, key: str) -> list[tuple[Run, pd.DataFrame]]:
@@ -300,5 +302,43 @@ def trace_checks(runset: RunSet, label_of: dict[int, str]) -> list[StatsCheck]:
                 "trace_total_ns": int(tot_t[i]),
                 "stats_total_ns": int(tot_s[i]),
             }
+        )
+    return out
+
+
+# --- the summary sections: stats-only runs and the trace cross-check ---
+
+
+# findings that need a trace (a statistics-only run names them in ``stats.needs_trace``)
+TRACE_FINDINGS = ("gpu-idle", "idle-sync", "launch-bound", "sync-overhead", "sync-after-launch", "slow-copy", "low-occupancy")
+
+
+def stats_section(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -> StatsSection:
+    """Every statistics table, where it came from, and the names on which it disagrees with
+    the trace of the same process."""
+    tables = stats_tables(runset, top)
+    traced = trace_recorded(runset)
+    source = source_label(runset) if tables else ""
+    checks = trace_checks(runset, {id(r.run): r.label for r in inputs})
+    return {
+        "source": source,
+        "tables": [dict(t) for t in tables],
+        "checks": [dict(c) for c in checks],
+        "needs_trace": [] if traced or not tables else list(TRACE_FINDINGS),
+    }
+
+
+def stats_warnings(checks: Sequence[Record]) -> list[str]:
+    """One warning per (process, statistics file) whose numbers disagree with the trace."""
+    out = []
+    groups: dict[tuple[str, str], list[Record]] = {}
+    for c in checks:
+        groups.setdefault((c["process"], c["key"]), []).append(c)
+    for (process, key), rows in groups.items():
+        first = rows[0]
+        out.append(
+            f"{process}: {key} disagrees with the trace of the same run on {len(rows)} name(s), e.g. "
+            f"{first['name'][:80]}: trace {first['trace_calls']} calls / {first['trace_total_ns']} ns, "
+            f"stats {first['stats_calls']} calls / {first['stats_total_ns']} ns (a file cut short or dropped records?)"
         )
     return out

@@ -29,7 +29,8 @@ import pandas as pd
 from tui_prof.analysis import hostapi
 from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.memory import allocated_series
-from tui_prof.analysis.parts import SteadyState, StepDistribution, StepOutlier, StepRecord, StepsPart
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import SteadyState, StepDistribution, StepOutlier, StepRecord, StepsSection
 from tui_prof.analysis.timeline import CAUSES, GapSet, busy_intervals
 from tui_prof.model import Run
 
@@ -282,7 +283,7 @@ class StepFrame:
 
 
 def step_frame(run: Run, ranges: StepRanges, index: hostapi.CorrIndex, gaps: GapSet | None = None) -> StepFrame:
-    """The per-step table of one process (:class:`~tui_prof.analysis.parts.StepRecord` each)."""
+    """The per-step table of one process (:class:`~tui_prof.analysis.sections.StepRecord` each)."""
     starts, ends = ranges.starts, ranges.ends
     n = len(starts)
     kt, ct = launch_times(run, index)
@@ -544,7 +545,7 @@ def outlier_count(steady_walls: np.ndarray, factor: float = OUTLIER_FACTOR) -> i
     return int((steady_walls > factor * float(np.median(steady_walls))).sum())
 
 
-def empty_steps_part(candidates: list[str] | None = None, factor: float = OUTLIER_FACTOR) -> StepsPart:
+def empty_steps_section(candidates: list[str] | None = None, factor: float = OUTLIER_FACTOR) -> StepsSection:
     return {
         "detected": False,
         "source": "",
@@ -575,12 +576,12 @@ def steps_of(
     step_name: str | None = None,
     warmup: int | None = None,
     factor: float = OUTLIER_FACTOR,
-) -> tuple[StepsPart, StepFrame | None]:
+) -> tuple[StepsSection, StepFrame | None]:
     """The ``steps`` part of one process and the frame behind it (None when no steps)."""
     index = index or hostapi.CorrIndex(run.api)
     ranges = detect_steps(run, index, step_name)
     if ranges is None or not len(ranges):
-        none = empty_steps_part([c[0] for c in marker_candidates(run)], factor)
+        none = empty_steps_section([c[0] for c in marker_candidates(run)], factor)
         if step_name is not None:
             none["how"] = f"no host range named {step_name!r}"
         return none, None
@@ -590,7 +591,7 @@ def steps_of(
     nwarm = min(max(int(warmup), 0), len(walls)) if warmup is not None else warmup_count(walls)
     for r in frame.records[:nwarm]:
         r["warmup"] = True
-    part: StepsPart = {
+    part: StepsSection = {
         "detected": True,
         "source": ranges.source,
         "name": ranges.name,
@@ -618,7 +619,7 @@ class ProcessSteps:
 
     run: Run
     label: str
-    part: StepsPart
+    part: StepsSection
     frame: StepFrame
 
 
@@ -628,12 +629,12 @@ def steps_of_processes(
     step_name: str | None = None,
     warmup: int | None = None,
     factor: float = OUTLIER_FACTOR,
-) -> StepsPart:
+) -> StepsSection:
     """The ``steps`` part of a run of one or several processes ((run, label, index, gaps) each).
 
-    One process with steps: its part. Several (data-parallel ranks): :func:`combine_steps`."""
+    One process with steps: its section. Several (data-parallel ranks): :func:`combine_steps`."""
     found: list[ProcessSteps] = []
-    first: StepsPart | None = None
+    first: StepsSection | None = None
     for run, label, index, gaps in inputs:
         part, frame = steps_of(run, label, index, gaps, step_name=step_name, warmup=warmup, factor=factor)
         if frame is not None and part["detected"]:
@@ -643,10 +644,10 @@ def steps_of_processes(
         return found[0].part
     if found:
         return combine_steps(found, len(inputs), warmup=warmup, factor=factor)
-    return first or empty_steps_part(factor=factor)
+    return first or empty_steps_section(factor=factor)
 
 
-def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int | None = None, factor: float = OUTLIER_FACTOR) -> StepsPart:
+def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int | None = None, factor: float = OUTLIER_FACTOR) -> StepsSection:
     """The whole run's steps from the steps of several processes.
 
     Steps are matched by label (``ProfilerStep#N`` numbers, the k-th range of a name, the
@@ -660,7 +661,7 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
     common = set.intersection(*({r["label"] for r in p.part["steps"]} for p in found))
     labels = [r["label"] for r in found[0].part["steps"] if r["label"] in common]
     if not labels:  # no step label in every process: the first process's own steps, said so
-        alone: StepsPart = {**found[0].part}
+        alone: StepsSection = {**found[0].part}
         alone["how"] = f"{alone['how']}; the steps of the other {len(found) - 1} process(es) share no label with these: not combined"
         return alone
     position = [{r["label"]: i for i, r in enumerate(p.part["steps"])} for p in found]
@@ -720,3 +721,20 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         "combined": "max",
         "per_process": [p.part for p in found],
     }
+
+
+# --- the summary section ---
+
+
+def steps_section(
+    inputs: Sequence[RunInput],
+    gaps: dict[int, GapSet],
+    *,
+    step_name: str | None = None,
+    warmup: int | None = None,
+    outlier_factor: float = OUTLIER_FACTOR,
+) -> StepsSection:
+    """The steps of the processes that have any, combined over several
+    (:func:`tui_prof.analysis.steps_of_processes`); ``gaps``: run position -> its idle
+    gaps (the outliers' longest gap and cause)."""
+    return steps_of_processes([(r.run, r.label, r.index, gaps.get(i)) for i, r in enumerate(inputs)], step_name=step_name, warmup=warmup, factor=outlier_factor)

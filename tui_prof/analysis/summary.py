@@ -1,198 +1,244 @@
 """The ``tuiprof.summary/1`` document: the stable JSON contract behind ``tuiprof summary``.
 
 Later analyses add keys; existing keys keep their meaning and units (ns, bytes, %).
-:func:`build_summary` runs the sections of :mod:`tui_prof.analysis.engine` and is the
-one place where the document is assembled from their typed parts
-(:class:`~tui_prof.analysis.parts.SummaryDoc`).
+:func:`summarise` runs each section's function (``<name>_section`` in the module the
+section is about: :mod:`~tui_prof.analysis.gpu_idle`, :mod:`~tui_prof.analysis.hostcalls`,
+...) and is the one place where the document is assembled from their typed sections
+(:class:`~tui_prof.analysis.sections.Summary`); :func:`build_summary` is its document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis import engine, ranks
+from tui_prof.analysis import ranks
+from tui_prof.analysis.copies import copies_section, copies_source
+from tui_prof.analysis.counters import counters_section
 from tui_prof.analysis.findings import build_findings
-from tui_prof.analysis.hotspots import (
-    all_kernels,
-    duration_order,
-    hotspot_records,
-    hotspots,
+from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
+from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
+from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots
+from tui_prof.analysis.kernel_tables import (
+    categories_section,
+    grouped_hotspots,
+    hotspots_source,
+    kernel_durations,
+    kernels_section,
+    stats_categories,
+    stats_hotspots,
 )
-from tui_prof.analysis.memory import API, TOTALS
+from tui_prof.analysis.measurement import measurement_section, peak_memory_of
+from tui_prof.analysis.memory import API, TOTALS, memory_section_of
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
-from tui_prof.analysis.parts import CommunicationPart, RankRecord, StragglerPart, SummaryDoc
+from tui_prof.analysis.occupancy import occupancy_section
+from tui_prof.analysis.operators import kernel_categories_of, modules_section, operator_links, operators_section
 from tui_prof.analysis.platform import detect_platform
-from tui_prof.analysis.steps import OUTLIER_FACTOR
-from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
+from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
+from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.stats import stats_section, stats_warnings
+from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
+from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
 from tui_prof.model import RunSet
-from tui_prof.threads import Job, background
+from tui_prof.threads import Job, Lane, threaded_lane
 
 SCHEMA = "tuiprof.summary/1"
 
 Progress = Callable[[str, int, int], None]
 
 
-def build_summary(
-    runset: RunSet,
-    top: int | None = 20,
-    *,
-    gap_threshold_ns: int | None = None,
-    rules: CategoryRules | None = None,
-    max_gaps: int | None = 200,
-    logs: bool = True,
-    progress: Progress | None = None,
-    details: dict[str, dict[int, Any]] | None = None,
-    step_name: str | None = None,
-    warmup: int | None = None,
-    outlier_factor: float = OUTLIER_FACTOR,
-    threads: bool | None = None,
-) -> SummaryDoc:
-    """Everything ``tuiprof summary`` reports, as plain JSON-ready data.
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What the summary reports and how (the CLI's ``tuiprof summary`` flags).
 
     ``top``: kernels listed in ``hotspots``, ``hotspots_by.normalized`` and ``occupancy``
     (None: all); ``gap_threshold_ns``: idle gaps at least this long are listed and
-    classified (default 10 µs); ``rules``: :class:`~tui_prof.analysis.names.CategoryRules`;
-    ``max_gaps``: gaps listed in the document (longest first; None = all); ``logs``: scan
-    the run directory's log files for known profiler errors (read-only);
-    ``progress(stage, done, total)`` is called once per analysed process.
-
-    ``details`` (a dict): the full per-run results behind the document are kept there so a
-    caller needs not compute them again: ``details["gaps"][run_index]``
-    (:class:`~tui_prof.analysis.timeline.GapSet`, every gap, not only the listed ones) and
-    ``details["links"][run_index]`` (:func:`~tui_prof.analysis.hostapi.link_launches`).
-
-    Steps (:mod:`tui_prof.analysis.steps`): ``step_name`` picks the host range name the steps
-    are taken from (``--step``), ``warmup`` the number of warm-up steps (``--warmup``; None:
-    detected), ``outlier_factor`` the slow-step threshold as a multiple of the steady median.
-
-    ``threads``: None: the summary's two threads, with more sections in them when the run
-    has one process (see below); True: more sections whatever the run; False: no thread,
-    every section in the calling thread (the TUI: its event loop would take turns at the
-    GIL with them, and its other panes' work already runs beside).
+    classified (None: 10 µs); ``rules``: :class:`~tui_prof.analysis.names.CategoryRules`
+    (None: the default rules); ``max_gaps``: gaps listed in the document (longest first;
+    None = all); ``logs``: scan the run directory's log files for known profiler errors
+    (read-only). Steps (:mod:`tui_prof.analysis.steps`): ``step_name`` picks the host range
+    name the steps are taken from (``--step``), ``warmup`` the number of warm-up steps
+    (``--warmup``; None: detected), ``outlier_factor`` the slow-step threshold as a multiple
+    of the steady median.
     """
-    threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
-    rules = rules or DEFAULT_CATEGORY_RULES
-    kernels = all_kernels(runset)
-    order = duration_order(kernels)
-    inputs = engine.run_inputs(runset)
-    wall = engine.wall_ns(inputs)
-    process_ns = engine.process_ns(inputs)  # the whole of figures summed over processes
-    platform = detect_platform(runset)
 
-    # The GPU timeline of each process (the costliest part) and the grouped hotspots run in
-    # two daemon threads while the host-API sections run here: numpy releases the GIL in its
-    # array loops, so on a 2-core machine they overlap. Results are taken in run order.
-    # One process: its sections are numpy passes over long arrays, so the rank sections and
-    # the statistics checks follow the timeline in its thread, the occupancy and the API
-    # table the grouped hotspots in theirs. Several processes: those sections are mostly
-    # Python per process, which a busier thread only interleaves at the GIL (slower at 64
-    # ranks, docs/performance.md), so they run here, when their result is needed.
-    more = len(inputs) == 1 if threads is None else threads
+    top: int | None = 20
+    gap_threshold_ns: int | None = None
+    rules: CategoryRules | None = None
+    max_gaps: int | None = 200
+    logs: bool = True
+    step_name: str | None = None
+    warmup: int | None = None
+    outlier_factor: float = OUTLIER_FACTOR
 
-    def lane(first: list[Callable[[], Any] | None], then: list[Callable[[], Any]], name: str) -> list[Job | None]:
-        if threads is False:
-            return background([*first, *then], inline=True)
-        return background([*first, *then], name=name) if more else background(first, name=name) + background(then, inline=True)
+
+@dataclass(frozen=True)
+class SummaryResult:
+    """The summary and the full per-run results behind it, so a caller needs not compute
+    them again: ``gaps[run_index]`` (:class:`~tui_prof.analysis.timeline.GapSet`: every gap
+    >= the threshold, not only the listed ones; only runs with GPU activity) and
+    ``links[run_index]`` (:func:`~tui_prof.analysis.hostapi.link_launches`, every run)."""
+
+    summary: Summary
+    gaps: dict[int, GapSet]
+    links: dict[int, pd.DataFrame]
+
+
+def build_summary(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> Summary:
+    """Everything ``tuiprof summary`` reports, as plain JSON-ready data (the document of :func:`summarise`)."""
+    return summarise(runset, options, progress=progress, lane=lane).summary
+
+
+@dataclass(frozen=True)
+class _Lanes:
+    """The jobs of the summary's two lanes of background work (:func:`_start_lanes`)."""
+
+    grouped: Job
+    occupancy: Job
+    api: Job
+    timelines: list[Job | None]  # per process; None: no GPU activity
+    ranks: Job
+    stats: Job
+
+
+def _start_lanes(
+    runset: RunSet, inputs: list[RunInput], kernels: pd.DataFrame, order: np.ndarray, options: SummaryOptions, process_total: int, lane: Lane
+) -> _Lanes:
+    """Start the two lanes: the GPU timeline of each process (the costliest part) and the
+    grouped hotspots first, while the caller runs the host-API sections; numpy releases the
+    GIL in its array loops, so threaded lanes overlap on a 2-core machine. The rank
+    sections, the statistics checks, the occupancy and the API table are worth a lane's
+    thread too when the run has one process (numpy passes over long arrays); with several
+    processes they are mostly Python per process, which a busier thread only interleaves at
+    the GIL (slower at 64 ranks, docs/performance.md), so they run in the caller's thread,
+    when their result is needed."""
+    top = options.top
+    rules = options.rules or DEFAULT_CATEGORY_RULES
+    threshold = DEFAULT_GAP_THRESHOLD_NS if options.gap_threshold_ns is None else int(options.gap_threshold_ns)
+    more = len(inputs) == 1
 
     def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
-        op_links = engine.operator_links(inputs)
-        categories = engine.kernel_categories_of(inputs, op_links, rules)
-        return engine.grouped_hotspots(kernels, process_ns, rules, order, categories), op_links
+        op_links = operator_links(inputs)
+        categories = kernel_categories_of(inputs, op_links, rules)
+        return grouped_hotspots(kernels, process_total, rules, order, categories), op_links
 
-    def timeline_of(r: engine.RunInput) -> Callable[[], engine.RunTimeline]:
-        return lambda: engine.run_timeline(r, threshold)
+    def timeline_of(r: RunInput) -> Callable[[], RunTimeline]:
+        return lambda: run_timeline(r, threshold)
 
-    def rank_sections() -> tuple[list[RankRecord], CommunicationPart, StragglerPart]:
+    def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
         return ranks.ranks_sections([r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules)
 
-    grouped_job, occupancy_job, api_job = lane(
-        [grouped], [lambda: engine.occupancy_part(inputs, top), lambda: engine.api_part(runset, top)], "tuiprof-hotspots"
-    )
+    grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_section(inputs, top), lambda: api_section(runset, top)], "tuiprof-hotspots", more)
     *timeline_jobs, ranks_job, stats_job = lane(
-        [timeline_of(r) if engine.has_gpu_activity(r.run) else None for r in inputs],
-        [rank_sections, lambda: engine.stats_part(runset, inputs, top)],
+        [timeline_of(r) if has_gpu_activity(r.run) else None for r in inputs],
+        [rank_sections, lambda: stats_section(runset, inputs, top)],
         "tuiprof-timeline",
+        more,
     )
-    by_name = hotspots(kernels, dur_order=order)  # here: the threads need only the order
-    sync = engine.sync_part(inputs)
+    assert grouped_job and occupancy_job and api_job and ranks_job and stats_job  # a lane gives a job for every function
+    return _Lanes(grouped_job, occupancy_job, api_job, timeline_jobs, ranks_job, stats_job)
+
+
+def _launch_links(inputs: list[RunInput], progress: Progress | None) -> list[pd.DataFrame]:
+    """:func:`launch_links` of each process, reporting progress per process."""
     links = []
     for step, r in enumerate(inputs):
         if progress:
             progress("analysing", step, len(inputs))
-        links.append(engine.launch_links(r))
-    kernel_dur = engine.kernel_durations(kernels)
-    launch = engine.launch_part(inputs, links, kernel_dur)
-    copies = engine.copies_part(runset, inputs)
-    counters = engine.counters_part(inputs, platform["vendor"])
-    peak = engine.peak_memory_of(runset)
-    timelines = []
-    gapsets = {}
-    for step, job in enumerate(timeline_jobs):
-        if job is not None:
-            timelines.append(job.result())
-            gapsets[step] = timelines[-1].gaps
-            if details is not None:
-                details.setdefault("gaps", {})[step] = timelines[-1].gaps
-    steps_found = engine.steps_part(inputs, gapsets, step_name=step_name, warmup=warmup, outlier_factor=outlier_factor)
-    memory_found = engine.memory_part_of(inputs, steps_found)
+        links.append(launch_links(r))
+    return links
+
+
+def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> SummaryResult:
+    """The summary document with the per-run gap sets and launch links behind it.
+
+    ``progress(stage, done, total)`` is called once per analysed process. ``lane``
+    (:mod:`tui_prof.threads`) runs the two lanes of background work: the default
+    :func:`~tui_prof.threads.threaded_lane` overlaps them with this thread (the CLI);
+    :func:`~tui_prof.threads.inline_lane` runs everything in the calling thread (the TUI: its
+    event loop would take turns at the GIL with them, and its other panes' work already
+    runs beside). The document is the same either way.
+    """
+    top, max_gaps = options.top, options.max_gaps
+    gap_threshold_ns = options.gap_threshold_ns
+    threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)
+    rules = options.rules or DEFAULT_CATEGORY_RULES
+    kernels = all_kernels(runset)
+    order = duration_order(kernels)
+    inputs = run_inputs(runset)
+    wall = wall_ns(inputs)
+    process_total = process_ns(inputs)  # the whole of figures summed over processes
+    platform = detect_platform(runset)
+
+    jobs = _start_lanes(runset, inputs, kernels, order, options, process_total, lane)
+    by_name = hotspots(kernels, dur_order=order)  # here: the threads need only the order
+    sync = sync_section(inputs)
+    links = _launch_links(inputs, progress)
+    kernel_dur = kernel_durations(kernels)
+    launch = launch_section(inputs, links, kernel_dur)
+    copies = copies_section(runset, inputs)
+    counters = counters_section(inputs, platform["vendor"])
+    peak = peak_memory_of(runset)
+    timelines = [job.result() for job in jobs.timelines if job is not None]
+    gapsets = {step: job.result().gaps for step, job in enumerate(jobs.timelines) if job is not None}
+    steps_found = steps_section(inputs, gapsets, step_name=options.step_name, warmup=options.warmup, outlier_factor=options.outlier_factor)
+    memory_found = memory_section_of(inputs, steps_found)
     # the allocator's own totals count what was allocated before the trace began; the level of
     # matched allocation/free calls is the peak when no trace records memory
     if memory_found["source"] in (TOTALS, API):
         peak = memory_found["peak_allocated_bytes"]
-    if details is not None:
-        details.setdefault("links", {}).update(enumerate(links))
-    gpu = engine.gpu_part(timelines)
-    assert grouped_job and occupancy_job and api_job and ranks_job and stats_job  # background() gives a job for every function
-    grouped_tables, op_links = grouped_job.result()
-    cats = engine.categories_part(grouped_tables, rules, top)
-    source = engine.hotspots_source(runset)
+    gpu = gpu_section(timelines)
+    grouped_tables, op_links = jobs.grouped.result()
+    cats = categories_section(grouped_tables, rules, top)
+    source = hotspots_source(runset)
     if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
-        hot, kernels_part = engine.stats_hotspots(runset, top)
-        cats["categories"] = engine.stats_categories(runset, rules)
+        hot, kernels_found = stats_hotspots(runset, top)
+        cats["categories"] = stats_categories(runset, rules)
     else:
-        hot, kernels_part = hotspot_records(by_name, top), engine.kernels_part(kernels, by_name)
-    occupancy = occupancy_job.result()
-    stats_part = stats_job.result()
-    doc: SummaryDoc = {
+        hot, kernels_found = hotspot_records(by_name, top), kernels_section(kernels, by_name)
+    occupancy = jobs.occupancy.result()
+    stats_found = jobs.stats.result()
+    doc: Summary = {
         "schema": SCHEMA,
         "tuiprof_version": __version__,
-        "source": engine.source_part(runset),
-        "processes": engine.process_records(inputs),
-        "agents": engine.agent_records(inputs, platform["vendor"]),
+        "source": source_section(runset),
+        "processes": process_records(inputs),
+        "agents": agent_records(inputs, platform["vendor"]),
         "platform": platform,
-        "kernels": kernels_part,
+        "kernels": kernels_found,
         "hotspots": hot,
         "hotspots_source": source,
-        "warnings": engine.warnings_part(runset, inputs) + engine.stats_warnings(stats_part["checks"]),
+        "warnings": warnings_section(runset, inputs) + stats_warnings(stats_found["checks"]),
         "wall_ns": int(wall),
         "gpu": gpu,
-        "gaps": engine.gaps_part(timelines, threshold, max_gaps),
+        "gaps": gaps_section(timelines, threshold, max_gaps),
         "sync": sync,
         "launch": launch,
         "copies": copies,
-        "copies_source": engine.copies_source(runset),
-        "api": api_job.result(),
+        "copies_source": copies_source(runset),
+        "api": jobs.api.result(),
         "categories": cats["categories"],
         "category_rules": cats["category_rules"],
         "hotspots_by": cats["hotspots_by"],
-        "hotspots_by_operator": engine.operators_part(inputs, top, op_links),
-        "hotspots_by_module": engine.modules_part(inputs, top, op_links),
-        "measurement": engine.measurement_part(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_ns),
+        "hotspots_by_operator": operators_section(inputs, top, op_links),
+        "hotspots_by_module": modules_section(inputs, top, op_links),
+        "measurement": measurement_section(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total),
         "counters": counters,
         "occupancy": occupancy,
-        "logs": engine.logs_part(runset) if logs else [],
-        "stats": stats_part,
+        "logs": logs_section(runset) if options.logs else [],
+        "stats": stats_found,
         "steps": steps_found,
         "memory": memory_found,
         "findings": [],
     }
-    rank_rows, communication, stragglers = ranks_job.result()
+    rank_rows, communication, stragglers = jobs.ranks.result()
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers
     doc["findings"] = build_findings(doc)
-    return doc
+    return SummaryResult(doc, gapsets, dict(enumerate(links)))

@@ -33,14 +33,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.arrays import in_order
-from tui_prof.analysis.hostapi import (
-    BLOCKING_COPY,
-    COPY,
-    GRAPH_LAUNCH,
-    LAUNCH,
-    SYNC,
-    CorrIndex,
-)
+from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
 from tui_prof.model import Run
 
 DEFAULT_GAP_THRESHOLD_NS = 10_000  # [P] 10 µs: the short-kernel/launch-cost scale (TraceLens, rocinsight)
@@ -206,6 +199,222 @@ def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tupl
     return agents, gaps.frame()
 
 
+_EMPTY = np.array([], np.int64)
+
+
+class _HostCalls:
+    """The run's API calls as the gap causes search them: per class (sync, copy, launch) and
+    per host thread, sorted by start, each built on first use."""
+
+    def __init__(self, api: pd.DataFrame, index: CorrIndex) -> None:
+        self.index = index
+        self.classes = index.classes
+        self.has_api = len(api) > 0
+        self.has_graph = self.has_api and int(self.classes.max()) == GRAPH_LAUNCH  # GRAPH_LAUNCH is the top code
+        self.start = api["start"].to_numpy()
+        self.end = api["end"].to_numpy()
+        self.tid = api["tid"].to_numpy()
+        self.order = np.argsort(self.start, kind="stable") if self.has_api and not api["start"].is_monotonic_increasing else None
+        self._subsets: dict[str, tuple] = {}
+        self._by_thread: dict[tuple[str, int], tuple] = {}
+
+    def sorted_starts(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Every call's start sorted, and its API rows (None: already in that order)."""
+        if not self.has_api:
+            return _EMPTY, _EMPTY
+        if self.order is None:
+            return self.start, None
+        return self.start[self.order], self.order
+
+    def _sub(self, mask: np.ndarray) -> tuple:
+        """Start, end (sorted by start) and API rows of the calls in ``mask``."""
+        rows = np.flatnonzero(mask)
+        s, e = self.start[rows], self.end[rows]
+        if self.order is not None:
+            o = np.argsort(s, kind="stable")
+            return s[o], e[o], rows[o]
+        return s, e, rows
+
+    def subset(self, label: str) -> tuple:
+        if label not in self._subsets:
+            if not self.has_api:
+                self._subsets[label] = (_EMPTY, _EMPTY, _EMPTY)
+            elif label == "sync":
+                self._subsets[label] = self._sub(self.classes == SYNC)
+            elif label == "copy":
+                self._subsets[label] = self._sub((self.classes == COPY) | (self.classes == BLOCKING_COPY))
+            else:  # launch: LAUNCH and GRAPH_LAUNCH, the top codes
+                self._subsets[label] = self._sub(self.classes >= LAUNCH)
+        return self._subsets[label]
+
+    def calls_of(self, label: str, t: int) -> tuple:
+        """:meth:`subset` of host thread ``t`` (every thread when ``t`` < 0)."""
+        key = (label, int(t))
+        if key not in self._by_thread:
+            s_, e_, r_ = self.subset(label)
+            if t < 0:
+                self._by_thread[key] = (s_, e_, r_)
+            else:
+                a_sel = self.tid[r_] == t
+                self._by_thread[key] = (s_, e_, r_) if a_sel.all() else (s_[a_sel], e_[a_sel], r_[a_sel])
+        return self._by_thread[key]
+
+
+class _AgentGaps:
+    """One agent's activity in start order and its gaps >= the threshold: ``gs``/``ge`` the
+    gap bounds, ``prev_rows``/``next_rows`` the activity rows around each gap."""
+
+    def __init__(self, act: dict, rows: np.ndarray | None, threshold: int) -> None:
+        start = act["start"] if rows is None else act["start"][rows]
+        if not np.all(start[1:] >= start[:-1]):
+            o = np.argsort(start, kind="stable")
+            rows, start = (o if rows is None else rows[o]), start[o]
+            end = act["end"][rows]
+        else:
+            end = act["end"] if rows is None else act["end"][rows]
+        self.rows = rows  # None: every activity row, in stored order (no index array)
+        self.count = len(start)
+        cummax = np.maximum.accumulate(end)
+        gap_len = start[1:] - cummax[:-1]
+        np.maximum(gap_len, 0, out=gap_len)  # overlapping work: no gap
+        self.first, self.last = int(start[0]), int(cummax[-1])
+        self.span = self.last - self.first
+        self.idle = int(gap_len.sum())
+        listed = np.flatnonzero(gap_len >= threshold)
+        self.n = len(listed)
+        self.idle_gaps = int(np.count_nonzero(gap_len))
+        self.gs = cummax[:-1][listed]
+        self.ge = start[1:][listed]
+        if rows is None:
+            self.prev_rows, self.next_rows = listed, listed + 1
+        else:
+            self.prev_rows, self.next_rows = rows[:-1][listed], rows[1:][listed]
+
+
+def _next_work_calls(act: dict, calls: _HostCalls, g: _AgentGaps) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap: the API row carrying the next work's correlation id (any class) and its
+    launching call's row (-1 where none)."""
+    if calls.has_api and g.n:
+        next_corr = act["corr"][g.next_rows]
+        submit_row = calls.index.rows(next_corr)
+        next_api_row = calls.index.launch_of_rows(submit_row) if calls.index.unique else calls.index.launch_rows(next_corr)
+        return submit_row, next_api_row
+    none = np.full(g.n, -1, dtype=np.int64)
+    return none, none
+
+
+def _sync_bound(act: dict, calls: _HostCalls, g: _AgentGaps, submit_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap: the end of the window a sync must start in (before the next work was
+    submitted) and the host thread that submitted the next work (only its calls can hold it back)."""
+    next_tid = act["tid"][g.next_rows]
+    if not (calls.has_api and g.n):
+        return g.ge, next_tid
+    linked_any = submit_row >= 0
+    # min(ge, max(start of the submitting call (ge when none), gs + 1))
+    ge_sync = np.take(calls.start, submit_row, mode="clip")
+    np.copyto(ge_sync, g.ge, where=~linked_any)
+    ge_sync -= 1
+    np.maximum(ge_sync, g.gs, out=ge_sync)
+    ge_sync += 1
+    np.minimum(ge_sync, g.ge, out=ge_sync)
+    unknown_tid = (next_tid < 0) & linked_any
+    if unknown_tid.any():
+        next_tid = np.where(unknown_tid, calls.tid[np.maximum(submit_row, 0)], next_tid)
+    return ge_sync, next_tid
+
+
+def _calls_in_gaps(calls: _HostCalls, label: str, g: _AgentGaps, bound: np.ndarray, next_tid: np.ndarray, open_rows: np.ndarray | None) -> np.ndarray:
+    """Per open gap (``open_rows``; None: every gap): the API row of a ``label`` call of the
+    next work's thread overlapping [gs, bound), or -1."""
+    g_tid = next_tid if open_rows is None else next_tid[open_rows]
+    tids = g_tid[:1] if len(g_tid) and g_tid.min() == g_tid.max() else np.unique(g_tid)
+    if len(tids) == 1:
+        s_t, e_t, r_t = calls.calls_of(label, tids[0])
+        g_gs, g_bound = (g.gs, bound) if open_rows is None else (g.gs[open_rows], bound[open_rows])
+        return _overlap_rows(s_t, e_t, r_t, g_gs, g_bound)
+    found = np.full(len(g_tid), -1, dtype=np.int64)  # API row
+    for t in tids:
+        s_t, e_t, r_t = calls.calls_of(label, t)
+        g_sel = np.flatnonzero(g_tid == t)
+        g_rows = g_sel if open_rows is None else open_rows[g_sel]
+        found[g_sel] = _overlap_rows(s_t, e_t, r_t, g.gs[g_rows], bound[g_rows])
+    return found
+
+
+def _gap_causes(act: dict, calls: _HostCalls, g: _AgentGaps) -> tuple[np.ndarray, np.ndarray]:
+    """(cause code, API row that decided it or -1) per gap, the first that holds of:
+    1. graph replay, 2. sync (started before the next work was submitted), 3. copy,
+    4. launch (the next work's launch call began after the gap did), else other."""
+    n = g.n
+    cause = np.full(n, CAUSES.index("other"), dtype=np.int8)
+    api_cause = np.full(n, -1, dtype=np.int64)
+    decided = np.zeros(n, bool)
+    submit_row, next_api_row = _next_work_calls(act, calls, g)
+    next_linked = next_api_row >= 0
+    if calls.has_graph and n:
+        next_is_graph = next_linked & (calls.classes[np.maximum(next_api_row, 0)] == GRAPH_LAUNCH)
+        if next_is_graph.any():
+            graph = next_is_graph & (act["corr"][g.prev_rows] == act["corr"][g.next_rows])
+            cause[graph] = CAUSES.index("graph")
+            api_cause[graph] = next_api_row[graph]
+            decided |= graph
+    ge_sync, next_tid = _sync_bound(act, calls, g, submit_row)
+    for label, bound in (("sync", ge_sync), ("copy", g.ge)):
+        if not len(calls.subset(label)[2]):
+            continue  # no calls of this class: nothing to find
+        open_rows = np.flatnonzero(~decided) if decided.any() else None  # only undecided gaps need a search
+        found = _calls_in_gaps(calls, label, g, bound, next_tid, open_rows)
+        take = np.flatnonzero(found >= 0)
+        if open_rows is not None:
+            found, take = found[take], open_rows[take]
+        else:
+            found = found[take]
+        cause[take] = CAUSES.index(label)
+        api_cause[take] = found
+        decided[take] = True
+    if n and calls.has_api:
+        late = next_linked & (np.take(calls.start, next_api_row, mode="clip") >= g.gs)
+        launch = (~decided) & late
+        api_cause[launch] = next_api_row[launch]
+        # not linked: a launch call overlapping the gap
+        open_rows = np.flatnonzero((~decided) & ~next_linked)
+        if len(open_rows):
+            lch_s, lch_e, lch_rows = calls.subset("launch")
+            hit = _overlapping(lch_s, lch_e, g.gs[open_rows], g.ge[open_rows])
+            ok = hit >= 0
+            launch[open_rows[ok]] = True
+            api_cause[open_rows[ok]] = lch_rows[hit[ok]]
+        cause[launch] = CAUSES.index("launch")
+    return cause, api_cause
+
+
+def _agent_record(agent: int, act: dict, g: _AgentGaps, cause: np.ndarray) -> dict:
+    """The busy/idle row of one agent (see :func:`gpu_timeline`)."""
+    durations = g.ge - g.gs
+    by_cause = {c: int(durations[cause == i].sum()) for i, c in enumerate(CAUSES)}
+    count_by_cause = {c: int(v) for c, v in zip(CAUSES, np.bincount(cause, minlength=len(CAUSES)), strict=True)}
+    listed_ns = int(durations.sum())
+    dispatches = min(g.count, act["kernels"]) if g.rows is None else int(np.count_nonzero(g.rows < act["kernels"]))
+    busy = g.span - g.idle
+    return {
+        "agent": int(agent),
+        "first_ns": g.first,
+        "last_ns": g.last,
+        "span_ns": g.span,
+        "busy_ns": busy,
+        "idle_ns": g.idle,
+        "busy_pct": round(100.0 * busy / g.span, 4) if g.span > 0 else 100.0,
+        "idle_pct": round(100.0 * g.idle / g.span, 4) if g.span > 0 else 0.0,
+        "dispatches": dispatches,
+        "copies": int(g.count - dispatches),
+        "gaps_count": int(g.n),
+        "gaps_by_cause": by_cause,
+        "gaps_count_by_cause": count_by_cause,
+        "below_threshold_ns": g.idle - listed_ns,  # idle gaps shorter than the threshold
+        "below_threshold_count": g.idle_gaps - g.n,
+    }
+
+
 def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, corr_index: CorrIndex | None = None) -> tuple[list[dict], GapSet]:
     """As :func:`gpu_timeline`, with the gaps as a :class:`GapSet` (names not yet looked up).
 
@@ -214,211 +423,19 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, corr_ind
     """
     act = _activity(run)
     api = run.api
-    has_api = len(api) > 0
-    index = CorrIndex(api) if corr_index is None else corr_index.check(api)
-    classes = index.classes
-    has_graph = has_api and int(classes.max()) == GRAPH_LAUNCH  # GRAPH_LAUNCH is the top code
-    a_start = api["start"].to_numpy()
-    a_end = api["end"].to_numpy()
-    a_tid = api["tid"].to_numpy()
-    a_order = np.argsort(a_start, kind="stable") if has_api and not api["start"].is_monotonic_increasing else None
-    empty = np.array([], np.int64)
-
-    def sub(mask):
-        """Start, end (sorted by start) and API rows of the calls in ``mask``."""
-        rows = np.flatnonzero(mask)
-        s, e = a_start[rows], a_end[rows]
-        if a_order is not None:
-            o = np.argsort(s, kind="stable")
-            return s[o], e[o], rows[o]
-        return s, e, rows
-
-    subsets: dict[str, tuple] = {}  # per API class, built on first use
-
-    def subset(label: str) -> tuple:
-        if label not in subsets:
-            if not has_api:
-                subsets[label] = (empty, empty, empty)
-            elif label == "sync":
-                subsets[label] = sub(classes == SYNC)
-            elif label == "copy":
-                subsets[label] = sub((classes == COPY) | (classes == BLOCKING_COPY))
-            else:  # launch: LAUNCH and GRAPH_LAUNCH, the top codes
-                subsets[label] = sub(classes >= LAUNCH)
-        return subsets[label]
-
-    # every call sorted by start (the call before a gap); None rows: already in that order
-    if not has_api:
-        all_s, all_rows = empty, empty
-    elif a_order is None:
-        all_s, all_rows = a_start, None
-    else:
-        all_s, all_rows = a_start[a_order], a_order
+    calls = _HostCalls(api, CorrIndex(api) if corr_index is None else corr_index.check(api))
+    all_s, all_rows = calls.sorted_starts()  # the call before a gap
     gapset = GapSet(act, _Names([api["name"]]), all_s, all_rows)
-    # per API class: the calls of each host thread, sorted by start (computed on first use)
-    by_thread: dict[tuple[str, int], tuple] = {}
-
-    def calls_of(label: str, t: int):
-        key = (label, int(t))
-        if key not in by_thread:
-            s_, e_, r_ = subset(label)
-            if t < 0:
-                by_thread[key] = (s_, e_, r_)
-            else:
-                a_sel = a_tid[r_] == t
-                by_thread[key] = (s_, e_, r_) if a_sel.all() else (s_[a_sel], e_[a_sel], r_[a_sel])
-        return by_thread[key]
-
     agents_out: list[dict] = []
     agent_col = act["agent"]
     agent_ids = agent_col[:1] if len(agent_col) and agent_col.min() == agent_col.max() else np.unique(agent_col)
     threshold = max(threshold_ns, 1)
     for agent in agent_ids:
-        if len(agent_ids) == 1:
-            rows = None  # one GPU: every activity row, in stored order (no index array)
-            start = act["start"]
-        else:
-            rows = np.flatnonzero(agent_col == agent)
-            start = act["start"][rows]
-        if not np.all(start[1:] >= start[:-1]):
-            o = np.argsort(start, kind="stable")
-            rows, start = (o if rows is None else rows[o]), start[o]
-            end = act["end"][rows]
-        else:
-            end = act["end"] if rows is None else act["end"][rows]
-        count = len(start)
-        cummax = np.maximum.accumulate(end)
-        gap_len = start[1:] - cummax[:-1]
-        np.maximum(gap_len, 0, out=gap_len)  # overlapping work: no gap
-        first, last = int(start[0]), int(cummax[-1])
-        span = last - first
-        idle = int(gap_len.sum())
-        busy = span - idle
-        listed = np.flatnonzero(gap_len >= threshold)
-        n = len(listed)
-        idle_gaps = int(np.count_nonzero(gap_len))
-        del gap_len
-        gs = cummax[:-1][listed]
-        ge = start[1:][listed]
-        del cummax
-        if rows is None:
-            prev_rows, next_rows = listed, listed + 1
-        else:
-            prev_rows, next_rows = rows[:-1][listed], rows[1:][listed]
-        cause = np.full(n, CAUSES.index("other"), dtype=np.int8)
-        api_cause = np.full(n, -1, dtype=np.int64)  # API row that decided the cause
-        decided = np.zeros(n, bool)
-        # the call carrying the next work's correlation id (any class), and its launching call
-        next_corr = act["corr"][next_rows]
-        if has_api and n:
-            submit_row = index.rows(next_corr)
-            next_api_row = index.launch_of_rows(submit_row) if index.unique else index.launch_rows(next_corr)
-        else:
-            submit_row = next_api_row = np.full(n, -1, dtype=np.int64)
-        next_linked = next_api_row >= 0
-        # 1. graph replay
-        if has_graph and n:
-            next_is_graph = next_linked & (classes[np.maximum(next_api_row, 0)] == GRAPH_LAUNCH)
-            if next_is_graph.any():
-                graph = next_is_graph & (act["corr"][prev_rows] == next_corr)
-                cause[graph] = CAUSES.index("graph")
-                api_cause[graph] = next_api_row[graph]
-                decided |= graph
-        del next_corr
-        # 2. sync (started before the next work was submitted), 3. copy
-        next_tid = act["tid"][next_rows]
-        if has_api and n:
-            linked_any = submit_row >= 0
-            # min(ge, max(start of the submitting call (ge when none), gs + 1))
-            ge_sync = np.take(a_start, submit_row, mode="clip")
-            np.copyto(ge_sync, ge, where=~linked_any)
-            ge_sync -= 1
-            np.maximum(ge_sync, gs, out=ge_sync)
-            ge_sync += 1
-            np.minimum(ge_sync, ge, out=ge_sync)
-            # host thread that submitted the next work: only its calls can hold it back
-            unknown_tid = (next_tid < 0) & linked_any
-            if unknown_tid.any():
-                next_tid = np.where(unknown_tid, a_tid[np.maximum(submit_row, 0)], next_tid)
-        else:
-            ge_sync = ge
-        del submit_row
-        for label, bound in (("sync", ge_sync), ("copy", ge)):
-            if not len(subset(label)[2]):
-                continue  # no calls of this class: nothing to find
-            open_rows = np.flatnonzero(~decided) if decided.any() else None  # only undecided gaps need a search
-            g_tid = next_tid if open_rows is None else next_tid[open_rows]
-            tids = g_tid[:1] if len(g_tid) and g_tid.min() == g_tid.max() else np.unique(g_tid)
-            if len(tids) == 1:
-                s_t, e_t, r_t = calls_of(label, tids[0])
-                g_gs, g_bound = (gs, bound) if open_rows is None else (gs[open_rows], bound[open_rows])
-                found = _overlap_rows(s_t, e_t, r_t, g_gs, g_bound)
-            else:
-                found = np.full(len(g_tid), -1, dtype=np.int64)  # API row
-                for t in tids:
-                    s_t, e_t, r_t = calls_of(label, t)
-                    g_sel = np.flatnonzero(g_tid == t)
-                    g_rows = g_sel if open_rows is None else open_rows[g_sel]
-                    found[g_sel] = _overlap_rows(s_t, e_t, r_t, gs[g_rows], bound[g_rows])
-            take = np.flatnonzero(found >= 0)
-            if open_rows is not None:
-                found, take = found[take], open_rows[take]
-            else:
-                found = found[take]
-            cause[take] = CAUSES.index(label)
-            api_cause[take] = found
-            decided[take] = True
-        del ge_sync, next_tid
-        # 4. launch
-        if n and has_api:
-            late = next_linked & (np.take(a_start, next_api_row, mode="clip") >= gs)
-            launch = (~decided) & late
-            api_cause[launch] = next_api_row[launch]
-            # not linked: a launch call overlapping the gap
-            open_rows = np.flatnonzero((~decided) & ~next_linked)
-            if len(open_rows):
-                lch_s, lch_e, lch_rows = subset("launch")
-                hit = _overlapping(lch_s, lch_e, gs[open_rows], ge[open_rows])
-                ok = hit >= 0
-                launch[open_rows[ok]] = True
-                api_cause[open_rows[ok]] = lch_rows[hit[ok]]
-            cause[launch] = CAUSES.index("launch")
-            decided |= launch
-        durations = ge - gs
-        gapset.parts.append(
-            {
-                "agent": np.full(n, int(agent), dtype=np.int64),
-                "start": gs,
-                "end": ge,
-                "cause": cause,
-                "api_cause": api_cause,
-                "prev_row": prev_rows,
-                "next_row": next_rows,
-            }
-        )
-        by_cause = {c: int(durations[cause == i].sum()) for i, c in enumerate(CAUSES)}
-        count_by_cause = {c: int(v) for c, v in zip(CAUSES, np.bincount(cause, minlength=len(CAUSES)), strict=True)}
-        listed_ns = int(durations.sum())
-        dispatches = min(count, act["kernels"]) if rows is None else int(np.count_nonzero(rows < act["kernels"]))
-        agents_out.append(
-            {
-                "agent": int(agent),
-                "first_ns": first,
-                "last_ns": last,
-                "span_ns": span,
-                "busy_ns": busy,
-                "idle_ns": idle,
-                "busy_pct": round(100.0 * busy / span, 4) if span > 0 else 100.0,
-                "idle_pct": round(100.0 * idle / span, 4) if span > 0 else 0.0,
-                "dispatches": dispatches,
-                "copies": int(count - dispatches),
-                "gaps_count": int(n),
-                "gaps_by_cause": by_cause,
-                "gaps_count_by_cause": count_by_cause,
-                "below_threshold_ns": idle - listed_ns,  # idle gaps shorter than the threshold
-                "below_threshold_count": idle_gaps - n,
-            }
-        )
+        g = _AgentGaps(act, None if len(agent_ids) == 1 else np.flatnonzero(agent_col == agent), threshold)
+        cause, api_cause = _gap_causes(act, calls, g)
+        part = {"agent": np.full(g.n, int(agent), dtype=np.int64), "start": g.gs, "end": g.ge, "cause": cause, "api_cause": api_cause}
+        gapset.parts.append({**part, "prev_row": g.prev_rows, "next_row": g.next_rows})
+        agents_out.append(_agent_record(int(agent), act, g, cause))
     return agents_out, gapset
 
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-from tui_prof.analysis.parts import SummaryDoc
-from tui_prof.analysis.summary import build_summary
-from tui_prof.analysis.timeline import GapSet
+from tui_prof.analysis.api import SummaryOptions, SummaryResult, summarise
 from tui_prof.model import RunSet
 
 
@@ -40,20 +37,10 @@ def check_destination(out: str | os.PathLike, run_root: str | os.PathLike) -> Pa
     return target
 
 
-@dataclass
-class Analysis:
-    """The summary document and every idle gap (>= the threshold) of each process, by run index."""
-
-    doc: SummaryDoc
-    gaps: dict[int, GapSet]
-
-
-def analyse(runset: RunSet, gap_threshold_ns: int | None = None) -> Analysis:
-    """:func:`~tui_prof.analysis.summary.build_summary` with its defaults (the findings are the
-    ones ``tuiprof summary`` prints) and the full gap sets behind its listed gaps."""
-    details: dict = {}
-    doc = build_summary(runset, gap_threshold_ns=gap_threshold_ns, details=details)
-    return Analysis(doc, details.get("gaps", {}))
+def analyse(runset: RunSet, gap_threshold_ns: int | None = None) -> SummaryResult:
+    """:func:`~tui_prof.analysis.summary.summarise` with its defaults (the findings are the
+    ones ``tuiprof summary`` prints): the document and the full gap sets behind its listed gaps."""
+    return summarise(runset, SummaryOptions(gap_threshold_ns=gap_threshold_ns))
 
 
 def _safe_stem(name: str) -> str:

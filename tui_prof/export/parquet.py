@@ -35,10 +35,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis import engine
-from tui_prof.analysis.hotspots import all_kernels, hotspots
-from tui_prof.analysis.timeline import GAP_COLUMNS
-from tui_prof.export.common import Analysis, ExportError, analyse, check_destination
+from tui_prof.analysis.api import GAP_COLUMNS, SummaryResult, all_kernels, hotspots, run_inputs, wall_ns
+from tui_prof.export.common import ExportError, analyse, check_destination
 from tui_prof.model import Agent, RunMeta, RunSet
 from tui_prof.model.schema import CATEGORY, TABLES, concat_tables
 
@@ -193,7 +191,7 @@ def hotspots_table(runset: RunSet, by: str) -> pd.DataFrame:
     """:func:`~tui_prof.analysis.hotspots.hotspots` of every kernel grouped ``by``, with % of
     wall; the first column is named after the grouping."""
     kernels = all_kernels(runset)
-    table = hotspots(kernels, by=by, wall_ns=engine.wall_ns(engine.run_inputs(runset)))
+    table = hotspots(kernels, by=by, wall_ns=wall_ns(run_inputs(runset)))
     table = table.rename(columns={"name": by}).reset_index(drop=True)
     if by in ("agent", "pid"):
         table[by] = table[by].astype("int64")
@@ -202,7 +200,7 @@ def hotspots_table(runset: RunSet, by: str) -> pd.DataFrame:
     return table
 
 
-def gaps_table(analysis: Analysis, runs: int) -> pd.DataFrame:
+def gaps_table(analysis: SummaryResult, runs: int) -> pd.DataFrame:
     """Every gap of every process (process, then agent and time order)."""
     frames = [analysis.gaps[i].frame() if i in analysis.gaps else pd.DataFrame({c: [] for c in GAP_COLUMNS}) for i in range(runs)]
     frames = [f.astype({"agent": "int64", "start": "int64", "end": "int64", "duration_ns": "int64"}) for f in frames]
@@ -212,8 +210,8 @@ def gaps_table(analysis: Analysis, runs: int) -> pd.DataFrame:
     return table
 
 
-def findings_table(analysis: Analysis) -> pd.DataFrame:
-    rows = analysis.doc["findings"]
+def findings_table(analysis: SummaryResult) -> pd.DataFrame:
+    rows = analysis.summary["findings"]
     frame = pd.DataFrame(
         {
             "rank": pd.Series(range(1, len(rows) + 1), dtype="int64"),
@@ -232,7 +230,7 @@ def available_tables(runset: RunSet) -> list[str]:
     return list(RECORD_TABLES) + list(TABLES) + [f"tool_stats_{n}" for n in tool_stats_names(runset)] + list(ANALYSIS_TABLES)
 
 
-def build_table(runset: RunSet, name: str, analysis: Callable[[], Analysis]) -> pd.DataFrame:
+def build_table(runset: RunSet, name: str, analysis: Callable[[], SummaryResult]) -> pd.DataFrame:
     if name == "processes":
         return processes_table(runset)
     if name == "agents":
@@ -344,9 +342,9 @@ def export_parquet(
     for stale in previous:  # only names this exporter writes (a manifest is a file anyone could edit)
         if _OUR_FILE.match(stale) and (folder / stale).is_file() and not (folder / stale).is_symlink():
             (folder / stale).unlink()
-    cached: list[Analysis] = []
+    cached: list[SummaryResult] = []
 
-    def analysis() -> Analysis:
+    def analysis() -> SummaryResult:
         if not cached:
             if progress:
                 progress("analysing")
@@ -367,7 +365,7 @@ def export_parquet(
         pq.write_table(table, path, compression=COMPRESSION)
         written[name] = _Sized(frame)
         paths[name] = path
-    threshold = cached[0].doc["gaps"]["threshold_ns"] if cached else None
+    threshold = cached[0].summary["gaps"]["threshold_ns"] if cached else None
     (folder / README).write_text(readme_text(runset.root, written, threshold), encoding="utf-8")
     _write_manifest(folder, files + [README])
     return paths

@@ -55,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis.timeline import copy_agents
-from tui_prof.export.common import Analysis, ExportError, analyse, check_destination
+from tui_prof.analysis.api import SummaryResult, copy_agents
+from tui_prof.export.common import ExportError, analyse, check_destination
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import UNKNOWN
 
@@ -388,7 +388,7 @@ def gap_name(cause: str, api_cause: str) -> str:
     return f"idle: {cause}"
 
 
-def _gap_events(run_index: int, analysis: Analysis, pid: int, tracks: _Tracks, window: Window | None, origin: int) -> Iterator[list[str]]:
+def _gap_events(run_index: int, analysis: SummaryResult, pid: int, tracks: _Tracks, window: Window | None, origin: int) -> Iterator[list[str]]:
     gapset = analysis.gaps.get(run_index)
     if gapset is None or not len(gapset):
         return
@@ -549,8 +549,8 @@ def _metadata(pid: int, label: str, sort: int, tracks: _Tracks, host_tids: Itera
     return events
 
 
-def _finding_events(analysis: Analysis, pid: int, at_ns: int, origin: int) -> list[str]:
-    findings = analysis.doc["findings"]
+def _finding_events(analysis: SummaryResult, pid: int, at_ns: int, origin: int) -> list[str]:
+    findings = analysis.summary["findings"]
     ts = us_text(np.array([at_ns - origin]))[0]
     events = [
         f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"ts":0,"args":{{"name":"tuiprof findings"}}}}',
@@ -589,7 +589,7 @@ def run_start(runset: RunSet) -> int:
     return span[0] if span else 0
 
 
-def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analysis: Analysis | None = None) -> int:
+def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analysis: SummaryResult | None = None) -> int:
     """Write the trace-event JSON of ``runset`` to the text stream ``fh``; returns the
     number of events. ``analysis``: :func:`~tui_prof.export.common.analyse` of the run set."""
     analysis = analysis if analysis is not None else analyse(runset)
@@ -637,7 +637,7 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
             out.write(events)
         label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
         out.write(_metadata(pid, label if run.meta.rank is None else f"rank {run.meta.rank}: {label}", index, tracks, host_tids))
-    if analysis.doc["findings"] and span is not None:
+    if analysis.summary["findings"] and span is not None:
         at = max(span[0], window[0]) if window else span[0]
         out.write(_finding_events(analysis, max(pids) + 1, at, origin))
     fh.write("\n]}\n")

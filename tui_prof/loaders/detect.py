@@ -497,6 +497,70 @@ def _wait_stopped(finished: queue.SimpleQueue, alive: int, grace: float) -> None
             return
 
 
+Unit = tuple[str, list[DetectedFile]]  # (format, files) of one work unit
+UnitResult = tuple[list[Run], list[LoadIssue]]  # (fragments, issues) of one work unit
+
+
+def _cached_units(units: list[Unit], on_unit: UnitDone | None) -> tuple[list[UnitResult | None], list[str | None]]:
+    """Each unit's result from its cache entry (None where there is none) and its cache key.
+    With ``on_unit`` the entries are read a chunk at a time, each chunk's units handed on
+    before the next is read (the first rows need not wait for every entry)."""
+    results: list[UnitResult | None] = [None] * len(units)
+    keys: list[str | None] = [cache.unit_key(fmt, files) for fmt, files in units]
+    chunk = CACHE_CHUNK if on_unit else max(len(keys), 1)
+    hits_so_far = 0
+    for first in range(0, len(keys), chunk):
+        for slot, hit in enumerate(cache.load_many(keys[first : first + chunk]), first):
+            if hit is not None:
+                results[slot] = (hit.runs, hit.issues)
+                hits_so_far += 1
+                if on_unit:
+                    on_unit(hit.runs, hits_so_far, len(units))
+    return results, keys
+
+
+def _load_tasks(units: list[Unit], results: list[UnitResult | None]) -> list[list[int]]:
+    """The units still to load, as tasks: each unit of a PARALLEL_FORMATS format alone; the
+    units of any other format one after another in one task, so e.g. two large pftrace
+    files are never parsed at the same time (each holds its whole trace in memory while it
+    decodes)."""
+    tasks: list[list[int]] = []
+    chained: dict[str, list[int]] = {}
+    for slot, (fmt, _files) in enumerate(units):
+        if results[slot] is not None:
+            continue
+        if fmt in PARALLEL_FORMATS:
+            tasks.append([slot])
+        elif fmt in chained:
+            chained[fmt].append(slot)
+        else:
+            chained[fmt] = [slot]
+            tasks.append(chained[fmt])
+    return tasks
+
+
+def _bytes_to_parse(units: list[Unit], tasks: list[list[int]]) -> int:
+    total = 0
+    for task in tasks:
+        for slot in task:
+            for item in units[slot][1]:
+                with contextlib.suppress(OSError):
+                    total += os.stat(item.path).st_size
+    return total
+
+
+def _fragments(results: list[UnitResult | None], sink: IssueSink) -> list[Run]:
+    """Every unit's runs, its issues added to ``sink``, in unit order (as a serial load gives them)."""
+    fragments: list[Run] = []
+    for result in results:
+        if result is None:  # every unit ran or came from the cache
+            continue
+        runs, issues = result
+        fragments.extend(runs)
+        sink.issues.extend(issues)
+    return fragments
+
+
 def _load(
     root: Path,
     progress: Progress | None,
@@ -525,21 +589,10 @@ def _load(
     modules = {m.FORMAT: m for m in loader_modules()}
 
     # Per unit: (fragments, issues), from the cache or from its loader.
-    results: list[tuple[list[Run], list[LoadIssue]] | None] = [None] * len(units)
+    results: list[UnitResult | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
     if use_cache:
-        keys = [cache.unit_key(fmt, files) for fmt, files in units]
-        # with on_unit the entries are read a chunk at a time, each chunk's units handed on
-        # before the next is read (the first rows need not wait for every entry)
-        chunk = CACHE_CHUNK if on_unit else max(len(keys), 1)
-        hits_so_far = 0
-        for first in range(0, len(keys), chunk):
-            for slot, hit in enumerate(cache.load_many(keys[first : first + chunk]), first):
-                if hit is not None:
-                    results[slot] = (hit.runs, hit.issues)
-                    hits_so_far += 1
-                    if on_unit:
-                        on_unit(hit.runs, hits_so_far, len(units))
+        results, keys = _cached_units(units, on_unit)
 
     def run_unit(slot: int) -> tuple[list[Run], list[LoadIssue]]:
         fmt, files = units[slot]
@@ -561,21 +614,7 @@ def _load(
                 cache.save(unit, key)
         return runs, unit_sink.issues
 
-    # Tasks: each unit of a PARALLEL_FORMATS format alone; the units of any other format
-    # one after another in one task, so e.g. two large pftrace files are never parsed at the
-    # same time (each holds its whole trace in memory while it decodes).
-    tasks: list[list[int]] = []
-    chained: dict[str, list[int]] = {}
-    for slot, (fmt, _files) in enumerate(units):
-        if results[slot] is not None:
-            continue
-        if fmt in PARALLEL_FORMATS:
-            tasks.append([slot])
-        elif fmt in chained:
-            chained[fmt].append(slot)
-        else:
-            chained[fmt] = [slot]
-            tasks.append(chained[fmt])
+    tasks = _load_tasks(units, results)
 
     def run_task(task: list[int]) -> list[int]:
         for slot in task:
@@ -588,13 +627,7 @@ def _load(
     workers = load_workers(len(tasks))
     reading = None
     if progress and tasks:
-        parse_bytes = 0
-        for task in tasks:
-            for slot in task:
-                for item in units[slot][1]:
-                    with contextlib.suppress(OSError):
-                        parse_bytes += os.stat(item.path).st_size
-        reading = ReadProgress(progress, parse_bytes).start()
+        reading = ReadProgress(progress, _bytes_to_parse(units, tasks)).start()
     counted = [done]
 
     def on_done(task: list[int]) -> None:
@@ -618,14 +651,7 @@ def _load(
             pending.keep.update(key for key in keys if key)  # pruned by its write
         else:
             cache.prune(keep={key for key in keys if key})
-    fragments: list[Run] = []
-    for result in results:  # issues and runs in unit order, as a serial load gives them
-        if result is None:  # every unit ran or came from the cache
-            continue
-        runs, issues = result
-        fragments.extend(runs)
-        sink.issues.extend(issues)
-    runset.runs = assemble(fragments, sink)
+    runset.runs = assemble(_fragments(results, sink), sink)
     runset.issues = sink.issues
     if progress:
         progress("done", 1, 1)

@@ -472,7 +472,7 @@ class Events:
         self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
-        # ext: "External id"; dims/types: repr() of cpu_op "Input Dims"/"Input type" (see marker_inputs)
+        # ext: "External id"; dims/types/concrete: repr() of cpu_op "Input Dims"/"Input type"/"Concrete Inputs" (see marker_inputs)
         self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types", "concrete"))
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
         self.flows: Counter = Counter()
@@ -552,25 +552,259 @@ def parse_trace(win: TextWindow, path: Path | None = None, pieces: int = 1) -> E
     return ev
 
 
+def _kernel_event(ev: Events, e: dict, a: dict, name: str, ts: Any) -> None:
+    """The columns of a ``kernel`` event but ts/dur (appended by the caller)."""
+    k = ev.kernels
+    for arr, v in (
+        (k.device, a.get("device", e.get("pid"))),
+        (k.stream, a.get("stream", e.get("tid"))),
+        (k.corr, a.get("correlation")),
+        (k.shared, a.get("shared memory")),
+        (k.ext, a.get("External id", UNKNOWN)),
+        (k.regs, a.get("registers per thread", UNKNOWN)),
+    ):
+        try:
+            arr.append(v)
+        except (TypeError, OverflowError):
+            arr.append(_int(v))
+    _triple(k.grid, a.get("grid"))
+    _triple(k.block, a.get("block"))
+    if "Collective name" in a:
+        coll_name, coll_bytes, coll_ranks = collective_args(a)
+    else:
+        coll_name, coll_bytes, coll_ranks = "", UNKNOWN, UNKNOWN
+    k_colls = k.strings["coll"]
+    k.coll.append(k_colls.setdefault(coll_name, len(k_colls)))
+    k.coll_bytes.append(coll_bytes)
+    k.coll_ranks.append(coll_ranks)
+    k_names = k.strings["name"]
+    k.name.append(k_names.setdefault(name, len(k_names)))
+    if "kernel" not in ev.first_ts:
+        ev.first_ts["kernel"] = ts
+
+
+def _api_event(ev: Events, e: dict, a: dict, cat: str, name: str, ts: Any) -> None:
+    """The columns of a host API event (``cuda_runtime``, ``cuda_driver``, ...) but ts/dur."""
+    api, lds = ev.api, ev.launch_shared
+    corr = a.get("correlation")
+    pid: Any
+    tid: Any
+    if cat == "cuda_sync":  # written on the device/stream row; no host thread
+        pid = tid = UNKNOWN
+    else:
+        pid, tid = e.get("pid"), e.get("tid")
+    for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN))):
+        try:
+            arr.append(v)
+        except (TypeError, OverflowError):
+            arr.append(_int(v))
+    if cat == "cuda_runtime" and "shared memory" in a:
+        v = a["shared memory"]
+        try:
+            lds.shared.append(v)
+        except (TypeError, OverflowError):
+            lds.shared.append(_int(v))
+        lds.corr.append(api.corr[-1])
+    api.cat.append(API_CODE[cat])
+    api_names = api.strings["name"]
+    api.name.append(api_names.setdefault(name, len(api_names)))
+    if cat not in ev.first_ts:
+        ev.first_ts[cat] = ts
+
+
+def _copy_event(ev: Events, e: dict, a: dict, cat: str, name: str) -> None:
+    """The columns of a memcpy/memset event but ts/dur."""
+    cp = ev.copies
+    kind = a.get("kind")
+    for arr, v in (
+        (cp.device, a.get("device", e.get("pid"))),
+        (cp.stream, a.get("stream", e.get("tid"))),
+        (cp.corr, a.get("correlation")),
+        (cp.bytes, a.get("bytes")),
+        (cp.ext, a.get("External id", UNKNOWN)),
+    ):
+        try:
+            arr.append(v)
+        except (TypeError, OverflowError):
+            arr.append(_int(v))
+    cp.cat.append(COPY_CODE[cat])
+    cp_names, cp_kinds = cp.strings["name"], cp.strings["kind"]
+    cp.name.append(cp_names.setdefault(name, len(cp_names)))
+    cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
+
+
+def _memory_event(ev: Events, e: dict) -> None:
+    """A ``[memory]`` instant event (the allocator's record of one allocation or free)."""
+    mem = ev.memory
+    a = e.get("args") or {}
+    for arr, v in (
+        (mem.bytes, a.get("Bytes")),
+        (mem.dev_type, a.get("Device Type")),
+        (mem.dev_id, a.get("Device Id")),
+        (mem.addr, a.get("Addr")),
+        (mem.pid, e.get("pid")),
+        (mem.tid, e.get("tid")),
+        (mem.total_allocated, a.get("Total Allocated")),
+        (mem.total_reserved, a.get("Total Reserved")),
+    ):
+        try:
+            arr.append(v)
+        except (TypeError, OverflowError):
+            arr.append(_int(v))
+    ts = e["ts"]
+    try:
+        mem.ts.append(ts)
+    except (TypeError, OverflowError):
+        mem.ts.append(_num(ts))
+
+
+def _marker_args(ev: Events, a: dict, name: str) -> None:
+    """A marker's args: the operator's External id, its record_shapes inputs and, on a
+    ``record_param_comms`` marker, the collective it launches."""
+    mk = ev.markers
+    v = a.get("External id", UNKNOWN)
+    try:
+        mk.ext.append(v)
+    except (TypeError, OverflowError):
+        mk.ext.append(UNKNOWN if isinstance(v, (list, dict)) else _int(v))
+    # Concrete Inputs: the scalar arguments (stride, padding, is_causal) the FLOPs formulas read
+    for arr, codes, key in (
+        (mk.dims, mk.strings["dims"], "Input Dims"),
+        (mk.types, mk.strings["types"], "Input type"),
+        (mk.concrete, mk.strings["concrete"], "Concrete Inputs"),
+    ):
+        v = a.get(key)
+        text = "" if v is None else repr(v)
+        code = codes.get(text)
+        arr.append(code if code is not None else codes.setdefault(text, len(codes)))
+    if name == "record_param_comms" and "Collective name" in a:
+        coll = collective_args(a)
+        if coll[0] and mk.ext[-1] != UNKNOWN:
+            ev.comm_ops[mk.ext[-1]] = coll
+
+
+def _take_events(ev: Events, batch: Any) -> None:
+    """Append the decoded events of ``batch`` to ``ev``'s columns. Markers (most events of a
+    real trace) are appended inline; a failing event is skipped, counted and its partial
+    row rolled back."""
+    mk = ev.markers
+    mk_names, mk_dim_codes, mk_type_codes = mk.strings["name"], mk.strings["dims"], mk.strings["types"]
+    mk_cat, mk_name, mk_ts, mk_dur, mk_pid, mk_tid = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append, mk.pid.append, mk.tid.append
+    mk_ext, mk_dims, mk_types = mk.ext.append, mk.dims.append, mk.types.append
+    k, api, cp, flows, marker_code = ev.kernels, ev.api, ev.copies, ev.flows, MARKER_CODE.get
+    for e in batch:
+        # Fields that can fail (unhashable cat/pid, non-object args, object/list ids or names)
+        # are read before the first append of a row; ts/dur never fail (bad ones become NaN and
+        # the row is dropped after collection).
+        if type(e) is not dict:
+            continue
+        try:
+            ph = e.get("ph")
+            if ph == "X" and "ts" in e:
+                cat = e.get("cat")
+                ts = e["ts"]
+                dur = e.get("dur", 0)
+                name = e.get("name", "")
+                if type(name) is not str:
+                    name = _text_key(name)
+                mc = marker_code(cat)  # TypeError when cat is unhashable
+                if mc is not None:
+                    t = None  # markers: appended here, ts and dur included
+                    v = e.get("pid")
+                    try:
+                        mk_pid(v)
+                    except (TypeError, OverflowError):
+                        mk_pid(_int(v))
+                    v = e.get("tid")
+                    try:
+                        mk_tid(v)
+                    except (TypeError, OverflowError):
+                        mk_tid(_int(v))
+                    mk_cat(mc)
+                    code = mk_names.get(name)
+                    if code is None:
+                        code = mk_names[name] = len(mk_names)
+                    mk_name(code)
+                    try:
+                        mk_ts(ts)
+                    except (TypeError, OverflowError):
+                        mk_ts(_num(ts))
+                    try:
+                        mk_dur(dur)
+                    except (TypeError, OverflowError):
+                        mk_dur(_num(dur))
+                    a = e.get("args")
+                    if type(a) is dict and a:
+                        _marker_args(ev, a, name)
+                    else:
+                        mk_ext(UNKNOWN)
+                        mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
+                        mk_types(mk_type_codes.setdefault("", len(mk_type_codes)))
+                        mk.concrete.append(mk.strings["concrete"].setdefault("", len(mk.strings["concrete"])))
+                elif cat == "kernel":
+                    t = k
+                    _kernel_event(ev, e, e.get("args") or {}, name, ts)
+                elif cat in API_CODE:
+                    t = api
+                    _api_event(ev, e, e.get("args") or {}, cat, name, ts)
+                elif cat in COPY_CODE:
+                    t = cp
+                    _copy_event(ev, e, e.get("args") or {}, cat, name)
+                else:
+                    t = None
+                if t is not None:
+                    try:
+                        t.ts.append(ts)
+                    except (TypeError, OverflowError):
+                        t.ts.append(_num(ts))
+                    try:
+                        t.dur.append(dur)
+                    except (TypeError, OverflowError):
+                        t.dur.append(_num(dur))
+            elif ph == "s" or ph == "f":
+                flows[(e.get("cat"), ph)] += 1
+            elif ph == "i":
+                if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
+                    _memory_event(ev, e)
+            elif ph == "M" and e.get("name") == "process_labels":
+                ev.process_labels[e.get("pid")] = (e.get("args") or {}).get("labels")
+        except (TypeError, AttributeError):  # unhashable cat/pid, args not an object, Malformed
+            ev.malformed += 1
+            for table in ev.tables():
+                table.rollback()
+
+
+def _next_batch(win: TextWindow, pos: int, retry_at: int) -> tuple[Any, int, int]:
+    """(events, position after them or -1, retry_at): a batch of events (a run of about
+    BATCH_CHARS up to a "}, {" separator, decoded as one JSON array: fewer scanner calls,
+    shared key strings), or None when none is tried at ``pos`` or it does not parse (the cut
+    fell inside a string, bad JSON: the caller reads one event; no batch is tried again
+    before the returned ``retry_at``). A batch that parses is exactly the events a
+    one-by-one read gives there."""
+    if pos < retry_at:
+        return None, -1, retry_at
+    buf = win.buf
+    cut = _EVENT_SEPARATOR.search(buf, pos + BATCH_CHARS)
+    if cut is None:
+        return None, -1, retry_at
+    text = "[" + buf[pos : cut.start() + 1] + "]"
+    try:
+        batch, end = win.decode(text)
+        if end == len(text):
+            return batch, cut.end() - 1, retry_at  # after: the "{" of the next event
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    return None, -1, cut.end()
+
+
 def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
-    """Decode the ``traceEvents`` array (in batches of events, see the loop), keeping only
-    the fields the run model needs in ``ev``'s columns (no event dict outlives its batch).
+    """Decode the ``traceEvents`` array (in batches of events, :func:`_next_batch`), keeping
+    only the fields the run model needs in ``ev``'s columns (no event dict outlives its batch).
 
     ``piece``: ``win`` holds a byte range of the array that starts at an event and ends
     right after the ``,`` (and whitespace) of its last event; reaching that end is success,
     anything else (an event cut by the range end, the array's ``]``) raises LoadError."""
-    k, api, cp, mk, mem, lds = ev.kernels, ev.api, ev.copies, ev.markers, ev.memory, ev.launch_shared
-    k_names, api_names, cp_names, mk_names = k.strings["name"], api.strings["name"], cp.strings["name"], mk.strings["name"]
-    k_colls, comm_ops = k.strings["coll"], ev.comm_ops
-    k_coll, k_coll_bytes, k_coll_ranks = k.coll.append, k.coll_bytes.append, k.coll_ranks.append
-    cp_kinds = cp.strings["kind"]
-    flows, labels, first_ts = ev.flows, ev.process_labels, ev.first_ts
-    mk_cat, mk_name, mk_ts, mk_dur = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append
-    mk_pid, mk_tid = mk.pid.append, mk.tid.append
-    mk_ext, mk_dims, mk_types, mk_concrete = mk.ext.append, mk.dims.append, mk.types.append, mk.concrete.append
-    mk_dim_codes, mk_type_codes, mk_concrete_codes = mk.strings["dims"], mk.strings["types"], mk.strings["concrete"]
-    decode, ws, separator = win.decode, _ws_match, _EVENT_SEPARATOR.search
-    marker_code = MARKER_CODE.get
+    decode, ws = win.decode, _ws_match
     count = 0
     if win.peek() == "]":
         win.pos += 1
@@ -581,26 +815,7 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
     while True:
         if cancel is not None and cancel.is_set():  # once per batch of events: the load was cancelled
             raise LoadCancelled()
-        # Decode a batch of events (a run of about BATCH_CHARS up to a "}, {" separator,
-        # decoded as one JSON array: fewer scanner calls, shared key strings) or else one
-        # event. A batch that parses is exactly the events a one-by-one read gives there;
-        # one that does not (the cut fell inside a string, bad JSON) is read one by one.
-        batch = None
-        after = -1
-        if pos >= retry_at:
-            cut = separator(buf, pos + BATCH_CHARS)
-            if cut is not None:
-                text = "[" + buf[pos : cut.start() + 1] + "]"
-                try:
-                    batch, end = decode(text)
-                    if end == len(text):
-                        after = cut.end() - 1  # the "{" of the next event
-                    else:
-                        batch = None
-                except (json.JSONDecodeError, RecursionError):
-                    pass
-                if batch is None:
-                    retry_at = cut.end()
+        batch, after, retry_at = _next_batch(win, pos, retry_at)
         if batch is None:
             try:
                 e, pos = decode(buf, pos)
@@ -612,187 +827,8 @@ def read_events(win: TextWindow, ev: Events, piece: bool = False) -> None:
                 retry_at = 0
                 continue
             batch = (e,)
-        for e in batch:
-            count += 1
-            # Fields that can fail (unhashable cat/pid, non-object args, object/list ids or names)
-            # are read before the first append of a row; ts/dur never fail (bad ones become NaN and
-            # the row is dropped after collection). A failing event is skipped and counted.
-            if type(e) is dict:
-                try:
-                    ph = e.get("ph")
-                    if ph == "X" and "ts" in e:
-                        cat = e.get("cat")
-                        ts = e["ts"]
-                        dur = e.get("dur", 0)
-                        name = e.get("name", "")
-                        if type(name) is not str:
-                            name = _text_key(name)
-                        mc = marker_code(cat)  # TypeError when cat is unhashable
-                        if mc is not None:
-                            t = None  # markers: everything inline (most events of a real trace are markers)
-                            v = e.get("pid")
-                            try:
-                                mk_pid(v)
-                            except (TypeError, OverflowError):
-                                mk_pid(_int(v))
-                            v = e.get("tid")
-                            try:
-                                mk_tid(v)
-                            except (TypeError, OverflowError):
-                                mk_tid(_int(v))
-                            mk_cat(mc)
-                            code = mk_names.get(name)
-                            if code is None:
-                                code = mk_names[name] = len(mk_names)
-                            mk_name(code)
-                            try:
-                                mk_ts(ts)
-                            except (TypeError, OverflowError):
-                                mk_ts(_num(ts))
-                            try:
-                                mk_dur(dur)
-                            except (TypeError, OverflowError):
-                                mk_dur(_num(dur))
-                            a = e.get("args")
-                            if type(a) is dict and a:  # the operator's External id and record_shapes inputs
-                                v = a.get("External id", UNKNOWN)
-                                try:
-                                    mk_ext(v)
-                                except (TypeError, OverflowError):
-                                    mk_ext(UNKNOWN if isinstance(v, (list, dict)) else _int(v))
-                                v = a.get("Input Dims")
-                                text = "" if v is None else repr(v)
-                                code = mk_dim_codes.get(text)
-                                mk_dims(code if code is not None else mk_dim_codes.setdefault(text, len(mk_dim_codes)))
-                                v = a.get("Input type")
-                                text = "" if v is None else repr(v)
-                                code = mk_type_codes.get(text)
-                                mk_types(code if code is not None else mk_type_codes.setdefault(text, len(mk_type_codes)))
-                                v = a.get("Concrete Inputs")  # scalar arguments (stride, padding, is_causal): the FLOPs formulas read them
-                                text = "" if v is None else repr(v)
-                                code = mk_concrete_codes.get(text)
-                                mk_concrete(code if code is not None else mk_concrete_codes.setdefault(text, len(mk_concrete_codes)))
-                                if name == "record_param_comms" and "Collective name" in a:
-                                    coll = collective_args(a)
-                                    if coll[0] and mk.ext[-1] != UNKNOWN:
-                                        comm_ops[mk.ext[-1]] = coll
-                            else:
-                                mk_ext(UNKNOWN)
-                                mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
-                                mk_types(mk_type_codes.setdefault("", len(mk_type_codes)))
-                                mk_concrete(mk_concrete_codes.setdefault("", len(mk_concrete_codes)))
-                        elif cat == "kernel":
-                            t = k
-                            a = e.get("args") or {}
-                            for arr, v in (
-                                (k.device, a.get("device", e.get("pid"))),
-                                (k.stream, a.get("stream", e.get("tid"))),
-                                (k.corr, a.get("correlation")),
-                                (k.shared, a.get("shared memory")),
-                                (k.ext, a.get("External id", UNKNOWN)),
-                                (k.regs, a.get("registers per thread", UNKNOWN)),
-                            ):
-                                try:
-                                    arr.append(v)
-                                except (TypeError, OverflowError):
-                                    arr.append(_int(v))
-                            _triple(k.grid, a.get("grid"))
-                            _triple(k.block, a.get("block"))
-                            if "Collective name" in a:
-                                coll_name, coll_bytes, coll_ranks = collective_args(a)
-                            else:
-                                coll_name, coll_bytes, coll_ranks = "", UNKNOWN, UNKNOWN
-                            k_coll(k_colls.setdefault(coll_name, len(k_colls)))
-                            k_coll_bytes(coll_bytes)
-                            k_coll_ranks(coll_ranks)
-                            k.name.append(k_names.setdefault(name, len(k_names)))
-                            if cat not in first_ts:
-                                first_ts[cat] = ts
-                        elif cat in API_CODE:
-                            t = api
-                            a = e.get("args") or {}
-                            corr = a.get("correlation")
-                            pid: Any
-                            tid: Any
-                            if cat == "cuda_sync":  # written on the device/stream row; no host thread
-                                pid = tid = UNKNOWN
-                            else:
-                                pid, tid = e.get("pid"), e.get("tid")
-                            for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN))):
-                                try:
-                                    arr.append(v)
-                                except (TypeError, OverflowError):
-                                    arr.append(_int(v))
-                            if cat == "cuda_runtime" and "shared memory" in a:
-                                v = a["shared memory"]
-                                try:
-                                    lds.shared.append(v)
-                                except (TypeError, OverflowError):
-                                    lds.shared.append(_int(v))
-                                lds.corr.append(api.corr[-1])
-                            api.cat.append(API_CODE[cat])
-                            api.name.append(api_names.setdefault(name, len(api_names)))
-                            if cat not in first_ts:
-                                first_ts[cat] = ts
-                        elif cat in COPY_CODE:
-                            t = cp
-                            a = e.get("args") or {}
-                            kind = a.get("kind")
-                            for arr, v in (
-                                (cp.device, a.get("device", e.get("pid"))),
-                                (cp.stream, a.get("stream", e.get("tid"))),
-                                (cp.corr, a.get("correlation")),
-                                (cp.bytes, a.get("bytes")),
-                                (cp.ext, a.get("External id", UNKNOWN)),
-                            ):
-                                try:
-                                    arr.append(v)
-                                except (TypeError, OverflowError):
-                                    arr.append(_int(v))
-                            cp.cat.append(COPY_CODE[cat])
-                            cp.name.append(cp_names.setdefault(name, len(cp_names)))
-                            cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
-                        else:
-                            t = None
-                        if t is not None:
-                            try:
-                                t.ts.append(ts)
-                            except (TypeError, OverflowError):
-                                t.ts.append(_num(ts))
-                            try:
-                                t.dur.append(dur)
-                            except (TypeError, OverflowError):
-                                t.dur.append(_num(dur))
-                    elif ph == "s" or ph == "f":
-                        flows[(e.get("cat"), ph)] += 1
-                    elif ph == "i":
-                        if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
-                            a = e.get("args") or {}
-                            for arr, v in (
-                                (mem.bytes, a.get("Bytes")),
-                                (mem.dev_type, a.get("Device Type")),
-                                (mem.dev_id, a.get("Device Id")),
-                                (mem.addr, a.get("Addr")),
-                                (mem.pid, e.get("pid")),
-                                (mem.tid, e.get("tid")),
-                                (mem.total_allocated, a.get("Total Allocated")),
-                                (mem.total_reserved, a.get("Total Reserved")),
-                            ):
-                                try:
-                                    arr.append(v)
-                                except (TypeError, OverflowError):
-                                    arr.append(_int(v))
-                            ts = e["ts"]
-                            try:
-                                mem.ts.append(ts)
-                            except (TypeError, OverflowError):
-                                mem.ts.append(_num(ts))
-                    elif ph == "M" and e.get("name") == "process_labels":
-                        labels[e.get("pid")] = (e.get("args") or {}).get("labels")
-                except (TypeError, AttributeError):  # unhashable cat/pid, args not an object, Malformed
-                    ev.malformed += 1
-                    for table in ev.tables():
-                        table.rollback()
+        count += len(batch)
+        _take_events(ev, batch)
         if after >= 0:
             pos = after
             if len(buf) - pos < LOW_WATER and not win.eof:
@@ -1493,7 +1529,7 @@ MAX_INPUT_TEXT = 4096
 def operator_columns(cols: Columns) -> dict:
     """The operator link of a table's rows: ``external_id`` (Kineto "External id"; -1 when
     absent) on every table that has it, CUPTI's "registers per thread" as ``arch_vgpr`` on
-    kernels, and on markers the cpu_op's "Input Dims" and "Input type" as JSON text
+    kernels, and on markers the cpu_op's "Input Dims", "Input type" and "Concrete Inputs" as JSON text
     (categorical: each distinct text once)."""
     out: dict = {}
     if "ext" in cols.widths:

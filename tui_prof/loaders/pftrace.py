@@ -59,6 +59,7 @@ and CSV/JSON/rocpd times are exact. The count is in ``meta.extra["pftrace_touchi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -1377,6 +1378,63 @@ class _Args:
         return np.where(out != MISSING, out, -1)
 
 
+def _counter_series(dec: _Decoder, event_track: np.ndarray, event_ts: np.ndarray, track_info: list[dict], uuids: list) -> pd.DataFrame:
+    """The counter tracks' values as the ``series`` table (value = counter value * the
+    track's unit multiplier)."""
+    index = np.concatenate([p[0] for p in dec.counters])
+    value = np.concatenate([p[1] for p in dec.counters])
+    ctrack = event_track[index]
+    uniq, inverse = np.unique(ctrack, return_inverse=True)
+    infos = [track_info[u] for u in uniq.tolist()]
+    labels = np.array([i.get("name", f"track {uuids[u]}") for i, u in zip(infos, uniq.tolist())], dtype=object)
+    units = np.array([i.get("unit", "") for i in infos], dtype=object)
+    mult = np.array([i.get("multiplier", 1) for i in infos], dtype=np.float64)
+    agents = np.array([_match_int(_AGENT_IN_NAME, nm) for nm in labels], dtype=np.int64)
+    return make_table(
+        "series",
+        {
+            "track": labels[inverse],
+            "agent": agents[inverse],
+            "ts": event_ts[index],
+            "value": value * mult[inverse],
+            "unit": units[inverse],
+        },
+    )
+
+
+def _note_touching_kernels(run: Run, kernel_tracks: np.ndarray) -> None:
+    """Count (and warn about) consecutive kernels of one track that end and start at the same ns."""
+    touching = _touching_kernels(run.kernels, kernel_tracks)
+    run.meta.extra["pftrace_touching_kernel_pairs"] = touching
+    if touching:
+        run.warnings.append(
+            f"{touching} pair(s) of consecutive kernels on one track end/start at the same ns: rocprofv3 "
+            "moves overlapping kernel times to their midpoint in pftrace only; CSV/JSON/rocpd times are exact"
+        )
+
+
+def _copies_table(a: _Args, copy_names: pd.Series, start: np.ndarray, end: np.ndarray, pid: int, tids: Callable[[_Args], np.ndarray]) -> pd.DataFrame:
+    """The memory copy slices as the ``copies`` table (``tids``: the thread id of each, from
+    its args or its track)."""
+    direction, src_agent, dst_agent = labelled_copies(_direction_labels(copy_names), src_agent=a.col("src_agent"), dst_agent=a.col("dst_agent"))
+    return make_table(
+        "copies",
+        {
+            "start": start,
+            "end": end,
+            "bytes": a.col("copy_bytes"),
+            "direction": direction,
+            "src_agent": src_agent,
+            "dst_agent": dst_agent,
+            "stream": a.col("stream_ID", "stream_id"),
+            "pid": pid,
+            "tid": tids(a),
+            "correlation_id": a.col("corr_id"),
+            "name": copy_names,
+        },
+    )
+
+
 def _build_run(dec: _Decoder, path: Path) -> Run:
     keys = ("type", "track", "ts", "name", "cat")
     if dec.chunks:
@@ -1469,57 +1527,12 @@ def _build_run(dec: _Decoder, path: Path) -> Run:
     for agent_id in sorted(set(np.unique(agent).tolist()) - {-1}):
         run.agents.append(Agent(id=int(agent_id), type="GPU", extra={"source": "pftrace kernel agent label"}))
     if k.size:
-        touching = _touching_kernels(run.kernels, kt)
-        run.meta.extra["pftrace_touching_kernel_pairs"] = touching
-        if touching:
-            run.warnings.append(
-                f"{touching} pair(s) of consecutive kernels on one track end/start at the same ns: rocprofv3 "
-                "moves overlapping kernel times to their midpoint in pftrace only; CSV/JSON/rocpd times are exact"
-            )
+        _note_touching_kernels(run, kt)
 
-    # memory copies
     c = np.flatnonzero(cat == cat_sid["memory_copy"])
-    a = _Args(dec.args[_COPY], _COPY, begins[c])
-    copy_names = _categorical(strings, names[c])
-    direction, src_agent, dst_agent = labelled_copies(_direction_labels(copy_names), src_agent=a.col("src_agent"), dst_agent=a.col("dst_agent"))
-    run.copies = make_table(
-        "copies",
-        {
-            "start": start[c],
-            "end": end[c],
-            "bytes": a.col("copy_bytes"),
-            "direction": direction,
-            "src_agent": src_agent,
-            "dst_agent": dst_agent,
-            "stream": a.col("stream_ID", "stream_id"),
-            "pid": pid,
-            "tid": tids(a, c),
-            "correlation_id": a.col("corr_id"),
-            "name": copy_names,
-        },
-    )
-
-    # counter tracks -> series (value = counter value * unit_multiplier)
+    run.copies = _copies_table(_Args(dec.args[_COPY], _COPY, begins[c]), _categorical(strings, names[c]), start[c], end[c], pid, lambda a: tids(a, c))
     if dec.counters:
-        index = np.concatenate([p[0] for p in dec.counters])
-        value = np.concatenate([p[1] for p in dec.counters])
-        ctrack = ev["track"][index]
-        uniq, inverse = np.unique(ctrack, return_inverse=True)
-        infos = [track_info[u] for u in uniq.tolist()]
-        labels = np.array([i.get("name", f"track {uuids[u]}") for i, u in zip(infos, uniq.tolist())], dtype=object)
-        units = np.array([i.get("unit", "") for i in infos], dtype=object)
-        mult = np.array([i.get("multiplier", 1) for i in infos], dtype=np.float64)
-        agents = np.array([_match_int(_AGENT_IN_NAME, nm) for nm in labels], dtype=np.int64)
-        run.series = make_table(
-            "series",
-            {
-                "track": labels[inverse],
-                "agent": agents[inverse],
-                "ts": ev["ts"][index],
-                "value": value * mult[inverse],
-                "unit": units[inverse],
-            },
-        )
+        run.series = _counter_series(dec, ev["track"], ev["ts"], track_info, uuids)
     run.warnings.extend(dec.warnings)
     return run
 

@@ -503,6 +503,22 @@ def _int_column(arr: pa.ChunkedArray, narrow: bool) -> np.ndarray:
     return arr.to_numpy()
 
 
+def _without_incomplete_rows(table: pa.Table, required: list[str]) -> tuple[pa.Table, bool, int]:
+    """``table`` without the rows lacking a value in a ``required`` column (a last row cut
+    inside the final field, or blanks); whether the last row was one of them; how many
+    others were dropped."""
+    if not table.num_rows:
+        return table, False, 0
+    valid = None
+    for col in required:
+        ok = pc.is_valid(table.column(col))
+        valid = ok if valid is None else pc.and_(valid, ok)
+    if valid is None or pc.all(valid).as_py():
+        return table, False, 0
+    mask = np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+    return table.filter(pa.array(mask)), not mask[-1], int((~mask).sum()) - (0 if mask[-1] else 1)
+
+
 def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bool, int]:
     """Read one file of ``kind`` into ``{lower-case column: array}``.
 
@@ -584,22 +600,16 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         warnings.append(f"{path}: bytes that are not UTF-8 read as U+FFFD")
     if bad:
         warnings.append(f"{path}: {len(bad)} malformed row(s) skipped")
-    # Rows without the required values: a last row cut inside the final field, or blanks.
-    if table.num_rows:
-        valid = None
-        for col in include:
-            if name_of[col] in required:
-                ok = pc.is_valid(table.column(col))
-                valid = ok if valid is None else pc.and_(valid, ok)
-        if valid is not None and not pc.all(valid).as_py():
-            mask = np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
-            if not mask[-1] and last_line is not None:
-                truncated = True
-            dropped = int((~mask).sum()) - (0 if mask[-1] else 1)
-            if dropped:
-                warnings.append(f"{path}: {dropped} row(s) without {'/'.join(required)} skipped")
-            table = table.filter(pa.array(mask))
+    table, cut, dropped = _without_incomplete_rows(table, [col for col in include if name_of[col] in required])
+    truncated = truncated or (cut and last_line is not None)
+    if dropped:
+        warnings.append(f"{path}: {dropped} row(s) without {'/'.join(required)} skipped")
 
+    return _table_columns(table, include, name_of, types, narrow=kind != "stats"), warnings, truncated, len(bad)
+
+
+def _table_columns(table: pa.Table, include: list[str], name_of: dict[str, str], types: dict[str, str], narrow: bool) -> dict[str, Any]:
+    """``{lower-case column: array}`` of a parsed table (see :func:`read_csv_table`)."""
     columns: dict[str, object] = {}
     for col in include:
         low = name_of[col]
@@ -617,8 +627,8 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         elif dtype == UINT:
             columns[low] = (arr if arr.null_count == 0 else pc.fill_null(arr, 0)).to_numpy().view(np.int64)
         else:
-            columns[low] = _int_column(arr, narrow=kind != "stats")
-    return columns, warnings, truncated, len(bad)
+            columns[low] = _int_column(arr, narrow=narrow)
+    return columns
 
 
 # --------------------------------------------------------------------------- categories
@@ -955,17 +965,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
     meta.tool = "rocprofv3"
     meta.formats = [FORMAT]
 
-    agent_files = [f for f in files if f.kind == "agent_info"]
-    for item in agent_files:
-        try:
-            run.agents.extend(a for a in read_agent_info(item.path) if run.agent(a.id) is None)
-            meta.files.append(str(item.path))
-        except OSError as err:
-            issues.error(item.path, read_error(err))
-            run.partial = True
-        except (LoadError, ValueError, pd.errors.ParserError) as err:
-            issues.error(item.path, f"cannot read rocprofv3 agent_info: {err}")
-            run.partial = True
+    _read_agents(run, [f for f in files if f.kind == "agent_info"], issues)
     resolver = AgentResolver(run.agents)
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
@@ -1018,18 +1018,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             continue
         meta.files.append(str(item.path))
         run.warnings.extend(warnings)
-        if truncated:
-            run.partial = True
-            run.warnings.append(f"{item.path}: last line is incomplete (file cut short?); complete rows loaded")
-        if truncated or malformed:
-            run.partial = True  # rows of this file were dropped
-            rows = len(next(iter(cols.values()))) if cols else 0
-            problems = []
-            if truncated:
-                problems.append("truncated: last row cut short and dropped")
-            if malformed:
-                problems.append(f"{malformed} malformed row(s) (wrong number of fields) skipped")
-            issues.error(item.path, f"{'; '.join(problems)}; {rows} complete rows loaded")
+        _dropped_rows(run, item, cols, truncated, malformed, issues)
 
     run.kernels = concat_tables("kernels", kernels)
     run.api = concat_tables("api", apis)
@@ -1044,20 +1033,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             run.warnings.append(COUNTER_WARNING)
             meta.extra["kernels_from_counters"] = True
 
-    marker_rows = run.api[run.api["domain"] == "marker"] if len(run.api) else run.api
-    if len(marker_rows):
-        run.markers = make_table(
-            "markers",
-            {
-                "start": marker_rows["start"].to_numpy(),
-                "end": marker_rows["end"].to_numpy(),
-                "name": marker_rows["name"].cat.remove_unused_categories().reset_index(drop=True),
-                "source": "roctx",
-                "pid": marker_rows["pid"].to_numpy(),
-                "tid": marker_rows["tid"].to_numpy(),
-            },
-        )
-
+    _markers_from_api(run)
     # Process identity: "<hostname>/<pid>_<kind>.csv" by default (formats.md §1).
     meta.pid, several = process_pid(prefix, sorted(pids))
     if several:
@@ -1072,9 +1048,64 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         run.kernels["pid"] = compact_int(np.where(pid == UNKNOWN, meta.pid, pid))
     meta.extra["prefix"] = prefix
     meta.extra["directory"] = directory
-    if resolver.spellings:
-        meta.extra["agent_index"] = sorted(resolver.spellings)
+    _settle_agents(run, resolver)
+    if not meta.files:
+        return None
+    return run
 
+
+def _dropped_rows(run: Run, item: DetectedFile, cols: dict[str, Any], truncated: bool, malformed: int, issues: IssueSink) -> None:
+    """Say that a file's last row was cut or that malformed rows were skipped (the run is partial)."""
+    if truncated:
+        run.partial = True
+        run.warnings.append(f"{item.path}: last line is incomplete (file cut short?); complete rows loaded")
+    if truncated or malformed:
+        run.partial = True  # rows of this file were dropped
+        rows = len(next(iter(cols.values()))) if cols else 0
+        problems = []
+        if truncated:
+            problems.append("truncated: last row cut short and dropped")
+        if malformed:
+            problems.append(f"{malformed} malformed row(s) (wrong number of fields) skipped")
+        issues.error(item.path, f"{'; '.join(problems)}; {rows} complete rows loaded")
+
+
+def _read_agents(run: Run, agent_files: list[DetectedFile], issues: IssueSink) -> None:
+    """The agents of the group's agent_info files (the first of each id kept)."""
+    for item in agent_files:
+        try:
+            run.agents.extend(a for a in read_agent_info(item.path) if run.agent(a.id) is None)
+            run.meta.files.append(str(item.path))
+        except OSError as err:
+            issues.error(item.path, read_error(err))
+            run.partial = True
+        except (LoadError, ValueError, pd.errors.ParserError) as err:
+            issues.error(item.path, f"cannot read rocprofv3 agent_info: {err}")
+            run.partial = True
+
+
+def _markers_from_api(run: Run) -> None:
+    """The roctx ranges (the API trace's ``marker`` domain) as the run's markers."""
+    marker_rows = run.api[run.api["domain"] == "marker"] if len(run.api) else run.api
+    if len(marker_rows):
+        run.markers = make_table(
+            "markers",
+            {
+                "start": marker_rows["start"].to_numpy(),
+                "end": marker_rows["end"].to_numpy(),
+                "name": marker_rows["name"].cat.remove_unused_categories().reset_index(drop=True),
+                "source": "roctx",
+                "pid": marker_rows["pid"].to_numpy(),
+                "tid": marker_rows["tid"].to_numpy(),
+            },
+        )
+
+
+def _settle_agents(run: Run, resolver: AgentResolver) -> None:
+    """Minimal agents when no agent_info was read, and warnings for agent ids the resolver
+    could not place."""
+    if resolver.spellings:
+        run.meta.extra["agent_index"] = sorted(resolver.spellings)
     if not run.agents:
         run.agents = _minimal_agents(run, resolver)
         if "type-relative" in resolver.spellings:
@@ -1083,10 +1114,6 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         run.warnings.append(f"agent id(s) not found in agent_info.csv: {', '.join(sorted(resolver.unresolved))}")
     if resolver.out_of_range:
         run.warnings.append(f"{resolver.out_of_range} agent id value(s) beyond int64 read as unknown (-1)")
-
-    if not meta.files:
-        return None
-    return run
 
 
 def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:

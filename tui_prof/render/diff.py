@@ -14,7 +14,7 @@ import numpy as np
 
 from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, comparable, rank_diff, regressions
 from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
-from tui_prof.render.fmt import fmt_ns, shorten
+from tui_prof.render.fmt import fmt_ns, fmt_pct, shorten
 from tui_prof.render.safe import md_code, md_text
 from tui_prof.render.summary import Code, lines_text, markdown_table, table
 
@@ -107,7 +107,7 @@ def fmt_rel(value) -> str:
         return "-"
     if math.isinf(value):
         return "new"
-    return f"{value:+.1f}%"
+    return fmt_pct(value, signed=True)
 
 
 def _verdict_cell(m: Mapping[str, Any]) -> str:
@@ -147,7 +147,7 @@ DOMAIN_HEADERS = ["domain", "status", "calls A", "calls B", "total A", "total B"
 
 
 def _share(value) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}%"
+    return fmt_pct(value, 2)
 
 
 def domain_rows(result: DiffResult) -> list[list[str]]:
@@ -284,8 +284,8 @@ def rank_lines(result: DiffResult, top: int | None = None, markdown: bool = Fals
     pa, pb = d["communication_pct"]
     oa, ob = d["overlap_pct"]
     head = (
-        f"{d['processes'][0]} vs {d['processes'][1]} processes; communication {pa:.2f} % vs {pb:.2f} % of rank time, "
-        f"overlapping compute {oa:.2f} % vs {ob:.2f} %; straggler {_rank(d['straggler'][0])} vs {_rank(d['straggler'][1])}"
+        f"{d['processes'][0]} vs {d['processes'][1]} processes; communication {fmt_pct(pa, 2)} vs {fmt_pct(pb, 2)} of rank time, "
+        f"overlapping compute {fmt_pct(oa, 2)} vs {fmt_pct(ob, 2)}; straggler {_rank(d['straggler'][0])} vs {_rank(d['straggler'][1])}"
     )
     # both tables sanitise every cell (markdown_table escapes it for Markdown too)
     render = markdown_table if markdown else (lambda headers, rows: table(headers, rows, "l" + "r" * (len(headers) - 1)))

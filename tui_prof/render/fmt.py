@@ -52,12 +52,13 @@ def fmt_bytes(n: float | None) -> str:
     return f"{int(n)} B"
 
 
-def fmt_pct(value: float | None, digits: int = 1) -> str:
-    """A percentage: ``12.3%`` (``-`` when unknown)."""
+def fmt_pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
+    """A percentage, the one style of every report and view: ``12.3%`` (``+12.3%`` with
+    ``signed``; ``-`` when unknown)."""
     if _unknown(value):
         return "-"
     assert value is not None
-    return f"{float(value):.{digits}f}%"
+    return f"{float(value):+.{digits}f}%" if signed else f"{float(value):.{digits}f}%"
 
 
 def fmt_value(value, kind: str) -> str:

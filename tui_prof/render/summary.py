@@ -8,12 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, shorten, sparkline
+from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, fmt_pct, shorten, sparkline
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 
 
 class Code(str):
     """A table cell that is a name: plain in text, a code span in Markdown."""
+
+
+Section = tuple[str, list[str], list[list[str]], list[str]]  # (title, headers, rows, notes)
 
 
 def lines_text(lines: list[str]) -> str:
@@ -89,14 +92,14 @@ def source_note(summary: Mapping[str, Any], key: str) -> str:
     return f" ({summary.get('stats', {}).get('source') or 'from the profiler statistics'})"
 
 
-def has_trace(summary: Mapping[str, Any]) -> bool:
+def shows_trace(summary: Mapping[str, Any]) -> bool:
     """False for a statistics-only run (the trace sections have nothing to show)."""
     return not summary.get("stats", {}).get("needs_trace")
 
 
-def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
     """The API table and the statistics tables that no trace section shows."""
-    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    out: list[Section] = []
     api = summary.get("api") or {}
     if api.get("rows"):
         rows = [
@@ -123,45 +126,33 @@ def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[st
     return out
 
 
-def _pct(x) -> str:
-    return "-" if x is None else f"{x:.2f} %"
+def _findings_section(summary: Mapping[str, Any]) -> list[Section]:
+    if not summary["findings"]:
+        return []
+    rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
+    return [("Findings", ["severity", "code", "finding", "fix"], rows, [])]
 
 
-def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 20) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
-    """Report sections as (title, headers, rows, notes); rendered as text or Markdown."""
-    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
-    if "gpu" not in summary:
-        return out
-    if not has_trace(summary):
-        if summary["findings"]:
-            rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
-            out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
-        out.extend(stats_sections(summary, name_width))
-        out.append(
-            (
-                "Timeline",
-                [],
-                [],
-                [
-                    "No trace in this run: idle, gaps, synchronisation and launch overhead need one. "
-                    "Record it with rocprofv3 --kernel-trace --sys-trace -- <app>."
-                ],
-            )
-        )
-        return out
+def _stats_only_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
+    """A run without a trace: its findings, its statistics tables, and what a trace would add."""
+    no_trace = "No trace in this run: idle, gaps, synchronisation and launch overhead need one. Record it with rocprofv3 --kernel-trace --sys-trace -- <app>."
+    return _findings_section(summary) + stats_sections(summary, name_width) + [("Timeline", [], [], [no_trace])]
+
+
+def _measurement_section(summary: Mapping[str, Any]) -> list[Section]:
     m = summary["measurement"]
     rows = [
         ["end-to-end span", fmt_ns(m["span_ns"])],
         ["GPU active span", fmt_ns(m["gpu_span_ns"])],
         ["kernel dispatches", str(m["kernel_count"])],
         ["kernel time", fmt_ns(m["kernel_time_ns"])],
-        ["GEMM share of kernel time", _pct(m["gemm_pct_of_kernel_time"])],
-        ["sync calls, raw (share of wall)", _pct(m["sync_pct_of_wall"])],
-        ["exposed sync (target < 5 %)", _pct(m.get("exposed_sync_pct_of_wall"))],
-        ["launch API time", _pct(m["launch_api_pct_of_wall"])],
+        ["GEMM share of kernel time", fmt_pct(m["gemm_pct_of_kernel_time"], 2)],
+        ["sync calls, raw (share of wall)", fmt_pct(m["sync_pct_of_wall"], 2)],
+        ["exposed sync (target < 5%)", fmt_pct(m.get("exposed_sync_pct_of_wall"), 2)],
+        ["launch API time", fmt_pct(m["launch_api_pct_of_wall"], 2)],
         ["median queue delay", fmt_ns(m["median_queue_delay_ns"])],
-        ["GPU idle", _pct(m["idle_pct"])],
-        ["copies (share of wall)", _pct(m["copy_pct_of_wall"])],
+        ["GPU idle", fmt_pct(m["idle_pct"], 2)],
+        ["copies (share of wall)", fmt_pct(m["copy_pct_of_wall"], 2)],
         ["peak memory", fmt_bytes(m["peak_memory_bytes"])],
     ]
     requested = (summary.get("memory") or {}).get("requested") or []
@@ -173,35 +164,29 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
             [f"process time (Σ of {m['processes']} processes' spans)", fmt_ns(m["process_time_ns"])],
             ["GPU time (Σ of per-GPU spans)", fmt_ns(summary["gpu"].get("agent_span_ns"))],
         ]
-        rows.append(["sync per process, mean / max", f"{_pct(sync.get('mean_pct_of_wall'))} / {_pct(sync.get('max_pct_of_wall'))}"])
-    out.append(("Measurements", ["metric", "value"], rows, []))
-    if summary["findings"]:
-        rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
-        out.append(("Findings", ["severity", "code", "finding", "fix"], rows, []))
-    out.extend(steps_sections(summary, name_width))
-    out.extend(rank_sections(summary, name_width))
-    gpu = summary["gpu"]
+        rows.append(["sync per process, mean / max", f"{fmt_pct(sync.get('mean_pct_of_wall'), 2)} / {fmt_pct(sync.get('max_pct_of_wall'), 2)}"])
+    return [("Measurements", ["metric", "value"], rows, [])]
+
+
+def _gpu_section(summary: Mapping[str, Any]) -> list[Section]:
     rows = [
         [
             a["process"],
             str(a["agent"]),
             fmt_ns(a["span_ns"]),
             fmt_ns(a["busy_ns"]),
-            _pct(a["busy_pct"]),
-            _pct(a["idle_pct"]),
+            fmt_pct(a["busy_pct"], 2),
+            fmt_pct(a["idle_pct"], 2),
             str(a["dispatches"]),
             str(a["copies"]),
         ]
-        for a in gpu["agents"]
+        for a in summary["gpu"]["agents"]
     ]
-    out.append(
-        (
-            "GPU busy / idle (union of kernels and copies over all queues)",
-            ["process", "agent", "span", "busy", "busy %", "idle %", "dispatches", "copies"],
-            rows,
-            [],
-        )
-    )
+    headers = ["process", "agent", "span", "busy", "busy %", "idle %", "dispatches", "copies"]
+    return [("GPU busy / idle (union of kernels and copies over all queues)", headers, rows, [])]
+
+
+def _gaps_section(summary: Mapping[str, Any], max_gaps: int) -> list[Section]:
     gaps = summary["gaps"]
     notes = [
         f"{gaps['count']} gaps >= {fmt_ns(gaps['threshold_ns'])} (threshold, --gap-threshold); "
@@ -221,26 +206,32 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         ]
         for g in listed
     ]
-    out.append((f"Idle gaps (longest {len(rows)})", ["agent", "at (from GPU start)", "duration", "cause", "caused by", "API before", "next work"], rows, notes))
+    return [(f"Idle gaps (longest {len(rows)})", ["agent", "at (from GPU start)", "duration", "cause", "caused by", "API before", "next work"], rows, notes)]
+
+
+def _sync_section(summary: Mapping[str, Any]) -> list[Section]:
     s = summary["sync"]
     sal = s["sync_after_launch"]
     rows = [[Code(name), str(v["calls"]), fmt_ns(v["total_ns"])] for name, v in s["by_name"].items()]
     notes = [
-        f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {s['pct_of_wall']:.2f} % of wall; "
+        f"{s['calls']} calls, {fmt_ns(s['total_ns'])} = {fmt_pct(s['pct_of_wall'], 2)} of wall; "
         f"{sal['followed_by_sync']} of {sal['launches']} launches directly followed by a sync"
         + (" -> sync inside the loop detected" if sal["detected"] else "")
     ]
     if "exposed_ns" in s:
         notes.append(
-            f"exposed {fmt_ns(s['exposed_ns'])} = {s['exposed_pct_of_wall']:.2f} % of wall (host blocked while the GPU "
+            f"exposed {fmt_ns(s['exposed_ns'])} = {fmt_pct(s['exposed_pct_of_wall'], 2)} of wall (host blocked while the GPU "
             f"has nothing left to run); waiting for work {fmt_ns(s['waiting_ns'])} (the GPU still runs queued work)"
         )
-    out.append(("Synchronisation", ["API", "calls", "time"], rows, notes))
+    return [("Synchronisation", ["API", "calls", "time"], rows, notes)]
+
+
+def _launch_section(summary: Mapping[str, Any]) -> list[Section]:
     lc = summary["launch"]
     rows = [
         ["launch calls", str(lc["launch_calls"])],
         ["graph launches", str(lc["graph_launch_calls"])],
-        ["launch API time (kernel + graph launches)", f"{fmt_ns(lc['api_total_ns'])} ({_pct(lc['api_pct_of_wall'])} of wall)"],
+        ["launch API time (kernel + graph launches)", f"{fmt_ns(lc['api_total_ns'])} ({fmt_pct(lc['api_pct_of_wall'], 2)} of wall)"],
     ]
     if lc["graph_launch_calls"]:
         rows += [
@@ -254,58 +245,48 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         ["median kernel time", fmt_ns(lc["median_kernel_ns"])],
         [f"kernels < {fmt_ns(lc['tiny_kernel_threshold_ns'])}", str(lc["tiny_kernels"])],
     ]
-    out.append(("Launch overhead", ["metric", "value"], rows, []))
+    return [("Launch overhead", ["metric", "value"], rows, [])]
+
+
+def _copy_cells(v: Mapping[str, Any]) -> list[str]:
+    """count, bytes, time and bandwidth of one direction's copies."""
+    return [
+        str(v["count"]),
+        ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v["bytes"])),
+        fmt_ns(v["time_ns"]),
+        "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s",
+    ]
+
+
+def _copies_sections(summary: Mapping[str, Any]) -> list[Section]:
     c = summary["copies"]
-    if c["count"]:
-        rows = [
-            [
-                d,
-                str(v["count"]),
-                ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v["bytes"])),
-                fmt_ns(v["time_ns"]),
-                "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s",
-            ]
-            for d, v in c["by_direction"].items()
-        ]
-        out.append(("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{_pct(c['pct_of_wall'])} of wall"]))
-        rows = [
-            [
-                kind,
-                d,
-                str(v["count"]),
-                ("size not recorded" if v.get("size_unknown") == v["count"] else fmt_bytes(v["bytes"])),
-                fmt_ns(v["time_ns"]),
-                "-" if v["bandwidth_gbs"] is None else f"{v['bandwidth_gbs']:.2f} GB/s",
-                "-" if v.get("first_bandwidth_gbs") is None else f"{v['first_bandwidth_gbs']:.2f} GB/s",
-            ]
-            for kind, k in c.get("by_kind", {}).items()
-            for d, v in k["by_direction"].items()
-        ]
-        if rows:
-            out.append(
-                (
-                    "Copies by memory kind",
-                    ["kind", "direction", "count", "bytes", "time", "bandwidth", "first copy"],
-                    rows,
-                    ["pinned/pageable/managed: the host memory kind the profiler recorded; host: not recorded"],
-                )
-            )
+    if not c["count"]:
+        return []
+    rows = [[d, *_copy_cells(v)] for d, v in c["by_direction"].items()]
+    out: list[Section] = [("Copies", ["direction", "count", "bytes", "time", "bandwidth"], rows, [f"{fmt_pct(c['pct_of_wall'], 2)} of wall"])]
+    rows = [
+        [kind, d, *_copy_cells(v), "-" if v.get("first_bandwidth_gbs") is None else f"{v['first_bandwidth_gbs']:.2f} GB/s"]
+        for kind, k in c.get("by_kind", {}).items()
+        for d, v in k["by_direction"].items()
+    ]
+    if rows:
+        headers = ["kind", "direction", "count", "bytes", "time", "bandwidth", "first copy"]
+        out.append(("Copies by memory kind", headers, rows, ["pinned/pageable/managed: the host memory kind the profiler recorded; host: not recorded"]))
+    return out
+
+
+def _kernel_group_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
+    """Kernel time by category, by launching operator (with its detail), by normalised name."""
     rows = [
         [Code(h["name"]), str(h["calls"]), fmt_ns(h["total_ns"]), f"{h['percent']:.2f}", f"{h.get('pct_wall', 0):.2f}"]
         for h in summary["hotspots_by"]["category"]
     ]
-    out.append(("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"]))
+    out: list[Section] = [("Kernel time by category", ["category", "calls", "total", "% kernel", "% wall"], rows, [f"rules: {summary['category_rules']}"])]
     operators = summary.get("hotspots_by_operator") or []
     if operators:
         rows = [[Code(shorten(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in operators[:15]]
-        out.append(
-            (
-                "Kernel time by launching operator",
-                ["operator", "kernels", "total", "% kernel"],
-                rows,
-                ["the cpu_op each kernel's External id names (else the innermost cpu_op around its launch call); graph: replayed from a CUDA/HIP graph"],
-            )
-        )
+        note = "the cpu_op each kernel's External id names (else the innermost cpu_op around its launch call); graph: replayed from a CUDA/HIP graph"
+        out.append(("Kernel time by launching operator", ["operator", "kernels", "total", "% kernel"], rows, [note]))
     out.extend(operator_detail_sections(summary, name_width))
     rows = [
         [
@@ -319,54 +300,64 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
         for h in summary["hotspots_by"]["normalized"][:15]
     ]
     out.append(("Kernels by normalised name", ["kernel", "calls", "total", "median", "% kernel", "% wall"], rows, []))
-    out.extend(stats_sections(summary, name_width))
-    if summary["occupancy"]:
-        rows = [
-            [
-                Code(shorten(o["name"], name_width)),
-                o["arch"],
-                f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}",
-                f"{o['occupancy_pct']:.1f} %",
-                o["limiter"],
-                o["hint"],
-            ]
-            for o in summary["occupancy"][:10]
+    return out
+
+
+def _occupancy_section(summary: Mapping[str, Any], name_width: int) -> list[Section]:
+    if not summary["occupancy"]:
+        return []
+    rows = [
+        [
+            Code(shorten(o["name"], name_width)),
+            o["arch"],
+            f"{o['waves_per_simd']:g}/{o['max_waves_per_simd']}",
+            fmt_pct(o["occupancy_pct"]),
+            o["limiter"],
+            o["hint"],
         ]
-        out.append(("Theoretical occupancy", ["kernel", "arch", "waves/SIMD", "occupancy", "limiter", "what would lift it"], rows, []))
+        for o in summary["occupancy"][:10]
+    ]
+    return [("Theoretical occupancy", ["kernel", "arch", "waves/SIMD", "occupancy", "limiter", "what would lift it"], rows, [])]
+
+
+def _counter_rows(k: Mapping[str, Any]) -> list[list[str]]:
+    """One kernel's derived metrics and its point on the HBM roofline (rocprof-compute data)."""
+    name = Code(shorten(k["name"], 40))
+    rows = [
+        [name, m["label"], f"{m['value']:.4g} {m['unit']}", m["threshold"], ("! " + m["meaning"]) if m["flagged"] else "ok", m["source"]]
+        for m in k["metrics"].values()
+    ]
+    roof = k.get("roofline")
+    if roof:
+        rows.append(
+            [
+                name,
+                "roofline (HBM)",
+                f"{roof['ai']:.3g} FLOP/B, {roof['gflops']:.4g} GFLOP/s",
+                f"ridge {roof['ridge']:.3g} FLOP/B",
+                roof["hint"],
+                roof["source"],
+            ]
+        )
+    return rows
+
+
+def _counters_sections(summary: Mapping[str, Any]) -> list[Section]:
+    out: list[Section] = []
     for block in summary["counters"]:
-        rows = []
-        for k in block["kernels"][:10]:
-            for m in k["metrics"].values():
-                rows.append(
-                    [
-                        Code(shorten(k["name"], 40)),
-                        m["label"],
-                        f"{m['value']:.4g} {m['unit']}",
-                        m["threshold"],
-                        ("! " + m["meaning"]) if m["flagged"] else "ok",
-                        m["source"],
-                    ]
-                )
-            roof = k.get("roofline")
-            if roof:  # the kernel's point on the HBM roofline (rocprof-compute data)
-                rows.append(
-                    [
-                        Code(shorten(k["name"], 40)),
-                        "roofline (HBM)",
-                        f"{roof['ai']:.3g} FLOP/B, {roof['gflops']:.4g} GFLOP/s",
-                        f"ridge {roof['ridge']:.3g} FLOP/B",
-                        roof["hint"],
-                        roof["source"],
-                    ]
-                )
+        rows = [row for k in block["kernels"][:10] for row in _counter_rows(k)]
         notes = []
         if block["missing"]:
             notes.append("Missing for: " + ", ".join(block["missing"]) + ". Collect with:")
             notes.extend("  " + cmd for cmd in block["commands"])
         if rows or notes:
-            out.append(
-                (f"Counters ({block['process']}, {block.get('arch') or '?'})", ["kernel", "metric", "value", "threshold", "verdict", "source"], rows, notes)
-            )
+            headers = ["kernel", "metric", "value", "threshold", "verdict", "source"]
+            out.append((f"Counters ({block['process']}, {block.get('arch') or '?'})", headers, rows, notes))
+    return out
+
+
+def _capability_sections(summary: Mapping[str, Any]) -> list[Section]:
+    out: list[Section] = []
     for group in gpu_groups(summary["agents"]):
         caps = group[0].get("capabilities")
         if caps:
@@ -375,10 +366,39 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
             agents = f"agents {fmt_ids(ids)} {caps['arch'] or '?'} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]} {caps['arch'] or '?'}"
             instead = [f"Cannot measure {i['cannot']}. Instead: {i['instead']}." for i in caps.get("instead", [])]
             out.append((f"Profiling capability: {agents}", ["feature", "support"], rows, caps["notes"] + instead))
-    if summary.get("logs"):
-        rows = [[f"{h['path']}:{h['line']}", h["code"], h["meaning"]] for h in summary["logs"]]
-        out.append(("Known errors in log files", ["where", "code", "meaning"], rows, []))
     return out
+
+
+def _logs_section(summary: Mapping[str, Any]) -> list[Section]:
+    if not summary.get("logs"):
+        return []
+    rows = [[f"{h['path']}:{h['line']}", h["code"], h["meaning"]] for h in summary["logs"]]
+    return [("Known errors in log files", ["where", "code", "meaning"], rows, [])]
+
+
+def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 20) -> list[Section]:
+    """Report sections as (title, headers, rows, notes), in report order; rendered as text or Markdown."""
+    if "gpu" not in summary:
+        return []
+    if not shows_trace(summary):
+        return _stats_only_sections(summary, name_width)
+    return [
+        *_measurement_section(summary),
+        *_findings_section(summary),
+        *steps_sections(summary, name_width),
+        *rank_sections(summary, name_width),
+        *_gpu_section(summary),
+        *_gaps_section(summary, max_gaps),
+        *_sync_section(summary),
+        *_launch_section(summary),
+        *_copies_sections(summary),
+        *_kernel_group_sections(summary, name_width),
+        *stats_sections(summary, name_width),
+        *_occupancy_section(summary, name_width),
+        *_counters_sections(summary),
+        *_capability_sections(summary),
+        *_logs_section(summary),
+    ]
 
 
 def gpu_groups(agents: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
@@ -400,9 +420,9 @@ def gpu_group_label(group: list[Mapping[str, Any]]) -> str:
     return f"{fmt_ids(ids)}: {name}" + (f" ×{len(ids)}" if len(ids) > 1 else "")
 
 
-def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[Section]:
     """The step table, its distribution and steady state, and peak memory per device."""
-    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    out: list[Section] = []
     st = summary.get("steps")
     if st and st["detected"]:
         rows = [
@@ -411,7 +431,7 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
                 fmt_ns(r["wall_ns"]),
                 fmt_ns(r["gpu_ns"]),
                 str(r["kernels"]),
-                _pct(r["busy_pct"]),
+                fmt_pct(r["busy_pct"], 2),
                 fmt_ns(r["idle_ns"]),
                 fmt_ns(r["exposed_sync_ns"]),
                 str(r["copies"]),
@@ -430,9 +450,9 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
         warm = f"{st['warmup_steps']} warm-up step(s) ({'--warmup' if st['warmup_source'] == 'given' else 'detected'}, marked w)"
         if ss and sd:
             notes.append(
-                f"{warm}; steady state, {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} (interquartile spread {ss['spread_pct']:.1f} %), "
+                f"{warm}; steady state, {ss['steps']} steps: median {fmt_ns(ss['median_wall_ns'])} (interquartile spread {fmt_pct(ss['spread_pct'])}), "
                 f"min {fmt_ns(sd['min_ns'])}, p90 {fmt_ns(sd['p90_ns'])}, max {fmt_ns(sd['max_ns'])}; {ss['median_kernels']:g} kernels/step; "
-                f"GPU busy {_pct(ss['busy_pct'])}, idle {_pct(ss['idle_pct'])}, exposed sync {_pct(ss['exposed_sync_pct_of_wall'])} of the steady steps' wall"
+                f"GPU busy {fmt_pct(ss['busy_pct'], 2)}, idle {fmt_pct(ss['idle_pct'], 2)}, exposed sync {fmt_pct(ss['exposed_sync_pct_of_wall'], 2)} of the steady steps' wall"
             )
         else:
             notes.append(warm)
@@ -467,17 +487,7 @@ def steps_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tup
     return out
 
 
-def memory_request_text(r: Mapping[str, Any]) -> str:
-    """One request record in words: a sum of requests, never called a peak."""
-    calls = ", ".join(f"{name} x{n}" for name, n in r["functions"].items())
-    frees = ", ".join(f"{name} x{n}" for name, n in r["free_functions"].items()) or "none"
-    return (
-        f"{fmt_bytes(r['requested_bytes'])} requested by {calls} (largest {fmt_bytes(r['largest_bytes'])}); "
-        f"frees not matched ({frees}: the trace does not record the allocations' pointers), so this is not a peak of allocated memory"
-    )
-
-
-def memory_request_sections(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def memory_request_sections(summary: Mapping[str, Any]) -> list[Section]:
     """Bytes requested by allocation calls, for the processes without any memory level."""
     requested = (summary.get("memory") or {}).get("requested") or []
     if not requested:
@@ -506,11 +516,6 @@ def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:
         if a["agent"] == gap["agent"] and a["process"] == gap["process"]:
             return a["first_ns"]
     return 0
-
-
-def analysis_text(summary: Mapping[str, Any]) -> str:
-    """The analysis sections as plain text (the second half of ``summary_text``)."""
-    return lines_text(analysis_lines(summary))
 
 
 def analysis_lines(summary: Mapping[str, Any]) -> list[str]:
@@ -576,10 +581,10 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def operator_detail_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def operator_detail_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
     """Kernel time by module path and the recorded input shapes of the top operators (both
     only where the trace records them)."""
-    out: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    out: list[Section] = []
     modules = summary.get("hotspots_by_module") or []
     if modules:
         rows = [[Code(module_tail(o["name"], name_width)), str(o["kernels"]), fmt_ns(o["total_ns"]), f"{o['percent']:.2f}"] for o in modules[:15]]
@@ -645,7 +650,7 @@ def rank_row(r: Mapping[str, Any], name_width: int = 40) -> list[str]:
         fmt_ns(r["compute_ns"]),
         fmt_ns(r["communication_ns"]),
         fmt_ns(r["copy_ns"]),
-        _pct(r["idle_pct"]),
+        fmt_pct(r["idle_pct"], 2),
         fmt_ns(r["sync_ns"]),
         fmt_ns(r["wait_ns"]),
         Code(shorten(r["top_kernel"], name_width)) if r["top_kernel"] else "-",
@@ -686,15 +691,15 @@ def communication_row(c: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def communication_sections(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def communication_sections(summary: Mapping[str, Any]) -> list[Section]:
     """Communication by collective type: count, time, message bytes and bandwidths (docs/metrics.md)."""
     comm = summary.get("communication")
     if not comm or not comm["by_type"]:
         return []
     rows = [communication_row(c) for c in comm["by_type"]]
     notes = [
-        f"communication {fmt_ns(comm['kernel_ns'])} = {_pct(comm['pct_of_time'])} of rank time; "
-        f"overlaps compute {fmt_ns(comm['overlap_ns'])} = {_pct(comm['overlap_pct'])} of it; "
+        f"communication {fmt_ns(comm['kernel_ns'])} = {fmt_pct(comm['pct_of_time'], 2)} of rank time; "
+        f"overlaps compute {fmt_ns(comm['overlap_ns'])} = {fmt_pct(comm['overlap_pct'], 2)} of it; "
         f"RCCL/NCCL API {comm['api_calls']} calls, {fmt_ns(comm['api_ns'])}",
         "bytes: message sizes the trace records (Kineto collective args); algbw = bytes / kernel time, busbw = algbw × "
         "NCCL-tests' factor (AllReduce 2(n-1)/n; AllGather, ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1), "
@@ -703,7 +708,7 @@ def communication_sections(summary: Mapping[str, Any]) -> list[tuple[str, list[s
     return [("Communication by collective type", COMMUNICATION_HEADERS, rows, notes)]
 
 
-def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[Section]:
     """The rank table, communication by collective type and the straggler, for runs of
     more than one process (docs/metrics.md, Ranks)."""
     ranks = summary.get("ranks") or []
@@ -733,14 +738,14 @@ def rank_sections(summary: Mapping[str, Any], name_width: int = 48) -> list[tupl
         if strag["rank"] is not None:
             notes.append(
                 f"straggler: rank {strag['rank']} (last at {strag['last_in']} of {strag['instances']} collectives, "
-                f"compute before collectives {strag['compute_excess_pct']:+.1f} % vs the others' median); "
-                f"the others wait {fmt_ns(strag['others_wait_ns'])} = {_pct(strag['others_wait_pct'])} of their time"
+                f"compute before collectives {fmt_pct(strag['compute_excess_pct'], signed=True)} vs the others' median); "
+                f"the others wait {fmt_ns(strag['others_wait_ns'])} = {fmt_pct(strag['others_wait_pct'], 2)} of their time"
             )
         out.append(("Collectives with the longest waits", ["collective", "k", "last rank", "fastest", "slowest", "wait (all ranks)"], rows, notes))
     return out
 
 
-def steps_per_process_sections(st: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def steps_per_process_sections(st: Mapping[str, Any]) -> list[Section]:
     """The steps of each process where several have steps: its own distribution and steady state."""
     per = st.get("per_process") or []
     if not per:
@@ -757,11 +762,11 @@ def steps_per_process_sections(st: Mapping[str, Any]) -> list[tuple[str, list[st
                 str(len(p["steps"])),
                 str(p["warmup_steps"]),
                 fmt_ns(ss["median_wall_ns"]) if ss else "-",
-                f"{ss['spread_pct']:.1f} %" if ss else "-",
+                fmt_pct(ss["spread_pct"]) if ss else "-",
                 fmt_ns(d["p90_ns"]) if d else "-",
                 fmt_ns(d["max_ns"]) if d else "-",
                 f"{ss['median_kernels']:g}" if ss else "-",
-                _pct(ss["busy_pct"]) if ss else "-",
+                fmt_pct(ss["busy_pct"], 2) if ss else "-",
                 str(p["outlier_steps"]),
                 str(slowest.get(p["process"] or "", 0)),
             ]

@@ -266,6 +266,40 @@ def build_ranks(spec: RankSpec) -> RankRuns:
     return RankRuns(spec, runs, expected)
 
 
+def _rank_expected(spec: RankSpec, kernels: pd.DataFrame, api: pd.DataFrame, copies: pd.DataFrame) -> Expected:
+    """One rank's answers, from its own tables (kernel and API totals per name, spans, syncs, the copy)."""
+    names = kernels["name"].astype(str).tolist()
+    kn = len(kernels)
+    dur = kernels["end"] - kernels["start"]
+    per_name = pd.DataFrame({"name": names, "dur": dur.to_numpy()}).groupby("name")["dur"].agg(["size", "sum", "min", "max"])
+    kexp = per_name.rename(columns={"size": "calls", "sum": "total_ns", "min": "min_ns", "max": "max_ns"}).sort_values("total_ns", ascending=False)
+    adur = api["end"] - api["start"]
+    aexp = pd.DataFrame({"name": api["name"].astype(str), "dur": adur}).groupby("name")["dur"].agg(["size", "sum"])
+    aexp = aexp.rename(columns={"size": "calls", "sum": "total_ns"})
+    first = int(api["start"].iloc[0])
+    last = int(api["end"].iloc[-1])
+    k_start, k_end = int(kernels["start"].min()), int(kernels["end"].max())
+    span = (min(k_start, int(copies["start"].min())), k_end)
+    expected = Expected(
+        dispatches=kn,
+        kernels=kexp,
+        api=aexp,
+        gaps={},
+        busy_ns={},
+        kernel_busy_ns={},
+        copy_busy_ns={GPU_AGENT: spec.copy_ns},
+        span={GPU_AGENT: span},
+        span_ns={GPU_AGENT: span[1] - span[0]},
+        wall_span=(first, last),
+        sync_calls=int((api["name"] == "hipDeviceSynchronize").sum()),
+        sync_total_ns=int(adur[api["name"] == "hipDeviceSynchronize"].sum()),
+        copy_bytes={"HtoD": spec.copy_bytes},
+        copy_calls={"HtoD": 1},
+        gemm_name=COMPUTE_KERNEL,
+    )
+    return expected
+
+
 def _rank_run(spec: RankSpec, rank: int, rows: dict[str, list], offset: int) -> SynthRun:
     pid = spec.pid(rank)
     a = rows["a"]
@@ -335,33 +369,7 @@ def _rank_run(spec: RankSpec, rank: int, rows: dict[str, list], offset: int) -> 
             "name": [COPY_NAME] * len(c),
         },
     )
-    dur = kernels["end"] - kernels["start"]
-    per_name = pd.DataFrame({"name": names, "dur": dur.to_numpy()}).groupby("name")["dur"].agg(["size", "sum", "min", "max"])
-    kexp = per_name.rename(columns={"size": "calls", "sum": "total_ns", "min": "min_ns", "max": "max_ns"}).sort_values("total_ns", ascending=False)
-    adur = api["end"] - api["start"]
-    aexp = pd.DataFrame({"name": api["name"].astype(str), "dur": adur}).groupby("name")["dur"].agg(["size", "sum"])
-    aexp = aexp.rename(columns={"size": "calls", "sum": "total_ns"})
-    first = int(api["start"].iloc[0])
-    last = int(api["end"].iloc[-1])
-    k_start, k_end = int(kernels["start"].min()), int(kernels["end"].max())
-    span = (min(k_start, int(copies["start"].min())), k_end)
-    expected = Expected(
-        dispatches=kn,
-        kernels=kexp,
-        api=aexp,
-        gaps={},
-        busy_ns={},
-        kernel_busy_ns={},
-        copy_busy_ns={GPU_AGENT: spec.copy_ns},
-        span={GPU_AGENT: span},
-        span_ns={GPU_AGENT: span[1] - span[0]},
-        wall_span=(first, last),
-        sync_calls=int((api["name"] == "hipDeviceSynchronize").sum()),
-        sync_total_ns=int(adur[api["name"] == "hipDeviceSynchronize"].sum()),
-        copy_bytes={"HtoD": spec.copy_bytes},
-        copy_calls={"HtoD": 1},
-        gemm_name=COMPUTE_KERNEL,
-    )
+    expected = _rank_expected(spec, kernels, api, copies)
     synth_spec = SynthSpec(iterations=spec.iterations, kernels_per_iteration=spec.compute_kernels, pid=pid, seed=rank, t0_ns=spec.t0_ns + offset)
     return SynthRun(
         spec=synth_spec,

@@ -37,6 +37,7 @@ else "launch" (the host did not submit the next kernel before the GPU ran dry).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -374,8 +375,36 @@ def _segment_exclusive_cumsum(values: np.ndarray, seg_first: np.ndarray) -> np.n
     return total - total[seg_first]
 
 
-def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
-    """Generate the events and expected answers of ``spec`` (deterministic per seed)."""
+class _Timeline(NamedTuple):
+    """Every GPU thread's launches, syncs and copies, (G, n) arrays of absolute ns, and the
+    draws and shapes they were built from."""
+
+    kinds: Any
+    n_kinds: Any
+    G: Any
+    I: Any
+    K: Any
+    n_launch: Any
+    kind_of: Any
+    per_seg: Any
+    n_lseg: Any
+    seg_of: Any
+    kdur: Any
+    htod_ns: Any
+    dtoh_ns: Any
+    htod_starts: Any
+    dtoh_starts: Any
+    k_api_start: Any
+    k_api_end: Any
+    k_start: Any
+    k_end: Any
+    s_start: Any
+    s_end: Any
+
+
+def _timeline(spec: SynthSpec) -> _Timeline:
+    """The random draws (fixed order: deterministic per seed) and the launch, sync and copy
+    times of every GPU thread."""
     rng = np.random.default_rng(spec.seed)
     kinds = spec.kernel_kinds()
     n_kinds = len(kinds)
@@ -443,62 +472,60 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
     k_end += k_off
     s_start = lseg_start + sync_start_rel
     s_end = lseg_start + sync_end_rel
-
-    pid = spec.pid
-    tids = pid + np.arange(G, dtype=np.int64)  # thread 0 is the main thread (tid == pid)
-    gpu_ids = np.arange(1, G + 1, dtype=np.int64)
-
-    # ---- copies (G, n) arrays
-    def copy_block(starts, dur, nbytes, direction, label, src_of_g, dst_of_g):
-        n = starts.shape[1]
-        c_start = starts + spec.copy_latency_ns
-        c_end = c_start + dur
-        return {
-            "api_start": starts.ravel(),
-            "api_end": (c_end + spec.copy_return_ns).ravel(),
-            "start": c_start.ravel(),
-            "end": c_end.ravel(),
-            "bytes": np.full(G * n, nbytes, np.int64),
-            "direction": [direction] * (G * n),
-            "name": [label] * (G * n),
-            "src_agent": np.repeat(src_of_g, n),
-            "dst_agent": np.repeat(dst_of_g, n),
-            "tid": np.repeat(tids, n),
-            "gpu": np.repeat(gpu_ids, n),
-        }
-
-    cin = copy_block(htod_starts, htod_ns, spec.htod_bytes, "HtoD", "MEMORY_COPY_HOST_TO_DEVICE", np.zeros(G, np.int64), gpu_ids)
-    cout = copy_block(dtoh_starts, dtoh_ns, spec.dtoh_bytes, "DtoH", "MEMORY_COPY_DEVICE_TO_HOST", gpu_ids, np.zeros(G, np.int64))
-    cp = {key: (np.concatenate([cin[key], cout[key]]) if isinstance(cin[key], np.ndarray) else cin[key] + cout[key]) for key in cin}
-    n_copies = len(cp["start"])
-
-    # ---- API calls: launches, syncs, memcpys; correlation ids by (start, tid) order
-    n_k = G * n_launch
-    n_s = G * n_lseg
-    api_start = np.concatenate([k_api_start.ravel(), s_start.ravel(), cp["api_start"]])
-    api_end = np.concatenate([k_api_end.ravel(), s_end.ravel(), cp["api_end"]])
-    api_tid = np.concatenate([np.repeat(tids, n_launch), np.repeat(tids, n_lseg), cp["tid"]])
-    api_fn = np.concatenate([np.zeros(n_k, np.int8), np.ones(n_s, np.int8), np.full(n_copies, 2, np.int8)])
-    order = np.lexsort((api_tid, api_start))
-    corr = np.empty(len(order), dtype=np.int64)
-    corr[order] = np.arange(1, len(order) + 1, dtype=np.int64)
-    k_corr = corr[:n_k]
-    c_corr = corr[n_k + n_s :]
-    fn_names = np.array(["hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy"])
-    api = make_table(
-        "api",
-        {
-            "start": api_start[order],
-            "end": api_end[order],
-            "domain": "hip",
-            "name": pd.Categorical.from_codes(api_fn[order], categories=list(fn_names)),
-            "pid": pid,
-            "tid": api_tid[order],
-            "correlation_id": corr[order],
-        },
+    return _Timeline(
+        kinds,
+        n_kinds,
+        G,
+        I,
+        K,
+        n_launch,
+        kind_of,
+        per_seg,
+        n_lseg,
+        seg_of,
+        kdur,
+        htod_ns,
+        dtoh_ns,
+        htod_starts,
+        dtoh_starts,
+        k_api_start,
+        k_api_end,
+        k_start,
+        k_end,
+        s_start,
+        s_end,
     )
 
-    # ---- kernels
+
+def _copy_block(spec: SynthSpec, tids: np.ndarray, gpu_ids: np.ndarray, starts, dur, nbytes, direction, label, src_of_g, dst_of_g) -> dict:
+    """The copies of one direction of every GPU thread ((G, n) ``starts`` of their API calls), flattened."""
+    G = len(gpu_ids)
+    n = starts.shape[1]
+    c_start = starts + spec.copy_latency_ns
+    c_end = c_start + dur
+    return {
+        "api_start": starts.ravel(),
+        "api_end": (c_end + spec.copy_return_ns).ravel(),
+        "start": c_start.ravel(),
+        "end": c_end.ravel(),
+        "bytes": np.full(G * n, nbytes, np.int64),
+        "direction": [direction] * (G * n),
+        "name": [label] * (G * n),
+        "src_agent": np.repeat(src_of_g, n),
+        "dst_agent": np.repeat(dst_of_g, n),
+        "tid": np.repeat(tids, n),
+        "gpu": np.repeat(gpu_ids, n),
+    }
+
+
+def _kernel_table(
+    spec: SynthSpec, tl: _Timeline, k_corr: np.ndarray, tids: np.ndarray, gpu_ids: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """The kernels table (sorted by start, then GPU) and, in launch order, each dispatch's
+    kind, start and end."""
+    kinds, n_kinds, G, I, K, n_launch, kind_of, pid = tl.kinds, tl.n_kinds, tl.G, tl.I, tl.K, tl.n_launch, tl.kind_of, spec.pid
+    k_start, k_end = tl.k_start, tl.k_end
+    n_k = G * n_launch
     k_kind = np.broadcast_to(kind_of, (G, n_launch)).ravel()
     k_gpu = np.repeat(gpu_ids, n_launch)
     k_stream_local = np.tile(np.arange(K, dtype=np.int64) % spec.streams, G * I)
@@ -541,45 +568,13 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
             "sgpr": kk("sgpr")[korder],
         },
     )
+    return kernels, k_kind, kstart, kend
 
-    corder = np.lexsort((cp["gpu"], cp["start"]))
-    copies = make_table(
-        "copies",
-        {
-            "start": cp["start"][corder],
-            "end": cp["end"][corder],
-            "bytes": cp["bytes"][corder],
-            "direction": np.asarray(cp["direction"])[corder],
-            "src_agent": cp["src_agent"][corder],
-            "dst_agent": cp["dst_agent"][corder],
-            "queue": 0,
-            "stream": 0,
-            "pid": pid,
-            "tid": cp["tid"][corder],
-            "correlation_id": c_corr[corder],
-            "name": np.asarray(cp["name"])[corder],
-        },
-    )
 
-    # ---- expected answers, from the construction arrays
-    kflat = kdur.ravel()
-    per_kind = pd.Series(kflat).groupby(k_kind).agg(["size", "sum", "min", "max"]).reindex(range(n_kinds))
-    calls, totals, mins, maxs = (per_kind[c].to_numpy(np.int64) for c in ("size", "sum", "min", "max"))
-    kexp = pd.DataFrame(
-        {"calls": calls.astype(np.int64), "total_ns": totals, "min_ns": mins, "max_ns": maxs}, index=pd.Index([k.name for k in kinds], name="name")
-    )
-    kexp = kexp.sort_values("total_ns", ascending=False, kind="stable")
-
-    api_dur = api_end - api_start
-    aexp = pd.DataFrame(
-        {
-            "calls": [n_k, n_s, n_copies],
-            "total_ns": [int(api_dur[:n_k].sum()), int(api_dur[n_k : n_k + n_s].sum()), int(api_dur[n_k + n_s :].sum())],
-        },
-        index=pd.Index(list(fn_names), name="function"),
-    )
-    aexp = aexp[aexp["calls"] > 0]
-
+def _expected_gaps(spec: SynthSpec, tl: _Timeline, gpu_ids: np.ndarray) -> tuple[dict, dict, dict, dict, dict, dict]:
+    """Per GPU: its gaps with their causes, busy, kernel-busy and copy-busy ns, span and span ns."""
+    G, n_launch, seg_of, per_seg, kdur = tl.G, tl.n_launch, tl.seg_of, tl.per_seg, tl.kdur
+    htod_starts, dtoh_starts, k_start, k_end, htod_ns, dtoh_ns = tl.htod_starts, tl.dtoh_starts, tl.k_start, tl.k_end, tl.htod_ns, tl.dtoh_ns
     gaps: dict[int, pd.DataFrame] = {}
     busy, kbusy, cbusy, span, span_ns = {}, {}, {}, {}, {}
     hin, hout = spec.htod_copies, spec.dtoh_copies
@@ -613,6 +608,97 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
         span[agent] = (int(starts[0]), int(ends[-1]))
         span_ns[agent] = span[agent][1] - span[agent][0]
         assert span_ns[agent] == busy[agent] + int((gaps[agent]["end"] - gaps[agent]["start"]).sum())
+    return gaps, busy, kbusy, cbusy, span, span_ns
+
+
+def _copies_table(cp: dict, c_corr: np.ndarray, pid: int) -> pd.DataFrame:
+    """The copies table of the flattened copy rows ``cp`` (sorted by start, then GPU)."""
+    corder = np.lexsort((cp["gpu"], cp["start"]))
+    return make_table(
+        "copies",
+        {
+            "start": cp["start"][corder],
+            "end": cp["end"][corder],
+            "bytes": cp["bytes"][corder],
+            "direction": np.asarray(cp["direction"])[corder],
+            "src_agent": cp["src_agent"][corder],
+            "dst_agent": cp["dst_agent"][corder],
+            "queue": 0,
+            "stream": 0,
+            "pid": pid,
+            "tid": cp["tid"][corder],
+            "correlation_id": c_corr[corder],
+            "name": np.asarray(cp["name"])[corder],
+        },
+    )
+
+
+def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
+    """Generate the events and expected answers of ``spec`` (deterministic per seed)."""
+    tl = _timeline(spec)
+
+    pid = spec.pid
+    tids = pid + np.arange(tl.G, dtype=np.int64)  # thread 0 is the main thread (tid == pid)
+    gpu_ids = np.arange(1, tl.G + 1, dtype=np.int64)
+
+    cin = _copy_block(spec, tids, gpu_ids, tl.htod_starts, tl.htod_ns, spec.htod_bytes, "HtoD", "MEMORY_COPY_HOST_TO_DEVICE", np.zeros(tl.G, np.int64), gpu_ids)
+    cout = _copy_block(
+        spec, tids, gpu_ids, tl.dtoh_starts, tl.dtoh_ns, spec.dtoh_bytes, "DtoH", "MEMORY_COPY_DEVICE_TO_HOST", gpu_ids, np.zeros(tl.G, np.int64)
+    )
+    cp = {key: (np.concatenate([cin[key], cout[key]]) if isinstance(cin[key], np.ndarray) else cin[key] + cout[key]) for key in cin}
+    n_copies = len(cp["start"])
+
+    # ---- API calls: launches, syncs, memcpys; correlation ids by (start, tid) order
+    n_k = tl.G * tl.n_launch
+    n_s = tl.G * tl.n_lseg
+    api_start = np.concatenate([tl.k_api_start.ravel(), tl.s_start.ravel(), cp["api_start"]])
+    api_end = np.concatenate([tl.k_api_end.ravel(), tl.s_end.ravel(), cp["api_end"]])
+    api_tid = np.concatenate([np.repeat(tids, tl.n_launch), np.repeat(tids, tl.n_lseg), cp["tid"]])
+    api_fn = np.concatenate([np.zeros(n_k, np.int8), np.ones(n_s, np.int8), np.full(n_copies, 2, np.int8)])
+    order = np.lexsort((api_tid, api_start))
+    corr = np.empty(len(order), dtype=np.int64)
+    corr[order] = np.arange(1, len(order) + 1, dtype=np.int64)
+    k_corr = corr[:n_k]
+    c_corr = corr[n_k + n_s :]
+    fn_names = np.array(["hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy"])
+    api = make_table(
+        "api",
+        {
+            "start": api_start[order],
+            "end": api_end[order],
+            "domain": "hip",
+            "name": pd.Categorical.from_codes(api_fn[order], categories=list(fn_names)),
+            "pid": pid,
+            "tid": api_tid[order],
+            "correlation_id": corr[order],
+        },
+    )
+
+    kernels, k_kind, kstart, kend = _kernel_table(spec, tl, k_corr, tids, gpu_ids)
+
+    copies = _copies_table(cp, c_corr, pid)
+
+    # ---- expected answers, from the construction arrays
+    kflat = tl.kdur.ravel()
+    per_kind = pd.Series(kflat).groupby(k_kind).agg(["size", "sum", "min", "max"]).reindex(range(tl.n_kinds))
+    calls, totals, mins, maxs = (per_kind[c].to_numpy(np.int64) for c in ("size", "sum", "min", "max"))
+    kexp = pd.DataFrame(
+        {"calls": calls.astype(np.int64), "total_ns": totals, "min_ns": mins, "max_ns": maxs}, index=pd.Index([k.name for k in tl.kinds], name="name")
+    )
+    kexp = kexp.sort_values("total_ns", ascending=False, kind="stable")
+
+    api_dur = api_end - api_start
+    aexp = pd.DataFrame(
+        {
+            "calls": [n_k, n_s, n_copies],
+            "total_ns": [int(api_dur[:n_k].sum()), int(api_dur[n_k : n_k + n_s].sum()), int(api_dur[n_k + n_s :].sum())],
+        },
+        index=pd.Index(list(fn_names), name="function"),
+    )
+    aexp = aexp[aexp["calls"] > 0]
+
+    gaps, busy, kbusy, cbusy, span, span_ns = _expected_gaps(spec, tl, gpu_ids)
+    hin, hout = spec.htod_copies, spec.dtoh_copies
 
     all_starts = [api_start.min(), kstart.min()] + ([cp["start"].min()] if n_copies else [])
     all_ends = [api_end.max(), kend.max()] + ([cp["end"].max()] if n_copies else [])
@@ -629,12 +715,12 @@ def build(spec: SynthSpec, hostname: str = "synthhost") -> SynthRun:
         wall_span=(int(min(all_starts)), int(max(all_ends))),
         sync_calls=n_s,
         sync_total_ns=int(api_dur[n_k : n_k + n_s].sum()),
-        copy_bytes={"HtoD": G * hin * spec.htod_bytes, "DtoH": G * hout * spec.dtoh_bytes},
-        copy_calls={"HtoD": G * hin, "DtoH": G * hout},
+        copy_bytes={"HtoD": tl.G * hin * spec.htod_bytes, "DtoH": tl.G * hout * spec.dtoh_bytes},
+        copy_calls={"HtoD": tl.G * hin, "DtoH": tl.G * hout},
         gemm_share=float(totals[0] / totals.sum()),
-        gemm_name=kinds[0].name,
+        gemm_name=tl.kinds[0].name,
     )
-    return SynthRun(spec=spec, agents=make_agents(G, spec.arch), kernels=kernels, api=api, copies=copies, expected=expected, hostname=hostname)
+    return SynthRun(spec=spec, agents=make_agents(tl.G, spec.arch), kernels=kernels, api=api, copies=copies, expected=expected, hostname=hostname)
 
 
 def summary(expected: Expected) -> dict:

@@ -21,7 +21,7 @@ the copy waits for the kernels and lasts ``copy_bytes / bandwidth``; the sync re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -74,18 +74,33 @@ class StepAnswers:
         return [e - s for s, e in zip(self.starts, self.ends, strict=True)]
 
 
-def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
-    kinds = [gemm_kind(spec.kernel_ns), OTHER_KERNELS[3]]
-    pid, tid, gpu = spec.pid, spec.pid, 1
-    api_rows: list[tuple[int, int, str, int]] = []  # start, end, name, correlation
-    k_rows: list[tuple[int, int, int, int]] = []  # start, end, kind, correlation
-    c_rows: list[tuple[int, int, int]] = []  # start, end, correlation
-    alloc_rows: list[tuple[int, str, int, int]] = []  # t, operation, bytes, address
-    starts, ends, kernels, copies, copy_bytes, gpu_ns = [], [], [], [], [], []
+@dataclass
+class _StepRows:
+    """The rows of a step run, in the order the program issues them, and each step's answers."""
+
+    api: list[tuple[int, int, str, int]] = field(default_factory=list)  # start, end, name, correlation
+    kernels: list[tuple[int, int, int, int]] = field(default_factory=list)  # start, end, kind, correlation
+    copies: list[tuple[int, int, int]] = field(default_factory=list)  # start, end, correlation
+    allocations: list[tuple[int, str, int, int]] = field(default_factory=list)  # t, operation, bytes, address
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    step_kernels: list[int] = field(default_factory=list)
+    step_copies: list[int] = field(default_factory=list)
+    copy_bytes: list[int] = field(default_factory=list)
+    gpu_ns: list[int] = field(default_factory=list)
+    marks: list[int] = field(default_factory=list)  # the allocated level after each step's allocations
+
+
+def _step_rows(spec: StepSpec) -> _StepRows:
+    """Run the program: per step its allocations, launches, the outlier's copy, the sync and the free."""
+    rows = _StepRows()
+    api_rows, k_rows, c_rows, alloc_rows = rows.api, rows.kernels, rows.copies, rows.allocations
+    starts, ends, kernels, copies, copy_bytes, gpu_ns = rows.starts, rows.ends, rows.step_kernels, rows.step_copies, rows.copy_bytes, rows.gpu_ns
+    marks = rows.marks
     corr = 0
     t = spec.t0_ns
     gpu_free = t
-    level, marks = 0, []
+    level = 0
     copy_ns = int(np.ceil(spec.copy_bytes / spec.bandwidth))
     for i in range(spec.steps):
         step_start = t
@@ -129,15 +144,18 @@ def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
         copy_bytes.append(spec.copy_bytes * n_copies)
         gpu_ns.append(gpu_free - int(first_gpu or 0))
         t += spec.gap_ns  # host work between steps, outside any step
+    return rows
 
-    kr = np.array(k_rows, dtype=np.int64)
+
+def _step_kernels(kr: np.ndarray, kinds: list, pid: int, tid: int, gpu: int) -> pd.DataFrame:
+    """The kernels table of the (start, end, kind, correlation) rows ``kr``."""
     kind_of = kr[:, 2]
 
     def kk(attr: str, j: int | None = None) -> np.ndarray:
         values = [getattr(kind, attr) if j is None else getattr(kind, attr)[j] for kind in kinds]
         return np.asarray(values, dtype=np.int64)[kind_of]
 
-    kernels_t = make_table(
+    return make_table(
         "kernels",
         {
             "start": kr[:, 0],
@@ -164,6 +182,48 @@ def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
             "sgpr": kk("sgpr"),
         },
     )
+
+
+def _step_expected(spec: StepSpec, kinds: list, kernels_t: pd.DataFrame, api: pd.DataFrame, copies_t: pd.DataFrame, gpu: int) -> Expected:
+    """What the summary of a step run must find, from its own tables."""
+    c = copies_t
+    kdur = kernels_t["end"] - kernels_t["start"]
+    per_kind = kdur.groupby(kernels_t["name"].astype(str)).agg(["size", "sum", "min", "max"])
+    adur = api["end"] - api["start"]
+    per_fn = adur.groupby(api["name"].astype(str)).agg(["size", "sum"])
+    busy = int(kdur.sum() + (copies_t["end"] - copies_t["start"]).sum())  # kernels and the copy never overlap
+    first = int(min(kernels_t["start"].min(), copies_t["start"].min() if len(copies_t) else kernels_t["start"].min()))
+    last = int(max(kernels_t["end"].max(), copies_t["end"].max() if len(copies_t) else 0))
+    expected = Expected(
+        dispatches=len(kernels_t),
+        kernels=pd.DataFrame({"calls": per_kind["size"], "total_ns": per_kind["sum"], "min_ns": per_kind["min"], "max_ns": per_kind["max"]}).sort_values(
+            "total_ns", ascending=False
+        ),
+        api=pd.DataFrame({"calls": per_fn["size"], "total_ns": per_fn["sum"]}),
+        gaps={},  # not modelled here: the step tests do not check gaps
+        busy_ns={gpu: busy},
+        kernel_busy_ns={gpu: int(kdur.sum())},
+        copy_busy_ns={gpu: busy - int(kdur.sum())},
+        span={gpu: (first, last)},
+        span_ns={gpu: last - first},
+        wall_span=(int(min(api["start"].min(), first)), int(max(api["end"].max(), last))),
+        sync_calls=int((api["name"].astype(str) == "hipDeviceSynchronize").sum()),
+        sync_total_ns=int(adur[api["name"].astype(str) == "hipDeviceSynchronize"].sum()),
+        copy_bytes={"HtoD": spec.copy_bytes * len(c), "DtoH": 0},
+        copy_calls={"HtoD": len(c), "DtoH": 0},
+        gemm_name=kinds[0].name,
+    )
+    return expected
+
+
+def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
+    kinds = [gemm_kind(spec.kernel_ns), OTHER_KERNELS[3]]
+    pid, tid, gpu = spec.pid, spec.pid, 1
+    rows = _step_rows(spec)
+    api_rows, c_rows, alloc_rows, marks = rows.api, rows.copies, rows.allocations, rows.marks
+    starts, ends = rows.starts, rows.ends
+    kernels, copies, copy_bytes, gpu_ns = rows.step_kernels, rows.step_copies, rows.copy_bytes, rows.gpu_ns
+    kernels_t = _step_kernels(np.array(rows.kernels, dtype=np.int64), kinds, pid, tid, gpu)
     api_rows.sort()
     api = make_table(
         "api",
@@ -210,32 +270,7 @@ def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
         },
     )
     synth_spec = SynthSpec(iterations=spec.steps, kernels_per_iteration=spec.kernels_per_step, sync="per_iteration", pid=pid, t0_ns=spec.t0_ns)
-    kdur = kernels_t["end"] - kernels_t["start"]
-    per_kind = kdur.groupby(kernels_t["name"].astype(str)).agg(["size", "sum", "min", "max"])
-    adur = api["end"] - api["start"]
-    per_fn = adur.groupby(api["name"].astype(str)).agg(["size", "sum"])
-    busy = int(kdur.sum() + (copies_t["end"] - copies_t["start"]).sum())  # kernels and the copy never overlap
-    first = int(min(kernels_t["start"].min(), copies_t["start"].min() if len(copies_t) else kernels_t["start"].min()))
-    last = int(max(kernels_t["end"].max(), copies_t["end"].max() if len(copies_t) else 0))
-    expected = Expected(
-        dispatches=len(kernels_t),
-        kernels=pd.DataFrame({"calls": per_kind["size"], "total_ns": per_kind["sum"], "min_ns": per_kind["min"], "max_ns": per_kind["max"]}).sort_values(
-            "total_ns", ascending=False
-        ),
-        api=pd.DataFrame({"calls": per_fn["size"], "total_ns": per_fn["sum"]}),
-        gaps={},  # not modelled here: the step tests do not check gaps
-        busy_ns={gpu: busy},
-        kernel_busy_ns={gpu: int(kdur.sum())},
-        copy_busy_ns={gpu: busy - int(kdur.sum())},
-        span={gpu: (first, last)},
-        span_ns={gpu: last - first},
-        wall_span=(int(min(api["start"].min(), first)), int(max(api["end"].max(), last))),
-        sync_calls=int((api["name"].astype(str) == "hipDeviceSynchronize").sum()),
-        sync_total_ns=int(adur[api["name"].astype(str) == "hipDeviceSynchronize"].sum()),
-        copy_bytes={"HtoD": spec.copy_bytes * len(c), "DtoH": 0},
-        copy_calls={"HtoD": len(c), "DtoH": 0},
-        gemm_name=kinds[0].name,
-    )
+    expected = _step_expected(spec, kinds, kernels_t, api, copies_t, gpu)
     run = SynthRun(
         spec=synth_spec, agents=make_agents(1), kernels=kernels_t, api=api, copies=copies_t, expected=expected, markers=markers, allocations=allocations
     )

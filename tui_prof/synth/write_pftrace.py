@@ -28,8 +28,10 @@ defaults and descriptors) to exercise a reader's state handling.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TracePacket, TrackEvent
 
 SEQ_ID = 7
@@ -206,6 +208,123 @@ def midpoint_fix(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nda
     return start, end
 
 
+def _write_api(w: _Writer, api: pd.DataFrame, thread_tracks: dict[int, int], sdk: str) -> None:
+    """API calls (hip_api category), per thread in start order."""
+    for row in api.sort_values(["tid", "start"], kind="stable").itertuples(index=False):
+        args = [
+            ("begin_ns", row.start),
+            ("end_ns", row.end),
+            ("delta_ns", row.end - row.start),
+            ("tid", row.tid),
+            ("kind", 21),
+            ("operation", 1),
+            ("corr_id", row.correlation_id),
+        ]
+        if sdk == "7":
+            args += [("ancestor_id", 0), ("stream_ID", 0)]
+        track = thread_tracks[row.tid]
+        category = f"{row.domain}_api"
+        w.event(row.start, TrackEvent.TYPE_SLICE_BEGIN, category, track, str(row.name), args, flow=row.correlation_id)
+        w.event(row.end, TrackEvent.TYPE_SLICE_END, category, track)
+
+
+def _write_copies(w: _Writer, copies: pd.DataFrame, tids: list[int], main_tid: int, sdk: str) -> None:
+    """Memory copies on "COPY to AGENT [n] THREAD [i] (GPU|CPU)" tracks."""
+    copy_tracks: dict[tuple, int] = {}
+    for row in copies.itertuples(index=False):
+        key = (row.dst_agent, row.tid)
+        if key not in copy_tracks:
+            kind = "CPU" if row.dst_agent == 0 else "GPU"
+            index = 0 if row.tid == main_tid else tids.index(row.tid)
+            copy_tracks[key] = w.track(0x4000 + len(copy_tracks), f"COPY to AGENT [{row.dst_agent}] THREAD [{index}] ({kind})")
+        args = [
+            ("begin_ns", row.start),
+            ("end_ns", row.end),
+            ("delta_ns", row.end - row.start),
+            ("kind", 10),
+            ("operation", 1),
+            ("src_agent", _agent_label(row.src_agent, sdk)),
+            ("dst_agent", _agent_label(row.dst_agent, sdk)),
+            ("copy_bytes", row.bytes),
+            ("corr_id", row.correlation_id),
+            ("tid", row.tid),
+        ]
+        if sdk == "7":
+            args.append(("stream_ID", max(int(row.stream), 0)))
+        track = copy_tracks[key]
+        w.event(row.start, TrackEvent.TYPE_SLICE_BEGIN, "memory_copy", track, str(row.name), args, flow=row.correlation_id)
+        w.event(row.end, TrackEvent.TYPE_SLICE_END, "memory_copy", track)
+
+
+def _kernel_args(row: Any, agent: Any, s: int, e: int, sdk: str) -> list[tuple[str, Any]]:
+    """The debug annotations of one kernel dispatch, as rocprofv3 ``sdk`` writes them."""
+    grid = int(row.grid_x) * int(row.grid_y) * int(row.grid_z)
+    wg = int(row.wg_x) * int(row.wg_y) * int(row.wg_z)
+    args: list[tuple[str, Any]] = [("begin_ns", s), ("end_ns", e), ("delta_ns", e - s), ("kind", 11)]
+    if sdk == "7":
+        return args + [
+            ("agent", _agent_label(agent, sdk)),
+            ("agent_type", "GPU"),
+            ("corr_id", row.correlation_id),
+            ("queue", row.queue),
+            ("tid", row.tid),
+            ("kernel_id", row.kernel_id),
+            ("Scratch_Size", row.scratch_bytes),
+            ("LDS_Block_Size", row.lds_bytes),
+            ("VGPR_Count", row.arch_vgpr),
+            ("Accum_VGPR_Count", row.accum_vgpr),
+            ("SGPR_Count", row.sgpr),
+            ("workgroup_size", wg),
+            ("grid_size", grid),
+            ("stream_ID", row.stream),
+        ]
+    return args + [
+        ("agent", _agent_label(agent, sdk)),
+        ("corr_id", row.correlation_id),
+        ("queue", row.queue),
+        ("tid", row.tid),
+        ("kernel_id", row.kernel_id),
+        ("private_segment_size", row.scratch_bytes),
+        ("group_segment_size", row.lds_bytes),
+        ("workgroup_size", wg),
+        ("grid_size", grid),
+    ]
+
+
+def _write_kernels(w: _Writer, kernels: pd.DataFrame, layout: str, sdk: str) -> None:
+    """Kernels: per (agent, queue), sorted by start, midpoint fix, on queue or stream tracks."""
+    kernel_tracks: dict[tuple, int] = {}
+    for (agent, queue), group in kernels.groupby(["agent", "queue"], sort=True, observed=True):
+        group = group.sort_values("start", kind="stable")
+        start, end = midpoint_fix(group["start"].to_numpy(), group["end"].to_numpy())
+        for i, row in enumerate(group.itertuples(index=False)):
+            if layout == "queue":
+                key = ("q", agent, queue)
+                label = f"COMPUTE Agent [{agent}] QUEUE [{queue}] GPU" if sdk == "7" else f"COMPUTE AGENT [{agent}] QUEUE [{queue}] (GPU)"
+            else:
+                key = ("s", agent, row.stream)
+                label = f"STREAM [ {row.stream} ]" if sdk == "7" else f"COMPUTE AGENT [{agent}] STREAM [{row.stream}] (GPU)"
+            if key not in kernel_tracks:
+                kernel_tracks[key] = w.track(0x5000 + len(kernel_tracks), label)
+            s, e = int(start[i]), int(end[i])
+            track = kernel_tracks[key]
+            w.event(s, TrackEvent.TYPE_SLICE_BEGIN, "kernel_dispatch", track, str(row.name), _kernel_args(row, agent, s, e, sdk), flow=row.correlation_id)
+            w.event(e, TrackEvent.TYPE_SLICE_END, "kernel_dispatch", track)
+
+
+def _write_copy_counters(w: _Writer, copies: pd.DataFrame, sdk: str) -> None:
+    """COPY BYTES counter track per destination agent: bytes/1024 at copy start, 0 at end."""
+    counter_tracks: dict[int, int] = {}
+    for row in copies.sort_values("start", kind="stable").itertuples(index=False):
+        agent = int(row.dst_agent)
+        if agent not in counter_tracks:
+            kind = "CPU" if agent == 0 else "GPU"
+            label = f"COPY BYTES to Agent [{agent}] ({kind})" if sdk == "7" else f"COPY BYTES to AGENT [{agent}] ({kind})"
+            counter_tracks[agent] = w.track(0x6000 + agent, label, counter=True)
+        w.event(row.start, TrackEvent.TYPE_COUNTER, "memory_copy", counter_tracks[agent], counter=int(row.bytes) // BYTES_MULTIPLIER)
+        w.event(row.end, TrackEvent.TYPE_COUNTER, "memory_copy", counter_tracks[agent], counter=0)
+
+
 def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every: int | None = None, names: str = "interned") -> Path:
     """Write ``run`` (a SynthRun or anything with model-schema ``kernels``/``api``/``copies``
     tables and ``spec.pid``) to ``path``; returns the path. ``names``: ``"interned"`` (as
@@ -224,110 +343,8 @@ def write_pftrace(run, path, layout: str = "queue", sdk: str = "7", clear_every:
         tids = sorted(set(api["tid"].tolist()) | set(copies["tid"].tolist()) | set(kernels["tid"].tolist()))
         for index, tid in enumerate([t for t in tids if t != main_tid], start=1):
             thread_tracks[tid] = w.track(0x3000 + tid, f"THREAD {index} ({tid})")
-
-        # API calls (hip_api category), per thread in start order
-        for row in api.sort_values(["tid", "start"], kind="stable").itertuples(index=False):
-            args = [
-                ("begin_ns", row.start),
-                ("end_ns", row.end),
-                ("delta_ns", row.end - row.start),
-                ("tid", row.tid),
-                ("kind", 21),
-                ("operation", 1),
-                ("corr_id", row.correlation_id),
-            ]
-            if sdk == "7":
-                args += [("ancestor_id", 0), ("stream_ID", 0)]
-            track = thread_tracks[row.tid]
-            category = f"{row.domain}_api"
-            w.event(row.start, TrackEvent.TYPE_SLICE_BEGIN, category, track, str(row.name), args, flow=row.correlation_id)
-            w.event(row.end, TrackEvent.TYPE_SLICE_END, category, track)
-
-        # memory copies on "COPY to AGENT [n] THREAD [i] (GPU|CPU)" tracks
-        copy_tracks = {}
-        for row in copies.itertuples(index=False):
-            key = (row.dst_agent, row.tid)
-            if key not in copy_tracks:
-                kind = "CPU" if row.dst_agent == 0 else "GPU"
-                index = 0 if row.tid == main_tid else tids.index(row.tid)
-                copy_tracks[key] = w.track(0x4000 + len(copy_tracks), f"COPY to AGENT [{row.dst_agent}] THREAD [{index}] ({kind})")
-            args = [
-                ("begin_ns", row.start),
-                ("end_ns", row.end),
-                ("delta_ns", row.end - row.start),
-                ("kind", 10),
-                ("operation", 1),
-                ("src_agent", _agent_label(row.src_agent, sdk)),
-                ("dst_agent", _agent_label(row.dst_agent, sdk)),
-                ("copy_bytes", row.bytes),
-                ("corr_id", row.correlation_id),
-                ("tid", row.tid),
-            ]
-            if sdk == "7":
-                args.append(("stream_ID", max(int(row.stream), 0)))
-            track = copy_tracks[key]
-            w.event(row.start, TrackEvent.TYPE_SLICE_BEGIN, "memory_copy", track, str(row.name), args, flow=row.correlation_id)
-            w.event(row.end, TrackEvent.TYPE_SLICE_END, "memory_copy", track)
-
-        # kernels: per (agent, queue), sorted by start, midpoint fix, on queue or stream tracks
-        kernel_tracks = {}
-        for (agent, queue), group in kernels.groupby(["agent", "queue"], sort=True, observed=True):
-            group = group.sort_values("start", kind="stable")
-            start, end = midpoint_fix(group["start"].to_numpy(), group["end"].to_numpy())
-            for i, row in enumerate(group.itertuples(index=False)):
-                if layout == "queue":
-                    key = ("q", agent, queue)
-                    label = f"COMPUTE Agent [{agent}] QUEUE [{queue}] GPU" if sdk == "7" else f"COMPUTE AGENT [{agent}] QUEUE [{queue}] (GPU)"
-                else:
-                    key = ("s", agent, row.stream)
-                    label = f"STREAM [ {row.stream} ]" if sdk == "7" else f"COMPUTE AGENT [{agent}] STREAM [{row.stream}] (GPU)"
-                if key not in kernel_tracks:
-                    kernel_tracks[key] = w.track(0x5000 + len(kernel_tracks), label)
-                s, e = int(start[i]), int(end[i])
-                grid = int(row.grid_x) * int(row.grid_y) * int(row.grid_z)
-                wg = int(row.wg_x) * int(row.wg_y) * int(row.wg_z)
-                args = [("begin_ns", s), ("end_ns", e), ("delta_ns", e - s), ("kind", 11)]
-                if sdk == "7":
-                    args += [
-                        ("agent", _agent_label(agent, sdk)),
-                        ("agent_type", "GPU"),
-                        ("corr_id", row.correlation_id),
-                        ("queue", row.queue),
-                        ("tid", row.tid),
-                        ("kernel_id", row.kernel_id),
-                        ("Scratch_Size", row.scratch_bytes),
-                        ("LDS_Block_Size", row.lds_bytes),
-                        ("VGPR_Count", row.arch_vgpr),
-                        ("Accum_VGPR_Count", row.accum_vgpr),
-                        ("SGPR_Count", row.sgpr),
-                        ("workgroup_size", wg),
-                        ("grid_size", grid),
-                        ("stream_ID", row.stream),
-                    ]
-                else:
-                    args += [
-                        ("agent", _agent_label(agent, sdk)),
-                        ("corr_id", row.correlation_id),
-                        ("queue", row.queue),
-                        ("tid", row.tid),
-                        ("kernel_id", row.kernel_id),
-                        ("private_segment_size", row.scratch_bytes),
-                        ("group_segment_size", row.lds_bytes),
-                        ("workgroup_size", wg),
-                        ("grid_size", grid),
-                    ]
-                track = kernel_tracks[key]
-                w.event(s, TrackEvent.TYPE_SLICE_BEGIN, "kernel_dispatch", track, str(row.name), args, flow=row.correlation_id)
-                w.event(e, TrackEvent.TYPE_SLICE_END, "kernel_dispatch", track)
-
-        # COPY BYTES counter track per destination agent: bytes/1024 at copy start, 0 at end
-        counter_tracks = {}
-        for row in copies.sort_values("start", kind="stable").itertuples(index=False):
-            agent = int(row.dst_agent)
-            if agent not in counter_tracks:
-                kind = "CPU" if agent == 0 else "GPU"
-                label = f"COPY BYTES to Agent [{agent}] ({kind})" if sdk == "7" else f"COPY BYTES to AGENT [{agent}] ({kind})"
-                counter_tracks[agent] = w.track(0x6000 + agent, label, counter=True)
-            w.event(row.start, TrackEvent.TYPE_COUNTER, "memory_copy", counter_tracks[agent], counter=int(row.bytes) // BYTES_MULTIPLIER)
-            w.event(row.end, TrackEvent.TYPE_COUNTER, "memory_copy", counter_tracks[agent], counter=0)
+        _write_api(w, api, thread_tracks, sdk)
+        _write_copies(w, copies, tids, main_tid, sdk)
+        _write_kernels(w, kernels, layout, sdk)
+        _write_copy_counters(w, copies, sdk)
     return path

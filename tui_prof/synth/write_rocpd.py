@@ -20,6 +20,7 @@ import uuid as uuidlib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from tui_prof.synth.spec import SynthRun
 from tui_prof.synth.write_csv import COPY_DIRECTION_LABEL, agent_record
@@ -403,46 +404,8 @@ def _insert(con, table: str, suffix: str, columns: list[str], rows) -> None:
     con.executemany(f"INSERT INTO `rocpd_{table}{suffix}` ({names}) VALUES ({marks})", rows)
 
 
-def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
-    spec, pid = run.spec, run.spec.pid
-    k, api, cp = run.kernels, run.api, run.copies
-    nid = 1_000_000_000 + spec.seed % 1_000_000
-    start, end = run.expected.wall_span
-
-    _insert(con, "metadata", suffix, ["tag", "value"], [("schema_version", SCHEMA_VERSION), ("uuid", suffix), ("guid", guid)])
-
-    # interned strings; id 1 is the empty string as in the real database
-    strings: dict[str, int] = {}
-
-    def sid(text: str) -> int:
-        if text not in strings:
-            strings[text] = len(strings) + 1
-        return strings[text]
-
-    sid("")
-    cat_api, cat_kernel, cat_copy = sid(run.HIP_DOMAIN), sid("KERNEL_DISPATCH"), sid("MEMORY_COPY")
-    api_name_ids = np.array([sid(str(n)) for n in api["name"].cat.categories], dtype=np.int64)
-    copy_labels = [COPY_DIRECTION_LABEL.get(str(d), "MEMORY_COPY_NONE") for d in cp["direction"].astype(str)]
-    copy_name_ids = [sid(label) for label in copy_labels]
-
-    _insert(
-        con,
-        "info_node",
-        suffix,
-        ["id", "hash", "machine_id", "system_name", "hostname", "release", "version", "hardware_name", "domain_name"],
-        [(nid, nid * 7919, f"{spec.seed:032x}", "Linux", hostname, "6.8.0-synthetic", "#1 SMP synthetic", "x86_64", "(none)")],
-    )
-    command = f"synthetic program: iterations={spec.iterations} kernels_per_iteration={spec.kernels_per_iteration} sync={spec.sync} gpus={spec.gpus}"
-    _insert(
-        con,
-        "info_process",
-        suffix,
-        ["id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command", "environment", "extdata"],
-        [(pid, nid, 1, pid, start, end, start, end, command, "{}", json.dumps({"synth_spec": spec.to_dict()}))],
-    )
-    tids = sorted(set(api["tid"].tolist()) | set(k["tid"].tolist()) | set(cp["tid"].tolist()))
-    _insert(con, "info_thread", suffix, ["id", "nid", "ppid", "pid", "tid", "name", "start", "end"], [(t, nid, 1, pid, t, None, None, None) for t in tids])
-
+def _fill_agents(con, suffix: str, run: SynthRun, nid: int, pid: int) -> None:
+    """The info_agent rows of the run's agents (rocprofv3's JSON record in extdata)."""
     agent_rows = []
     for a in run.agents:
         rec = agent_record(a)
@@ -492,6 +455,10 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
         agent_rows,
     )
 
+
+def _fill_code_objects(con, suffix: str, run: SynthRun, nid: int, pid: int) -> None:
+    """Queues and streams, one code object per GPU and one kernel symbol per kernel id."""
+    k = run.kernels
     # queues/streams: id 0 is the default one (used by the copies), kernels use their own ids
     queue_ids = sorted(set(k["queue"].tolist()) - {0})
     stream_ids = sorted(set(k["stream"].tolist()) - {0})
@@ -563,6 +530,12 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
         ],
     )
 
+
+def _fill_events(con, suffix: str, run: SynthRun, nid: int, pid: int, cats: tuple[int, int, int], api_name_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The event rows (API regions first, then kernels, then copies) and the API regions;
+    returns the event ids of the kernels and of the copies."""
+    k, api, cp = run.kernels, run.api, run.copies
+    cat_api, cat_kernel, cat_copy = cats
     # events: API regions first, then kernels, then copies
     n_api, n_k, n_c = len(api), len(k), len(cp)
     api_corr = api["correlation_id"].to_numpy()
@@ -584,7 +557,11 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
         ["nid", "pid", "tid", "start", "end", "name_id", "event_id"],
         zip([nid] * n_api, [pid] * n_api, api["tid"].tolist(), api["start"].tolist(), api["end"].tolist(), name_ids.tolist(), ev_api.tolist()),
     )
+    return ev_k, ev_c
 
+
+def _fill_dispatches(con, suffix: str, k: pd.DataFrame, nid: int, pid: int, ev_k: np.ndarray) -> None:
+    n_k = len(k)
     _insert(
         con,
         "kernel_dispatch",
@@ -635,6 +612,9 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
         ),
     )
 
+
+def _fill_copies(con, suffix: str, cp: pd.DataFrame, nid: int, pid: int, copy_name_ids: list[int], ev_c: np.ndarray) -> None:
+    n_c = len(cp)
     _insert(
         con,
         "memory_copy",
@@ -674,5 +654,53 @@ def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
             ev_c.tolist(),
         ),
     )
+
+
+def _fill(con, run: SynthRun, suffix: str, guid: str, hostname: str) -> None:
+    spec, pid = run.spec, run.spec.pid
+    k, api, cp = run.kernels, run.api, run.copies
+    nid = 1_000_000_000 + spec.seed % 1_000_000
+    start, end = run.expected.wall_span
+
+    _insert(con, "metadata", suffix, ["tag", "value"], [("schema_version", SCHEMA_VERSION), ("uuid", suffix), ("guid", guid)])
+
+    # interned strings; id 1 is the empty string as in the real database
+    strings: dict[str, int] = {}
+
+    def sid(text: str) -> int:
+        if text not in strings:
+            strings[text] = len(strings) + 1
+        return strings[text]
+
+    sid("")
+    cat_api, cat_kernel, cat_copy = sid(run.HIP_DOMAIN), sid("KERNEL_DISPATCH"), sid("MEMORY_COPY")
+    api_name_ids = np.array([sid(str(n)) for n in api["name"].cat.categories], dtype=np.int64)
+    copy_labels = [COPY_DIRECTION_LABEL.get(str(d), "MEMORY_COPY_NONE") for d in cp["direction"].astype(str)]
+    copy_name_ids = [sid(label) for label in copy_labels]
+
+    _insert(
+        con,
+        "info_node",
+        suffix,
+        ["id", "hash", "machine_id", "system_name", "hostname", "release", "version", "hardware_name", "domain_name"],
+        [(nid, nid * 7919, f"{spec.seed:032x}", "Linux", hostname, "6.8.0-synthetic", "#1 SMP synthetic", "x86_64", "(none)")],
+    )
+    command = f"synthetic program: iterations={spec.iterations} kernels_per_iteration={spec.kernels_per_iteration} sync={spec.sync} gpus={spec.gpus}"
+    _insert(
+        con,
+        "info_process",
+        suffix,
+        ["id", "nid", "ppid", "pid", "init", "fini", "start", "end", "command", "environment", "extdata"],
+        [(pid, nid, 1, pid, start, end, start, end, command, "{}", json.dumps({"synth_spec": spec.to_dict()}))],
+    )
+    tids = sorted(set(api["tid"].tolist()) | set(k["tid"].tolist()) | set(cp["tid"].tolist()))
+    _insert(con, "info_thread", suffix, ["id", "nid", "ppid", "pid", "tid", "name", "start", "end"], [(t, nid, 1, pid, t, None, None, None) for t in tids])
+
+    _fill_agents(con, suffix, run, nid, pid)
+    _fill_code_objects(con, suffix, run, nid, pid)
+
+    ev_k, ev_c = _fill_events(con, suffix, run, nid, pid, (cat_api, cat_kernel, cat_copy), api_name_ids)
+    _fill_dispatches(con, suffix, k, nid, pid, ev_k)
+    _fill_copies(con, suffix, cp, nid, pid, copy_name_ids, ev_c)
 
     _insert(con, "string", suffix, ["id", "string"], [(i, s) for s, i in strings.items()])

@@ -30,7 +30,7 @@ from textual.app import SystemCommand
 from textual.message import Message
 from textual.screen import Screen
 
-from tui_prof.analysis import engine
+from tui_prof.analysis.api import run_label
 from tui_prof.loaders.base import LoadCancelled
 from tui_prof.loaders.cache import PendingWrites
 from tui_prof.model import Run, RunSet
@@ -178,7 +178,7 @@ class TuiProfApp(ProfApp):
                 if not rows.processes:  # an in-memory run set: its processes one by one
                     for i, run in enumerate(runset.runs, 1):
                         on_unit([run], i, len(runset.runs))
-                labels = [engine.run_label(run) for run in runset.runs]
+                labels = [run_label(run) for run in runset.runs]
                 self.post_message(RanksLoading(rows.final(runset), labels, rows.total, rows.total, final=True))
             self.post_message(Loaded(build_view(runset, progress, lazy=True), pending))
         except LoadCancelled:  # the app is quitting

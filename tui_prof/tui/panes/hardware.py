@@ -10,7 +10,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from tui_prof.analysis.counterplan import run_plan
+from tui_prof.analysis.api import run_plan
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes, fmt_ids
 from tui_prof.tui.panes import COMPUTING

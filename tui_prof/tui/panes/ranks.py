@@ -12,7 +12,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui_prof.analysis import engine, ranks
+from tui_prof.analysis import ranks
+from tui_prof.analysis.api import run_inputs
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_ns, fmt_value
@@ -153,7 +154,7 @@ class RanksPane(Vertical):
     # a description: else Textual names the worker by the repr of its arguments (the RunSet)
     @work(thread=True, exclusive=True, group="ranks", exit_on_error=False, description="rank rows")
     def _rank_rows(self, runset: RunSet) -> None:
-        inputs = engine.run_inputs(runset)
+        inputs = run_inputs(runset)
         rows, comm, strag = ranks.ranks_sections(
             [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
         )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tui_prof.analysis import engine
+from tui_prof.analysis.api import run_label, time_range
 from tui_prof.analysis.hostapi import api_classes
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.ranks import RankCore, rank_numbers, rank_records, sections_of_cores
@@ -106,9 +106,9 @@ class RankRows:
 
     def core(self, run: Run) -> RankCore:
         """One process's figures (analysis.ranks.RankCore with the summary's inputs)."""
-        span = engine.time_range(run)
+        span = time_range(run)
         classes = api_classes(run.api) if len(run.api) else np.array([], dtype=np.int8)
-        core = RankCore(run, engine.run_label(run), (span[1] - span[0]) if span else 0, classes, self.rules)
+        core = RankCore(run, run_label(run), (span[1] - span[0]) if span else 0, classes, self.rules)
         self._sizes[id(run)] = _sizes(run)
         return core
 
@@ -147,7 +147,7 @@ class RankRows:
             if core is None or self._sizes.get(id(run)) != _sizes(run):
                 core = self.core(run)
             else:
-                core.label = engine.run_label(run)
+                core.label = run_label(run)
             cores.append(core)
         rows, communication, stragglers = sections_of_cores(cores)
         return {"ranks": rows, "communication": communication, "stragglers": stragglers}

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import engine, hostapi
+from tui_prof.analysis import hostapi
+from tui_prof.analysis.api import RunInput, SummaryOptions, has_operators, inline_lane, kernel_categories_of, run_inputs, steps_section, summarise
 from tui_prof.analysis.hostapi import api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import host_markers, nesting_depth
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
@@ -34,7 +35,6 @@ from tui_prof.analysis.memory import API, allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
 from tui_prof.analysis.ranks import RankAlignment, communication_mask, rank_numbers, rank_offsets
-from tui_prof.analysis.summary import build_summary
 from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
@@ -115,7 +115,7 @@ class RunView:
         self._groups: dict[str, pd.Series] = {}
         self._done: dict[str, object] = {}
         self._locks = {part: threading.Lock() for part in PARTS}
-        self._details: dict = {}  # filled by build_summary: full gap sets and launch links per run
+        self._details: dict = {}  # the summary's full gap sets and launch links per run (SummaryResult)
         self._group_lock = threading.Lock()
         self._links: list[pd.DataFrame | None] | None = None
         self._links_lock = threading.Lock()
@@ -170,7 +170,7 @@ class RunView:
         operators (Kineto cpu_op), "module" where one records nn.Module scopes."""
         if not hasattr(self, "_available"):
             runs = self.runset.runs
-            has_ops = any(engine.has_operators(run) for run in runs)
+            has_ops = any(has_operators(run) for run in runs)
             has_modules = has_ops and any(has_module_scopes(run.markers) for run in runs)
             self._available = tuple(g for g in GROUPS if (g != "operator" or has_ops) and (g != "module" or has_modules))
         return self._available
@@ -180,7 +180,7 @@ class RunView:
         operators), computed once."""
         with self._links_lock:
             if self._links is None:
-                self._links = [link_operators(run.kernels, run.api, run.markers) if engine.has_operators(run) else None for run in self.runset.runs]
+                self._links = [link_operators(run.kernels, run.api, run.markers) if has_operators(run) else None for run in self.runset.runs]
         return self._links
 
     def operator_group(self, group: str) -> pd.Series | None:
@@ -190,8 +190,8 @@ class RunView:
         if all(link is None for link in links):
             return None
         if group == "category":
-            inputs = [engine.RunInput(run, "", None, hostapi.CorrIndex(run.api)) for run in self.runset.runs]
-            key = engine.kernel_categories_of(inputs, links, DEFAULT_CATEGORY_RULES)
+            inputs = [RunInput(run, "", None, hostapi.CorrIndex(run.api)) for run in self.runset.runs]
+            key = kernel_categories_of(inputs, links, DEFAULT_CATEGORY_RULES)
             return None if key is None else key.reset_index(drop=True)
         parts = []
         for run, link in zip(self.runset.runs, links):
@@ -235,15 +235,17 @@ class RunView:
 
     # -- computations (thread workers) -----------------------------------------------------
     def _compute_summary(self) -> dict:
-        # details keeps the full gap sets and launch links the summary computed, so the
-        # gaps and launches parts reuse them instead of running the analysis again;
-        # threads=False: in this worker alone, no busy thread more beside the event loop
-        return build_summary(self.runset, top=SUMMARY_TOP, details=self._details, threads=False)
+        # the full gap sets and launch links the summary computed are kept, so the gaps and
+        # launches parts reuse them instead of running the analysis again; inline_lane: in
+        # this worker alone, no busy thread more beside the event loop
+        result = summarise(self.runset, SummaryOptions(top=SUMMARY_TOP), lane=inline_lane)
+        self._details = {"gaps": result.gaps, "links": result.links}
+        return dict(result.summary)
 
     def steps_for(self, step_name: str | None) -> dict:
         """The summary's ``steps`` part with the steps taken from the host ranges named
         ``step_name`` (``--step``); the outliers use the summary's gap sets when computed."""
-        return dict(engine.steps_part(engine.run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
+        return dict(steps_section(run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
 
     def _details_of(self, key: str) -> dict | None:
         """The summary's per-run results ``key`` when the summary is already computed (the

@@ -79,7 +79,7 @@ def missing_trace(runset: RunSet, frames: list[StatsFrame]) -> str:
     """What the timeline of a run without a trace says: that there is nothing to draw, what
     each statistics table would have drawn and the rocprofv3 flag that records it; ""
     when the run has a trace."""
-    if stats.has_trace(runset):
+    if stats.trace_recorded(runset):
         return ""
     lines = ["No trace in this run: the timeline has nothing to draw."]
     if frames:

@@ -1,8 +1,8 @@
-"""The typed parts of the ``tuiprof.summary/1`` document (docs/metrics.md defines each number).
+"""The typed sections of the ``tuiprof.summary/1`` document (docs/metrics.md defines each number).
 
-Each analysis in :mod:`tui_prof.analysis.engine` returns one of these parts and
-:func:`tui_prof.analysis.summary.build_summary` assembles them; at run time they are plain
-dicts, so the JSON document is the parts as they are. Units: ns, bytes, % (0-100).
+Each section's function (``<name>_section``, in the module the section is about) returns
+one of these and :func:`tui_prof.analysis.summary.summarise` assembles them; at run time
+they are plain dicts, so the JSON document is the sections as they are. Units: ns, bytes, % (0-100).
 Nested records whose keys follow a profiler's data (agent fields, counter blocks,
 occupancy rows, capabilities) stay ``dict[str, Any]``.
 """
@@ -19,7 +19,7 @@ class IssueRecord(TypedDict):
     message: str
 
 
-class SourcePart(TypedDict):
+class SourceSection(TypedDict):
     path: str
     formats: list[str]
     errors: list[IssueRecord]
@@ -43,7 +43,7 @@ class ProcessRecord(TypedDict):
     counter_values: int
 
 
-class KernelsPart(TypedDict):
+class KernelsSection(TypedDict):
     dispatches: int
     unique_names: int
     total_ns: int
@@ -62,7 +62,7 @@ class HotspotRecord(TypedDict):
     pct_wall: NotRequired[float]
 
 
-class GpuPart(TypedDict):
+class GpuSection(TypedDict):
     span_ns: int  # GPU active span: a part of wall_ns (analysis.aggregate)
     agent_span_ns: int  # Σ (process, GPU) spans: the whole of busy_ns and idle_ns
     busy_ns: int
@@ -84,7 +84,7 @@ class GapRecord(TypedDict):
     next: str
 
 
-class GapsPart(TypedDict):
+class GapsSection(TypedDict):
     count: int
     threshold_ns: int
     by_cause: dict[str, int]
@@ -115,7 +115,7 @@ class SyncStats(TypedDict):
     by_name: dict[str, CallTotals]
 
 
-class SyncPart(SyncStats):
+class SyncSection(SyncStats):
     sync_after_launch: SyncAfterLaunch
     exposed_ns: int  # host blocked while no GPU of its process has work left (docs/metrics.md)
     waiting_ns: int  # host blocked while the GPU still runs work queued before the call
@@ -137,7 +137,7 @@ class LaunchCounts(TypedDict):
     graph_dispatches: int
 
 
-class LaunchPart(LaunchCounts):
+class LaunchSection(LaunchCounts):
     api_pct_of_wall: float
     median_api_ns: float | None
     median_queue_delay_ns: float | None
@@ -172,7 +172,7 @@ class CopyKind(CopyDirection):
     by_direction: dict[str, CopyKindDirection]
 
 
-class CopiesPart(TypedDict):
+class CopiesSection(TypedDict):
     count: int
     bytes: int
     size_unknown: int
@@ -222,13 +222,13 @@ class OperatorRecord(TypedDict):
     roofline_estimate: NotRequired[dict]
 
 
-class CategoriesPart(TypedDict):
+class CategoriesSection(TypedDict):
     categories: dict[str, int]  # category -> kernel time (ns)
     category_rules: str  # where the rules came from
     hotspots_by: HotspotsBy
 
 
-class MeasurementPart(TypedDict):
+class MeasurementSection(TypedDict):
     span_ns: int
     gpu_span_ns: int
     kernel_count: int
@@ -254,7 +254,7 @@ class LogHit(TypedDict):
     meaning: str
 
 
-class PlatformPart(TypedDict):
+class PlatformSection(TypedDict):
     vendor: str  # nvidia, amd, mixed, unknown (analysis.platform.detect_platform)
     pytorch: bool  # every run with kernels is a PyTorch profiler trace
     evidence: str  # what decided it
@@ -277,55 +277,55 @@ class ApiRow(TypedDict):
     percent: float  # of the domain's total
 
 
-class ApiPart(TypedDict):
+class ApiSection(TypedDict):
     source: str  # "trace", "stats" or "none"
     rows: list[ApiRow]  # by total time, the first ``top`` of each domain
 
 
-class StatsPart(TypedDict):
+class StatsSection(TypedDict):
     source: str  # "" when the run has no statistics files, else e.g. "rocprofv3 --stats; no trace in this run"
     tables: list[Record]  # analysis.stats.StatsTable
     checks: list[Record]  # analysis.stats.StatsCheck: trace and statistics disagree
     needs_trace: list[str]  # findings that cannot be computed without a trace
 
 
-class SummaryDoc(TypedDict):
+class Summary(TypedDict):
     """The whole document, keys in the order they are written."""
 
     schema: str
     tuiprof_version: str
-    source: SourcePart
+    source: SourceSection
     processes: list[ProcessRecord]
     agents: list[Record]
-    platform: PlatformPart
-    kernels: KernelsPart
+    platform: PlatformSection
+    kernels: KernelsSection
     hotspots: list[HotspotRecord]
     hotspots_source: str  # "trace", "stats" (kernel statistics file; no kernel trace) or "none"
     warnings: list[str]
     wall_ns: int
-    gpu: GpuPart
-    gaps: GapsPart
-    sync: SyncPart
-    launch: LaunchPart
-    copies: CopiesPart
+    gpu: GpuSection
+    gaps: GapsSection
+    sync: SyncSection
+    launch: LaunchSection
+    copies: CopiesSection
     copies_source: str  # "trace", "stats" or "none"
-    api: ApiPart
+    api: ApiSection
     categories: dict[str, int]
     category_rules: str
     hotspots_by: HotspotsBy
     hotspots_by_operator: list[OperatorRecord]
     hotspots_by_module: list[OperatorRecord]  # per nn.Module path of the launching operator, where recorded
-    measurement: MeasurementPart
+    measurement: MeasurementSection
     counters: list[Record]
     occupancy: list[Record]
     logs: list[LogHit]
-    stats: StatsPart
-    steps: StepsPart
-    memory: MemoryPart
+    stats: StatsSection
+    steps: StepsSection
+    memory: MemorySection
     findings: list[Finding]
     ranks: NotRequired[list[RankRecord]]  # one row per process (analysis.ranks)
-    communication: NotRequired[CommunicationPart]
-    stragglers: NotRequired[StragglerPart]
+    communication: NotRequired[CommunicationSection]
+    stragglers: NotRequired[StragglerSection]
 
 
 class StepRecord(TypedDict):
@@ -394,7 +394,7 @@ class StepOutlier(TypedDict):
     process: NotRequired[str]  # steps of several processes: the slowest process of the step, whose events are compared
 
 
-class StepsPart(TypedDict):
+class StepsSection(TypedDict):
     detected: bool
     source: str  # "profiler_step", "marker", "inferred", "" when none
     name: str  # the range name used ("ProfilerStep#*" for PyTorch's steps)
@@ -411,7 +411,7 @@ class StepsPart(TypedDict):
     outlier_steps: int  # how many steady steps are outliers
     steps: list[StepRecord]
     combined: str  # "": one process's steps; "max": step k of several processes is the slowest one's (docs/metrics.md)
-    per_process: list[StepsPart]  # with several processes with steps: each one's own steps part, in process order
+    per_process: list[StepsSection]  # with several processes with steps: each one's own steps part, in process order
 
 
 class MemoryDevice(TypedDict):
@@ -438,7 +438,7 @@ class MemoryRequest(TypedDict):
     free_functions: dict[str, int]
 
 
-class MemoryPart(TypedDict):
+class MemorySection(TypedDict):
     source: str  # the best over processes: "allocator totals", "allocation trace", "API call sizes", "API requests, frees not matched" or "none"
     peak_allocated_bytes: int | None  # the largest over devices
     peak_reserved_bytes: int | None
@@ -498,7 +498,7 @@ class CollectiveType(CollectiveBandwidth):
     avg_ns: float
 
 
-class CommunicationPart(TypedDict):
+class CommunicationSection(TypedDict):
     kernel_ns: int  # Σ over ranks of the union of communication kernels
     api_ns: int  # Σ over ranks of the union of RCCL/NCCL API calls
     api_calls: int
@@ -517,7 +517,7 @@ class CollectiveInstance(TypedDict):
     wait_ns: int  # Σ over ranks of duration - fastest
 
 
-class StragglerPart(TypedDict):
+class StragglerSection(TypedDict):
     instances: int
     rank: int | None  # the straggler: last in most instances (None: no instance, or one rank)
     last_in: int  # instances in which it arrived last

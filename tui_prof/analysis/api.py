@@ -1,0 +1,113 @@
+"""The analysis' public door: what the TUI, the CLI and the exporters use of the analysis.
+
+The summary document (:func:`build_summary` with :class:`SummaryOptions`, or
+:func:`summarise` for the per-run gap sets and launch links behind it) is the main entry;
+the rest are the typed helpers the views need beside it (run inputs, groupings, lanes,
+rank records, the statistics tables, the run diff). Modules behind this door may be
+reorganised; names exported here keep their meaning.
+"""
+
+from __future__ import annotations
+
+from tui_prof.analysis.counterdict import UnknownArch
+from tui_prof.analysis.counterplan import default_metrics, plan, run_plan
+from tui_prof.analysis.diff import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, MATCH_MODES, DiffResult, diff_runsets, rematch
+from tui_prof.analysis.findings import FindingCode
+from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
+from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
+from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.memory import API as MEMORY_FROM_API
+from tui_prof.analysis.memory import allocated_levels
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
+from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
+from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, has_operators, kernel_categories_of, link_operators, module_key, operator_key
+from tui_prof.analysis.ranks import RankAlignment, RankCore, communication_mask, rank_numbers, rank_offsets, rank_records, ranks_sections, sections_of_cores
+from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
+from tui_prof.analysis.stats import combine as combine_stats
+from tui_prof.analysis.steps import PROFILER_STEP, steps_section
+from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
+from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
+from tui_prof.threads import Lane, inline_lane, threaded_lane
+
+__all__ = [
+    "COPY_STATS",
+    "DEFAULT_CATEGORY_RULES",
+    "DEFAULT_NOISE_PCT",
+    "DEFAULT_NOISE_PP",
+    "DOMAIN_OF",
+    "GAP_COLUMNS",
+    "KERNEL_STATS",
+    "MATCH_MODES",
+    "MEMORY_FROM_API",
+    "NOT_LINKED",
+    "PROFILER_STEP",
+    "SCHEMA",
+    "CategoryRules",
+    "CommunicationSection",
+    "CorrIndex",
+    "DiffResult",
+    "DominantOp",
+    "FindingCode",
+    "GapSet",
+    "Lane",
+    "Progress",
+    "RankAlignment",
+    "RankCore",
+    "RankRecord",
+    "RunInput",
+    "StragglerSection",
+    "Summary",
+    "SummaryOptions",
+    "SummaryResult",
+    "UnknownArch",
+    "all_kernels",
+    "allocated_levels",
+    "api_classes",
+    "build_summary",
+    "combine_stats",
+    "communication_mask",
+    "copy_agents",
+    "default_metrics",
+    "diff_runsets",
+    "dominant_op",
+    "gpu_timeline",
+    "group_key",
+    "has_module_scopes",
+    "has_operators",
+    "host_markers",
+    "hotspots",
+    "inline_lane",
+    "kernel_categories_of",
+    "link_launches",
+    "link_operators",
+    "load_category_rules",
+    "module_key",
+    "nesting_depth",
+    "nvidia_hint",
+    "nvidia_occupancy",
+    "occupancy",
+    "operator_key",
+    "ops_overlapping",
+    "plan",
+    "rank_numbers",
+    "rank_offsets",
+    "rank_records",
+    "ranks_sections",
+    "rematch",
+    "run_inputs",
+    "run_label",
+    "run_plan",
+    "sections_of_cores",
+    "source_label",
+    "steps_section",
+    "summarise",
+    "sync_mask",
+    "tables_with",
+    "threaded_lane",
+    "time_range",
+    "tool_of",
+    "trace_recorded",
+    "wall_ns",
+]

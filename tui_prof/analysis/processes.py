@@ -1,0 +1,92 @@
+"""The summary's sections about what was profiled: the source, the processes, their
+agents (with each GPU's capabilities), the load warnings and the profiler's log errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import LogHit, ProcessRecord, Record, SourceSection
+from tui_prof.model import Agent, Run, RunSet
+
+
+def source_section(runset: RunSet) -> SourceSection:
+    return {
+        "path": runset.root,
+        "formats": runset.formats,
+        "errors": [{"path": i.path, "message": i.message} for i in runset.errors],
+        "skipped": [{"path": i.path, "message": i.message} for i in runset.skipped],
+    }
+
+
+def process_records(inputs: Sequence[RunInput]) -> list[ProcessRecord]:
+    out: list[ProcessRecord] = []
+    for r in inputs:
+        run = r.run
+        out.append(
+            {
+                "label": r.label,
+                "hostname": run.meta.hostname or None,
+                "pid": run.meta.pid,
+                "rank": run.meta.rank,
+                "formats": list(run.meta.formats),
+                "tool": run.meta.tool or None,
+                "tool_version": run.meta.tool_version or None,
+                "command": run.meta.command or None,
+                "files": len(run.meta.files),
+                "partial": run.partial,
+                "dispatches": int(len(run.kernels)),
+                "api_calls": int(len(run.api)),
+                "copies": int(len(run.copies)),
+                "counter_values": int(len(run.counters)),
+            }
+        )
+    return out
+
+
+def agent_record(agent: Agent, process: str) -> Record:
+    record = {k: v for k, v in asdict(agent).items() if k != "extra"}
+    record["arch"] = agent.arch or None
+    record["process"] = process
+    return record
+
+
+def agent_records(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[Record]:
+    """Every agent of every process; a GPU's record ends with its ``capabilities`` (for
+    the tool version of the first process with that label; on NVIDIA what the trace
+    says about the device, :func:`~tui_prof.analysis.capability.nvidia_capabilities`)."""
+    first_of: dict[str, Run] = {}
+    for r in inputs:
+        first_of.setdefault(r.label, r.run)
+    out = []
+    for r in inputs:
+        for agent in r.run.agents:
+            record = agent_record(agent, r.label)
+            if record.get("type") == "GPU" and (agent.vendor.upper().startswith("NVIDIA") or vendor == "nvidia"):
+                record["capabilities"] = nvidia_capabilities(agent)
+            elif record.get("type") == "GPU":
+                record["capabilities"] = capabilities(record.get("arch") or "", first_of[r.label].meta.tool_version)
+            out.append(record)
+    return out
+
+
+def warnings_section(runset: RunSet, inputs: Sequence[RunInput]) -> list[str]:
+    """Each process's load warnings, the files that failed, and the counter-serialisation warning."""
+    warnings = [f"{r.label}: {w}" for r in inputs for w in r.run.warnings]
+    warnings.extend(str(issue) for issue in runset.errors)
+    if any(len(run.counters) for run in runset.runs):
+        warnings.append(SERIALISATION_WARNING)
+    return warnings
+
+
+def logs_section(runset: RunSet) -> list[LogHit]:
+    """Known profiler errors in the log files of the run's directory (read-only)."""
+    if not runset.root:
+        return []
+    root = Path(runset.root)
+    if not root.exists():
+        return []
+    return scan_logs(root if root.is_dir() else root.parent)
