@@ -122,6 +122,43 @@ def agents_renderable(runset: RunSet) -> Table | str:
     return table
 
 
+def _collected(doc: dict, process: str) -> list[str]:
+    """The counters the run collected in ``process`` (the summary's counters block)."""
+    for block in doc.get("counters") or []:
+        if block.get("process") == process:
+            return [str(c) for c in block.get("available") or []]
+    return []
+
+
+def _plan_rows(table: Table, arch: str, rocm: str | None, collected: list[str]) -> None:
+    """What this GPU and ROCm could measure (the Counters pane's metrics), what the run did,
+    and the rocprofv3 passes for the rest (analysis.counterplan; docs/counters.md)."""
+    found = run_plan(arch, rocm, collected)
+    if found is None:
+        return
+    if found.get("vendor") == "nvidia":
+        for command in found["commands"]:
+            table.add_row(plain("collect", "green"), plain(command, "green"))
+        return
+    labels = found["labels"]
+    arch = found["arch"]  # the dictionary's name (a HIP Kineto trace says gfx94x for gfx942)
+    stack = f"{arch}, ROCm {rocm}" if rocm else f"{arch} (ROCm version not recorded)"
+    could = ", ".join(labels[k] for k in dict.fromkeys(found["could"]) if k in labels) or "none"
+    table.add_row("could measure", plain(f"{could} — {found['could_passes']} rocprofv3 pass(es) on {stack}"))
+    did = ", ".join(labels[k] for k in found["measured"]) if found["measured"] else "none"
+    table.add_row("measured", plain(did + (f" (counters: {', '.join(found['collected'])})" if found["collected"] else " (no counters collected)")))
+    for c in found["cannot"]:
+        table.add_row(plain("not on this stack", "red"), plain(f"{c['name']}: {c['why']}", "red"))
+    rest = found["plan"]
+    if rest and rest["passes"]:
+        for line in rest["pmc_lines"]:
+            table.add_row(plain("collect", "green"), plain(f"rocprofv3 --kernel-trace {line} -- <app>", "green"))
+        table.add_row("", plain(f"tuiprof counters plan --arch {arch}{f' --rocm {rocm}' if rocm else ''} prints the input file and the metric formulas", "dim"))
+    for w in found["warnings"]:
+        maybe = "" if w["applies"] else " (if your ROCm is affected)"
+        table.add_row(plain("defect", "yellow"), plain(f"{', '.join(w['counters'])}: {w['text']} [{w['issue']}]{maybe}", "yellow"))
+
+
 def capabilities_renderable(doc: dict):
     """Per group of GPU agents with equal capabilities: capabilities and notes from
     analysis.capability, then run warnings."""
@@ -159,43 +196,6 @@ def capabilities_renderable(doc: dict):
         for w in warnings:
             parts.append(plain(f"⚠ {w}", "yellow"))
     return Group(*parts) if parts else plain("No GPU agent information: capabilities unknown.", "dim")
-
-
-def _collected(doc: dict, process: str) -> list[str]:
-    """The counters the run collected in ``process`` (the summary's counters block)."""
-    for block in doc.get("counters") or []:
-        if block.get("process") == process:
-            return [str(c) for c in block.get("available") or []]
-    return []
-
-
-def _plan_rows(table: Table, arch: str, rocm: str | None, collected: list[str]) -> None:
-    """What this GPU and ROCm could measure (the Counters pane's metrics), what the run did,
-    and the rocprofv3 passes for the rest (analysis.counterplan; docs/counters.md)."""
-    found = run_plan(arch, rocm, collected)
-    if found is None:
-        return
-    if found.get("vendor") == "nvidia":
-        for command in found["commands"]:
-            table.add_row(plain("collect", "green"), plain(command, "green"))
-        return
-    labels = found["labels"]
-    arch = found["arch"]  # the dictionary's name (a HIP Kineto trace says gfx94x for gfx942)
-    stack = f"{arch}, ROCm {rocm}" if rocm else f"{arch} (ROCm version not recorded)"
-    could = ", ".join(labels[k] for k in dict.fromkeys(found["could"]) if k in labels) or "none"
-    table.add_row("could measure", plain(f"{could} — {found['could_passes']} rocprofv3 pass(es) on {stack}"))
-    did = ", ".join(labels[k] for k in found["measured"]) if found["measured"] else "none"
-    table.add_row("measured", plain(did + (f" (counters: {', '.join(found['collected'])})" if found["collected"] else " (no counters collected)")))
-    for c in found["cannot"]:
-        table.add_row(plain("not on this stack", "red"), plain(f"{c['name']}: {c['why']}", "red"))
-    rest = found["plan"]
-    if rest and rest["passes"]:
-        for line in rest["pmc_lines"]:
-            table.add_row(plain("collect", "green"), plain(f"rocprofv3 --kernel-trace {line} -- <app>", "green"))
-        table.add_row("", plain(f"tuiprof counters plan --arch {arch}{f' --rocm {rocm}' if rocm else ''} prints the input file and the metric formulas", "dim"))
-    for w in found["warnings"]:
-        maybe = "" if w["applies"] else " (if your ROCm is affected)"
-        table.add_row(plain("defect", "yellow"), plain(f"{', '.join(w['counters'])}: {w['text']} [{w['issue']}]{maybe}", "yellow"))
 
 
 class HardwarePane(KeyScroll):
