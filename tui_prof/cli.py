@@ -477,12 +477,12 @@ def parse_rocm_version(text: str) -> str:
 
 def cmd_counters_plan(args) -> int:
     """``tuiprof counters plan``: the fewest rocprofv3 passes for the named metrics/counters."""
-    from tui_prof.analysis.api import UnknownArch, default_metrics, plan
+    from tui_prof.analysis.api import UnknownArch, counter_defaults, counter_plan
     from tui_prof.render.counterplan import plan_text
 
     try:
-        names = args.names or default_metrics(args.arch)
-        result = plan(args.arch, names, rocm=args.rocm)
+        names = args.names or counter_defaults(args.arch)
+        result = counter_plan(args.arch, names, rocm=args.rocm)
     except UnknownArch as err:
         _say(f"--arch: {err}")
         return EXIT_USAGE

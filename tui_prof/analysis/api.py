@@ -10,7 +10,9 @@ reorganised; names exported here keep their meaning.
 from __future__ import annotations
 
 from tui_prof.analysis.counterdict import UnknownArch
-from tui_prof.analysis.counterplan import default_metrics, plan, run_plan
+from tui_prof.analysis.counterplan import default_metrics as counter_defaults
+from tui_prof.analysis.counterplan import plan as counter_plan
+from tui_prof.analysis.counterplan import run_plan as counter_run_plan
 from tui_prof.analysis.diff import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, MATCH_MODES, DiffResult, diff_runsets, rematch
 from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
@@ -69,7 +71,9 @@ __all__ = [
     "combine_stats",
     "communication_mask",
     "copy_agents",
-    "default_metrics",
+    "counter_defaults",
+    "counter_plan",
+    "counter_run_plan",
     "diff_runsets",
     "dominant_op",
     "gpu_timeline",
@@ -90,7 +94,6 @@ __all__ = [
     "occupancy",
     "operator_key",
     "ops_overlapping",
-    "plan",
     "rank_numbers",
     "rank_offsets",
     "rank_records",
@@ -98,7 +101,6 @@ __all__ = [
     "rematch",
     "run_inputs",
     "run_label",
-    "run_plan",
     "sections_of_cores",
     "source_label",
     "steps_section",

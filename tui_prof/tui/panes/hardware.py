@@ -10,7 +10,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from tui_prof.analysis.api import run_plan
+from tui_prof.analysis.api import counter_run_plan
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes, fmt_ids
 from tui_prof.tui.panes import COMPUTING
@@ -133,7 +133,7 @@ def _collected(doc: dict, process: str) -> list[str]:
 def _plan_rows(table: Table, arch: str, rocm: str | None, collected: list[str]) -> None:
     """What this GPU and ROCm could measure (the Counters pane's metrics), what the run did,
     and the rocprofv3 passes for the rest (analysis.counterplan; docs/counters.md)."""
-    found = run_plan(arch, rocm, collected)
+    found = counter_run_plan(arch, rocm, collected)
     if found is None:
         return
     if found.get("vendor") == "nvidia":
