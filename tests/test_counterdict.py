@@ -117,3 +117,13 @@ def test_a_broken_file_is_caught():
         "needs counters, blocks or scope",
     ):
         assert expected in errors
+
+
+def test_docs_metric_name_table_is_the_dictionary_s():
+    from pathlib import Path
+
+    from tui_prof.render.counterplan import metric_names_markdown
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "counters.md").read_text(encoding="utf-8")
+    table = doc.split("<!-- metric-names:begin -->\n", 1)[1].split("<!-- metric-names:end -->", 1)[0]
+    assert table == metric_names_markdown()

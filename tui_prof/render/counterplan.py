@@ -84,3 +84,28 @@ def plan_text(p: dict[str, Any]) -> str:
         lines.append("")
         lines.extend(f"note: {n}" for n in p["notes"])
     return "\n".join(safe_text(line) for line in lines)
+
+
+def metric_names_markdown(cdna: str = "gfx942", rdna: str = "gfx1151", nvidia: str = "sm_90") -> str:
+    """The dictionary's metrics across tools as a Markdown table (docs/counters.md holds it;
+    a test keeps the two equal): tuiprof key, rocprof-compute and rocprofv3 names, the
+    formula on a CDNA and an RDNA arch, the nearest Nsight Compute metric."""
+    from tui_prof.analysis.counterdict import load
+
+    c, r, n = load(cdna), load(rdna), load(nvidia)
+    rows = [
+        f"| key | rocprof-compute | rocprofv3 | {c.arch} formula | {r.arch} formula | nearest ncu ({n.arch}) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key in dict.fromkeys([*c.metrics, *r.metrics]):
+        m = c.metrics.get(key) or r.metrics[key]
+        nv = n.metrics.get(key)
+        ncu = (nv.ncu if nv else m.ncu) or "–"
+
+        def formula(d, k=key) -> str:
+            if k in d.metrics:
+                return f"`{d.metrics[k].formula}`"
+            return f"not on {d.arch}" if k in d.absent else "–"
+
+        rows.append(f"| `{key}` | {m.rpc or '–'} | {m.sdk or '–'} | {formula(c)} | {formula(r)} | {'–' if ncu == '–' else f'`{ncu}`'} |")
+    return "\n".join(rows) + "\n"
