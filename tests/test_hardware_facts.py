@@ -163,3 +163,33 @@ def test_a_hostile_counter_name_is_shown_as_text(tmp_path):
     for explain in (False, True):
         text = _text(counters_renderable({"counters": [dict(block, process="p")]}, block["kernels"][0]["name"], explain))
         assert "[bold red]EVIL[/]" in text and "\x1b" not in text
+
+
+def _plan_rows_of(pane: str) -> dict[str, list[str]]:
+    rows: dict[str, list[str]] = {}
+    for line in pane.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) == 2 and cells[0]:
+            rows.setdefault(cells[0], []).append(cells[1])
+    return rows
+
+
+def test_hardware_pane_plans_what_the_run_could_measure():
+    from tui_prof.analysis.api import counter_defaults, counter_plan
+
+    pane = _text(capabilities_renderable(build_summary(load_path(GFX1151), SummaryOptions(logs=False))))
+    rows = _plan_rows_of(pane)
+    assert rows["measured"] == ["none (no counters collected)"]
+    expected = counter_plan("gfx1151", counter_defaults("gfx1151"))
+    assert rows["collect"] == [f"rocprofv3 --kernel-trace {line} -- <app>" for line in expected["pmc_lines"]]
+    assert any("SQ_WAVES" in d and "rocm-systems#3828" in d for d in rows["defect"])
+    assert f"{len(expected['passes'])} rocprofv3 pass(es) on gfx1151" in rows["could measure"][0]
+
+
+def test_hardware_pane_says_what_a_run_did_measure(tmp_path):
+    # the real rocprofv3 7.x counter file (SQ_WAVES per dispatch) on an agent named gfx942
+    (tmp_path / "238_counter_collection.csv").write_text((DOCS7 / "counter_collection.csv").read_text())
+    (tmp_path / "238_agent_info.csv").write_text((DOCS7 / "238_agent_info.csv").read_text().replace('"gfx900"', '"gfx942"'))
+    rows = _plan_rows_of(_text(capabilities_renderable(build_summary(load_path(tmp_path), SummaryOptions(logs=False)))))
+    assert rows["measured"] == ["Wavefronts (counters: SQ_WAVES)"]
+    assert all("SQ_WAVES" not in c.split("--pmc ")[1] for c in rows["collect"])  # the plan is for the rest
