@@ -35,6 +35,8 @@ def _amd_lines(p: dict[str, Any]) -> list[str]:
     limits = ", ".join(f"{b} {n}" for b, n in p["limits"].items())
     lines.append(f"Counters per pass by block: {limits}")
     lines.append(f"  (source: {p['limits_source']})")
+    if not p.get("rocprof_compute"):
+        lines.append(f"rocprof-compute does not support {p['arch']}: collect with rocprofv3 as below")
     n = len(p["passes"])
     if n:
         lines.append(f"{n} pass{'es' if n != 1 else ''} (the fewest under these limits: {p['min_passes']}), one rocprofv3 run each:")
