@@ -305,13 +305,30 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(f"{path} holds no kernels, API calls, copies or statistics to compare")
         return EXIT_NOTHING_LOADED
     top = None if args.top <= 0 else args.top
+    steps = None
+    if args.steps or args.step is not None or args.step_b is not None:
+        from tui_prof.analysis.api import StepChoiceError, diff_steps
+        from tui_prof.render import stepdiff as render_steps
+
+        try:
+            steps = diff_steps(runsets[0], runsets[1], step=args.step, step_b=args.step_b, noise_pct=noise_pct)
+        except StepChoiceError as err:
+            _say(f"diff --steps: {err}")
+            return EXIT_USAGE
     if args.json:
-        json.dump(render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression), sys.stdout, indent=2, ensure_ascii=False)
+        doc = render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression)
+        if steps is not None:
+            doc["steps"] = render_steps.steps_json(steps)
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     elif args.md:
         sys.stdout.write(render_diff.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
+        if steps is not None:
+            sys.stdout.write(render_steps.steps_markdown(steps, top=top))
     else:
         print(render_diff.diff_text(result, top=top, fail_on_regression=args.fail_on_regression))
+        if steps is not None:
+            print(render_steps.steps_text(steps, top=top))
     if args.fail_on_regression is not None:
         return render_diff.gate_status(result, args.fail_on_regression)
     return EXIT_OK
@@ -514,6 +531,109 @@ def _counters_parser(sub) -> None:
     planner.set_defaults(func=cmd_counters_plan)
 
 
+def _load_for_query(path: str, no_cache: bool):
+    """The run set at ``path`` for ``sql`` and ``mcp``-style commands, or an exit status
+    (the problem said on one line)."""
+    from tui_prof.loaders import load_path
+
+    unusable = _unusable_path(path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
+    runset = load_path(path, progress=_progress_printer(), use_cache=not no_cache)
+    for issue in runset.errors:
+        _say(issue)
+    if not runset.runs:
+        _say(f"nothing could be loaded from {_shown_path(path)}")
+        return EXIT_NOTHING_LOADED
+    return runset
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """``tuiprof sql RUN ["SELECT ..."] [--csv|--json|--md]``: DuckDB over the run's tables (docs/sql.md)."""
+    from tui_prof.query.engine import QueryError, QueryUnavailable, Session, duckdb_module
+
+    try:
+        duckdb_module()  # before the load: without the extra, one line at once
+    except QueryUnavailable as err:
+        _say(err)
+        return EXIT_USAGE
+    runset = _load_for_query(args.path, args.no_cache)
+    if isinstance(runset, int):
+        return runset
+    from tui_prof.query import output
+    from tui_prof.query.tables import Catalogue
+
+    session = Session(Catalogue(runset, gap_threshold_ns=args.gap_threshold))
+    if args.query is None:
+        from tui_prof.query.repl import repl
+
+        return repl(session)
+    if args.query.lstrip().startswith("."):  # a prompt command: .tables, .schema NAME
+        from tui_prof.query.repl import command
+
+        command(session, args.query, sys.stdout)
+        return EXIT_OK
+    try:
+        if args.csv and not sys.stdout.isatty():  # pyarrow writes the CSV, batch by batch
+            with session.arrow_stream(args.query) as reader:
+                sys.stdout.flush()
+                output.write_csv_arrow(reader, sys.stdout.buffer)
+            return EXIT_OK
+        with session.stream(args.query) as result:  # CSV and JSON stream; the text table and Markdown hold their rows
+            if args.json:
+                output.write_json(result, sys.stdout)
+            elif args.csv:
+                output.write_csv(result, sys.stdout, terminal=sys.stdout.isatty())
+            elif args.md:
+                sys.stdout.write(output.to_markdown(output.text_result(result, limit=INT64_MAX)[0]))
+            else:
+                sys.stdout.write(output.to_text(*output.text_result(result)))
+    except QueryError as err:
+        sys.stdout.flush()
+        _say(err)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """``tuiprof mcp --allow DIR ...``: a Model Context Protocol server on stdin/stdout (docs/mcp.md)."""
+    from tui_prof.mcp_server import McpUnavailable, allowed_roots, serve
+
+    try:
+        roots = allowed_roots(args.allow)
+    except ValueError as err:
+        raise _UsageError(str(err)) from None
+    try:
+        serve(roots, use_cache=not args.no_cache)
+    except McpUnavailable as err:
+        _say(err)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _add_query_commands(sub) -> None:
+    """The ``sql`` and ``mcp`` subcommands (issue 38)."""
+    sql = sub.add_parser("sql", help="query a run's tables with SQL (DuckDB; no query: an interactive prompt; see docs/sql.md)")
+    sql.add_argument("path", type=parse_path, help="run directory or profiler output file")
+    sql.add_argument("query", nargs="?", default=None, help="an SQL statement, or .tables / .schema NAME (omit it for the interactive prompt)")
+    qfmt = sql.add_mutually_exclusive_group()
+    qfmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+    qfmt.add_argument("--json", action="store_true", help="a JSON list of row objects (strict JSON: NaN and infinities as null)")
+    qfmt.add_argument("--md", action="store_true", help="a Markdown table")
+    sql.add_argument(
+        "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="the gaps table holds idle gaps at least this long (default 10us)"
+    )
+    sql.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    sql.set_defaults(func=cmd_sql)
+    mcp = sub.add_parser("mcp", help="serve tuiprof's analyses to an assistant over MCP (stdio; see docs/mcp.md)")
+    mcp.add_argument(
+        "--allow", action="append", required=True, metavar="DIR", help="a directory whose runs the assistant may read (repeatable; nothing else is readable)"
+    )
+    mcp.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    mcp.set_defaults(func=cmd_mcp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tui_prof import __version__
     from tui_prof.samples import DEFAULT_SAMPLE, SAMPLE_ALIASES, SAMPLES  # plain data: no heavy import
@@ -609,6 +729,19 @@ def build_parser() -> argparse.ArgumentParser:
     differ.add_argument(
         "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="idle-gap threshold passed to the analysis (default 10us)"
     )
+    differ.add_argument(
+        "--steps", action="store_true", help="step-aligned diff: A's and B's steady steps kernel by kernel (inserted, removed, slower, gaps; docs/diff.md)"
+    )
+    differ.add_argument(
+        "--step",
+        type=parse_count,
+        default=None,
+        metavar="N",
+        help="with --steps: compare A's step numbered N (ProfilerStep#N, step N; default: the median steady step)",
+    )
+    differ.add_argument(
+        "--step-b", type=parse_count, default=None, metavar="M", help="with --steps: B's step numbered M (default: N, else B's median steady step)"
+    )
     differ.add_argument("--no-mouse", action="store_true", help="with --tui: do not enable mouse reporting")
     differ.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
@@ -655,6 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
     exporter.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     exporter.set_defaults(func=cmd_export)
     _counters_parser(sub)
+    _add_query_commands(sub)
     return parser
 
 

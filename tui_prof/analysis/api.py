@@ -22,12 +22,33 @@ from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
 from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
-from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, has_operators, kernel_categories_of, link_operators, module_key, operator_key
-from tui_prof.analysis.ranks import RankAlignment, RankCore, communication_mask, rank_numbers, rank_offsets, rank_records, ranks_sections, sections_of_cores
+from tui_prof.analysis.operators import (
+    NOT_LINKED,
+    has_module_scopes,
+    has_operators,
+    kernel_categories_of,
+    link_operators,
+    module_key,
+    operator_key,
+    operators_section,
+)
+from tui_prof.analysis.ranks import (
+    RankAlignment,
+    RankCore,
+    communication_mask,
+    instances,
+    rank_cores,
+    rank_numbers,
+    rank_offsets,
+    rank_records,
+    ranks_sections,
+    sections_of_cores,
+)
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
 from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
+from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
@@ -59,6 +80,9 @@ __all__ = [
     "RankCore",
     "RankRecord",
     "RunInput",
+    "StepChoiceError",
+    "StepDiff",
+    "StepSide",
     "StragglerSection",
     "Summary",
     "SummaryOptions",
@@ -75,6 +99,7 @@ __all__ = [
     "counter_plan",
     "counter_run_plan",
     "diff_runsets",
+    "diff_steps",
     "dominant_op",
     "gpu_timeline",
     "group_key",
@@ -83,6 +108,7 @@ __all__ = [
     "host_markers",
     "hotspots",
     "inline_lane",
+    "instances",
     "kernel_categories_of",
     "link_launches",
     "link_operators",
@@ -93,7 +119,9 @@ __all__ = [
     "nvidia_occupancy",
     "occupancy",
     "operator_key",
+    "operators_section",
     "ops_overlapping",
+    "rank_cores",
     "rank_numbers",
     "rank_offsets",
     "rank_records",

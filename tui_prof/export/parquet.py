@@ -314,6 +314,16 @@ def _prepare_folder(folder: Path) -> list[str]:
     return previous
 
 
+def to_arrow(frame: pd.DataFrame):
+    """``frame`` as a ``pyarrow.Table``: the one conversion of a table to Arrow (the Parquet
+    export and ``tuiprof sql``; the cache's Feather files go through the same
+    ``Table.from_pandas``). Numeric columns without nulls and category codes are not copied;
+    categories become dictionary columns."""
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
 def export_parquet(
     runset: RunSet,
     out_dir: str | os.PathLike,
@@ -326,7 +336,6 @@ def export_parquet(
     ``out_dir``; returns ``name -> file``. Raises :class:`ExportError` for a destination
     inside the run, a folder holding other files, or an unknown table name."""
     # imported here, not at the top: the TUI imports this module, and pyarrow would add to its start-up
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     names = available_tables(runset)
@@ -359,7 +368,7 @@ def export_parquet(
             progress(name)
         frame = build_table(runset, name, analysis)
         path = folder / f"{name}.parquet"
-        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = to_arrow(frame)
         files.append(path.name)
         _write_manifest(folder, files + [README])  # listed before written: a failed export can be redone
         pq.write_table(table, path, compression=COMPRESSION)

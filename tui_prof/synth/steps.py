@@ -49,6 +49,13 @@ class StepSpec:
     marker: str = "train_step"
     t0_ns: int = 1_550_151_853_000_000
     pid: int = 4242
+    # known edits for the step-aligned diff (issue 35); the defaults leave the program as above
+    kinds: int = 2  # kernel k of a step is kind k % kinds (GEMM, attention, layer norm, elementwise, copy kernel)
+    insert_after: int | None = None  # launch one extra reduce kernel (INSERTED) after kernel k of every step
+    drop: int | None = None  # kernel k of every step is not launched
+    slow: int | None = None  # kernel k of every step lasts slow_factor x kernel_ns
+    slow_factor: int = 2
+    sync_after: int | None = None  # a hipDeviceSynchronize after kernel k of every step
 
 
 @dataclass
@@ -91,6 +98,21 @@ class _StepRows:
     marks: list[int] = field(default_factory=list)  # the allocated level after each step's allocations
 
 
+STEP_KINDS = (3, 2, 0, 4)  # OTHER_KERNELS after the GEMM: attention, layer norm, elementwise, copy kernel
+INSERTED = OTHER_KERNELS[1]  # the reduce kernel: the one ``insert_after`` launches
+
+
+def _step_launches(spec: StepSpec) -> list[tuple[int, int, bool]]:
+    """(kind, duration, sync after it) of each launch of one step, with the spec's edits."""
+    out = []
+    for k in range(spec.kernels_per_step):
+        if k != spec.drop:
+            out.append((k % spec.kinds, spec.kernel_ns * (spec.slow_factor if k == spec.slow else 1), k == spec.sync_after))
+        if k == spec.insert_after:
+            out.append((spec.kinds, spec.kernel_ns, False))
+    return out
+
+
 def _step_rows(spec: StepSpec) -> _StepRows:
     """Run the program: per step its allocations, launches, the outlier's copy, the sync and the free."""
     rows = _StepRows()
@@ -113,14 +135,19 @@ def _step_rows(spec: StepSpec) -> _StepRows:
         marks.append(level)
         t += spec.gap_ns
         first_gpu = None
-        for k in range(spec.kernels_per_step):
+        for kind, dur, sync in _step_launches(spec):
             corr += 1
             api_rows.append((t, t + spec.launch_ns, "hipLaunchKernel", corr))
             ks = max(t + spec.launch_ns + spec.latency_ns, gpu_free)
-            k_rows.append((ks, ks + spec.kernel_ns, k % 2, corr))
+            k_rows.append((ks, ks + dur, kind, corr))
             first_gpu = ks if first_gpu is None else first_gpu
-            gpu_free = ks + spec.kernel_ns
+            gpu_free = ks + dur
             t += spec.launch_ns + spec.gap_ns
+            if sync:
+                corr += 1
+                sync_end = max(t + 1_000, gpu_free + spec.sync_return_ns)
+                api_rows.append((t, sync_end, "hipDeviceSynchronize", corr))
+                t = sync_end + spec.gap_ns
         n_copies = 0
         if i == spec.outlier_step:
             corr += 1
@@ -139,7 +166,7 @@ def _step_rows(spec: StepSpec) -> _StepRows:
         t += spec.gap_ns
         starts.append(step_start)
         ends.append(t)
-        kernels.append(spec.kernels_per_step)
+        kernels.append(len(_step_launches(spec)))
         copies.append(n_copies)
         copy_bytes.append(spec.copy_bytes * n_copies)
         gpu_ns.append(gpu_free - int(first_gpu or 0))
@@ -217,7 +244,9 @@ def _step_expected(spec: StepSpec, kinds: list, kernels_t: pd.DataFrame, api: pd
 
 
 def build_steps(spec: StepSpec = StepSpec()) -> tuple[SynthRun, StepAnswers]:
-    kinds = [gemm_kind(spec.kernel_ns), OTHER_KERNELS[3]]
+    if not 2 <= spec.kinds <= 1 + len(STEP_KINDS):
+        raise ValueError(f"kinds must be 2..{1 + len(STEP_KINDS)}")
+    kinds = [gemm_kind(spec.kernel_ns)] + [OTHER_KERNELS[i] for i in STEP_KINDS[: spec.kinds - 1]] + ([INSERTED] if spec.insert_after is not None else [])
     pid, tid, gpu = spec.pid, spec.pid, 1
     rows = _step_rows(spec)
     api_rows, c_rows, alloc_rows, marks = rows.api, rows.copies, rows.allocations, rows.marks
