@@ -92,36 +92,6 @@ def fields_for(runset: RunSet) -> tuple:
     return NVIDIA_FIELDS if gpus and all(_is_nvidia(a) for a in gpus) else FIELDS
 
 
-def agent_groups(runset: RunSet) -> list[tuple[str, list, list[str]]]:
-    """(process label, agent ids, field values) per group of agents of one process whose
-    every shown field is equal (eight identical GPUs are one column)."""
-    groups: dict[tuple, list] = {}
-    fields = fields_for(runset)
-    for run in runset.runs:
-        label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
-        for a in run.agents:
-            values = [str(get(a)) for _, get in fields]
-            groups.setdefault((label, *values), []).append(a.id)
-    return [(key[0], ids, list(key[1:])) for key, ids in groups.items()]
-
-
-def agents_renderable(runset: RunSet) -> Table | str:
-    """Agents as columns (identical agents of a process as one, "GPU 2–9 ×8"), fields as
-    rows."""
-    groups = agent_groups(runset)
-    if not groups:
-        return "No agent information in this run (the format does not record it)."
-    table = Table(expand=True, show_edge=False, title="Agents", title_justify="left")
-    table.add_column("", style="bold", no_wrap=True)
-    multi = len(runset.runs) > 1
-    for label, ids, values in groups:
-        name = f"{values[0]} {id_ranges(ids)} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]}"
-        table.add_column(plain(f"{label}:{name}" if multi else name), overflow="fold")
-    for row, (title, _) in enumerate(fields_for(runset)):
-        table.add_row(title, *(plain(values[row]) for _, _, values in groups))  # trace strings: never markup
-    return table
-
-
 def _collected(doc: dict, process: str) -> list[str]:
     """The counters the run collected in ``process`` (the summary's counters block)."""
     for block in doc.get("counters") or []:
@@ -157,6 +127,36 @@ def _plan_rows(table: Table, arch: str, rocm: str | None, collected: list[str]) 
     for w in found["warnings"]:
         maybe = "" if w["applies"] else " (if your ROCm is affected)"
         table.add_row(plain("defect", "yellow"), plain(f"{', '.join(w['counters'])}: {w['text']} [{w['issue']}]{maybe}", "yellow"))
+
+
+def agent_groups(runset: RunSet) -> list[tuple[str, list, list[str]]]:
+    """(process label, agent ids, field values) per group of agents of one process whose
+    every shown field is equal (eight identical GPUs are one column)."""
+    groups: dict[tuple, list] = {}
+    fields = fields_for(runset)
+    for run in runset.runs:
+        label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
+        for a in run.agents:
+            values = [str(get(a)) for _, get in fields]
+            groups.setdefault((label, *values), []).append(a.id)
+    return [(key[0], ids, list(key[1:])) for key, ids in groups.items()]
+
+
+def agents_renderable(runset: RunSet) -> Table | str:
+    """Agents as columns (identical agents of a process as one, "GPU 2–9 ×8"), fields as
+    rows."""
+    groups = agent_groups(runset)
+    if not groups:
+        return "No agent information in this run (the format does not record it)."
+    table = Table(expand=True, show_edge=False, title="Agents", title_justify="left")
+    table.add_column("", style="bold", no_wrap=True)
+    multi = len(runset.runs) > 1
+    for label, ids, values in groups:
+        name = f"{values[0]} {id_ranges(ids)} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]}"
+        table.add_column(plain(f"{label}:{name}" if multi else name), overflow="fold")
+    for row, (title, _) in enumerate(fields_for(runset)):
+        table.add_row(title, *(plain(values[row]) for _, _, values in groups))  # trace strings: never markup
+    return table
 
 
 def capabilities_renderable(doc: dict):
