@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import math
 import os
 import sys
@@ -214,8 +213,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if progress:
         progress("done", 1, 1)
     if args.json:
-        json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        _write_json(summary)
     elif args.md:
         sys.stdout.write(summary_markdown(summary))
     else:
@@ -265,6 +263,23 @@ def cmd_open(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _noise(args: argparse.Namespace, default_pct: float, default_pp: float) -> tuple[float, float]:
+    """(noise %, noise points) of ``tuiprof diff``. A change within the noise never trips the
+    gate, so a noise above ``--fail-on-regression PCT`` would raise the gate silently: an
+    explicit one is a usage error, a default one is lowered to PCT."""
+    gate = args.fail_on_regression
+    noise_pct = default_pct if args.noise is None else args.noise
+    noise_pp = default_pp if args.noise_pp is None else args.noise_pp
+    if gate is None:
+        return noise_pct, noise_pp
+    for flag, value in (("--noise", args.noise), ("--noise-pp", args.noise_pp)):
+        if value is not None and value > gate:
+            raise _UsageError(
+                f"{flag} {value:g} is above --fail-on-regression {gate:g}: changes within the noise never fail the gate, so the gate would be {value:g}"
+            )
+    return min(noise_pct, gate), min(noise_pp, gate)
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
     from tui_prof.analysis.api import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, diff_runsets
@@ -276,8 +291,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if unusable:
             _say(unusable)
             return EXIT_NOTHING_LOADED
-    noise_pct = DEFAULT_NOISE_PCT if args.noise is None else args.noise
-    noise_pp = DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
+    noise_pct, noise_pp = _noise(args, DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP)
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
@@ -319,8 +333,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         doc = render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression)
         if steps is not None:
             doc["steps"] = render_steps.steps_json(steps)
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        _write_json(doc)
     elif args.md:
         sys.stdout.write(render_diff.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
         if steps is not None:
@@ -431,15 +444,32 @@ def parse_window(text: str) -> tuple[int, int | None]:
     return lo, hi
 
 
+def _write_json(doc: object) -> None:
+    """``doc`` on stdout as strict JSON (:mod:`tui_prof.guard.jsonout`: controls escaped,
+    NaN and the infinities written null); a note on stderr says where values were not finite."""
+    from tui_prof.guard import jsonout
+
+    seen = jsonout.NonFinite()
+    sys.stdout.write(jsonout.dumps(doc, seen=seen, indent=2) + "\n")
+    if seen.count:
+        _say(f"note: {seen.count} value(s) were not finite numbers and are written as null (e.g. {', '.join(seen.paths)})")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """``tuiprof export PATH --parquet DIR | --perfetto FILE``: files for pandas/DuckDB or the Perfetto UI."""
     if not args.parquet and not args.perfetto:
         raise _UsageError("give --parquet OUT_DIR and/or --perfetto OUT.json[.gz] (see: tuiprof export --help)")
-    if args.tables and not args.parquet:
+    if args.tables is not None and not args.parquet:
         raise _UsageError("--tables applies to --parquet")
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables is not None else None
+    if tables is not None and not tables:
+        raise _UsageError(f"--tables {_shown_path(args.tables)} names no table (e.g. --tables kernels,api,gaps)")
     if args.window and not args.perfetto:
         raise _UsageError("--window applies to --perfetto")
     from tui_prof.export.common import ExportError, check_destination
+    from tui_prof.guard.write import install_signal_cleanup
+
+    install_signal_cleanup()  # SIGTERM/SIGHUP remove the export's temporary files too
     from tui_prof.export.parquet import export_parquet
     from tui_prof.export.perfetto import export_perfetto, run_start
     from tui_prof.loaders import load_path
@@ -461,7 +491,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not runset.runs:
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
-    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
     try:
         if args.parquet:
             written = export_parquet(runset, args.parquet, tables, gap_threshold_ns=args.gap_threshold)
@@ -494,6 +523,8 @@ def parse_rocm_version(text: str) -> str:
 
 def cmd_counters_plan(args) -> int:
     """``tuiprof counters plan``: the fewest rocprofv3 passes for the named metrics/counters."""
+    import json
+
     from tui_prof.analysis.api import UnknownArch, counter_defaults, counter_plan
     from tui_prof.render.counterplan import plan_text
 
@@ -792,7 +823,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A Python warning (numpy's RuntimeWarning, ...) as one ``tuiprof:`` line: its category
+    and message only, never the file and line of the library that raised it (an install
+    path says nothing to the user and leaks the environment)."""
+    _say(f"warning: {getattr(category, '__name__', 'Warning')}: {message}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.showwarning = _show_warning
     parser = build_parser()
     try:
         args = parser.parse_args(argv)  # no command: the parser's defaults route to cmd_open

@@ -17,13 +17,14 @@ out: see :func:`_optional`).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tui_prof.guard import jsonout
 
 INSTALL_HINT = "pip install 'tuiprof[mcp]'"
 SQL_ROW_LIMIT = 1000  # rows the sql tool returns at most (an assistant's context is small); the label says when it cut
@@ -260,7 +261,7 @@ def tool_specs() -> list[ToolSpec]:
 def call(spec: ToolSpec, ctx: Context, **kwargs: Any) -> list[str]:
     """One tool call: the untrusted-data label, then the JSON as the command prints it."""
     what, data = spec.function(ctx, **kwargs)
-    return [UNTRUSTED.format(what=what), json.dumps(data, indent=2, ensure_ascii=False, default=str)]
+    return [UNTRUSTED.format(what=what), jsonout.dumps(data, indent=2, default=str)]
 
 
 def _sdk(*candidates: tuple[str, str]) -> Any:

@@ -71,6 +71,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from tui_prof.guard import jsonout
 from tui_prof.loaders.base import (
     IssueSink,
     LoadCancelled,
@@ -1556,7 +1557,7 @@ def input_text(text: str) -> str:
         return ""
     if "'" in text:
         try:
-            text = json.dumps(ast.literal_eval(text[: 4 * MAX_INPUT_TEXT]), ensure_ascii=False)
+            text = jsonout.dumps(ast.literal_eval(text[: 4 * MAX_INPUT_TEXT]))
         except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
             pass  # keep the repr: still one readable line
     return text if len(text) <= MAX_INPUT_TEXT else text[: MAX_INPUT_TEXT - 1] + "…"

@@ -14,11 +14,11 @@ import csv
 import datetime
 import decimal
 import io
-import json
 import math
 import uuid
 from typing import Any, BinaryIO, TextIO
 
+from tui_prof.guard import jsonout
 from tui_prof.query.engine import Result, Stream
 from tui_prof.render.fmt import shorten
 from tui_prof.render.safe import md_text, safe_text
@@ -78,15 +78,15 @@ def _whole(result: Result) -> Stream:
 
 
 def write_json(stream: Stream, out: TextIO) -> None:
-    """A JSON list of row objects, written batch by batch (strict JSON: ``allow_nan=False``,
-    ASCII only, so no control character reaches a terminal)."""
+    """A JSON list of row objects, written batch by batch (strict JSON through
+    :mod:`tui_prof.guard.jsonout`, ASCII only, so no control character reaches a terminal)."""
     names = unique_columns(stream.columns)
     first = True
     out.write("[")
     for batch in stream.batches:
         for row in batch:
             out.write("\n  " if first else ",\n  ")
-            out.write(json.dumps({name: json_value(value) for name, value in zip(names, row)}, allow_nan=False))
+            out.write(jsonout.dumps({name: json_value(value) for name, value in zip(names, row)}, ensure_ascii=True))
             first = False
     out.write("\n]\n" if not first else "]\n")
 
@@ -117,7 +117,7 @@ def _cell(value: Any) -> str:
             return str(int(value))
         return f"{value:.4f}".rstrip("0").rstrip(".") if abs(value) >= 1e-4 else f"{value:.4g}"
     if isinstance(value, (dict, list, tuple)):
-        return json.dumps(json_value(value), ensure_ascii=False)
+        return jsonout.dumps(json_value(value))
     return str(value)
 
 
@@ -151,7 +151,7 @@ def _csv_value(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, (dict, list, tuple)):
-        return json.dumps(json_value(value), ensure_ascii=False)
+        return jsonout.dumps(json_value(value))
     return value
 
 

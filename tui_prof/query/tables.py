@@ -12,7 +12,6 @@ and the function that builds its ``DataFrame`` from a :class:`Catalogue`.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from tui_prof.export.parquet import (
     tool_stats_names,
     tool_stats_table,
 )
+from tui_prof.guard import jsonout
 from tui_prof.model import RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
@@ -61,7 +61,7 @@ def _records_frame(records: list[dict], columns: list[str] | None = None) -> pd.
         values = [r.get(name) for r in records]
         present = [v for v in values if v is not None]
         if present and all(isinstance(v, (list, dict)) for v in present):
-            data[name] = pd.Series([None if v is None else json.dumps(v, ensure_ascii=False, default=str) for v in values], dtype="str")
+            data[name] = pd.Series([None if v is None else jsonout.dumps(v, default=str) for v in values], dtype="str")
         elif present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
             data[name] = pd.Series(values, dtype="Int64")
         elif present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):

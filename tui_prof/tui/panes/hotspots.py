@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 from tui_prof.analysis.stats import KERNEL_STATS
 from tui_prof.analysis.stats import source_label as stats_source
 from tui_prof.render.fmt import fmt_ns
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
 from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.panes.stats import STATS_COLUMNS, fmt_percent, stats_measurement_text, stats_status
@@ -225,7 +226,7 @@ class HotspotsPane(Vertical):
         try:
             self.table.apply_filter(event.value)
         except re.error as err:
-            self.notify(f"bad regex: {err}", severity="error", markup=False)
+            self.notify(safe_text(f"bad regex: {err}"), severity="error", markup=False)
             return
         event.input.display = False
         self.table.focus()
@@ -252,7 +253,7 @@ class HotspotsPane(Vertical):
             return
         if self.stats_key is not None:
             if not len(self.view.kernels):
-                self.notify(f"grouping needs the kernel trace ({NO_DISPATCHES})", timeout=4, markup=False)
+                self.notify(safe_text(f"grouping needs the kernel trace ({NO_DISPATCHES})"), timeout=4, markup=False)
                 return
             self.stats_key = None  # back to the trace's hotspots, in the grouping shown last
             self.fill()
@@ -284,7 +285,7 @@ class HotspotsPane(Vertical):
         self.pending_group = None
         self.group = group
         self.fill()  # the table posts Highlighted: the selection goes up from there
-        self.notify(f"grouped by {self.group}", timeout=2)
+        self.notify(safe_text(f"grouped by {self.group}"), timeout=2, markup=False)
 
     # -- the profiler's statistics tables (tui.view.stats) ------------------------------------
     @property

@@ -246,7 +246,7 @@ class MainScreen(Screen):
         # the GIL while the first frame is composed (≈ 1 s later at 1M dispatches)
         self.call_after_refresh(self.need, TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])
         if errors:
-            self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning", timeout=10)
+            self.notify(safe_text(f"{errors} file(s) could not be loaded — see tab 6"), severity="warning", timeout=10, markup=False)
 
     def fill_part(self, part: str, error: str = "") -> None:
         """Show a lazy part that a worker has computed (runs on the event loop: no analysis)."""
@@ -413,7 +413,7 @@ class MainScreen(Screen):
     def goto_step(self, message: StepRequested) -> None:
         """Enter on a step: the timeline zoomed to the step's host range."""
         if not self.need("timeline"):
-            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
         assert self.view is not None  # need() is True only with a view
         self.action_tab("timeline")
@@ -431,7 +431,7 @@ class MainScreen(Screen):
         dispatches; a sync pattern -> the host row; other findings -> their pane."""
         finding = message.finding
         if not self.need("timeline"):
-            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
         kind, target = finding_evidence(self.view, finding)
         if kind == "gap":
@@ -466,7 +466,7 @@ class MainScreen(Screen):
             return
         window = None if whole or kind != "perfetto" else self.export_window()
         what = "the timeline window" if window else "the run"
-        self.notify(f"exporting {what} ({kind})…", timeout=3)
+        self.notify(safe_text(f"exporting {what} ({kind})…"), timeout=3, markup=False)
         self._export(kind, window)
 
     @work(thread=True, group="export", exit_on_error=False)
