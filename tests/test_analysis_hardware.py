@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from tui_prof.analysis.capability import capabilities, scan_logs
+from tui_prof.analysis.counterplan import default_metrics, plan
 from tui_prof.analysis.counters import counter_metrics, pmc_commands
 from tui_prof.analysis.occupancy import kernel_occupancy, occupancy
 from tui_prof.model import Agent, Run, make_table
@@ -99,7 +100,9 @@ def test_missing_counters_give_exact_commands_per_arch():
     run = Run(agents=[Agent(id=1, name="gfx1100")], kernels=make_table("kernels", {"start": [0], "end": [1], "agent": 1, "name": ["k"]}))
     res = counter_metrics(run)
     assert res["kernels"] == [] and res["commands"]
-    assert res["commands"][1] == "rocprofv3 --kernel-trace --pmc GL2C_HIT GL2C_MISS --output-format csv -d tuiprof_pmc -- <your app and its arguments>"
+    # the counter dictionary's plan (docs/counters.md): the L2 hit rate's two counters in one run
+    assert res["commands"] == plan("gfx1100", default_metrics("gfx1100"))["commands"]
+    assert any(" GL2C_HIT GL2C_MISS " in c and c.startswith("rocprofv3 --kernel-trace --pmc ") for c in res["commands"])
     assert all("TCC_" not in c for c in pmc_commands("gfx1100"))
     assert any("TCC_HIT_sum" in c for c in pmc_commands("gfx942"))
     assert all("SQ_WAIT_INST_LDS" not in c for c in pmc_commands("gfx942"))

@@ -615,6 +615,56 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def parse_rocm_version(text: str) -> str:
+    """A ROCm version: 7.2 or 7.2.1."""
+    import re
+
+    if not re.fullmatch(r"\d{1,3}\.\d{1,3}(\.\d{1,4})?", text.strip()):
+        raise argparse.ArgumentTypeError(f"not a ROCm version (like 7.2.1): {text!r}")
+    return text.strip()
+
+
+def cmd_counters_plan(args) -> int:
+    """``tuiprof counters plan``: the fewest rocprofv3 passes for the named metrics/counters."""
+    import json
+
+    from tui_prof.analysis.api import UnknownArch, counter_defaults, counter_plan
+    from tui_prof.render.counterplan import plan_text
+
+    try:
+        names = args.names or counter_defaults(args.arch)
+        result = counter_plan(args.arch, names, rocm=args.rocm)
+    except UnknownArch as err:
+        _say(f"--arch: {err}")
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result, indent=1, ensure_ascii=True))
+    else:
+        print(plan_text(result))
+    return EXIT_OK
+
+
+def _counters_parser(sub) -> None:
+    counters = sub.add_parser("counters", help="hardware counters: plan the rocprofv3 passes for metrics (see docs/counters.md)")
+    csub = counters.add_subparsers(dest="counters_command", metavar="ACTION", required=True)
+    planner = csub.add_parser(
+        "plan", help="the fewest rocprofv3 --pmc passes that collect METRIC_OR_COUNTER... on --arch (and what cannot be measured there, and why)"
+    )
+    planner.add_argument("--arch", required=True, help="GPU architecture: gfx90a, gfx942, gfx950, gfx1100, gfx1151, sm_80, sm_90")
+    planner.add_argument(
+        "--rocm", metavar="VERSION", type=parse_rocm_version, default=None, help="ROCm version of the stack (e.g. 7.2.1): applies version-dependent defects"
+    )
+    planner.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.counters-plan/1)")
+    planner.add_argument(
+        "names",
+        nargs="*",
+        metavar="METRIC_OR_COUNTER",
+        help="metric keys (l2_hit), rocprof-compute or rocprofv3 metric names ('L2 Cache Hit Rate', L2CacheHit) or counters (TCC_HIT_sum); "
+        "none: the metrics the Counters pane reads",
+    )
+    planner.set_defaults(func=cmd_counters_plan)
+
+
 def _load_for_query(path: str, no_cache: bool):
     """The run set at ``path`` for ``sql`` and ``mcp``-style commands, or an exit status
     (the problem said on one line)."""
@@ -905,6 +955,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exporter.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     exporter.set_defaults(func=cmd_export)
+    _counters_parser(sub)
     _add_query_commands(sub)
     return parser
 

@@ -9,6 +9,10 @@ reorganised; names exported here keep their meaning.
 
 from __future__ import annotations
 
+from tui_prof.analysis.counterdict import UnknownArch
+from tui_prof.analysis.counterplan import default_metrics as counter_defaults
+from tui_prof.analysis.counterplan import plan as counter_plan
+from tui_prof.analysis.counterplan import run_plan as counter_run_plan
 from tui_prof.analysis.diff import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, MATCH_MODES, DiffResult, diff_runsets, rematch
 from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
@@ -95,6 +99,7 @@ __all__ = [
     "Summary",
     "SummaryOptions",
     "SummaryResult",
+    "UnknownArch",
     "WhatIfError",
     "all_kernels",
     "allocated_levels",
@@ -105,6 +110,9 @@ __all__ = [
     "combine_stats",
     "communication_mask",
     "copy_agents",
+    "counter_defaults",
+    "counter_plan",
+    "counter_run_plan",
     "diff_runsets",
     "diff_steps",
     "dominant_op",

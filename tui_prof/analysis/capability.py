@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tui_prof.analysis.counterplan import rocm_of
 from tui_prof.analysis.occupancy import arch_limits
 from tui_prof.analysis.sections import LogHit
 from tui_prof.loaders.base import open_regular
@@ -54,6 +55,7 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     """What can be profiled on ``arch``: counters, PC sampling, thread trace, rocprof-compute, limits, notes;
     ``instead`` (where known): what cannot be measured on the arch and what to do instead."""
     a = (arch or "").split(":")[0].lower()
+    a = {"gfx94x": "gfx942", "gfx95x": "gfx950"}.get(a, a)  # a HIP Kineto trace's family name (no stepping digit)
     lim = arch_limits(a)
     notes: list[str] = []
     caps: dict[str, Any] = {
@@ -132,7 +134,24 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     if a.startswith(("gfx11", "gfx12")):
         notes.append("Counters on gfx11/gfx12 need a stable power state (e.g. amd-smi/rocm-smi set to a stable/deterministic profile) for repeatable values.")
     caps["notes"] = notes
-    if lim is not None:
+    caps["rocm"] = rocm_of(tool_version)
+    if lim is not None and lim.rdna:
+        # the occupancy table counts per WGP (2 CUs, WGP mode); say both, each under its name,
+        # so the CU figures agree with the agent's (agent_info's Simd_Per_Cu, Lds_Size_In_Kb)
+        caps["limits"] = {
+            "family": lim.family,
+            "wave_size": lim.wave,
+            "simds_per_cu": lim.simds // 2,
+            "simds_per_wgp": lim.simds,
+            "max_waves_per_simd": lim.max_waves_simd,
+            "vgpr_budget_per_simd_lane": lim.vgpr_budget,
+            "vgpr_granule": lim.vgpr_granule,
+            "lds_per_cu_bytes": lim.lds_per_cu // 2,
+            "lds_per_wgp_bytes": lim.lds_per_cu,
+            "lds_per_workgroup_bytes": lim.lds_per_wg,
+            "peak_hbm_gbs": lim.peak_hbm_gbs,
+        }
+    elif lim is not None:
         caps["limits"] = {
             "family": lim.family,
             "wave_size": lim.wave,

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.counteradvice import advise
+from tui_prof.analysis.counterplan import default_metrics, plan
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, row_flags, row_strings
 from tui_prof.analysis.occupancy import arch_limits, occupancy
 from tui_prof.analysis.runinput import RunInput
@@ -43,6 +45,7 @@ class Metric:
     bad_pct: Callable[[float], bool] | None = None  # % of peak -> threshold crossed (instead of ``bad``)
     rpc_name: str = ""  # rocprof-compute's name of the same metric (analysis database)
     rpc_stat: str = "Avg"  # which of its values equals ours ("Pct of Peak" for a per-cent of a peak)
+    optional: bool = False  # shown when its counters were collected, never listed as missing
 
 
 def _pct(a, b):
@@ -107,7 +110,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "valu_utilization",
-        "VALU utilisation (active lanes)",
+        "VALU Active Threads (% of wave; rocprofv3 VALUUtilization)",
         "%",
         "100*SQ_THREAD_CYCLES_VALU/(SQ_ACTIVE_INST_VALU*wave_size)",
         "counter_defs.yaml VALUUtilization",
@@ -123,7 +126,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "valu_busy",
-        "VALU busy",
+        "VALU Utilization (busy; rocprofv3 VALUBusy)",
         "%",
         "100*SQ_ACTIVE_INST_VALU/CU_NUM/(GRBM_GUI_ACTIVE/XCDs)",
         "counter_defs.yaml VALUBusy",
@@ -236,6 +239,78 @@ METRICS: tuple[Metric, ...] = (
         "memory-bandwidth bound: reduce bytes moved (fusion, lower precision, better reuse)",
         (("FETCH_SIZE", "WRITE_SIZE"),),
         lambda g, c: _pct((g("FETCH_SIZE") + g("WRITE_SIZE")) * 1024.0 / c["dur"], np.full(len(c["dur"]), c["peak_gbs"] or np.nan)),
+    ),
+    Metric(
+        "fetch_size",
+        "Bytes read from memory (FETCH_SIZE)",
+        "KiB",
+        "FETCH_SIZE (rocprofv3 derived metric; per dispatch)",
+        "counter_defs.yaml FETCH_SIZE (KiB the L2 read from device memory)",
+        "descriptive",
+        None,
+        "",
+        (("FETCH_SIZE",),),
+        lambda g, c: g("FETCH_SIZE"),
+        sdk_name="FETCH_SIZE",
+        optional=True,
+    ),
+    Metric(
+        "write_size",
+        "Bytes written to memory (WRITE_SIZE)",
+        "KiB",
+        "WRITE_SIZE (rocprofv3 derived metric; per dispatch)",
+        "counter_defs.yaml WRITE_SIZE (KiB the L2 wrote to device memory)",
+        "descriptive",
+        None,
+        "",
+        (("WRITE_SIZE",),),
+        lambda g, c: g("WRITE_SIZE"),
+        sdk_name="WRITE_SIZE",
+        optional=True,
+    ),
+    Metric(
+        "read_bandwidth",
+        "Memory read bandwidth (FETCH_SIZE)",
+        "GB/s",
+        "FETCH_SIZE*1024/duration_ns",
+        "counter_defs.yaml FETCH_SIZE; peak as the memory bandwidth metric",
+        "> 70 % of peak memory bandwidth [P]",
+        None,
+        "memory-bandwidth bound on reads: move fewer bytes (fusion, lower precision, better reuse)",
+        (("FETCH_SIZE",),),
+        lambda g, c: _ratio(g("FETCH_SIZE") * 1024.0, c["dur"]),
+        peak=lambda c: c["hbm_gbs"],
+        bad_pct=lambda p: p > 70,
+        optional=True,
+    ),
+    Metric(
+        "dependency_wait",
+        "Dependency wait (share of wave cycles)",
+        "%",
+        "100*SQ_WAIT_ANY/SQ_WAVE_CYCLES",
+        "counter_defs.yaml WAVE_DEP_WAIT (gfx10-12); rocprof-compute 0700 Dependency Wait / Wave Cycles",
+        "> 60 % [P]",
+        lambda v: v > 60,
+        "waves mostly wait on dependencies: latency bound (more independent work per wave, or more waves)",
+        (("SQ_WAIT_ANY", "SQ_WAVE_CYCLES"),),
+        lambda g, c: _pct(g("SQ_WAIT_ANY"), g("SQ_WAVE_CYCLES")),
+        sdk_name="WAVE_DEP_WAIT",
+        optional=True,
+    ),
+    Metric(
+        "occupancy_percent",
+        "Occupancy (% of maximum)",
+        "%",
+        "100*SQ_WAVE_CYCLES/GRBM_GUI_ACTIVE/CUs/32",
+        "counter_defs.yaml OccupancyPercent (gfx10/11: 32 waves per CU)",
+        "< 25 % [P]",
+        lambda v: v < 25,
+        "low occupancy: fewer VGPRs or less LDS per workgroup, or a larger grid",
+        (("SQ_WAVE_CYCLES", "GRBM_GUI_ACTIVE"),),
+        lambda g, c: _pct(g("SQ_WAVE_CYCLES"), g("GRBM_GUI_ACTIVE") * c["cu"] * 32),
+        ("RDNA",),
+        "OccupancyPercent",
+        optional=True,
     ),
     Metric(
         "mem_unit_busy",
@@ -397,7 +472,15 @@ def recommended_passes(arch: str) -> list[list[str]]:
 
 
 def pmc_commands(arch: str, app: str = "<your app and its arguments>") -> list[str]:
-    """The exact rocprofv3 commands (one per pass) that collect what the metrics need on ``arch``."""
+    """The exact rocprofv3 commands (one per pass) that collect what the metrics need on
+    ``arch``: the counter dictionary's plan (analysis.counterplan) where it knows the arch,
+    else :func:`recommended_passes`."""
+    try:
+        found = plan(arch, default_metrics(arch), app=app)
+    except ValueError:  # no dictionary for this arch
+        found = None
+    if found is not None and found["vendor"] == "amd" and found["commands"]:
+        return list(found["commands"])
     return [f"rocprofv3 --kernel-trace --pmc {' '.join(p)} --output-format csv -d tuiprof_pmc -- {app}" for p in recommended_passes(arch)]
 
 
@@ -434,7 +517,7 @@ ABSENT_RDNA = {
     "LDS bank conflicts per access (SQ_LDS_*)": "RDNA counts LDS in the SQC block (SQC_LDS_BANK_CONFLICT, SQC_LDS_IDX_ACTIVE): the time-based LDS bank conflict metric is used",
     "wavefront occupancy (SQ_LEVEL_WAVES accumulate), occupancy limiters (SPI_RA_*)": "SPI_RA_* exist only on gfx908/gfx90a/gfx94x/gfx950; rocprof-compute's level pass is CDNA-only",
     "L2-Fabric bandwidth (TCC_EA0_*), vL1D/sL1D hit rates (TCP_*, SQC_DCACHE_*)": "RDNA's L2 is GL2C (GL2C_HIT/GL2C_MISS give the L2 hit rate); rocprof-compute's fabric and L1 panels are CDNA configs",
-    "VALU utilisation (lanes), VALU busy, VMEM utilisation": "SQ_THREAD_CYCLES_VALU / SQ_ACTIVE_INST_* formulas are defined for gfx9 (CDNA) only in counter_defs.yaml",
+    "VALU Active Threads, VALU Utilization, VMEM Utilization": "SQ_THREAD_CYCLES_VALU / SQ_ACTIVE_INST_* formulas are defined for gfx9 (CDNA) only in counter_defs.yaml",
 }
 ABSENT_GFX1151 = {
     "TA_BUFFER_* / TA_FLAT_* (memory-unit counters)": "not exposed on gfx1151 (intellikit PR #189)",
@@ -575,6 +658,29 @@ def occupancy_limiter(columns_mean: dict[str, float], kernels: pd.DataFrame | No
     return None
 
 
+def _raw_entries(raw_means: pd.DataFrame, name: str) -> dict[str, dict]:
+    """One entry per collected counter of kernel ``name`` (its mean per dispatch), for a
+    kernel whose counters feed no derived metric."""
+    out = {}
+    for column in raw_means.columns:
+        v = raw_means.at[name, column]
+        if v == v:
+            out[f"counter:{column}"] = {
+                "label": str(column),
+                "value": float(v),
+                "unit": "KiB" if column in ("FETCH_SIZE", "WRITE_SIZE") else "count",
+                "peak": None,
+                "pct_of_peak": None,
+                "formula": f"{column} (mean per dispatch)",
+                "source": "the collected counter, as the profiler wrote it",
+                "threshold": "descriptive",
+                "flagged": False,
+                "meaning": "",
+                "origin": "counters",
+            }
+    return out
+
+
 def _worth_showing(occ: dict | None, metrics: dict) -> bool:
     """A limiter is shown when one limits the kernel, or when none does but its measured
     occupancy is low (then the grid is the reason)."""
@@ -661,6 +767,7 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
             if v is None or not np.isfinite(v):  # NaN, or an infinite value of a damaged database: no entry, no finding
                 continue
             entry = _metric_entry(m, v, ctx, fam, name, min_waves, "rocprof-compute")
+            entry["label"] = m.rpc_name  # a value rocprof-compute computed: under its own name
             peak = values.get((name, m.rpc_name, "Peak"))
             pct = values.get((name, m.rpc_name, "Pct of Peak"))
             if m.rpc_stat == "Avg" and peak is not None and peak == peak and pct is not None and pct == pct:
@@ -810,7 +917,7 @@ def _from_counters(run: Run, out: dict[str, Any], found: _Found) -> _Found:
             values[m.key] = cols.columns[m.sdk_name]
         elif any(all(cols.has(c) for c in alt) for alt in m.inputs):
             values[m.key] = np.asarray(m.compute(cols.get, found.ctx), dtype=float)
-        else:
+        elif not m.optional:
             out["missing"][m.key] = list(m.inputs[0] if found.fam == "CDNA" or len(m.inputs) == 1 else m.inputs[-1])
     valu_flops, mfma_flops = _flops(cols.get, cols.has)
     hbm_bytes = (
@@ -823,8 +930,13 @@ def _from_counters(run: Run, out: dict[str, Any], found: _Found) -> _Found:
     sums = frame.groupby("name", sort=False)[["_valu", "_mfma", "_bytes", "_dur"]].sum(min_count=1)
     means = frame.groupby("name", sort=False).mean(numeric_only=True)
     spi_means = pd.DataFrame({"name": names, **{c: cols.columns[c] for c in cols.columns if c.startswith("SPI_RA_")}}).groupby("name", sort=False).mean()
+    raw_means: pd.DataFrame | None = None
     for name in count.sort_values(ascending=False).index:
-        out["kernels"].append(_kernel_entry(run, name, means, sums, count, spi_means, found))
+        kernel = _kernel_entry(run, name, means, sums, count, spi_means, found)
+        if not kernel["metrics"]:  # counters no formula reads: their means, never an empty table
+            raw_means = raw_means if raw_means is not None else pd.DataFrame({"name": names, **cols.columns}).groupby("name", sort=False).mean()
+            kernel["metrics"] = _raw_entries(raw_means, name)
+        out["kernels"].append(kernel)
     return found
 
 
@@ -869,6 +981,7 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
         for m in METRICS:
             if (
                 _metric_applies(m, found.fam, arch)
+                and not m.optional
                 and not m.key.startswith("mem_unit")
                 and not m.rpc_name.startswith(("Wavefront", "vL1D", "sL1D", "L2-Fabric"))
             ):
@@ -886,6 +999,11 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
         out["commands"] = pmc_commands(arch)
     out["arch"] = arch
     out["absent"] = absent_counters(arch) if vendor != "nvidia" else {}
+    if vendor != "nvidia":
+        for kernel in out["kernels"]:  # sentences per the counter dictionary's thresholds (analysis.counteradvice)
+            advice = advise(arch, kernel)
+            if advice:
+                kernel["advice"] = advice
     out["xcd_convention"] = "GRBM_GUI_ACTIVE divided by the XCD count (rocprof-compute GRBM_GUI_ACTIVE_PER_XCD)"
     return out
 

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import hostapi
+from tui_prof.analysis import flops, hostapi
 from tui_prof.analysis.hotspots import group_key
 from tui_prof.analysis.names import CategoryRules, kernel_categories, map_categorical
 from tui_prof.analysis.runinput import RunInput
@@ -521,7 +521,22 @@ def operators_section(inputs: Sequence[RunInput], top: int | None, links: Sequen
         mine = sorted(shapes.get(record["name"], []), key=lambda x: -x["total_ns"])[:3]
         if mine:
             record["shapes"] = mine
+    _add_flops(records, inputs, links)
     return records
+
+
+def _add_flops(records: list[OperatorRecord], inputs: Sequence[RunInput], links: Sequence[pd.DataFrame | None]) -> None:
+    """FLOPs, bytes and achieved rates from recorded shapes on each operator row that has
+    them (analysis.flops; absent where the shapes are missing)."""
+    costs = flops.merge_costs([flops.operator_costs(r.run.kernels, link, r.run.markers) for r, link in zip(inputs, links) if link is not None])
+    if not costs:
+        return
+    agent = next((r.run.gpu_agents[0] for r in inputs if r.run.gpu_agents), None)
+    peak = flops.gpu_peak(agent, flops.memory_peak_gbs(agent))
+    for record in records:
+        cost = costs.get(record["name"])
+        if cost:
+            record.update(flops.rates(cost, peak))  # type: ignore[typeddict-item]  # rates() returns these NotRequired keys
 
 
 def modules_section(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:

@@ -203,6 +203,24 @@ class OperatorRecord(TypedDict):
     total_ns: int
     percent: float  # of kernel time
     shapes: NotRequired[list[ShapeRecord]]  # by GPU time, where record_shapes recorded them
+    # from the recorded shapes (analysis.flops; absent where none of its calls has a figure)
+    flops: NotRequired[int]
+    bytes: NotRequired[int]
+    flops_kind: NotRequired[str | None]
+    flops_dtype: NotRequired[str]
+    costed_calls: NotRequired[int]
+    calls: NotRequired[int]
+    costed_ns: NotRequired[int]
+    flops_source: NotRequired[str]
+    flops_note: NotRequired[str]
+    achieved_tflops: NotRequired[float]
+    achieved_gbs: NotRequired[float]
+    peak_source: NotRequired[str]
+    peak_tflops: NotRequired[float]
+    pct_of_peak_flops: NotRequired[float]
+    peak_gbs: NotRequired[float]
+    pct_of_peak_bw: NotRequired[float]
+    roofline_estimate: NotRequired[dict]
 
 
 class CategoriesSection(TypedDict):

@@ -473,8 +473,8 @@ class Events:
         self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
-        # ext: "External id"; dims/types: repr() of cpu_op "Input Dims"/"Input type" (see marker_inputs)
-        self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types"))
+        # ext: "External id"; dims/types/concrete: repr() of cpu_op "Input Dims"/"Input type"/"Concrete Inputs" (see marker_inputs)
+        self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types", "concrete"))
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
         self.flows: Counter = Counter()
         self.comm_ops: dict[int, tuple[str, int, int]] = {}  # record_param_comms External id -> collective_args()
@@ -680,8 +680,9 @@ def _take_events(ev: Events, batch: Any) -> None:
     partial row rolled back."""
     mk = ev.markers
     mk_names, mk_dim_codes, mk_type_codes = mk.strings["name"], mk.strings["dims"], mk.strings["types"]
+    mk_concrete_codes = mk.strings["concrete"]
     mk_cat, mk_name, mk_ts, mk_dur, mk_pid, mk_tid = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append, mk.pid.append, mk.tid.append
-    mk_ext, mk_dims, mk_types = mk.ext.append, mk.dims.append, mk.types.append
+    mk_ext, mk_dims, mk_types, mk_concrete = mk.ext.append, mk.dims.append, mk.types.append, mk.concrete.append
     comm_ops, flows, marker_code = ev.comm_ops, ev.flows, MARKER_CODE.get
     for e in batch:
         # Fields that can fail (unhashable cat/pid, non-object args, object/list ids or names)
@@ -760,6 +761,10 @@ def _take_events(ev: Events, batch: Any) -> None:
                 text = "" if v is None else repr(v)
                 code = mk_type_codes.get(text)
                 mk_types(code if code is not None else mk_type_codes.setdefault(text, len(mk_type_codes)))
+                v = a.get("Concrete Inputs")  # the scalar arguments (stride, padding, is_causal) the FLOPs formulas read
+                text = "" if v is None else repr(v)
+                code = mk_concrete_codes.get(text)
+                mk_concrete(code if code is not None else mk_concrete_codes.setdefault(text, len(mk_concrete_codes)))
                 if name == "record_param_comms" and "Collective name" in a:
                     coll = collective_args(a)
                     if coll[0] and mk.ext[-1] != UNKNOWN:
@@ -768,6 +773,7 @@ def _take_events(ev: Events, batch: Any) -> None:
                 mk_ext(UNKNOWN)
                 mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
                 mk_types(mk_type_codes.setdefault("", len(mk_type_codes)))
+                mk_concrete(mk_concrete_codes.setdefault("", len(mk_concrete_codes)))
         except (TypeError, AttributeError):  # unhashable cat/pid, args not an object, Malformed
             ev.malformed += 1
             for table in ev.tables():
@@ -1529,14 +1535,14 @@ MAX_INPUT_TEXT = 4096
 def operator_columns(cols: Columns) -> dict:
     """The operator link of a table's rows: ``external_id`` (Kineto "External id"; -1 when
     absent) on every table that has it, CUPTI's "registers per thread" as ``arch_vgpr`` on
-    kernels, and on markers the cpu_op's "Input Dims" and "Input type" as JSON text
+    kernels, and on markers the cpu_op's "Input Dims", "Input type" and "Concrete Inputs" as JSON text
     (categorical: each distinct text once)."""
     out: dict = {}
     if "ext" in cols.widths:
         out["external_id"] = as_int64(cols.ext)
     if "regs" in cols.widths:
         out["arch_vgpr"] = as_int64(cols.regs)
-    for column, key in (("dims", "input_dims"), ("types", "input_types")):
+    for column, key in (("dims", "input_dims"), ("types", "input_types"), ("concrete", "input_concrete")):
         if column in cols.widths:
             lookup = cols.strings[column]
             texts = [input_text(t) for t in lookup] or [""]

@@ -713,9 +713,13 @@ def read_agent_info(path: Path) -> list[Agent]:
         agent.lds_bytes_per_cu = lds_kb * 1024 if lds_kb is not None else None
         if agent_type == "CPU":
             # KFD reports 0 for GPU-only properties of CPU agents.
-            for attr in ("gfx_target_version", "simd_per_cu", "wave_size", "max_waves_per_simd"):
+            for attr in ("gfx_target_version", "simd_per_cu", "wave_size", "max_waves_per_simd", "max_waves_per_cu", "workgroup_max_size", "max_clock_mhz"):
                 if getattr(agent, attr) == 0:
                     setattr(agent, attr, None)
+            if not agent.lds_bytes_per_cu:
+                agent.lds_bytes_per_cu = None
+            # a CPU agent's clock is in Max_Engine_Clk_Ccompute (Fcompute is the GPU's)
+            agent.max_clock_mhz = agent.max_clock_mhz or _int_or_none(rec.get("max_engine_clk_ccompute")) or None
         agent.type_index = type_counts.get(agent_type, 0)
         type_counts[agent_type] = agent.type_index + 1
         for column, value in rec.items():

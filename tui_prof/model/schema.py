@@ -203,6 +203,7 @@ MARKERS = TableSpec(
         "external_id": OPTIONAL_ID,  # Kineto "External id" (cpu_op, user_annotation): joins kernels/api/copies
         "input_dims": CATEGORY,  # Kineto cpu_op "Input Dims" as JSON text ("[[2048, 768], [768]]"), "" if not recorded
         "input_types": CATEGORY,  # Kineto cpu_op "Input type" as JSON text ('["float", "Scalar"]'), "" if not recorded
+        "input_concrete": CATEGORY,  # Kineto cpu_op "Concrete Inputs" as JSON text ("['', '', '[2, 2]', 'True']"), "" if not recorded
     },
     "User markers and regions (roctx ranges, PyTorch record_function annotations and cpu_op operators).",
 )

@@ -689,7 +689,36 @@ def operator_detail_sections(summary: Mapping[str, Any], name_width: int) -> lis
             rows.append([Code(shorten(o["name"], 32)), Code(shorten(shape["input_dims"], name_width)), str(shape["kernels"]), fmt_ns(shape["total_ns"])])
     if rows:
         out.append(("Operator input shapes", ["operator", "input dims", "kernels", "total"], rows, ["record_shapes: the cpu_op's Input Dims, by GPU time"]))
+    out.extend(flops_sections(summary, name_width))
     return out
+
+
+def flops_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """FLOPs, bytes and achieved rates per operator from its recorded shapes (an estimate),
+    where the trace records shapes."""
+    rows = []
+    for o in (summary.get("hotspots_by_operator") or [])[:15]:
+        if "flops" not in o or "achieved_tflops" not in o:
+            continue
+        roof = o.get("roofline_estimate") or {}
+        pct = o.get("pct_of_peak_flops")
+        bw = o.get("pct_of_peak_bw")
+        rows.append(
+            [
+                Code(shorten(o["name"], name_width)),
+                f"{o['costed_calls']}/{o['calls']}",
+                f"{o['flops'] / 1e9:,.1f}",
+                fmt_bytes(o["bytes"]),
+                "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({pct:.3g} % {o['flops_dtype']})" if pct is not None else ""),
+                f"{o['achieved_gbs']:,.0f}" + (f" ({bw:.3g} %)" if bw is not None else ""),
+                roof.get("bound", "-"),
+            ]
+        )
+    if not rows:
+        return []
+    peak = next((o["peak_source"] for o in summary.get("hotspots_by_operator") or [] if o.get("peak_source")), "unknown for this GPU")
+    notes = ["estimate from recorded shapes (docs/metrics.md), over the calls with shapes and a formula; peaks: " + peak]
+    return [("Operator FLOPs from shapes (estimate)", ["operator", "calls", "GFLOP", "bytes", "TFLOP/s (% peak)", "GB/s (% peak)", "bound"], rows, notes)]
 
 
 def module_tail(path: str, width: int) -> str:

@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -32,6 +35,9 @@ def counters_renderable(doc: Summary, name: str | None, explain: bool):
         return plain("No GPU agent and no counters in this run.", "dim")
     parts: list = []
     if not any(b.get("kernels") for b in blocks):
+        estimate = _shape_estimates(doc)
+        if estimate is not None:
+            parts.append(estimate)
         for b in blocks:
             title = plain(f"No hardware counters in this run ({b.get('arch') or 'unknown arch'}", "bold")
             title.append(safe_text(f", {b['process']}") if b.get("process") and len(blocks) > 1 else "")
@@ -77,7 +83,7 @@ def counters_renderable(doc: Summary, name: str | None, explain: bool):
             if explain:
                 # the database's metric name and unit are strings from the file: shown as plain text
                 source = plain(m["source"] + (f"; shown: {m['db_metric']}" if m.get("db_metric") else ""))
-                table.add_row(m["label"], value, m["formula"], source, m["threshold"])
+                table.add_row(plain(m["label"]), value, plain(m["formula"]), source, plain(m["threshold"]))  # a raw counter's name comes from the file
             else:
                 note = plain(f"⚠ {m['meaning'] or 'threshold crossed'}", "red") if m["flagged"] else plain(f"ok ({m['threshold']})", "dim")
                 check = m.get("check")
@@ -86,7 +92,7 @@ def counters_renderable(doc: Summary, name: str | None, explain: bool):
                         f" · rocprof-compute {check['rocprof_compute']:.4g} ({check['diff_pct']:.2g} % apart{'' if check['agrees'] else ', disagree'})",
                         "dim" if check["agrees"] else "bold red",
                     )
-                table.add_row(m["label"], value, note)
+                table.add_row(plain(m["label"]), value, note)
         parts.append(table)
         occ = k.get("occupancy")
         if occ:
@@ -96,9 +102,52 @@ def counters_renderable(doc: Summary, name: str | None, explain: bool):
         roof = k.get("roofline")
         if roof:
             parts.extend(_roofline(roof, explain))
+        advice = k.get("advice") or []
+        if advice:
+            parts.append(plain("Advice (counter dictionary thresholds; docs/counters.md):", "bold"))
+            for a in advice:
+                parts.append(plain(f"• {a['text']}", "green" if a.get("good") else ""))
     if arch_note is not None:
         parts.append(arch_note)
     parts.append(plain("x: " + ("hide formulas" if explain else "formula, source and threshold of each metric"), "dim"))
+    return Group(*parts)
+
+
+def _shape_estimates(doc: Mapping[str, Any]) -> Group | None:
+    """Where counters are missing but the trace recorded shapes: each operator's FLOPs and
+    bytes from its shapes, the rates they reach and the bound (analysis.flops), labelled an
+    estimate."""
+    rows = [o for o in (doc.get("hotspots_by_operator") or []) if "achieved_tflops" in o][:12]
+    if not rows:
+        return None
+    table = Table(expand=True, show_edge=False, pad_edge=False, title_justify="left")
+    table.add_column("operator", overflow="ellipsis", no_wrap=True)
+    table.add_column("calls", justify="right", no_wrap=True)
+    table.add_column("TFLOP/s", justify="right", no_wrap=True)
+    table.add_column("GB/s", justify="right", no_wrap=True)
+    table.add_column("bound (FLOP/B vs ridge)", no_wrap=True)
+    for o in rows:
+        pct = o.get("pct_of_peak_flops")
+        bw = o.get("pct_of_peak_bw")
+        roof = o.get("roofline_estimate") or {}
+        bound = f"{roof['bound']} ({roof['ai']:.3g} vs {roof['ridge']:.3g})" if roof else "-"
+        table.add_row(
+            plain(o["name"]),
+            f"{o['costed_calls']}/{o['calls']}",
+            "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({pct:.3g} % {o.get('flops_dtype', '')})" if pct is not None else ""),
+            f"{o['achieved_gbs']:,.0f}" + (f" ({bw:.3g} %)" if bw is not None else ""),
+            bound,
+        )
+    peak = next((o["peak_source"] for o in rows if o.get("peak_source")), "no peak known for this GPU")
+    head = plain("Estimates from recorded shapes (not measured: FLOPs and bytes the shapes imply; docs/metrics.md)", "bold")
+    parts: list = [head, table, plain(f"peaks: {peak}", "dim")]
+    top = next((o for o in rows if o["flops"] and o.get("roofline_estimate") and o.get("peak_tflops") and o.get("peak_gbs")), None)
+    if top is not None:  # the operator with the most GPU time among those with FLOPs, on its dtype's roofline
+        chart = roofline_lines(top["roofline_estimate"]["ai"], top["achieved_tflops"] * 1e3, top["peak_tflops"] * 1e3, top["peak_gbs"])
+        if chart:
+            title = plain("Roofline estimate from shapes: ", "bold")
+            title.append(safe_text(f"{top['name']} ({top['flops_dtype']}), * the operator, + the ridge; GFLOP/s vs FLOP per byte"))
+            parts.extend([title, plain("\n".join(chart), "", no_wrap=True, overflow="crop")])
     return Group(*parts)
 
 

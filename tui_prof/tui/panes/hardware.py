@@ -3,13 +3,16 @@ capabilities and the run's warnings (analysis.capability via the summary)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from tui_prof.analysis.api import Summary
+from tui_prof.analysis.api import Summary, counter_run_plan
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes, fmt_ids
 from tui_prof.tui.pane import Pane
@@ -20,35 +23,125 @@ from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 
 def _opt(value) -> str:
-    return "-" if value is None else str(value)
+    """A device figure; a value the trace does not give (None, or the 0 that KFD and
+    agent_info write for "not reported") says unknown."""
+    return "unknown" if value is None or value == 0 else str(value)
+
+
+def _gpu(a, value) -> str:
+    """A GPU-only figure: not applicable on a CPU agent."""
+    return "n/a" if a.type != "GPU" else _opt(value)
+
+
+def _size(value) -> str:
+    return fmt_bytes(value) if value else "unknown"
 
 
 id_ranges = fmt_ids  # agent ids as runs: [2, 3, 4, 7] -> "2–4, 7"
 
 
+# AMD agents (agent_info.csv / rocpd / rocprof-compute): per-CU figures as the driver reports
+# them; on RDNA a WGP is two of these CUs
 FIELDS = (
     ("type", lambda a: a.type),
-    ("arch", lambda a: a.arch or "-"),
-    ("product", lambda a: a.product or "-"),
-    ("CUs", lambda a: _opt(a.cu_count)),
-    ("SIMD/CU", lambda a: _opt(a.simd_per_cu)),
-    ("wave size", lambda a: _opt(a.wave_size)),
-    ("waves/SIMD", lambda a: _opt(a.max_waves_per_simd)),
-    ("LDS/CU", lambda a: fmt_bytes(a.lds_bytes_per_cu) if a.lds_bytes_per_cu else "-"),
-    ("XCC", lambda a: _opt(a.num_xcc)),
+    ("arch", lambda a: a.arch or "unknown"),
+    ("product", lambda a: a.product or "unknown"),
+    ("CUs", lambda a: _opt(a.cu_count) if a.type == "GPU" else "n/a"),
+    ("cores", lambda a: _opt(a.cu_count) if a.type == "CPU" else "n/a"),
+    ("SIMD/CU", lambda a: _gpu(a, a.simd_per_cu)),
+    ("wave size", lambda a: _gpu(a, a.wave_size)),
+    ("waves/SIMD", lambda a: _gpu(a, a.max_waves_per_simd)),
+    ("LDS/CU", lambda a: _size(a.lds_bytes_per_cu) if a.type == "GPU" else "n/a"),
+    ("XCC", lambda a: _gpu(a, a.num_xcc)),
     ("max MHz", lambda a: _opt(a.max_clock_mhz)),
-    ("memory", lambda a: fmt_bytes(a.memory_bytes) if a.memory_bytes else "-"),
+    ("memory", lambda a: _size(a.memory_bytes)),
 )
+
+
+def _prop(a, key):
+    props = a.extra.get("device_properties") or {}
+    value = props.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _warps_per_sm(a) -> str:
+    threads, warp = _prop(a, "maxThreadsPerMultiprocessor"), a.wave_size
+    return _opt(threads // warp) if threads and warp else "unknown"
+
+
+# NVIDIA agents (Kineto deviceProperties): CUDA's words, no AMD-only rows
+NVIDIA_FIELDS = (
+    ("type", lambda a: a.type),
+    ("product", lambda a: a.product or "unknown"),
+    ("compute capability", lambda a: _opt(a.extra.get("compute_capability"))),
+    ("SMs", lambda a: _opt(a.cu_count)),
+    ("warp size", lambda a: _opt(a.wave_size)),
+    ("max warps/SM", _warps_per_sm),
+    ("max threads/block", lambda a: _opt(a.workgroup_max_size)),
+    ("shared memory/SM", lambda a: _size(a.lds_bytes_per_cu)),
+    ("shared memory/block (opt-in)", lambda a: _size(_prop(a, "sharedMemPerBlockOptin"))),
+    ("registers/SM", lambda a: _opt(_prop(a, "regsPerMultiprocessor"))),
+    ("registers/block", lambda a: _opt(_prop(a, "regsPerBlock"))),
+    ("memory", lambda a: _size(a.memory_bytes)),
+)
+
+
+def _is_nvidia(a) -> bool:
+    return (a.vendor or "").upper().startswith("NVIDIA") or (a.product or "").startswith("NVIDIA")
+
+
+def fields_for(runset: RunSet) -> tuple:
+    """The rows of the agents table: CUDA's when every GPU agent is an NVIDIA one."""
+    gpus = [a for run in runset.runs for a in run.agents if a.type == "GPU"]
+    return NVIDIA_FIELDS if gpus and all(_is_nvidia(a) for a in gpus) else FIELDS
+
+
+def _collected(doc: Mapping[str, Any], process: str) -> list[str]:
+    """The counters the run collected in ``process`` (the summary's counters block)."""
+    for block in doc.get("counters") or []:
+        if block.get("process") == process:
+            return [str(c) for c in block.get("available") or []]
+    return []
+
+
+def _plan_rows(table: Table, arch: str, rocm: str | None, collected: list[str]) -> None:
+    """What this GPU and ROCm could measure (the Counters pane's metrics), what the run did,
+    and the rocprofv3 passes for the rest (analysis.counterplan; docs/counters.md)."""
+    found = counter_run_plan(arch, rocm, collected)
+    if found is None:
+        return
+    if found.get("vendor") == "nvidia":
+        for command in found["commands"]:
+            table.add_row(plain("collect", "green"), plain(command, "green"))
+        return
+    labels = found["labels"]
+    arch = found["arch"]  # the dictionary's name (a HIP Kineto trace says gfx94x for gfx942)
+    stack = f"{arch}, ROCm {rocm}" if rocm else f"{arch} (ROCm version not recorded)"
+    could = ", ".join(labels[k] for k in dict.fromkeys(found["could"]) if k in labels) or "none"
+    table.add_row("could measure", plain(f"{could} — {found['could_passes']} rocprofv3 pass(es) on {stack}"))
+    did = ", ".join(labels[k] for k in found["measured"]) if found["measured"] else "none"
+    table.add_row("measured", plain(did + (f" (counters: {', '.join(found['collected'])})" if found["collected"] else " (no counters collected)")))
+    for c in found["cannot"]:
+        table.add_row(plain("not on this stack", "red"), plain(f"{c['name']}: {c['why']}", "red"))
+    rest = found["plan"]
+    if rest and rest["passes"]:
+        for line in rest["pmc_lines"]:
+            table.add_row(plain("collect", "green"), plain(f"rocprofv3 --kernel-trace {line} -- <app>", "green"))
+        table.add_row("", plain(f"tuiprof counters plan --arch {arch}{f' --rocm {rocm}' if rocm else ''} prints the input file and the metric formulas", "dim"))
+    for w in found["warnings"]:
+        maybe = "" if w["applies"] else " (if your ROCm is affected)"
+        table.add_row(plain("defect", "yellow"), plain(f"{', '.join(w['counters'])}: {w['text']} [{w['issue']}]{maybe}", "yellow"))
 
 
 def agent_groups(runset: RunSet) -> list[tuple[str, list, list[str]]]:
     """(process label, agent ids, field values) per group of agents of one process whose
     every shown field is equal (eight identical GPUs are one column)."""
     groups: dict[tuple, list] = {}
+    fields = fields_for(runset)
     for run in runset.runs:
         label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
         for a in run.agents:
-            values = [str(get(a)) for _, get in FIELDS]
+            values = [str(get(a)) for _, get in fields]
             groups.setdefault((label, *values), []).append(a.id)
     return [(key[0], ids, list(key[1:])) for key, ids in groups.items()]
 
@@ -65,7 +158,7 @@ def agents_renderable(runset: RunSet) -> Table | str:
     for label, ids, values in groups:
         name = f"{values[0]} {id_ranges(ids)} ×{len(ids)}" if len(ids) > 1 else f"agent {ids[0]}"
         table.add_column(plain(f"{label}:{name}" if multi else name), overflow="fold")
-    for row, (title, _) in enumerate(FIELDS):
+    for row, (title, _) in enumerate(fields_for(runset)):
         table.add_row(title, *(plain(values[row]) for _, _, values in groups))  # trace strings: never markup
     return table
 
@@ -99,6 +192,7 @@ def capabilities_renderable(doc: Summary):
         for item in caps.get("instead", []):  # what cannot be measured on this arch, and what to do instead
             table.add_row(plain("cannot measure", "red"), plain(item["cannot"], "red"))
             table.add_row(plain("instead", "green"), plain(item["instead"], "green"))
+        _plan_rows(table, caps.get("arch") or arch, caps.get("rocm"), _collected(doc, process))
         parts.append(table)
     warnings = doc.get("warnings") or []
     if warnings:
