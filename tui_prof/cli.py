@@ -23,6 +23,7 @@ import json
 import math
 import os
 import sys
+from typing import NoReturn
 
 from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
 from tui_prof.render.safe import safe_text
@@ -161,7 +162,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose errors are one line (``_UsageError``, exit status EXIT_USAGE) instead
     of the usage text and a SystemExit."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{message} (see: {self.prog} --help)")
 
 

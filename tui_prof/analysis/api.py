@@ -18,10 +18,19 @@ from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
 from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
-from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, has_operators, kernel_categories_of, link_operators, module_key, operator_key
+from tui_prof.analysis.operators import (
+    NOT_LINKED,
+    has_module_scopes,
+    has_operators,
+    kernel_categories_of,
+    link_operators,
+    module_key,
+    operator_key,
+    operator_links,
+)
 from tui_prof.analysis.ranks import RankAlignment, RankCore, communication_mask, rank_numbers, rank_offsets, rank_records, ranks_sections, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
@@ -48,9 +57,11 @@ __all__ = [
     "CorrIndex",
     "DiffResult",
     "DominantOp",
+    "Finding",
     "FindingCode",
     "GapSet",
     "Lane",
+    "MemorySection",
     "Progress",
     "RankAlignment",
     "RankCore",
@@ -58,7 +69,9 @@ __all__ = [
     "RunInput",
     "StepChoiceError",
     "StepDiff",
+    "StepRecord",
     "StepSide",
+    "StepsSection",
     "StragglerSection",
     "Summary",
     "SummaryOptions",
@@ -90,6 +103,7 @@ __all__ = [
     "nvidia_occupancy",
     "occupancy",
     "operator_key",
+    "operator_links",
     "ops_overlapping",
     "rank_numbers",
     "rank_offsets",

@@ -321,9 +321,11 @@ def export_parquet(
     *,
     gap_threshold_ns: int | None = None,
     progress: Callable[[str], None] | None = None,
+    analysis: SummaryResult | None = None,
 ) -> dict[str, Path]:
     """Write the tables ``tables`` (None: all of :func:`available_tables`) of ``runset`` into
-    ``out_dir``; returns ``name -> file``. Raises :class:`ExportError` for a destination
+    ``out_dir``; returns ``name -> file``. ``analysis``: the run set's summary when the
+    caller has it (the TUI's), else computed here when a table needs it. Raises :class:`ExportError` for a destination
     inside the run, a folder holding other files, or an unknown table name."""
     # imported here, not at the top: the TUI imports this module, and pyarrow would add to its start-up
     import pyarrow as pa
@@ -342,9 +344,9 @@ def export_parquet(
     for stale in previous:  # only names this exporter writes (a manifest is a file anyone could edit)
         if _OUR_FILE.match(stale) and (folder / stale).is_file() and not (folder / stale).is_symlink():
             (folder / stale).unlink()
-    cached: list[SummaryResult] = []
+    cached: list[SummaryResult] = [analysis] if analysis is not None else []
 
-    def analysis() -> SummaryResult:
+    def summary_result() -> SummaryResult:
         if not cached:
             if progress:
                 progress("analysing")
@@ -357,7 +359,7 @@ def export_parquet(
     for name in chosen:
         if progress:
             progress(name)
-        frame = build_table(runset, name, analysis)
+        frame = build_table(runset, name, summary_result)
         path = folder / f"{name}.parquet"
         table = pa.Table.from_pandas(frame, preserve_index=False)
         files.append(path.name)

@@ -22,10 +22,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tui_prof.analysis.api import run_label, time_range
-from tui_prof.analysis.hostapi import api_classes
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
-from tui_prof.analysis.ranks import RankCore, rank_numbers, rank_records, sections_of_cores
+from tui_prof.analysis.api import (
+    DEFAULT_CATEGORY_RULES,
+    CategoryRules,
+    RankCore,
+    api_classes,
+    rank_numbers,
+    rank_records,
+    run_label,
+    sections_of_cores,
+    time_range,
+)
 from tui_prof.model import Run, RunSet
 
 if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the app's start
