@@ -129,3 +129,16 @@ def test_diff_app_bad_step_number_is_one_line():
         assert isinstance(app.screen, StepDiffScreen)
 
     drive(app, flow, size=(120, 34))
+
+
+def test_snapshot_120x34(snap_compare):
+    """The step screen on the generated pair (a kernel inserted, one 2x slower), on the first
+    difference: the slower kernel drawn in reverse on both rows, the inserted one on B's."""
+    from tui_prof.tui.diff.app import DiffApp
+
+    async def run_before(pilot):
+        await until_shown(pilot.app, pilot)
+        await pilot.press("n")
+        await pilot.pause()
+
+    assert snap_compare(DiffApp(*runsets(), steps=True), terminal_size=(120, 34), run_before=run_before)
