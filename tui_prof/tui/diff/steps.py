@@ -304,25 +304,28 @@ class StepDiffScreen(BackScreen):
             return
         self.index = (self.index + step) % len(self.diffs) if self.index >= 0 else (0 if step > 0 else len(self.diffs) - 1)
         t = self.diffs[self.index][2]
-        ruler = self.query_one(StepRuler)
-        w = ruler.window
+        w = self.query_one(StepRuler).window
         if not w.t0 <= t < w.t1:
-            shift = t - (w.t0 + w.t1) / 2
-            ruler.window = Window(w.t0 + shift, w.t1 + shift)
+            self._set_window(t - w.width / 2, w.width)
         self._refresh()
+
+    def _set_window(self, t0: float, width: float) -> None:
+        """Show ``width`` ns from ``t0``, kept inside the steps' span where it fits."""
+        span = float(step_span(self.d)) if self.d is not None else width
+        t0 = min(max(t0, 0.0), max(span - width, 0.0))
+        self.query_one(StepRuler).window = Window(t0, t0 + width)
 
     def action_zoom(self, factor: float) -> None:
         ruler = self.query_one(StepRuler)
         w = ruler.window
         centre = self.diffs[self.index][2] if self.index >= 0 else (w.t0 + w.t1) / 2
-        half = max(w.width * factor / 2, 500.0)
-        ruler.window = Window(centre - half, centre + half)
+        width = max(w.width * factor, 1_000.0)
+        self._set_window(centre - width / 2, width)
         self._refresh()
 
     def action_pan(self, share: float) -> None:
-        ruler = self.query_one(StepRuler)
-        w = ruler.window
-        ruler.window = Window(w.t0 + share * w.width, w.t1 + share * w.width)
+        w = self.query_one(StepRuler).window
+        self._set_window(w.t0 + share * w.width, w.width)
         self._refresh()
 
     def action_fit(self) -> None:
