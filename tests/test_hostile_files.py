@@ -181,9 +181,10 @@ def test_rocpd_view_calling_printf_for_a_900mb_value_is_refused_at_once(run_dir)
     assert message == ("view rocpd_string calls printf() (rocprofv3's views call none; it can build a value of any size): not read")
 
 
-def test_rocpd_view_making_a_huge_value_is_stopped_by_the_length_limit_in_bounded_memory(run_dir):
+def test_rocpd_view_making_a_huge_value_is_refused_in_bounded_memory(run_dir):
     """Nested replace() multiplies 'xx' by 8 per level: 2 x 8^10 = 2.1 GB from a 1.6 MB
-    file. SQLite refuses the first value past the length limit (64 MiB + the file size)."""
+    file. The view is refused before it runs (replace() amplifies: issue 30 reproducer 7);
+    a query that builds one anyway is stopped by the length limit (64 MiB + the file size)."""
     path = _db_copy(run_dir)
     with sqlite3.connect(path) as con:
         t = _table(con, "rocpd_string")
@@ -193,8 +194,17 @@ def test_rocpd_view_making_a_huge_value_is_stopped_by_the_length_limit_in_bounde
     _rewrite_view(path, "rocpd_string", f"SELECT id, guid, {grow} AS string FROM `{t}`")
     before, after, issues = _rss_of_load(path)
     limit_mib = (rocpd.VALUE_FLOOR_BYTES + DB.stat().st_size) >> 20
-    assert issues == f"a value longer than {limit_mib} MiB from a {DB.stat().st_size:,}-byte database (a view computes it): not read"
-    assert after - before < 400 * 1024  # KiB: values up to the 65 MiB limit (and SQLite's copies), never 2.1 GB
+    assert issues == "view rocpd_string calls replace() (rocprofv3's views call none; it can build a value of any size): not read"
+    assert after - before < 400 * 1024  # KiB: never 2.1 GB
+    from tui_prof.loaders import sqlguard
+
+    guard = sqlguard.SqlGuard(path.stat().st_size)
+    con = sqlguard.connect(path, guard=guard)
+    with pytest.raises(sqlite3.DataError) as caught:
+        con.execute(f"SELECT length({grow})").fetchall()
+    con.close()
+    meaning = guard.interrupted(caught.value)
+    assert str(meaning) == f"a value longer than {limit_mib} MiB from a {DB.stat().st_size:,}-byte database (a view computes it): not read"
 
 
 # --------------------------------------------------------------------------- one bad byte
@@ -373,7 +383,7 @@ def test_rocprofv3_json_gz_expanding_past_the_bound_is_refused_in_bounded_memory
     limit = max(base.GZIP_FLOOR_BYTES, base.GZIP_RATIO_LIMIT * packed)
     assert issues == (
         f"cannot read file: gzip content larger than {limit >> 20} MiB (64 times its {packed} bytes; "
-        "a real trace expands about 25 times): not read; gunzip it to read it anyway"
+        "a real trace expands about 25 times): not read beyond it; gunzip it (or raise TUIPROF_GZIP_MAX_RATIO) to read it anyway"
     )
     assert after - before < 100 * 1024  # KiB: the 64 MiB read and no more, never the 200 MiB text and its objects
 

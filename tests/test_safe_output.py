@@ -156,3 +156,28 @@ def test_hostile_kernel_names_in_the_tui(name):
     import asyncio
 
     asyncio.run(_tui_shows_safely(name))
+
+
+def test_timeline_go_to_kernel_notification_shows_a_hostile_name_escaped():
+    """Issue 30 reproducer 2: the timeline's ``c`` (go to the selected kernel) notification
+    printed the kernel name raw (OSC 0/52/8, CSI 2J reached the terminal)."""
+    import asyncio
+
+    from tui_harness import first_screen, press, settle
+
+    from tui_prof.tui.app import TuiProfApp
+
+    name = "".join(MODEL_NAMES[k] for k in ("title", "clipboard", "hyperlink", "clear", "c1_csi", "bidi")) + "[b]x[/b]"
+
+    async def drive() -> list[str]:
+        app = TuiProfApp(_run_named(name))
+        async with app.run_test(size=(120, 30)) as pilot:
+            await first_screen(app, pilot)
+            await settle(app, pilot)
+            await press(app, pilot, "1", "2", "c", "c")
+            return [str(n.message) for n in app._notifications]
+
+    messages = asyncio.run(drive())
+    shown = [m for m in messages if "dispatch" in m]
+    assert any(m.startswith(safe_text(name)) for m in shown), messages  # the hostile kernel was the one centred
+    assert all(visible_only(m) for m in messages), messages

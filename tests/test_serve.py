@@ -12,7 +12,7 @@ import pytest
 import websocket
 from serve_harness import ROOT, Served, alive
 
-from tui_prof.serve import JS_OPTIONS_PATCHED, is_loopback
+from tui_prof.serve import is_loopback
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,9 @@ def test_loopback_names_and_the_patched_client():
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1") and not is_loopback("evil.example") and not is_loopback("localhost.evil")
     from tui_prof.serve import textual_js
 
-    assert textual_js().count(JS_OPTIONS_PATCHED) == 1  # the pinned textual-serve: xterm.js keeps text rows
+    js = textual_js()
+    assert js.count(b"allowProposedApi:!0,screenReaderMode:!0,") == 1  # the pinned textual-serve: xterm.js keeps text rows
+    assert b"loadAddon(this.weblinksAddon)" not in js and js.count(b"loadAddon(") >= 5  # no live links; the other add-ons load
 
 
 def test_serve_diff_runs_the_diff_screen(tmp_path):

@@ -65,6 +65,13 @@ def served():
 def test_the_sample_in_a_browser_hotspots_timeline_help(served, tmp_path):
     driver = _browser()
     try:
+        apps = served.wait_children(lambda k: len(k) == 1)  # the prestarted app
+        driver.get(served.base + "/")  # no token, no cookie yet
+        assert "403" in driver.find_element("tag name", "body").text
+        driver.get(served.base + "/?token=" + served.token[::-1])
+        assert "403" in driver.find_element("tag name", "body").text
+        time.sleep(0.3)
+        assert served.children() == apps and not any("started (pid" in line for line in served.stderr)
         began = time.monotonic()
         driver.get(served.url)
         text = _wait_text(driver, "sort total_ns", TOP_KERNEL)

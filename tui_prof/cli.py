@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import math
 import os
 import sys
@@ -215,12 +214,59 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if progress:
         progress("done", 1, 1)
     if args.json:
-        json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        _write_json(summary)
     elif args.md:
         sys.stdout.write(summary_markdown(summary))
     else:
         print(summary_text(summary))
+    return EXIT_OK
+
+
+def _scale_edit(text: str) -> tuple[str, float]:
+    """``PATTERN=FACTOR`` of ``whatif --scale`` (the last ``=`` splits: a pattern may hold one)."""
+    pattern, sep, factor = text.rpartition("=")
+    if not sep or not pattern:
+        raise argparse.ArgumentTypeError(f"expected PATTERN=FACTOR, got {text!r}")
+    try:
+        value = float(factor)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the factor is not a number") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r}: the factor must be a number >= 0")
+    return pattern, value
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    """``tuiprof whatif RUN``: re-schedule the run's dependency graph with edited durations."""
+    from tui_prof.analysis.api import Edits, WhatIfError, run_what_if
+    from tui_prof.loaders import load_path
+    from tui_prof.render.whatif import whatif_text
+
+    rules = _category_rules(args)
+    edits = Edits(scales=list(args.scale or []), removes=list(args.remove or []), launch_free=args.launch_free)
+    try:
+        edits.check()
+    except WhatIfError as err:
+        raise _UsageError(str(err)) from None
+    unusable = _unusable_path(args.path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
+    runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
+    for issue in runset.errors:
+        _say(issue)
+    if not runset.runs:
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
+    try:
+        doc = run_what_if(runset, edits, rules=rules, step_name=args.step, warmup=args.warmup)
+    except WhatIfError as err:
+        _say(err)
+        return EXIT_NOTHING_LOADED
+    if args.json:
+        _write_json(doc)
+    else:
+        print(whatif_text(doc))
     return EXIT_OK
 
 
@@ -266,6 +312,23 @@ def cmd_open(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _noise(args: argparse.Namespace, default_pct: float, default_pp: float) -> tuple[float, float]:
+    """(noise %, noise points) of ``tuiprof diff``. A change within the noise never trips the
+    gate, so a noise above ``--fail-on-regression PCT`` would raise the gate silently: an
+    explicit one is a usage error, a default one is lowered to PCT."""
+    gate = args.fail_on_regression
+    noise_pct = default_pct if args.noise is None else args.noise
+    noise_pp = default_pp if args.noise_pp is None else args.noise_pp
+    if gate is None:
+        return noise_pct, noise_pp
+    for flag, value in (("--noise", args.noise), ("--noise-pp", args.noise_pp)):
+        if value is not None and value > gate:
+            raise _UsageError(
+                f"{flag} {value:g} is above --fail-on-regression {gate:g}: changes within the noise never fail the gate, so the gate would be {value:g}"
+            )
+    return min(noise_pct, gate), min(noise_pp, gate)
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     """``tuiprof diff A B``: text (default), --json, --md or --tui; exit 4 on --fail-on-regression."""
     from tui_prof.analysis.api import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, diff_runsets
@@ -277,8 +340,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if unusable:
             _say(unusable)
             return EXIT_NOTHING_LOADED
-    noise_pct = DEFAULT_NOISE_PCT if args.noise is None else args.noise
-    noise_pp = DEFAULT_NOISE_PP if args.noise_pp is None else args.noise_pp
+    noise_pct, noise_pp = _noise(args, DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP)
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
@@ -331,8 +393,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         doc = render_diff.to_json(result, top=top, fail_on_regression=args.fail_on_regression)
         if steps is not None:
             doc["steps"] = render_steps.steps_json(steps)
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        _write_json(doc)
     elif args.md:
         sys.stdout.write(render_diff.diff_markdown(result, top=top, fail_on_regression=args.fail_on_regression))
         if steps is not None:
@@ -443,15 +504,32 @@ def parse_window(text: str) -> tuple[int, int | None]:
     return lo, hi
 
 
+def _write_json(doc: object) -> None:
+    """``doc`` on stdout as strict JSON (:mod:`tui_prof.guard.jsonout`: controls escaped,
+    NaN and the infinities written null); a note on stderr says where values were not finite."""
+    from tui_prof.guard import jsonout
+
+    seen = jsonout.NonFinite()
+    sys.stdout.write(jsonout.dumps(doc, seen=seen, indent=2) + "\n")
+    if seen.count:
+        _say(f"note: {seen.count} value(s) were not finite numbers and are written as null (e.g. {', '.join(seen.paths)})")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """``tuiprof export PATH --parquet DIR | --perfetto FILE``: files for pandas/DuckDB or the Perfetto UI."""
     if not args.parquet and not args.perfetto:
         raise _UsageError("give --parquet OUT_DIR and/or --perfetto OUT.json[.gz] (see: tuiprof export --help)")
-    if args.tables and not args.parquet:
+    if args.tables is not None and not args.parquet:
         raise _UsageError("--tables applies to --parquet")
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables is not None else None
+    if tables is not None and not tables:
+        raise _UsageError(f"--tables {_shown_path(args.tables)} names no table (e.g. --tables kernels,api,gaps)")
     if args.window and not args.perfetto:
         raise _UsageError("--window applies to --perfetto")
     from tui_prof.export.common import ExportError, check_destination
+    from tui_prof.guard.write import install_signal_cleanup
+
+    install_signal_cleanup()  # SIGTERM/SIGHUP remove the export's temporary files too
     from tui_prof.export.parquet import export_parquet
     from tui_prof.export.perfetto import export_perfetto, run_start
     from tui_prof.loaders import load_path
@@ -473,7 +551,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not runset.runs:
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
-    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
     try:
         if args.parquet:
             written = export_parquet(runset, args.parquet, tables, gap_threshold_ns=args.gap_threshold)
@@ -493,6 +570,109 @@ def cmd_export(args: argparse.Namespace) -> int:
         _say(f"cannot write the export: {err.strerror or err} ({_shown_path(err.filename or '')})")
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _load_for_query(path: str, no_cache: bool):
+    """The run set at ``path`` for ``sql`` and ``mcp``-style commands, or an exit status
+    (the problem said on one line)."""
+    from tui_prof.loaders import load_path
+
+    unusable = _unusable_path(path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
+    runset = load_path(path, progress=_progress_printer(), use_cache=not no_cache)
+    for issue in runset.errors:
+        _say(issue)
+    if not runset.runs:
+        _say(f"nothing could be loaded from {_shown_path(path)}")
+        return EXIT_NOTHING_LOADED
+    return runset
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """``tuiprof sql RUN ["SELECT ..."] [--csv|--json|--md]``: DuckDB over the run's tables (docs/sql.md)."""
+    from tui_prof.query.engine import QueryError, QueryUnavailable, Session, duckdb_module
+
+    try:
+        duckdb_module()  # before the load: without the extra, one line at once
+    except QueryUnavailable as err:
+        _say(err)
+        return EXIT_USAGE
+    runset = _load_for_query(args.path, args.no_cache)
+    if isinstance(runset, int):
+        return runset
+    from tui_prof.query import output
+    from tui_prof.query.tables import Catalogue
+
+    session = Session(Catalogue(runset, gap_threshold_ns=args.gap_threshold))
+    if args.query is None:
+        from tui_prof.query.repl import repl
+
+        return repl(session)
+    if args.query.lstrip().startswith("."):  # a prompt command: .tables, .schema NAME
+        from tui_prof.query.repl import command
+
+        command(session, args.query, sys.stdout)
+        return EXIT_OK
+    try:
+        if args.csv and not sys.stdout.isatty():  # pyarrow writes the CSV, batch by batch
+            with session.arrow_stream(args.query) as reader:
+                sys.stdout.flush()
+                output.write_csv_arrow(reader, sys.stdout.buffer)
+            return EXIT_OK
+        with session.stream(args.query) as result:  # CSV and JSON stream; the text table and Markdown hold their rows
+            if args.json:
+                output.write_json(result, sys.stdout)
+            elif args.csv:
+                output.write_csv(result, sys.stdout, terminal=sys.stdout.isatty())
+            elif args.md:
+                sys.stdout.write(output.to_markdown(output.text_result(result, limit=INT64_MAX)[0]))
+            else:
+                sys.stdout.write(output.to_text(*output.text_result(result)))
+    except QueryError as err:
+        sys.stdout.flush()
+        _say(err)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """``tuiprof mcp --allow DIR ...``: a Model Context Protocol server on stdin/stdout (docs/mcp.md)."""
+    from tui_prof.mcp_server import McpUnavailable, allowed_roots, serve
+
+    try:
+        roots = allowed_roots(args.allow)
+    except ValueError as err:
+        raise _UsageError(str(err)) from None
+    try:
+        serve(roots, use_cache=not args.no_cache)
+    except McpUnavailable as err:
+        _say(err)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _add_query_commands(sub) -> None:
+    """The ``sql`` and ``mcp`` subcommands (issue 38)."""
+    sql = sub.add_parser("sql", help="query a run's tables with SQL (DuckDB; no query: an interactive prompt; see docs/sql.md)")
+    sql.add_argument("path", type=parse_path, help="run directory or profiler output file")
+    sql.add_argument("query", nargs="?", default=None, help="an SQL statement, or .tables / .schema NAME (omit it for the interactive prompt)")
+    qfmt = sql.add_mutually_exclusive_group()
+    qfmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+    qfmt.add_argument("--json", action="store_true", help="a JSON list of row objects (strict JSON: NaN and infinities as null)")
+    qfmt.add_argument("--md", action="store_true", help="a Markdown table")
+    sql.add_argument(
+        "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="the gaps table holds idle gaps at least this long (default 10us)"
+    )
+    sql.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    sql.set_defaults(func=cmd_sql)
+    mcp = sub.add_parser("mcp", help="serve tuiprof's analyses to an assistant over MCP (stdio; see docs/mcp.md)")
+    mcp.add_argument(
+        "--allow", action="append", required=True, metavar="DIR", help="a directory whose runs the assistant may read (repeatable; nothing else is readable)"
+    )
+    mcp.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    mcp.set_defaults(func=cmd_mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -544,6 +724,28 @@ def build_parser() -> argparse.ArgumentParser:
         "cache folder: TUIPROF_CACHE_DIR or the user cache directory)",
     )
     summary.set_defaults(func=cmd_summary)
+    whatif = sub.add_parser("whatif", help="project the run with edited durations: critical path and saving (see docs/metrics.md)")
+    whatif.add_argument("path", type=parse_path, help="run directory or profiler output file")
+    whatif.add_argument(
+        "--scale",
+        action="append",
+        type=_scale_edit,
+        metavar="PATTERN=FACTOR",
+        help="kernels of category PATTERN, launched by operator op:REGEX, or whose name matches the regex PATTERN take FACTOR x their time (repeatable)",
+    )
+    whatif.add_argument(
+        "--remove",
+        action="append",
+        metavar="CAUSE",
+        help="remove a cause: sync-after-launch, sync, launch, pageable-copy, warmup, host:REGEX, or a finding code (repeatable)",
+    )
+    whatif.add_argument("--launch-free", action="store_true", help="launch calls and the host work between launches cost nothing (a CUDA/HIP graph)")
+    whatif.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.whatif/1)")
+    whatif.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
+    whatif.add_argument("--step", metavar="NAME", default=None, help="take the steps from the host ranges named NAME")
+    whatif.add_argument("--warmup", type=parse_count, default=None, metavar="N", help="the first N steps are warm-up (default: detected)")
+    whatif.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    whatif.set_defaults(func=cmd_whatif)
     parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")
@@ -648,10 +850,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exporter.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     exporter.set_defaults(func=cmd_export)
+    _add_query_commands(sub)
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A Python warning (numpy's RuntimeWarning, ...) as one ``tuiprof:`` line: its category
+    and message only, never the file and line of the library that raised it (an install
+    path says nothing to the user and leaks the environment)."""
+    _say(f"warning: {getattr(category, '__name__', 'Warning')}: {message}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.showwarning = _show_warning
     parser = build_parser()
     try:
         args = parser.parse_args(argv)  # no command: the parser's defaults route to cmd_open

@@ -39,7 +39,9 @@ def sample_path(name: str = DEFAULT_SAMPLE) -> Path:
 
     target = cache_root() / "samples" / name
     if not (target / "synthhost").is_dir():
-        target.parent.mkdir(parents=True, exist_ok=True)
+        from tui_prof.guard.write import make_private_dir
+
+        make_private_dir(target.parent, exist_ok=True, parents=True)
         args, fmt = SAMPLES[name]
         write_run(build(SynthSpec(**args)), target, fmt)
     return target

@@ -60,10 +60,14 @@ SPARE_COLUMNS, SPARE_ROWS = 80, 24
 QUIT_GRACE_S = 2.0  # a closed page: the app is asked to quit, then ended
 STOP_GRACE_S = 0.4  # Ctrl-C: every session ends within a second
 STATIC = Path(str(textual_serve.__file__)).resolve().parent / "static"
-# textual.js's terminal options; the rows xterm.js keeps for screen readers (plain DOM
-# text: the page is readable by assistive tools and by the tests) need screenReaderMode
-JS_OPTIONS = b"allowProposedApi:!0,"
-JS_OPTIONS_PATCHED = b"allowProposedApi:!0,screenReaderMode:!0,"
+# Changes to textual.js, each applied where its text occurs exactly once: the rows xterm.js
+# keeps for screen readers (plain DOM text: the page is readable by assistive tools and by
+# the tests) need screenReaderMode; the web-links add-on would make any text that looks
+# like a URL (a kernel or file name from a trace) a live link, so it is not loaded.
+JS_PATCHES = (
+    (b"allowProposedApi:!0,", b"allowProposedApi:!0,screenReaderMode:!0,"),
+    (b"this.terminal.loadAddon(this.weblinksAddon),", b""),
+)
 STATIC_FILES = {
     "css/xterm.css": "text/css",
     "js/textual.js": "text/javascript",
@@ -115,11 +119,13 @@ class ServeOptions:
 
 
 def textual_js() -> bytes:
-    """textual-serve's browser client with xterm.js's screen-reader rows switched on."""
+    """textual-serve's browser client with :data:`JS_PATCHES` applied (another textual-serve
+    whose text differs is served as it is: no text rows, live links)."""
     data = (STATIC / "js" / "textual.js").read_bytes()
-    if data.count(JS_OPTIONS) != 1:  # another textual-serve: served as it is (no text rows)
-        return data
-    return data.replace(JS_OPTIONS, JS_OPTIONS_PATCHED)
+    for old, new in JS_PATCHES:
+        if data.count(old) == 1:
+            data = data.replace(old, new)
+    return data
 
 
 def page_html(title: str, ws_url: str, font_size: int) -> str:

@@ -27,8 +27,20 @@ from tui_prof.analysis.operators import (
     module_key,
     operator_key,
     operator_links,
+    operators_section,
 )
-from tui_prof.analysis.ranks import RankAlignment, RankCore, communication_mask, rank_numbers, rank_offsets, rank_records, ranks_sections, sections_of_cores
+from tui_prof.analysis.ranks import (
+    RankAlignment,
+    RankCore,
+    communication_mask,
+    instances,
+    rank_cores,
+    rank_numbers,
+    rank_offsets,
+    rank_records,
+    ranks_sections,
+    sections_of_cores,
+)
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
 from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
@@ -37,6 +49,7 @@ from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
+from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
 from tui_prof.threads import Lane, inline_lane, threaded_lane
 
 __all__ = [
@@ -57,6 +70,7 @@ __all__ = [
     "CorrIndex",
     "DiffResult",
     "DominantOp",
+    "Edits",
     "Finding",
     "FindingCode",
     "GapSet",
@@ -76,6 +90,7 @@ __all__ = [
     "Summary",
     "SummaryOptions",
     "SummaryResult",
+    "WhatIfError",
     "all_kernels",
     "allocated_levels",
     "api_classes",
@@ -93,6 +108,7 @@ __all__ = [
     "host_markers",
     "hotspots",
     "inline_lane",
+    "instances",
     "kernel_categories_of",
     "link_launches",
     "link_operators",
@@ -104,7 +120,9 @@ __all__ = [
     "occupancy",
     "operator_key",
     "operator_links",
+    "operators_section",
     "ops_overlapping",
+    "rank_cores",
     "rank_numbers",
     "rank_offsets",
     "rank_records",
@@ -112,6 +130,7 @@ __all__ = [
     "rematch",
     "run_inputs",
     "run_label",
+    "run_what_if",
     "sections_of_cores",
     "source_label",
     "steps_section",

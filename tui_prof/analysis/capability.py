@@ -15,6 +15,7 @@ from typing import Any
 
 from tui_prof.analysis.occupancy import arch_limits
 from tui_prof.analysis.sections import LogHit
+from tui_prof.loaders.base import open_regular
 from tui_prof.model import Agent
 
 SERIALISATION_WARNING = (
@@ -265,7 +266,7 @@ def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 
     for path in files:
         try:
             size = path.stat().st_size
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:  # a FIFO named like a log is refused, never waited on
                 if size <= max_bytes:
                     parts = [(fh.read(), 1)]
                 else:

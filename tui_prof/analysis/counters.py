@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, row_flags, row_strings
 from tui_prof.analysis.occupancy import arch_limits, occupancy
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import Record
@@ -625,25 +625,27 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
     table = run.metrics
     if not len(table):
         return []
-    frame = table[table["kernel"].astype(str) != ""]
+    frame = table[~row_flags(table["kernel"], lambda name: name == "")]
     values: dict[tuple[str, str, str], float] = {}
     units: dict[tuple[str, str], str] = {}
-    for kernel_name, metric, mid, stat, value, unit in zip(
-        frame["kernel"].astype(str),
-        frame["metric"].astype(str),
-        frame["metric_id"].astype(str),
-        frame["stat"].astype(str),
+    for kernel_name, metric, mid, stat, value, unit in zip(  # one str per distinct value, never one per row
+        row_strings(frame["kernel"]),
+        row_strings(frame["metric"]),
+        row_strings(frame["metric_id"]),
+        row_strings(frame["stat"]),
         frame["value"],
-        frame["unit"].astype(str),
+        row_strings(frame["unit"]),
         strict=True,
     ):
         key = (kernel_name, metric, stat)
+        if not np.isfinite(value):  # an infinite value (a damaged database) is no measurement: no entry, no ridge, no finding
+            continue
         # The System Speed-of-Light panel (2.1.*) wins over the same name in a detail panel.
         if key not in values or mid.startswith("2.1."):
             values[key] = float(value)
             units[(kernel_name, metric)] = unit
     kernels = run.kernels
-    counts = kernels.groupby(kernels["name"].astype(str), sort=False).size() if len(kernels) else pd.Series(dtype=int)
+    counts = kernels.groupby(row_strings(kernels["name"]), sort=False).size() if len(kernels) else pd.Series(dtype=int)
     names = list(dict.fromkeys(k for k, _m, _s in values))
     names.sort(key=lambda n: -int(counts.get(n, 0)))
     points = run.meta.extra.get("roofline_points") or {}
@@ -656,7 +658,7 @@ def computed_kernels(run: Run, ctx: dict, fam: str, min_waves: float | None) -> 
             if not m.rpc_name:
                 continue
             v = values.get((name, m.rpc_name, m.rpc_stat))
-            if v is None or v != v:
+            if v is None or not np.isfinite(v):  # NaN, or an infinite value of a damaged database: no entry, no finding
                 continue
             entry = _metric_entry(m, v, ctx, fam, name, min_waves, "rocprof-compute")
             peak = values.get((name, m.rpc_name, "Peak"))
@@ -759,7 +761,7 @@ def _kernel_entry(run: Run, name: str, means: pd.DataFrame, sums: pd.DataFrame, 
         if m.key not in means.columns:
             continue
         v = means.at[name, m.key]
-        if v != v:  # NaN: inputs zero/absent for this kernel
+        if not np.isfinite(v):  # NaN: inputs zero/absent for this kernel; inf: a damaged counter (never a finding)
             continue
         metrics[m.key] = _metric_entry(m, v, found.ctx, found.fam, name, found.min_waves, "counters")
     kernel: dict[str, Any] = {"name": str(name), "dispatches": int(count[name]), "metrics": metrics, "origin": "hardware counters"}

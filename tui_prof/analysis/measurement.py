@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import memory
+from tui_prof.analysis.names import row_flags
 from tui_prof.analysis.sections import CopiesSection, GpuSection, LaunchSection, MeasurementSection, SyncSection
 from tui_prof.model import RunSet
 
@@ -18,9 +19,8 @@ def peak_memory(allocations: pd.DataFrame) -> int | None:
     the last allocation at the same address. None when nothing is recorded."""
     if allocations.empty:
         return None
-    op = allocations["operation"].astype(str).str.upper().to_numpy()
-    is_alloc = np.char.find(op.astype(str), "ALLOC") >= 0
-    is_free = np.char.find(op.astype(str), "FREE") >= 0
+    is_alloc = row_flags(allocations["operation"], lambda op: "ALLOC" in op.upper())
+    is_free = row_flags(allocations["operation"], lambda op: "FREE" in op.upper())
     nbytes = allocations["bytes"].to_numpy().astype(np.int64)
     if not (is_alloc.any() and (nbytes > 0).any()):
         return None

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.names import row_flags
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import MemoryDevice, MemoryRequest, MemorySection, StepRecord, StepsSection
 from tui_prof.model import Run
@@ -41,17 +42,9 @@ FRAGMENTATION_RATIO = 2.0  # [P] peak reserved > 2 x peak allocated...
 FRAGMENTATION_MIN_BYTES = 1 << 30  # [P] ...and at least 1 GiB more
 
 
-def _starts(values: np.ndarray, prefixes: tuple[str, ...]) -> np.ndarray:
-    return np.logical_or.reduce([np.char.startswith(values, p) for p in prefixes]) if len(values) else np.zeros(0, bool)
-
-
 def _name_starts(operation: pd.Series, prefixes: tuple[str, ...]) -> np.ndarray:
-    """Which rows' operation starts with one of ``prefixes`` (tested once per category)."""
-    if isinstance(operation.dtype, pd.CategoricalDtype):
-        hit = _starts(operation.cat.categories.astype(str).to_numpy().astype(str), prefixes)
-        codes = operation.cat.codes.to_numpy()
-        return hit[codes] & (codes >= 0) if hit.any() else np.zeros(len(codes), bool)
-    return _starts(operation.astype(str).to_numpy().astype(str), prefixes)
+    """Which rows' operation starts with one of ``prefixes`` (tested once per distinct value)."""
+    return row_flags(operation, lambda op: op.startswith(prefixes))
 
 
 def is_api_call(operation: pd.Series) -> np.ndarray:
@@ -109,9 +102,8 @@ def running_allocated(allocations: pd.DataFrame) -> dict[int, tuple[np.ndarray, 
     allocation at its address."""
     if allocations.empty:
         return {}
-    op = allocations["operation"].astype(str).str.upper().to_numpy().astype(str)
-    is_alloc = np.char.find(op, "ALLOC") >= 0
-    is_free = np.char.find(op, "FREE") >= 0
+    is_alloc = row_flags(allocations["operation"], lambda op: "ALLOC" in op.upper())
+    is_free = row_flags(allocations["operation"], lambda op: "FREE" in op.upper())
     nbytes = allocations["bytes"].to_numpy().astype(np.int64)
     frame = pd.DataFrame(
         {

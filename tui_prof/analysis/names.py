@@ -34,6 +34,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tui_prof.loaders.base import open_regular
+
+RULES_MAX_BYTES = 4 << 20  # a category rules file (TOML/JSON) is a few KiB
+
 # Ordered (category, pattern): the first matching pattern wins. Patterns are matched
 # against the name without its parameter list (``rule_text``): an argument type such as
 # ``cudnn::reduced_divisor`` or ``cublasTransposeParams`` says nothing about the kernel.
@@ -61,7 +65,7 @@ DEFAULT_RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "GEMM",
-        r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
+        r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|mul_mat|(?<![a-z])mul_mm(?![a-z])|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
         r"|\bmm_|_mm\b|\bbmm\b|dot_?product|epilogue::impl::|(?<![a-z])splitkreduce",
     ),
     ("normalisation", r"norm(?!al_)|softmax|gammabeta|rowwisemoments"),
@@ -134,7 +138,12 @@ def load_category_rules(path: str | Path) -> CategoryRules:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_regular(path) as fh:  # a regular file, checked on its descriptor (a FIFO never blocks)
+            text = fh.read(RULES_MAX_BYTES + 1).decode("utf-8")
+        if len(text) > RULES_MAX_BYTES:
+            raise ValueError(f"{path}: category rules file larger than {RULES_MAX_BYTES >> 20} MiB")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: category rules are not UTF-8 text") from None
     except OSError as err:
         raise ValueError(f"{path}: cannot read category rules: {err.strerror or err}") from None
     try:
@@ -242,9 +251,36 @@ def map_categorical(values: pd.Series, func) -> pd.Series:
     cats = values.cat.categories
     mapped = np.array([func(c) for c in cats], dtype=object)
     codes = values.cat.codes.to_numpy()
-    uniq, inverse = np.unique(mapped.astype(str), return_inverse=True) if len(mapped) else (np.array([], dtype=object), np.array([], dtype=np.int64))
+    inverse, uniq = unique_strings(mapped)
     new_codes = np.where(codes >= 0, inverse[codes] if len(inverse) else -1, -1)
     return pd.Series(pd.Categorical.from_codes(new_codes.astype(np.int32), categories=pd.Index(uniq, dtype=object)), index=values.index)
+
+
+def unique_strings(values) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each value, the sorted distinct values as an object array) of a sequence of
+    strings: ``np.unique`` of ``values`` as a numpy str array, without the fixed-width
+    array (count x longest characters: one 1 MiB name among 3,000 asked for 12 GB)."""
+    texts = np.array([str(v) for v in values], dtype=object)
+    if not len(texts):
+        return np.zeros(0, dtype=np.int64), texts
+    codes, uniq = pd.factorize(texts, sort=True)
+    return codes.astype(np.int64), np.asarray(uniq, dtype=object)
+
+
+def row_flags(column: pd.Series, test) -> np.ndarray:
+    """``test`` of every row's string as a bool array, evaluated once per distinct value and
+    spread to the rows through integer codes (no per-row or fixed-width string array)."""
+    col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    flags = np.array([bool(test(str(c))) for c in col.cat.categories] + [bool(test(""))], dtype=bool)
+    return flags[col.cat.codes.to_numpy()]  # code -1 (missing): the last, test("")
+
+
+def row_strings(column: pd.Series) -> list[str]:
+    """Every row's string as a list sharing one str object per distinct value ("" for a
+    missing one): iterating names without materialising a copy per row."""
+    col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    cats = [str(c) for c in col.cat.categories] + [""]
+    return [cats[i] for i in col.cat.codes.to_numpy().tolist()]
 
 
 def normalized_names(names: pd.Series) -> pd.Series:

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi
-from tui_prof.analysis.names import CategoryRules, rule_text
+from tui_prof.analysis.names import CategoryRules, rule_text, unique_strings
 from tui_prof.analysis.sections import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationSection, RankRecord, StragglerSection
 from tui_prof.analysis.stats import KERNEL_STATS
 from tui_prof.model import Run
@@ -212,9 +212,9 @@ def _map_category(column: pd.Series, func, rows: np.ndarray | None = None) -> np
     codes, so no per-row string is built)."""
     col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
     values = [func(str(c)) for c in col.cat.categories] + [func("")]  # code -1 (missing): the last
-    uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
+    inverse, uniq = unique_strings(values)
     codes = col.cat.codes.to_numpy()
-    return uniq.astype(object)[inverse[codes if rows is None else codes[rows]]]
+    return uniq[inverse[codes if rows is None else codes[rows]]]
 
 
 def _per_category(column: pd.Series, test) -> np.ndarray:

@@ -120,6 +120,22 @@ def tables_with(runset: RunSet, key: str) -> list[tuple[Run, pd.DataFrame]]:
     return [(run, run.tool_stats[key]) for run in runset.runs if key in run.tool_stats and len(run.tool_stats[key])]
 
 
+def exact_sum(values: pd.Series) -> int:
+    """The sum of integer ``values`` as a Python int: exact, never wrapped past int64 (a
+    hostile stats file's counts summed to -9,223,372,036,854,775,808 dispatches)."""
+    return sum(int(v) for v in values.tolist() if v == v)
+
+
+def exact_sums(values: pd.Series, keys: pd.Series) -> pd.Series:
+    """Per key of ``keys``, :func:`exact_sum` of ``values`` (object dtype when a sum leaves
+    int64, int64 otherwise)."""
+    sums = values.astype(object).groupby(keys, sort=False).sum()
+    limit = 2**63 - 1
+    if all(isinstance(v, int) and -limit - 1 <= v <= limit for v in sums.tolist()):
+        return sums.astype(np.int64)
+    return sums
+
+
 def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """One ``STATS_COLUMNS`` table from the tables of several processes (module docstring);
     one table is returned as written. Sorted by total descending, ties by name."""
@@ -136,8 +152,8 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
         g = t.groupby("name", sort=False)
         out = pd.DataFrame(
             {
-                "calls": g["calls"].sum(),
-                "total_ns": g["total_ns"].sum(),
+                "calls": exact_sums(t["calls"], t["name"]),
+                "total_ns": exact_sums(t["total_ns"], t["name"]),
                 "min_ns": g["min_ns"].min(skipna=False),
                 "max_ns": g["max_ns"].max(skipna=False),
                 "_ss": g["_ss"].sum(min_count=1),
@@ -149,7 +165,7 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
         with np.errstate(invalid="ignore"):
             var = (out["_ss"].to_numpy() - calls * out["avg_ns"].to_numpy() ** 2) / np.where(calls > 1, calls - 1, 1)
         out["stddev_ns"] = np.where(out["_nan_sd"].to_numpy(), np.nan, np.where(calls > 1, np.sqrt(np.maximum(var, 0.0)), 0.0))
-        grand = int(out["total_ns"].sum())
+        grand = exact_sum(out["total_ns"])
         out["percent"] = 100.0 * out["total_ns"].to_numpy() / grand if grand else 0.0
         out = out[list(STATS_COLUMNS)]
     out["_neg"] = -out["total_ns"]
@@ -203,8 +219,8 @@ def stats_tables(runset: RunSet, limit: int | None = None) -> list[StatsTable]:
                 "domain": DOMAIN_OF.get(key, key.removesuffix("_stats").upper()),
                 "source": f"{', '.join(tools)} ({key})",
                 "processes": len(found),
-                "calls": int(table["calls"].sum()),
-                "total_ns": int(table["total_ns"].sum()),
+                "calls": exact_sum(table["calls"]),
+                "total_ns": exact_sum(table["total_ns"]),
                 "rows": stats_records(table, limit),
             }
         )

@@ -123,6 +123,14 @@ def _profiler_steps(run: Run) -> tuple[list[str], np.ndarray, np.ndarray]:
     return labels, s[keep], e[keep]
 
 
+def overlapping_note(total: int, kept: int, what: str) -> str:
+    """The words added to a step source when ranges were left out because they start inside
+    another (overlapping ``ProfilerStep#N`` are not nested steps: saying nothing would hide
+    half the steps)."""
+    dropped = total - kept
+    return f"; {dropped} of {total} {what} left out: each starts inside an earlier one (overlapping ranges)" if dropped else ""
+
+
 def _inferred_steps(run: Run, index: hostapi.CorrIndex) -> StepRanges | None:
     """Steps from runs of launches, each ended by a sync of the thread that launches most."""
     api = run.api
@@ -182,7 +190,8 @@ def detect_steps(run: Run, index: hostapi.CorrIndex | None = None, step_name: st
     labels, s, e = _profiler_steps(run)
     if step_name is None or step_name.startswith("ProfilerStep"):
         if len(s):
-            how = f"{len(s)} PyTorch profiler steps (ProfilerStep#N host ranges)"
+            total = int(_host_markers(run)["name"].astype(str).str.match(PROFILER_STEP_RE.pattern).sum())
+            how = f"{len(s)} PyTorch profiler steps (ProfilerStep#N host ranges)" + overlapping_note(total, len(s), "ProfilerStep ranges")
             return StepRanges("profiler_step", PROFILER_STEP, how, labels, s, e, candidates)
         if step_name is not None:
             return None

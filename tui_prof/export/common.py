@@ -27,10 +27,14 @@ def run_directory(run_root: str | os.PathLike) -> Path:
 
 
 def check_destination(out: str | os.PathLike, run_root: str | os.PathLike) -> Path:
-    """``out`` resolved, or :class:`ExportError` when it lies inside the run directory of
-    ``run_root`` (:func:`run_directory`): tuiprof never writes into a run directory."""
-    target = _resolved(out)
-    if target.is_relative_to(run_directory(run_root)):
+    """``out`` made absolute with the links of its folder resolved but not its own name (a
+    writer replaces a link there, never follows it), or :class:`ExportError` when it, or
+    what a link there points at, lies inside the run directory of ``run_root``
+    (:func:`run_directory`): tuiprof never writes into a run directory."""
+    literal = Path(os.path.abspath(os.fspath(out)))
+    target = _resolved(literal.parent) / literal.name if literal.name else literal
+    run_dir = run_directory(run_root)
+    if target.is_relative_to(run_dir) or _resolved(target).is_relative_to(run_dir):
         raise ExportError(
             f"refusing to write {os.fspath(out)!r}: it is inside the run directory of {os.fspath(run_root)!r} (tuiprof never writes into a run directory)"
         )
@@ -62,7 +66,7 @@ def default_destination(run_root: str | os.PathLike, name: str, suffix: str, fol
     stem = _safe_stem(name)
     candidate = base / f"{stem}{suffix}"
     for n in range(1, 1000):
-        if not candidate.exists():
+        if not os.path.lexists(candidate):
             break
         candidate = base / f"{stem}-{n}{suffix}"
     return candidate

@@ -18,8 +18,9 @@ Tables are converted with pyarrow's ``Table.from_pandas`` (the conversion the ca
 for its Arrow files, :mod:`tui_prof.loaders.cache`), which keeps pandas' schema in the
 file, so ``pandas.read_parquet`` gives back the exact dtypes. ``README.md`` in the folder
 lists each file's columns, dtypes and units. The folder holds a manifest
-(:data:`MANIFEST`) of what was written: an export into a folder replaces only the files a
-previous export wrote there, and refuses a folder holding anything else.
+(:data:`MANIFEST`, written after the last file: :func:`check_export`) of what was written:
+an export replaces only a folder a previous export wrote, and refuses a folder holding
+anything else. The folder is written through :mod:`tui_prof.guard.write`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -37,6 +39,8 @@ import pandas as pd
 from tui_prof import __version__
 from tui_prof.analysis.api import GAP_COLUMNS, SummaryResult, all_kernels, hotspots, run_inputs, wall_ns
 from tui_prof.export.common import ExportError, analyse, check_destination
+from tui_prof.guard import jsonout
+from tui_prof.guard.write import WriteRefused, atomic_folder, open_existing, open_new, write_new
 from tui_prof.model import Agent, RunMeta, RunSet
 from tui_prof.model.schema import CATEGORY, TABLES, concat_tables
 
@@ -134,7 +138,7 @@ def _record_frame(records: list[dict], fields: Iterable[dataclasses.Field]) -> p
         elif kind == "bool":
             columns[f.name] = pd.Series([bool(v) for v in values], dtype="bool")
         elif kind in ("list", "dict"):
-            columns[f.name] = _strings([json.dumps(v, ensure_ascii=False, default=str) for v in values])
+            columns[f.name] = _strings([jsonout.dumps(v, default=str) for v in values])
         else:
             columns[f.name] = _strings(["" if v is None else str(v) for v in values])
     return pd.DataFrame(columns)
@@ -218,7 +222,7 @@ def findings_table(analysis: SummaryResult) -> pd.DataFrame:
             "severity": pd.Series([f["severity"] for f in rows], dtype="str").astype(CATEGORY),
             "code": pd.Series([f["code"] for f in rows], dtype="str").astype(CATEGORY),
             "message": pd.Series([f["message"] for f in rows], dtype="str"),
-            "numbers": pd.Series([json.dumps(f["numbers"], ensure_ascii=False, default=str) for f in rows], dtype="str"),
+            "numbers": pd.Series([jsonout.dumps(f["numbers"], default=str) for f in rows], dtype="str"),
             "fix": pd.Series([f["fix"] for f in rows], dtype="str"),
         }
     )
@@ -288,30 +292,75 @@ def readme_text(runset_root: str, written: dict[str, _Sized], threshold_ns: int 
     return "\n".join(lines)
 
 
-def _prepare_folder(folder: Path) -> list[str]:
-    """Make sure ``folder`` may be written: absent, empty, or holding only what a previous
-    export wrote (its manifest lists it). Returns the files of that previous export."""
-    if not folder.exists():
-        folder.mkdir(parents=True)
-        return []
-    if not folder.is_dir():
-        raise ExportError(f"{str(folder)!r} exists and is not a folder")
+def _previous_files(folder: Path) -> list[str] | None:
+    """The files a previous export listed in ``folder``'s manifest, or None when there is no
+    readable tuiprof manifest (the manifest is read without following a link or blocking)."""
+    try:
+        with open_existing(folder / MANIFEST) as fh:
+            manifest = json.loads(fh.read(1 << 20))
+        if manifest.get("kind") == MANIFEST_KIND:
+            return [str(f) for f in manifest.get("files", [])]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def _check_replaceable(folder: Path) -> list[str]:
+    """The entries of the existing ``folder`` when an export may replace it: empty, or
+    holding only what a previous export listed in its manifest (a regular file or a link
+    named as this exporter names its files; nothing is followed). :class:`ExportError`
+    otherwise. A folder that is not a real folder of the current user is refused by
+    :func:`tui_prof.guard.write.atomic_folder`."""
     present = sorted(os.listdir(folder))
     if not present:
-        return []
-    previous: list[str] = []
-    if MANIFEST in present:
-        try:
-            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-            if manifest.get("kind") == MANIFEST_KIND:
-                previous = [str(f) for f in manifest.get("files", [])]
-        except (OSError, ValueError, AttributeError):
-            previous = []
-    ours = set(previous) | {MANIFEST}
-    foreign = [f for f in present if f not in ours]
+        return present
+    previous = _previous_files(folder) or []
+    ours = {f for f in previous if _OUR_FILE.match(f)} | {MANIFEST}
+    foreign = [f for f in present if f not in ours or stat.S_ISDIR(os.lstat(folder / f).st_mode)]
     if foreign or not previous:
         raise ExportError(f"refusing to write into {str(folder)!r}: it holds files tuiprof did not write (e.g. {foreign[0] if foreign else present[0]!r})")
-    return previous
+    return present
+
+
+def _clear(folder: Path) -> None:
+    """Remove the previous export at ``folder`` (checked again: it may have changed while
+    the new one was built); a link in it is removed, never followed."""
+    for name in _check_replaceable(folder):
+        os.unlink(folder / name)
+    os.rmdir(folder)
+
+
+def check_export(folder: str | os.PathLike) -> list[str]:
+    """What is wrong with the export folder ``folder`` (empty: complete). A complete export
+    has a manifest, written after its last file, listing every file with its size."""
+    base = Path(os.fspath(folder))
+    try:
+        with open_existing(base / MANIFEST) as fh:
+            manifest = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError) as err:
+        return [f"no readable manifest ({err.__class__.__name__}): the export is incomplete"]
+    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND or not isinstance(manifest.get("sizes"), dict):
+        return ["the manifest is not a complete tuiprof export manifest"]
+    problems = []
+    for name, size in manifest["sizes"].items():
+        try:
+            info = os.lstat(base / name)
+        except OSError:
+            problems.append(f"{name}: missing")
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_size != size:
+            problems.append(f"{name}: {info.st_size} bytes, the manifest says {size}")
+    return problems
+
+
+def to_arrow(frame: pd.DataFrame):
+    """``frame`` as a ``pyarrow.Table``: the one conversion of a table to Arrow (the Parquet
+    export and ``tuiprof sql``; the cache's Feather files go through the same
+    ``Table.from_pandas``). Numeric columns without nulls and category codes are not copied;
+    categories become dictionary columns."""
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(frame, preserve_index=False)
 
 
 def export_parquet(
@@ -324,13 +373,12 @@ def export_parquet(
     analysis: SummaryResult | None = None,
 ) -> dict[str, Path]:
     """Write the tables ``tables`` (None: all of :func:`available_tables`) of ``runset`` into
-    ``out_dir``; returns ``name -> file``. ``analysis``: the run set's summary when the
-    caller has it (the TUI's), else computed here when a table needs it. Raises :class:`ExportError` for a destination
-    inside the run, a folder holding other files, or an unknown table name."""
-    # imported here, not at the top: the TUI imports this module, and pyarrow would add to its start-up
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    the folder ``out_dir``; returns ``name -> file``. ``analysis``: the run set's summary
+    when the caller has it (the TUI's), else computed here when a table needs it. The folder is built under a temporary
+    name beside ``out_dir`` (mode 0700, the manifest written after the last table) and
+    renamed into place, replacing a previous export there: ``out_dir`` is never seen half
+    written. Raises :class:`ExportError` for a destination inside the run, a link, a folder
+    holding other files or another user's, or an unknown table name."""
     names = available_tables(runset)
     if tables is None:
         chosen = names
@@ -340,10 +388,28 @@ def export_parquet(
             raise ExportError(f"unknown table {unknown[0]!r} (tables of this run: {', '.join(names)})")
         chosen = [t for t in names if t in tables]
     folder = check_destination(out_dir, runset.root)
-    previous = _prepare_folder(folder)
-    for stale in previous:  # only names this exporter writes (a manifest is a file anyone could edit)
-        if _OUR_FILE.match(stale) and (folder / stale).is_file() and not (folder / stale).is_symlink():
-            (folder / stale).unlink()
+    try:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            _check_replaceable(folder)  # before the analysis: a refusal comes at once
+        with atomic_folder(folder, _clear) as work:
+            written = _write_tables(runset, work, chosen, gap_threshold_ns, progress, analysis)
+    except WriteRefused as err:
+        raise ExportError(str(err)) from None
+    return {name: folder / f"{name}.parquet" for name in written}
+
+
+def _write_tables(
+    runset: RunSet,
+    work: Path,
+    chosen: list[str],
+    gap_threshold_ns: int | None,
+    progress: Callable[[str], None] | None,
+    analysis: SummaryResult | None = None,
+) -> dict[str, _Sized]:
+    """Every chosen table, the README and (last) the manifest into the new folder ``work``."""
+    # imported here, not at the top: the TUI imports this module, and pyarrow would add to its start-up
+    import pyarrow.parquet as pq
+
     cached: list[SummaryResult] = [analysis] if analysis is not None else []
 
     def summary_result() -> SummaryResult:
@@ -354,23 +420,21 @@ def export_parquet(
         return cached[0]
 
     written: dict[str, _Sized] = {}
-    paths: dict[str, Path] = {}
-    files: list[str] = []
     for name in chosen:
         if progress:
             progress(name)
         frame = build_table(runset, name, summary_result)
-        path = folder / f"{name}.parquet"
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        files.append(path.name)
-        _write_manifest(folder, files + [README])  # listed before written: a failed export can be redone
-        pq.write_table(table, path, compression=COMPRESSION)
+        table = to_arrow(frame)
+        with open_new(work / f"{name}.parquet", 0o600) as fh:
+            pq.write_table(table, fh, compression=COMPRESSION)
         written[name] = _Sized(frame)
-        paths[name] = path
     threshold = cached[0].summary["gaps"]["threshold_ns"] if cached else None
-    (folder / README).write_text(readme_text(runset.root, written, threshold), encoding="utf-8")
-    _write_manifest(folder, files + [README])
-    return paths
+    write_new(work / README, readme_text(runset.root, written, threshold).encode("utf-8"))
+    files = [f"{name}.parquet" for name in written] + [README]
+    sizes = {f: os.lstat(work / f).st_size for f in files}
+    manifest = {"kind": MANIFEST_KIND, "tuiprof_version": __version__, "files": files, "sizes": sizes}
+    write_new(work / MANIFEST, jsonout.dumps(manifest).encode("utf-8"))
+    return written
 
 
 class _Sized:
@@ -382,7 +446,3 @@ class _Sized:
 
     def __len__(self) -> int:
         return self.rows
-
-
-def _write_manifest(folder: Path, files: list[str]) -> None:
-    (folder / MANIFEST).write_text(json.dumps({"kind": MANIFEST_KIND, "tuiprof_version": __version__, "files": files}), encoding="utf-8")

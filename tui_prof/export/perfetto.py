@@ -44,9 +44,9 @@ from __future__ import annotations
 import gzip
 import heapq
 import io
-import json
+import math
 import os
-import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, cast
@@ -57,6 +57,8 @@ import pandas as pd
 from tui_prof import __version__
 from tui_prof.analysis.api import SummaryResult, copy_agents
 from tui_prof.export.common import ExportError, analyse, check_destination
+from tui_prof.guard import jsonout
+from tui_prof.guard.write import WriteRefused, atomic_file, check_file_destination, open_existing
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import UNKNOWN
 
@@ -89,7 +91,13 @@ def us_text(ns: np.ndarray) -> list[str]:
 
 def jstr(value: object) -> str:
     """A JSON string literal (ASCII; any character escaped as JSON requires)."""
-    return json.dumps(str(value))
+    return jsonout.dumps(str(value), ensure_ascii=True)
+
+
+def num(value: float) -> str:
+    """A JSON number for ``value``; ``null`` for NaN and the infinities (not JSON: strict
+    parsers and the Perfetto UI refuse the file)."""
+    return repr(value) if math.isfinite(value) else "null"
 
 
 def _escaped(column: pd.Series) -> tuple[list[str], list[int]]:
@@ -419,7 +427,7 @@ def _counter_events(run: Run, pid: int, window: Window | None, origin: int) -> I
     labels = [jstr(f"{t} ({u})" if u else str(t)) for t, u in zip(s["track"].astype(str), s["unit"].astype(str), strict=True)]
     for rows in _rows(ok, len(s)):
         ts = us_text(ts_all[rows] - origin)
-        values = [repr(float(v)) for v in value_all[rows].tolist()]
+        values = [num(float(v)) for v in value_all[rows].tolist()]
         yield [
             f'{{"ph":"C","cat":"tuiprof_counter","name":{labels[r]},"pid":{pid},"ts":{ts[i]},"args":{{"value":{values[i]}}}}}'
             for i, r in enumerate(rows.tolist())
@@ -496,7 +504,7 @@ def _dispatch_counter_events(run: Run, pid: int, tid_all: np.ndarray, place: _Pl
         for key in keys:
             if key not in label:
                 label[key] = jstr(f"GPU {key[0]} {counters[key[1]]}")
-        values = [repr(float(v)) for v in value_all[rows].tolist()]
+        values = [num(float(v)) for v in value_all[rows].tolist()]
         yield _value_events("hw_counter", [label[key] for key in keys], values, kernel_rows, run, pid, tid_all, origin)
 
 
@@ -516,7 +524,7 @@ def _metric_events(run: Run, pid: int, tid_all: np.ndarray, place: _Placement, w
         " ".join(x for x in (str(i), str(n), str(st)) if x) + (f" ({u})" if str(u) else "")
         for i, n, st, u in zip(m["metric_id"], m["metric"], m["stat"], m["unit"], strict=True)
     ]
-    value_text = [repr(float(v)) for v in m["value"].to_numpy().tolist()]
+    value_text = [num(float(v)) for v in m["value"].to_numpy().tolist()]
     label: dict[tuple[int, int], str] = {}
     per_kernel = max(len(r) for r in place.metric_rows.values())
     kernels = np.flatnonzero(keep)
@@ -559,7 +567,9 @@ def _finding_events(analysis: SummaryResult, pid: int, at_ns: int, origin: int) 
     ]
     for f in findings:
         title = jstr(f"{f['severity']}: {f['message']}")
-        args = json.dumps({"code": f["code"], "severity": f["severity"], "message": f["message"], "fix": f["fix"], "numbers": f["numbers"]}, default=str)
+        args = jsonout.dumps(
+            {"code": f["code"], "severity": f["severity"], "message": f["message"], "fix": f["fix"], "numbers": f["numbers"]}, default=str, ensure_ascii=True
+        )
         events.append(f'{{"ph":"i","s":"t","cat":"tuiprof_finding","name":{title},"pid":{pid},"tid":1,"ts":{ts},"args":{args}}}')
     return events
 
@@ -609,7 +619,7 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
             "not_placed": {t: sum(p.not_placed[t] for p in placements) for t in ("counters", "metrics")},
         },
     }
-    fh.write(json.dumps(header)[:-1] + ',\n"traceEvents": [')
+    fh.write(jsonout.dumps(header, ensure_ascii=True)[:-1] + ',\n"traceEvents": [')
     out = _Out(fh)
     pids = _pids(runset)
     flow_id = [0]
@@ -645,14 +655,15 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
 
 
 def _is_ours(path: Path) -> bool:
-    """Whether the existing file ``path`` is a trace this exporter wrote."""
+    """Whether the existing regular file ``path`` is a trace this exporter wrote (read
+    without following a link or blocking on a FIFO)."""
     try:
-        with open(path, "rb") as raw:
+        with open_existing(path) as raw:
             head = raw.read(2)
             raw.seek(0)
             stream = cast(IO[bytes], gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw)
             text = stream.read(4096)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return False
     return KIND.encode() in text
 
@@ -668,13 +679,19 @@ def export_perfetto(
 ) -> tuple[Path, int]:
     """Write the trace of ``runset`` to ``out`` (gzipped when the name ends in ``.gz``);
     returns the path and the number of events. ``analysis``: the run set's summary when the
-    caller has it (the TUI's, whose findings its panes show), else computed here. The file is written beside ``out`` under a
-    temporary name and renamed into place. Raises :class:`ExportError` for a destination
-    inside the run, or an existing file that is not a tuiprof export."""
+    caller has it (the TUI's, whose findings its panes show), else computed here. The file
+    is written beside ``out`` under a temporary name and renamed into place
+    (:func:`tui_prof.guard.write.atomic_file`). Raises :class:`ExportError` for a destination
+    inside the run, a link, a FIFO or another non-regular file, or an existing file that is
+    not a tuiprof export."""
     target = check_destination(out, runset.root)
-    if target.is_dir():
+    if os.path.isdir(target) and not os.path.islink(target):
         raise ExportError(f"{os.fspath(out)!r} is a folder (give a file name ending in .json or .json.gz)")
-    if target.exists() and not _is_ours(target):
+    try:
+        exists = check_file_destination(target)
+    except WriteRefused as err:
+        raise ExportError(str(err)) from None
+    if exists and not _is_ours(target):
         raise ExportError(f"refusing to overwrite {os.fspath(out)!r}: it is not a trace tuiprof exported")
     if not target.parent.is_dir():
         raise ExportError(f"no such folder: {str(target.parent)!r}")
@@ -684,15 +701,11 @@ def export_perfetto(
         analysis = analyse(runset, gap_threshold_ns)
     if progress:
         progress("writing")
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with atomic_file(target, 0o644) as raw:
             binary = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) if target.name.endswith(".gz") else raw)
             with io.TextIOWrapper(binary, encoding="ascii", write_through=False) as text:
                 count = write_trace(runset, text, window, analysis)
-        os.chmod(temp, 0o644)  # mkstemp makes it 0600; an export is meant to be shared like any output file
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    except WriteRefused as err:
+        raise ExportError(str(err)) from None
     return target, count

@@ -138,16 +138,93 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
-def open_binary(path: Path) -> gzip.GzipFile | io.BufferedReader:
+GZIP_RATIO_LIMIT = 64
+"""A gzip may expand to at most this many times its compressed size ... (``TUIPROF_GZIP_MAX_RATIO``
+sets another ratio; 0 lifts the bound)"""
+GZIP_FLOOR_BYTES = 64 << 20
+"""... or this many bytes, whichever is more (real profiler JSON expands about 20-25 times)."""
+
+
+class TooLarge(OSError):
+    """Decompressed content beyond the bound of :func:`open_binary` (a gzip bomb)."""
+
+
+def gzip_ratio() -> int:
+    """The expansion bound: ``TUIPROF_GZIP_MAX_RATIO`` (a whole number; 0: none) or :data:`GZIP_RATIO_LIMIT`."""
+    text = os.environ.get("TUIPROF_GZIP_MAX_RATIO", "").strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else GZIP_RATIO_LIMIT
+
+
+def gzip_limit(packed: int) -> int | None:
+    """The most bytes a gzip of ``packed`` bytes may inflate to (None: no bound)."""
+    ratio = gzip_ratio()
+    return None if ratio == 0 else max(GZIP_FLOOR_BYTES, ratio * packed)
+
+
+class _LimitedRaw(io.RawIOBase):
+    """The inflating reader of a :class:`gzip.GzipFile`, refusing to go past ``limit``
+    bytes of output (:class:`TooLarge`, raised by the read that would cross it)."""
+
+    def __init__(self, raw: Any, limit: int, packed: int):
+        self.raw, self.limit, self.packed, self.pos = raw, limit, packed, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self.raw.readinto(buffer)
+        self.pos += n or 0
+        if self.pos > self.limit:
+            raise TooLarge(
+                f"gzip content larger than {self.limit >> 20} MiB ({gzip_ratio()} times its {self.packed} bytes; "
+                "a real trace expands about 25 times): not read beyond it; gunzip it (or raise TUIPROF_GZIP_MAX_RATIO) to read it anyway"
+            )
+        return n
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self.pos = self.raw.seek(offset, whence)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+class BoundedGzip(gzip.GzipFile):
+    """A :class:`gzip.GzipFile` for reading whose output stops at :func:`gzip_limit` of the
+    compressed size (the streaming rule of every reader: a small hostile gzip cannot
+    exhaust memory or time, and what was read before the bound is kept by the reader)."""
+
+    def __init__(self, fileobj: Any, limit: int, packed: int):
+        super().__init__(fileobj=fileobj, mode="rb")
+        buffered = getattr(self, "_buffer", None)
+        if isinstance(buffered, io.BufferedReader):  # CPython's layout; elsewhere the bound is read_text's
+            raw = buffered.detach()  # detached: the old buffer, once collected, must not close the reader
+            setattr(self, "_buffer", io.BufferedReader(_LimitedRaw(raw, limit, packed)))  # noqa: B010
+
+
+def open_binary(path: Path, bounded: bool = True) -> gzip.GzipFile | io.BufferedReader:
     """Open a regular file for reading (:func:`open_regular`), transparently gunzipping
-    ``.gz`` content."""
+    ``.gz`` content; ``bounded``: the gzip's output is bounded (:class:`BoundedGzip`,
+    :class:`TooLarge` beyond it). A plain file is bounded by its own size."""
     fh = open_regular(path)
-    if fh.read(2) == b"\x1f\x8b":
+    try:
+        if fh.read(2) == b"\x1f\x8b":
+            fh.seek(0)
+            limit = gzip_limit(os.fstat(fh.fileno()).st_size) if bounded else None
+            gz = gzip.GzipFile(fileobj=fh, mode="rb") if limit is None else BoundedGzip(fh, limit, os.fstat(fh.fileno()).st_size)
+            setattr(gz, "myfileobj", fh)  # noqa: B010 -- closed with the GzipFile, as gzip.open does for the file it opens
+            return gz
         fh.seek(0)
-        gz = gzip.GzipFile(fileobj=fh, mode="rb")
-        setattr(gz, "myfileobj", fh)  # noqa: B010 -- closed with the GzipFile, as gzip.open does for the file it opens
-        return gz
-    fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
     return fh
 
 
@@ -166,40 +243,19 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
             return b""
 
 
-GZIP_RATIO_LIMIT = 64
-""":func:`read_text` with ``bounded``: a gzip may expand to at most this many times its size ..."""
-GZIP_FLOOR_BYTES = 64 << 20
-"""... or this many bytes, whichever is more (real profiler JSON expands about 20-25 times)."""
-
-
-class TooLarge(OSError):
-    """Decompressed content beyond the bound of :func:`read_text` (a gzip bomb)."""
-
-
-def read_text(path: Path, bounded: bool = False) -> str:
+def read_text(path: Path, bounded: bool = True) -> str:
     """Whole file as text (gunzipped, UTF-8 with replacement of bad bytes).
 
-    ``bounded``: a gzip whose content is larger than GZIP_RATIO_LIMIT times the compressed
-    size (at least GZIP_FLOOR_BYTES) raises :class:`TooLarge` after reading at most that
-    much, so a small hostile gzip cannot exhaust memory. Raises OSError when the file
-    cannot be read, :class:`DamagedGzip` (an OSError) when its gzip stream is truncated or
-    corrupt."""
+    ``bounded`` (every reader): a gzip whose content is larger than :func:`gzip_limit` of its
+    compressed size raises :class:`TooLarge` after reading at most that much, so a small
+    hostile gzip cannot exhaust memory. Raises OSError when the file cannot be read,
+    :class:`DamagedGzip` (an OSError) when its gzip stream is truncated or corrupt."""
     try:
-        packed = os.stat(path).st_size
-        with open_binary(path) as fh:
-            if bounded and isinstance(fh, gzip.GzipFile):
-                limit = max(GZIP_FLOOR_BYTES, GZIP_RATIO_LIMIT * packed)
-                data = bytearray()  # read in steps: one copy of at most limit + 1 MiB, never a joined second copy
-                while len(data) <= limit:
-                    chunk = fh.read(min(1 << 20, limit + 1 - len(data)))
-                    if not chunk:
-                        break
+        with open_binary(path, bounded) as fh:
+            if isinstance(fh, gzip.GzipFile):
+                data = bytearray()  # read in steps: one copy, never a joined second copy
+                while chunk := fh.read(1 << 20):
                     data += chunk
-                if len(data) > limit:
-                    raise TooLarge(
-                        f"gzip content larger than {limit >> 20} MiB ({GZIP_RATIO_LIMIT} times its {packed} bytes; "
-                        "a real trace expands about 25 times): not read; gunzip it to read it anyway"
-                    )
                 return data.decode("utf-8", errors="replace")
             return io.TextIOWrapper(fh, encoding="utf-8", errors="replace").read()
     except (EOFError, zlib.error) as err:
@@ -321,6 +377,39 @@ def cancel_loads() -> None:
         events = list(_ACTIVE)
     for event in events:
         event.set()
+
+
+STATS_PERCENT_SLACK = 0.5
+"""A stats row's Percentage may exceed 100 by this much (the profiler's rounding)."""
+
+
+def check_stats(frame: pd.DataFrame, path: Path | str) -> tuple[pd.DataFrame, list[str]]:
+    """A ``STATS_COLUMNS`` table without its impossible rows, and the warning saying how
+    many were dropped: negative calls or times, a Percentage outside 0-100 (or not finite),
+    an average, minimum, maximum or deviation that is negative or infinite. The rest of the
+    file loads (one bad row never loses the table)."""
+    if not len(frame):
+        return frame, []
+    bad = np.zeros(len(frame), dtype=bool)
+    for column in ("calls", "total_ns", "avg_ns", "min_ns", "max_ns", "stddev_ns", "percent"):
+        if column not in frame.columns:
+            continue
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            wrong = np.isinf(values) | (values < 0)
+            if column == "percent":
+                wrong |= values > 100 + STATS_PERCENT_SLACK
+            if column in ("calls", "total_ns"):
+                wrong |= np.isnan(values)
+        bad |= wrong
+    if not bad.any():
+        return frame, []
+    first = str(frame["name"].iloc[int(np.flatnonzero(bad)[0])]) if "name" in frame.columns else ""
+    note = (
+        f"{path}: {int(bad.sum())} statistics row(s) dropped with impossible values (negative calls or times, "
+        f"a share outside 0-100 %, or a value that is not finite; e.g. {one_line(first, 80)!r})"
+    )
+    return frame[~bad].reset_index(drop=True), [note]
 
 
 def int64_from_text(values: Iterable[Any]) -> np.ndarray:

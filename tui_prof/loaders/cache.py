@@ -73,7 +73,6 @@ import secrets
 import shutil
 import stat
 import sys
-import tempfile
 import threading
 import zlib
 from pathlib import Path
@@ -81,7 +80,9 @@ from pathlib import Path
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.loaders.base import check_cancelled, load_scope
+from tui_prof.guard import jsonout
+from tui_prof.guard.write import make_private_dir, open_new, replace, write_atomic, write_new
+from tui_prof.loaders.base import check_cancelled, load_scope, open_regular
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
@@ -106,7 +107,6 @@ _CHECK_HEX = 8  # a CRC-32 as hex digits
 _MANIFEST_HEAD = b'{"format":%d,"check":"' % CACHE_FORMAT
 _MANIFEST_BODY = b'","body":'
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO cannot block
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _warned: set[str] = set()
 
@@ -164,7 +164,7 @@ def _claim(root: Path) -> None:
     except OSError:
         return
     try:
-        root.mkdir(mode=0o700, parents=True)
+        make_private_dir(root, parents=True)
     except FileExistsError:
         try:
             info = os.stat(root)
@@ -182,7 +182,7 @@ def _claim(root: Path) -> None:
     try:  # written under a temporary name and renamed, so a reader never sees half a tag
         temp = root / f".tag.{secrets.token_hex(4)}"
         _write_private(temp, MARKER_TEXT)
-        os.rename(temp, root / MARKER)
+        replace(temp, root / MARKER)
     except OSError:
         try:
             os.unlink(temp)
@@ -233,9 +233,7 @@ def usable_root() -> Path | None:
 
 def _write_private(path: Path, data: bytes) -> None:
     """Create ``path`` (mode 0600; never through a link, never over an existing file)."""
-    fd = os.open(path, _WRITE_FLAGS, 0o600)
-    with open(fd, "wb") as fh:
-        fh.write(data)
+    write_new(path, data, 0o600)
 
 
 def _open_private(path: Path, what: str) -> int:
@@ -277,7 +275,7 @@ def _chunk_crcs(data) -> list[str]:
 def _manifest_bytes(body: dict) -> bytes:
     """The manifest: ``{"format":N,"check":"<CRC of body>","body":<body>}``; the check
     covers the body's bytes exactly as written."""
-    text = json.dumps(body).encode()
+    text = jsonout.dumps(body, ensure_ascii=True).encode()
     return _MANIFEST_HEAD + _crc(text).encode() + _MANIFEST_BODY + text + b"}"
 
 
@@ -352,8 +350,7 @@ def _make_temp(root: Path, key: str) -> Path:
     for _ in range(16):
         folder = root / f".{key}.{secrets.token_hex(4)}"
         try:
-            os.mkdir(folder, 0o700)
-            return folder
+            return make_private_dir(folder)
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name in {root}")
@@ -362,7 +359,7 @@ def _make_temp(root: Path, key: str) -> Path:
 def _edge_hash(path: Path, size: int) -> str:
     """blake2b of the first and last ``EDGE_BYTES`` of a file of ``size`` bytes."""
     digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:  # a FIFO swapped in after the scan: refused, never waited on
         digest.update(fh.read(EDGE_BYTES))
         if size > EDGE_BYTES:
             fh.seek(max(EDGE_BYTES, size - EDGE_BYTES))
@@ -380,7 +377,7 @@ def unit_key(fmt: str, files: list) -> str | None:
             info = os.stat(item.path)
             digest.update(
                 f"{item.path}\0{os.path.abspath(item.path)}\0{item.kind}\0{item.group}\0{info.st_size}\0"
-                f"{info.st_mtime_ns}\0{info.st_ctime_ns}\0{_edge_hash(item.path, info.st_size)}\n".encode()
+                f"{info.st_mtime_ns}\0{info.st_ctime_ns}\0{_edge_hash(item.path, info.st_size)}\n".encode("utf-8", "surrogateescape")
             )
             wal = f"{item.path}-wal"  # a database's write-ahead log holds rows too (rocpd.load_db reads it)
             if os.path.isfile(wal):
@@ -525,7 +522,7 @@ def _install(root: Path, work: Path, key: str) -> None:
     replaced."""
     final = root / key
     try:
-        os.replace(work, final)
+        replace(work, final)
         return
     except OSError:
         pass
@@ -538,7 +535,7 @@ def _install(root: Path, work: Path, key: str) -> None:
         _remove_entry(root, work.name)
         return
     _remove_entry(root, key)
-    os.replace(work, final)  # an OSError here: the caller drops work
+    replace(work, final)  # an OSError here: the caller drops work
 
 
 def load(key: str) -> RunSet | None:
@@ -652,56 +649,72 @@ def _check_schema(frame: pd.DataFrame, record: dict) -> None:
 def _scan_path(root: Path, run_dir: Path) -> Path:
     """The scan memo of run directory ``run_dir`` (keyed by its absolute path and this
     version, since sniffers change between versions)."""
-    name = hashlib.sha256(f"tuiprof {__version__} scan {CACHE_FORMAT}\n{os.path.abspath(run_dir)}".encode()).hexdigest()
+    name = hashlib.sha256(f"tuiprof {__version__} scan {CACHE_FORMAT}\n{os.path.abspath(run_dir)}".encode("utf-8", "surrogateescape")).hexdigest()
     return root / SCANS / f"{name[:32]}.json"
 
 
 def load_scan(root: Path) -> dict:
     """The verdicts of the last scan of ``root`` (see :func:`tui_prof.loaders.detect.scan`);
-    empty when there is none, it cannot be read or the cache is not usable."""
+    empty when there is none, it cannot be read or the cache is not usable. The memo is
+    framed and checked like an entry's manifest: a damaged one is removed and ignored, so a
+    damaged verdict never outlives the run that finds it."""
     cache = usable_root()
     if cache is None:
         return {}
+    path = _scan_path(cache, root)
     try:
-        fd = _open_private(_scan_path(cache, root), "cache scan memo")
+        fd = _open_private(path, "cache scan memo")
         with open(fd, "rb") as fh:
-            memo = json.loads(fh.read())
+            memo = _parse_manifest(fh.read())
     except Refused as err:
         _warn(f"not using a cache scan memo: {err}")
         return {}
-    except (OSError, ValueError, Damaged):
+    except FileNotFoundError:
         return {}
-    return memo if isinstance(memo, dict) and all(isinstance(v, list) and len(v) == 6 for v in memo.values()) else {}
+    except (OSError, ValueError, Damaged):
+        _drop(path)
+        return {}
+    if isinstance(memo, dict) and all(isinstance(v, list) and len(v) == 6 for v in memo.values()):
+        return memo
+    _drop(path)
+    return {}
+
+
+def _drop(path: Path) -> None:
+    """Remove the damaged cache file ``path`` (a link is removed, not followed)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def save_scan(root: Path, memo: dict) -> None:
-    """Write the scan memo of ``root`` (temporary file + rename; a failure is ignored)."""
+    """Write the scan memo of ``root`` (checked like a manifest; temporary file + rename; a
+    failure is ignored)."""
     cache = usable_root()
     if cache is None:
         return
     target = _scan_path(cache, root)
-    temp = None
     try:
-        target.parent.mkdir(mode=0o700, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".scan.", dir=target.parent)  # mode 0600
-        with os.fdopen(fd, "w") as fh:
-            json.dump(memo, fh)
-        os.replace(temp, target)
+        make_private_dir(target.parent, exist_ok=True)
+        write_atomic(target, _manifest_bytes(memo), 0o600)
     except OSError:
-        if temp is not None:
-            try:
-                os.unlink(temp)
-            except OSError:
-                pass
+        pass
 
 
 def max_bytes() -> int:
-    """The cache's size bound: ``TUIPROF_CACHE_MAX_BYTES`` or :data:`DEFAULT_MAX_BYTES`."""
-    try:
-        value = int(os.environ.get("TUIPROF_CACHE_MAX_BYTES", ""))
-    except ValueError:
+    """The cache's size bound: ``TUIPROF_CACHE_MAX_BYTES`` (a whole number of bytes, 0 or
+    more; 0 keeps nothing) or :data:`DEFAULT_MAX_BYTES`. Any other value is said once on
+    stderr and the default used."""
+    text = os.environ.get("TUIPROF_CACHE_MAX_BYTES", "").strip()
+    if not text:
         return DEFAULT_MAX_BYTES
-    return value if value >= 0 else DEFAULT_MAX_BYTES
+    value = int(text) if text.isascii() and text.isdigit() and len(text) <= 20 else -1
+    if value < 0:
+        shown = repr(text[:40] + ("…" if len(text) > 40 else "")).encode("ascii", "backslashreplace").decode()
+        _warn(f"TUIPROF_CACHE_MAX_BYTES={shown} is not a whole number of bytes; using the default {DEFAULT_MAX_BYTES} bytes")
+        return DEFAULT_MAX_BYTES
+    return value
 
 
 def _entry_bytes(root_fd: int, name: str) -> int:
@@ -846,8 +859,7 @@ def _write_table(frame: pd.DataFrame, path: Path) -> dict:
     rows per batch makes every column of a bigger table chunked, which the load must then
     copy into one array; one batch keeps it a view of the mapped file: 5 ms instead of
     250 ms for 5M rows). Returns its manifest record: size, chunk CRCs, rows, columns."""
-    fd = os.open(path, _WRITE_FLAGS, 0o600)
-    with open(fd, "wb") as fh:
+    with open_new(path, 0o600) as fh:
         frame.to_feather(fh, compression="uncompressed", chunksize=max(1, len(frame)))
     mapped = _map(path, "cache table")
     return {"size": len(mapped), "crcs": _chunk_crcs(mapped), "rows": len(frame), "columns": _columns(frame)}

@@ -27,13 +27,14 @@ from tui_prof.loaders.base import (
     LoadCancelled,
     LoaderSpec,
     check_cancelled,
+    clean_text,
     configured_workers,
     load_scope,
     one_line,
     read_error,
     read_head,
 )
-from tui_prof.model import LoadIssue, Run, RunSet
+from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total)."""
@@ -244,6 +245,25 @@ def _priority(run: Run) -> int:
     return FORMAT_PRIORITY.index(fmt) if fmt in FORMAT_PRIORITY else len(FORMAT_PRIORITY)
 
 
+META_LIMITS = {"hostname": 255, "label": 255, "command": 4096, "tool_version": 255}
+"""Characters kept of each descriptive field of a run (a host name is at most 253 in DNS;
+a field beyond its limit is cut and says how long it was)."""
+
+
+def _clean_meta(meta: RunMeta) -> None:
+    """The run's descriptive fields as the analysis and every output may hold them: lone
+    surrogates (a non-UTF-8 file or folder name the label came from) shown as U+FFFD, and
+    absurd lengths (a 12.5 MB host name in a damaged trace) cut."""
+    for name, limit in META_LIMITS.items():
+        value = getattr(meta, name)
+        if not isinstance(value, str):
+            continue
+        value = clean_text(value)
+        if len(value) > limit:
+            value = f"{value[: limit - 24]}… ({len(value):,} characters)"
+        setattr(meta, name, value)
+
+
 def assemble(fragments: list[Run], sink: IssueSink) -> list[Run]:
     """Merge fragments of one process, drop the same process written in a second format,
     and attach directory-level time series (rocm-smi CSVs) to the runs beside them."""
@@ -277,6 +297,7 @@ def assemble(fragments: list[Run], sink: IssueSink) -> list[Run]:
             target.merge(extra)
 
     for run in runs:
+        _clean_meta(run.meta)
         run.finish()
     runs.sort(key=lambda r: (r.meta.hostname, r.meta.pid if r.meta.pid is not None else -1, r.meta.rank or 0, r.meta.label))
     return runs

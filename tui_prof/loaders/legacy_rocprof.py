@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 from collections import defaultdict
@@ -41,12 +42,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tui_prof.loaders import sqlguard
 from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
     LoaderSpec,
     Sniffed,
+    check_stats,
     csv_complete_rows,
     describe_error,
     ensure_regular,
@@ -55,6 +58,7 @@ from tui_prof.loaders.base import (
     labelled_copies,
     load_groups,
     one_line,
+    open_regular,
     process_pid,
     read_error,
     read_text,
@@ -363,13 +367,15 @@ def marker_table(frame: pd.DataFrame, quoted_names: bool) -> pd.DataFrame:
 
 
 def read_db(path: Path, run: Run) -> None:
-    """Fill ``run`` from a tblextr.py SQLite file, opened read-only and immutable."""
-    uri = f"file:{path.resolve().as_posix()}?mode=ro&immutable=1"
-    ensure_regular(path)
+    """Fill ``run`` from a tblextr.py SQLite file, opened read-only and immutable under the
+    SQLite guard (:mod:`tui_prof.loaders.sqlguard`: value length, steps, time, text)."""
     try:
-        con = sqlite3.connect(uri, uri=True)
+        guard = sqlguard.SqlGuard(os.stat(path).st_size)
+        con = sqlguard.connect(path, guard=guard)
     except sqlite3.Error as err:
         raise LoadError(f"cannot open SQLite database: {err}") from None
+    except OSError as err:
+        raise LoadError(read_error(err)) from None
     try:
         try:
             tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -384,7 +390,9 @@ def read_db(path: Path, run: Run) -> None:
             try:
                 return pd.read_sql_query(f'SELECT * FROM "{name}"', con)
             except (sqlite3.DatabaseError, pd.errors.DatabaseError) as err:
-                raise LoadError(f"cannot read table {name}: {err}") from None
+                cause = err.__cause__ if isinstance(err.__cause__, sqlite3.Error) else err
+                meaning = guard.interrupted(cause) if isinstance(cause, sqlite3.Error) else None
+                raise (meaning or LoadError(f"cannot read table {name}: {err}")) from None
 
         kern, ops = table("KERN"), table("OPS")
         _fill_kernels(run, kern, ops, quoted_names=True)
@@ -502,7 +510,8 @@ def read_stats(path: Path) -> pd.DataFrame:
     except OSError as err:
         raise LoadError(read_error(err)) from None
     try:
-        frame = pd.read_csv(path, dtype={"Name": str}, keep_default_na=False)
+        with open_regular(path) as fh:  # never a FIFO swapped in after the check above
+            frame = pd.read_csv(fh, dtype={"Name": str}, keep_default_na=False)
     except (pd.errors.ParserError, ValueError, OSError) as err:
         raise LoadError(f"malformed stats CSV: {one_line(str(err))}") from None
     cols = [c.strip() for c in frame.columns]
@@ -698,7 +707,8 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
             continue
         for item in items:
             try:
-                run.tool_stats[kind] = read_stats(item.path)
+                run.tool_stats[kind], notes = check_stats(read_stats(item.path), item.path)
+                run.warnings.extend(notes)
                 run.meta.files.append(str(item.path))
             except LoadError as err:
                 issues.error(item.path, str(err))

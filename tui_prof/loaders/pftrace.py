@@ -1620,7 +1620,8 @@ def read_trace(path: Path, chunk_bytes: int = CHUNK_BYTES) -> tuple[Run, str | N
                 dec.chunk(store, arr, starts, ends)
             del arr
             consumed += pos
-            store[: fill - pos] = store[pos:fill]
+            if pos:  # only when packets were taken: a long pending packet is not moved at every block
+                store[: fill - pos] = store[pos:fill]
             fill -= pos
             if broken:
                 problem = f"not a Trace packet at byte {consumed}; kept {dec.packets} complete packets"

@@ -52,11 +52,8 @@ import itertools
 import json
 import os
 import re
-import shutil
 import sqlite3
-import tempfile
 import threading
-import urllib.parse
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -65,15 +62,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tui_prof.guard.write import remove_temp_dir
+from tui_prof.loaders import sqlguard
 from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
-    LoadCancelled,
     LoadError,
     LoaderSpec,
     Sniffed,
     api_domain,
-    cancel_event,
     configured_workers,
     copy_direction,
     one_line,
@@ -82,6 +79,7 @@ from tui_prof.loaders.base import (
     replaced_warning,
 )
 from tui_prof.loaders.rocprofv3_json import agent_from_record, opt_int, recode
+from tui_prof.loaders.sqlguard import PROGRESS_STEPS, STEP_BUDGET_FLOOR, STEP_BUDGET_PER_BYTE, VALUE_FLOOR_BYTES, SqlGuard  # noqa: F401 (this module's bounds)
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import concat_tables, make_table
 
@@ -105,90 +103,12 @@ _PLAIN_VIEW = re.compile(
 )
 
 
-VALUE_FLOOR_BYTES = 64 << 20
-"""No SQLite value (string or blob) may be longer than this plus the database's size: the
-largest real value is one ``group_concat`` chunk (CHUNK_ROWS integers of at most 21
-characters: 42 MB) or text stored in the file; a view that computes a 900 MB value from a
-1.6 MB file fails at once instead of exhausting memory."""
-STEP_BUDGET_FLOOR = 20_000_000
-STEP_BUDGET_PER_BYTE = 10
-"""SQLite virtual-machine steps one load may take: the floor (a second or two of SQLite)
-plus this many per byte of the database. Measured: the real sample (1.6 MB) takes 10,000
-steps, a generated 30,000-dispatch database (14 MB) 0.26 steps a byte (0.31 through the
-views): the bound is 30 times that. A view that never ends (a cross join) is stopped with
-a one-line error instead of running for ever (3-4 s for the 1.6 MB sample on a loaded
-2-core machine)."""
-PROGRESS_STEPS = 10_000
-"""SQLite calls the progress handler every this many steps (about 0.1 ms): a cancel is seen at once."""
+_Guard = SqlGuard  # the bounds of one load (tui_prof.loaders.sqlguard: steps, time, text, value length)
 
 
-class _Guard:
-    """What every connection of one load shares: the step budget, the cancel flag of the
-    load (:func:`tui_prof.loaders.base.cancel_event`) and the count of text values that
-    were not valid UTF-8 (decoded with U+FFFD in place of the bad bytes)."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self.budget = STEP_BUDGET_FLOOR + STEP_BUDGET_PER_BYTE * size
-        self.steps = 0
-        self.over = False
-        self.cancel = cancel_event()
-        self.replaced = 0
-        self.lock = threading.Lock()
-
-    def progress(self) -> int:
-        """SQLite's progress handler: non-zero interrupts the running query."""
-        self.steps += PROGRESS_STEPS  # unlocked: a lost update among reader threads only delays the bound
-        if self.steps > self.budget:
-            self.over = True
-            return 1
-        cancel = self.cancel
-        return 1 if cancel is not None and cancel.is_set() else 0
-
-    def text(self, raw: bytes) -> str:
-        """SQLite's text factory: UTF-8, or UTF-8 with replacement (counted)."""
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            with self.lock:
-                self.replaced += 1
-            return raw.decode("utf-8", errors="replace")
-
-    def interrupted(self, err: sqlite3.Error) -> BaseException | None:
-        """What an interrupted or oversized query means, or None for other errors."""
-        message = str(err)
-        if "interrupted" in message:
-            if self.cancel is not None and self.cancel.is_set():
-                return LoadCancelled()
-            if self.over:
-                return LoadError(
-                    f"a query ran past {self.budget:,} SQLite steps ({STEP_BUDGET_PER_BYTE:,} per byte of this "
-                    f"{self.size:,}-byte database): a view that does not end (a recursion or a cross join)? not read"
-                )
-        if "too big" in message:
-            return LoadError(
-                f"a value longer than {(VALUE_FLOOR_BYTES + self.size) >> 20} MiB from a {self.size:,}-byte database (a view computes it): not read"
-            )
-        return None
-
-
-def connect(path: Path, check_same_thread: bool = True, guard: _Guard | None = None, immutable: bool = True) -> sqlite3.Connection:
-    """Open ``path`` read-only and immutable: SQLite writes nothing next to the file.
-
-    The file is first opened non-blocking and checked to be a regular file on its
-    descriptor (:func:`open_regular`), so a FIFO put in its place is refused, not waited
-    on. ``guard``: the load's bounds (value length, step budget, cancel, UTF-8 replacement).
-    ``immutable=False`` is for a private copy that holds its write-ahead log."""
-    with open_regular(path):
-        pass
-    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
-    con = sqlite3.connect(uri, uri=True, check_same_thread=check_same_thread)
-    if guard is not None:
-        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_FLOOR_BYTES + guard.size)
-        con.set_progress_handler(guard.progress, PROGRESS_STEPS)
-        con.text_factory = guard.text
-    con.execute("PRAGMA query_only = 1")
-    return con
+def connect(path: Path, check_same_thread: bool = True, guard: SqlGuard | None = None, immutable: bool = True) -> sqlite3.Connection:
+    """:func:`tui_prof.loaders.sqlguard.connect`: read-only and immutable, bounded by ``guard``."""
+    return sqlguard.connect(path, check_same_thread, guard, immutable)
 
 
 def _schema_names(con: sqlite3.Connection) -> set[str]:
@@ -514,37 +434,11 @@ READ_NAMES = (
     "rocpd_pmc_event",
     "counters_collection",
 )
-_QUOTED = re.compile(r"'(?:[^']|'')*'")
-_CTE = re.compile(r"\bWITH\b", re.IGNORECASE)
-# Functions that build a value of any size from a small argument; printf/format also spin
-# for tens of seconds per call on a huge width even after SQLite's length limit refuses the
-# value, where neither the progress handler nor a cancel can stop them.
-_BUILDERS = re.compile(r"\b(printf|format|zeroblob|randomblob)\s*\(", re.IGNORECASE)
 
 
 def check_views(con: sqlite3.Connection) -> None:
-    """Refuse a database where a view the loader reads (directly or through the views it
-    names) holds a common table expression (``WITH``, the only way SQLite can recurse: a
-    recursive one never ends) or calls a function that builds a value of any size
-    (``printf``, ``format``, ``zeroblob``, ``randomblob``); rocprofv3's views do neither
-    (they call count, min, max, sum and json_extract). Every other view is bounded by the
-    step budget and the value length (:class:`_Guard`)."""
-    views = {name: sql or "" for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'")}
-    lowered = {name.lower(): name for name in views}
-    todo = [lowered[n] for n in READ_NAMES if n in lowered]
-    seen: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        code = _QUOTED.sub("''", views[name])
-        if _CTE.search(code):
-            raise LoadError(f"view {name} holds a WITH clause (rocprofv3 writes none; a recursive one never ends): not read")
-        builder = _BUILDERS.search(code)
-        if builder:
-            raise LoadError(f"view {name} calls {builder.group(1).lower()}() (rocprofv3's views call none; it can build a value of any size): not read")
-        todo.extend(lowered[w.lower()] for w in re.findall(r"\w+", code) if w.lower() in lowered)
+    """:func:`tui_prof.loaders.sqlguard.check_views` for the views this loader reads."""
+    sqlguard.check_views(con, READ_NAMES, "rocprofv3")
 
 
 def wal_file(path: Path) -> Path | None:
@@ -558,19 +452,16 @@ def wal_file(path: Path) -> Path | None:
 
 
 def _private_copy(path: Path, wal: Path) -> tuple[Path, Path]:
-    """Copy the database and its write-ahead log into a new private folder (``mkdtemp``:
-    0700) so SQLite can read the log without writing anything beside the original;
-    returns (folder, copied database). The caller removes the folder."""
-    folder = Path(tempfile.mkdtemp(prefix="tuiprof-wal-"))
-    copy = folder / "db.sqlite"
-    try:
-        for source, target in ((path, copy), (wal, Path(f"{copy}-wal"))):
-            with open_regular(source) as src, open(target, "xb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
+    """The database and the valid committed frames of its write-ahead log copied into a new
+    private folder (:func:`tui_prof.loaders.sqlguard.private_copy`); returns (folder, copied
+    database). The caller removes the folder."""
+    folder, copy, _kept = sqlguard.private_copy(path, wal, WAL_LIMIT_FLOOR + WAL_LIMIT_PER_BYTE * os.stat(path).st_size)
     return folder, copy
+
+
+WAL_LIMIT_FLOOR = 256 << 20
+WAL_LIMIT_PER_BYTE = 16
+"""Bytes of a write-ahead log checked and copied at most: the floor or 16 times the database."""
 
 
 def load_db(path: Path, physical: bool = True) -> list[Run]:
@@ -580,8 +471,9 @@ def load_db(path: Path, physical: bool = True) -> list[Run]:
     path the fast path is tested against).
 
     A database with a non-empty ``-wal`` beside it (written in WAL mode and not
-    checkpointed) is copied with its log into a private temporary folder and the copy is
-    read (an immutable open ignores the log: half the rows would be missing); the copy is
+    checkpointed) is copied with the valid committed frames of its log into a private
+    temporary folder and the copy is read (an immutable open ignores the log: half the rows
+    would be missing; a sparse or damaged log costs only its valid frames); the copy is
     removed afterwards. Nothing is written beside the original."""
     path = Path(path)
     size = _check_size(path)
@@ -594,11 +486,11 @@ def load_db(path: Path, physical: bool = True) -> list[Run]:
                 folder, source = _private_copy(path, wal)
             except OSError as err:
                 raise LoadError(f"cannot copy the database and its write-ahead log to read them: {read_error(err)}") from None
-            size += wal.stat().st_size
+            size += os.stat(f"{source}-wal").st_size if os.path.exists(f"{source}-wal") else 0
         return _load_source(source, path, size, physical, immutable=wal is None)
     finally:
         if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_temp_dir(folder)
 
 
 def _load_source(path: Path, original: Path, size: int, physical: bool, immutable: bool) -> list[Run]:

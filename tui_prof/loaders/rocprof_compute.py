@@ -50,6 +50,7 @@ from tui_prof.loaders.base import (
     first_line,
     int_column,
     load_groups,
+    read_error,
     read_head,
     read_text,
     split_header,
@@ -184,7 +185,11 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
 
 
 def _read(path: Path, issues: IssueSink, run: Run) -> pd.DataFrame:
-    frame, truncated = csv_complete_rows(read_text(path))
+    try:
+        text = read_text(path)
+    except OSError as err:  # unreadable, a damaged gzip or one past the bound: one line, not a loader failure
+        raise LoadError(read_error(err)) from None
+    frame, truncated = csv_complete_rows(text)
     if truncated:
         run.partial = True
         issues.error(path, "truncated: the last line was cut short (dropped)")

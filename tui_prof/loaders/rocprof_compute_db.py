@@ -15,18 +15,23 @@ rocprof-compute 3.5 writes one SQLite file per analysed workload (schema_version
   the kernel's VALU FLOPs over that level's bandwidth in the metric values) →
   ``Run.meta.extra["roofline_points"]``.
 
-Opened read-only and immutable through :func:`tui_prof.loaders.rocpd.connect`.
+Opened read-only and immutable and queried under the SQLite guard (:mod:`tui_prof.loaders.sqlguard`:
+value length, steps, time, text; views checked); a row whose values do not convert is
+skipped and counted in a warning, the rest of the database loads.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, LoaderSpec, Sniffed
+from tui_prof.loaders import sqlguard
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, LoaderSpec, Sniffed, replaced_warning
 from tui_prof.loaders.rocpd import SQLITE_MAGIC, _json, connect, load_databases
 from tui_prof.loaders.rocprof_compute import ROOFLINE_PEAKS, sysinfo_agent
 from tui_prof.model import Run, RunMeta
@@ -53,35 +58,99 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
     return Sniffed("compute_db", str(path)) if {"compute_workload", "compute_kernel"} <= names else None
 
 
-def _rows(con: sqlite3.Connection, sql: str) -> list[tuple]:
-    return list(con.execute(sql))
+INT64 = (-(2**63), 2**63 - 1)
 
 
-def load_db(path: Path) -> list[Run]:
-    con = connect(path)
+def _convert(value: Any, kind: str) -> Any:
+    """One value as ``kind``: ``i`` an int64 (required), ``n`` an int64 or None, ``f`` a
+    float or None, ``t`` text or None (a blob or number as its text). ValueError/TypeError
+    when it does not convert."""
+    if kind == "t":
+        return value if value is None or isinstance(value, str) else str(value)
+    if value is None:
+        if kind == "i":
+            raise TypeError("missing")
+        return None
+    if kind == "f":
+        if isinstance(value, (bytes, bool)):
+            raise TypeError("not a number")
+        return float(value)
+    number = sqlguard.as_int(value)
+    if not INT64[0] <= number <= INT64[1]:
+        raise ValueError("outside int64")
+    return number
+
+
+def _typed(rows: list[tuple], kinds: str, table: str, errors: sqlguard.RowErrors) -> list[tuple]:
+    """``rows`` with each value converted as ``kinds`` says (:func:`_convert`); a row with a
+    value that does not convert is skipped and counted in ``errors``."""
+    out = []
+    for row in rows:
+        try:
+            out.append(tuple(_convert(v, k) for v, k in zip(row, kinds, strict=True)))
+        except (TypeError, ValueError, OverflowError):
+            errors.skip(table)
+    return out
+
+
+READ_TABLES = (
+    "compute_metadata",
+    "compute_workload",
+    "compute_kernel",
+    "compute_dispatch",
+    "compute_metric_definition",
+    "compute_kernel_metric_value",
+    "compute_workload_metric_value",
+    "compute_kernel_roofline_data",
+)
+
+
+def _query(path: Path) -> tuple[dict[str, list[tuple]], sqlguard.RowErrors, int]:
+    """Every table this loader reads, typed (:func:`_typed`), under the SQLite guard; returns
+    (rows by table, the rows skipped, text values replaced)."""
+    guard = sqlguard.SqlGuard(os.stat(path).st_size)
+    con = connect(path, guard=guard)
+    errors = sqlguard.RowErrors()
+    queries = {
+        "compute_metadata": ("SELECT compute_version, schema_version FROM compute_metadata LIMIT 1", "tt"),
+        "compute_workload": (
+            "SELECT workload_id, name, sub_name, sys_info_extdata, roofline_bench_extdata FROM compute_workload ORDER BY workload_id",
+            "itttt",
+        ),
+        "compute_kernel": ("SELECT kernel_uuid, workload_id, kernel_name FROM compute_kernel", "iit"),
+        "compute_dispatch": ("SELECT kernel_uuid, dispatch_id, gpu_id, start_timestamp, end_timestamp FROM compute_dispatch ORDER BY dispatch_id", "innnn"),
+        "compute_metric_definition": ("SELECT metric_uuid, workload_id, name, metric_id, unit FROM compute_metric_definition", "iittt"),
+        "compute_kernel_metric_value": ("SELECT metric_uuid, kernel_uuid, value_name, value FROM compute_kernel_metric_value", "iitf"),
+        "compute_workload_metric_value": ("SELECT metric_uuid, workload_id, value_name, value FROM compute_workload_metric_value", "iitf"),
+        "compute_kernel_roofline_data": (
+            "SELECT kernel_uuid, total_flops, l1_cache_data, l2_cache_data, hbm_cache_data FROM compute_kernel_roofline_data",
+            "iffff",
+        ),
+    }
     try:
         names = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         missing = [t for t in REQUIRED if t not in names]
         if missing:
             raise LoadError(f"rocprof-compute database without table(s) {', '.join(missing)}")
-        version = _rows(con, "SELECT compute_version, schema_version FROM compute_metadata LIMIT 1") if "compute_metadata" in names else []
-        workloads = _rows(con, "SELECT workload_id, name, sub_name, sys_info_extdata, roofline_bench_extdata FROM compute_workload ORDER BY workload_id")
-        kernels = _rows(con, "SELECT kernel_uuid, workload_id, kernel_name FROM compute_kernel")
-        dispatches = _rows(con, "SELECT kernel_uuid, dispatch_id, gpu_id, start_timestamp, end_timestamp FROM compute_dispatch ORDER BY dispatch_id")
-        definitions = _rows(con, "SELECT metric_uuid, workload_id, name, metric_id, unit FROM compute_metric_definition")
-        kernel_values = _rows(con, "SELECT metric_uuid, kernel_uuid, value_name, value FROM compute_kernel_metric_value")
-        workload_values = (
-            _rows(con, "SELECT metric_uuid, workload_id, value_name, value FROM compute_workload_metric_value")
-            if "compute_workload_metric_value" in names
-            else []
-        )
-        kernel_roofline = (
-            _rows(con, "SELECT kernel_uuid, total_flops, l1_cache_data, l2_cache_data, hbm_cache_data FROM compute_kernel_roofline_data")
-            if "compute_kernel_roofline_data" in names
-            else []
-        )
+        sqlguard.check_views(con, READ_TABLES, "rocprof-compute")
+        rows = {table: _typed(con.execute(sql).fetchall(), kinds, table, errors) if table in names else [] for table, (sql, kinds) in queries.items()}
+    except sqlite3.Error as err:
+        raise guard.error(err, "cannot read rocprof-compute database") from None
     finally:
         con.close()
+    return rows, errors, guard.replaced
+
+
+def load_db(path: Path) -> list[Run]:
+    tables, errors, replaced = _query(path)
+    version = tables["compute_metadata"]
+    workloads = tables["compute_workload"]
+    kernels = tables["compute_kernel"]
+    dispatches = tables["compute_dispatch"]
+    definitions = tables["compute_metric_definition"]
+    kernel_values = tables["compute_kernel_metric_value"]
+    workload_values = tables["compute_workload_metric_value"]
+    kernel_roofline = tables["compute_kernel_roofline_data"]
     kernel_name = {int(k): str(name or "") for k, _w, name in kernels}
     kernel_workload = {int(k): int(w) for k, w, _n in kernels}
     definition = {int(m): (int(w), str(name or ""), str(mid or ""), str(unit or "")) for m, w, name, mid, unit in definitions}
@@ -137,6 +206,9 @@ def load_db(path: Path) -> list[Run]:
                 points[kernel_name.get(int(k), "")] = {"gflops": flops, "ai_l1": l1, "ai_l2": l2, "ai_hbm": hbm}
         if points:
             run.meta.extra["roofline_points"] = points
+        run.warnings.extend(errors.warnings())
+        if replaced:
+            run.warnings.append(replaced_warning(replaced, "rocprof-compute text values (names, metric names)"))
         runs.append(run)
     return runs
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import os
 import re
 import threading
 from collections.abc import Mapping
@@ -35,8 +36,9 @@ from tui_prof.loaders.base import (
     LoaderSpec,
     Sniffed,
     api_domain,
-    ensure_regular,
+    check_stats,
     first_line,
+    has_surrogate,
     is_gzip,
     labelled_copies,
     open_binary,
@@ -547,7 +549,8 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
 
     # Plain files go to pyarrow by path (its own buffered, threaded IO); gzip is inflated here.
     data = _read_bytes(path) if gzipped else None
-    source = pa.BufferReader(data) if gzipped else str(path)
+    # a file name that is not UTF-8 (bytes the OS gave) opens through its bytes
+    source = pa.BufferReader(data) if gzipped else (pa.OSFile(os.fsencode(path)) if has_surrogate(os.fspath(path)) else str(path))
     last_line = _last_line(data if gzipped else _tail_of_file(path))
     if last_line is not None and last_line.strip() == header_line.strip():
         last_line = None
@@ -670,8 +673,8 @@ def _int_or_none(value) -> int | None:
 
 def read_agent_info(path: Path) -> list[Agent]:
     """Agents from ``agent_info.csv`` (formats.md §2.2); sizes in bytes, clocks in MHz."""
-    ensure_regular(path)
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    with open_regular(path) as fh:  # a regular file, checked on the descriptor pandas reads
+        frame = pd.read_csv(fh, dtype=str, keep_default_na=False, skipinitialspace=True)
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     if frame.columns[0] == "guid":
         frame = frame.iloc[:, 1:]
@@ -1006,7 +1009,8 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
             elif read_kind.startswith("pc_sampling"):
                 samples.append(_pc_samples(cols))
             else:
-                run.tool_stats[kind] = _stats(cols)
+                run.tool_stats[kind], notes = check_stats(_stats(cols), item.path)
+                warnings.extend(notes)
         except (LoadError, OSError, KeyError, ValueError, OverflowError, TypeError, IndexError, pa.ArrowException) as err:
             issues.error(item.path, read_error(err) if isinstance(err, OSError) else f"cannot read rocprofv3 {kind} CSV: {err}")
             run.warnings.append(f"{item.path}: not loaded ({err})")

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, LoaderSpec, Sniffed, describe_error, read_text
+from tui_prof.loaders.base import IssueSink, LoadError, LoaderSpec, Sniffed, check_stats, describe_error, read_error, read_text
 from tui_prof.model import Run
 from tui_prof.model.schema import STATS_COLUMNS
 
@@ -123,6 +123,9 @@ def load(files, issues: IssueSink) -> list[Run]:
         except LoadError as err:
             issues.error(path, str(err))
             continue
+        except OSError as err:
+            issues.error(path, read_error(err))
+            continue
         except Exception as err:  # one damaged file must not lose the other files
             issues.error(path, f"cannot load: {describe_error(err)}")
             continue
@@ -130,7 +133,10 @@ def load(files, issues: IssueSink) -> list[Run]:
             issues.error(path, "rocprofv3 summary without a table")
             continue
         run = Run()
-        run.tool_stats = {k: t.astype({"calls": np.int64, "total_ns": np.int64}) for k, t in tables.items()}
+        for key, table in tables.items():
+            table, notes = check_stats(table, path)
+            run.tool_stats[key] = table.astype({"calls": np.int64, "total_ns": np.int64})
+            run.warnings.extend(notes)
         run.meta.formats = [FORMAT]
         run.meta.tool = "rocprofv3"
         run.meta.label = path.stem if path.parent.name in ("", ".") else f"{path.parent.name}/{path.stem}"

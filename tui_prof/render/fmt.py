@@ -54,8 +54,8 @@ def fmt_bytes(n: float | None) -> str:
 
 def fmt_pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
     """A percentage, the one style of every report and view: ``12.3%`` (``+12.3%`` with
-    ``signed``; ``-`` when unknown)."""
-    if _unknown(value):
+    ``signed``; ``-`` when unknown or not finite: a share is never infinite)."""
+    if _unknown(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
         return "-"
     assert value is not None
     return f"{float(value):+.{digits}f}%" if signed else f"{float(value):.{digits}f}%"

@@ -42,6 +42,7 @@ from tui_prof.analysis.api import (
 from tui_prof.model import RunSet
 from tui_prof.render.diff import DOMAIN_HEADERS, domain_rows, fmt_metric, metric_rows
 from tui_prof.render.fmt import fmt_ns, fmt_pct
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.drilldown import DISPATCH_COLUMNS
@@ -397,7 +398,7 @@ class DiffScreen(Screen):
             return  # a later key asked for another mode
         self.pending_by = None
         self.show_result(result, keys)
-        self.notify(f"kernels matched by {MATCH_LABELS[self.by]}", timeout=2)
+        self.notify(safe_text(f"kernels matched by {MATCH_LABELS[self.by]}"), timeout=2, markup=False)
 
     def action_reset_order(self) -> None:
         table = self.query_one("#diff-table", TableView)
@@ -473,7 +474,7 @@ class DiffScreen(Screen):
             return
         untraced = [tag for tag, view in zip("AB", self.views) if not len(view.kernels) and view.stats]
         if untraced:  # statistics only: the table's row is all there is
-            self.notify(f"no dispatches in {' and '.join(untraced)} (statistics only): the row is all the run records", timeout=4, markup=False)
+            self.notify(safe_text(f"no dispatches in {' and '.join(untraced)} (statistics only): the row is all the run records"), timeout=4, markup=False)
             return
         self.app.push_screen(PairScreen(self, str(event.row["key"]), event.row))
 

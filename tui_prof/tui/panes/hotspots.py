@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 from tui_prof.analysis.api import KERNEL_STATS, Summary
 from tui_prof.analysis.api import source_label as stats_source
 from tui_prof.render.fmt import fmt_ns, fmt_pct
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
@@ -291,7 +292,7 @@ class HotspotsPane(Pane, Vertical):
         try:
             self.table.apply_filter(event.value)
         except re.error as err:
-            self.notify(f"bad regex: {err}", severity="error", markup=False)
+            self.notify(safe_text(f"bad regex: {err}"), severity="error", markup=False)
             return
         event.input.display = False
         self.table.focus()
@@ -318,7 +319,7 @@ class HotspotsPane(Pane, Vertical):
             return
         if self.stats_key is not None:
             if not len(self.view.kernels):
-                self.notify(f"grouping needs the kernel trace ({NO_DISPATCHES})", timeout=4, markup=False)
+                self.notify(safe_text(f"grouping needs the kernel trace ({NO_DISPATCHES})"), timeout=4, markup=False)
                 return
             self.stats_key = None  # back to the trace's hotspots, in the grouping shown last
             self.fill()
@@ -353,7 +354,7 @@ class HotspotsPane(Pane, Vertical):
         self.pending_group = None
         self.group = group
         self.fill()  # the table posts Highlighted: the selection goes up from there
-        self.notify(f"grouped by {self.group}", timeout=2)
+        self.notify(safe_text(f"grouped by {self.group}"), timeout=2, markup=False)
 
     # -- the profiler's statistics tables (tui.view.stats) ------------------------------------
     @property

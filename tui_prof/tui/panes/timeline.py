@@ -17,6 +17,7 @@ from textual.events import DescendantFocus
 from textual.widgets import Static
 
 from tui_prof.analysis.api import StepsSection
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.glyphs import to_ascii, use_ascii
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
@@ -165,7 +166,7 @@ class TimelinePane(Pane, Vertical):
         lane, start, end = timeline.dispatch_at(pick)  # rank lanes: its process's lane, on their axis
         timeline.marker = (lane, start, end)
         timeline.centre_on(start, end, lane)
-        self.notify(f"{value}: dispatch {self.kernel_cycle % len(rows) or len(rows)}/{len(rows)}", timeout=2, markup=False)
+        self.notify(safe_text(f"{value}: dispatch {self.kernel_cycle % len(rows) or len(rows)}/{len(rows)}"), timeout=2, markup=False)
 
     def show_gap(self, gap_index: int) -> None:
         """Centre on idle gap ``gap_index`` (its row in ``view.gaps``) and select it."""

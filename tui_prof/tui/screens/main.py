@@ -172,7 +172,7 @@ class MainScreen(Screen):
             tabs.active = RanksPane.TAB  # first: hiding the active tab would activate the next one
             for cls in PANES:
                 if cls is not RanksPane:
-                    tabs.hide_tab(cls.TAB)
+                    self._set_tab_shown(cls.TAB, False)
             tabs.display = True
             self.early_ranks = True
             # the ranks tab stays the screen: the hotspot table (focused by the first tab's
@@ -211,7 +211,7 @@ class MainScreen(Screen):
         schedule.after_first_paint(self, self.start_pieces)
         errors = len(view.runset.errors)
         if errors:
-            self.notify(f"{errors} file(s) could not be loaded — see tab 6", severity="warning", timeout=10)
+            self.notify(safe_text(f"{errors} file(s) could not be loaded — see tab 6"), severity="warning", timeout=10, markup=False)
 
     @staticmethod
     def title_text(view: RunView) -> str:
@@ -227,13 +227,27 @@ class MainScreen(Screen):
 
     def update_tabs(self) -> None:
         """Show the tabs whose pane is available for the view, hide the others."""
-        tabs = self.query_one("#tabs", TabbedContent)
+        active = self.query_one("#tabs", TabbedContent).active
         for cls in PANES:
             if cls.available(self.view):
-                tabs.show_tab(cls.TAB)
-            elif tabs.active != cls.TAB:
-                tabs.hide_tab(cls.TAB)
+                self._set_tab_shown(cls.TAB, True)
+            elif active != cls.TAB:
+                self._set_tab_shown(cls.TAB, False)
         self.refresh_bindings()
+
+    hidden_tabs: frozenset[str] = frozenset()  # the tabs hidden now (every tab is shown at first)
+
+    def _set_tab_shown(self, tab: str, shown: bool) -> None:
+        """Show or hide ``tab`` when it changes (each change moves the tab bar's underline)."""
+        if shown == (tab not in self.hidden_tabs):
+            return
+        tabs = self.query_one("#tabs", TabbedContent)
+        if shown:
+            tabs.show_tab(tab)
+            self.hidden_tabs -= {tab}
+        else:
+            tabs.hide_tab(tab)
+            self.hidden_tabs |= {tab}
 
     # -- the lazy pieces: one readiness table, one worker, one error handler ------------------
     def start_pieces(self) -> None:
@@ -395,7 +409,7 @@ class MainScreen(Screen):
     def goto_step(self, message: StepRequested) -> None:
         """Enter on a step: the timeline zoomed to the step's host range."""
         if not self.need("timeline"):
-            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
         assert self.view is not None  # need() is True only with a view
         self.action_tab("timeline")
@@ -419,7 +433,7 @@ class MainScreen(Screen):
         dispatches; a sync pattern -> the host row; other findings -> their pane."""
         finding, view = message.finding, self.view
         if view is None or not self.need("timeline"):
-            self.notify(f"timeline: {COMPUTING} press Enter again when it is shown", timeout=3)
+            self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
         kind, target = finding_evidence(view, finding)
         if kind == "gap":
@@ -454,7 +468,7 @@ class MainScreen(Screen):
             return
         window = None if whole or kind != "perfetto" else self.export_window()
         what = "the timeline window" if window else "the run"
-        self.notify(f"exporting {what} ({kind})…", timeout=3)
+        self.notify(safe_text(f"exporting {what} ({kind})…"), timeout=3, markup=False)
         self._export(kind, window)
 
     @thread_worker("export", group="export")
