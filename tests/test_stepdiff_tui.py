@@ -78,3 +78,67 @@ def test_walk_and_open_both_sides():
         assert ruler.window.t0 == 0.0 and ruler.window.t1 >= d.b.choice.wall_ns
 
     drive(app, flow, size=(120, 30))
+
+
+def runsets():
+    return runset(BASE, "a"), runset(replace(BASE, insert_after=2, slow=1), "b")
+
+
+async def until_shown(app, pilot):
+    for _ in range(200):
+        await pilot.pause(0.05)
+        if isinstance(app.screen, StepDiffScreen) and app.screen.d is not None:
+            return
+    raise AssertionError("the step diff never came")
+
+
+def test_diff_app_opens_the_step_diff():
+    """``tuiprof diff --tui --steps``: the diff app opens the step screen once loaded, computed
+    in the screen's worker; Esc returns to the diff screen and S opens it again."""
+    from tui_prof.tui.diff.app import DiffApp
+    from tui_prof.tui.diff.screens import DiffScreen
+
+    app = DiffApp(*runsets(), steps=True)
+
+    async def flow(app, pilot):
+        await until_shown(app, pilot)
+        screen = app.screen
+        assert [(r["key"], r["count"]) for r in screen.d.inserted] == [("at::native::reduce_kernel", 1)]
+        assert "most of it" in str(screen.query_one("#sd-title").render())
+        await press(app, pilot, "escape")
+        assert isinstance(app.screen, DiffScreen)
+        await press(app, pilot, "S")
+        await until_shown(app, pilot)
+
+    drive(app, flow, size=(120, 34))
+
+
+def test_diff_app_bad_step_number_is_one_line():
+    from tui_prof.tui.diff.app import DiffApp
+
+    app = DiffApp(*runsets(), step=99)
+
+    async def flow(app, pilot):
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, StepDiffScreen) and "no step numbered" in str(app.screen.query_one("#sd-title").render()):
+                break
+        title = str(app.screen.query_one("#sd-title").render())
+        assert "A: no step numbered 99" in title and app.screen.d is None
+        await press(app, pilot, "n", "enter")  # nothing to walk: no error
+        assert isinstance(app.screen, StepDiffScreen)
+
+    drive(app, flow, size=(120, 34))
+
+
+def test_snapshot_120x34(snap_compare):
+    """The step screen on the generated pair (a kernel inserted, one 2x slower), on the first
+    difference: the slower kernel drawn in reverse on both rows, the inserted one on B's."""
+    from tui_prof.tui.diff.app import DiffApp
+
+    async def run_before(pilot):
+        await until_shown(pilot.app, pilot)
+        await pilot.press("n")
+        await pilot.pause()
+
+    assert snap_compare(DiffApp(*runsets(), steps=True), terminal_size=(120, 34), run_before=run_before)

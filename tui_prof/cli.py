@@ -398,7 +398,18 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
-        app = DiffApp(args.a, args.b, by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, use_cache=not args.no_cache)
+        app = DiffApp(
+            args.a,
+            args.b,
+            by=args.by,
+            rules=rules,
+            noise_pct=noise_pct,
+            noise_pp=noise_pp,
+            use_cache=not args.no_cache,
+            steps=args.steps,
+            step=args.step,
+            step_b=args.step_b,
+        )
         app.run(mouse=not args.no_mouse)
         if app.load_error:  # shown in the app until q; repeated here for the shell
             _say(app.load_error.splitlines()[0])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from textual.app import SystemCommand
+from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
@@ -17,6 +18,7 @@ from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.base import ProfApp
 from tui_prof.tui.diff.screens import DiffScreen, linked_models
+from tui_prof.tui.diff.steps import StepDiffScreen
 from tui_prof.tui.keys import binding_rows
 from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.screens.back import BackScreen
@@ -49,6 +51,7 @@ class DiffApp(ProfApp):
 
     CSS_PATH = "../tuiprof.tcss"
     TITLE = "tuiprof diff"
+    BINDINGS = [Binding("S", "step_diff", "Step diff", id="diff.steps")]
 
     def __init__(
         self,
@@ -60,10 +63,15 @@ class DiffApp(ProfApp):
         noise_pct: float | None = None,
         noise_pp: float | None = None,
         use_cache: bool = True,
+        steps: bool = False,
+        step: int | None = None,
+        step_b: int | None = None,
         **kwargs,
     ) -> None:
-        """``use_cache``: read/write the columnar cache (``tuiprof diff --tui --no-cache``: False)."""
+        """``use_cache``: read/write the columnar cache (``tuiprof diff --tui --no-cache``: False);
+        ``steps``: open the step-aligned diff (of steps ``step``/``step_b``) once loaded."""
         super().__init__(**kwargs)
+        self.steps = {"open": steps or step is not None or step_b is not None, "step": step, "step_b": step_b}
         self.sources = (source_a, source_b)
         self.use_cache = use_cache
         self.diff_screen = DiffScreen(by=by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp)
@@ -102,6 +110,7 @@ class DiffApp(ProfApp):
                 ("kernel table", TableView),
                 ("focused timeline", Timeline),
                 ("pair screen", BackScreen),
+                ("step diff", StepDiffScreen),
             )
         )
 
@@ -121,10 +130,21 @@ class DiffApp(ProfApp):
         yield SystemCommand("Next gap", "A's next idle gap, B follows (n)", lambda: diff.action_gap(1))
         yield SystemCommand("Previous gap", "A's previous idle gap (N)", lambda: diff.action_gap(-1))
         yield SystemCommand("Kernel on timelines", "The selected kernel on both timelines (t)", diff.action_goto_kernel)
+        yield SystemCommand("Step diff", "A's and B's steady steps kernel by kernel on one ruler (S)", self.action_step_diff)
         yield SystemCommand("Keys", "Every key binding (?)", self.action_help)
 
     def on_diff_loaded(self, message: DiffLoaded) -> None:
         self.diff_screen.show(message.views, message.runsets, message.result, message.keys, message.models)
+        if self.steps["open"]:
+            self.action_step_diff()
+
+    def action_step_diff(self) -> None:
+        """The step-aligned diff (tui/diff/steps.py) of the loaded runs, computed in its screen."""
+        runsets = self.diff_screen.runsets
+        if runsets is None:
+            self.notify("the runs are still loading")
+            return
+        self.push_screen(StepDiffScreen(runsets=runsets, step=self.steps["step"], step_b=self.steps["step_b"], noise_pct=self.diff_screen.noise_pct))
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.load_error = message.text

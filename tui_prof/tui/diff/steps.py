@@ -22,12 +22,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from tui_prof.analysis.api import StepDiff, StepSide
+from tui_prof.analysis.api import DEFAULT_NOISE_PCT, StepChoiceError, StepDiff, StepSide, diff_steps
+from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_ns, fmt_tick, tick_step
 from tui_prof.render.stepdiff import verdict_line
 from tui_prof.tui.glyphs import use_ascii
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 # cell codes, the higher wins a cell: idle, gap shrunk, gap grown, matched, faster, slower, removed/inserted
 IDLE, SHRUNK, GROWN, MATCHED, FASTER, SLOWER, ALONE = range(7)
@@ -154,14 +156,16 @@ def unit_lines(side: StepSide, row: int, tag: str) -> list[str]:
 class StepRuler(Static):
     """A's and B's aligned steps on one ruler, lane pair by lane pair."""
 
-    def __init__(self, d: StepDiff, **kwargs: Any) -> None:
+    def __init__(self, d: StepDiff | None, **kwargs: Any) -> None:
         super().__init__("", **kwargs)
         self.d = d
-        self.window = Window(0.0, float(step_span(d)))
+        self.window = Window(0.0, float(step_span(d)) if d is not None else 1.0)
         self.current: tuple[str, int] | None = None
         self.ascii = use_ascii()
 
     def render(self) -> Text:
+        if self.d is None:
+            return Text("")
         cells = max(self.size.width - LABEL_WIDTH, 10)
         out = Text()
         out.append(" " * LABEL_WIDTH)
@@ -177,7 +181,7 @@ class StepRuler(Static):
 
     def _highlight(self, tag: str, side: StepSide, rows: np.ndarray, cells: int) -> tuple[int, int] | None:
         """Cells of the current difference on this row (its unit, or its partner)."""
-        if self.current is None:
+        if self.current is None or self.d is None:
             return None
         cur_side, cur_row = self.current
         row = cur_row if cur_side == tag else int((self.d.a if cur_side == "a" else self.d.b).units["partner"].iat[cur_row])
@@ -210,19 +214,60 @@ class StepDiffScreen(BackScreen):
         Binding("0", "fit", "Fit", id="steps.fit"),
     ]
 
-    def __init__(self, d: StepDiff) -> None:
+    def __init__(
+        self,
+        d: StepDiff | None = None,
+        *,
+        runsets: tuple[RunSet, RunSet] | None = None,
+        step: int | None = None,
+        step_b: int | None = None,
+        noise_pct: float = DEFAULT_NOISE_PCT,
+    ) -> None:
+        """``d``: the diff to show; else it is computed from ``runsets`` in a thread worker."""
         super().__init__()
         self.d = d
-        self.diffs = d.differences()
+        self.runsets = runsets
+        self.step_numbers = (step, step_b)
+        self.noise_pct = noise_pct
+        self.diffs = d.differences() if d is not None else []
         self.index = -1
 
     def compose(self) -> ComposeResult:
-        yield Static(self._title(), id="sd-title")
+        yield Static(self._title() if self.d is not None else plain(f"Step-aligned diff · {COMPUTING}"), id="sd-title")
         yield StepRuler(self.d, id="sd-ruler")
-        yield Static(self._detail(), id="sd-detail")
+        yield Static(self._detail() if self.d is not None else "", id="sd-detail")
         yield Footer()
 
+    def on_mount(self) -> None:
+        if self.d is None and self.runsets is not None:
+            self._compute()
+
+    @thread_worker("step-aligned diff", group="stepdiff", exclusive=True)
+    def _compute(self) -> None:
+        assert self.runsets is not None  # on_mount starts it only then
+        a, b = self.runsets
+        try:
+            d = diff_steps(a, b, step=self.step_numbers[0], step_b=self.step_numbers[1], noise_pct=self.noise_pct)
+        except StepChoiceError as err:  # a step number a run lacks: said where the diff would be
+            deliver(self, self.show_error, plain(f"Step-aligned diff: {err}", "red"))
+            return
+        deliver(self, self._loaded, d)
+
+    def show_error(self, text: Text) -> None:
+        """A failed step diff, where the title said "computing…"."""
+        self.query_one("#sd-title", Static).update(text)
+
+    def _loaded(self, d: StepDiff) -> None:
+        self.d = d
+        self.diffs = d.differences()
+        ruler = self.query_one(StepRuler)
+        ruler.d = d
+        ruler.window = Window(0.0, float(step_span(d)))
+        self.query_one("#sd-title", Static).update(self._title())
+        self._refresh()
+
     def _title(self) -> Text:
+        assert self.d is not None
         a, b = self.d.a.choice, self.d.b.choice
         by = "operator" if self.d.aligned_by == "operator" else "normalised kernel name"
         head = f"Step-aligned diff · A {a.label} ({fmt_ns(a.wall_ns)}) vs B {b.label} ({fmt_ns(b.wall_ns)}) · aligned by {by}"
@@ -232,6 +277,8 @@ class StepDiffScreen(BackScreen):
         return plain(f"{head}\n{verdict_line(self.d)}\n{legend}")
 
     def _detail(self) -> Text:
+        if self.d is None:
+            return Text("")
         counts = (
             f"{len(self.diffs)} differences: {sum(r['count'] for r in self.d.inserted)} inserted, {sum(r['count'] for r in self.d.removed)} removed, "
             f"{len(self.d.slower)} slower and {len(self.d.faster)} faster names, {self.d.gaps['grown_count']} gaps grown, "
@@ -250,37 +297,46 @@ class StepDiffScreen(BackScreen):
 
     def action_walk(self, step: int) -> None:
         """Next (previous) difference in time order; the view follows it."""
+        if self.d is None:
+            return
         if not self.diffs:
             self.notify("no differences between the two steps")
             return
         self.index = (self.index + step) % len(self.diffs) if self.index >= 0 else (0 if step > 0 else len(self.diffs) - 1)
         t = self.diffs[self.index][2]
-        ruler = self.query_one(StepRuler)
-        w = ruler.window
+        w = self.query_one(StepRuler).window
         if not w.t0 <= t < w.t1:
-            shift = t - (w.t0 + w.t1) / 2
-            ruler.window = Window(w.t0 + shift, w.t1 + shift)
+            self._set_window(t - w.width / 2, w.width)
         self._refresh()
+
+    def _set_window(self, t0: float, width: float) -> None:
+        """Show ``width`` ns from ``t0``, kept inside the steps' span where it fits."""
+        span = float(step_span(self.d)) if self.d is not None else width
+        t0 = min(max(t0, 0.0), max(span - width, 0.0))
+        self.query_one(StepRuler).window = Window(t0, t0 + width)
 
     def action_zoom(self, factor: float) -> None:
         ruler = self.query_one(StepRuler)
         w = ruler.window
         centre = self.diffs[self.index][2] if self.index >= 0 else (w.t0 + w.t1) / 2
-        half = max(w.width * factor / 2, 500.0)
-        ruler.window = Window(centre - half, centre + half)
+        width = max(w.width * factor, 1_000.0)
+        self._set_window(centre - width / 2, width)
         self._refresh()
 
     def action_pan(self, share: float) -> None:
-        ruler = self.query_one(StepRuler)
-        w = ruler.window
-        ruler.window = Window(w.t0 + share * w.width, w.t1 + share * w.width)
+        w = self.query_one(StepRuler).window
+        self._set_window(w.t0 + share * w.width, w.width)
         self._refresh()
 
     def action_fit(self) -> None:
+        if self.d is None:
+            return
         self.query_one(StepRuler).window = Window(0.0, float(step_span(self.d)))
         self._refresh()
 
     def action_open(self) -> None:
+        if self.d is None:
+            return
         if self.index < 0:
             self.action_walk(1)
             if self.index < 0:
