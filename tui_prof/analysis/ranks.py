@@ -38,7 +38,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.names import CategoryRules, rule_text, unique_strings
 from tui_prof.analysis.sections import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationSection, RankRecord, StragglerSection
-from tui_prof.analysis.stats import KERNEL_STATS
+from tui_prof.analysis.stats import KERNEL_STATS, run_total_ns
 from tui_prof.model import Run
 
 COMMUNICATION = "communication"
@@ -240,7 +240,8 @@ def _stats_core(core: RankCore, table: pd.DataFrame, rules: CategoryRules) -> No
     core.compute_exposed_ns = core.compute_ns
     core.dispatches = int(calls.sum())
     top = int(np.argmax(total))
-    core.top_kernel, core.top_kernel_pct = str(names[top]), aggregate.pct(int(total[top]), int(total.sum()))
+    # the share of the process's kernel time over the run (the rows' sum, or TotalDurationNs × 100 / Percentage of a cut table)
+    core.top_kernel, core.top_kernel_pct = str(names[top]), aggregate.pct(int(total[top]), run_total_ns(table))
     types: list[str] = []
     durs: list[int] = []
     for name, n, t in zip(names[comm], calls[comm], total[comm], strict=True):

@@ -41,7 +41,7 @@ from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
 from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
-from tui_prof.analysis.stats import stats_section, stats_warnings
+from tui_prof.analysis.stats import cut_warnings, stats_section, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
 from tui_prof.model import RunSet
@@ -213,7 +213,7 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         "kernels": kernels_found,
         "hotspots": hot,
         "hotspots_source": source,
-        "warnings": warnings_section(runset, inputs) + stats_warnings(stats_found["checks"]),
+        "warnings": warnings_section(runset, inputs) + stats_warnings(stats_found["checks"]) + cut_warnings(stats_found["tables"]),
         "wall_ns": int(wall),
         "gpu": gpu,
         "gaps": gaps_section(timelines, threshold, max_gaps),
