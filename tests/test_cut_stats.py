@@ -82,3 +82,40 @@ def test_a_whole_table_is_not_cut(tmp_path, capsys):
     assert not any("cut" in w for w in doc["warnings"])
     assert main(["summary", str(tmp_path), "--no-cache", "--json"]) == EXIT_OK
     assert json.loads(capsys.readouterr().out)["stats"]["tables"][0]["cut"] is False
+
+
+# ---- issue 33 item 3: a statistics-only run's figures in the measurement contract ------------
+
+SALTFISH = Path(__file__).parent / "data" / "legacy_rocprof" / "saltfish"
+
+
+def test_stats_only_measurement_on_the_saltfish_table(capsys):
+    with open(SALTFISH / "results.stats.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    calls = sum(int(r["Calls"]) for r in rows)
+    total = sum(int(r["TotalDurationNs"]) for r in rows)
+    gemm = sum(int(r["TotalDurationNs"]) for r in rows if r["Name"].startswith("Cijk_"))  # Tensile GEMM kernels
+    assert main(["summary", str(SALTFISH), "--no-cache", "--json"]) == EXIT_OK
+    doc = json.loads(capsys.readouterr().out)
+    m = doc["measurement"]
+    assert (m["kernel_count"], m["kernel_time_ns"]) == (calls, total) == (doc["kernels"]["dispatches"], doc["kernels"]["total_ns"])
+    assert doc["categories"]["GEMM"] == gemm  # 107.7 s of 399.9 s
+    assert m["gemm_pct_of_kernel_time"] == pytest.approx(100.0 * gemm / total, abs=1e-4)
+    # the profiler's own Percentage column agrees (its rows sum to 100: the table is whole)
+    assert m["gemm_pct_of_kernel_time"] == pytest.approx(sum(float(r["Percentage"]) for r in rows if r["Name"].startswith("Cijk_")), abs=1e-3)
+    assert main(["summary", str(SALTFISH), "--no-cache"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert f"kernel dispatches          {calls}" in out and f"GEMM share of kernel time  {100.0 * gemm / total:.2f}%" in out
+    assert "span, idle, sync, launch and copy shares need a trace" in out
+
+
+def test_stats_only_measurement_of_a_cut_table_shares_the_run_total(tmp_path):
+    # the 4-process table's GEMM and batch-norm rows alone: Σ Percentage 17.26
+    cut = HEADER + "".join(line + "\n" for line in FOUR_PROCESS.splitlines()[1:] if RCCL not in line)
+    (tmp_path / "2117301_kernel_stats.csv").write_text(cut)
+    rows = rows_of(cut)
+    m = build_summary(load_path(tmp_path, use_cache=False), SummaryOptions(logs=False))["measurement"]
+    assert m["kernel_count"] == sum(int(r["Calls"]) for r in rows.values())
+    assert m["kernel_time_ns"] == sum(int(r["TotalDurationNs"]) for r in rows.values())
+    gemm_row = next(r for n, r in rows.items() if n.startswith("Cijk_"))
+    assert m["gemm_pct_of_kernel_time"] == pytest.approx(float(gemm_row["Percentage"]), abs=0.01)  # not 94.6 (of the rows)

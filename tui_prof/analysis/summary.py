@@ -40,7 +40,7 @@ from tui_prof.analysis.operators import kernel_categories_of, modules_section, o
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import cut_warnings, stats_section, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
@@ -154,6 +154,14 @@ def _launch_links(inputs: list[RunInput], progress: Progress | None) -> list[pd.
     return links
 
 
+def _kernel_whole(source: str, stats_found: StatsSection) -> int | None:
+    """The run's kernel time when the kernel statistics stand in for a trace (a cut table's
+    rows hold less; :func:`~tui_prof.analysis.stats.run_total_ns`), else None."""
+    if source != "stats":
+        return None
+    return next((int(t["run_total_ns"]) for t in stats_found["tables"] if t["key"] == "kernel_stats"), None)
+
+
 def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> SummaryResult:
     """The summary document with the per-run gap sets and launch links behind it.
 
@@ -227,7 +235,9 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         "hotspots_by": cats["hotspots_by"],
         "hotspots_by_operator": operators_section(inputs, top, op_links),
         "hotspots_by_module": modules_section(inputs, top, op_links),
-        "measurement": measurement_section(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total),
+        "measurement": measurement_section(
+            wall, kernels_found, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total, _kernel_whole(source, stats_found)
+        ),
         "counters": counters,
         "occupancy": occupancy,
         "logs": logs_section(runset) if options.logs else [],
