@@ -146,6 +146,7 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
     from tui_prof.analysis.hostcalls import api_section
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
     from tui_prof.analysis.occupancy import occupancy_section
+    from tui_prof.analysis.operators import categories_per_process, kernel_categories_of, operator_links
     from tui_prof.analysis.runinput import run_inputs
     from tui_prof.analysis.stats import stats_section
     from tui_prof.loaders import load_path
@@ -153,8 +154,10 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
     runset = load_path(Path(__file__).parent / "data" / folder)
     inputs = run_inputs(runset)
     assert (len(inputs) == 1) == (folder == "rocpd")
+    # the rank table's compute/copy split takes the category table's categories (operator first)
+    categories = categories_per_process(kernel_categories_of(inputs, operator_links(inputs), DEFAULT_CATEGORY_RULES), inputs)
     rows, comm, strag = ranks.ranks_sections(
-        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES, categories
     )
     for _ in range(3):
         doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None, logs=False), lane=getattr(threads, lane))

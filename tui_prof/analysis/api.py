@@ -20,6 +20,7 @@ from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_
 from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
 from tui_prof.analysis.operators import (
     NOT_LINKED,
+    categories_per_process,
     has_module_scopes,
     has_operators,
     kernel_categories_of,
@@ -87,6 +88,7 @@ __all__ = [
     "allocated_levels",
     "api_classes",
     "build_summary",
+    "categories_per_process",
     "combine_stats",
     "communication_mask",
     "copy_agents",

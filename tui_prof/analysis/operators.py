@@ -484,6 +484,18 @@ def kernel_categories_of(inputs: Sequence[RunInput], links: Sequence[pd.DataFram
     return pd.Series(pd.concat(parts, ignore_index=True), dtype="category")
 
 
+def categories_per_process(categories: pd.Series | None, inputs: Sequence[RunInput]) -> list[np.ndarray | None] | None:
+    """Each process's slice of :func:`kernel_categories_of` (rows in ``inputs`` order, its
+    kernels' order): what the rank table's compute/copy split uses. None: no operators."""
+    if categories is None:
+        return None
+    values = categories.astype(str).to_numpy(dtype=object)
+    ends = np.cumsum([len(r.run.kernels) for r in inputs])
+    if not len(ends) or int(ends[-1]) != len(values):
+        return None
+    return list(np.split(values, ends[:-1]))
+
+
 def _records(table: pd.DataFrame, total: int, top: int | None) -> list[OperatorRecord]:
     table = table.sort_values(["total_ns", "op"], ascending=[False, True], kind="stable")
     records: list[OperatorRecord] = [

@@ -36,7 +36,7 @@ from tui_prof.analysis.measurement import measurement_section, peak_memory_of
 from tui_prof.analysis.memory import API, TOTALS, memory_section_of
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.occupancy import occupancy_section
-from tui_prof.analysis.operators import kernel_categories_of, modules_section, operator_links, operators_section
+from tui_prof.analysis.operators import categories_per_process, kernel_categories_of, modules_section, operator_links, operators_section
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
@@ -122,16 +122,21 @@ def _start_lanes(
     threshold = DEFAULT_GAP_THRESHOLD_NS if options.gap_threshold_ns is None else int(options.gap_threshold_ns)
     more = len(inputs) == 1
 
-    def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
+    def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None], pd.Series | None]:
         op_links = operator_links(inputs)
         categories = kernel_categories_of(inputs, op_links, rules)
-        return grouped_hotspots(kernels, process_total, rules, order, categories), op_links
+        return grouped_hotspots(kernels, process_total, rules, order, categories), op_links, categories
 
     def timeline_of(r: RunInput) -> Callable[[], RunTimeline]:
         return lambda: run_timeline(r, threshold)
 
     def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
-        return ranks.ranks_sections([r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules)
+        # the category table's categories (operator first): one summary, one compute/copy split
+        assert grouped_job is not None  # started below, before any lane runs this
+        categories = categories_per_process(grouped_job.result()[2], inputs)
+        return ranks.ranks_sections(
+            [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules, categories
+        )
 
     grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_section(inputs, top), lambda: api_section(runset, top)], "tuiprof-hotspots", more)
     *timeline_jobs, ranks_job, stats_job = lane(
@@ -201,7 +206,7 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     if memory_found["source"] in (TOTALS, API):
         peak = memory_found["peak_allocated_bytes"]
     gpu = gpu_section(timelines)
-    grouped_tables, op_links = jobs.grouped.result()
+    grouped_tables, op_links, _ = jobs.grouped.result()
     cats = categories_section(grouped_tables, rules, top)
     source = hotspots_source(runset)
     if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
