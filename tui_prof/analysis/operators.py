@@ -298,6 +298,10 @@ OP_RULES: tuple[tuple[str, str], ...] = (
         r"|^aten::_?(log_)?softmax(_backward_data)?$",
     ),
     (
+        "pooling",
+        r"^aten::(max_pool[123]d|avg_pool[123]d|adaptive_(max|avg)_pool[123]d|fractional_max_pool[23]d|max_unpool[23]d)(_with_indices)?(_backward)?_?$",
+    ),
+    (
         "reduction",
         r"^aten::(sum|mean|prod|amax|amin|max|min|argmax|argmin|aminmax|cumsum|cumprod|var|std|var_mean|std_mean|norm|linalg_vector_norm"
         r"|logsumexp|topk|sort|argsort|any|all|nll_loss\w*|cross_entropy_loss)_?$",

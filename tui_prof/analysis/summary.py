@@ -189,7 +189,7 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     platform = detect_platform(runset)
 
     jobs = _start_lanes(runset, inputs, kernels, order, options, process_total, lane)
-    by_name = hotspots(kernels, dur_order=order)  # here: the threads need only the order
+    by_name = hotspots(kernels, dur_order=order, wall_ns=process_total)  # here: the threads need only the order
     sync = sync_section(inputs)
     links = _launch_links(inputs, progress)
     kernel_dur = kernel_durations(kernels)

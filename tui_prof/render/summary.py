@@ -528,7 +528,7 @@ def memory_request_sections(summary: Mapping[str, Any]) -> list[Section]:
 def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:
     for a in summary["gpu"]["agents"]:
         if a["agent"] == gap["agent"] and a["process"] == gap["process"]:
-            return a["first_ns"]
+            return a["first_ns"] or 0
     return 0
 
 
