@@ -34,3 +34,19 @@ def test_nvidia_arch_is_the_sm_name(capsys):
     assert all(block["arch"] == cc for block in doc["counters"])
     no_counters = next(f for f in doc["findings"] if f["code"] == "no-counters")
     assert "(sm_90)" in no_counters["message"] and "NVIDIA H200)" not in no_counters["message"]
+
+
+def test_the_diff_noise_column_uses_the_reports_precision(capsys):
+    """The steady step's noise band comes from the runs' step spread (3.9344 % here): the
+    column prints it as every percentage is printed (one decimal), whole bands bare."""
+    a, b = H200 / "decode_eager.pt.trace.json.gz", H200 / "decode_graph.pt.trace.json.gz"
+    assert main(["diff", str(a), str(b), "--no-cache", "--json"]) == EXIT_OK
+    metrics = {m["label"]: m for m in json.loads(capsys.readouterr().out)["metrics"]}
+    step = metrics["steady step time (median)"]
+    assert not float(step["threshold"]).is_integer()
+    assert main(["diff", str(a), str(b), "--no-cache"]) == EXIT_OK
+    text = capsys.readouterr().out
+    line = next(line for line in text.splitlines() if line.startswith("steady step time (median)"))
+    assert f" ±{step['threshold']:.1f}% " in line and f"{step['threshold']:g}" not in line
+    assert " ±2% " in next(line for line in text.splitlines() if line.startswith("kernel time"))
+    assert f"the ±{step['threshold']:.1f} % noise" in step["reason"]
