@@ -53,7 +53,7 @@ t = now()
 import numpy, pandas, pyarrow, pyarrow.csv
 out["import numpy/pandas/pyarrow"] = since(t)
 t = now()
-from tui_prof.analysis.summary import build_summary
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.loaders import load_path
 from tui_prof.render.summary import summary_text
 out["import tuiprof"] = since(t)
@@ -61,7 +61,7 @@ t = now()
 runset = load_path(sys.argv[1], use_cache=False)
 out["load_path"] = since(t)
 t = now()
-doc = build_summary(runset, top=20)
+doc = build_summary(runset, SummaryOptions(top=20))
 out["build_summary"] = since(t)
 t = now()
 summary_text(doc)

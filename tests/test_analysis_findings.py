@@ -107,10 +107,14 @@ TRIGGERS = [
     ({"copies.by_direction": {"HtoD": {"count": 1, "bytes": 1 << 20, "size_unknown": 0, "time_ns": 200_000, "bandwidth_gbs": 5.24}}}, "slow-copy"),
     ({"hotspots": [{"name": "k", "percent": 50.01}]}, "dominant-kernel"),
     ({"occupancy": [_occupancy_row(24.9)]}, "low-occupancy"),
-    ({"counters": [{"process": "p", "kernels": [{"name": "k", "dispatches": 1, "metrics": {"l2_hit": _metric(True)}}]}]}, "counter:l2_hit"),
+    # a GEMM: tile advice is for compute-bound kernels only (issue 31)
+    ({"counters": [{"process": "p", "kernels": [{"name": "Cijk_Alik_Bljk_SB", "dispatches": 1, "metrics": {"l2_hit": _metric(True)}}]}]}, "counter:l2_hit"),
     ({"logs": [{"path": "run.log", "line": 3, "code": "oom", "text": "out of memory", "meaning": "the GPU ran out"}]}, "known-error"),
     ({"counters": [{"process": "p", "kernels": [], "arch": "gfx942", "commands": ["rocprofv3 --pmc SQ_WAVES -- app"]}]}, "no-counters"),
-    ({"categories": {"communication": 1_800_001}}, "communication-share"),  # > 20 % of the 9 ms kernel time
+    # > 20 % of the 9 ms kernel time; the GEMM family above 60 % of it (else gemm-share too)
+    ({"categories": {"communication": 1_800_001, "GEMM": 7_199_999}}, "communication-share"),
+    ({"categories": {"GEMM": 5_999_999, "elementwise": 4_000_001}}, "gemm-share"),  # GEMM + convolution < 60 % of kernel time
+    ({"warmup": {"steps": 1, "cost_ns": 100_001, "steady_median_ns": 1_000_000, "what": []}}, "warmup"),  # > 10 % of a steady step
     ({"stats": {"needs_trace": ["gpu-idle"], "tables": []}}, "needs-trace"),
     ({"steps": {"detected": True, "steady": {"median_wall_ns": 1e6}, "outliers": [_outlier(1.51)]}}, "slow-step"),
     ({"memory": _memory(growth=1 << 20, grew=2)}, "memory-growth"),  # 3 steps, 1 MiB
@@ -201,4 +205,9 @@ def test_findings_of_a_generated_run(tmp_path):
     sal = doc["sync"]["sync_after_launch"]
     assert sal["launches"] == 200 and sal["followed_by_sync"] == 200 and sal["detected"] is True
     assert "sync-after-launch" in codes
-    assert [f["severity"] for f in doc["findings"]] == sorted((f["severity"] for f in doc["findings"]), key=["high", "medium", "low", "info"].index)
+    # ranked by the what-if's projected saving (issue 31), the findings without one after them by severity
+    projected = [f for f in doc["findings"] if "saving_ns" in f]
+    rest = doc["findings"][len(projected) :]
+    assert doc["findings"][: len(projected)] == projected and projected
+    assert [f["saving_ns"] for f in projected] == sorted((f["saving_ns"] for f in projected), reverse=True)
+    assert [f["severity"] for f in rest] == sorted((f["severity"] for f in rest), key=["high", "medium", "low", "info"].index)

@@ -127,11 +127,31 @@ def _block(kernels: list[dict[str, Any]], commands: list[str] | None = None) -> 
 
 def test_counter_fires_on_a_flagged_metric():
     metric = {"flagged": False, "label": "L2 hit", "value": 12.0, "unit": "%", "threshold": "< 50 %", "formula": "f", "source": "s", "meaning": "m"}
-    kernel = {"name": "k", "metrics": {"l2_hit": metric}}
+    kernel = {"name": "Cijk_Alik_Bljk_SB_MT128x128x16_MI32x32x2x1", "metrics": {"l2_hit": metric}}  # a GEMM: compute-bound
     assert codes(fr.counter, {"counters": [_block([kernel])]}) == []
     metric["flagged"] = True
     assert codes(fr.counter, {"counters": [_block([kernel])]}) == ["counter:l2_hit"]
     assert FindingCode.of("counter:l2_hit") is FindingCode.COUNTER
+
+
+def test_tile_advice_only_for_compute_bound_kernels():
+    """Issue 31: "revisit tile/block sizes" (l2_hit) fired on streaming kernels (batch-1 GEMV,
+    vecCopy, runtime copies). Tuning advice needs a compute-bound kernel (roofline, or a GEMM /
+    convolution / attention kernel with no memory metric flagged); memory advice stays for all."""
+
+    def flagged(key: str) -> dict[str, Any]:
+        return {"flagged": True, "label": key, "value": 1.0, "unit": "%", "threshold": "t", "formula": "f", "source": "s", "meaning": "m"}
+
+    streaming = ["__amd_rocclr_copyBuffer", "void vecCopy(double*, double*)", "void gemv2T_kernel<int, float>(float const*)", "mul_mat_vec_q<2, 1>"]
+    for name in streaming:
+        kernel = {"name": name, "metrics": {"l2_hit": flagged("l2_hit"), "hbm_bandwidth_pct": flagged("hbm_bandwidth_pct")}}
+        assert codes(fr.counter, {"counters": [_block([kernel])]}) == ["counter:hbm_bandwidth_pct"], name
+    gemm = {"name": "Cijk_Alik_Bljk_HHS_BH_MT128x128x32", "metrics": {"l2_hit": flagged("l2_hit")}}
+    assert codes(fr.counter, {"counters": [_block([gemm])]}) == ["counter:l2_hit"]
+    memory_bound_gemm = {**gemm, "roofline": {"bound": "memory"}}
+    assert codes(fr.counter, {"counters": [_block([memory_bound_gemm])]}) == []
+    compute_bound_copy = {"name": "my_kernel", "metrics": {"l2_hit": flagged("l2_hit")}, "roofline": {"bound": "compute"}}
+    assert codes(fr.counter, {"counters": [_block([compute_bound_copy])]}) == ["counter:l2_hit"]
 
 
 def test_counters_serialise_fires_on_a_process_with_counters():

@@ -229,6 +229,54 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _scale_edit(text: str) -> tuple[str, float]:
+    """``PATTERN=FACTOR`` of ``whatif --scale`` (the last ``=`` splits: a pattern may hold one)."""
+    pattern, sep, factor = text.rpartition("=")
+    if not sep or not pattern:
+        raise argparse.ArgumentTypeError(f"expected PATTERN=FACTOR, got {text!r}")
+    try:
+        value = float(factor)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the factor is not a number") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r}: the factor must be a number >= 0")
+    return pattern, value
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    """``tuiprof whatif RUN``: re-schedule the run's dependency graph with edited durations."""
+    from tui_prof.analysis.api import Edits, WhatIfError, run_what_if
+    from tui_prof.loaders import load_path
+    from tui_prof.render.whatif import whatif_text
+
+    rules = _category_rules(args)
+    edits = Edits(scales=list(args.scale or []), removes=list(args.remove or []), launch_free=args.launch_free)
+    try:
+        edits.check()
+    except WhatIfError as err:
+        raise _UsageError(str(err)) from None
+    unusable = _unusable_path(args.path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
+    runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
+    for issue in runset.errors:
+        _say(issue)
+    if not runset.runs:
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
+    try:
+        doc = run_what_if(runset, edits, rules=rules, step_name=args.step, warmup=args.warmup)
+    except WhatIfError as err:
+        _say(err)
+        return EXIT_NOTHING_LOADED
+    if args.json:
+        _write_json(doc)
+    else:
+        print(whatif_text(doc))
+    return EXIT_OK
+
+
 def cmd_open(args: argparse.Namespace) -> int:
     """Run the Textual app; TEXTUAL_* variables are set before textual is imported."""
     import os
@@ -676,6 +724,28 @@ def build_parser() -> argparse.ArgumentParser:
         "cache folder: TUIPROF_CACHE_DIR or the user cache directory)",
     )
     summary.set_defaults(func=cmd_summary)
+    whatif = sub.add_parser("whatif", help="project the run with edited durations: critical path and saving (see docs/metrics.md)")
+    whatif.add_argument("path", type=parse_path, help="run directory or profiler output file")
+    whatif.add_argument(
+        "--scale",
+        action="append",
+        type=_scale_edit,
+        metavar="PATTERN=FACTOR",
+        help="kernels of category PATTERN, launched by operator op:REGEX, or whose name matches the regex PATTERN take FACTOR x their time (repeatable)",
+    )
+    whatif.add_argument(
+        "--remove",
+        action="append",
+        metavar="CAUSE",
+        help="remove a cause: sync-after-launch, sync, launch, pageable-copy, warmup, host:REGEX, or a finding code (repeatable)",
+    )
+    whatif.add_argument("--launch-free", action="store_true", help="launch calls and the host work between launches cost nothing (a CUDA/HIP graph)")
+    whatif.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.whatif/1)")
+    whatif.add_argument("--categories", metavar="FILE", help="kernel category rules (TOML or JSON; see docs/metrics.md)")
+    whatif.add_argument("--step", metavar="NAME", default=None, help="take the steps from the host ranges named NAME")
+    whatif.add_argument("--warmup", type=parse_count, default=None, metavar="N", help="the first N steps are warm-up (default: detected)")
+    whatif.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    whatif.set_defaults(func=cmd_whatif)
     parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")

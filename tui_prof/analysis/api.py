@@ -49,6 +49,7 @@ from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
+from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
 from tui_prof.threads import Lane, inline_lane, threaded_lane
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "CorrIndex",
     "DiffResult",
     "DominantOp",
+    "Edits",
     "FindingCode",
     "GapSet",
     "Lane",
@@ -84,6 +86,7 @@ __all__ = [
     "Summary",
     "SummaryOptions",
     "SummaryResult",
+    "WhatIfError",
     "all_kernels",
     "allocated_levels",
     "api_classes",
@@ -123,6 +126,7 @@ __all__ = [
     "rematch",
     "run_inputs",
     "run_label",
+    "run_what_if",
     "sections_of_cores",
     "source_label",
     "steps_section",

@@ -32,7 +32,19 @@ memory-growth           every steady step's memory high-water mark above the las
                         one's, >= 3 steps, >= 1 MiB in all [P] (a leak)
 memory-reserved         peak reserved > 2 x peak allocated and >= 1 GiB more [P]     low
                         (allocator fragmentation / cache held)
+warmup                  warm-up steps cost > 10 % of a steady step beyond as many   low
+                        steady steps [P]: its cost and what it was (analysis.warmup)
+gemm-share              GEMM + convolution < 60 % of steady-state kernel time       low
+                        (the seed workflow's threshold)
 ======================  ==========================================================  =========
+
+Issue 31: with warm-up steps, gpu-idle and idle-sync judge the steady steps only (warm-up has
+its own finding); launch-bound names the host operators on the critical path when they, not
+the launch calls, hold the GPU; dominant-kernel is "info" when GPU work is under half of the
+critical path (a collective keeps its communication advice); counter advice about tiles,
+occupancy and matrix-core feeding is for compute-bound kernels only (:func:`kernel_bound`).
+``analysis.savings`` then attaches each projectable finding's saving, sets its severity from
+it and ranks by it.
 
 Fixes name the run's platform's tools and calls (:mod:`tui_prof.analysis.platform`): CUDA
 graphs, cudaStreamSynchronize, ncu/nsys on NVIDIA; HIP graphs, hipDeviceSynchronize,
@@ -80,6 +92,8 @@ class FindingCode(str, Enum):
     MEMORY_RESERVED = "memory-reserved"
     STRAGGLER = "straggler"
     COMM_OVERLAP = "comm-overlap"
+    WARMUP = "warmup"
+    GEMM_SHARE = "gemm-share"
 
     @classmethod
     def of(cls, code: str) -> FindingCode:
@@ -147,8 +161,26 @@ IDLE_SYNC_SHARE = 0.05  # [P] listed gaps caused by synchronisation, share of th
 LAUNCH_BOUND_SHARE = 0.10  # [P] listed gaps caused by host launch, share of the span
 
 
+def steady_steps(doc: Summary) -> list[Any]:
+    """The steady steps when the run has warm-up steps to leave out (else []: the whole run is
+    the steady state). Warm-up is never a steady-state problem: it has its own finding."""
+    steps = doc.get("steps") or {}
+    if not (steps.get("detected") and steps.get("warmup_steps")):
+        return []
+    return [r for r in steps.get("steps", []) if not r.get("warmup")]
+
+
 def gpu_idle(doc: Summary, facts: Facts) -> Found:
     gpu = doc["gpu"]
+    steady = steady_steps(doc)
+    if steady:  # the steady steps' own idle share (inside their host ranges)
+        wall = sum(r["wall_ns"] for r in steady)
+        idle_pct = round(100.0 * sum(r["idle_ns"] for r in steady) / wall, 4) if wall else 0.0
+        if idle_pct <= GPU_IDLE_PCT:
+            return []
+        fix = torch_first(facts.platform, f"{TORCH_PHRASES['sync']}; {TORCH_PHRASES['graphs']}", f"Remove syncs, batch launches ({facts.say['graphs']}).")
+        message = f"GPU idle {idle_pct:.1f} % of the steady-state steps"
+        return [_f(FindingCode.GPU_IDLE, "high", message, {"idle_pct": idle_pct, "steady_steps": len(steady), "steady_wall_ns": wall}, fix, idle_pct)]
     if not (facts.span and gpu["idle_pct"] > GPU_IDLE_PCT):
         return []
     fix = torch_first(
@@ -174,6 +206,15 @@ def idle_sync(doc: Summary, facts: Facts) -> Found:
     fix = torch_first(
         facts.platform, TORCH_PHRASES["sync"], f"Synchronise less often: keep work queued on the stream, use events/{facts.say['wait_event']} for dependencies."
     )
+    steady = steady_steps(doc)
+    if steady:  # the steady steps' exposed synchronisation (the GPU idle while the host waits)
+        wall = sum(r["wall_ns"] for r in steady)
+        exposed = sum(r["exposed_sync_ns"] for r in steady)
+        if not (wall and exposed > IDLE_SYNC_SHARE * wall):
+            return []
+        pct = 100 * exposed / wall
+        numbers = {"ns": exposed, "steady_steps": len(steady), "steady_wall_ns": wall}
+        return [_f(FindingCode.IDLE_SYNC, "high", f"{pct:.1f} % of the steady-state steps is idle waiting after synchronisation calls", numbers, fix, pct)]
     return _idle_cause(doc, facts, "sync", FindingCode.IDLE_SYNC, "high", IDLE_SYNC_SHARE, "idle waiting after synchronisation calls", fix)
 
 
@@ -183,7 +224,38 @@ def launch_bound(doc: Summary, facts: Facts) -> Found:
         TORCH_PHRASES["graphs"],
         f"The host cannot issue work fast enough: capture the loop in {facts.say['graphs']}, fuse kernels, move host work off the critical path.",
     )
-    return _idle_cause(doc, facts, "launch", FindingCode.LAUNCH_BOUND, "medium", LAUNCH_BOUND_SHARE, "idle waiting for the host to launch", fix)
+    found = _idle_cause(doc, facts, "launch", FindingCode.LAUNCH_BOUND, "medium", LAUNCH_BOUND_SHARE, "idle waiting for the host to launch", fix)
+    path = critical_path_of(doc)
+    if not (found and path):
+        return found
+    groups = path["groups"]
+    host, launch = groups.get("host_ops", 0), groups.get("launch_queue", 0)
+    total = path["total_ns"] or 1
+    ops = [t["name"] for t in path["top"] if t["group"] == "host_ops" and not t["name"].startswith("(")][:3]
+    finding, weight = found[0]
+    finding["numbers"] = {
+        **finding["numbers"],
+        "path_host_ops_pct": round(100 * host / total, 2),
+        "path_launch_pct": round(100 * launch / total, 2),
+        "host_ops": ops,
+    }
+    if host > launch:  # the host's own work between launches, not the launch calls, holds the GPU
+        named = ", ".join(ops) if ops else "host work outside any recorded operator"
+        finding["message"] += (
+            f": on the critical path host operators take {100 * host / total:.0f} % ({named}), launch calls and queue {100 * launch / total:.0f} %"
+        )
+        finding["fix"] = (
+            f"The host's own work between launches holds the GPU ({named}): make those host operators cheaper or move them off the GPU's path "
+            f"(precompute, fewer Python-level ops); {facts.say['graphs']} or torch.compile remove it only where the work can be captured."
+        )
+    return [(finding, weight)]
+
+
+def critical_path_of(doc: Summary) -> Any:
+    """The critical path record of a run of one process (analysis.critical), else None."""
+    section = doc.get("critical_path") or {}
+    procs = section.get("processes") or []
+    return procs[0] if len(procs) == 1 and procs[0].get("total_ns") else None
 
 
 def sync_after_launch(doc: Summary, facts: Facts) -> Found:
@@ -309,11 +381,33 @@ OCCUPANCY_TOP = 5  # kernels (by time) checked for occupancy
 COUNTER_KERNELS = 20  # kernels per process whose flagged counter metrics become findings
 
 
+GPU_BOUND_PATH_SHARE = 0.5  # [P] GPU work's share of the critical path below which the run is host/launch-bound
+
+
 def dominant_kernel(doc: Summary, facts: Facts) -> Found:
     hot = doc.get("hotspots") or []
     if not (hot and hot[0]["percent"] > DOMINANT_KERNEL_PCT):
         return []
+    path = critical_path_of(doc)
+    if path and DEFAULT_CATEGORY_RULES.classify(hot[0]["name"]) != "communication":  # a collective keeps its communication advice
+        groups = path["groups"]
+        gpu = groups.get("gpu_compute", 0) + groups.get("communication", 0) + groups.get("copies", 0)
+        share = gpu / path["total_ns"]
+        if share < GPU_BOUND_PATH_SHARE:  # a faster kernel buys at most its time on the path
+            top = hot[0]
+            on_path = top.get("critical_ns", 0)
+            message = (
+                f"One kernel takes {top['percent']:.1f} % of kernel time ({top['name'][:60]}), but the GPU is not the bottleneck: "
+                f"GPU work is {100 * share:.0f} % of the critical path, this kernel {fmt_share(on_path, path['total_ns'])}"
+            )
+            fix = "The run is host/launch-bound: see the launch and host findings first; a faster kernel saves at most its time on the critical path."
+            numbers = {"name": top["name"], "percent": top["percent"], "critical_ns": on_path, "path_gpu_pct": round(100 * share, 2)}
+            return [_f(FindingCode.DOMINANT_KERNEL, "info", message, numbers, fix, top["percent"])]
     return [_dominant_kernel(hot[0], facts.vendor)]
+
+
+def fmt_share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "0 %"
 
 
 def low_occupancy(doc: Summary, facts: Facts) -> Found:
@@ -326,13 +420,52 @@ def low_occupancy(doc: Summary, facts: Facts) -> Found:
     return out
 
 
+# Counter advice about tiles, occupancy and matrix-core feeding: for compute-bound kernels only
+# (a streaming or memory-bound kernel has no reuse to tile for); memory advice stays for all.
+COMPUTE_TUNING = frozenset(
+    {
+        "l2_hit",
+        "alu_stalled_by_lds",
+        "lds_bank_conflict",
+        "lds_conflicts_per_access",
+        "mfma_utilization",
+        "valu_utilization",
+        "valu_busy",
+        "wave_occupancy",
+        "waves",
+    }
+)
+MEMORY_METRICS = frozenset({"hbm_bandwidth_pct", "mem_unit_busy", "mem_unit_stalled", "l2_fabric_read_bw", "l2_fabric_write_bw", "vmem_utilization"})
+STREAMING_CATEGORIES = frozenset({"copy/fill", "elementwise", "reduction", "normalisation", "layout", "communication"})
+COMPUTE_CATEGORIES = frozenset({"GEMM", "convolution", "attention"})
+GEMV_WORDS = ("gemv", "mul_mat_vec", "matvec")
+
+
+def kernel_bound(k: Any) -> str:
+    """ "compute", "memory" or "unknown" for a counters kernel entry: its roofline point's bound
+    when it has one; else memory when a memory metric is flagged, the kernel streams
+    (copies, elementwise, reductions, normalisation, layout, collectives) or is a GEMV;
+    compute for GEMM, convolution and attention kernels; unknown otherwise."""
+    roof = k.get("roofline") or {}
+    if roof.get("bound") in ("compute", "memory"):
+        return str(roof["bound"])
+    if any(m.get("flagged") for key, m in k.get("metrics", {}).items() if key in MEMORY_METRICS):
+        return "memory"
+    name = str(k.get("name", ""))
+    category = DEFAULT_CATEGORY_RULES.classify(name)
+    if category in STREAMING_CATEGORIES or any(w in name.lower() for w in GEMV_WORDS):
+        return "memory"
+    return "compute" if category in COMPUTE_CATEGORIES else "unknown"
+
+
 def counter(doc: Summary, facts: Facts) -> Found:
     """A finding per flagged derived counter metric (analysis.counters decides the flag)."""
     out: Found = []
     for block in doc.get("counters") or []:
         for k in block.get("kernels", [])[:COUNTER_KERNELS]:
+            bound = kernel_bound(k)
             for key, m in k["metrics"].items():
-                if m["flagged"]:
+                if m["flagged"] and not (key in COMPUTE_TUNING and bound != "compute"):
                     message = f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})"
                     numbers = {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]}
                     out.append(_f(f"{FindingCode.COUNTER.value}:{key}", "medium", message, numbers, m["meaning"], 0))
@@ -581,6 +714,65 @@ def comm_overlap(doc: Summary, facts: Facts) -> Found:
     ]
 
 
+# --- warm-up and the GEMM share of the steady state (issue 31) -------------------------------------
+
+WARMUP_MIN_SHARE = 0.10  # [P] a warm-up that costs less than a tenth of a steady step is not worth a line
+GEMM_SHARE_PCT = 60.0  # the seed workflow's threshold: GEMM (+ convolution) share of steady-state kernel time
+GEMM_FAMILY = ("GEMM", "convolution")
+
+
+def warmup(doc: Summary, facts: Facts) -> Found:
+    """What the warm-up steps cost beyond as many steady steps, and what they did (analysis.warmup)."""
+    w = doc.get("warmup")
+    if not w or w["cost_ns"] <= WARMUP_MIN_SHARE * w["steady_median_ns"]:
+        return []
+    parts = []
+    if "autotuning" in w["what"]:
+        a = w["autotuning"]
+        parts.append(f"autotuning ({a['kernels_not_in_steady_state']} kernels never run again, {a['sync_calls']} syncs)")
+    if "allocator growth" in w["what"]:
+        parts.append(f"allocator growth ({w['allocation']['calls']} device allocations)")
+    if "first-call compilation" in w["what"]:
+        c = w["compilation"]
+        parts.append(f"first-call compilation ({c['module_loads']} module loads, {c['compile_ranges']} compile ranges)")
+    what = "; ".join(parts) if parts else "first-call host overhead (no autotuning, allocation or compilation recorded)"
+    message = f"Warm-up: the first {w['steps']} steps cost {w['cost_ns'] / 1e6:.1f} ms more than as many steady steps: {what}"
+    fix = (
+        "Once per process, not a steady-state problem: leave it out of measurements (a profiler schedule with warm-up steps); "
+        "for short jobs cache it (autotuning results, compiled kernels) and preallocate memory."
+    )
+    finding, weight = _f(FindingCode.WARMUP, "low", message, {k: v for k, v in w.items() if k != "process"}, fix, 0)
+    finding["saving_ns"] = int(w["cost_ns"])
+    return [(finding, weight)]
+
+
+def gemm_share(doc: Summary, facts: Facts) -> Found:
+    """GEMM and convolution below 60 % of the steady state's kernel time (the whole run's when
+    the steady state is not known)."""
+    path = critical_path_of(doc)
+    if path is None and doc.get("hotspots_source", "trace") != "trace":
+        return []  # statistics only: no steady state to judge
+    by_cat = (path or {}).get("kernel_ns_by_category") or doc.get("categories") or {}
+    total = sum(by_cat.values())
+    if not total:
+        return []
+    family = sum(by_cat.get(c, 0) for c in GEMM_FAMILY)
+    pct = 100.0 * family / total
+    if pct >= GEMM_SHARE_PCT:
+        return []
+    others = sorted(((v, c) for c, v in by_cat.items() if c not in GEMM_FAMILY), reverse=True)[:3]
+    rest = ", ".join(f"{c} {100 * v / total:.0f} %" for v, c in others)
+    where = "steady-state " if path and path.get("window") == "steady state" else ""
+    message = f"GEMM and convolution take {pct:.1f} % of {where}kernel time (< {GEMM_SHARE_PCT:.0f} %): the rest is {rest}"
+    fix = torch_first(
+        facts.platform,
+        f"fuse the kernels around the matrix multiplies with {TORCH_PHRASES['fuse']}",
+        "Fuse the elementwise, normalisation and reduction kernels around the matrix multiplies; check that the GEMMs are large enough for the GPU.",
+    )
+    numbers = {"gemm_family_pct": round(pct, 4), "by_category_ns": dict(by_cat), "threshold_pct": GEMM_SHARE_PCT}
+    return [_f(FindingCode.GEMM_SHARE, "low", message, numbers, fix, GEMM_SHARE_PCT - pct)]
+
+
 # --- the registry ------------------------------------------------------------------------------------
 
 # Every rule with the code it gives, in the order its findings are listed among findings of
@@ -609,6 +801,8 @@ RULES: tuple[tuple[FindingCode, Rule], ...] = (
     (FindingCode.MEMORY_RESERVED, memory_reserved),
     (FindingCode.STRAGGLER, straggler),
     (FindingCode.COMM_OVERLAP, comm_overlap),
+    (FindingCode.WARMUP, warmup),
+    (FindingCode.GEMM_SHARE, gemm_share),
 )
 
 

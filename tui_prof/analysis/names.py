@@ -65,7 +65,7 @@ DEFAULT_RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "GEMM",
-        r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
+        r"(?<![a-z])nvjet(?![a-z])|(?<!fb)gemm|gemv|matmul|mul_mat|(?<![a-z])mul_mm(?![a-z])|cijk_|cublas|hipblas|rocblas|tensile|xmma|wmma|mfma"
         r"|\bmm_|_mm\b|\bbmm\b|dot_?product|epilogue::impl::|(?<![a-z])splitkreduce",
     ),
     ("normalisation", r"norm(?!al_)|softmax|gammabeta|rowwisemoments"),

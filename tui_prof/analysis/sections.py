@@ -60,6 +60,7 @@ class HotspotRecord(TypedDict):
     stddev_ns: float | None
     percent: float  # from a statistics file: the profiler's own Percentage
     pct_wall: NotRequired[float]
+    critical_ns: NotRequired[int]  # time of this kernel on the critical path (analysis.critical)
 
 
 class GpuSection(TypedDict):
@@ -248,6 +249,7 @@ class Finding(TypedDict):
     message: str
     numbers: Record
     fix: str
+    saving_ns: NotRequired[int]  # projected by the what-if engine (analysis.savings), over the steady-state window
 
 
 class ApiRow(TypedDict):
@@ -308,6 +310,8 @@ class Summary(TypedDict):
     ranks: NotRequired[list[RankRecord]]  # one row per process (analysis.ranks)
     communication: NotRequired[CommunicationSection]
     stragglers: NotRequired[StragglerSection]
+    critical_path: NotRequired[Record | None]  # analysis.critical: the critical path of each process (steady state); None without a trace
+    warmup: NotRequired[Record | None]  # analysis.warmup: what the warm-up steps cost and did (one process with warm-up steps), else None
 
 
 class StepRecord(TypedDict):

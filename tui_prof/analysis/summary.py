@@ -19,6 +19,7 @@ from tui_prof import __version__
 from tui_prof.analysis import ranks
 from tui_prof.analysis.copies import copies_section, copies_source
 from tui_prof.analysis.counters import counters_section
+from tui_prof.analysis.critical import add_critical_ns, critical_section, process_windows, ranks_on_path
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
 from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
@@ -40,10 +41,12 @@ from tui_prof.analysis.operators import categories_per_process, kernel_categorie
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
+from tui_prof.analysis.savings import add_savings
 from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import cut_warnings, stats_section, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
+from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import RunSet
 from tui_prof.threads import Job, Lane, threaded_lane
 
@@ -255,5 +258,15 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers
-    doc["findings"] = build_findings(doc)
+    windows = process_windows(inputs, steps_found) if source != "stats" else {}  # the critical path and the savings need the trace
+    doc["critical_path"] = None
+    if windows:
+        section, on_path = critical_section(windows, rules)
+        add_critical_ns(doc["hotspots"], on_path)
+        on_path_ranks = ranks_on_path(inputs, steps_found, rules)
+        if on_path_ranks:
+            section["ranks_on_path"] = on_path_ranks
+        doc["critical_path"] = section
+    doc["warmup"] = warmup_of(inputs, steps_found)
+    doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)))

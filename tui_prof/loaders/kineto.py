@@ -553,9 +553,10 @@ def parse_trace(win: TextWindow, path: Path | None = None, pieces: int = 1) -> E
     return ev
 
 
-def _kernel_event(ev: Events, e: dict, a: dict, name: str, ts: Any) -> None:
-    """The columns of a ``kernel`` event but ts/dur (appended by the caller)."""
+def _kernel_event(ev: Events, e: dict, name: str, ts: Any) -> Columns:
+    """The columns of a ``kernel`` event but ts/dur (appended by the caller); returns its table."""
     k = ev.kernels
+    a = e.get("args") or {}
     for arr, v in (
         (k.device, a.get("device", e.get("pid"))),
         (k.stream, a.get("stream", e.get("tid"))),
@@ -582,11 +583,13 @@ def _kernel_event(ev: Events, e: dict, a: dict, name: str, ts: Any) -> None:
     k.name.append(k_names.setdefault(name, len(k_names)))
     if "kernel" not in ev.first_ts:
         ev.first_ts["kernel"] = ts
+    return k
 
 
-def _api_event(ev: Events, e: dict, a: dict, cat: str, name: str, ts: Any) -> None:
+def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
     """The columns of a host API event (``cuda_runtime``, ``cuda_driver``, ...) but ts/dur."""
     api, lds = ev.api, ev.launch_shared
+    a = e.get("args") or {}
     corr = a.get("correlation")
     pid: Any
     tid: Any
@@ -611,11 +614,13 @@ def _api_event(ev: Events, e: dict, a: dict, cat: str, name: str, ts: Any) -> No
     api.name.append(api_names.setdefault(name, len(api_names)))
     if cat not in ev.first_ts:
         ev.first_ts[cat] = ts
+    return api
 
 
-def _copy_event(ev: Events, e: dict, a: dict, cat: str, name: str) -> None:
+def _copy_event(ev: Events, e: dict, cat: str, name: str) -> Columns:
     """The columns of a memcpy/memset event but ts/dur."""
     cp = ev.copies
+    a = e.get("args") or {}
     kind = a.get("kind")
     for arr, v in (
         (cp.device, a.get("device", e.get("pid"))),
@@ -632,6 +637,7 @@ def _copy_event(ev: Events, e: dict, a: dict, cat: str, name: str) -> None:
     cp_names, cp_kinds = cp.strings["name"], cp.strings["kind"]
     cp.name.append(cp_names.setdefault(name, len(cp_names)))
     cp.kind.append(cp_kinds.setdefault(kind if kind in COPY_DIRECTIONS else "", len(cp_kinds)))
+    return cp
 
 
 def _memory_event(ev: Events, e: dict) -> None:
@@ -659,35 +665,24 @@ def _memory_event(ev: Events, e: dict) -> None:
         mem.ts.append(_num(ts))
 
 
-def _marker_args(ev: Events, a: dict, name: str) -> None:
-    """A marker's args: the operator's External id, its record_shapes inputs and, on a
-    ``record_param_comms`` marker, the collective it launches."""
-    mk = ev.markers
-    v = a.get("External id", UNKNOWN)
-    try:
-        mk.ext.append(v)
-    except (TypeError, OverflowError):
-        mk.ext.append(UNKNOWN if isinstance(v, (list, dict)) else _int(v))
-    for arr, codes, key in ((mk.dims, mk.strings["dims"], "Input Dims"), (mk.types, mk.strings["types"], "Input type")):
-        v = a.get(key)
-        text = "" if v is None else repr(v)
-        code = codes.get(text)
-        arr.append(code if code is not None else codes.setdefault(text, len(codes)))
-    if name == "record_param_comms" and "Collective name" in a:
-        coll = collective_args(a)
-        if coll[0] and mk.ext[-1] != UNKNOWN:
-            ev.comm_ops[mk.ext[-1]] = coll
+def _other_phase(ev: Events, e: dict, ph: Any) -> None:
+    """``[memory]`` instants and the process labels."""
+    if ph == "i":
+        if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
+            _memory_event(ev, e)
+    elif ph == "M" and e.get("name") == "process_labels":
+        ev.process_labels[e.get("pid")] = (e.get("args") or {}).get("labels")
 
 
 def _take_events(ev: Events, batch: Any) -> None:
     """Append the decoded events of ``batch`` to ``ev``'s columns. Markers (most events of a
-    real trace) are appended inline; a failing event is skipped, counted and its partial
-    row rolled back."""
+    real trace) are appended here, inline; a failing event is skipped, counted and its
+    partial row rolled back."""
     mk = ev.markers
     mk_names, mk_dim_codes, mk_type_codes = mk.strings["name"], mk.strings["dims"], mk.strings["types"]
     mk_cat, mk_name, mk_ts, mk_dur, mk_pid, mk_tid = mk.cat.append, mk.name.append, mk.ts.append, mk.dur.append, mk.pid.append, mk.tid.append
     mk_ext, mk_dims, mk_types = mk.ext.append, mk.dims.append, mk.types.append
-    k, api, cp, flows, marker_code = ev.kernels, ev.api, ev.copies, ev.flows, MARKER_CODE.get
+    comm_ops, flows, marker_code = ev.comm_ops, ev.flows, MARKER_CODE.get
     for e in batch:
         # Fields that can fail (unhashable cat/pid, non-object args, object/list ids or names)
         # are read before the first append of a row; ts/dur never fail (bad ones become NaN and
@@ -696,73 +691,83 @@ def _take_events(ev: Events, batch: Any) -> None:
             continue
         try:
             ph = e.get("ph")
-            if ph == "X" and "ts" in e:
-                cat = e.get("cat")
-                ts = e["ts"]
-                dur = e.get("dur", 0)
-                name = e.get("name", "")
-                if type(name) is not str:
-                    name = _text_key(name)
-                mc = marker_code(cat)  # TypeError when cat is unhashable
-                if mc is not None:
-                    t = None  # markers: appended here, ts and dur included
-                    v = e.get("pid")
-                    try:
-                        mk_pid(v)
-                    except (TypeError, OverflowError):
-                        mk_pid(_int(v))
-                    v = e.get("tid")
-                    try:
-                        mk_tid(v)
-                    except (TypeError, OverflowError):
-                        mk_tid(_int(v))
-                    mk_cat(mc)
-                    code = mk_names.get(name)
-                    if code is None:
-                        code = mk_names[name] = len(mk_names)
-                    mk_name(code)
-                    try:
-                        mk_ts(ts)
-                    except (TypeError, OverflowError):
-                        mk_ts(_num(ts))
-                    try:
-                        mk_dur(dur)
-                    except (TypeError, OverflowError):
-                        mk_dur(_num(dur))
-                    a = e.get("args")
-                    if type(a) is dict and a:
-                        _marker_args(ev, a, name)
-                    else:
-                        mk_ext(UNKNOWN)
-                        mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
-                        mk_types(mk_type_codes.setdefault("", len(mk_type_codes)))
-                elif cat == "kernel":
-                    t = k
-                    _kernel_event(ev, e, e.get("args") or {}, name, ts)
-                elif cat in API_CODE:
-                    t = api
-                    _api_event(ev, e, e.get("args") or {}, cat, name, ts)
-                elif cat in COPY_CODE:
-                    t = cp
-                    _copy_event(ev, e, e.get("args") or {}, cat, name)
+            if ph != "X" or "ts" not in e:
+                if ph == "s" or ph == "f":
+                    flows[(e.get("cat"), ph)] += 1
                 else:
-                    t = None
-                if t is not None:
-                    try:
-                        t.ts.append(ts)
-                    except (TypeError, OverflowError):
-                        t.ts.append(_num(ts))
-                    try:
-                        t.dur.append(dur)
-                    except (TypeError, OverflowError):
-                        t.dur.append(_num(dur))
-            elif ph == "s" or ph == "f":
-                flows[(e.get("cat"), ph)] += 1
-            elif ph == "i":
-                if e.get("cat") == "cpu_instant_event" and "ts" in e and e.get("name") == "[memory]":
-                    _memory_event(ev, e)
-            elif ph == "M" and e.get("name") == "process_labels":
-                ev.process_labels[e.get("pid")] = (e.get("args") or {}).get("labels")
+                    _other_phase(ev, e, ph)
+                continue
+            cat = e.get("cat")
+            ts = e["ts"]
+            dur = e.get("dur", 0)
+            name = e.get("name", "")
+            if type(name) is not str:
+                name = _text_key(name)
+            mc = marker_code(cat)  # TypeError when cat is unhashable
+            if mc is None:  # a kernel, a host API call or a copy (other events are ignored)
+                if cat == "kernel":
+                    t = _kernel_event(ev, e, name, ts)
+                elif cat in API_CODE:
+                    t = _api_event(ev, e, cat, name, ts)
+                elif cat in COPY_CODE:
+                    t = _copy_event(ev, e, cat, name)
+                else:
+                    continue
+                try:
+                    t.ts.append(ts)
+                except (TypeError, OverflowError):
+                    t.ts.append(_num(ts))
+                try:
+                    t.dur.append(dur)
+                except (TypeError, OverflowError):
+                    t.dur.append(_num(dur))
+                continue
+            v = e.get("pid")
+            try:
+                mk_pid(v)
+            except (TypeError, OverflowError):
+                mk_pid(_int(v))
+            v = e.get("tid")
+            try:
+                mk_tid(v)
+            except (TypeError, OverflowError):
+                mk_tid(_int(v))
+            mk_cat(mc)
+            code = mk_names.get(name)
+            if code is None:
+                code = mk_names[name] = len(mk_names)
+            mk_name(code)
+            try:
+                mk_ts(ts)
+            except (TypeError, OverflowError):
+                mk_ts(_num(ts))
+            try:
+                mk_dur(dur)
+            except (TypeError, OverflowError):
+                mk_dur(_num(dur))
+            a = e.get("args")
+            if type(a) is dict and a:  # the operator's External id and record_shapes inputs
+                v = a.get("External id", UNKNOWN)
+                try:
+                    mk_ext(v)
+                except (TypeError, OverflowError):
+                    mk_ext(UNKNOWN if isinstance(v, (list, dict)) else _int(v))
+                v = a.get("Input Dims")
+                text = "" if v is None else repr(v)
+                code = mk_dim_codes.get(text)
+                mk_dims(code if code is not None else mk_dim_codes.setdefault(text, len(mk_dim_codes)))
+                v = a.get("Input type")
+                text = "" if v is None else repr(v)
+                code = mk_type_codes.get(text)
+                mk_types(code if code is not None else mk_type_codes.setdefault(text, len(mk_type_codes)))
+                if name == "record_param_comms" and "Collective name" in a:
+                    coll = collective_args(a)
+                    if coll[0] and mk.ext[-1] != UNKNOWN:
+                        comm_ops[mk.ext[-1]] = coll
+            else:
+                mk_ext(UNKNOWN)
+                mk_dims(mk_dim_codes.setdefault("", len(mk_dim_codes)))
+                mk_types(mk_type_codes.setdefault("", len(mk_type_codes)))
         except (TypeError, AttributeError):  # unhashable cat/pid, args not an object, Malformed
             ev.malformed += 1
             for table in ev.tables():

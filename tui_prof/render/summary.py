@@ -129,8 +129,42 @@ def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]
 def _findings_section(summary: Mapping[str, Any]) -> list[Section]:
     if not summary["findings"]:
         return []
-    rows = [[f["severity"], f["code"], f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
-    return [("Findings", ["severity", "code", "finding", "fix"], rows, [])]
+    rows = [[f["severity"], f["code"], _saving(f), f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
+    return [("Findings", ["severity", "code", "saving", "finding", "fix"], rows, [])]
+
+
+CRITICAL_GROUPS = {
+    "gpu_compute": "GPU compute",
+    "communication": "communication",
+    "copies": "copies",
+    "launch_queue": "launch/queue",
+    "host_ops": "host ops",
+    "sync": "sync",
+    "host_api": "host API",
+}
+
+
+def _critical_path_section(summary: Mapping[str, Any], name_width: int) -> list[Section]:
+    """The critical path of each process (analysis.critical): what fills it, largest first."""
+    out: list[Section] = []
+    for p in (summary.get("critical_path") or {}).get("processes", []):
+        total = p["total_ns"]
+        if not total:
+            continue
+        rows = [[CRITICAL_GROUPS.get(t["group"], t["group"]), Code(shorten(t["name"], name_width)), fmt_ns(t["ns"]), f"{t['pct']:.1f}"] for t in p["top"][:8]]
+        groups = ", ".join(f"{CRITICAL_GROUPS.get(k, k)} {100 * v / total:.1f} %" for k, v in sorted(p["groups"].items(), key=lambda kv: -kv[1]) if v)
+        sampled = f"; the first {fmt_ns(p['sampled_ns'])} of it analysed" if p["sampled_ns"] < p["window_ns"] else ""
+        notes = [f"{fmt_ns(total)} over the {p['window']} ({fmt_ns(p['window_ns'])}{sampled}): {groups}"]
+        out.append((f"Critical path ({p['process']})", ["group", "what", "time", "%"], rows, notes))
+    return out
+
+
+def _saving(finding: Mapping[str, Any]) -> str:
+    """A finding's projected saving (what-if engine), with its share of the steady window."""
+    if "saving_ns" not in finding:
+        return "-"
+    pct = finding["numbers"].get("saving_pct")
+    return fmt_ns(finding["saving_ns"]) + (f" ({pct:.1f} %)" if pct is not None else "")
 
 
 def _stats_only_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
@@ -399,6 +433,7 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
     return [
         *_measurement_section(summary),
         *_findings_section(summary),
+        *_critical_path_section(summary, name_width),
         *steps_sections(summary, name_width),
         *rank_sections(summary, name_width),
         *_gpu_section(summary),

@@ -104,6 +104,8 @@ EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
     FindingCode.MEMORY_RESERVED: _tab("steps"),
     FindingCode.STRAGGLER: _tab("ranks"),
     FindingCode.COMM_OVERLAP: _tab("ranks"),
+    FindingCode.WARMUP: _tab("steps"),
+    FindingCode.GEMM_SHARE: _tab("hotspots"),
 }
 
 

@@ -1,0 +1,263 @@
+"""The summary's ``critical_path`` section and the ``critical_ns`` of its hotspot rows.
+
+For each process, the window analysed is its steady state (the first steady step's start
+to the last step's end) when the summary found steps for one process, else the whole run.
+A window holding more than its share of ``MAX_NODES`` host calls and GPU operations (the
+budget is split between the processes, at least ``MIN_NODES`` each) is cut to its first ones
+(whole steps when it is made of steps) so that the cost is bounded at a
+million dispatches; the section then says so (``sampled_ns`` < ``window_ns``) and the
+per-kernel ``critical_ns`` are scaled by ``window_ns / sampled_ns``.
+
+Per process: the critical path (:func:`tui_prof.analysis.whatif.critical_path`) of that
+window, its breakdown by group and the largest items; per steady step, the ns of each
+group on the path (an interval counts in the step that holds its middle) and the group
+with the most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis import depgraph as dg
+from tui_prof.analysis.arrays import code_totals, in_order
+from tui_prof.analysis.names import CategoryRules
+from tui_prof.analysis.runinput import RunInput
+from tui_prof.analysis.sections import StepsSection
+from tui_prof.analysis.whatif import GROUPS, critical_path, path_json
+from tui_prof.model import Run
+
+MAX_STEP_ROWS = 200  # steady steps listed per process (the first ones)
+MAX_NODES = 150_000  # [P] host calls + GPU operations analysed at most, shared by the processes (bounded cost)
+MIN_NODES = 5_000  # [P] but at least this many per process
+
+
+@dataclass
+class ProcessWindow:
+    """The part of one process that the critical path and the savings look at."""
+
+    label: str
+    run: Run  # the process's events that start inside [lo, hi)
+    graph: dg.DepGraph
+    lo: int  # absolute ns: the part analysed
+    hi: int
+    window_ns: int  # the whole window (steady state or run) it stands for
+    steps: list[dict]  # steady step records inside [lo, hi)
+    steady_steps: int  # steady steps in the whole window
+
+    @property
+    def scale(self) -> float:
+        return self.window_ns / (self.hi - self.lo) if self.hi > self.lo else 1.0
+
+
+def _steady_records(steps: StepsSection, label: str, processes: int) -> list[dict]:
+    """The steady steps of process ``label`` when the summary's steps are this one process's."""
+    if processes != 1 or not steps.get("detected") or steps.get("process") != label:
+        return []
+    return [dict(rec) for rec in steps.get("steps", []) if not rec.get("warmup")]
+
+
+def _sorted_starts(run: Run) -> list[np.ndarray]:
+    """The start times of the run's calls, kernels and copies, each sorted (as loaded: no copy)."""
+    out = []
+    for t in (run.api, run.kernels, run.copies):
+        if len(t):
+            s = t["start"].to_numpy()
+            out.append(s if in_order(s) else np.sort(s))
+    return out
+
+
+def _count_before(starts: list[np.ndarray], lo: int, times: np.ndarray) -> np.ndarray:
+    """Events starting in [lo, t) for each t of ``times``."""
+    total = np.zeros(len(times), dtype=np.int64)
+    for s in starts:
+        total += np.searchsorted(s, times, side="left") - np.searchsorted(s, lo, side="left")
+    return total
+
+
+def _cut(starts: list[np.ndarray], lo: int, hi: int, max_nodes: int) -> int:
+    """The latest t <= hi with at most ``max_nodes`` events starting in [lo, t) (bisection on time)."""
+    if _count_before(starts, lo, np.array([hi]))[0] <= max_nodes:
+        return hi
+    a, b = lo, hi
+    while b - a > 1:
+        mid = (a + b) // 2
+        if _count_before(starts, lo, np.array([mid]))[0] <= max_nodes:
+            a = mid
+        else:
+            b = mid
+    return max(a, lo + 1)
+
+
+def _slice(run: Run, lo: int, hi: int) -> Run:
+    """The events of ``run`` that start inside [lo, hi) (host ranges: those overlapping it)."""
+
+    def part(table: pd.DataFrame, overlap: bool = False) -> pd.DataFrame:
+        if table.empty:
+            return table
+        s = table["start"].to_numpy()
+        keep = (table["end"].to_numpy() > lo) & (s < hi) if overlap else (s >= lo) & (s < hi)
+        return table if keep.all() else table[keep].reset_index(drop=True)
+
+    return Run(meta=run.meta, agents=run.agents, kernels=part(run.kernels), api=part(run.api), copies=part(run.copies), markers=part(run.markers, True))
+
+
+def process_windows(inputs: Sequence[RunInput], steps: StepsSection, max_nodes: int = MAX_NODES) -> dict[int, ProcessWindow]:
+    """Per process with GPU work (by its position in ``inputs``): the window analysed."""
+    out: dict[int, ProcessWindow] = {}
+    max_nodes = max(max_nodes // max(len(inputs), 1), MIN_NODES)  # the budget is shared: 64 ranks stay as cheap as one process
+    for pos, r in enumerate(inputs):
+        run = r.run
+        if not (len(run.kernels) or len(run.copies)) or r.range is None or r.range[1] - r.range[0] >= dg.MAX_SPAN_NS:
+            continue
+        records = _steady_records(steps, r.label, len(inputs))
+        if records:
+            starts = np.array([rec["start_ns"] for rec in records], dtype=np.int64)
+            ends = np.array([rec["end_ns"] for rec in records], dtype=np.int64)
+        else:
+            starts, ends = np.array([r.range[0]], np.int64), np.array([r.range[1]], np.int64)
+        lo, hi = int(starts[0]), int(ends[-1])
+        bound = hi if records else hi + 1  # exclusive: the whole run's last event starts at its end at the latest
+        every = _sorted_starts(run)
+        cut_hi, kept = bound, records
+        counts = _count_before(every, lo, ends if records else np.array([bound]))
+        if counts[-1] > max_nodes:
+            if records:  # whole steps: those that fit (at least one)
+                k = max(int(np.searchsorted(counts, max_nodes, side="right")), 1)
+                cut_hi, kept = int(ends[k - 1]), records[:k]
+            else:
+                cut_hi = _cut(every, lo, bound, max_nodes)
+        whole = all(len(s) == 0 or (lo <= s[0] and cut_hi > s[-1]) for s in every)
+        sliced = run if whole else _slice(run, lo, cut_hi)
+        index = r.index if sliced is run else None
+        try:
+            graph = dg.build_graph(sliced, index)
+        except ValueError:  # hostile times: no critical path for this process
+            continue
+        out[pos] = ProcessWindow(r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records))
+    return out
+
+
+def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) -> tuple[dict, dict[str, int]]:
+    """(the ``critical_path`` section, ns on the path per kernel / copy name over all processes,
+    scaled to each process's whole window)."""
+    per: list[dict] = []
+    by_kernel: dict[str, int] = {}
+    for w in windows.values():
+        g = w.graph
+        lo, hi = w.lo - g.t0, w.hi - g.t0
+        path = critical_path(w.run, g, g.start, g.end, lo, hi, rules=rules)
+        for name, ns in path.by_kernel.items():
+            by_kernel[name] = by_kernel.get(name, 0) + int(round(ns * w.scale))
+        record = {
+            "process": w.label,
+            "window": "steady state" if w.steady_steps else "whole run",
+            "window_ns": w.window_ns,
+            "sampled_ns": w.hi - w.lo,
+            **path_json(path),
+            "links": g.links,
+            "kernel_ns_by_category": kernel_ns_by_category(w.run, rules),
+        }
+        if w.steps:
+            starts = np.array([rec["start_ns"] for rec in w.steps], dtype=np.int64) - g.t0
+            ends = np.array([rec["end_ns"] for rec in w.steps], dtype=np.int64) - g.t0
+            table = path.per_window(starts, ends)
+            record["steps"] = [
+                {
+                    "label": rec["label"],
+                    "wall_ns": int(rec["wall_ns"]),
+                    "path_ns": int(row.sum()),
+                    "top_group": GROUPS[int(np.argmax(row))] if row.sum() else None,
+                }
+                | {grp: int(v) for grp, v in zip(GROUPS, row.tolist(), strict=True) if v}
+                for rec, row in zip(w.steps[:MAX_STEP_ROWS], table[:MAX_STEP_ROWS], strict=False)
+            ]
+        per.append(record)
+    return {"processes": per}, by_kernel
+
+
+def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
+    """Kernel time by category of the window's kernels (launched inside it)."""
+    k = run.kernels
+    if k.empty:
+        return {}
+    names = k["name"].cat.categories
+    cats = sorted({rules.classify(str(n)) for n in names} | {"other"})
+    of = np.array([cats.index(rules.classify(str(n))) for n in names] + [cats.index("other")], dtype=np.int64)
+    codes = k["name"].cat.codes.to_numpy().astype(np.int64)
+    _, sums = code_totals(of[np.where(codes >= 0, codes, len(names))], k["end"].to_numpy() - k["start"].to_numpy(), len(cats))
+    return {cats[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
+
+
+def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
+    """Each hotspot row gets ``critical_ns``: its kernel's time on the critical path."""
+    for row in rows:
+        row["critical_ns"] = int(by_kernel.get(row["name"], 0))
+
+
+CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler
+
+
+def ranks_on_path(inputs: Sequence[RunInput], steps: StepsSection, rules: CategoryRules) -> dict | None:
+    """For a run of several processes with steps: per steady step, the rank whose work bounds
+    the step -- the rank that arrived last at most of the step's collectives (the k-th
+    collective of a type on every rank is one instance; the last to arrive spends the least
+    time in it, so clocks of different hosts need not agree: analysis.ranks' rule). Each
+    rank's process is a graph of its own (no cross-rank edges): the collectives say which
+    rank the others waited for. None for one process or without collectives."""
+    from tui_prof.analysis.ranks import collective_type, communication_mask, rank_numbers
+
+    if len(inputs) < 2 or not steps.get("detected"):
+        return None
+    numbers = [n for n, _ in rank_numbers([r.run for r in inputs])]
+    per_rank: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []  # type -> (starts, durations), in start order
+    for r in inputs:
+        k = r.run.kernels
+        comm = np.flatnonzero(communication_mask(k, rules))
+        names = k["name"].to_numpy()[comm] if len(comm) else np.array([], dtype=object)
+        kinds = np.array([collective_type(str(n)) for n in names], dtype=object)
+        s = k["start"].to_numpy()[comm].astype(np.int64)
+        d = k["end"].to_numpy()[comm].astype(np.int64) - s
+        o = np.argsort(s, kind="stable")
+        per_rank.append({str(t): (s[o][kinds[o] == t], d[o][kinds[o] == t]) for t in set(kinds.tolist())})
+    # steps of the first process that has them: where each instance falls
+    parts = {p.get("process"): p for p in steps.get("per_process", [])} or {steps.get("process"): steps}
+    ref = next((i for i, r in enumerate(inputs) if r.label in parts), None)
+    if ref is None:
+        return None
+    ref_steps = list(parts[inputs[ref].label].get("steps", []))
+    steady_labels = {rec["label"] for rec in steps.get("steps", []) if not rec.get("warmup")}
+    starts = np.array([rec["start_ns"] for rec in ref_steps], dtype=np.int64)
+    ends = np.array([rec["end_ns"] for rec in ref_steps], dtype=np.int64)
+    last_by_step: dict[int, list[int]] = {}
+    for kind, (s_ref, _) in per_rank[ref].items():
+        durs = [pr.get(kind, (np.zeros(0, np.int64), np.zeros(0, np.int64)))[1] for pr in per_rank]
+        for i in range(len(s_ref)):
+            have = [(d[i], j) for j, d in enumerate(durs) if len(d) > i]
+            if len(have) < 2 or min(have)[0] == max(have)[0]:
+                continue  # one rank only, or all the same: nobody arrived last
+            pos = int(np.searchsorted(starts, s_ref[i], side="right") - 1)
+            if pos >= 0 and s_ref[i] < ends[pos]:
+                last_by_step.setdefault(pos, []).append(numbers[min(have)[1]])
+    rows = []
+    for pos, rec in enumerate(ref_steps):
+        if rec["label"] not in steady_labels:
+            continue
+        lasts = last_by_step.get(pos, [])
+        top = max(set(lasts), key=lambda x: (lasts.count(x), -x)) if lasts else None
+        on = top if top is not None and 2 * lasts.count(top) >= len(lasts) else None
+        rows.append({"label": rec["label"], "rank": on, "last_in": lasts.count(top) if top is not None else 0, "instances": len(lasts)})
+    if not any(r["instances"] for r in rows):
+        return None
+    counts = [r["rank"] for r in rows if r["rank"] is not None]
+    chronic = max(set(counts), key=counts.count) if counts else None
+    share = counts.count(chronic) / len(rows) if rows and chronic is not None else 0.0
+    return {
+        "steps": rows[:MAX_STEP_ROWS],
+        "rank": chronic if share >= CHRONIC_SHARE else None,
+        "steady_steps_on_path": counts.count(chronic) if chronic is not None else 0,
+        "steady_steps": len(rows),
+    }

@@ -1,0 +1,473 @@
+"""Dependency graph of one process: what each host call and each GPU operation waited for.
+
+Nodes are the process's top-level host API calls (one chain per host thread) and its GPU
+operations (kernels, then copies). Every node has a start and an end; each is bound by
+the latest of its predecessors plus an edge lag measured on the record, so that
+re-scheduling the graph with the recorded durations gives back the recorded times
+exactly (docs/metrics.md, Critical path and what-if). The rules:
+
+* **host order**: a top-level call starts ``gap`` after the previous top-level call of
+  its thread ends (``gap``: the host's own work between the two calls, host operators
+  included). Calls nested inside another call of the same thread (HSA calls inside a HIP
+  call, for example) are not nodes: a link that points at one points at its top-level
+  call. The first call of each thread starts at its recorded time.
+* **launch**: a GPU operation becomes ready ``lat`` after the start of the call that
+  launched it (correlation id: kernel launches and graph launches for kernels, any call
+  for copies). A graph launch is the launch of every kernel of its replay.
+* **queue order**: an operation starts no earlier than the end of the operation before it
+  on the same (GPU, stream) -- the queue when the stream is not recorded -- plus the gap
+  recorded between them when it was waiting for that one. Whether it was: its launch
+  reached the GPU (launch start + the run's shortest usual launch latency, ``L0``, the
+  5th percentile over operations whose queue was empty at their launch) before its
+  predecessor ended. An operation that overlaps its predecessor on the same queue is not
+  linked to it (``links["queue_overlaps"]``).
+* **waits**: a call that returned only after GPU work ended -- a stream, device, event
+  or context synchronisation, a blocking copy, a copy call whose copy ended inside it --
+  ends ``ret`` after the operation it waited for (the call's own copy when it has one, also
+  one that started inside the call and ended at most ``OWN_TAIL_NS`` after it: ``ret`` < 0;
+  else the operation submitted before the call whose end is the latest at or before the
+  call's end -- also when it ended before the call started, as HTA's sync edge: then
+  ``ret`` is the call's own duration, so a longer operation would make it wait). A launch
+  call never waits for its own kernel.
+
+Unknown links are counted in :attr:`DepGraph.links`, never invented: an operation with no
+launching call is placed by queue order alone (or at its recorded start when it is first
+on its queue: ``links["unlaunched"]``); a synchronisation whose target is not recorded
+(stream and event syncs: the stream or event is not in the model) is inferred from the
+record as above (``links["inferred_waits"]``); a device synchronisation waits, in a
+re-schedule, for the operation it waited for in the record only. Collectives are linked
+within their process only (each rank's collective kernel keeps its recorded duration,
+which includes its wait for the slowest rank).
+
+Everything is built with array operations; only :func:`schedule` walks the nodes one by
+one (a re-schedule is a longest-path computation along chains millions of nodes long).
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis.arrays import in_order
+from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
+from tui_prof.model import Run
+
+CALL, WAIT_CALL, KERNEL, COPY_OP = 0, 1, 2, 3  # node kinds
+MAX_SPAN_NS = 1 << 62  # relative times and their sums stay inside int64 below this
+OWN_TAIL_NS = 100_000  # [P] a call's own operation that ends this soon after the call returned was waited for
+L0_PERCENTILE = 5  # [P] the usual shortest launch latency: 5th percentile over operations found on an empty queue
+
+
+@dataclass
+class DepGraph:
+    """The graph of one process as arrays over its nodes (calls first, then operations).
+
+    Times are int64 ns relative to ``t0`` (the process's first recorded start)."""
+
+    t0: int
+    n_calls: int
+    start: np.ndarray  # recorded start of each node (relative to t0)
+    end: np.ndarray
+    kind: np.ndarray  # CALL, WAIT_CALL, KERNEL, COPY_OP
+    cls: np.ndarray  # host API class of calls (hostapi codes), -1 for operations
+    api_row: np.ndarray  # API row of each call node, -1 for operations
+    op_row: np.ndarray  # kernel row (kernels) / copy row (copies), -1 for calls
+    thread: np.ndarray  # host-thread index of calls, -1 for operations
+    hprev: np.ndarray  # previous call of the same thread, -1 when none
+    gap: np.ndarray  # host time between hprev's end and this call's start
+    dur: np.ndarray  # own duration (waiting calls: their duration when nothing to wait for)
+    launch: np.ndarray  # launching call node of an operation, -1 when none
+    lat: np.ndarray  # launch start -> ready
+    sprev: np.ndarray  # previous operation on the same (GPU, stream), -1 when none
+    slag: np.ndarray  # recorded gap after sprev when it waited for it, else 0
+    wait: np.ndarray  # operation a waiting call waited for, -1 when none
+    ret: np.ndarray  # that operation's end -> the call's end
+    l0_ns: int  # the usual shortest launch latency
+    links: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.start)
+
+
+def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    key = (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+    codes, _ = pd.factorize(key)
+    return codes.astype(np.int64)
+
+
+def _prev_in_group(group: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """For rows visited in ``order`` (sorted by group, then time), the previous row of the same group, -1 for the first."""
+    prev = np.full(len(group), -1, dtype=np.int64)
+    if len(order) > 1:
+        same = group[order[1:]] == group[order[:-1]]
+        prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
+def _by_group_then_time(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Row order by group, then start, then the longest first (an enclosing call before what
+    it encloses); sorts by group codes (small integers) on top of a time order."""
+    n = len(group)
+    if n < 2:
+        return np.arange(n)
+    same_start = start[1:] == start[:-1]
+    if in_order(start) and not (same_start & (end[1:] > end[:-1])).any():
+        by_time = None  # stored order is already the time order
+    else:
+        by_time = np.lexsort((-end, start))
+    g = group if by_time is None else group[by_time]
+    if g.min() == g.max():
+        return np.arange(n) if by_time is None else by_time
+    within = np.argsort(g, kind="stable")
+    return within if by_time is None else by_time[within]
+
+
+def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
+    """The top-level calls of each host thread and, for every API row, its top-level call's position."""
+    api = run.api
+    n = len(api)
+    s = api["start"].to_numpy().astype(np.int64) - t0
+    e = np.maximum(api["end"].to_numpy().astype(np.int64) - t0, s)
+    thread = _thread_codes(api["pid"].to_numpy(), api["tid"].to_numpy()) if n else np.array([], np.int64)
+    order = _by_group_then_time(thread, s, e)  # thread, start, longest first
+    top = np.ones(n, dtype=bool)
+    so, eo, to = s[order], e[order], thread[order]
+    if n > 1:
+        firsts = np.flatnonzero(np.r_[True, to[1:] != to[:-1]])
+        bounds = np.r_[firsts, n]
+        for a, b in itertools.pairwise(bounds.tolist()):
+            reach = np.maximum.accumulate(eo[a:b])
+            top[a + 1 : b] = so[a + 1 : b] >= reach[:-1]
+    position = np.maximum.accumulate(np.where(top, np.arange(n), -1)) if n else np.array([], np.int64)
+    tops = order[top]  # API rows of the top-level calls, by thread then start
+    node_of_pos = np.cumsum(top) - 1  # sorted position -> node of its top-level call
+    node_of_row = np.empty(n, dtype=np.int64)
+    node_of_row[order] = node_of_pos[position] if n else node_of_pos
+    return {"rows": tops, "start": s[tops], "end": e[tops], "thread": thread[tops], "node_of_row": node_of_row, "nested": np.array([n - len(tops)])}
+
+
+def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
+    """The dependency graph of one process (module docstring)."""
+    api, k, c = run.api, run.kernels, run.copies
+    starts = [t["start"].to_numpy() for t in (api, k, c) if len(t)]
+    t0 = int(min(int(x.min()) for x in starts)) if starts else 0
+    last = max((int(t["end"].to_numpy().max()) for t in (api, k, c) if len(t)), default=t0)
+    if last - t0 >= MAX_SPAN_NS:
+        raise ValueError(f"events span {last - t0} ns (hostile or corrupt times): no graph")
+    index = CorrIndex(api) if index is None else index.check(api)
+    classes = index.classes
+    calls = _calls(run, t0)
+    nc = len(calls["rows"])
+    # --- host order
+    thread = calls["thread"]
+    hprev = np.full(nc, -1, dtype=np.int64)
+    if nc > 1:
+        same = thread[1:] == thread[:-1]
+        hprev[1:][same] = np.arange(nc - 1)[same]
+    c_start, c_end = calls["start"], calls["end"]
+    gap = np.where(hprev >= 0, c_start - c_end[np.maximum(hprev, 0)], 0)
+    np.maximum(gap, 0, out=gap)
+    c_cls = classes[calls["rows"]].astype(np.int8) if nc else np.array([], np.int8)
+    # --- operations: kernels then copies
+    nk, ncp = len(k), len(c)
+    o_start = np.concatenate([k["start"].to_numpy().astype(np.int64), c["start"].to_numpy().astype(np.int64)]) - t0
+    o_end = np.maximum(np.concatenate([k["end"].to_numpy().astype(np.int64), c["end"].to_numpy().astype(np.int64)]) - t0, o_start)
+    o_agent = np.concatenate([k["agent"].to_numpy().astype(np.int64), np.maximum(c["dst_agent"].to_numpy(), c["src_agent"].to_numpy()).astype(np.int64)])
+    stream = np.concatenate([k["stream"].to_numpy().astype(np.int64), c["stream"].to_numpy().astype(np.int64)])
+    queue = np.concatenate([k["queue"].to_numpy().astype(np.int64), c["queue"].to_numpy().astype(np.int64)])
+    lane = np.where(stream >= 0, stream, np.where(queue >= 0, queue + (1 << 40), -1))
+    no = nk + ncp
+    # launch links: kernels to launch-class calls, copies to any call
+    if len(api):
+        krow = index.launch_rows(k["correlation_id"].to_numpy()) if nk else np.array([], np.int64)
+        crow = index.rows(c["correlation_id"].to_numpy()) if ncp else np.array([], np.int64)
+        arow = np.concatenate([krow, crow]).astype(np.int64)
+    else:
+        arow = np.full(no, -1, dtype=np.int64)
+    launch = np.where(arow >= 0, calls["node_of_row"][np.maximum(arow, 0)] if len(api) else -1, -1).astype(np.int64)
+    # queue order: (agent, lane, start)
+    group = _thread_codes(o_agent, lane) if no else np.array([], np.int64)
+    order = _by_group_then_time(group, o_start, o_end)
+    sprev = _prev_in_group(group, order)
+    overlap = (sprev >= 0) & (o_end[np.maximum(sprev, 0)] > o_start)
+    sprev[overlap] = -1
+    sp_end = o_end[np.maximum(sprev, 0)]
+    linked = launch >= 0
+    l_start = c_start[np.maximum(launch, 0)] if nc else np.zeros(no, np.int64)
+    raw = np.where(linked, o_start - l_start, 0)
+    negative = int(np.count_nonzero(linked & (raw < 0)))
+    np.maximum(raw, 0, out=raw)
+    free = linked & ((sprev < 0) | (sp_end <= l_start))
+    l0 = int(np.percentile(raw[free], L0_PERCENTILE)) if free.any() else int(np.median(raw[linked])) if linked.any() else 0
+    blocked = (sprev >= 0) & (~linked | (l_start + l0 <= sp_end))
+    slag = np.where(blocked, np.maximum(o_start - sp_end, 0), 0)
+    lat = np.where(blocked & linked, np.minimum(raw, l0), raw)
+    # --- waiting calls
+    wait, ret, dur, waiting = _waits(c_start, c_end, c_cls, o_start, o_end, launch, nc)
+    kind = np.concatenate([np.where(waiting, WAIT_CALL, CALL).astype(np.int8), np.full(nk, KERNEL, np.int8), np.full(ncp, COPY_OP, np.int8)])
+    graph_kernels = int(np.count_nonzero(linked[:nk] & (c_cls[np.maximum(launch[:nk], 0)] == GRAPH_LAUNCH))) if nc else 0
+    links = {
+        "calls": nc,
+        "nested_calls": int(calls["nested"][0]),
+        "threads": int(len(np.unique(thread))) if nc else 0,
+        "operations": no,
+        "launched": int(np.count_nonzero(linked)),
+        "graph_replayed": graph_kernels,
+        "unlaunched": int(np.count_nonzero(~linked)),
+        "unlaunched_first_on_queue": int(np.count_nonzero(~linked & (sprev < 0))),
+        "queue_waits": int(np.count_nonzero(blocked)),
+        "queue_overlaps": int(np.count_nonzero(overlap)),
+        "unknown_lane": int(np.count_nonzero(lane < 0)),
+        "launch_before_start_clock": negative,
+        "waits": int(np.count_nonzero(wait >= 0)),
+        "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc))),
+    }
+    pad = np.full(no, -1, dtype=np.int64)
+    zeros = np.zeros(no, dtype=np.int64)
+    return DepGraph(
+        t0=t0,
+        n_calls=nc,
+        start=np.concatenate([c_start, o_start]),
+        end=np.concatenate([c_end, o_end]),
+        kind=kind,
+        cls=np.concatenate([c_cls.astype(np.int64), pad]),
+        api_row=np.concatenate([calls["rows"].astype(np.int64), pad]),
+        op_row=np.concatenate([np.full(nc, -1, np.int64), np.arange(nk, dtype=np.int64), np.arange(ncp, dtype=np.int64)]),
+        thread=np.concatenate([thread, pad]),
+        hprev=np.concatenate([hprev, pad]),
+        gap=np.concatenate([gap, zeros]),
+        dur=np.concatenate([dur, o_end - o_start]),
+        launch=np.concatenate([np.full(nc, -1, np.int64), np.where(linked, launch, -1)]),
+        lat=np.concatenate([np.zeros(nc, np.int64), lat]),
+        sprev=np.concatenate([np.full(nc, -1, np.int64), np.where(sprev >= 0, sprev + nc, -1)]),
+        slag=np.concatenate([np.zeros(nc, np.int64), slag]),
+        wait=np.concatenate([np.where(wait >= 0, wait + nc, -1), pad]),
+        ret=np.concatenate([ret, zeros]),
+        l0_ns=l0,
+        links=links,
+    )
+
+
+def _own_wait(c_cls: np.ndarray, wait: np.ndarray, launch: np.ndarray, nc: int) -> np.ndarray:
+    """Per call: its wait is on an operation it launched itself (a known link, not inferred)."""
+    out = np.zeros(nc, dtype=bool)
+    ok = wait >= 0
+    out[ok] = launch[wait[ok]] == np.flatnonzero(ok)
+    return out
+
+
+def _waits(
+    c_start: np.ndarray, c_end: np.ndarray, c_cls: np.ndarray, o_start: np.ndarray, o_end: np.ndarray, launch: np.ndarray, nc: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(operation waited for or -1, its end -> call end, own duration, waiting) per call."""
+    dur = c_end - c_start
+    wait = np.full(nc, -1, dtype=np.int64)
+    if not nc or not len(o_end):
+        return wait, np.zeros(nc, np.int64), dur, np.zeros(nc, dtype=bool)
+    # the call's own operations ending inside it: the latest of them
+    linked = np.flatnonzero(launch >= 0)
+    own_end = np.full(nc, -1, dtype=np.int64)
+    if len(linked):
+        calls = launch[linked]
+        # ended inside the call, or started inside it and ended just after it returned (a
+        # pageable copy: the call stages the data and returns with its last chunk)
+        inside = (o_end[linked] > c_start[calls]) & (o_end[linked] <= c_end[calls])
+        inside |= (o_start[linked] >= c_start[calls]) & (o_start[linked] < c_end[calls]) & (o_end[linked] <= c_end[calls] + OWN_TAIL_NS)
+        inside &= c_cls[calls] < LAUNCH  # a launch call does not wait for its kernel, even a kernel over before it returns
+        sel = linked[inside]
+        if len(sel):
+            o = np.lexsort((o_end[sel], launch[sel]))
+            sel = sel[o]
+            last = np.r_[launch[sel][1:] != launch[sel][:-1], True]
+            wait[launch[sel][last]] = sel[last]
+            own_end[launch[sel][last]] = o_end[sel][last]
+    # synchronisation calls and blocking copies without their own operation: the latest end at
+    # or before the call's end, of an operation submitted before the call
+    idle = np.zeros(nc, dtype=bool)
+    sync = ((c_cls == SYNC) | (c_cls == BLOCKING_COPY) | (c_cls == COPY)) & (wait < 0)
+    sync &= c_cls != COPY  # an asynchronous copy call waits only for its own copy
+    rows = np.flatnonzero(sync)
+    if len(rows):
+        by_end = np.argsort(o_end, kind="stable")
+        ends = o_end[by_end]
+        i = np.searchsorted(ends, c_end[rows], side="right") - 1
+        ok = i >= 0
+        cand = np.where(ok, by_end[np.maximum(i, 0)], -1)
+        submitted = np.where(
+            launch[np.maximum(cand, 0)] >= 0,
+            c_start[np.maximum(launch[np.maximum(cand, 0)], 0)] <= c_start[rows],
+            o_start[np.maximum(cand, 0)] <= c_start[rows],
+        )
+        ok &= submitted  # also when it ended before the call started: a longer operation would make the call wait (HTA's edge)
+        wait[rows[ok]] = cand[ok]
+        idle[rows[ok]] = ends[np.maximum(i, 0)][ok] <= c_start[rows[ok]]
+    waiting = wait >= 0
+    ret = np.where(waiting, c_end - o_end[np.maximum(wait, 0)], 0)  # negative: the call returned just before its own copy's end
+    ret = np.where(idle, dur, ret)  # the GPU was done before the call: its own duration is its return
+    dur = np.where(waiting, np.clip(ret, 0, dur), dur)
+    return wait, ret, dur, waiting
+
+
+def _order(g: DepGraph) -> np.ndarray:
+    """Processing order of the (node, phase) entries of :func:`schedule`: entry ``i`` < size
+    is node i's start (its end too unless it waits), entry size + i a waiting call's end.
+    Sorted by recorded time (call starts, then operations, then waiting ends at equal
+    times), then moved after the entries they depend on."""
+    n = g.size
+    waiting = np.flatnonzero(g.kind == WAIT_CALL)
+    cls_key = np.where(g.kind >= KERNEL, 1, 0)
+    key = np.concatenate([g.start * 4 + cls_key, g.end[waiting] * 4 + 2])
+    entry_of_end = np.arange(n, dtype=np.int64)  # the entry after which a node's end is known
+    entry_of_end[waiting] = n + np.arange(len(waiting))
+    deps = []  # (dependent entry, entry it depends on)
+    h = np.flatnonzero(g.hprev >= 0)
+    deps.append((h, entry_of_end[g.hprev[h]]))
+    lch = np.flatnonzero(g.launch >= 0)
+    deps.append((lch, g.launch[lch]))
+    sp = np.flatnonzero(g.sprev >= 0)
+    deps.append((sp, entry_of_end[g.sprev[sp]]))
+    w = waiting
+    deps.append((n + np.arange(len(w)), entry_of_end[g.wait[w]]))
+    deps.append((n + np.arange(len(w)), w))
+    for _ in range(64):
+        changed = False
+        for child, parent in deps:
+            need = key[parent] + 1
+            late = key[child] < need
+            if late.any():
+                np.maximum.at(key, child[late], need[late])
+                changed = True
+        if not changed:
+            break
+    return np.argsort(key, kind="stable")
+
+
+def _q(values: np.ndarray) -> array:
+    """An int64 numpy array as a Python ``array('q')`` (indexable from Python without numpy's per-item cost)."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
+def schedule(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of every node with the given durations and lags; ``waits``: per node,
+    whether a waiting call still waits (a removed sync does not). With the graph's own
+    arrays this gives back the recorded times."""
+    n = g.size
+    # array('q') instead of lists: 8 bytes a value instead of a Python int object each
+    order = _q(_order(g))
+    start, end = _q(g.start), _q(g.end)
+    hprev, launch, sprev, wait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait)
+    d, gp, lt, rt, sl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag)
+    is_wait = (g.kind == WAIT_CALL) & waits
+    kind_op = bytearray((g.kind >= KERNEL).astype(np.uint8).tobytes())
+    iw = bytearray(is_wait.astype(np.uint8).tobytes())
+    nc = g.n_calls
+    waiting_nodes = _q(np.flatnonzero(g.kind == WAIT_CALL))
+    for entry in order:
+        if entry >= n:
+            i = waiting_nodes[entry - n]
+            if iw[i]:
+                a = start[i] + d[i]
+                b = end[wait[i]] + rt[i]
+                end[i] = a if a > b else b
+            continue
+        i = entry
+        if i < nc:
+            p = hprev[i]
+            s = end[p] + gp[i] if p >= 0 else start[i]
+            start[i] = s
+            if not iw[i]:
+                end[i] = s + d[i]
+        elif kind_op[i]:
+            p = launch[i]
+            q = sprev[i]
+            s = start[p] + lt[i] if p >= 0 else (start[i] if q < 0 else 0)
+            if q >= 0:
+                t = end[q] + sl[i]
+                if t > s:
+                    s = t
+            start[i] = s
+            end[i] = s + d[i]
+    return np.frombuffer(start, dtype=np.int64).copy(), np.frombuffer(end, dtype=np.int64).copy()
+
+
+# Critical-path edge kinds (the interval before a point, attributed to what filled it)
+SEG_OWN, SEG_HOST, SEG_LAUNCH, SEG_QUEUE, SEG_RETURN, SEG_ROOT = 0, 1, 2, 3, 4, 5
+
+
+def binding(g: DepGraph, start: np.ndarray, end: np.ndarray, waits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For each point (start of node i: point i; end: point size + i), the point that bound
+    it (-1: none, a root) and the kind of the interval between them (SEG_*)."""
+    n = g.size
+    pred = np.full(2 * n, -1, dtype=np.int64)
+    seg = np.full(2 * n, SEG_ROOT, dtype=np.int8)
+    idx = np.arange(n)
+    # ends: bound by the own start, or a waiting call by the operation it waited for
+    pred[n:] = idx
+    seg[n:] = SEG_OWN
+    wait_ok = g.wait >= 0 if waits is None else (g.wait >= 0) & waits
+    w = np.flatnonzero(wait_ok)
+    by_op = end[g.wait[w]] + g.ret[w] >= start[w] + g.dur[w]
+    pred[n + w[by_op]] = n + g.wait[w[by_op]]
+    seg[n + w[by_op]] = SEG_RETURN
+    # call starts: the previous call's end
+    h = np.flatnonzero(g.hprev >= 0)
+    pred[h] = n + g.hprev[h]
+    seg[h] = SEG_HOST
+    # operation starts: the queue predecessor when it ended last, else the launch
+    ops = np.arange(g.n_calls, n)
+    lch, sp = g.launch[ops], g.sprev[ops]
+    via_launch = np.where(lch >= 0, start[np.maximum(lch, 0)] + g.lat[ops], np.iinfo(np.int64).min)
+    via_queue = np.where(sp >= 0, end[np.maximum(sp, 0)] + g.slag[ops], np.iinfo(np.int64).min)
+    queue_wins = (sp >= 0) & (via_queue >= via_launch)
+    pred[ops] = np.where(queue_wins, n + sp, np.where(lch >= 0, lch, -1))
+    seg[ops] = np.where(queue_wins, SEG_QUEUE, np.where(lch >= 0, SEG_LAUNCH, SEG_ROOT))
+    return pred, seg
+
+
+def subgraph(g: DepGraph, keep: np.ndarray) -> DepGraph:
+    """The graph of the nodes in the boolean mask ``keep`` (calls stay before operations):
+    a link to a node left out is dropped, so a call whose previous call is out starts at
+    its recorded time, an operation with neither its launch nor its queue predecessor
+    starts at its recorded time, and a call that waited for an operation left out keeps
+    its recorded duration."""
+    new = np.full(g.size, -1, dtype=np.int64)
+    rows = np.flatnonzero(keep)
+    new[rows] = np.arange(len(rows))
+
+    def remap(links: np.ndarray) -> np.ndarray:
+        out = links[rows]
+        return np.where(out >= 0, new[np.maximum(out, 0)], -1)
+
+    wait = remap(g.wait)
+    lost_wait = (g.wait[rows] >= 0) & (wait < 0)
+    dur = np.where(lost_wait, g.end[rows] - g.start[rows], g.dur[rows])
+    kind = np.where(lost_wait, CALL, g.kind[rows]).astype(np.int8)
+    return DepGraph(
+        t0=g.t0,
+        n_calls=int(np.count_nonzero(keep[: g.n_calls])),
+        start=g.start[rows],
+        end=g.end[rows],
+        kind=kind,
+        cls=g.cls[rows],
+        api_row=g.api_row[rows],
+        op_row=g.op_row[rows],
+        thread=g.thread[rows],
+        hprev=remap(g.hprev),
+        gap=g.gap[rows],
+        dur=dur,
+        launch=remap(g.launch),
+        lat=g.lat[rows],
+        sprev=remap(g.sprev),
+        slag=g.slag[rows],
+        wait=wait,
+        ret=g.ret[rows],
+        l0_ns=g.l0_ns,
+        links=dict(g.links),
+    )

@@ -1,0 +1,661 @@
+"""Critical path and what-if re-scheduling of one process (docs/metrics.md, Critical path).
+
+:func:`critical_path` walks the dependency graph (:mod:`tui_prof.analysis.depgraph`)
+back from the last event of a window along the predecessor that bound each start and
+end, and sums the path's intervals by what filled them: GPU compute by kernel category,
+communication, copies, launch and queue, host operators by name (the host's own time
+between API calls, named by the innermost host range around it), synchronisation, other
+host API calls.
+
+:func:`what_if` applies edits to the graph's durations and lags, re-schedules it
+(:func:`~tui_prof.analysis.depgraph.schedule`) and reports the recorded (baseline) and
+the projected span, steady step and critical path. Edits:
+
+* ``scale PATTERN=FACTOR``: operations whose kernel category is PATTERN (``category:``
+  prefix optional), whose launching operator matches ``op:REGEX``, or whose kernel / copy
+  name matches the regular expression PATTERN, take FACTOR times their duration;
+* ``remove sync-after-launch``: synchronisation calls that directly follow a launch on
+  their thread neither wait nor take time (the host time that led to them goes too);
+  each thread's last synchronisation stays (the program needs its results);
+  ``remove sync``: the same for every synchronisation call;
+* ``remove pageable-copy``: copies between device and pageable host memory run at the
+  median bandwidth of the run's pinned copies of the same direction;
+* ``remove host:REGEX``: host time inside the host operators whose name matches goes;
+* ``remove warmup``: the projection starts at the first steady step;
+* ``launch-free`` (also ``remove launch``): launch calls take no time, neither does the
+  host work between consecutive launches of a thread (the framework's dispatch: what a
+  CUDA/HIP graph replay or a fused launch removes) and an operation is ready when its
+  launch call starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis import depgraph as dg
+from tui_prof.analysis.arrays import code_totals
+from tui_prof.analysis.hostapi import BLOCKING_COPY, LAUNCH, OTHER, SYNC, CorrIndex
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, DEFAULT_RULES, CategoryRules
+from tui_prof.model import Run
+
+SCHEMA = "tuiprof.whatif/1"
+GPU_SOURCES = frozenset({"gpu_user_annotation"})
+HOST_NOT_NAMED = "(no host range recorded)"
+
+# finding codes and gap causes -> the edit that removes them
+REMOVE_ALIASES = {
+    "sync-after-launch": "sync-after-launch",
+    "sync": "sync",
+    "idle-sync": "sync",
+    "sync-overhead": "sync",
+    "launch": "launch",
+    "launch-bound": "launch",
+    "many-tiny-kernels": "launch",
+    "pageable-copy": "pageable-copy",
+    "slow-copy": "pageable-copy",
+    "copy": "pageable-copy",
+    "warmup": "warmup",
+    "warm-up": "warmup",
+}
+
+
+class WhatIfError(ValueError):
+    """An edit that cannot be applied (unknown cause, bad pattern or factor)."""
+
+
+@dataclass
+class Edits:
+    scales: list[tuple[str, float]] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    launch_free: bool = False
+
+    def check(self) -> None:
+        for pattern, factor in self.scales:
+            if not (factor >= 0 and np.isfinite(factor)):
+                raise WhatIfError(f"--scale {pattern}={factor}: the factor must be a number >= 0")
+            if pattern.startswith("op:"):
+                _regex(pattern[3:])
+            elif not _is_category(pattern):
+                _regex(pattern)
+        for cause in self.removes:
+            if not cause.startswith("host:") and cause not in REMOVE_ALIASES:
+                known = ", ".join(sorted(REMOVE_ALIASES))
+                raise WhatIfError(f"--remove {cause}: not a cause tuiprof can remove (known: {known}, host:REGEX)")
+            if cause.startswith("host:"):
+                _regex(cause[5:])
+
+
+def _regex(text: str) -> re.Pattern:
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error as err:
+        raise WhatIfError(f"bad regular expression {text!r}: {err}") from None
+
+
+CATEGORIES = {c.lower() for c, _ in DEFAULT_RULES} | {"other"}
+
+
+def _is_category(pattern: str) -> bool:
+    return pattern.lower().removeprefix("category:") in CATEGORIES
+
+
+# ---------------------------------------------------------------- names and labels
+
+
+def _op_names(run: Run, g: dg.DepGraph) -> tuple[np.ndarray, list[str]]:
+    """Per node, a code into the returned names: kernel or copy name for operations, -1 for calls."""
+    k, c = run.kernels["name"], run.copies["name"]
+    kc = k.cat.codes.to_numpy().astype(np.int64) if len(k) else np.array([], np.int64)
+    cc = c.cat.codes.to_numpy().astype(np.int64) if len(c) else np.array([], np.int64)
+    knames = [str(x) for x in k.cat.categories] if len(k) else []
+    cnames = [str(x) for x in c.cat.categories] if len(c) else []
+    codes = np.full(g.size, -1, dtype=np.int64)
+    ks, cs = np.flatnonzero(g.kind == dg.KERNEL), np.flatnonzero(g.kind == dg.COPY_OP)
+    codes[ks] = kc[g.op_row[ks]]
+    copy_codes = cc[g.op_row[cs]]
+    codes[cs] = np.where(copy_codes >= 0, copy_codes + len(knames), -1)
+    return codes, knames + cnames
+
+
+def _categories(names: list[str], rules: CategoryRules) -> list[str]:
+    return [rules.classify(n) for n in names]
+
+
+def host_ranges(run: Run) -> pd.DataFrame:
+    """Host ranges (markers that are not GPU-side annotations) with a duration."""
+    m = run.markers
+    if m.empty:
+        return m
+    return m[~m["source"].astype(str).isin(GPU_SOURCES) & (m["end"] > m["start"])]
+
+
+def host_op_codes(run: Run, g: dg.DepGraph, nodes: np.ndarray, depth: int = 32) -> tuple[list[str], np.ndarray]:
+    """For call nodes, the innermost host range of the same thread around the middle of the
+    host time before them: (labels, a code into labels per node; ``HOST_NOT_NAMED`` when none)."""
+    m = host_ranges(run)
+    if m.empty or not len(nodes):
+        return [HOST_NOT_NAMED], np.zeros(len(nodes), dtype=np.int64)
+    api = run.api
+    rows = g.api_row[nodes]
+    pid = api["pid"].to_numpy()[rows].astype(np.int64)
+    tid = api["tid"].to_numpy()[rows].astype(np.int64)
+    prev = g.hprev[nodes]
+    mid = g.t0 + (g.start[nodes] + np.where(prev >= 0, g.end[np.maximum(prev, 0)], g.start[nodes])) // 2
+    mp, mt = m["pid"].to_numpy().astype(np.int64), m["tid"].to_numpy().astype(np.int64)
+    ms, me = m["start"].to_numpy().astype(np.int64), m["end"].to_numpy().astype(np.int64)
+    name_col = m["name"].astype("category")
+    labels = [str(x) for x in name_col.cat.categories] + [HOST_NOT_NAMED]
+    mcode = name_col.cat.codes.to_numpy().astype(np.int64)
+    out = np.full(len(nodes), len(labels) - 1, dtype=np.int64)
+    for key in set(zip(pid.tolist(), tid.tolist(), strict=True)):
+        sel = np.flatnonzero((pid == key[0]) & (tid == key[1]))
+        msel = np.flatnonzero((mp == key[0]) & (mt == key[1]))
+        if not len(msel):
+            continue
+        o = msel[np.argsort(ms[msel], kind="stable")]
+        s_sorted, e_sorted = ms[o], me[o]
+        j = np.searchsorted(s_sorted, mid[sel], side="right") - 1
+        found = np.full(len(sel), -1, dtype=np.int64)
+        for _ in range(depth):  # the latest range starting before the point that still covers it: the innermost
+            open_ = (found < 0) & (j >= 0)
+            if not open_.any():
+                break
+            cover = open_ & (e_sorted[np.maximum(j, 0)] > mid[sel])
+            found[cover] = j[cover]
+            j = np.where(open_ & ~cover, j - 1, -1)
+        hit = found >= 0
+        out[sel[hit]] = np.where(mcode[o[found[hit]]] >= 0, mcode[o[found[hit]]], len(labels) - 1)
+    return labels, out
+
+
+def host_op_names(run: Run, g: dg.DepGraph, nodes: np.ndarray) -> list[str]:
+    """:func:`host_op_codes` as one label per node."""
+    labels, codes = host_op_codes(run, g, nodes)
+    return [labels[c] for c in codes.tolist()]
+
+
+# ---------------------------------------------------------------- critical path
+
+
+@dataclass
+class PathSummary:
+    total_ns: int
+    by_group: dict[str, dict[str, int]]  # group -> label -> ns
+    by_kernel: dict[str, int]  # kernel / copy name -> ns of its runs on the path
+    rows: list[tuple[str, str, int]] = field(default_factory=list)  # (group, label, ns), largest first
+    mid: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # each interval's middle (graph-relative ns)
+    length: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
+    group: np.ndarray = field(default_factory=lambda: np.array([], np.int8))  # GROUPS index of each interval
+
+    def per_window(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """(windows x GROUPS) ns of the path in each [start, end) window (graph-relative
+        ns, sorted, disjoint); an interval counts in the window holding its middle."""
+        w = np.searchsorted(starts, self.mid, side="right") - 1
+        inside = (w >= 0) & (self.mid < ends[np.maximum(w, 0)])
+        slot = w[inside] * len(GROUPS) + self.group[inside]
+        _, sums = code_totals(slot, self.length[inside], len(starts) * len(GROUPS))
+        return sums.reshape(len(starts), len(GROUPS))
+
+
+GROUPS = ("gpu_compute", "communication", "copies", "launch_queue", "host_ops", "sync", "host_api")
+
+
+def critical_path(
+    run: Run,
+    g: dg.DepGraph,
+    start: np.ndarray,
+    end: np.ndarray,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    waits: np.ndarray | None = None,
+    rules: CategoryRules = DEFAULT_CATEGORY_RULES,
+) -> PathSummary:
+    """The critical path of the window [lo, hi) (graph-relative ns; default: everything) of
+    the schedule (start, end) and what fills it (module docstring)."""
+    n = g.size
+    pred, seg = dg.binding(g, start, end, waits)
+    times = np.concatenate([start, end])
+    lo = int(start.min()) if lo is None and n else (lo or 0)
+    hi = int(end.max()) if hi is None and n else (hi or 0)
+    ends_in = np.flatnonzero(end <= hi)
+    if not len(ends_in):
+        return PathSummary(0, {k: {} for k in GROUPS}, {})
+    sink = n + int(ends_in[np.argmax(end[ends_in])])
+    points = _walk(pred, times, sink, lo)
+    p = points
+    q = pred[p]
+    t1 = np.minimum(times[p], hi)
+    t0 = np.where(q >= 0, times[np.maximum(q, 0)], t1)
+    t0 = np.maximum(t0, lo)
+    length = t1 - t0
+    # a call that returned just before its own copy's end (ret < 0) steps back in time: kept
+    # negative so the path's intervals still add up to its length; any other interval outside
+    # the window is empty
+    back = (seg[p] == dg.SEG_RETURN) & (times[p] < times[np.maximum(q, 0)]) & (times[p] > lo) & (times[p] <= hi)
+    length = np.where(back, np.maximum(length, times[p] - times[np.maximum(q, 0)]), np.maximum(length, 0))
+    keep = length != 0
+    p, length, kinds = p[keep], length[keep], seg[p[keep]]
+    node = np.where(p >= n, p - n, p)
+    own = (kinds == dg.SEG_OWN) & (p >= n)
+    by_group: dict[str, dict[str, int]] = {k: {} for k in GROUPS}
+    grp = np.zeros(len(p), dtype=np.int8)  # GROUPS index of each interval
+
+    def add(group: str, labels: Sequence[str], idx: np.ndarray, codes: np.ndarray) -> None:
+        """Intervals ``idx`` (labelled by ``codes`` into ``labels``) belong to ``group``."""
+        grp[idx] = GROUPS.index(group)
+        if not len(idx):
+            return
+        _, sums = code_totals(codes, length[idx], len(labels))
+        for c in np.flatnonzero(sums).tolist():
+            by_group[group][labels[c]] = by_group[group].get(labels[c], 0) + int(sums[c])
+
+    # GPU operations: by kernel / copy name, then by category
+    op_idx = np.flatnonzero(own & (g.kind[node] >= dg.KERNEL))
+    codes, names = _op_names(run, g)
+    cats = _categories(names, rules)
+    labels = names + [""]
+    op_codes = codes[node[op_idx]]
+    op_codes = np.where(op_codes >= 0, op_codes, len(names))
+    _, kernel_sums = code_totals(op_codes, length[op_idx], len(labels))
+    by_kernel = {labels[c]: int(kernel_sums[c]) for c in np.flatnonzero(kernel_sums)}
+    is_copy = g.kind[node[op_idx]] == dg.COPY_OP
+    add("copies", labels, op_idx[is_copy], op_codes[is_copy])
+    cat_names = sorted(set(cats) | {"other"})
+    cat_of = np.array([cat_names.index(c) for c in cats] + [cat_names.index("other")], dtype=np.int64)
+    k_idx, k_cat = op_idx[~is_copy], cat_of[op_codes[~is_copy]]
+    comm = k_cat == (cat_names.index("communication") if "communication" in cat_names else -1)
+    add("communication", cat_names, k_idx[comm], k_cat[comm])
+    add("gpu_compute", cat_names, k_idx[~comm], k_cat[~comm])
+    # host calls: by API name, grouped by their class
+    call_idx = np.flatnonzero(own & (g.kind[node] < dg.KERNEL))
+    if len(call_idx):
+        names_col = run.api["name"]
+        api_labels = [str(x) for x in names_col.cat.categories] + [""]
+        api_codes = names_col.cat.codes.to_numpy().astype(np.int64)[g.api_row[node[call_idx]]]
+        api_codes = np.where(api_codes >= 0, api_codes, len(api_labels) - 1)
+        cls, kind = g.cls[node[call_idx]], g.kind[node[call_idx]]
+        launch = cls >= LAUNCH
+        sync = ~launch & ((cls == SYNC) | (cls == BLOCKING_COPY) | (kind == dg.WAIT_CALL))
+        add("launch_queue", api_labels, call_idx[launch], api_codes[launch])
+        add("sync", api_labels, call_idx[sync], api_codes[sync])
+        add("host_api", api_labels, call_idx[~launch & ~sync], api_codes[~launch & ~sync])
+    # host time between calls: by the innermost host range around it
+    host_idx = np.flatnonzero(kinds == dg.SEG_HOST)
+    host_labels, host_codes = host_op_codes(run, g, node[host_idx])
+    add("host_ops", host_labels, host_idx, host_codes)
+    for kind_, group, label in (
+        (dg.SEG_LAUNCH, "launch_queue", "launch and queue"),
+        (dg.SEG_QUEUE, "launch_queue", "queue (GPU waits on the previous operation)"),
+        (dg.SEG_RETURN, "sync", "return after the awaited work"),
+        (dg.SEG_ROOT, "host_ops", "(before the first recorded call)"),
+    ):
+        idx = np.flatnonzero(kinds == kind_)
+        add(group, [label], idx, np.zeros(len(idx), dtype=np.int64))
+    total = int(length.sum())
+    rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
+    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp)
+
+
+WALK_LEVELS = 5  # the walk steps 2**5 points at a time in Python, the points between are filled in by array passes
+
+
+def _walk(pred: np.ndarray, times: np.ndarray, sink: int, lo: int) -> np.ndarray:
+    """The points on the path from ``sink`` back along ``pred`` until a root or a point at
+    or before ``lo`` (in no particular order; a few points older than ``lo`` may be
+    included: their intervals lie before the window). Jump tables of 2, 4, ... 32 steps let
+    the Python walk take one step per 32 points."""
+    small = np.int32 if len(pred) < 2**31 else np.int64
+    levels = [np.where(pred >= 0, pred, np.arange(len(pred))).astype(small)]  # a root points at itself
+    for _ in range(WALK_LEVELS):
+        levels.append(levels[-1][levels[-1]])
+    top = levels[-1]
+    coarse = []
+    p = sink
+    while True:  # one step per 2**WALK_LEVELS points: scalar indexing beats converting whole arrays to lists
+        coarse.append(p)
+        q = int(top[p])
+        if times[p] <= lo or q == p:
+            break
+        p = q
+    found = np.asarray(coarse, dtype=np.int64)
+    for table in reversed(levels[:-1]):
+        found = np.concatenate([found, table[found]])  # only a root repeats (every jump that overshoots lands on it)
+    mark = np.zeros(len(pred), dtype=bool)
+    mark[found] = True
+    return np.flatnonzero(mark)
+
+
+# ---------------------------------------------------------------- edits
+
+
+@dataclass
+class Applied:
+    dur: np.ndarray
+    gap: np.ndarray
+    lat: np.ndarray
+    ret: np.ndarray
+    waits: np.ndarray
+    records: list[dict]
+    skip_warmup: bool = False
+
+
+def _thread_last(g: dg.DepGraph, mask: np.ndarray) -> np.ndarray:
+    """Of the call nodes in ``mask``, each thread's last one (graph call order is thread, then time)."""
+    rows = np.flatnonzero(mask)
+    if not len(rows):
+        return rows
+    th = g.thread[rows]
+    return rows[np.r_[th[1:] != th[:-1], True]]
+
+
+def _sync_calls(g: dg.DepGraph, after_launch: bool) -> np.ndarray:
+    """Waiting synchronisation calls to remove (each thread's last one kept)."""
+    nc = g.n_calls
+    cls = g.cls[:nc]
+    sync = cls == SYNC
+    if after_launch:
+        # previous launch-or-sync call of the thread is a launch
+        ls = np.flatnonzero((cls == SYNC) | (cls == BLOCKING_COPY) | (cls >= LAUNCH))
+        if len(ls) < 2:
+            return np.array([], np.int64)
+        same = g.thread[ls[1:]] == g.thread[ls[:-1]]
+        hit = same & (cls[ls[1:]] == SYNC) & (cls[ls[:-1]] >= LAUNCH)
+        mask = np.zeros(nc, bool)
+        mask[ls[1:][hit]] = True
+        sync = mask
+    keep = _thread_last(g, cls == SYNC)
+    sync = sync.copy()
+    sync[keep] = False
+    return np.flatnonzero(sync)
+
+
+def _launch_runs(g: dg.DepGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(launch call nodes, call nodes whose own time and preceding host time lie between two
+    launches of their thread with only launches and other non-GPU calls in between)."""
+    nc = g.n_calls
+    cls = g.cls[:nc]
+    launches = np.flatnonzero(cls >= LAUNCH)
+    if not nc:
+        return launches, launches
+    # a call is inside a run when the previous and the next launch-or-blocking call of its thread are launches
+    idx = np.arange(nc)
+    mark = cls != OTHER  # launches, syncs, copies
+    prev_mark = np.maximum.accumulate(np.where(mark, idx, -1))  # last mark at or before i
+    prev_mark = np.r_[-1, prev_mark[:-1]]  # strictly before i
+    next_mark = np.minimum.accumulate(np.where(mark, idx, nc)[::-1])[::-1]  # first mark at or after i
+    pm, nm = np.maximum(prev_mark, 0), np.minimum(next_mark, nc - 1)
+    inside = (prev_mark >= 0) & (next_mark < nc) & (cls[pm] >= LAUNCH) & (cls[nm] >= LAUNCH)
+    inside &= (g.thread[:nc][pm] == g.thread[:nc]) & (g.thread[:nc][nm] == g.thread[:nc])
+    return launches, np.flatnonzero(inside)
+
+
+def _pageable(run: Run, g: dg.DepGraph, dur: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Copy nodes between device and pageable memory, their durations at the run's pinned
+    bandwidth (same direction), and notes on what could not be projected."""
+    c = run.copies
+    notes: list[str] = []
+    if c.empty:
+        return np.array([], np.int64), notes
+    names = c["name"].astype(str).str.lower().to_numpy()
+    pageable = np.array(["pageable" in n for n in names], dtype=bool)
+    pinned = np.array(["pinned" in n for n in names], dtype=bool)
+    direction = c["direction"].astype(str).to_numpy()
+    nbytes = c["bytes"].to_numpy().astype(np.float64)
+    nodes = np.flatnonzero(g.kind == dg.COPY_OP)  # copy nodes; their copy rows
+    rows = g.op_row[nodes]
+    names, direction, nbytes = names[rows], direction[rows], nbytes[rows]
+    pageable, pinned = pageable[rows], pinned[rows]
+    d = dur[nodes].astype(np.float64)
+    changed = []
+    for way in sorted(set(direction[pageable].tolist())):
+        ref = pinned & (direction == way) & (d > 0) & (nbytes > 0)
+        sel = np.flatnonzero(pageable & (direction == way) & (nbytes > 0))
+        if not ref.any():
+            notes.append(f"no pinned {way} copy recorded: {len(sel)} pageable {way} copies kept as recorded")
+            continue
+        bw = float(np.median(nbytes[ref] / d[ref]))
+        new = np.ceil(nbytes[sel] / bw).astype(np.int64)
+        faster = new < dur[nodes[sel]]
+        dur[nodes[sel[faster]]] = new[faster]
+        changed.append(nodes[sel[faster]])
+    return (np.concatenate(changed) if changed else np.array([], np.int64)), notes
+
+
+def _scale_mask(run: Run, g: dg.DepGraph, pattern: str, rules: CategoryRules) -> np.ndarray:
+    codes, names = _op_names(run, g)
+    if pattern.startswith("op:"):
+        rx = _regex(pattern[3:])
+        mask = np.zeros(g.size, dtype=bool)
+        m = run.markers
+        ext = run.kernels["external_id"].to_numpy().astype(np.int64)
+        if m.empty or not len(ext):
+            return mask
+        ops = m[m["source"].astype(str) == "cpu_op"]
+        hit = ops["external_id"].to_numpy()[np.array([bool(rx.search(str(x))) for x in ops["name"].astype(str)], dtype=bool)] if len(ops) else np.array([])
+        ks = np.flatnonzero(g.kind == dg.KERNEL)
+        mine = ext[g.op_row[ks]]
+        mask[ks] = np.isin(mine, hit[hit >= 0]) & (mine >= 0)
+        return mask
+    if _is_category(pattern):
+        want = pattern.lower().removeprefix("category:")
+        per = np.array([c.lower() == want for c in _categories(names, rules)] + [False], dtype=bool)
+    else:
+        rx = _regex(pattern)
+        per = np.array([bool(rx.search(nm)) for nm in names] + [False], dtype=bool)
+    mask = per[codes]  # code -1 (calls) picks the appended False
+    mask &= g.kind >= dg.KERNEL
+    return mask
+
+
+def apply_edits(run: Run, g: dg.DepGraph, edits: Edits, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> Applied:
+    """The graph's arrays with ``edits`` applied, and one record per edit (what it matched)."""
+    edits.check()
+    dur, gap, lat, ret = g.dur.copy(), g.gap.copy(), g.lat.copy(), g.ret.copy()
+    waits = g.wait >= 0
+    records: list[dict] = []
+    skip_warmup = False
+    for pattern, factor in edits.scales:
+        mask = _scale_mask(run, g, pattern, rules)
+        before = int(g.dur[mask].sum())  # recorded, whatever earlier edits did
+        dur[mask] = np.rint(dur[mask] * factor).astype(np.int64)
+        records.append({"edit": "scale", "pattern": pattern, "factor": factor, "matched": int(mask.sum()), "matched_ns": before})
+    removes = [REMOVE_ALIASES.get(c, c) for c in edits.removes]
+    launch_free = edits.launch_free or "launch" in removes
+    for cause, given in zip(removes, edits.removes, strict=True):
+        record: dict = {"edit": "remove", "cause": given}
+        if cause in ("sync", "sync-after-launch"):
+            nodes = _sync_calls(g, cause == "sync-after-launch")
+            record["matched"] = len(nodes)
+            record["matched_ns"] = int((g.end[nodes] - g.start[nodes]).sum())
+            dur[nodes] = 0
+            gap[nodes] = 0
+            waits[nodes] = False
+            record["kept"] = "each thread's last synchronisation"
+        elif cause == "pageable-copy":
+            changed, notes = _pageable(run, g, dur)
+            record["matched"] = len(changed)
+            record["matched_ns"] = int(g.dur[changed].sum())
+            if notes:
+                record["notes"] = notes
+        elif cause.startswith("host:"):
+            rx = _regex(cause[5:])
+            nodes = np.flatnonzero(gap[: g.n_calls] > 0)
+            labels = host_op_names(run, g, nodes)
+            hit = nodes[np.array([bool(rx.search(x)) for x in labels], dtype=bool)] if len(nodes) else nodes
+            record["matched"] = len(hit)
+            record["matched_ns"] = int(gap[hit].sum())
+            gap[hit] = 0
+        elif cause == "warmup":
+            skip_warmup = True
+            record["matched"] = 1
+        elif cause == "launch":
+            record["same_as"] = "--launch-free"
+        records.append(record)
+    if launch_free:
+        launches, inside = _launch_runs(g)
+        folded = np.union1d(launches, inside)
+        before = int(dur[folded].sum() + gap[inside].sum())
+        dur[launches] = 0
+        dur[inside] = 0
+        gap[inside] = 0
+        ops = np.flatnonzero(g.launch >= 0)
+        lat[ops] = 0
+        records.append({"edit": "launch-free", "matched": len(launches), "matched_ns": before, "host_calls_folded": len(inside)})
+    return Applied(dur, gap, lat, ret, waits, records, skip_warmup)
+
+
+# ---------------------------------------------------------------- projection
+
+
+def _map_times(g: dg.DepGraph, start: np.ndarray, end: np.ndarray, times: np.ndarray, use_end: bool) -> np.ndarray:
+    """Recorded graph-relative ``times`` moved as the host calls around them moved: by the
+    shift of the last call (of the busiest thread) starting (ending, ``use_end``) at or before each."""
+    nc = g.n_calls
+    if not nc:
+        return times.copy()
+    th = g.thread[:nc]
+    main = np.bincount(th).argmax()
+    sel = np.flatnonzero(th == main)
+    rec = (g.end if use_end else g.start)[sel]
+    new = (end if use_end else start)[sel]
+    o = np.argsort(rec, kind="stable")
+    rec, new = rec[o], new[o]
+    i = np.searchsorted(rec, times, side="right") - 1
+    shift = np.where(i >= 0, new[np.maximum(i, 0)] - rec[np.maximum(i, 0)], 0)
+    return times + shift
+
+
+def _step_ends(g: dg.DepGraph, end: np.ndarray, st_rel: np.ndarray, en_rel: np.ndarray, p_en: np.ndarray) -> np.ndarray:
+    """Each step's projected end: its host range's end moved with the host, or the projected
+    end of the last work that started in it (recorded), whichever is later -- with a sync
+    removed, the host leaves the step before its GPU work is done."""
+    k = np.searchsorted(st_rel, g.start, side="right") - 1
+    inside = (k >= 0) & (g.start < en_rel[np.maximum(k, 0)])
+    out = p_en.copy()
+    np.maximum.at(out, k[inside], end[inside])
+    return out
+
+
+@dataclass
+class Projection:
+    label: str
+    graph: dg.DepGraph
+    start: np.ndarray
+    end: np.ndarray
+    applied: Applied
+    result: dict
+
+
+def project(
+    run: Run,
+    label: str,
+    edits: Edits,
+    steps: tuple[np.ndarray, np.ndarray, int] | None,
+    rules: CategoryRules = DEFAULT_CATEGORY_RULES,
+    graph: dg.DepGraph | None = None,
+) -> Projection:
+    """The what-if of one process: ``steps`` = (recorded step starts, ends, warm-up count) or None."""
+    g = graph or dg.build_graph(run, CorrIndex(run.api))
+    applied = apply_edits(run, g, edits, rules)
+    s, e = dg.schedule(g, applied.dur, applied.gap, applied.lat, applied.ret, applied.waits)
+    base_lo, base_hi = (int(g.start.min()), int(g.end.max())) if g.size else (0, 0)
+    proj_lo, proj_hi = (int(s.min()), int(e.max())) if g.size else (0, 0)
+    result: dict = {"process": label, "links": g.links, "launch_latency_l0_ns": g.l0_ns}
+    steady: dict | None = None
+    if steps is not None and len(steps[0]):
+        st, en, warm = steps
+        st_rel, en_rel = st.astype(np.int64) - g.t0, en.astype(np.int64) - g.t0
+        p_st, p_en = _map_times(g, s, e, st_rel, False), _map_times(g, s, e, en_rel, True)
+        p_en = _step_ends(g, e, st_rel, en_rel, p_en)
+        base_en = _step_ends(g, g.end, st_rel, en_rel, en_rel)  # the same rule on the record: no edit, no change
+        base_walls, proj_walls = base_en - st_rel, p_en - p_st
+        w = min(warm, len(st) - 1)
+        steady = {
+            "steps": int(len(st) - w),
+            "warmup_steps": int(w),
+            "baseline_step_ns": int(np.median(base_walls[w:])),
+            "projected_step_ns": int(np.median(proj_walls[w:])),
+            "baseline_window_ns": int(base_en[w:].max() - st_rel[w]),
+            "projected_window_ns": int(p_en[w:].max() - p_st[w]),
+            "baseline_warmup_ns": max(int(st_rel[w] - base_lo), 0),
+            "projected_warmup_ns": max(int(p_st[w] - proj_lo), 0),
+        }
+        steady["saving_step_ns"] = steady["baseline_step_ns"] - steady["projected_step_ns"]
+        if applied.skip_warmup:
+            proj_lo = int(p_st[w])
+        window = (int(st_rel[w]), int(base_en[w:].max())), (int(p_st[w]), int(p_en[w:].max()))
+    else:
+        window = (base_lo, base_hi), (proj_lo, proj_hi)
+    baseline_ns, projected_ns = base_hi - base_lo, proj_hi - proj_lo
+    result.update(
+        {
+            "baseline_ns": baseline_ns,
+            "projected_ns": projected_ns,
+            "saving_ns": baseline_ns - projected_ns,
+            "saving_pct": round(100.0 * (baseline_ns - projected_ns) / baseline_ns, 4) if baseline_ns > 0 else 0.0,
+            "steady": steady,
+            "edits": applied.records,
+        }
+    )
+    base_path = critical_path(run, g, g.start, g.end, *window[0], rules=rules)
+    proj_path = critical_path(run, g, s, e, *window[1], waits=applied.waits, rules=rules)
+    result["critical_path"] = {"window": "steady state" if steady else "whole run", "baseline": path_json(base_path), "projected": path_json(proj_path)}
+    return Projection(label, g, s, e, applied, result)
+
+
+def path_json(p: PathSummary, top: int = 12) -> dict:
+    return {
+        "total_ns": p.total_ns,
+        "groups": {k: int(sum(v.values())) for k, v in p.by_group.items()},
+        "top": [{"group": grp, "name": lab, "ns": ns, "pct": round(100.0 * ns / p.total_ns, 4) if p.total_ns else 0.0} for grp, lab, ns in p.rows[:top]],
+    }
+
+
+def what_if(runs: Sequence[tuple[Run, str, tuple[np.ndarray, np.ndarray, int] | None]], edits: Edits, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> dict:
+    """The ``tuiprof.whatif/1`` document of a run of one or several processes ((run, label, steps) each)."""
+    edits.check()
+    per = [project(run, label, edits, steps, rules).result for run, label, steps in runs]
+    doc: dict = {"schema": SCHEMA}
+    if per:
+        worst = max(range(len(per)), key=lambda i: per[i]["baseline_ns"])
+        head = per[worst]
+        doc.update({k: head[k] for k in ("baseline_ns", "projected_ns", "saving_ns", "saving_pct")})
+        doc["process"] = head["process"]
+    else:
+        doc.update({"baseline_ns": 0, "projected_ns": 0, "saving_ns": 0, "saving_pct": 0.0})
+    doc["edits"] = per[0]["edits"] if per else []
+    doc["processes"] = per
+    return doc
+
+
+def process_steps(run: Run, label: str, step_name: str | None = None, warmup: int | None = None) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(step starts, ends, warm-up steps) of one process as the summary finds them, or None."""
+    from tui_prof.analysis.steps import steps_of
+
+    part, frame = steps_of(run, label, step_name=step_name, warmup=warmup)
+    if frame is None or not part["detected"]:
+        return None
+    return frame.ranges.starts.astype(np.int64), frame.ranges.ends.astype(np.int64), int(part["warmup_steps"])
+
+
+def run_what_if(runset, edits: Edits, *, rules: CategoryRules | None = None, step_name: str | None = None, warmup: int | None = None) -> dict:
+    """:func:`what_if` of every process of a loaded run set, with the summary's steps."""
+    from tui_prof.analysis.runinput import run_label
+
+    rules = rules or DEFAULT_CATEGORY_RULES
+    traced = [run for run in runset.runs if len(run.kernels) or len(run.copies)]
+    if not traced:
+        raise WhatIfError(f"{runset.name}: no GPU operations with their times (a statistics-only run, or no kernel trace): nothing to re-schedule")
+    runs = [(run, run_label(run), process_steps(run, run_label(run), step_name, warmup)) for run in traced]
+    try:
+        doc = what_if(runs, edits, rules)
+    except ValueError as err:  # a graph refused (hostile times)
+        raise WhatIfError(f"{runset.name}: {err}") from None
+    doc["run"] = runset.name
+    return doc
