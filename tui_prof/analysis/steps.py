@@ -235,8 +235,13 @@ def _marker_steps(run: Run, candidates: list[str]) -> StepRanges:
         s, e = _marker_ranges(run, name)
         covered[name] = 100.0 * float((e - s).sum()) / extent if extent else 100.0
         if covered[name] >= TILES_MIN_PCT:
-            rule = f"they cover {min(covered[name], 100.0):.0f}% of the GPU span" if extent else "no GPU work to compare with"
-            how = f"{len(s)} host ranges named {name!r} ({rule}{more})"
+            if name == first:  # the usual case: the range with the most host time tiles the run
+                how = f"{len(s)} host ranges named {name!r}" + (f" (other repeated ranges: {others}; --step NAME picks one)" if others else "")
+            else:
+                how = (
+                    f"{len(s)} host ranges named {name!r}: they tile the run ({min(covered[name], 100.0):.0f}% of the GPU span; "
+                    f"{first!r}, with more host time, covers {covered[first]:.0f}%{more})"
+                )
             return StepRanges("marker", name, how, [f"{name} [{i + 1}]" for i in range(len(s))], s, e, candidates)
     s, _ = _marker_ranges(run, first)
     how = (
