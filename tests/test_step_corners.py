@@ -64,7 +64,8 @@ def test_a_tiling_marker_keeps_its_own_ranges():
     assert [s["wall_ns"] for s in named["steps"]] == [3_657_024, 3_661_709]  # the ranges as recorded
 
 
-def test_an_empty_trailing_profiler_step_is_not_averaged(tmp_path):
+def with_empty_trailing_step(out: Path, pid_shift: int = 0) -> list[dict]:
+    """train_sync with one more ProfilerStep after its last, running no GPU work; its ProfilerStep events."""
     ev = events(TRAIN)
     prof = [e for e in ev if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")]
     last = max(prof, key=lambda e: e["ts"])
@@ -73,9 +74,17 @@ def test_an_empty_trailing_profiler_step_is_not_averaged(tmp_path):
     with gzip.open(TRAIN) as fh:
         doc = json.load(fh)
     doc["traceEvents"].append(empty)
-    out = tmp_path / "train_sync_trailing.pt.trace.json.gz"
+    for e in doc["traceEvents"]:  # another process of the same program
+        if isinstance(e.get("pid"), int):
+            e["pid"] += pid_shift
     with gzip.open(out, "wt") as fh:
         json.dump(doc, fh)
+    return prof
+
+
+def test_an_empty_trailing_profiler_step_is_not_averaged(tmp_path):
+    out = tmp_path / "train_sync_trailing.pt.trace.json.gz"
+    prof = with_empty_trailing_step(out)
     before, after = steps_of(TRAIN), steps_of(out)
     assert len(after["steps"]) == len(before["steps"]) + 1 and after["steps"][-1]["kernels"] == 0
     assert after["steady_distribution"] == before["steady_distribution"]
@@ -84,3 +93,16 @@ def test_an_empty_trailing_profiler_step_is_not_averaged(tmp_path):
     walls = [ns(e["dur"]) for e in sorted(prof, key=lambda e: e["ts"])]
     assert after["steady"]["median_wall_ns"] == pytest.approx(float(np.median(walls[before["warmup_steps"] :])), abs=1)
     assert "empty trailing step" in after["how"]
+
+
+def test_an_empty_trailing_step_of_every_process_is_not_averaged(tmp_path):
+    """Two processes (the same training trace twice, one with the empty trailing step added)
+    combined step by step: the whole run's steady state leaves the empty step out."""
+    both = tmp_path / "both"
+    both.mkdir()
+    with_empty_trailing_step(both / "rank0.pt.trace.json.gz")
+    with_empty_trailing_step(both / "rank1.pt.trace.json.gz", pid_shift=1)
+    whole = build_summary(load_path(both, use_cache=False), SummaryOptions(logs=False))["steps"]
+    assert whole["combined"] == "max" and whole["steps"][-1]["kernels"] == 0
+    alone = steps_of(TRAIN)
+    assert whole["steady_distribution"] == alone["steady_distribution"]

@@ -749,8 +749,9 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         row["process"] = found[j].label
         records.append(row)  # type: ignore[arg-type]  # a StepRecord copied with its process
     walls = np.array([r["wall_ns"] for r in records], dtype=np.int64)
+    kept = len(walls) - trailing_empty(records)  # empty trailing steps (of the slowest process): out of the steady state
     given = warmup is not None
-    nwarm = min(max(int(warmup), 0), len(walls)) if warmup is not None else warmup_count(walls)
+    nwarm = min(max(int(warmup), 0), kept) if warmup is not None else warmup_count(walls[:kept])
     for r in records[:nwarm]:
         r["warmup"] = True
     first = found[0].part
@@ -760,7 +761,7 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         f"(max over processes: data-parallel ranks wait for each other)" + (f"; {left_out} step(s) not in every process left out" if left_out else "")
     )
     outlier_rows: list[StepOutlier] = []
-    slow = slow_steps(walls.tolist(), nwarm, factor)
+    slow = slow_steps(walls[:kept].tolist(), nwarm, factor)
     if slow is not None:
         slow_k, ref_k, med = slow
         for j, p in enumerate(found):
@@ -782,10 +783,10 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         "warmup_source": "given" if given else "detected",
         "outlier_factor": factor,
         "distribution": distribution(walls),
-        "steady_distribution": distribution(walls[nwarm:]),
-        "steady": steady_state(records, nwarm),
+        "steady_distribution": distribution(walls[nwarm:kept]),
+        "steady": steady_state(records[:kept], nwarm),
         "outliers": outlier_rows,
-        "outlier_steps": outlier_count(walls[nwarm:], factor),
+        "outlier_steps": outlier_count(walls[nwarm:kept], factor),
         "steps": records,
         "combined": "max",
         "per_process": [p.part for p in found],
