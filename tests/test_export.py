@@ -31,7 +31,7 @@ from tui_prof.export.common import ExportError
 from tui_prof.export.parquet import ANALYSIS_TABLES, MANIFEST, export_parquet
 from tui_prof.export.perfetto import export_perfetto, gap_name, write_trace
 from tui_prof.loaders import load_path
-from tui_prof.model import RunSet
+from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import TABLES, concat_tables
 
 DATA = Path(__file__).parent / "data"
@@ -240,7 +240,27 @@ def _compare(source, back, origin: int) -> None:
     assert len(b_kernels) == len(a_kernels)
     per_name = [hotspots(k)[["name", "calls", "total_ns"]].astype({"name": str}).sort_values("name").values.tolist() for k in (a_kernels, b_kernels)]
     assert per_name[1] == per_name[0]
-    assert _timeline(back, origin) == _timeline(source)
+    busy, span, gaps = _timeline(back, origin)
+    # a gap "from -1" is the timeline's reading of rows without timestamps (the docs folder's
+    # kernel_names.csv counter pass): no time to place them at; its cause is not compared
+    untimed = {g[:3] for g in gaps if g[1] == -1}
+    pooled_busy, pooled_span, pooled_gaps = _timeline(_pooled(source))
+    assert (busy, span) == (pooled_busy, pooled_span)
+    assert [g for g in gaps if g[1] != -1] == [g for g in pooled_gaps if g[1] != -1]
+    assert untimed == {g[:3] for g in pooled_gaps if g[1] == -1}
+
+
+def _pooled(source: RunSet) -> RunSet:
+    """The source's processes as one, as the exported trace loads back: the docs folder's
+    counter passes (processes of their own, issue 32) share the trace's agent ids."""
+    with_kernels = [r for r in source.runs if len(r.kernels)]
+    if len(with_kernels) < 2:
+        return source
+    merged = Run(agents=list(with_kernels[0].agents))
+    for run in with_kernels:
+        merged.merge(run)
+    merged.finish()
+    return RunSet(source.root, [merged])
 
 
 @pytest.mark.parametrize("sample", list(SAMPLES))

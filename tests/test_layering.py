@@ -47,3 +47,22 @@ def test_help_does_not_import_pandas_or_textual():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_pane_contract_covers_every_pane_module_and_the_registry_every_pane():
+    """The import-linter contract "Panes are independent of each other" covers every module
+    of tui_prof/tui/panes (a wildcard: a new pane needs no line there), and those modules
+    are exactly the ones defining the panes tui_prof.tui.registry.PANES lists (a pane module
+    nobody registers is dead)."""
+    import tomllib
+
+    from tui_prof.tui.pane import Pane
+    from tui_prof.tui.registry import PANES
+
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    contract = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "independence" and "Panes" in c["name"])
+    modules = {f"tui_prof.tui.panes.{p.stem}" for p in (PACKAGE / "tui" / "panes").glob("*.py") if p.stem != "__init__"}
+    assert contract["modules"] == ["tui_prof.tui.panes.*"]
+    assert {cls.__module__ for cls in PANES} == modules
+    assert all(issubclass(cls, Pane) and cls.TAB and cls.KEY and cls.FOCUS for cls in PANES)
+    assert len({cls.TAB for cls in PANES}) == len({cls.KEY for cls in PANES}) == len(PANES)

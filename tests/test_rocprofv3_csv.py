@@ -752,11 +752,16 @@ def test_load_path_directory(monkeypatch):
     runset = detect.load_path(DATA)
     assert runset.errors == []
     by_label = {r.meta.label: r for r in runset.runs}
-    assert set(by_label) == {"rocprofv3-docs-rocm7", "rocprofv3-docs-rocm6.3", "omp", "rocpd2csv_out", "hip", "rocprofv3-docs-rocm7/238"}
+    # the counter files name other processes (Process_Id) than the traced one: runs of their own
+    passes = {"rocprofv3-docs-rocm7 counters pid 15606", "rocprofv3-docs-rocm7 counters pid 36499"}
+    passes |= {f"rocprofv3-docs-rocm6.3 counters pid {pid}" for pid in (19396, 36499)}
+    assert set(by_label) == {"rocprofv3-docs-rocm7", "rocprofv3-docs-rocm6.3", "omp", "rocpd2csv_out", "hip", "rocprofv3-docs-rocm7/238"} | passes
     docs7 = by_label["rocprofv3-docs-rocm7"]
     n = lambda *names: sum(len(csv_rows(DOCS7 / x)) for x in names)  # noqa: E731
     assert len(docs7.kernels) == n("kernel_trace.csv", "kernel_trace_truncated.csv")
-    assert len(docs7.counters) == n("counter_collection.csv", "kernel_names.csv")
+    assert len(docs7.counters) == 0
+    assert len(by_label["rocprofv3-docs-rocm7 counters pid 15606"].counters) == n("counter_collection.csv")
+    assert len(by_label["rocprofv3-docs-rocm7 counters pid 36499"].counters) == n("kernel_names.csv")
     assert len(docs7.pc_samples) == n("pc_sampling_host_trap.csv", "pc_sampling_host_trap_debug.csv", "pc_sampling_stochastic_debug.csv")
     api_files = [p.name for p in DOCS7.glob("*.csv") if v3._read_kind(sniffed(p).kind) == "api_trace"]
     assert len(docs7.api) == n(*api_files) == 127
@@ -776,7 +781,7 @@ def test_load_path_with_every_registered_loader():
     runset = detect.load_path(DATA)
     assert runset.errors == []
     assert runset.formats == ["rocprofv3-csv"]
-    assert sum(len(r.kernels) for r in runset.runs) == 9 + 4 + 7 + 9 + 9
+    assert sum(len(r.kernels) for r in runset.runs) == 9 + 4 + 7 + 9 + 9 + (7 + 4) + (4 + 4)  # + the four counter passes, kernels rebuilt from their rows
 
 
 def test_load_path_never_writes(tmp_path, monkeypatch):

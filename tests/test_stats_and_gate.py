@@ -327,7 +327,7 @@ def test_gate_synthetic_sync_per_launch_vs_once_does_not_fail(tmp_path, capsys):
     assert m["sync_pct"]["better"] == "neutral" and m["exposed_sync_ns"]["status"] == "improved"
     assert m["idle_pct"]["status"] == "changed" and "denominator (GPU span) moved" in m["idle_pct"]["reason"]
     assert all(r["reason"] for r in doc["metrics"])
-    assert doc["fail_on_regression"] == {"pct": 5.0, "failed": False, "metrics": [], "tripped": [], "not_judged": [], "exit_status": 0}
+    assert doc["fail_on_regression"] == {"pct": 5.0, "failed": False, "metrics": [], "tripped": [], "not_judged": [], "inconclusive": [], "exit_status": 0}
 
 
 def test_gate_h200_eager_vs_graph_does_not_fail(capsys):

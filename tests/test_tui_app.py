@@ -422,7 +422,7 @@ def test_quit_while_loading_does_not_wait_for_the_load(monkeypatch):
     import threading
 
     import tui_prof.tui.app as app_module
-    from tui_prof.tui.view.runview import LoadError
+    from tui_prof.tui.view.runview import NothingToShow
 
     started, release = threading.Event(), threading.Event()
     seen = {}
@@ -431,7 +431,7 @@ def test_quit_while_loading_does_not_wait_for_the_load(monkeypatch):
         seen["daemon"] = threading.current_thread().daemon
         started.set()
         release.wait(30)  # a parse that outlives the app
-        raise LoadError("released")
+        raise NothingToShow("released")
 
     monkeypatch.setattr(app_module, "load_runset", slow_load)
     app = TuiProfApp("unused-path")

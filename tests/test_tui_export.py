@@ -65,3 +65,37 @@ def test_export_from_inside_the_run_directory_goes_to_tmpdir(tmp_path, monkeypat
         assert [p.name for p in elsewhere.iterdir()] == ["run.tuiprof.json.gz"]
 
     drive(TuiProfApp(runset), flow)
+
+
+def test_export_reuses_the_summary_on_screen(tmp_path, monkeypatch):
+    """The export writes the findings the findings pane shows, from the summary the panes
+    were built from: the analysis does not run again (issue 29)."""
+    from tui_prof.export import common, parquet, perfetto
+
+    monkeypatch.chdir(tmp_path)
+    runset, _ = synthetic_runset("per_launch")
+    calls: list[str] = []
+    original = common.analyse
+
+    def counted(*args, **kwargs):
+        calls.append("analyse")
+        return original(*args, **kwargs)
+
+    for module in (common, parquet, perfetto):
+        monkeypatch.setattr(module, "analyse", counted, raising=False)
+    seen: dict = {}
+
+    async def flow(app, pilot):
+        await press(app, pilot, "1", "e")
+        await app.main.run_action("export('parquet')")
+        await idle(app, pilot)
+        seen["shown"] = [f["code"] for f in app.main.findings.findings]
+
+    drive(TuiProfApp(runset), flow)
+    doc = _trace(tmp_path / f"{runset.name}.tuiprof.json.gz")
+    exported = [e["args"]["code"] for e in doc["traceEvents"] if e.get("cat") == "tuiprof_finding"]
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / f"{runset.name}.tuiprof-parquet" / "findings.parquet")
+    assert calls == []
+    assert seen["shown"] and exported == seen["shown"] == table["code"].astype(str).tolist()

@@ -14,6 +14,7 @@ from tui_harness import (
     back_to_main,
     drive,
     findings_codes,
+    idle,
     open_evidence,
     press,
     select_finding,
@@ -37,6 +38,7 @@ from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.view.findings import EVIDENCE, finding_evidence
 from tui_prof.tui.view.runview import build_view
 from tui_prof.tui.widgets.table import TableView
+from tui_prof.tui.widgets.timeline import Timeline
 
 
 def test_measurement_table_on_overview():
@@ -282,17 +284,33 @@ def test_every_binding_in_help_and_palette_commands():
     runset, _ = synthetic_runset("per_launch")
 
     async def flow(app, pilot):
-        titles = [c.title for c in app.get_system_commands(app.screen)]
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
         for needed in (
             "Findings",
             "Counters",
-            "Counter formulas",
-            "Evidence of the selected finding",
+            "Counters: Formulas",
+            "Findings: Evidence",
+            "Timeline: Zoom in",
+            "Hotspots: Filter",
             "Group hotspots by normalised name",
             "Group hotspots by category",
             "Group hotspots by process",
         ):
-            assert needed in titles
+            assert needed in commands
+        # derived from the bindings: every shown key of a pane and of the widget it focuses
+        for binding in Timeline.BINDINGS:
+            if binding.show:
+                assert f"Timeline: {binding.description}" in commands
+        # run by name through the screen: the tab is shown and the action runs
+        timeline = app.main.query_one("#timeline-view", Timeline)
+        width = timeline.t1 - timeline.t0
+        await commands["Timeline: Zoom in"].callback()
+        await idle(app, pilot)
+        assert app.main.query_one("#tabs").active == "timeline"
+        assert timeline.t1 - timeline.t0 < width
+        await commands["Counters: Formulas"].callback()
+        await idle(app, pilot)
+        assert app.main.counters.explain and app.main.query_one("#tabs").active == "counters"
         # footer: findings pane shows Enter = Evidence, counters pane shows x = Formulas
         await pilot.press("4")
         await pilot.pause()

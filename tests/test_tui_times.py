@@ -36,7 +36,7 @@ def test_dispatch_starts_distinct_and_timeline_view_ends_distinct():
         assert table.render_line(1).text.strip().startswith(shown[table.cursor])
         await press(app, pilot, "escape", "2")
         timeline = app.main.timeline.timeline
-        timeline.set_view(40_512_000, 40_512_000 + 16_900)
+        timeline.set_window(40_512_000, 40_512_000 + 16_900)
         await press(app, pilot)
         status = app.main.timeline.query_one("#tl-status").render()
         text = str(getattr(status, "plain", status))

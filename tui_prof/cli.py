@@ -22,8 +22,9 @@ import errno
 import math
 import os
 import sys
+from typing import NoReturn
 
-from tui_prof.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
+from tui_prof.exits import EXIT_DEGRADED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
 from tui_prof.render.safe import safe_text
 
 
@@ -168,7 +169,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose errors are one line (``_UsageError``, exit status EXIT_USAGE) instead
     of the usage text and a SystemExit."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{message} (see: {self.prog} --help)")
 
 
@@ -208,6 +209,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not runset.runs:  # no report of zeros: the reason, one line
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
+    runset, status = _one_recording(runset, args.recording)
+    if status is not None:
+        return status
     options = SummaryOptions(
         top=None if args.top <= 0 else args.top,
         gap_threshold_ns=args.gap_threshold,
@@ -227,6 +231,57 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         print(summary_text(summary))
     return EXIT_OK
+
+
+def _one_recording(runset, wanted: int | None):
+    """``(runset, None)`` narrowed to one recording when PATH holds several (issue 32): the one
+    asked for with ``--recording N``, else the one with the most kernel dispatches; says on
+    stderr which it summarised and how to pick another. ``(runset, status)`` on a bad N."""
+    from tui_prof.analysis.api import recording_runset, recordings, run_label, time_range
+
+    groups = recordings(runset)
+    if len(groups) < 2:
+        if wanted not in (None, 1):
+            _say(f"--recording {wanted}: {_shown_path(runset.root)} holds one recording")
+            return runset, EXIT_USAGE
+        return runset, None
+    if wanted is not None and not 1 <= wanted <= len(groups):
+        _say(f"--recording {wanted}: {_shown_path(runset.root)} holds {len(groups)} recordings (1..{len(groups)})")
+        return runset, EXIT_USAGE
+    sizes = [sum(len(runset.runs[i].kernels) for i in g) for g in groups]
+    chosen = wanted if wanted is not None else 1 + max(range(len(groups)), key=lambda g: (sizes[g], -g))
+    _say(f"{_shown_path(runset.root)} holds {len(groups)} separate recordings (more than an hour apart, or clocks that cannot be aligned):")
+    for n, group in enumerate(groups, 1):
+        ranges = [r for r in (time_range(runset.runs[i]) for i in group) if r]
+        start = f"starts at {min(lo for lo, _ in ranges)} ns" if ranges else "no timestamps"
+        labels = ", ".join(run_label(runset.runs[i]) for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+        _say(f"  [{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {labels}")
+    _say(f"summarised recording {chosen}; pick another with --recording N")
+    return recording_runset(runset, groups[chosen - 1]), None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``tuiprof check RUN``: the integrity report; exit 5 when some figure is degraded or unreliable."""
+    from tui_prof.analysis.api import check_run
+    from tui_prof.loaders import load_path
+    from tui_prof.render.integrity import check_text
+
+    unusable = _unusable_path(args.path)
+    if unusable:
+        _say(unusable)
+        return EXIT_NOTHING_LOADED
+    runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
+    if not runset.runs:
+        for issue in runset.errors:
+            _say(issue)
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
+    record = check_run(runset).record()
+    if args.json:
+        _write_json(record)
+    else:
+        print(check_text(record))
+    return EXIT_DEGRADED if record["degraded"] else EXIT_OK
 
 
 def _scale_edit(text: str) -> tuple[str, float]:
@@ -723,7 +778,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run; "
         "cache folder: TUIPROF_CACHE_DIR or the user cache directory)",
     )
+    summary.add_argument(
+        "--recording",
+        type=parse_count,
+        default=None,
+        metavar="N",
+        help="PATH holds separate recordings (files hours apart): summarise recording N (default: the one with most dispatches; listed on stderr)",
+    )
     summary.set_defaults(func=cmd_summary)
+    checker = sub.add_parser("check", help="can the figures be believed? integrity checks of a run (exit 5 when some figure is degraded)")
+    checker.add_argument("path", type=parse_path, help="run directory or profiler output file")
+    checker.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.check/1)")
+    checker.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    checker.set_defaults(func=cmd_check)
     whatif = sub.add_parser("whatif", help="project the run with edited durations: critical path and saving (see docs/metrics.md)")
     whatif.add_argument("path", type=parse_path, help="run directory or profiler output file")
     whatif.add_argument(

@@ -246,7 +246,15 @@ def _optional(name: str, target: str, what: str, description: str) -> ToolSpec |
 # Commands built beside this one, one line each: (tool name, "module:function" returning the
 # command's JSON from a run set and its options, what the JSON is, the tool's description).
 # e.g. ("check", "tui_prof.analysis.check:check_document", "tuiprof.check/1 document", "Check a run ... run: ...")
-OPTIONAL_TOOLS: list[tuple[str, str, str, str]] = []
+OPTIONAL_TOOLS: list[tuple[str, str, str, str]] = [
+    (
+        "check",
+        "tui_prof.analysis.integrity:check_document",
+        "tuiprof.check/1 document",
+        "Can the run's figures be believed? Integrity checks (clock domains, overlapping kernels, overflowed durations, dropped records, "
+        "impossible counters, barrier packets, unreadable files), each with code, severity, message and the summary sections it affects. " + RUN_ARG,
+    ),
+]
 
 
 def tool_specs() -> list[ToolSpec]:

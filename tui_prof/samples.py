@@ -9,13 +9,14 @@ Nothing is downloaded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 DEFAULT_SAMPLE = "synthetic_sync_per_launch"
 
 # name -> (SynthSpec arguments, format) that wrote sample_traces/<name>: 2000 dispatches
 # (200 iterations of 10 kernels), as ``python -m tui_prof.synth OUT --format csv
 # --dispatches 2000 --sync <sync>``
-SAMPLES = {
+SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
     "synthetic_sync_per_launch": ({"iterations": 200, "sync": "per_launch"}, "csv"),
     "synthetic_sync_once": ({"iterations": 200, "sync": "end"}, "csv"),
     # a gfx1151 (Radeon 8060S, Strix Halo) WMMA run: kernel and HIP API traces, no copies,

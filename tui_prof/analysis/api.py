@@ -14,6 +14,8 @@ from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.integrity import CHECKS as INTEGRITY_CHECKS
+from tui_prof.analysis.integrity import CheckReport, Issue, check_run, recording_runset, recordings
 from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
@@ -27,6 +29,7 @@ from tui_prof.analysis.operators import (
     link_operators,
     module_key,
     operator_key,
+    operator_links,
     operators_section,
 )
 from tui_prof.analysis.ranks import (
@@ -42,7 +45,7 @@ from tui_prof.analysis.ranks import (
     sections_of_cores,
 )
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary
+from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
@@ -59,6 +62,7 @@ __all__ = [
     "DEFAULT_NOISE_PP",
     "DOMAIN_OF",
     "GAP_COLUMNS",
+    "INTEGRITY_CHECKS",
     "KERNEL_STATS",
     "MATCH_MODES",
     "MEMORY_FROM_API",
@@ -66,14 +70,18 @@ __all__ = [
     "PROFILER_STEP",
     "SCHEMA",
     "CategoryRules",
+    "CheckReport",
     "CommunicationSection",
     "CorrIndex",
     "DiffResult",
     "DominantOp",
     "Edits",
+    "Finding",
     "FindingCode",
     "GapSet",
+    "Issue",
     "Lane",
+    "MemorySection",
     "Progress",
     "RankAlignment",
     "RankCore",
@@ -81,7 +89,9 @@ __all__ = [
     "RunInput",
     "StepChoiceError",
     "StepDiff",
+    "StepRecord",
     "StepSide",
+    "StepsSection",
     "StragglerSection",
     "Summary",
     "SummaryOptions",
@@ -92,6 +102,7 @@ __all__ = [
     "api_classes",
     "build_summary",
     "categories_per_process",
+    "check_run",
     "combine_stats",
     "communication_mask",
     "copy_agents",
@@ -116,6 +127,7 @@ __all__ = [
     "nvidia_occupancy",
     "occupancy",
     "operator_key",
+    "operator_links",
     "operators_section",
     "ops_overlapping",
     "rank_cores",
@@ -123,6 +135,8 @@ __all__ = [
     "rank_offsets",
     "rank_records",
     "ranks_sections",
+    "recording_runset",
+    "recordings",
     "rematch",
     "run_inputs",
     "run_label",

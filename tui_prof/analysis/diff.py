@@ -562,6 +562,33 @@ def regressions(result: DiffResult, pct: float) -> list[dict]:
     return out
 
 
+# The summary section whose trust label each gated metric follows (issue 32).
+METRIC_SECTIONS = {
+    "span_ns": "measurement",
+    "kernel_count": "kernels",
+    "kernel_time_ns": "kernels",
+    "exposed_sync_ns": "sync",
+    "idle_pct": "gpu",
+    "idle_ns": "gpu",
+    "launch_api_ns": "launch",
+    "copy_time_ns": "copies",
+}
+
+
+def inconclusive(result: DiffResult) -> list[dict]:
+    """The gated (lower-is-better, judged) metrics whose section is ``unreliable`` on either
+    side, each with its ``key``, ``side`` and ``reason``: the gate cannot answer pass or fail."""
+    out = []
+    for m in comparable(result):
+        section = METRIC_SECTIONS.get(m["key"])
+        for side, doc in (("A", result.summary_a), ("B", result.summary_b)):
+            label = (doc.get("trust") or {}).get(section or "")
+            if label and label["trust"] == "unreliable":
+                why = label["reasons"][0] if label["reasons"] else "unreliable"
+                out.append({"key": m["key"], "side": side, "reason": f"{m['label']} is unreliable in {side}: {why}"})
+    return out
+
+
 def comparable(result: DiffResult) -> list[dict]:
     """The lower-is-better metrics both sides have data for (what the gate can judge)."""
     return [m for m in result.metrics if m["better"] == "lower" and m["status"] != "n/a"]

@@ -101,6 +101,11 @@ def _run_vendor(run: Run) -> tuple[str, str]:
     return UNKNOWN, ""
 
 
+def run_vendor(run: Run) -> tuple[str, str]:
+    """(vendor, evidence) of one run, or (UNKNOWN, "") when nothing tells."""
+    return _run_vendor(run)
+
+
 def detect_platform(runset: RunSet) -> PlatformSection:
     """The run set's platform (module docstring) and whether it is a PyTorch trace."""
     found = [_run_vendor(run) for run in runset.runs]

@@ -14,15 +14,25 @@ from dataclasses import dataclass
 
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.model import Run, RunSet
+from tui_prof.model.schema import UNKNOWN
 
 
 def time_range(run: Run) -> tuple[int, int] | None:
-    """(first start, last end) in ns over the run's API calls, kernels and copies."""
+    """(first start, last end) in ns over the run's API calls, kernels and copies; rows
+    without timestamps (UNKNOWN, -1: a counter-only pass) are left out, not taken as time 0."""
     lo, hi = [], []
     for table in (run.api, run.kernels, run.copies):
         if len(table):
-            lo.append(int(table["start"].min()))
-            hi.append(int(table["end"].max()))
+            start, end = table["start"], table["end"]
+            first, last = int(start.min()), int(end.max())
+            if first == UNKNOWN:
+                known = start[start != UNKNOWN]
+                if not len(known):
+                    continue
+                first = int(known.min())
+            if last != UNKNOWN:
+                lo.append(first)
+                hi.append(last)
     return (min(lo), max(hi)) if lo else None
 
 

@@ -312,6 +312,16 @@ class Summary(TypedDict):
     stragglers: NotRequired[StragglerSection]
     critical_path: NotRequired[Record | None]  # analysis.critical: the critical path of each process (steady state); None without a trace
     warmup: NotRequired[Record | None]  # analysis.warmup: what the warm-up steps cost and did (one process with warm-up steps), else None
+    trust: NotRequired[dict[str, TrustLabel]]  # per key above: can its figures be believed (analysis.integrity)
+
+
+class TrustLabel(TypedDict):
+    """A section's trust label: ``ok``, ``degraded`` or ``unreliable``, and the reasons
+    (``<severity> <code>: <message>`` of each integrity issue that set it; ``tuiprof check``
+    has the evidence)."""
+
+    trust: str
+    reasons: list[str]
 
 
 class StepRecord(TypedDict):

@@ -24,6 +24,7 @@ from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
 from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
 from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots
+from tui_prof.analysis.integrity import CheckReport, check_run
 from tui_prof.analysis.kernel_tables import (
     categories_section,
     grouped_hotspots,
@@ -42,7 +43,7 @@ from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
 from tui_prof.analysis.savings import add_savings
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StragglerSection, Summary
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StragglerSection, Summary, TrustLabel
 from tui_prof.analysis.stats import cut_warnings, stats_section, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
@@ -134,11 +135,20 @@ def _start_lanes(
         return lambda: run_timeline(r, threshold)
 
     def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
+        # a counter pass recorded by another process is another recording, not a rank (issue 32)
+        keep = [i for i, r in enumerate(inputs) if "counter_pass_of" not in r.run.meta.extra]
+        rank_inputs = [inputs[i] for i in keep]
         # the category table's categories (operator first): one summary, one compute/copy split
         assert grouped_job is not None  # started below, before any lane runs this
-        categories = categories_per_process(grouped_job.result()[2], inputs)
+        per_process = categories_per_process(grouped_job.result()[2], inputs)
+        categories = None if per_process is None else [per_process[i] for i in keep]
         return ranks.ranks_sections(
-            [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules, categories
+            [r.run for r in rank_inputs],
+            [r.label for r in rank_inputs],
+            [r.wall_ns for r in rank_inputs],
+            [r.index.classes for r in rank_inputs],
+            rules,
+            categories,
         )
 
     grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_section(inputs, top), lambda: api_section(runset, top)], "tuiprof-hotspots", more)
@@ -269,4 +279,16 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         doc["critical_path"] = section
     doc["warmup"] = warmup_of(inputs, steps_found)
     doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
+    doc["trust"] = trust_labels(check_run(runset), doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)))
+
+
+def trust_labels(report: CheckReport, doc: Summary) -> dict[str, TrustLabel]:
+    """Every section's trust label from the integrity report (issue 32)."""
+    out: dict[str, TrustLabel] = {}
+    for key in doc:
+        if key in ("schema", "tuiprof_version", "trust"):
+            continue
+        level, reasons = report.trust(key)
+        out[key] = {"trust": level, "reasons": reasons}
+    return out

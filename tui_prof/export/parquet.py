@@ -370,9 +370,11 @@ def export_parquet(
     *,
     gap_threshold_ns: int | None = None,
     progress: Callable[[str], None] | None = None,
+    analysis: SummaryResult | None = None,
 ) -> dict[str, Path]:
     """Write the tables ``tables`` (None: all of :func:`available_tables`) of ``runset`` into
-    the folder ``out_dir``; returns ``name -> file``. The folder is built under a temporary
+    the folder ``out_dir``; returns ``name -> file``. ``analysis``: the run set's summary
+    when the caller has it (the TUI's), else computed here when a table needs it. The folder is built under a temporary
     name beside ``out_dir`` (mode 0700, the manifest written after the last table) and
     renamed into place, replacing a previous export there: ``out_dir`` is never seen half
     written. Raises :class:`ExportError` for a destination inside the run, a link, a folder
@@ -390,20 +392,27 @@ def export_parquet(
         if os.path.isdir(folder) and not os.path.islink(folder):
             _check_replaceable(folder)  # before the analysis: a refusal comes at once
         with atomic_folder(folder, _clear) as work:
-            written = _write_tables(runset, work, chosen, gap_threshold_ns, progress)
+            written = _write_tables(runset, work, chosen, gap_threshold_ns, progress, analysis)
     except WriteRefused as err:
         raise ExportError(str(err)) from None
     return {name: folder / f"{name}.parquet" for name in written}
 
 
-def _write_tables(runset: RunSet, work: Path, chosen: list[str], gap_threshold_ns: int | None, progress: Callable[[str], None] | None) -> dict[str, _Sized]:
+def _write_tables(
+    runset: RunSet,
+    work: Path,
+    chosen: list[str],
+    gap_threshold_ns: int | None,
+    progress: Callable[[str], None] | None,
+    analysis: SummaryResult | None = None,
+) -> dict[str, _Sized]:
     """Every chosen table, the README and (last) the manifest into the new folder ``work``."""
     # imported here, not at the top: the TUI imports this module, and pyarrow would add to its start-up
     import pyarrow.parquet as pq
 
-    cached: list[SummaryResult] = []
+    cached: list[SummaryResult] = [analysis] if analysis is not None else []
 
-    def analysis() -> SummaryResult:
+    def summary_result() -> SummaryResult:
         if not cached:
             if progress:
                 progress("analysing")
@@ -414,7 +423,7 @@ def _write_tables(runset: RunSet, work: Path, chosen: list[str], gap_threshold_n
     for name in chosen:
         if progress:
             progress(name)
-        frame = build_table(runset, name, analysis)
+        frame = build_table(runset, name, summary_result)
         table = to_arrow(frame)
         with open_new(work / f"{name}.parquet", 0o600) as fh:
             pq.write_table(table, fh, compression=COMPRESSION)

@@ -675,12 +675,15 @@ def export_perfetto(
     *,
     gap_threshold_ns: int | None = None,
     progress: Callable[[str], None] | None = None,
+    analysis: SummaryResult | None = None,
 ) -> tuple[Path, int]:
     """Write the trace of ``runset`` to ``out`` (gzipped when the name ends in ``.gz``);
-    returns the path and the number of events. The file is written beside ``out`` under a
-    temporary name and renamed into place (:func:`tui_prof.guard.write.atomic_file`).
-    Raises :class:`ExportError` for a destination inside the run, a link, a FIFO or another
-    non-regular file, or an existing file that is not a tuiprof export."""
+    returns the path and the number of events. ``analysis``: the run set's summary when the
+    caller has it (the TUI's, whose findings its panes show), else computed here. The file
+    is written beside ``out`` under a temporary name and renamed into place
+    (:func:`tui_prof.guard.write.atomic_file`). Raises :class:`ExportError` for a destination
+    inside the run, a link, a FIFO or another non-regular file, or an existing file that is
+    not a tuiprof export."""
     target = check_destination(out, runset.root)
     if os.path.isdir(target) and not os.path.islink(target):
         raise ExportError(f"{os.fspath(out)!r} is a folder (give a file name ending in .json or .json.gz)")
@@ -692,9 +695,10 @@ def export_perfetto(
         raise ExportError(f"refusing to overwrite {os.fspath(out)!r}: it is not a trace tuiprof exported")
     if not target.parent.is_dir():
         raise ExportError(f"no such folder: {str(target.parent)!r}")
-    if progress:
-        progress("analysing")
-    analysis = analyse(runset, gap_threshold_ns)
+    if analysis is None:
+        if progress:
+            progress("analysing")
+        analysis = analyse(runset, gap_threshold_ns)
     if progress:
         progress("writing")
     try:

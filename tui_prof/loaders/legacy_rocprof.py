@@ -414,15 +414,44 @@ def read_db(path: Path, run: Run) -> None:
         con.close()
 
 
+def is_packet_name(name: str) -> bool:
+    """Whether ``name`` is one of rocprof v1's pseudo-kernel names for an AQL packet that is not
+    a kernel dispatch (``"<barrier packet>"``: a barrier-AND/OR packet's wait, which can last
+    seconds and is no GPU work)."""
+    return name.startswith("<") and name.endswith(">") and "packet" in name
+
+
+def note_packets(run: Run, source: str, names: pd.Series, durations: np.ndarray, calls: np.ndarray | None = None) -> np.ndarray:
+    """Mask of the rows of ``names`` that are kernels; the packet rows left out are counted in
+    ``run.meta.extra["non_kernel_packets"]`` (per source and name: rows, calls, total ns) and
+    named in one warning, so the integrity check can say what was removed."""
+    values = names.astype(str).to_numpy()
+    unique = pd.unique(values)
+    packets = [n for n in unique if is_packet_name(str(n))]
+    if not packets:
+        return np.ones(len(values), dtype=bool)
+    drop = np.isin(values, packets)
+    found = run.meta.extra.setdefault("non_kernel_packets", [])
+    for name in packets:
+        rows = values == name
+        count = int(calls[rows].sum()) if calls is not None else int(rows.sum())
+        total = int(np.clip(durations[rows], 0, None).sum())
+        found.append({"source": source, "name": str(name), "rows": int(rows.sum()), "calls": count, "total_ns": total})
+        run.warnings.append(f"{count} {name} rows ({source}) are not kernel dispatches: kept out of the kernel tables")
+    return ~drop
+
+
 def _fill_kernels(run: Run, kern: pd.DataFrame | None, ops: pd.DataFrame | None, quoted_names: bool) -> None:
     """Kernels from OPS when it has rows (as rocprof's own kernel stats), else from KERN; KERN
-    counters are kept either way."""
+    counters are kept either way. Barrier packets (OPS ``"<barrier packet>"`` rows) are left out."""
     kern_rows = len(kern) if kern is not None and "KernelName" in kern.columns else 0
     kern_kernels = None
     if kern is not None and kern_rows:
         kern_kernels, run.counters = kern_tables(kern, quoted_names)
     if ops is not None and len(ops):
-        run.kernels = ops_kernels(ops, quoted_names)
+        kernels = ops_kernels(ops, quoted_names)
+        keep = note_packets(run, "OPS", kernels["name"], (kernels["end"] - kernels["start"]).to_numpy())
+        run.kernels = kernels if keep.all() else kernels[keep].reset_index(drop=True)
         if kern_rows:
             run.warnings.append(
                 f"both KERN ({kern_rows} rows) and OPS ({len(ops)} rows) hold dispatches; kernels taken from OPS "
@@ -539,6 +568,18 @@ def read_stats(path: Path) -> pd.DataFrame:
         },
         columns=list(STATS_COLUMNS),
     )
+
+
+def _stats_kernels(run: Run, stats: pd.DataFrame) -> pd.DataFrame:
+    """The kernel statistics without rocprof's packet pseudo-kernels, each share recomputed
+    over the kernels left (rocprof's own percentages count the barrier waits as kernel time)."""
+    keep = note_packets(run, "kernel stats", stats["name"], stats["total_ns"].to_numpy(), stats["calls"].to_numpy())
+    if keep.all():
+        return stats
+    kept = stats[keep].reset_index(drop=True)
+    total = float(kept["total_ns"].sum())
+    kept["percent"] = kept["total_ns"] / total * 100.0 if total > 0 else np.nan
+    return kept
 
 
 # --------------------------------------------------------------------------- agents (rocminfo)
@@ -707,7 +748,8 @@ def _load_group(prefix: str, files: list[DetectedFile], issues: IssueSink) -> Ru
             continue
         for item in items:
             try:
-                run.tool_stats[kind], notes = check_stats(read_stats(item.path), item.path)
+                stats, notes = check_stats(read_stats(item.path), item.path)
+                run.tool_stats[kind] = _stats_kernels(run, stats) if kind == "kernel_stats" else stats
                 run.warnings.extend(notes)
                 run.meta.files.append(str(item.path))
             except LoadError as err:

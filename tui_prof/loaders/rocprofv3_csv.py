@@ -49,7 +49,7 @@ from tui_prof.loaders.base import (
     read_head,
     split_header,
 )
-from tui_prof.model import Agent, Run, make_table
+from tui_prof.model import Agent, Run, RunMeta, make_table
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, compact_int, concat_tables
 from tui_prof.threads import Job, background
 
@@ -957,7 +957,7 @@ def _read_early(files: list[DetectedFile]) -> dict[int, Job]:
     return {id(item): job for item, job in zip(api, jobs) if job is not None}
 
 
-def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run | None:
+def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> list[Run]:
     directory, _, prefix = group.rpartition("/")
     run = Run()
     meta = run.meta
@@ -969,6 +969,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
     pids: set[int] = set()
+    counter_pids: list[tuple[DetectedFile, set[int]]] = []  # per counter file: the processes its rows name
     early = _read_early(files)
     traces = [item for item in files if item.kind != "agent_info"]
     # The files read here first, the API traces parsing beside them last: waiting for a
@@ -1003,9 +1004,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
                 table, rebuilt = _counters(cols, resolver)
                 counters.append(table)
                 synth.append(rebuilt)
-                for key in ("process_id", "pid"):
-                    if key in cols:
-                        pids.update(int(p) for p in pd.unique(cols[key]))
+                counter_pids.append((item, {int(p) for key in ("process_id", "pid") if key in cols for p in pd.unique(cols[key])}))
             elif read_kind.startswith("pc_sampling"):
                 samples.append(_pc_samples(cols))
             else:
@@ -1020,6 +1019,9 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
         run.warnings.extend(warnings)
         _dropped_rows(run, item, cols, truncated, malformed, issues)
 
+    passes = _other_passes(run, pids, counter_pids, counters, synth)
+    moved = {p.meta.extra["pids"][0] for p in passes}
+    pids.update(p for _, file_pids in counter_pids for p in file_pids if not file_pids & moved)
     run.kernels = concat_tables("kernels", kernels)
     run.api = concat_tables("api", apis)
     run.copies = concat_tables("copies", copies)
@@ -1049,9 +1051,62 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> Run
     meta.extra["prefix"] = prefix
     meta.extra["directory"] = directory
     _settle_agents(run, resolver)
+    _name_passes(run, passes, directory)
     if not meta.files:
-        return None
-    return run
+        return passes
+    return [run, *passes]
+
+
+def _name_passes(run: Run, passes: list[Run], directory: str) -> None:
+    """Label, host and agents of the counter passes split off ``run``."""
+    for other in passes:
+        used = set(other.counters["agent"].tolist())
+        other.agents = [a for a in run.agents if a.id in used]
+        other.meta.hostname = run.meta.hostname
+        other.meta.extra["directory"] = directory
+        other.meta.label = f"{run.meta.label} counters pid {other.meta.extra['pids'][0]}"
+
+
+def _other_passes(run: Run, pids: set[int], counter_pids: list, counters: list[pd.DataFrame], synth: list[pd.DataFrame]) -> list[Run]:
+    """Counter files recorded by other processes than the group's trace, as runs of their own.
+
+    rocprofv3 numbers dispatches from 1 in every process, so counter rows of two processes
+    joined to one trace by dispatch id would add up (issue 32: 24,576 waves where each row holds
+    16,384). A counter file stays with the group when it names one process and that process is
+    the traced one (its API calls) or the group's only counter process with no API trace to
+    contradict it; every other counter file becomes a run of its own process (its kernels
+    rebuilt from its rows). ``counters``/``synth`` lose the entries moved (same order as
+    ``counter_pids``)."""
+    every = set().union(*(p for _, p in counter_pids)) if counter_pids else set()
+    if len(every) <= 1 and (not pids or every <= pids):
+        return []
+    kept = [bool(p) and len(p) == 1 and p <= pids for _, p in counter_pids]
+    moved: dict[int, Run] = {}
+    for (item, file_pids), keep, table, rebuilt in zip(counter_pids, kept, list(counters), list(synth), strict=True):
+        if keep:
+            continue
+        counters.remove(table)
+        synth.remove(rebuilt)
+        pid = min(file_pids) if file_pids else UNKNOWN
+        # meta.pid stays None: the same pid in another folder is another process (pid reuse), not
+        # one whose fragments assemble() should merge; the label and extra["pids"] name it
+        other = moved.setdefault(pid, Run(meta=RunMeta(tool="rocprofv3", formats=[FORMAT], extra={"pids": [pid]})))
+        other.counters = concat_tables("counters", [other.counters, table])
+        other.kernels = concat_tables("kernels", [other.kernels, rebuilt])
+        other.meta.files.append(str(item.path))
+        if str(item.path) in run.meta.files:
+            run.meta.files.remove(str(item.path))
+    for other in moved.values():
+        other.warnings.append(COUNTER_WARNING)
+        other.meta.extra["kernels_from_counters"] = True
+        other.meta.extra["counter_pass_of"] = sorted(pids)
+    if moved:
+        run.warnings.append(
+            f"counter files of process(es) {', '.join(str(p) for p in sorted(moved))} are another recording than this trace: "
+            "loaded as runs of their own, not joined to its dispatches"
+        )
+        run.meta.extra["counter_passes_apart"] = sorted(moved)
+    return list(moved.values())
 
 
 def _dropped_rows(run: Run, item: DetectedFile, cols: dict[str, Any], truncated: bool, malformed: int, issues: IssueSink) -> None:
@@ -1123,8 +1178,6 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
         groups.setdefault(item.group, []).append(item)
     runs = []
     for group, items in groups.items():
-        run = _load_group(group, items, issues)
-        if run is not None:
-            runs.append(run)
+        runs.extend(_load_group(group, items, issues))
     _release_parse_memory()
     return runs

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, comparable, rank_diff, regressions
-from tui_prof.exits import EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
+from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, comparable, inconclusive, rank_diff, regressions
+from tui_prof.exits import EXIT_INCONCLUSIVE, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
 from tui_prof.render.fmt import fmt_ns, fmt_pct, shorten
-from tui_prof.render.safe import md_code, md_text
+from tui_prof.render.safe import md_code, md_text, safe_text
 from tui_prof.render.summary import Code, lines_text, markdown_table, table
 
 
@@ -76,15 +76,19 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
             "metrics": [m["key"] for m in regs],
             "tripped": [{"key": m["key"], "reason": m["reason"]} for m in regs],
             "not_judged": [{"key": m["key"], "reason": m["reason"]} for m in result.metrics if m["better"] == "lower" and m["status"] == "n/a"],
+            "inconclusive": inconclusive(result),
             "exit_status": gate_status(result, fail_on_regression) if judged or regs else EXIT_NOTHING_LOADED,
         }
     return doc
 
 
 def gate_status(result: DiffResult, pct: float) -> int:
-    """The exit status of ``--fail-on-regression PCT``: EXIT_REGRESSION when something
+    """The exit status of ``--fail-on-regression PCT``: EXIT_INCONCLUSIVE when a gated metric
+    is unreliable on either side (``tuiprof check``), else EXIT_REGRESSION when something
     tripped, EXIT_NOTHING_LOADED when no lower-is-better metric could be judged (both
     sides lack the data), else EXIT_OK."""
+    if inconclusive(result):
+        return EXIT_INCONCLUSIVE
     if regressions(result, pct):
         return EXIT_REGRESSION
     return EXIT_OK if comparable(result) else EXIT_NOTHING_LOADED
@@ -226,7 +230,11 @@ def _verdict(result: DiffResult, pct: float | None) -> list[str]:
     out = [""]
     if skipped:
         out.append("Not judged (a side has no data): " + ", ".join(f"{m['label']} {_verdict_cell(m)}" for m in skipped))
-    if regs:
+    unsure = inconclusive(result)
+    if unsure:
+        out.append(f"INCONCLUSIVE: a gated metric is unreliable on a side (tuiprof check shows why) -> exit status {EXIT_INCONCLUSIVE}")
+        out += [f"  {safe_text(u['reason'])}" for u in unsure]
+    elif regs:
         out.append(
             f"REGRESSION beyond {pct:g}%: "
             + ", ".join(

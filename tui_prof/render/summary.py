@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, fmt_pct, shorten, sparkline
+from tui_prof.render.integrity import trust_mark
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 
 
@@ -58,7 +59,7 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
     )
     if summary["hotspots"]:
         out.append("")
-        out.append("Top kernels" + source_note(summary, "hotspots_source"))
+        out.append("Top kernels" + source_note(summary, "hotspots_source") + trust_mark(summary.get("trust"), "hotspots"))
         rows = [
             [
                 shorten(h["name"], name_width),
@@ -73,6 +74,7 @@ def summary_text(summary: Mapping[str, Any], name_width: int = 48) -> str:
             for h in summary["hotspots"]
         ]
         out.extend(table(["kernel", "calls", "total", "avg", "min", "max", "stddev", "%"], rows))
+    out.extend(trust_lines(summary))
     if "gpu" in summary:
         out.extend(analysis_lines(summary))
     if summary["warnings"]:
@@ -424,12 +426,66 @@ def _logs_section(summary: Mapping[str, Any]) -> list[Section]:
     return [("Known errors in log files", ["where", "code", "meaning"], rows, [])]
 
 
+# Report section title (its start) -> the summary key whose trust label marks it (issue 32).
+TITLE_SECTIONS = (
+    ("Measurements", "measurement"),
+    ("GPU busy", "gpu"),
+    ("Idle gaps", "gaps"),
+    ("Synchronisation", "sync"),
+    ("Launch overhead", "launch"),
+    ("Copies", "copies"),
+    ("Kernel time by launching operator", "hotspots_by_operator"),
+    ("Kernel time by module", "hotspots_by_module"),
+    ("Kernels by normalised name", "hotspots_by"),
+    ("Theoretical occupancy", "occupancy"),
+    ("Counters", "counters"),
+    ("Steps", "steps"),
+    ("Communication", "communication"),
+    ("Collectives", "stragglers"),
+    ("Ranks", "ranks"),
+    ("GPU memory", "memory"),
+)
+
+
+def _marked(summary: Mapping[str, Any], sections: list[Section]) -> list[Section]:
+    """Each section whose figures are degraded or unreliable with the mark in its title."""
+    trust = summary.get("trust")
+    if not trust:
+        return sections
+    out = []
+    for title, headers, rows, notes in sections:
+        key = next((k for prefix, k in TITLE_SECTIONS if title.startswith(prefix)), None)
+        out.append((title + trust_mark(trust, key) if key else title, headers, rows, notes))
+    return out
+
+
+def trust_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The sections that are not ``ok``, each with its first reason (nothing when all are)."""
+    trust = summary.get("trust") or {}
+    bad = [(k, v) for k, v in trust.items() if v["trust"] != "ok"]
+    if not bad:
+        return []
+    by_reason: dict[str, list[str]] = {}
+    for key, label in bad:
+        for reason in label["reasons"] or [label["trust"]]:
+            by_reason.setdefault(reason, []).append(key)
+    out = ["", "Trust (tuiprof check lists the evidence)"]
+    for reason, keys in sorted(by_reason.items(), key=lambda item: not item[0].startswith("unreliable")):
+        out.append(f"  {safe_text(reason)}")
+        out.append(f"    sections: {', '.join(keys)}")
+    return out
+
+
 def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 20) -> list[Section]:
     """Report sections as (title, headers, rows, notes), in report order; rendered as text or Markdown."""
     if "gpu" not in summary:
         return []
     if not shows_trace(summary):
-        return _stats_only_sections(summary, name_width)
+        return _marked(summary, _stats_only_sections(summary, name_width))
+    return _marked(summary, _all_sections(summary, name_width, max_gaps))
+
+
+def _all_sections(summary: Mapping[str, Any], name_width: int, max_gaps: int) -> list[Section]:
     return [
         *_measurement_section(summary),
         *_findings_section(summary),
@@ -600,6 +656,9 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time"
         + md_text(source_note(summary, "hotspots_source"), line_start=False)
     )
+    trust = trust_lines(summary)
+    if trust:
+        out += ["", f"## {md_text(trust[1], line_start=False)}", ""] + [md_text(line.strip()) + "  " for line in trust[2:]]
     for title, headers, rows, notes in _sections(summary, name_width=80):
         out += ["", f"## {md_text(title, line_start=False)}", ""]
         if rows:
@@ -615,7 +674,7 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     if summary["hotspots"]:
         out += [
             "",
-            "## Top kernels" + md_text(source_note(summary, "hotspots_source"), line_start=False),
+            "## Top kernels" + md_text(source_note(summary, "hotspots_source") + trust_mark(summary.get("trust"), "hotspots"), line_start=False),
             "",
             "| kernel | calls | total | avg | median | % |",
             "|---|---|---|---|---|---|",

@@ -139,7 +139,7 @@ def agent_record(agent: Agent) -> dict:
     ``rocpd-batched-gemm/28_results.db``, ``rocpd_info_agent.extdata``); packed firmware
     and capability words are written as integers as rocprofv3's CSV does.
     """
-    rec = {c.lower(): 0 for c in AGENT_INFO_COLUMNS}
+    rec: dict[str, object] = {c.lower(): 0 for c in AGENT_INFO_COLUMNS}
     rec.update(
         node_id=agent.node_id, logical_node_id=agent.logical_index, agent_type=agent.type, name=agent.name, product_name=agent.product, vendor_name=agent.vendor
     )

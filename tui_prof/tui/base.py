@@ -3,6 +3,7 @@ the help screen built from the app's own key rows, and quitting that stops runni
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
 
@@ -27,6 +28,10 @@ class ProfApp(App):
         """Quitting stops the loads still running (their threads are daemons, and this
         makes them stop reading within a second)."""
         cancel_loads()
+
+    def show_error(self, text: Text) -> None:
+        """A failed worker of the app itself (tui_prof.tui.workers.report_failure)."""
+        self.notify(text.plain, severity="error", timeout=10, markup=False)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

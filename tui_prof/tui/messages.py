@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from tui_prof.analysis.api import Finding, StepsSection
+
 
 class ShowTab(Message):
     """Show tab ``tab`` (a TabPane id of the main screen)."""
@@ -12,14 +14,6 @@ class ShowTab(Message):
     def __init__(self, tab: str) -> None:
         super().__init__()
         self.tab = tab
-
-
-class NeedPart(Message):
-    """A pane shows lazy part ``part`` of the run view (``RunView.ensure``): compute it now."""
-
-    def __init__(self, part: str) -> None:
-        super().__init__()
-        self.part = part
 
 
 class KernelSelected(Message):
@@ -50,7 +44,7 @@ class TimelineRequested(Message):
 class EvidenceRequested(Message):
     """Enter on a finding: show its evidence (a gap, a host row, a kernel, a tab)."""
 
-    def __init__(self, finding: dict) -> None:
+    def __init__(self, finding: Finding) -> None:
         super().__init__()
         self.finding = finding
 
@@ -72,10 +66,10 @@ class StepRequested(Message):
 
 
 class StepsChanged(Message):
-    """The steps pane took its steps from another range name: ``steps`` is the new summary
-    ``steps`` part (the timeline's step ticks follow it)."""
+    """The steps pane shows steps (the summary's, or taken from another range name):
+    ``steps`` is that summary section (the timeline's step ticks follow it)."""
 
-    def __init__(self, steps: dict) -> None:
+    def __init__(self, steps: StepsSection) -> None:
         super().__init__()
         self.steps = steps
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from textual import work
 from textual.app import SystemCommand
 from textual.message import Message
 from textual.screen import Screen
 
-from tui_prof.analysis.diff import DiffResult
+from tui_prof.analysis.api import DiffResult
 from tui_prof.loaders.base import LoadCancelled
 from tui_prof.model import RunSet
 from tui_prof.threads import use_daemon_threads
@@ -25,6 +24,7 @@ from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView, build_view, load_failure, load_runset
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.widgets.timeline import Timeline
+from tui_prof.tui.workers import thread_worker
 
 
 class DiffLoaded(Message):
@@ -74,7 +74,7 @@ class DiffApp(ProfApp):
         self.push_screen(self.diff_screen)
         self.load()
 
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    @thread_worker("loading the runs", group="load", exclusive=True)
     def load(self) -> None:
         try:
             a, b = (load_runset(source, use_cache=self.use_cache) for source in self.sources)

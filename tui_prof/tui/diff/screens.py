@@ -21,7 +21,7 @@ import pandas as pd
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -29,20 +29,20 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from tui_prof.analysis.diff import (
+from tui_prof.analysis.api import (
     DEFAULT_NOISE_PCT,
     DEFAULT_NOISE_PP,
     MATCH_MODES,
     DiffResult,
     diff_runsets,
+    group_key,
+    hotspots,
     rematch,
 )
-from tui_prof.analysis.hotspots import group_key, hotspots
 from tui_prof.model import RunSet
 from tui_prof.render.diff import DOMAIN_HEADERS, domain_rows, fmt_metric, metric_rows
 from tui_prof.render.fmt import fmt_ns, fmt_pct
 from tui_prof.render.safe import safe_text
-from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.drilldown import DISPATCH_COLUMNS
@@ -52,6 +52,7 @@ from tui_prof.tui.view.stats import TRACE_COMMAND, missing_trace
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.widgets.timeline import Timeline
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 DIFF_COLUMNS = (
     Column("key", "kernel", 40, "text"),
@@ -297,6 +298,7 @@ class DiffScreen(Screen):
 
     def show_result(self, result: DiffResult, keys: tuple[np.ndarray, np.ndarray]) -> None:
         """Fill every pane with ``result`` (its ``by`` is the match mode shown)."""
+        assert self.runsets is not None  # the runs are shown first
         a, b = self.runsets
         self.by, self.result, self.keys = result.by, result, keys
         c = result.counts()
@@ -307,7 +309,7 @@ class DiffScreen(Screen):
         self.query_one("#diff-title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
         self.query_one("#diff-metrics", Static).update(summary_renderable(result))
         table = self.query_one("#diff-table", TableView)
-        table.columns[0].title = f"kernel ({MATCH_LABELS[self.by]})"
+        table.set_title(0, f"kernel ({MATCH_LABELS[self.by]})")
         table.set_data(result.kernels, text_key="key")
         self.update_status()
         self._timeline_labels()
@@ -361,6 +363,7 @@ class DiffScreen(Screen):
 
     def key_rows(self, side: int, key: str) -> pd.DataFrame:
         """Dispatches of run ``side`` (0 = A, 1 = B) whose match key equals ``key``."""
+        assert self.views is not None and self.keys is not None  # the runs are shown first
         return self.views[side].kernels[self.keys[side] == key]
 
     # -- actions --------------------------------------------------------------------------
@@ -373,8 +376,9 @@ class DiffScreen(Screen):
         self.update_status()
         self._match(self.pending_by)
 
-    @work(thread=True, exclusive=True, group="diff-match", exit_on_error=False)
+    @thread_worker("kernel matching", group="diff-match", exclusive=True)
     def _match(self, by: str) -> None:
+        assert self.runsets is not None and self.views is not None and self.result is not None  # the action waits for them
         a, b = self.runsets
         result = rematch(self.result, a, b, by, rules=self.rules)
         if get_current_worker().is_cancelled:
@@ -382,7 +386,12 @@ class DiffScreen(Screen):
         keys = self.match_keys(self.views, by)
         if get_current_worker().is_cancelled:
             return
-        self.app.call_from_thread(self._matched, result, keys)
+        deliver(self, self._matched, result, keys)
+
+    def show_error(self, text: Text) -> None:
+        """A failed match mode in the status line (where it said "computing…")."""
+        self.pending_by = None
+        self.query_one("#diff-status", Static).update(text)
 
     def _matched(self, result: DiffResult, keys: tuple[np.ndarray, np.ndarray]) -> None:
         if self.pending_by != result.by:
@@ -434,14 +443,14 @@ class DiffScreen(Screen):
             tl.centre_on(start, end, lane)
 
     # -- events ---------------------------------------------------------------------------
-    @on(Timeline.ViewChanged)
-    def _view_changed(self, event: Timeline.ViewChanged) -> None:
+    @on(Timeline.WindowChanged)
+    def _window_changed(self, event: Timeline.WindowChanged) -> None:
         """Zoom link: apply the changed timeline's window to the other one."""
         tla, tlb = self._timelines()
         source = event.timeline
         other = tlb if source is tla else tla
         if other.model is not None and (other.t0, other.t1) != (source.t0, source.t1):
-            other.set_view(source.t0, source.t1)
+            other.set_window(source.t0, source.t1)
         self.query_one("#tl-status", Static).update(
             plain(
                 f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
@@ -519,7 +528,7 @@ class PairScreen(BackScreen):
         self.query_one("#pair-a", TableView).focus()
         self._select()
 
-    @work(thread=True, exclusive=True, group="pair", exit_on_error=False)
+    @thread_worker("dispatch pairs", group="pair", exclusive=True)
     def _select(self) -> None:
         sides = []
         for side, tag in ((0, "A"), (1, "B")):
@@ -527,7 +536,11 @@ class PairScreen(BackScreen):
             if get_current_worker().is_cancelled:
                 return
             sides.append((rows, pair_stats(tag, rows, self.by, self.rules)))
-        self.app.call_from_thread(self._show, sides)
+        deliver(self, self._show, sides)
+
+    def show_error(self, text: Text) -> None:
+        for tag in "ab":
+            self.query_one(f"#pair-{tag}-stats", Static).update(text)
 
     def _show(self, sides: list[tuple[pd.DataFrame, Text]]) -> None:
         for tag, (rows, stats) in zip("ab", sides):

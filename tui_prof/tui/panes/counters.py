@@ -14,14 +14,17 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Summary
 from tui_prof.render.roofline import roofline_lines
 from tui_prof.render.safe import safe_text
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import kernel_counters
+from tui_prof.tui.view.runview import RunView
+from tui_prof.tui.workers import COMPUTING
 
 
-def counters_renderable(doc: dict, name: str | None, explain: bool):
+def counters_renderable(doc: Summary, name: str | None, explain: bool):
     """Derived metrics of kernel ``name`` with their interpretation; with ``explain`` the
     formula, source and threshold of each; without counters, the rocprofv3 commands."""
     blocks = doc.get("counters") or []
@@ -127,8 +130,10 @@ def _absent_note(blocks: list[dict]) -> Text | None:
     return None
 
 
-class CountersPane(VerticalScroll, can_focus=True):
-    """Tab 5."""
+class CountersPane(Pane, VerticalScroll, can_focus=True):
+    """Tab 5: the summary's counters of the kernel selected in the hotspots."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "counters", "Counters", "5", "#counters-pane", "summary"
 
     BINDINGS = [Binding("x", "explain", "Formulas", id="counters.explain")]
 
@@ -136,7 +141,7 @@ class CountersPane(VerticalScroll, can_focus=True):
         super().__init__(id=id)
         self.explain = False
         self._kernel: str | None = None
-        self._doc: dict | None = None
+        self._doc: Summary | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(plain(COMPUTING, "dim italic"), id="counters-body")
@@ -150,27 +155,22 @@ class CountersPane(VerticalScroll, can_focus=True):
         self._kernel = name
         self._show()
 
-    def set_summary(self, doc: dict | None) -> None:
-        self._doc = doc or {}
-        self._show()
-
-    def prepare(self, doc: dict | None) -> tuple[str | None, bool, RenderableType]:
-        """The body for ``doc`` and the selection now: (kernel, explain, renderable); no
-        widget touched, so MainScreen builds it in a thread worker."""
+    def prepare(self, view: RunView) -> tuple[Summary, str | None, bool, RenderableType]:
+        """The summary and its body for the selection now: (summary, kernel, explain, renderable)."""
+        doc = view.summary
         kernel, explain = self._kernel, self.explain
-        return kernel, explain, counters_renderable(doc or {}, kernel, explain)
+        return doc, kernel, explain, counters_renderable(doc, kernel, explain)
 
-    def show_summary(self, doc: dict | None, prepared: tuple[str | None, bool, RenderableType]) -> None:
-        """``doc`` with the body :meth:`prepare` built; built again here only when the
-        selection or ``x`` changed meanwhile."""
-        self._doc = doc or {}
-        kernel, explain, renderable = prepared
+    def show(self, prepared: tuple[Summary, str | None, bool, RenderableType]) -> None:
+        """The body :meth:`prepare` built; built again here only when the selection or
+        ``x`` changed meanwhile."""
+        self._doc, kernel, explain, renderable = prepared
         if (kernel, explain) == (self._kernel, self.explain):
             self.query_one("#counters-body", Static).update(renderable)
         else:
             self._show()
 
-    def part_failed(self, text: Text) -> None:
+    def show_error(self, text: Text) -> None:
         self.query_one("#counters-body", Static).update(text)
 
     def action_explain(self) -> None:

@@ -15,12 +15,15 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Finding, Summary
 from tui_prof.render.fmt import fmt_bytes, fmt_ns
 from tui_prof.tui.messages import EvidenceRequested
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import findings_frame
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.workers import COMPUTING
 
 FINDING_COLUMNS = (
     Column("message", "finding", 60, "text"),
@@ -47,7 +50,7 @@ def _fmt_number(key: str, value) -> str:
     return str(value)
 
 
-def finding_detail(finding: dict | None) -> Table | Text:
+def finding_detail(finding: Finding | None) -> Table | Text:
     """Severity, code, message, the numbers behind it and the fix of one finding."""
     if finding is None:
         return plain("No findings: nothing crossed a threshold.", "dim")
@@ -64,9 +67,9 @@ def finding_detail(finding: dict | None) -> Table | Text:
     return grid
 
 
-def findings_rows(doc: dict | None) -> tuple[list[dict], pd.DataFrame]:
+def findings_rows(doc: Summary | None) -> tuple[list[Finding], pd.DataFrame]:
     """The summary's findings and the table's rows (no widget touched: runs in a thread)."""
-    return list((doc or {}).get("findings") or []), findings_frame(doc)
+    return list(doc["findings"] if doc is not None else []), findings_frame(doc)
 
 
 class FindingsTable(TableView):
@@ -78,14 +81,16 @@ class FindingsTable(TableView):
         return action not in ("sort", "sort_dir")  # the analysis' rank order is the order
 
 
-class FindingsPane(Vertical):
-    """Tab 4."""
+class FindingsPane(Pane, Vertical):
+    """Tab 4: the summary's findings."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "findings", "Findings", "4", "#findings-table", "summary"
 
     DEFAULT_CSS = "FindingsPane { height: 1fr; }"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.findings: list[dict] = []
+        self.findings: list[Finding] = []
 
     def compose(self) -> ComposeResult:
         yield FindingsTable(list(FINDING_COLUMNS), id="findings-table")
@@ -96,13 +101,12 @@ class FindingsPane(Vertical):
     def table(self) -> FindingsTable:
         return self.query_one("#findings-table", FindingsTable)
 
-    def set_summary(self, doc: dict | None) -> None:
-        self.show_findings(findings_rows(doc))
+    def prepare(self, view: RunView) -> tuple[list[Finding], pd.DataFrame]:
+        return findings_rows(view.summary)
 
-    def show_findings(self, rows: tuple[list[dict], pd.DataFrame]) -> None:
-        """Show the findings and their table rows built by :func:`findings_rows` (in a
-        thread worker by MainScreen: only the hand-over runs on the event loop)."""
-        self.findings, frame = rows
+    def show(self, prepared: tuple[list[Finding], pd.DataFrame]) -> None:
+        """Show the findings and their table rows built by :func:`findings_rows`."""
+        self.findings, frame = prepared
         table = self.table
         had_focus = table.has_focus
         table.set_data(frame, text_key="message")
@@ -110,10 +114,10 @@ class FindingsPane(Vertical):
             table.focus()
         self.show_finding()
 
-    def part_failed(self, text: Text) -> None:
+    def show_error(self, text: Text) -> None:
         self.query_one("#finding-detail", Static).update(text)
 
-    def current_finding(self) -> dict | None:
+    def current_finding(self) -> Finding | None:
         row = self.table.current_row
         return self.findings[int(row["rank"]) - 1] if row is not None else None
 

@@ -3,18 +3,20 @@ capabilities and the run's warnings (analysis.capability via the summary)."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Summary
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_bytes, fmt_ids
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.scroll import KeyScroll
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 
 def _opt(value) -> str:
@@ -68,7 +70,7 @@ def agents_renderable(runset: RunSet) -> Table | str:
     return table
 
 
-def capabilities_renderable(doc: dict):
+def capabilities_renderable(doc: Summary):
     """Per group of GPU agents with equal capabilities: capabilities and notes from
     analysis.capability, then run warnings."""
     parts: list = []
@@ -87,8 +89,8 @@ def capabilities_renderable(doc: dict):
         )
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
-        for key in ("counters", "pc_sampling", "thread_trace", "rocprof_compute", "roofline"):
-            table.add_row(key.replace("_", " "), plain(str(caps.get(key))))
+        for field in ("counters", "pc_sampling", "thread_trace", "rocprof_compute", "roofline"):
+            table.add_row(field.replace("_", " "), plain(str(caps.get(field))))
         limits = caps.get("limits")
         if limits:
             table.add_row("limits", plain(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in limits.items() if v is not None)))
@@ -106,39 +108,36 @@ def capabilities_renderable(doc: dict):
     return Group(*parts) if parts else plain("No GPU agent information: capabilities unknown.", "dim")
 
 
-class HardwarePane(KeyScroll):
-    """Tab 3; scrolls with the table keys."""
+class HardwarePane(Pane, KeyScroll):
+    """Tab 3: the run's agents (from the first screen, built in a worker) and the summary's
+    capabilities and warnings; scrolls with the table keys."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "hardware", "Hardware", "3", "#hardware-pane", "summary"
 
     def compose(self) -> ComposeResult:
         yield Static("", id="hardware-body")
         yield Static(plain(COMPUTING, "dim italic"), id="capabilities-body")
 
-    def set_runset(self, runset: RunSet) -> None:
-        """Show the run's agents, built in a thread worker (a 64-rank run's table of agents
-        takes ≈ 10 ms, which the first screen's turn of the event loop should not hold)."""
-        self._agents(runset)
+    def set_view(self, view: RunView) -> None:
+        """Show the run's agents, built in a thread worker (the table of a run of many
+        processes' agents should not hold the first screen's turn of the event loop)."""
+        self._agents(view.runset)
 
-    # a description: else Textual names the worker by the repr of its arguments, on the
-    # event loop (a RunSet is a dataclass: the repr of every table, 1.7 s at 64 ranks)
-    @work(thread=True, exclusive=True, group="hardware-agents", exit_on_error=False, description="hardware agents")
+    @thread_worker("agents", group="hardware-agents", exclusive=True)
     def _agents(self, runset: RunSet) -> None:
-        renderable: Table | str | Text
-        try:
-            renderable = agents_renderable(runset)
-        except Exception as err:  # said in the pane, never as a traceback
-            renderable = plain(f"agents: could not be shown: {type(err).__name__}: {err}", "red")
-        self.app.call_from_thread(self.show_agents, renderable)
+        deliver(self, self.show_agents, agents_renderable(runset))
 
-    def show_agents(self, renderable) -> None:
+    def show_agents(self, renderable: RenderableType) -> None:
         self.query_one("#hardware-body", Static).update(renderable)
 
-    def set_summary(self, doc: dict | None) -> None:
-        self.show_capabilities(capabilities_renderable(doc or {}))
+    def prepare(self, view: RunView) -> RenderableType:
+        return capabilities_renderable(view.summary or {})
 
-    def show_capabilities(self, renderable) -> None:
-        """Show what :func:`capabilities_renderable` built (in a thread worker by
-        MainScreen: only the update runs on the event loop)."""
-        self.query_one("#capabilities-body", Static).update(renderable)
+    def show(self, prepared: RenderableType) -> None:
+        """What :func:`capabilities_renderable` built."""
+        self.query_one("#capabilities-body", Static).update(prepared)
 
-    def part_failed(self, text: Text) -> None:
-        self.query_one("#capabilities-body", Static).update(text)
+    def show_error(self, text: Text) -> None:
+        """A failed summary in the capabilities' place; failed agents in theirs."""
+        target = "#hardware-body" if text.plain.startswith("agents:") else "#capabilities-body"
+        self.query_one(target, Static).update(text)

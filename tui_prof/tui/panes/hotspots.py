@@ -1,4 +1,5 @@
-"""Hotspots pane: the measurement table line, the hotspot table, its status and filter box.
+"""Hotspots pane: the measurement table line, the hotspot table, its status and filter box;
+the profiler's statistics tables in the same table (``v``).
 
 Grouping (``b``) runs analysis.hotspots in a thread worker the first time a grouping is
 shown; the pane shows "computing…" in its status line meanwhile.
@@ -6,11 +7,10 @@ shown; the pane shows "computing…" in its status line meanwhile.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -18,16 +18,17 @@ from textual.events import Key
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
-from tui_prof.analysis.stats import KERNEL_STATS
-from tui_prof.analysis.stats import source_label as stats_source
-from tui_prof.render.fmt import fmt_ns
+from tui_prof.analysis.api import KERNEL_STATS, Summary
+from tui_prof.analysis.api import source_label as stats_source
+from tui_prof.render.fmt import fmt_ns, fmt_pct
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
-from tui_prof.tui.panes import COMPUTING
-from tui_prof.tui.panes.stats import STATS_COLUMNS, fmt_percent, stats_measurement_text, stats_status
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.runview import RunView
-from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.view.stats import StatsFrame
+from tui_prof.tui.widgets.table import Column, TableModel, TableView
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 HOTSPOT_COLUMNS = (
     Column("name", "name", 60, "text"),
@@ -41,10 +42,68 @@ HOTSPOT_COLUMNS = (
     Column("stddev_ns", "stddev", 9, "ns"),
 )
 
+# the profiler's statistics tables, shown in place of the hotspots (v; data: tui_prof.tui.view.stats)
+STATS_COLUMNS = (
+    Column("name", "name", 60, "text"),
+    Column("total_ns", "total", 9, "ns"),
+    Column("percent", "%", 7, "pct"),
+    Column("calls", "calls", 7),
+    Column("avg_ns", "avg", 9, "ns"),
+    Column("min_ns", "min", 9, "ns"),
+    Column("max_ns", "max", 9, "ns"),
+    Column("stddev_ns", "stddev", 9, "ns"),
+)
+
+
+def stats_status(table: StatsFrame, model: TableModel, source: str, others: int) -> str:
+    """The status line of a statistics table: which table, rows, sort, what % means, the
+    key to the next table, where it came from."""
+    sort = f"{model.sort_key} {'↓' if model.descending else '↑'}" if model.sort_key else "none"
+    pct = "%: the profiler's Percentage" if table.processes == 1 else f"%: of {table.processes} processes' total"
+    text = f"{table.key} · {len(model)}/{len(model.frame)} rows · sort {sort} · {pct}"
+    if model.pattern:
+        text += f" · filter /{model.pattern}/"
+    if others:
+        text += f" · v: next of {others + 1} tables"
+    return f"{text} · {source}"
+
+
+def fmt_percent(value) -> str:
+    """The profiler's Percentage as it writes it (two decimals)."""
+    return fmt_pct(value, 2)
+
+
+def stats_measurement_text(doc: Summary) -> Text:
+    """The measurement line of a run without a trace: what the statistics give (kernel
+    calls and time, GEMM share, copy time) and that the rest needs a trace."""
+    text = plain()
+    kernels = doc["kernels"]
+
+    def item(label: str, value: str) -> None:
+        if len(text):
+            text.append(" · ", "dim")
+        text.append(f"{label} ", "dim")
+        text.append(value, "bold")
+
+    if kernels["dispatches"]:
+        item("kernels", f"{kernels['dispatches']:,}")
+        item("kernel time", fmt_ns(kernels["total_ns"]))
+        ktime = kernels["total_ns"]
+        gemm = doc.get("categories", {}).get("GEMM", 0)
+        item("GEMM", fmt_pct(100.0 * gemm / ktime) if ktime else "-")
+    copies = next((t for t in doc["stats"]["tables"] if t["key"] == "memory_copy_stats"), None)
+    if copies is not None:
+        item("copies", f"{copies['calls']:,} ({fmt_ns(copies['total_ns'])})")
+    if len(text):
+        text.append(" · ", "dim")
+    text.append(f"{doc['stats']['source']}: span, sync, launch and idle need a trace (2)", "dim italic")
+    return text
+
+
 NO_DISPATCHES = "statistics only: no dispatches to show (record them with rocprofv3 --kernel-trace)"
 
 
-def measurement_text(doc: dict | None) -> Text:
+def measurement_text(doc: Summary | None) -> Text:
     """The measurement table (``doc["measurement"]`` of analysis.summary) as one wrapped line.
 
     span = wall time; GEMM = GEMM share of kernel time; exposed sync = the part of the
@@ -68,18 +127,18 @@ def measurement_text(doc: dict | None) -> Text:
 
     item("span", fmt_ns(m["span_ns"]))
     item("kernels", f"{m['kernel_count']:,}")
-    item("GEMM", f"{m['gemm_pct_of_kernel_time']:.1f}%")
+    item("GEMM", fmt_pct(m["gemm_pct_of_kernel_time"]))
     raw, target = m["sync_pct_of_wall"], m["sync_target_pct"]
     exposed = m.get("exposed_sync_pct_of_wall")
     sync = raw if exposed is None else exposed
-    value = f"{sync:.1f}%" + (f" (>{target:g}%)" if sync > target else "")
-    if exposed is not None and f"{raw:.1f}" != f"{exposed:.1f}":
-        value += f", raw {raw:.1f}%"
+    value = fmt_pct(sync) + (f" (>{target:g}%)" if sync > target else "")
+    if exposed is not None and fmt_pct(raw) != fmt_pct(exposed):
+        value += f", raw {fmt_pct(raw)}"
     item("sync" if exposed is None else "exposed sync", value, sync > target)
     queue = m.get("median_queue_delay_ns")
-    item("launch", f"{m['launch_api_pct_of_wall']:.1f}%" + (f" (queue {fmt_ns(queue)})" if queue is not None else ""))
-    item("idle", f"{m['idle_pct']:.1f}%")
-    item("copy", f"{m['copy_pct_of_wall']:.1f}%")
+    item("launch", fmt_pct(m["launch_api_pct_of_wall"]) + (f" (queue {fmt_ns(queue)})" if queue is not None else ""))
+    item("idle", fmt_pct(m["idle_pct"]))
+    item("copy", fmt_pct(m["copy_pct_of_wall"]))
     return text
 
 
@@ -88,10 +147,12 @@ def next_group(groups: tuple[str, ...], current: str) -> str:
     return groups[(groups.index(current) + 1) % len(groups)] if current in groups else groups[0]
 
 
-class HotspotsPane(Vertical):
-    """Tab 1. Posts :class:`KernelSelected` when the row under the cursor changes,
+class HotspotsPane(Pane, Vertical):
+    """Tab 1: the hotspot table (from the first screen) and the summary's measurement line.
+    Posts :class:`KernelSelected` when the row under the cursor changes,
     :class:`DispatchesRequested` on Enter and :class:`TimelineRequested` on ``t``."""
 
+    TAB, TITLE, KEY, FOCUS, PIECE = "hotspots", "Hotspots", "1", "#hotspot-table", "summary"
     DEFAULT_CSS = "HotspotsPane { height: 1fr; }"
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="hotspots.filter"),
@@ -141,16 +202,20 @@ class HotspotsPane(Vertical):
         self.fill()
         self.table.focus()
 
-    def set_summary(self, doc: dict | None) -> None:
-        self.show_measurement(measurement_text(doc))
+    def prepare(self, view: RunView) -> Text:
+        return measurement_text(view.summary)
 
-    def show_measurement(self, text: Text) -> None:
-        """Show the measurement line built by :func:`measurement_text` (in a thread worker
-        by MainScreen: only the update runs on the event loop)."""
-        self.query_one("#measure", Static).update(text)
+    def show(self, prepared: Text) -> None:
+        """The measurement line built by :func:`measurement_text`."""
+        self.query_one("#measure", Static).update(prepared)
 
-    def part_failed(self, text: Text) -> None:
-        self.query_one("#measure", Static).update(text)
+    def show_error(self, text: Text) -> None:
+        """A grouping's failure in the status line (where it said "computing…"), else the summary's in the measurement line."""
+        if self.pending_group is not None:
+            self.pending_group = None
+            self.query_one("#hot-status", Static).update(text)
+        else:
+            self.query_one("#measure", Static).update(text)
 
     @property
     def selection(self) -> tuple[str, str | None]:
@@ -160,6 +225,7 @@ class HotspotsPane(Vertical):
 
     # -- table ------------------------------------------------------------------------------
     def fill(self) -> None:
+        assert self.view is not None  # filled from set_view on
         if self.stats_key is not None:
             self.fill_stats()
             return
@@ -170,7 +236,7 @@ class HotspotsPane(Vertical):
         frame = self.view.hotspots(self.group)
         pattern = table.model.pattern if table.model else ""
         sort = (table.model.sort_key, table.model.descending) if table.model and table.model.sort_key else ("total_ns", True)
-        table.columns[0].title = self.group
+        table.set_title(0, self.group)
         table.set_data(frame, text_key="name", sort=sort)
         if pattern:
             table.apply_filter(pattern)
@@ -272,12 +338,15 @@ class HotspotsPane(Vertical):
         self.query_one("#hot-status", Static).update(plain(f"grouping by {group}: {COMPUTING}", "dim italic"))
         self._group_worker(self.view, group)
 
-    @work(thread=True, group="grouping", exclusive=True, exit_on_error=False)
+    def action_group_by(self, group: str) -> None:
+        self.group_by(group)
+
+    @thread_worker("grouping", group="grouping", exclusive=True)
     def _group_worker(self, view: RunView, group: str) -> None:
         view.group_column(group)
         if not get_current_worker().is_cancelled:
             view.hotspots(group)
-            self.app.call_from_thread(self.show_group, group)
+            deliver(self, self.show_group, group)
 
     def show_group(self, group: str) -> None:
         if self.pending_group not in (None, group):
@@ -296,14 +365,13 @@ class HotspotsPane(Vertical):
 
     def _set_columns(self, columns) -> None:
         table = self.table
-        table.columns = [dataclasses.replace(c) for c in columns]
-        table.col_cursor, table.col_offset = 0, 1
+        table.set_columns(list(columns))
 
     def fill_stats(self) -> None:
         table = self.table
         frame = self.current_stats
         self._set_columns(STATS_COLUMNS)
-        table.columns[0].title = f"{frame.key} ({frame.domain})"
+        table.set_title(0, f"{frame.key} ({frame.domain})")
         table.formatters["percent"] = fmt_percent
         table.set_data(frame.frame, text_key="name", sort=("total_ns", True))
         self.update_status()

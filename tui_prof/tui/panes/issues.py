@@ -7,15 +7,18 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from tui_prof.analysis.api import Summary
 from tui_prof.model import RunSet
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.scroll import KeyScroll
+from tui_prof.tui.workers import COMPUTING
 
 
-def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
+def issues_renderable(runset: RunSet, doc: Summary | None) -> Table | str:
     """Per-file load issues, then the summary's log hits (``doc["logs"]``)."""
-    logs = (doc or {}).get("logs") or []
+    logs = doc["logs"] if doc is not None else []
     if not runset.issues and not logs:
         return "Every file loaded; no issues."
     table = Table(expand=True, show_edge=False)
@@ -29,14 +32,19 @@ def issues_renderable(runset: RunSet, doc: dict | None) -> Table | str:
     return table
 
 
-class IssuesPane(KeyScroll):
-    """Tab 6; scrolls with the table keys."""
+class IssuesPane(Pane, KeyScroll):
+    """Tab 6: the load issues and the summary's log hits; scrolls with the table keys."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "issues", "Issues", "6", "#issues-pane", "summary"
 
     def compose(self) -> ComposeResult:
         yield Static(plain(COMPUTING, "dim italic"), id="issues-body")
 
-    def set_summary(self, runset: RunSet, doc: dict | None) -> None:
-        self.query_one("#issues-body", Static).update(issues_renderable(runset, doc))
+    def prepare(self, view: RunView) -> Table | str:
+        return issues_renderable(view.runset, view.summary)
 
-    def part_failed(self, text: Text) -> None:
+    def show(self, prepared: Table | str) -> None:
+        self.query_one("#issues-body", Static).update(prepared)
+
+    def show_error(self, text: Text) -> None:
         self.query_one("#issues-body", Static).update(text)

@@ -1,27 +1,29 @@
-"""Ranks pane (tab 7): one row per process of the run (analysis.ranks via the summary's
-``ranks``), sortable; the straggler and communication in the header; Enter on a rank posts
-:class:`~tui_prof.tui.messages.RankOpened` and the screen opens that rank's own panes."""
+"""Ranks pane (tab 7): one row per process of the run, sortable; the straggler and
+communication in the header; Enter on a rank posts :class:`~tui_prof.tui.messages.RankOpened`
+and the screen opens that rank's own panes.
+
+Its rows come from one path: the load (tui_prof.tui.view.rankrows.RankRows, the sections
+analysis.ranks computes, as the processes load and once all are in), handed down by the
+screen (:meth:`RanksPane.show_rows`); it needs no lazy piece of the view."""
 
 from __future__ import annotations
 
 import pandas as pd
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui_prof.analysis import ranks
-from tui_prof.analysis.api import run_inputs
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.model import RunSet
-from tui_prof.render.fmt import fmt_ns, fmt_value
+from tui_prof.render.fmt import fmt_ns, fmt_pct, fmt_value
 from tui_prof.tui.messages import RankOpened
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.rankrows import PENDING, PENDING_RANK
+from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.workers import COMPUTING
 
 RANK_COLUMNS = (
     Column("rank", "rank", 6, "int"),
@@ -73,11 +75,11 @@ def ranks_header(doc: dict | None) -> Text:
     if strag.get("rank") is not None:
         parts.append(
             f"straggler: rank {strag['rank']} (last at {strag['last_in']} of {strag['instances']} collectives); "
-            f"the others wait {fmt_ns(strag['others_wait_ns'])} ({strag['others_wait_pct']:.1f} % of their time)"
+            f"the others wait {fmt_ns(strag['others_wait_ns'])} ({fmt_pct(strag['others_wait_pct'])} of their time)"
         )
     comm = doc.get("communication") or {}
     if comm.get("kernel_ns"):
-        parts.append(f"communication {comm['pct_of_time']:.1f} % of time, {comm['overlap_pct']:.1f} % of it overlaps compute")
+        parts.append(f"communication {fmt_pct(comm['pct_of_time'])} of time, {fmt_pct(comm['overlap_pct'])} of it overlaps compute")
     busbw = [f"{t['type']} {t['bus_bandwidth_gbs']:.2f} GB/s" for t in comm.get("by_type", []) if t.get("bus_bandwidth_gbs") is not None]
     if busbw:  # only where the trace records message sizes (docs/metrics.md, Collective bandwidth)
         parts.append("bus bandwidth " + ", ".join(busbw))
@@ -98,8 +100,10 @@ class RanksTable(TableView):
     BINDINGS = [Binding("enter", "select", "Open rank", id="ranks.open")]
 
 
-class RanksPane(Vertical):
-    """Tab 7."""
+class RanksPane(Pane, Vertical):
+    """Tab 7, for runs of several processes."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "ranks", "Ranks", "7", "#ranks-table", None
 
     DEFAULT_CSS = "RanksPane { height: 1fr; } #ranks-header { height: auto; max-height: 3; }"
 
@@ -143,33 +147,11 @@ class RanksPane(Vertical):
         self.query_one("#ranks-header", Static).update(header, layout=final or not self.loading)
         self.final, self.loading = final, not final
 
-    def set_runset(self, runset: RunSet) -> None:
-        """Fill the table as soon as the run is loaded, before the whole summary, unless the
-        app has shown every rank's row while loading (:meth:`show_rows`): the rank analysis
-        alone (analysis.ranks) in a thread worker; the summary's ``ranks`` (the same rows)
-        replace it when that part is shown."""
-        if len(runset.runs) > 1 and not self.final:
-            self._rank_rows(runset)
+    @classmethod
+    def available(cls, view: RunView | None) -> bool:
+        return view is not None and len(view.runset.runs) > 1
 
-    # a description: else Textual names the worker by the repr of its arguments (the RunSet)
-    @work(thread=True, exclusive=True, group="ranks", exit_on_error=False, description="rank rows")
-    def _rank_rows(self, runset: RunSet) -> None:
-        inputs = run_inputs(runset)
-        rows, comm, strag = ranks.ranks_sections(
-            [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
-        )
-        doc = {"ranks": rows, "communication": comm, "stragglers": strag}
-        self.app.call_from_thread(self._early, doc, [r.label for r in inputs])
-
-    def _early(self, doc: dict, labels: list[str]) -> None:
-        if not self.final:  # the summary's rows have not come first (pending rows are replaced)
-            self.set_summary(doc, labels)
-
-    def set_summary(self, doc: dict | None, labels: list[str]) -> None:
-        """The summary's rank sections (the rows of every rank)."""
-        self.show_rows(doc or {}, labels, 0, 0, final=True)
-
-    def part_failed(self, text: Text) -> None:
+    def show_error(self, text: Text) -> None:
         self.query_one("#ranks-header", Static).update(text)
 
     @on(TableView.Selected, "#ranks-table")

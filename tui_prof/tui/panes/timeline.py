@@ -16,15 +16,17 @@ from textual.containers import Vertical
 from textual.events import DescendantFocus
 from textual.widgets import Static
 
+from tui_prof.analysis.api import StepsSection
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.glyphs import to_ascii, use_ascii
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.view.stats import missing_trace
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.timeline import Timeline
+from tui_prof.tui.workers import COMPUTING
 
 # the legend: (glyph, style, label) as drawn by tui_prof.tui.widgets.timeline
 LEGEND = (
@@ -55,8 +57,11 @@ def legend(ascii: bool = False, ranks: bool = False) -> Text:
     return text
 
 
-class TimelinePane(Vertical):
-    """Tab 2. ``selection`` (grouping, value) is the hotspot row the ``c``/``t`` jumps use."""
+class TimelinePane(Pane, Vertical):
+    """Tab 2: the lanes of the view's ``timeline`` piece. ``selection`` (grouping, value) is
+    the hotspot row the ``c``/``t`` jumps use."""
+
+    TAB, TITLE, KEY, FOCUS, PIECE = "timeline", "Timeline", "2", "#timeline-view", "timeline"
 
     DEFAULT_CSS = "TimelinePane { height: 1fr; } #tl-missing { height: 1fr; padding: 1 2; }"
 
@@ -102,6 +107,12 @@ class TimelinePane(Vertical):
         self.timeline.display = not missing
         self.query_one("#tl-legend").display = not missing
 
+    def prepare(self, view: RunView) -> TimelineModel:
+        return view.timeline
+
+    def show(self, prepared: TimelineModel) -> None:
+        self.set_model(prepared)
+
     def set_model(self, model: TimelineModel) -> None:
         self.timeline.set_model(model)
         if self.timeline.display:
@@ -109,7 +120,7 @@ class TimelinePane(Vertical):
         else:
             self.query_one("#tl-status", Static).update(plain("no trace: nothing to draw", "dim"))
 
-    def part_failed(self, text: Text) -> None:
+    def show_error(self, text: Text) -> None:
         self.query_one("#tl-status", Static).update(text)
 
     @on(DescendantFocus)
@@ -131,8 +142,8 @@ class TimelinePane(Vertical):
             self.query_one("#tl-header").display = bool(header)
             self.query_one("#tl-legend", Static).update(legend(use_ascii(), ranks=self.timeline.showing_ranks))
 
-    @on(Timeline.ViewChanged, "#timeline-view")
-    def _view_changed(self, event: Timeline.ViewChanged) -> None:
+    @on(Timeline.WindowChanged, "#timeline-view")
+    def _window_changed(self, event: Timeline.WindowChanged) -> None:
         self._show_status()
 
     @on(Timeline.CentreRequested, "#timeline-view")
@@ -169,9 +180,9 @@ class TimelinePane(Vertical):
         lane, start, end = gap
         timeline.call_after_refresh(timeline.centre_on, start, end, lane if lane >= 0 else None)
 
-    def set_steps(self, doc: dict | None, origin: int) -> None:
-        """The summary's steps (relative to the timeline's origin): ruler ticks and ``[``/``]`` jumps."""
-        rows = ((doc or {}).get("steps") or {}).get("steps") or []
+    def set_steps(self, steps: StepsSection | None, origin: int) -> None:
+        """The steps shown by the steps pane (relative to the timeline's origin): ruler ticks and ``[``/``]`` jumps."""
+        rows = steps["steps"] if steps is not None else []
         starts = np.array([r["start_ns"] - origin for r in rows], dtype=np.int64)
         self.timeline.set_steps(starts, starts + np.array([r["wall_ns"] for r in rows], dtype=np.int64))
 
@@ -181,7 +192,7 @@ class TimelinePane(Vertical):
         timeline = self.timeline
         if timeline.model is not None and timeline.model.shifted:
             timeline.show_ranks(False)
-        timeline.call_after_refresh(timeline.set_view, max(start, 0), end)  # a step may start before the first traced event
+        timeline.call_after_refresh(timeline.set_window, max(start, 0), end)  # a step may start before the first traced event
 
     def show_window(self, start: int, end: int, lane: int) -> None:
         """Centre on [start, end) of lane ``lane`` of every lane (a host or copy row: the rank

@@ -8,18 +8,18 @@ import pandas as pd
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.view.dispatch import DispatchDetail, dispatch_detail
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.timeline import Timeline
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 
 def detail_renderable(detail: DispatchDetail) -> Table | Group:
@@ -61,7 +61,7 @@ class DispatchDetailScreen(BackScreen):
             self._centre()
         self._prepare()
 
-    @work(thread=True, exclusive=True, group="dispatch-detail", exit_on_error=False)
+    @thread_worker("dispatch detail", group="dispatch-detail", exclusive=True)
     def _prepare(self) -> None:
         """The lanes, the launch links and this dispatch's detail, off the event loop."""
         self.view.ensure("timeline")
@@ -71,7 +71,10 @@ class DispatchDetailScreen(BackScreen):
         if get_current_worker().is_cancelled:
             return
         detail = dispatch_detail(self.view, self.row)
-        self.app.call_from_thread(self._prepared, detail)
+        deliver(self, self._prepared, detail)
+
+    def show_error(self, text: Text) -> None:
+        self.query_one("#detail", Static).update(text)
 
     def _prepared(self, detail: DispatchDetail) -> None:
         self.detail = detail

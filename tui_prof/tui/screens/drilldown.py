@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import pandas as pd
-from textual import on, work
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
-from tui_prof.tui.panes import COMPUTING
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.detail import DispatchDetailScreen
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 DISPATCH_COLUMNS = (
     Column("t", "start", 12, "ns"),
@@ -48,10 +49,12 @@ class DispatchesScreen(BackScreen):
         self.query_one("#dispatches", TableView).focus()
         self._select()
 
-    @work(thread=True, exclusive=True, group="dispatches", exit_on_error=False)
+    @thread_worker("dispatches", group="dispatches", exclusive=True)
     def _select(self) -> None:
-        rows = self.view.dispatches(self.group, self.value)
-        self.app.call_from_thread(self._show, rows)
+        deliver(self, self._show, self.view.dispatches(self.group, self.value))
+
+    def show_error(self, text: Text) -> None:
+        self.query_one("#disp-status", Static).update(text)
 
     def _show(self, rows: pd.DataFrame) -> None:
         self.rows = rows

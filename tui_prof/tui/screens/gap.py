@@ -5,8 +5,8 @@ gap; both are selected in a thread worker."""
 
 from __future__ import annotations
 
+import pandas as pd
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
@@ -16,6 +16,7 @@ from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.view.dispatch import GapHost, gap_host
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
+from tui_prof.tui.workers import deliver, thread_worker
 
 HOST_CALL_COLUMNS = (
     Column("t", "start", 12, "ns"),
@@ -49,7 +50,7 @@ class GapScreen(BackScreen):
 
     def title_text(self) -> Text:
         """Gap, length, start, the dominant host op (once known) and the cause."""
-        gap = self.view.gaps.iloc[self.gap_index]
+        gap = self.gap
         origin = self.view.origin
         text = f"gap {self.gap_index + 1}: GPU{int(gap['agent'])} idle {fmt_ns(gap['duration_ns'])} from {fmt_ns(int(gap['start']) - origin)}"
         dominant = self.host.dominant if self.host is not None else None
@@ -58,25 +59,37 @@ class GapScreen(BackScreen):
         text += f" · cause: {gap['cause']}" + (f" ({gap['api_cause']})" if gap["api_cause"] else "")
         return plain(text, no_wrap=True, overflow="ellipsis")  # names from the trace: never markup
 
+    @property
+    def gap(self) -> pd.Series:
+        gaps = self.view.gaps
+        assert gaps is not None  # the screen opens on a gap of the run
+        return gaps.iloc[self.gap_index]
+
     def compose(self) -> ComposeResult:
-        gap = self.view.gaps.iloc[self.gap_index]
+        gap = self.gap
         yield Static(self.title_text(), id="gap-title", classes="title")
         yield Static(
             plain(f"before: {gap['prev_name']}  →  after: {gap['next_name']}", no_wrap=True, overflow="ellipsis"),
             classes="status",
         )
+        yield Static("", id="gap-error", classes="status")
         yield TableView(list(HOST_OP_COLUMNS), id="gap-ops")
         yield TableView(list(HOST_CALL_COLUMNS), id="gap-calls")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#gap-error").display = False
         self.query_one("#gap-calls", TableView).focus()
         self._select()
 
-    @work(thread=True, exclusive=True, group="gap-calls", exit_on_error=False)
+    @thread_worker("host calls in the gap", group="gap-calls", exclusive=True)
     def _select(self) -> None:
-        host = gap_host(self.view, self.gap_index)
-        self.app.call_from_thread(self._show, host)
+        deliver(self, self._show, gap_host(self.view, self.gap_index))
+
+    def show_error(self, text: Text) -> None:
+        error = self.query_one("#gap-error", Static)
+        error.update(text)
+        error.display = True
 
     def _show(self, host: GapHost) -> None:
         self.host = host

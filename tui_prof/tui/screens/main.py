@@ -1,17 +1,28 @@
-"""The main screen: title, load progress, and the panes as tabs (keys 1-8: 7 ranks for runs of several processes, 8 steps for runs with steps); the rank screen.
+"""The run screen: title, load progress, and the panes as tabs; it owns the run's lifecycle.
 
-It composes the panes and routes: data goes down (``set_view``, ``fill_part``), the
-panes' requests come up as messages (tui_prof.tui.messages) and are sent on to the pane
-or screen that answers them. It holds no analysis of its own.
+Load → first screen → pieces → panes (docs/architecture.md draws it):
+
+1. the app loads the run and hands the screen its view (:meth:`MainScreen.show_view`; a
+   rank's screen builds its own view of one process, in a worker) — or, for a run of
+   several processes, the rank rows while the processes load (:meth:`show_ranks_loading`);
+2. the first screen: every pane's :meth:`~tui_prof.tui.pane.Pane.set_view` (what needs no
+   analysis), the tabs each pane says are available;
+3. once that screen is painted, the lazy pieces of the view (``RunView.PIECES``) are computed
+   by the one piece worker: the shown tab's piece first, then, in the background, each piece
+   in order; a tab shown later asks for its own piece at once (:meth:`need`);
+4. each piece goes to the panes that declare it (``Pane.PIECE``): ``prepare`` in the worker,
+   ``show`` on the event loop, one pane per turn of the loop; a failed piece is a one-line
+   message in each of its panes (tui_prof.tui.workers.report_failure), never "computing…" forever.
+
+The readiness of every piece is one table (:attr:`MainScreen.pieces`), written on the event
+loop only. The panes' requests come up as messages (tui_prof.tui.messages) and the screen
+sends them on to the pane or screen that answers them. It holds no analysis of its own.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable
-from typing import Any
-
-from textual import on, work
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -19,137 +30,110 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Label, ProgressBar, Static, TabbedContent, TabPane
 
+from tui_prof.analysis.api import StepsSection
 from tui_prof.export.common import ExportError, default_destination
 from tui_prof.export.parquet import export_parquet
 from tui_prof.export.perfetto import export_perfetto
 from tui_prof.model import RunSet
 from tui_prof.render.safe import safe_text
+from tui_prof.tui import schedule
 from tui_prof.tui.messages import (
     DispatchesRequested,
     EvidenceRequested,
     KernelSelected,
-    NeedPart,
     RankOpened,
     ShowTab,
     StepRequested,
     StepsChanged,
     TimelineRequested,
 )
-from tui_prof.tui.panes import COMPUTING
+from tui_prof.tui.pane import Pane
 from tui_prof.tui.panes.counters import CountersPane
-from tui_prof.tui.panes.findings import FindingsPane, findings_rows
-from tui_prof.tui.panes.hardware import HardwarePane, capabilities_renderable
-from tui_prof.tui.panes.hotspots import HotspotsPane, measurement_text
-from tui_prof.tui.panes.issues import IssuesPane
+from tui_prof.tui.panes.findings import FindingsPane
+from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.panes.ranks import RanksPane
-from tui_prof.tui.panes.steps import StepsPane
 from tui_prof.tui.panes.timeline import TimelinePane
+from tui_prof.tui.registry import PANES
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
 from tui_prof.tui.view.rankrows import opens_on_ranks
-from tui_prof.tui.view.runview import PARTS, RunView, build_view
+from tui_prof.tui.view.runview import PIECES, RunView, build_view
 from tui_prof.tui.view.stats import title_count
 from tui_prof.tui.widgets.footer import KeyFooter
 from tui_prof.tui.widgets.timeline import Timeline
+from tui_prof.tui.workers import COMPUTING, deliver, report_failure, thread_worker
 
-PANES = Binding.Group("Panes", compact=True)
-# every tab focuses a widget of its own: a tab whose focus stayed in a hidden pane would be
-# switched back to by Textual (TabPane.Focused) when that widget is focused again
-FOCUS = {
-    "hotspots": "#hotspot-table",
-    "timeline": "#timeline-view",
-    "hardware": "#hardware-pane",
-    "findings": "#findings-table",
-    "counters": "#counters-pane",
-    "issues": "#issues-pane",
-    "ranks": "#ranks-table",
-    "steps": "#steps-table",
-}
-# the lazy RunView part each tab shows (see tui_prof.tui.view.runview.PARTS)
-TAB_PART = {
-    "hotspots": "summary",
-    "timeline": "timeline",
-    "hardware": "summary",
-    "findings": "summary",
-    "counters": "summary",
-    "issues": "summary",
-    "ranks": "summary",
-    "steps": "summary",
-}
+PANE_KEYS = Binding.Group("Panes", compact=True)
+PANE_OF_TAB: dict[str, type[Pane]] = {cls.TAB: cls for cls in PANES}
+
+# the states of a lazy piece in the readiness table (MainScreen.pieces)
+WAITING, COMPUTING_PIECE, SHOWN, FAILED = "waiting", "computing", "shown", "failed"
 
 
 class MainScreen(Screen):
-    """Tabs: hotspots, timeline, hardware, findings, counters, load issues, steps."""
+    """The tabs of :data:`tui_prof.tui.registry.PANES` over one run set. The app's screen
+    is handed its view (``show_view``); given ``runset``, the screen builds the view itself
+    (a rank's screen). ``background``: compute every piece after the first screen (False:
+    only when a tab showing it is shown); ``freeze``: the collector's freezes
+    (tui_prof.tui.schedule.HeapFreeze: the app's own screen only)."""
 
     BINDINGS = [
-        Binding("1", "tab('hotspots')", "Hotspots", id="tab.hotspots", group=PANES),
-        Binding("2", "tab('timeline')", "Timeline", id="tab.timeline", group=PANES),
-        Binding("3", "tab('hardware')", "Hardware", id="tab.hardware", group=PANES),
-        Binding("4", "tab('findings')", "Findings", id="tab.findings", group=PANES),
-        Binding("5", "tab('counters')", "Counters", id="tab.counters", group=PANES),
-        Binding("6", "tab('issues')", "Issues", id="tab.issues", group=PANES),
-        Binding("7", "tab('ranks')", "Ranks", id="tab.ranks", group=PANES),
-        Binding("8", "tab('steps')", "Steps", id="tab.steps", group=PANES),
+        *(Binding(cls.KEY, f"tab('{cls.TAB}')", cls.TITLE, id=f"tab.{cls.TAB}", group=PANE_KEYS) for cls in PANES),
         Binding("e", "export('perfetto')", "Export to Perfetto", show=False, id="main.export"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, runset: RunSet | None = None, *, background: bool = True, freeze: bool = True) -> None:
         super().__init__()
         self.view: RunView | None = None
-        self.source_name = ""
-        self.filled: set[str] = set()  # lazy parts shown in the panes
-        self.filling: set[str] = set()  # lazy parts being handed to the panes in steps
+        self.source_name = runset.name if runset is not None else ""
+        self.runset = runset  # the run set this screen builds its view of (None: handed by the app)
+        self.background = background
+        self.heap = schedule.HeapFreeze(freeze)
+        self.pieces: dict[str, str] = dict.fromkeys(PIECES, WAITING)  # the readiness table
+        self.steps: StepsSection | None = None  # the steps shown by the steps pane (the timeline's ticks)
 
     def compose(self) -> ComposeResult:
         yield Static("tuiprof", id="title", classes="title")
         with Vertical(id="loading"):
             yield Label("Loading…", id="load-status")
             yield ProgressBar(id="load-progress", show_eta=False)
-        with TabbedContent(id="tabs", initial="hotspots"):
-            with TabPane("1 Hotspots", id="hotspots"):
-                yield HotspotsPane(id="hotspots-pane")
-            with TabPane("2 Timeline", id="timeline"):
-                yield TimelinePane(id="timeline-pane")
-            with TabPane("3 Hardware", id="hardware"):
-                yield HardwarePane(id="hardware-pane")
-            with TabPane("4 Findings", id="findings"):
-                yield FindingsPane(id="findings-pane")
-            with TabPane("5 Counters", id="counters"):
-                yield CountersPane(id="counters-pane")
-            with TabPane("6 Issues", id="issues"):
-                yield IssuesPane(id="issues-pane")
-            with TabPane("7 Ranks", id="ranks"):
-                yield RanksPane(id="ranks-pane")
-            with TabPane("8 Steps", id="steps"):
-                yield StepsPane(id="steps-pane")
+        with TabbedContent(id="tabs", initial=PANES[0].TAB):
+            for cls in PANES:
+                with TabPane(f"{cls.KEY} {cls.TITLE}", id=cls.TAB):
+                    yield cls(id=f"{cls.TAB}-pane")
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#tabs").display = False
-        self.freeze_gc()
-
-    # The loaded run and its summary are hundreds of thousands of Python objects that live
-    # as long as the app (at 64 ranks 105,000 after the load, 47,000 more with the
-    # summary, on top of 83,000 from the imports); each full pass of the garbage
-    # collector walked all of them: 70–230 ms on whichever thread allocated, the event
-    # loop's included (a worker's pass holds the GIL as long). ``gc.freeze()`` moves the
-    # objects alive then out of the collector's passes, when the screen is mounted (the imports'), once the run is shown and once
-    # its summary is; cyclic garbage alive at that moment (a few dozen objects measured) stays.
-    # Only the app's own screen does it (a rank's screen comes and goes) and it unfreezes
-    # when removed (at the app's exit, or a test's).
-    FREEZE_GC = True
-
-    def freeze_gc(self) -> None:
-        if self.FREEZE_GC:
-            gc.freeze()
+        self.heap.screen_mounted()
+        if self.runset is not None:
+            self._build(self.runset)
 
     def on_unmount(self) -> None:
-        if self.FREEZE_GC:
-            gc.unfreeze()
+        self.heap.screen_removed()
+
+    @thread_worker("the run view", group="build-view")
+    def _build(self, runset: RunSet) -> None:
+        deliver(self, self.show_view, build_view(runset, lazy=True))
+
+    def show_error(self, text: Text) -> None:
+        """A failure of the screen's own workers (the view, an export): in the load status
+        line while nothing is shown, else a notification."""
+        if self.view is None:
+            self.show_failure(text.plain)
+        else:
+            self.notify(text.plain, severity="error", timeout=10, markup=False)
 
     # the panes, for the app's command palette and for tests
+    def pane(self, tab: str) -> Pane:
+        return self.query_one(f"#{tab}-pane", Pane)
+
+    @property
+    def panes(self) -> list[Pane]:
+        return [self.pane(cls.TAB) for cls in PANES]
+
     @property
     def hotspots(self) -> HotspotsPane:
         return self.query_one(HotspotsPane)
@@ -180,14 +164,15 @@ class MainScreen(Screen):
             self.held_focus = None
 
     def show_ranks_loading(self, doc: dict, labels: list[str], done: int, total: int, final: bool) -> None:
-        """Before the first screen of a run of several processes: the ranks tab alone, its
-        rows filling as the processes load (the other tabs come with :meth:`show_view`)."""
+        """The rank rows of the processes loaded so far (``final``: of every process). Before
+        the first screen of a run that opens on its ranks: the ranks tab alone, its rows
+        filling as the processes load (the other tabs come with :meth:`show_view`)."""
         tabs = self.query_one("#tabs", TabbedContent)
         if self.view is None and not tabs.display:
-            tabs.active = "ranks"  # first: hiding the active tab would activate the next one
-            for tab in FOCUS:
-                if tab != "ranks":
-                    tabs.hide_tab(tab)
+            tabs.active = RanksPane.TAB  # first: hiding the active tab would activate the next one
+            for cls in PANES:
+                if cls is not RanksPane:
+                    self._set_tab_shown(cls.TAB, False)
             tabs.display = True
             self.early_ranks = True
             # the ranks tab stays the screen: the hotspot table (focused by the first tab's
@@ -196,29 +181,41 @@ class MainScreen(Screen):
             self.held_focus = self.hotspots.table
             self.held_focus.can_focus = False
             self.refresh_bindings()
-            self.query_one(FOCUS["ranks"]).focus()
+            self.query_one(RanksPane.FOCUS).focus()
         self.query_one(RanksPane).show_rows(doc, labels, done, total, final)
+
+    def rank_rows_failed(self, err: BaseException) -> None:
+        report_failure(self.query_one(RanksPane), "rank rows", err)
 
     def show_failure(self, text: str) -> None:
         self.query_one("#load-status", Label).update(plain(text))  # names files: never markup
         self.query_one("#load-progress").display = False
 
     def show_view(self, view: RunView) -> None:
-        """The first screen: title, hotspots, agents; the lazy panes say "computing…"."""
+        """The first screen: title, every pane's ``set_view``; the pieces start once it is painted."""
         self.view = view
-        self.filled, self.filling = set(), set()
-        runset = view.runset
+        self.pieces = dict.fromkeys(PIECES, WAITING)
         self.query_one("#loading").display = False
         self.query_one("#tabs").display = True
-        if self.early_ranks:
-            for tab in FOCUS:
-                if tab not in ("ranks", "steps"):
-                    self.query_one("#tabs", TabbedContent).show_tab(tab)
-            if not opens_on_ranks(runset.runs):  # the scan's processes did not all load: the hotspots, as for one process
-                self.early_ranks = False
-                self.release_focus()
-                self.query_one("#tabs", TabbedContent).active = "hotspots"
-                self.query_one(FOCUS["hotspots"]).focus()
+        self.query_one("#title", Static).update(plain(self.title_text(view), no_wrap=True, overflow="ellipsis"))
+        self.update_tabs()
+        if self.early_ranks and not opens_on_ranks(view.runset.runs):
+            # the scan's processes did not all load: the hotspots, as for one process
+            self.early_ranks = False
+            self.release_focus()
+            self.query_one("#tabs", TabbedContent).active = PANES[0].TAB
+            self.query_one(PANES[0].FOCUS).focus()
+        for pane in self.panes:
+            pane.set_view(view)
+        self.heap.run_shown()
+        schedule.after_first_paint(self, self.start_pieces)
+        errors = len(view.runset.errors)
+        if errors:
+            self.notify(safe_text(f"{errors} file(s) could not be loaded — see tab 6"), severity="warning", timeout=10, markup=False)
+
+    @staticmethod
+    def title_text(view: RunView) -> str:
+        runset = view.runset
         errors = len(runset.errors)
         count = title_count(runset, len(view.kernels), view.stats)
         title = f"tuiprof · {runset.name} · {', '.join(runset.formats) or 'no data'} · {len(runset.runs)} process(es) · {count}"
@@ -226,160 +223,159 @@ class MainScreen(Screen):
             title = f"tuiprof · {runset.name} · {count} · {', '.join(runset.formats)} · {len(runset.runs)} process(es)"
         if errors:
             title += f" · {errors} file(s) failed: press 6"
-        self.query_one("#title", Static).update(plain(title, no_wrap=True, overflow="ellipsis"))
-        if len(runset.runs) < 2:  # the ranks tab is for runs of several processes
-            self.query_one("#tabs", TabbedContent).hide_tab("ranks")
-        else:
-            self.query_one("#tabs", TabbedContent).show_tab("ranks")
-        self.query_one("#tabs", TabbedContent).hide_tab("steps")  # shown once the summary finds steps
+        return title
+
+    def update_tabs(self) -> None:
+        """Show the tabs whose pane is available for the view, hide the others."""
+        active = self.query_one("#tabs", TabbedContent).active
+        for cls in PANES:
+            if cls.available(self.view):
+                self._set_tab_shown(cls.TAB, True)
+            elif active != cls.TAB:
+                self._set_tab_shown(cls.TAB, False)
         self.refresh_bindings()
-        self.timeline.set_view(view)
-        self.query_one(HardwarePane).set_runset(runset)
-        self.query_one(RanksPane).set_runset(runset)
-        self.hotspots.set_view(view)
-        self.query_one(StepsPane).set_view(view)
-        for part in PARTS:
-            if view.ready(part):
-                self.fill_part(part)
-        self.freeze_gc()
-        # the analyses start once this screen is painted: a worker started now would hold
-        # the GIL while the first frame is composed (≈ 1 s later at 1M dispatches)
-        self.call_after_refresh(self.need, TAB_PART[self.query_one("#tabs", TabbedContent).active or "hotspots"])
-        if errors:
-            self.notify(safe_text(f"{errors} file(s) could not be loaded — see tab 6"), severity="warning", timeout=10, markup=False)
 
-    def fill_part(self, part: str, error: str = "") -> None:
-        """Show a lazy part that a worker has computed (runs on the event loop: no analysis)."""
-        if self.view is None or part in self.filled:
+    hidden_tabs: frozenset[str] = frozenset()  # the tabs hidden now (every tab is shown at first)
+
+    def _set_tab_shown(self, tab: str, shown: bool) -> None:
+        """Show or hide ``tab`` when it changes (each change moves the tab bar's underline)."""
+        if shown == (tab not in self.hidden_tabs):
             return
-        view = self.view
-        if error:
-            text = plain(f"{part}: could not be computed: {error}", "red")
-            panes = {"summary": (HotspotsPane, HardwarePane, FindingsPane, CountersPane, IssuesPane, RanksPane, StepsPane), "timeline": (TimelinePane,)}.get(
-                part, ()
-            )
-            for pane in panes:
-                self.query_one(pane).part_failed(text)
-        elif part == "summary":
-            if part not in self.filling:  # a second PartReady while the steps run
-                self.filling.add(part)
-                self._fill_in_steps(part, self.summary_steps(view))
-            return  # shown once every step has run
-        elif part == "timeline":
-            self.timeline.set_model(view.timeline)
-            if view.ready("summary"):
-                self.timeline.set_steps(view.summary, view.timeline.origin)
-        self._filled(part)
+        tabs = self.query_one("#tabs", TabbedContent)
+        if shown:
+            tabs.show_tab(tab)
+            self.hidden_tabs -= {tab}
+        else:
+            tabs.hide_tab(tab)
+            self.hidden_tabs |= {tab}
 
-    def _filled(self, part: str) -> None:
-        if self.view is None:
+    # -- the lazy pieces: one readiness table, one worker, one error handler ------------------
+    def start_pieces(self) -> None:
+        """After the first paint: the shown tab's piece, then the others in the background."""
+        active = PANE_OF_TAB.get(self.query_one("#tabs", TabbedContent).active or "")
+        if active is not None and active.PIECE is not None:
+            self.need(active.PIECE)
+        self._next_in_background()
+
+    def _next_in_background(self) -> None:
+        """Start the first piece not computed yet, in PIECES order, unless an earlier one is
+        computing (its end starts the next: one after the other, as each reuses the last)."""
+        if not self.background:
             return
-        self.filling.discard(part)
-        self.filled.add(part)
-        if part == "summary":
-            self.freeze_gc()
-        self.filled |= {p for p in ("gaps", "launches") if self.view.ready(p)}  # nothing to show of their own
+        for piece in PIECES:
+            if self.pieces[piece] == WAITING:
+                self._start(piece)
+                return
+            if self.pieces[piece] == COMPUTING_PIECE:
+                return
 
-    def summary_steps(self, view: RunView) -> list[tuple[Callable[[], Any], Callable[[Any], None]]]:
-        """The summary's hand-over to the panes, one (prepare, show) pair per pane:
-        ``prepare`` builds what the pane shows (Rich text, table rows) without touching a
-        widget, ``show`` hands it over on the event loop."""
-        doc = view.summary
-        hotspots, hardware, findings, counters = self.hotspots, self.query_one(HardwarePane), self.findings, self.counters
-        issues, steps, ranks = self.query_one(IssuesPane), self.query_one(StepsPane), self.query_one(RanksPane)
-        labels = [p["label"] for p in (doc or {}).get("processes", [])]
+    def _start(self, piece: str) -> None:
+        assert self.view is not None
+        self.pieces[piece] = COMPUTING_PIECE
+        active = self.query_one("#tabs", TabbedContent).active
+        # the shown tab's pane first: it is the one being looked at
+        panes = sorted((p for p in self.panes if piece == p.PIECE), key=lambda p: active != p.TAB)
+        self._deliver(self.view, piece, panes)
 
-        columns = steps.width()  # read here, on the event loop
-
-        def show_steps(shown: Any) -> None:
-            steps.set_summary(doc, shown)
-            if has_steps(doc):
-                self.query_one("#tabs", TabbedContent).show_tab("steps")
-                self.refresh_bindings()
-            if view.ready("timeline"):
-                self.timeline.set_steps(doc, view.timeline.origin)
-
-        return [
-            (lambda: measurement_text(doc), hotspots.show_measurement),
-            (lambda: findings_rows(doc), findings.show_findings),
-            (lambda: capabilities_renderable(doc or {}), hardware.show_capabilities),
-            (lambda: counters.prepare(doc), lambda body: counters.show_summary(doc, body)),
-            (lambda: None, lambda _: issues.set_summary(view.runset, doc)),
-            (lambda: steps.prepare(doc, columns), show_steps),
-            (lambda: None, lambda _: ranks.set_summary(doc, labels)),
-        ]
-
-    @work(thread=True, group="fill", exit_on_error=False)
-    def _fill_in_steps(self, part: str, steps: list[tuple[Callable[[], Any], Callable[[Any], None]]]) -> None:
-        """Run each step's ``prepare`` here and its ``show`` on the event loop, one pane per
-        turn of the loop (handing the whole summary over at once holds the loop 10–20 ms at
-        1M dispatches); the part counts as shown after the last one."""
-        call = self.app.call_from_thread
+    @thread_worker("a piece of the run view", group="pieces")
+    def _deliver(self, view: RunView, piece: str, panes: list[Pane]) -> None:
+        """Compute ``piece``, then hand it to each of ``panes``: ``prepare`` here, ``show``
+        on the event loop, one pane per turn of the loop; a pane that fails says so and the
+        others go on."""
         try:
-            for prepare, show in steps:
-                call(show, prepare())
-        except Exception as err:  # shown in the panes, never as a traceback
-            call(self.fill_part, part, f"{type(err).__name__}: {err}")
+            view.ensure(piece)
+        except Exception as err:
+            deliver(self, self._piece_done, piece, err)
             return
-        call(self._filled, part)
+        for pane in panes:
+            try:
+                if not deliver(self, pane.show, pane.prepare(view)):
+                    return  # the screen is gone
+            except Exception as err:
+                if not deliver(self, report_failure, pane, piece, err):
+                    return
+        deliver(self, self._piece_done, piece, None)
+
+    def _piece_done(self, piece: str, error: BaseException | None) -> None:
+        if error is not None:
+            for pane in self.panes:
+                if piece == pane.PIECE:
+                    report_failure(pane, piece, error)
+        self.pieces[piece] = FAILED if error is not None else SHOWN
+        if piece == "summary":
+            self.heap.summary_shown()
+            self.update_tabs()
+        if piece == "timeline" and error is None and self.steps is not None:
+            self._set_timeline_steps()
+        self._next_in_background()
+
+    def shown(self, piece: str) -> bool:
+        return self.view is not None and self.pieces[piece] == SHOWN
+
+    @property
+    def filled(self) -> set[str]:
+        """The pieces shown (or failed: said in their panes)."""
+        return {piece for piece, state in self.pieces.items() if state in (SHOWN, FAILED)}
 
     @property
     def complete(self) -> bool:
-        """Every lazy part is computed and shown."""
-        return self.view is not None and self.filled >= set(PARTS)
+        """Every lazy piece is computed and shown (or its failure is)."""
+        return self.view is not None and self.filled >= set(PIECES)
 
-    def need(self, part: str) -> bool:
-        """True when ``part`` is shown; else ask the app to compute it now and return False."""
-        if self.view is not None and part in self.filled:
-            return True
-        if self.view is not None:
-            self.app.compute_part(part)
-        return False
+    def need(self, piece: str) -> bool:
+        """True when ``piece`` is shown; else start computing it now (unless it is) and return False."""
+        if self.view is None:
+            return False
+        if self.pieces[piece] == WAITING:
+            self._start(piece)
+        return self.pieces[piece] == SHOWN
 
     # -- tabs -------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        """Key 7 (ranks) only for runs of several processes, key 8 (steps) only for runs with steps."""
-        if action == "tab" and self.view is None and self.early_ranks:
-            return parameters == ("ranks",)
-        if action == "tab" and parameters == ("ranks",):
-            return self.view is not None and len(self.view.runset.runs) > 1
-        if action == "tab" and parameters == ("steps",):
-            return self.view is not None and self.view.ready("summary") and has_steps(self.view.summary)
-        return True
+        """A tab's key only where its pane is available (ranks: several processes; steps: steps found)."""
+        if action != "tab":
+            return True
+        if self.view is None:
+            return parameters == (RanksPane.TAB,) if self.early_ranks else True
+        cls = PANE_OF_TAB.get(str(parameters[0])) if parameters else None
+        return cls is not None and cls.available(self.view)
 
     def action_tab(self, tab: str) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
         if not tabs.display:
             return
-        if tab != "ranks":
+        if tab != RanksPane.TAB:
             self.release_focus()
         tabs.active = tab
-        focus = FOCUS.get(tab)
-        if focus:
-            self.query_one(focus).focus()
+        cls = PANE_OF_TAB.get(tab)
+        if cls is not None:
+            self.query_one(cls.FOCUS).focus()
+
+    async def run_pane_action(self, tab: str, action: str, widget: str = "") -> None:
+        """Show tab ``tab`` and run ``action`` (a binding's action string) on its pane, or on
+        the pane's widget ``widget`` (a selector): the command palette's way to a pane's keys."""
+        self.action_tab(tab)
+        pane = self.pane(tab)
+        await self.app.run_action(action, pane.query_one(widget) if widget else pane)
 
     @on(TabbedContent.TabActivated, "#tabs")
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id != self.query_one("#tabs", TabbedContent).active:
             return  # another tab was activated since: focusing this one would switch back to it
-        if event.pane.id != "ranks":
+        if event.pane.id != RanksPane.TAB:
             self.release_focus()
         self.refresh_bindings()
-        part = TAB_PART.get(event.pane.id or "")
-        if part:
-            self.need(part)  # first shown: compute now if the background worker has not yet
-        focus = FOCUS.get(event.pane.id or "")
-        if focus:
-            self.query_one(focus).focus()
+        cls = PANE_OF_TAB.get(event.pane.id or "")
+        if cls is None:
+            return
+        if cls.PIECE is not None:
+            self.need(cls.PIECE)  # first shown: compute now if the background worker has not yet
+        self.query_one(cls.FOCUS).focus()
 
     # -- routing ------------------------------------------------------------------------------
     @on(ShowTab)
     def _show_tab(self, message: ShowTab) -> None:
         self.action_tab(message.tab)
-
-    @on(NeedPart)
-    def _need_part(self, message: NeedPart) -> None:
-        self.need(message.part)
 
     @on(KernelSelected)
     def _kernel_selected(self, message: KernelSelected) -> None:
@@ -422,29 +418,35 @@ class MainScreen(Screen):
 
     @on(StepsChanged)
     def _steps_changed(self, message: StepsChanged) -> None:
-        if self.view is not None and self.view.ready("timeline"):
-            self.timeline.set_steps({"steps": message.steps}, self.view.timeline.origin)
+        """The steps pane shows steps: the timeline's step ticks follow (now, or once it is shown)."""
+        self.steps = message.steps
+        if self.shown("timeline"):
+            self._set_timeline_steps()
+
+    def _set_timeline_steps(self) -> None:
+        assert self.view is not None
+        self.timeline.set_steps(self.steps, self.view.timeline.origin)
 
     @on(EvidenceRequested)
     def goto_evidence(self, message: EvidenceRequested) -> None:
         """Enter on a finding: a gap -> the timeline centred on it; a kernel -> its
         dispatches; a sync pattern -> the host row; other findings -> their pane."""
-        finding = message.finding
-        if not self.need("timeline"):
+        finding, view = message.finding, self.view
+        if view is None or not self.need("timeline"):
             self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
-        kind, target = finding_evidence(self.view, finding)
+        kind, target = finding_evidence(view, finding)
         if kind == "gap":
             self.action_tab("timeline")
             self.timeline.show_gap(int(target))
         elif kind == "host":
             self.action_tab("timeline")
-            self.timeline.show_window(*host_window(self.view, int(target)), int(target))
+            self.timeline.show_window(*host_window(view, int(target)), int(target))
         elif kind == "copy":
             self.action_tab("timeline")
-            self.timeline.show_window(*copy_window(self.view, int(target)), int(target))
+            self.timeline.show_window(*copy_window(view, int(target)), int(target))
         elif kind == "kernel":
-            self.app.push_screen(DispatchesScreen(self.view, "name", str(target)))
+            self.app.push_screen(DispatchesScreen(view, "name", str(target)))
         elif kind == "tab":
             self.action_tab(str(target))
         else:
@@ -453,7 +455,7 @@ class MainScreen(Screen):
     # -- export ---------------------------------------------------------------------------------
     def export_window(self) -> tuple[int, int] | None:
         """The timeline's shown range in absolute ns when the timeline tab is shown, else None (the whole run)."""
-        if self.view is None or self.query_one("#tabs", TabbedContent).active != "timeline" or "timeline" not in self.filled:
+        if self.view is None or self.query_one("#tabs", TabbedContent).active != "timeline" or not self.shown("timeline"):
             return None
         timeline = self.timeline.timeline
         return self.view.origin + timeline.t0, self.view.origin + timeline.t1
@@ -469,27 +471,25 @@ class MainScreen(Screen):
         self.notify(safe_text(f"exporting {what} ({kind})…"), timeout=3, markup=False)
         self._export(kind, window)
 
-    @work(thread=True, group="export", exit_on_error=False)
+    @thread_worker("export", group="export")
     def _export(self, kind: str, window: tuple[int, int] | None) -> None:
         assert self.view is not None
         runset = self.view.runset
+        # the summary on screen (computed now if it is not yet): its findings are the panes'
+        analysis = self.view.summary_result
         try:
             if kind == "parquet":
                 folder = default_destination(runset.root, runset.name, ".tuiprof-parquet")
-                export_parquet(runset, folder)
+                export_parquet(runset, folder, analysis=analysis)
                 text = f"Parquet tables written to {folder}"
             else:
                 suffix = ".window.tuiprof.json.gz" if window else ".tuiprof.json.gz"
-                path, count = export_perfetto(runset, default_destination(runset.root, runset.name, suffix), window)
+                path, count = export_perfetto(runset, default_destination(runset.root, runset.name, suffix), window, analysis=analysis)
                 text = f"{count} trace events written to {path} (open it at ui.perfetto.dev)"
-            self.app.call_from_thread(self.notify, safe_text(text), timeout=15, markup=False)
+            deliver(self, lambda: self.notify(safe_text(text), timeout=15, markup=False))
         except (ExportError, OSError) as err:  # a refused or unwritable destination: said, never a traceback
-            self.app.call_from_thread(self.notify, safe_text(f"export failed: {err}"), severity="error", timeout=15, markup=False)
-
-
-def has_steps(doc: dict | None) -> bool:
-    """True when the summary found steps (the steps tab is shown only then: eight tabs need 88 columns)."""
-    return bool(doc and (doc.get("steps") or {}).get("detected"))
+            message = safe_text(f"export failed: {err}")
+            deliver(self, lambda: self.notify(message, severity="error", timeout=15, markup=False))
 
 
 def rank_runset(runset: RunSet, run: int, rank: int) -> RunSet:
@@ -498,35 +498,14 @@ def rank_runset(runset: RunSet, run: int, rank: int) -> RunSet:
 
 
 class RankScreen(MainScreen):
-    """One rank's own panes (Enter on a rank in tab 7): the main screen's tabs over a run
-    set that holds only that process; its lazy parts are computed by this screen's own
-    worker, in order. Esc goes back to the whole run."""
+    """One rank's own panes (Enter on a rank in tab 7): the run screen over a run set that
+    holds only that process (its view built by the screen, its pieces computed in order).
+    Esc goes back to the whole run."""
 
     # priority: Esc goes back even when a pane's table has the focus (its own Esc clears a filter)
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back to all ranks", id="rank.back", priority=True)]
-    FREEZE_GC = False
 
     def __init__(self, runset: RunSet, run: int, rank: int) -> None:
-        super().__init__()
-        self.sub = rank_runset(runset, run, rank)
+        super().__init__(rank_runset(runset, run, rank), freeze=False)
         self.rank = rank
         self.source_name = f"rank {rank}"
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.build()
-
-    @work(thread=True, group="rank-view", exit_on_error=False)
-    def build(self) -> None:
-        view = build_view(self.sub, lazy=True)
-        self.app.call_from_thread(self.show_view, view)
-        for part in PARTS:
-            try:
-                view.ensure(part)
-                self.app.call_from_thread(self.fill_part, part)
-            except Exception as err:  # shown in its pane, never as a traceback
-                self.app.call_from_thread(self.fill_part, part, f"{type(err).__name__}: {err}")
-
-    def need(self, part: str) -> bool:
-        """True when ``part`` is shown (the build worker computes every part in order)."""
-        return self.view is not None and part in self.filled

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis.hostops import DominantOp, dominant_op, ops_overlapping
-from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
+from tui_prof.analysis.api import DominantOp, dominant_op, nvidia_hint, nvidia_occupancy, occupancy, ops_overlapping
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.view.runview import RunView
 
@@ -180,7 +179,9 @@ def gap_calls(view: RunView, gap_index: int) -> pd.DataFrame:
 def first_call_in_gap(calls: pd.DataFrame, view: RunView, gap_index: int) -> int:
     """Row position in ``calls`` (sorted by start) of the first call that ends inside or
     after the gap's start: where the gap's host-call list opens."""
-    gs = int(view.gaps.iloc[gap_index]["start"])
+    gaps = view.gaps
+    assert gaps is not None  # a gap's index: the run has gaps
+    gs = int(gaps.iloc[gap_index]["start"])
     ends = calls["end"].to_numpy()
     at = np.flatnonzero(ends >= gs)
     return int(at[0]) if at.size else 0

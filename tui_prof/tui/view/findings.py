@@ -10,17 +10,17 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from tui_prof.analysis.findings import FindingCode
+from tui_prof.analysis.api import Finding, FindingCode, Summary
 from tui_prof.tui.view.runview import RunView
 
 # (kind, target): ("gap", gap index) | ("host", lane index) | ("copy", lane index) |
 # ("kernel", name) | ("tab", tab id) | ("none", reason)
-Evidence = tuple[str, object]
+Evidence = tuple[str, int | str]
 
 
-def findings_frame(doc: dict | None) -> pd.DataFrame:
+def findings_frame(doc: Summary | None) -> pd.DataFrame:
     """One row per finding, in the analysis' rank order."""
-    findings = (doc or {}).get("findings") or []
+    findings = doc["findings"] if doc is not None else []
     return pd.DataFrame(
         {
             "message": [f["message"] for f in findings],
@@ -31,16 +31,16 @@ def findings_frame(doc: dict | None) -> pd.DataFrame:
     )
 
 
-def finding_kernel(finding: dict) -> str | None:
+def finding_kernel(finding: Finding) -> str | None:
     """The kernel a finding is about (``numbers["name"]``), if any."""
     name = (finding.get("numbers") or {}).get("name")
     return str(name) if name else None
 
 
-def _gap(cause: str | None) -> Callable[[RunView, dict], Evidence]:
+def _gap(cause: str | None) -> Callable[[RunView, Finding], Evidence]:
     """The longest idle gap, of any cause (None) or of ``cause``."""
 
-    def handler(view: RunView, finding: dict) -> Evidence:
+    def handler(view: RunView, finding: Finding) -> Evidence:
         gaps = view.gaps
         if gaps is None or not len(gaps):
             return "none", "no listed gaps"
@@ -52,14 +52,14 @@ def _gap(cause: str | None) -> Callable[[RunView, dict], Evidence]:
     return handler
 
 
-def _host(view: RunView, finding: dict) -> Evidence:
+def _host(view: RunView, finding: Finding) -> Evidence:
     """The host row with the most time in sync calls."""
     lanes = view.timeline.lanes
     host = [(int(lane.sync_end.sum() - lane.sync_start.sum()), i) for i, lane in enumerate(lanes) if lane.kind == "host" and len(lane.sync_start)]
     return ("host", max(host)[1]) if host else ("none", "no host row with sync calls")
 
 
-def _copy(view: RunView, finding: dict) -> Evidence:
+def _copy(view: RunView, finding: Finding) -> Evidence:
     """The first copy row."""
     copy = [i for i, lane in enumerate(view.timeline.lanes) if lane.kind == "copy"]
     if not copy and view.stats:  # statistics only: the memory copy table is the evidence
@@ -67,7 +67,7 @@ def _copy(view: RunView, finding: dict) -> Evidence:
     return ("copy", copy[0]) if copy else ("none", "no copy row")
 
 
-def _kernel(view: RunView, finding: dict) -> Evidence:
+def _kernel(view: RunView, finding: Finding) -> Evidence:
     """The dispatches of the kernel the finding names."""
     name = finding_kernel(finding)
     if name and not len(view.kernels) and view.stats:  # statistics only: no dispatches, its row in the table
@@ -75,14 +75,14 @@ def _kernel(view: RunView, finding: dict) -> Evidence:
     return ("kernel", name) if name else ("none", "kernel not found")
 
 
-def _tab(tab: str) -> Callable[[RunView, dict], Evidence]:
-    def handler(view: RunView, finding: dict) -> Evidence:
+def _tab(tab: str) -> Callable[[RunView, Finding], Evidence]:
+    def handler(view: RunView, finding: Finding) -> Evidence:
         return "tab", tab
 
     return handler
 
 
-EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
+EVIDENCE: dict[FindingCode, Callable[[RunView, Finding], Evidence]] = {
     FindingCode.GPU_IDLE: _gap(None),
     FindingCode.IDLE_SYNC: _gap("sync"),
     FindingCode.LAUNCH_BOUND: _gap("launch"),
@@ -109,7 +109,7 @@ EVIDENCE: dict[FindingCode, Callable[[RunView, dict], Evidence]] = {
 }
 
 
-def finding_evidence(view: RunView, finding: dict) -> Evidence:
+def finding_evidence(view: RunView, finding: Finding) -> Evidence:
     """Where Enter on a finding goes (see :data:`Evidence`); needs the timeline part."""
     try:
         code = FindingCode.of(finding["code"])
@@ -136,10 +136,10 @@ def copy_window(view: RunView, lane_index: int) -> tuple[int, int]:
     return int(lane.start[i]), int(lane.end[i])
 
 
-def kernel_counters(doc: dict | None, name: str) -> list[tuple[str, dict]]:
+def kernel_counters(doc: Summary | None, name: str) -> list[tuple[str, dict]]:
     """(process, kernel entry of analysis.counters.counter_metrics) for kernel ``name``."""
     out = []
-    for block in (doc or {}).get("counters") or []:
+    for block in doc["counters"] if doc is not None else []:
         for k in block.get("kernels", []):
             if k["name"] == name:
                 out.append((block.get("process", ""), k))

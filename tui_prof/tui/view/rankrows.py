@@ -22,10 +22,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tui_prof.analysis.api import run_label, time_range
-from tui_prof.analysis.hostapi import api_classes
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
-from tui_prof.analysis.ranks import RankCore, rank_numbers, rank_records, sections_of_cores
+from tui_prof.analysis.api import (
+    DEFAULT_CATEGORY_RULES,
+    CategoryRules,
+    RankCore,
+    api_classes,
+    rank_numbers,
+    rank_records,
+    run_label,
+    sections_of_cores,
+    time_range,
+)
 from tui_prof.model import Run, RunSet
 
 if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the app's start
@@ -67,9 +74,12 @@ def opens_on_ranks(runs: list[Run]) -> bool:
     """Whether a run opens on the rank table: two or more processes with a trace (kernels,
     API calls or copies), or, where no process has one, two or more with the profiler's
     statistics (an ``srun … rocprofv3 --stats`` job). A run folder that holds one traced
-    process beside fragments of others (stats tables, agent lists) opens on its hotspots."""
+    process beside fragments of others (stats tables, agent lists, counter passes of other
+    processes) opens on its hotspots."""
     processes = [run for run in runs if is_process(run)]
-    traced = sum(1 for run in processes if len(run.kernels) or len(run.api) or len(run.copies))
+    # a counter pass recorded by another process (loaders/rocprofv3_csv.py) is another
+    # recording beside the trace, not a rank of it (issue 32)
+    traced = sum(1 for run in processes if "counter_pass_of" not in run.meta.extra and (len(run.kernels) or len(run.api) or len(run.copies)))
     if traced:
         return traced > 1
     return sum(1 for run in processes if len(run.tool_stats)) > 1

@@ -2,12 +2,12 @@
 
 :func:`build_view` does only what the first screen needs (the kernels table with its
 display columns, the lane layout and the name hotspots): a few vectorised passes over
-the kernels. The rest is computed on demand, once, by :meth:`RunView.ensure` — the app
-calls it from thread workers (in the background after the first screen is up, or when a
+the kernels. The rest is computed on demand, once, by :meth:`RunView.ensure` — the run
+screen calls it from its piece worker (in the background after the first screen is up, or when a
 tab is first shown) and shows "computing…" meanwhile; plain attribute access (``view.timeline``,
-``view.summary``, ...) computes a missing part synchronously, for scripts and tests.
+``view.summary``, ...) computes a missing piece synchronously, for scripts and tests.
 
-Lazy parts (:data:`PARTS`): ``summary`` (analysis.summary.build_summary: measurement,
+Lazy pieces (:data:`PIECES`): ``summary`` (analysis.summary.build_summary: measurement,
 findings, counters, capabilities, log hits), ``gaps`` (analysis.timeline.gpu_timeline per
 run), ``timeline`` (lanes + packed intervals; needs gaps), ``launches``
 (analysis.hostapi.link_launches per run).
@@ -26,16 +26,40 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import hostapi
-from tui_prof.analysis.api import RunInput, SummaryOptions, has_operators, inline_lane, kernel_categories_of, run_inputs, steps_section, summarise
-from tui_prof.analysis.hostapi import api_classes, link_launches, sync_mask
-from tui_prof.analysis.hostops import host_markers, nesting_depth
-from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
-from tui_prof.analysis.memory import API, allocated_levels
-from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
-from tui_prof.analysis.operators import NOT_LINKED, has_module_scopes, link_operators, module_key, operator_key
-from tui_prof.analysis.ranks import RankAlignment, communication_mask, rank_numbers, rank_offsets
-from tui_prof.analysis.timeline import gpu_timeline
+from tui_prof.analysis.api import (
+    DEFAULT_CATEGORY_RULES,
+    MEMORY_FROM_API,
+    NOT_LINKED,
+    RankAlignment,
+    RunInput,
+    StepsSection,
+    Summary,
+    SummaryOptions,
+    SummaryResult,
+    all_kernels,
+    allocated_levels,
+    api_classes,
+    communication_mask,
+    gpu_timeline,
+    group_key,
+    has_module_scopes,
+    has_operators,
+    host_markers,
+    hotspots,
+    inline_lane,
+    kernel_categories_of,
+    link_launches,
+    module_key,
+    nesting_depth,
+    operator_key,
+    operator_links,
+    rank_numbers,
+    rank_offsets,
+    run_inputs,
+    steps_section,
+    summarise,
+    sync_mask,
+)
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
 from tui_prof.tui.view.lanes import Lane, TimelineModel, merge_intervals
@@ -46,7 +70,7 @@ from tui_prof.tui.view.stats import StatsFrame, stats_frames
 GROUPS = ("name", "normalised name", "category", "operator", "module", "agent", "process")
 GROUP_BY = {"name": "name", "normalised name": "normalized", "category": "category", "agent": "agent", "process": "pid"}
 OPERATOR_GROUPS = ("category", "operator", "module")
-PARTS = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
+PIECES = ("summary", "gaps", "timeline", "launches")  # computed lazily, in this order in the background
 SUMMARY_TOP = 50
 OP_LANES = 4  # host-op lanes per thread: depths 0, 1, 2 and 3 and deeper
 
@@ -103,7 +127,7 @@ def op_lanes(markers: pd.DataFrame, origin: int) -> list[tuple[str, np.ndarray, 
 
 
 class RunView:
-    """A loaded run set arranged for the TUI; see the module docstring for the lazy parts."""
+    """A loaded run set arranged for the TUI; see the module docstring for the lazy pieces."""
 
     def __init__(self, runset: RunSet, kernels: pd.DataFrame, origin: int, span: int, layout: list[dict]) -> None:
         self.runset = runset
@@ -114,30 +138,40 @@ class RunView:
         self._hotspots: dict[str, pd.DataFrame] = {}
         self._groups: dict[str, pd.Series] = {}
         self._done: dict[str, object] = {}
-        self._locks = {part: threading.Lock() for part in PARTS}
-        self._details: dict = {}  # the summary's full gap sets and launch links per run (SummaryResult)
+        self._locks = {piece: threading.Lock() for piece in PIECES}
+        self._result: SummaryResult | None = None  # the summary with its full gap sets and launch links per run
         self._group_lock = threading.Lock()
         self._links: list[pd.DataFrame | None] | None = None
         self._links_lock = threading.Lock()
+        self._inputs: list[RunInput] | None = None
         self.stats: list[StatsFrame] = []  # the profiler's statistics tables (tui.view.stats)
 
-    # -- lazy parts -----------------------------------------------------------------------
-    def ready(self, part: str) -> bool:
-        return part in self._done
+    # -- lazy pieces ----------------------------------------------------------------------
+    def ready(self, piece: str) -> bool:
+        """``piece`` is computed (its value is kept: reading it costs nothing)."""
+        return piece in self._done
 
-    def ensure(self, part: str):
-        """Compute ``part`` once (thread-safe: a second caller waits for the first) and return it."""
-        if part in self._done:
-            return self._done[part]
-        with self._locks[part]:
-            if part not in self._done:
-                self._done[part] = getattr(self, f"_compute_{part}")()
-        return self._done[part]
+    def ensure(self, piece: str) -> Any:
+        """Compute ``piece`` once (thread-safe: a second caller waits for the first) and return it."""
+        if piece in self._done:
+            return self._done[piece]
+        with self._locks[piece]:
+            if piece not in self._done:
+                self._done[piece] = getattr(self, f"_compute_{piece}")()
+        return self._done[piece]
 
     @property
-    def summary(self) -> dict | None:
-        """analysis.summary.build_summary document (findings, measurement, ...) or None."""
+    def summary(self) -> Summary:
+        """The analysis' summary document (findings, measurement, ...; analysis.api.Summary)."""
         return self.ensure("summary")
+
+    @property
+    def summary_result(self) -> SummaryResult:
+        """The summary with the full gap sets and launch links behind it (what the exports
+        need: they reuse the summary on screen)."""
+        self.ensure("summary")
+        assert self._result is not None  # set with the summary
+        return self._result
 
     @property
     def gaps(self) -> pd.DataFrame | None:
@@ -176,12 +210,18 @@ class RunView:
         return self._available
 
     def operator_links(self) -> list[pd.DataFrame | None]:
-        """analysis.operators.link_operators of each run (None where it records no
-        operators), computed once."""
+        """analysis' operator links of each run (None where it records no operators), computed once."""
         with self._links_lock:
             if self._links is None:
-                self._links = [link_operators(run.kernels, run.api, run.markers) if has_operators(run) else None for run in self.runset.runs]
+                self._links = operator_links(self.inputs)
         return self._links
+
+    @property
+    def inputs(self) -> list[RunInput]:
+        """The analysis' inputs of each run (label, time range, correlation index), built once."""
+        if self._inputs is None:
+            self._inputs = run_inputs(self.runset)
+        return self._inputs
 
     def operator_group(self, group: str) -> pd.Series | None:
         """Per kernel row: its category (operator first, analysis.operators), launching
@@ -190,8 +230,7 @@ class RunView:
         if all(link is None for link in links):
             return None
         if group == "category":
-            inputs = [RunInput(run, "", None, hostapi.CorrIndex(run.api)) for run in self.runset.runs]
-            key = kernel_categories_of(inputs, links, DEFAULT_CATEGORY_RULES)
+            key = kernel_categories_of(self.inputs, links, DEFAULT_CATEGORY_RULES)
             return None if key is None else key.reset_index(drop=True)
         parts = []
         for run, link in zip(self.runset.runs, links):
@@ -234,27 +273,27 @@ class RunView:
         return self.runset.runs[int(row["run"])]
 
     # -- computations (thread workers) -----------------------------------------------------
-    def _compute_summary(self) -> dict:
+    def _compute_summary(self) -> Summary:
         # the full gap sets and launch links the summary computed are kept, so the gaps and
-        # launches parts reuse them instead of running the analysis again; inline_lane: in
+        # launches pieces reuse them instead of running the analysis again; inline_lane: in
         # this worker alone, no busy thread more beside the event loop
-        result = summarise(self.runset, SummaryOptions(top=SUMMARY_TOP), lane=inline_lane)
-        self._details = {"gaps": result.gaps, "links": result.links}
-        return dict(result.summary)
+        self._result = summarise(self.runset, SummaryOptions(top=SUMMARY_TOP), lane=inline_lane)
+        return self._result.summary
 
-    def steps_for(self, step_name: str | None) -> dict:
-        """The summary's ``steps`` part with the steps taken from the host ranges named
+    def steps_for(self, step_name: str | None) -> StepsSection:
+        """The summary's ``steps`` section with the steps taken from the host ranges named
         ``step_name`` (``--step``); the outliers use the summary's gap sets when computed."""
-        return dict(steps_section(run_inputs(self.runset), self._details.get("gaps", {}), step_name=step_name))
+        return steps_section(self.inputs, self._result.gaps if self._result is not None else {}, step_name=step_name)
 
-    def _details_of(self, key: str) -> dict | None:
-        """The summary's per-run results ``key`` when the summary is already computed (the
-        background order computes it first), else None: then the part computes its own
-        rather than wait for the whole summary (the diff screen never needs one)."""
-        return self._details.get(key, {}) if self.ready("summary") else None
+    def _summary_result(self) -> SummaryResult | None:
+        """The summary's result when it is already computed (the background order computes
+        it first), else None: then the piece computes its own rather than wait for the
+        whole summary (the diff screen never needs one)."""
+        return self._result if self.ready("summary") else None
 
     def _compute_gaps(self) -> pd.DataFrame | None:
-        gap_sets = self._details_of("gaps")
+        result = self._summary_result()
+        gap_sets = result.gaps if result is not None else None
         parts = []
         for ri, run in enumerate(self.runset.runs):
             if gap_sets is not None:
@@ -314,7 +353,7 @@ class RunView:
             source, memory = allocated_levels(run)
             for a, (mt, mv) in sorted(memory.items()):
                 agent = run.agent(a)
-                if not len(mt) or (a < 0 and source != API) or (agent is not None and agent.type != "GPU"):
+                if not len(mt) or (a < 0 and source != MEMORY_FROM_API) or (agent is not None and agent.type != "GPU"):
                     continue  # host allocations (rocprofv3 records them too) are not a GPU row
                 rel = mt - origin
                 # device allocation calls (hipMalloc/cudaMalloc) whose frees match name no device: agent -1
@@ -393,7 +432,8 @@ class RunView:
         return model
 
     def _compute_launches(self) -> pd.DataFrame | None:
-        links = self._details_of("links")
+        result = self._summary_result()
+        links = result.links if result is not None else None
         parts = []
         row_base = 0
         for ri, run in enumerate(self.runset.runs):
@@ -420,14 +460,14 @@ def rank_header(align: RankAlignment, runs: list[Run]) -> str:
     return text
 
 
-class LoadError(Exception):
+class NothingToShow(Exception):
     """A source that gives nothing to show; the message is what the app displays."""
 
 
 def load_failure(err: Exception, what: str) -> str:
-    """What an app shows when loading ``what`` raised ``err``: a :class:`LoadError`'s own
+    """What an app shows when loading ``what`` raised ``err``: a :class:`NothingToShow`'s own
     message, else the exception's type and message (never a traceback)."""
-    if isinstance(err, LoadError):
+    if isinstance(err, NothingToShow):
         return str(err)
     return f"Could not load {what}: {type(err).__name__}: {err}"
 
@@ -436,24 +476,24 @@ def load_runset(source, name: str | None = None, *, use_cache: bool = True, prog
     """``source`` as a run set (a RunSet is returned as is; a path is read by
     :func:`tui_prof.loaders.load_path`, ``on_scan`` handed the processes its scan found
     before any unit loads, ``on_unit`` each work unit's runs as it loads, the cache entries
-    kept in ``pending`` when given); :class:`LoadError` when it
+    kept in ``pending`` when given); :class:`NothingToShow` when it
     is missing or nothing in it could be loaded (``name``: how the message names it,
     default the path)."""
     if isinstance(source, RunSet):
         runset = source
     else:
         if not Path(source).exists():
-            raise LoadError(f"{source}: no such file or directory")
+            raise NothingToShow(f"{source}: no such file or directory")
         runset = load_path(source, use_cache=use_cache, progress=progress, on_unit=on_unit, pending=pending, on_scan=on_scan)
     if not runset.runs:
         lines = [f"Nothing could be loaded from {name or source}."] + [f"  {issue}" for issue in runset.issues[:20]]
-        raise LoadError("\n".join(lines))
+        raise NothingToShow("\n".join(lines))
     return runset
 
 
 def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     """Arrange a loaded run set for the TUI: kernels + display columns, lane layout, the
-    name hotspots. With ``lazy`` the other parts are left for :meth:`RunView.ensure`;
+    name hotspots. With ``lazy`` the other pieces are left for :meth:`RunView.ensure`;
     without, everything is computed here (scripts, tests)."""
     runs = runset.runs
     lo = [int(t["start"].min()) for r in runs for t in (r.kernels, r.api, r.copies) if len(t)]
@@ -504,8 +544,8 @@ def build_view(runset: RunSet, progress=None, *, lazy: bool = False) -> RunView:
     _ = view.groups  # which groupings exist (a scan of the markers): here in the load worker, not on a key press
     view.stats = stats_frames(runset)
     if not lazy:
-        for i, part in enumerate(PARTS):
+        for i, piece in enumerate(PIECES):
             if progress:
-                progress("analysing", i, len(PARTS))
-            view.ensure(part)
+                progress("analysing", i, len(PIECES))
+            view.ensure(piece)
     return view

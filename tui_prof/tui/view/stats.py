@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tui_prof.analysis import stats
+from tui_prof.analysis import api as stats
 from tui_prof.model import RunSet
 from tui_prof.model.schema import STATS_COLUMNS
 
@@ -64,7 +64,7 @@ def stats_frames(runset: RunSet) -> list[StatsFrame]:
     out = []
     for key in order:
         found = stats.tables_with(runset, key)
-        frame = stats.combine([t for _, t in found])[list(STATS_COLUMNS)]
+        frame = stats.combine_stats([t for _, t in found])[list(STATS_COLUMNS)]
         tools = sorted({stats.tool_of(run) for run, _ in found})
         domain = stats.DOMAIN_OF.get(key, key.removesuffix("_stats").upper())
         out.append(StatsFrame(key, domain, f"{', '.join(tools)} ({key})", len(found), frame))

@@ -239,7 +239,7 @@ class TableView(Widget, can_focus=True):
         self.columns = [dataclasses.replace(c) for c in columns]  # per table: titles may change
         self.model: TableModel | None = None
         self.col_cursor = 0
-        self.col_offset = 1
+        self.col_offset = 1  # the first of the columns after the first one shown (they scroll)
         self.top = 0
         self.formatters: dict[str, Callable] = {}
         self._shorts: dict[tuple, dict[str, str]] = {}
@@ -350,7 +350,20 @@ class TableView(Widget, can_focus=True):
         if self.model is not None:
             self.sort_by(self.columns[self.col_cursor].key, descending)
 
+    def set_columns(self, columns: list[Column]) -> None:
+        """Show ``columns`` (copies: their titles may change) from the first, the column cursor on it."""
+        self.columns = [dataclasses.replace(c) for c in columns]
+        self.col_cursor, self.col_offset = 0, 1
+        self.refresh()
+
+    def set_title(self, index: int, title: str) -> None:
+        """The header of column ``index`` (the grouping or table a first column shows)."""
+        self.columns[index].title = title
+        self.refresh()
+
     def sort_by(self, key: str, descending: bool) -> None:
+        if self.model is None:
+            return
         self.model.set_sort(key, descending)
         self.col_cursor = next((i for i, c in enumerate(self.columns) if c.key == key), self.col_cursor)
         self.cursor = 0

@@ -179,7 +179,7 @@ class Timeline(Widget, can_focus=True):
         Binding("r", "toggle_ranks", "Rank lanes", id="timeline.ranks"),
     ]
 
-    class ViewChanged(Message):
+    class WindowChanged(Message):
         """Posted after zoom/pan/gap jumps, so the owner can update its status line."""
 
         def __init__(self, timeline: Timeline) -> None:
@@ -285,7 +285,7 @@ class Timeline(Widget, can_focus=True):
             lane, start, end = self.current_gap or (-1, 0, 1)
             self.centre_on(start, end, lane if lane >= 0 else None, zoom=False)
         elif same_axis:
-            self.set_view(self.t0, self.t1)
+            self.set_window(self.t0, self.t1)
         else:
             self.action_fit()
         self.refresh_bindings()
@@ -310,7 +310,7 @@ class Timeline(Widget, can_focus=True):
     def cells(self) -> int:
         return max(1, self.size.width - self.label_width - 1)
 
-    def set_view(self, t0: int, t1: int) -> None:
+    def set_window(self, t0: int, t1: int) -> None:
         """Show [t0, t1) (relative ns), clamped to the run and at least 1 ns per cell."""
         if self.model is None:
             return
@@ -321,7 +321,7 @@ class Timeline(Widget, can_focus=True):
         t0 = max(min(t0, span - width), 0) if span > width else 0
         self.t0, self.t1 = t0, t0 + width
         self.refresh()
-        self.post_message(self.ViewChanged(self))
+        self.post_message(self.WindowChanged(self))
 
     def centre_on(self, start: int, end: int, lane: int | None = None, *, zoom: bool = True) -> None:
         """Centre the view on [start, end); with ``zoom`` make it ~1/3 of the view."""
@@ -332,21 +332,21 @@ class Timeline(Widget, can_focus=True):
         if lane is not None and self.model and 0 <= lane < len(self.model.lanes):
             self.lane_cursor = lane
             self._scroll_lane_into_view()
-        self.set_view(mid - width // 2, mid - width // 2 + width)
+        self.set_window(mid - width // 2, mid - width // 2 + width)
 
     def action_zoom(self, factor: float) -> None:
         mid = (self.t0 + self.t1) // 2
         width = int((self.t1 - self.t0) * factor)
-        self.set_view(mid - width // 2, mid - width // 2 + width)
+        self.set_window(mid - width // 2, mid - width // 2 + width)
 
     def action_pan(self, fraction: float) -> None:
         shift = int((self.t1 - self.t0) * fraction)
-        self.set_view(self.t0 + shift, self.t1 + shift)
+        self.set_window(self.t0 + shift, self.t1 + shift)
 
     def action_fit(self) -> None:
         if self.model is not None:
             self.t0, self.t1 = 0, 1
-            self.set_view(0, max(self.model.span, 1))
+            self.set_window(0, max(self.model.span, 1))
 
     def action_lane(self, delta: int) -> None:
         if not self.model or not self.model.lanes:
@@ -354,7 +354,7 @@ class Timeline(Widget, can_focus=True):
         self.lane_cursor = max(0, min(self.lane_cursor + delta, len(self.model.lanes) - 1))
         self._scroll_lane_into_view()
         self.refresh()
-        self.post_message(self.ViewChanged(self))
+        self.post_message(self.WindowChanged(self))
 
     def _scroll_lane_into_view(self) -> None:
         rows = max(1, self.size.height - 1)
@@ -415,7 +415,7 @@ class Timeline(Widget, can_focus=True):
             self.notify("No more steps in that direction", severity="information")
             return
         self.step_index = index
-        self.set_view(max(int(starts[index]), 0), int(self.step_ends[index]))
+        self.set_window(max(int(starts[index]), 0), int(self.step_ends[index]))
 
     def action_sync(self, step: int) -> None:
         """Jump to the next (step=1) or previous (-1) sync bar of the host rows (merged

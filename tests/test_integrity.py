@@ -1,0 +1,378 @@
+"""Integrity checks (issue 32): the real misreadings they fix, injected defects found with the
+right code and place, and no degrading issue on the clean real traces (tests/data, PROVENANCE.md)."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tui_prof.analysis.api import CheckReport, build_summary, check_run
+from tui_prof.loaders import load_path
+from tui_prof.model import RunSet
+
+DATA = Path(__file__).parent / "data"
+SALTFISH = DATA / "legacy_rocprof" / "saltfish"
+HIPPROG = DATA / "legacy_rocprof" / "hip-programming"
+DOCS7 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7"
+TRAIN_SYNC = DATA / "kineto" / "h200" / "train_sync.pt.trace.json.gz"
+RANKS = DATA / "kineto" / "ranks"
+
+# Real single recordings: none may report an issue that degrades a figure.
+CLEAN = [
+    "kineto/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
+    "kineto/critical_path__cuda_event_sync__event_sync_trace.json.gz",
+    "kineto/critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz",
+    "kineto/critical_path__simple_add__benchmark_result_493459_1694039959_trace.json.gz",
+    "kineto/h100__gaunernst_bert-small-uncased__1016001.json.gz",
+    "kineto/inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+    "kineto/mi210__gpu_only_trace__gpu_only_trace.json.gz",
+    "kineto/mi300__gaunernst_bert-small-uncased__1016001.json.gz",
+    "kineto/mi300__resnet_act_checkpoint.json.gz",
+    "kineto/torch_compile_triton__trace.json.gz",
+    "kineto/trace_filter__sampled_rank-0.json.gz",
+    "kineto/triton_example__triton_example.json.gz",
+    "kineto/h200/copies.pt.trace.json.gz",
+    "kineto/h200/decode_eager.pt.trace.json.gz",
+    "kineto/h200/decode_graph.pt.trace.json.gz",
+    "kineto/h200/gpt2_shapes_modules.pt.trace.json.gz",
+    "kineto/h200/train_sync.pt.trace.json.gz",
+    "kineto/h200_cold/cold_train_memory.pt.trace.json.gz",
+    "kineto/ranks",
+    "kineto/comm/nccl_parser_config__nccl_data.json.gz",
+    "rocpd/28_results.db",
+    "rocprofv3_json/908_results.json.gz",
+    "rocprofv2/saltfish",
+    "rocprof_compute/batched_gemm",
+    "legacy_rocprof/hip-programming",
+    "legacy_rocprof/saltfish",
+]
+
+
+def codes(report: CheckReport) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for issue in report.issues:
+        out.setdefault(issue.code, []).append(issue)
+    return out
+
+
+@pytest.mark.parametrize("path", CLEAN)
+def test_clean_real_traces_have_no_degrading_issue(path):
+    report = check_run(load_path(DATA / path))
+    assert [(i.code, i.message) for i in report.degrading] == []
+
+
+# --- the real misreadings ----------------------------------------------------------------------
+
+
+def test_barrier_packets_kept_out_of_kernel_stats():
+    with open(SALTFISH / "results.stats.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    barrier = [r for r in rows if r["Name"] == "<barrier packet>"]
+    kernels = [r for r in rows if r["Name"] != "<barrier packet>"]
+    assert len(barrier) == 1 and int(barrier[0]["Calls"]) == 85112
+    runset = load_path(SALTFISH)
+    stats = runset.runs[0].tool_stats["kernel_stats"]
+    assert "<barrier packet>" not in set(stats["name"])
+    assert len(stats) == len(kernels)
+    total = sum(int(r["TotalDurationNs"]) for r in kernels)
+    assert stats["percent"].sum() == pytest.approx(100.0)
+    top = max(kernels, key=lambda r: int(r["TotalDurationNs"]))
+    assert stats.loc[stats["name"] == top["Name"], "percent"].item() == pytest.approx(int(top["TotalDurationNs"]) / total * 100)
+    doc = build_summary(runset)
+    assert doc["hotspots"][0]["name"] == top["Name"]
+    assert doc["kernels"]["total_ns"] == total
+    (issue,) = codes(check_run(runset))["non-kernel-packets"]
+    assert issue.severity == "info"
+    assert issue.affects["calls"] == 85112 and issue.affects["total_ns"] == int(barrier[0]["TotalDurationNs"])
+
+
+def test_counter_passes_of_other_processes_are_not_summed():
+    """divide_kernel: every SQ_WAVES row holds 16,384; two processes' rows with the same dispatch
+    id were summed into one dispatch (24,576 on average)."""
+    runset = load_path(DOCS7)
+    passes = [r for r in runset.runs if "counters pid" in r.meta.label]
+    assert sorted(r.meta.extra["pids"][0] for r in passes) == [15606, 36499]
+    for run in passes:
+        assert not run.counters.duplicated(["dispatch_id", "counter"]).any()
+    doc = build_summary(runset)
+    waves = [
+        m["value"]
+        for rec in doc["counters"]
+        for k in rec.get("kernels", [])
+        if "divide_kernel" in k["name"]
+        for key, m in k["metrics"].items()
+        if key == "waves"
+    ]
+    assert waves and all(v == 16384 for v in waves)
+    assert not any("counters pid" in r["label"] for r in doc["ranks"])  # other recordings, not ranks
+    assert "counter-duplicated" not in codes(check_run(runset))
+
+
+def test_counter_duplicates_in_one_process_are_reported():
+    runset = load_path(DOCS7)
+    run = next(r for r in runset.runs if r.meta.label.endswith("pid 15606"))
+    run.counters = pd.concat([run.counters, run.counters.iloc[[3]]], ignore_index=True)
+    (issue,) = codes(check_run(runset))["counter-duplicated"]
+    assert issue.severity == "unreliable" and issue.affects["dispatch_ids"] == [4]
+
+
+def test_timestampless_counter_pass_does_not_stretch_the_span():
+    """hip-programming: the counter pass (output_vec_add_gpu.csv) has no timestamps; its -1s
+    made the span 622,111 s. The span is the trace's own: first call to last end in results.db."""
+    con = sqlite3.connect(HIPPROG / "results.db")
+    lo, hi = (
+        min(con.execute(f"select min(BeginNs), max(EndNs) from {t}").fetchone() for t in ("HIP", "OPS", "COPY"))[0],
+        max(con.execute(f"select max(EndNs) from {t}").fetchone()[0] for t in ("HIP", "OPS", "COPY")),
+    )
+    con.close()
+    doc = build_summary(load_path(HIPPROG))
+    assert doc["wall_ns"] == hi - lo
+
+
+@pytest.mark.parametrize("path", [DOCS7, DATA / "legacy_rocprof" / "rocm-blogs"])
+def test_separate_recordings_in_one_folder_are_flagged(path):
+    report = check_run(load_path(path))
+    (issue,) = codes(report)["clock-domains"]
+    assert issue.severity == "unreliable" and len(issue.affects["clusters"]) >= 2
+    assert report.trust("measurement")[0] == "unreliable"
+
+
+# --- injected defects in real traces -----------------------------------------------------------
+
+
+def _train_sync() -> RunSet:
+    return load_path(TRAIN_SYNC)
+
+
+def test_injected_overlap_is_found_where_it_was_put():
+    runset = _train_sync()
+    k = runset.runs[0].kernels
+    # a kernel launched with cudaLaunchKernel (not PDL) moved to start at its predecessor's start
+    api = runset.runs[0].api
+    plain = set(api.loc[api["name"].astype(str) == "cudaLaunchKernel", "correlation_id"])
+    stream = k["stream"].to_numpy()
+    row = next(
+        i
+        for i in range(1, len(k))
+        if k["correlation_id"].iat[i] in plain and stream[i] == stream[i - 1] and k["end"].iat[i - 1] - k["start"].iat[i - 1] > 10_000
+    )
+    dur = k["end"].iat[row] - k["start"].iat[row]
+    k.loc[row, "start"] = k["start"].iat[row - 1] + 1
+    k.loc[row, "end"] = k["start"].iat[row] + dur
+    (issue,) = codes(check_run(runset))["queue-overlap"]
+    assert issue.affects["rows"] == 1 and issue.affects["examples"][0]["row"] == row
+
+
+def test_pdl_overlaps_are_not_flagged():
+    """train_sync holds 78 kernels overlapping their predecessor on one stream, each launched
+    with cudaLaunchKernelExC and by a small fraction (programmatic dependent launch): real."""
+    runset = _train_sync()
+    run = runset.runs[0]
+    k = run.kernels.sort_values(["stream", "start"], kind="stable")
+    prev_end = k.groupby("stream")["end"].shift().fillna(-1).astype("int64")
+    overlapping = k[k["start"] < prev_end]
+    assert len(overlapping) == 78
+    calls = run.api.set_index("correlation_id")["name"].astype(str)
+    assert set(calls.reindex(overlapping["correlation_id"])) == {"cudaLaunchKernelExC"}
+    share = (prev_end[overlapping.index] - overlapping["start"]) / (overlapping["end"] - overlapping["start"])
+    assert share.max() < 0.5
+    assert "queue-overlap" not in codes(check_run(runset))
+
+
+def test_injected_overflow_and_negative_durations():
+    runset = _train_sync()
+    k = runset.runs[0].kernels
+    k.loc[10, "end"] = k["start"].iat[10] + (1 << 42)  # an overflowed duration (~73 min)
+    k.loc[20, "end"] = k["start"].iat[20] - 5
+    found = codes(check_run(runset))
+    assert found["duration-overflow"][0].affects["examples"][0]["row"] == 10
+    assert found["negative-duration"][0].affects["examples"][0]["row"] == 20
+    assert found["duration-overflow"][0].severity == "unreliable"
+
+
+def test_injected_dropped_range_is_found():
+    runset = _train_sync()
+    run = runset.runs[0]
+    k = run.kernels
+    lo, hi = np.quantile(k["start"], [0.4, 0.6]).astype(np.int64)
+    run.kernels = k[(k["start"] < lo) | (k["start"] > hi)].reset_index(drop=True)
+    (issue,) = codes(check_run(runset))["unlinked-launches"]
+    first, last = issue.affects["time_range_ns"]
+    launches = run.api[run.api["correlation_id"].isin(k.loc[(k["start"] >= lo) & (k["start"] <= hi), "correlation_id"])]
+    assert first == int(launches["start"].min()) and issue.affects["rows"] == len(launches)
+
+
+def test_injected_clock_shift_of_one_process():
+    runset = load_path(RANKS)
+    assert "clock-domains" not in codes(check_run(runset))
+    shifted = runset.runs[1]
+    day = 86_400 * 10**9
+    for name in ("kernels", "api", "copies"):
+        table = shifted.table(name)
+        table["start"] += day
+        table["end"] += day
+    (issue,) = codes(check_run(runset))["clock-domains"]
+    holds = [set(c["holds"]) for c in issue.affects["clusters"]]
+    label = shifted.meta.label
+    assert any(all(h.startswith(label) for h in c) for c in holds)
+
+
+def test_injected_impossible_and_zero_counters():
+    runset = load_path(DOCS7)
+    run = next(r for r in runset.runs if r.meta.label.endswith("pid 15606"))
+    broken = copy.deepcopy(run)
+    broken.counters.loc[2, "value"] = -16384.0
+    found = codes(check_run(RunSet("x", [broken])))
+    (issue,) = found["counter-impossible"]
+    assert issue.affects["dispatch_ids"] == [int(run.counters["dispatch_id"].iat[2])]
+    zero = copy.deepcopy(run)
+    zero.counters["value"] = 0.0
+    (issue,) = codes(check_run(RunSet("x", [zero])))["counter-all-zero"]
+    assert issue.affects["counters"] == ["SQ_WAVES"]
+
+
+# --- the command, the trust labels, the diff gate ----------------------------------------------
+
+
+def test_check_cli_exit_status_and_json(capsys):
+    import json
+
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_DEGRADED, EXIT_OK
+
+    assert main(["check", "--no-cache", "--json", str(DOCS7)]) == EXIT_DEGRADED == 5
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "tuiprof.check/1" and doc["degraded"] is True
+    for issue in doc["issues"]:
+        assert set(issue) == {"code", "severity", "message", "affects"}
+        assert issue["severity"] in ("info", "degraded", "unreliable")
+    assert "clock-domains" in {i["code"] for i in doc["issues"]}
+    assert main(["check", "--no-cache", str(SALTFISH)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "non-kernel-packets" in out and "Nothing degrades a figure" in out
+
+
+def test_check_text_sanitises_trace_strings(tmp_path, capsys):
+    """A hostile kernel name in an overlapping kernel's example never reaches the terminal raw."""
+    from tui_prof.render.integrity import check_text
+
+    runset = _train_sync()
+    k = runset.runs[0].kernels
+    hostile = "\x1b]52;c;ZXZpbA==\x07\x1b[31mevil"
+    k["name"] = k["name"].cat.add_categories([hostile])
+    k.loc[5, "name"] = hostile
+    k.loc[5, "end"] = k["start"].iat[5] - 10
+    text = check_text(check_run(runset).record())
+    assert "negative-duration" in text and "\x1b" not in text and "\x07" not in text
+
+
+def test_summary_json_carries_trust_on_every_section():
+    doc = build_summary(load_path(DOCS7))
+    keys = set(doc) - {"schema", "tuiprof_version", "trust"}
+    assert set(doc["trust"]) == keys
+    assert {v["trust"] for v in doc["trust"].values()} <= {"ok", "degraded", "unreliable"}
+    assert doc["trust"]["measurement"]["trust"] == "unreliable"
+    assert doc["trust"]["measurement"]["reasons"][0].startswith("unreliable clock-domains:")
+    clean = build_summary(_train_sync())
+    assert all(v == {"trust": "ok", "reasons": []} for v in clean["trust"].values())
+
+
+def test_text_and_markdown_mark_degraded_sections():
+    from tui_prof.render.summary import summary_markdown, summary_text
+
+    doc = build_summary(load_path(DOCS7))
+    text = summary_text(doc)
+    assert "Measurements [unreliable: see tuiprof check]" in text and "Trust (tuiprof check lists the evidence)" in text
+    assert "## Measurements \\[unreliable: see tuiprof check\\]" in summary_markdown(doc)
+    clean = summary_text(build_summary(_train_sync()))
+    assert "[unreliable" not in clean and "[degraded" not in clean and "Trust (" not in clean
+
+
+def test_diff_gate_is_inconclusive_when_a_gated_metric_is_unreliable(capsys):
+    import json
+
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_INCONCLUSIVE
+
+    docs63 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm6.3"
+    assert main(["diff", "--no-cache", str(DOCS7), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE == 6
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+    assert main(["diff", "--no-cache", "--json", str(TRAIN_SYNC), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE
+    gate = json.loads(capsys.readouterr().out)["fail_on_regression"]
+    assert gate["exit_status"] == 6 and {u["side"] for u in gate["inconclusive"]} == {"B"}
+    assert main(["diff", "--no-cache", str(TRAIN_SYNC), str(TRAIN_SYNC), "--fail-on-regression", "5"]) == 0
+
+
+def test_separate_recordings_are_listed_and_one_is_summarised(capsys):
+    """rocm-blogs: an --hip-trace and an --hsa-trace recording 21 h apart. The summary takes one
+    (its span is that recording's own, from its results.db), says so, and --recording picks the other."""
+    import json
+
+    from tui_prof.analysis.api import recordings
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_USAGE
+
+    blogs = DATA / "legacy_rocprof" / "rocm-blogs"
+    runset = load_path(blogs)
+    groups = recordings(runset)
+    assert [[runset.runs[i].meta.label for i in g] for g in groups] == [["HIP_trace_results"], ["HSA_trace_results"]]
+    con = sqlite3.connect(blogs / "HIP_trace_results.db")
+    lo = min(con.execute(f"select min(BeginNs) from {t}").fetchone()[0] for t in ("HIP", "OPS", "COPY"))
+    hi = max(con.execute(f"select max(EndNs) from {t}").fetchone()[0] for t in ("HIP", "OPS", "COPY"))
+    con.close()
+    assert main(["summary", "--no-cache", "--json", str(blogs)]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [p["label"] for p in doc["processes"]] == ["HIP_trace_results"] and doc["wall_ns"] == hi - lo
+    assert "holds 2 separate recordings" in captured.err and "summarised recording 1; pick another with --recording N" in captured.err
+    assert main(["summary", "--no-cache", "--json", "--recording", "2", str(blogs)]) == 0
+    assert [p["label"] for p in json.loads(capsys.readouterr().out)["processes"]] == ["HSA_trace_results"]
+    assert main(["summary", "--no-cache", "--recording", "3", str(blogs)]) == EXIT_USAGE
+    assert main(["summary", "--no-cache", "--recording", "2", str(TRAIN_SYNC)]) == EXIT_USAGE
+    assert recordings(load_path(RANKS)) == [[0, 1]]
+
+
+def test_graph_replays_without_kernel_rows_are_found():
+    """h200 decode_graph: 20 cudaGraphLaunch calls, each with its replay's kernels; drop the
+    kernels of the last 5 replays and the check names those 5 launches."""
+    from tui_prof.analysis.hostapi import GRAPH_LAUNCH, api_classes
+
+    runset = load_path(DATA / "kineto" / "h200" / "decode_graph.pt.trace.json.gz")
+    assert "graph-without-kernels" not in codes(check_run(runset))
+    run = runset.runs[0]
+    graphs = run.api.iloc[np.flatnonzero(api_classes(run.api) == GRAPH_LAUNCH)]
+    assert len(graphs) == 20 and graphs["correlation_id"].isin(run.kernels["correlation_id"]).all()
+    dropped = graphs.tail(5)
+    run.kernels = run.kernels[~run.kernels["correlation_id"].isin(dropped["correlation_id"])].reset_index(drop=True)
+    (issue,) = codes(check_run(runset))["graph-without-kernels"]
+    assert issue.affects["rows"] == 5 and issue.affects["time_range_ns"][0] == int(dropped["start"].min())
+
+
+def test_known_defective_counter_on_its_architecture():
+    """SQ_WAVES on gfx1151 (rocm-systems #3828): flagged there, not on the docs sample's gfx900."""
+    from tui_prof.model import Agent
+
+    runset = load_path(DOCS7)
+    run = copy.deepcopy(next(r for r in runset.runs if r.meta.label.endswith("pid 15606")))
+    assert "counter-known-defective" not in codes(check_run(RunSet("x", [run])))
+    run.agents = [Agent(id=a, type="GPU", name="gfx1151") for a in sorted(set(run.counters["agent"].tolist()))]
+    (issue,) = codes(check_run(RunSet("x", [run])))["counter-known-defective"]
+    assert issue.affects["counters"] == ["SQ_WAVES"] and issue.severity == "unreliable"
+
+
+def test_mcp_check_tool_returns_the_cli_json(capsys):
+    import json
+
+    from tui_prof import mcp_server
+    from tui_prof.analysis.integrity import check_document
+    from tui_prof.cli import main
+
+    assert "check" in {s.name for s in mcp_server.tool_specs()}
+    main(["check", "--no-cache", "--json", str(DOCS7)])
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(check_document(load_path(DOCS7))))

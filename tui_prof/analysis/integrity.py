@@ -1,0 +1,564 @@
+"""Integrity checks: can the figures of a run be believed? (issue 32, docs/reliability.md)
+
+A registry of small check functions, like :mod:`tui_prof.analysis.findings`: each takes the
+run set and returns :class:`Issue` records, each with a code, a severity and what it affects
+(the summary sections whose figures it bends, the processes, rows, files and time range).
+
+Severities: ``info`` (something was noticed or corrected; no figure is worse for it),
+``degraded`` (some figures of the named sections are off by a bounded amount) and
+``unreliable`` (the named sections' figures should not be trusted). A section's trust label
+is the worst severity among the issues that name it (``ok`` when none does).
+
+======================  ==============================================================  ==========
+code                    trigger                                                         severity
+======================  ==============================================================  ==========
+clock-domains           the run set's events fall in time clusters more than 1 h apart  unreliable
+                        (files of separate recordings, or clocks that cannot be aligned)
+queue-overlap           kernels overlapping their predecessor on one in-order stream     degraded
+                        by > 1 µs (CUDA programmatic dependent launch, cudaLaunchKernelExC,
+                        under 50 % of the kernel, and AMD tails under 25 % apart)
+duration-overflow       a kernel or copy longer than 1 h (an overflowed duration)        unreliable
+negative-duration       a kernel, copy or API row whose end lies before its start        degraded
+kernel-before-launch    kernels starting > 1 ms before the call that launched them       degraded
+unlinked-launches       > 5 % of launch calls have no kernel (dropped GPU records)       degraded
+unlinked-kernels        > 5 % of the kernels launched after the first traced call (by      degraded
+                        correlation id) have no API call (dropped API records)
+counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
+                        (counter passes of other processes with the same dispatch ids)
+counter-impossible      a negative or infinite counter value                             unreliable
+counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
+graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
+counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
+                        reads 0 on every one of >= 2 dispatches
+non-kernel-packets      profiler rows for AQL packets that are not kernels (rocprof's    info
+                        ``<barrier packet>``): kept out of the kernel tables
+packet-in-kernels       such rows still inside a kernel table                            unreliable
+file-unreadable         a file could not be loaded, or only in part (truncated)          degraded
+======================  ==============================================================  ==========
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
+from tui_prof.analysis.platform import AMD, run_vendor
+from tui_prof.analysis.runinput import run_label, time_range
+from tui_prof.model import Run, RunSet
+
+SCHEMA = "tuiprof.check/1"
+SEVERITIES = ("info", "degraded", "unreliable")
+TRUST_LEVELS = ("ok", "degraded", "unreliable")
+HOUR_NS = 3_600 * 1_000_000_000
+CLUSTER_GAP_NS = HOUR_NS  # no event at all for this long: two recordings or two clocks [P]
+OVERFLOW_NS = HOUR_NS  # one kernel or copy longer than this: an overflowed duration [P]
+EARLY_KERNEL_NS = 1_000_000  # a kernel starting this much before its launch call: clocks disagree [P]
+UNLINKED_SHARE = 0.05  # [P] launch calls without kernels (or kernels without calls) worth a flag
+PDL_MAX_OVERLAP = 0.5  # [P] cudaLaunchKernelExC kernels overlapping their predecessor by less: real
+# [P] real rocprofv3/rocpd recordings show consecutive kernels of one HIP stream overlapping by
+# up to 12 % of the later one (tests/data rocprofv3_json 908, rocpd 28): tolerated below this
+AMD_TAIL_OVERLAP = 0.25
+OVERLAP_TOLERANCE_NS = 1_000  # Kineto's µs timestamps: sub-µs overlaps are rounding
+MAX_EXAMPLES = 5
+# Counters no dispatch that ran can read 0 (it ran waves, on a busy GPU, for some cycles); stall
+# and event counters may well read 0 and are not here. rocm-systems #3828: SQ_WAVES reads 0 on gfx1151.
+NEVER_ZERO = frozenset(
+    {"SQ_WAVES", "SQ_WAVE_CYCLES", "SQ_BUSY_CYCLES", "SQ_CYCLES", "GRBM_GUI_ACTIVE", "GRBM_COUNT", "SPI_CSN_WAVE", "SPI_CSN_NUM_THREADGROUPS", "Wavefronts"}
+)
+
+# The summary sections each kind of damage bends (the keys of ``summary --json``).
+TIME_SECTIONS = ("measurement", "gpu", "gaps", "sync", "launch", "steps", "ranks", "communication", "stragglers", "wall_ns")
+KERNEL_SECTIONS = ("kernels", "hotspots", "hotspots_by", "hotspots_by_operator", "hotspots_by_module", "categories", "measurement")
+COUNTER_SECTIONS = ("counters", "occupancy")
+
+
+@dataclass
+class Issue:
+    """One integrity problem: ``affects`` holds ``sections`` (summary keys), and where known
+    ``processes``, ``rows``, ``files``, ``time_range_ns`` and ``examples``."""
+
+    code: str
+    severity: str
+    message: str
+    affects: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "message": self.message, "affects": self.affects}
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_run` found: the issues, most severe first."""
+
+    root: str
+    issues: list[Issue]
+    checks: list[str]
+
+    @property
+    def degrading(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity != "info"]
+
+    def trust(self, section: str) -> tuple[str, list[str]]:
+        """The section's trust label and the issues that set it ("<severity> <code>: <message>")."""
+        level, reasons = 0, []
+        for issue in self.issues:
+            if issue.severity == "info" or section not in issue.affects.get("sections", ()):
+                continue
+            level = max(level, TRUST_LEVELS.index(issue.severity))
+            reasons.append(f"{issue.severity} {issue.code}: {issue.message}")
+        return TRUST_LEVELS[level], reasons
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "run": self.root,
+            "checks": list(self.checks),
+            "degraded": bool(self.degrading),
+            "issues": [i.record() for i in self.issues],
+        }
+
+
+Check = Callable[[RunSet], list[Issue]]
+
+
+def _span(start: np.ndarray, end: np.ndarray) -> list[int]:
+    return [int(start.min()), int(end.max())] if len(start) else []
+
+
+def _where(run: Run, table: str, rows: np.ndarray, frame: pd.DataFrame | None = None) -> dict[str, Any]:
+    """``affects`` entries for ``rows`` (positions) of one run's table."""
+    frame = run.table(table) if frame is None else frame
+    start, end = frame["start"].to_numpy()[rows], frame["end"].to_numpy()[rows]
+    examples = [
+        {"row": int(r), "name": str(frame["name"].iat[int(r)]), "start_ns": int(frame["start"].iat[int(r)]), "end_ns": int(frame["end"].iat[int(r)])}
+        for r in rows[:MAX_EXAMPLES]
+    ]
+    return {"processes": [run_label(run)], "table": table, "rows": int(len(rows)), "time_range_ns": _span(start, end), "examples": examples}
+
+
+# --- time and clocks ---------------------------------------------------------------------------
+
+
+def _segments(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
+    """The table's time split where no row starts for CLUSTER_GAP_NS (rows sorted by start)."""
+    known = (start != -1) & (end != -1)
+    if not known.all():
+        start, end = start[known], end[known]
+    if not len(start):
+        return []
+    order = None if bool(np.all(start[1:] >= start[:-1])) else np.argsort(start, kind="stable")
+    if order is not None:
+        start, end = start[order], end[order]
+    reach = np.maximum.accumulate(np.maximum(end, start))
+    cuts = np.flatnonzero(start[1:] - reach[:-1] > CLUSTER_GAP_NS) + 1
+    bounds = np.concatenate(([0], cuts, [len(start)]))
+    return [(int(start[a]), int(reach[b - 1])) for a, b in itertools.pairwise(bounds.tolist())]
+
+
+def clock_domains(runset: RunSet) -> list[Issue]:
+    """Events of the run set in clusters more than an hour apart."""
+    pieces: list[tuple[int, int, str]] = []
+    for run in runset.runs:
+        for name in ("kernels", "api", "copies"):
+            table = run.table(name)
+            if len(table):
+                pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(table["start"].to_numpy(), table["end"].to_numpy()))
+    pieces.sort()
+    clusters: list[list[Any]] = []
+    for a, b, what in pieces:
+        if clusters and a - clusters[-1][1] <= CLUSTER_GAP_NS:
+            clusters[-1][1] = max(clusters[-1][1], b)
+            clusters[-1][2].append(what)
+        else:
+            clusters.append([a, b, [what]])
+    if len(clusters) < 2:
+        return []
+    apart = (clusters[-1][0] - clusters[0][1]) / 1e9
+    listed = [{"time_range_ns": [c[0], c[1]], "holds": sorted(set(c[2]))} for c in clusters[:MAX_EXAMPLES]]
+    return [
+        Issue(
+            "clock-domains",
+            "unreliable",
+            f"events fall in {len(clusters)} time clusters up to {apart:,.0f} s apart: files of separate recordings or clocks "
+            "that cannot be aligned, pooled into one span",
+            {"sections": list(TIME_SECTIONS), "clusters": listed, "time_range_ns": [clusters[0][0], clusters[-1][1]]},
+        )
+    ]
+
+
+def durations(runset: RunSet) -> list[Issue]:
+    """Overflowed (> 1 h) and negative durations of kernels, copies and API calls."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        for name in ("kernels", "copies", "api"):
+            table = run.table(name)
+            if not len(table):
+                continue
+            start, end = table["start"].to_numpy(), table["end"].to_numpy()
+            known = (start != -1) & (end != -1)
+            dur = end - start
+            sections = (
+                list(KERNEL_SECTIONS + TIME_SECTIONS) if name == "kernels" else (["copies", "measurement"] if name == "copies" else ["api", "sync", "launch"])
+            )
+            over = np.flatnonzero(known & (dur > OVERFLOW_NS)) if name != "api" else np.empty(0, dtype=np.int64)
+            if len(over):
+                where = _where(run, name, over)
+                out.append(
+                    Issue(
+                        "duration-overflow", "unreliable", f"{len(over)} {name} rows last over an hour (overflowed durations)", {"sections": sections, **where}
+                    )
+                )
+            negative = np.flatnonzero(known & (dur < 0))
+            if len(negative):
+                where = _where(run, name, negative)
+                out.append(Issue("negative-duration", "degraded", f"{len(negative)} {name} rows end before they start", {"sections": sections, **where}))
+    return out
+
+
+# --- streams and launches ----------------------------------------------------------------------
+
+
+def _launch_names(run: Run, correlation: np.ndarray) -> np.ndarray:
+    """The name of the API call with each correlation id ("" when none)."""
+    api = run.api
+    if not len(api) or not len(correlation):
+        return np.full(len(correlation), "", dtype=object)
+    ids = api["correlation_id"].to_numpy()
+    hit = np.flatnonzero(np.isin(ids, correlation))
+    names = dict(zip(ids[hit].tolist(), api["name"].to_numpy()[hit].astype(str).tolist(), strict=True))
+    return np.array([names.get(int(c), "") for c in correlation], dtype=object)
+
+
+def _overlaps(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(row, overlapped share of its duration) of each kernel that starts before an earlier
+    kernel of its stream ends by more than OVERLAP_TOLERANCE_NS."""
+    stream = k["stream"].to_numpy().astype(np.int64)
+    # HIP may put several streams on one HSA queue: only a recorded stream is an in-order lane
+    key = np.where(stream >= 0, (k["agent"].to_numpy().astype(np.int64) << 42) + stream, -1)
+    start, end = k["start"].to_numpy(), k["end"].to_numpy()
+    one_lane = bool((key == key[0]).all())
+    if bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start
+        order = np.arange(len(key)) if one_lane else np.argsort(key, kind="stable")
+    else:
+        order = np.lexsort((start, key))
+    ks, ss, es = key[order], start[order], end[order]
+    same = np.r_[False, ks[1:] == ks[:-1]] & (ks != -1)
+    # the latest end among earlier kernels of the same lane: a running max restarted per lane
+    reach = np.maximum.accumulate(es) if one_lane else pd.Series(es).groupby(np.cumsum(~same)).cummax().to_numpy()
+    before = np.r_[np.iinfo(np.int64).min, reach[:-1]]
+    hit = same & (before - ss > OVERLAP_TOLERANCE_NS) & (es > ss)
+    rows = np.flatnonzero(hit)
+    share = (np.minimum(before[rows], es[rows]) - ss[rows]) / (es[rows] - ss[rows])
+    return order[rows], share
+
+
+def queue_overlap(runset: RunSet) -> list[Issue]:
+    """Kernels overlapping an earlier kernel of the same in-order stream."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        k = run.kernels
+        if len(k) < 2:
+            continue
+        rows, share = _overlaps(k)
+        if not len(rows):
+            continue
+        names = _launch_names(run, k["correlation_id"].to_numpy()[rows])
+        pdl = np.array(["LaunchKernelEx" in n for n in names], dtype=bool) & (share < PDL_MAX_OVERLAP)
+        tail = share < AMD_TAIL_OVERLAP if run_vendor(run)[0] == AMD else np.zeros(len(rows), dtype=bool)
+        rows = np.sort(rows[~(pdl | tail)])
+        if not len(rows):
+            continue
+        where = _where(run, "kernels", rows)
+        out.append(
+            Issue(
+                "queue-overlap",
+                "degraded",
+                f"{len(rows)} kernels start before the previous kernel of their stream ends (one in-order stream cannot overlap): their timestamps are off",
+                {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps")), **where},
+            )
+        )
+    return out
+
+
+def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin(values, pool)``; by a lookup table (linear time) when the ids span a range
+    not much larger than the arrays, as correlation ids do."""
+    if not len(values) or not len(pool):
+        return np.zeros(len(values), dtype=bool)
+    lo, hi = min(int(values.min()), int(pool.min())), max(int(values.max()), int(pool.max()))
+    if hi - lo < 8 * (len(values) + len(pool)) + (1 << 20):
+        return np.isin(values, pool, kind="table")
+    return np.isin(values, pool)
+
+
+def _linked(run: Run, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(launch-call rows without a kernel, kernel rows without a call) when both are traced."""
+    api, k = run.api, run.kernels
+    if not len(api) or not len(k) or not ((classes == LAUNCH) | (classes == GRAPH_LAUNCH)).any():
+        return None
+    kernel_ids = k["correlation_id"].to_numpy()
+    known = kernel_ids != -1
+    if not known.any():
+        return None
+    api_ids = api["correlation_id"].to_numpy()
+    direct = np.flatnonzero(classes == LAUNCH)
+    lonely_calls = direct[~_member(api_ids[direct], kernel_ids[known])]
+    # correlation ids grow with every call: kernels with ids below the first traced call's were
+    # launched before the host trace began (Kineto records their GPU activity, not their calls)
+    traced_ids = api_ids[api_ids != -1]
+    if not len(traced_ids):
+        return lonely_calls, np.empty(0, dtype=np.int64)
+    traced = kernel_ids >= int(traced_ids.min())
+    lonely_kernels = np.flatnonzero(known & traced & ~_member(kernel_ids, traced_ids))
+    return lonely_calls, lonely_kernels
+
+
+def launch_links(runset: RunSet) -> list[Issue]:
+    """Dropped records: launch calls without kernels, kernels without calls, beyond a share;
+    kernels that start before their own launch call."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        classes = api_classes(run.api) if len(run.api) else np.empty(0, dtype=np.int8)
+        found = _linked(run, classes)
+        if found is None:
+            continue
+        calls, kernels = found
+        n_calls = int(np.count_nonzero(classes == LAUNCH))
+        if n_calls and len(calls) > UNLINKED_SHARE * n_calls:
+            where = _where(run, "api", calls)
+            message = f"{len(calls)} of {n_calls} launch calls ({len(calls) / n_calls:.1%}) have no kernel: GPU records were dropped"
+            out.append(Issue("unlinked-launches", "degraded", message, {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps", "launch")), **where}))
+        n_k = len(run.kernels)
+        if len(kernels) > UNLINKED_SHARE * n_k:
+            where = _where(run, "kernels", kernels)
+            message = f"{len(kernels)} of {n_k} kernels ({len(kernels) / n_k:.1%}) have no launch call: API records were dropped"
+            out.append(Issue("unlinked-kernels", "degraded", message, {"sections": ["launch", "sync", "hotspots_by_operator", "hotspots_by_module"], **where}))
+        out.extend(_graph_replays(run, classes))
+        out.extend(_early_kernels(run))
+    return out
+
+
+def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
+    """Graph launches whose replay left no kernel rows (the profiler recorded the launch only)."""
+    graphs = np.flatnonzero(classes == GRAPH_LAUNCH)
+    if not len(graphs):
+        return []
+    kernel_ids = run.kernels["correlation_id"].to_numpy()
+    bare = graphs[~_member(run.api["correlation_id"].to_numpy()[graphs], kernel_ids[kernel_ids != -1])]
+    if len(bare) <= UNLINKED_SHARE * len(graphs):
+        return []
+    where = _where(run, "api", bare)
+    message = f"{len(bare)} of {len(graphs)} graph launches have no kernel rows: their replays' kernels are missing from the kernel tables"
+    return [Issue("graph-without-kernels", "degraded", message, {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps")), **where})]
+
+
+def _early_kernels(run: Run) -> list[Issue]:
+    api, k = run.api, run.kernels
+    ids = api["correlation_id"].to_numpy()
+    starts = api["start"].to_numpy()
+    if not bool(np.all(ids[1:] >= ids[:-1])):  # usually already in id order (ids grow with time)
+        order = np.argsort(ids, kind="stable")
+        ids, starts = ids[order], starts[order]
+    kid = k["correlation_id"].to_numpy()
+    pos = np.clip(np.searchsorted(ids, kid), 0, len(ids) - 1)
+    match = (kid != -1) & (ids[pos] == kid)
+    early = np.flatnonzero(match & (k["start"].to_numpy() < starts[pos] - EARLY_KERNEL_NS))
+    if not len(early):
+        return []
+    where = _where(run, "kernels", early)
+    message = f"{len(early)} kernels start over 1 ms before the call that launched them: the GPU and host clocks disagree"
+    return [Issue("kernel-before-launch", "degraded", message, {"sections": ["launch", "sync", "gaps", "steps"], **where})]
+
+
+# --- counters ----------------------------------------------------------------------------------
+
+
+def counters(runset: RunSet) -> list[Issue]:
+    """Counter rows recorded twice for one dispatch, impossible and all-zero counters."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        c = run.counters
+        if not len(c):
+            continue
+        label = run_label(run)
+        dup = c.duplicated(["dispatch_id", "agent", "counter"], keep=False).to_numpy()
+        if dup.any():
+            ids = sorted(set(c["dispatch_id"].to_numpy()[dup].tolist()))
+            message = (
+                f"{int(dup.sum())} counter rows repeat a (dispatch, counter) of this process: counter passes of other processes "
+                "with the same dispatch ids, summed as if one"
+            )
+            out.append(
+                Issue(
+                    "counter-duplicated", "unreliable", message, {"sections": list(COUNTER_SECTIONS), "processes": [label], "dispatch_ids": ids[:MAX_EXAMPLES]}
+                )
+            )
+        value = c["value"].to_numpy()
+        bad = np.isinf(value) | (value < 0)  # NaN: not recorded (model/schema.py)
+        if bad.any():
+            names = sorted(set(c["counter"].astype(str).to_numpy()[bad].tolist()))
+            ids = sorted(set(c["dispatch_id"].to_numpy()[bad].tolist()))
+            message = f"{int(bad.sum())} counter values are negative or infinite ({', '.join(names[:MAX_EXAMPLES])})"
+            out.append(
+                Issue(
+                    "counter-impossible",
+                    "unreliable",
+                    message,
+                    {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": names, "dispatch_ids": ids[:MAX_EXAMPLES]},
+                )
+            )
+        out.extend(_all_zero(c, label))
+        out.extend(_known_defective(run, c, label))
+    return out
+
+
+# (gfx target, counter) -> the public report of the defect
+KNOWN_DEFECTIVE = {("gfx1151", "SQ_WAVES"): "reads 0 or wrong on gfx1151 (ROCm/rocm-systems #3828)"}
+
+
+def _known_defective(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
+    names = {str(n) for n in pd.unique(c["counter"])}
+    archs = {a.arch for a in run.gpu_agents}
+    found = [(arch, name, why) for (arch, name), why in KNOWN_DEFECTIVE.items() if arch in archs and name in names]
+    return [
+        Issue(
+            "counter-known-defective",
+            "unreliable",
+            f"{name} {why}",
+            {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": [name], "arch": arch},
+        )
+        for arch, name, why in found
+    ]
+
+
+def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
+    grouped = c.groupby("counter", observed=True)["value"]
+    top, count = grouped.max(), grouped.count()
+    zero = [str(n) for n in top.index if str(n) in NEVER_ZERO and top[n] == 0 and count[n] >= 2]
+    if not zero:
+        return []
+    message = f"{len(zero)} counters read 0 on every dispatch ({', '.join(zero[:MAX_EXAMPLES])}): not collected, or defective on this GPU"
+    return [Issue("counter-all-zero", "unreliable", message, {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": zero})]
+
+
+# --- what the loaders noticed ------------------------------------------------------------------
+
+
+def packets(runset: RunSet) -> list[Issue]:
+    """Non-kernel AQL packets: those the loaders kept out, and any still in a kernel table."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        for item in run.meta.extra.get("non_kernel_packets", []):
+            message = (
+                f"{item['calls']} {item['name']} rows ({item['source']}, {item['total_ns'] / 1e9:,.1f} s) are not kernel dispatches: "
+                "kept out of the kernel tables"
+            )
+            out.append(Issue("non-kernel-packets", "info", message, {"sections": [], "processes": [run_label(run)], **item}))
+        k = run.kernels
+        if not len(k):
+            continue
+        names = k["name"]
+        cats = names.cat.categories if isinstance(names.dtype, pd.CategoricalDtype) else pd.unique(names)
+        bad = [str(n) for n in cats if str(n).startswith("<") and str(n).endswith(">") and "packet" in str(n)]
+        if bad:
+            rows = np.flatnonzero(names.isin(bad).to_numpy())
+            if len(rows):
+                where = _where(run, "kernels", rows)
+                out.append(
+                    Issue(
+                        "packet-in-kernels",
+                        "unreliable",
+                        f"{len(rows)} kernel rows are AQL packets, not kernels ({bad[0]})",
+                        {"sections": list(KERNEL_SECTIONS), **where},
+                    )
+                )
+    return out
+
+
+def files(runset: RunSet) -> list[Issue]:
+    """Files that could not be loaded, or only in part."""
+    out: list[Issue] = []
+    errors = runset.errors
+    if errors:
+        message = f"{len(errors)} files could not be loaded: " + "; ".join(str(e) for e in errors[:MAX_EXAMPLES])
+        out.append(Issue("file-unreadable", "degraded", message, {"sections": ["source", "measurement"], "files": [e.path for e in errors]}))
+    for run in runset.runs:
+        if run.partial:
+            message = f"{run_label(run)}: some of its files were read only in part (truncated or damaged rows dropped)"
+            out.append(
+                Issue(
+                    "file-unreadable",
+                    "degraded",
+                    message,
+                    {"sections": list(KERNEL_SECTIONS + TIME_SECTIONS), "processes": [run_label(run)], "files": list(run.meta.files)},
+                )
+            )
+    return out
+
+
+# --- separate recordings in one folder ---------------------------------------------------------
+
+
+def recordings(runset: RunSet) -> list[list[int]]:
+    """The run set's processes grouped into recordings: processes whose time ranges (with every
+    row's timestamps, :func:`time_range`) overlap or lie within an hour of each other are one
+    recording; processes without timestamps join the recording before them in load order
+    (the first when none). Indices into ``runset.runs``; one group when all belong together."""
+    spans = [(i, time_range(run)) for i, run in enumerate(runset.runs)]
+    timed = sorted((span[0], span[1], i) for i, span in spans if span is not None)
+    groups: list[list[int]] = []
+    reach = None
+    for lo, hi, i in timed:
+        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS:
+            groups[-1].append(i)
+            reach = max(reach, hi)
+        else:
+            groups.append([i])
+            reach = hi
+    if not groups:
+        return [list(range(len(runset.runs)))]
+    for i, span in spans:
+        if span is None:
+            before = [g for g in groups if min(g) < i]
+            (before[-1] if before else groups[0]).append(i)
+    return [sorted(g) for g in groups]
+
+
+def recording_runset(runset: RunSet, indices: list[int]) -> RunSet:
+    """The run set of one recording (same root and load issues)."""
+    return RunSet(runset.root, [runset.runs[i] for i in indices], list(runset.issues))
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+# Every check with its name, in the order the report lists them. A new check: a function and a line here.
+CHECKS: tuple[tuple[str, Check], ...] = (
+    ("clock-domains", clock_domains),
+    ("durations", durations),
+    ("queue-overlap", queue_overlap),
+    ("launch-links", launch_links),
+    ("counters", counters),
+    ("packets", packets),
+    ("files", files),
+)
+
+
+def check_run(runset: RunSet, checks: Iterable[tuple[str, Check]] = CHECKS) -> CheckReport:
+    """Every check of ``checks`` on ``runset``; the issues most severe first (ties in check order)."""
+    names, issues = [], []
+    for name, check in checks:
+        names.append(name)
+        issues.extend(check(runset))
+    issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
+    return CheckReport(runset.root, issues, names)
+
+
+def check_document(run: RunSet) -> dict[str, Any]:
+    """The ``tuiprof.check/1`` document of ``run`` (what ``tuiprof check --json`` prints)."""
+    return check_run(run).record()
