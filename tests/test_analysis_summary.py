@@ -32,7 +32,7 @@ def test_summary_keys_of_schema():
         assert set(doc[key]) == set(section.__annotations__), key
     assert set(doc["sync"]["sync_after_launch"]) == set(sections.SyncAfterLaunch.__annotations__)
     assert set(doc["processes"][0]) == set(sections.ProcessRecord.__annotations__)
-    assert set(doc["hotspots"][0]) == set(sections.HotspotRecord.__annotations__) - {"pct_wall"}
+    assert set(doc["hotspots"][0]) == set(sections.HotspotRecord.__annotations__)  # pct_wall too (issue 33)
     assert set(doc["hotspots_by"]["category"][0]) == set(sections.HotspotRecord.__annotations__) - {"critical_ns"}  # the critical path is per kernel name
     assert set(doc["gaps"]["listed"][0]) == set(sections.GapRecord.__annotations__)
     assert all(set(f) - {"saving_ns"} == set(sections.Finding.__annotations__) - {"saving_ns"} for f in doc["findings"])
@@ -146,6 +146,7 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
     from tui_prof.analysis.hostcalls import api_section
     from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
     from tui_prof.analysis.occupancy import occupancy_section
+    from tui_prof.analysis.operators import categories_per_process, kernel_categories_of, operator_links
     from tui_prof.analysis.runinput import run_inputs
     from tui_prof.analysis.stats import stats_section
     from tui_prof.loaders import load_path
@@ -153,8 +154,10 @@ def test_sections_computed_beside_the_timeline_equal_direct_ones(folder, lane):
     runset = load_path(Path(__file__).parent / "data" / folder)
     inputs = run_inputs(runset)
     assert (len(inputs) == 1) == (folder == "rocpd")
+    # the rank table's compute/copy split takes the category table's categories (operator first)
+    categories = categories_per_process(kernel_categories_of(inputs, operator_links(inputs), DEFAULT_CATEGORY_RULES), inputs)
     rows, comm, strag = ranks.ranks_sections(
-        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES, categories
     )
     for _ in range(3):
         doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None, logs=False), lane=getattr(threads, lane))

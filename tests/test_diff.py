@@ -402,4 +402,4 @@ def test_cli_markdown_and_text(csv_pair, capsys):
 
 def test_cli_missing_run(tmp_path, capsys):
     assert main(["diff", str(tmp_path / "nope"), str(tmp_path)]) == 1
-    assert "nothing could be loaded" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines() == [f"tuiprof: {tmp_path / 'nope'}: no such file or directory"]

@@ -33,8 +33,8 @@ def test_summary_missing_path_exits_1_without_a_report():
     done = _tuiprof("summary", "--no-cache", "/no/such/path")
     assert done.returncode == EXIT_NOTHING_LOADED
     assert done.stdout == ""  # no all-zero report
-    # the loader's reason, then the verdict (tests/test_cli_validation.py checks both lines)
-    assert done.stderr.strip().splitlines() == ["tuiprof: /no/such/path: no such file or directory", "tuiprof: nothing could be loaded from '/no/such/path'"]
+    # one line: the reason (issue 33 item 14)
+    assert done.stderr.strip().splitlines() == ["tuiprof: /no/such/path: no such file or directory"]
 
 
 def test_summary_of_nothing_loadable_exits_1_without_a_report(tmp_path):

@@ -140,6 +140,14 @@ def parse_path(text: str) -> str:
     return text
 
 
+def _unreadable_path(path: str) -> str | None:
+    """:func:`_unusable_path`, or the one line saying that ``path`` does not exist."""
+    unusable = _unusable_path(path)
+    if unusable is None and not os.path.lexists(path):  # worded as the loader words it (``_say`` escapes it)
+        return f"{os.fsdecode(path)}: no such file or directory"
+    return unusable
+
+
 def _unusable_path(path: str) -> str | None:
     """Why ``path`` cannot be used (too long, a component too long, not permitted), or None.
     A path that does not exist is left to the loader, which reports it as an issue."""
@@ -187,8 +195,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from tui_prof.render.summary import summary_markdown, summary_text
 
     rules = _category_rules(args)
-    unusable = _unusable_path(args.path)
-    if unusable:
+    unusable = _unreadable_path(args.path)
+    if unusable:  # one line: the reason (a missing path is not also "nothing could be loaded")
         _say(unusable)
         return EXIT_NOTHING_LOADED
     progress = _progress_printer()
@@ -419,6 +427,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     runsets = []
     for path in (args.a, args.b):
+        unusable = _unreadable_path(path)
+        if unusable:
+            _say(unusable)
+            return EXIT_NOTHING_LOADED
         runset = load_path(path, progress=_progress_printer(), use_cache=not args.no_cache)
         for issue in runset.errors:
             _say(issue)
@@ -588,7 +600,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from tui_prof.export.perfetto import export_perfetto, run_start
     from tui_prof.loaders import load_path
 
-    unusable = _unusable_path(args.path)
+    unusable = _unreadable_path(args.path)
     if unusable:
         _say(unusable)
         return EXIT_NOTHING_LOADED
@@ -681,7 +693,7 @@ def _load_for_query(path: str, no_cache: bool):
     (the problem said on one line)."""
     from tui_prof.loaders import load_path
 
-    unusable = _unusable_path(path)
+    unusable = _unreadable_path(path)
     if unusable:
         _say(unusable)
         return EXIT_NOTHING_LOADED

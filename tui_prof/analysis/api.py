@@ -26,6 +26,7 @@ from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_
 from tui_prof.analysis.occupancy import nvidia_hint, nvidia_occupancy, occupancy
 from tui_prof.analysis.operators import (
     NOT_LINKED,
+    categories_per_process,
     has_module_scopes,
     has_operators,
     kernel_categories_of,
@@ -106,6 +107,7 @@ __all__ = [
     "api_classes",
     "build_summary",
     "check_document",
+    "categories_per_process",
     "check_run",
     "combine_stats",
     "communication_mask",

@@ -168,6 +168,13 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
     return caps
 
 
+def nvidia_arch(agent: Agent) -> str | None:
+    """An NVIDIA GPU's architecture as CUDA names it (``sm_90`` for compute capability 9.0),
+    None when the trace does not record its compute capability."""
+    cc = agent.extra.get("compute_capability")
+    return f"sm_{str(cc).replace('.', '')}" if cc else None
+
+
 def nvidia_capabilities(agent: Agent) -> dict[str, Any]:
     """What the trace says about an NVIDIA GPU (SM count, memory, compute capability, from
     Kineto's deviceProperties where recorded) and which NVIDIA tools profile it. Same keys
@@ -187,7 +194,7 @@ def nvidia_capabilities(agent: Agent) -> dict[str, Any]:
     notes = ["Known from the trace: " + (", ".join(known) if known else "nothing (no deviceProperties recorded)") + "."]
     notes.append("The AMD per-architecture counter limits and profiler caveats do not apply to NVIDIA GPUs.")
     return {
-        "arch": f"sm_{cc.replace('.', '')}" if cc else (agent.product or None),
+        "arch": nvidia_arch(agent) or agent.product or None,
         "vendor": "NVIDIA",
         "counters": "not in a PyTorch/Kineto trace: Nsight Compute (ncu --metrics ... / --section ...) collects them",
         "pc_sampling": "Nsight Compute source counters / warp-state sampling (ncu --section WarpStateStats,SourceCounters)",

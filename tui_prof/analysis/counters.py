@@ -20,6 +20,7 @@ import pandas as pd
 
 from tui_prof.analysis.counteradvice import advise
 from tui_prof.analysis.counterplan import default_metrics, plan
+from tui_prof.analysis.capability import nvidia_arch
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, row_flags, row_strings
 from tui_prof.analysis.occupancy import arch_limits, occupancy
 from tui_prof.analysis.runinput import RunInput
@@ -997,7 +998,7 @@ def counter_metrics(run: Run, vendor: str = "unknown") -> dict[str, Any]:
         out["commands"] = [] if len(counters) else ncu_commands()
     elif out["missing"]:
         out["commands"] = pmc_commands(arch)
-    out["arch"] = arch
+    out["arch"] = (nvidia_arch(gpus[0]) or arch) if vendor == "nvidia" and gpus else arch  # CUDA's sm_XY on NVIDIA
     out["absent"] = absent_counters(arch) if vendor != "nvidia" else {}
     if vendor != "nvidia":
         for kernel in out["kernels"]:  # sentences per the counter dictionary's thresholds (analysis.counteradvice)

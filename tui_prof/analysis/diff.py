@@ -243,7 +243,8 @@ def metric_delta(
         row["delta_pct"] = 0.0
     change = abs(delta) if defn.unit == "pct" else abs(row["delta_pct"])
     moved = _denominator_move(denominators, noise_pct)
-    threshold = f"±{row['threshold']:g}{' points' if defn.unit == 'pct' else ' %'}"
+    band = float(row["threshold"])
+    threshold = f"±{band:.{0 if band.is_integer() else 1}f}{' points' if defn.unit == 'pct' else ' %'}"  # the report's precision
     if change <= row["threshold"]:
         row["status"] = "within noise"
         row["reason"] = f"{_fmt_change(defn.unit, delta, row['delta_pct'])} is within the {threshold} noise"

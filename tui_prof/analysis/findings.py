@@ -509,8 +509,22 @@ def no_counters(doc: Summary, facts: Facts) -> Found:
 COMMUNICATION_SHARE_PCT = 20.0  # [P] communication kernels' share of kernel time worth a look
 
 
+def _stats_total(doc: Summary, key: str) -> int:
+    """The run's total of a statistics table's domain (its ``run_total_ns``: the rows' sum,
+    or TotalDurationNs × 100 / Percentage where the table is cut); 0 without the table."""
+    return next((int(t.get("run_total_ns") or t["total_ns"]) for t in doc.get("stats", {}).get("tables", []) if t["key"] == key), 0)
+
+
+def kernel_time_whole(doc: Summary) -> int:
+    """Kernel time over the whole run, the denominator of every kernel share: the trace's
+    sum, or for a statistics-only run the kernel table's run total (a cut table's rows hold less)."""
+    if doc.get("hotspots_source") == "stats":
+        return _stats_total(doc, "kernel_stats") or doc["kernels"]["total_ns"]
+    return doc["kernels"]["total_ns"]
+
+
 def communication_share(doc: Summary, facts: Facts) -> Found:
-    ktime = doc["kernels"]["total_ns"]
+    ktime = kernel_time_whole(doc)
     comm = doc.get("categories", {}).get("communication", 0)
     if not (ktime and 100.0 * comm / ktime > COMMUNICATION_SHARE_PCT):
         return []
@@ -552,8 +566,8 @@ def copy_share_from_stats(doc: Summary, facts: Facts) -> Found:
     kernels + copies (the statistics have no wall)."""
     if doc.get("copies_source") != "stats":
         return []
-    ktime = doc["kernels"]["total_ns"]
-    copy_ns = next((t["total_ns"] for t in doc.get("stats", {}).get("tables", []) if t["key"] == "memory_copy_stats"), 0)
+    ktime = kernel_time_whole(doc)
+    copy_ns = _stats_total(doc, "memory_copy_stats")
     gpu_ns = copy_ns + ktime
     if not (gpu_ns and 100.0 * copy_ns / gpu_ns > COPY_SHARE_PCT):
         return []

@@ -42,7 +42,7 @@ def gpu_section(timelines: Sequence[RunTimeline]) -> GpuSection:
     rows = [a for t in timelines for a in t.agents]
     span = sum(a["span_ns"] for a in rows)
     busy = sum(a["busy_ns"] for a in rows)
-    active = aggregate.group_union([(t.clock, int(a["first_ns"]), int(a["last_ns"])) for t in timelines for a in t.agents])
+    active = aggregate.group_union([(t.clock, int(a["first_ns"]), int(a["last_ns"])) for t in timelines for a in t.agents if a["first_ns"] is not None])
     return {
         "span_ns": int(active),
         "agent_span_ns": int(span),

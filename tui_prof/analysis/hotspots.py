@@ -122,7 +122,8 @@ def hotspots(
         if busy is None:  # no two kernels of a process overlap: each group's busy time is its total
             table["pct_wall"] = 100.0 * table["total_ns"] / wall_ns if wall_ns > 0 else 0.0
         else:
-            by_label = dict(zip(labels[present].tolist(), busy[present].tolist(), strict=True))
+            # keyed by the row's name as the table writes it (str: a pid label is an int)
+            by_label = dict(zip([str(label) for label in labels[present]], busy[present].tolist(), strict=True))
             table["pct_wall"] = 100.0 * table["name"].map(lambda n: by_label.get(n, 0)).astype(np.float64) / wall_ns if wall_ns > 0 else 0.0
     return table[columns]
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from tui_prof.analysis import memory
 from tui_prof.analysis.names import row_flags
-from tui_prof.analysis.sections import CopiesSection, GpuSection, LaunchSection, MeasurementSection, SyncSection
+from tui_prof.analysis.sections import CopiesSection, GpuSection, KernelsSection, LaunchSection, MeasurementSection, SyncSection
 from tui_prof.model import RunSet
 
 SYNC_TARGET_PCT = 5.0  # the profiling guide's target for sync + blocking copies, % of wall
@@ -44,7 +44,7 @@ def peak_memory_of(runset: RunSet) -> int | None:
 
 def measurement_section(
     wall: int,
-    kernel_dur_ns: np.ndarray,
+    kernels: KernelsSection,
     categories: dict[str, int],
     gpu: GpuSection,
     sync: SyncSection,
@@ -53,17 +53,21 @@ def measurement_section(
     peak_memory_bytes: int | None,
     processes: int = 1,
     process_time_ns: int | None = None,
+    kernel_whole_ns: int | None = None,
 ) -> MeasurementSection:
     """The measurement table: the headline numbers of the other sections side by side;
     ``processes`` and ``process_time_ns`` (Σ process walls; None: ``wall``) are the wholes
-    of the figures summed over processes."""
-    ktime = int(kernel_dur_ns.sum()) if len(kernel_dur_ns) else 0
+    of the figures summed over processes. ``kernels``: the kernels section, traced or from
+    the kernel statistics of a run without a kernel trace; ``kernel_whole_ns`` the GEMM
+    share's denominator (None: ``kernels``' total; a cut statistics table's run total)."""
+    ktime = int(kernels["total_ns"])
+    whole = ktime if kernel_whole_ns is None else int(kernel_whole_ns)
     return {
         "span_ns": int(wall),
         "gpu_span_ns": int(gpu["span_ns"]),
-        "kernel_count": int(len(kernel_dur_ns)),
+        "kernel_count": int(kernels["dispatches"]),
         "kernel_time_ns": ktime,
-        "gemm_pct_of_kernel_time": round(100.0 * categories.get("GEMM", 0) / ktime, 4) if ktime else 0.0,
+        "gemm_pct_of_kernel_time": round(100.0 * categories.get("GEMM", 0) / whole, 4) if whole else 0.0,
         "sync_pct_of_wall": sync["pct_of_wall"],
         "exposed_sync_pct_of_wall": sync["exposed_pct_of_wall"],
         "sync_target_pct": SYNC_TARGET_PCT,

@@ -69,6 +69,7 @@ DEFAULT_RULES: tuple[tuple[str, str], ...] = (
         r"|\bmm_|_mm\b|\bbmm\b|dot_?product|epilogue::impl::|(?<![a-z])splitkreduce",
     ),
     ("normalisation", r"norm(?!al_)|softmax|gammabeta|rowwisemoments"),
+    ("pooling", r"(?<![a-z])(?:max|avg|average)_?pool|pooling"),
     ("reduction", r"reduce|reduction|argmax|argmin|cumsum|\bscan|topk|\bsort|radix"),
     (
         "elementwise",

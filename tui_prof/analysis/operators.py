@@ -298,6 +298,10 @@ OP_RULES: tuple[tuple[str, str], ...] = (
         r"|^aten::_?(log_)?softmax(_backward_data)?$",
     ),
     (
+        "pooling",
+        r"^aten::(max_pool[123]d|avg_pool[123]d|adaptive_(max|avg)_pool[123]d|fractional_max_pool[23]d|max_unpool[23]d)(_with_indices)?(_backward)?_?$",
+    ),
+    (
         "reduction",
         r"^aten::(sum|mean|prod|amax|amin|max|min|argmax|argmin|aminmax|cumsum|cumprod|var|std|var_mean|std_mean|norm|linalg_vector_norm"
         r"|logsumexp|topk|sort|argsort|any|all|nll_loss\w*|cross_entropy_loss)_?$",
@@ -482,6 +486,18 @@ def kernel_categories_of(inputs: Sequence[RunInput], links: Sequence[pd.DataFram
         else:
             parts.append(group_key(r.run.kernels, "category", rules).astype(str).reset_index(drop=True))
     return pd.Series(pd.concat(parts, ignore_index=True), dtype="category")
+
+
+def categories_per_process(categories: pd.Series | None, inputs: Sequence[RunInput]) -> list[np.ndarray | None] | None:
+    """Each process's slice of :func:`kernel_categories_of` (rows in ``inputs`` order, its
+    kernels' order): what the rank table's compute/copy split uses. None: no operators."""
+    if categories is None:
+        return None
+    values = categories.astype(str).to_numpy(dtype=object)
+    ends = np.cumsum([len(r.run.kernels) for r in inputs])
+    if not len(ends) or int(ends[-1]) != len(values):
+        return None
+    return list(np.split(values, ends[:-1]))
 
 
 def _records(table: pd.DataFrame, total: int, top: int | None) -> list[OperatorRecord]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_capabilities, scan_logs
+from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_arch, nvidia_capabilities, scan_logs
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import LogHit, ProcessRecord, Record, SourceSection
 from tui_prof.model import Agent, Run, RunSet
@@ -67,6 +67,7 @@ def agent_records(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[R
             record = agent_record(agent, r.label)
             if record.get("type") == "GPU" and (agent.vendor.upper().startswith("NVIDIA") or vendor == "nvidia"):
                 record["capabilities"] = nvidia_capabilities(agent)
+                record["arch"] = nvidia_arch(agent) or record["arch"]  # CUDA's name (sm_90), as the capabilities say
             elif record.get("type") == "GPU":
                 record["capabilities"] = capabilities(record.get("arch") or "", first_of[r.label].meta.tool_version)
             out.append(record)

@@ -38,7 +38,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.names import CategoryRules, rule_text, unique_strings
 from tui_prof.analysis.sections import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationSection, RankRecord, StragglerSection
-from tui_prof.analysis.stats import KERNEL_STATS
+from tui_prof.analysis.stats import KERNEL_STATS, run_total_ns
 from tui_prof.model import Run
 
 COMMUNICATION = "communication"
@@ -128,15 +128,22 @@ def _overlap(a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray, b_e: np.ndarray)
 class RankCore:
     """What one process contributes to the rank table and the collective instances."""
 
-    def __init__(self, run: Run, label: str, wall_ns: int, classes: np.ndarray, rules: CategoryRules):
+    def __init__(self, run: Run, label: str, wall_ns: int, classes: np.ndarray, rules: CategoryRules, categories: np.ndarray | None = None):
+        """``categories``: each kernel's category, operator first (``kernel_categories_of``,
+        the summary's category table); None: by kernel name (``rules``)."""
         self.run = run
         self.label = label
         self.wall_ns = wall_ns
         k = run.kernels
         ks, ke = k["start"].to_numpy(), k["end"].to_numpy()
         agent = k["agent"].to_numpy()
-        is_comm = _per_category(k["name"], lambda n: rules.classify(n) == COMMUNICATION) if len(k) else np.zeros(0, dtype=bool)
-        is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY) if len(k) else np.zeros(0, dtype=bool)
+        if categories is not None and len(categories) == len(k):
+            is_comm, is_copy = categories == COMMUNICATION, categories == COPY
+        elif len(k):
+            is_comm = _per_category(k["name"], lambda n: rules.classify(n) == COMMUNICATION)
+            is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY)
+        else:
+            is_comm = is_copy = np.zeros(0, dtype=bool)
         is_compute = ~(is_comm | is_copy)
         cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
         self.compute_ns = aggregate.interval_union(ks, ke, is_compute)
@@ -240,7 +247,8 @@ def _stats_core(core: RankCore, table: pd.DataFrame, rules: CategoryRules) -> No
     core.compute_exposed_ns = core.compute_ns
     core.dispatches = int(calls.sum())
     top = int(np.argmax(total))
-    core.top_kernel, core.top_kernel_pct = str(names[top]), aggregate.pct(int(total[top]), int(total.sum()))
+    # the share of the process's kernel time over the run (the rows' sum, or TotalDurationNs × 100 / Percentage of a cut table)
+    core.top_kernel, core.top_kernel_pct = str(names[top]), aggregate.pct(int(total[top]), run_total_ns(table))
     types: list[str] = []
     durs: list[int] = []
     for name, n, t in zip(names[comm], calls[comm], total[comm], strict=True):
@@ -280,8 +288,16 @@ def rank_numbers(runs: Sequence[Run]) -> list[tuple[int, str]]:
     return [(rank_of[i], "order") for i in range(len(runs))]
 
 
-def rank_cores(runs: Sequence[Run], labels: Sequence[str], walls: Sequence[int], classes: Sequence[np.ndarray], rules: CategoryRules) -> list[RankCore]:
-    return [RankCore(run, label, wall, cls, rules) for run, label, wall, cls in zip(runs, labels, walls, classes, strict=True)]
+def rank_cores(
+    runs: Sequence[Run],
+    labels: Sequence[str],
+    walls: Sequence[int],
+    classes: Sequence[np.ndarray],
+    rules: CategoryRules,
+    categories: Sequence[np.ndarray | None] | None = None,
+) -> list[RankCore]:
+    cats = list(categories) if categories is not None else [None] * len(runs)
+    return [RankCore(run, label, wall, cls, rules, cat) for run, label, wall, cls, cat in zip(runs, labels, walls, classes, cats, strict=True)]
 
 
 def instances(cores: Sequence[RankCore], ranks: Sequence[int]) -> tuple[list[CollectiveInstance], np.ndarray, np.ndarray]:
@@ -464,10 +480,16 @@ def straggler_section(rows: Sequence[RankRecord], listed: Sequence[CollectiveIns
 
 
 def ranks_sections(
-    runs: Sequence[Run], labels: Sequence[str], walls: Sequence[int], classes: Sequence[np.ndarray], rules: CategoryRules
+    runs: Sequence[Run],
+    labels: Sequence[str],
+    walls: Sequence[int],
+    classes: Sequence[np.ndarray],
+    rules: CategoryRules,
+    categories: Sequence[np.ndarray | None] | None = None,
 ) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
-    """The summary's ``ranks``, ``communication`` and ``stragglers`` sections."""
-    return sections_of_cores(rank_cores(runs, labels, walls, classes, rules))
+    """The summary's ``ranks``, ``communication`` and ``stragglers`` sections; ``categories``:
+    per process, its kernels' categories operator first (:class:`RankCore`)."""
+    return sections_of_cores(rank_cores(runs, labels, walls, classes, rules, categories))
 
 
 def sections_of_cores(cores: Sequence[RankCore]) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:

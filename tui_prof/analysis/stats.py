@@ -9,9 +9,13 @@ Every table has the columns of :data:`tui_prof.model.schema.STATS_COLUMNS`.
 * A table of one process is shown as the profiler wrote it, its ``percent`` being the
   profiler's own Percentage column (share of that domain's total over the whole run, also
   when the file was cut short).
+* A process's **run total** of a domain is TotalDurationNs × 100 / Percentage (summed over
+  the rows, the most precise form) when the Percentage column says the rows hold less than
+  the whole (Σ Percentage below 100 by more than the column's rounding: the table was cut,
+  e.g. a top-N excerpt); else the sum of the rows. Every share divides by it.
 * Tables of several processes are combined per name: calls, totals summed, min/max of the
   extremes, average = total / calls, sample stddev pooled exactly from each part's count,
-  mean and stddev; ``percent`` = total / the table's total × 100.
+  mean and stddev; ``percent`` = total / the Σ of the processes' run totals × 100.
 * :func:`trace_checks` recomputes a stats table from the trace of the same process and
   reports the names whose calls differ, or whose total differs by more than the rounding
   a profiler applies (``max(calls, 0.01 % of the total)`` ns).
@@ -81,7 +85,9 @@ class StatsTable(TypedDict):
     source: str  # e.g. "rocprofv3 --stats (kernel_stats)"
     processes: int  # processes whose files were combined
     calls: int
-    total_ns: int
+    total_ns: int  # Σ of the rows present
+    run_total_ns: int  # the domain's total over the run: Σ of the processes' run totals (module docstring)
+    cut: bool  # some process's rows hold less than its total (Σ Percentage < 100)
     rows: list[StatsRecord]
 
 
@@ -136,6 +142,32 @@ def exact_sums(values: pd.Series, keys: pd.Series) -> pd.Series:
     return sums
 
 
+def percent_sum(table: pd.DataFrame) -> float | None:
+    """Σ of the table's Percentage column (None: the file has no Percentage)."""
+    pct = table["percent"].to_numpy(dtype=np.float64)
+    known = pct[np.isfinite(pct)]
+    return float(known.sum()) if len(known) else None
+
+
+def is_cut(table: pd.DataFrame) -> bool:
+    """Whether the rows hold less than the run's total (module docstring): Σ Percentage
+    below 100 by more than half a unit of the column's last printed digit per row
+    (rocprofv3 prints two decimals; legacy rocprof more)."""
+    total = percent_sum(table)
+    return total is not None and 0.0 < total < 100.0 - max(0.01, 0.005 * len(table))
+
+
+def run_total_ns(table: pd.DataFrame) -> int:
+    """One process's total of the table's domain over the whole run (module docstring)."""
+    rows = exact_sum(table["total_ns"])
+    if not is_cut(table):
+        return rows
+    pct = table["percent"].to_numpy(dtype=np.float64)
+    known = np.isfinite(pct) & (pct > 0)
+    ns = table["total_ns"].to_numpy(dtype=np.float64)[known]
+    return max(rows, int(round(float(ns.sum()) * 100.0 / float(pct[known].sum()))))
+
+
 def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """One ``STATS_COLUMNS`` table from the tables of several processes (module docstring);
     one table is returned as written. Sorted by total descending, ties by name."""
@@ -165,7 +197,7 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
         with np.errstate(invalid="ignore"):
             var = (out["_ss"].to_numpy() - calls * out["avg_ns"].to_numpy() ** 2) / np.where(calls > 1, calls - 1, 1)
         out["stddev_ns"] = np.where(out["_nan_sd"].to_numpy(), np.nan, np.where(calls > 1, np.sqrt(np.maximum(var, 0.0)), 0.0))
-        grand = exact_sum(out["total_ns"])
+        grand = sum(run_total_ns(part) for part in tables)
         out["percent"] = 100.0 * out["total_ns"].to_numpy() / grand if grand else 0.0
         out = out[list(STATS_COLUMNS)]
     out["_neg"] = -out["total_ns"]
@@ -211,7 +243,8 @@ def stats_tables(runset: RunSet, limit: int | None = None) -> list[StatsTable]:
     out: list[StatsTable] = []
     for key in order:
         found = tables_with(runset, key)
-        table = combine([t for _, t in found])
+        parts = [t for _, t in found]
+        table = combine(parts)
         tools = sorted({tool_of(run) for run, _ in found})
         out.append(
             {
@@ -221,6 +254,8 @@ def stats_tables(runset: RunSet, limit: int | None = None) -> list[StatsTable]:
                 "processes": len(found),
                 "calls": exact_sum(table["calls"]),
                 "total_ns": exact_sum(table["total_ns"]),
+                "run_total_ns": sum(run_total_ns(t) for t in parts),
+                "cut": any(is_cut(t) for t in parts),
                 "rows": stats_records(table, limit),
             }
         )
@@ -342,6 +377,16 @@ def stats_section(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -
         "checks": [dict(c) for c in checks],
         "needs_trace": [] if traced or not tables else list(TRACE_FINDINGS),
     }
+
+
+def cut_warnings(tables: Sequence[Record]) -> list[str]:
+    """One warning per statistics table whose rows hold less than the run's total."""
+    return [
+        f"{t['source']}: the table is cut (its rows hold {100.0 * t['total_ns'] / t['run_total_ns']:.1f}% of the run's "
+        f"{t['domain']} time by its Percentage column); shares divide by the run's total"
+        for t in tables
+        if t.get("cut") and t.get("run_total_ns")
+    ]
 
 
 def stats_warnings(checks: Sequence[Record]) -> list[str]:

@@ -4,8 +4,10 @@ Where steps come from, first that applies (docs/metrics.md, Steps):
 
 1. PyTorch profiler steps: host ranges named ``ProfilerStep#N`` (``prof.step()``);
 2. a host range name that repeats (a ``record_function``/roctx range such as ``train_step``);
-   when several names repeat, the one covering the most host time, or the one the user
-   names (``--step NAME``);
+   when several names repeat, the first (by host time covered) whose ranges cover at least
+   half of the GPU span (it tiles the run); when none does, the ranges of the one covering
+   the most host time mark a phase of each iteration (``Optimizer.step``) and the
+   iterations run start to start; or the ranges of the name the user gives (``--step NAME``);
 3. inferred from the launch/sync pattern: the thread that launches most kernels calls a
    sync after runs of launches; each run of launches up to the end of its sync is a step
    (only when there are at least 3 such runs of a median of at least 2 launches, and at
@@ -47,6 +49,7 @@ MIN_INFERRED_STEPS = 3
 MAX_OUTLIERS = 10  # the slowest outlier steps listed (steps.outlier_steps counts them all)
 MIN_INFERRED_LAUNCHES = 2
 MIN_PERIOD_SHARE = 0.5  # [P] the most common number of launches per step is that of at least half the steps
+TILES_MIN_PCT = 50.0  # [P] repeated ranges covering less of the GPU span are a phase of an iteration, not the iteration
 
 
 @dataclass(frozen=True)
@@ -195,15 +198,58 @@ def detect_steps(run: Run, index: hostapi.CorrIndex | None = None, step_name: st
             return StepRanges("profiler_step", PROFILER_STEP, how, labels, s, e, candidates)
         if step_name is not None:
             return None
-    if step_name is not None or candidates:
-        name = step_name if step_name is not None else candidates[0]
-        s, e = _marker_ranges(run, name)
+    if step_name is None and candidates:
+        return _marker_steps(run, candidates)
+    if step_name is not None:
+        s, e = _marker_ranges(run, step_name)
         if len(s) == 0:
             return None
-        others = [c for c in candidates if c != name]
-        how = f"{len(s)} host ranges named {name!r}" + (f" (other repeated ranges: {len(others)}; --step NAME picks one)" if others else "")
-        return StepRanges("marker", name, how, [f"{name} [{i + 1}]" for i in range(len(s))], s, e, candidates)
+        others = [c for c in candidates if c != step_name]
+        how = f"{len(s)} host ranges named {step_name!r}" + (f" (other repeated ranges: {len(others)}; --step NAME picks one)" if others else "")
+        return StepRanges("marker", step_name, how, [f"{step_name} [{i + 1}]" for i in range(len(s))], s, e, candidates)
     return _inferred_steps(run, index)
+
+
+def gpu_extent(run: Run) -> int:
+    """First start to last end of the process's kernels and copies (0 without GPU work)."""
+    parts = [t for t in (run.kernels, run.copies) if len(t)]
+    if not parts:
+        return 0
+    first = min(int(t["start"].min()) for t in parts)
+    last = max(int(t["end"].max()) for t in parts)
+    return max(last - first, 0)
+
+
+def _marker_steps(run: Run, candidates: list[str]) -> StepRanges:
+    """Steps from the repeated host ranges (module docstring, rule 2). The first candidate
+    (most host time) whose ranges cover at least ``TILES_MIN_PCT`` of the GPU extent tiles the
+    run: its ranges are the steps. When none does, the ranges are a phase of each iteration
+    (a training loop's ``Optimizer.step``): the iterations run start to start, from each
+    range's start to the next one's (n ranges, n - 1 iterations)."""
+    extent = gpu_extent(run)
+    first = candidates[0]
+    others = len(candidates) - 1
+    more = f"; other repeated ranges: {others}, --step NAME picks one" if others else ""
+    covered: dict[str, float] = {}
+    for name in candidates:
+        s, e = _marker_ranges(run, name)
+        covered[name] = 100.0 * float((e - s).sum()) / extent if extent else 100.0
+        if covered[name] >= TILES_MIN_PCT:
+            if name == first:  # the usual case: the range with the most host time tiles the run
+                how = f"{len(s)} host ranges named {name!r}" + (f" (other repeated ranges: {others}; --step NAME picks one)" if others else "")
+            else:
+                how = (
+                    f"{len(s)} host ranges named {name!r}: they tile the run ({min(covered[name], 100.0):.0f}% of the GPU span; "
+                    f"{first!r}, with more host time, covers {covered[first]:.0f}%{more})"
+                )
+            return StepRanges("marker", name, how, [f"{name} [{i + 1}]" for i in range(len(s))], s, e, candidates)
+    s, _ = _marker_ranges(run, first)
+    how = (
+        f"iterations start to start: {len(s)} host ranges named {first!r} cover {covered[first]:.0f}% of the GPU span "
+        f"(below {TILES_MIN_PCT:.0f}%: a phase of each iteration, and no repeated range tiles the run), so each iteration runs "
+        f"from one range's start to the next one's ({len(s) - 1} iteration{'s' if len(s) != 2 else ''}{more})"
+    )
+    return StepRanges("marker", first, how, [f"{first} [{i + 1}]" for i in range(len(s) - 1)], s[:-1], s[1:], candidates)
 
 
 def assign(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -461,12 +507,21 @@ def _longest_gap(frame: StepFrame, i: int) -> tuple[int, str | None]:
     return int(dur[j]), CAUSES[int(frame.gaps.column("cause")[rows[j]])]
 
 
-def outliers(run: Run, frame: StepFrame, warmup: int, factor: float = OUTLIER_FACTOR) -> list[StepOutlier]:
+def trailing_empty(records: Sequence[StepRecord]) -> int:
+    """How many steps at the end run no GPU work (no kernel, no copy) while an earlier one
+    does: an empty trailing step (the profiler's last ``ProfilerStep`` opened and not used)."""
+    n = 0
+    while n < len(records) and not records[len(records) - 1 - n]["kernels"] and not records[len(records) - 1 - n]["copies"]:
+        n += 1
+    return n if n < len(records) else 0
+
+
+def outliers(run: Run, frame: StepFrame, warmup: int, factor: float = OUTLIER_FACTOR, kept: int | None = None) -> list[StepOutlier]:
     """Steady steps slower than the steady median x ``factor`` (the ``MAX_OUTLIERS`` slowest,
     in step order), each compared with the
     median step (the steady step whose wall is closest to the median): kernels launched
     more or less often (by name), copies, exposed sync and the longest idle gap."""
-    records = frame.records
+    records = frame.records[:kept]
     found = slow_steps([r["wall_ns"] for r in records], warmup, factor)
     if found is None:
         return []
@@ -596,25 +651,30 @@ def steps_of(
         return none, None
     frame = step_frame(run, ranges, index, gaps)
     walls = np.array([r["wall_ns"] for r in frame.records], dtype=np.int64)
+    # trailing steps without GPU work (an empty last ProfilerStep) stay in the table, out of the steady state
+    kept = len(walls) - trailing_empty(frame.records)
     given = warmup is not None
-    nwarm = min(max(int(warmup), 0), len(walls)) if warmup is not None else warmup_count(walls)
+    nwarm = min(max(int(warmup), 0), kept) if warmup is not None else warmup_count(walls[:kept])
     for r in frame.records[:nwarm]:
         r["warmup"] = True
+    how = ranges.how
+    if kept < len(walls):
+        how += f"; the last {len(walls) - kept} step(s) run no GPU work (an empty trailing step): left out of the steady state"
     part: StepsSection = {
         "detected": True,
         "source": ranges.source,
         "name": ranges.name,
-        "how": ranges.how,
+        "how": how,
         "process": label,
         "candidates": ranges.candidates,
         "warmup_steps": nwarm,
         "warmup_source": "given" if given else "detected",
         "outlier_factor": factor,
         "distribution": distribution(walls),
-        "steady_distribution": distribution(walls[nwarm:]),
-        "steady": steady_state(frame.records, nwarm),
-        "outliers": outliers(run, frame, nwarm, factor),
-        "outlier_steps": outlier_count(walls[nwarm:], factor),
+        "steady_distribution": distribution(walls[nwarm:kept]),
+        "steady": steady_state(frame.records[:kept], nwarm),
+        "outliers": outliers(run, frame, nwarm, factor, kept),
+        "outlier_steps": outlier_count(walls[nwarm:kept], factor),
         "steps": frame.records,
         "combined": "",
         "per_process": [],
@@ -689,8 +749,9 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         row["process"] = found[j].label
         records.append(row)  # type: ignore[arg-type]  # a StepRecord copied with its process
     walls = np.array([r["wall_ns"] for r in records], dtype=np.int64)
+    kept = len(walls) - trailing_empty(records)  # empty trailing steps (of the slowest process): out of the steady state
     given = warmup is not None
-    nwarm = min(max(int(warmup), 0), len(walls)) if warmup is not None else warmup_count(walls)
+    nwarm = min(max(int(warmup), 0), kept) if warmup is not None else warmup_count(walls[:kept])
     for r in records[:nwarm]:
         r["warmup"] = True
     first = found[0].part
@@ -700,7 +761,7 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         f"(max over processes: data-parallel ranks wait for each other)" + (f"; {left_out} step(s) not in every process left out" if left_out else "")
     )
     outlier_rows: list[StepOutlier] = []
-    slow = slow_steps(walls.tolist(), nwarm, factor)
+    slow = slow_steps(walls[:kept].tolist(), nwarm, factor)
     if slow is not None:
         slow_k, ref_k, med = slow
         for j, p in enumerate(found):
@@ -722,10 +783,10 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         "warmup_source": "given" if given else "detected",
         "outlier_factor": factor,
         "distribution": distribution(walls),
-        "steady_distribution": distribution(walls[nwarm:]),
-        "steady": steady_state(records, nwarm),
+        "steady_distribution": distribution(walls[nwarm:kept]),
+        "steady": steady_state(records[:kept], nwarm),
         "outliers": outlier_rows,
-        "outlier_steps": outlier_count(walls[nwarm:], factor),
+        "outlier_steps": outlier_count(walls[nwarm:kept], factor),
         "steps": records,
         "combined": "max",
         "per_process": [p.part for p in found],

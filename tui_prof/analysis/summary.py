@@ -38,13 +38,13 @@ from tui_prof.analysis.measurement import measurement_section, peak_memory_of
 from tui_prof.analysis.memory import API, TOTALS, memory_section_of
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.occupancy import occupancy_section
-from tui_prof.analysis.operators import kernel_categories_of, modules_section, operator_links, operators_section
+from tui_prof.analysis.operators import categories_per_process, kernel_categories_of, modules_section, operator_links, operators_section
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
 from tui_prof.analysis.savings import add_savings
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StragglerSection, Summary, TrustLabel
-from tui_prof.analysis.stats import stats_section, stats_warnings
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StragglerSection, Summary, TrustLabel
+from tui_prof.analysis.stats import cut_warnings, stats_section, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
 from tui_prof.analysis.warmup import warmup_of
@@ -126,19 +126,29 @@ def _start_lanes(
     threshold = DEFAULT_GAP_THRESHOLD_NS if options.gap_threshold_ns is None else int(options.gap_threshold_ns)
     more = len(inputs) == 1
 
-    def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None]]:
+    def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None], pd.Series | None]:
         op_links = operator_links(inputs)
         categories = kernel_categories_of(inputs, op_links, rules)
-        return grouped_hotspots(kernels, process_total, rules, order, categories), op_links
+        return grouped_hotspots(kernels, process_total, rules, order, categories), op_links, categories
 
     def timeline_of(r: RunInput) -> Callable[[], RunTimeline]:
         return lambda: run_timeline(r, threshold)
 
     def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
         # a counter pass recorded by another process is another recording, not a rank (issue 32)
-        rank_inputs = [r for r in inputs if "counter_pass_of" not in r.run.meta.extra]
+        keep = [i for i, r in enumerate(inputs) if "counter_pass_of" not in r.run.meta.extra]
+        rank_inputs = [inputs[i] for i in keep]
+        # the category table's categories (operator first): one summary, one compute/copy split
+        assert grouped_job is not None  # started below, before any lane runs this
+        per_process = categories_per_process(grouped_job.result()[2], inputs)
+        categories = None if per_process is None else [per_process[i] for i in keep]
         return ranks.ranks_sections(
-            [r.run for r in rank_inputs], [r.label for r in rank_inputs], [r.wall_ns for r in rank_inputs], [r.index.classes for r in rank_inputs], rules
+            [r.run for r in rank_inputs],
+            [r.label for r in rank_inputs],
+            [r.wall_ns for r in rank_inputs],
+            [r.index.classes for r in rank_inputs],
+            rules,
+            categories,
         )
 
     grouped_job, occupancy_job, api_job = lane([grouped], [lambda: occupancy_section(inputs, top), lambda: api_section(runset, top)], "tuiprof-hotspots", more)
@@ -160,6 +170,14 @@ def _launch_links(inputs: list[RunInput], progress: Progress | None) -> list[pd.
             progress("analysing", step, len(inputs))
         links.append(launch_links(r))
     return links
+
+
+def _kernel_whole(source: str, stats_found: StatsSection) -> int | None:
+    """The run's kernel time when the kernel statistics stand in for a trace (a cut table's
+    rows hold less; :func:`~tui_prof.analysis.stats.run_total_ns`), else None."""
+    if source != "stats":
+        return None
+    return next((int(t["run_total_ns"]) for t in stats_found["tables"] if t["key"] == "kernel_stats"), None)
 
 
 def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> SummaryResult:
@@ -184,7 +202,7 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     platform = detect_platform(runset)
 
     jobs = _start_lanes(runset, inputs, kernels, order, options, process_total, lane)
-    by_name = hotspots(kernels, dur_order=order)  # here: the threads need only the order
+    by_name = hotspots(kernels, dur_order=order, wall_ns=process_total)  # here: the threads need only the order
     sync = sync_section(inputs)
     links = _launch_links(inputs, progress)
     kernel_dur = kernel_durations(kernels)
@@ -201,7 +219,7 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     if memory_found["source"] in (TOTALS, API):
         peak = memory_found["peak_allocated_bytes"]
     gpu = gpu_section(timelines)
-    grouped_tables, op_links = jobs.grouped.result()
+    grouped_tables, op_links, _ = jobs.grouped.result()
     cats = categories_section(grouped_tables, rules, top)
     source = hotspots_source(runset)
     if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
@@ -221,7 +239,7 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         "kernels": kernels_found,
         "hotspots": hot,
         "hotspots_source": source,
-        "warnings": warnings_section(runset, inputs) + stats_warnings(stats_found["checks"]),
+        "warnings": warnings_section(runset, inputs) + stats_warnings(stats_found["checks"]) + cut_warnings(stats_found["tables"]),
         "wall_ns": int(wall),
         "gpu": gpu,
         "gaps": gaps_section(timelines, threshold, max_gaps),
@@ -235,7 +253,9 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         "hotspots_by": cats["hotspots_by"],
         "hotspots_by_operator": operators_section(inputs, top, op_links),
         "hotspots_by_module": modules_section(inputs, top, op_links),
-        "measurement": measurement_section(wall, kernel_dur, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total),
+        "measurement": measurement_section(
+            wall, kernels_found, cats["categories"], gpu, sync, launch, copies, peak, len(inputs), process_total, _kernel_whole(source, stats_found)
+        ),
         "counters": counters,
         "occupancy": occupancy,
         "logs": logs_section(runset) if options.logs else [],

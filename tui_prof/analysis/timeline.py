@@ -396,10 +396,11 @@ def _agent_record(agent: int, act: dict, g: _AgentGaps, cause: np.ndarray) -> di
     listed_ns = int(durations.sum())
     dispatches = min(g.count, act["kernels"]) if g.rows is None else int(np.count_nonzero(g.rows < act["kernels"]))
     busy = g.span - g.idle
+    timed = g.first >= 0  # the model's -1: the activity has no timestamps (e.g. a counter run)
     return {
         "agent": int(agent),
-        "first_ns": g.first,
-        "last_ns": g.last,
+        "first_ns": g.first if timed else None,
+        "last_ns": g.last if timed else None,
         "span_ns": g.span,
         "busy_ns": busy,
         "idle_ns": g.idle,

@@ -129,6 +129,14 @@ def _reason_cell(m: Mapping[str, Any]) -> str:
     return ""
 
 
+def noise_cell(threshold: float, unit: str) -> str:
+    """A metric's noise band in :func:`fmt_pct`'s precision (``±3.9%``; ``±2%``, ``±1pp``
+    for a whole number): a band from a run's step spread is not a 4-decimal figure."""
+    digits = 0 if float(threshold).is_integer() else 1
+    text = fmt_pct(threshold, digits)
+    return f"±{text[:-1]}pp" if unit == "pp" else f"±{text}"
+
+
 def metric_rows(result: DiffResult) -> list[list[str]]:
     return [
         [
@@ -137,7 +145,7 @@ def metric_rows(result: DiffResult) -> list[list[str]]:
             fmt_metric(m["b"], m["unit"]),
             fmt_metric(m["delta"], m["unit"], signed=True),
             fmt_rel(m["delta_pct"]) if m["unit"] != "pct" else "",
-            f"±{m['threshold']:g}{m['threshold_unit']}",
+            noise_cell(m["threshold"], m["threshold_unit"]),
             _verdict_cell(m),
             _reason_cell(m),
         ]

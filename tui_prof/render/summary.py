@@ -172,7 +172,21 @@ def _saving(finding: Mapping[str, Any]) -> str:
 def _stats_only_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
     """A run without a trace: its findings, its statistics tables, and what a trace would add."""
     no_trace = "No trace in this run: idle, gaps, synchronisation and launch overhead need one. Record it with rocprofv3 --kernel-trace --sys-trace -- <app>."
-    return _findings_section(summary) + stats_sections(summary, name_width) + [("Timeline", [], [], [no_trace])]
+    return _stats_measurement_section(summary) + _findings_section(summary) + stats_sections(summary, name_width) + [("Timeline", [], [], [no_trace])]
+
+
+def _stats_measurement_section(summary: Mapping[str, Any]) -> list[Section]:
+    """The measurement rows a run without a trace supports (from its kernel statistics)."""
+    m = summary["measurement"]
+    if not m["kernel_count"]:
+        return []
+    rows = [
+        ["kernel dispatches", str(m["kernel_count"])],
+        ["kernel time", fmt_ns(m["kernel_time_ns"])],
+        ["GEMM share of kernel time", fmt_pct(m["gemm_pct_of_kernel_time"], 2)],
+    ]
+    note = f"{summary['stats']['source']}: span, idle, sync, launch and copy shares need a trace"
+    return [("Measurements", ["metric", "value"], rows, [note])]
 
 
 def _measurement_section(summary: Mapping[str, Any]) -> list[Section]:
@@ -605,7 +619,7 @@ def memory_request_sections(summary: Mapping[str, Any]) -> list[Section]:
 def gpu_first(summary: Mapping[str, Any], gap: dict) -> int:
     for a in summary["gpu"]["agents"]:
         if a["agent"] == gap["agent"] and a["process"] == gap["process"]:
-            return a["first_ns"]
+            return a["first_ns"] or 0
     return 0
 
 

@@ -6,7 +6,10 @@
 
 CLI: ``python -m tui_prof.synth OUTDIR --format csv|rocpd --dispatches N --sync per_launch|end``
 writes ``OUTDIR/<hostname>/<pid>_*.csv`` or ``OUTDIR/<hostname>/<pid>_results.db`` and prints
-the expected answers as JSON (``--answers FILE`` also saves them).
+the expected answers as JSON (``--answers FILE`` also saves them). ``--generator ranks``
+(multi-rank collectives: ``--ranks``, ``--slow-rank``, ``--slow-pct``, ``--collective``),
+``--generator steps`` (a training loop of marked steps: ``--steps``) and ``--generator
+rocprof-compute`` (a rocprof-compute workload folder) write the other generators' runs.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ __all__ = ["FORMATS", "GEMM_NAME", "SYNC_MODES", "Expected", "SynthRun", "SynthS
 
 
 FORMATS = ("csv", "rocpd", "pftrace", "kineto")
+GENERATORS = ("run", "ranks", "steps", "rocprof-compute")
 
 
 def write_run(run: SynthRun, outdir: str | Path, fmt: str, *, hostname: str = "synthhost", pid: int = 4242) -> Path:
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("outdir", help="output folder (files go to OUTDIR/<hostname>/)")
     parser.add_argument("--format", choices=FORMATS, default="csv")
     parser.add_argument("--dispatches", type=int, default=None, help="total kernel dispatches (rounded up to whole iterations on every GPU)")
-    parser.add_argument("--iterations", type=int, default=200, help="used when --dispatches is not given")
+    parser.add_argument("--iterations", type=int, default=None, help="used when --dispatches is not given (default 200; ranks: 3)")
     parser.add_argument("--kernels-per-iteration", type=int, default=10)
     parser.add_argument("--gpus", type=int, default=1)
     parser.add_argument("--streams", type=int, default=1)
@@ -71,9 +75,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hostname", default="synthhost")
     parser.add_argument("--pid", type=int, default=4242)
     parser.add_argument("--answers", default=None, help="also write the expected answers as JSON to this file")
+    parser.add_argument(
+        "--generator",
+        choices=GENERATORS,
+        default="run",
+        help="run: one process (the options above); ranks: a multi-rank collective run (--ranks, --slow-rank, "
+        "--slow-pct, --collective; --format csv or kineto); steps: a training loop of marked steps (--steps; "
+        "--format kineto or csv); rocprof-compute: a rocprof-compute workload folder (counters with known metrics)",
+    )
+    parser.add_argument("--ranks", type=int, default=4, help="ranks: processes in the job")
+    parser.add_argument("--slow-rank", type=int, default=1, help="ranks: the straggler (-1: none)")
+    parser.add_argument("--slow-pct", type=int, default=50, help="ranks: how much more compute the straggler does (%%)")
+    parser.add_argument("--collective", action="append", default=None, help="ranks: a collective per iteration (repeatable; default AllReduce)")
+    parser.add_argument("--steps", type=int, default=8, help="steps: steps in the loop")
     args = parser.parse_args(argv)
+    if args.generator != "run":
+        try:
+            answers_of = _other_generator(args)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        return _print_answers(answers_of, args.answers)
 
-    iterations = args.iterations
+    iterations = 200 if args.iterations is None else args.iterations
     if args.dispatches is not None:
         per_iteration = args.kernels_per_iteration * args.gpus
         iterations = max(1, math.ceil(args.dispatches / per_iteration))
@@ -108,3 +132,48 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"wrote {where} ({spec.dispatches} dispatches; build {t1 - t0:.2f} s, write {t2 - t1:.2f} s)", file=sys.stderr)
     return 0
+
+
+def _print_answers(answers: dict, path: str | None) -> int:
+    text = json.dumps(answers, indent=2)
+    if path:
+        with open(path, "w") as out:
+            out.write(text + "\n")
+    print(text)
+    return 0
+
+
+def _other_generator(args: argparse.Namespace) -> dict:
+    """Write the run of ``--generator`` ranks / steps / rocprof-compute; its known answers."""
+    from dataclasses import asdict
+
+    if args.generator == "ranks":
+        from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
+
+        if args.format not in ("csv", "kineto"):
+            raise ValueError(f"--generator ranks writes csv or kineto, not {args.format}")
+        spec = RankSpec(
+            ranks=args.ranks,
+            iterations=RankSpec.iterations if args.iterations is None else args.iterations,
+            slow_rank=None if args.slow_rank < 0 else args.slow_rank,
+            slow_pct=args.slow_pct,
+            collectives=tuple(args.collective or RankSpec.collectives),
+        )
+        ranks = build_ranks(spec)
+        where = write_ranks(ranks, args.outdir, args.format)
+        print(f"wrote {where} ({spec.ranks} ranks)", file=sys.stderr)
+        return {"generator": "ranks", **asdict(ranks.expected), "wait_by_rank": ranks.expected.wait_by_rank}
+    if args.generator == "steps":
+        from tui_prof.synth.steps import StepSpec, build_steps
+
+        run, step_answers = build_steps(StepSpec(steps=args.steps, pid=args.pid))
+        where = write_run(run, args.outdir, args.format, hostname=args.hostname, pid=args.pid)
+        print(f"wrote {where} ({args.steps} steps)", file=sys.stderr)
+        return {"generator": "steps", **asdict(step_answers)}
+    from tui_prof.synth.write_rocprof_compute import counter_workload, write_rocprof_compute
+
+    kernels = counter_workload()
+    where = write_rocprof_compute(args.outdir, kernels)
+    print(f"wrote {where} ({len(kernels)} kernels)", file=sys.stderr)
+    keep = ("name", "dispatches", "expected", "flagged", "occupancy_limiter", "bound")
+    return {"generator": "rocprof-compute", "kernels": [{k: v for k, v in asdict(kernel).items() if k in keep} for kernel in kernels]}
