@@ -3,6 +3,7 @@ item 16): one line on stderr, no report, exit status 1 (README, "Exit status")."
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -80,6 +81,41 @@ def test_open_of_a_run_exits_0_after_q(monkeypatch):
 
     monkeypatch.setattr(TuiProfApp, "run", headless)
     assert cli.main(["open", "--no-cache", str(ROOT / "sample_traces" / "synthetic_sync_once")]) == EXIT_OK
+
+
+def test_q_ends_the_app_when_a_widget_animates_after_its_animator_stopped():
+    """The app stops its animator when its message loop ends, while its widgets still handle
+    their last messages: the tab bar's underline may start sliding then (seen under CPU load:
+    q pressed just as the first screen came up). That animation must end at once: with
+    Textual's own animator it would leave "all animations complete" unset for ever, and the
+    Pilot's key press, which waits on it, would never return (the app never exited)."""
+    app = TuiProfApp(ROOT / "sample_traces" / "synthetic_sync_once", use_cache=False)
+    stop = app.animator.stop
+    late: list[tuple[int, int]] = []
+
+    async def stop_then_animate() -> None:
+        await stop()
+        underline = app.main.query("Underline").first()
+        target = underline.highlight_start + 7
+        underline.animate("highlight_start", target, duration=0.3)
+        late.append((underline.highlight_start, target))
+
+    app.animator.stop = stop_then_animate  # type: ignore[method-assign]
+
+    async def main() -> float:
+        async with app.run_test() as pilot:
+            for _ in range(400):
+                if app.view is not None:
+                    break
+                await pilot.pause(0.05)
+            assert app.view is not None
+            asked = time.monotonic()
+            await asyncio.wait_for(pilot.press("q"), 10)  # without the fix: never returns
+        return time.monotonic() - asked
+
+    took = asyncio.run(main())
+    assert len(late) == 1 and late[0][0] == late[0][1]  # the late animation ended at its final value
+    assert took < 1.0 and app.return_code == 0
 
 
 def test_a_command_ending_with_daemon_threads_at_work_ends_at_once_with_its_status():

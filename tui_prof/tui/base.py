@@ -1,9 +1,13 @@
 """What both apps (``tuiprof open`` and ``tuiprof diff --tui``) share: quit and help keys,
-the help screen built from the app's own key rows, and quitting that stops running loads."""
+the help screen built from the app's own key rows, quitting that stops running loads, and
+an animator that lets a quitting app end."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
+from textual._animator import Animator
 from textual.app import App
 from textual.binding import Binding
 
@@ -11,8 +15,47 @@ from tui_prof.loaders import cancel_loads
 from tui_prof.tui.screens.help import HelpScreen
 
 
+class EndingAnimator(Animator):
+    """Textual's animator, except that an animation asked for once it has stopped ends at once.
+
+    The app stops its animator when its message loop ends (q), while its widgets still
+    handle their last messages: the tab bar's underline, say, starts to slide to a tab
+    shown just before. Textual's animator would clear its "all animations complete" event
+    for it, and with its timer stopped no frame ever sets it again; whatever waits on that
+    event waits for ever (a Pilot's key press does: the app never exits, the test run
+    stalls). Stopped, the animator gives the attribute its final value instead, as
+    Textual does when it stops an animation.
+    """
+
+    def __init__(self, app: App) -> None:
+        super().__init__(app)
+        self.stopped = False
+
+    async def start(self) -> None:
+        self.stopped = False
+        await super().start()
+
+    async def stop(self) -> None:
+        self.stopped = True
+        await super().stop()
+
+    def animate(self, obj: object, attribute: str, value: Any, *, final_value: object = ..., on_complete: Any = None, **kwargs: Any) -> None:
+        if not self.stopped:
+            super().animate(obj, attribute, value, final_value=final_value, on_complete=on_complete, **kwargs)
+            return
+        setattr(obj, attribute, value if final_value is ... else final_value)
+        if on_complete is not None:
+            self.app.call_later(on_complete)
+
+
 class ProfApp(App):
     """Base of the two apps; a subclass gives :meth:`key_rows`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # before any widget binds to it (a widget binds on its first animation)
+        self._animator = EndingAnimator(self)
+        self._animate = self._animator.bind(self)
 
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
