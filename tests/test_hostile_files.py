@@ -25,7 +25,7 @@ from fuzz.oracle import make_read_only, make_writable, snapshot
 from fuzz.seeds import trimmed_rocprofv3_json
 
 from tui_prof.analysis.hotspots import hotspots
-from tui_prof.loaders import base, detect, kineto, load_path, rocpd
+from tui_prof.loaders import base, detect, kineto, load_path, rocpd, sqlguard
 from tui_prof.loaders.base import LoadCancelled
 
 DATA = Path(__file__).parent / "data"
@@ -435,7 +435,7 @@ def _load_in_thread(root: Path, cancel: threading.Event) -> dict:
 def test_cancel_reaches_two_slow_sqlite_units_within_a_second(run_dir, monkeypatch):
     monkeypatch.setenv("TUIPROF_LOAD_WORKERS", "2")
     # the step budget must not end the queries first, however fast this machine steps
-    monkeypatch.setattr(rocpd, "STEP_BUDGET_FLOOR", 10**15)
+    monkeypatch.setattr(sqlguard, "STEP_BUDGET_FLOOR", 10**15)
     for name in ("a_results.db", "b_results.db"):
         _cross_join_db(run_dir / name)
     cancel = threading.Event()

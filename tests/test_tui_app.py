@@ -352,7 +352,8 @@ def test_measurement_and_findings_show_computing_then_the_summary(monkeypatch):
             shown = app.main.query_one("#findings-table", TableView).model.frame
             assert shown.equals(findings_frame(want))
             # sync-overhead judges the exposed sync (issue 15): the synthetic loop's GPU work fills most sync calls
-            assert list(shown["code"]) == ["sync-after-launch", "copy-share", "idle-sync", "dominant-kernel", "no-counters"]
+            # ranked by projected saving (issue 31), findings without a projection after them
+            assert list(shown["code"]) == ["sync-after-launch", "idle-sync", "dominant-kernel", "copy-share", "no-counters"]
 
     asyncio.run(main())
 

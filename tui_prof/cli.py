@@ -649,7 +649,6 @@ def parse_rocm_version(text: str) -> str:
 
 def cmd_counters_plan(args) -> int:
     """``tuiprof counters plan``: the fewest rocprofv3 passes for the named metrics/counters."""
-    import json
 
     from tui_prof.analysis.api import UnknownArch, counter_defaults, counter_plan
     from tui_prof.render.counterplan import plan_text
@@ -661,7 +660,7 @@ def cmd_counters_plan(args) -> int:
         _say(f"--arch: {err}")
         return EXIT_USAGE
     if args.json:
-        print(json.dumps(result, indent=1, ensure_ascii=True))
+        _write_json(result)
     else:
         print(plan_text(result))
     return EXIT_OK

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_prof.analysis.counterplan import rocm_of
-from tui_prof.analysis.occupancy import arch_limits
+from tui_prof.analysis.occupancy import ArchLimits, arch_limits
 from tui_prof.analysis.sections import LogHit
 from tui_prof.loaders.base import open_regular
 from tui_prof.model import Agent
@@ -135,10 +135,18 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
         notes.append("Counters on gfx11/gfx12 need a stable power state (e.g. amd-smi/rocm-smi set to a stable/deterministic profile) for repeatable values.")
     caps["notes"] = notes
     caps["rocm"] = rocm_of(tool_version)
-    if lim is not None and lim.rdna:
+    caps["limits"] = _limits_of(lim)
+    return caps
+
+
+def _limits_of(lim: ArchLimits | None) -> dict[str, Any] | None:
+    """The arch's occupancy limits as the Hardware pane shows them (None: unknown arch)."""
+    if lim is None:
+        return None
+    if lim.rdna:
         # the occupancy table counts per WGP (2 CUs, WGP mode); say both, each under its name,
         # so the CU figures agree with the agent's (agent_info's Simd_Per_Cu, Lds_Size_In_Kb)
-        caps["limits"] = {
+        return {
             "family": lim.family,
             "wave_size": lim.wave,
             "simds_per_cu": lim.simds // 2,
@@ -151,21 +159,17 @@ def capabilities(arch: str, tool_version: str = "") -> dict[str, Any]:
             "lds_per_workgroup_bytes": lim.lds_per_wg,
             "peak_hbm_gbs": lim.peak_hbm_gbs,
         }
-    elif lim is not None:
-        caps["limits"] = {
-            "family": lim.family,
-            "wave_size": lim.wave,
-            "simds_per_cu": lim.simds,
-            "max_waves_per_simd": lim.max_waves_simd,
-            "vgpr_budget_per_simd_lane": lim.vgpr_budget,
-            "vgpr_granule": lim.vgpr_granule,
-            "lds_per_cu_bytes": lim.lds_per_cu,
-            "lds_per_workgroup_bytes": lim.lds_per_wg,
-            "peak_hbm_gbs": lim.peak_hbm_gbs,
-        }
-    else:
-        caps["limits"] = None
-    return caps
+    return {
+        "family": lim.family,
+        "wave_size": lim.wave,
+        "simds_per_cu": lim.simds,
+        "max_waves_per_simd": lim.max_waves_simd,
+        "vgpr_budget_per_simd_lane": lim.vgpr_budget,
+        "vgpr_granule": lim.vgpr_granule,
+        "lds_per_cu_bytes": lim.lds_per_cu,
+        "lds_per_workgroup_bytes": lim.lds_per_wg,
+        "peak_hbm_gbs": lim.peak_hbm_gbs,
+    }
 
 
 def nvidia_arch(agent: Agent) -> str | None:

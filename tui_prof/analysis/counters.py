@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis.capability import nvidia_arch
 from tui_prof.analysis.counteradvice import advise
 from tui_prof.analysis.counterplan import default_metrics, plan
-from tui_prof.analysis.capability import nvidia_arch
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, row_flags, row_strings
 from tui_prof.analysis.occupancy import arch_limits, occupancy
 from tui_prof.analysis.runinput import RunInput

@@ -43,7 +43,7 @@ from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
 from tui_prof.analysis.savings import add_savings
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StragglerSection, Summary, TrustLabel
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StepsSection, StragglerSection, Summary, TrustLabel
 from tui_prof.analysis.stats import cut_warnings, stats_section, stats_warnings
 from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
@@ -268,6 +268,13 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers
+    _add_decisions(doc, inputs, steps_found, source, rules)
+    doc["trust"] = trust_labels(check_run(runset), doc)
+    return SummaryResult(doc, gapsets, dict(enumerate(links)))
+
+
+def _add_decisions(doc: Summary, inputs: list[RunInput], steps_found: StepsSection, source: str, rules: CategoryRules) -> None:
+    """The critical path, the warm-up and the findings ranked by their projected saving."""
     windows = process_windows(inputs, steps_found) if source != "stats" else {}  # the critical path and the savings need the trace
     doc["critical_path"] = None
     if windows:
@@ -279,8 +286,6 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         doc["critical_path"] = section
     doc["warmup"] = warmup_of(inputs, steps_found)
     doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
-    doc["trust"] = trust_labels(check_run(runset), doc)
-    return SummaryResult(doc, gapsets, dict(enumerate(links)))
 
 
 def trust_labels(report: CheckReport, doc: Summary) -> dict[str, TrustLabel]:

@@ -754,17 +754,11 @@ def _take_events(ev: Events, batch: Any) -> None:
                 except (TypeError, OverflowError):
                     mk_ext(UNKNOWN if isinstance(v, (list, dict)) else _int(v))
                 v = a.get("Input Dims")
-                text = "" if v is None else repr(v)
-                code = mk_dim_codes.get(text)
-                mk_dims(code if code is not None else mk_dim_codes.setdefault(text, len(mk_dim_codes)))
+                mk_dims(mk_dim_codes.setdefault("" if v is None else repr(v), len(mk_dim_codes)))
                 v = a.get("Input type")
-                text = "" if v is None else repr(v)
-                code = mk_type_codes.get(text)
-                mk_types(code if code is not None else mk_type_codes.setdefault(text, len(mk_type_codes)))
+                mk_types(mk_type_codes.setdefault("" if v is None else repr(v), len(mk_type_codes)))
                 v = a.get("Concrete Inputs")  # the scalar arguments (stride, padding, is_causal) the FLOPs formulas read
-                text = "" if v is None else repr(v)
-                code = mk_concrete_codes.get(text)
-                mk_concrete(code if code is not None else mk_concrete_codes.setdefault(text, len(mk_concrete_codes)))
+                mk_concrete(mk_concrete_codes.setdefault("" if v is None else repr(v), len(mk_concrete_codes)))
                 if name == "record_param_comms" and "Collective name" in a:
                     coll = collective_args(a)
                     if coll[0] and mk.ext[-1] != UNKNOWN:

@@ -11,6 +11,7 @@ from typing import Any
 from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, fmt_pct, shorten, sparkline
 from tui_prof.render.integrity import trust_mark
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
+from tui_prof.render.whatif import GROUP_TITLES as CRITICAL_GROUPS
 
 
 class Code(str):
@@ -135,17 +136,6 @@ def _findings_section(summary: Mapping[str, Any]) -> list[Section]:
     return [("Findings", ["severity", "code", "saving", "finding", "fix"], rows, [])]
 
 
-CRITICAL_GROUPS = {
-    "gpu_compute": "GPU compute",
-    "communication": "communication",
-    "copies": "copies",
-    "launch_queue": "launch/queue",
-    "host_ops": "host ops",
-    "sync": "sync",
-    "host_api": "host API",
-}
-
-
 def _critical_path_section(summary: Mapping[str, Any], name_width: int) -> list[Section]:
     """The critical path of each process (analysis.critical): what fills it, largest first."""
     out: list[Section] = []
@@ -154,7 +144,7 @@ def _critical_path_section(summary: Mapping[str, Any], name_width: int) -> list[
         if not total:
             continue
         rows = [[CRITICAL_GROUPS.get(t["group"], t["group"]), Code(shorten(t["name"], name_width)), fmt_ns(t["ns"]), f"{t['pct']:.1f}"] for t in p["top"][:8]]
-        groups = ", ".join(f"{CRITICAL_GROUPS.get(k, k)} {100 * v / total:.1f} %" for k, v in sorted(p["groups"].items(), key=lambda kv: -kv[1]) if v)
+        groups = ", ".join(f"{CRITICAL_GROUPS.get(k, k)} {fmt_pct(100 * v / total)}" for k, v in sorted(p["groups"].items(), key=lambda kv: -kv[1]) if v)
         sampled = f"; the first {fmt_ns(p['sampled_ns'])} of it analysed" if p["sampled_ns"] < p["window_ns"] else ""
         notes = [f"{fmt_ns(total)} over the {p['window']} ({fmt_ns(p['window_ns'])}{sampled}): {groups}"]
         out.append((f"Critical path ({p['process']})", ["group", "what", "time", "%"], rows, notes))

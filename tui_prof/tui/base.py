@@ -12,6 +12,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from tui_prof.loaders import cancel_loads
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.screens.help import HelpScreen
 
 
@@ -74,7 +75,7 @@ class ProfApp(App):
 
     def show_error(self, text: Text) -> None:
         """A failed worker of the app itself (tui_prof.tui.workers.report_failure)."""
-        self.notify(text.plain, severity="error", timeout=10, markup=False)
+        self.notify(safe_text(text.plain), severity="error", timeout=10, markup=False)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

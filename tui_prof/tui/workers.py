@@ -21,6 +21,7 @@ from textual.dom import DOMNode
 from textual.widget import Widget
 
 from tui_prof.loaders.base import LoadCancelled
+from tui_prof.render.safe import safe_text
 from tui_prof.tui.safe import plain
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -44,7 +45,7 @@ def report_failure(node: DOMNode, what: str, err: BaseException) -> None:
     if target is not None and target.is_attached:
         target.show_error(text)  # type: ignore[attr-defined]  # found by the loop above
     elif isinstance(node, Widget) and node.is_attached:
-        node.notify(text.plain, severity="error", timeout=10, markup=False)
+        node.notify(safe_text(text.plain), severity="error", timeout=10, markup=False)
 
 
 def _if_attached(node: DOMNode, callback: Callable[..., Any], args: tuple) -> bool:

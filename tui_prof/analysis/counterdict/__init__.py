@@ -179,7 +179,8 @@ def _files() -> dict[str, str]:
     out = {}
     for entry in resources.files(_PACKAGE).iterdir():
         if entry.name.endswith(".toml"):
-            out[entry.name[: -len(".toml")]] = entry.read_text(encoding="utf-8")
+            with entry.open("r", encoding="utf-8") as fh:  # tuiprof's own package data, not a run file
+                out[entry.name[: -len(".toml")]] = fh.read()
     return out
 
 

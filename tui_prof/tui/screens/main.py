@@ -124,7 +124,7 @@ class MainScreen(Screen):
         if self.view is None:
             self.show_failure(text.plain)
         else:
-            self.notify(text.plain, severity="error", timeout=10, markup=False)
+            self.notify(safe_text(text.plain), severity="error", timeout=10, markup=False)
 
     # the panes, for the app's command palette and for tests
     def pane(self, tab: str) -> Pane:
@@ -488,8 +488,8 @@ class MainScreen(Screen):
                 text = f"{count} trace events written to {path} (open it at ui.perfetto.dev)"
             deliver(self, lambda: self.notify(safe_text(text), timeout=15, markup=False))
         except (ExportError, OSError) as err:  # a refused or unwritable destination: said, never a traceback
-            message = safe_text(f"export failed: {err}")
-            deliver(self, lambda: self.notify(message, severity="error", timeout=15, markup=False))
+            message = f"export failed: {err}"
+            deliver(self, lambda: self.notify(safe_text(message), severity="error", timeout=15, markup=False))
 
 
 def rank_runset(runset: RunSet, run: int, rank: int) -> RunSet:
