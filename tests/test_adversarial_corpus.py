@@ -245,6 +245,10 @@ def test_a_slow_view_is_stopped_by_the_time_budget(tmp_path):
     con.execute(
         f"CREATE VIEW rocpd_string AS SELECT a.id, a.guid, a.string FROM `{table}` a, `{table}` b, `{table}` c WHERE length(a.string || b.string || c.string) < 0"
     )
+    # 20 MB of unrelated padding lifts the step budget (steps per byte) to about 236M steps,
+    # far more than any machine runs in the 1 s time budget: the time budget must stop it
+    con.execute("CREATE TABLE padding (data BLOB)")
+    con.execute("INSERT INTO padding VALUES (zeroblob(?))", (20 << 20,))
     con.commit()
     con.close()
     result = contained(root, env={"TUIPROF_SQLITE_SECONDS": "1"})
