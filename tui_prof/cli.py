@@ -22,7 +22,7 @@ import errno
 import math
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tui_prof.exits import EXIT_DEGRADED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
 from tui_prof.render.safe import safe_text
@@ -806,6 +806,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    _summary_parser(sub)
+    _check_parser(sub)
+    _whatif_parser(sub)
+    _open_parser(sub, names, sample_help)
+    _diff_parser(sub)
+    _serve_parser(sub, names, sample_help)
+    _export_parser(sub)
+    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
+    _counters_parser(sub)
+    _add_query_commands(sub)
+    return parser
+
+
+def _summary_parser(sub: Any) -> None:
+    """The ``summary`` command's arguments."""
     summary = sub.add_parser("summary", help="print formats, processes, agents and top kernels of a run")
     summary.add_argument("path", type=parse_path, help="run directory or profiler output file")
     fmt = summary.add_mutually_exclusive_group()
@@ -846,11 +861,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="PATH holds separate recordings (files hours apart): summarise recording N (default: the one with most dispatches; listed on stderr)",
     )
     summary.set_defaults(func=cmd_summary)
+
+
+def _check_parser(sub: Any) -> None:
+    """The ``check`` command's arguments."""
     checker = sub.add_parser("check", help="can the figures be believed? integrity checks of a run (exit 5 when some figure is degraded)")
     checker.add_argument("path", type=parse_path, help="run directory or profiler output file")
     checker.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.check/1)")
     checker.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     checker.set_defaults(func=cmd_check)
+
+
+def _whatif_parser(sub: Any) -> None:
+    """The ``whatif`` command's arguments."""
     whatif = sub.add_parser("whatif", help="project the run with edited durations: critical path and saving (see docs/metrics.md)")
     whatif.add_argument("path", type=parse_path, help="run directory or profiler output file")
     whatif.add_argument(
@@ -873,7 +896,10 @@ def build_parser() -> argparse.ArgumentParser:
     whatif.add_argument("--warmup", type=parse_count, default=None, metavar="N", help="the first N steps are warm-up (default: detected)")
     whatif.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     whatif.set_defaults(func=cmd_whatif)
-    parser.set_defaults(func=cmd_open, path=None, no_mouse=False, color_system="auto", no_cache=False, ascii=False)  # no command: the sample run
+
+
+def _open_parser(sub: Any, names: list[str], sample_help: str) -> None:
+    """The ``open`` command's arguments."""
     opener = sub.add_parser("open", help="explore a run in the terminal UI (no path: the bundled sample run)")
     opener.add_argument("path", nargs="?", type=parse_path, help="run directory or profiler output file")
     opener.add_argument("--sample", choices=names, default=None, metavar="NAME", help=sample_help)
@@ -888,6 +914,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
     )
     opener.set_defaults(func=cmd_open)
+
+
+def _diff_parser(sub: Any) -> None:
+    """The ``diff`` command's arguments."""
     differ = sub.add_parser("diff", help="compare run B against run A (kernels and summary deltas; see docs/diff.md)")
     differ.add_argument("a", metavar="A", type=parse_path, help="baseline run directory or file")
     differ.add_argument("b", metavar="B", type=parse_path, help="run compared against A")
@@ -937,6 +967,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
     )
     differ.set_defaults(func=cmd_diff)
+
+
+def _serve_parser(sub: Any, names: list[str], sample_help: str) -> None:
+    """The ``serve`` command's arguments."""
     server = sub.add_parser(
         "serve",
         help="serve the terminal UI to a browser (one app per page; token-protected; see README)",
@@ -961,6 +995,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     server.add_argument("--no-cache", action="store_true", help="the app processes neither read nor write the columnar cache")
     server.set_defaults(func=cmd_serve)
+
+
+def _export_parser(sub: Any) -> None:
+    """The ``export`` command's arguments."""
     exporter = sub.add_parser("export", help="write a run as Parquet files (pandas, DuckDB) and/or a Perfetto trace (see docs/user_guide.md)")
     exporter.add_argument("path", type=parse_path, help="run directory or profiler output file")
     exporter.add_argument("--parquet", metavar="OUT_DIR", help="write every table (model and analysis) as OUT_DIR/<table>.parquet, with a README.md")
@@ -977,9 +1015,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exporter.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     exporter.set_defaults(func=cmd_export)
-    _counters_parser(sub)
-    _add_query_commands(sub)
-    return parser
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
