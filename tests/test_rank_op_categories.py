@@ -53,3 +53,18 @@ def test_hta_ranks_figures_of_the_issue(both):
     assert strag["compute_excess_pct"] == pytest.approx(32.15, abs=0.005)
     # HTA's comm/compute overlap is unchanged (docs/hta_crosscheck.md: copy kernels are compute there)
     assert (r0["overlap_ns"], r1["overlap_ns"]) == (59_216_000, 75_530_000)
+
+
+def test_tui_rank_rows_give_the_summary_answer(both):
+    """The TUI's rank rows (RankRows: each process's core as it loads, then the comparisons)
+    split compute and copy by the same categories as the summary: one answer."""
+    from tui_prof.tui.view.rankrows import RankRows
+
+    rows = RankRows()
+    runset = load_path(RANKS, use_cache=False, on_unit=rows.add)
+    provisional = sorted(rows.provisional()["ranks"], key=lambda r: r["rank"])
+    assert (provisional[0]["compute_ns"], provisional[0]["copy_ns"]) == (197_217_000, 14_428_000)
+    final = rows.final(runset)
+    for key in ("ranks", "communication", "stragglers"):
+        assert final[key] == both[key]
+    assert final["stragglers"]["compute_excess_pct"] == pytest.approx(32.15, abs=0.005)

@@ -23,7 +23,7 @@ from tui_prof.tui import schedule
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.panes.ranks import RanksPane
 from tui_prof.tui.screens.main import MainScreen
-from tui_prof.tui.view.rankrows import PENDING, PENDING_RANK, RankRows
+from tui_prof.tui.view.rankrows import RankRows
 
 SPEC = RankSpec(ranks=4, iterations=3, slow_rank=2, slow_pct=50)
 
@@ -56,7 +56,7 @@ def _loaded(pane: RanksPane) -> list[int]:
     """The ranks of the rows whose process has loaded (the others are pending: "…")."""
     if pane.table.model is None:
         return []
-    return [r for r in pane.table.model.frame["rank"].tolist() if r != PENDING_RANK]
+    return [int(r) for r in pane.table.model.frame["rank"].dropna().tolist()]
 
 
 def _check_final(pane: RanksPane, expected) -> None:
@@ -90,8 +90,8 @@ def test_rank_rows_fill_as_units_load(run_dir, monkeypatch):
             assert tabs.display and tabs.active == "ranks" and app.main.view is None and pane.table.row_count == 4
             assert str(pane.query_one("#ranks-header").render()).startswith("Loading: 2 of 4 ranks loaded")
             frame = pane.table.model.frame
-            loaded = frame[frame["rank"] != PENDING_RANK]
-            assert loaded["wait_ns"].tolist() == [PENDING, PENDING]  # waits compare every rank
+            loaded = frame[frame["rank"].notna()]
+            assert loaded["wait_ns"].isna().all() and len(loaded) == 2  # waits compare every rank: not known yet
             assert loaded["compute_ns"].tolist() == ranks.expected.compute_ns[:2]  # a rank's own figures are final
             assert "…" in pane.table.render_line(1).text
             await pilot.press("1")  # the hotspots come with every process
@@ -190,7 +190,7 @@ def test_rank_screen_shows_every_rank_before_any_unit_loads(run_dir, monkeypatch
             assert pane.has_focus_within
             assert str(pane.query_one("#ranks-header").render()).startswith("Loading: 0 of 4 ranks loaded")
             frame = pane.table.model.frame
-            assert frame["rank"].tolist() == [PENDING_RANK] * 4 and frame["top_kernel"].tolist() == labels
+            assert frame["rank"].isna().all() and frame["top_kernel"].tolist() == labels
             line = pane.table.render_line(1).text
             assert line.split()[0] == "…" and labels[0] in line and line.count("…") >= 8
             await pilot.press("1", "2")  # the other panes come with every process

@@ -10,10 +10,24 @@ reorganised; names exported here keep their meaning.
 from __future__ import annotations
 
 from tui_prof.analysis.counterdict import UnknownArch
+from tui_prof.analysis.counterdict import load as counter_dictionary
 from tui_prof.analysis.counterplan import default_metrics as counter_defaults
 from tui_prof.analysis.counterplan import plan as counter_plan
 from tui_prof.analysis.counterplan import run_plan as counter_run_plan
-from tui_prof.analysis.diff import DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP, MATCH_MODES, DiffResult, diff_runsets, rematch
+from tui_prof.analysis.diff import (
+    DEFAULT_NOISE_PCT,
+    DEFAULT_NOISE_PP,
+    KERNEL_DIFF_COLUMNS,
+    MATCH_MODES,
+    DiffResult,
+    comparable,
+    diff_runsets,
+    inconclusive,
+    rank_diff,
+    regressions,
+    rematch,
+)
+from tui_prof.analysis.diff import SCHEMA as DIFF_SCHEMA
 from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
@@ -35,6 +49,7 @@ from tui_prof.analysis.operators import (
     operator_key,
     operator_links,
     operators_section,
+    process_categories,
 )
 from tui_prof.analysis.ranks import (
     RankAlignment,
@@ -52,7 +67,7 @@ from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_ran
 from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
-from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
+from tui_prof.analysis.stepdiff import STEPS_VERSION, StepChoice, StepChoiceError, StepDiff, StepSide, diff_steps
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
@@ -64,15 +79,18 @@ __all__ = [
     "DEFAULT_CATEGORY_RULES",
     "DEFAULT_NOISE_PCT",
     "DEFAULT_NOISE_PP",
+    "DIFF_SCHEMA",
     "DOMAIN_OF",
     "GAP_COLUMNS",
     "INTEGRITY_CHECKS",
+    "KERNEL_DIFF_COLUMNS",
     "KERNEL_STATS",
     "MATCH_MODES",
     "MEMORY_FROM_API",
     "NOT_LINKED",
     "PROFILER_STEP",
     "SCHEMA",
+    "STEPS_VERSION",
     "CategoryRules",
     "CheckReport",
     "CommunicationSection",
@@ -91,6 +109,7 @@ __all__ = [
     "RankCore",
     "RankRecord",
     "RunInput",
+    "StepChoice",
     "StepChoiceError",
     "StepDiff",
     "StepRecord",
@@ -111,8 +130,10 @@ __all__ = [
     "check_run",
     "combine_stats",
     "communication_mask",
+    "comparable",
     "copy_agents",
     "counter_defaults",
+    "counter_dictionary",
     "counter_plan",
     "counter_run_plan",
     "diff_runsets",
@@ -124,6 +145,7 @@ __all__ = [
     "has_operators",
     "host_markers",
     "hotspots",
+    "inconclusive",
     "inline_lane",
     "instances",
     "kernel_categories_of",
@@ -139,13 +161,16 @@ __all__ = [
     "operator_links",
     "operators_section",
     "ops_overlapping",
+    "process_categories",
     "rank_cores",
+    "rank_diff",
     "rank_numbers",
     "rank_offsets",
     "rank_records",
     "ranks_sections",
     "recording_runset",
     "recordings",
+    "regressions",
     "rematch",
     "run_inputs",
     "run_label",

@@ -500,6 +500,18 @@ def categories_per_process(categories: pd.Series | None, inputs: Sequence[RunInp
     return list(np.split(values, ends[:-1]))
 
 
+def process_categories(run: Run, rules: CategoryRules, index: hostapi.CorrIndex | None = None) -> np.ndarray | None:
+    """One process's kernel categories, operator first, as the summary's category table
+    gives them (:func:`kernel_categories_of` for that process alone, which is per
+    process): what the rank table's compute/copy split uses while the run loads, so the
+    rank rows and the summary give one answer. None where it records no operators (the
+    rank figures then go by kernel name, as the summary's do)."""
+    if not has_operators(run):
+        return None
+    link = link_operators(run.kernels, run.api, run.markers, index)
+    return kernel_categories_by_op(run.kernels, link, rules).astype(str).to_numpy(dtype=object)
+
+
 def _records(table: pd.DataFrame, total: int, top: int | None) -> list[OperatorRecord]:
     table = table.sort_values(["total_ns", "op"], ascending=[False, True], kind="stable")
     records: list[OperatorRecord] = [

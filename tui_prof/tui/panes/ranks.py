@@ -20,7 +20,6 @@ from tui_prof.render.fmt import fmt_ns, fmt_pct, fmt_value
 from tui_prof.tui.messages import RankOpened
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
-from tui_prof.tui.view.rankrows import PENDING, PENDING_RANK
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.workers import COMPUTING
@@ -41,25 +40,23 @@ RANK_COLUMNS = (
 
 
 def ranks_frame(doc: dict | None, labels: list[str]) -> pd.DataFrame:
-    """One row per ``ranks[]`` record with ``run`` = its process's index in ``labels``."""
+    """One row per ``ranks[]`` record with ``run`` = its process's index in ``labels``.
+
+    The figures are nullable columns (``Int64``, ``Float64``): a figure not known yet (a
+    rank still loading, a wait before every rank is in) is missing, never a number; the
+    table sorts missing cells after every value and shows them as pending."""
     rows = (doc or {}).get("ranks") or []
     index = {label: i for i, label in enumerate(labels)}
+    figures = {c.key: pd.array([r[c.key] for r in rows], dtype="Float64" if c.kind == "pct" else "Int64") for c in RANK_COLUMNS if c.kind != "text"}
     return pd.DataFrame(
         {
-            "rank": pd.Series([r["rank"] for r in rows], dtype="int64"),
+            **figures,
             "host": [r["host"] or "-" for r in rows],
             "gpus": [r["gpus"] or "-" for r in rows],
-            "span_ns": pd.Series([r["span_ns"] for r in rows], dtype="int64"),
-            "compute_ns": pd.Series([r["compute_ns"] for r in rows], dtype="int64"),
-            "communication_ns": pd.Series([r["communication_ns"] for r in rows], dtype="int64"),
-            "copy_ns": pd.Series([r["copy_ns"] for r in rows], dtype="int64"),
-            "idle_pct": pd.Series([r["idle_pct"] for r in rows], dtype="float64"),
-            "sync_ns": pd.Series([r["sync_ns"] for r in rows], dtype="int64"),
-            "wait_ns": pd.Series([r["wait_ns"] for r in rows], dtype="int64"),
             "top_kernel": [r["top_kernel"] or "-" for r in rows],
             "run": pd.Series([index.get(r["label"], -1) for r in rows], dtype="int64"),
         }
-    )
+    )[[c.key for c in RANK_COLUMNS] + ["run"]]
 
 
 def ranks_header(doc: dict | None) -> Text:
@@ -87,11 +84,10 @@ def ranks_header(doc: dict | None) -> Text:
 
 
 def pending_text(kind: str):
-    """The cell formatter of a ``kind`` column: "…" where the figure needs ranks still
-    loading (a wait compares every rank's collectives) and in the rows of ranks not loaded
-    yet (tui.view.rankrows.pending_row)."""
-    sentinel = PENDING_RANK if kind == "int" else PENDING
-    return lambda value: "…" if value == sentinel else fmt_value(value, kind)
+    """The cell formatter of a ``kind`` column: "…" where the figure is missing, i.e. not
+    known yet: it needs ranks still loading (a wait compares every rank's collectives), or
+    its rank has not loaded (tui.view.rankrows.pending_row)."""
+    return lambda value: "…" if value is pd.NA else fmt_value(value, kind)
 
 
 class RanksTable(TableView):

@@ -27,6 +27,7 @@ from tui_prof.analysis.api import (
     CategoryRules,
     RankCore,
     api_classes,
+    process_categories,
     rank_numbers,
     rank_records,
     run_label,
@@ -38,22 +39,19 @@ from tui_prof.model import Run, RunSet
 if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the app's start
     from tui_prof.loaders.detect import ProcessScan, ScannedProcess
 
-PENDING = -1  # wait_ns of a row whose waits need ranks not loaded yet; every figure of a pending row
-PENDING_RANK = 1 << 31  # the rank of a process not loaded yet (sorted after every rank)
+FIGURES = ("span_ns", "compute_ns", "communication_ns", "copy_ns", "idle_pct", "sync_ns", "wait_ns", "wait_pct")
 
 
 def pending_row(process: ScannedProcess) -> dict:
-    """The row of a process the scan found that has not loaded yet (``pending``)."""
-    figures = dict.fromkeys(("span_ns", "compute_ns", "communication_ns", "copy_ns", "sync_ns", "wait_ns"), PENDING)
+    """The row of a process the scan found that has not loaded yet (``pending``): its rank
+    and every figure None (not known yet, never a number)."""
     return {
-        "rank": PENDING_RANK,
+        "rank": None,
         "rank_source": "order",
         "label": "",
         "host": None,
         "gpus": None,
-        **figures,
-        "idle_pct": float(PENDING),
-        "wait_pct": 0.0,
+        **dict.fromkeys(FIGURES),
         "top_kernel": f"loading {process.label}",
         "pending": True,
     }
@@ -115,10 +113,12 @@ class RankRows:
         return max(len(self.scanned) if self.scanned is not None else self.total, self.processes)
 
     def core(self, run: Run) -> RankCore:
-        """One process's figures (analysis.ranks.RankCore with the summary's inputs)."""
+        """One process's figures (analysis.ranks.RankCore with the summary's inputs: its
+        compute/copy split by the category table's categories, operator first)."""
         span = time_range(run)
         classes = api_classes(run.api) if len(run.api) else np.array([], dtype=np.int8)
-        core = RankCore(run, run_label(run), (span[1] - span[0]) if span else 0, classes, self.rules)
+        categories = process_categories(run, self.rules)
+        core = RankCore(run, run_label(run), (span[1] - span[0]) if span else 0, classes, self.rules, categories)
         self._sizes[id(run)] = _sizes(run)
         return core
 
@@ -133,15 +133,15 @@ class RankRows:
         return len(self.cores)
 
     def provisional(self) -> dict:
-        """A ``ranks`` document of the processes loaded so far, their waits
-        :data:`PENDING` (a wait compares every rank's collectives), then a pending row
+        """A ``ranks`` document of the processes loaded so far, their waits None (not
+        known yet: a wait compares every rank's collectives), then a pending row
         (:func:`pending_row`) per process of the scan whose files have not loaded."""
         cores = self.cores
         numbers = rank_numbers([c.run for c in cores])
         zero = np.zeros(len(cores), dtype=np.int64)
         rows: list[dict] = [dict(row) for row in rank_records(cores, numbers, zero, zero)]
         for row in rows:
-            row["wait_ns"], row["wait_pct"] = PENDING, 0.0
+            row["wait_ns"], row["wait_pct"] = None, None
         scanned = self.scanned or ()
         waiting = [p for p in scanned if not self._loaded_files.intersection(p.files)]
         rows.extend(pending_row(p) for p in waiting[: max(0, len(scanned) - len(cores))])

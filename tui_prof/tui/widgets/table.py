@@ -109,8 +109,18 @@ class TableModel:
         # datetimes: Timestamp) as the pandas array gives each element, as iloc does
         return series.to_numpy() if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biufcO" else series.array
 
-    def _keys(self, column: str) -> np.ndarray:
+    def _keys(self, column: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """The sort keys of ``column`` and, for a nullable numeric column (``Int64``,
+        ``Float64``) with missing cells, which rows are missing (None: none is)."""
         series = self.frame[column]
+        if pd.api.types.is_extension_array_dtype(series.dtype) and pd.api.types.is_numeric_dtype(series.dtype):
+            missing = series.isna().to_numpy()
+            values = series.to_numpy(dtype=series.dtype.numpy_dtype, na_value=0)
+            return values, (missing if missing.any() else None)
+        return self._plain_keys(series), None
+
+    @staticmethod
+    def _plain_keys(series: pd.Series) -> np.ndarray:
         if isinstance(series.dtype, pd.CategoricalDtype):
             ranks = np.argsort(np.argsort(series.cat.categories.astype(str).to_numpy(), kind="stable"))
             codes = series.cat.codes.to_numpy()
@@ -120,10 +130,16 @@ class TableModel:
         return series.to_numpy()
 
     def sorted_rows(self, column: str, descending: bool) -> np.ndarray:
-        """All rows of the frame ordered by ``column`` (cached per column and direction)."""
+        """All rows of the frame ordered by ``column`` (cached per column and direction);
+        missing cells of a nullable column come after every value, in both directions."""
         key = (column, descending)
         if key not in self._orders:
-            self._orders[key] = stable_order(self._keys(column), descending)
+            keys, missing = self._keys(column)
+            if missing is None:
+                self._orders[key] = stable_order(keys, descending)
+            else:
+                present = np.flatnonzero(~missing)
+                self._orders[key] = np.concatenate([present[stable_order(keys[present], descending)], np.flatnonzero(missing)])
         return self._orders[key]
 
     def _text_codes(self) -> tuple[np.ndarray, list[str]]:
