@@ -92,9 +92,9 @@ def metric_names_markdown(cdna: str = "gfx942", rdna: str = "gfx1151", nvidia: s
     """The dictionary's metrics across tools as a Markdown table (docs/counters.md holds it;
     a test keeps the two equal): tuiprof key, rocprof-compute and rocprofv3 names, the
     formula on a CDNA and an RDNA arch, the nearest Nsight Compute metric."""
-    from tui_prof.analysis.counterdict import load
+    from tui_prof.analysis.api import counter_dictionary
 
-    c, r, n = load(cdna), load(rdna), load(nvidia)
+    c, r, n = counter_dictionary(cdna), counter_dictionary(rdna), counter_dictionary(nvidia)
     rows = [
         f"| key | rocprof-compute | rocprofv3 | {c.arch} formula | {r.arch} formula | nearest ncu ({n.arch}) |",
         "|---|---|---|---|---|---|",

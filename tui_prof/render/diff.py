@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.analysis.diff import KERNEL_DIFF_COLUMNS, SCHEMA, DiffResult, comparable, inconclusive, rank_diff, regressions
+from tui_prof.analysis.api import DIFF_SCHEMA, KERNEL_DIFF_COLUMNS, DiffResult, comparable, inconclusive, rank_diff, regressions
 from tui_prof.exits import EXIT_INCONCLUSIVE, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
 from tui_prof.render.fmt import fmt_ns, fmt_pct, shorten
 from tui_prof.render.safe import md_code, md_text, safe_text
@@ -47,7 +47,7 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
     rows = result.kernels if top is None else result.kernels.head(top)
     kernels = [{c: (_num(v) if c not in ("key", "status") else v) for c, v in zip(KERNEL_DIFF_COLUMNS, r)} for r in rows.itertuples(index=False)]
     doc = {
-        "schema": SCHEMA,
+        "schema": DIFF_SCHEMA,
         "tuiprof_version": __version__,
         "a": side(result.summary_a),
         "b": side(result.summary_b),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tui_prof.analysis.stepdiff import STEPS_VERSION, StepChoice, StepDiff
+from tui_prof.analysis.api import STEPS_VERSION, StepChoice, StepDiff
 from tui_prof.render.fmt import fmt_bytes, fmt_ns, shorten
 from tui_prof.render.safe import md_text
 from tui_prof.render.summary import Code, lines_text, markdown_table, table
