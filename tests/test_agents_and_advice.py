@@ -82,7 +82,7 @@ def test_dominant_collective_gets_communication_advice_in_amd_words(tmp_path, na
     assert doc["platform"]["vendor"] == AMD
     (f,) = [f for f in doc["findings"] if f["code"] == "dominant-kernel"]
     say = COLLECTIVE_PHRASES[AMD]
-    assert f["message"] == f"One kernel takes 93.6 % of kernel time: {name[:80]} (a collective: communication)"
+    assert f["message"] == f"One kernel takes 93.6% of kernel time: {name[:80]} (a collective: communication)"
     assert f["numbers"] == {"name": name, "percent": 93.6, "category": "communication"}
     assert f["fix"] == (
         "A RCCL collective: its time is communication, which occupancy and counters do not shorten. "

@@ -49,4 +49,4 @@ def test_the_diff_noise_column_uses_the_reports_precision(capsys):
     line = next(line for line in text.splitlines() if line.startswith("steady step time (median)"))
     assert f" ±{step['threshold']:.1f}% " in line and f"{step['threshold']:g}" not in line
     assert " ±2% " in next(line for line in text.splitlines() if line.startswith("kernel time"))
-    assert f"the ±{step['threshold']:.1f} % noise" in step["reason"]
+    assert f"the ±{step['threshold']:.1f}% noise" in step["reason"]

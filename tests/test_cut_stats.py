@@ -44,7 +44,7 @@ def test_the_cut_4_process_table_shares_follow_the_percentage_column(srun, capsy
     assert doc["hotspots"][0]["percent"] == pytest.approx(float(rows[RCCL]["Percentage"]), abs=0.01)
     comm = next(f for f in doc["findings"] if f["code"] == "communication-share")
     assert comm["numbers"]["pct_of_kernel_time"] == pytest.approx(82.74, abs=0.01)
-    assert "82.7 % of kernel time" in comm["message"]
+    assert "82.7% of kernel time" in comm["message"]
     assert [r["top_kernel_pct"] for r in doc["ranks"]] == [pytest.approx(82.74, abs=0.01)] * 4
     table = next(t for t in doc["stats"]["tables"] if t["key"] == "kernel_stats")
     row_sum = 4 * sum(int(r["TotalDurationNs"]) for r in rows.values())

@@ -75,7 +75,7 @@ def test_communication_and_straggler_equal_the_generators_answers(generated, fmt
     assert all(i["straggler"] == 2 and i["fastest_ns"] == SPEC.collective_ns and i["wait_ns"] == 300_000 for i in strag["listed"])
     codes = {f["code"]: f for f in doc["findings"]}
     assert codes[FindingCode.STRAGGLER.value]["message"].startswith(
-        "rank 2 is the straggler: its compute before collectives is 50.0 % longer; the other ranks wait 1.800 ms ("
+        "rank 2 is the straggler: its compute before collectives is 50.0% longer; the other ranks wait 1.800 ms ("
     )
     assert FindingCode.COMM_OVERLAP.value in codes
 

@@ -127,7 +127,7 @@ def test_legacy_rocprof_stats_only(tmp_path):
     kernel_ns = sum(int(r["TotalDurationNs"]) for r in kernel_rows.values())
     share = next(f for f in doc["findings"] if f["code"] == "copy-share")
     assert share["numbers"] == {"copy_time_ns": copy_ns, "kernel_time_ns": kernel_ns, "source": "stats"}
-    assert f"{100.0 * copy_ns / (copy_ns + kernel_ns):.1f} %" in share["message"]
+    assert f"{100.0 * copy_ns / (copy_ns + kernel_ns):.1f}%" in share["message"]
 
 
 def test_rocprofv3_summary_text_every_domain():
@@ -354,9 +354,7 @@ def test_gate_one_kernel_twice_as_slow_fails_and_says_why(tmp_path, capsys):
     total = int(synth.expected.kernels.loc[ATTENTION, "total_ns"])
     ktime = synth.expected.kernel_total_ns
     assert f"tripped: kernel time got worse by {100.0 * total / ktime:+.2f} % of A (> 5); lower is better" in out
-    assert (
-        f"tripped: kernel {ATTENTION[:80]} got slower by +100.0 % of its A total (> 5), {100.0 * total / ktime:.1f} % of A's kernel time (> 2 % noise)" in out
-    )
+    assert f"tripped: kernel {ATTENTION[:80]} got slower by +100.0% of its A total (> 5), {100.0 * total / ktime:.1f}% of A's kernel time (> 2% noise)" in out
     assert main([*args, "--json"]) == EXIT_REGRESSION
     gate = json.loads(capsys.readouterr().out)["fail_on_regression"]
     assert gate["failed"] and gate["exit_status"] == EXIT_REGRESSION
@@ -430,7 +428,7 @@ def test_share_of_a_moved_denominator_is_changed_not_regressed():
 
     idle = next(d for d in METRICS if d.key == "idle_pct")
     row = metric_delta(idle, 10.0, 30.0, denominators=(1000, 500))
-    assert row["status"] == "changed" and row["reason"].startswith("a share whose denominator (GPU span) moved -50.0 %")
+    assert row["status"] == "changed" and row["reason"].startswith("a share whose denominator (GPU span) moved -50.0%")
     row = metric_delta(idle, 10.0, 30.0, denominators=(1000, 1010))
     assert row["status"] == "regressed" and "lower is better" in row["reason"]
     row = metric_delta(idle, None, 30.0, missing="no trace")

@@ -136,7 +136,7 @@ def advise(arch: str, kernel: dict[str, Any]) -> list[dict[str, Any]]:
         where = passes.get(dkey) or _own_passes(d.arch, dkey)
         good = which == "good_above"
         name = m.rpc or m.label
-        shown = f"{entry['value']:.3g} {entry['unit']}" + (f" = {pct:.3g} % of peak" if "pct_of_peak" in which and pct is not None else "")
+        shown = f"{entry['value']:.3g} {entry['unit']}" + (f" = {pct:.3g}% of peak" if "pct_of_peak" in which and pct is not None else "")
         tag = m.threshold_source.split(" ")[0] if m.threshold_source.startswith("[") else m.threshold_source
         meaning = m.meaning or "threshold crossed"
         occ = kernel.get("occupancy") or {}

@@ -48,6 +48,7 @@ from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, norma
 from tui_prof.analysis.sections import Summary
 from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.model import RunSet
+from tui_prof.percent import fmt_pct
 
 SCHEMA = "tuiprof.diff/1"
 MATCH_MODES = ("name", "normalized", "category")
@@ -196,7 +197,7 @@ def _fmt_change(unit: str, delta: float, delta_pct: float | None) -> str:
         return f"{delta:+.2f} points"
     if delta_pct is None or math.isinf(delta_pct):
         return f"{delta:+g} from 0"
-    return f"{delta_pct:+.1f} % of A"
+    return f"{fmt_pct(delta_pct, signed=True)} of A"
 
 
 def metric_delta(
@@ -244,7 +245,7 @@ def metric_delta(
     change = abs(delta) if defn.unit == "pct" else abs(row["delta_pct"])
     moved = _denominator_move(denominators, noise_pct)
     band = float(row["threshold"])
-    threshold = f"±{band:.{0 if band.is_integer() else 1}f}{' points' if defn.unit == 'pct' else ' %'}"  # the report's precision
+    threshold = f"±{band:.{0 if band.is_integer() else 1}f}{' points' if defn.unit == 'pct' else '%'}"  # the report's precision
     if change <= row["threshold"]:
         row["status"] = "within noise"
         row["reason"] = f"{_fmt_change(defn.unit, delta, row['delta_pct'])} is within the {threshold} noise"
@@ -255,7 +256,7 @@ def metric_delta(
         row["status"] = "changed"
         row["reason"] = (
             f"a share whose denominator ({DENOMINATOR_LABELS.get(defn.denominator, defn.denominator)}) moved "
-            f"{moved:+.1f} %: the share moves with it, so it is not a verdict"
+            f"{fmt_pct(moved, signed=True)}: the share moves with it, so it is not a verdict"
         )
     else:
         row["status"] = "improved" if delta < 0 else "regressed"
@@ -555,8 +556,8 @@ def regressions(result: DiffResult, pct: float) -> list[dict]:
                     "delta": int(r.delta_ns),
                     "delta_pct": float(r.delta_pct),
                     "status": "regressed",
-                    "reason": f"kernel {str(r.key)[:80]} got slower by {float(r.delta_pct):+.1f} % of its A total (> {pct:g}), "
-                    f"{100.0 * int(r.delta_ns) / ktime:.1f} % of A's kernel time (> {result.noise_pct:g} % noise)",
+                    "reason": f"kernel {str(r.key)[:80]} got slower by {fmt_pct(float(r.delta_pct), signed=True)} of its A total (> {pct:g}), "
+                    f"{fmt_pct(100.0 * int(r.delta_ns) / ktime)} of A's kernel time (> {result.noise_pct:g}% noise)",
                 }
             )
     return out

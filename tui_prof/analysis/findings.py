@@ -65,6 +65,7 @@ from tui_prof.analysis.memory import FRAGMENTATION_MIN_BYTES, FRAGMENTATION_RATI
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
 from tui_prof.analysis.platform import TORCH_PHRASES, Phrases, collective_phrases, phrases, torch_first
 from tui_prof.analysis.sections import Finding, PlatformSection, Summary
+from tui_prof.percent import fmt_pct
 
 
 class FindingCode(str, Enum):
@@ -115,7 +116,7 @@ def _dominant_kernel(top: Any, vendor: str) -> tuple[Finding, float]:
     """One kernel over half of kernel time: optimise it (counters, occupancy); a collective
     (the category rules' communication: ncclDevKernel_*, rccl_main_kernel, ...) waits on the
     interconnect, so its advice is communication: overlap, bucketing, topology."""
-    message = f"One kernel takes {top['percent']:.1f} % of kernel time: {top['name'][:80]}"
+    message = f"One kernel takes {fmt_pct(top['percent'])} of kernel time: {top['name'][:80]}"
     numbers = {"name": top["name"], "percent": top["percent"]}
     if DEFAULT_CATEGORY_RULES.classify(top["name"]) != "communication":
         return _f(FindingCode.DOMINANT_KERNEL, "low", message, numbers, "Optimise this kernel first (counters, occupancy below).", top["percent"])
@@ -179,7 +180,7 @@ def gpu_idle(doc: Summary, facts: Facts) -> Found:
         if idle_pct <= GPU_IDLE_PCT:
             return []
         fix = torch_first(facts.platform, f"{TORCH_PHRASES['sync']}; {TORCH_PHRASES['graphs']}", f"Remove syncs, batch launches ({facts.say['graphs']}).")
-        message = f"GPU idle {idle_pct:.1f} % of the steady-state steps"
+        message = f"GPU idle {fmt_pct(idle_pct)} of the steady-state steps"
         return [_f(FindingCode.GPU_IDLE, "high", message, {"idle_pct": idle_pct, "steady_steps": len(steady), "steady_wall_ns": wall}, fix, idle_pct)]
     if not (facts.span and gpu["idle_pct"] > GPU_IDLE_PCT):
         return []
@@ -189,7 +190,7 @@ def gpu_idle(doc: Summary, facts: Facts) -> Found:
         f"See the gap list: each gap names the host call before it. Remove syncs, batch launches ({facts.say['graphs']}), overlap copies.",
     )
     numbers = {"idle_pct": gpu["idle_pct"], "span_ns": facts.span, "gaps_by_cause_ns": doc["gaps"]["by_cause"]}
-    return [_f(FindingCode.GPU_IDLE, "high", f"GPU idle {gpu['idle_pct']:.1f} % of its active span", numbers, fix, gpu["idle_pct"])]
+    return [_f(FindingCode.GPU_IDLE, "high", f"GPU idle {fmt_pct(gpu['idle_pct'])} of its active span", numbers, fix, gpu["idle_pct"])]
 
 
 def _idle_cause(doc: Summary, facts: Facts, cause: str, code: FindingCode, severity: str, share: float, what: str, fix: str) -> Found:
@@ -199,7 +200,7 @@ def _idle_cause(doc: Summary, facts: Facts, cause: str, code: FindingCode, sever
         return []
     pct = 100 * ns / facts.span
     numbers = {"ns": ns, "gaps": doc["gaps"]["count_by_cause"].get(cause, 0)}
-    return [_f(code, severity, f"{pct:.1f} % of the GPU span is {what}", numbers, fix, pct)]
+    return [_f(code, severity, f"{fmt_pct(pct)} of the GPU span is {what}", numbers, fix, pct)]
 
 
 def idle_sync(doc: Summary, facts: Facts) -> Found:
@@ -214,7 +215,7 @@ def idle_sync(doc: Summary, facts: Facts) -> Found:
             return []
         pct = 100 * exposed / wall
         numbers = {"ns": exposed, "steady_steps": len(steady), "steady_wall_ns": wall}
-        return [_f(FindingCode.IDLE_SYNC, "high", f"{pct:.1f} % of the steady-state steps is idle waiting after synchronisation calls", numbers, fix, pct)]
+        return [_f(FindingCode.IDLE_SYNC, "high", f"{fmt_pct(pct)} of the steady-state steps is idle waiting after synchronisation calls", numbers, fix, pct)]
     return _idle_cause(doc, facts, "sync", FindingCode.IDLE_SYNC, "high", IDLE_SYNC_SHARE, "idle waiting after synchronisation calls", fix)
 
 
@@ -242,7 +243,7 @@ def launch_bound(doc: Summary, facts: Facts) -> Found:
     if host > launch:  # the host's own work between launches, not the launch calls, holds the GPU
         named = ", ".join(ops) if ops else "host work outside any recorded operator"
         finding["message"] += (
-            f": on the critical path host operators take {100 * host / total:.0f} % ({named}), launch calls and queue {100 * launch / total:.0f} %"
+            f": on the critical path host operators take {fmt_pct(100 * host / total, 0)} ({named}), launch calls and queue {fmt_pct(100 * launch / total, 0)}"
         )
         finding["fix"] = (
             f"The host's own work between launches holds the GPU ({named}): make those host operators cheaper or move them off the GPU's path "
@@ -278,8 +279,8 @@ def sync_overhead(doc: Summary, facts: Facts) -> Found:
     if not (facts.wall and exposed_pct > SYNC_TARGET_PCT):
         return []
     message = (
-        f"Exposed synchronisation (host blocked while the GPU has nothing left to run) takes {exposed_pct:.1f} % of wall time "
-        f"(target < 5 %); all sync calls and blocking copies: {sync['pct_of_wall']:.1f} %"
+        f"Exposed synchronisation (host blocked while the GPU has nothing left to run) takes {fmt_pct(exposed_pct)} of wall time "
+        f"(target < 5%); all sync calls and blocking copies: {fmt_pct(sync['pct_of_wall'])}"
     )
     numbers = {
         "calls": sync["calls"],
@@ -346,7 +347,7 @@ def copy_share(doc: Summary, facts: Facts) -> Found:
         f"Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory ({facts.say['pinned_alloc']}).",
     )
     numbers = {"bytes": copies["bytes"], "time_ns": copies["time_ns"]}
-    return [_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {copies['pct_of_wall']:.1f} % of wall time", numbers, fix, copies["pct_of_wall"])]
+    return [_f(FindingCode.COPY_SHARE, "high", f"Memory copies take {fmt_pct(copies['pct_of_wall'])} of wall time", numbers, fix, copies["pct_of_wall"])]
 
 
 def slow_copy(doc: Summary, facts: Facts) -> Found:
@@ -397,8 +398,8 @@ def dominant_kernel(doc: Summary, facts: Facts) -> Found:
             top = hot[0]
             on_path = top.get("critical_ns", 0)
             message = (
-                f"One kernel takes {top['percent']:.1f} % of kernel time ({top['name'][:60]}), but the GPU is not the bottleneck: "
-                f"GPU work is {100 * share:.0f} % of the critical path, this kernel {fmt_share(on_path, path['total_ns'])}"
+                f"One kernel takes {fmt_pct(top['percent'])} of kernel time ({top['name'][:60]}), but the GPU is not the bottleneck: "
+                f"GPU work is {fmt_pct(100 * share, 0)} of the critical path, this kernel {fmt_share(on_path, path['total_ns'])}"
             )
             fix = "The run is host/launch-bound: see the launch and host findings first; a faster kernel saves at most its time on the critical path."
             numbers = {"name": top["name"], "percent": top["percent"], "critical_ns": on_path, "path_gpu_pct": round(100 * share, 2)}
@@ -407,7 +408,7 @@ def dominant_kernel(doc: Summary, facts: Facts) -> Found:
 
 
 def fmt_share(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.1f} %" if whole else "0 %"
+    return fmt_pct(100 * part / whole if whole else 0.0)
 
 
 def low_occupancy(doc: Summary, facts: Facts) -> Found:
@@ -415,7 +416,7 @@ def low_occupancy(doc: Summary, facts: Facts) -> Found:
     keys = ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")
     for occ in (doc.get("occupancy") or [])[:OCCUPANCY_TOP]:
         if occ["occupancy_pct"] < LOW_OCCUPANCY_PCT:
-            message = f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)"
+            message = f"{occ['name'][:60]}: theoretical occupancy {fmt_pct(occ['occupancy_pct'])} ({occ['limiter']}-limited)"
             out.append(_f(FindingCode.LOW_OCCUPANCY, "medium", message, {k: occ[k] for k in keys}, occ["hint"], LOW_OCCUPANCY_PCT - occ["occupancy_pct"]))
     return out
 
@@ -533,7 +534,7 @@ def communication_share(doc: Summary, facts: Facts) -> Found:
         _f(
             FindingCode.COMMUNICATION_SHARE,
             "medium",
-            f"Communication kernels take {pct:.1f} % of kernel time",
+            f"Communication kernels take {fmt_pct(pct)} of kernel time",
             {"communication_ns": comm, "kernel_time_ns": ktime, "pct_of_kernel_time": round(pct, 4)},
             "Overlap collectives with compute (separate streams, bucketing), check for stragglers between ranks, or use fewer processes per GPU set.",
             pct,
@@ -576,7 +577,7 @@ def copy_share_from_stats(doc: Summary, facts: Facts) -> Found:
         _f(
             FindingCode.COPY_SHARE,
             "high",
-            f"Memory copies take {pct:.1f} % of GPU time (kernels + copies, from the statistics)",
+            f"Memory copies take {fmt_pct(pct)} of GPU time (kernels + copies, from the statistics)",
             {"copy_time_ns": copy_ns, "kernel_time_ns": ktime, "source": "stats"},
             "Keep data on the GPU between steps; overlap copies with compute on a separate stream using pinned memory.",
             pct,
@@ -685,8 +686,8 @@ def straggler(doc: Summary, facts: Facts) -> Found:
         _f(
             FindingCode.STRAGGLER,
             "high",
-            f"rank {strag['rank']} is the straggler: its compute before collectives is {strag['compute_excess_pct']:.1f} % longer; "
-            f"the other ranks wait {strag['others_wait_ns'] / 1e6:.3f} ms ({strag['others_wait_pct']:.1f} % of their time) in collectives "
+            f"rank {strag['rank']} is the straggler: its compute before collectives is {fmt_pct(strag['compute_excess_pct'])} longer; "
+            f"the other ranks wait {strag['others_wait_ns'] / 1e6:.3f} ms ({fmt_pct(strag['others_wait_pct'])} of their time) in collectives "
             f"(last at {strag['last_in']} of {strag['instances']} collectives)",
             {k: v for k, v in strag.items() if k != "listed"},
             f"Balance the work of rank {strag['rank']} (input sizes, data loading, a slower or shared GPU, host jitter); "
@@ -705,7 +706,7 @@ def comm_overlap(doc: Summary, facts: Facts) -> Found:
         _f(
             FindingCode.COMM_OVERLAP,
             "medium",
-            f"communication takes {comm['pct_of_time']:.1f} % of time and overlaps compute only {comm['overlap_pct']:.1f} %",
+            f"communication takes {fmt_pct(comm['pct_of_time'])} of time and overlaps compute only {fmt_pct(comm['overlap_pct'])}",
             {k: v for k, v in comm.items() if k != "by_type"},
             "Overlap collectives with compute: gradient bucketing (DDP bucket_cap_mb), communication on its own stream, "
             "FSDP prefetch; fewer, larger collectives.",
@@ -761,9 +762,9 @@ def gemm_share(doc: Summary, facts: Facts) -> Found:
     if pct >= GEMM_SHARE_PCT:
         return []
     others = sorted(((v, c) for c, v in by_cat.items() if c not in GEMM_FAMILY), reverse=True)[:3]
-    rest = ", ".join(f"{c} {100 * v / total:.0f} %" for v, c in others)
+    rest = ", ".join(f"{c} {fmt_pct(100 * v / total, 0)}" for v, c in others)
     where = "steady-state " if path and path.get("window") == "steady state" else ""
-    message = f"GEMM and convolution take {pct:.1f} % of {where}kernel time (< {GEMM_SHARE_PCT:.0f} %): the rest is {rest}"
+    message = f"GEMM and convolution take {fmt_pct(pct)} of {where}kernel time (< {fmt_pct(GEMM_SHARE_PCT, 0)}): the rest is {rest}"
     fix = torch_first(
         facts.platform,
         f"fuse the kernels around the matrix multiplies with {TORCH_PHRASES['fuse']}",

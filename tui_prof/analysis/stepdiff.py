@@ -57,6 +57,7 @@ from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.steps import assign, launch_times, steps_of
 from tui_prof.analysis.timeline import CAUSES, gpu_gaps, union_length
 from tui_prof.model import Run, RunSet
+from tui_prof.percent import fmt_pct
 
 STEPS_VERSION = 1
 DEFAULT_NOISE_PCT = 2.0  # [P] as analysis.diff: run-to-run noise on a quiet GPU
@@ -664,7 +665,7 @@ def _gap_changes(sa: StepSide, sb: StepSide, ia: np.ndarray, ib: np.ndarray, noi
         "shrunk_ns": int(delta[shrunk].sum()),
         "grown": listed(grown, -1),
         "shrunk": listed(shrunk, 1),
-        "noise": f"max({gap_noise_ns} ns, {noise_pct:g} % of the A gap)",
+        "noise": f"max({gap_noise_ns} ns, {noise_pct:g}% of the A gap)",
     }
 
 
@@ -821,13 +822,13 @@ def diff_steps(
         if op_share >= share:
             why = f"A {sa.platform}, B {sb.platform}: vendor libraries name their kernels differently" if vendors_differ else "few kernel names match"
             notes.append(
-                f"aligned by launching operator, not kernel name ({why}; {100 * share:.0f} % of kernels align by normalised name, "
-                f"{100 * op_share:.0f} % of operator calls by operator); a unit is one operator call: its kernels summed"
+                f"aligned by launching operator, not kernel name ({why}; {fmt_pct(100 * share, 0)} of kernels align by normalised name, "
+                f"{fmt_pct(100 * op_share, 0)} of operator calls by operator); a unit is one operator call: its kernels summed"
             )
             sa, sb, ia, ib, lanes, exact, aligned_by = oa, ob, ja, jb, op_lanes, op_exact, "operator"
     elif share < NAME_MATCH_MIN:
         notes.append(
-            f"only {100 * share:.0f} % of kernels align by normalised name and the runs do not link kernels to operators: expect many inserted/removed"
+            f"only {fmt_pct(100 * share, 0)} of kernels align by normalised name and the runs do not link kernels to operators: expect many inserted/removed"
         )
     if not exact:
         notes.append("a lane was too long for one exact alignment: aligned in blocks (a common subsequence, not necessarily the longest)")

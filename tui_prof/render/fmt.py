@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from tui_prof.percent import fmt_pct as fmt_pct  # the one percentage style, shared with the analysis' messages
+
 _UNITS = ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"), (1, "ns"))
 _BYTE_UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
 
@@ -50,15 +52,6 @@ def fmt_bytes(n: float | None) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{int(n)} B"
-
-
-def fmt_pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
-    """A percentage, the one style of every report and view: ``12.3%`` (``+12.3%`` with
-    ``signed``; ``-`` when unknown or not finite: a share is never infinite)."""
-    if _unknown(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
-        return "-"
-    assert value is not None
-    return f"{float(value):+.{digits}f}%" if signed else f"{float(value):.{digits}f}%"
 
 
 def fmt_value(value, kind: str) -> str:
