@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from tui_prof.analysis.api import STEPS_VERSION, StepChoice, StepDiff
-from tui_prof.render.fmt import fmt_bytes, fmt_ns, shorten
+from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_pct, shorten
 from tui_prof.render.safe import md_text
 from tui_prof.render.summary import Code, lines_text, markdown_table, table
 
@@ -52,13 +52,13 @@ def verdict_line(d: StepDiff) -> str:
     v = d.verdict
     total = v["delta_ns"]
     if v["what"] is None:
-        pct = "" if v["delta_pct"] is None else f" ({v['delta_pct']:+.1f} %)"
-        return f"step time {_signed(total)}{pct}: within the ±{v['band_pct']:.3g} % step noise; nothing explains a change"
+        pct = "" if v["delta_pct"] is None else f" ({fmt_pct(v['delta_pct'], signed=True)})"
+        return f"step time {_signed(total)}{pct}: within the ±{v['band_pct']:.3g}% step noise; nothing explains a change"
     direction = "longer" if total > 0 else "shorter"
-    pct = "" if v["delta_pct"] is None else f" ({v['delta_pct']:+.1f} %)"
+    pct = "" if v["delta_pct"] is None else f" ({fmt_pct(v['delta_pct'], signed=True)})"
     return (
         f"B's step is {fmt_ns(abs(total))} {direction}{pct}; most of it: {v['label']} "
-        f"({_signed(v['part_ns'])}, {v['share_pct']:.0f} % of the changes in that direction)"
+        f"({_signed(v['part_ns'])}, {fmt_pct(v['share_pct'], 0)} of the changes in that direction)"
     )
 
 
@@ -184,7 +184,7 @@ def _head(d: StepDiff) -> list[str]:
         + (f" (+{len(d.lanes) - 4} lanes)" if len(d.lanes) > 4 else ""),
         f"Host calls: {d.host['calls_a']} in A, {d.host['calls_b']} in B; {d.host['added_count']} added, {d.host['gone_count']} gone "
         f"(per thread, {d.host['threads_paired']} thread pair(s))",
-        f"Noise: kernels ±max({d.noise_pct:g} %, the kernel's spread over A's steady steps); step ±{d.step_band_pct:.3g} %",
+        f"Noise: kernels ±max({d.noise_pct:g}%, the kernel's spread over A's steady steps); step ±{d.step_band_pct:.3g}%",
         f"Verdict: {verdict_line(d)}",
     ] + [f"Note: {n}" for n in d.notes]
 
