@@ -334,6 +334,7 @@ def plan(arch: str, requested: Sequence[str], rocm: str | None = None, app: str 
         "requested": list(requested),
         "limits": dict(d.limits),
         "limits_source": d.limits_source,
+        "limits_inferred": list(d.limits_inferred),
         "rocprof_compute": d.rocprof_compute,
     }
     if d.vendor == "nvidia":
@@ -350,6 +351,10 @@ def plan(arch: str, requested: Sequence[str], rocm: str | None = None, app: str 
         all_counters = []
     passes = pack(d, [cs for _, cs, _ in groups])
     raw = [hardware(d, p) for p in passes]
+    used = {b for p in raw for b in _block_counts(d, p)}
+    for b in d.limits_inferred:
+        if b in used:
+            notes.append(f"the {b} limit ({d.limits[b]} per pass) is inferred, not sourced: if rocprofv3 rejects a pass, split its {b} counters")
     for c in all_counters:  # counters newer than any release tuiprof can name
         if c in d.counters and d.counters[c].since:
             notes.append(f"{c} was added by {d.counters[c].since}: check rocprofv3 --list-avail lists it on your stack")

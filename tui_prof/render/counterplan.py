@@ -32,7 +32,8 @@ def _metric_lines(m: dict[str, Any]) -> list[str]:
 
 def _amd_lines(p: dict[str, Any]) -> list[str]:
     lines: list[str] = []
-    limits = ", ".join(f"{b} {n}" for b, n in p["limits"].items())
+    inferred = set(p.get("limits_inferred") or ())
+    limits = ", ".join(f"{b} {n}" + (" (inferred)" if b in inferred else "") for b, n in p["limits"].items())
     lines.append(f"Counters per pass by block: {limits}")
     lines.append(f"  (source: {p['limits_source']})")
     if not p.get("rocprof_compute"):

@@ -55,6 +55,7 @@ ARCH_KEYS = {
     "inherits",
     "rocprof_compute",
     "limits_source",
+    "limits_inferred",
     "limits",
     "block_alias",
     "counters",
@@ -163,6 +164,7 @@ class ArchDict:
     metrics: dict[str, MetricInfo]
     absent: dict[str, str]
     defects: tuple[Defect, ...]
+    limits_inferred: tuple[str, ...] = ()  # blocks whose limit no source states: inferred (the plan says so)
 
     def block_of(self, counter: str) -> str:
         """The block ``counter`` counts against: the dictionary's, else its name's prefix
@@ -279,6 +281,9 @@ def validate(stem: str, raw: dict[str, Any]) -> list[str]:
         for block, n in limits.items():
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 errors.append(f"{stem}: limits.{block} must be a positive integer")
+        inferred = raw.get("limits_inferred", [])
+        if not isinstance(inferred, list) or any(b not in limits for b in inferred):
+            errors.append(f"{stem}: limits_inferred must list blocks of limits")
         for src, dst in raw.get("block_alias", {}).items():
             if dst not in limits:
                 errors.append(f"{stem}: block_alias.{src} -> {dst}: no such limit")
@@ -367,6 +372,7 @@ def _build(stem: str, raw: dict[str, Any], shared: dict[str, Any]) -> ArchDict:
         rocprof_compute=bool(raw.get("rocprof_compute")),
         limits=dict(raw.get("limits", {})),
         limits_source=raw["limits_source"],
+        limits_inferred=tuple(raw.get("limits_inferred", ())),
         block_alias=alias,
         counters=counters,
         metrics=metrics,
