@@ -33,20 +33,17 @@ from tui_prof.model import Run, RunSet
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui import schedule
 from tui_prof.tui.base import ProfApp
-from tui_prof.tui.keys import binding_rows, pretty_keys
+from tui_prof.tui.keys import app_sources, binding_rows, declared_in, pretty_keys
 from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.pane import Pane
-from tui_prof.tui.panes.counters import CountersPane
-from tui_prof.tui.panes.findings import FindingsTable
-from tui_prof.tui.panes.hotspots import HotspotsPane
 from tui_prof.tui.registry import PANES
 from tui_prof.tui.screens.back import BackScreen
-from tui_prof.tui.screens.main import MainScreen
+from tui_prof.tui.screens.help import HelpScreen
+from tui_prof.tui.screens.main import MainScreen, RankScreen
 from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
 from tui_prof.tui.view.runview import GROUPS, RunView, build_view, load_failure, load_runset
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
-from tui_prof.tui.widgets.timeline import Timeline
 from tui_prof.tui.workers import deliver, thread_worker
 
 if TYPE_CHECKING:  # detect imports every loader: the load imports it, not the app's start
@@ -234,20 +231,15 @@ class TuiProfApp(ProfApp):
 
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:
-        """(where, keys, action) of every binding of the app, its screens and widgets."""
-        return binding_rows(
-            (
-                ("everywhere", cls),
-                ("main screen", MainScreen),
-                ("main screen", HotspotsPane),
-                ("tables", TableView),
-                ("hardware, issues, help", KeyScroll),
-                ("timeline", Timeline),
-                ("findings", FindingsTable),
-                ("counters", CountersPane),
-                ("drill-down", BackScreen),
-            )
-        )
+        """(where, keys, action) of every binding of the app, its screens and widgets, from
+        their BINDINGS: the app's, every screen's (tui.screens), every pane's and the widgets
+        its module defines (under the pane's title, in tab order), the shared widgets'."""
+        screens = sorted(declared_in("tui_prof.tui.screens"), key=lambda c: not issubclass(c, MainScreen))  # the run screen first
+        sources = app_sources(cls) + [(HELP_WHERE.get(c, c.__name__), c) for c in screens]
+        for pane in PANES:
+            sources += [(pane.TITLE.lower(), c) for c in [pane, *declared_in(pane.__module__)]]
+        sources += [(HELP_WHERE.get(c, c.__module__.rsplit(".", 1)[-1]), c) for c in declared_in("tui_prof.tui.widgets")]
+        return binding_rows(sources)
 
     def get_system_commands(self, screen: Screen):
         """The command palette: every tab, every key of a pane (its own bindings and those of
@@ -279,6 +271,16 @@ class TuiProfApp(ProfApp):
 
 
 SHARED_WIDGETS = (TableView, KeyScroll)  # their keys are every table's and scroll's: not one pane's
+# the help's "where" of classes not named by a pane (default: a screen's class name, a
+# widget's module name)
+HELP_WHERE: dict[type, str] = {
+    MainScreen: "main screen",
+    RankScreen: "rank screen",
+    BackScreen: "drill-down",
+    HelpScreen: "help",
+    TableView: "tables",
+    KeyScroll: "hardware, issues, help",
+}
 
 
 def pane_bindings(main: MainScreen, cls: type[Pane]) -> list[tuple[Binding, str]]:

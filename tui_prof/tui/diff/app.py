@@ -19,7 +19,7 @@ from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.base import ProfApp
 from tui_prof.tui.diff.screens import DiffScreen, linked_models
 from tui_prof.tui.diff.steps import StepDiffScreen
-from tui_prof.tui.keys import binding_rows
+from tui_prof.tui.keys import app_sources, binding_rows, declared_in
 from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.view.lanes import TimelineModel
@@ -102,17 +102,16 @@ class DiffApp(ProfApp):
 
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:
-        """(where, keys, action) of every binding of the diff app, its screens and widgets."""
-        return binding_rows(
-            (
-                ("everywhere", cls),
-                ("diff screen", DiffScreen),
-                ("kernel table", TableView),
-                ("focused timeline", Timeline),
-                ("pair screen", BackScreen),
-                ("step diff", StepDiffScreen),
-            )
-        )
+        """(where, keys, action) of every binding of the diff app, its screens and widgets,
+        from their BINDINGS (any other class of tui.diff that declares keys: under its name)."""
+        sources = app_sources(cls) + [
+            ("diff screen", DiffScreen),
+            ("kernel table", TableView),
+            ("focused timeline", Timeline),
+            ("pair screen", BackScreen),
+            ("step diff", StepDiffScreen),
+        ]
+        return binding_rows(sources + [(c.__name__, c) for c in declared_in("tui_prof.tui.diff")])
 
     def get_system_commands(self, screen: Screen):
         yield from super().get_system_commands(screen)
