@@ -45,7 +45,8 @@ from tui_prof.render.fmt import fmt_ns, fmt_pct
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
-from tui_prof.tui.screens.drilldown import DISPATCH_COLUMNS
+from tui_prof.tui.screens.drilldown import CUDA_DISPATCH_COLUMNS, DISPATCH_COLUMNS
+from tui_prof.tui.view.dispatch import cuda_dispatch_rows, nvidia_run
 from tui_prof.tui.view.lanes import TimelineModel
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.view.stats import TRACE_COMMAND, missing_trace
@@ -507,6 +508,7 @@ class PairScreen(BackScreen):
         super().__init__()
         self.parent_screen, self.key, self.row = parent, key, row
         self.by, self.rules = parent.by, parent.rules
+        self.cuda = parent.views is not None and all(nvidia_run(v) for v in parent.views)  # the columns in CUDA words
 
     def compose(self) -> ComposeResult:
         r = self.row
@@ -521,7 +523,7 @@ class PairScreen(BackScreen):
             for tag in ("a", "b"):
                 with Vertical(classes="pair-side"):
                     yield Static(plain(COMPUTING, "dim italic"), id=f"pair-{tag}-stats")
-                    yield TableView(list(DISPATCH_COLUMNS), id=f"pair-{tag}")
+                    yield TableView(list(CUDA_DISPATCH_COLUMNS if self.cuda else DISPATCH_COLUMNS), id=f"pair-{tag}")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -545,7 +547,7 @@ class PairScreen(BackScreen):
     def _show(self, sides: list[tuple[pd.DataFrame, Text]]) -> None:
         for tag, (rows, stats) in zip("ab", sides):
             self.query_one(f"#pair-{tag}-stats", Static).update(stats)
-            self.query_one(f"#pair-{tag}", TableView).set_data(rows, text_key=None)
+            self.query_one(f"#pair-{tag}", TableView).set_data(cuda_dispatch_rows(rows) if self.cuda else rows, text_key=None)
 
     @on(TableView.Selected)
     def _selected(self, event: TableView.Selected) -> None:

@@ -11,6 +11,7 @@ from textual.widgets import Footer, Static
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.detail import DispatchDetailScreen
+from tui_prof.tui.view.dispatch import cuda_dispatch_rows, nvidia_run
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
@@ -29,6 +30,20 @@ DISPATCH_COLUMNS = (
     Column("correlation_id", "corr id", 8),
     Column("dispatch_id", "dispatch", 8),
 )
+# an NVIDIA run in CUDA words, the fields Kineto records: no queue, LDS, VGPR, SGPR or
+# dispatch id (AMD-only); the grid in blocks and the block size, shared memory per block
+# and registers per thread
+CUDA_DISPATCH_COLUMNS = (
+    Column("t", "start", 12, "ns"),
+    Column("dur", "duration", 9, "ns"),
+    Column("agent", "device", 6),
+    Column("stream", "stream", 6),
+    Column("grid_blocks_x", "grid x", 8),
+    Column("wg_x", "block x", 7),
+    Column("lds_bytes", "shared mem", 10, "bytes"),
+    Column("arch_vgpr", "regs/thread", 11),
+    Column("correlation_id", "corr id", 8),
+)
 
 
 class DispatchesScreen(BackScreen):
@@ -38,11 +53,12 @@ class DispatchesScreen(BackScreen):
         super().__init__()
         self.view, self.group, self.value = view, group, value
         self.rows: pd.DataFrame | None = None  # set by the worker
+        self.cuda = nvidia_run(view)  # the columns in CUDA words
 
     def compose(self) -> ComposeResult:
         yield Static(plain(f"{self.group}: {self.value}", no_wrap=True, overflow="ellipsis"), classes="title")
         yield Static(plain(f"dispatches: {COMPUTING}", "dim italic"), classes="status", id="disp-status")
-        yield TableView(list(DISPATCH_COLUMNS), id="dispatches")
+        yield TableView(list(CUDA_DISPATCH_COLUMNS if self.cuda else DISPATCH_COLUMNS), id="dispatches")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -51,7 +67,8 @@ class DispatchesScreen(BackScreen):
 
     @thread_worker("dispatches", group="dispatches", exclusive=True)
     def _select(self) -> None:
-        deliver(self, self._show, self.view.dispatches(self.group, self.value))
+        rows = self.view.dispatches(self.group, self.value)
+        deliver(self, self._show, cuda_dispatch_rows(rows) if self.cuda else rows)
 
     def show_error(self, text: Text) -> None:
         self.query_one("#disp-status", Static).update(text)

@@ -44,6 +44,20 @@ def nvidia_agent(agent) -> bool:
     return agent is not None and "NVIDIA" in f"{agent.vendor or ''} {agent.product or ''}".upper()
 
 
+def nvidia_run(view: RunView) -> bool:
+    """Every GPU of the run is NVIDIA's (a CUDA run: its dispatch list in CUDA words)."""
+    gpus = [a for run in view.runset.runs for a in run.gpu_agents]
+    return bool(gpus) and all(nvidia_agent(a) for a in gpus)
+
+
+def cuda_dispatch_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Dispatch rows with ``grid_blocks_x``: the grid's x in blocks, as CUPTI records it
+    (the model keeps work-items: grid x / block x; -1 where either is not recorded)."""
+    grid, block = rows["grid_x"].to_numpy(), rows["wg_x"].to_numpy()
+    known = (grid > 0) & (block > 0)
+    return rows.assign(grid_blocks_x=np.where(known, grid // np.where(known, block, 1), -1))
+
+
 def _grid_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:
     """The grid as the profiler recorded it: CUPTI (an NVIDIA agent) in blocks, beside the
     model's work-items (threads); ROCm profilers record work-items."""

@@ -1,0 +1,65 @@
+"""Issue 34: the dispatch list speaks the platform's words. On an NVIDIA run (Kineto from
+CUPTI) it has no LDS/VGPR/SGPR/queue/dispatch-id columns (AMD-only, never recorded there)
+but the grid in blocks, the block size, shared memory per block and registers per thread,
+each equal to the trace's own kernel args; an AMD run keeps LDS, VGPR and SGPR."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from tui_harness import drive, press
+
+from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.screens.drilldown import DispatchesScreen
+from tui_prof.tui.widgets.table import TableView
+
+KINETO = Path(__file__).parent / "data" / "kineto"
+NVIDIA = KINETO / "h100__gaunernst_bert-small-uncased__1016001.json.gz"
+AMD = KINETO / "mi300__gaunernst_bert-small-uncased__1016001.json.gz"
+
+
+def kernel_args(path: Path) -> dict[int, dict]:
+    """Each kernel event's args by correlation id, straight from the JSON."""
+    with gzip.open(path) as fh:
+        events = json.load(fh)["traceEvents"]
+    return {e["args"]["correlation"]: e["args"] for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"}
+
+
+def _dispatch_table(path: Path) -> tuple[list[str], object]:
+    out: dict = {}
+
+    async def flow(app, pilot):
+        await press(app, pilot, "enter")  # the top hotspot's dispatches
+        assert isinstance(app.screen, DispatchesScreen)
+        table = app.screen.query_one("#dispatches", TableView)
+        out["titles"] = [c.title for c in table.columns]
+        out["frame"] = table.model.frame
+        out["header"] = table.render_line(0).text
+
+    drive(TuiProfApp(path), flow, size=(200, 40))
+    return out["titles"], out
+
+
+def test_nvidia_dispatch_list_in_cuda_words():
+    titles, out = _dispatch_table(NVIDIA)
+    assert titles == ["start", "duration", "device", "stream", "grid x", "block x", "shared mem", "regs/thread", "corr id"]
+    for amd_only in ("LDS", "vgpr", "sgpr", "queue", "dispatch", "wg x"):
+        assert amd_only not in titles and amd_only not in out["header"]
+    frame, args = out["frame"], kernel_args(NVIDIA)
+    assert len(frame)
+    for row in frame.itertuples():
+        a = args[int(row.correlation_id)]
+        assert int(row.grid_blocks_x) == a["grid"][0]  # CUPTI's grid is in blocks
+        assert int(row.wg_x) == a["block"][0]
+        assert int(row.lds_bytes) == a["shared memory"]
+        assert int(row.arch_vgpr) == a["registers per thread"]
+
+
+def test_amd_dispatch_list_keeps_lds_and_registers():
+    titles, out = _dispatch_table(AMD)
+    assert titles[:3] == ["start", "duration", "agent"]
+    for amd in ("LDS", "vgpr", "sgpr", "wg x", "grid x"):
+        assert amd in titles
+    assert "regs/thread" not in titles and "grid_blocks_x" not in out["frame"].columns
