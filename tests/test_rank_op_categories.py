@@ -68,3 +68,20 @@ def test_tui_rank_rows_give_the_summary_answer(both):
     for key in ("ranks", "communication", "stragglers"):
         assert final[key] == both[key]
     assert final["stragglers"]["compute_excess_pct"] == pytest.approx(32.15, abs=0.005)
+
+
+def test_tui_rank_rows_leave_out_counter_passes_as_the_summary_does():
+    """rocprofv3-docs-rocm7 holds two counter passes recorded by other processes (issue 32):
+    neither the summary's ranks nor the TUI's rank rows count them as ranks."""
+    from tui_prof.tui.view.rankrows import RankRows
+
+    path = Path(__file__).parent / "data" / "rocprofv3_csv" / "rocprofv3-docs-rocm7"
+    rows = RankRows()
+    runset = load_path(path, use_cache=False, on_unit=rows.add)
+    passes = [r for r in runset.runs if "counter_pass_of" in r.meta.extra]
+    assert len(passes) == 2
+    final = rows.final(runset)
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    assert len(final["ranks"]) == len(runset.runs) - len(passes)
+    for key in ("ranks", "communication", "stragglers"):
+        assert final[key] == doc[key]

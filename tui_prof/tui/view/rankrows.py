@@ -68,6 +68,13 @@ def is_process(run: Run) -> bool:
     return not run.meta.extra.get("series_only")
 
 
+def is_rank(run: Run) -> bool:
+    """A process that is a rank of the rank table: not a counter pass recorded by another
+    process (loaders/rocprofv3_csv.py; another recording beside the trace, issue 32), as
+    the summary's ranks section decides."""
+    return is_process(run) and "counter_pass_of" not in run.meta.extra
+
+
 def opens_on_ranks(runs: list[Run]) -> bool:
     """Whether a run opens on the rank table: two or more processes with a trace (kernels,
     API calls or copies), or, where no process has one, two or more with the profiler's
@@ -124,7 +131,7 @@ class RankRows:
 
     def add(self, runs: list[Run], done: int, total: int) -> None:
         """A work unit's runs (``done`` of ``total`` units loaded)."""
-        self.cores.extend(self.core(run) for run in runs if is_process(run))
+        self.cores.extend(self.core(run) for run in runs if is_rank(run))
         self._loaded_files.update(f for run in runs for f in run.meta.files)
         self.done, self.total = done, total
 
@@ -152,7 +159,7 @@ class RankRows:
         set, as analysis.ranks.ranks_sections computes them."""
         by_id = {id(c.run): c for c in self.cores}
         cores = []
-        for run in runset.runs:
+        for run in filter(is_rank, runset.runs):
             core = by_id.get(id(run))
             if core is None or self._sizes.get(id(run)) != _sizes(run):
                 core = self.core(run)
