@@ -98,38 +98,49 @@ def parse_duration_ns(text: str) -> int:
     return round(scaled)
 
 
+def parse_number(
+    text: str,
+    *,
+    whole: bool = False,
+    at_least: float = 0,
+    above: float | None = None,
+    at_most: float | None = None,
+    what: str = "",
+    note: str = "",
+) -> Any:
+    """The one bounded-number parser of the command line: a whole number (``whole``; an int)
+    or a finite number (a float), at least ``at_least`` (or above ``above``), at most
+    ``at_most``. Each failure is one argparse message naming the value: ``what`` names the
+    thing expected (default "number"/"whole number"), ``note`` follows a bound's message."""
+    try:
+        value: Any = int(text) if whole else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a {what or ('whole number' if whole else 'number')}: {text!r}") from None
+    if not whole and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    if above is not None and value <= above:
+        raise argparse.ArgumentTypeError(f"must be above {above:g}: {text!r}{note}")
+    if value < at_least:
+        bound = "must not be negative" if at_least == 0 else f"must be at least {at_least:g}"
+        raise argparse.ArgumentTypeError(f"{bound}: {text!r}{note}")
+    if at_most is not None and value > at_most:
+        raise argparse.ArgumentTypeError(f"too large: {text!r}{note}")
+    return value
+
+
 def parse_percent(text: str) -> float:
     """A percentage or percentage-point threshold: a finite number, 0 or more."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
+    return parse_number(text)
 
 
 def parse_factor(text: str) -> float:
     """A multiple of a median: a finite number above 1."""
-    value = parse_percent(text)
-    if value <= 1:
-        raise argparse.ArgumentTypeError(f"must be above 1: {text!r}")
-    return value
+    return parse_number(text, above=1)
 
 
 def parse_count(text: str) -> int:
     """A count of listed rows: an integer, 0 or more (0: all)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r} (0 lists all)")
-    if value > INT64_MAX:
-        raise argparse.ArgumentTypeError(f"too large: {text!r} (0 lists all)")
-    return value
+    return parse_number(text, whole=True, at_most=INT64_MAX, note=" (0 lists all)")
 
 
 def parse_path(text: str) -> str:
@@ -290,12 +301,9 @@ def _scale_edit(text: str) -> tuple[str, float]:
     if not sep or not pattern:
         raise argparse.ArgumentTypeError(f"expected PATTERN=FACTOR, got {text!r}")
     try:
-        value = float(factor)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: the factor is not a number") from None
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text!r}: the factor must be a number >= 0")
-    return pattern, value
+        return pattern, parse_number(factor)
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: the factor: {err}") from None
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
@@ -529,32 +537,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def parse_port(text: str) -> int:
     """A TCP port, 0 (any free port) to 65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port out of range 0..65535: {port}")
-    return port
+    return parse_number(text, whole=True, at_most=65535, what="port number", note=" (ports are 0 to 65535)")
 
 
 def parse_sessions(text: str) -> int:
     """A session limit: a whole number from 1 to 1000."""
-    value = parse_count(text)
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"give 1 to 1000 sessions: {text!r}")
-    return value
+    return parse_number(text, whole=True, at_least=1, at_most=1000, note=" (give 1 to 1000 sessions)")
 
 
 def parse_seconds(text: str) -> float:
     """Seconds, a finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"seconds must be a finite number >= 0: {text!r}")
-    return value
+    return parse_number(text, what="number of seconds")
 
 
 def parse_window(text: str) -> tuple[int, int | None]:
