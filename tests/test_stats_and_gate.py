@@ -353,7 +353,7 @@ def test_gate_one_kernel_twice_as_slow_fails_and_says_why(tmp_path, capsys):
     out = capsys.readouterr().out
     total = int(synth.expected.kernels.loc[ATTENTION, "total_ns"])
     ktime = synth.expected.kernel_total_ns
-    assert f"tripped: kernel time got worse by {100.0 * total / ktime:+.2f} % of A (> 5); lower is better" in out
+    assert f"tripped: kernel time got worse by {100.0 * total / ktime:+.2f}% of A (> 5); lower is better" in out
     assert f"tripped: kernel {ATTENTION[:80]} got slower by +100.0% of its A total (> 5), {100.0 * total / ktime:.1f}% of A's kernel time (> 2% noise)" in out
     assert main([*args, "--json"]) == EXIT_REGRESSION
     gate = json.loads(capsys.readouterr().out)["fail_on_regression"]

@@ -535,8 +535,8 @@ def regressions(result: DiffResult, pct: float) -> list[dict]:
             continue
         change = m["delta"] if m["unit"] == "pct" else m["delta_pct"]
         if change > pct:
-            unit = "points" if m["unit"] == "pct" else "% of A"
-            out.append({**m, "reason": f"{m['label']} got worse by {change:+.2f} {unit} (> {pct:g}); lower is better"})
+            shown = f"{change:+.2f} points" if m["unit"] == "pct" else f"{fmt_pct(change, 2, signed=True)} of A"
+            out.append({**m, "reason": f"{m['label']} got worse by {shown} (> {pct:g}); lower is better"})
     ktime = result.metric("kernel_time_ns")["a"] or 0
     k = result.kernels
     if len(k) and ktime:
