@@ -63,3 +63,25 @@ def test_amd_dispatch_list_keeps_lds_and_registers():
     for amd in ("LDS", "vgpr", "sgpr", "wg x", "grid x"):
         assert amd in titles
     assert "regs/thread" not in titles and "grid_blocks_x" not in out["frame"].columns
+
+
+def test_dispatch_detail_in_the_platform_s_words():
+    """The detail of one dispatch: CUDA fields on NVIDIA (no queue, scratch, LDS, VGPR or
+    dispatch id), rocprofv3's on AMD; the NVIDIA values are the kernel's args."""
+    from tui_prof.loaders import load_path
+    from tui_prof.tui.view.dispatch import dispatch_detail
+    from tui_prof.tui.view.runview import build_view
+
+    view = build_view(load_path(NVIDIA, use_cache=False))
+    row = view.kernels.iloc[0]
+    pairs = dict(dispatch_detail(view, row).pairs)
+    a = kernel_args(NVIDIA)[int(row["correlation_id"])]
+    assert pairs["stream"] == str(a["stream"]) and pairs["correlation id"] == str(a["correlation"])
+    assert pairs["block"] == " × ".join(str(v) for v in a["block"]) and pairs["registers / thread"] == str(a["registers per thread"])
+    assert pairs["device"].startswith(f"{a['device']} NVIDIA")
+    for amd_only in ("agent", "queue / stream", "workgroup", "LDS / workgroup", "scratch / item", "SGPR", "correlation / dispatch"):
+        assert amd_only not in pairs
+    amd = build_view(load_path(AMD, use_cache=False))
+    amd_pairs = dict(dispatch_detail(amd, amd.kernels.iloc[0]).pairs)
+    for label in ("agent", "queue / stream", "workgroup", "LDS / workgroup", "arch / accum VGPR", "SGPR", "correlation / dispatch"):
+        assert label in amd_pairs

@@ -109,6 +109,40 @@ def nvidia_occupancy_pairs(occ: dict | None) -> list[tuple[str, str]]:
     ]
 
 
+def _field_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:
+    """The dispatch's recorded fields in the platform's words: CUDA's (device, stream, grid
+    in blocks, block, shared memory, registers per thread; CUPTI records no queue, scratch
+    or dispatch id) on NVIDIA, rocprofv3's (agent, queue, workgroup, LDS, scratch, VGPR,
+    SGPR, dispatch id) on AMD."""
+    where = [("start", fmt_ns(r["t"])), ("duration", fmt_ns(r["dur"]))]
+    dims = " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))
+    pid = ("pid / tid", f"{fmt_value(r['pid'], 'int')} / {fmt_value(r['tid'], 'int')}")
+    if nvidia_agent(agent):
+        return [
+            *where,
+            ("device", f"{int(r['agent'])} {agent.product or ''}".strip()),
+            ("stream", fmt_value(r["stream"], "int")),
+            *_grid_pairs(r, agent),
+            ("block", dims),
+            ("shared memory / block", fmt_bytes(r["lds_bytes"])),
+            *_register_pairs(r, agent),
+            pid,
+            ("correlation id", fmt_value(r["correlation_id"], "int")),
+        ]
+    return [
+        *where,
+        ("agent", f"{int(r['agent'])} {agent.arch if agent else ''}".strip()),
+        ("queue / stream", f"{fmt_value(r['queue'], 'int')} / {fmt_value(r['stream'], 'int')}"),
+        *_grid_pairs(r, agent),
+        ("workgroup", dims),
+        ("LDS / workgroup", fmt_bytes(r["lds_bytes"])),
+        ("scratch / item", fmt_bytes(r["scratch_bytes"])),
+        *_register_pairs(r, agent),
+        pid,
+        ("correlation / dispatch", f"{fmt_value(r['correlation_id'], 'int')} / {fmt_value(r['dispatch_id'], 'int')}"),
+    ]
+
+
 @dataclass
 class DispatchDetail:
     """(label, value) pairs of one dispatch and its analysis.occupancy result (None when
@@ -124,19 +158,7 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
     r = row
     run = view.run_of(r)
     agent = run.agent(int(r["agent"]))
-    pairs = [
-        ("start", fmt_ns(r["t"])),
-        ("duration", fmt_ns(r["dur"])),
-        ("agent", f"{int(r['agent'])} {agent.arch if agent else ''}".strip()),
-        ("queue / stream", f"{fmt_value(r['queue'], 'int')} / {fmt_value(r['stream'], 'int')}"),
-        *_grid_pairs(r, agent),
-        ("block" if nvidia_agent(agent) else "workgroup", " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))),
-        ("shared memory / block" if nvidia_agent(agent) else "LDS / workgroup", fmt_bytes(r["lds_bytes"])),
-        ("scratch / item", fmt_bytes(r["scratch_bytes"])),
-        *_register_pairs(r, agent),
-        ("pid / tid", f"{fmt_value(r['pid'], 'int')} / {fmt_value(r['tid'], 'int')}"),
-        ("correlation / dispatch", f"{fmt_value(r['correlation_id'], 'int')} / {fmt_value(r['dispatch_id'], 'int')}"),
-    ]
+    pairs = _field_pairs(r, agent)
     launches = view.launches
     if launches is not None and int(r["row"]) in launches.index:
         link = launches.loc[int(r["row"])]
