@@ -85,3 +85,21 @@ def test_tui_rank_rows_leave_out_counter_passes_as_the_summary_does():
     assert len(final["ranks"]) == len(runset.runs) - len(passes)
     for key in ("ranks", "communication", "stragglers"):
         assert final[key] == doc[key]
+
+
+def test_the_ranks_pane_shows_the_summary_split(both):
+    """Opened in the TUI, the ranks pane's compute and copy columns are the summary's."""
+    from tui_harness import drive
+
+    from tui_prof.tui.app import TuiProfApp
+    from tui_prof.tui.panes.ranks import RanksPane
+
+    shown = {}
+
+    async def flow(app, pilot):
+        frame = app.main.query_one(RanksPane).table.model.frame
+        shown.update({int(r): (int(c), int(p)) for r, c, p in zip(frame["rank"], frame["compute_ns"], frame["copy_ns"])})
+
+    drive(TuiProfApp(RANKS, use_cache=False), flow, size=(160, 50))
+    assert shown == {r["rank"]: (r["compute_ns"], r["copy_ns"]) for r in both["ranks"]}
+    assert shown[0] == (197_217_000, 14_428_000)
