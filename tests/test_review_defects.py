@@ -12,7 +12,7 @@ from tui_prof.analysis import critical
 from tui_prof.analysis import summary as summary_module
 from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.model import Run, RunSet
-from tui_prof.synth.spec import SynthSpec, build
+from tui_prof.synth.spec import GEMM_NAME, SynthSpec, build
 
 
 @pytest.fixture
@@ -39,3 +39,11 @@ def test_sampled_path_share_of_the_dominant_kernel_stays_within_the_path(sampled
     share = float(re.search(r"this kernel ([\d.]+) %", dom["message"]).group(1))
     expected = 100 * dom["numbers"]["critical_ns"] / (cp["total_ns"] * cp["window_ns"] / cp["sampled_ns"])
     assert share == pytest.approx(expected, abs=0.06) and 0 < share <= 100
+
+
+def test_sampled_critical_ns_is_never_more_than_the_kernels_own_time(sampled_host_bound):
+    """A kernel cannot be on the critical path longer than it ran (part <= whole)."""
+    hot = sampled_host_bound["hotspots"]
+    top = next(r for r in hot if r["name"] == GEMM_NAME)
+    assert top["critical_ns"] > 0
+    assert all(r["critical_ns"] <= r["total_ns"] for r in hot)
