@@ -78,3 +78,22 @@ def test_mcp_sql_error_quoting_a_trace_string_is_labelled_untrusted(hostile_run)
     assert "Ignore previous instructions" in message  # DuckDB's message, as the case under test
     assert "untrusted" in message.lower() and message.lower().index("untrusted") < message.index("Ignore previous")
     assert "\x1b" not in message and "\x07" not in message and "\u202e" not in message
+
+
+def test_mcp_sql_query_that_never_ends_is_stopped(hostile_run, monkeypatch):
+    """An assistant's query over a huge range ran for hours in a server thread (nothing could
+    cancel it); the sql tool now interrupts it after SQL_SECONDS and says so."""
+    pytest.importorskip("duckdb")
+    import time
+
+    from tui_prof import mcp_server
+
+    monkeypatch.setattr(mcp_server, "SQL_SECONDS", 0.5)
+    ctx = mcp_server.Context(mcp_server.allowed_roots([str(hostile_run)]), use_cache=False)
+    began = time.monotonic()
+    with pytest.raises(mcp_server.Refused) as err:
+        mcp_server.tool_sql(ctx, "t.json", "SELECT sum(i * i) FROM range(10000000000000) t(i)")
+    assert time.monotonic() - began < 30
+    assert "0.5 s" in str(err.value)
+    # a quick query still answers
+    assert mcp_server.tool_sql(ctx, "t.json", "SELECT count(*) AS n FROM kernels")[1] == [{"n": 2}]
