@@ -97,3 +97,19 @@ def test_mcp_sql_query_that_never_ends_is_stopped(hostile_run, monkeypatch):
     assert "0.5 s" in str(err.value)
     # a quick query still answers
     assert mcp_server.tool_sql(ctx, "t.json", "SELECT count(*) AS n FROM kernels")[1] == [{"n": 2}]
+
+
+@pytest.mark.parametrize("requested", [["wave_occupancy"], ["SQ_LEVEL_WAVES_ACCUM", "wave_occupancy"], ["wave_occupancy", "SQ_LEVEL_WAVES_ACCUM"]])
+def test_counter_plan_runs_an_accumulate_counter_once_and_its_fewest_is_what_it_plans(requested):
+    """gfx950's wave_occupancy is SQ_LEVEL_WAVES_ACCUM / GRBM_GUI_ACTIVE: one pass holds both
+    (the accumulate counter's own pass). Asked for with the counter itself, the planner ran
+    the application twice for the same counter; alone, it printed "1 pass (the fewest under
+    these limits: 2)"."""
+    from tui_prof.analysis.counterplan import plan
+
+    p = plan("gfx950", requested)
+    pmc = [ps["pmc"] for ps in p["passes"]]
+    assert sum("SQ_LEVEL_WAVES_ACCUM" in ps for ps in pmc) == 1, pmc
+    assert len(pmc) == p["min_passes"] == 1
+    occupancy = next(m for m in p["metrics"] if m["requested"] == "wave_occupancy")
+    assert occupancy["passes"] == [1] and not occupancy["split"]
