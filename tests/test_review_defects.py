@@ -113,3 +113,17 @@ def test_counter_plan_runs_an_accumulate_counter_once_and_its_fewest_is_what_it_
     assert len(pmc) == p["min_passes"] == 1
     occupancy = next(m for m in p["metrics"] if m["requested"] == "wave_occupancy")
     assert occupancy["passes"] == [1] and not occupancy["split"]
+
+
+def test_a_findings_what_if_description_names_every_edit_it_projects():
+    """gpu-idle's projection removes the synchronisations and makes launches free; its
+    description said "launches free" only, so the saving read as a launch saving."""
+    from tui_prof.analysis.savings import EDIT_OF, edit_of
+
+    for code, edits in EDIT_OF.items():
+        found = edit_of({"code": code, "numbers": {}})  # type: ignore[typeddict-item]
+        assert found is not None and found[0] is edits
+        what = found[1]
+        assert ("launches free" in what) == edits.launch_free, (code, what)
+        assert all(cause in what for cause in edits.removes), (code, what)
+        assert all(pattern in what for pattern, _ in edits.scales), (code, what)
