@@ -127,3 +127,38 @@ def test_a_findings_what_if_description_names_every_edit_it_projects():
         assert ("launches free" in what) == edits.launch_free, (code, what)
         assert all(cause in what for cause in edits.removes), (code, what)
         assert all(pattern in what for pattern, _ in edits.scales), (code, what)
+
+
+def test_per_step_path_time_is_the_part_of_each_interval_inside_the_step():
+    """By construction: path intervals [0, 100) gpu, [100, 250) sync, [250, 300) gpu over
+    steps [0, 120), [120, 260), [280, 400). The sync interval's middle (175) lies in step 2,
+    which counted all 150 ns of it: more path than the step's 140 ns."""
+    import numpy as np
+
+    from tui_prof.analysis.whatif import GROUPS, PathSummary
+
+    gpu, sync = GROUPS.index("gpu_compute"), GROUPS.index("sync")
+    lo = np.array([0, 100, 250], np.int64)
+    length = np.array([100, 150, 50], np.int64)
+    path = PathSummary(300, {}, {}, [], (2 * lo + length) // 2, length, np.array([gpu, sync, gpu], np.int8), lo)
+    table = path.per_window(np.array([0, 120, 280], np.int64), np.array([120, 260, 400], np.int64))
+    expected = np.zeros((3, len(GROUPS)), np.int64)
+    expected[0, gpu], expected[0, sync] = 100, 20
+    expected[1, sync], expected[1, gpu] = 130, 10
+    expected[2, gpu] = 20
+    assert table.tolist() == expected.tolist()
+
+
+def test_no_steady_step_has_more_critical_path_than_wall_time():
+    """train_sync (tests/data/kineto/h200): ProfilerStep#7 showed 24.3 ms of critical path in
+    a 20.8 ms step."""
+    from pathlib import Path
+
+    from tui_prof.loaders import load_path
+
+    trace = Path(__file__).parent / "data" / "kineto" / "h200" / "train_sync.pt.trace.json.gz"
+    doc = build_summary(load_path(str(trace), use_cache=False), SummaryOptions(logs=False))
+    steps = doc["critical_path"]["processes"][0]["steps"]
+    assert len(steps) >= 5
+    for step in steps:
+        assert 0 < step["path_ns"] <= step["wall_ns"], step

@@ -10,7 +10,7 @@ per-kernel ``critical_ns`` are scaled by ``window_ns / sampled_ns``.
 
 Per process: the critical path (:func:`tui_prof.analysis.whatif.critical_path`) of that
 window, its breakdown by group and the largest items; per steady step, the ns of each
-group on the path (an interval counts in the step that holds its middle) and the group
+group on the path (each interval's part inside the step) and the group
 with the most.
 """
 
