@@ -162,3 +162,32 @@ def test_no_steady_step_has_more_critical_path_than_wall_time():
     assert len(steps) >= 5
     for step in steps:
         assert 0 < step["path_ns"] <= step["wall_ns"], step
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        "critical_path__cuda_event_sync__event_sync_trace.json.gz",
+        "h100__gaunernst_bert-small-uncased__1016001.json.gz",
+        "h200/train_sync.pt.trace.json.gz",
+        "h200_cold/cold_train_memory.pt.trace.json.gz",
+    ],
+)
+def test_removing_the_warmup_never_lengthens_the_run(trace):
+    """``--remove warmup`` measured the projection from the first steady step's start, the
+    baseline from the first recorded event: where the step's host range opens before the
+    first event (event_sync: 2.8 ms before it, and no warm-up step at all) the projection came
+    out 745 % longer than the run."""
+    from pathlib import Path
+
+    from tui_prof.analysis.whatif import Edits, run_what_if
+    from tui_prof.loaders import load_path
+
+    runset = load_path(str(Path(__file__).parent / "data" / "kineto" / trace), use_cache=False)
+    for proc in run_what_if(runset, Edits(removes=["warmup"]))["processes"]:
+        assert 0 <= proc["saving_ns"] <= proc["baseline_ns"], proc
+        steady = proc["steady"]
+        if steady and steady["warmup_steps"] == 0:
+            assert proc["projected_ns"] == proc["baseline_ns"]
+        else:  # cold_train_memory: two warm-up steps, their recorded time is the saving
+            assert steady and steady["warmup_steps"] == 2 and proc["saving_ns"] == steady["baseline_warmup_ns"] > 0

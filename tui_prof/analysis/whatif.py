@@ -605,8 +605,8 @@ def project(
             "projected_warmup_ns": max(int(p_st[w] - proj_lo), 0),
         }
         steady["saving_step_ns"] = steady["baseline_step_ns"] - steady["projected_step_ns"]
-        if applied.skip_warmup:
-            proj_lo = int(p_st[w])
+        if applied.skip_warmup:  # from the first steady step, never before the first event (a step range opens before it)
+            proj_lo = max(proj_lo, int(p_st[w]))
         window = (int(st_rel[w]), int(base_en[w:].max())), (int(p_st[w]), int(p_en[w:].max()))
     else:
         window = (base_lo, base_hi), (proj_lo, proj_hi)
