@@ -191,3 +191,68 @@ def test_removing_the_warmup_never_lengthens_the_run(trace):
             assert proc["projected_ns"] == proc["baseline_ns"]
         else:  # cold_train_memory: two warm-up steps, their recorded time is the saving
             assert steady and steady["warmup_steps"] == 2 and proc["saving_ns"] == steady["baseline_warmup_ns"] > 0
+
+
+BUILDER_DISGUISES = {
+    "comment": "printf/**/('%.*c', 5, 'x')",
+    "line comment": "printf--\n('%.*c', 5, 'x')",
+    "double quotes": "\"printf\"('%.*c', 5, 'x')",
+    "brackets": "[printf]('%.*c', 5, 'x')",
+    "backticks": "`printf`('%.*c', 5, 'x')",
+    "string hiding the call": "'/*' || printf('%.*c', 5, 'x') || '*/'",
+    "comment hiding a quote": "/* ' */ printf('%.*c', 5, 'x') /* ' */",
+}
+
+
+@pytest.mark.parametrize("call", BUILDER_DISGUISES.values(), ids=BUILDER_DISGUISES.keys())
+def test_a_disguised_printf_in_a_read_view_is_refused(call):
+    """printf with a huge width spins for ~9 s per row where no progress handler can stop
+    it: a view the loader reads is refused when it calls one. A comment between the name and
+    its parenthesis, or the name quoted as an identifier, passed the check; SQLite runs all
+    of them."""
+    import sqlite3
+
+    from tui_prof.loaders.base import LoadError
+    from tui_prof.loaders.sqlguard import check_views
+
+    con = sqlite3.connect(":memory:")
+    con.execute(f"CREATE VIEW v AS SELECT {call} AS s")
+    assert "xxxxx" in con.execute("SELECT s FROM v").fetchone()[0]  # SQLite calls printf
+    with pytest.raises(LoadError, match=r"calls printf\(\)"):
+        check_views(con, ["v"], "rocprofv3")
+
+
+def test_a_builder_view_named_through_a_quoted_name_is_refused():
+    """The check follows the views a read view names, also by a quoted name with a space."""
+    import sqlite3
+
+    from tui_prof.loaders.base import LoadError
+    from tui_prof.loaders.sqlguard import check_views
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE VIEW \"evil view\" AS SELECT printf('%.*c', 5, 'x') AS s")
+    con.execute('CREATE VIEW v AS SELECT s FROM "evil view"')
+    with pytest.raises(LoadError, match=r"view evil view calls printf\(\)"):
+        check_views(con, ["v"], "rocprofv3")
+
+
+def test_builder_names_inside_strings_and_comments_are_not_calls():
+    """The rocprofv3 views' own text is read the same as before: a name in a string literal
+    or a comment calls nothing."""
+    import sqlite3
+
+    from tui_prof.loaders.sqlguard import check_views
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE VIEW v AS SELECT 'printf(' AS a, 'WITH' AS b /* replace(x) with */ -- format(\n, 1 AS c")
+    check_views(con, ["v"], "rocprofv3")
+
+
+def test_a_column_quoted_as_with_is_a_name_not_a_clause():
+    import sqlite3
+
+    from tui_prof.loaders.sqlguard import check_views
+
+    con = sqlite3.connect(":memory:")
+    con.execute('CREATE VIEW v AS SELECT 1 AS "with", 2 AS [WITH]')
+    check_views(con, ["v"], "rocprofv3")
