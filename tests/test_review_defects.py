@@ -256,3 +256,23 @@ def test_a_column_quoted_as_with_is_a_name_not_a_clause():
     con = sqlite3.connect(":memory:")
     con.execute('CREATE VIEW v AS SELECT 1 AS "with", 2 AS [WITH]')
     check_views(con, ["v"], "rocprofv3")
+
+
+def test_a_generated_column_calling_printf_in_a_read_table_is_refused():
+    """A table's generated column is computed on every read: ``s AS (printf('%.*c',
+    900000000, 'x'))`` in a table a rocpd view reads spins as a printf view does, and no view
+    holds the call."""
+    import sqlite3
+
+    from tui_prof.loaders.base import LoadError
+    from tui_prof.loaders.sqlguard import check_views
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE rocpd_string_0(id INTEGER, string TEXT, s AS (printf('%.*c', 5, 'x')))")
+    con.execute("INSERT INTO rocpd_string_0(id, string) VALUES (1, 'a')")
+    con.execute("CREATE VIEW rocpd_string AS SELECT id, s AS string FROM rocpd_string_0")
+    assert con.execute("SELECT string FROM rocpd_string").fetchone() == ("xxxxx",)
+    with pytest.raises(LoadError, match=r"table rocpd_string_0 calls printf\(\)"):
+        check_views(con, ["rocpd_string"], "rocprofv3")
+    with pytest.raises(LoadError, match=r"table rocpd_string_0 calls printf\(\)"):  # a table read by name
+        check_views(con, ["rocpd_string_0"], "rocprofv3")

@@ -188,8 +188,13 @@ def check_views(con: sqlite3.Connection, read_names: Iterable[str], writer: str)
     the views it names) holds a common table expression (``WITH``: a recursive one never
     ends) or calls a function of :data:`BUILDERS`; the profilers' own views do neither
     (rocprofv3's call count, min, max, sum and json_extract). Every other view is bounded
-    by the budgets of :class:`SqlGuard`. ``writer``: the profiler, as the message names it."""
-    views = {name: sql or "" for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'")}
+    by the budgets of :class:`SqlGuard`. ``writer``: the profiler, as the message names it.
+    The tables read (directly or by those views) are checked for builders too: a generated
+    column is computed on every read."""
+    kinds: dict[str, str] = {}
+    views: dict[str, str] = {}
+    for kind, name, sql in con.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'table')"):
+        kinds[name], views[name] = kind, sql or ""
     lowered = {name.lower(): name for name in views}
     todo = [lowered[n.lower()] for n in read_names if n.lower() in lowered]
     seen: set[str] = set()
@@ -199,11 +204,13 @@ def check_views(con: sqlite3.Connection, read_names: Iterable[str], writer: str)
             continue
         seen.add(name)
         code, quoted = _plain_sql(views[name])
-        if _CTE.search(_plain_sql(views[name], names=False)[0]):  # a quoted "with" is a name, not a clause
+        if kinds[name] == "view" and _CTE.search(_plain_sql(views[name], names=False)[0]):  # a quoted "with" is a name, not a clause
             raise LoadError(f"view {name} holds a WITH clause ({writer} writes none; a recursive one never ends): not read")
         builder = BUILDERS.search(code)
         if builder:
-            raise LoadError(f"view {name} calls {builder.group(1).lower()}() ({writer}'s views call none; it can build a value of any size): not read")
+            raise LoadError(
+                f"{kinds[name]} {name} calls {builder.group(1).lower()}() ({writer}'s {kinds[name]}s call none; it can build a value of any size): not read"
+            )
         todo.extend(lowered[w.lower()] for w in [*re.findall(r"\w+", code), *quoted] if w.lower() in lowered)
 
 
