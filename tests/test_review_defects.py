@@ -276,3 +276,22 @@ def test_a_generated_column_calling_printf_in_a_read_table_is_refused():
         check_views(con, ["rocpd_string"], "rocprofv3")
     with pytest.raises(LoadError, match=r"table rocpd_string_0 calls printf\(\)"):  # a table read by name
         check_views(con, ["rocpd_string_0"], "rocprofv3")
+
+
+@pytest.mark.parametrize("factor", [1e16, 1e308])
+def test_a_scale_factor_that_overflows_the_durations_is_refused(factor):
+    """``--scale GEMM=1e308`` overflowed int64 (numpy warnings, then garbage durations) and
+    reported a projection equal to the baseline: "saving 0 ns"."""
+    import warnings
+
+    from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
+
+    s = build(SynthSpec(iterations=5, kernels_per_iteration=2, htod_copies=0, dtoh_copies=0))
+    run = Run(agents=s.agents, kernels=s.kernels, api=s.api, copies=s.copies)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(WhatIfError, match="GEMM"):
+            run_what_if(RunSet(root="x", runs=[run]), Edits(scales=[("GEMM", factor)]))
+        # a large factor that fits is still projected
+        doc = run_what_if(RunSet(root="x", runs=[run]), Edits(scales=[("GEMM", 1e6)]))
+    assert doc["projected_ns"] > doc["baseline_ns"]

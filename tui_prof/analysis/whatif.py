@@ -481,7 +481,11 @@ def apply_edits(run: Run, g: dg.DepGraph, edits: Edits, rules: CategoryRules = D
     for pattern, factor in edits.scales:
         mask = _scale_mask(run, g, pattern, rules)
         before = int(g.dur[mask].sum())  # recorded, whatever earlier edits did
-        dur[mask] = np.rint(dur[mask] * factor).astype(np.int64)
+        with np.errstate(over="ignore"):  # an infinite product is refused below
+            scaled = np.rint(dur[mask].astype(np.float64) * factor)
+        if float(scaled.sum()) >= dg.MAX_SPAN_NS:  # int64 ns would overflow in the schedule
+            raise WhatIfError(f"--scale {pattern}={factor:g}: the scaled durations pass 2^62 ns (146 years): not projected")
+        dur[mask] = scaled.astype(np.int64)
         records.append({"edit": "scale", "pattern": pattern, "factor": factor, "matched": int(mask.sum()), "matched_ns": before})
     removes = [REMOVE_ALIASES.get(c, c) for c in edits.removes]
     launch_free = edits.launch_free or "launch" in removes
