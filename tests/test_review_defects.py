@@ -295,3 +295,19 @@ def test_a_scale_factor_that_overflows_the_durations_is_refused(factor):
         # a large factor that fits is still projected
         doc = run_what_if(RunSet(root="x", runs=[run]), Edits(scales=[("GEMM", 1e6)]))
     assert doc["projected_ns"] > doc["baseline_ns"]
+
+
+def test_mcp_whatif_launch_free_false_as_text_is_not_true(hostile_run):
+    """``{"launch_free": "false"}`` from an assistant was ``bool("false")``: launches made free."""
+    from tui_prof import mcp_server
+    from tui_prof.analysis import api
+
+    if not hasattr(api, "run_what_if"):
+        pytest.skip("no what-if analysis")
+    ctx = mcp_server.Context(mcp_server.allowed_roots([str(hostile_run)]), use_cache=False)
+    _, doc = mcp_server.tool_whatif(ctx, "t.json", {"launch_free": "false"})
+    assert not any(e["edit"] == "launch-free" for e in doc["edits"])
+    _, doc = mcp_server.tool_whatif(ctx, "t.json", {"launch_free": True})
+    assert any(e["edit"] == "launch-free" for e in doc["edits"])
+    with pytest.raises(mcp_server.Refused):
+        mcp_server.tool_whatif(ctx, "t.json", {"launch_free": "maybe"})

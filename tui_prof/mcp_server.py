@@ -208,10 +208,15 @@ def tool_whatif(ctx: Context, run: str, edits: dict) -> tuple[str, Any]:
     api: Any = door  # Edits, run_what_if, WhatIfError: present when tool_specs lists this tool
     if not isinstance(edits, dict) or set(edits) - {"scale", "remove", "launch_free"}:
         raise Refused('edits: an object with "scale" (["PATTERN=FACTOR", ...]), "remove" (["CAUSE", ...]) and "launch_free" (true/false)')
+    launch_free = edits.get("launch_free", False)
+    if isinstance(launch_free, str) and launch_free.strip().lower() in ("true", "false"):  # an assistant may send text
+        launch_free = launch_free.strip().lower() == "true"
+    if not isinstance(launch_free, bool):
+        raise Refused(f"edits.launch_free: true or false, not {launch_free!r}")
     chosen = api.Edits(
         scales=[_scale_pair(item) for item in edits.get("scale") or []],
         removes=[str(cause) for cause in edits.get("remove") or []],
-        launch_free=bool(edits.get("launch_free", False)),
+        launch_free=launch_free,
     )
     try:
         chosen.check()
