@@ -36,7 +36,7 @@ def test_sampled_path_share_of_the_dominant_kernel_stays_within_the_path(sampled
     assert cp["sampled_ns"] < cp["window_ns"]  # the case under test
     dom = next(f for f in doc["findings"] if f["code"] == "dominant-kernel")
     assert "not the bottleneck" in dom["message"]
-    share = float(re.search(r"this kernel ([\d.]+) %", dom["message"]).group(1))
+    share = float(re.search(r"this kernel ([\d.]+)%", dom["message"]).group(1))
     expected = 100 * dom["numbers"]["critical_ns"] / (cp["total_ns"] * cp["window_ns"] / cp["sampled_ns"])
     assert share == pytest.approx(expected, abs=0.06) and 0 < share <= 100
 
