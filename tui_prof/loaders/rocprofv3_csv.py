@@ -919,7 +919,8 @@ def _minimal_agents(run: Run, resolver: AgentResolver) -> list[Agent]:
             if value != UNKNOWN:
                 types.setdefault(value, agent_type)
 
-    for _, row in run.copies[["src_agent", "dst_agent", "direction"]].drop_duplicates().iterrows():
+    copies = run.copies[["src_agent", "dst_agent", "direction"]].drop_duplicates() if len(run.copies) else None
+    for _, row in copies.iterrows() if copies is not None else ():
         src_type, dst_type = COPY_TYPES.get(str(row["direction"]), ("GPU", "GPU"))
         note([row["src_agent"]], src_type)
         note([row["dst_agent"]], dst_type)
@@ -961,7 +962,10 @@ def _read_early(files: list[DetectedFile]) -> dict[int, Job]:
     return {id(item): job for item, job in zip(api, jobs) if job is not None}
 
 
-def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> list[Run]:
+def _load_group(group: str, files: list[DetectedFile], issues: IssueSink, ready: Any = None) -> list[Run]:
+    """The runs of one process group. ``ready`` (a :class:`tui_prof.loaders.csv_batch.Ready`):
+    the group's one kernel trace already read with others and cut to this process, with
+    its agent resolver."""
     directory, _, prefix = group.rpartition("/")
     run = Run()
     meta = run.meta
@@ -969,13 +973,17 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> lis
     meta.formats = [FORMAT]
 
     _read_agents(run, [f for f in files if f.kind == "agent_info"], issues)
-    resolver = AgentResolver(run.agents)
+    resolver = ready.resolver if ready is not None else AgentResolver(run.agents)
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
     pids: set[int] = set()
     counter_pids: list[tuple[DetectedFile, set[int]]] = []  # per counter file: the processes its rows name
     early = _read_early(files)
     traces = [item for item in files if item.kind != "agent_info"]
+    if ready is not None:
+        kernels.append(ready.kernels)
+        meta.files.extend(str(item.path) for item in traces)
+        traces = []
     # The files read here first, the API traces parsing beside them last: waiting for a
     # background read before reading the kernel trace would parse the two one after the other.
     read: dict[int, tuple | BaseException] = {}
@@ -1026,13 +1034,17 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> lis
     passes = _other_passes(run, pids, counter_pids, counters, synth)
     moved = {p.meta.extra["pids"][0] for p in passes}
     pids.update(p for _, file_pids in counter_pids for p in file_pids if not file_pids & moved)
-    run.kernels = concat_tables("kernels", kernels)
-    run.api = concat_tables("api", apis)
-    run.copies = concat_tables("copies", copies)
-    run.allocations = concat_tables("allocations", allocs)
-    run.scratch = concat_tables("scratch", scratch)
-    run.counters = concat_tables("counters", counters)
-    run.pc_samples = concat_tables("pc_samples", samples)
+    for name, parts in (
+        ("kernels", kernels),
+        ("api", apis),
+        ("copies", copies),
+        ("allocations", allocs),
+        ("scratch", scratch),
+        ("counters", counters),
+        ("pc_samples", samples),
+    ):
+        if parts:  # else the run keeps its empty table
+            setattr(run, name, concat_tables(name, parts))
     if not kernels and synth:
         run.kernels = concat_tables("kernels", synth)
         if len(run.kernels):
@@ -1185,3 +1197,19 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
         runs.extend(_load_group(group, items, issues))
     _release_parse_memory()
     return runs
+
+
+def batchable(files: list[DetectedFile]) -> bool:
+    """Whether work unit ``files`` is read in a batch with others of its host (see
+    :mod:`tui_prof.loaders.csv_batch`): a process whose only file is a small kernel trace."""
+    from tui_prof.loaders import csv_batch
+
+    return csv_batch.batchable(files)
+
+
+def load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueSink]]:
+    """Each unit's runs and issues, as :func:`load` gives them unit by unit, reading the
+    small kernel traces of many processes together (:mod:`tui_prof.loaders.csv_batch`)."""
+    from tui_prof.loaders import csv_batch
+
+    return csv_batch.load_batch(units)
