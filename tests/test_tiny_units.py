@@ -156,3 +156,31 @@ def test_a_huge_header_group_is_not_mixed_with_another(tmp_path, unbatched):
     got = load_path(tmp_path)
     unbatched()
     assert_same_runs(got, load_path(tmp_path))
+
+
+@pytest.mark.parametrize("was_on", [True, False])
+def test_the_collector_is_switched_back_as_it_was(tmp_path, monkeypatch, was_on):
+    """A batch pauses Python's cyclic collector while it builds its tables and leaves it
+    as it found it, also when the batch fails."""
+    import gc
+
+    write_many(tmp_path, 6, hosts=1)
+    units = [files for _fmt, files in detect.work_units(detect.scan(tmp_path, detect.IssueSink()))]
+    seen = []
+    original = csv_batch._build
+
+    def watching(batch):
+        seen.append(gc.isenabled())
+        return original(batch)
+
+    monkeypatch.setattr(csv_batch, "_build", watching)
+    (gc.enable if was_on else gc.disable)()
+    try:
+        assert len(csv_batch.load_batch(units)) == 6
+        assert seen == [False] and gc.isenabled() is was_on
+        monkeypatch.setattr(csv_batch, "_build", lambda batch: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            csv_batch.load_batch(units)
+        assert gc.isenabled() is was_on
+    finally:
+        gc.enable()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import gzip
 import os
 import re
 import threading
@@ -30,6 +31,7 @@ import pyarrow.csv as pcsv
 
 from tui_prof.loaders.base import (
     COPY_TYPES,
+    HEAD_BYTES,
     DetectedFile,
     IssueSink,
     LoadError,
@@ -38,15 +40,12 @@ from tui_prof.loaders.base import (
     api_domain,
     check_stats,
     first_line,
-    has_surrogate,
-    is_gzip,
     labelled_copies,
     open_binary,
     open_regular,
     pid_from_prefix,
     process_pid,
     read_error,
-    read_head,
     split_header,
 )
 from tui_prof.model import Agent, Run, RunMeta, make_table
@@ -341,11 +340,6 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
 # --------------------------------------------------------------------------- reading
 
 
-def _read_bytes(path: Path) -> bytes:
-    with open_binary(path) as fh:
-        return fh.read()
-
-
 def _last_line(data) -> str | None:
     """The last non-empty line of ``data`` (bytes), or None when there is only a header."""
     end = len(data)
@@ -357,15 +351,38 @@ def _last_line(data) -> str | None:
     return bytes(data[start:end]).rstrip(b"\r").decode("utf-8", "replace")
 
 
-def _tail_of_file(path: Path, size: int = 1 << 16) -> bytes:
-    """The last ``size`` bytes; opened through :func:`open_regular`, which is also the check
-    (on the descriptor) that pyarrow, reading the file by name right after, gets a regular file."""
-    with open_regular(path) as fh:
-        fh.seek(0, 2)
-        length = fh.tell()
-        fh.seek(max(0, length - size))
-        tail = fh.read()
+def _tail_of_file(fh: Any, size: int = 1 << 16) -> bytes:
+    """The last ``size`` bytes of the open file ``fh``."""
+    fh.seek(0, 2)
+    length = fh.tell()
+    fh.seek(max(0, length - size))
+    tail = fh.read()
+    fh.seek(0)
     return tail
+
+
+def _all_of(fh: Any) -> bytes:
+    """The whole of the open file ``fh``."""
+    fh.seek(0)
+    return fh.read()
+
+
+def _after_check(path: Path) -> None:
+    """Called once the file's descriptor is open and checked, before anything is read from
+    it (a test swaps the file by name here: what is parsed must still be what was checked)."""
+
+
+def _arrow_source(fh: Any) -> pa.NativeFile:
+    """A pyarrow input that reads the open, checked descriptor of ``fh``, never the file's
+    name again: on Linux through ``/proc/self/fd/N``, which opens the very file the
+    descriptor holds (pyarrow then reads with its own buffered IO, outside the GIL);
+    elsewhere through a Python file wrapper."""
+    if os.path.exists(f"/proc/self/fd/{fh.fileno()}"):
+        try:
+            return pa.OSFile(f"/proc/self/fd/{fh.fileno()}")
+        except (OSError, pa.ArrowException):
+            pass
+    return pa.PythonFile(fh, mode="r")
 
 
 def _requote_line(line: bytes, header_cols: int, text_index: int) -> bytes:
@@ -485,7 +502,7 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 raise
             block_size <<= 4
             bad.clear()
-            if isinstance(source, pa.BufferReader):
+            if isinstance(source, pa.NativeFile):
                 source.seek(0)
 
 
@@ -533,10 +550,21 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
     The first parse is strict (no per-row callback: the fast path for good files); a
     file with a malformed row is read again from memory, made valid UTF-8, with
     malformed rows skipped.
+
+    The file is opened once (:func:`open_binary`: non-blocking, a regular file checked on
+    its descriptor) and every byte parsed is read from that descriptor.
     """
+    with open_binary(path) as fh:
+        _after_check(path)
+        return _read_open_csv(path, kind, fh)
+
+
+def _read_open_csv(path: Path, kind: str, fh: Any) -> tuple[dict[str, Any], list[str], bool, int]:
+    """:func:`read_csv_table` of the file open as ``fh``."""
     spec, text_col, required = READ_SPECS["pc_sampling" if kind.startswith("pc_sampling") else kind]
-    gzipped = is_gzip(path)
-    head = read_head(path)
+    gzipped = isinstance(fh, gzip.GzipFile)
+    data = fh.read() if gzipped else None
+    head = data[:HEAD_BYTES] if data is not None else fh.read(HEAD_BYTES)
     header_line = first_line(head)
     original = [c.strip().strip('"').strip() for c in header_line.split(",")]
     lower = [c.lower() for c in original]
@@ -547,11 +575,9 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         raise LoadError(f"header lacks column(s) {', '.join(missing)}")
     name_of = dict(zip(original, lower))
 
-    # Plain files go to pyarrow by path (its own buffered, threaded IO); gzip is inflated here.
-    data = _read_bytes(path) if gzipped else None
-    # a file name that is not UTF-8 (bytes the OS gave) opens through its bytes
-    source = pa.BufferReader(data) if gzipped else (pa.OSFile(os.fsencode(path)) if has_surrogate(os.fspath(path)) else str(path))
-    last_line = _last_line(data if gzipped else _tail_of_file(path))
+    # Plain files go to pyarrow through their checked descriptor; gzip is inflated here.
+    last_line = _last_line(data if data is not None else _tail_of_file(fh))
+    source = pa.BufferReader(data) if data is not None else _arrow_source(fh)
     if last_line is not None and last_line.strip() == header_line.strip():
         last_line = None
 
@@ -564,7 +590,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
             if not ("parse error" in str(err) or "invalid UTF8" in str(err)):
                 raise
             if data is None:
-                data = _read_bytes(path)
+                data = _all_of(fh)
             data, replaced = _utf8(data)
             table, bad = _arrow_read(pa.BufferReader(data), include, types)
         text_orig = next((o for o in include if name_of[o] == text_col), None)
@@ -578,7 +604,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
             needs_requote = any(pc.any(pc.match_substring(chunk.dictionary, '"')).as_py() for chunk in table.column(text_orig).chunks if len(chunk.dictionary))
         if text_orig is not None and text_col is not None and needs_requote:
             if data is None:
-                data = _read_bytes(path)
+                data = _all_of(fh)
             data, was_replaced = _utf8(data)
             replaced = replaced or was_replaced
             fixed = _requote(data, len(original), lower.index(text_col), last_is_cut=truncated)
