@@ -11,7 +11,10 @@ same load with every unit read on its own, as before the batches) in the same in
 * ``summary``: the whole ``tuiprof summary --no-cache`` command (wall, peak RSS), the
   analysis of N processes included.
 
-    python bench/bench_tiny.py [--files 5000] [--hosts 1] [--rows load,summary] [--data DIR]
+With ``--agent-info`` every process also writes the ``<pid>_agent_info.csv`` rocprofv3
+writes beside its traces (the same content on a host).
+
+    python bench/bench_tiny.py [--files 5000] [--hosts 1] [--agent-info] [--rows load,summary] [--data DIR]
 """
 
 from __future__ import annotations
@@ -67,9 +70,17 @@ raise SystemExit(cli.main(["summary", "--no-cache", {path!r}]))
 """
 
 
-def make_run(data: Path, files: int, hosts: int) -> Path:
-    """``files`` one-row kernel traces (one process each) over ``hosts`` host folders."""
-    out = data / f"tiny-{files}-{hosts}"
+AGENT_INFO = (
+    '"Node_Id","Logical_Node_Id","Agent_Type","Name","Wave_Front_Size","Cu_Count","Simd_Per_Cu","Max_Waves_Per_Simd"\n'
+    '0,0,"CPU","AMD EPYC 9654",0,0,0,0\n'
+    '1,1,"GPU","gfx942",64,304,4,8\n'
+)
+
+
+def make_run(data: Path, files: int, hosts: int, agent_info: bool = False) -> Path:
+    """``files`` one-row kernel traces (one process each) over ``hosts`` host folders
+    (``agent_info``: each process's agent_info beside them)."""
+    out = data / f"tiny-{files}-{hosts}{'-agents' if agent_info else ''}"
     done = out / ".complete"
     if done.exists():
         return out
@@ -79,6 +90,8 @@ def make_run(data: Path, files: int, hosts: int) -> Path:
         pid, start = 100_000 + i, 1_700_000_000_000_000_000 + i * 1000
         row = f'"KERNEL_DISPATCH",1,1,{pid},1,16,"kernel_{i % 7}(float*)",1,{start},{start + 500 + i % 13},0,0,64,1,1,1024,1024,1'
         (host / f"{pid}_kernel_trace.csv").write_text(f"{HEADER}\n{row}\n")
+        if agent_info:
+            (host / f"{pid}_agent_info.csv").write_text(AGENT_INFO)
     done.write_text("")
     return out
 
@@ -87,12 +100,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--hosts", type=int, default=1)
+    parser.add_argument("--agent-info", action="store_true", help="each process also writes its agent_info.csv")
     parser.add_argument("--rows", default="load,summary")
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "tuiprof-bench"))
     args = parser.parse_args()
-    run = make_run(Path(args.data), args.files, args.hosts)
+    run = make_run(Path(args.data), args.files, args.hosts, args.agent_info)
     rows = args.rows.split(",")
-    print(f"{args.files} one-row kernel traces over {args.hosts} host folder(s): {run}")
+    print(f"{args.files} one-row kernel traces{' with agent_info' if args.agent_info else ''} over {args.hosts} host folder(s): {run}")
     for row in rows:
         child = LOAD_CHILD if row == "load" else SUMMARY_CHILD
         for label, unbatched in (("batched", False), ("reference (unit by unit)", True)):

@@ -24,13 +24,20 @@ HEADER = (
     '"Workgroup_Size_X","Workgroup_Size_Y","Workgroup_Size_Z","Grid_Size_X","Grid_Size_Y","Grid_Size_Z"'
 )
 AGENTS = ("1", "Agent 2", "GPU 0", "CPU 1", "agent 7", "bogus")
+AGENT_INFO = (
+    '"Node_Id","Logical_Node_Id","Agent_Type","Name","Wave_Front_Size","Cu_Count"\n'
+    '0,0,"CPU","AMD EPYC",0,0\n'
+    '1,1,"GPU","gfx942",64,304\n'
+    '2,2,"GPU","gfx942",64,304\n'
+    '1,3,"GPU","gfx942",64,304\n'  # a repeated node id: its first row is kept
+)
 
 
 def _row(pid: int, i: int, agent: str, name: str, dispatch: int, start: int) -> str:
     return f'"KERNEL_DISPATCH","{agent}",{1 + i % 3},{pid},{dispatch},{16 + i % 5},"{name}",{i + 1},{start},{start + 400 + i},0,{i % 2 * 70000},64,1,1,1024,1,1'
 
 
-def write_many(root: Path, processes: int, hosts: int = 3, seed: int = 0) -> None:
+def write_many(root: Path, processes: int, hosts: int = 3, seed: int = 0, agents: bool = False) -> None:
     """``processes`` one-to-four-row kernel traces, one process each, over ``hosts`` host
     folders: shuffled kernel name orders, every agent spelling, values that need int64 in
     some processes only, and a few files the batch must leave to the per-file reader."""
@@ -46,6 +53,9 @@ def write_many(root: Path, processes: int, hosts: int = 3, seed: int = 0) -> Non
             start = 1_700_000_000_000_000_000 + p * 10_000 + i * 1000
             rows.append(_row(pid, i, AGENTS[int(rng.integers(0, len(AGENTS)))], name, dispatch, start))
         text = HEADER + "\n" + "\n".join(rows) + "\n"
+        if agents and p % 5:  # most processes also wrote agent_info: one content per host, a broken one
+            info = AGENT_INFO if p % hosts else AGENT_INFO.replace("\n1,", "\n5,", 1)
+            (host / f"{pid}_agent_info.csv").write_text(info if p % 23 != 7 else info.replace("\n0,", "\nx,", 1))
         if p % 17 == 5:
             text = text[:-30]  # the last line cut short: the per-file reader marks it partial
         elif p % 17 == 9:
@@ -80,8 +90,9 @@ def assert_same_runs(got, want) -> None:
                     assert list(x[col].cat.categories) == list(y[col].cat.categories), (a.meta.label, name, col)
 
 
-def test_batched_load_equals_unit_by_unit(tmp_path, unbatched):
-    write_many(tmp_path, 160)
+@pytest.mark.parametrize("agents", [False, True], ids=["trace-only", "with-agent-info"])
+def test_batched_load_equals_unit_by_unit(tmp_path, unbatched, agents):
+    write_many(tmp_path, 160, agents=agents)
     units = detect.work_units(detect.scan(tmp_path, detect.IssueSink()))
     modules = {m.FORMAT: m for m in detect.loader_modules()}
     assert len(detect._batched(units, modules)) == 160  # every unit is small enough to batch
@@ -92,6 +103,9 @@ def test_batched_load_equals_unit_by_unit(tmp_path, unbatched):
     assert any(run.partial for run in want.runs) and any(len(run.kernels) > 1 for run in want.runs)
     assert {str(run.kernels["dispatch_id"].dtype) for run in want.runs} == {"int32", "int64"}
     assert any(run.meta.extra.get("agent_index") == ["relative"] for run in want.runs)
+    if agents:  # the agents as agent_info gave them, and the broken one reported
+        assert any(run.agents and run.agents[-1].name == "gfx942" for run in want.runs)
+        assert any("agent_info" in issue.message for issue in want.issues)
 
 
 def test_batch_path_reads_most_files_together(tmp_path, monkeypatch):
@@ -122,7 +136,7 @@ def _summary_json(path: Path, *extra: str) -> dict:
 
 
 def test_summary_json_batched_equals_unbatched(tmp_path, unbatched):
-    write_many(tmp_path, 120, hosts=4, seed=3)
+    write_many(tmp_path, 120, hosts=4, seed=3, agents=True)
     got = _summary_json(tmp_path)
     unbatched()
     want = _summary_json(tmp_path)

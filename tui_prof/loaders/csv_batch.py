@@ -3,8 +3,9 @@
 A run of thousands of processes that each wrote a kernel trace of a few rows costs, per
 process, one pyarrow parse and one pandas table build of about thirty columns: ≈ 10 ms
 and ≈ 60 KB a process, so 5,000 of them took over a minute. Here the kernel traces of up
-to :data:`BATCH_UNITS` such processes of one host folder that share one header are parsed
-as one CSV and built as one table, then cut into one table per process.
+to :data:`BATCH_UNITS` such processes of one host folder that share one header (and the
+same agent_info content, parsed once, when they wrote one) are parsed as one CSV and built
+as one table, then cut into one table per process.
 
 The result is the one :func:`tui_prof.loaders.rocprofv3_csv.load` gives each process on
 its own, value for value and dtype for dtype: integer columns whose dtype depends on their
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import os
 import threading
 from collections.abc import Iterator
@@ -33,12 +35,13 @@ import pyarrow as pa
 
 from tui_prof.loaders import rocprofv3_csv as csv
 from tui_prof.loaders.base import DetectedFile, IssueSink, check_cancelled, open_regular
-from tui_prof.model import Run
+from tui_prof.model import Agent, Run
 from tui_prof.model.schema import CATEGORY, TABLES, UNKNOWN, make_table
 from tui_prof.model.schema import _coerce as coerce_column
 
 TINY_UNIT_BYTES = 64 * 1024
-"""A process whose only file is a kernel trace of at most this many bytes is read in a batch."""
+"""A process whose files are a kernel trace (and its agent_info) of at most this many bytes
+together is read in a batch."""
 
 BATCH_UNITS = 512
 """Processes read together at most (a batch is one load task)."""
@@ -48,11 +51,13 @@ _CATEGORY_COLUMNS = [name for name, declared in _KERNELS.columns.items() if decl
 
 
 def batchable(files: list[DetectedFile]) -> bool:
-    """Whether the work unit ``files`` is one small kernel trace (read in a batch)."""
-    if len(files) != 1 or files[0].kind != "kernel_trace":
+    """Whether the work unit ``files`` is one small kernel trace, with or without the
+    process's agent_info (read in a batch)."""
+    kinds = sorted(item.kind for item in files)
+    if kinds not in (["kernel_trace"], ["agent_info", "kernel_trace"]):
         return False
     try:
-        return os.stat(files[0].path).st_size <= TINY_UNIT_BYTES
+        return sum(os.stat(item.path).st_size for item in files) <= TINY_UNIT_BYTES
     except OSError:
         return False
 
@@ -66,23 +71,38 @@ class _File:
     header: bytes
     body: bytes
     rows: int
+    agents: bytes = b""  # the process's agent_info file, when it has one
 
 
 @dataclass
 class _Batch:
     header: bytes
+    agents: list[Agent]  # parsed from the agent_info all its processes share (none: [])
     files: list[_File] = field(default_factory=list)
 
 
-def _read_small(slot: int, item: DetectedFile) -> _File | None:
-    """The file split into header and body when it has the plain shape a batch needs (see
-    the module docstring); None sends it to the per-file reader."""
+def _read_bounded(item: DetectedFile) -> bytes | None:
+    """The bytes of a small file, read from its checked descriptor; None when it cannot be
+    read or has grown past the batch's bound (the per-file reader then reads it)."""
     try:
         with open_regular(item.path) as fh:
             data = fh.read(TINY_UNIT_BYTES + 1)
     except OSError:
-        return None  # the per-file reader reports it
-    if len(data) > TINY_UNIT_BYTES or not data.endswith(b"\n") or b"\r" in data or data[:2] == b"\x1f\x8b":
+        return None
+    return data if len(data) <= TINY_UNIT_BYTES else None
+
+
+def _read_small(slot: int, files: list[DetectedFile]) -> _File | None:
+    """The unit's kernel trace split into header and body, and its agent_info's bytes, when
+    they have the plain shape a batch needs (see the module docstring); None sends the unit
+    to the per-file reader (which also reports what cannot be read)."""
+    item = next(f for f in files if f.kind == "kernel_trace")
+    agent_file = next((f for f in files if f.kind == "agent_info"), None)
+    agents = _read_bounded(agent_file) if agent_file is not None else b""
+    data = _read_bounded(item)
+    if data is None or agents is None or (agent_file is not None and not agents):
+        return None
+    if not data.endswith(b"\n") or b"\r" in data or data[:2] == b"\x1f\x8b" or agents[:2] == b"\x1f\x8b":
         return None
     cut = data.find(b"\n") + 1
     header, body = data[:cut], data[cut:]
@@ -95,7 +115,7 @@ def _read_small(slot: int, item: DetectedFile) -> _File | None:
             return None
     if b'"' in body and any(line.count(b'"') % 2 for line in body.split(b"\n")):
         return None  # a quoted field across lines, or an odd quote: the per-file reader's case
-    return _File(slot, item, header, body, body.count(b"\n"))
+    return _File(slot, item, header, body, body.count(b"\n"), agents)
 
 
 _GC_LOCK = threading.Lock()
@@ -136,17 +156,23 @@ def load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueSi
 
 def _load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueSink]]:
     out: list[tuple[list[Run], IssueSink] | None] = [None] * len(units)
-    batches: dict[bytes, _Batch] = {}
+    batches: dict[tuple[bytes, bytes], _Batch] = {}
+    parsed_agents: dict[bytes, list[Agent] | None] = {}
     for slot, files in enumerate(units):
-        small = _read_small(slot, files[0]) if batchable(files) else None
-        if small is not None:
-            batches.setdefault(small.header, _Batch(small.header)).files.append(small)
+        small = _read_small(slot, files) if batchable(files) else None
+        if small is None:
+            continue
+        if small.agents not in parsed_agents:
+            parsed_agents[small.agents] = _parse_agents(small.agents)
+        agents = parsed_agents[small.agents]
+        if agents is not None:
+            batches.setdefault((small.header, small.agents), _Batch(small.header, agents)).files.append(small)
     for batch in batches.values():
         check_cancelled()
         built = _build(batch)
         for small, run in zip(batch.files, built or (), strict=False):
             sink = IssueSink()
-            out[small.slot] = (csv._load_group(small.item.group, [small.item], sink, ready=run), sink)
+            out[small.slot] = (csv._load_group(small.item.group, units[small.slot], sink, ready=run), sink)
     for slot, files in enumerate(units):
         if out[slot] is None:
             check_cancelled()
@@ -185,11 +211,28 @@ def _parse(batch: _Batch) -> tuple[dict, list[str]] | None:
     return csv._table_columns(table, include, name_of, types, narrow=True), lower
 
 
+def _parse_agents(data: bytes) -> list[Agent] | None:
+    """The agents of agent_info bytes (none: []), or None when they do not parse (the
+    per-file reader then reads the units and reports the file)."""
+    if not data:
+        return []
+    try:
+        agents = csv.agents_from(io.BytesIO(data))
+    except (csv.LoadError, ValueError, TypeError, KeyError, IndexError, pd.errors.ParserError):
+        return None
+    first: dict[int, Agent] = {}
+    for agent in agents:  # each id's first, as the per-file reader keeps them
+        first.setdefault(agent.id, agent)
+    return list(first.values())
+
+
 @dataclass
 class Ready:
-    """One process's kernel table cut from a batch, and its agent resolver."""
+    """One process's kernel table cut from a batch, its agents (as read from its
+    agent_info) and its agent resolver."""
 
     kernels: pd.DataFrame
+    agents: list[Agent]
     resolver: csv.AgentResolver
 
 
@@ -200,7 +243,7 @@ def _build(batch: _Batch) -> list[Ready] | None:
         return None
     cols, _lower = parsed
     bounds = np.cumsum([0] + [f.rows for f in batch.files])
-    resolvers, agent = _agents(cols.get("agent_id"), bounds)
+    resolvers, agent = _agents(cols.get("agent_id"), bounds, batch.agents)
     mapping = {k: v for k, v in csv._targets(csv.KERNEL_COLUMNS).items() if k != "agent_id"}
     data = {mapping[low]: values for low, values in cols.items() if mapping.get(low)}
     if agent is not None:
@@ -208,7 +251,7 @@ def _build(batch: _Batch) -> list[Ready] | None:
     table = make_table("kernels", data)
     fixes = _dtype_fixes(table, bounds)
     categories: dict[tuple, pd.CategoricalDtype] = {}
-    return [Ready(_cut(table, int(bounds[i]), int(bounds[i + 1]), fixes.get(i, {}), categories), resolvers[i]) for i in range(len(batch.files))]
+    return [Ready(_cut(table, int(bounds[i]), int(bounds[i + 1]), fixes.get(i, {}), categories), batch.agents, resolvers[i]) for i in range(len(batch.files))]
 
 
 def _dtype_fixes(table: pd.DataFrame, bounds: np.ndarray) -> dict[int, dict[str, np.dtype]]:
@@ -266,24 +309,24 @@ def _cut(table: pd.DataFrame, start: int, stop: int, fixes: dict[str, np.dtype],
     return frame
 
 
-def _agents(tokens: pd.Series | None, bounds: np.ndarray) -> tuple[list[csv.AgentResolver], np.ndarray | None]:
+def _agents(tokens: pd.Series | None, bounds: np.ndarray, agents: list[Agent]) -> tuple[list[csv.AgentResolver], np.ndarray | None]:
     """Per process a resolver in the state its own rows leave it in, and the batch's agent
-    column. Each distinct spelling is resolved once by a fresh resolver (without agent_info
-    a spelling's id and what it teaches a resolver depend on the spelling alone); a
-    process's resolver takes what its own spellings taught, in the order its rows first
-    show them (the per-file reader's category order)."""
+    column. Each distinct spelling is resolved once by a fresh resolver (with the agents
+    every process of the batch shares, a spelling's id and what it teaches a resolver
+    depend on the spelling alone); a process's resolver takes what its own spellings
+    taught, in the order its rows first show them (the per-file reader's category order)."""
     count = len(bounds) - 1
     if tokens is None:
-        return [csv.AgentResolver([]) for _ in range(count)], None
+        return [csv.AgentResolver(agents) for _ in range(count)], None
     singles = []
     for token in tokens.cat.categories:
-        one = csv.AgentResolver([])
+        one = csv.AgentResolver(agents)
         singles.append((one.resolve(str(token)), one))
     lookup = np.array([value for value, _ in singles], dtype=np.int64)
     codes = tokens.cat.codes.to_numpy()
     resolvers = []
     for i in range(count):
-        mine = csv.AgentResolver([])
+        mine = csv.AgentResolver(agents)
         for code in _first_seen(codes[bounds[i] : bounds[i + 1]]):
             taught = singles[code][1]
             mine.spellings |= taught.spellings

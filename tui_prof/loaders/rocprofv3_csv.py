@@ -14,6 +14,7 @@ breaks the CSV grammar is re-quoted line by line and read again. A last line cut
 from __future__ import annotations
 
 import contextvars
+import copy
 import functools
 import gzip
 import os
@@ -700,7 +701,12 @@ def _int_or_none(value) -> int | None:
 def read_agent_info(path: Path) -> list[Agent]:
     """Agents from ``agent_info.csv`` (formats.md §2.2); sizes in bytes, clocks in MHz."""
     with open_regular(path) as fh:  # a regular file, checked on the descriptor pandas reads
-        frame = pd.read_csv(fh, dtype=str, keep_default_na=False, skipinitialspace=True)
+        return agents_from(fh)
+
+
+def agents_from(fh: Any) -> list[Agent]:
+    """:func:`read_agent_info` of an open file (or a bytes buffer)."""
+    frame = pd.read_csv(fh, dtype=str, keep_default_na=False, skipinitialspace=True)
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     if frame.columns[0] == "guid":
         frame = frame.iloc[:, 1:]
@@ -998,7 +1004,14 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink, ready:
     meta.tool = "rocprofv3"
     meta.formats = [FORMAT]
 
-    _read_agents(run, [f for f in files if f.kind == "agent_info"], issues)
+    agent_files = [f for f in files if f.kind == "agent_info"]
+    if ready is not None:  # the batch read them: the same agents, each id's first kept
+        for agent in copy.deepcopy(ready.agents):
+            if run.agent(agent.id) is None:
+                run.agents.append(agent)
+        meta.files.extend(str(item.path) for item in agent_files)
+    else:
+        _read_agents(run, agent_files, issues)
     resolver = ready.resolver if ready is not None else AgentResolver(run.agents)
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
