@@ -198,3 +198,27 @@ def test_the_collector_is_switched_back_as_it_was(tmp_path, monkeypatch, was_on)
         assert gc.isenabled() is was_on
     finally:
         gc.enable()
+
+
+def test_a_batch_stops_when_its_load_is_cancelled(tmp_path, monkeypatch):
+    """A batch checks the load's cancel event between processes (Ctrl-C and the TUI's quit
+    reach it within about a second, as they reach a unit read on its own)."""
+    import threading
+
+    from tui_prof.loaders.base import LoadCancelled, load_scope
+
+    write_many(tmp_path, 12, hosts=1)
+    units = [files for _fmt, files in detect.work_units(detect.scan(tmp_path, detect.IssueSink()))]
+    event = threading.Event()
+    built = []
+    original = csv_batch._build
+
+    def build_then_cancel(batch):
+        built.append(len(batch.files))
+        event.set()  # cancelled while the batch is being cut into processes
+        return original(batch)
+
+    monkeypatch.setattr(csv_batch, "_build", build_then_cancel)
+    with load_scope(event), pytest.raises(LoadCancelled):
+        csv_batch.load_batch(units)
+    assert built == [10]  # the one batch (12 processes less the two odd files) was built, then stopped

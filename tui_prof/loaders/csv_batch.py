@@ -171,6 +171,7 @@ def _load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueS
         check_cancelled()
         built = _build(batch)
         for small, run in zip(batch.files, built or (), strict=False):
+            check_cancelled()
             sink = IssueSink()
             out[small.slot] = (csv._load_group(small.item.group, units[small.slot], sink, ready=run), sink)
     for slot, files in enumerate(units):
