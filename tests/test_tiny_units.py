@@ -222,3 +222,17 @@ def test_a_batch_stops_when_its_load_is_cancelled(tmp_path, monkeypatch):
     with load_scope(event), pytest.raises(LoadCancelled):
         csv_batch.load_batch(units)
     assert built == [10]  # the one batch (12 processes less the two odd files) was built, then stopped
+
+
+def test_a_failing_batch_falls_back_to_unit_by_unit(tmp_path, monkeypatch, unbatched):
+    """A bug in the batch path loses nothing: its units are read one by one."""
+    write_many(tmp_path, 20, hosts=2, agents=True)
+
+    def broken(units):
+        raise RuntimeError("batch bug")
+
+    monkeypatch.setattr(rocprofv3_csv, "load_batch", broken)
+    got = load_path(tmp_path)
+    unbatched()
+    assert_same_runs(got, load_path(tmp_path))
+    assert len(got.runs) == 20

@@ -608,6 +608,23 @@ def _fragments(results: list[UnitResult | None], sink: IssueSink) -> list[Run]:
     return fragments
 
 
+def _run_batch(task: list[int], units: list[Unit], modules: dict, results: list[UnitResult | None], run_unit: Callable[[int], UnitResult]) -> None:
+    """The batched units of ``task`` read together by their loader's ``load_batch`` (each
+    unit's runs and issues into ``results``); should the batch fail, each unit is read on
+    its own by ``run_unit``, as without batches."""
+    fmt = units[task[0]][0]
+    check_cancelled()
+    try:
+        done = modules[fmt].load_batch([units[slot][1] for slot in task])
+        check_cancelled()
+    except Exception:  # a bug in the batch path must not lose the units
+        for slot in task:
+            results[slot] = run_unit(slot)
+        return
+    for slot, (runs, unit_sink) in zip(task, done, strict=True):
+        results[slot] = (runs, unit_sink.issues)
+
+
 def _load(
     root: Path,
     progress: Progress | None,
@@ -664,22 +681,9 @@ def _load(
 
     tasks = _load_tasks(units, results, batched)
 
-    def run_batch(task: list[int]) -> None:
-        fmt = units[task[0]][0]
-        check_cancelled()
-        try:
-            done = modules[fmt].load_batch([units[slot][1] for slot in task])
-            check_cancelled()
-        except Exception:  # a bug in the batch path: each unit on its own, as without batches
-            for slot in task:
-                results[slot] = run_unit(slot)
-            return
-        for slot, (runs, unit_sink) in zip(task, done, strict=True):
-            results[slot] = (runs, unit_sink.issues)
-
     def run_task(task: list[int]) -> list[int]:
         if task[0] in batched:
-            run_batch(task)
+            _run_batch(task, units, modules, results, run_unit)
             return task
         for slot in task:
             results[slot] = run_unit(slot)

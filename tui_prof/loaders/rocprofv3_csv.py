@@ -1004,14 +1004,7 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink, ready:
     meta.tool = "rocprofv3"
     meta.formats = [FORMAT]
 
-    agent_files = [f for f in files if f.kind == "agent_info"]
-    if ready is not None:  # the batch read them: the same agents, each id's first kept
-        for agent in copy.deepcopy(ready.agents):
-            if run.agent(agent.id) is None:
-                run.agents.append(agent)
-        meta.files.extend(str(item.path) for item in agent_files)
-    else:
-        _read_agents(run, agent_files, issues)
+    _group_agents(run, [f for f in files if f.kind == "agent_info"], issues, ready)
     resolver = ready.resolver if ready is not None else AgentResolver(run.agents)
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
@@ -1091,7 +1084,29 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink, ready:
             meta.extra["kernels_from_counters"] = True
 
     _markers_from_api(run)
-    # Process identity: "<hostname>/<pid>_<kind>.csv" by default (formats.md §1).
+    _identify(run, directory, prefix, pids)
+    _settle_agents(run, resolver)
+    _name_passes(run, passes, directory)
+    if not meta.files:
+        return passes
+    return [run, *passes]
+
+
+def _group_agents(run: Run, agent_files: list[DetectedFile], issues: IssueSink, ready: Any) -> None:
+    """The group's agents: read from its agent_info files, or those a batch read for it
+    (``ready.agents``: the same agents, each id's first kept, copied for this run)."""
+    if ready is None:
+        _read_agents(run, agent_files, issues)
+        return
+    for agent in copy.deepcopy(ready.agents):
+        if run.agent(agent.id) is None:
+            run.agents.append(agent)
+    run.meta.files.extend(str(item.path) for item in agent_files)
+
+
+def _identify(run: Run, directory: str, prefix: str, pids: set[int]) -> None:
+    """Process identity: "<hostname>/<pid>_<kind>.csv" by default (formats.md §1)."""
+    meta = run.meta
     meta.pid, several = process_pid(prefix, sorted(pids))
     if several:
         meta.extra["pids"] = several
@@ -1105,11 +1120,6 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink, ready:
         run.kernels["pid"] = compact_int(np.where(pid == UNKNOWN, meta.pid, pid))
     meta.extra["prefix"] = prefix
     meta.extra["directory"] = directory
-    _settle_agents(run, resolver)
-    _name_passes(run, passes, directory)
-    if not meta.files:
-        return passes
-    return [run, *passes]
 
 
 def _name_passes(run: Run, passes: list[Run], directory: str) -> None:
