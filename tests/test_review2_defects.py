@@ -43,3 +43,19 @@ def test_nested_compile_ranges_count_their_time_once():
     assert w is not None
     assert w["compilation"]["compile_ranges"] == 4
     assert w["compilation"]["compile_range_ns"] == 1_000 + 200
+
+
+def test_a_tensor_of_unknown_data_type_skips_the_operator_instead_of_shifting_shapes():
+    """The FLOPs formulas read tensor inputs by position: dropping an input whose data type
+    has no size used to shift the others (the add below costed as a [3072] add, the
+    attention backward with k read as q)."""
+    from tui_prof.analysis.flops import op_cost
+
+    dims = "[[8, 256, 3072], [3072], []]"
+    assert op_cost("aten::add", dims, '["float", "float", "Scalar"]')["flops"] == 8 * 256 * 3072  # the known-type call is costed
+    assert op_cost("aten::add", dims, '["c10::Float8_e8m0fnu", "float", "Scalar"]') is None
+    q = "[8, 12, 256, 64]"
+    bwd_dims = f"[{q}, {q}, [8, 12, 512, 64], [8, 12, 512, 64], {q}, [8, 12, 256]]"
+    f = '"float"'
+    assert op_cost("aten::_scaled_dot_product_flash_attention_backward", bwd_dims, f"[{f}, {f}, {f}, {f}, {f}, {f}]") is not None
+    assert op_cost("aten::_scaled_dot_product_flash_attention_backward", bwd_dims, f'["c10::complex<c10::Half>", {f}, {f}, {f}, {f}, {f}]') is None
