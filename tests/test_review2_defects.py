@@ -7,7 +7,11 @@ import json
 
 import numpy as np
 
+from tui_prof.analysis import summary as summary_module
+from tui_prof.analysis.summary import SummaryOptions, build_summary
 from tui_prof.guard import jsonout
+from tui_prof.model import Run, RunSet
+from tui_prof.synth.spec import GEMM_NAME, SynthSpec, build
 
 
 def test_a_numpy_float32_nan_is_written_as_null_and_counted():
@@ -59,3 +63,30 @@ def test_a_tensor_of_unknown_data_type_skips_the_operator_instead_of_shifting_sh
     f = '"float"'
     assert op_cost("aten::_scaled_dot_product_flash_attention_backward", bwd_dims, f"[{f}, {f}, {f}, {f}, {f}, {f}]") is not None
     assert op_cost("aten::_scaled_dot_product_flash_attention_backward", bwd_dims, f'["c10::complex<c10::Half>", {f}, {f}, {f}, {f}, {f}]') is None
+
+
+def test_a_projection_longer_than_the_run_saves_nothing_in_every_number(monkeypatch):
+    """``saving_ns`` was clamped at 0 where a finding took it, its share and per-step figure
+    not: a projection that lengthens the run rendered as "0 ns (-x %)"."""
+    from tui_prof.analysis import savings
+    from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.whatif import Edits
+
+    windows: list = []
+
+    def keep(findings, w, rules):
+        windows.append(w)
+        return findings
+
+    monkeypatch.setattr(summary_module, "add_savings", keep)
+    s = build(SynthSpec(iterations=8, kernels_per_iteration=3, gemm_share=0.8, sync="per_iteration", htod_copies=0, dtoh_copies=0))
+    run = Run(agents=s.agents, kernels=s.kernels, api=s.api, copies=s.copies, markers=s.markers)
+    build_summary(RunSet(root="x", runs=[run]), SummaryOptions(logs=False))
+    parts = savings.parts_of(windows[0])
+    assert parts and parts[0].steps > 0
+    longer = savings.saving(parts, Edits(scales=[(GEMM_NAME, 3.0)]), DEFAULT_CATEGORY_RULES)
+    assert longer is not None
+    assert longer["saving_ns"] == 0 and longer["saving_pct"] == 0.0 and longer["saving_step_ns"] == 0
+    shorter = savings.saving(parts, Edits(scales=[(GEMM_NAME, 0.5)]), DEFAULT_CATEGORY_RULES)
+    assert shorter is not None and shorter["saving_ns"] > 0
+    assert shorter["saving_pct"] == round(100.0 * shorter["saving_ns"] / shorter["window_ns"], 4) > 0 and shorter["saving_step_ns"] > 0
