@@ -90,3 +90,22 @@ def test_a_projection_longer_than_the_run_saves_nothing_in_every_number(monkeypa
     shorter = savings.saving(parts, Edits(scales=[(GEMM_NAME, 0.5)]), DEFAULT_CATEGORY_RULES)
     assert shorter is not None and shorter["saving_ns"] > 0
     assert shorter["saving_pct"] == round(100.0 * shorter["saving_ns"] / shorter["window_ns"], 4) > 0 and shorter["saving_step_ns"] > 0
+
+
+def test_no_critical_path_group_or_row_is_negative_or_more_than_the_path():
+    """h200 copies with every sync removed: a call returning just before its copy's end was a
+    negative interval, and the projected path showed "sync -0.1 %". The overlap now comes off
+    the intervals before it: every group and row within [0, total], and they add up."""
+    from pathlib import Path
+
+    from tui_prof.analysis.whatif import Edits, run_what_if
+    from tui_prof.loaders import load_path
+
+    trace = Path(__file__).parent / "data" / "kineto" / "h200" / "copies.pt.trace.json.gz"
+    doc = run_what_if(load_path(str(trace)), Edits(removes=["sync"]))
+    for which in ("baseline", "projected"):
+        path = doc["processes"][0]["critical_path"][which]
+        total, groups = path["total_ns"], path["groups"]
+        assert total > 0 and sum(groups.values()) == total, which
+        assert all(0 <= v <= total for v in groups.values()), (which, groups)
+        assert all(0 <= row["ns"] <= total and 0 <= row["pct"] <= 100 for row in path["top"]), which

@@ -252,11 +252,13 @@ def critical_path(
     t0 = np.where(q >= 0, times[np.maximum(q, 0)], t1)
     t0 = np.maximum(t0, lo)
     length = t1 - t0
-    # a call that returned just before its own copy's end (ret < 0) steps back in time: kept
-    # negative so the path's intervals still add up to its length; any other interval outside
+    # a call that returned just before its own copy's end (ret < 0) steps back in time: that
+    # step's length comes off the intervals before it on the path (they overlap it), so every
+    # interval is >= 0 and they still add up to the path's length; any other interval outside
     # the window is empty
     back = (seg[p] == dg.SEG_RETURN) & (times[p] < times[np.maximum(q, 0)]) & (times[p] > lo) & (times[p] <= hi)
     length = np.where(back, np.maximum(length, times[p] - times[np.maximum(q, 0)]), np.maximum(length, 0))
+    _take_back_steps(length, p, pred, back, times)
     keep = length != 0
     p, length, kinds = p[keep], length[keep], seg[p[keep]]
     node = np.where(p >= n, p - n, p)
@@ -318,6 +320,27 @@ def critical_path(
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
     return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, t0[keep])
+
+
+def _take_back_steps(length: np.ndarray, points: np.ndarray, pred: np.ndarray, back: np.ndarray, times: np.ndarray) -> None:
+    """Each negative ``length`` (a back step) taken, in place, from the intervals before it
+    on the path (nearest first); what no interval holds (the path's start) is dropped."""
+    idx = np.flatnonzero(back)
+    if not len(idx):
+        return
+    where = np.full(len(pred), -1, dtype=np.int64)  # point -> its position in ``points``
+    where[points] = np.arange(len(points))
+    for i in idx[np.argsort(times[points[idx]], kind="stable")].tolist():
+        owed = -int(length[i])
+        length[i] = 0
+        q = int(pred[points[i]])
+        j = int(where[q]) if q >= 0 else -1
+        while owed > 0 and j >= 0:
+            take = min(owed, max(int(length[j]), 0))
+            length[j] -= take
+            owed -= take
+            q = int(pred[points[j]])
+            j = int(where[q]) if q >= 0 else -1
 
 
 WALK_LEVELS = 5  # the walk steps 2**5 points at a time in Python, the points between are filled in by array passes
