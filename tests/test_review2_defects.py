@@ -109,3 +109,25 @@ def test_no_critical_path_group_or_row_is_negative_or_more_than_the_path():
         assert total > 0 and sum(groups.values()) == total, which
         assert all(0 <= v <= total for v in groups.values()), (which, groups)
         assert all(0 <= row["ns"] <= total and 0 <= row["pct"] <= 100 for row in path["top"]), which
+
+
+def test_times_past_2_to_the_61_ns_keep_the_schedule_in_dependency_order():
+    """depgraph._order sorted on start x 4: past 2^61 ns (inside the span build_graph
+    accepts) the key wrapped negative, a long run of calls on one thread was processed
+    before the calls it follows, and a longer first call did not move them."""
+    from tui_prof.analysis import depgraph as dg
+    from tui_prof.model import make_table
+
+    n = 200
+    starts = np.concatenate([[0], (1 << 61) + 100 * np.arange(n, dtype=np.int64)])
+    api = make_table(
+        "api", {"start": starts, "end": starts + 10, "domain": "cuda", "name": "cudaGetDevice", "pid": 1, "tid": 1, "correlation_id": np.arange(n + 1) + 1}
+    )
+    g = dg.build_graph(Run(api=api))
+    assert g.size == n + 1 and int(g.start.max()) < dg.MAX_SPAN_NS
+    s, e = dg.schedule(g, g.dur, g.gap, g.lat, g.ret, g.wait >= 0)
+    assert (s == g.start).all() and (e == g.end).all()
+    longer = g.dur.copy()
+    longer[0] += 1_000
+    s2, e2 = dg.schedule(g, longer, g.gap, g.lat, g.ret, g.wait >= 0)
+    assert (s2[1:] - g.start[1:] == 1_000).all()
