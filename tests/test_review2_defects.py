@@ -4,8 +4,10 @@ and holds its fix."""
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
+import pytest
 
 from tui_prof.analysis import summary as summary_module
 from tui_prof.analysis.summary import SummaryOptions, build_summary
@@ -131,3 +133,54 @@ def test_times_past_2_to_the_61_ns_keep_the_schedule_in_dependency_order():
     longer[0] += 1_000
     s2, e2 = dg.schedule(g, longer, g.gap, g.lat, g.ret, g.wait >= 0)
     assert (s2[1:] - g.start[1:] == 1_000).all()
+
+
+@pytest.fixture
+def long_name_run(tmp_path):
+    """An allowed folder holding a Kineto trace with a kernel named by 20,000 ``a``."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": 2, "pid": 0, "tid": 7, "args": {"device": 0, "stream": 7}}
+        for name, ts in (("a" * 20_000, 1), ("plain", 5))
+    ]
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    return tmp_path
+
+
+@pytest.mark.parametrize("edits", [{"scale": ["(a+)+$=2"]}, {"scale": ["(a|aa)*!=2"]}, {"remove": ["host:(x?){40}x{40}"]}, {"scale": ["(a)\\1+!=2"]}])
+def test_a_pattern_that_backtracks_exponentially_is_refused_at_once(long_name_run, edits):
+    """``(a+)+$`` against a long name of ``a`` took exponential time in a worker thread that
+    nothing could stop; such shapes are refused before any matching."""
+    from tui_prof import mcp_server
+    from tui_prof.analysis.whatif import Edits, WhatIfError
+
+    ctx = mcp_server.Context(mcp_server.allowed_roots([str(long_name_run)]), use_cache=False)
+    t = time.monotonic()
+    with pytest.raises(mcp_server.Refused, match="exponential|back-reference"):
+        mcp_server.tool_whatif(ctx, "t.json", edits)
+    with pytest.raises(WhatIfError):
+        Edits(scales=[(s.rsplit("=", 1)[0], 2.0) for s in edits.get("scale", [])], removes=edits.get("remove", [])).check()
+    assert time.monotonic() - t < 5
+
+
+def test_ordinary_patterns_are_accepted_and_match():
+    from tui_prof.analysis.saferegex import BoundedPattern
+
+    names = ["ncclKernel_AllReduce_RING", "void gemm<float>", "conv2d_fwd", "abab"]
+    assert BoundedPattern("nccl.*allreduce").search_all(names).tolist() == [True, False, False, False]
+    assert BoundedPattern("^(gemm|void gemm)|conv").search_all(names).tolist() == [False, True, True, False]
+    assert BoundedPattern("(ab){2}$|[<>]+").search_all(names).tolist() == [False, True, False, True]
+
+
+def test_a_slow_polynomial_match_stops_at_the_time_budget(long_name_run, monkeypatch):
+    """``.*a.*b`` is no exponential shape but backtracks cubically on 20,000 ``a``: matched
+    under a time budget (the regex module, in the mcp extra), then refused."""
+    pytest.importorskip("regex")
+    from tui_prof import mcp_server
+    from tui_prof.analysis import saferegex
+
+    monkeypatch.setattr(saferegex, "SECONDS", 0.5)
+    ctx = mcp_server.Context(mcp_server.allowed_roots([str(long_name_run)]), use_cache=False)
+    t = time.monotonic()
+    with pytest.raises(mcp_server.Refused, match="took more than 0.5 s"):
+        mcp_server.tool_whatif(ctx, "t.json", {"scale": [".*a.*a.*b=2"]})
+    assert time.monotonic() - t < 10

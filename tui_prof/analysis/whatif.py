@@ -30,8 +30,7 @@ the projected span, steady step and critical path. Edits:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +40,7 @@ from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.arrays import code_totals
 from tui_prof.analysis.hostapi import BLOCKING_COPY, LAUNCH, OTHER, SYNC, CorrIndex
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, DEFAULT_RULES, CategoryRules
+from tui_prof.analysis.saferegex import BoundedPattern, PatternError
 from tui_prof.model import Run
 
 SCHEMA = "tuiprof.whatif/1"
@@ -90,11 +90,19 @@ class Edits:
                 _regex(cause[5:])
 
 
-def _regex(text: str) -> re.Pattern:
+def _regex(text: str) -> BoundedPattern:
     try:
-        return re.compile(text, re.IGNORECASE)
-    except re.error as err:
-        raise WhatIfError(f"bad regular expression {text!r}: {err}") from None
+        return BoundedPattern(text)  # refuses a pattern that backtracks exponentially
+    except PatternError as err:
+        raise WhatIfError(str(err)) from None
+
+
+def _search(rx: BoundedPattern, texts: Iterable[str]) -> np.ndarray:
+    """Per text, whether ``rx`` is found in it (matching has a time budget)."""
+    try:
+        return rx.search_all(texts)
+    except PatternError as err:
+        raise WhatIfError(str(err)) from None
 
 
 CATEGORIES = {c.lower() for c, _ in DEFAULT_RULES} | {"other"}
@@ -478,7 +486,7 @@ def _scale_mask(run: Run, g: dg.DepGraph, pattern: str, rules: CategoryRules) ->
         if m.empty or not len(ext):
             return mask
         ops = m[m["source"].astype(str) == "cpu_op"]
-        hit = ops["external_id"].to_numpy()[np.array([bool(rx.search(str(x))) for x in ops["name"].astype(str)], dtype=bool)] if len(ops) else np.array([])
+        hit = ops["external_id"].to_numpy()[_search(rx, ops["name"].astype(str))] if len(ops) else np.array([])
         ks = np.flatnonzero(g.kind == dg.KERNEL)
         mine = ext[g.op_row[ks]]
         mask[ks] = np.isin(mine, hit[hit >= 0]) & (mine >= 0)
@@ -488,7 +496,7 @@ def _scale_mask(run: Run, g: dg.DepGraph, pattern: str, rules: CategoryRules) ->
         per = np.array([c.lower() == want for c in _categories(names, rules)] + [False], dtype=bool)
     else:
         rx = _regex(pattern)
-        per = np.array([bool(rx.search(nm)) for nm in names] + [False], dtype=bool)
+        per = np.append(_search(rx, names), False)
     mask = per[codes]  # code -1 (calls) picks the appended False
     mask &= g.kind >= dg.KERNEL
     return mask
@@ -532,7 +540,7 @@ def apply_edits(run: Run, g: dg.DepGraph, edits: Edits, rules: CategoryRules = D
             rx = _regex(cause[5:])
             nodes = np.flatnonzero(gap[: g.n_calls] > 0)
             labels = host_op_names(run, g, nodes)
-            hit = nodes[np.array([bool(rx.search(x)) for x in labels], dtype=bool)] if len(nodes) else nodes
+            hit = nodes[_search(rx, labels)] if len(nodes) else nodes
             record["matched"] = len(hit)
             record["matched_ns"] = int(gap[hit].sum())
             gap[hit] = 0
