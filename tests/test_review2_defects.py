@@ -184,3 +184,29 @@ def test_a_slow_polynomial_match_stops_at_the_time_budget(long_name_run, monkeyp
     with pytest.raises(mcp_server.Refused, match="took more than 0.5 s"):
         mcp_server.tool_whatif(ctx, "t.json", {"scale": [".*a.*a.*b=2"]})
     assert time.monotonic() - t < 10
+
+
+@pytest.mark.parametrize(
+    ("run", "sibling"),
+    [("run.db", "run.db-wal"), ("run.db", "run.db-journal"), ("w_pmc_perf.csv", "w_sysinfo.csv"), ("pmc_perf.csv", "sysinfo.csv")],
+)
+def test_mcp_refuses_a_file_run_whose_sibling_links_outside(tmp_path, run, sibling):
+    """A single-file run's loader reads files beside it (rocpd: ``X.db-wal``; rocprof-compute:
+    the workload's ``sysinfo.csv``): a link there led outside the allowed folders."""
+    from tui_prof import mcp_server
+
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    (outside / "secret").write_text("not yours")
+    (allowed / run).write_text("x")
+    roots = mcp_server.allowed_roots([str(allowed)])
+    (allowed / "other.txt").symlink_to(outside / "secret")  # not read by this run's load
+    assert mcp_server.resolve_run(run, roots) == allowed / run
+    (allowed / "inside").write_text("y")
+    (allowed / sibling).symlink_to(allowed / "inside")  # a link that stays inside
+    assert mcp_server.resolve_run(run, roots) == allowed / run
+    (allowed / sibling).unlink()
+    (allowed / sibling).symlink_to(outside / "secret")
+    with pytest.raises(mcp_server.Refused, match="outside the allowed directories"):
+        mcp_server.resolve_run(run, roots)
