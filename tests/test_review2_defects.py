@@ -210,3 +210,16 @@ def test_mcp_refuses_a_file_run_whose_sibling_links_outside(tmp_path, run, sibli
     (allowed / sibling).symlink_to(outside / "secret")
     with pytest.raises(mcp_server.Refused, match="outside the allowed directories"):
         mcp_server.resolve_run(run, roots)
+
+
+def test_a_long_escaped_kernel_name_is_a_pattern_and_deep_nesting_is_refused():
+    """A finding's what-if scales one kernel by its escaped, anchored name (thousands of
+    characters for a templated kernel): accepted; nesting too deep for the parser: refused."""
+    import re
+
+    from tui_prof.analysis.saferegex import BoundedPattern, PatternError
+
+    name = "void ck_tile::kentry<1, ck_tile::BatchedGemmKernel<" + "ck_tile::sequence<256, 128>, " * 200 + "void> >"
+    assert BoundedPattern("^" + re.escape(name) + "$").search_all([name, name + "x"]).tolist() == [True, False]
+    with pytest.raises(PatternError, match="nested too deeply"):
+        BoundedPattern("(" * 5000 + "a" + ")" * 5000)

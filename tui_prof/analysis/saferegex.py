@@ -5,10 +5,11 @@ Python's ``re`` backtracks: ``(a+)+$`` takes exponential time on a long name of 
 nothing can stop a match running in a worker thread (the MCP server's). So a pattern is
 refused before any matching when its shape can backtrack exponentially -- a repetition of
 something that itself repeats or alternates (``(a+)+``, ``(a|aa)*``, ``(a?){30}``) or a
-back-reference -- or when it is longer than :data:`MAX_CHARS`. What remains can still be
-slow on hostile names (``.*a.*b`` against 10,000 ``a``: polynomial backtracking), so where
-the ``regex`` module is installed (the ``mcp`` extra) the names are matched with it under a
-time budget of :data:`SECONDS` per pattern and the pattern is refused when the budget runs out.
+back-reference (no length limit: a finding's what-if matches one kernel's escaped name,
+which may be long). What remains can still be slow on hostile names (``.*a.*b`` against
+10,000 ``a``: polynomial backtracking), so where the ``regex`` module is installed (the
+``mcp`` extra) the names are matched with it under a time budget of :data:`SECONDS` per
+pattern and the pattern is refused when the budget runs out.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-MAX_CHARS = 1_000  # [P] characters in a pattern
 SECONDS = 10.0  # [P] matching one pattern against a run's names, at most (with the regex module)
 
 
@@ -88,13 +88,13 @@ class BoundedPattern:
     """A pattern checked for its shape, searched case-insensitively (module docstring)."""
 
     def __init__(self, text: str) -> None:
-        if len(text) > MAX_CHARS:
-            raise PatternError(f"regular expression of {len(text)} characters: at most {MAX_CHARS}")
         try:
             self.rx = re.compile(text, re.IGNORECASE)
+            problem = _shape_problem(_sre.parse(text, re.IGNORECASE)) if _sre is not None else None
         except re.error as err:
             raise PatternError(f"bad regular expression {text!r}: {err}") from None
-        problem = _shape_problem(_sre.parse(text, re.IGNORECASE)) if _sre is not None else None
+        except RecursionError:
+            raise PatternError("regular expression nested too deeply") from None
         if problem:
             raise PatternError(f"regular expression {text!r} holds {problem}, which can take exponential time: rewrite it without")
         self.text = text
