@@ -250,7 +250,8 @@ def test_check_cli_exit_status_and_json(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "tuiprof.check/1" and doc["degraded"] is True
     for issue in doc["issues"]:
-        assert set(issue) == {"code", "severity", "message", "affects"}
+        assert set(issue) == {"code", "severity", "message", "affects", "fix"}
+        assert issue["fix"]  # what to do: every code has one (integrity.FIXES)
         assert issue["severity"] in ("info", "degraded", "unreliable")
     assert "clock-domains" in {i["code"] for i in doc["issues"]}
     assert main(["check", "--no-cache", str(SALTFISH)]) == EXIT_OK

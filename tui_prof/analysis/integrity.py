@@ -88,8 +88,13 @@ class Issue:
     message: str
     affects: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def fix(self) -> str:
+        """What to do about it (:data:`FIXES`)."""
+        return FIXES.get(self.code, "")
+
     def record(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "affects": self.affects}
+        return {"code": self.code, "severity": self.severity, "message": self.message, "affects": self.affects, "fix": self.fix}
 
 
 @dataclass
@@ -125,6 +130,25 @@ class CheckReport:
 
 
 Check = Callable[[RunSet], list[Issue]]
+
+# What to do about each issue (the ``fix`` of its record; the TUI's Integrity pane shows it).
+FIXES = {
+    "clock-domains": "open one recording at a time (tuiprof summary lists them; --recording N picks one); record each run into its own folder",
+    "queue-overlap": "treat the per-kernel times of this stream as approximate; confirm a figure that matters on a run recorded again",
+    "duration-overflow": "leave these rows out (tuiprof query) or record again: kernel totals, spans and idle time count them",
+    "negative-duration": "these rows' timestamps are damaged; their durations count as negative in totals: record again if they matter",
+    "kernel-before-launch": "the host and GPU clocks disagree: trust kernel durations, not launch latency, queue delay or sync figures",
+    "unlinked-launches": "GPU records were lost (a full profiler buffer, a trace stopped early): record fewer steps; kernel totals are lower bounds",
+    "unlinked-kernels": "API records were lost: launch and sync figures undercount; record fewer steps",
+    "graph-without-kernels": "kernel totals miss the replays' kernels: treat them as lower bounds, or record with per-kernel graph tracing",
+    "counter-duplicated": "open each counter pass on its own: the summed values are not per-dispatch counts",
+    "counter-impossible": "leave these counters out, or collect them again in a pass of their own",
+    "counter-known-defective": "do not use this counter on this GPU (see the report named in the message)",
+    "counter-all-zero": "collect the counter again in a pass of its own, or use another counter: it was not collected or reads 0 on this GPU",
+    "non-kernel-packets": "nothing to do: these rows are listed apart from the kernels",
+    "packet-in-kernels": "kernel totals include non-kernel packets: leave them out by name (tuiprof query)",
+    "file-unreadable": "the load issues name each file and its error (TUI tab 6); the figures leave out what could not be read",
+}
 
 
 def _span(start: np.ndarray, end: np.ndarray) -> list[int]:

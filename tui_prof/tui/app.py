@@ -39,6 +39,7 @@ from tui_prof.tui.pane import Pane
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane
+from tui_prof.tui.panes.integrity import IntegrityTable
 from tui_prof.tui.registry import PANES
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.main import MainScreen
@@ -244,6 +245,7 @@ class TuiProfApp(ProfApp):
                 ("hardware, issues, help", KeyScroll),
                 ("timeline", Timeline),
                 ("findings", FindingsTable),
+                ("integrity", IntegrityTable),
                 ("counters", CountersPane),
                 ("drill-down", BackScreen),
             )
