@@ -377,3 +377,80 @@ def test_mcp_check_tool_returns_the_cli_json(capsys):
     assert "check" in {s.name for s in mcp_server.tool_specs()}
     main(["check", "--no-cache", "--json", str(DOCS7)])
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(check_document(load_path(DOCS7))))
+
+
+# --- out-of-order timestamps, the buffer-full signature, counters above their bound ------------
+
+
+def test_injected_out_of_order_kernels_and_calls_are_found():
+    """Two consecutive kernels of one stream swap their times: the later-launched one (higher
+    correlation id) now starts first, at its row; the same for two calls of one thread."""
+    runset = _train_sync()
+    run = runset.runs[0]
+    assert "timestamps-out-of-order" not in codes(check_run(runset))
+    k = run.kernels
+    stream, ids = k["stream"].to_numpy(), k["correlation_id"].to_numpy()
+    i = next(i for i in range(100, len(k) - 1) if stream[i] == stream[i + 1] and 0 < ids[i] < ids[i + 1])
+    (a0, a1), (b0, b1) = (int(k["start"].iat[i]), int(k["end"].iat[i])), (int(k["start"].iat[i + 1]), int(k["end"].iat[i + 1]))
+    k.loc[i, ["start", "end"]] = [b0, b1]
+    k.loc[i + 1, ["start", "end"]] = [a0, a1]
+    api = run.api
+    tid, aids = api["tid"].to_numpy(), api["correlation_id"].to_numpy()
+    j = next(
+        j for j in range(200, len(api) - 1) if tid[j] == tid[j + 1] and 0 < aids[j] < aids[j + 1] and api["start"].iat[j + 1] - api["start"].iat[j] > 5_000
+    )
+    s0, s1 = int(api["start"].iat[j]), int(api["start"].iat[j + 1])
+    api.loc[j, "start"], api.loc[j + 1, "start"] = s1, s0
+    found = {i.affects["table"]: i for i in codes(check_run(runset))["timestamps-out-of-order"]}
+    assert found["kernels"].affects["rows"] == 1 and found["kernels"].affects["examples"][0]["row"] == i + 1
+    assert found["api"].affects["rows"] == 1 and found["api"].affects["examples"][0]["row"] == j + 1
+    assert found["kernels"].severity == "degraded"
+
+
+def test_injected_buffer_full_tail_is_found():
+    """Every kernel after 90 % of the run dropped (a full buffer discarding new records): the
+    launch calls after the last kernel's own call are the tail the check names."""
+    runset = _train_sync()
+    run = runset.runs[0]
+    k = run.kernels
+    cut = int(np.quantile(k["start"], 0.9))
+    kept = k[k["start"] < cut]
+    run.kernels = kept.reset_index(drop=True)
+    api = run.api
+    names = api["name"].astype(str)
+    launch = names.isin(["cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel"]).to_numpy()  # the kernel launches this trace makes
+    last_linked = api.loc[launch & api["correlation_id"].isin(kept["correlation_id"]).to_numpy(), "start"].max()
+    tail = api[launch & (api["start"] > last_linked).to_numpy()]
+    (issue,) = codes(check_run(runset))["buffer-full"]
+    assert issue.affects["rows"] == len(tail) and issue.affects["time_range_ns"][0] == int(tail["start"].min())
+    assert str(int(kept["end"].max())) in issue.message
+
+
+def test_a_short_unlinked_tail_is_not_a_full_buffer():
+    runset = _train_sync()
+    run = runset.runs[0]
+    run.kernels = run.kernels.iloc[:-3].reset_index(drop=True)  # the last 3 kernels never ran in the window
+    assert "buffer-full" not in codes(check_run(runset))
+
+
+def test_counter_above_the_grids_waves_is_found():
+    """SQ_WAVES of every dispatch of the docs pass is exactly the waves its grid launches
+    (parsed from the CSV); one raised above the most its grid can launch at any wave size (this
+    pass records no agent: 32) is found at its dispatch."""
+    with open(DOCS7 / "counter_collection.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["Counter_Name"] == "SQ_WAVES"]
+    for r in rows:
+        grid, wg = int(r["Grid_Size"]), int(r["Workgroup_Size"])
+        assert float(r["Counter_Value"]) == -(-wg // 64) * -(-grid // wg)
+    runset = load_path(DOCS7)
+    assert "counter-above-peak" not in codes(check_run(runset))
+    run = next(r for r in runset.runs if r.meta.label.endswith("pid 15606"))
+    broken = copy.deepcopy(run)
+    c = broken.counters
+    row = int(np.flatnonzero(c["counter"].astype(str).to_numpy() == "SQ_WAVES")[1])
+    c.loc[row, "value"] = c["value"].iat[row] * 2  # the bound without agent info: wave size 32, twice the waves
+    assert "counter-above-peak" not in codes(check_run(RunSet("x", [broken])))
+    c.loc[row, "value"] = c["value"].iat[row] + 64
+    (issue,) = codes(check_run(RunSet("x", [broken])))["counter-above-peak"]
+    assert issue.affects["dispatch_ids"] == [int(c["dispatch_id"].iat[row])] and issue.affects["counters"] == ["SQ_WAVES"]
+    assert issue.severity == "unreliable"

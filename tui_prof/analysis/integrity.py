@@ -20,12 +20,18 @@ queue-overlap           kernels overlapping their predecessor on one in-order st
 duration-overflow       a kernel or copy longer than 1 h (an overflowed duration)        unreliable
 negative-duration       a kernel, copy or API row whose end lies before its start        degraded
 kernel-before-launch    kernels starting > 1 ms before the call that launched them       degraded
+timestamps-out-of-order a kernel starting > 1 µs before a kernel launched before it on     degraded
+                        its stream, or a call before an earlier call of its thread (by
+                        correlation id)
+buffer-full             the last >= 10 (and >= 1 %) launch calls have no kernel: the     degraded
+                        kernel records stop while the calls go on
 unlinked-launches       > 5 % of launch calls have no kernel (dropped GPU records)       degraded
 unlinked-kernels        > 5 % of the kernels launched after the first traced call (by      degraded
                         correlation id) have no API call (dropped API records)
 counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
                         (counter passes of other processes with the same dispatch ids)
 counter-impossible      a negative or infinite counter value                             unreliable
+counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches            unreliable
 counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
 graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
@@ -60,6 +66,8 @@ CLUSTER_GAP_NS = HOUR_NS  # no event at all for this long: two recordings or two
 OVERFLOW_NS = HOUR_NS  # one kernel or copy longer than this: an overflowed duration [P]
 EARLY_KERNEL_NS = 1_000_000  # a kernel starting this much before its launch call: clocks disagree [P]
 UNLINKED_SHARE = 0.05  # [P] launch calls without kernels (or kernels without calls) worth a flag
+BUFFER_TAIL_MIN = 10  # [P] trailing launch calls without kernels that make the buffer-full signature
+BUFFER_TAIL_SHARE = 0.01  # [P] ... and at least this share of the launch calls
 PDL_MAX_OVERLAP = 0.5  # [P] cudaLaunchKernelExC kernels overlapping their predecessor by less: real
 # [P] real rocprofv3/rocpd recordings show consecutive kernels of one HIP stream overlapping by
 # up to 12 % of the later one (tests/data rocprofv3_json 908, rocpd 28): tolerated below this
@@ -137,6 +145,9 @@ FIXES = {
     "queue-overlap": "treat the per-kernel times of this stream as approximate; confirm a figure that matters on a run recorded again",
     "duration-overflow": "leave these rows out (tuiprof query) or record again: kernel totals, spans and idle time count them",
     "negative-duration": "these rows' timestamps are damaged; their durations count as negative in totals: record again if they matter",
+    "timestamps-out-of-order": "the rows' clocks jumped or wrapped: trust their durations, not their placement (gaps, overlap, idle time)",
+    "buffer-full": "records after the stop were dropped: record fewer steps, or give the profiler a larger buffer; totals are lower bounds",
+    "counter-above-peak": "leave these counters out; collect them again in a pass of their own and check the counter's definition for this GPU",
     "kernel-before-launch": "the host and GPU clocks disagree: trust kernel durations, not launch latency, queue delay or sync figures",
     "unlinked-launches": "GPU records were lost (a full profiler buffer, a trace stopped early): record fewer steps; kernel totals are lower bounds",
     "unlinked-kernels": "API records were lost: launch and sync figures undercount; record fewer steps",
@@ -242,6 +253,53 @@ def durations(runset: RunSet) -> list[Issue]:
             if len(negative):
                 where = _where(run, name, negative)
                 out.append(Issue("negative-duration", "degraded", f"{len(negative)} {name} rows end before they start", {"sections": sections, **where}))
+    return out
+
+
+# --- order -------------------------------------------------------------------------------------
+
+
+def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Rows that start more than OVERLAP_TOLERANCE_NS before a row of their lane with a lower
+    correlation id (issued earlier: an in-order stream runs, and a host thread makes, its calls
+    in the order of their ids). Only rows with a lane (>= 0) and an id (> 0) count."""
+    known = np.flatnonzero((lane >= 0) & (ids > 0) & (start != -1))
+    if len(known) < 2:
+        return np.empty(0, dtype=np.int64)
+    ln, cid, st = lane[known], ids[known], start[known]
+    if bool(np.all(cid[1:] >= cid[:-1])) and bool(np.all(st[1:] >= st[:-1])):  # ids in start order: none can run against it
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((st, cid, ln))
+    ln, cid, st = ln[order], cid[order], st[order]
+    same = np.r_[False, ln[1:] == ln[:-1]]
+    # the latest start among earlier ids of the lane: a running max restarted per lane, then
+    # taken from the last row of the previous id (rows of one id, a graph's kernels, may interleave)
+    reach = pd.Series(st).groupby(np.cumsum(~same)).cummax().to_numpy()
+    new_id = np.r_[True, (cid[1:] != cid[:-1]) | ~same[1:]]
+    prior = np.where(same, np.r_[np.iinfo(np.int64).min, reach[:-1]], np.iinfo(np.int64).min)
+    prior = prior[np.maximum.accumulate(np.where(new_id, np.arange(len(st)), 0))]  # rows of one id share their first row's bound
+    hit = same & (prior - st > OVERLAP_TOLERANCE_NS)
+    return np.sort(known[order[np.flatnonzero(hit)]])
+
+
+def out_of_order(runset: RunSet) -> list[Issue]:
+    """Timestamps that run against the order of issue: a kernel starting before a kernel
+    launched before it on the same stream, a call starting before an earlier call of its thread."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        k, api = run.kernels, run.api
+        found = []
+        if len(k) > 1:
+            found.append(("kernels", _against_launch_order(k["stream"].to_numpy().astype(np.int64), k["correlation_id"].to_numpy(), k["start"].to_numpy())))
+        if len(api) > 1:
+            found.append(("api", _against_launch_order(api["tid"].to_numpy().astype(np.int64), api["correlation_id"].to_numpy(), api["start"].to_numpy())))
+        for name, rows in found:
+            if not len(rows):
+                continue
+            lane = "stream" if name == "kernels" else "thread"
+            sections = list(KERNEL_SECTIONS + ("gpu", "gaps")) if name == "kernels" else ["api", "sync", "launch"]
+            message = f"{len(rows)} {name} rows start before a row issued earlier on their {lane} (by correlation id): timestamps out of order"
+            out.append(Issue("timestamps-out-of-order", "degraded", message, {"sections": sections, **_where(run, name, rows)}))
     return out
 
 
@@ -365,7 +423,30 @@ def launch_links(runset: RunSet) -> list[Issue]:
             out.append(Issue("unlinked-kernels", "degraded", message, {"sections": ["launch", "sync", "hotspots_by_operator", "hotspots_by_module"], **where}))
         out.extend(_graph_replays(run, classes))
         out.extend(_early_kernels(run))
+        out.extend(_records_stop(run, classes, calls))
     return out
+
+
+def _records_stop(run: Run, classes: np.ndarray, lonely: np.ndarray) -> list[Issue]:
+    """The buffer-full signature: the kernel records stop while the launch calls go on (the
+    last BUFFER_TAIL_MIN or more launch calls, and at least BUFFER_TAIL_SHARE of them, have
+    no kernel: a profiler buffer with the discard fill policy drops every record once full)."""
+    launches = np.flatnonzero(classes == LAUNCH)  # in start order: the tables are sorted by start
+    if not len(lonely) or len(launches) < 2:
+        return []
+    linked = ~_member(launches, lonely)
+    last = np.flatnonzero(linked)
+    tail = len(launches) - (int(last[-1]) + 1 if len(last) else 0)
+    if not len(last) or tail < max(BUFFER_TAIL_MIN, BUFFER_TAIL_SHARE * len(launches)):
+        return []
+    rows = launches[len(launches) - tail :]
+    where = _where(run, "api", rows)
+    stop = int(run.kernels["end"].max())
+    message = (
+        f"the kernel records stop at {stop} ns while the last {tail} of {len(launches)} launch calls go on: a profiler buffer filled "
+        "and dropped the records after it, or the GPU trace was cut"
+    )
+    return [Issue("buffer-full", "degraded", message, {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps", "launch")), **where})]
 
 
 def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
@@ -439,7 +520,50 @@ def counters(runset: RunSet) -> list[Issue]:
             )
         out.extend(_all_zero(c, label))
         out.extend(_known_defective(run, c, label))
+        out.extend(_above_peak(run, c, label))
     return out
+
+
+def _grid_waves(run: Run) -> pd.Series:
+    """The most waves each dispatch can launch (index: dispatch id): workgroups times waves
+    per workgroup at the smallest wave size the GPU runs (32 on RDNA, gfx1*; else 64)."""
+    k = run.kernels.drop_duplicates("dispatch_id")
+    wg = k["wg_x"].to_numpy().astype(np.float64) * np.maximum(k["wg_y"].to_numpy(), 1) * np.maximum(k["wg_z"].to_numpy(), 1)
+    grid = k["grid_x"].to_numpy().astype(np.float64) * np.maximum(k["grid_y"].to_numpy(), 1) * np.maximum(k["grid_z"].to_numpy(), 1)
+    sizes = {a.id: a.wave_size or (32 if a.name.startswith("gfx1") else 64) for a in run.gpu_agents}
+    wave = np.array([min(sizes.get(int(a), 32), 64) for a in k["agent"].to_numpy()], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        waves = np.where((wg > 0) & (grid > 0), np.ceil(wg / wave) * np.ceil(grid / wg), np.nan)
+    return pd.Series(waves, index=k["dispatch_id"].to_numpy())
+
+
+def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
+    """Counters above what the dispatch can reach: SQ_WAVES above the waves its grid launches
+    (every real rocprofv3 and rocprof-compute pass of tests/data reads exactly that number).
+    Cycle bounds are left out: GRBM_GUI_ACTIVE and GRBM_COUNT of one dispatch come from
+    different replays when collected in different passes (a real MI300X workload reads 2 % more
+    busy than elapsed cycles)."""
+    names = c["counter"].astype(str).to_numpy()
+    bad: dict[str, list[int]] = {}
+    waves = c[names == "SQ_WAVES"]
+    if len(waves) and len(run.kernels):
+        most = _grid_waves(run).reindex(waves["dispatch_id"].to_numpy()).to_numpy()
+        over = waves["value"].to_numpy() > most  # an exact count: one wave more is impossible; NaN (no grid recorded): never over
+        if over.any():
+            bad["SQ_WAVES"] = waves["dispatch_id"].to_numpy()[over].tolist()
+    if not bad:
+        return []
+    ids = sorted({i for v in bad.values() for i in v})
+    detail = ", ".join(f"{n} on {len(v)}" for n, v in bad.items())
+    message = f"counters above what their dispatch can reach ({detail} dispatches): a counter read from another dispatch or GPU, or defective"
+    return [
+        Issue(
+            "counter-above-peak",
+            "unreliable",
+            message,
+            {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": sorted(bad), "dispatch_ids": ids[:MAX_EXAMPLES]},
+        )
+    ]
 
 
 # (gfx target, counter) -> the public report of the defect
@@ -566,6 +690,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("clock-domains", clock_domains),
     ("durations", durations),
     ("queue-overlap", queue_overlap),
+    ("order", out_of_order),
     ("launch-links", launch_links),
     ("counters", counters),
     ("packets", packets),
