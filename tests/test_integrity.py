@@ -295,16 +295,26 @@ def test_text_and_markdown_mark_degraded_sections():
     assert "[unreliable" not in clean and "[degraded" not in clean and "Trust (" not in clean
 
 
-def test_diff_gate_is_inconclusive_when_a_gated_metric_is_unreliable(capsys):
+def test_diff_gate_is_inconclusive_when_a_gated_metric_is_unreliable(capsys, tmp_path):
+    """B: train_sync with one kernel's duration overflowed (2 h): its kernel time and span are
+    unreliable, so the gate answers inconclusive. (The docs folders once served here: their
+    separate recordings are now compared one each, --recording.)"""
+    import gzip
     import json
 
     from tui_prof.cli import main
     from tui_prof.exits import EXIT_INCONCLUSIVE
 
-    docs63 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm6.3"
-    assert main(["diff", "--no-cache", str(DOCS7), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE == 6
+    with gzip.open(TRAIN_SYNC, "rt") as fh:
+        trace = json.load(fh)
+    kernel = next(e for e in trace["traceEvents"] if e.get("cat") == "kernel" and e.get("ph") == "X")
+    kernel["dur"] = 2 * 3_600 * 1e6  # µs
+    broken = tmp_path / "broken.pt.trace.json"
+    broken.write_text(json.dumps(trace))
+    assert "duration-overflow" in codes(check_run(load_path(broken)))
+    assert main(["diff", "--no-cache", str(broken), str(TRAIN_SYNC), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE == 6
     assert "INCONCLUSIVE" in capsys.readouterr().out
-    assert main(["diff", "--no-cache", "--json", str(TRAIN_SYNC), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE
+    assert main(["diff", "--no-cache", "--json", str(TRAIN_SYNC), str(broken), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE
     gate = json.loads(capsys.readouterr().out)["fail_on_regression"]
     assert gate["exit_status"] == 6 and {u["side"] for u in gate["inconclusive"]} == {"B"}
     assert main(["diff", "--no-cache", str(TRAIN_SYNC), str(TRAIN_SYNC), "--fail-on-regression", "5"]) == 0
@@ -454,3 +464,104 @@ def test_counter_above_the_grids_waves_is_found():
     (issue,) = codes(check_run(RunSet("x", [broken])))["counter-above-peak"]
     assert issue.affects["dispatch_ids"] == [int(c["dispatch_id"].iat[row])] and issue.affects["counters"] == ["SQ_WAVES"]
     assert issue.severity == "unreliable"
+
+
+# --- separate recordings merged into one process: split; --recording on every command -----------
+
+
+def test_a_process_merging_separate_recordings_is_split():
+    """The docs rocm7 folder: the loader merges the sample files (of runs days apart) into one
+    process. Split, every part's rows lie in one cluster (no part alone has clock-domains), and
+    every row of every table is in exactly one part."""
+    from tui_prof.analysis.api import split_recordings
+    from tui_prof.model.schema import TABLES
+
+    runset = load_path(DOCS7)
+    merged = next(r for r in runset.runs if r.meta.label == "rocprofv3-docs-rocm7")
+    assert "clock-domains" in codes(check_run(RunSet("x", [merged])))
+    split = split_recordings(runset)
+    parts = [r for r in split.runs if r.meta.label.startswith("rocprofv3-docs-rocm7 · part ")]
+    assert len(parts) >= 2 and len(split.runs) == len(runset.runs) - 1 + len(parts)
+    for name in TABLES:
+        assert sum(len(p.table(name)) for p in parts) == len(merged.table(name)), name
+    for part in parts:
+        assert "clock-domains" not in codes(check_run(RunSet("x", [part])))
+        assert any("statistics files" in w for w in part.warnings)  # hip_api_stats covers every recording
+    ranks = load_path(RANKS)
+    assert split_recordings(ranks) is ranks  # one recording: untouched
+
+
+def test_summary_of_the_docs_folder_has_a_sane_span(capsys):
+    """3,701,249 s pooled before; now one recording is summarised, its span its own."""
+    import json
+
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.cli import main
+
+    choice = pick_recording(load_path(DOCS7))
+    assert choice.count >= 2
+    assert main(["summary", "--no-cache", "--json", str(DOCS7)]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    starts = [int(t[c].min()) for r in choice.runset.runs for t in (r.kernels, r.api, r.copies) for c in ("start",) if len(t) and (t[c] != -1).any()]
+    ends = [int(t["end"].max()) for r in choice.runset.runs for t in (r.kernels, r.api, r.copies) if len(t) and (t["start"] != -1).any()]
+    assert doc["wall_ns"] == max(ends) - min(starts) and doc["wall_ns"] < 3_600 * 10**9
+    assert f"summarised recording {choice.chosen}; pick another with --recording N" in captured.err
+
+
+def test_recording_option_on_check_export_and_diff(tmp_path, capsys):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_DEGRADED, EXIT_USAGE
+
+    blogs = DATA / "legacy_rocprof" / "rocm-blogs"
+    # check: the whole folder by default (its mixed recordings are an issue), one recording on demand
+    assert main(["check", "--no-cache", "--json", str(blogs)]) == EXIT_DEGRADED
+    assert "clock-domains" in {i["code"] for i in json.loads(capsys.readouterr().out)["issues"]}
+    assert main(["check", "--no-cache", "--json", "--recording", "1", str(blogs)]) == 0
+    captured = capsys.readouterr()
+    assert "clock-domains" not in {i["code"] for i in json.loads(captured.out)["issues"]} and "checked recording 1" in captured.err
+    assert main(["check", "--no-cache", "--recording", "3", str(blogs)]) == EXIT_USAGE
+    # export: the recording asked for (HSA: its one kernel row)
+    hsa = pick_recording(load_path(blogs), 2).runset
+    assert main(["export", "--no-cache", "--recording", "2", "--parquet", str(tmp_path / "out"), "--tables", "kernels", str(blogs)]) == 0
+    assert "exported recording 2" in capsys.readouterr().err
+    assert pq.read_table(tmp_path / "out" / "kernels.parquet").num_rows == sum(len(r.kernels) for r in hsa.runs) == 1
+    # diff: A's recording 1 against B's recording 2
+    assert main(["diff", "--no-cache", "--json", "--recording", "1,2", str(blogs), str(blogs)]) == 0
+    captured = capsys.readouterr()
+    assert "compared recording 1" in captured.err and "compared recording 2" in captured.err
+    json.loads(captured.out)
+    assert main(["diff", "--no-cache", "--recording", "1,3", str(blogs), str(blogs)]) == EXIT_USAGE
+    assert main(["diff", "--tui", "--recording", "1", str(blogs), str(blogs)]) == EXIT_USAGE
+
+
+def test_open_shows_one_recording_and_says_which():
+    from tui_harness import drive
+
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.tui.app import TuiProfApp
+
+    blogs = DATA / "legacy_rocprof" / "rocm-blogs"
+    default = pick_recording(load_path(blogs))
+
+    async def flow(app, pilot):
+        assert [r.meta.label for r in app.main.view.runset.runs] == [r.meta.label for r in default.runset.runs] == ["HIP_trace_results"]
+        notes = [n.message for n in app._notifications]
+        assert any(f"showing recording {default.chosen}" in n and "--recording N" in n for n in notes)
+
+    drive(TuiProfApp(str(blogs), use_cache=False), flow)
+
+    async def second(app, pilot):
+        assert [r.meta.label for r in app.main.view.runset.runs] == ["HSA_trace_results"]
+
+    drive(TuiProfApp(str(blogs), use_cache=False, recording=2), second)
+
+    async def bad(app, pilot):
+        assert app.load_error.startswith("--recording 5: the run holds 2 recordings")
+
+    drive(TuiProfApp(str(blogs), use_cache=False, recording=5), bad)

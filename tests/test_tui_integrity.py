@@ -6,7 +6,6 @@ marks follow the summary's ``trust`` map; Enter on an issue shows its rows on th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,31 +25,42 @@ DOCS7 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7"  # separate recordings i
 HOUR_NS = 3_600 * 10**9
 
 
-def test_pane_lists_the_check_report_and_marks_the_degraded_figures(capsys):
-    from tui_prof import cli
+def broken_runset():
+    """The synthetic run with two defects put in by hand: kernel 7 lasts 2 h (an overflowed
+    duration: unreliable) and kernel 3 ends before it starts (degraded)."""
+    runset, _ = synthetic_runset("per_launch")
+    k = runset.runs[0].kernels
+    k.loc[7, "end"] = k["start"].iat[7] + 2 * HOUR_NS
+    k.loc[3, "end"] = k["start"].iat[3] - 5
+    return runset
 
-    assert cli.main(["check", "--json", str(DOCS7)]) == 5
-    record = json.loads(capsys.readouterr().out)
-    expected = [(i["code"], i["severity"]) for i in record["issues"]]
-    assert ("clock-domains", "unreliable") in expected
+
+def test_pane_lists_the_issues_and_marks_the_degraded_figures():
+    """The two defects, most severe first, with what to do; the title and the hotspots'
+    measurement line carry the mark. The 2-hour kernel also covers the 92 kernels after it on
+    its stream (rows 8..99): queue-overlap, as it should."""
+    from tui_prof.analysis.integrity import FIXES
 
     async def flow(app, pilot):
         title = text_of(app, "#title")
-        assert "⚠ unreliable: clock-domains" in title and "(i: Integrity)" in title
-        assert "⚠ unreliable: clock-domains" in text_of(app, "#measure")  # the hotspots' measurement line
+        assert "⚠ unreliable: duration-overflow, negative-duration +1 (i: Integrity)" in title
+        assert "⚠ unreliable: duration-overflow" in text_of(app, "#measure")
         await press(app, pilot, "i")
         assert app.main.query_one("#tabs").active == "integrity"
         table = app.main.query_one("#integrity-table")
         assert table.has_focus
         frame = table.model.frame
+        expected = [("duration-overflow", "unreliable"), ("negative-duration", "degraded"), ("queue-overlap", "degraded")]
         assert list(zip(frame["code"], frame["severity"], strict=True)) == expected
-        degrading = sum(1 for _, s in expected if s != "info")
-        assert text_of(app, "#integrity-status").startswith(f"{len(expected)} issue(s), {degrading} degrading figures")
-        detail = text_of(app, "#integrity-detail")
-        first = record["issues"][0]
-        assert first["code"] in detail and first["fix"][:40] in " ".join(detail.split())
+        assert text_of(app, "#integrity-status").startswith("3 issue(s), 3 degrading figures")
+        detail = " ".join(text_of(app, "#integrity-detail").split())
+        assert "row 7:" in detail and FIXES["duration-overflow"][:40] in detail
+        await press(app, pilot, "j")
+        assert "row 3:" in text_of(app, "#integrity-detail")
+        await press(app, pilot, "j")
+        assert "92 kernels rows" in text_of(app, "#integrity-detail") and "row 8:" in text_of(app, "#integrity-detail")
 
-    drive(TuiProfApp(load_path(DOCS7)), flow, size=(160, 50))
+    drive(TuiProfApp(broken_runset()), flow, size=(160, 50))
 
 
 def test_enter_shows_the_issue_rows_on_the_timeline():
@@ -161,7 +171,7 @@ def test_integrity_pane_snapshot(snap_compare, size):
         await pilot.press("i")
         await idle(pilot.app, pilot)
 
-    assert snap_compare(TuiProfApp(load_path(DOCS7)), terminal_size=size, run_before=run_before)
+    assert snap_compare(TuiProfApp(broken_runset()), terminal_size=size, run_before=run_before)
 
 
 def test_no_mark_on_a_clean_real_trace():

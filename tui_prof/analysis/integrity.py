@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,7 @@ from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
 from tui_prof.model import Run, RunSet
+from tui_prof.model.schema import TABLES
 
 SCHEMA = "tuiprof.check/1"
 SEVERITIES = ("info", "degraded", "unreliable")
@@ -141,7 +142,7 @@ Check = Callable[[RunSet], list[Issue]]
 
 # What to do about each issue (the ``fix`` of its record; the TUI's Integrity pane shows it).
 FIXES = {
-    "clock-domains": "open one recording at a time (tuiprof summary lists them; --recording N picks one); record each run into its own folder",
+    "clock-domains": "use one recording at a time: --recording N of summary, check, open, export and diff (summary lists them); record each run into its own folder",
     "queue-overlap": "treat the per-kernel times of this stream as approximate; confirm a figure that matters on a run recorded again",
     "duration-overflow": "leave these rows out (tuiprof query) or record again: kernel totals, spans and idle time count them",
     "negative-duration": "these rows' timestamps are damaged; their durations count as negative in totals: record again if they matter",
@@ -678,9 +679,119 @@ def recordings(runset: RunSet) -> list[list[int]]:
     return [sorted(g) for g in groups]
 
 
+def _time_column(table: pd.DataFrame) -> str | None:
+    return "start" if "start" in table.columns else ("ts" if "ts" in table.columns else None)
+
+
+def _clusters(run: Run) -> list[tuple[int, int]]:
+    """The time ranges of ``run``'s timed rows (every table with a start or ts column), split
+    where no row at all starts for CLUSTER_GAP_NS; in time order."""
+    pieces: list[tuple[int, int]] = []
+    for name in TABLES:
+        table = run.table(name)
+        col = _time_column(table)
+        if col is None or not len(table):
+            continue
+        start = table[col].to_numpy()
+        end = table["end"].to_numpy() if "end" in table.columns else start
+        pieces.extend(_segments(start, end))
+    pieces.sort()
+    merged: list[list[int]] = []
+    for a, b in pieces:
+        if merged and a - merged[-1][1] <= CLUSTER_GAP_NS:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def split_run(run: Run) -> list[Run]:
+    """``run`` cut into one run per recording when a loader merged files of separate
+    recordings into one process (its rows fall in time clusters more than an hour apart: the
+    rocprofv3 documentation's sample folder). Rows go to the cluster holding their start;
+    rows without a timestamp to the first; counter and metric rows follow their dispatch;
+    the profiler's statistics files cover every recording and are left out of the parts (said
+    in each part's warnings). ``[run]`` when it is one recording."""
+    clusters = _clusters(run)
+    if len(clusters) < 2:
+        return [run]
+    bounds = np.array([b for _, b in clusters[:-1]], dtype=np.int64)
+    parts = [
+        Run(
+            meta=replace(
+                run.meta, label=f"{run_label(run)} · part {n}", formats=list(run.meta.formats), files=list(run.meta.files), extra=dict(run.meta.extra)
+            ),
+            agents=list(run.agents),
+            warnings=list(run.warnings)
+            + ([f"the statistics files ({', '.join(sorted(run.tool_stats))}) cover every recording: left out"] if run.tool_stats else []),
+            partial=run.partial,
+        )
+        for n in range(1, len(clusters) + 1)
+    ]
+    for name in TABLES:
+        table = run.table(name)
+        col = _time_column(table)
+        if not len(table) or col is None:
+            continue
+        t = table[col].to_numpy()
+        which = np.where(t == -1, 0, np.searchsorted(bounds, t, side="left"))
+        for n, part in enumerate(parts):
+            setattr(part, name, table[which == n].reset_index(drop=True))
+    for name in ("counters", "metrics"):  # no time of their own: with their dispatch's kernel
+        table = run.table(name)
+        if not len(table) or "dispatch_id" not in table.columns:
+            continue
+        for part in parts:
+            setattr(part, name, table[_member(table["dispatch_id"].to_numpy(), part.kernels["dispatch_id"].to_numpy())].reset_index(drop=True))
+    return [part for part in parts if any(len(part.table(name)) for name in TABLES)]
+
+
+def split_recordings(runset: RunSet) -> RunSet:
+    """``runset`` with every process that holds several recordings cut into one run per
+    recording (:func:`split_run`); the same object when none does."""
+    runs = [part for run in runset.runs for part in split_run(run)]
+    return runset if len(runs) == len(runset.runs) else RunSet(runset.root, runs, list(runset.issues))
+
+
 def recording_runset(runset: RunSet, indices: list[int]) -> RunSet:
     """The run set of one recording (same root and load issues)."""
     return RunSet(runset.root, [runset.runs[i] for i in indices], list(runset.issues))
+
+
+@dataclass
+class RecordingChoice:
+    """What :func:`pick_recording` chose: ``runset`` (the chosen recording's run set; the
+    whole when it holds one), ``chosen`` (1-based) of ``count``, ``listing`` (one line per
+    recording: processes, dispatches, start, labels; ``*`` marks the chosen), ``error`` (a bad
+    N: what is wrong; ``runset`` is then the whole)."""
+
+    runset: RunSet
+    count: int
+    chosen: int
+    listing: list[str]
+    error: str | None = None
+
+
+def pick_recording(runset: RunSet, wanted: int | None = None) -> RecordingChoice:
+    """One recording of ``runset`` (issue 32): processes that hold several recordings are split
+    (:func:`split_recordings`), the processes grouped (:func:`recordings`), and recording
+    ``wanted`` (1-based) chosen, else the one with the most kernel dispatches."""
+    split = split_recordings(runset)
+    groups = recordings(split)
+    if len(groups) < 2:
+        error = None if wanted in (None, 1) else f"--recording {wanted}: the run holds one recording"
+        return RecordingChoice(runset, 1, 1, [], error)
+    if wanted is not None and not 1 <= wanted <= len(groups):
+        return RecordingChoice(runset, len(groups), 0, [], f"--recording {wanted}: the run holds {len(groups)} recordings (1..{len(groups)})")
+    sizes = [sum(len(split.runs[i].kernels) for i in g) for g in groups]
+    chosen = wanted if wanted is not None else 1 + max(range(len(groups)), key=lambda g: (sizes[g], -g))
+    listing = []
+    for n, group in enumerate(groups, 1):
+        ranges = [r for r in (time_range(split.runs[i]) for i in group) if r]
+        start = f"starts at {min(lo for lo, _ in ranges)} ns" if ranges else "no timestamps"
+        labels = ", ".join(run_label(split.runs[i]) for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+        listing.append(f"[{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {labels}")
+    return RecordingChoice(recording_runset(split, groups[chosen - 1]), len(groups), chosen, listing)
 
 
 # --- the registry ------------------------------------------------------------------------------
