@@ -565,3 +565,32 @@ def test_open_shows_one_recording_and_says_which():
         assert app.load_error.startswith("--recording 5: the run holds 2 recordings")
 
     drive(TuiProfApp(str(blogs), use_cache=False, recording=5), bad)
+
+
+def test_a_trace_beside_counter_passes_of_other_processes_is_not_three_ranks():
+    """rocprofv3 docs 6.3: one trace and two counter passes, each recorded by another process
+    (Process_Id 19396 in counter_collection.csv, 36499 in kernel_names.csv). Each pass is a
+    recording of its own: the TUI shows the trace alone (no ranks tab), never "3 rank(s)"."""
+    from tui_harness import drive
+
+    from tui_prof.analysis.api import recordings, split_recordings
+    from tui_prof.tui.app import TuiProfApp
+
+    docs63 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm6.3"
+    pids = []
+    for name in ("counter_collection.csv", "kernel_names.csv"):
+        with open(docs63 / name, newline="") as fh:
+            pids.extend(sorted({int(r["Process_Id"]) for r in csv.DictReader(fh)}))
+    assert pids == [19396, 36499]
+    runset = split_recordings(load_path(docs63))
+    passes = [i for i, r in enumerate(runset.runs) if "counter_pass_of" in r.meta.extra]
+    assert sorted(runset.runs[i].meta.extra["pids"][0] for i in passes) == pids
+    groups = recordings(runset)
+    assert all([i] in groups for i in passes)  # alone, not beside the trace
+
+    async def flow(app, pilot):
+        runs = app.main.view.runset.runs
+        assert len(runs) == 1 and not any("counter_pass_of" in r.meta.extra for r in runs)
+        assert "ranks" in app.main.hidden_tabs
+
+    drive(TuiProfApp(str(docs63), use_cache=False), flow)

@@ -249,7 +249,9 @@ def _one_recording(runset: RunSet, wanted: int | None, verb: str = "summarised")
         return runset, EXIT_USAGE
     if choice.count < 2:
         return runset, None
-    _say(f"{_shown_path(runset.root)} holds {choice.count} separate recordings (more than an hour apart, or clocks that cannot be aligned):")
+    _say(
+        f"{_shown_path(runset.root)} holds {choice.count} separate recordings (more than an hour apart, clocks that cannot be aligned, or counter passes of other processes):"
+    )
     for line in choice.listing:
         _say(f"  {line}")
     _say(f"{verb} recording {choice.chosen}; pick another with --recording N")

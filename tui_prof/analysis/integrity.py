@@ -658,7 +658,9 @@ def recordings(runset: RunSet) -> list[list[int]]:
     """The run set's processes grouped into recordings: processes whose time ranges (with every
     row's timestamps, :func:`time_range`) overlap or lie within an hour of each other are one
     recording; processes without timestamps join the recording before them in load order
-    (the first when none). Indices into ``runset.runs``; one group when all belong together."""
+    (the first when none), except counter passes recorded by another process than the trace
+    (``meta.extra["counter_pass_of"]``, loaders/rocprofv3_csv.py): each is a recording of its
+    own. Indices into ``runset.runs``; one group when all belong together."""
     spans = [(i, time_range(run)) for i, run in enumerate(runset.runs)]
     timed = sorted((span[0], span[1], i) for i, span in spans if span is not None)
     groups: list[list[int]] = []
@@ -672,11 +674,14 @@ def recordings(runset: RunSet) -> list[list[int]]:
             reach = hi
     if not groups:
         return [list(range(len(runset.runs)))]
+    alone = []
     for i, span in spans:
-        if span is None:
+        if span is None and "counter_pass_of" in runset.runs[i].meta.extra:
+            alone.append([i])  # a counter pass another process recorded: a recording of its own, never a rank of the trace
+        elif span is None:
             before = [g for g in groups if min(g) < i]
             (before[-1] if before else groups[0]).append(i)
-    return [sorted(g) for g in groups]
+    return [sorted(g) for g in groups] + alone
 
 
 def _time_column(table: pd.DataFrame) -> str | None:
