@@ -594,3 +594,32 @@ def test_a_trace_beside_counter_passes_of_other_processes_is_not_three_ranks():
         assert "ranks" in app.main.hidden_tabs
 
     drive(TuiProfApp(str(docs63), use_cache=False), flow)
+
+
+def test_a_program_run_after_another_on_one_host_is_a_recording_of_its_own(tmp_path, capsys):
+    """gpt2_shapes_modules and cold_train_memory: two H200 traces of different processes, the
+    second started 14 min after the first ended (parsed from the files). Pooled, they were one
+    run of two "ranks" with 14 min of idle GPU between them; now two recordings, each summarised
+    on its own span."""
+    import gzip
+    import json
+    import shutil
+
+    from tui_prof.analysis.api import recordings
+    from tui_prof.cli import main
+
+    files = [DATA / "kineto" / "h200" / "gpt2_shapes_modules.pt.trace.json.gz", DATA / "kineto" / "h200_cold" / "cold_train_memory.pt.trace.json.gz"]
+    spans = []
+    for path in files:
+        shutil.copy(path, tmp_path)
+        with gzip.open(path, "rt") as fh:
+            events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+        spans.append((min(e["ts"] for e in events), max(e["ts"] + e["dur"] for e in events), {e["pid"] for e in events}))
+    (a0, a1, _), (b0, b1, _) = sorted(spans)
+    assert 0 < b0 - a1 < 3_600 * 1e6  # µs: after the first, within the hour the old rule pooled
+    runset = load_path(tmp_path)
+    assert len(runset.runs) == 2 and len(recordings(runset)) == 2
+    assert main(["summary", "--no-cache", "--json", str(tmp_path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["processes"]) == 1 and doc["wall_ns"] < (b1 - b0) * 1000 * 1.5
+    assert recordings(load_path(RANKS)) == [[0, 1]]  # ranks of one job overlap: one recording

@@ -250,7 +250,7 @@ def _one_recording(runset: RunSet, wanted: int | None, verb: str = "summarised")
     if choice.count < 2:
         return runset, None
     _say(
-        f"{_shown_path(runset.root)} holds {choice.count} separate recordings (more than an hour apart, clocks that cannot be aligned, or counter passes of other processes):"
+        f"{_shown_path(runset.root)} holds {choice.count} separate recordings (processes or files that did not run together):"
     )
     for line in choice.listing:
         _say(f"  {line}")

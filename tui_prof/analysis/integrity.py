@@ -654,10 +654,22 @@ def files(runset: RunSet) -> list[Issue]:
 # --- separate recordings in one folder ---------------------------------------------------------
 
 
+def _after_on_one_clock(runset: RunSet, group: list[int], i: int) -> bool:
+    """Process ``i`` starts after every process of ``group`` ended, on the same host (one
+    clock: the order is real) and without a distributed rank beside ranked ones: a program
+    run after the others (one more session in the folder), not a rank of their job."""
+    run = runset.runs[i]
+    hosts = {runset.runs[j].meta.hostname for j in group}
+    ranked = run.meta.rank is not None and all(runset.runs[j].meta.rank is not None for j in group)
+    return hosts == {run.meta.hostname} and not ranked
+
+
 def recordings(runset: RunSet) -> list[list[int]]:
     """The run set's processes grouped into recordings: processes whose time ranges (with every
-    row's timestamps, :func:`time_range`) overlap or lie within an hour of each other are one
-    recording; processes without timestamps join the recording before them in load order
+    row's timestamps, :func:`time_range`) overlap are one recording; so are processes within an
+    hour of each other on different hosts (clocks the ranks' alignment may still correct) or
+    all with distributed ranks, while a process that starts after the others ended on the same
+    host is a recording of its own (a program run after them); processes without timestamps join the recording before them in load order
     (the first when none), except counter passes recorded by another process than the trace
     (``meta.extra["counter_pass_of"]``, loaders/rocprofv3_csv.py): each is a recording of its
     own. Indices into ``runset.runs``; one group when all belong together."""
@@ -666,7 +678,7 @@ def recordings(runset: RunSet) -> list[list[int]]:
     groups: list[list[int]] = []
     reach = None
     for lo, hi, i in timed:
-        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS:
+        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and (lo <= reach or not _after_on_one_clock(runset, groups[-1], i)):
             groups[-1].append(i)
             reach = max(reach, hi)
         else:

@@ -21,7 +21,7 @@ def recording_to_show(runset: RunSet, wanted: int | None) -> tuple[RunSet, str]:
     if choice.count < 2:
         return runset, ""
     note = (
-        f"{runset.name} holds {choice.count} separate recordings (more than an hour apart, clocks that cannot be aligned, or counter passes of other processes); "
+        f"{runset.name} holds {choice.count} separate recordings (processes or files that did not run together); "
         f"showing recording {choice.chosen}: {choice.listing[choice.chosen - 1][4:]}. "
         "tuiprof open --recording N shows another (tuiprof summary lists them)."
     )
