@@ -249,9 +249,7 @@ def _one_recording(runset: RunSet, wanted: int | None, verb: str = "summarised")
         return runset, EXIT_USAGE
     if choice.count < 2:
         return runset, None
-    _say(
-        f"{_shown_path(runset.root)} holds {choice.count} separate recordings (processes or files that did not run together):"
-    )
+    _say(f"{_shown_path(runset.root)} holds {choice.count} separate recordings (processes or files that did not run together):")
     for line in choice.listing:
         _say(f"  {line}")
     _say(f"{verb} recording {choice.chosen}; pick another with --recording N")
