@@ -207,7 +207,7 @@ class HotspotsPane(Pane, Vertical):
         """The measurement line, with a trust mark when the integrity checks degrade its figures
         or the hotspots' (tui_prof.tui.view.integrity)."""
         text = measurement_text(view.summary)
-        note = trust_note(view.summary.get("trust"), HOTSPOT_TRUST, INTEGRITY_KEY)
+        note = trust_note(view.summary.get("trust"), HOTSPOT_TRUST, INTEGRITY_KEY, compact=True)  # the title names the codes
         if note:
             text.append(" · ", "dim")
             text.append(note, "bold red" if note.startswith("⚠ unreliable") else "yellow")

@@ -104,11 +104,14 @@ def worst(trust: Mapping[str, Any] | None, sections: Iterable[str]) -> tuple[str
     return level, codes
 
 
-def trust_note(trust: Mapping[str, Any] | None, sections: Iterable[str], key: str) -> str:
-    """The mark beside degraded figures: ``⚠ unreliable: clock-domains (i: Integrity)``; ""
-    when every one of ``sections`` is ok."""
+def trust_note(trust: Mapping[str, Any] | None, sections: Iterable[str], key: str, *, compact: bool = False) -> str:
+    """The mark beside degraded figures: ``⚠ unreliable: clock-domains (i: Integrity)``
+    (``compact``: ``⚠ unreliable (i)``, beside a line that must fit 80 columns); "" when every
+    one of ``sections`` is ok."""
     level, codes = worst(trust, sections)
     if level == "ok":
         return ""
+    if compact:
+        return f"⚠ {level} ({key})"
     shown = ", ".join(codes[:2]) + (f" +{len(codes) - 2}" if len(codes) > 2 else "")
     return f"⚠ {level}: {shown} ({key}: Integrity)"
