@@ -623,3 +623,24 @@ def test_a_program_run_after_another_on_one_host_is_a_recording_of_its_own(tmp_p
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["processes"]) == 1 and doc["wall_ns"] < (b1 - b0) * 1000 * 1.5
     assert recordings(load_path(RANKS)) == [[0, 1]]  # ranks of one job overlap: one recording
+
+
+def test_counter_multimodal_across_passes_is_found():
+    """The docs rocm7 folder's two counter passes (other processes) ran the same four kernels
+    with the same grids and read the same SQ_WAVES (16,384 each). One pass's reading of one
+    kernel halved: SQ_WAVES has two values for one kernel and grid, in both passes' names."""
+    runset = load_path(DOCS7)
+    assert "counter-multimodal" not in codes(check_run(runset))
+    passes = [r for r in runset.runs if "counters pid" in r.meta.label]
+    assert len(passes) == 2
+    shapes = [set(zip(r.kernels["name"].astype(str), r.kernels["grid_x"], r.kernels["wg_x"], strict=True)) for r in passes]
+    common = shapes[0] & shapes[1]
+    assert common  # the same kernel with the same grid in both passes
+    name = sorted(common)[0][0]
+    run = passes[0]
+    ids = set(run.kernels.loc[run.kernels["name"].astype(str) == name, "dispatch_id"])
+    row = int(np.flatnonzero(run.counters["dispatch_id"].isin(ids).to_numpy() & (run.counters["counter"].astype(str) == "SQ_WAVES").to_numpy())[0])
+    run.counters.loc[row, "value"] = run.counters["value"].iat[row] / 2
+    (issue,) = codes(check_run(runset))["counter-multimodal"]
+    assert issue.affects["kernels"] == [name] and issue.severity == "unreliable"
+    assert sorted(issue.affects["processes"]) == sorted(r.meta.label for r in passes)

@@ -32,6 +32,8 @@ counter-duplicated      one dispatch's counter recorded more than once in one pr
                         (counter passes of other processes with the same dispatch ids)
 counter-impossible      a negative or infinite counter value                             unreliable
 counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches            unreliable
+counter-multimodal      SQ_WAVES takes several values for one kernel with one grid and    unreliable
+                        workgroup (across every process and pass of the run set)
 counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
 graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
@@ -155,6 +157,7 @@ FIXES = {
     "graph-without-kernels": "kernel totals miss the replays' kernels: treat them as lower bounds, or record with per-kernel graph tracing",
     "counter-duplicated": "open each counter pass on its own: the summed values are not per-dispatch counts",
     "counter-impossible": "leave these counters out, or collect them again in a pass of their own",
+    "counter-multimodal": "collect the counter again in one pass of its own on this GPU; compare passes only from the same build and input",
     "counter-known-defective": "do not use this counter on this GPU (see the report named in the message)",
     "counter-all-zero": "collect the counter again in a pass of its own, or use another counter: it was not collected or reads 0 on this GPU",
     "non-kernel-packets": "nothing to do: these rows are listed apart from the kernels",
@@ -596,6 +599,50 @@ def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
     return [Issue("counter-all-zero", "unreliable", message, {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": zero})]
 
 
+def counter_modes(runset: RunSet) -> list[Issue]:
+    """A deterministic count read differently for the same work: SQ_WAVES of dispatches of one
+    kernel with one grid and workgroup (in any process or pass of the run set) takes more than
+    one value. The waves a grid launches do not depend on timing or on the pass: several values
+    are a defective counter (reported multi-modal on RDNA), or passes of different builds."""
+    frames = []
+    for run in runset.runs:
+        c, k = run.counters, run.kernels
+        if not len(c) or not len(k):
+            continue
+        waves = c[c["counter"].astype(str).to_numpy() == "SQ_WAVES"]
+        if not len(waves):
+            continue
+        shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]]
+        joined = shape.reindex(waves["dispatch_id"].to_numpy())
+        joined["value"] = waves["value"].to_numpy()
+        joined["process"] = run_label(run)
+        frames.append(joined.dropna(subset=["name"]).reset_index())
+    if not frames:
+        return []
+    rows = pd.concat(frames, ignore_index=True)
+    rows["name"] = rows["name"].astype(str)
+    keys = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
+    modes = rows.dropna(subset=["value"]).groupby(keys, observed=True)["value"].nunique()
+    bad = modes[modes > 1]
+    if not len(bad):
+        return []
+    names = sorted({str(i[0]) for i in bad.index})
+    hit = rows.set_index(keys).index.isin(bad.index)
+    values = sorted({float(v) for v in rows.loc[hit, "value"]})
+    message = (
+        f"SQ_WAVES takes several values for the same kernel and grid ({len(names)} kernel(s), values {', '.join(f'{v:g}' for v in values[:MAX_EXAMPLES])}): "
+        "the waves a grid launches do not vary, so the counter (or the passes compared) is not to be trusted"
+    )
+    affects = {
+        "sections": list(COUNTER_SECTIONS),
+        "processes": sorted(set(rows.loc[hit, "process"])),
+        "counters": ["SQ_WAVES"],
+        "kernels": names[:MAX_EXAMPLES],
+        "dispatch_ids": sorted({int(d) for d in rows.loc[hit, "dispatch_id"]})[:MAX_EXAMPLES],
+    }
+    return [Issue("counter-multimodal", "unreliable", message, affects)]
+
+
 # --- what the loaders noticed ------------------------------------------------------------------
 
 
@@ -821,6 +868,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("order", out_of_order),
     ("launch-links", launch_links),
     ("counters", counters),
+    ("counter-modes", counter_modes),
     ("packets", packets),
     ("files", files),
 )
