@@ -223,3 +223,9 @@ def test_a_long_escaped_kernel_name_is_a_pattern_and_deep_nesting_is_refused():
     assert BoundedPattern("^" + re.escape(name) + "$").search_all([name, name + "x"]).tolist() == [True, False]
     with pytest.raises(PatternError, match="nested too deeply"):
         BoundedPattern("(" * 5000 + "a" + ")" * 5000)
+
+
+def test_numpy_integers_are_written_as_json_numbers_not_strings():
+    values = {"i64": np.int64(-5), "u8": np.uint8(200), "i32": [np.int32(7)], "flag": True}
+    text = jsonout.dumps(values, default=str)
+    assert json.loads(text) == {"i64": -5, "u8": 200, "i32": [7], "flag": True}

@@ -54,6 +54,9 @@ def finite(value: Any, seen: NonFinite | None = None, path: str = "$") -> Any:
     if isinstance(value, numbers.Real) and not isinstance(value, (float, numbers.Integral)):
         # numpy's float32/float16 are not float subclasses: read as the float they equal
         value = float(value)
+    elif isinstance(value, numbers.Integral) and not isinstance(value, int):
+        # numpy's integers are not int subclasses: written as the integer, not its str()
+        value = int(value)
     if isinstance(value, float):
         if math.isfinite(value):
             return value
