@@ -450,7 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default=",".join(DEFAULT_ROWS), help=f"comma list of {', '.join(ALL_ROWS)}")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "tuiprof-bench"))
-    parser.add_argument("--baseline", help="PYTHONPATH of an earlier tree (git archive REV | tar -x -C DIR): its summary-csv and help run interleaved too")
+    parser.add_argument(
+        "--baseline", help="PYTHONPATH of an earlier tree (git archive REV | tar -x -C DIR): its summary-csv, reopen-cache and help run interleaved too"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
@@ -532,8 +534,26 @@ def main(argv: list[str] | None = None) -> int:
     if "reopen-cache" in wanted:
         env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
         first = measure(child("load-cache", str(csv_run)), env)  # writes the entry
-        reopen = [measure(child("load-cache", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
-        rows.append({"row": f"reopen from cache, CSV {n:,} (load_path)", "ours": best(reopen), "ref": first, "ours_key": "load_s", "ref_key": "load_s"})
+        base_env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-"), "PYTHONPATH": args.baseline or ""}
+        if args.baseline:  # the earlier tree's own entry (its cache format may differ)
+            run_child(child("load-cache", str(csv_run)), base_env, cwd=args.baseline)
+        reopen, base_reopen = [], []
+        for _ in range(max(args.repeat, 2)):  # interleaved: both trees see the same load
+            reopen.append(measure(child("load-cache", str(csv_run)), env))
+            if args.baseline:
+                base_reopen.append(run_child(child("load-cache", str(csv_run)), base_env, cwd=args.baseline))
+        row = {"row": f"reopen from cache, CSV {n:,} (load_path)", "ours": best(reopen), "ref": first, "ours_key": "load_s", "ref_key": "load_s"}
+        for name, runs in (("ours", reopen), ("baseline", base_reopen)):
+            if runs:
+                times = sorted(r.get("load_s", float("nan")) for r in runs)
+                loads = [r.get("load1") for r in runs]
+                print(
+                    f"  reopen-cache {name}: load_path {', '.join(f'{t:.3f}' for t in times)} s (median {times[len(times) // 2]:.3f}); load1 {loads}",
+                    file=sys.stderr,
+                )
+        if base_reopen:
+            row["base"] = best(base_reopen)
+        rows.append(row)
         cli_reopen = [measure(cli("summary", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
         rows.append(
             {

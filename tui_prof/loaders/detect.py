@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 import os
 import queue
 import re
@@ -19,8 +20,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
-from tui_prof.loaders import cache, loader_modules
+from tui_prof.loaders import LOADER_MODULES, cache, loader_modules
 from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
@@ -34,6 +36,7 @@ from tui_prof.loaders.base import (
     read_error,
     read_head,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 
 Progress = Callable[[str, int, int], None]
@@ -48,7 +51,8 @@ ScanDone = Callable[["ProcessScan"], None]
 """on_scan(scan): the processes the scan found, before any unit is read (see
 :func:`process_scan`). Called in the thread that called :func:`load_path`."""
 
-LOADERS: tuple[LoaderSpec, ...] = tuple(module.LOADER for module in loader_modules())
+# The specs alone (data): a reopen served by the cache imports no loader module.
+LOADERS: tuple[LoaderSpec, ...] = tuple(SPECS[name] for name in LOADER_MODULES)
 
 # A file whose name matches is expected to be profiler output: if no loader recognises
 # its content, that is an error rather than a skip.
@@ -67,6 +71,13 @@ PARALLEL_FORMATS = tuple(spec.format for spec in LOADERS if spec.parallel)
 # Formats whose loader reads each file on its own (one run per file): each file is its own
 # work unit and cache entry; the files are still loaded one after another.
 FILE_FORMATS = tuple(spec.format for spec in LOADERS if spec.per_file)
+
+MODULE_OF_FORMAT = {spec.format: name for name, spec in SPECS.items()}
+
+
+def loader_of(fmt: str) -> ModuleType:
+    """The loader module of format ``fmt``, imported on first use (units the cache serves need none)."""
+    return importlib.import_module(f"tui_prof.loaders.{MODULE_OF_FORMAT[fmt]}")
 
 
 READ_PROGRESS_MIN_BYTES = 32 << 20  # loads smaller than this report no "reading" progress
@@ -182,7 +193,7 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
     recognised). A file whose size and times are unchanged is not read again (at 1000 ranks
     × 8 files the heads are 500 MB of reads); ``memo`` is updated in place with this scan's
     verdicts for every file it looked at."""
-    modules = loader_modules()
+    modules: list | None = None  # imported at the first file the memo does not answer
     files = iter_files(root, sink)
     detected: list[DetectedFile] = []
     seen: dict = {}
@@ -213,6 +224,8 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
         else:
             head = read_head(path)
             hit = None
+            if modules is None:
+                modules = loader_modules()
             for module in modules:
                 try:
                     sniffed = module.sniff(path, head)
@@ -607,7 +620,6 @@ def _load(
         on_scan(process_scan(root, units))
     if memo is not None and memo != before:
         cache.save_scan(root, memo)
-    modules = {m.FORMAT: m for m in loader_modules()}
 
     # Per unit: (fragments, issues), from the cache or from its loader.
     results: list[UnitResult | None] = [None] * len(units)
@@ -620,7 +632,7 @@ def _load(
         unit_sink = IssueSink()
         check_cancelled()
         try:
-            runs = modules[fmt].load(files, unit_sink)
+            runs = loader_of(fmt).load(files, unit_sink)
             check_cancelled()  # a loader that turned an interrupted read into an issue: the unit is not kept
         except Exception as err:  # a loader bug must not lose the other formats
             for item in files:

@@ -76,7 +76,6 @@ from tui_prof.loaders.base import (
     IssueSink,
     LoadCancelled,
     LoadError,
-    LoaderSpec,
     Sniffed,
     cancel_event,
     check_cancelled,
@@ -91,10 +90,11 @@ from tui_prof.loaders.base import (
     read_error,
     replaced_warning,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run
 from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
 
-LOADER = LoaderSpec(format="kineto", file_names=r"pt\.trace|kineto", priority=4, per_file=True, kinds=("trace",))
+LOADER = SPECS["kineto"]
 FORMAT = LOADER.format
 
 _CAT_MARKER = re.compile(rb'"cat"\s*:\s*"(kernel|cuda_runtime|cuda_driver|cpu_op|gpu_memcpy|user_annotation|python_function)"')
