@@ -51,6 +51,7 @@ from __future__ import annotations
 import ast
 import atexit
 import codecs
+import dataclasses
 import gc
 import gzip
 import itertools
@@ -91,7 +92,7 @@ from tui_prof.loaders.base import (
     replaced_warning,
 )
 from tui_prof.loaders.specs import SPECS
-from tui_prof.model import Agent, Run
+from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
 
 LOADER = SPECS["kineto"]
@@ -148,7 +149,7 @@ def load(files, issues: IssueSink) -> list[Run]:
     runs = []
     for item in files:
         try:
-            runs.append(load_file(item.path))
+            runs.extend(load_runs(item.path))
         except LoadError as err:
             issues.error(item.path, str(err))
         except MemoryError:
@@ -436,6 +437,25 @@ class Columns:
         codes = np.frombuffer(getattr(self, column), dtype=np.int32)
         return pd.Categorical.from_codes(recode[codes] if len(codes) else codes, categories=list(names[order]))
 
+    def subset(self, rows: np.ndarray) -> Columns:
+        """A copy holding only ``rows`` (ascending row numbers); each string column keeps
+        the strings those rows use, in first-seen order."""
+        out = Columns()
+        out.widths = dict(self.widths)
+        for c, w in self.widths.items():
+            arr = getattr(self, c)
+            values = np.frombuffer(arr, dtype=arr.typecode).reshape(-1, w)[rows].reshape(-1) if len(arr) else np.array([], dtype=arr.typecode)
+            setattr(out, c, array(arr.typecode, values.tobytes()))
+        for c, lookup in self.strings.items():
+            codes = np.frombuffer(getattr(out, c), dtype=np.int32) if len(getattr(out, c)) else np.array([], dtype=np.int32)
+            names = list(lookup)
+            used = np.unique(codes)
+            recode = np.full(len(names), -1, dtype=np.int32)
+            recode[used] = np.arange(len(used), dtype=np.int32)
+            setattr(out, c, array("i", recode[codes].astype(np.int32).tobytes()))
+            out.strings[c] = {names[i]: j for j, i in enumerate(used.tolist())}
+        return out
+
     def strings_of(self, column: str) -> np.ndarray:
         """Per-row object array of a string column."""
         names = np.array(list(self.strings[column]) or [""], dtype=object)
@@ -463,16 +483,17 @@ class Events:
 
     def __init__(self):
         self.top: dict = {}  # every top-level key except traceEvents
+        # proc: the event's own pid (a tuiprof export writes each process's events under its pid)
         # coll/coll_bytes/coll_ranks: a collective kernel's "Collective name", message bytes and "Group size" (see collective_args)
         self.kernels = Columns(
             ("ts", "dur"),
-            ("device", "stream", "corr", "grid", "block", "shared", "ext", "regs", "coll_bytes", "coll_ranks"),
+            ("device", "stream", "corr", "grid", "block", "shared", "ext", "regs", "coll_bytes", "coll_ranks", "proc"),
             ("name", "coll"),
             ("grid", "block"),
         )
-        self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext"), ("name", "cat"))
+        self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext", "proc"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
-        self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
+        self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext", "proc"), ("name", "cat", "kind"))
         # ext: "External id"; dims/types/concrete: repr() of cpu_op "Input Dims"/"Input type"/"Concrete Inputs" (see marker_inputs)
         self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types", "concrete"))
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
@@ -564,6 +585,7 @@ def _kernel_event(ev: Events, e: dict, name: str, ts: Any) -> Columns:
         (k.shared, a.get("shared memory")),
         (k.ext, a.get("External id", UNKNOWN)),
         (k.regs, a.get("registers per thread", UNKNOWN)),
+        (k.proc, e.get("pid")),
     ):
         try:
             arr.append(v)
@@ -597,7 +619,7 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
         pid = tid = UNKNOWN
     else:
         pid, tid = e.get("pid"), e.get("tid")
-    for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN))):
+    for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN)), (api.proc, e.get("pid"))):
         try:
             arr.append(v)
         except (TypeError, OverflowError):
@@ -628,6 +650,7 @@ def _copy_event(ev: Events, e: dict, cat: str, name: str) -> Columns:
         (cp.corr, a.get("correlation")),
         (cp.bytes, a.get("bytes")),
         (cp.ext, a.get("External id", UNKNOWN)),
+        (cp.proc, e.get("pid")),
     ):
         try:
             arr.append(v)
@@ -1153,7 +1176,78 @@ def reorder(columns: dict, order: np.ndarray | None) -> dict:
 
 def load_file(path: Path) -> Run:
     """Load one Kineto trace file into one Run."""
+    return build_run(read_trace(Path(path)), Path(path))
+
+
+def load_runs(path: Path) -> list[Run]:
+    """The runs of one file: one, or each process of a tuiprof export (:func:`exported_runs`)."""
     ev = read_trace(Path(path))
+    processes = exported_processes(ev.top)
+    return [build_run(ev, Path(path))] if processes is None else exported_runs(ev, Path(path), processes)
+
+
+EXPORT_PREFIX = "tuiprof.perfetto-export/"
+EXPORT_KIND = EXPORT_PREFIX + "2"
+"""``tuiprof_export.kind`` of the files ``tuiprof export --perfetto`` writes (tui_prof.export.perfetto):
+Kineto-style events of every process under its own pid, and after them ``tuiprof_processes``,
+each process's pid in the file, metadata and agents. Times are µs from ``tuiprof_export.origin_ns``."""
+
+_META_FIELDS = {f.name for f in dataclasses.fields(RunMeta)}
+_AGENT_FIELDS = {f.name for f in dataclasses.fields(Agent)}
+
+
+def exported_processes(top: dict) -> list[dict] | None:
+    """The ``tuiprof_processes`` entries of a tuiprof export (each with an int ``pid``), or
+    None for any other trace (an export of an earlier version loads as one process)."""
+    header = top.get("tuiprof_export")
+    processes = top.get("tuiprof_processes")
+    if not (isinstance(header, dict) and str(header.get("kind", "")).startswith(EXPORT_PREFIX) and isinstance(processes, list)):
+        return None
+    good = [p for p in processes if isinstance(p, dict) and type(p.get("pid")) is int]
+    return good or None
+
+
+def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
+    """Each exported process as the run it was: its events (by pid), its metadata and agents
+    as written, its times back on the profiler's clock (``origin_ns`` added)."""
+    header = ev.top.get("tuiprof_export") or {}
+    origin = header.get("origin_ns") if type(header.get("origin_ns")) is int else 0
+    runs = []
+    for entry in processes:
+        pid = entry["pid"]
+        part = Events()
+        part.top = ev.top
+        part.flows, part.first_ts = ev.flows, ev.first_ts
+        for name, column in (("kernels", "proc"), ("api", "proc"), ("copies", "proc"), ("markers", "pid"), ("memory", "pid")):
+            table = getattr(ev, name)
+            rows = np.flatnonzero(as_int64(getattr(table, column)) == pid)
+            setattr(part, name, table.subset(rows))
+        run = build_run(part, path)
+        meta = entry.get("meta")
+        meta = meta if isinstance(meta, dict) else {}
+        restored = RunMeta(**{k: v for k, v in meta.items() if k in _META_FIELDS})
+        restored.extra = dict(restored.extra) if isinstance(restored.extra, dict) else {}
+        restored.extra["exported"] = {"source": header.get("source"), "files": restored.files}
+        restored.files = [str(path)]
+        run.meta = restored
+        agents = [a for a in entry.get("agents") or [] if isinstance(a, dict) and type(a.get("id")) is int]
+        run.agents = [Agent(**{k: v for k, v in a.items() if k in _AGENT_FIELDS}) for a in agents] or run.agents
+        if origin:
+            shift_times(run, origin)
+        runs.append(run)
+    return runs
+
+
+def shift_times(run: Run, by: int) -> None:
+    """Add ``by`` ns to every time column of ``run``'s tables."""
+    for table in (run.kernels, run.api, run.copies, run.markers, run.allocations, run.series):
+        for column in ("start", "end", "ts"):
+            if column in table.columns and len(table):
+                table[column] = table[column].to_numpy() + np.int64(by)
+
+
+def build_run(ev: Events, path: Path) -> Run:
+    """The Run of the events ``ev`` read from ``path``."""
     top = ev.top
     if "traceEvents" in top:  # a second traceEvents key that is not a list
         raise LoadError("not a Kineto trace: traceEvents is not a list")
