@@ -32,9 +32,13 @@ SAMPLES = {
     "steps": DATA / "h200" / "train_sync.pt.trace.json.gz",
     "memory": DATA / "h100__gaunernst_bert-small-uncased__1016001.json.gz",  # allocator "[memory]" events
     "epoch-clock": DATA / "critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz",
+    "rocprofv3-json": DATA.parent / "rocprofv3_json" / "908_results.json.gz",
 }
 NOT_COMPARED = {"source"}
 """The one field that legitimately differs: the path that was opened (the export, not the run)."""
+EXCEPTIONS = {"rocprofv3-json": {"occupancy"}}
+"""Documented losses (docs/user_guide.md, export): a rocprofv3 kernel's grid, scratch and
+register figures have no Kineto arg, so a rocprofv3 run reopened has no occupancy rows."""
 
 
 def _summary(path: Path) -> dict:
@@ -59,8 +63,10 @@ def reopened(tmp_path_factory):
 def test_reopened_export_gives_the_same_summary(reopened, name):
     _, source, back, _ = reopened[name]
     assert set(source) == set(back)
-    for key in set(source) - NOT_COMPARED:
+    for key in set(source) - NOT_COMPARED - EXCEPTIONS.get(name, set()):
         assert back[key] == source[key], key
+    for key in EXCEPTIONS.get(name, set()):
+        assert source[key] and not back[key]  # the loss is the documented one, nothing else
     assert back["source"]["path"].endswith(f"{name}.json.gz")
 
 

@@ -93,7 +93,7 @@ from tui_prof.loaders.base import (
 )
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run, RunMeta
-from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
+from tui_prof.model.schema import UNKNOWN, compact_int, concat_tables, make_table
 
 LOADER = SPECS["kineto"]
 FORMAT = LOADER.format
@@ -1230,6 +1230,10 @@ def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
         restored.extra["exported"] = {"source": header.get("source"), "files": restored.files}
         restored.files = [str(path)]
         run.meta = restored
+        if restored.pid is not None:  # GPU work no host call claims belongs to the process (as build_kernels' host pid)
+            for table in (run.kernels, run.copies):
+                if len(table) and bool((table["pid"].to_numpy() == UNKNOWN).any()):
+                    table["pid"] = compact_int(np.where(table["pid"].to_numpy() == UNKNOWN, restored.pid, table["pid"].to_numpy()))
         agents = [a for a in entry.get("agents") or [] if isinstance(a, dict) and type(a.get("id")) is int]
         run.agents = [Agent(**{k: v for k, v in a.items() if k in _AGENT_FIELDS}) for a in agents] or run.agents
         if origin:
