@@ -119,6 +119,11 @@ def _escaped(column: pd.Series) -> tuple[list[str], list[int]]:
     return cats, np.where(codes < 0, len(cats) - 1, codes).tolist()
 
 
+def codes_of(column: pd.Series) -> np.ndarray:
+    """The category codes of a category column (-1: missing)."""
+    return column.cat.codes.to_numpy()
+
+
 def _rows(mask: np.ndarray | None, n: int) -> Iterator[np.ndarray]:
     """Row numbers to write, in chunks of CHUNK."""
     rows = np.arange(n) if mask is None else np.flatnonzero(mask)
@@ -395,8 +400,11 @@ class _Launches:
         return out
 
 
-def _api_category(domain: str) -> str:
-    if domain in ("hip", "cuda"):
+def _api_category(domain: str, hip_name: bool = True) -> str:
+    """A call's ``cat``: Kineto's ``cuda_runtime`` for a HIP/CUDA call whose domain the Kineto
+    loader gives back from its name (``hip*`` -> hip, else cuda), ``cuda_sync``, else
+    ``api_<domain>`` (read back with that domain)."""
+    if domain in ("hip", "cuda") and hip_name == (domain == "hip"):
         return "cuda_runtime"
     if domain == "cuda_sync":
         return "cuda_sync"
@@ -409,10 +417,13 @@ def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None, ori
         return
     start, end = api["start"].to_numpy(), api["end"].to_numpy()
     names, codes = _escaped(api["name"])
-    dcats = [jstr(_api_category(str(d))) for d in api["domain"].cat.categories] + ['"api"']
-    domains = [jstr(str(d)) for d in api["domain"].cat.categories] + ['""']
+    domain_names = [str(d) for d in api["domain"].cat.categories] + [""]
+    domains = [jstr(d) for d in domain_names]
     dcodes = api["domain"].cat.codes.to_numpy()
-    dcodes = np.where(dcodes < 0, len(dcats) - 1, dcodes)
+    dcodes = np.where(dcodes < 0, len(domains) - 1, dcodes)
+    hip_name = np.array([str(n).startswith("hip") for n in api["name"].cat.categories] + [False], dtype=bool)
+    by_name = [[jstr(_api_category(d, h)) for h in (False, True)] for d in domain_names]  # [domain][hip name]
+    is_hip = hip_name[np.where(codes_of(api["name"]) < 0, len(hip_name) - 1, codes_of(api["name"]))]
     tid_all, corr_all = api["tid"].to_numpy(), api["correlation_id"].to_numpy()
     extra = _int_args(api, EXT_ID)
     for rows in _rows(_in_window(start, end, window), len(api)):
@@ -420,9 +431,9 @@ def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None, ori
         ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         tid = np.where(tid_all[rows] >= 0, tid_all[rows], unknown_tid).tolist()
-        corr, dc = corr_all[rows].tolist(), dcodes[rows].tolist()
+        corr, dc, hn = corr_all[rows].tolist(), dcodes[rows].tolist(), is_hip[rows].tolist()
         yield [
-            f'{{"ph":"X","cat":{dcats[dc[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},'
+            f'{{"ph":"X","cat":{by_name[dc[i]][hn[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},'
             f'"args":{{"correlation":{corr[i]},"domain":{domains[dc[i]]}{tail[i]}}}}}'
             for i, r in enumerate(rows.tolist())
         ]

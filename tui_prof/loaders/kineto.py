@@ -499,6 +499,7 @@ class Events:
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
         self.flows: Counter = Counter()
         self.comm_ops: dict[int, tuple[str, int, int]] = {}  # record_param_comms External id -> collective_args()
+        self.api_cats: dict[str, int] = {}  # "api_<domain>" category -> its api.cat code (after API_ORDER)
         self.process_labels: dict = {}
         self.first_ts: dict[str, object] = {}  # category -> raw ts of its first event
         self.count = 0  # traceEvents entries read
@@ -631,7 +632,10 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
         except (TypeError, OverflowError):
             lds.shared.append(_int(v))
         lds.corr.append(api.corr[-1])
-    api.cat.append(API_CODE[cat])
+    code = API_CODE.get(cat)
+    if code is None:  # "api_<domain>" (tuiprof export): a code of this trace's own after API_ORDER
+        code = ev.api_cats.setdefault(cat, len(API_ORDER) + len(ev.api_cats))
+    api.cat.append(code)
     api_names = api.strings["name"]
     api.name.append(api_names.setdefault(name, len(api_names)))
     if cat not in ev.first_ts:
@@ -735,6 +739,8 @@ def _take_events(ev: Events, batch: Any) -> None:
                     t = _api_event(ev, e, cat, name, ts)
                 elif cat in COPY_CODE:
                     t = _copy_event(ev, e, cat, name)
+                elif type(cat) is str and cat.startswith("api_"):  # a tuiprof export's other API domains
+                    t = _api_event(ev, e, cat, name, ts)
                 else:
                     continue
                 try:
@@ -1111,6 +1117,12 @@ def merge_events(ev: Events, part: Events) -> None:
     """Append ``part`` (the events after those in ``ev``) to ``ev`` as a serial read would
     have: columns concatenated, string codes remapped in first-seen order, first ``ts`` per
     category kept, flow and malformed counts added, later process labels winning."""
+    if part.api_cats:  # the piece's own codes of "api_<domain>" categories, as this read numbers them
+        recode = np.arange(len(API_ORDER) + len(part.api_cats), dtype=np.int32)
+        for cat, code in part.api_cats.items():
+            recode[code] = ev.api_cats.setdefault(cat, len(API_ORDER) + len(ev.api_cats))
+        if len(part.api.cat):
+            part.api.cat = array("i", recode[np.frombuffer(part.api.cat, dtype=np.int32)].tobytes())
     for mine, theirs in zip(ev.tables(), part.tables()):
         for column in mine.widths:
             values = getattr(theirs, column)
@@ -1217,7 +1229,7 @@ def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
         pid = entry["pid"]
         part = Events()
         part.top = ev.top
-        part.flows, part.first_ts = ev.flows, ev.first_ts
+        part.flows, part.first_ts, part.api_cats = ev.flows, ev.first_ts, ev.api_cats
         for name, column in (("kernels", "proc"), ("api", "proc"), ("copies", "proc"), ("markers", "pid"), ("memory", "pid")):
             table = getattr(ev, name)
             rows = np.flatnonzero(as_int64(getattr(table, column)) == pid)
@@ -1293,7 +1305,7 @@ def build_run(ev: Events, path: Path) -> Run:
     host_pid = find_host_pid(ev, ev.process_labels)
     meta.pid = host_pid
 
-    run.api = build_api(ev.api)
+    run.api = build_api(ev.api, ev.api_cats, file_order=exported_processes(top) is not None)
     launch = launch_lookup(run.api)
     run.kernels = build_kernels(ev.kernels, launch, ev.launch_shared, platform, host_pid, ev.comm_ops)
     run.copies = build_copies(ev.copies, launch, host_pid)
@@ -1423,7 +1435,12 @@ def find_host_pid(ev: Events, process_labels: dict) -> int | None:
     return None
 
 
-def build_api(cols: Columns):
+def build_api(cols: Columns, api_cats: dict[str, int] | None = None, file_order: bool = False):
+    """The ``api`` table; ``api_cats``: the trace's "api_<domain>" categories (a tuiprof
+    export's HSA, marker, RCCL ... calls) and their codes, their domain taken from the name;
+    ``file_order``: rows as written (a tuiprof export writes them in the run's order), else
+    grouped by category as Kineto writes them."""
+    api_cats = api_cats or {}
     if not len(cols.ts):
         return make_table("api", {})
     start, end = times(cols)
@@ -1431,8 +1448,11 @@ def build_api(cols: Columns):
     is_hip = np.array([str(c).startswith("hip") for c in names.categories], dtype=bool)
     cat = np.frombuffer(cols.cat, dtype=np.int32)
     hip = is_hip[names.codes] if len(is_hip) else np.zeros(len(cat), dtype=bool)
-    domain_code = np.where(cat == API_CODE["cuda_sync"], 1, np.where(hip, 2, 0))
-    domains = pd.Categorical.from_codes(domain_code, categories=["cuda", "cuda_sync", "hip"])
+    labels = sorted({"cuda", "cuda_sync", "hip"} | {extra[len("api_") :] for extra in api_cats})  # "api_hsa" -> domain "hsa"
+    domain_code = np.where(cat == API_CODE["cuda_sync"], labels.index("cuda_sync"), np.where(hip, labels.index("hip"), labels.index("cuda")))
+    for extra, code in api_cats.items():
+        domain_code = np.where(cat == code, labels.index(extra[len("api_") :]), domain_code)
+    domains = pd.Categorical.from_codes(domain_code, categories=labels)
     domains = domains.remove_unused_categories()
     columns = {
         "start": start,
@@ -1444,7 +1464,7 @@ def build_api(cols: Columns):
         "correlation_id": as_int64(cols.corr),
         **operator_columns(cols),
     }
-    return make_table("api", reorder(columns, category_order(cols.cat)))
+    return make_table("api", columns if file_order else reorder(columns, category_order(cols.cat)))
 
 
 def launch_lookup(api: pd.DataFrame) -> pd.DataFrame:
