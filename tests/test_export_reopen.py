@@ -166,3 +166,20 @@ def test_tui_export_name_drops_the_trace_suffixes(tmp_path):
     target = default_destination("/runs/x.pt.trace.json.gz", RunSet("/runs/x.pt.trace.json.gz").name, ".tuiprof.json.gz", tmp_path)
     assert target.name == "x.tuiprof.json.gz"
     assert default_destination("/runs/r", "4242_results.db", ".tuiprof-parquet", tmp_path).name == "4242_results.tuiprof-parquet"
+
+
+def test_other_api_domains_survive_a_parallel_read(reopened, tmp_path):
+    """The api_<domain> codes of pieces read in parallel are merged by name: the same rows
+    and domains as a serial read."""
+    from tui_prof.loaders import kineto
+
+    runset = reopened["rocpd"][0]
+    path, _ = export_perfetto(runset, tmp_path / "plain.json")
+    serial = kineto.read_trace(path)
+    pieces = kineto.read_trace_with(path, 3)
+    assert set(serial.api_cats) == set(pieces.api_cats) == {"api_hip"}  # __hipRegisterFatBinary, ...: hip calls not named hip*
+    a, b = kineto.build_api(serial.api, serial.api_cats, True), kineto.build_api(pieces.api, pieces.api_cats, True)
+    assert a["domain"].astype(str).tolist() == b["domain"].astype(str).tolist()
+    assert a["name"].astype(str).tolist() == b["name"].astype(str).tolist()
+    source = runset.runs[0].api
+    assert sorted(zip(a["domain"].astype(str), a["name"].astype(str))) == sorted(zip(source["domain"].astype(str), source["name"].astype(str)))
