@@ -35,6 +35,7 @@ from tui_prof.loaders.base import (
     one_line,
     read_error,
     read_head,
+    spec_batchable,
 )
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
@@ -539,14 +540,13 @@ BATCH_UNITS = 512
 """Tiny units (a loader's ``batchable``) read together in one task at most."""
 
 
-def _batched(units: list[Unit], modules: dict) -> set[int]:
+def _batched(units: list[Unit]) -> set[int]:
     """The units a loader reads in batches (many tiny processes: one small file each).
     They are neither looked up in nor written to the cache: reading a batch of them costs
     less than their cache keys and entries would."""
     found = set()
     for slot, (fmt, files) in enumerate(units):
-        batchable = getattr(modules[fmt], "batchable", None)
-        if batchable is not None and batchable(files):
+        if spec_batchable(SPECS[MODULE_OF_FORMAT[fmt]], files):  # from the spec: no loader imported
             found.add(slot)
     return found
 
@@ -621,14 +621,14 @@ def _fragments(results: list[UnitResult | None], sink: IssueSink) -> list[Run]:
     return fragments
 
 
-def _run_batch(task: list[int], units: list[Unit], modules: dict, results: list[UnitResult | None], run_unit: Callable[[int], UnitResult]) -> None:
+def _run_batch(task: list[int], units: list[Unit], results: list[UnitResult | None], run_unit: Callable[[int], UnitResult]) -> None:
     """The batched units of ``task`` read together by their loader's ``load_batch`` (each
     unit's runs and issues into ``results``); should the batch fail, each unit is read on
     its own by ``run_unit``, as without batches."""
     fmt = units[task[0]][0]
     check_cancelled()
     try:
-        done = modules[fmt].load_batch([units[slot][1] for slot in task])
+        done = loader_of(fmt).load_batch([units[slot][1] for slot in task])
         check_cancelled()
     except Exception:  # a bug in the batch path must not lose the units
         for slot in task:
@@ -667,7 +667,7 @@ def _load(
     # Per unit: (fragments, issues), from the cache or from its loader.
     results: list[UnitResult | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
-    batched = _batched(units, modules)
+    batched = _batched(units)
     if use_cache:
         results, keys = _cached_units(units, on_unit, batched)
 
@@ -695,7 +695,7 @@ def _load(
 
     def run_task(task: list[int]) -> list[int]:
         if task[0] in batched:
-            _run_batch(task, units, modules, results, run_unit)
+            _run_batch(task, units, results, run_unit)
             return task
         for slot in task:
             results[slot] = run_unit(slot)

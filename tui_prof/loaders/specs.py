@@ -38,6 +38,8 @@ SPECS: dict[str, LoaderSpec] = {
             "pc_sampling_*",
             "*stats*",
         ),
+        batch_kinds=(("kernel_trace",), ("agent_info", "kernel_trace")),  # a process's small kernel trace (loaders/csv_batch.py)
+        batch_max_bytes=64 * 1024,
     ),
     "rocprof_compute": LoaderSpec(
         format="rocprof-compute",
