@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -170,6 +171,7 @@ def main() -> None:
         )
     print(f"ours / reference, per pair: {', '.join(f'{r:.3f}' for r in ratios)}")
     print(f"median ratio: {median(ratios):.3f}x wall (target <= 0.4x), {median(cpu_ratios):.3f}x CPU")
+    shutil.rmtree(env["TUIPROF_CACHE_DIR"], ignore_errors=True)
     if "loader-inline" in runs:
         inline_ratios = [i["wall_s"] / r["wall_s"] for i, r in zip(runs["loader-inline"], runs["loader"], strict=True)]
         print(f"inline / interned names, our loader: median {median(inline_ratios):.2f}x wall (target <= 2x)")

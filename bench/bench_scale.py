@@ -481,6 +481,8 @@ def reopen_rows(csv_run: Path, n: int, repeat: int, baseline: str | None, notes:
         }
     )
     notes.append("reopen rows: reference = the first open (which also writes the cache entry)")
+    for folder in (env["TUIPROF_CACHE_DIR"], base_env["TUIPROF_CACHE_DIR"]):  # 1M-dispatch entries: hundreds of MB
+        shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
