@@ -10,9 +10,11 @@ from rich.text import Text
 from textual._animator import Animator
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 
 from tui_prof.loaders import cancel_loads
 from tui_prof.render.safe import safe_text
+from tui_prof.tui.driver import prompt_driver
 from tui_prof.tui.screens.help import HelpScreen
 
 
@@ -62,6 +64,10 @@ class ProfApp(App):
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
     ]
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, on Linux/macOS with a prompt Esc (tui_prof.tui.driver)."""
+        return prompt_driver(super().get_driver_class())
 
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:
