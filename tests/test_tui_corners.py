@@ -21,7 +21,7 @@ DATA = Path(__file__).parent / "data"
 def screen_text(app) -> str:
     """Every character of the app's current screen, from its SVG screenshot's text."""
     svg = app.export_screenshot()
-    return "\n".join(html.unescape(m.group(1)) for m in re.finditer(r"<text [^>]*>(.*?)</text>", svg))
+    return "\n".join(html.unescape(m.group(1)).replace("\xa0", " ") for m in re.finditer(r"<text [^>]*>(.*?)</text>", svg))
 
 
 def test_gap_host_ops_table_shows_its_rows():
@@ -46,3 +46,26 @@ def test_gap_host_ops_table_shows_its_rows():
             assert any(short in line and "ms" in line for line in lines), (name, lines)
 
     drive(TuiProfApp(DECODE_EAGER, use_cache=False), flow, size=(120, 35))
+
+
+RESNET = DATA / "kineto" / "mi300__resnet_act_checkpoint.json.gz"
+
+
+def test_t_from_hotspots_keeps_host_rows_on_screen():
+    """Item 10: ``t`` on the hotspots tab jumps to the kernel's lane while the timeline tab is
+    hidden; once it is shown, the host and op rows above the GPU lanes are drawn (every
+    lane fits at 80x24), not the lanes from the kernel's queue down."""
+
+    async def flow(app, pilot):
+        await press(app, pilot, "t")
+        timeline = app.main.timeline.timeline
+        labels = [lane.label for lane in timeline.model.lanes]
+        assert labels[0].startswith("host ") and any(label.startswith("GPU") for label in labels)
+        assert len(labels) < timeline.size.height  # they all fit
+        assert labels[timeline.lane_cursor].startswith("GPU")  # the kernel's lane is selected
+        assert timeline.lane_top == 0
+        drawn = [line.strip() for line in screen_text(app).splitlines()]
+        for label in labels:
+            assert label in drawn, (label, drawn)
+
+    drive(TuiProfApp(RESNET, use_cache=False), flow, size=(80, 24))
