@@ -69,3 +69,41 @@ def test_t_from_hotspots_keeps_host_rows_on_screen():
             assert label in drawn, (label, drawn)
 
     drive(TuiProfApp(RESNET, use_cache=False), flow, size=(80, 24))
+
+
+COLD_TRAIN = DATA / "kineto" / "h200_cold" / "cold_train_memory.pt.trace.json.gz"
+
+
+def table_lines(table) -> list[str]:
+    """The lines a TableView draws (header first), as the terminal gets them."""
+    return ["".join(seg.text for seg in table.render_line(y)) for y in range(table.size.height)]
+
+
+def test_steps_table_fits_120_columns_and_aligns_warmup():
+    """Item 11: at 120 columns the steps table shows every column up to ``top kernel``
+    (the step column keeps its width, the top kernel takes what is left), and the step
+    names of warm-up rows (``w ``) line up with the others'."""
+    from tui_prof.analysis.api import SummaryOptions, build_summary
+    from tui_prof.loaders import load_path
+
+    # the run's steps, from the analysis (10 train_step ranges, the first 2 warm-up)
+    steps = build_summary(load_path(COLD_TRAIN, use_cache=False), SummaryOptions(logs=False))["steps"]
+    warm = [s["label"] for s in steps["steps"] if s["warmup"]]
+    steady = [s["label"] for s in steps["steps"] if not s["warmup"]]
+    assert warm and steady
+
+    async def flow(app, pilot):
+        await press(app, pilot, "8")
+        table = app.screen.query_one("#steps-table")
+        lines = table_lines(table)
+        header = lines[0]
+        assert header.rstrip().endswith("top kernel")
+        assert header.index("wall") < 30  # the step column is not padded to ~50 cells
+        rows = lines[1 : 1 + table.row_count]
+        column = {label: next(line.index(label) for line in rows if label in line) for label in warm + steady}
+        assert len(set(column.values())) == 1, column  # one column for every step name
+        assert all(line.rstrip() and len(line) == 120 for line in rows)
+        kernel_col = header.index("top kernel")
+        assert all(line[kernel_col:].strip() for line in rows)  # a top kernel in every row
+
+    drive(TuiProfApp(COLD_TRAIN, use_cache=False), flow, size=(120, 35))

@@ -38,6 +38,9 @@ class Column:
     title: str
     width: int
     kind: str = "int"  # "text", "int", "ns", "pct", "float"
+    # a later text column that takes the width left (``width`` is then its least): the
+    # first column keeps its own width; without one, a text first column takes it
+    grow: bool = False
 
 
 def stable_order(keys: np.ndarray, descending: bool = False) -> np.ndarray:
@@ -414,6 +417,10 @@ class TableView(Widget, can_focus=True):
             if self.col_cursor <= last or self.col_offset >= len(self.columns) - 1:
                 break
             self.col_offset += 1
+        grow = next((c for c in shown if c.grow), None)
+        if grow is not None and width - used - first.width > 0:  # the first column at its width, the rest to ``grow``
+            spare = width - used - first.width
+            return [(first, first.width)] + [(c, c.width + spare if c is grow else c.width) for c in shown]
         first_width = max(4, width - used) if first.kind == "text" else first.width
         return [(first, first_width)] + [(c, c.width) for c in shown]
 
