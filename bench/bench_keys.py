@@ -1,8 +1,8 @@
 """Key latency of ``tuiprof open`` in a real terminal (issue 33 item 9): the time from a
 key's bytes reaching the terminal to the end of the screen update it causes.
 
-The child is ``python -m tui_prof.cli open RUN`` on a pseudo-terminal (``os.openpty``,
-``--cols`` × ``--rows``, TERM=xterm-256color), so the whole input path counts: the
+The child is ``python -m tui_prof.cli open RUN`` on a pseudo-terminal (tests/pty_harness.py:
+``os.openpty``, ``--cols`` × ``--rows``, TERM=xterm-256color), so the whole input path counts: the
 driver's input thread, its escape-sequence parser, the key's binding and the repaint. The
 parent waits for the first screen and every lazy pane (no output for ``--quiet-ms``), then
 per round opens the first hotspot's dispatch list (Enter) and goes back with one of the
@@ -21,92 +21,17 @@ DIR``) right before this one. The budget is 100 ms for any key (docs/performance
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import statistics
-import struct
-import subprocess
 import sys
-import termios
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from pty_harness import Terminal  # noqa: E402  (the tests' pseudo-terminal harness)
+
 DEFAULT_RUN = ROOT / "tests" / "data" / "kineto" / "h200" / "decode_eager.pt.trace.json.gz"
 KEYS = {"esc": b"\x1b", "q": b"q", "j": b"j"}
-
-
-class Terminal:
-    """A child on a pseudo-terminal and the times (perf_counter) of its output's chunks."""
-
-    def __init__(self, tree: Path, run: Path, cols: int, rows: int) -> None:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows), PYTHONPATH=str(tree))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tui_prof.cli", "open", "--no-cache", str(run)],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            cwd=tree,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.master = master
-        self.chunks: list[float] = []
-        self.lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            with self.lock:
-                self.chunks.append(time.perf_counter())
-
-    def last_output(self) -> float:
-        with self.lock:
-            return self.chunks[-1] if self.chunks else 0.0
-
-    def wait_quiet(self, quiet_s: float, limit_s: float = 120.0) -> None:
-        """Until the child wrote something and then nothing for ``quiet_s``."""
-        start = time.perf_counter()
-        while time.perf_counter() - start < limit_s:
-            last = self.last_output()
-            if last and time.perf_counter() - last >= quiet_s:
-                return
-            time.sleep(0.01)
-        raise TimeoutError("the screen never went quiet")
-
-    def key(self, data: bytes, burst_s: float) -> float:
-        """Send ``data``; seconds from the write to the last byte of the output burst."""
-        sent = time.perf_counter()
-        os.write(self.master, data)
-        while True:
-            time.sleep(0.005)
-            last = self.last_output()
-            now = time.perf_counter()
-            if last > sent and now - last >= burst_s:
-                return last - sent
-            if now - sent > 5:
-                raise TimeoutError(f"no screen update after {data!r}")
-
-    def close(self) -> None:
-        try:
-            os.write(self.master, b"\x1b")  # leave a drill-down, then quit
-            time.sleep(0.3)
-            os.write(self.master, b"q")
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        os.close(self.master)
 
 
 def measure(tree: Path, args) -> dict[str, list[float]]:

@@ -107,3 +107,58 @@ def test_steps_table_fits_120_columns_and_aligns_warmup():
         assert all(line[kernel_col:].strip() for line in rows)  # a top kernel in every row
 
     drive(TuiProfApp(COLD_TRAIN, use_cache=False), flow, size=(120, 35))
+
+
+def test_ascii_cells_keeps_every_width():
+    """Item 12: each character becomes ASCII text of its own width in cells, so a screen
+    drawn for UTF-8 keeps its layout."""
+    from rich.cells import cell_len
+
+    from tui_prof.tui.glyphs import ascii_cells
+
+    samples = ["3.20 µs ±4.1% · 2 ▼", "━━━╸━━╺ ▏^p", "café 漢字 x\u0301 \u202e 🔎", "▁▂▃▄▅▆▇█░▓▚≈ ⟷ → …"]
+    for text in samples:
+        out = ascii_cells(text)
+        assert out.isascii() and cell_len(out) == cell_len(text), (text, out)
+    assert ascii_cells("3.20 µs · x") == "3.20 us - x"
+    assert ascii_cells("\x1b[1;31mplain\x1b[0m") == "\x1b[1;31mplain\x1b[0m"  # escape sequences pass
+
+
+def test_ascii_terminal_gets_only_ascii_bytes(tmp_path):
+    """Item 12: ``tuiprof open`` under LC_ALL=C on a pseudo-terminal: every byte it writes
+    while it shows hotspots, the timeline (host rows, legend), findings and a drill-down
+    and its footer is ASCII (the tab underline, borders, footer separator, µ and · too)."""
+    from pty_harness import Terminal
+
+    root = Path(__file__).resolve().parents[1]
+    env = {"LC_ALL": "C", "LANG": "C", "LC_CTYPE": ""}
+    term = Terminal(root, DECODE_EAGER, 100, 30, env=env)
+    try:
+        term.wait_quiet(1.5)
+        for key in (b"2", b"4", b"8", b"1", b"\r"):
+            term.key(key, 0.2)
+            term.wait_quiet(0.3)
+        out = term.output()
+    finally:
+        term.close()
+    assert b"GPU0" in out and b"host T427" in out and b"host rows" in out  # the timeline and its legend were drawn
+    assert b"us" in out  # a duration in microseconds, with µ as u
+    bad = sorted({chr(b) for b in out if b > 127})
+    assert out.isascii(), bad
+
+
+def test_ascii_legend_gives_each_mark_one_meaning():
+    """Item 12: the ASCII legend names the partly busy levels together and does not show a
+    level mark again for the host rows (the same marks, told apart by colour only)."""
+    from tui_prof.tui.glyphs import ASCII
+    from tui_prof.tui.panes.timeline import ASCII_LEGEND, ASCII_RANK_LEGEND, legend
+
+    for rows, ranks in ((ASCII_LEGEND, False), (ASCII_RANK_LEGEND, True)):
+        text = legend(ascii=True, ranks=ranks).plain
+        assert text.isascii()
+        marks = [glyph for glyph, _, _ in rows if len(glyph) <= 4 and not glyph.isalpha()]
+        seen = [c for mark in marks for c in mark]
+        assert len(seen) == len(set(seen)), marks  # no mark in two entries
+    # every level mark the timeline draws in ASCII is in the legend's levels or busy entry
+    levels = {ASCII[g] for g in "▁▂▃▄▅▆▇█"}
+    assert levels <= set(",:+*#")

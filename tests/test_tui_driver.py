@@ -15,14 +15,14 @@ from textual import constants, events
 from textual.drivers.linux_driver import LinuxDriver
 
 from tui_prof.tui import driver as driver_module
-from tui_prof.tui.driver import ESC_WAIT_S, IDLE_WAIT_S, PromptEscDriver, XTermParser, input_wait, prompt_driver
+from tui_prof.tui.driver import ESC_WAIT_S, IDLE_WAIT_S, TerminalDriver, XTermParser, input_wait, terminal_driver
 
 
 def test_textual_driver_is_replaced_only_where_it_is_linux():
-    assert prompt_driver(LinuxDriver) is PromptEscDriver  # Textual's parser is as the driver expects
+    assert terminal_driver(LinuxDriver) is TerminalDriver  # Textual's parser is as the driver expects
     from textual.drivers.headless_driver import HeadlessDriver
 
-    assert prompt_driver(HeadlessDriver) is HeadlessDriver
+    assert terminal_driver(HeadlessDriver) is HeadlessDriver
 
 
 def test_input_wait_is_the_parser_deadline(monkeypatch):
@@ -35,7 +35,7 @@ def test_input_wait_is_the_parser_deadline(monkeypatch):
     assert input_wait(parser, due + 1) == 0.0
 
 
-class Recording(PromptEscDriver):
+class Recording(TerminalDriver):
     def process_message(self, message) -> None:
         self.seen.append(message)
 

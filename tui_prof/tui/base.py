@@ -14,7 +14,8 @@ from textual.driver import Driver
 
 from tui_prof.loaders import cancel_loads
 from tui_prof.render.safe import safe_text
-from tui_prof.tui.driver import prompt_driver
+from tui_prof.tui.driver import terminal_driver
+from tui_prof.tui.glyphs import ascii_cells, use_ascii
 from tui_prof.tui.screens.help import HelpScreen
 
 
@@ -67,7 +68,16 @@ class ProfApp(App):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver, on Linux/macOS with a prompt Esc (tui_prof.tui.driver)."""
-        return prompt_driver(super().get_driver_class())
+        return terminal_driver(super().get_driver_class())
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Textual's key names; on an ASCII terminal the key's name where Textual draws a
+        symbol (Enter's ⏎, the arrows)."""
+        shown = super().get_key_display(binding)
+        if shown.isascii() or not use_ascii():
+            return shown
+        modifiers, key = binding.parse_key()
+        return key if not modifiers else ascii_cells(shown)
 
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:

@@ -1,4 +1,5 @@
-"""The terminal driver: Textual's Linux/macOS driver with a prompt Esc.
+"""The terminal driver: Textual's Linux/macOS driver with a prompt Esc and, for an ASCII
+terminal, ASCII output.
 
 A lone ESC byte may be the start of an escape sequence (an arrow key, Alt+key), so the
 input parser reports the Esc key only once ``ESCDELAY`` ms passed without another byte.
@@ -8,7 +9,12 @@ reached the app 100-200 ms after the key, on top of the work the key does. This 
 input loop sleeps only until the parser's deadline, and the default wait is
 ``ESC_WAIT_S`` (a terminal writes a key's sequence in one go; the ``ESCDELAY`` variable
 still sets another wait, e.g. for a slow remote link). Where Textual's parser internals
-are not as expected it falls back to Textual's own driver.
+are not as expected its input loop is Textual's.
+
+In ASCII mode (``--ascii``, a non-UTF-8 locale: tui_prof.tui.glyphs.use_ascii) every
+character written to the terminal is ASCII (:func:`~tui_prof.tui.glyphs.ascii_cells`):
+what tuiprof's widgets draw and what Textual's own draw (tab underline, borders,
+scrollbars, footer, toasts), each character replaced by text of its width.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import Any
 from textual import constants
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
+
+from tui_prof.tui.glyphs import ascii_cells, use_ascii
 
 try:
     from textual._parser import ParseError
@@ -40,17 +48,30 @@ def input_wait(parser: Any, now: float) -> float:
     return IDLE_WAIT_S if due is None else max(0.0, min(IDLE_WAIT_S, due - now))
 
 
-class PromptEscDriver(LinuxDriver):
-    """LinuxDriver whose input loop wakes at the Esc deadline."""
+def parser_as_expected() -> bool:
+    """Textual's input parser keeps its pending deadline where the input loop reads it."""
+    return XTermParser is not None and hasattr(XTermParser(False), "_timeout_time")
+
+
+class TerminalDriver(LinuxDriver):
+    """LinuxDriver whose input loop wakes at the Esc deadline and whose output is ASCII
+    where the terminal is."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.ascii = use_ascii()
         if "ESCDELAY" not in os.environ:
             constants.ESCAPE_DELAY = ESC_WAIT_S  # type: ignore[misc]  # read by the parser at each ESC
+
+    def write(self, data: str) -> None:
+        super().write(ascii_cells(data) if self.ascii else data)
 
     def run_input_thread(self) -> None:
         """Read the terminal, feed the parser and report its events; tick the parser at
         its deadline (which reports a lone Esc)."""
+        if not parser_as_expected():
+            super().run_input_thread()
+            return
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
         selector = selectors.SelectSelector()  # as Textual's: select() also works on macOS ttys
@@ -81,9 +102,6 @@ class PromptEscDriver(LinuxDriver):
                 pass
 
 
-def prompt_driver(driver_class: type[Driver]) -> type[Driver]:
-    """PromptEscDriver where Textual picked its Linux driver (and its parser is as
-    expected), else ``driver_class``."""
-    if driver_class is LinuxDriver and XTermParser is not None and hasattr(XTermParser(False), "_timeout_time"):
-        return PromptEscDriver
-    return driver_class
+def terminal_driver(driver_class: type[Driver]) -> type[Driver]:
+    """TerminalDriver where Textual picked its Linux driver, else ``driver_class``."""
+    return TerminalDriver if driver_class is LinuxDriver else driver_class
