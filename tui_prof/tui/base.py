@@ -16,6 +16,7 @@ from tui_prof.loaders import cancel_loads
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.driver import terminal_driver
 from tui_prof.tui.glyphs import ascii_cells, use_ascii
+from tui_prof.tui.screens.fullname import FullNameScreen, names_in_focus
 from tui_prof.tui.screens.help import HelpScreen
 
 
@@ -64,6 +65,7 @@ class ProfApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("i", "full_name", "Full name", show=False, id="app.full_name"),
     ]
 
     def get_driver_class(self) -> type[Driver]:
@@ -92,6 +94,16 @@ class ProfApp(App):
     def show_error(self, text: Text) -> None:
         """A failed worker of the app itself (tui_prof.tui.workers.report_failure)."""
         self.notify(safe_text(text.plain), severity="error", timeout=10, markup=False)
+
+    def action_full_name(self) -> None:
+        """The whole names of the current row, title or message (screens.fullname)."""
+        if isinstance(self.screen, FullNameScreen):
+            return
+        names = names_in_focus(self.screen)
+        if not names:
+            self.notify("No name here to show in full", severity="information", timeout=3, markup=False)
+            return
+        self.push_screen(FullNameScreen(names))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

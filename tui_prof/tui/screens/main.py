@@ -150,6 +150,20 @@ class MainScreen(Screen):
     def counters(self) -> CountersPane:
         return self.query_one(CountersPane)
 
+    def full_names(self) -> list[tuple[str, str]]:
+        """Names the focused pane cuts (key ``i``, screens.fullname; the focused table's row
+        is added there): the kernel a finding is about; on the timeline the cursor's lane
+        and the hotspot row that ``c`` jumps to."""
+        focused = self.focused
+        if focused is not None and focused is self.findings.table:
+            finding = self.findings.current_finding()
+            name = (finding.get("numbers") or {}).get("name") if finding is not None else None
+            return [("kernel", str(name))] if name else []
+        if isinstance(focused, Timeline) and focused.model is not None and focused.model.lanes:
+            group, value = self.timeline.selection
+            return [("lane", focused.model.lanes[focused.lane_cursor].label)] + ([(group, value)] if value is not None else [])
+        return []
+
     # -- loading --------------------------------------------------------------------
     def show_progress(self, stage: str, done: int, total: int) -> None:
         self.query_one("#load-status", Label).update(plain(f"Loading {self.source_name}: {stage} {done}/{total}"))
