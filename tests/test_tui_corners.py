@@ -162,3 +162,205 @@ def test_ascii_legend_gives_each_mark_one_meaning():
     # every level mark the timeline draws in ASCII is in the legend's levels or busy entry
     levels = {ASCII[g] for g in "▁▂▃▄▅▆▇█"}
     assert levels <= set(",:+*#")
+
+
+def _top_long_kernel(path: Path, longer_than: int = 80) -> str:
+    """Of the kernels whose name is longer than ``longer_than``, the one with the largest
+    summed duration, from the JSON."""
+    import gzip
+    import json
+
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    totals: dict[str, int] = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            totals[e["name"]] = totals.get(e["name"], 0) + round(e["dur"] * 1000)
+    return max((n for n in totals if len(n) > longer_than), key=totals.__getitem__)
+
+
+def _fullname_text(app) -> str:
+    """The names the full-name screen draws, their folded lines joined."""
+    from tui_prof.tui.screens.fullname import FullNameScreen
+
+    assert isinstance(app.screen, FullNameScreen)
+    return "".join(str(w.render()) for w in app.screen.query(".fullname-name"))
+
+
+def test_full_name_key_on_hotspots_dispatches_and_detail():
+    """Item 8: ``i`` shows the whole kernel name (found in the JSON) on the hotspot table,
+    the dispatch list (whose title cuts it with an ellipsis at 80 columns) and the
+    dispatch detail; ``c`` copies it as plain text; Esc closes."""
+    from tui_prof.tui.screens.detail import DispatchDetailScreen
+    from tui_prof.tui.screens.drilldown import DispatchesScreen
+    from tui_prof.tui.screens.fullname import FullNameScreen
+
+    name = _top_long_kernel(DECODE_EAGER)  # a C++ template name, longer than the screen
+
+    async def flow(app, pilot):
+        table = app.main.query_one("#hotspot-table")
+        for _ in range(table.row_count):
+            if str(table.current_row["name"]) == name:
+                break
+            await press(app, pilot, "j")
+        await press(app, pilot, "i")
+        assert (name in _fullname_text(app)) and any(n == name for _, n in app.screen.names)
+        await press(app, pilot, "c")
+        assert app.clipboard.splitlines()[0] == name
+        await press(app, pilot, "escape")
+        await press(app, pilot, "enter")
+        assert isinstance(app.screen, DispatchesScreen)
+        title = next(line for line in screen_text(app).splitlines() if line.strip().startswith("name: "))
+        assert title.rstrip().endswith("…") and len(title.rstrip()) <= 80
+        await press(app, pilot, "i")
+        assert isinstance(app.screen, FullNameScreen) and app.screen.names[0] == ("name", name)
+        await press(app, pilot, "escape", "enter")
+        assert isinstance(app.screen, DispatchDetailScreen)
+        await press(app, pilot, "i")
+        assert app.screen.names[0] == ("name", name) and name in _fullname_text(app)
+        await press(app, pilot, "escape")
+        assert isinstance(app.screen, DispatchDetailScreen)
+
+    drive(TuiProfApp(DECODE_EAGER, use_cache=False), flow, size=(80, 24))
+
+
+def test_full_name_of_a_hostile_name_is_sanitised():
+    """Item 8: a name with an OSC 52 clipboard sequence, a bidi override and markup is shown
+    and copied with its controls made visible (render.safe.safe_text), never as they are."""
+    from test_safe_output import _run_named
+
+    from tui_prof.render.safe import safe_text
+
+    name = "\x1b]52;c;ZXZpbA==\x07kern\u202e[link=file:///etc/passwd]x[/link]" + "_t" * 60
+
+    async def flow(app, pilot):
+        table = app.main.query_one("#hotspot-table")
+        for _ in range(table.row_count):
+            if str(table.current_row["name"]) == name:
+                break
+            await press(app, pilot, "j")
+        await press(app, pilot, "i")
+        shown = _fullname_text(app)
+        assert safe_text(name) in shown and "\x1b" not in shown and "\u202e" not in shown
+        await press(app, pilot, "c")
+        assert app.clipboard.splitlines()[0] == safe_text(name)
+        assert "\x1b" not in app.clipboard and "\u202e" not in app.clipboard
+
+    drive(TuiProfApp(_run_named(name)), flow, size=(100, 30))
+
+
+def test_findings_cut_names_with_an_ellipsis():
+    """Item 8: a finding's message cuts a long kernel name with "…" (its numbers keep it whole)."""
+    from tui_prof.analysis.findings import clip_name
+
+    long = "void ck_tile::kentry<1, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVS<float, 128>>>" * 2
+    assert clip_name(long, 60) == long[:59] + "…" and len(clip_name(long, 60)) == 60
+    assert clip_name("short", 60) == "short"
+
+
+DECODE_GRAPH = DATA / "kineto" / "h200" / "decode_graph.pt.trace.json.gz"
+
+
+def _kernel_events(path: Path) -> list[dict]:
+    import gzip
+    import json
+
+    with gzip.open(path, "rt") as f:
+        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+
+
+def _diff_drive(flow, size):
+    import asyncio
+
+    from tui_harness import idle
+
+    from tui_prof.tui.diff.app import DiffApp
+
+    async def main():
+        app = DiffApp(DECODE_EAGER, DECODE_GRAPH, use_cache=False)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(500):
+                await idle(app, pilot)
+                if getattr(app.screen, "result", None) is not None:
+                    break
+            await flow(app, pilot)
+
+    asyncio.run(main())
+
+
+def _parse_at(text: str) -> float:
+    """ns of a time as render.fmt writes it ("2.520113 s", "459.0 µs")."""
+    value, unit = text.split()
+    return float(value) * {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}[unit]
+
+
+def test_diff_pair_screen_80x24_and_start_precision():
+    """Item 13: at 80x24 each side's statistics stay in its half (A's line no longer runs on
+    into B's), with A's and B's dispatch counts as the JSON has them; the start column tells
+    every dispatch apart, as the main dispatch list does."""
+    from tui_prof.tui.diff.screens import PairScreen
+
+    async def flow(app, pilot):
+        await press(app, pilot, "2", "enter")
+        assert isinstance(app.screen, PairScreen)
+        key = app.screen.key
+        counts = [sum(e["name"] == key for e in _kernel_events(p)) for p in (DECODE_EAGER, DECODE_GRAPH)]
+        lines = screen_text(app).splitlines()
+        for tag, count in zip("AB", counts):
+            line = next(line for line in lines if f"{tag}: " in line and "dispatches" in line)
+            assert f"{tag}: {count} dispatches · total" in line
+            assert ("B: " not in line) if tag == "A" else ("A: " not in line)  # one side per line
+        for side in ("a", "b"):
+            stats = app.screen.query_one(f"#pair-{side}-stats")
+            assert stats.size.height == 3 and all(len(t) <= stats.size.width for t in str(stats.render()).splitlines())
+            table = app.screen.query_one(f"#pair-{side}")
+            shown = [table._row_text(int(r), [(table.columns[0], 12)], 12).strip() for r in table.model.order]
+            assert len(set(shown)) == len(shown)  # every start apart
+            starts = table.model.frame["t"].to_numpy()[table.model.order]
+            assert all(abs(_parse_at(s) - t) <= 0.05 * float(table.model.frame["dur"].min()) + 1 for s, t in zip(shown, starts))
+
+    _diff_drive(flow, (80, 24))
+
+
+def test_diff_timeline_status_ends_differ_when_zoomed():
+    """Item 13: zoomed to a few µs, the diff's timeline status writes the view's two ends
+    with the digits that tell them apart (as the main timeline's status), not "37.7 ms–37.7 ms"."""
+
+    async def flow(app, pilot):
+        await press(app, pilot, "3")
+        await press(app, pilot, *["w"] * 16)
+        tl = app.screen.query_one("#tl-a")
+        status = str(app.screen.query_one("#tl-status").render())
+        ends = status.split("view ", 1)[1].split(" (", 1)[0].split("–")
+        assert ends[0] != ends[1], status
+        cell = (tl.t1 - tl.t0) / tl.cells
+        assert abs(_parse_at(ends[0]) - tl.t0) <= cell and abs(_parse_at(ends[1]) - tl.t1) <= cell
+
+    _diff_drive(flow, (120, 35))
+
+
+def test_dispatch_detail_start_to_a_tenth_of_its_duration():
+    """Item 13: the dispatch detail's start has the digits of a tenth of the dispatch's
+    duration (2.520113 s, not 2.52 s)."""
+    from tui_prof.tui.screens.detail import DispatchDetailScreen
+
+    async def flow(app, pilot):
+        await press(app, pilot, "enter", "G", "enter")
+        screen = app.screen
+        assert isinstance(screen, DispatchDetailScreen) and screen.detail is not None
+        start = dict(screen.detail.pairs)["start"]
+        t, dur = int(screen.row["t"]), int(screen.row["dur"])
+        assert abs(_parse_at(start) - t) <= max(dur / 10, 1)
+
+    drive(TuiProfApp(DECODE_EAGER, use_cache=False), flow, size=(120, 35))
+
+
+def test_stats_only_measurement_line_says_what_its_pointer_means():
+    """Item 13: the stats-only measurement line points at the timeline tab in words, not "(2)"."""
+    saltfish = DATA / "legacy_rocprof" / "saltfish"
+
+    async def flow(app, pilot):
+        measure = str(app.main.query_one("#measure").render())
+        assert "need a trace" in measure and "(2)" not in measure and "tab 2" in measure
+
+    drive(TuiProfApp(saltfish, use_cache=False), flow, size=(120, 35))
