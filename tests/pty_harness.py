@@ -59,6 +59,15 @@ class Terminal:
         with self.lock:
             return b"".join(data for _, data in self.chunks)
 
+    def wait_for(self, needle: bytes, after: int = 0, limit_s: float = 120.0) -> None:
+        """Until the output written after its first ``after`` bytes holds ``needle``."""
+        start = time.perf_counter()
+        while time.perf_counter() - start < limit_s:
+            if needle in self.output()[after:]:
+                return
+            time.sleep(0.02)
+        raise TimeoutError(f"{needle!r} never drawn")
+
     def wait_quiet(self, quiet_s: float, limit_s: float = 120.0) -> None:
         """Until the child wrote something and then nothing for ``quiet_s``."""
         start = time.perf_counter()

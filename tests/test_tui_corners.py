@@ -134,9 +134,12 @@ def test_ascii_terminal_gets_only_ascii_bytes(tmp_path):
     env = {"LC_ALL": "C", "LANG": "C", "LC_CTYPE": ""}
     term = Terminal(root, DECODE_EAGER, 100, 30, env=env)
     try:
-        term.wait_quiet(1.5)
-        for key in (b"2", b"4", b"8", b"1", b"\r"):
+        term.wait_for(b"sort total_ns")  # the run is loaded: the hotspot table's status
+        term.wait_quiet(0.5)
+        for key, drawn in ((b"2", b"host rows"), (b"4", b"gpu-idle"), (b"1", b"sort total_ns"), (b"\r", b"dispatches")):
+            mark = len(term.output())
             term.key(key, 0.2)
+            term.wait_for(drawn, after=mark)  # the key's screen was drawn
             term.wait_quiet(0.3)
         out = term.output()
     finally:
@@ -304,6 +307,10 @@ def test_diff_pair_screen_80x24_and_start_precision():
         await press(app, pilot, "2", "enter")
         assert isinstance(app.screen, PairScreen)
         key = app.screen.key
+        await press(app, pilot, "i")  # the pair's whole name, then back
+        assert app.screen.names[0] == ("name", key)
+        await press(app, pilot, "escape")
+        assert isinstance(app.screen, PairScreen)
         counts = [sum(e["name"] == key for e in _kernel_events(p)) for p in (DECODE_EAGER, DECODE_GRAPH)]
         lines = screen_text(app).splitlines()
         for tag, count in zip("AB", counts):

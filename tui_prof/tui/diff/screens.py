@@ -529,6 +529,10 @@ class PairScreen(BackScreen):
                     yield TableView(list(DISPATCH_COLUMNS), id=f"pair-{tag}")
         yield Footer()
 
+    def full_names(self) -> list[tuple[str, str]]:
+        """The pair's match key, cut in the title (key ``i``: screens.fullname)."""
+        return [(MATCH_LABELS[self.by], self.key)]
+
     def on_mount(self) -> None:
         self.query_one("#pair-a", TableView).focus()
         self._select()
