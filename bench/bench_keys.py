@@ -6,7 +6,7 @@ The child is ``python -m tui_prof.cli open RUN`` on a pseudo-terminal (tests/pty
 driver's input thread, its escape-sequence parser, the key's binding and the repaint. The
 parent waits for the first screen and every lazy pane (no output for ``--quiet-ms``), then
 per round opens the first hotspot's dispatch list (Enter) and goes back with one of the
-keys measured, each after the screen went quiet. A key's latency is the time from writing
+keys measured, each after the screen went quiet (Enter is timed too). A key's latency is the time from writing
 its bytes to the last byte of the burst of output that follows it (a burst ends at
 ``--burst-ms`` without output). Esc is the case of interest: a lone ESC byte can be the
 start of an escape sequence, so the terminal driver waits before it reports it; ``q``
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from pty_harness import Terminal  # noqa: E402  (the tests' pseudo-terminal harness)
 
 DEFAULT_RUN = ROOT / "tests" / "data" / "kineto" / "h200" / "decode_eager.pt.trace.json.gz"
-KEYS = {"esc": b"\x1b", "q": b"q", "j": b"j"}
+KEYS = {"esc": b"\x1b", "q": b"q", "j": b"j", "enter": b"\r"}
 
 
 def measure(tree: Path, args) -> dict[str, list[float]]:
@@ -42,7 +42,7 @@ def measure(tree: Path, args) -> dict[str, list[float]]:
         term.wait_quiet(max(quiet, 2.0))
         for _ in range(args.rounds):
             for name in ("esc", "q"):
-                term.key(b"\r", burst)  # Enter: the first hotspot's dispatches
+                found["enter"].append(term.key(b"\r", burst))  # Enter: the first hotspot's dispatches
                 term.wait_quiet(quiet)
                 found[name].append(term.key(KEYS[name], burst))
                 term.wait_quiet(quiet)

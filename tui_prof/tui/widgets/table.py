@@ -262,7 +262,8 @@ class TableView(Widget, can_focus=True):
             self.col_cursor = next((i for i, c in enumerate(self.columns) if c.key == sort[0]), 0)
         self.top = 0
         self.cursor = 0
-        self.refresh(layout=True)  # a table of height auto grows to its rows
+        height = self.styles.height
+        self.refresh(layout=height is not None and height.is_auto)  # a table of height auto grows to its rows
         self._post_highlight()
 
     def get_content_height(self, container, viewport, width: int) -> int:
