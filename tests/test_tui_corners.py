@@ -371,3 +371,19 @@ def test_stats_only_measurement_line_says_what_its_pointer_means():
         assert "need a trace" in measure and "(2)" not in measure and "tab 2" in measure
 
     drive(TuiProfApp(saltfish, use_cache=False), flow, size=(120, 35))
+
+
+def test_multi_process_run_opens_on_hotspots():
+    """Item 13: a run of two ranks (hta-ranks) shows its rank rows while it loads, then
+    opens on its hotspots, as one process does, when no key was pressed meanwhile; the
+    ranks stay on tab 7."""
+    ranks_dir = DATA / "kineto" / "ranks"
+
+    async def flow(app, pilot):
+        tabs = app.main.query_one("#tabs")
+        assert len(app.main.view.runset.runs) == 2
+        assert tabs.active == "hotspots" and app.main.hotspots.table.has_focus
+        await press(app, pilot, "7")
+        assert tabs.active == "ranks" and app.main.query_one("#ranks-table").row_count == 2
+
+    drive(TuiProfApp(ranks_dir, use_cache=False), flow, size=(120, 35))
