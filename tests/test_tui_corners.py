@@ -191,7 +191,7 @@ def _fullname_text(app) -> str:
 
 
 def test_full_name_key_on_hotspots_dispatches_and_detail():
-    """Item 8: ``i`` shows the whole kernel name (found in the JSON) on the hotspot table,
+    """Item 8: ``F`` shows the whole kernel name (found in the JSON) on the hotspot table,
     the dispatch list (whose title cuts it with an ellipsis at 80 columns) and the
     dispatch detail; ``c`` copies it as plain text; Esc closes."""
     from tui_prof.tui.screens.detail import DispatchDetailScreen
@@ -206,7 +206,7 @@ def test_full_name_key_on_hotspots_dispatches_and_detail():
             if str(table.current_row["name"]) == name:
                 break
             await press(app, pilot, "j")
-        await press(app, pilot, "i")
+        await press(app, pilot, "F")
         assert (name in _fullname_text(app)) and any(n == name for _, n in app.screen.names)
         await press(app, pilot, "c")
         assert app.clipboard.splitlines()[0] == name
@@ -215,11 +215,11 @@ def test_full_name_key_on_hotspots_dispatches_and_detail():
         assert isinstance(app.screen, DispatchesScreen)
         title = next(line for line in screen_text(app).splitlines() if line.strip().startswith("name: "))
         assert title.rstrip().endswith("…") and len(title.rstrip()) <= 80
-        await press(app, pilot, "i")
+        await press(app, pilot, "F")
         assert isinstance(app.screen, FullNameScreen) and app.screen.names[0] == ("name", name)
         await press(app, pilot, "escape", "enter")
         assert isinstance(app.screen, DispatchDetailScreen)
-        await press(app, pilot, "i")
+        await press(app, pilot, "F")
         assert app.screen.names[0] == ("name", name) and name in _fullname_text(app)
         await press(app, pilot, "escape")
         assert isinstance(app.screen, DispatchDetailScreen)
@@ -242,7 +242,7 @@ def test_full_name_of_a_hostile_name_is_sanitised():
             if str(table.current_row["name"]) == name:
                 break
             await press(app, pilot, "j")
-        await press(app, pilot, "i")
+        await press(app, pilot, "F")
         shown = _fullname_text(app)
         assert safe_text(name) in shown and "\x1b" not in shown and "\u202e" not in shown
         await press(app, pilot, "c")
@@ -307,7 +307,7 @@ def test_diff_pair_screen_80x24_and_start_precision():
         await press(app, pilot, "2", "enter")
         assert isinstance(app.screen, PairScreen)
         key = app.screen.key
-        await press(app, pilot, "i")  # the pair's whole name, then back
+        await press(app, pilot, "F")  # the pair's whole name, then back
         assert app.screen.names[0] == ("name", key)
         await press(app, pilot, "escape")
         assert isinstance(app.screen, PairScreen)

@@ -65,7 +65,7 @@ class ProfApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
-        Binding("i", "full_name", "Full name", show=False, id="app.full_name"),
+        Binding("F", "full_name", "Full name", show=False, id="app.full_name"),
     ]
 
     def get_driver_class(self) -> type[Driver]:

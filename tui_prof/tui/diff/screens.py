@@ -530,7 +530,7 @@ class PairScreen(BackScreen):
         yield Footer()
 
     def full_names(self) -> list[tuple[str, str]]:
-        """The pair's match key, cut in the title (key ``i``: screens.fullname)."""
+        """The pair's match key, cut in the title (key ``F``: screens.fullname)."""
         return [(MATCH_LABELS[self.by], self.key)]
 
     def on_mount(self) -> None:

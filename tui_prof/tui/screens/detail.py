@@ -56,7 +56,7 @@ class DispatchDetailScreen(BackScreen):
         yield Footer()
 
     def full_names(self) -> list[tuple[str, str]]:
-        """The kernel's name (cut in the title) and the launching call (key ``i``)."""
+        """The kernel's name (cut in the title) and the launching call (key ``F``)."""
         names = [("name", str(self.row["name"]))]
         launched = dict(self.detail.pairs).get("launched by") if self.detail is not None else None
         return names + ([("launched by", launched)] if launched else [])

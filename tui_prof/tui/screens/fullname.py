@@ -1,4 +1,4 @@
-"""The whole of the names a table cell, a title or a message cuts (key ``i`` everywhere):
+"""The whole of the names a table cell, a title or a message cuts (key ``F`` everywhere):
 the screen's own names (a drill-down's kernel, a gap's neighbours) and the text cells of
 the focused table's row, each in full, wrapped anywhere, as sanitised plain text (``c``
 copies it to the clipboard)."""
@@ -60,7 +60,7 @@ class FullNameScreen(ModalScreen):
     """
     BINDINGS = [
         Binding("c", "copy", "Copy", id="fullname.copy"),
-        Binding("escape,q,i", "app.pop_screen", "Close", id="fullname.close"),
+        Binding("escape,q,F", "app.pop_screen", "Close", id="fullname.close"),
     ]
 
     def __init__(self, names: list[tuple[str, str]]) -> None:

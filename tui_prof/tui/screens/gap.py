@@ -79,7 +79,7 @@ class GapScreen(BackScreen):
 
     def full_names(self) -> list[tuple[str, str]]:
         """The dominant host op and the activities before and after the gap (cut in the
-        header lines; key ``i``), then the focused table's row."""
+        header lines; key ``F``), then the focused table's row."""
         gap = self.gap
         dominant = self.host.dominant if self.host is not None else None
         names = [("host op", dominant.name)] if dominant is not None else []

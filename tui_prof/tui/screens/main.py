@@ -154,7 +154,7 @@ class MainScreen(Screen):
         return self.query_one(CountersPane)
 
     def full_names(self) -> list[tuple[str, str]]:
-        """Names the focused pane cuts (key ``i``, screens.fullname; the focused table's row
+        """Names the focused pane cuts (key ``F``, screens.fullname; the focused table's row
         is added there): the kernel a finding is about; on the timeline the cursor's lane
         and the hotspot row that ``c`` jumps to."""
         focused = self.focused
