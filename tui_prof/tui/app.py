@@ -39,6 +39,7 @@ from tui_prof.tui.messages import LoadFailed
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.registry import PANES
 from tui_prof.tui.screens.back import BackScreen
+from tui_prof.tui.screens.fullname import FullNameScreen
 from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.screens.main import MainScreen, RankScreen
 from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
@@ -297,6 +298,7 @@ HELP_WHERE: dict[type, str] = {
     RankScreen: "rank screen",
     BackScreen: "drill-down",
     HelpScreen: "help",
+    FullNameScreen: "full name",
     TableView: "tables",
     KeyScroll: "hardware, issues, help",
 }

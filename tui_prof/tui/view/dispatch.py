@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.api import DominantOp, dominant_op, nvidia_hint, nvidia_occupancy, occupancy, ops_overlapping
-from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
+from tui_prof.render.fmt import fmt_at, fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.view.runview import RunView
 
 
@@ -114,7 +114,8 @@ def _field_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:
     in blocks, block, shared memory, registers per thread; CUPTI records no queue, scratch
     or dispatch id) on NVIDIA, rocprofv3's (agent, queue, workgroup, LDS, scratch, VGPR,
     SGPR, dispatch id) on AMD."""
-    where = [("start", fmt_ns(r["t"])), ("duration", fmt_ns(r["dur"]))]
+    # start to a tenth of its duration, as the dispatch list
+    where = [("start", fmt_at(r["t"], max(float(r["dur"]) / 10, 1.0))), ("duration", fmt_ns(r["dur"]))]
     dims = " × ".join(fmt_value(r[c], "int") for c in ("wg_x", "wg_y", "wg_z"))
     pid = ("pid / tid", f"{fmt_value(r['pid'], 'int')} / {fmt_value(r['tid'], 'int')}")
     if nvidia_agent(agent):
