@@ -87,6 +87,7 @@ def listed_gaps(timelines: Sequence[RunTimeline], max_gaps: int | None) -> pd.Da
         if len(mine):
             frame = t.gaps.frame(mine)
             frame.insert(0, "process", t.label)
+            frame["host_op"] = t.gaps.host_ops(mine)
             frames.append(frame)
     if not frames:
         return pd.DataFrame()
@@ -108,6 +109,7 @@ def gaps_section(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: 
             "cause": r.cause,
             "api_cause": r.api_cause or None,
             "api_before": r.api_before or None,
+            "host_op": r.host_op if isinstance(r.host_op, str) else None,
             "prev": r.prev_name,
             "next": r.next_name,
         }

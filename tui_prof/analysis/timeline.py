@@ -34,6 +34,7 @@ import pandas as pd
 
 from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
+from tui_prof.analysis.hostops import dominant_ops
 from tui_prof.model import Run
 
 DEFAULT_GAP_THRESHOLD_NS = 10_000  # [P] 10 µs: the short-kernel/launch-cost scale (TraceLens, rocinsight)
@@ -150,6 +151,8 @@ class GapSet:
         self.api_names = api_names
         self.all_s, self.all_rows = all_s, all_rows
         self.parts: list[dict[str, np.ndarray]] = []
+        self.markers: pd.DataFrame | None = None  # the run's host ranges and each API row's thread (host_ops)
+        self.api_tid: np.ndarray = _EMPTY
 
     def __len__(self) -> int:
         return sum(len(p["start"]) for p in self.parts)
@@ -185,6 +188,25 @@ class GapSet:
             },
             columns=list(GAP_COLUMNS),
         )
+
+    def host_ops(self, rows: np.ndarray) -> list[str | None]:
+        """Per gap at positions ``rows``: for a ``launch`` gap, the host operator that kept
+        the launching call's thread busy over at least half of the gap (the innermost such
+        range: analysis.hostops.dominant_ops) -- the host's own work, not the launch call,
+        held the GPU; else None."""
+        out: list[str | None] = [None] * len(rows)
+        if self.markers is None or not len(self.markers) or not self.parts or not len(rows):
+            return out
+        cause, api = self.column("cause")[rows], self.column("api_cause")[rows]
+        sel = np.flatnonzero((cause == CAUSES.index("launch")) & (api >= 0))
+        if not len(sel):
+            return out
+        gs, ge = self.column("start")[rows][sel], self.column("end")[rows][sel]
+        tids = self.api_tid[api[sel]] if len(self.api_tid) else np.full(len(sel), -1, np.int64)
+        for i, a, b, op in zip(sel.tolist(), gs.tolist(), ge.tolist(), dominant_ops(self.markers, gs, ge, tids), strict=True):
+            if op is not None and 2 * op.overlap_ns >= b - a:
+                out[i] = op.name
+        return out
 
 
 def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[list[dict], pd.DataFrame]:
@@ -427,6 +449,7 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, corr_ind
     calls = _HostCalls(api, CorrIndex(api) if corr_index is None else corr_index.check(api))
     all_s, all_rows = calls.sorted_starts()  # the call before a gap
     gapset = GapSet(act, _Names([api["name"]]), all_s, all_rows)
+    gapset.markers, gapset.api_tid = run.markers, calls.tid.astype(np.int64)
     agents_out: list[dict] = []
     agent_col = act["agent"]
     agent_ids = agent_col[:1] if len(agent_col) and agent_col.min() == agent_col.max() else np.unique(agent_col)

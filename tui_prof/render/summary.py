@@ -239,8 +239,8 @@ def _gaps_section(summary: Mapping[str, Any], max_gaps: int) -> list[Section]:
             str(g["agent"]),
             fmt_ns(g["start_ns"] - gpu_first(summary, g)),
             fmt_ns(g["duration_ns"]),
-            g["cause"],
-            g["api_cause"] or "-",
+            "host op" if g.get("host_op") else g["cause"],
+            f"{shorten(g['host_op'], 48)} (then {g['api_cause']})" if g.get("host_op") else g["api_cause"] or "-",
             g["api_before"] or "-",
             Code(shorten(g["next"], 40)),
         ]
