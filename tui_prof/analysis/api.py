@@ -49,6 +49,7 @@ from tui_prof.analysis.ranks import (
     sections_of_cores,
 )
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
+from tui_prof.analysis.savings import edit_of
 from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
@@ -56,7 +57,7 @@ from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
 from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
-from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
+from tui_prof.analysis.whatif import Edits, WhatIfError, path_segments, run_what_if
 from tui_prof.threads import Lane, inline_lane, threaded_lane
 
 __all__ = [
@@ -118,6 +119,7 @@ __all__ = [
     "diff_runsets",
     "diff_steps",
     "dominant_op",
+    "edit_of",
     "gpu_timeline",
     "group_key",
     "has_module_scopes",
@@ -139,6 +141,7 @@ __all__ = [
     "operator_links",
     "operators_section",
     "ops_overlapping",
+    "path_segments",
     "rank_cores",
     "rank_numbers",
     "rank_offsets",

@@ -331,6 +331,65 @@ def _walk(pred: np.ndarray, times: np.ndarray, sink: int, lo: int) -> np.ndarray
     return np.flatnonzero(mark)
 
 
+def path_segments(run: Run, g: dg.DepGraph | None = None) -> pd.DataFrame:
+    """The critical path of the whole recorded process as the intervals a timeline marks:
+    ``start``, ``end`` (absolute ns), ``where`` (``host``: a host thread's call, its own
+    time between calls or a wait's return; ``gpu``: a kernel, or the launch latency or
+    queue wait before it; ``copy``: a copy), the host thread ``tid`` and the GPU operation's
+    ``agent``, ``queue`` and ``stream`` (-1 where they do not apply), ``group`` (the
+    breakdown's group, :data:`GROUPS`). Intervals of length 0 and the time before the first
+    recorded call are left out."""
+    columns = ("start", "end", "where", "tid", "agent", "queue", "stream", "group")
+    g = g if g is not None else dg.build_graph(run, CorrIndex(run.api))
+    n = g.size
+    if not n:
+        return pd.DataFrame({c: np.zeros(0, np.int64) for c in columns}).astype({"where": object})
+    pred, seg = dg.binding(g, g.start, g.end)
+    times = np.concatenate([g.start, g.end])
+    sink = n + int(np.argmax(g.end))
+    p = _walk(pred, times, sink, int(g.start.min()))
+    q = pred[p]
+    keep = (q >= 0) & (seg[p] != dg.SEG_ROOT)
+    p, q = p[keep], q[keep]
+    t0, t1 = np.minimum(times[q], times[p]), np.maximum(times[q], times[p])
+    node = np.where(p >= n, p - n, p)
+    kind = g.kind[node]
+    op = kind >= dg.KERNEL
+    where = np.where(~op, "host", np.where(kind == dg.COPY_OP, "copy", "gpu")).astype(object)
+    # a kernel launch's latency and a queue wait: on the operation's GPU lane
+    tid = np.full(len(p), -1, dtype=np.int64)
+    calls = np.flatnonzero(~op)
+    if len(calls) and len(run.api):
+        tid[calls] = run.api["tid"].to_numpy().astype(np.int64)[g.api_row[node[calls]]]
+    agent, queue, stream = (np.full(len(p), -1, dtype=np.int64) for _ in range(3))
+    for code, table in ((dg.KERNEL, run.kernels), (dg.COPY_OP, run.copies)):
+        rows = np.flatnonzero(kind == code)
+        if len(rows) and len(table):
+            r = g.op_row[node[rows]]
+            agent[rows] = (table["agent"] if code == dg.KERNEL else table["dst_agent"]).to_numpy().astype(np.int64)[r]
+            queue[rows] = table["queue"].to_numpy().astype(np.int64)[r]
+            stream[rows] = table["stream"].to_numpy().astype(np.int64)[r]
+    own_call = ~op & (seg[p] == dg.SEG_OWN)
+    cls = g.cls[node]
+    group = np.select(
+        [
+            op & (kind == dg.COPY_OP),
+            op & (seg[p] == dg.SEG_OWN),
+            op,
+            seg[p] == dg.SEG_HOST,
+            (seg[p] == dg.SEG_RETURN) | (own_call & ((kind == dg.WAIT_CALL) | (cls == SYNC) | (cls == BLOCKING_COPY))),
+            own_call & (cls >= LAUNCH),
+        ],
+        ["copies", "gpu_compute", "launch_queue", "host_ops", "sync", "launch_queue"],
+        "host_api",
+    ).astype(object)
+    nonempty = t1 > t0
+    frame = pd.DataFrame({"start": t0 + g.t0, "end": t1 + g.t0, "where": where, "tid": tid, "agent": agent, "queue": queue, "stream": stream, "group": group})[
+        nonempty
+    ]
+    return frame.sort_values("start", kind="stable").reset_index(drop=True)
+
+
 # ---------------------------------------------------------------- edits
 
 
