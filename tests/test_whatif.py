@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.whatif import Edits, WhatIfError, critical_path, project, run_what_if
@@ -389,3 +391,66 @@ def test_finding_codes_and_gap_causes_are_edits():
         b = project(run, "b", Edits(removes=[cause]), None).result["projected_ns"]
         assert a == b, alias
     assert project(run, "c", Edits(launch_free=True), None).result["projected_ns"] == project(run, "d", Edits(removes=["launch"]), None).result["projected_ns"]
+
+
+def _random_edits(g: dg.DepGraph, seed: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    dur = np.rint(g.dur * rng.choice([0.0, 0.5, 1.0, 2.0], size=g.size)).astype(np.int64)
+    gap = np.rint(g.gap * rng.choice([0.0, 1.0, 3.0], size=g.size)).astype(np.int64)
+    lat = np.where(rng.random(g.size) < 0.2, 0, g.lat)
+    waits = (g.wait >= 0) & (rng.random(g.size) > 0.3 * (seed % 2))
+    return dur, gap, lat, g.ret, waits
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sync=st.sampled_from(["end", "per_iteration", "per_launch"]),
+    streams=st.integers(1, 3),
+    gpus=st.integers(1, 2),
+    iterations=st.integers(1, 30),
+    kernels=st.integers(1, 12),
+    seed=st.integers(0, 1000),
+)
+def test_chain_schedule_equals_the_walk_on_generated_graphs(sync, streams, gpus, iterations, kernels, seed):
+    """The array passes give exactly the walk's times whenever they settle (property test on
+    generated runs with random duration, gap, latency and wait edits); with one sync at the
+    end they settle on every graph (else the test would check nothing)."""
+    s = build(SynthSpec(iterations=iterations, kernels_per_iteration=kernels, sync=sync, streams=streams, gpus=gpus, seed=seed))
+    g = dg.build_graph(Run(agents=s.agents, kernels=s.kernels, api=s.api, copies=s.copies))
+    for edit_seed in (seed, seed + 1):
+        arrays = _random_edits(g, edit_seed)
+        walk = dg.schedule_walk(g, *arrays)
+        chains = dg.schedule_chains(g, *arrays)
+        if sync == "end" and streams == 1:
+            assert chains is not None
+        if chains is not None:
+            assert np.array_equal(chains[0], walk[0]) and np.array_equal(chains[1], walk[1])
+        assert all(np.array_equal(x, y) for x, y in zip(dg.schedule(g, *arrays), walk, strict=True))
+
+
+@pytest.mark.parametrize("name", ["decode_eager", "decode_graph", "train_sync"])
+def test_chain_schedule_equals_the_walk_on_real_graphs(name):
+    g = dg.build_graph(load_path(str(H200 / f"{name}.pt.trace.json.gz")).runs[0])
+    settled = 0
+    for seed in range(4):
+        arrays = _random_edits(g, seed)
+        chains = dg.schedule_chains(g, *arrays)
+        if chains is not None:
+            settled += 1
+            walk = dg.schedule_walk(g, *arrays)
+            assert np.array_equal(chains[0], walk[0]) and np.array_equal(chains[1], walk[1])
+    assert settled
+
+
+@pytest.mark.parametrize("segments", [1, 5, 300])
+def test_segmented_running_maximum_both_ways(segments):
+    """Few segments (one accumulate each) and many (the complex-number accumulate): the
+    running maximum restarts at each segment, exactly, for large and negative values."""
+    rng = np.random.default_rng(segments)
+    seg = np.sort(rng.integers(0, segments, 5_000))
+    seg = np.unique(seg, return_inverse=True)[1].astype(np.int64)
+    values = rng.integers(-(1 << 50), 1 << 50, 5_000)
+    expected = np.empty_like(values)
+    for i in range(len(values)):
+        expected[i] = values[i] if i == 0 or seg[i] != seg[i - 1] else max(expected[i - 1], values[i])
+    assert np.array_equal(dg._seg_cummax(seg, values), expected)

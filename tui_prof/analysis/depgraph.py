@@ -39,8 +39,11 @@ re-schedule, for the operation it waited for in the record only. Collectives are
 within their process only (each rank's collective kernel keeps its recorded duration,
 which includes its wait for the slowest rank).
 
-Everything is built with array operations; only :func:`schedule` walks the nodes one by
-one (a re-schedule is a longest-path computation along chains millions of nodes long).
+Everything is built with array operations. A re-schedule (:func:`schedule`) is a
+longest-path computation along chains millions of nodes long: whole chains at once
+(prefix sums and a running maximum per host thread and per queue, :func:`schedule_chains`)
+when the host and the GPU wait for each other only a few times, else node by node
+(:func:`schedule_walk`); both give the same times (tests/test_whatif.py checks it).
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ class DepGraph:
     ret: np.ndarray  # that operation's end -> the call's end
     l0_ns: int  # the usual shortest launch latency
     links: dict[str, int] = field(default_factory=dict)
+    # the operations in queue order (each queue's sprev chain contiguous), None: not known (a subgraph)
+    qorder: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -250,6 +255,7 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
         ret=np.concatenate([ret, zeros]),
         l0_ns=l0,
         links=links,
+        qorder=order.astype(np.int64) + nc,
     )
 
 
@@ -357,7 +363,137 @@ def _q(values: np.ndarray) -> array:
 def schedule(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of every node with the given durations and lags; ``waits``: per node,
     whether a waiting call still waits (a removed sync does not). With the graph's own
-    arrays this gives back the recorded times."""
+    arrays this gives back the recorded times.
+
+    Array passes (:func:`schedule_chains`) when they settle within ``CHAIN_ROUNDS`` rounds;
+    else the node-by-node walk (:func:`schedule_walk`): the same times either way."""
+    found = schedule_chains(g, dur, gap, lat, ret, waits) if chains_worth_it(g, waits) else None
+    return found if found is not None else schedule_walk(g, dur, gap, lat, ret, waits)
+
+
+CHAIN_ROUNDS = 24  # [P] rounds of array passes tried before the walk (a round costs ~1/50 of a walk)
+CHAIN_MIN_NODES = 50_000  # [P] below it the walk is as fast as the array passes' fixed costs
+
+
+def chains_worth_it(g: DepGraph, waits: np.ndarray) -> bool:
+    """Whether :func:`schedule_chains` should be tried: a large graph whose recorded waits
+    that bound their call (the call ended with the work it waited for) are fewer than the
+    rounds allowed -- each such wait is one turn from the GPU back to the host, and the
+    array passes take one round per turn on the path."""
+    if g.size < CHAIN_MIN_NODES:
+        return False
+    w = np.flatnonzero((g.wait >= 0) & waits)
+    bound = g.end[g.wait[w]] + g.ret[w] >= g.start[w] + g.dur[w]
+    return int(np.count_nonzero(bound)) < CHAIN_ROUNDS
+
+
+EXACT_FLOAT = 1 << 51  # below it an int64 is exact in a float64 (the chain maxima run on complex numbers)
+NEG = -(1 << 60)  # no constraint
+FEW_SEGMENTS = 64  # chains below which each gets its own accumulate
+
+
+def _seg_cummax(segment: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarted at each new ``segment`` (nondecreasing codes):
+    one accumulate per segment when they are few; else numpy orders complex numbers by real
+    part, then imaginary part, so one accumulate over segment + 1j * value does it (exact
+    for |values| < EXACT_FLOAT)."""
+    if not len(segment):
+        return values.copy()
+    if int(segment[-1]) < FEW_SEGMENTS:
+        out = np.empty_like(values)
+        bounds = np.searchsorted(segment, np.arange(int(segment[-1]) + 2))
+        for a, b in itertools.pairwise(bounds.tolist()):
+            np.maximum.accumulate(values[a:b], out=out[a:b])
+        return out
+    return np.maximum.accumulate(segment.astype(np.float64) + 1j * values.astype(np.float64)).imag.astype(np.int64)
+
+
+def _chain_order(prev: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``nodes`` (whose ``prev`` links point at nodes of the same set or -1) in chain order,
+    each chain contiguous from its head, and the chain code of each (list ranking by pointer
+    doubling: log2 of the longest chain array passes)."""
+    local = np.full(len(prev), -1, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    p = prev[nodes]
+    p = np.where(p >= 0, local[np.maximum(p, 0)], -1)
+    head = np.where(p >= 0, p, np.arange(len(nodes)))
+    depth = (p >= 0).astype(np.int64)
+    jump = p.copy()
+    while (jump >= 0).any():
+        ok = jump >= 0
+        j = np.maximum(jump, 0)
+        depth = np.where(ok, depth + depth[j], depth)
+        head = np.where(ok, head[j], head)
+        jump = np.where(ok, jump[j], -1)
+    order = np.lexsort((depth, head))
+    return nodes[order], head[order]
+
+
+def _chain_ends(first: np.ndarray, seg: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x_i = max(x_{i-1} + a_i, b_i) along each chain (x = b at a chain's first node), as
+    prefix sums and a segmented running maximum: x_i = A_i + max over j <= i of (b_j - A_j)."""
+    a = np.where(first, 0, a)
+    big = np.cumsum(a)
+    key = np.where(b > NEG, b - big, NEG)
+    return big + _seg_cummax(seg, key)
+
+
+def schedule_chains(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`schedule_walk`'s times by whole chains: each host thread's calls and each
+    queue's operations are a chain x_i = max(x_{i-1} + a_i, b_i) solved with array passes
+    (:func:`_chain_ends`), the chains' links to each other (launch -> operation, operation
+    -> the call that waited for it) taken from the previous round, until a round changes
+    nothing (the unique solution of an acyclic system). None when that takes more than
+    ``CHAIN_ROUNDS`` rounds (a host that waits after every launch alternates with the GPU
+    once per launch) or the times are too large for the exact maxima."""
+    n, nc = g.size, g.n_calls
+    if not n:
+        return g.start.copy(), g.end.copy()
+    limit = int(np.abs(g.start).max()) + int(np.abs(g.end).max()) + int(np.abs(dur).sum()) + int(np.abs(gap).sum()) + int(np.abs(lat).max(initial=0))
+    limit += int(np.abs(ret).sum()) + int(np.abs(g.slag).sum())
+    if limit >= EXACT_FLOAT:
+        return None
+    start, end = g.start.copy(), g.end.copy()
+    # host chains: calls are stored thread by thread in time order (hprev = the node before)
+    c_first = g.hprev[:nc] < 0
+    c_seg = np.cumsum(c_first) - 1
+    iw = ((g.kind == WAIT_CALL) & waits)[:nc]
+    c_wait = np.maximum(g.wait[:nc], 0)
+    c_a = gap[:nc] + dur[:nc]
+    # operation chains: queue order (sprev), each chain contiguous
+    if g.qorder is not None and len(g.qorder) == n - nc:
+        ops = g.qorder
+        o_seg = np.cumsum(g.sprev[ops] < 0) - 1
+    else:
+        ops, o_seg = _chain_order(g.sprev, np.arange(nc, n, dtype=np.int64))
+    o_first = g.sprev[ops] < 0
+    o_launch = g.launch[ops]
+    o_has = o_launch >= 0
+    o_d = dur[ops]
+    o_a = g.slag[ops] + o_d
+    o_base = np.where(o_first, g.start[ops], 0)  # no launch: the recorded start heads a queue, else the queue decides
+    for _ in range(CHAIN_ROUNDS):
+        ready = np.where(o_has, start[np.maximum(o_launch, 0)] + lat[ops], o_base)
+        o_end = _chain_ends(o_first, o_seg, o_a, ready + o_d)
+        changed = not np.array_equal(o_end, end[ops])
+        end[ops] = o_end
+        start[ops] = o_end - o_d
+        b = np.where(iw, end[c_wait] + ret[:nc], NEG)
+        b = np.where(c_first, np.maximum(g.start[:nc] + dur[:nc], b), b)
+        c_end = _chain_ends(c_first, c_seg, c_a, b)
+        before = np.zeros(nc, dtype=np.int64)
+        before[1:] = c_end[:-1]
+        c_start = np.where(c_first, g.start[:nc], before + gap[:nc])
+        changed |= not (np.array_equal(c_end, end[:nc]) and np.array_equal(c_start, start[:nc]))
+        end[:nc], start[:nc] = c_end, c_start
+        if not changed:
+            return start, end
+    return None
+
+
+def schedule_walk(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`schedule` node by node, in an order where every node comes after what it
+    depends on (the reference the array passes are tested against)."""
     n = g.size
     # array('q') instead of lists: 8 bytes a value instead of a Python int object each
     order = _q(_order(g))
