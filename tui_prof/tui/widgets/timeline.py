@@ -548,7 +548,7 @@ class Timeline(Widget, can_focus=True):
             if self.critical_shown:
                 assert self.critical is not None  # critical_shown says so
                 style = self._frame[1]
-                on_path = (self.critical.occupancy(self.t0, self.t1, self.cells) > 0) & (style != S_MARK)
+                on_path = (self.critical.occupancy(self.t0, self.t1, self.cells) > 0) & (style != S_MARK) & (style != S_GAP)
                 style[on_path] = S_CRIT
             self._cache_key = key
             self._strips = {}
