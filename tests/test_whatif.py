@@ -454,3 +454,40 @@ def test_segmented_running_maximum_both_ways(segments):
     for i in range(len(values)):
         expected[i] = values[i] if i == 0 or seg[i] != seg[i - 1] else max(expected[i - 1], values[i])
     assert np.array_equal(dg._seg_cummax(seg, values), expected)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"ranks": 4, "iterations": 3}, {"ranks": 4, "iterations": 5, "hosts": 2, "collectives": ("AllReduce", "AllGather")}, {"ranks": 3, "slow_rank": None}],
+)
+def test_critical_path_waits_across_ranks_on_a_generated_job(kw):
+    """Each rank's critical path through its collectives waits for the straggler exactly the
+    generator's waits (synth.ranks: every instance ends collective_ns after the last arrival;
+    two hosts with unrelated clocks included); the straggler waits for nobody; with no slow
+    rank nobody waits. Part <= whole: the waits lie inside the path's communication time."""
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    ranks = build_ranks(RankSpec(**kw))
+    doc = build_summary(ranks.runset(), SummaryOptions(logs=False))
+    expected = ranks.expected.wait_by_rank
+    slow = kw.get("slow_rank", 1)
+    for r, p in enumerate(doc["critical_path"]["processes"]):
+        waited = p["waiting_on_ranks"]
+        if slow is None or r == slow:
+            assert waited == []
+        else:
+            assert waited == [{"rank": slow, "ns": expected[r], "instances": len(ranks.expected.straggler)}]
+        assert sum(w["ns"] for w in waited) <= p["groups"]["communication"]
+
+
+def test_critical_path_waits_across_ranks_of_hta_ranks():
+    """HTA's two sampled ranks: their collectives wait for each other (the stragglers section
+    lists them) but neither rank's critical path runs through them (host-bound: no
+    communication on the path), so neither path waits for the other rank."""
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
+
+    doc = build_summary(load_path(str(ROOT / "tests" / "data" / "kineto" / "ranks"), use_cache=False), SummaryOptions(logs=False))
+    assert doc["stragglers"]["others_wait_ns"] > 0
+    for p in doc["critical_path"]["processes"]:
+        assert p["groups"]["communication"] == 0 and p["waiting_on_ranks"] == []

@@ -191,6 +191,7 @@ class PathSummary:
     mid: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # each interval's middle (graph-relative ns)
     length: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
     group: np.ndarray = field(default_factory=lambda: np.array([], np.int8))  # GROUPS index of each interval
+    kernel_row: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # a kernel's own time: its kernel row, else -1
 
     def per_window(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """(windows x GROUPS) ns of the path in each [start, end) window (graph-relative
@@ -299,7 +300,8 @@ def critical_path(
         add(group, [label], idx, np.zeros(len(idx), dtype=np.int64))
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
-    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp)
+    kernel_row = np.where(own & (g.kind[node] == dg.KERNEL), g.op_row[node], -1)
+    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, kernel_row)
 
 
 WALK_LEVELS = 5  # the walk steps 2**5 points at a time in Python, the points between are filled in by array passes
