@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tui_prof.analysis import depgraph as dg
-from tui_prof.analysis.whatif import Edits, WhatIfError, critical_path, project, run_what_if
+from tui_prof.analysis.whatif import Edits, WhatIfError, critical_path, project, run_what_if, what_if
 from tui_prof.loaders import load_path
-from tui_prof.model import Run
+from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import make_table
 from tui_prof.synth.spec import GEMM_NAME, SynthSpec, build
 
@@ -399,7 +399,9 @@ def _random_edits(g: dg.DepGraph, seed: int) -> tuple:
     gap = np.rint(g.gap * rng.choice([0.0, 1.0, 3.0], size=g.size)).astype(np.int64)
     lat = np.where(rng.random(g.size) < 0.2, 0, g.lat)
     waits = (g.wait >= 0) & (rng.random(g.size) > 0.3 * (seed % 2))
-    return dur, gap, lat, g.ret, waits
+    # a collective's floor (another rank arriving later) on some operations
+    floor = np.where((g.kind >= dg.KERNEL) & (rng.random(g.size) < 0.1), g.end + rng.integers(-20_000, 20_000, g.size), dg.NEG)
+    return dur, gap, lat, g.ret, waits, floor
 
 
 @settings(max_examples=25, deadline=None)
@@ -491,3 +493,72 @@ def test_critical_path_waits_across_ranks_of_hta_ranks():
     assert doc["stragglers"]["others_wait_ns"] > 0
     for p in doc["critical_path"]["processes"]:
         assert p["groups"]["communication"] == 0 and p["waiting_on_ranks"] == []
+
+
+def _two_ranks(compute: tuple[int, int], transfer: int = 50) -> list[Run]:
+    """Two processes on one host: a compute kernel, then an all-reduce on the same stream, then
+    a device synchronisation; the all-reduce ends ``transfer`` after the later rank's arrives."""
+    arrival = [15 + c for c in compute]
+    end = max(arrival) + transfer
+    runs = []
+    for r, c in enumerate(compute):
+        api = make_table(
+            "api",
+            {
+                "start": np.array([0, 20, 40]),
+                "end": np.array([10, 30, end + 5]),
+                "name": ["cudaLaunchKernel", "cudaLaunchKernel", "cudaDeviceSynchronize"],
+                "domain": "cuda",
+                "pid": 100 + r,
+                "tid": 1,
+                "correlation_id": np.array([1, 2, 3]),
+            },
+        )
+        kernels = make_table(
+            "kernels",
+            {
+                "start": np.array([15, arrival[r]]),
+                "end": np.array([15 + c, end]),
+                "name": ["gemm_compute_kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"],
+                "agent": 0,
+                "stream": 7,
+                "pid": 100 + r,
+                "tid": 1,
+                "correlation_id": np.array([1, 2]),
+            },
+        )
+        runs.append(Run(meta=RunMeta(hostname="h", pid=100 + r, rank=r), kernels=kernels, api=api))
+    return runs
+
+
+def test_what_if_moves_every_rank_with_the_straggler():
+    """Edges across ranks: rank 1 computes 200 ns, rank 0 100 ns, and rank 0's all-reduce waits
+    100 ns for rank 1. Halving the compute: every all-reduce ends transfer (50) after the later
+    arrival (15 + 100), each sync 5 after it: both ranks project exactly the two-rank run
+    recorded with compute (50, 100) -- rank 0 included, whose recorded wait shrinks with the
+    straggler. With no edit the record comes back."""
+    runs = _two_ranks((100, 200))
+    doc = what_if([(run, f"rank{i}", None) for i, run in enumerate(runs)], Edits(scales=[("gemm", 0.5)]))
+    expected = _two_ranks((50, 100))
+    for p, run in zip(doc["processes"], expected, strict=True):
+        assert p["projected_ns"] == int(run.api["end"].max()) - 0
+    assert doc["cross_rank"]["settled"] and doc["cross_rank"]["instances"] == 1
+    same = what_if([(run, f"rank{i}", None) for i, run in enumerate(runs)], Edits())
+    assert all(p["projected_ns"] == p["baseline_ns"] for p in same["processes"])
+    alone = project(runs[0], "rank0", Edits(scales=[("gemm", 0.5)]), None).result  # without the other rank: its wait is kept
+    assert alone["projected_ns"] > doc["processes"][0]["projected_ns"]
+
+
+@pytest.mark.parametrize("hosts", [1, 2])
+def test_coupled_ranks_give_back_the_record(hosts):
+    """A generated job (a straggler, two collective types; two hosts: unrelated clocks): with
+    no edit the coupled re-schedule settles and every rank's projection is its record; halving
+    the communication on every rank saves on every rank."""
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    runset = build_ranks(RankSpec(ranks=4, iterations=3, hosts=hosts, collectives=("AllReduce", "AllGather"))).runset()
+    same = run_what_if(runset, Edits())
+    assert same["cross_rank"]["settled"] and same["cross_rank"]["instances"] == 6
+    assert all(p["projected_ns"] == p["baseline_ns"] for p in same["processes"])
+    faster = run_what_if(runset, Edits(scales=[("communication", 0.5)]))
+    assert faster["cross_rank"]["settled"] and all(p["saving_ns"] > 0 for p in faster["processes"])

@@ -232,8 +232,7 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
         "waits": int(np.count_nonzero(wait >= 0)),
         "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc))),
     }
-    pad = np.full(no, -1, dtype=np.int64)
-    zeros = np.zeros(no, dtype=np.int64)
+    pad, zeros = np.full(no, -1, dtype=np.int64), np.zeros(no, dtype=np.int64)
     return DepGraph(
         t0=t0,
         n_calls=nc,
@@ -360,15 +359,18 @@ def _q(values: np.ndarray) -> array:
     return out
 
 
-def schedule(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def schedule(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of every node with the given durations and lags; ``waits``: per node,
-    whether a waiting call still waits (a removed sync does not). With the graph's own
-    arrays this gives back the recorded times.
+    whether a waiting call still waits (a removed sync does not); ``floor``: per node, a time
+    an operation cannot end before (a collective waiting for the other ranks; ``NEG``: none).
+    With the graph's own arrays this gives back the recorded times.
 
     Array passes (:func:`schedule_chains`) when they settle within ``CHAIN_ROUNDS`` rounds;
     else the node-by-node walk (:func:`schedule_walk`): the same times either way."""
-    found = schedule_chains(g, dur, gap, lat, ret, waits) if chains_worth_it(g, waits) else None
-    return found if found is not None else schedule_walk(g, dur, gap, lat, ret, waits)
+    found = schedule_chains(g, dur, gap, lat, ret, waits, floor) if chains_worth_it(g, waits) else None
+    return found if found is not None else schedule_walk(g, dur, gap, lat, ret, waits, floor)
 
 
 CHAIN_ROUNDS = 24  # [P] rounds of array passes tried before the walk (a round costs ~1/50 of a walk)
@@ -438,7 +440,9 @@ def _chain_ends(first: np.ndarray, seg: np.ndarray, a: np.ndarray, b: np.ndarray
     return big + _seg_cummax(seg, key)
 
 
-def schedule_chains(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def schedule_chains(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`schedule_walk`'s times by whole chains: each host thread's calls and each
     queue's operations are a chain x_i = max(x_{i-1} + a_i, b_i) solved with array passes
     (:func:`_chain_ends`), the chains' links to each other (launch -> operation, operation
@@ -472,12 +476,16 @@ def schedule_chains(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarr
     o_d = dur[ops]
     o_a = g.slag[ops] + o_d
     o_base = np.where(o_first, g.start[ops], 0)  # no launch: the recorded start heads a queue, else the queue decides
+    o_floor = floor[ops] if floor is not None else None
+    o_slag = g.slag[ops]
     for _ in range(CHAIN_ROUNDS):
         ready = np.where(o_has, start[np.maximum(o_launch, 0)] + lat[ops], o_base)
-        o_end = _chain_ends(o_first, o_seg, o_a, ready + o_d)
+        o_end = _chain_ends(o_first, o_seg, o_a, ready + o_d if o_floor is None else np.maximum(ready + o_d, o_floor))
         changed = not np.array_equal(o_end, end[ops])
         end[ops] = o_end
-        start[ops] = o_end - o_d
+        o_prev = np.zeros(len(ops), dtype=np.int64)
+        o_prev[1:] = o_end[:-1]
+        start[ops] = np.where(o_first, ready, np.maximum(ready, o_prev + o_slag))
         b = np.where(iw, end[c_wait] + ret[:nc], NEG)
         b = np.where(c_first, np.maximum(g.start[:nc] + dur[:nc], b), b)
         c_end = _chain_ends(c_first, c_seg, c_a, b)
@@ -491,7 +499,9 @@ def schedule_chains(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarr
     return None
 
 
-def schedule_walk(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def schedule_walk(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`schedule` node by node, in an order where every node comes after what it
     depends on (the reference the array passes are tested against)."""
     n = g.size
@@ -500,6 +510,7 @@ def schedule_walk(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray
     start, end = _q(g.start), _q(g.end)
     hprev, launch, sprev, wait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait)
     d, gp, lt, rt, sl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag)
+    fl = _q(floor if floor is not None else np.full(n, NEG, dtype=np.int64))
     is_wait = (g.kind == WAIT_CALL) & waits
     kind_op = bytearray((g.kind >= KERNEL).astype(np.uint8).tobytes())
     iw = bytearray(is_wait.astype(np.uint8).tobytes())
@@ -529,7 +540,8 @@ def schedule_walk(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray
                 if t > s:
                     s = t
             start[i] = s
-            end[i] = s + d[i]
+            e = s + d[i]
+            end[i] = e if e > fl[i] else fl[i]
     return np.frombuffer(start, dtype=np.int64).copy(), np.frombuffer(end, dtype=np.int64).copy()
 
 

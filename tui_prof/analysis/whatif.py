@@ -620,11 +620,17 @@ def project(
     steps: tuple[np.ndarray, np.ndarray, int] | None,
     rules: CategoryRules = DEFAULT_CATEGORY_RULES,
     graph: dg.DepGraph | None = None,
+    coupled: tuple[Applied, np.ndarray, np.ndarray] | None = None,
 ) -> Projection:
-    """The what-if of one process: ``steps`` = (recorded step starts, ends, warm-up count) or None."""
+    """The what-if of one process: ``steps`` = (recorded step starts, ends, warm-up count) or
+    None; ``coupled``: its edits applied and its times re-scheduled with the other ranks
+    (:func:`couple_ranks`) instead of alone."""
     g = graph or dg.build_graph(run, CorrIndex(run.api))
-    applied = apply_edits(run, g, edits, rules)
-    s, e = dg.schedule(g, applied.dur, applied.gap, applied.lat, applied.ret, applied.waits)
+    if coupled is not None:
+        applied, s, e = coupled
+    else:
+        applied = apply_edits(run, g, edits, rules)
+        s, e = dg.schedule(g, applied.dur, applied.gap, applied.lat, applied.ret, applied.waits)
     base_lo, base_hi = (int(g.start.min()), int(g.end.max())) if g.size else (0, 0)
     proj_lo, proj_hi = (int(s.min()), int(e.max())) if g.size else (0, 0)
     result: dict = {"process": label, "links": g.links, "launch_latency_l0_ns": g.l0_ns}
@@ -678,11 +684,90 @@ def path_json(p: PathSummary, top: int = 12) -> dict:
     }
 
 
+CROSS_RANK_ROUNDS = 64  # [P] rounds of re-scheduling every rank against the others' collective arrivals
+
+
+def _instances(runs: Sequence[Run], graphs: Sequence[dg.DepGraph], rules: CategoryRules) -> list[list[tuple[int, int]]]:
+    """Collective instances: the k-th collective kernel of a type on every rank that has one
+    (at least two ranks), as (process, graph node) pairs."""
+    from tui_prof.analysis.ranks import collective_type, communication_mask
+
+    per: list[dict[str, np.ndarray]] = []
+    for run, g in zip(runs, graphs, strict=True):
+        k = run.kernels
+        rows = np.flatnonzero(communication_mask(k, rules))
+        rows = rows[np.argsort(k["start"].to_numpy()[rows], kind="stable")]
+        kinds = np.array([collective_type(str(x)) for x in k["name"].to_numpy()[rows]], dtype=object)
+        per.append({str(t): rows[kinds == t] + g.n_calls for t in set(kinds.tolist())})  # kernel row -> its node
+    out = []
+    for kind in sorted({t for d in per for t in d}):
+        members = [(i, d[kind]) for i, d in enumerate(per) if kind in d]
+        for j in range(max(len(nodes) for _, nodes in members)):
+            inst = [(i, int(nodes[j])) for i, nodes in members if len(nodes) > j]
+            if len(inst) > 1:
+                out.append(inst)
+    return out
+
+
+def couple_ranks(
+    runs: Sequence[Run], edits: Edits, rules: CategoryRules
+) -> tuple[list[tuple[dg.DepGraph, Applied, np.ndarray, np.ndarray]] | None, dict | None]:
+    """Every rank re-scheduled with its collectives waiting for the other ranks' (edges
+    across ranks; docs/metrics.md): in each collective instance the rank that arrived last
+    spent the least time (T, the transfer) and every instance ends T after the last arrival
+    (plus each rank's recorded lag past it), so a rank's collective ends no earlier than the
+    others' latest projected start (on the aligned clocks of analysis.ranks.rank_offsets) +
+    T + its lag, and takes T of its own. Rounds re-schedule every rank against the others'
+    arrivals of the round before until none changes. None (and why) when the runs have no
+    common collective, or it does not settle within ``CROSS_RANK_ROUNDS`` rounds (each round
+    follows the path through one more instance)."""
+    from tui_prof.analysis.ranks import rank_offsets
+
+    graphs = [dg.build_graph(run, CorrIndex(run.api)) for run in runs]
+    instances = _instances(runs, graphs, rules)
+    if not instances:
+        return None, None
+    offsets = np.array(rank_offsets(runs, rules).offsets, dtype=np.int64) + np.array([g.t0 for g in graphs], dtype=np.int64)  # graph time -> aligned time
+    applied = [apply_edits(run, g, edits, rules) for run, g in zip(runs, graphs, strict=True)]
+    members = [(np.array([i for i, _ in inst]), np.array([v for _, v in inst])) for inst in instances]
+    lags, transfer = [], []
+    for procs, nodes in members:
+        rec_start = np.array([graphs[i].start[v] for i, v in zip(procs, nodes, strict=True)]) + offsets[procs]
+        rec_end = np.array([graphs[i].end[v] for i, v in zip(procs, nodes, strict=True)]) + offsets[procs]
+        edited = np.array([applied[i].dur[v] for i, v in zip(procs, nodes, strict=True)])
+        t_rec, t_new = int((rec_end - rec_start).min()), int(edited.min())
+        lags.append(rec_end - rec_start.max() - (t_rec - t_new))  # the transfer part of each rank's lag follows the edit
+        transfer.append(t_new)
+        for i, v, d in zip(procs.tolist(), nodes.tolist(), edited.tolist(), strict=True):
+            applied[i].dur[v] = min(d, t_new)
+    floors = [np.full(g.size, dg.NEG, dtype=np.int64) for g in graphs]
+    for rounds in range(1, CROSS_RANK_ROUNDS + 1):
+        times = [dg.schedule(g, a.dur, a.gap, a.lat, a.ret, a.waits, f) for g, a, f in zip(graphs, applied, floors, strict=True)]
+        changed = False
+        for (procs, nodes), lag in zip(members, lags, strict=True):
+            last = max(int(times[i][0][v]) + int(offsets[i]) for i, v in zip(procs.tolist(), nodes.tolist(), strict=True))
+            for i, v, lg in zip(procs.tolist(), nodes.tolist(), lag.tolist(), strict=True):
+                new = last + lg - int(offsets[i])
+                if floors[i][v] != new:
+                    floors[i][v] = new
+                    changed = True
+        if not changed:
+            info = {"instances": len(instances), "rounds": rounds, "settled": True}
+            return [(g, a, s, e) for g, a, (s, e) in zip(graphs, applied, times, strict=True)], info
+    return None, {"instances": len(instances), "rounds": CROSS_RANK_ROUNDS, "settled": False}
+
+
 def what_if(runs: Sequence[tuple[Run, str, tuple[np.ndarray, np.ndarray, int] | None]], edits: Edits, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> dict:
     """The ``tuiprof.whatif/1`` document of a run of one or several processes ((run, label, steps) each)."""
     edits.check()
-    per = [project(run, label, edits, steps, rules).result for run, label, steps in runs]
+    coupled, cross = couple_ranks([run for run, _, _ in runs], edits, rules) if len(runs) > 1 else (None, None)
+    per = [
+        project(run, label, edits, steps, rules, coupled[i][0] if coupled else None, coupled[i][1:] if coupled else None).result
+        for i, (run, label, steps) in enumerate(runs)
+    ]
     doc: dict = {"schema": SCHEMA}
+    if cross is not None:
+        doc["cross_rank"] = cross
     if per:
         worst = max(range(len(per)), key=lambda i: per[i]["baseline_ns"])
         head = per[worst]
