@@ -160,3 +160,27 @@ def test_failures_of_the_new_workers_are_said_in_place(monkeypatch):
         assert "the critical path: could not be computed: RuntimeError: injected" in text_of(app, "#tl-status")
 
     drive(TuiProfApp(runset), flow)
+
+
+def test_critical_path_marks_of_every_rank():
+    """A generated job of four ranks: p on the rank lanes asks for every lane; there each
+    process's own path is marked on its own lanes, and every rank's marks tile its own span."""
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    runset = build_ranks(RankSpec(ranks=4, iterations=2)).runset()
+
+    async def flow(app, pilot):
+        await press(app, pilot, "2")
+        timeline = app.main.query_one("#timeline-view", Timeline)
+        assert timeline.showing_ranks
+        await press(app, pilot, "p")
+        assert timeline.critical is None
+        await press(app, pilot, "r", "p")
+        await until(app, pilot, lambda: timeline.critical_shown)
+        marks = timeline.critical
+        per_lane = np.diff(marks.busy_upto(marks.offsets[:, None] + np.array([0, marks.span])[None, :]), axis=1)[:, 0]
+        for ri, run in enumerate(runset.runs):
+            lanes = [i for i, lane in enumerate(timeline.model.lanes) if lane.key and lane.key[0] == ri]
+            assert int(per_lane[lanes].sum()) == measured_span(run)
+
+    drive(TuiProfApp(runset), flow, size=(160, 50))
