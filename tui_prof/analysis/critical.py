@@ -149,7 +149,7 @@ def collective_waits(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
     last to arrive spends the least time in it (analysis.ranks' rule: host clocks need not
     agree), every other rank waits its duration minus that; an instance in which every rank
     spent the same time names nobody."""
-    from tui_prof.analysis.ranks import collective_type, communication_mask, rank_numbers
+    from tui_prof.analysis.ranks import collective_types, communication_mask, rank_numbers
 
     if len(windows) < 2:
         return {}
@@ -157,28 +157,30 @@ def collective_waits(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
     numbers = [n for n, _ in rank_numbers([windows[p].run for p in positions])]
     out = {p: (np.zeros(len(windows[p].run.kernels), np.int64), np.full(len(windows[p].run.kernels), -1, np.int64)) for p in positions}
     per: list[dict[str, np.ndarray]] = []  # per process: type -> kernel rows in start order
+    durations = []
     for p in positions:
         k = windows[p].run.kernels
+        durations.append(k["end"].to_numpy().astype(np.int64) - k["start"].to_numpy().astype(np.int64))
         rows = np.flatnonzero(communication_mask(k, rules))
         rows = rows[np.argsort(k["start"].to_numpy()[rows], kind="stable")]
-        kinds = np.array([collective_type(str(x)) for x in k["name"].to_numpy()[rows]], dtype=object)
+        kinds = collective_types(k["name"], rows)
         per.append({str(t): rows[kinds == t] for t in set(kinds.tolist())})
+    big = np.iinfo(np.int64).max
     for kind in sorted({t for d in per for t in d}):
         members = [(i, d[kind]) for i, d in enumerate(per) if kind in d]
         depth = max(len(rows) for _, rows in members)
-        for j in range(depth):
-            have = [(i, int(rows[j])) for i, rows in members if len(rows) > j]
-            if len(have) < 2:
-                continue
-            durs = [int(windows[positions[i]].run.kernels["end"].iat[r] - windows[positions[i]].run.kernels["start"].iat[r]) for i, r in have]
-            fastest = min(durs)
-            if fastest == max(durs):
-                continue
-            last = numbers[have[durs.index(fastest)][0]]
-            for (i, r), d in zip(have, durs, strict=True):
-                if d > fastest:
-                    out[positions[i]][0][r] = d - fastest
-                    out[positions[i]][1][r] = last
+        # members x instances: each rank's duration of the instance (-1: the rank has no such instance)
+        dur = np.full((len(members), depth), -1, dtype=np.int64)
+        for m, (i, rows) in enumerate(members):
+            dur[m, : len(rows)] = durations[i][rows]
+        have = dur >= 0
+        fastest = np.where(have, dur, big).min(axis=0)
+        last = np.array([numbers[i] for i, _ in members], dtype=np.int64)[np.where(have & (dur == fastest), dur, big).argmin(axis=0)]
+        named = (have.sum(axis=0) > 1) & (np.where(have, dur, -1).max(axis=0) > fastest)  # two ranks or more, not all the same
+        for m, (i, rows) in enumerate(members):
+            j = np.flatnonzero(named[: len(rows)] & (dur[m, : len(rows)] > fastest[: len(rows)]))
+            out[positions[i]][0][rows[j]] = dur[m, j] - fastest[j]
+            out[positions[i]][1][rows[j]] = last[j]
     return out
 
 

@@ -116,6 +116,16 @@ def collective_type(name: str) -> str:
     return UNKNOWN_TYPE
 
 
+def collective_types(names: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """:func:`collective_type` of the kernel names at ``rows`` (a categorical column: each
+    distinct name classified once)."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        kinds = np.array([collective_type(str(x)) for x in names.cat.categories] + [UNKNOWN_TYPE], dtype=object)
+        codes = names.cat.codes.to_numpy()[rows]
+        return kinds[np.where(codes >= 0, codes, len(kinds) - 1)]
+    return np.array([collective_type(str(x)) for x in names.to_numpy()[rows]], dtype=object)
+
+
 def _overlap(a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray, b_e: np.ndarray) -> int:
     """|A ∩ B| for two sets of intervals: |∪A| + |∪B| − |∪(A ∪ B)|."""
     if not len(a_s) or not len(b_s):
