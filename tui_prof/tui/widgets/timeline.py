@@ -15,8 +15,8 @@ rows are in the sync colour: ``▓`` when the cell holds only sync time, ``▚``
 calls are interleaved with other API calls in the cell (a sync after every launch);
 GPU cells at least 90% busy are green, less busy ones yellow; the selected interval is shown reversed; the current gap is underlined ``▔``
 on the ruler. ``p`` marks the critical path (analysis.whatif.path_segments, asked of the owner
-by :class:`Timeline.CriticalRequested`): each lane's cells on it are underlined in the
-critical colour, whatever their glyph.
+by :class:`Timeline.CriticalRequested`): each lane's cells on it are bold and underlined, in
+their own colour (no colour more for a 16-colour terminal to tell apart).
 
 A multi-process run starts on its rank lanes (``TimelineModel.ranks``: one row per process,
 its GPUs' busy time drawn like a GPU row); a cell where communication (collective) kernels
@@ -49,7 +49,8 @@ BUSY_THRESHOLD = 0.9  # a GPU cell at least this busy is "busy", below it "partl
 MIXED_THRESHOLD = 0.02  # non-sync API share of a cell that makes a sync cell "mixed"
 
 # style codes of a cell
-S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP, S_MEM, S_COMM, S_CRIT = range(12)
+S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP, S_MEM, S_COMM = range(11)
+CRITICAL = 16  # added to a cell's style code when the cell is on the critical path: underlined, its colour kept
 STYLE_CLASSES = {
     S_BUSY: "timeline--busy",
     S_PARTIAL: "timeline--partial",
@@ -61,7 +62,6 @@ STYLE_CLASSES = {
     S_OP: "timeline--op",
     S_MEM: "timeline--mem",
     S_COMM: "timeline--comm",
-    S_CRIT: "timeline--crit",
 }
 
 
@@ -160,7 +160,6 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--op { color: ansi_cyan; }
     Timeline > .timeline--mem { color: ansi_bright_blue; }
     Timeline > .timeline--comm { color: ansi_bright_cyan; }
-    Timeline > .timeline--crit { color: ansi_bright_yellow; text-style: bold underline; }
     Timeline > .timeline--mark { color: ansi_bright_white; background: ansi_blue; text-style: bold; }
     """
     COMPONENT_CLASSES = {"timeline--label", "timeline--label-cursor", "timeline--ruler", *STYLE_CLASSES.values()}
@@ -534,6 +533,8 @@ class Timeline(Widget, can_focus=True):
 
     def _style(self, code) -> Style:
         """Rich style of a cell code or a component class name, made once per theme."""
+        if isinstance(code, int) and code >= CRITICAL and code not in self._styles:
+            self._styles[code] = self._style(code - CRITICAL) + Style(bold=True, underline=True)
         if code not in self._styles:
             base = self._styles[None] = self._styles.get(None) or self.rich_style
             cls = STYLE_CLASSES.get(code) if isinstance(code, int) else code
@@ -549,7 +550,7 @@ class Timeline(Widget, can_focus=True):
                 assert self.critical is not None  # critical_shown says so
                 style = self._frame[1]
                 on_path = (self.critical.occupancy(self.t0, self.t1, self.cells) > 0) & (style != S_MARK) & (style != S_GAP)
-                style[on_path] = S_CRIT
+                style[on_path] += CRITICAL
             self._cache_key = key
             self._strips = {}
         return self._frame
