@@ -148,12 +148,14 @@ def measurement_text(doc: Summary | None) -> Text:
 
 def with_critical(frame: pd.DataFrame, group: str, critical: dict[str, int] | None) -> pd.DataFrame:
     """The hotspot table with its ``critical_ns`` column: each kernel's time on the critical
-    path of the summary's steady-state window (analysis.critical; 0: never on it), by name
-    only (NaN, shown ``-``: another grouping, or the summary not computed yet)."""
+    path of the summary's steady-state window (analysis.critical; 0: never on it; at most the
+    row's own total, as the summary's hotspots cap it), by name only (NaN, shown ``-``:
+    another grouping, or the summary not computed yet)."""
     if critical is None or group != "name":
         return frame.assign(critical_ns=np.full(len(frame), np.nan))
     names = frame["name"].astype(str).to_numpy()
-    return frame.assign(critical_ns=np.array([critical.get(n, 0) for n in names], dtype=np.float64))
+    on_path = np.array([critical.get(n, 0) for n in names], dtype=np.float64)
+    return frame.assign(critical_ns=np.minimum(on_path, frame["total_ns"].to_numpy().astype(np.float64)))
 
 
 def next_group(groups: tuple[str, ...], current: str) -> str:
