@@ -11,6 +11,7 @@ from synthetic import synthetic_runset
 from tui_harness import column, drive, press, text_of, until
 
 from tui_prof.model import Run, RunMeta, RunSet
+from tui_prof.render.fmt import fmt_ns
 from tui_prof.synth.spec import GEMM_NAME, SynthSpec, build
 from tui_prof.tui.app import TuiProfApp
 from tui_prof.tui.screens.whatif import WhatIfScreen
@@ -102,6 +103,8 @@ def test_what_if_of_a_gap_and_a_finding_match_the_sync_once_run():
         await press(app, pilot, *["j"] * codes.index("sync-after-launch"), "W")
         screen = await what_if_shown(app, pilot)
         assert screen.doc["edits"][0]["cause"] == "sync-after-launch"
+        finding = findings.findings[codes.index("sync-after-launch")]
+        assert fmt_ns(finding["saving_ns"]) in str(app.screen.query_one(".title").render())
         assert screen.doc["projected_ns"] == once
 
     drive(TuiProfApp(per_launch), flow)

@@ -59,7 +59,10 @@ def finding_target(finding: Finding) -> WhatIfTarget:
             return None, f"{finding['code']}: the what-if cannot remove this cause (no edit for this finding)"
         return found
 
-    return WhatIfTarget(f"finding {finding['code']}", resolve)
+    title = f"finding {finding['code']}"
+    if "saving_ns" in finding:  # the summary's projection: over the steady window, this screen's over the whole run
+        title += f" (the summary's projection: {fmt_ns(finding['saving_ns'])} over the steady window)"
+    return WhatIfTarget(title, resolve)
 
 
 def gap_target(view: RunView, row: int) -> WhatIfTarget:
