@@ -132,6 +132,16 @@ def parse_count(text: str) -> int:
     return value
 
 
+def parse_cluster(text: str) -> str:
+    """Where ``--cluster`` runs the ranks: local, local:N, pool, pool:N (N >= 1) or a Dask scheduler's tcp:// or tls:// address."""
+    kind, _, count = text.partition(":")
+    if kind in ("local", "pool") and (not count or (count.isdigit() and int(count) >= 1)):
+        return text
+    if text.startswith(("tcp://", "tls://")) and len(text) > 6:
+        return text
+    raise argparse.ArgumentTypeError(f"expected local[:N], pool[:N] or tcp://HOST:PORT, not {text!r}")
+
+
 def parse_path(text: str) -> str:
     """A run path as given; the empty string is a usage error (it would mean the current
     folder, which nobody types on purpose)."""
@@ -199,6 +209,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if unusable:  # one line: the reason (a missing path is not also "nothing could be loaded")
         _say(unusable)
         return EXIT_NOTHING_LOADED
+    if args.cluster:
+        return _summary_cluster(args, rules)
     progress = _progress_printer()
     runset = load_path(args.path, progress=progress, use_cache=not args.no_cache)
     for issue in runset.errors:
@@ -230,6 +242,48 @@ def cmd_summary(args: argparse.Namespace) -> int:
         sys.stdout.write(summary_markdown(summary))
     else:
         print(summary_text(summary))
+    return EXIT_OK
+
+
+CLUSTER_ONLY_WITHOUT = ("md", "recording", "step", "warmup", "outlier_factor", "gap_threshold")
+
+
+def _summary_cluster(args: argparse.Namespace, rules) -> int:
+    """``summary --cluster``: per-rank partials on a process pool (``pool[:N]``) or a Dask
+    cluster (``local[:N]``, ``tcp://HOST:PORT``), merged here (docs/cluster.md)."""
+    from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
+    from tui_prof.cluster import ClusterError, plan, summarise_cluster, summarise_pool
+    from tui_prof.render.partials import merged_text
+
+    for name in CLUSTER_ONLY_WITHOUT:
+        if getattr(args, name, None) not in (None, False):
+            raise _UsageError(f"--{name.replace('_', '-')} needs the whole run in one process: not with --cluster")
+    rules = rules or DEFAULT_CATEGORY_RULES
+    progress = _progress_printer()
+    try:
+        tasks = plan(args.path, use_cache=not args.no_cache, rules=rules)
+        if args.cluster == "pool" or args.cluster.startswith("pool:"):
+            workers = int(args.cluster[5:]) if ":" in args.cluster else (os.cpu_count() or 1)
+            merged = summarise_pool(tasks, rules, workers, progress)
+        else:
+            merged = summarise_cluster(tasks, rules, args.cluster, progress)
+    except ClusterError as err:
+        _say(err)
+        return EXIT_NOTHING_LOADED
+    if progress:
+        progress("done", 1, 1)
+    for line in merged.errors:
+        _say(line)
+    for label, reason in merged.failed:
+        _say(f"rank {label} failed: {reason}")
+    if not merged.merge.ranks:
+        _say(f"nothing could be loaded from {_shown_path(args.path)}")
+        return EXIT_NOTHING_LOADED
+    doc = merged.document(None if args.top <= 0 else args.top)
+    if args.json:
+        _write_json(doc)
+    else:
+        print(merged_text(doc))
     return EXIT_OK
 
 
@@ -859,6 +913,14 @@ def _summary_parser(sub: Any) -> None:
         default=None,
         metavar="N",
         help="PATH holds separate recordings (files hours apart): summarise recording N (default: the one with most dispatches; listed on stderr)",
+    )
+    summary.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        type=parse_cluster,
+        default=None,
+        help="summarise rank by rank from per-rank partials: local[:N] (a Dask LocalCluster of N worker processes), "
+        "tcp://HOST:PORT (a running Dask scheduler), pool[:N] (a process pool, no Dask); the merged sections only (docs/cluster.md)",
     )
     summary.set_defaults(func=cmd_summary)
 

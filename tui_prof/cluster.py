@@ -1,0 +1,204 @@
+"""Summaries of many-rank runs from per-rank partials, on a process pool or a Dask cluster.
+
+The driver scans the run (file heads only), makes one task per rank (a process's files:
+:class:`RankTask`), and each task loads its rank alone -- through the per-rank cache
+(``TUIPROF_CACHE_DIR``, which may be on a shared filesystem) -- and reduces it to its
+:class:`~tui_prof.analysis.api.RankPartial` in a worker process. The driver merges the
+partials as they arrive (:class:`~tui_prof.analysis.api.PartialMerge`): it never holds a
+rank's kernels, so its memory does not grow with the run's dispatches (docs/cluster.md).
+
+Where the tasks run (``--cluster``): ``local`` / ``local:N`` starts a Dask
+``LocalCluster`` of N worker processes; ``tcp://HOST:PORT`` connects to a running
+scheduler (``dask-scheduler`` + ``dask-worker``, or ``dask-jobqueue``). Without
+``--cluster``, :func:`summarise_pool` runs the same tasks in a process pool.
+
+A task that raises is retried once, and so is a task whose worker died (the scheduler's
+``allowed-failures``, set to 1 for a LocalCluster it starts); a rank that fails twice is
+reported by name in ``failed`` and the others are still summarised.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui_prof.analysis.api import MERGED_SECTIONS, SCHEMA, CategoryRules, PartialMerge, RankPartial, merged_sections, rank_partials
+
+Progress = Callable[[str, int, int], None]
+CONNECT_TIMEOUT_S = 10
+LOCAL = re.compile(r"^local(?::(\d+))?$")
+
+
+class ClusterError(Exception):
+    """A cluster that cannot be used (Dask missing, a scheduler not reachable, a bad
+    address, a run the partials cannot cover): one line for the user."""
+
+
+@dataclass(frozen=True)
+class RankTask:
+    """One rank's work: load ``files`` of the run at ``root`` and reduce them to partials."""
+
+    root: str
+    label: str  # the scan's label of the rank (a file name: untrusted)
+    files: tuple[str, ...]
+    use_cache: bool
+    rules: CategoryRules | None = None
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """What a task returns: the partials of its process(es) and the load's issues."""
+
+    label: str
+    partials: list[RankPartial]
+    errors: list[str]  # the load's error lines (a file it could not read)
+
+
+def rank_task(task: RankTask) -> RankResult:
+    """Load one rank (through the cache) and reduce it: runs in a worker process."""
+    from tui_prof.loaders import load_path
+
+    runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
+    return RankResult(task.label, rank_partials(runset, task.rules), [str(issue) for issue in runset.errors])
+
+
+def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None) -> list[RankTask]:
+    """One task per process of the run under ``path``; :class:`ClusterError` when a work unit
+    of the run is not one process's files (a database or trace of several processes, a
+    file that belongs to no process): the partials path reads a rank alone."""
+    from tui_prof.loaders.detect import scan_processes
+
+    scan = scan_processes(path)
+    if not scan.processes:
+        raise ClusterError(f"nothing to summarise per rank under {path}")
+    if scan.units != len(scan.processes):
+        raise ClusterError(f"{path}: {scan.units - len(scan.processes)} of {scan.units} work units are not one process's files; summarise it without --cluster")
+    return [RankTask(str(path), p.label, p.files, use_cache, rules) for p in scan.processes]
+
+
+@dataclass
+class MergedRun:
+    """The merged summary sections of a run and what could not be summarised."""
+
+    merge: PartialMerge
+    ranks: int = 0  # tasks planned
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (rank label, one-line reason)
+    errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
+
+    def add(self, result: RankResult) -> None:
+        for p in result.partials:
+            self.merge.add(p)
+        self.errors.extend(result.errors)
+        if not result.partials:
+            self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
+
+    def document(self, top: int | None) -> dict[str, Any]:
+        """``tuiprof.summary/1`` with the ``MERGED_SECTIONS`` and a ``partials`` record."""
+        from tui_prof import __version__
+
+        doc: dict[str, Any] = {"schema": SCHEMA, "tuiprof_version": __version__}
+        doc.update(merged_sections(self.merge, top))
+        doc["partials"] = {
+            "ranks": self.ranks,
+            "merged": len(self.merge.ranks),
+            "failed_ranks": [{"label": label, "reason": reason} for label, reason in self.failed],
+            "sections": list(MERGED_SECTIONS),
+        }
+        return doc
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None) -> MergedRun:
+    """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks); a task
+    that raises is tried once more, then its rank is failed."""
+    out = MergedRun(PartialMerge(rules), len(tasks))
+    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+        pending: dict[Future, tuple[RankTask, int]] = {pool.submit(rank_task, t): (t, 0) for t in tasks}
+        done = 0
+        try:
+            while pending:
+                for fut in as_completed(list(pending)):
+                    task, tries = pending.pop(fut)
+                    err = fut.exception()
+                    if err is not None and tries == 0:
+                        pending[pool.submit(rank_task, task)] = (task, 1)
+                        continue
+                    if err is not None:
+                        out.failed.append((task.label, _one_line(err)))
+                    else:
+                        out.add(fut.result())
+                    done += 1
+                    if progress:
+                        progress("ranks", done, len(tasks))
+                    break  # re-enter as_completed with the retried futures too
+        except KeyboardInterrupt:
+            for fut in pending:
+                fut.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    return out
+
+
+def _client(address: str) -> tuple[Any, Any]:
+    """(client, cluster or None) for ``--cluster ADDRESS``; :class:`ClusterError` on one line."""
+    try:
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ClusterError("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'") from None
+    local = LOCAL.match(address)
+    if local:
+        workers = int(local.group(1) or os.cpu_count() or 1)
+        if workers < 1:
+            raise ClusterError(f"--cluster {address}: at least one worker")
+        # a task whose worker died is retried once, then reported (the rank is failed)
+        dask.config.set({"distributed.scheduler.allowed-failures": 1, "distributed.worker.daemon": False})
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
+        return Client(cluster), cluster
+    if not address.startswith(("tcp://", "tls://")):
+        raise ClusterError(f"--cluster {address}: expected local, local:N or tcp://HOST:PORT")
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s"), None
+    except (OSError, TimeoutError) as err:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {_one_line(err)}") from None
+
+
+def _completed(client: Any, futures: list) -> Iterator[Any]:
+    from distributed import as_completed as dask_completed
+
+    yield from dask_completed(futures)
+
+
+def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
+    """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc). Ctrl-C
+    cancels the tasks; a LocalCluster started here is closed on the way out."""
+    client, cluster = _client(address)
+    out = MergedRun(PartialMerge(rules), len(tasks))
+    futures: list = []
+    try:
+        futures = client.map(task, tasks, key=[f"tuiprof-rank-{i}" for i in range(len(tasks))], retries=1, pure=False)
+        label = {f.key: t.label for f, t in zip(futures, tasks, strict=True)}
+        for done, fut in enumerate(_completed(client, futures), start=1):
+            if fut.status == "finished":
+                out.add(fut.result())
+            else:
+                out.failed.append((label[fut.key], _one_line(fut.exception())))
+            fut.release()
+            if progress:
+                progress("ranks", done, len(tasks))
+    except KeyboardInterrupt:
+        client.cancel(futures)
+        raise
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return out
