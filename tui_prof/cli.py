@@ -261,7 +261,8 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
     try:
-        tasks = plan(args.path, use_cache=not args.no_cache, rules=rules)
+        planned = plan(args.path, use_cache=not args.no_cache, rules=rules)
+        tasks = planned.tasks
         if args.cluster == "pool" or args.cluster.startswith("pool:"):
             workers = int(args.cluster[5:]) if ":" in args.cluster else (os.cpu_count() or 1)
             merged = summarise_pool(tasks, rules, workers, progress)
@@ -272,7 +273,7 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
         return EXIT_NOTHING_LOADED
     if progress:
         progress("done", 1, 1)
-    for line in merged.errors:
+    for line in planned.errors + merged.errors:
         _say(line)
     for label, reason in merged.failed:
         _say(f"rank {label} failed: {reason}")

@@ -66,18 +66,36 @@ def rank_task(task: RankTask) -> RankResult:
     return RankResult(task.label, rank_partials(runset, task.rules), [str(issue) for issue in runset.errors])
 
 
-def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None) -> list[RankTask]:
-    """One task per process of the run under ``path``; :class:`ClusterError` when a work unit
-    of the run is not one process's files (a database or trace of several processes, a
-    file that belongs to no process): the partials path reads a rank alone."""
-    from tui_prof.loaders.detect import scan_processes
+@dataclass(frozen=True)
+class Plan:
+    """The tasks of a run and the scan's errors (files no loader recognised: no rank's)."""
 
-    scan = scan_processes(path)
-    if not scan.processes:
-        raise ClusterError(f"nothing to summarise per rank under {path}")
-    if scan.units != len(scan.processes):
-        raise ClusterError(f"{path}: {scan.units - len(scan.processes)} of {scan.units} work units are not one process's files; summarise it without --cluster")
-    return [RankTask(str(path), p.label, p.files, use_cache, rules) for p in scan.processes]
+    tasks: list[RankTask]
+    errors: list[str]
+
+
+def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None) -> Plan:
+    """One task per process of the run under ``path`` (file heads only are read here);
+    :class:`ClusterError` when a work unit of the run is not one process's files (a
+    database or trace of several processes, a file that belongs to no process): the
+    partials path reads a rank alone."""
+    from pathlib import Path
+
+    from tui_prof.loaders.base import IssueSink
+    from tui_prof.loaders.detect import process_scan, scan, work_units
+
+    root = Path(path)
+    sink = IssueSink()
+    units = work_units(scan(root, sink))
+    found = process_scan(root, units)
+    errors = [str(issue) for issue in sink.issues if issue.severity == "error"]
+    if not found.processes:
+        raise ClusterError(f"nothing to summarise per rank under {path}" + (f" ({errors[0]})" if errors else ""))
+    if found.units != len(found.processes):
+        raise ClusterError(
+            f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
+        )
+    return Plan([RankTask(str(path), p.label, p.files, use_cache, rules) for p in found.processes], errors)
 
 
 @dataclass
