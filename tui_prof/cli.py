@@ -252,7 +252,7 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
     """``summary --cluster``: per-rank partials on a process pool (``pool[:N]``) or a Dask
     cluster (``local[:N]``, ``tcp://HOST:PORT``), merged here (docs/cluster.md)."""
     from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
-    from tui_prof.cluster import ClusterError, plan, summarise_cluster, summarise_pool
+    from tui_prof.cluster import ClusterError, DaskMissing, plan, summarise_cluster, summarise_pool
     from tui_prof.render.partials import merged_text
 
     for name in CLUSTER_ONLY_WITHOUT:
@@ -270,7 +270,7 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
             merged = summarise_cluster(tasks, rules, args.cluster, progress)
     except ClusterError as err:
         _say(err)
-        return EXIT_NOTHING_LOADED
+        return EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
     if progress:
         progress("done", 1, 1)
     for line in planned.errors + merged.errors:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +35,12 @@ LOCAL = re.compile(r"^local(?::(\d+))?$")
 
 
 class ClusterError(Exception):
-    """A cluster that cannot be used (Dask missing, a scheduler not reachable, a bad
-    address, a run the partials cannot cover): one line for the user."""
+    """A cluster that cannot be used (a scheduler not reachable, a run the partials cannot
+    cover): one line for the user."""
+
+
+class DaskMissing(ClusterError):
+    """``--cluster local|tcp://`` without the ``cluster`` extra installed."""
 
 
 @dataclass(frozen=True)
@@ -136,17 +141,18 @@ def _one_line(err: BaseException) -> str:
 
 def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None) -> MergedRun:
     """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks); a task
-    that raises is tried once more, then its rank is failed."""
+    that raises (or whose process died) is tried once more, then its rank is failed."""
     out = MergedRun(PartialMerge(rules), len(tasks))
     with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
         pending: dict[Future, tuple[RankTask, int]] = {pool.submit(rank_task, t): (t, 0) for t in tasks}
         done = 0
         try:
             while pending:
-                for fut in as_completed(list(pending)):
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
                     task, tries = pending.pop(fut)
                     err = fut.exception()
-                    if err is not None and tries == 0:
+                    if err is not None and tries == 0 and not isinstance(err, BrokenProcessPool):
                         pending[pool.submit(rank_task, task)] = (task, 1)
                         continue
                     if err is not None:
@@ -156,10 +162,7 @@ def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, pr
                     done += 1
                     if progress:
                         progress("ranks", done, len(tasks))
-                    break  # re-enter as_completed with the retried futures too
         except KeyboardInterrupt:
-            for fut in pending:
-                fut.cancel()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     return out
@@ -171,7 +174,7 @@ def _client(address: str) -> tuple[Any, Any]:
         import dask
         from distributed import Client, LocalCluster
     except ImportError:
-        raise ClusterError("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'") from None
+        raise DaskMissing("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'") from None
     local = LOCAL.match(address)
     if local:
         workers = int(local.group(1) or os.cpu_count() or 1)
@@ -189,12 +192,6 @@ def _client(address: str) -> tuple[Any, Any]:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {_one_line(err)}") from None
 
 
-def _completed(client: Any, futures: list) -> Iterator[Any]:
-    from distributed import as_completed as dask_completed
-
-    yield from dask_completed(futures)
-
-
 def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
     """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc). Ctrl-C
     cancels the tasks; a LocalCluster started here is closed on the way out."""
@@ -204,7 +201,9 @@ def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str,
     try:
         futures = client.map(task, tasks, key=[f"tuiprof-rank-{i}" for i in range(len(tasks))], retries=1, pure=False)
         label = {f.key: t.label for f, t in zip(futures, tasks, strict=True)}
-        for done, fut in enumerate(_completed(client, futures), start=1):
+        from distributed import as_completed as dask_completed
+
+        for done, fut in enumerate(dask_completed(futures), start=1):
             if fut.status == "finished":
                 out.add(fut.result())
             else:
