@@ -43,15 +43,15 @@ SPECS = {
     "csv4": ("csv", RankSpec(ranks=4, slow_rank=2)),
     # 64 ranks on two hosts (clocks apart), two collective types, kernels beside the collectives
     "kineto64": ("kineto", RankSpec(ranks=64, collectives=("AllReduce", "AllGather"), slow_rank=37, overlap_kernels=1, hosts=2)),
-    # 256 ranks, one iteration (small), a straggler
-    "kineto256": ("kineto", RankSpec(ranks=256, iterations=1, collectives=("ReduceScatter",), slow_rank=200)),
+    # 256 ranks, one iteration (small), a straggler; built in memory (not written and parsed: fast)
+    "memory256": ("memory", RankSpec(ranks=256, iterations=1, collectives=("ReduceScatter",), slow_rank=200)),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_merged_partials_equal_the_summary_on_generated_ranks(tmp_path: Path, name: str) -> None:
     fmt, spec = SPECS[name]
-    runset = load_path(generated(tmp_path, fmt, spec), use_cache=False)
+    runset = build_ranks(spec).runset() if fmt == "memory" else load_path(generated(tmp_path, fmt, spec), use_cache=False)
     assert len(runset.runs) == spec.ranks
     doc = build_summary(runset, SummaryOptions(logs=False))
     parts = partials_of(runset)
@@ -79,13 +79,29 @@ def test_merged_partials_equal_the_summary_on_recorded_runs(folder: str) -> None
     assert any(h["stddev_ns"] > 0 for h in merged["hotspots"])
 
 
+def test_listed_gaps_merge_with_ties(tmp_path: Path) -> None:
+    """Three gaps listed of many equally long ones (every rank idles alike): the merge picks
+    the same ranks' gaps as the whole run's top-N (ties in rank, then agent and start order)."""
+    runset = load_path(generated(tmp_path, "kineto", RankSpec(ranks=8, slow_rank=5)), use_cache=False)
+    doc = build_summary(runset, SummaryOptions(logs=False, max_gaps=3, gap_threshold_ns=1000))
+    parts = []
+    for run in runset.runs:
+        parts += rank_partials(RunSet(root=runset.root, runs=[run]), threshold_ns=1000, max_gaps=3)
+    random.Random(3).shuffle(parts)
+    merged = merge_partials(parts, threshold_ns=1000, max_gaps=3)
+    durations = [g["duration_ns"] for g in doc["gaps"]["listed"]]
+    assert len(durations) == 3 and doc["gaps"]["count"] > 3 and len(set(durations)) < 3  # ties decided the list
+    assert merged["gaps"] == doc["gaps"] and merged["gpu"] == doc["gpu"]
+
+
 def test_partials_are_small_and_serialisable(tmp_path: Path) -> None:
-    """A partial pickles (for a worker's result) and grows with distinct durations, not
-    with dispatches: ten times the iterations (dispatches), about the same size."""
+    """A partial pickles (for a worker's result) and grows with distinct durations (and the
+    listed gaps, at most ``max_gaps``), not with dispatches: ten times the iterations
+    (dispatches), about the same size."""
     sizes = []
     for iterations in (3, 30):
         runset = load_path(generated(tmp_path / str(iterations), "kineto", RankSpec(ranks=2, iterations=iterations)), use_cache=False)
-        parts = partials_of(runset)
+        parts = rank_partials(RunSet(root=runset.root, runs=runset.runs[:1]), max_gaps=3)
         blob = pickle.dumps(parts[0])
         assert pickle.loads(blob).record == parts[0].record
         sizes.append(len(blob))
@@ -97,15 +113,15 @@ def test_pool_and_cli_pool_equal_the_summary(tmp_path: Path, capsys, monkeypatch
     """The process-pool path (one machine, many ranks) through ``summary --cluster pool:2``."""
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
     run = generated(tmp_path, "kineto", RankSpec(ranks=6, collectives=("AllReduce", "Broadcast"), slow_rank=4))
-    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    assert main(["summary", str(run), "--json", "--no-cache", "--max-gaps", "4", "--gap-threshold", "2us"]) == 0
     whole = json.loads(capsys.readouterr().out)
-    assert main(["summary", str(run), "--json", "--cluster", "pool:2"]) == 0
+    assert main(["summary", str(run), "--json", "--cluster", "pool:2", "--max-gaps", "4", "--gap-threshold", "2us"]) == 0
     merged = json.loads(capsys.readouterr().out)
     assert dumped(merged) == dumped(whole)
     assert merged["partials"] == {"ranks": 6, "merged": 6, "failed_ranks": [], "sections": list(MERGED_SECTIONS)}
     # the workers wrote the per-rank cache: a second run reads it and says the same
     assert any((tmp_path / "cache").rglob("*"))
-    assert main(["summary", str(run), "--json", "--cluster", "pool:2"]) == 0
+    assert main(["summary", str(run), "--json", "--cluster", "pool:2", "--max-gaps", "4", "--gap-threshold", "2us"]) == 0
     assert json.loads(capsys.readouterr().out) == merged
 
 

@@ -245,7 +245,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-CLUSTER_ONLY_WITHOUT = ("md", "recording", "step", "warmup", "outlier_factor", "gap_threshold")
+CLUSTER_ONLY_WITHOUT = ("md", "recording", "step", "warmup", "outlier_factor")
 
 
 def _summary_cluster(args: argparse.Namespace, rules) -> int:
@@ -261,7 +261,8 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
     try:
-        planned = plan(args.path, use_cache=not args.no_cache, rules=rules)
+        max_gaps = None if args.max_gaps <= 0 else args.max_gaps
+        planned = plan(args.path, use_cache=not args.no_cache, rules=rules, threshold_ns=args.gap_threshold, max_gaps=max_gaps)
         tasks = planned.tasks
         if args.cluster == "pool" or args.cluster.startswith("pool:"):
             workers = int(args.cluster[5:]) if ":" in args.cluster else (os.cpu_count() or 1)

@@ -27,7 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_prof.analysis.api import MERGED_SECTIONS, SCHEMA, CategoryRules, PartialMerge, RankPartial, merged_sections, rank_partials
+from tui_prof.analysis.api import DEFAULT_GAP_THRESHOLD_NS, MERGED_SECTIONS, SCHEMA, CategoryRules, PartialMerge, RankPartial, merged_sections, rank_partials
 
 Progress = Callable[[str, int, int], None]
 CONNECT_TIMEOUT_S = 10
@@ -52,6 +52,8 @@ class RankTask:
     files: tuple[str, ...]
     use_cache: bool
     rules: CategoryRules | None = None
+    threshold_ns: int | None = None  # the gaps' threshold (None: 10 µs) and how many are listed, as SummaryOptions
+    max_gaps: int | None = 200
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ def rank_task(task: RankTask) -> RankResult:
     from tui_prof.loaders import load_path
 
     runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
-    return RankResult(task.label, rank_partials(runset, task.rules), [str(issue) for issue in runset.errors])
+    partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps)
+    return RankResult(task.label, partials, [str(issue) for issue in runset.errors])
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class Plan:
     errors: list[str]
 
 
-def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None) -> Plan:
+def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> Plan:
     """One task per process of the run under ``path`` (file heads only are read here);
     :class:`ClusterError` when a work unit of the run is not one process's files (a
     database or trace of several processes, a file that belongs to no process): the
@@ -100,7 +103,7 @@ def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = Non
         raise ClusterError(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
-    return Plan([RankTask(str(path), p.label, p.files, use_cache, rules) for p in found.processes], errors)
+    return Plan([RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps) for p in found.processes], errors)
 
 
 @dataclass
@@ -134,6 +137,12 @@ class MergedRun:
         return doc
 
 
+def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
+    first = tasks[0] if tasks else RankTask("", "", (), False)
+    threshold = DEFAULT_GAP_THRESHOLD_NS if first.threshold_ns is None else first.threshold_ns
+    return MergedRun(PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps), len(tasks))
+
+
 def _one_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
@@ -142,7 +151,7 @@ def _one_line(err: BaseException) -> str:
 def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None) -> MergedRun:
     """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks); a task
     that raises (or whose process died) is tried once more, then its rank is failed."""
-    out = MergedRun(PartialMerge(rules), len(tasks))
+    out = _merge(tasks, rules)
     with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
         pending: dict[Future, tuple[RankTask, int]] = {pool.submit(rank_task, t): (t, 0) for t in tasks}
         done = 0
@@ -196,7 +205,7 @@ def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str,
     """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc). Ctrl-C
     cancels the tasks; a LocalCluster started here is closed on the way out."""
     client, cluster = _client(address)
-    out = MergedRun(PartialMerge(rules), len(tasks))
+    out = _merge(tasks, rules)
     futures: list = []
     try:
         futures = client.map(task, tasks, key=[f"tuiprof-rank-{i}" for i in range(len(tasks))], retries=1, pure=False)

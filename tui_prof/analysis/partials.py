@@ -16,11 +16,15 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
   figures (integers) and its collectives in start order (type, duration, bytes, group
   size: one entry per collective kernel), from which the instances, waits and stragglers
   are rebuilt exactly as for a loaded run;
+* ``gpu``, ``gaps``: the process's per-agent timeline rows (busy, idle, gaps by cause) and
+  its ``max_gaps`` longest gaps; the run's listed gaps are the longest of those, ties in
+  rank then (agent, start) order, as over the whole run;
 * ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank.
 
-The other sections need more than a rank's own figures or more than small partials
-(``NOT_MERGED``: the GPU gaps' global top-N and the critical path need every rank's
-timeline, the findings and trust labels read the whole document). A partial's size grows
+The other sections are not merged (docs/cluster.md says which and why): the steps, the
+memory, the warm-up and the critical path need every rank's step windows and dependency
+graph together; the findings and trust labels read the whole document; the host-API,
+copy, counter and operator tables are not built as partials yet. A partial's size grows
 with the distinct kernel durations of the rank, not with its dispatches' count.
 """
 
@@ -36,14 +40,16 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate
+from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
 from tui_prof.analysis.kernel_tables import GROUPED_BY
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.operators import has_operators, kernel_categories_by_op, link_operators
 from tui_prof.analysis.processes import process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
-from tui_prof.analysis.runinput import RunInput, run_inputs
-from tui_prof.analysis.sections import ProcessRecord
+from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
+from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, ProcessRecord, Record
+from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
@@ -57,6 +63,8 @@ MERGED_SECTIONS = (
     "hotspots",
     "hotspots_source",
     "wall_ns",
+    "gpu",
+    "gaps",
     "categories",
     "category_rules",
     "hotspots_by",
@@ -79,6 +87,16 @@ class GroupCounts:
 
 
 @dataclass(frozen=True)
+class TimelinePartial:
+    """The GPU timeline of one process: its per-agent rows (busy, idle, gaps by cause), its
+    gap count and its ``max_gaps`` longest gaps as records, in (agent, start) order."""
+
+    agents: list[Record]
+    count: int
+    listed: list[tuple[int, GapRecord]]  # (duration ns, record)
+
+
+@dataclass(frozen=True)
 class RankPartial:
     """What one process contributes to the merged summary (see the module's doc)."""
 
@@ -93,6 +111,7 @@ class RankPartial:
     overlapping: bool  # two of its kernels overlap (busy time != total per group)
     groups: dict[str, dict[str, GroupCounts]]  # grouping -> group -> counts
     core: dict[str, Any] | None  # RankCore's figures; None for a counter pass of another process
+    timeline: TimelinePartial | None = None  # None: no GPU activity (no timeline, as in the summary)
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -163,8 +182,20 @@ def _categories(r: RunInput, rules: CategoryRules) -> np.ndarray | None:
     return kernel_categories_by_op(r.run.kernels, link, rules).astype(str).to_numpy(dtype=object)
 
 
-def rank_partial(r: RunInput, record: ProcessRecord, rules: CategoryRules) -> RankPartial:
-    """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process record)."""
+def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None) -> TimelinePartial | None:
+    """The process's GPU timeline as the summary computes it (None: no GPU activity)."""
+    if not has_gpu_activity(r.run):
+        return None
+    t = run_timeline(r, threshold_ns)
+    records = gap_records(listed_gaps([t], max_gaps))
+    return TimelinePartial(t.agents, len(t.gaps), [(g["duration_ns"], g) for g in records])
+
+
+def rank_partial(
+    r: RunInput, record: ProcessRecord, rules: CategoryRules, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, max_gaps: int | None = 200
+) -> RankPartial:
+    """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process
+    record; ``threshold_ns`` and ``max_gaps`` as :class:`~tui_prof.analysis.summary.SummaryOptions`')."""
     run = r.run
     categories = _categories(r, rules)
     groups, overlapping = _groups(run, rules, categories)
@@ -185,14 +216,17 @@ def rank_partial(r: RunInput, record: ProcessRecord, rules: CategoryRules) -> Ra
         overlapping=overlapping,
         groups=groups,
         core=core,
+        timeline=timeline_partial(r, threshold_ns, max_gaps),
     )
 
 
-def rank_partials(runset: RunSet, rules: CategoryRules | None = None) -> list[RankPartial]:
-    """The partial of every process of ``runset`` (one rank's files, as a worker loads them)."""
+def rank_partials(runset: RunSet, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> list[RankPartial]:
+    """The partial of every process of ``runset`` (one rank's files, as a worker loads them);
+    ``threshold_ns`` (None: 10 µs) and ``max_gaps`` as the summary's options."""
     inputs = run_inputs(runset)
     records = process_records(inputs)
-    return [rank_partial(r, rec, rules or DEFAULT_CATEGORY_RULES) for r, rec in zip(inputs, records, strict=True)]
+    threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
+    return [rank_partial(r, rec, rules or DEFAULT_CATEGORY_RULES, threshold, max_gaps) for r, rec in zip(inputs, records, strict=True)]
 
 
 class _Merged:
@@ -237,6 +271,11 @@ class PartialMerge:
     dispatches: int = 0
     kernel_ns: int = 0
     overlapping: bool = False
+    threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS
+    max_gaps: int | None = 200
+    agents: list[tuple[tuple, str, list[Record]]] = field(default_factory=list)  # (rank key, clock, per-agent rows)
+    gap_count: int = 0
+    gaps: list[tuple[int, tuple, int, GapRecord]] = field(default_factory=list)  # (-duration, rank key, position, record)
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -249,6 +288,23 @@ class PartialMerge:
         self.dispatches += p.dispatches
         self.kernel_ns += p.kernel_ns
         self.overlapping = self.overlapping or p.overlapping
+        if p.timeline is not None:
+            self.agents.append((p.key, p.clock, p.timeline.agents))
+            self.gap_count += p.timeline.count
+            self.gaps.extend((-d, p.key, pos, g) for pos, (d, g) in enumerate(p.timeline.listed))
+            if self.max_gaps is not None and len(self.gaps) > 2 * self.max_gaps + 64:
+                self.gaps = sorted(self.gaps, key=_gap_order)[: self.max_gaps]
+
+    def gpu_gaps(self) -> tuple[GpuSection, GapsSection]:
+        """The ``gpu`` and ``gaps`` sections: the longest gaps over every rank, ties in rank
+        then (agent, start) order, listed in (process, agent, start) order, as the summary."""
+        per_process = [(clock, rows) for _key, clock, rows in sorted(self.agents, key=lambda x: x[0])]
+        chosen = sorted(self.gaps, key=_gap_order)
+        if self.max_gaps is not None:
+            chosen = chosen[: self.max_gaps]
+        listed = sorted((g for *_, g in chosen), key=lambda g: (g["process"], g["agent"], g["start_ns"]))
+        rows = [a for _, agents in per_process for a in agents]
+        return gpu_of_rows(per_process), gaps_of_rows(rows, self.gap_count, self.threshold_ns, listed)
 
     def table(self, by: str) -> pd.DataFrame:
         """:func:`~tui_prof.analysis.hotspots.hotspots` of the merged groups (with ``pct_wall``)."""
@@ -266,6 +322,10 @@ class PartialMerge:
         part = table["busy"] if self.overlapping else table["total_ns"]
         table["pct_wall"] = 100.0 * part.astype(np.float64) / wall if wall > 0 else 0.0
         return table[list(HOTSPOT_COLUMNS) + ["pct_wall"]]
+
+
+def _gap_order(item: tuple[int, tuple, int, GapRecord]) -> tuple:
+    return item[:3]
 
 
 def _stats(values: np.ndarray, counts: np.ndarray) -> tuple[int, int, float, float, int, int, float]:
@@ -312,12 +372,15 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     ordered = sorted(merge.ranks, key=lambda x: x[0])
     ranks, communication, stragglers = sections_of_cores(merged_cores(merge))
     cats = tables["category"]
+    gpu, gaps = merge.gpu_gaps()
     return {
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
         "kernels": {"dispatches": merge.dispatches, "unique_names": int(len(by_name)), "total_ns": merge.kernel_ns},
         "hotspots": hotspot_records(by_name, top),
         "hotspots_source": "trace" if merge.dispatches else "none",
         "wall_ns": aggregate.group_span(merge.spans),
+        "gpu": gpu,
+        "gaps": gaps,
         "categories": {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)},
         "category_rules": merge.rules.source,
         "hotspots_by": {
@@ -332,9 +395,13 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     }
 
 
-def merge_partials(partials: Iterable[RankPartial], rules: CategoryRules | None = None, top: int | None = 20) -> dict[str, Any]:
-    """:func:`merged_sections` of ``partials`` (in any order)."""
-    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES)
+def merge_partials(
+    partials: Iterable[RankPartial], rules: CategoryRules | None = None, top: int | None = 20, threshold_ns: int | None = None, max_gaps: int | None = 200
+) -> dict[str, Any]:
+    """:func:`merged_sections` of ``partials`` (in any order; made with the same
+    ``threshold_ns`` and ``max_gaps``)."""
+    threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
+    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps)
     for p in partials:
         merge.add(p)
     return merged_sections(merge, top)

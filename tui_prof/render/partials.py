@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tui_prof.render.fmt import fmt_ns, shorten
+from tui_prof.render.fmt import fmt_ns, fmt_pct, shorten
 from tui_prof.render.summary import lines_text, rank_sections, table
 
 
@@ -20,6 +20,11 @@ def merged_text(doc: Mapping[str, Any], name_width: int = 48) -> str:
         f"Ranks: {parts['merged']} of {parts['ranks']} summarised from per-rank partials",
         f"Kernels: {k['dispatches']} dispatches of {k['unique_names']} kernels, {fmt_ns(k['total_ns'])} kernel time",
     ]
+    gpu, gaps = doc["gpu"], doc["gaps"]
+    out.append(
+        f"GPU: busy {fmt_ns(gpu['busy_ns'])} of {fmt_ns(gpu['agent_span_ns'])} summed over {len(gpu['agents'])} GPU(s) ({fmt_pct(gpu['busy_pct'], 2)}); "
+        f"{gaps['count']} idle gaps >= {fmt_ns(gaps['threshold_ns'])}"
+    )
     for failed in parts["failed_ranks"]:
         out.append(f"Failed rank {failed['label']}: {failed['reason']}")
     if doc["hotspots"]:
@@ -36,8 +41,6 @@ def merged_text(doc: Mapping[str, Any], name_width: int = 48) -> str:
         out += notes
     out += [
         "",
-        "Merged sections: "
-        + ", ".join(parts["sections"])
-        + " (the GPU gaps, steps, findings and the rest need the whole run: tuiprof summary without --cluster)",
+        "Merged sections: " + ", ".join(parts["sections"]) + " (steps, findings and the rest need the whole run: tuiprof summary without --cluster)",
     ]
     return lines_text(out)
