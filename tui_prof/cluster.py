@@ -9,7 +9,7 @@ rank's kernels, so its memory does not grow with the run's dispatches (docs/clus
 
 Where the tasks run (``--cluster``): ``local`` / ``local:N`` starts a Dask
 ``LocalCluster`` of N worker processes; ``tcp://HOST:PORT`` connects to a running
-scheduler (``dask-scheduler`` + ``dask-worker``, or ``dask-jobqueue``). Without
+scheduler (``dask scheduler`` + ``dask worker``, or ``dask-jobqueue``). Without
 ``--cluster``, :func:`summarise_pool` runs the same tasks in a process pool.
 
 A task that raises is retried once, and so is a task whose worker died (the scheduler's
