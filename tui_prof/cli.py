@@ -248,30 +248,25 @@ def cmd_summary(args: argparse.Namespace) -> int:
 CLUSTER_ONLY_WITHOUT = ("md", "recording", "step", "warmup", "outlier_factor")
 
 
-def _summary_cluster(args: argparse.Namespace, rules) -> int:
-    """``summary --cluster``: per-rank partials on a process pool (``pool[:N]``) or a Dask
-    cluster (``local[:N]``, ``tcp://HOST:PORT``), merged here (docs/cluster.md)."""
+def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200):
+    """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
+    local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
+    when it cannot be."""
     from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
     from tui_prof.cluster import ClusterError, DaskMissing, plan, summarise_cluster, summarise_pool
-    from tui_prof.render.partials import merged_text
 
-    for name in CLUSTER_ONLY_WITHOUT:
-        if getattr(args, name, None) not in (None, False):
-            raise _UsageError(f"--{name.replace('_', '-')} needs the whole run in one process: not with --cluster")
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
     try:
-        max_gaps = None if args.max_gaps <= 0 else args.max_gaps
-        planned = plan(args.path, use_cache=not args.no_cache, rules=rules, threshold_ns=args.gap_threshold, max_gaps=max_gaps)
-        tasks = planned.tasks
-        if args.cluster == "pool" or args.cluster.startswith("pool:"):
-            workers = int(args.cluster[5:]) if ":" in args.cluster else (os.cpu_count() or 1)
-            merged = summarise_pool(tasks, rules, workers, progress)
+        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps)
+        if cluster == "pool" or cluster.startswith("pool:"):
+            workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
+            merged = summarise_pool(planned.tasks, rules, workers, progress)
         else:
-            merged = summarise_cluster(tasks, rules, args.cluster, progress)
+            merged = summarise_cluster(planned.tasks, rules, cluster, progress)
     except ClusterError as err:
         _say(err)
-        return EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
+        return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
     if progress:
         progress("done", 1, 1)
     for line in planned.errors + merged.errors:
@@ -279,8 +274,23 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
     for label, reason in merged.failed:
         _say(f"rank {label} failed: {reason}")
     if not merged.merge.ranks:
-        _say(f"nothing could be loaded from {_shown_path(args.path)}")
-        return EXIT_NOTHING_LOADED
+        _say(f"nothing could be loaded from {_shown_path(path)}")
+        return None, EXIT_NOTHING_LOADED
+    return merged, None
+
+
+def _summary_cluster(args: argparse.Namespace, rules) -> int:
+    """``summary --cluster``: per-rank partials on a process pool (``pool[:N]``) or a Dask
+    cluster (``local[:N]``, ``tcp://HOST:PORT``), merged here (docs/cluster.md)."""
+    from tui_prof.render.partials import merged_text
+
+    for name in CLUSTER_ONLY_WITHOUT:
+        if getattr(args, name, None) not in (None, False):
+            raise _UsageError(f"--{name.replace('_', '-')} needs the whole run in one process: not with --cluster")
+    max_gaps = None if args.max_gaps <= 0 else args.max_gaps
+    merged, status = _merged_run(args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps)
+    if merged is None:
+        return status
     doc = merged.document(None if args.top <= 0 else args.top)
     if args.json:
         _write_json(doc)
@@ -417,6 +427,8 @@ def cmd_open(args: argparse.Namespace) -> int:
         if not os.path.lexists(path):
             _say(f"{_shown_path(path)}: no such file or directory")
             return EXIT_NOTHING_LOADED
+    if getattr(args, "cluster", None):
+        return _open_cluster(args, str(path))
     from tui_prof.tui.app import TuiProfApp
     from tui_prof.tui.glyphs import plain_ansi
 
@@ -427,6 +439,20 @@ def cmd_open(args: argparse.Namespace) -> int:
     if app.load_error:  # shown in the app until q; repeated here for the shell
         _say(app.load_error.splitlines()[0])
         return EXIT_NOTHING_LOADED
+    return EXIT_OK
+
+
+def _open_cluster(args: argparse.Namespace, path: str) -> int:
+    """``open --cluster``: the ranks merged from per-rank partials (computed before the app
+    starts, progress on stderr), then the rank table; Enter loads one rank alone."""
+    merged, status = _merged_run(path, args.cluster, None, use_cache=not args.no_cache)
+    if merged is None:
+        return status
+    from tui_prof.tui.cluster_app import MergedRanksApp
+    from tui_prof.tui.glyphs import plain_ansi
+
+    extra = {"ansi_color": True} if plain_ansi() else {}
+    MergedRanksApp(merged.document(20), merged.files, use_cache=not args.no_cache, **extra).run(mouse=not args.no_mouse)
     return EXIT_OK
 
 
@@ -976,6 +1002,14 @@ def _open_parser(sub: Any, names: list[str], sample_help: str) -> None:
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
     opener.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
+    )
+    opener.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        type=parse_cluster,
+        default=None,
+        help="a run of many ranks: the rank table merged from per-rank partials (local[:N], tcp://HOST:PORT, pool[:N]; "
+        "see summary --cluster); Enter loads one rank alone",
     )
     opener.set_defaults(func=cmd_open)
 

@@ -63,6 +63,8 @@ class RankResult:
     label: str
     partials: list[RankPartial]
     errors: list[str]  # the load's error lines (a file it could not read)
+    root: str = ""
+    files: tuple[str, ...] = ()
 
 
 def rank_task(task: RankTask) -> RankResult:
@@ -71,7 +73,7 @@ def rank_task(task: RankTask) -> RankResult:
 
     runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
     partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps)
-    return RankResult(task.label, partials, [str(issue) for issue in runset.errors])
+    return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files)
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,12 @@ class MergedRun:
     ranks: int = 0  # tasks planned
     failed: list[tuple[str, str]] = field(default_factory=list)  # (rank label, one-line reason)
     errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
+    files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
     def add(self, result: RankResult) -> None:
         for p in result.partials:
             self.merge.add(p)
+            self.files[p.label] = (result.root, result.files)
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
