@@ -194,8 +194,11 @@ def _client(address: str) -> tuple[Any, Any]:
         if workers < 1:
             raise ClusterError(f"--cluster {address}: at least one worker")
         # a task whose worker died is retried once, then reported (the rank is failed)
-        dask.config.set({"distributed.scheduler.allowed-failures": 1, "distributed.worker.daemon": False})
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
+        try:
+            with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
+        except Exception as err:  # no process could start (limits, a broken environment)
+            raise ClusterError(f"cannot start a local Dask cluster of {workers} workers: {_one_line(err)}") from None
         return Client(cluster), cluster
     if not address.startswith(("tcp://", "tls://")):
         raise ClusterError(f"--cluster {address}: expected local, local:N or tcp://HOST:PORT")
