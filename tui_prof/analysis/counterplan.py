@@ -193,11 +193,9 @@ def min_passes(d: ArchDict, counters: Sequence[str]) -> int:
     return bound + len(accumulate)
 
 
-def pack(d: ArchDict, groups: Sequence[Sequence[str]]) -> list[list[str]]:
-    """Passes (the names each requests) for ``groups`` (each a metric's counters or derived
-    names, in order): accumulate counters alone with the group's other counters; derived
-    metrics whole (rocprofv3 evaluates one within a pass), largest first; the rest first-fit,
-    a group kept whole in the first open pass that holds it, else split counter by counter."""
+def _accumulate_passes(d: ArchDict, groups: Sequence[Sequence[str]]) -> tuple[list[_Pass], list[list[str]]]:
+    """(a pass per accumulate counter, holding the other counters of its groups that fit, the
+    groups' remaining counters): a counter asked for by several groups runs in one pass."""
     derived = derived_names(d)
     accumulate_passes: list[_Pass] = []
     normal: list[list[str]] = []
@@ -205,16 +203,35 @@ def pack(d: ArchDict, groups: Sequence[Sequence[str]]) -> list[list[str]]:
         acc = [c for c in g if c in d.counters and d.counters[c].accumulate]
         rest = [c for c in g if c not in acc]
         for c in acc:
-            p = _Pass(d.limits, derived)
-            p.room[d.block_of(c)] = p.room.get(d.block_of(c), 0) + 1  # the accumulate slot
-            p.add(d, c)
+            p = next((q for q in accumulate_passes if c in q.items), None)
+            if p is None:
+                p = _Pass(d.limits, derived)
+                p.room[d.block_of(c)] = p.room.get(d.block_of(c), 0) + 1  # the accumulate slot
+                p.add(d, c)
+                accumulate_passes.append(p)
             for other in rest:
                 if p.fits(d, [other]):
                     p.add(d, other)
-            accumulate_passes.append(p)
             rest = [c for c in rest if c not in p.items]
         if rest:
             normal.append(rest)
+    return accumulate_passes, normal
+
+
+def fewest_passes(d: ArchDict, groups: Sequence[Sequence[str]]) -> int:
+    """The fewest passes for ``groups`` under :func:`pack`'s rules: the accumulate counters'
+    passes plus :func:`min_passes` of the counters that do not ride in them."""
+    accumulate, normal = _accumulate_passes(d, groups)
+    return len(accumulate) + min_passes(d, [c for g in normal for c in g])
+
+
+def pack(d: ArchDict, groups: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Passes (the names each requests) for ``groups`` (each a metric's counters or derived
+    names, in order): accumulate counters alone with the group's other counters; derived
+    metrics whole (rocprofv3 evaluates one within a pass), largest first; the rest first-fit,
+    a group kept whole in the first open pass that holds it, else split counter by counter."""
+    derived = derived_names(d)
+    accumulate_passes, normal = _accumulate_passes(d, groups)
     bound = min_passes(d, [c for g in normal for c in g])
     passes: list[_Pass] = []
     wholes = sorted(dict.fromkeys(c for g in normal for c in g if c in derived), key=lambda n: -len(derived[n]))
@@ -367,7 +384,7 @@ def plan(arch: str, requested: Sequence[str], rocm: str | None = None, app: str 
         ],
         derived={n: cs for n, cs in derived_names(d).items() if any(n in p for p in passes)},
         passes=[{"index": i + 1, "pmc": p, "counters": r, "blocks": _block_counts(d, r)} for i, (p, r) in enumerate(zip(passes, raw, strict=True))],
-        min_passes=min_passes(d, all_counters),
+        min_passes=fewest_passes(d, [cs for _, cs, _ in groups]),
         pmc_lines=["--pmc " + " ".join(p) for p in passes],
         commands=[f"rocprofv3 --kernel-trace --pmc {' '.join(p)} --output-format csv -d tuiprof_pmc_{i + 1} -- {app}" for i, p in enumerate(passes)],
         input_file="".join(f"pmc: {' '.join(p)}\n" for p in passes),

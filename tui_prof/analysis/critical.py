@@ -10,7 +10,7 @@ per-kernel ``critical_ns`` are scaled by ``window_ns / sampled_ns``.
 
 Per process: the critical path (:func:`tui_prof.analysis.whatif.critical_path`) of that
 window, its breakdown by group and the largest items; per steady step, the ns of each
-group on the path (an interval counts in the step that holds its middle) and the group
+group on the path (each interval's part inside the step) and the group
 with the most.
 """
 
@@ -193,9 +193,10 @@ def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
 
 
 def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
-    """Each hotspot row gets ``critical_ns``: its kernel's time on the critical path."""
+    """Each hotspot row gets ``critical_ns``: its kernel's time on the critical path, at most
+    its own time (a sampled path's figure is scaled to the whole window: an estimate)."""
     for row in rows:
-        row["critical_ns"] = int(by_kernel.get(row["name"], 0))
+        row["critical_ns"] = min(int(by_kernel.get(row["name"], 0)), int(row["total_ns"]))
 
 
 CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler

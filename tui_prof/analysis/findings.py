@@ -396,9 +396,11 @@ def dominant_kernel(doc: Summary, facts: Facts) -> Found:
         if share < GPU_BOUND_PATH_SHARE:  # a faster kernel buys at most its time on the path
             top = hot[0]
             on_path = top.get("critical_ns", 0)
+            # critical_ns is scaled to the whole window (analysis.critical); the path's total is of the part analysed
+            scaled_total = path["total_ns"] * path["window_ns"] / path["sampled_ns"] if path.get("sampled_ns") else path["total_ns"]
             message = (
                 f"One kernel takes {top['percent']:.1f} % of kernel time ({top['name'][:60]}), but the GPU is not the bottleneck: "
-                f"GPU work is {100 * share:.0f} % of the critical path, this kernel {fmt_share(on_path, path['total_ns'])}"
+                f"GPU work is {100 * share:.0f} % of the critical path, this kernel {fmt_share(on_path, scaled_total)}"
             )
             fix = "The run is host/launch-bound: see the launch and host findings first; a faster kernel saves at most its time on the critical path."
             numbers = {"name": top["name"], "percent": top["percent"], "critical_ns": on_path, "path_gpu_pct": round(100 * share, 2)}

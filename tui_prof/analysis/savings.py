@@ -50,13 +50,12 @@ def edit_of(finding: Finding) -> tuple[Edits, str] | None:
     edits = EDIT_OF.get(code)
     if edits is None:
         return None
+    parts = [f"{p} x{f:g}" for p, f in edits.scales]  # every edit named: gpu-idle removes syncs and frees launches
+    if edits.removes:
+        parts.append("remove " + " ".join(edits.removes))
     if edits.launch_free:
-        what = "launches free"
-    elif edits.scales:
-        what = " ".join(f"{p} x{f:g}" for p, f in edits.scales)
-    else:
-        what = "remove " + " ".join(edits.removes)
-    return edits, what
+        parts.append("launches free")
+    return edits, ", ".join(parts)
 
 
 SAVING_NODES = 50_000  # [P] graph nodes re-scheduled per what-if at most (whole steps); the saving is scaled to the window

@@ -191,14 +191,32 @@ class PathSummary:
     mid: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # each interval's middle (graph-relative ns)
     length: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
     group: np.ndarray = field(default_factory=lambda: np.array([], np.int8))  # GROUPS index of each interval
+    lo: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # each interval's start (graph-relative ns)
 
     def per_window(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """(windows x GROUPS) ns of the path in each [start, end) window (graph-relative
-        ns, sorted, disjoint); an interval counts in the window holding its middle."""
-        w = np.searchsorted(starts, self.mid, side="right") - 1
-        inside = (w >= 0) & (self.mid < ends[np.maximum(w, 0)])
-        slot = w[inside] * len(GROUPS) + self.group[inside]
-        _, sums = code_totals(slot, self.length[inside], len(starts) * len(GROUPS))
+        ns, sorted, disjoint): each interval counts for its part inside each window, so a
+        window holds no more path than its length (an interval of negative length -- a
+        call returning before its copy's end -- counts in the window holding its middle)."""
+        size = len(starts) * len(GROUPS)
+        back = self.length < 0
+        w = np.searchsorted(starts, self.mid[back], side="right") - 1
+        inside = (w >= 0) & (self.mid[back] < ends[np.maximum(w, 0)])
+        slots = [w[inside] * len(GROUPS) + self.group[back][inside]]
+        values = [self.length[back][inside]]
+        fwd = np.flatnonzero(self.length > 0)
+        a = self.lo[fwd]
+        b = a + self.length[fwd]
+        first = np.maximum(np.searchsorted(starts, a, side="right") - 1, 0)
+        last = np.searchsorted(starts, b, side="left") - 1  # the last window starting before the interval ends
+        one = np.flatnonzero(last == first)
+        slots.append(first[one] * len(GROUPS) + self.group[fwd[one]])
+        values.append(np.maximum(np.minimum(b[one], ends[first[one]]) - np.maximum(a[one], starts[first[one]]), 0))
+        for i in np.flatnonzero(last > first).tolist():  # the few intervals across a window boundary
+            span = np.arange(first[i], last[i] + 1)
+            slots.append(span * len(GROUPS) + self.group[fwd[i]])
+            values.append(np.maximum(np.minimum(b[i], ends[span]) - np.maximum(a[i], starts[span]), 0))
+        _, sums = code_totals(np.concatenate(slots).astype(np.int64), np.concatenate(values), size)
         return sums.reshape(len(starts), len(GROUPS))
 
 
@@ -299,7 +317,7 @@ def critical_path(
         add(group, [label], idx, np.zeros(len(idx), dtype=np.int64))
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
-    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp)
+    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, t0[keep])
 
 
 WALK_LEVELS = 5  # the walk steps 2**5 points at a time in Python, the points between are filled in by array passes
@@ -463,7 +481,11 @@ def apply_edits(run: Run, g: dg.DepGraph, edits: Edits, rules: CategoryRules = D
     for pattern, factor in edits.scales:
         mask = _scale_mask(run, g, pattern, rules)
         before = int(g.dur[mask].sum())  # recorded, whatever earlier edits did
-        dur[mask] = np.rint(dur[mask] * factor).astype(np.int64)
+        with np.errstate(over="ignore"):  # an infinite product is refused below
+            scaled = np.rint(dur[mask].astype(np.float64) * factor)
+        if float(scaled.sum()) >= dg.MAX_SPAN_NS:  # int64 ns would overflow in the schedule
+            raise WhatIfError(f"--scale {pattern}={factor:g}: the scaled durations pass 2^62 ns (146 years): not projected")
+        dur[mask] = scaled.astype(np.int64)
         records.append({"edit": "scale", "pattern": pattern, "factor": factor, "matched": int(mask.sum()), "matched_ns": before})
     removes = [REMOVE_ALIASES.get(c, c) for c in edits.removes]
     launch_free = edits.launch_free or "launch" in removes
@@ -587,8 +609,8 @@ def project(
             "projected_warmup_ns": max(int(p_st[w] - proj_lo), 0),
         }
         steady["saving_step_ns"] = steady["baseline_step_ns"] - steady["projected_step_ns"]
-        if applied.skip_warmup:
-            proj_lo = int(p_st[w])
+        if applied.skip_warmup:  # from the first steady step, never before the first event (a step range opens before it)
+            proj_lo = max(proj_lo, int(p_st[w]))
         window = (int(st_rel[w]), int(base_en[w:].max())), (int(p_st[w]), int(p_en[w:].max()))
     else:
         window = (base_lo, base_hi), (proj_lo, proj_hi)

@@ -58,7 +58,10 @@ database, whichever is more (real loads receive less than their file's size)."""
 PROGRESS_STEPS = 10_000
 """SQLite calls the progress handler every this many steps (about 0.1 ms): a cancel is seen at once."""
 
-_QUOTED = re.compile(r"'(?:[^']|'')*'")
+# One left-to-right pass over a view's SQL, as SQLite's tokenizer reads it: a string literal,
+# a quoted identifier ("x", [x], `x`) or a comment, whichever starts first (a quote inside a
+# comment or a comment marker inside a string is not one).
+_LEXEME = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]|/\*.*?(?:\*/|\Z)|--[^\n]*""", re.S)
 _CTE = re.compile(r"\bWITH\b", re.IGNORECASE)
 # Functions that build a value of any size from a small argument (printf/format also spin for
 # tens of seconds per call on a huge width, where no handler can stop them) or multiply one
@@ -185,8 +188,13 @@ def check_views(con: sqlite3.Connection, read_names: Iterable[str], writer: str)
     the views it names) holds a common table expression (``WITH``: a recursive one never
     ends) or calls a function of :data:`BUILDERS`; the profilers' own views do neither
     (rocprofv3's call count, min, max, sum and json_extract). Every other view is bounded
-    by the budgets of :class:`SqlGuard`. ``writer``: the profiler, as the message names it."""
-    views = {name: sql or "" for name, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'")}
+    by the budgets of :class:`SqlGuard`. ``writer``: the profiler, as the message names it.
+    The tables read (directly or by those views) are checked for builders too: a generated
+    column is computed on every read."""
+    kinds: dict[str, str] = {}
+    views: dict[str, str] = {}
+    for kind, name, sql in con.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'table')"):
+        kinds[name], views[name] = kind, sql or ""
     lowered = {name.lower(): name for name in views}
     todo = [lowered[n.lower()] for n in read_names if n.lower() in lowered]
     seen: set[str] = set()
@@ -195,13 +203,34 @@ def check_views(con: sqlite3.Connection, read_names: Iterable[str], writer: str)
         if name in seen:
             continue
         seen.add(name)
-        code = _QUOTED.sub("''", views[name])
-        if _CTE.search(code):
+        code, quoted = _plain_sql(views[name])
+        if kinds[name] == "view" and _CTE.search(_plain_sql(views[name], names=False)[0]):  # a quoted "with" is a name, not a clause
             raise LoadError(f"view {name} holds a WITH clause ({writer} writes none; a recursive one never ends): not read")
         builder = BUILDERS.search(code)
         if builder:
-            raise LoadError(f"view {name} calls {builder.group(1).lower()}() ({writer}'s views call none; it can build a value of any size): not read")
-        todo.extend(lowered[w.lower()] for w in re.findall(r"\w+", code) if w.lower() in lowered)
+            raise LoadError(
+                f"{kinds[name]} {name} calls {builder.group(1).lower()}() ({writer}'s {kinds[name]}s call none; it can build a value of any size): not read"
+            )
+        todo.extend(lowered[w.lower()] for w in [*re.findall(r"\w+", code), *quoted] if w.lower() in lowered)
+
+
+def _plain_sql(sql: str, names: bool = True) -> tuple[str, list[str]]:
+    """``sql`` with string literals emptied, comments made a space and quoted identifiers
+    unquoted (``"printf"(`` and ``printf/**/(`` call printf as ``printf(`` does; ``names``
+    False: each made ``_``), and the quoted identifiers (a view named ``"a view"``)."""
+    quoted: list[str] = []
+
+    def plain(match: re.Match[str]) -> str:
+        text = match.group()
+        if text[0] == "'":
+            return "''"
+        if text[0] in "/-":
+            return " "
+        name = text[1:-1].replace(text[0] * 2, text[0]) if text[0] != "[" else text[1:-1]
+        quoted.append(name)
+        return name if names else "_"
+
+    return _LEXEME.sub(plain, sql), quoted
 
 
 # --------------------------------------------------------------------------- rows
