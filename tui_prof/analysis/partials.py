@@ -19,6 +19,8 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
 * ``gpu``, ``gaps``: the process's per-agent timeline rows (busy, idle, gaps by cause) and
   its ``max_gaps`` longest gaps; the run's listed gaps are the longest of those, ties in
   rank then (agent, start) order, as over the whole run;
+* ``sync``: the process's sync and blocking-copy figures (integers, its call names in
+  first-seen order, its own share of its wall), folded in the run set's order;
 * ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank.
 
 The other sections are not merged (docs/cluster.md says which and why): the steps, the
@@ -41,6 +43,7 @@ import pandas as pd
 
 from tui_prof.analysis import aggregate
 from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
+from tui_prof.analysis.hostcalls import sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
 from tui_prof.analysis.kernel_tables import GROUPED_BY
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
@@ -65,6 +68,7 @@ MERGED_SECTIONS = (
     "wall_ns",
     "gpu",
     "gaps",
+    "sync",
     "categories",
     "category_rules",
     "hotspots_by",
@@ -112,6 +116,7 @@ class RankPartial:
     groups: dict[str, dict[str, GroupCounts]]  # grouping -> group -> counts
     core: dict[str, Any] | None  # RankCore's figures; None for a counter pass of another process
     timeline: TimelinePartial | None = None  # None: no GPU activity (no timeline, as in the summary)
+    sync: dict[str, Any] = field(default_factory=dict)  # analysis.hostcalls.sync_part
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -217,6 +222,7 @@ def rank_partial(
         groups=groups,
         core=core,
         timeline=timeline_partial(r, threshold_ns, max_gaps),
+        sync=sync_part(r),
     )
 
 
@@ -276,6 +282,7 @@ class PartialMerge:
     agents: list[tuple[tuple, str, list[Record]]] = field(default_factory=list)  # (rank key, clock, per-agent rows)
     gap_count: int = 0
     gaps: list[tuple[int, tuple, int, GapRecord]] = field(default_factory=list)  # (-duration, rank key, position, record)
+    syncs: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, sync part)
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -288,6 +295,7 @@ class PartialMerge:
         self.dispatches += p.dispatches
         self.kernel_ns += p.kernel_ns
         self.overlapping = self.overlapping or p.overlapping
+        self.syncs.append((p.key, p.sync))
         if p.timeline is not None:
             self.agents.append((p.key, p.clock, p.timeline.agents))
             self.gap_count += p.timeline.count
@@ -381,6 +389,7 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
         "wall_ns": aggregate.group_span(merge.spans),
         "gpu": gpu,
         "gaps": gaps,
+        "sync": sync_of_parts([part for _key, part in sorted(merge.syncs, key=lambda x: x[0])]),
         "categories": {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)},
         "category_rules": merge.rules.source,
         "hotspots_by": {
