@@ -169,3 +169,25 @@ def test_split_units_are_refused(tmp_path: Path, capsys) -> None:
     status = main(["summary", str(run), "--no-cache", "--cluster", "pool:1"])
     err = capsys.readouterr().err
     assert status == 1 and "without --cluster" in err
+
+
+def test_one_process_in_two_formats_is_merged_once(tmp_path: Path, capsys) -> None:
+    """The same process written as rocprofv3 CSV and as a rocpd database: a whole-run load keeps
+    one; the partials path merges one and names the other unit ("counted once")."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    for sub, fmt in (("a", "csv"), ("b", "rocpd")):
+        cmd = [sys.executable, "-m", "tui_prof.synth", str(tmp_path / "run" / sub), "--format", fmt, "--dispatches", "200", "--pid", "77"]
+        subprocess.run(cmd, check=True, cwd=repo, capture_output=True)
+    run = tmp_path / "run"
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:1"]) == 0
+    captured = capsys.readouterr()
+    merged = json.loads(captured.out)
+    assert len(whole["processes"]) == 1 and merged["partials"]["merged"] == 1
+    assert merged["kernels"] == whole["kernels"] and merged["kernels"]["dispatches"] == 200
+    assert [f["reason"].endswith("counted once") for f in merged["partials"]["failed_ranks"]] == [True]
+    assert "counted once" in captured.err

@@ -118,13 +118,14 @@ class MergedRun:
     errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
     files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
-    seen: dict[tuple[str, int], str] = field(default_factory=dict)  # (host, pid) -> the rank label that has it
+    seen: dict[tuple, str] = field(default_factory=dict)  # (host, pid, rank) -> the rank label that has it
 
     def add(self, result: RankResult) -> None:
         for p in result.partials:
-            process = (p.meta.hostname, p.meta.pid) if p.meta.pid is not None else None
+            # the key a whole-run load merges fragments of one process by (loaders.detect.assemble)
+            process = (p.meta.hostname, p.meta.pid, p.meta.rank) if p.meta.pid is not None else None
             if process is not None and process in self.seen:
-                # one process written twice (two formats, two units): a whole-run load keeps one
+                # one process in two units (two formats, or split): a whole-run load keeps or merges them into one
                 self.failed.append((result.label, f"the same process (host {process[0]}, pid {process[1]}) as {self.seen[process]}: counted once"))
                 continue
             if process is not None:
