@@ -21,6 +21,8 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
   rank then (agent, start) order, as over the whole run;
 * ``sync``: the process's sync and blocking-copy figures (integers, its call names in
   first-seen order, its own share of its wall), folded in the run set's order;
+* ``copies``, ``copies_source``: per (kind, direction) the process's copy counts, bytes and
+  time (integers), its slowest, fastest and first copy's bandwidth, the union of its copies;
 * ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank.
 
 The other sections are not merged (docs/cluster.md says which and why): the steps, the
@@ -42,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate
+from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hostcalls import sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
@@ -69,6 +72,8 @@ MERGED_SECTIONS = (
     "gpu",
     "gaps",
     "sync",
+    "copies",
+    "copies_source",
     "categories",
     "category_rules",
     "hotspots_by",
@@ -117,6 +122,7 @@ class RankPartial:
     core: dict[str, Any] | None  # RankCore's figures; None for a counter pass of another process
     timeline: TimelinePartial | None = None  # None: no GPU activity (no timeline, as in the summary)
     sync: dict[str, Any] = field(default_factory=dict)  # analysis.hostcalls.sync_part
+    copies: dict[str, Any] = field(default_factory=dict)  # analysis.copies.copies_part
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -223,6 +229,7 @@ def rank_partial(
         core=core,
         timeline=timeline_partial(r, threshold_ns, max_gaps),
         sync=sync_part(r),
+        copies=copies_part(run),
     )
 
 
@@ -283,6 +290,7 @@ class PartialMerge:
     gap_count: int = 0
     gaps: list[tuple[int, tuple, int, GapRecord]] = field(default_factory=list)  # (-duration, rank key, position, record)
     syncs: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, sync part)
+    copies: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, copies part)
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -296,6 +304,7 @@ class PartialMerge:
         self.kernel_ns += p.kernel_ns
         self.overlapping = self.overlapping or p.overlapping
         self.syncs.append((p.key, p.sync))
+        self.copies.append((p.key, p.copies))
         if p.timeline is not None:
             self.agents.append((p.key, p.clock, p.timeline.agents))
             self.gap_count += p.timeline.count
@@ -381,6 +390,7 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     ranks, communication, stragglers = sections_of_cores(merged_cores(merge))
     cats = tables["category"]
     gpu, gaps = merge.gpu_gaps()
+    copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
     return {
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
         "kernels": {"dispatches": merge.dispatches, "unique_names": int(len(by_name)), "total_ns": merge.kernel_ns},
@@ -390,6 +400,8 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
         "gpu": gpu,
         "gaps": gaps,
         "sync": sync_of_parts([part for _key, part in sorted(merge.syncs, key=lambda x: x[0])]),
+        "copies": copies,
+        "copies_source": copies_source,
         "categories": {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)},
         "category_rules": merge.rules.source,
         "hotspots_by": {
