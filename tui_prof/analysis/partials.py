@@ -23,6 +23,8 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
   first-seen order, its own share of its wall), folded in the run set's order;
 * ``copies``, ``copies_source``: per (kind, direction) the process's copy counts, bytes and
   time (integers), its slowest, fastest and first copy's bandwidth, the union of its copies;
+* ``platform``, ``agents``: the process's own vendor evidence and agent records (for the
+  vendor-dependent wording, both variants), combined in the run set's order;
 * ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank.
 
 The other sections are not merged (docs/cluster.md says which and why): the steps, the
@@ -51,10 +53,11 @@ from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, h
 from tui_prof.analysis.kernel_tables import GROUPED_BY
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.operators import has_operators, kernel_categories_by_op, link_operators
-from tui_prof.analysis.processes import process_records
+from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
+from tui_prof.analysis.processes import agent_records, process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
-from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, ProcessRecord, Record
+from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, PlatformSection, ProcessRecord, Record
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.model import Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
@@ -65,6 +68,8 @@ GROUPINGS = ("name",) + GROUPED_BY  # name, category, normalized, agent, pid
 # the summary's sections a merge of partials reproduces exactly, in the document's order
 MERGED_SECTIONS = (
     "processes",
+    "agents",
+    "platform",
     "kernels",
     "hotspots",
     "hotspots_source",
@@ -123,6 +128,8 @@ class RankPartial:
     timeline: TimelinePartial | None = None  # None: no GPU activity (no timeline, as in the summary)
     sync: dict[str, Any] = field(default_factory=dict)  # analysis.hostcalls.sync_part
     copies: dict[str, Any] = field(default_factory=dict)  # analysis.copies.copies_part
+    platform: PlatformSection | None = None  # of this process alone (analysis.platform.detect_platform)
+    agents: dict[str, list[Record]] = field(default_factory=dict)  # its agent records, per platform vendor they depend on ("nvidia", "other")
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -230,6 +237,8 @@ def rank_partial(
         timeline=timeline_partial(r, threshold_ns, max_gaps),
         sync=sync_part(r),
         copies=copies_part(run),
+        platform=detect_platform(RunSet(root="", runs=[run])),
+        agents={"nvidia": agent_records([r], "nvidia"), "other": agent_records([r], UNKNOWN)},
     )
 
 
@@ -291,6 +300,7 @@ class PartialMerge:
     gaps: list[tuple[int, tuple, int, GapRecord]] = field(default_factory=list)  # (-duration, rank key, position, record)
     syncs: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, sync part)
     copies: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, copies part)
+    platforms: list[tuple[tuple, PlatformSection, bool, str, dict[str, list[Record]]]] = field(default_factory=list)
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -305,12 +315,31 @@ class PartialMerge:
         self.overlapping = self.overlapping or p.overlapping
         self.syncs.append((p.key, p.sync))
         self.copies.append((p.key, p.copies))
+        if p.platform is not None:
+            self.platforms.append((p.key, p.platform, p.dispatches > 0, p.meta.tool, p.agents))
         if p.timeline is not None:
             self.agents.append((p.key, p.clock, p.timeline.agents))
             self.gap_count += p.timeline.count
             self.gaps.extend((-d, p.key, pos, g) for pos, (d, g) in enumerate(p.timeline.listed))
             if self.max_gaps is not None and len(self.gaps) > 2 * self.max_gaps + 64:
                 self.gaps = sorted(self.gaps, key=_gap_order)[: self.max_gaps]
+
+    def platform_agents(self) -> tuple[PlatformSection, list[Record]]:
+        """The ``platform`` and ``agents`` sections: one vendor over the processes (the first
+        process's evidence for it), mixed or unknown; every process's agent records."""
+        ordered = sorted(self.platforms, key=lambda x: x[0])
+        vendors = [(found["vendor"], found["evidence"]) for _k, found, *_ in ordered if found["vendor"] != UNKNOWN]
+        kinds = {v for v, _ in vendors}
+        if len(kinds) == 1:
+            vendor, evidence = vendors[0]
+        elif kinds:
+            vendor, evidence = MIXED, "runs of both vendors"
+        else:
+            vendor, evidence = UNKNOWN, "no runtime, agent or format evidence"
+        tools = [tool for _k, _f, kernels, tool, _a in ordered if kernels]
+        platform: PlatformSection = {"vendor": vendor, "pytorch": bool(tools) and all(t == "pytorch-profiler" for t in tools), "evidence": evidence}
+        which = "nvidia" if vendor == "nvidia" else "other"
+        return platform, [a for *_rest, agents in ordered for a in agents[which]]
 
     def gpu_gaps(self) -> tuple[GpuSection, GapsSection]:
         """The ``gpu`` and ``gaps`` sections: the longest gaps over every rank, ties in rank
@@ -390,9 +419,12 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     ranks, communication, stragglers = sections_of_cores(merged_cores(merge))
     cats = tables["category"]
     gpu, gaps = merge.gpu_gaps()
+    platform, agents = merge.platform_agents()
     copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
     return {
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
+        "agents": agents,
+        "platform": platform,
         "kernels": {"dispatches": merge.dispatches, "unique_names": int(len(by_name)), "total_ns": merge.kernel_ns},
         "hotspots": hotspot_records(by_name, top),
         "hotspots_source": "trace" if merge.dispatches else "none",
