@@ -402,3 +402,304 @@ def test_infinite_metric_values_reach_no_text_no_finding_and_no_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert not [f for f in doc["findings"] if "inf" in json.dumps(f).lower().replace("info", "")]
+
+
+# --------------------------------------------------------------------------- the earlier reproducers (issue 13)
+# The defects of issue 13, each rebuilt here and run through the same harness as the cases
+# above (a child process under the memory and time caps). Their in-process tests, which
+# also check chunk bounds, peak memory and the loaders' internals, stay where they were
+# written (tests/test_hostile_files.py, test_hostile_inputs.py, test_cli_validation.py).
+
+ESC_NAME = "k\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b]8;;http://x\x07\x1b[2J\x9b31m\u202eevil[b]x[/b]`![i](http://x)`"
+RAW_CONTROL = __import__("re").compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _rocpd_case(root: Path, edit) -> None:
+    import sqlite3
+
+    from test_hostile_files import _db_copy
+
+    path = _db_copy(root)
+    with sqlite3.connect(path) as con:
+        edit(con)
+    sqlite3.connect(path).close()
+
+
+def _view(con, view: str, select: str) -> None:
+    con.execute(f"DROP VIEW `{view}`")
+    con.execute(f"CREATE VIEW `{view}` AS {select}")
+
+
+def _table_of(con, view: str) -> str:
+    from test_hostile_files import _table
+
+    return _table(con, view)
+
+
+def _id_9e18(con) -> None:
+    t = _table_of(con, "rocpd_kernel_dispatch")
+    (last,) = con.execute(f"SELECT MAX(id) FROM `{t}`").fetchone()
+    con.execute(f"UPDATE `{t}` SET id = 9000000000000000000 WHERE id = ?", (last,))
+
+
+def _recursive(con) -> None:
+    t = _table_of(con, "rocpd_kernel_dispatch")
+    _view(con, "rocpd_kernel_dispatch", f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT X.* FROM `{t}` X, r")
+
+
+def _recursive_inner(con) -> None:
+    t = _table_of(con, "rocpd_region")
+    con.execute(f"CREATE VIEW inner_loop AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT X.* FROM `{t}` X, r")
+    _view(con, "rocpd_region", "SELECT * FROM inner_loop")
+
+
+def _cross_join(con) -> None:
+    t = _table_of(con, "rocpd_kernel_dispatch")
+    _view(con, "rocpd_kernel_dispatch", f"SELECT A.* FROM `{t}` A, `{t}` B, `{t}` C, `{t}` D")
+
+
+def _printf(con) -> None:
+    t = _table_of(con, "rocpd_string")
+    _view(con, "rocpd_string", f"SELECT id, guid, printf('%.*c', 900000000, 'x') AS string FROM `{t}`")
+
+
+def _replace(con) -> None:
+    t = _table_of(con, "rocpd_string")
+    grow = "'xx'"
+    for _ in range(10):
+        grow = f"replace({grow}, 'x', 'xxxxxxxx')"
+    _view(con, "rocpd_string", f"SELECT id, guid, {grow} AS string FROM `{t}`")
+
+
+def _bad_utf8(con) -> None:
+    node, sym, string = (_table_of(con, v) for v in ("rocpd_info_node", "rocpd_info_kernel_symbol", "rocpd_string"))
+    con.execute(f"UPDATE `{node}` SET hostname = CAST(x'686f7374ff6e616d65' AS TEXT)")
+    (sid,) = con.execute(f"SELECT kernel_id FROM `{_table_of(con, 'rocpd_kernel_dispatch')}` LIMIT 1").fetchone()
+    con.execute(f"UPDATE `{sym}` SET display_name = CAST(display_name || x'c3' AS TEXT) WHERE id = ?", (sid,))
+    (string_id,) = con.execute(f"SELECT name_id FROM `{_table_of(con, 'rocpd_region')}` LIMIT 1").fetchone()
+    con.execute(f"UPDATE `{string}` SET string = CAST(x'6d61726b80' AS TEXT) WHERE id = ?", (string_id,))
+
+
+def _wal(root: Path) -> None:
+    from test_hostile_files import _wal_database
+
+    work = root.parent / "writer"
+    work.mkdir()
+    assert _wal_database(work, root) == 302
+
+
+def _kineto_surrogate(root: Path) -> None:
+    from test_hostile_files import _kineto_with
+
+    _kineto_with({"kernel": "\udcff", "cpu_op": "\udcff"}, root / "trace.json")
+
+
+def _json_surrogate(root: Path) -> None:
+    from fuzz.seeds import trimmed_rocprofv3_json
+
+    doc = json.loads(trimmed_rocprofv3_json())
+    proc = doc["rocprofiler-sdk-tool"][0]
+    used = proc["buffer_records"]["kernel_dispatch"][0]["dispatch_info"]["kernel_id"]
+    (symbol,) = [s for s in proc["kernel_symbols"] if s["kernel_id"] == used]
+    symbol["formatted_kernel_name"] += "\udcff"
+    (root / "908_results.json").write_text(json.dumps(doc))
+
+
+def _json_gz_bomb(root: Path) -> None:
+    from test_hostile_files import _gzip_bomb
+
+    _gzip_bomb(root / "1_results.json.gz", 200)
+
+
+def _fifo(root: Path) -> None:
+    shutil.copy(DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7" / "kernel_trace.csv", root / "7_kernel_trace.csv")
+    os.mkfifo(root / "8_kernel_trace.csv")
+
+
+def _hostile_names(root: Path) -> None:
+    header = '"Kind","Agent_Id","Queue_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
+    row = '"KERNEL_DISPATCH",1,1,"{}",{},{},{}\n'
+    text = header + "".join(row.format(name, i + 1, 1000 + 100 * i, 1050 + 100 * i) for i, name in enumerate([ESC_NAME, "plain", ESC_NAME]))
+    (root / "5_kernel_trace.csv").write_text(text)
+
+
+def _rocpd(edit):
+    return lambda root: _rocpd_case(root, edit)
+
+
+def _budget_message() -> str:
+    from tui_prof.loaders import rocpd
+
+    size = (DATA / "rocpd" / "28_results.db").stat().st_size
+    budget = rocpd.STEP_BUDGET_FLOOR + rocpd.STEP_BUDGET_PER_BYTE * size
+    return f"a query ran past {budget:,} SQLite steps (10 per byte of this {size:,}-byte database): a view that does not end (a recursion or a cross join)? not read"
+
+
+def _bomb_message(root: Path) -> str:
+    packed = (root / "1_results.json.gz").stat().st_size
+    limit = max(64 << 20, 64 * packed)
+    return (
+        f"cannot read file: gzip content larger than {limit >> 20} MiB (64 times its {packed} bytes; "
+        "a real trace expands about 25 times): not read beyond it; gunzip it (or raise TUIPROF_GZIP_MAX_RATIO) to read it anyway"
+    )
+
+
+UTF8_WARNING = "3 rocpd text values (names, hostnames, symbols) held invalid UTF-8 or lone surrogates; shown with U+FFFD in their place"
+EARLIER = {
+    # case: (builder, check(result, root))
+    "rocpd-id-9e18": (_rocpd(_id_9e18), lambda r, root: r["kernels"] == 151 and not r["issues"]),
+    "rocpd-recursive-view": (
+        _rocpd(_recursive),
+        lambda r, root: (
+            r["runs"] == 0
+            and r["issues"]
+            == [["28_results.db", "view rocpd_kernel_dispatch holds a WITH clause (rocprofv3 writes none; a recursive one never ends): not read"]]
+        ),
+    ),
+    "rocpd-recursion-in-a-named-view": (
+        _rocpd(_recursive_inner),
+        lambda r, root: len(r["issues"]) == 1 and r["issues"][0][1].startswith("view inner_loop holds a WITH clause"),
+    ),
+    "rocpd-cross-join": (_rocpd(_cross_join), lambda r, root: [m for _f, m in r["issues"]] == [_budget_message()]),
+    "rocpd-printf-900mb": (
+        _rocpd(_printf),
+        lambda r, root: (
+            [m for _f, m in r["issues"]] == ["view rocpd_string calls printf() (rocprofv3's views call none; it can build a value of any size): not read"]
+        ),
+    ),
+    "rocpd-replace-2gb": (
+        _rocpd(_replace),
+        lambda r, root: (
+            [m for _f, m in r["issues"]] == ["view rocpd_string calls replace() (rocprofv3's views call none; it can build a value of any size): not read"]
+        ),
+    ),
+    "rocpd-invalid-utf8": (_rocpd(_bad_utf8), lambda r, root: r["kernels"] == 151 and not r["issues"] and r["warnings"] == [UTF8_WARNING]),
+    "rocpd-wal-committed-rows": (_wal, lambda r, root: r["kernels"] == 302 and not r["issues"]),
+    "kineto-lone-surrogate": (
+        _kineto_surrogate,
+        lambda r, root: (
+            not r["issues"]
+            and "2 strings (names, categories, metadata) held invalid UTF-8 or lone surrogates; shown with U+FFFD in their place" in r["warnings"]
+        ),
+    ),
+    "rocprofv3-json-lone-surrogate": (
+        _json_surrogate,
+        lambda r, root: (
+            r["kernels"] == 40
+            and r["warnings"] == ["1 strings (kernel symbols, names, metadata) held invalid UTF-8 or lone surrogates; shown with U+FFFD in their place"]
+        ),
+    ),
+    "rocprofv3-json-gz-bomb": (_json_gz_bomb, lambda r, root: [m for _f, m in r["issues"]] == [_bomb_message(root)]),
+    "fifo-among-traces": (
+        _fifo,
+        lambda r, root: r["kernels"] > 0 and r["issues"] == [["8_kernel_trace.csv", "not a regular file (FIFO, socket or device); not read"]],
+    ),
+    "terminal-and-markup-in-names": (_hostile_names, lambda r, root: r["kernels"] == 3 and r["raw_controls"] == 0 and r["escaped"]),
+}
+
+
+TEXT_CHILD = textwrap.dedent(
+    """
+    import json, os, re, sys
+    from tui_prof.loaders import load_path
+    from tui_prof.analysis.api import SummaryOptions, build_summary
+    from tui_prof.render.summary import summary_text
+    rs = load_path(sys.argv[1])
+    text = summary_text(build_summary(rs, SummaryOptions(logs=False)))
+    raw = re.compile(sys.argv[2].encode("ascii").decode("unicode_escape"))
+    print(json.dumps({"raw_controls": len(raw.findall(text)), "escaped": "\\\\x1b" in text}))
+    """
+)
+
+
+@pytest.mark.parametrize("case", sorted(EARLIER))
+def test_earlier_reproducer_is_contained(case, tmp_path):
+    """Issue 13's reproducers through this corpus's harness: each ends within the caps with
+    what its in-process test checks (the rows kept, the one line that says why), and
+    nothing is written into the run directory."""
+    build, check = EARLIER[case]
+    root = tmp_path / "run"
+    root.mkdir()
+    build(root)
+    before = sorted(os.listdir(root))
+    result = contained(root, summary=True)
+    if case == "terminal-and-markup-in-names":
+        proc = subprocess.run(
+            [sys.executable, "-c", TEXT_CHILD, str(root), RAW_CONTROL.pattern.encode("unicode_escape").decode("ascii")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=TIME_CAP,
+            preexec_fn=_cap,
+            env={**os.environ, "TUIPROF_CACHE_DIR": str(tmp_path / "cache")},
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        result.update(json.loads(proc.stdout))
+    assert check(result, root), result
+    assert sorted(os.listdir(root)) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["summary", "--gap-threshold", "inf", "RUN"], "--gap-threshold"),
+        (["summary", "--gap-threshold", "1e309", "RUN"], "--gap-threshold"),
+        (["diff", "--fail-on-regression", "nan", "RUN", "RUN"], "--fail-on-regression"),
+        (["diff", "--noise", "-1", "RUN", "RUN"], "--noise"),
+        (["summary", ""], "empty"),
+        (["summary", "RUN/" + "x" * 300], "too long"),
+        (["summary", "RUN/bad\nname"], "\\n"),
+    ],
+    ids=["gap-inf", "gap-1e309", "gate-nan", "noise-negative", "empty-path", "name-too-long", "newline-in-name"],
+)
+def test_earlier_command_line_reproducer_is_one_line(argv, says, tmp_path):
+    """Issue 13's command-line reproducers in a capped child: a usage or input error on one
+    line that names the problem, never a traceback or a silent success."""
+    root = tmp_path / "run"
+    root.mkdir()
+    shutil.copy(DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7" / "kernel_trace.csv", root / "7_kernel_trace.csv")
+    args = [a.replace("RUN", str(root)) for a in argv]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui_prof.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIME_CAP,
+        preexec_fn=_cap,
+        env={**os.environ, "TUIPROF_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode in (1, 2), (proc.returncode, proc.stderr[-1000:])
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-1000:]
+    assert says in lines[0], lines[0]
+
+
+def test_earlier_cache_reproducers_are_contained(tmp_path):
+    """Issue 13's cache reproducers through the harness: a cache folder that holds other
+    things is neither used nor pruned (its dot-folders and manifest-holding folders stay),
+    and flipped bytes in a cached table are a miss, never other numbers."""
+    root = tmp_path / "run"
+    root.mkdir()
+    shutil.copy(DATA / "rocpd" / "28_results.db", root / "28_results.db")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("key")
+    (home / "project").mkdir()
+    (home / "project" / "manifest.json").write_text("{}")
+    old = time.time() - 7 * 86400
+    os.utime(home / ".ssh", (old, old))
+    result = contained(root, cache=True, env={"TUIPROF_CACHE_DIR": str(home), "TUIPROF_CACHE_MAX_BYTES": "0"})
+    assert result["kernels"] == 151
+    assert (home / ".ssh" / "id_ed25519").read_text() == "key" and (home / "project" / "manifest.json").exists()
+    assert sorted(p.name for p in home.iterdir()) == [".ssh", "project"]  # nothing written there either
+
+    cache = tmp_path / "cache"
+    fresh = contained(root, cache=True, env={"TUIPROF_CACHE_DIR": str(cache)})
+    tables = sorted(cache.rglob("*.arrow"))
+    assert tables
+    for table in tables:  # one flipped byte in the middle of every cached table
+        data = bytearray(table.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        table.write_bytes(bytes(data))
+    again = contained(root, cache=True, env={"TUIPROF_CACHE_DIR": str(cache)})
+    assert (again["runs"], again["kernels"], again["issues"], again["warnings"]) == (fresh["runs"], fresh["kernels"], fresh["issues"], fresh["warnings"])

@@ -232,9 +232,12 @@ def test_parquet_export_refuses_a_link_or_a_folder_others_can_write(runset, tmp_
     shared = tmp_path / "run.tuiprof-parquet"
     shared.mkdir()
     os.chmod(shared, 0o777)
-    with pytest.raises(ExportError, match="writable by group or others"):
+    with pytest.raises(ExportError, match="writable by others"):
         export_parquet(runset, shared, ["kernels"])
     assert os.listdir(shared) == []
+    os.chmod(shared, 0o757)  # others can write it, the group cannot: still refused
+    with pytest.raises(ExportError, match="writable by others"):
+        export_parquet(runset, shared, ["kernels"])
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     link = tmp_path / "link"
@@ -248,6 +251,17 @@ def test_parquet_export_refuses_a_link_or_a_folder_others_can_write(runset, tmp_
         os.chown(foreign, 65534, 65534)
         with pytest.raises(ExportError, match="owned by uid 65534"):
             export_parquet(runset, foreign, ["kernels"])
+
+
+def test_parquet_export_accepts_the_users_own_group_writable_folder(runset, tmp_path):
+    """``mkdir out`` under umask 002 gives a folder the group can write: the user's own
+    destination is accepted, and the export that replaces it is private (0700)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chmod(out, 0o775)
+    written = export_parquet(runset, out, ["kernels"])
+    assert set(written) == {"kernels"} and written["kernels"].is_file()
+    assert (os.stat(out).st_mode & 0o777) == 0o700 and check_export(out) == []
 
 
 def test_perfetto_export_refuses_a_fifo_and_a_link_without_blocking(runset, tmp_path):
@@ -465,6 +479,12 @@ def read_bypasses(source: str) -> list[str]:
                 and not (isinstance(args[0], ast.Name) and args[0].id in ("fh", "source", "buffer"))
             ) and not (isinstance(args[0], ast.Call) and getattr(args[0].func, "attr", "") in ("StringIO", "BytesIO", "BufferReader")):
                 found.append(f"line {node.lineno}: {ast.unparse(func)}({ast.unparse(args[0])[:40]})")
+            elif func.attr in ("OSFile", "memory_map", "input_stream") and args:
+                # pyarrow opening a name itself: only the /proc/self/fd link of a checked descriptor
+                first = args[0]
+                by_descriptor = isinstance(first, ast.JoinedStr) and ast.unparse(first).startswith("f'/proc/self/fd/")
+                if not by_descriptor:
+                    found.append(f"line {node.lineno}: {ast.unparse(func)}({ast.unparse(first)[:40]})")
     return found
 
 
@@ -481,7 +501,42 @@ def test_every_input_is_read_through_the_bounded_regular_file_reader():
             if hits:
                 offenders[str(path.relative_to(ROOT))] = hits
     assert offenders == {}, "read run files through loaders.base.open_regular / open_binary: " + json.dumps(offenders, indent=1)
-    bad = 'open(p, "rb"); gzip.open(p); path.read_text(); pd.read_csv(path); pcsv.read_csv(str(path))'
-    assert len(read_bypasses(bad)) == 5
-    good = 'open(fd, "rb"); open("/proc/self/io", "rb"); pd.read_csv(fh); pd.read_csv(io.StringIO(t)); base.read_text(p)'
+    bad = 'open(p, "rb"); gzip.open(p); path.read_text(); pd.read_csv(path); pcsv.read_csv(str(path)); pa.OSFile(os.fsencode(path))'
+    assert len(read_bypasses(bad)) == 6
+    good = 'open(fd, "rb"); open("/proc/self/io", "rb"); pd.read_csv(fh); pd.read_csv(io.StringIO(t)); base.read_text(p); pa.OSFile(f"/proc/self/fd/{n}")'
     assert read_bypasses(good) == []
+
+
+KERNEL_HEADER = '"Kind","Agent_Id","Queue_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
+
+
+def _kernel_rows(name: str, rows: int) -> str:
+    return KERNEL_HEADER + "".join(f'"KERNEL_DISPATCH",1,1,"{name}",{i + 1},{1000 + 10 * i},{1005 + 10 * i}\n' for i in range(rows))
+
+
+@pytest.mark.parametrize(("rows", "proc"), [(1, True), (5000, True), (5000, False)])
+def test_csv_parsed_is_the_file_checked(tmp_path, monkeypatch, rows, proc):
+    """rocprofv3 CSV: a file swapped in by name right after the descriptor was checked is
+    not what gets parsed; the checked (opened) file is (pyarrow once opened it by name)."""
+    from tui_prof.loaders import rocprofv3_csv
+
+    host = tmp_path / "run" / "node"
+    host.mkdir(parents=True)
+    target = host / "42_kernel_trace.csv"
+    target.write_text(_kernel_rows("checked_kernel", rows))
+    other = tmp_path / "swap.csv"
+    other.write_text(_kernel_rows("swapped_in_kernel", 3))
+    swaps = []
+
+    def swap(path):
+        if os.path.exists(other):
+            os.replace(other, path)
+            swaps.append(path)
+
+    monkeypatch.setattr(rocprofv3_csv, "_after_check", swap)
+    if not proc:  # a system without /proc/self/fd: pyarrow reads through a Python file wrapper
+        exists = os.path.exists
+        monkeypatch.setattr(os.path, "exists", lambda p: False if str(p).startswith("/proc/self/fd/") else exists(p))
+    cols, _warnings, _truncated, _malformed = rocprofv3_csv.read_csv_table(target, "kernel_trace")
+    assert swaps == [target]
+    assert list(cols["kernel_name"].unique()) == ["checked_kernel"] and len(cols["kernel_name"]) == rows

@@ -213,6 +213,10 @@ def _strip_clone_suffixes(text: str) -> str:
     return text[:end]
 
 
+ANONYMOUS = "(anonymous namespace)"
+_ANONYMOUS_MARK = "\ue000"  # a private-use character: one in a name itself reads back as ANONYMOUS
+
+
 def normalize_name(name: str) -> str:
     """Kernel name without return type, template arguments, argument list or clone suffix.
 
@@ -229,6 +233,9 @@ def normalize_name(name: str) -> str:
         text = text[:-3]
     # "operator()" / "operator<" would confuse the bracket stripping: keep such names' head.
     text = text.replace("operator()", "operator_call")
+    # "(anonymous namespace)" is a scope, not an argument list: kept whole (a stand-in
+    # character while the brackets are stripped), so no empty "::::" scope is left
+    text = text.replace(ANONYMOUS, _ANONYMOUS_MARK)
     text = _strip_balanced(text, "(", ")")
     text = _strip_balanced(text, "<", ">")
     text = " ".join(text.split())
@@ -239,7 +246,7 @@ def normalize_name(name: str) -> str:
         head, _, rest = text.partition(" ")
         if rest and "::" not in head and head.isidentifier():
             text = rest
-    text = text.strip()
+    text = text.strip().replace(_ANONYMOUS_MARK, ANONYMOUS)
     if marker:
         return (text or full[:MAX_NAME_CHARS]) + marker
     return text or full

@@ -55,13 +55,16 @@ def _shown(path: str | os.PathLike) -> str:
     return repr(os.fsdecode(os.fspath(path)))
 
 
-def check_owned(info: os.stat_result, what: str, path: str | os.PathLike) -> None:
-    """:class:`WriteRefused` when ``info`` is not the current user's or group/others may write it."""
+def check_owned(info: os.stat_result, what: str, path: str | os.PathLike, *, group_ok: bool = False) -> None:
+    """:class:`WriteRefused` when ``info`` is not the current user's or group/others may
+    write it (``group_ok``: others only, for a destination the user chose and created, e.g.
+    with ``mkdir`` under umask 002, where the group is usually the user's own)."""
     uid = os.getuid()
     if info.st_uid != uid:
         raise WriteRefused(f"{what} {_shown(path)} is owned by uid {info.st_uid}, not by you (uid {uid})")
-    if info.st_mode & 0o022:
-        raise WriteRefused(f"{what} {_shown(path)} is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o})")
+    if info.st_mode & (0o002 if group_ok else 0o022):
+        who = "others" if group_ok else "group or others"
+        raise WriteRefused(f"{what} {_shown(path)} is writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})")
 
 
 def make_private_dir(path: str | os.PathLike, *, exist_ok: bool = False, parents: bool = False) -> Path:
@@ -258,7 +261,8 @@ def atomic_folder(dest: str | os.PathLike, clear: Callable[[Path], None]) -> Ite
     ``dest`` (it raises when that is not something the caller may replace; it is called only
     when ``dest`` exists) and the folder is renamed into place. On any exception the
     temporary folder is removed and ``dest`` is untouched. A ``dest`` that is a link, not a
-    folder, or a folder another user owns or can write is refused before anything is built."""
+    folder, or a folder another user owns or that everyone can write is refused before
+    anything is built (a group-writable folder of the user's own is accepted)."""
     target = Path(os.fspath(dest))
     _check_folder_destination(target)
     sweep_stale(target)
@@ -284,7 +288,9 @@ def _check_folder_destination(target: Path) -> bool:
         raise WriteRefused(f"refusing to write {_shown(target)}: it is a symbolic link")
     if not stat.S_ISDIR(info.st_mode):
         raise WriteRefused(f"refusing to write {_shown(target)}: it exists and is not a folder")
-    check_owned(info, "folder", target)
+    # the folder is replaced by the new one (0700) and its old content is checked entry by
+    # entry before removal, so only another user, or everyone, being able to write it is refused
+    check_owned(info, "folder", target, group_ok=True)
     return True
 
 

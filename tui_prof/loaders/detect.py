@@ -528,12 +528,29 @@ Unit = tuple[str, list[DetectedFile]]  # (format, files) of one work unit
 UnitResult = tuple[list[Run], list[LoadIssue]]  # (fragments, issues) of one work unit
 
 
-def _cached_units(units: list[Unit], on_unit: UnitDone | None) -> tuple[list[UnitResult | None], list[str | None]]:
-    """Each unit's result from its cache entry (None where there is none) and its cache key.
-    With ``on_unit`` the entries are read a chunk at a time, each chunk's units handed on
-    before the next is read (the first rows need not wait for every entry)."""
+BATCH_UNITS = 512
+"""Tiny units (a loader's ``batchable``) read together in one task at most."""
+
+
+def _batched(units: list[Unit], modules: dict) -> set[int]:
+    """The units a loader reads in batches (many tiny processes: one small file each).
+    They are neither looked up in nor written to the cache: reading a batch of them costs
+    less than their cache keys and entries would."""
+    found = set()
+    for slot, (fmt, files) in enumerate(units):
+        batchable = getattr(modules[fmt], "batchable", None)
+        if batchable is not None and batchable(files):
+            found.add(slot)
+    return found
+
+
+def _cached_units(units: list[Unit], on_unit: UnitDone | None, skip: set[int] | None = None) -> tuple[list[UnitResult | None], list[str | None]]:
+    """Each unit's result from its cache entry (None where there is none) and its cache key
+    (None for the units in ``skip``). With ``on_unit`` the entries are read a chunk at a
+    time, each chunk's units handed on before the next is read (the first rows need not
+    wait for every entry)."""
     results: list[UnitResult | None] = [None] * len(units)
-    keys: list[str | None] = [cache.unit_key(fmt, files) for fmt, files in units]
+    keys: list[str | None] = [None if skip and slot in skip else cache.unit_key(fmt, files) for slot, (fmt, files) in enumerate(units)]
     chunk = CACHE_CHUNK if on_unit else max(len(keys), 1)
     hits_so_far = 0
     for first in range(0, len(keys), chunk):
@@ -546,17 +563,26 @@ def _cached_units(units: list[Unit], on_unit: UnitDone | None) -> tuple[list[Uni
     return results, keys
 
 
-def _load_tasks(units: list[Unit], results: list[UnitResult | None]) -> list[list[int]]:
-    """The units still to load, as tasks: each unit of a PARALLEL_FORMATS format alone; the
+def _load_tasks(units: list[Unit], results: list[UnitResult | None], batched: set[int] | None = None) -> list[list[int]]:
+    """The units still to load, as tasks: the ``batched`` units of one format and folder
+    (host) BATCH_UNITS at a time; each other unit of a PARALLEL_FORMATS format alone; the
     units of any other format one after another in one task, so e.g. two large pftrace
     files are never parsed at the same time (each holds its whole trace in memory while it
     decodes)."""
     tasks: list[list[int]] = []
     chained: dict[str, list[int]] = {}
-    for slot, (fmt, _files) in enumerate(units):
+    batches: dict[tuple[str, str], list[int]] = {}
+    for slot, (fmt, files) in enumerate(units):
         if results[slot] is not None:
             continue
-        if fmt in PARALLEL_FORMATS:
+        if batched and slot in batched:
+            key = (fmt, os.path.dirname(files[0].group or str(files[0].path)))
+            batch = batches.get(key)
+            if batch is None or len(batch) >= BATCH_UNITS:
+                batch = batches[key] = []
+                tasks.append(batch)
+            batch.append(slot)
+        elif fmt in PARALLEL_FORMATS:
             tasks.append([slot])
         elif fmt in chained:
             chained[fmt].append(slot)
@@ -586,6 +612,23 @@ def _fragments(results: list[UnitResult | None], sink: IssueSink) -> list[Run]:
         fragments.extend(runs)
         sink.issues.extend(issues)
     return fragments
+
+
+def _run_batch(task: list[int], units: list[Unit], modules: dict, results: list[UnitResult | None], run_unit: Callable[[int], UnitResult]) -> None:
+    """The batched units of ``task`` read together by their loader's ``load_batch`` (each
+    unit's runs and issues into ``results``); should the batch fail, each unit is read on
+    its own by ``run_unit``, as without batches."""
+    fmt = units[task[0]][0]
+    check_cancelled()
+    try:
+        done = modules[fmt].load_batch([units[slot][1] for slot in task])
+        check_cancelled()
+    except Exception:  # a bug in the batch path must not lose the units
+        for slot in task:
+            results[slot] = run_unit(slot)
+        return
+    for slot, (runs, unit_sink) in zip(task, done, strict=True):
+        results[slot] = (runs, unit_sink.issues)
 
 
 def _load(
@@ -619,8 +662,9 @@ def _load(
     # Per unit: (fragments, issues), from the cache or from its loader.
     results: list[UnitResult | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
+    batched = _batched(units, modules)
     if use_cache:
-        results, keys = _cached_units(units, on_unit)
+        results, keys = _cached_units(units, on_unit, batched)
 
     def run_unit(slot: int) -> tuple[list[Run], list[LoadIssue]]:
         fmt, files = units[slot]
@@ -642,9 +686,12 @@ def _load(
                 cache.save(unit, key)
         return runs, unit_sink.issues
 
-    tasks = _load_tasks(units, results)
+    tasks = _load_tasks(units, results, batched)
 
     def run_task(task: list[int]) -> list[int]:
+        if task[0] in batched:
+            _run_batch(task, units, modules, results, run_unit)
+            return task
         for slot in task:
             results[slot] = run_unit(slot)
         return task

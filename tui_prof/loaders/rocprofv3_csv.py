@@ -14,7 +14,9 @@ breaks the CSV grammar is re-quoted line by line and read again. A last line cut
 from __future__ import annotations
 
 import contextvars
+import copy
 import functools
+import gzip
 import os
 import re
 import threading
@@ -30,6 +32,7 @@ import pyarrow.csv as pcsv
 
 from tui_prof.loaders.base import (
     COPY_TYPES,
+    HEAD_BYTES,
     DetectedFile,
     IssueSink,
     LoadError,
@@ -38,15 +41,12 @@ from tui_prof.loaders.base import (
     api_domain,
     check_stats,
     first_line,
-    has_surrogate,
-    is_gzip,
     labelled_copies,
     open_binary,
     open_regular,
     pid_from_prefix,
     process_pid,
     read_error,
-    read_head,
     split_header,
 )
 from tui_prof.model import Agent, Run, RunMeta, make_table
@@ -341,11 +341,6 @@ def sniff(path: Path, head: bytes) -> Sniffed | None:
 # --------------------------------------------------------------------------- reading
 
 
-def _read_bytes(path: Path) -> bytes:
-    with open_binary(path) as fh:
-        return fh.read()
-
-
 def _last_line(data) -> str | None:
     """The last non-empty line of ``data`` (bytes), or None when there is only a header."""
     end = len(data)
@@ -357,15 +352,38 @@ def _last_line(data) -> str | None:
     return bytes(data[start:end]).rstrip(b"\r").decode("utf-8", "replace")
 
 
-def _tail_of_file(path: Path, size: int = 1 << 16) -> bytes:
-    """The last ``size`` bytes; opened through :func:`open_regular`, which is also the check
-    (on the descriptor) that pyarrow, reading the file by name right after, gets a regular file."""
-    with open_regular(path) as fh:
-        fh.seek(0, 2)
-        length = fh.tell()
-        fh.seek(max(0, length - size))
-        tail = fh.read()
+def _tail_of_file(fh: Any, size: int = 1 << 16) -> bytes:
+    """The last ``size`` bytes of the open file ``fh``."""
+    fh.seek(0, 2)
+    length = fh.tell()
+    fh.seek(max(0, length - size))
+    tail = fh.read()
+    fh.seek(0)
     return tail
+
+
+def _all_of(fh: Any) -> bytes:
+    """The whole of the open file ``fh``."""
+    fh.seek(0)
+    return fh.read()
+
+
+def _after_check(path: Path) -> None:
+    """Called once the file's descriptor is open and checked, before anything is read from
+    it (a test swaps the file by name here: what is parsed must still be what was checked)."""
+
+
+def _arrow_source(fh: Any) -> pa.NativeFile:
+    """A pyarrow input that reads the open, checked descriptor of ``fh``, never the file's
+    name again: on Linux through ``/proc/self/fd/N``, which opens the very file the
+    descriptor holds (pyarrow then reads with its own buffered IO, outside the GIL);
+    elsewhere through a Python file wrapper."""
+    if os.path.exists(f"/proc/self/fd/{fh.fileno()}"):
+        try:
+            return pa.OSFile(f"/proc/self/fd/{fh.fileno()}")
+        except (OSError, pa.ArrowException):
+            pass
+    return pa.PythonFile(fh, mode="r")
 
 
 def _requote_line(line: bytes, header_cols: int, text_index: int) -> bytes:
@@ -485,7 +503,7 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 raise
             block_size <<= 4
             bad.clear()
-            if isinstance(source, pa.BufferReader):
+            if isinstance(source, pa.NativeFile):
                 source.seek(0)
 
 
@@ -533,10 +551,21 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
     The first parse is strict (no per-row callback: the fast path for good files); a
     file with a malformed row is read again from memory, made valid UTF-8, with
     malformed rows skipped.
+
+    The file is opened once (:func:`open_binary`: non-blocking, a regular file checked on
+    its descriptor) and every byte parsed is read from that descriptor.
     """
+    with open_binary(path) as fh:
+        _after_check(path)
+        return _read_open_csv(path, kind, fh)
+
+
+def _read_open_csv(path: Path, kind: str, fh: Any) -> tuple[dict[str, Any], list[str], bool, int]:
+    """:func:`read_csv_table` of the file open as ``fh``."""
     spec, text_col, required = READ_SPECS["pc_sampling" if kind.startswith("pc_sampling") else kind]
-    gzipped = is_gzip(path)
-    head = read_head(path)
+    gzipped = isinstance(fh, gzip.GzipFile)
+    data = fh.read() if gzipped else None
+    head = data[:HEAD_BYTES] if data is not None else fh.read(HEAD_BYTES)
     header_line = first_line(head)
     original = [c.strip().strip('"').strip() for c in header_line.split(",")]
     lower = [c.lower() for c in original]
@@ -547,11 +576,9 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
         raise LoadError(f"header lacks column(s) {', '.join(missing)}")
     name_of = dict(zip(original, lower))
 
-    # Plain files go to pyarrow by path (its own buffered, threaded IO); gzip is inflated here.
-    data = _read_bytes(path) if gzipped else None
-    # a file name that is not UTF-8 (bytes the OS gave) opens through its bytes
-    source = pa.BufferReader(data) if gzipped else (pa.OSFile(os.fsencode(path)) if has_surrogate(os.fspath(path)) else str(path))
-    last_line = _last_line(data if gzipped else _tail_of_file(path))
+    # Plain files go to pyarrow through their checked descriptor; gzip is inflated here.
+    last_line = _last_line(data if data is not None else _tail_of_file(fh))
+    source = pa.BufferReader(data) if data is not None else _arrow_source(fh)
     if last_line is not None and last_line.strip() == header_line.strip():
         last_line = None
 
@@ -564,7 +591,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
             if not ("parse error" in str(err) or "invalid UTF8" in str(err)):
                 raise
             if data is None:
-                data = _read_bytes(path)
+                data = _all_of(fh)
             data, replaced = _utf8(data)
             table, bad = _arrow_read(pa.BufferReader(data), include, types)
         text_orig = next((o for o in include if name_of[o] == text_col), None)
@@ -578,7 +605,7 @@ def read_csv_table(path: Path, kind: str) -> tuple[dict[str, Any], list[str], bo
             needs_requote = any(pc.any(pc.match_substring(chunk.dictionary, '"')).as_py() for chunk in table.column(text_orig).chunks if len(chunk.dictionary))
         if text_orig is not None and text_col is not None and needs_requote:
             if data is None:
-                data = _read_bytes(path)
+                data = _all_of(fh)
             data, was_replaced = _utf8(data)
             replaced = replaced or was_replaced
             fixed = _requote(data, len(original), lower.index(text_col), last_is_cut=truncated)
@@ -674,7 +701,12 @@ def _int_or_none(value) -> int | None:
 def read_agent_info(path: Path) -> list[Agent]:
     """Agents from ``agent_info.csv`` (formats.md §2.2); sizes in bytes, clocks in MHz."""
     with open_regular(path) as fh:  # a regular file, checked on the descriptor pandas reads
-        frame = pd.read_csv(fh, dtype=str, keep_default_na=False, skipinitialspace=True)
+        return agents_from(fh)
+
+
+def agents_from(fh: Any) -> list[Agent]:
+    """:func:`read_agent_info` of an open file (or a bytes buffer)."""
+    frame = pd.read_csv(fh, dtype=str, keep_default_na=False, skipinitialspace=True)
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     if frame.columns[0] == "guid":
         frame = frame.iloc[:, 1:]
@@ -919,7 +951,8 @@ def _minimal_agents(run: Run, resolver: AgentResolver) -> list[Agent]:
             if value != UNKNOWN:
                 types.setdefault(value, agent_type)
 
-    for _, row in run.copies[["src_agent", "dst_agent", "direction"]].drop_duplicates().iterrows():
+    copies = run.copies[["src_agent", "dst_agent", "direction"]].drop_duplicates() if len(run.copies) else None
+    for _, row in copies.iterrows() if copies is not None else ():
         src_type, dst_type = COPY_TYPES.get(str(row["direction"]), ("GPU", "GPU"))
         note([row["src_agent"]], src_type)
         note([row["dst_agent"]], dst_type)
@@ -961,21 +994,28 @@ def _read_early(files: list[DetectedFile]) -> dict[int, Job]:
     return {id(item): job for item, job in zip(api, jobs) if job is not None}
 
 
-def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> list[Run]:
+def _load_group(group: str, files: list[DetectedFile], issues: IssueSink, ready: Any = None) -> list[Run]:
+    """The runs of one process group. ``ready`` (a :class:`tui_prof.loaders.csv_batch.Ready`):
+    the group's one kernel trace already read with others and cut to this process, with
+    its agent resolver."""
     directory, _, prefix = group.rpartition("/")
     run = Run()
     meta = run.meta
     meta.tool = "rocprofv3"
     meta.formats = [FORMAT]
 
-    _read_agents(run, [f for f in files if f.kind == "agent_info"], issues)
-    resolver = AgentResolver(run.agents)
+    _group_agents(run, [f for f in files if f.kind == "agent_info"], issues, ready)
+    resolver = ready.resolver if ready is not None else AgentResolver(run.agents)
 
     kernels, apis, copies, allocs, scratch, counters, synth, samples = ([] for _ in range(8))
     pids: set[int] = set()
     counter_pids: list[tuple[DetectedFile, set[int]]] = []  # per counter file: the processes its rows name
     early = _read_early(files)
     traces = [item for item in files if item.kind != "agent_info"]
+    if ready is not None:
+        kernels.append(ready.kernels)
+        meta.files.extend(str(item.path) for item in traces)
+        traces = []
     # The files read here first, the API traces parsing beside them last: waiting for a
     # background read before reading the kernel trace would parse the two one after the other.
     read: dict[int, tuple | BaseException] = {}
@@ -1026,13 +1066,17 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> lis
     passes = _other_passes(run, pids, counter_pids, counters, synth)
     moved = {p.meta.extra["pids"][0] for p in passes}
     pids.update(p for _, file_pids in counter_pids for p in file_pids if not file_pids & moved)
-    run.kernels = concat_tables("kernels", kernels)
-    run.api = concat_tables("api", apis)
-    run.copies = concat_tables("copies", copies)
-    run.allocations = concat_tables("allocations", allocs)
-    run.scratch = concat_tables("scratch", scratch)
-    run.counters = concat_tables("counters", counters)
-    run.pc_samples = concat_tables("pc_samples", samples)
+    for name, parts in (
+        ("kernels", kernels),
+        ("api", apis),
+        ("copies", copies),
+        ("allocations", allocs),
+        ("scratch", scratch),
+        ("counters", counters),
+        ("pc_samples", samples),
+    ):
+        if parts:  # else the run keeps its empty table
+            setattr(run, name, concat_tables(name, parts))
     if not kernels and synth:
         run.kernels = concat_tables("kernels", synth)
         if len(run.kernels):
@@ -1040,7 +1084,29 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> lis
             meta.extra["kernels_from_counters"] = True
 
     _markers_from_api(run)
-    # Process identity: "<hostname>/<pid>_<kind>.csv" by default (formats.md §1).
+    _identify(run, directory, prefix, pids)
+    _settle_agents(run, resolver)
+    _name_passes(run, passes, directory)
+    if not meta.files:
+        return passes
+    return [run, *passes]
+
+
+def _group_agents(run: Run, agent_files: list[DetectedFile], issues: IssueSink, ready: Any) -> None:
+    """The group's agents: read from its agent_info files, or those a batch read for it
+    (``ready.agents``: the same agents, each id's first kept, copied for this run)."""
+    if ready is None:
+        _read_agents(run, agent_files, issues)
+        return
+    for agent in copy.deepcopy(ready.agents):
+        if run.agent(agent.id) is None:
+            run.agents.append(agent)
+    run.meta.files.extend(str(item.path) for item in agent_files)
+
+
+def _identify(run: Run, directory: str, prefix: str, pids: set[int]) -> None:
+    """Process identity: "<hostname>/<pid>_<kind>.csv" by default (formats.md §1)."""
+    meta = run.meta
     meta.pid, several = process_pid(prefix, sorted(pids))
     if several:
         meta.extra["pids"] = several
@@ -1054,11 +1120,6 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink) -> lis
         run.kernels["pid"] = compact_int(np.where(pid == UNKNOWN, meta.pid, pid))
     meta.extra["prefix"] = prefix
     meta.extra["directory"] = directory
-    _settle_agents(run, resolver)
-    _name_passes(run, passes, directory)
-    if not meta.files:
-        return passes
-    return [run, *passes]
 
 
 def _name_passes(run: Run, passes: list[Run], directory: str) -> None:
@@ -1185,3 +1246,19 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
         runs.extend(_load_group(group, items, issues))
     _release_parse_memory()
     return runs
+
+
+def batchable(files: list[DetectedFile]) -> bool:
+    """Whether work unit ``files`` is read in a batch with others of its host (see
+    :mod:`tui_prof.loaders.csv_batch`): a process whose only file is a small kernel trace."""
+    from tui_prof.loaders import csv_batch
+
+    return csv_batch.batchable(files)
+
+
+def load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueSink]]:
+    """Each unit's runs and issues, as :func:`load` gives them unit by unit, reading the
+    small kernel traces of many processes together (:mod:`tui_prof.loaders.csv_batch`)."""
+    from tui_prof.loaders import csv_batch
+
+    return csv_batch.load_batch(units)

@@ -385,8 +385,8 @@ def empty_table(spec: TableSpec | str) -> pd.DataFrame:
         spec = TABLES[spec]
     key = (spec.name, tuple(spec.columns.items()))
     table = _EMPTY.get(key)
-    if table is None:
-        table = _EMPTY[key] = make_table(spec, {})
+    if table is None:  # kept consolidated (a block per dtype): copies of it cost a third
+        table = _EMPTY[key] = make_table(spec, {}).copy()
     return table.copy()
 
 
