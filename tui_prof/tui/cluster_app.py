@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -16,6 +17,7 @@ from textual.widgets import Footer, Static
 
 from tui_prof.loaders import load_path
 from tui_prof.model import RunSet
+from tui_prof.render.safe import safe_text
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui.base import ProfApp
 from tui_prof.tui.keys import binding_rows
@@ -61,7 +63,7 @@ class MergedRanksScreen(Screen):
         event.stop()
         run = int(event.row["run"])
         if 0 <= run < len(self.labels) and self.labels[run] in self.files:
-            self.notify(f"loading rank {int(event.row['rank'])}…", timeout=3, markup=False)
+            self.notify(safe_text(f"loading rank {int(event.row['rank'])}…"), timeout=3, markup=False)
             self.open_rank(self.labels[run], int(event.row["rank"]))
 
     @thread_worker("loading the rank", group="merged-rank", exclusive=True)
@@ -76,8 +78,9 @@ class MergedRanksScreen(Screen):
     def _show_rank(self, runset: RunSet, run: int, rank: int) -> None:
         self.app.push_screen(RankScreen(runset, run, rank))
 
-    def show_error(self, text: Any) -> None:
-        self.notify(text.plain if hasattr(text, "plain") else str(text), severity="error", timeout=10, markup=False)
+    def show_error(self, text: Text) -> None:
+        """A failed rank load (tui_prof.tui.workers.report_failure): one line."""
+        self.notify(safe_text(text.plain), severity="error", timeout=10, markup=False)
 
 
 class MergedRanksApp(ProfApp):
