@@ -19,7 +19,17 @@ from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, syn
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.analysis.integrity import CHECKS as INTEGRITY_CHECKS
-from tui_prof.analysis.integrity import CheckReport, Issue, check_document, check_run, recording_runset, recordings
+from tui_prof.analysis.integrity import (
+    CheckReport,
+    Issue,
+    RecordingChoice,
+    check_document,
+    check_run,
+    pick_recording,
+    recording_runset,
+    recordings,
+    split_recordings,
+)
 from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
@@ -95,6 +105,7 @@ __all__ = [
     "RankCore",
     "RankPartial",
     "RankRecord",
+    "RecordingChoice",
     "RunInput",
     "StepChoiceError",
     "StepDiff",
@@ -147,6 +158,7 @@ __all__ = [
     "operator_links",
     "operators_section",
     "ops_overlapping",
+    "pick_recording",
     "rank_cores",
     "rank_numbers",
     "rank_offsets",
@@ -161,6 +173,7 @@ __all__ = [
     "run_what_if",
     "sections_of_cores",
     "source_label",
+    "split_recordings",
     "steps_section",
     "summarise",
     "sync_mask",

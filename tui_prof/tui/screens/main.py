@@ -46,11 +46,13 @@ from tui_prof.tui.messages import (
     StepRequested,
     StepsChanged,
     TimelineRequested,
+    WindowRequested,
 )
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hotspots import HotspotsPane
+from tui_prof.tui.panes.integrity import IntegrityPane
 from tui_prof.tui.panes.ranks import RanksPane
 from tui_prof.tui.panes.timeline import TimelinePane
 from tui_prof.tui.registry import PANES
@@ -58,6 +60,7 @@ from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
+from tui_prof.tui.view.integrity import trust_note
 from tui_prof.tui.view.rankrows import opens_on_ranks
 from tui_prof.tui.view.runview import PIECES, RunView, build_view
 from tui_prof.tui.view.stats import title_count
@@ -223,6 +226,12 @@ class MainScreen(Screen):
             title = f"tuiprof · {runset.name} · {count} · {', '.join(runset.formats)} · {len(runset.runs)} process(es)"
         if errors:
             title += f" · {errors} file(s) failed: press 6"
+        if view.ready("summary"):  # the integrity checks' verdict, after the run's name (seen at 80 columns)
+            trust = view.summary.get("trust") or {}
+            note = trust_note(trust, trust, IntegrityPane.KEY)
+            head = f"tuiprof · {runset.name}"
+            if note:
+                title = f"{head} · {note}{title[len(head) :]}"
         return title
 
     def update_tabs(self) -> None:
@@ -305,6 +314,8 @@ class MainScreen(Screen):
         if piece == "summary":
             self.heap.summary_shown()
             self.update_tabs()
+            if error is None and self.view is not None:  # the title's trust mark
+                self.query_one("#title", Static).update(plain(self.title_text(self.view), no_wrap=True, overflow="ellipsis"))
         if piece == "timeline" and error is None and self.steps is not None:
             self._set_timeline_steps()
         self._next_in_background()
@@ -406,8 +417,9 @@ class MainScreen(Screen):
             self.app.push_screen(GapScreen(self.view, event.gap_index))
 
     @on(StepRequested)
-    def goto_step(self, message: StepRequested) -> None:
-        """Enter on a step: the timeline zoomed to the step's host range."""
+    @on(WindowRequested)
+    def goto_step(self, message: StepRequested | WindowRequested) -> None:
+        """Enter on a step (or an integrity issue): the timeline zoomed to its range."""
         if not self.need("timeline"):
             self.notify(safe_text(f"timeline: {COMPUTING} press Enter again when it is shown"), timeout=3, markup=False)
             return
