@@ -142,6 +142,8 @@ def test_cluster_refuses_what_needs_the_whole_run(tmp_path: Path, capsys) -> Non
     run = generated(tmp_path, "csv", RankSpec(ranks=2))
     assert main(["summary", str(run), "--md", "--cluster", "pool:1"]) == 2
     assert "--md needs the whole run" in capsys.readouterr().err
+    assert main(["open", str(run), "--cluster", "pool:1", "--recording", "0"]) == 2
+    assert "--recording needs the whole run" in capsys.readouterr().err
     assert main(["summary", str(run), "--cluster", "bogus"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "local[:N]" in err
