@@ -193,3 +193,16 @@ def test_one_process_in_two_formats_is_merged_once(tmp_path: Path, capsys) -> No
     assert merged["kernels"] == whole["kernels"] and merged["kernels"]["dispatches"] == 200
     assert [f["reason"].endswith("counted once") for f in merged["partials"]["failed_ranks"]] == [True]
     assert "counted once" in captured.err
+
+
+def test_one_process_in_several_traces_is_named_left_out(capsys) -> None:
+    """h200's four Kineto traces of pid 427 (separate recordings of one process): a whole-run
+    load merges them into one process, which partials cannot; the partials path keeps one
+    and names the other three, never counting the process four times."""
+    assert main(["summary", str(DATA / "kineto" / "h200"), "--json", "--no-cache", "--cluster", "pool:1"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["partials"]["ranks"] == 5 and doc["partials"]["merged"] == 2
+    reasons = [f["reason"] for f in doc["partials"]["failed_ranks"]]
+    assert len(reasons) == 3 and all("pid 427" in r and r.endswith("left out") for r in reasons)
+    assert sorted(p["pid"] for p in doc["processes"]) == [426, 427]

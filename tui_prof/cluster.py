@@ -118,18 +118,22 @@ class MergedRun:
     errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
     files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
-    seen: dict[tuple, str] = field(default_factory=dict)  # (host, pid, rank) -> the rank label that has it
+    seen: dict[tuple, tuple[str, list[str]]] = field(default_factory=dict)  # (host, pid, rank) -> (rank label, formats) that has it
 
     def add(self, result: RankResult) -> None:
         for p in result.partials:
             # the key a whole-run load merges fragments of one process by (loaders.detect.assemble)
             process = (p.meta.hostname, p.meta.pid, p.meta.rank) if p.meta.pid is not None else None
             if process is not None and process in self.seen:
-                # one process in two units (two formats, or split): a whole-run load keeps or merges them into one
-                self.failed.append((result.label, f"the same process (host {process[0]}, pid {process[1]}) as {self.seen[process]}: counted once"))
+                label, formats = self.seen[process]
+                where = f"the same process (host {process[0] or '-'}, pid {process[1]}) as {label}"
+                if formats[:1] != p.meta.formats[:1]:  # a whole-run load keeps one format too
+                    self.failed.append((result.label, f"{where} in another format: counted once"))
+                else:  # a whole-run load merges the files into one process: the partials cannot
+                    self.failed.append((result.label, f"{where}: a whole-run load merges their files into one process, the partials cannot; left out"))
                 continue
             if process is not None:
-                self.seen[process] = p.label
+                self.seen[process] = (p.label, list(p.meta.formats))
             self.merge.add(p)
             self.files[p.label] = (result.root, result.files)
         self.errors.extend(result.errors)
