@@ -66,11 +66,12 @@ from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
-from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
+from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
 from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
 from tui_prof.threads import Lane, inline_lane, threaded_lane
 
 __all__ = [
+    "CAUSES",
     "COPY_STATS",
     "DEFAULT_CATEGORY_RULES",
     "DEFAULT_GAP_THRESHOLD_NS",
