@@ -37,11 +37,12 @@ def dumped(doc: dict) -> str:
 @pytest.fixture(scope="module")
 def scheduler():
     """A LocalCluster of 2 worker processes shared by the fault tests (its address), with
-    the retry policy ``--cluster local`` sets: a task whose worker died runs once more."""
+    the policy ``--cluster local`` sets: a task whose worker died runs once more, and a worker
+    holds only the task it runs (so a death takes no other rank with it)."""
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}):
         lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
     try:
         yield lc.scheduler_address

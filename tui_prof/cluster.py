@@ -209,7 +209,9 @@ def _client(address: str) -> tuple[Any, Any]:
             raise ClusterError(f"--cluster {address}: at least one worker")
         # a task whose worker died is retried once, then reported (the rank is failed)
         try:
-            with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+            # one task at a time per worker thread (the rest wait at the scheduler): a worker that
+            # dies takes only the rank it was running with it
+            with dask.config.set({"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}):
                 cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
         except Exception as err:  # no process could start (limits, a broken environment)
             raise ClusterError(f"cannot start a local Dask cluster of {workers} workers: {_one_line(err)}") from None
