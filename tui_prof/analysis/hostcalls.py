@@ -30,6 +30,9 @@ def sync_section(inputs: Sequence[RunInput]) -> SyncSection:
     per_process: list[float] = []
     by_name: dict[str, dict[str, int]] = {}
     for r in inputs:
+        walls += r.wall_ns
+        if not len(r.run.api):  # no host API calls: no sync calls, nothing exposed, no launches
+            continue
         s = hostapi.sync_stats(r.run.api, r.wall_ns, r.index.classes)
         busy_s, busy_e = busy_intervals(r.run)
         starts, lasts, ends = hostapi.sync_exposure_bounds(r.run.api, r.index.classes, busy_s, busy_e)
@@ -38,8 +41,7 @@ def sync_section(inputs: Sequence[RunInput]) -> SyncSection:
         mine = aggregate.interval_union(starts, ends)
         union += mine
         exposed_union += aggregate.interval_union(lasts, ends)
-        walls += r.wall_ns
-        if len(r.run.api) and r.wall_ns:
+        if r.wall_ns:
             per_process.append(aggregate.pct(mine, r.wall_ns))
         calls += s["calls"]
         total += s["total_ns"]
@@ -95,16 +97,17 @@ def launch_section(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], ke
         "linked_dispatches": sum(p["linked_dispatches"] for p in parts),
         "graph_dispatches": sum(p["graph_dispatches"] for p in parts),
     }
-    direct = [~lk["graph"].to_numpy() for lk in links]
+    # processes with linked dispatches only (most have none when there are thousands of tiny ones)
+    offsets = np.cumsum([0] + [len(r.run.kernels) for r in inputs])
+    linked = [(int(offsets[i]), lk) for i, lk in enumerate(links) if len(lk)]
+    direct = [~lk["graph"].to_numpy() for _, lk in linked]
     empty = np.array([], np.int64)
-    queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
-    api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
+    queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for (_, lk), d in zip(linked, direct, strict=True)]) if linked else empty
+    api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for (_, lk), d in zip(linked, direct, strict=True)]) if linked else empty
     # graph-replayed rows of the concatenated kernels table (all_kernels: runs in order)
     replayed = np.zeros(len(kernel_dur_ns), dtype=bool)
-    offset = 0
-    for r, lk, d in zip(inputs, links, direct, strict=True):
+    for (offset, lk), d in zip(linked, direct, strict=True):
         replayed[offset + lk["kernel_row"].to_numpy()[~d]] = True
-        offset += len(r.run.kernels)
     section = hostapi.launch_section(counts, queue, api, kernel_dur_ns, process_ns(inputs), replayed)
     launching = 0
     for r in inputs:
