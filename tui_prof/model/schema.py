@@ -409,8 +409,13 @@ def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataF
             whole = None  # tables of other columns: the column-by-column path names the problem
     data = {}
     for name, dtype in spec.columns.items():
-        if dtype != CATEGORY and whole is not None:
+        if whole is not None:
             joined = whole[name]
+            if dtype == CATEGORY and isinstance(joined.dtype, pd.CategoricalDtype):
+                # pandas keeps a category column only when every table has the same categories in
+                # the same order: what their union is
+                data[name] = joined
+                continue
             # numpy dtypes of one kind promote as np.concatenate does; others (bool with ints,
             # strings, arrow types) take the column-by-column path below
             if isinstance(joined.dtype, np.dtype) and joined.dtype.kind in "iuf":
