@@ -175,11 +175,18 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     c_cls = classes[calls["rows"]].astype(np.int8) if nc else np.array([], np.int8)
     # --- operations: kernels then copies
     nk, ncp = len(k), len(c)
-    o_start = np.concatenate([k["start"].to_numpy().astype(np.int64), c["start"].to_numpy().astype(np.int64)]) - t0
-    o_end = np.maximum(np.concatenate([k["end"].to_numpy().astype(np.int64), c["end"].to_numpy().astype(np.int64)]) - t0, o_start)
-    o_agent = np.concatenate([k["agent"].to_numpy().astype(np.int64), np.maximum(c["dst_agent"].to_numpy(), c["src_agent"].to_numpy()).astype(np.int64)])
-    stream = np.concatenate([k["stream"].to_numpy().astype(np.int64), c["stream"].to_numpy().astype(np.int64)])
-    queue = np.concatenate([k["queue"].to_numpy().astype(np.int64), c["queue"].to_numpy().astype(np.int64)])
+
+    def both(column: str) -> np.ndarray:
+        """The kernels' then the copies' ``column`` as int64 (no pandas step for an empty copy table)."""
+        of_kernels = k[column].to_numpy().astype(np.int64)
+        return np.concatenate([of_kernels, c[column].to_numpy().astype(np.int64)]) if ncp else of_kernels
+
+    o_start = both("start") - t0
+    o_end = np.maximum(both("end") - t0, o_start)
+    k_agent = k["agent"].to_numpy().astype(np.int64)
+    o_agent = np.concatenate([k_agent, np.maximum(c["dst_agent"].to_numpy(), c["src_agent"].to_numpy()).astype(np.int64)]) if ncp else k_agent
+    stream = both("stream")
+    queue = both("queue")
     lane = np.where(stream >= 0, stream, np.where(queue >= 0, queue + (1 << 40), -1))
     no = nk + ncp
     # launch links: kernels to launch-class calls, copies to any call

@@ -146,7 +146,8 @@ class RankCore:
         else:
             is_comm = is_copy = np.zeros(0, dtype=bool)
         is_compute = ~(is_comm | is_copy)
-        cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
+        no_copies = np.zeros(0, dtype=np.int64)  # an empty copy table: no pandas step
+        cs, ce = (run.copies["start"].to_numpy(), run.copies["end"].to_numpy()) if len(run.copies) else (no_copies, no_copies)
         self.compute_ns = aggregate.interval_union(ks, ke, is_compute)
         self.communication_ns = aggregate.interval_union(ks, ke, is_comm)
         copy_rows = np.flatnonzero(is_copy)
@@ -209,7 +210,10 @@ class RankCore:
         stats_table = run.tool_stats.get(KERNEL_STATS)
         if not len(k) and stats_table is not None and len(stats_table):
             _stats_core(self, stats_table, rules)
-        gpu_ids = sorted({int(a) for a in np.unique(agent)} | {int(a) for a in run.copies["dst_agent"].to_numpy() if a >= 0 and run.agent(int(a))})
+        gpu_ids = sorted(
+            {int(a) for a in np.unique(agent)}
+            | {int(a) for a in (run.copies["dst_agent"].to_numpy() if len(run.copies) else ()) if a >= 0 and run.agent(int(a))}
+        )
         names = []
         for gid in gpu_ids:
             a = run.agent(gid)
