@@ -1,44 +1,32 @@
-"""Benchmark: our streaming pftrace loader vs whole-file ``Trace.ParseFromString`` + iteration.
+"""Benchmark: ``tuiprof summary --no-cache`` of a pftrace vs protobuf's C (upb) parse of it.
 
-Generates a synthetic rocprofv3 pftrace (issue 8 size: 1M kernel dispatches + 2M HIP calls
--- hipLaunchKernel and hipDeviceSynchronize per launch -- plus copies, perfetto-SDK interning
-and incremental timestamps; 440 MB) in a temp dir, then times each reader in its own
-subprocess (wall time, CPU time, peak RSS from ``getrusage``; imports included), ``--repeat``
-times interleaved, and prints the best of each with the machine load (``os.getloadavg``)
-seen before each run: other jobs share the CPUs, so CPU time is the fairer figure.
+The yardstick (issue 33 item 15) is what a user of the Perfetto Python protos would do first:
+``Trace.FromString`` of the whole file with protobuf's C implementation (upb; the bench
+refuses to run on the pure-Python one) plus a count of its track events. tuiprof's side is
+the whole ``tuiprof summary --no-cache FILE`` command (load, analyse, print). Each side runs
+in its own subprocess (wall, CPU = user + sys, peak RSS from ``wait4``; imports included),
+in pairs (ours, then the reference, back to back, so both see the same load), ``--repeat``
+pairs (default 5); the figure is the median of the per-pair ratios, with the median of each
+side and the 1-minute load average before each run. Target: <= 0.4x.
 
-The baseline parses the whole file with the bundled (upb) protobuf classes and walks every
-packet, reading what the loader needs (interned names, timestamp, type, track, name,
-category, debug-annotation name and value) into Python lists; it builds no tables and
-pairs no slices, so it is a lower bound for a message-class loader.
+The data is the ``bench_scale.py`` pftrace (rocprofv3 layout, interned names: 1M kernel
+dispatches + 2M HIP calls, one hipLaunchKernel + one hipDeviceSynchronize per dispatch),
+generated once into ``--keep`` (default ``$TMPDIR/tuiprof-bench/pftrace-1000000/...``).
 
-    python bench/bench_pftrace.py [--kernels 1000000] [--repeat 2] [--keep FILE] [--names interned,inline] [--no-baseline]
+``--walk`` adds the earlier reference, a whole-file parse plus a Python walk over every
+field the loader needs (interned names, timestamp, type, track, name, category, debug
+annotations) into lists; ``--loader`` adds our loader alone (``read_trace``, no analysis).
 
-``--names interned,inline`` also writes the same run with every name inline (the layout of
-Perfetto writers that do not intern) and times both layouts, interleaved.
-
-Results (2026-11-26, this 2-core VM shared with other jobs; load = 1-min load average before
-each run; best of 2 by wall; 440 MB file, 1M kernels + 2M HIP calls + 3 copies, 6M events):
-
-    reader                                        wall s   cpu s  peak RSS MB  load
-    tui_prof loader, packet-layout fast path        6.47    4.15          972  5.16
-    tui_prof loader before (general path only)     20.85   15.31         1360  4.34  (one run)
-    Trace.ParseFromString(whole) + iterate         83.56   57.54        11713  5.27
-
-  -> 13.9x less CPU and 12x less memory than the reference; 3.7x less CPU than before.
-  Wall time is inflated by the load (a 2-core machine at load 5 gives one process well under
-  one core): the 4.15 s of CPU is the figure to hold against the 5 s target. Of it, about
-  0.6 s is importing numpy/pandas (``python -X importtime``), about 2 s decoding chunks
-  (framing, layout matching, columns) and about 1.2 s pairing slices and building tables.
-  Profile: ``python -m cProfile -s tottime`` on ``read_trace``; before the change 80 % went
-  to the per-field numpy rounds (``_walk``, ``_annotations``), now no function dominates.
+    python bench/bench_pftrace.py [--kernels 1000000] [--repeat 5] [--keep FILE] [--walk] [--loader] [--names interned,inline]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -54,7 +42,21 @@ def worker_ours(path: str) -> dict:
     return {"kernels": len(run.kernels), "api": len(run.api), "problem": problem}
 
 
-def worker_baseline(path: str) -> dict:
+def worker_upb(path: str) -> dict:
+    """The reference: the whole file parsed by protobuf's C implementation, its track events counted."""
+    from google.protobuf.internal import api_implementation
+
+    if api_implementation.Type() != "upb":
+        raise SystemExit(f"protobuf's {api_implementation.Type()} implementation: the reference needs upb (pip install protobuf>=4.21)")
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace
+
+    with open(path, "rb") as fh:
+        trace = Trace.FromString(fh.read())
+    events = sum(1 for packet in trace.packet if packet.HasField("track_event"))
+    return {"track_events": events, "packets": len(trace.packet), "implementation": api_implementation.Type()}
+
+
+def worker_walk(path: str) -> dict:
     from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace
 
     with open(path, "rb") as fh:
@@ -76,69 +78,103 @@ def worker_baseline(path: str) -> dict:
     return {"events": len(rows), "slice_begins": begins}
 
 
+WORKERS = {"loader": worker_ours, "upb": worker_upb, "walk": worker_walk}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def generate(path: Path, kernels: int, names: str = "interned") -> None:
+    """The bench_scale.py pftrace run (one synthetic process, rocprofv3 layout); ``names``:
+    interned (as rocprofv3 writes) or inline (on every event, as writers that do not intern)."""
+    sys.path.insert(0, str(ROOT))  # run as a script: the tree's package, installed or not
+    from tui_prof.synth import SynthSpec, build
+    from tui_prof.synth.write_pftrace import write_pftrace
+
+    t0 = time.perf_counter()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    spec = SynthSpec(iterations=max(1, -(-kernels // 10)), kernels_per_iteration=10, sync="per_launch", seed=0, pid=4242)
+    write_pftrace(build(spec, hostname="synthhost"), path, names=names)
+    print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernels", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--keep", help="write the trace here (reused if it exists) instead of a temp dir; the inline-names file gets the suffix .inline")
-    parser.add_argument("--names", default="interned", help="comma list of name layouts to time: interned (as rocprofv3 writes), inline (names on every event)")
-    parser.add_argument("--no-baseline", action="store_true", help="leave out the whole-file Trace parse (it needs about 12 GB at 1M kernels)")
+    parser.add_argument("--repeat", type=int, default=5, help="pairs (ours, reference) run; the figure is the median ratio")
+    parser.add_argument("--keep", help="the trace (generated there if missing); default: bench_scale.py's 1M-dispatch pftrace in $TMPDIR/tuiprof-bench")
+    parser.add_argument(
+        "--walk", action="store_true", help="also time the whole-file parse + Python walk over every field (the earlier reference; about 12 GB at 1M kernels)"
+    )
+    parser.add_argument("--loader", action="store_true", help="also time our loader alone (read_trace, no analysis)")
+    parser.add_argument(
+        "--names",
+        default="interned",
+        help="interned,inline: also time our loader on the same run with every name inline (FILE.inline), against the interned file",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
         kind, path = args.worker
         t0, c0 = time.perf_counter(), time.process_time()
-        result = worker_ours(path) if kind == "ours" else worker_baseline(path)
-        result["wall_s"] = time.perf_counter() - t0
-        result["cpu_s"] = time.process_time() - c0
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result = WORKERS[kind](path)
+        result["inner_wall_s"] = time.perf_counter() - t0
+        result["inner_cpu_s"] = time.process_time() - c0
         print(json.dumps(result))
         return
 
-    from tui_prof.synth.spec import SynthSpec, build
-    from tui_prof.synth.write_pftrace import write_pftrace
-
-    tmp = None
-    if args.keep:
-        base = Path(args.keep)
-    else:
-        tmp = tempfile.TemporaryDirectory()
-        base = Path(tmp.name) / "bench_results.pftrace"
-    layouts = [n.strip() for n in args.names.split(",") if n.strip()]
-    paths = {n: base if n == "interned" else base.with_name(base.name + "." + n) for n in layouts}
-    for names, path in paths.items():
-        if not path.exists():
-            t0 = time.perf_counter()
-            spec = SynthSpec(iterations=max(args.kernels // 10, 1), kernels_per_iteration=10, sync="per_launch", streams=2)
-            write_pftrace(build(spec), path, layout="queue", sdk="7", names=names)
-            print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.0f} s", flush=True)
-
-    kinds = [("ours", n) for n in layouts] + ([] if args.no_baseline else [("baseline", layouts[0])])
-    best: dict[tuple[str, str], dict] = {}
-    for _ in range(args.repeat):
-        for kind, names in kinds:  # interleaved: every reader sees the same machine load
-            result = run_checked([sys.executable, __file__, "--worker", kind, str(paths[names])])
-            if (kind, names) not in best or result["wall_s"] < best[kind, names]["wall_s"]:
-                best[kind, names] = result
-            print(kind, names, json.dumps(result), flush=True)
-
-    print(f"\nbest of {args.repeat} runs each, own subprocess")
-    print(f"{'reader':<52} {'MB':>6} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'load':>6}")
-    for kind, names in kinds:
-        r = best[kind, names]
-        label = f"tui_prof pftrace loader, {names} names" if kind == "ours" else f"Trace.ParseFromString(whole) + iterate, {names}"
-        size = paths[names].stat().st_size / 1e6
-        print(f"{label:<52} {size:>6.0f} {r['wall_s']:>8.2f} {r['cpu_s']:>8.2f} {r['peak_rss_mb']:>12.0f} {r['load1']:>6.2f}")
-    first = best["ours", layouts[0]]
-    if ("baseline", layouts[0]) in best:
-        ref = best["baseline", layouts[0]]
-        print(f"{layouts[0]} / reference: {first['wall_s'] / ref['wall_s']:.3f}x wall, {first['cpu_s'] / ref['cpu_s']:.3f}x cpu")
-    for names in layouts[1:]:
-        r = best["ours", names]
-        print(f"{names} / {layouts[0]}: {r['wall_s'] / first['wall_s']:.2f}x wall, {r['cpu_s'] / first['cpu_s']:.2f}x cpu")
-    if tmp:
-        tmp.cleanup()
+    default = Path(tempfile.gettempdir()) / "tuiprof-bench" / f"pftrace-{args.kernels}" / "synthhost" / "4242_results.pftrace"
+    path = Path(args.keep) if args.keep else default
+    if not path.exists():
+        generate(path, args.kernels)
+    inline = path.with_name(path.name + ".inline")
+    if "inline" in args.names.split(",") and not inline.exists():
+        generate(inline, args.kernels, "inline")
+    env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-pftrace-"), "PYTHONPATH": str(ROOT)}  # --no-cache: the folder stays empty
+    commands = {
+        "ours": [sys.executable, "-m", "tui_prof.cli", "summary", "--no-cache", str(path)],
+        "upb": [sys.executable, __file__, "--worker", "upb", str(path)],
+    }
+    if args.loader or "inline" in args.names.split(","):
+        commands["loader"] = [sys.executable, __file__, "--worker", "loader", str(path)]
+    if "inline" in args.names.split(","):
+        commands["loader-inline"] = [sys.executable, __file__, "--worker", "loader", str(inline)]
+    if args.walk:
+        commands["walk"] = [sys.executable, __file__, "--worker", "walk", str(path)]
+    print(f"{path} ({path.stat().st_size / 1e6:.0f} MB); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
+    runs: dict[str, list[dict]] = {k: [] for k in commands}
+    for i in range(args.repeat):
+        for kind, argv in commands.items():  # ours then the reference, back to back: a pair sees one load
+            result = run_checked(argv, env, cwd=ROOT)
+            runs[kind].append(result)
+            shown = {k: result[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "load1") if k in result}
+            print(f"pair {i + 1} {kind}: {json.dumps(shown)}", flush=True)
+    ratios = [o["wall_s"] / r["wall_s"] for o, r in zip(runs["ours"], runs["upb"], strict=True)]
+    cpu_ratios = [o["cpu_s"] / r["cpu_s"] for o, r in zip(runs["ours"], runs["upb"], strict=True)]
+    print(f"\n{args.repeat} pairs, each side in its own subprocess; medians")
+    print(f"{'side':<58} {'wall s':>8} {'cpu s':>8} {'peak RSS MB':>12} {'load':>10}")
+    labels = {
+        "ours": "tuiprof summary --no-cache",
+        "upb": "Trace.FromString (upb) + count track events",
+        "loader": "tui_prof pftrace loader alone (read_trace)",
+        "walk": "Trace.FromString + Python walk over every field",
+        "loader-inline": "tui_prof pftrace loader, names inline (FILE.inline)",
+    }
+    for kind, results in runs.items():
+        loads = [r["load1"] for r in results]
+        print(
+            f"{labels[kind]:<58} {median([r['wall_s'] for r in results]):>8.2f} {median([r['cpu_s'] for r in results]):>8.2f} "
+            f"{median([r['peak_rss_mb'] for r in results]):>12.0f} {min(loads):>4.1f}-{max(loads):<4.1f}"
+        )
+    print(f"ours / reference, per pair: {', '.join(f'{r:.3f}' for r in ratios)}")
+    print(f"median ratio: {median(ratios):.3f}x wall (target <= 0.4x), {median(cpu_ratios):.3f}x CPU")
+    shutil.rmtree(env["TUIPROF_CACHE_DIR"], ignore_errors=True)
+    if "loader-inline" in runs:
+        inline_ratios = [i["wall_s"] / r["wall_s"] for i, r in zip(runs["loader-inline"], runs["loader"], strict=True)]
+        print(f"inline / interned names, our loader: median {median(inline_ratios):.2f}x wall (target <= 2x)")
 
 
 if __name__ == "__main__":

@@ -171,10 +171,11 @@ def worker(name: str, path: str) -> dict:
     if name in ("load", "load-cache"):
         from tui_prof.loaders import load_path
 
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         runset = load_path(path, use_cache=name == "load-cache")
         return {
             "load_s": time.perf_counter() - t,
+            "load_cpu_s": time.process_time() - c,
             "runs": len(runset.runs),
             "dispatches": int(sum(len(r.kernels) for r in runset.runs)),
             "kernel_total_ns": {f"{r.meta.hostname}/{r.meta.pid}": int((r.kernels["end"] - r.kernels["start"]).sum()) for r in runset.runs},
@@ -441,6 +442,50 @@ def first_open_env_of(count: int) -> dict:
     return {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-ranks-cli-"), "TUIPROF_CACHE_MAX_BYTES": str(64 << 30)}
 
 
+def reopen_rows(csv_run: Path, n: int, repeat: int, baseline: str | None, notes: list[str]) -> list[dict]:
+    """The ``reopen-cache`` rows: ``load_path`` from a warm cache (and, with ``baseline``, the
+    earlier tree's, interleaved, each tree with its own cache folder), then the CLI summary."""
+    rows: list[dict] = []
+    env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
+    first = measure(child("load-cache", str(csv_run)), env)  # writes the entry
+    base_env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-"), "PYTHONPATH": baseline or ""}
+    if baseline:  # the earlier tree's own entry (its cache format may differ)
+        run_child(child("load-cache", str(csv_run)), base_env, cwd=baseline)
+    reopen, base_reopen = [], []
+    for _ in range(max(repeat, 2)):  # interleaved: both trees see the same load
+        reopen.append(measure(child("load-cache", str(csv_run)), env))
+        if baseline:
+            base_reopen.append(run_child(child("load-cache", str(csv_run)), base_env, cwd=baseline))
+    row = {"row": f"reopen from cache, CSV {n:,} (load_path)", "ours": best(reopen), "ref": first, "ours_key": "load_s", "ref_key": "load_s"}
+    for name, runs in (("ours", reopen), ("baseline", base_reopen)):
+        if runs:
+            times = sorted(r.get("load_s", float("nan")) for r in runs)
+            cpu = sorted(r.get("load_cpu_s", float("nan")) for r in runs)
+            loads = [r.get("load1") for r in runs]
+            print(
+                f"  reopen-cache {name}: load_path {', '.join(f'{t:.3f}' for t in times)} s (median {times[len(times) // 2]:.3f}; "
+                f"CPU median {cpu[len(cpu) // 2]:.3f} s); load1 {loads}",
+                file=sys.stderr,
+            )
+    if base_reopen:
+        row["base"] = best(base_reopen)
+    rows.append(row)
+    cli_reopen = [measure(cli("summary", str(csv_run)), env) for _ in range(max(repeat, 2))]
+    rows.append(
+        {
+            "row": f"tuiprof summary from cache, CSV {n:,}",
+            "ours": best(cli_reopen),
+            "ref": measure(cli("summary", "--no-cache", str(csv_run)), env),
+            "ours_key": "wall_s",
+            "ref_key": "wall_s",
+        }
+    )
+    notes.append("reopen rows: reference = the first open (which also writes the cache entry)")
+    for folder in (env["TUIPROF_CACHE_DIR"], base_env["TUIPROF_CACHE_DIR"]):  # 1M-dispatch entries: hundreds of MB
+        shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
@@ -450,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default=",".join(DEFAULT_ROWS), help=f"comma list of {', '.join(ALL_ROWS)}")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "tuiprof-bench"))
-    parser.add_argument("--baseline", help="PYTHONPATH of an earlier tree (git archive REV | tar -x -C DIR): its summary-csv and help run interleaved too")
+    parser.add_argument(
+        "--baseline", help="PYTHONPATH of an earlier tree (git archive REV | tar -x -C DIR): its summary-csv, reopen-cache and help run interleaved too"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(*args.worker)))
@@ -530,21 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             notes.append(f"open-{fmt}: reference column is our own load_path in a child; the reference tools are measured by bench/bench_{fmt}.py")
     if "reopen-cache" in wanted:
-        env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
-        first = measure(child("load-cache", str(csv_run)), env)  # writes the entry
-        reopen = [measure(child("load-cache", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
-        rows.append({"row": f"reopen from cache, CSV {n:,} (load_path)", "ours": best(reopen), "ref": first, "ours_key": "load_s", "ref_key": "load_s"})
-        cli_reopen = [measure(cli("summary", str(csv_run)), env) for _ in range(max(args.repeat, 2))]
-        rows.append(
-            {
-                "row": f"tuiprof summary from cache, CSV {n:,}",
-                "ours": best(cli_reopen),
-                "ref": measure(cli("summary", "--no-cache", str(csv_run)), env),
-                "ours_key": "wall_s",
-                "ref_key": "wall_s",
-            }
-        )
-        notes.append("reopen rows: reference = the first open (which also writes the cache entry)")
+        rows += reopen_rows(csv_run, n, args.repeat, args.baseline, notes)
     if "analysis" in wanted:
         env = {"TUIPROF_CACHE_DIR": tempfile.mkdtemp(prefix="tuiprof-bench-cache-")}
         measure(child("load-cache", str(csv_run)), env)

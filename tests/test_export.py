@@ -31,7 +31,7 @@ from tui_prof.export.common import ExportError
 from tui_prof.export.parquet import ANALYSIS_TABLES, MANIFEST, export_parquet
 from tui_prof.export.perfetto import export_perfetto, gap_name, write_trace
 from tui_prof.loaders import load_path
-from tui_prof.model import Run, RunSet
+from tui_prof.model import RunSet
 from tui_prof.model.schema import TABLES, concat_tables
 
 DATA = Path(__file__).parent / "data"
@@ -234,33 +234,24 @@ def _timeline(runset, origin: int = 0) -> tuple[int, int, list[tuple]]:
     return busy, span, sorted(gaps)
 
 
-def _compare(source, back, origin: int) -> None:
-    a_kernels = concat_tables("kernels", [r.kernels for r in source.runs])
-    b_kernels = back.runs[0].kernels
-    assert len(b_kernels) == len(a_kernels)
-    per_name = [hotspots(k)[["name", "calls", "total_ns"]].astype({"name": str}).sort_values("name").values.tolist() for k in (a_kernels, b_kernels)]
-    assert per_name[1] == per_name[0]
-    busy, span, gaps = _timeline(back, origin)
-    # a gap "from -1" is the timeline's reading of rows without timestamps (the docs folder's
-    # kernel_names.csv counter pass): no time to place them at; its cause is not compared
-    untimed = {g[:3] for g in gaps if g[1] == -1}
-    pooled_busy, pooled_span, pooled_gaps = _timeline(_pooled(source))
-    assert (busy, span) == (pooled_busy, pooled_span)
-    assert [g for g in gaps if g[1] != -1] == [g for g in pooled_gaps if g[1] != -1]
-    assert untimed == {g[:3] for g in pooled_gaps if g[1] == -1}
-
-
-def _pooled(source: RunSet) -> RunSet:
-    """The source's processes as one, as the exported trace loads back: the docs folder's
-    counter passes (processes of their own, issue 32) share the trace's agent ids."""
-    with_kernels = [r for r in source.runs if len(r.kernels)]
-    if len(with_kernels) < 2:
-        return source
-    merged = Run(agents=list(with_kernels[0].agents))
-    for run in with_kernels:
-        merged.merge(run)
-    merged.finish()
-    return RunSet(source.root, [merged])
+def _compare(source, back) -> None:
+    """Each process read back equals its source process: kernels per name, busy time, span
+    and gaps, on the profiler's clock (the export's origin added back)."""
+    assert [(r.meta.hostname, r.meta.pid, r.meta.rank, r.meta.label) for r in back.runs] == [
+        (r.meta.hostname, r.meta.pid, r.meta.rank, r.meta.label) for r in source.runs
+    ]
+    for a, b in zip(source.runs, back.runs, strict=True):
+        assert len(b.kernels) == len(a.kernels)
+        per_name = [hotspots(k)[["name", "calls", "total_ns"]].astype({"name": str}).sort_values("name").values.tolist() for k in (a.kernels, b.kernels)]
+        assert per_name[1] == per_name[0]
+        busy, span, gaps = _timeline(RunSet(back.root, [b]))
+        # a gap "from -1" is the timeline's reading of rows without timestamps (the docs folder's
+        # kernel_names.csv counter pass): no time to place them at; its cause is not compared
+        untimed = {g[:3] for g in gaps if g[1] == -1}
+        source_busy, source_span, source_gaps = _timeline(RunSet(source.root, [a]))
+        assert (busy, span) == (source_busy, source_span)
+        assert [g for g in gaps if g[1] != -1] == [g for g in source_gaps if g[1] != -1]
+        assert untimed == {g[:3] for g in source_gaps if g[1] == -1}
 
 
 @pytest.mark.parametrize("sample", list(SAMPLES))
@@ -270,11 +261,10 @@ def test_perfetto_round_trip_through_the_kineto_loader(sample, loaded, tmp_path)
     doc, events = _events(path)
     assert len(events) == count
     _check_required_fields(events)
-    origin = doc["tuiprof_export"]["origin_ns"]
     back = load_path(str(path), use_cache=False)
-    assert back.errors == [] and len(back.runs) == 1
-    assert back.runs[0].warnings == []
-    _compare(runset, back, origin)
+    assert back.errors == [] and len(back.runs) == len(runset.runs)
+    assert all(r.warnings == [] for r in back.runs)
+    _compare(runset, back)
     kernels = [e for e in events if e.get("cat") == "kernel"]
     assert len(kernels) == sum(len(r.kernels) for r in runset.runs)
     flows = [e for e in events if e["ph"] in ("s", "f")]
@@ -306,7 +296,7 @@ def test_perfetto_analysis_tracks_and_names(synthetic, tmp_path):
     assert "idle: sync after hipDeviceSynchronize" in {e["name"] for e in gaps}
     findings = [e for e in events if e.get("cat") == "tuiprof_finding"]
     assert [e["args"]["code"] for e in findings] == [f["code"] for f in summary["findings"]]
-    assert all(e["ph"] == "i" and e["args"]["message"] in e["name"] for e in findings)
+    assert all(e["ph"] in ("i", "X") and e["args"]["message"] in e["name"] and e["args"]["evidence"] for e in findings)
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert {"GPU 1 stream 1", "GPU 1 stream 2", "GPU 1 copies", "GPU 1 idle (tuiprof)", "thread 4242"} <= names
     kernel_names = {e["name"] for e in events if e.get("cat") == "kernel"}

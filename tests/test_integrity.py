@@ -250,7 +250,8 @@ def test_check_cli_exit_status_and_json(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "tuiprof.check/1" and doc["degraded"] is True
     for issue in doc["issues"]:
-        assert set(issue) == {"code", "severity", "message", "affects"}
+        assert set(issue) == {"code", "severity", "message", "affects", "fix"}
+        assert issue["fix"]  # what to do: every code has one (integrity.FIXES)
         assert issue["severity"] in ("info", "degraded", "unreliable")
     assert "clock-domains" in {i["code"] for i in doc["issues"]}
     assert main(["check", "--no-cache", str(SALTFISH)]) == EXIT_OK
@@ -294,16 +295,26 @@ def test_text_and_markdown_mark_degraded_sections():
     assert "[unreliable" not in clean and "[degraded" not in clean and "Trust (" not in clean
 
 
-def test_diff_gate_is_inconclusive_when_a_gated_metric_is_unreliable(capsys):
+def test_diff_gate_is_inconclusive_when_a_gated_metric_is_unreliable(capsys, tmp_path):
+    """B: train_sync with one kernel's duration overflowed (2 h): its kernel time and span are
+    unreliable, so the gate answers inconclusive. (The docs folders once served here: their
+    separate recordings are now compared one each, --recording.)"""
+    import gzip
     import json
 
     from tui_prof.cli import main
     from tui_prof.exits import EXIT_INCONCLUSIVE
 
-    docs63 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm6.3"
-    assert main(["diff", "--no-cache", str(DOCS7), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE == 6
+    with gzip.open(TRAIN_SYNC, "rt") as fh:
+        trace = json.load(fh)
+    kernel = next(e for e in trace["traceEvents"] if e.get("cat") == "kernel" and e.get("ph") == "X")
+    kernel["dur"] = 2 * 3_600 * 1e6  # µs
+    broken = tmp_path / "broken.pt.trace.json"
+    broken.write_text(json.dumps(trace))
+    assert "duration-overflow" in codes(check_run(load_path(broken)))
+    assert main(["diff", "--no-cache", str(broken), str(TRAIN_SYNC), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE == 6
     assert "INCONCLUSIVE" in capsys.readouterr().out
-    assert main(["diff", "--no-cache", "--json", str(TRAIN_SYNC), str(docs63), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE
+    assert main(["diff", "--no-cache", "--json", str(TRAIN_SYNC), str(broken), "--fail-on-regression", "5"]) == EXIT_INCONCLUSIVE
     gate = json.loads(capsys.readouterr().out)["fail_on_regression"]
     assert gate["exit_status"] == 6 and {u["side"] for u in gate["inconclusive"]} == {"B"}
     assert main(["diff", "--no-cache", str(TRAIN_SYNC), str(TRAIN_SYNC), "--fail-on-regression", "5"]) == 0
@@ -376,3 +387,260 @@ def test_mcp_check_tool_returns_the_cli_json(capsys):
     assert "check" in {s.name for s in mcp_server.tool_specs()}
     main(["check", "--no-cache", "--json", str(DOCS7)])
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(check_document(load_path(DOCS7))))
+
+
+# --- out-of-order timestamps, the buffer-full signature, counters above their bound ------------
+
+
+def test_injected_out_of_order_kernels_and_calls_are_found():
+    """Two consecutive kernels of one stream swap their times: the later-launched one (higher
+    correlation id) now starts first, at its row; the same for two calls of one thread."""
+    runset = _train_sync()
+    run = runset.runs[0]
+    assert "timestamps-out-of-order" not in codes(check_run(runset))
+    k = run.kernels
+    stream, ids = k["stream"].to_numpy(), k["correlation_id"].to_numpy()
+    i = next(i for i in range(100, len(k) - 1) if stream[i] == stream[i + 1] and 0 < ids[i] < ids[i + 1])
+    (a0, a1), (b0, b1) = (int(k["start"].iat[i]), int(k["end"].iat[i])), (int(k["start"].iat[i + 1]), int(k["end"].iat[i + 1]))
+    k.loc[i, ["start", "end"]] = [b0, b1]
+    k.loc[i + 1, ["start", "end"]] = [a0, a1]
+    api = run.api
+    tid, aids = api["tid"].to_numpy(), api["correlation_id"].to_numpy()
+    j = next(
+        j for j in range(200, len(api) - 1) if tid[j] == tid[j + 1] and 0 < aids[j] < aids[j + 1] and api["start"].iat[j + 1] - api["start"].iat[j] > 5_000
+    )
+    s0, s1 = int(api["start"].iat[j]), int(api["start"].iat[j + 1])
+    api.loc[j, "start"], api.loc[j + 1, "start"] = s1, s0
+    found = {i.affects["table"]: i for i in codes(check_run(runset))["timestamps-out-of-order"]}
+    assert found["kernels"].affects["rows"] == 1 and found["kernels"].affects["examples"][0]["row"] == i + 1
+    assert found["api"].affects["rows"] == 1 and found["api"].affects["examples"][0]["row"] == j + 1
+    assert found["kernels"].severity == "degraded"
+
+
+def test_injected_buffer_full_tail_is_found():
+    """Every kernel after 90 % of the run dropped (a full buffer discarding new records): the
+    launch calls after the last kernel's own call are the tail the check names."""
+    runset = _train_sync()
+    run = runset.runs[0]
+    k = run.kernels
+    cut = int(np.quantile(k["start"], 0.9))
+    kept = k[k["start"] < cut]
+    run.kernels = kept.reset_index(drop=True)
+    api = run.api
+    names = api["name"].astype(str)
+    launch = names.isin(["cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel"]).to_numpy()  # the kernel launches this trace makes
+    last_linked = api.loc[launch & api["correlation_id"].isin(kept["correlation_id"]).to_numpy(), "start"].max()
+    tail = api[launch & (api["start"] > last_linked).to_numpy()]
+    (issue,) = codes(check_run(runset))["buffer-full"]
+    assert issue.affects["rows"] == len(tail) and issue.affects["time_range_ns"][0] == int(tail["start"].min())
+    assert str(int(kept["end"].max())) in issue.message
+
+
+def test_a_short_unlinked_tail_is_not_a_full_buffer():
+    runset = _train_sync()
+    run = runset.runs[0]
+    run.kernels = run.kernels.iloc[:-3].reset_index(drop=True)  # the last 3 kernels never ran in the window
+    assert "buffer-full" not in codes(check_run(runset))
+
+
+def test_counter_above_the_grids_waves_is_found():
+    """SQ_WAVES of every dispatch of the docs pass is exactly the waves its grid launches
+    (parsed from the CSV); one raised above the most its grid can launch at any wave size (this
+    pass records no agent: 32) is found at its dispatch."""
+    with open(DOCS7 / "counter_collection.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["Counter_Name"] == "SQ_WAVES"]
+    for r in rows:
+        grid, wg = int(r["Grid_Size"]), int(r["Workgroup_Size"])
+        assert float(r["Counter_Value"]) == -(-wg // 64) * -(-grid // wg)
+    runset = load_path(DOCS7)
+    assert "counter-above-peak" not in codes(check_run(runset))
+    run = next(r for r in runset.runs if r.meta.label.endswith("pid 15606"))
+    broken = copy.deepcopy(run)
+    c = broken.counters
+    row = int(np.flatnonzero(c["counter"].astype(str).to_numpy() == "SQ_WAVES")[1])
+    c.loc[row, "value"] = c["value"].iat[row] * 2  # the bound without agent info: wave size 32, twice the waves
+    assert "counter-above-peak" not in codes(check_run(RunSet("x", [broken])))
+    c.loc[row, "value"] = c["value"].iat[row] + 64
+    (issue,) = codes(check_run(RunSet("x", [broken])))["counter-above-peak"]
+    assert issue.affects["dispatch_ids"] == [int(c["dispatch_id"].iat[row])] and issue.affects["counters"] == ["SQ_WAVES"]
+    assert issue.severity == "unreliable"
+
+
+# --- separate recordings merged into one process: split; --recording on every command -----------
+
+
+def test_a_process_merging_separate_recordings_is_split():
+    """The docs rocm7 folder: the loader merges the sample files (of runs days apart) into one
+    process. Split, every part's rows lie in one cluster (no part alone has clock-domains), and
+    every row of every table is in exactly one part."""
+    from tui_prof.analysis.api import split_recordings
+    from tui_prof.model.schema import TABLES
+
+    runset = load_path(DOCS7)
+    merged = next(r for r in runset.runs if r.meta.label == "rocprofv3-docs-rocm7")
+    assert "clock-domains" in codes(check_run(RunSet("x", [merged])))
+    split = split_recordings(runset)
+    parts = [r for r in split.runs if r.meta.label.startswith("rocprofv3-docs-rocm7 · part ")]
+    assert len(parts) >= 2 and len(split.runs) == len(runset.runs) - 1 + len(parts)
+    for name in TABLES:
+        assert sum(len(p.table(name)) for p in parts) == len(merged.table(name)), name
+    for part in parts:
+        assert "clock-domains" not in codes(check_run(RunSet("x", [part])))
+        assert any("statistics files" in w for w in part.warnings)  # hip_api_stats covers every recording
+    ranks = load_path(RANKS)
+    assert split_recordings(ranks) is ranks  # one recording: untouched
+
+
+def test_summary_of_the_docs_folder_has_a_sane_span(capsys):
+    """3,701,249 s pooled before; now one recording is summarised, its span its own."""
+    import json
+
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.cli import main
+
+    choice = pick_recording(load_path(DOCS7))
+    assert choice.count >= 2
+    assert main(["summary", "--no-cache", "--json", str(DOCS7)]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    starts = [int(t[c].min()) for r in choice.runset.runs for t in (r.kernels, r.api, r.copies) for c in ("start",) if len(t) and (t[c] != -1).any()]
+    ends = [int(t["end"].max()) for r in choice.runset.runs for t in (r.kernels, r.api, r.copies) if len(t) and (t["start"] != -1).any()]
+    assert doc["wall_ns"] == max(ends) - min(starts) and doc["wall_ns"] < 3_600 * 10**9
+    assert f"summarised recording {choice.chosen}; pick another with --recording N" in captured.err
+
+
+def test_recording_option_on_check_export_and_diff(tmp_path, capsys):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.cli import main
+    from tui_prof.exits import EXIT_DEGRADED, EXIT_USAGE
+
+    blogs = DATA / "legacy_rocprof" / "rocm-blogs"
+    # check: the whole folder by default (its mixed recordings are an issue), one recording on demand
+    assert main(["check", "--no-cache", "--json", str(blogs)]) == EXIT_DEGRADED
+    assert "clock-domains" in {i["code"] for i in json.loads(capsys.readouterr().out)["issues"]}
+    assert main(["check", "--no-cache", "--json", "--recording", "1", str(blogs)]) == 0
+    captured = capsys.readouterr()
+    assert "clock-domains" not in {i["code"] for i in json.loads(captured.out)["issues"]} and "checked recording 1" in captured.err
+    assert main(["check", "--no-cache", "--recording", "3", str(blogs)]) == EXIT_USAGE
+    # export: the recording asked for (HSA: its one kernel row)
+    hsa = pick_recording(load_path(blogs), 2).runset
+    assert main(["export", "--no-cache", "--recording", "2", "--parquet", str(tmp_path / "out"), "--tables", "kernels", str(blogs)]) == 0
+    assert "exported recording 2" in capsys.readouterr().err
+    assert pq.read_table(tmp_path / "out" / "kernels.parquet").num_rows == sum(len(r.kernels) for r in hsa.runs) == 1
+    # diff: A's recording 1 against B's recording 2
+    assert main(["diff", "--no-cache", "--json", "--recording", "1,2", str(blogs), str(blogs)]) == 0
+    captured = capsys.readouterr()
+    assert "compared recording 1" in captured.err and "compared recording 2" in captured.err
+    json.loads(captured.out)
+    assert main(["diff", "--no-cache", "--recording", "1,3", str(blogs), str(blogs)]) == EXIT_USAGE
+    assert main(["diff", "--tui", "--recording", "1", str(blogs), str(blogs)]) == EXIT_USAGE
+
+
+def test_open_shows_one_recording_and_says_which():
+    from tui_harness import drive
+
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.tui.app import TuiProfApp
+
+    blogs = DATA / "legacy_rocprof" / "rocm-blogs"
+    default = pick_recording(load_path(blogs))
+
+    async def flow(app, pilot):
+        assert [r.meta.label for r in app.main.view.runset.runs] == [r.meta.label for r in default.runset.runs] == ["HIP_trace_results"]
+        notes = [n.message for n in app._notifications]
+        assert any(f"showing recording {default.chosen}" in n and "--recording N" in n for n in notes)
+
+    drive(TuiProfApp(str(blogs), use_cache=False), flow)
+
+    async def second(app, pilot):
+        assert [r.meta.label for r in app.main.view.runset.runs] == ["HSA_trace_results"]
+
+    drive(TuiProfApp(str(blogs), use_cache=False, recording=2), second)
+
+    async def bad(app, pilot):
+        assert app.load_error.startswith("--recording 5: the run holds 2 recordings")
+
+    drive(TuiProfApp(str(blogs), use_cache=False, recording=5), bad)
+
+
+def test_a_trace_beside_counter_passes_of_other_processes_is_not_three_ranks():
+    """rocprofv3 docs 6.3: one trace and two counter passes, each recorded by another process
+    (Process_Id 19396 in counter_collection.csv, 36499 in kernel_names.csv). Each pass is a
+    recording of its own: the TUI shows the trace alone (no ranks tab), never "3 rank(s)"."""
+    from tui_harness import drive
+
+    from tui_prof.analysis.api import recordings, split_recordings
+    from tui_prof.tui.app import TuiProfApp
+
+    docs63 = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm6.3"
+    pids = []
+    for name in ("counter_collection.csv", "kernel_names.csv"):
+        with open(docs63 / name, newline="") as fh:
+            pids.extend(sorted({int(r["Process_Id"]) for r in csv.DictReader(fh)}))
+    assert pids == [19396, 36499]
+    runset = split_recordings(load_path(docs63))
+    passes = [i for i, r in enumerate(runset.runs) if "counter_pass_of" in r.meta.extra]
+    assert sorted(runset.runs[i].meta.extra["pids"][0] for i in passes) == pids
+    groups = recordings(runset)
+    assert all([i] in groups for i in passes)  # alone, not beside the trace
+
+    async def flow(app, pilot):
+        runs = app.main.view.runset.runs
+        assert len(runs) == 1 and not any("counter_pass_of" in r.meta.extra for r in runs)
+        assert "ranks" in app.main.hidden_tabs
+
+    drive(TuiProfApp(str(docs63), use_cache=False), flow)
+
+
+def test_a_program_run_after_another_on_one_host_is_a_recording_of_its_own(tmp_path, capsys):
+    """gpt2_shapes_modules and cold_train_memory: two H200 traces of different processes, the
+    second started 14 min after the first ended (parsed from the files). Pooled, they were one
+    run of two "ranks" with 14 min of idle GPU between them; now two recordings, each summarised
+    on its own span."""
+    import gzip
+    import json
+    import shutil
+
+    from tui_prof.analysis.api import recordings
+    from tui_prof.cli import main
+
+    files = [DATA / "kineto" / "h200" / "gpt2_shapes_modules.pt.trace.json.gz", DATA / "kineto" / "h200_cold" / "cold_train_memory.pt.trace.json.gz"]
+    spans = []
+    for path in files:
+        shutil.copy(path, tmp_path)
+        with gzip.open(path, "rt") as fh:
+            events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+        spans.append((min(e["ts"] for e in events), max(e["ts"] + e["dur"] for e in events), {e["pid"] for e in events}))
+    (a0, a1, _), (b0, b1, _) = sorted(spans)
+    assert 0 < b0 - a1 < 3_600 * 1e6  # µs: after the first, within the hour the old rule pooled
+    runset = load_path(tmp_path)
+    assert len(runset.runs) == 2 and len(recordings(runset)) == 2
+    assert main(["summary", "--no-cache", "--json", str(tmp_path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["processes"]) == 1 and doc["wall_ns"] < (b1 - b0) * 1000 * 1.5
+    assert recordings(load_path(RANKS)) == [[0, 1]]  # ranks of one job overlap: one recording
+
+
+def test_counter_multimodal_across_passes_is_found():
+    """The docs rocm7 folder's two counter passes (other processes) ran the same four kernels
+    with the same grids and read the same SQ_WAVES (16,384 each). One pass's reading of one
+    kernel halved: SQ_WAVES has two values for one kernel and grid, in both passes' names."""
+    runset = load_path(DOCS7)
+    assert "counter-multimodal" not in codes(check_run(runset))
+    passes = [r for r in runset.runs if "counters pid" in r.meta.label]
+    assert len(passes) == 2
+    shapes = [set(zip(r.kernels["name"].astype(str), r.kernels["grid_x"], r.kernels["wg_x"], strict=True)) for r in passes]
+    common = shapes[0] & shapes[1]
+    assert common  # the same kernel with the same grid in both passes
+    name = sorted(common)[0][0]
+    run = passes[0]
+    ids = set(run.kernels.loc[run.kernels["name"].astype(str) == name, "dispatch_id"])
+    row = int(np.flatnonzero(run.counters["dispatch_id"].isin(ids).to_numpy() & (run.counters["counter"].astype(str) == "SQ_WAVES").to_numpy())[0])
+    run.counters.loc[row, "value"] = run.counters["value"].iat[row] / 2
+    (issue,) = codes(check_run(runset))["counter-multimodal"]
+    assert issue.affects["kernels"] == [name] and issue.severity == "unreliable"
+    assert sorted(issue.affects["processes"]) == sorted(r.meta.label for r in passes)

@@ -507,14 +507,14 @@ def test_unforeseen_failure_in_one_file_spares_the_others(tmp_path, monkeypatch)
     good, other = tmp_path / "good.json", tmp_path / "other.json"
     write_trace(good, GOOD)
     write_trace(other, GOOD)
-    real = kineto.load_file
+    real = kineto.load_runs
 
     def flaky(path):
         if Path(path) == other:
             raise RuntimeError("boom\nsecond line")
         return real(path)
 
-    monkeypatch.setattr(kineto, "load_file", flaky)
+    monkeypatch.setattr(kineto, "load_runs", flaky)
     sink = IssueSink()
     runs = kineto.load([DetectedFile(p, kineto.FORMAT, "trace", str(p)) for p in (other, good)], sink)
     assert len(runs) == 1 and good_numbers(runs[0]) == EXPECTED_GOOD

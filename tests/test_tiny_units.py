@@ -70,7 +70,7 @@ def unbatched(monkeypatch):
     """Loads with every unit read on its own (the reference)."""
 
     def apply():
-        monkeypatch.setattr(detect, "_batched", lambda units, modules: set())
+        monkeypatch.setattr(detect, "_batched", lambda units: set())
 
     return apply
 
@@ -94,8 +94,7 @@ def assert_same_runs(got, want) -> None:
 def test_batched_load_equals_unit_by_unit(tmp_path, unbatched, agents):
     write_many(tmp_path, 160, agents=agents)
     units = detect.work_units(detect.scan(tmp_path, detect.IssueSink()))
-    modules = {m.FORMAT: m for m in detect.loader_modules()}
-    assert len(detect._batched(units, modules)) == 160  # every unit is small enough to batch
+    assert len(detect._batched(units)) == 160  # every unit is small enough to batch
     got = load_path(tmp_path)
     unbatched()
     want = load_path(tmp_path)

@@ -144,10 +144,18 @@ def test_legacy_results_stats_only(tmp_path):
     drive(TuiProfApp(tmp_path, use_cache=False), flow)
 
 
-def test_traced_run_keeps_its_hotspots_and_reaches_the_stats_with_v():
+def test_traced_run_keeps_its_hotspots_and_reaches_the_stats_with_v(tmp_path):
     """A run with a trace and a stats table opens on the trace's hotspots; v shows the table
-    and goes back to the hotspots (the trace's columns again)."""
-    folder = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7"
+    and goes back to the hotspots (the trace's columns again). The docs folder's kernel trace
+    and stats table alone: the whole folder holds separate recordings, and the TUI shows one
+    of them, without the statistics that cover them all (issue 32)."""
+    import shutil
+
+    docs = DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7"
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in ("kernel_trace.csv", "hip_api_stats.csv", "238_agent_info.csv"):
+        shutil.copy(docs / name, folder)
     rows = csv_rows(folder / "hip_api_stats.csv")
 
     async def flow(app, pilot):

@@ -23,10 +23,13 @@ import gc
 import math
 import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tui_prof.exits import EXIT_DEGRADED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_USAGE
 from tui_prof.render.safe import safe_text
+
+if TYPE_CHECKING:  # annotations only: the commands import what they use when they run
+    from tui_prof.model import RunSet
 
 
 def _progress_printer():
@@ -238,31 +241,24 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _one_recording(runset, wanted: int | None):
+def _one_recording(runset: RunSet, wanted: int | None, verb: str = "summarised") -> tuple[RunSet, int | None]:
     """``(runset, None)`` narrowed to one recording when PATH holds several (issue 32): the one
-    asked for with ``--recording N``, else the one with the most kernel dispatches; says on
-    stderr which it summarised and how to pick another. ``(runset, status)`` on a bad N."""
-    from tui_prof.analysis.api import recording_runset, recordings, run_label, time_range
+    asked for with ``--recording N``, else the one with the most kernel dispatches (processes
+    that merge files of several recordings are split first); says on stderr which it
+    ``verb`` and how to pick another. ``(runset, EXIT_USAGE)`` on a bad N."""
+    from tui_prof.analysis.api import pick_recording
 
-    groups = recordings(runset)
-    if len(groups) < 2:
-        if wanted not in (None, 1):
-            _say(f"--recording {wanted}: {_shown_path(runset.root)} holds one recording")
-            return runset, EXIT_USAGE
-        return runset, None
-    if wanted is not None and not 1 <= wanted <= len(groups):
-        _say(f"--recording {wanted}: {_shown_path(runset.root)} holds {len(groups)} recordings (1..{len(groups)})")
+    choice = pick_recording(runset, wanted)
+    if choice.error:
+        _say(f"{choice.error} ({_shown_path(runset.root)})")
         return runset, EXIT_USAGE
-    sizes = [sum(len(runset.runs[i].kernels) for i in g) for g in groups]
-    chosen = wanted if wanted is not None else 1 + max(range(len(groups)), key=lambda g: (sizes[g], -g))
-    _say(f"{_shown_path(runset.root)} holds {len(groups)} separate recordings (more than an hour apart, or clocks that cannot be aligned):")
-    for n, group in enumerate(groups, 1):
-        ranges = [r for r in (time_range(runset.runs[i]) for i in group) if r]
-        start = f"starts at {min(lo for lo, _ in ranges)} ns" if ranges else "no timestamps"
-        labels = ", ".join(run_label(runset.runs[i]) for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
-        _say(f"  [{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {labels}")
-    _say(f"summarised recording {chosen}; pick another with --recording N")
-    return recording_runset(runset, groups[chosen - 1]), None
+    if choice.count < 2:
+        return runset, None
+    _say(f"{_shown_path(runset.root)} holds {choice.count} separate recordings (processes or files that did not run together):")
+    for line in choice.listing:
+        _say(f"  {line}")
+    _say(f"{verb} recording {choice.chosen}; pick another with --recording N")
+    return choice.runset, None
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -281,6 +277,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             _say(issue)
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
+    if args.recording is not None:
+        runset, status = _one_recording(runset, args.recording, "checked")
+        if status is not None:
+            return status
     record = check_run(runset).record()
     if args.json:
         _write_json(record)
@@ -371,11 +371,11 @@ def cmd_open(args: argparse.Namespace) -> int:
 
     # NO_COLOR or a 16-colour terminal: ANSI colours as they are (none at all with NO_COLOR)
     extra = {"ansi_color": True} if plain_ansi() else {}
-    app = TuiProfApp(str(path), use_cache=not args.no_cache, **extra)
+    app = TuiProfApp(str(path), use_cache=not args.no_cache, recording=getattr(args, "recording", None), **extra)
     app.run(mouse=not args.no_mouse)
     if app.load_error:  # shown in the app until q; repeated here for the shell
         _say(app.load_error.splitlines()[0])
-        return EXIT_NOTHING_LOADED
+        return EXIT_USAGE if app.load_error.startswith("--recording") else EXIT_NOTHING_LOADED
     return EXIT_OK
 
 
@@ -408,6 +408,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(unusable)
             return EXIT_NOTHING_LOADED
     noise_pct, noise_pp = _noise(args, DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP)
+    if args.tui and args.recording is not None:
+        raise _UsageError("--recording applies to the text, --json and --md diff (the diff screen loads each run whole)")
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
@@ -430,7 +432,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return EXIT_OK
     from tui_prof.loaders import load_path
 
-    runsets = []
+    runsets: list[RunSet] = []
     for path in (args.a, args.b):
         unusable = _unreadable_path(path)
         if unusable:
@@ -442,6 +444,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if not runset.runs:
             _say(f"nothing could be loaded from {_shown_path(path)}")
             return EXIT_NOTHING_LOADED
+        wanted = None if args.recording is None else args.recording[len(runsets)]
+        runset, status = _one_recording(runset, wanted, "compared")
+        if status is not None:
+            return status
         runsets.append(runset)
     result = diff_runsets(runsets[0], runsets[1], by=args.by, rules=rules, noise_pct=noise_pct, noise_pp=noise_pp, gap_threshold_ns=args.gap_threshold)
     empty = [name for name, nothing in zip((args.a, args.b), result.empty, strict=True) if nothing]
@@ -622,6 +628,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not runset.runs:
         _say(f"nothing could be loaded from {_shown_path(args.path)}")
         return EXIT_NOTHING_LOADED
+    runset, status = _one_recording(runset, args.recording, "exported")
+    if status is not None:
+        return status
     try:
         if args.parquet:
             written = export_parquet(runset, args.parquet, tables, gap_threshold_ns=args.gap_threshold)
@@ -641,6 +650,15 @@ def cmd_export(args: argparse.Namespace) -> int:
         _say(f"cannot write the export: {err.strerror or err} ({_shown_path(err.filename or '')})")
         return EXIT_USAGE
     return EXIT_OK
+
+
+def parse_recordings(text: str) -> tuple[int, int]:
+    """``diff --recording N[,M]``: A's recording N and B's M (M = N when not given), 1-based."""
+    parts = text.split(",")
+    if len(parts) > 2 or not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"expected N or N,M (recording numbers from 1), got {text!r}")
+    first = int(parts[0])
+    return first, int(parts[1]) if len(parts) == 2 else first
 
 
 def parse_rocm_version(text: str) -> str:
@@ -868,12 +886,24 @@ def _summary_parser(sub: Any) -> None:
     summary.set_defaults(func=cmd_summary)
 
 
+def _recording_option(parser: Any, verb: str) -> None:
+    """``--recording N`` (issue 32): which of PATH's separate recordings to use."""
+    parser.add_argument(
+        "--recording",
+        type=parse_count,
+        default=None,
+        metavar="N",
+        help=f"PATH holds separate recordings (files hours apart): {verb} recording N (listed on stderr)",
+    )
+
+
 def _check_parser(sub: Any) -> None:
     """The ``check`` command's arguments."""
     checker = sub.add_parser("check", help="can the figures be believed? integrity checks of a run (exit 5 when some figure is degraded)")
     checker.add_argument("path", type=parse_path, help="run directory or profiler output file")
     checker.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.check/1)")
     checker.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    _recording_option(checker, "check only (default: the whole of PATH, whose mixed recordings are an issue)")
     checker.set_defaults(func=cmd_check)
 
 
@@ -918,6 +948,7 @@ def _open_parser(sub: Any, names: list[str], sample_help: str) -> None:
     opener.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
     )
+    _recording_option(opener, "open (default: the one with most dispatches; the app says which)")
     opener.set_defaults(func=cmd_open)
 
 
@@ -971,6 +1002,14 @@ def _diff_parser(sub: Any) -> None:
     differ.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
     )
+    differ.add_argument(
+        "--recording",
+        type=parse_recordings,
+        default=None,
+        metavar="N[,M]",
+        help="A (or B) holds separate recordings (files hours apart): compare A's recording N with B's M (default M = N; "
+        "without it, each side's with most dispatches; listed on stderr)",
+    )
     differ.set_defaults(func=cmd_diff)
 
 
@@ -1019,6 +1058,7 @@ def _export_parser(sub: Any) -> None:
         "--gap-threshold", type=parse_duration_ns, default=None, metavar="DURATION", help="idle gaps exported at least this long (default 10us)"
     )
     exporter.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
+    _recording_option(exporter, "export (default: the one with most dispatches)")
     exporter.set_defaults(func=cmd_export)
 
 

@@ -62,7 +62,8 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
 def resolve_run(run: str, roots: Sequence[Path]) -> Path:
     """``run`` as a real path inside an allowed folder, or :class:`Refused`. A relative path
     is taken from the first allowed folder. A run directory that holds a link to a file or
-    folder outside every allowed folder is refused too (the loader would read through it)."""
+    folder outside every allowed folder is refused too (the loader would read through it), as
+    is a file whose sibling read with it (:func:`_siblings`) is such a link."""
     if not isinstance(run, str) or not run or "\x00" in run:
         raise Refused("give a run path (a file or folder inside an allowed directory)")
     given = Path(run)
@@ -77,7 +78,24 @@ def resolve_run(run: str, roots: Sequence[Path]) -> Path:
                 entry = Path(dirpath) / name
                 if entry.is_symlink() and not _inside(Path(os.path.realpath(entry)), roots):
                     raise Refused(f"refused: {run!r} links to a file outside the allowed directories")
+    else:
+        for entry in _siblings(real):
+            if entry.is_symlink() and not _inside(Path(os.path.realpath(entry)), roots):
+                raise Refused(f"refused: {entry.name!r} beside {run!r} (read with it) links to a file outside the allowed directories")
     return real
+
+
+def _siblings(path: Path) -> list[Path]:
+    """The files beside a single-file run that its load may read too: SQLite's companion
+    files (rocpd reads the write-ahead log) and, for a CSV, the rocprof-compute workload's
+    sysinfo.csv (read to recognise the file)."""
+    from tui_prof.loaders.rocprof_compute import FILE_STEM
+
+    out = [path.with_name(path.name + part) for part in ("-wal", "-shm", "-journal")]
+    if path.name.lower().endswith(".csv"):
+        match = FILE_STEM.search(path.name)
+        out.append(path.with_name(path.name[: match.start() if match else 0] + "sysinfo.csv"))
+    return out
 
 
 def _signature(path: Path) -> tuple:

@@ -19,7 +19,17 @@ from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, syn
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
 from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
 from tui_prof.analysis.integrity import CHECKS as INTEGRITY_CHECKS
-from tui_prof.analysis.integrity import CheckReport, Issue, check_document, check_run, recording_runset, recordings
+from tui_prof.analysis.integrity import (
+    CheckReport,
+    Issue,
+    RecordingChoice,
+    check_document,
+    check_run,
+    pick_recording,
+    recording_runset,
+    recordings,
+    split_recordings,
+)
 from tui_prof.analysis.memory import API as MEMORY_FROM_API
 from tui_prof.analysis.memory import allocated_levels
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules, load_category_rules
@@ -55,11 +65,12 @@ from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
-from tui_prof.analysis.timeline import GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
+from tui_prof.analysis.timeline import CAUSES, GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
 from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
 from tui_prof.threads import Lane, inline_lane, threaded_lane
 
 __all__ = [
+    "CAUSES",
     "COPY_STATS",
     "DEFAULT_CATEGORY_RULES",
     "DEFAULT_NOISE_PCT",
@@ -90,6 +101,7 @@ __all__ = [
     "RankAlignment",
     "RankCore",
     "RankRecord",
+    "RecordingChoice",
     "RunInput",
     "StepChoiceError",
     "StepDiff",
@@ -139,6 +151,7 @@ __all__ = [
     "operator_links",
     "operators_section",
     "ops_overlapping",
+    "pick_recording",
     "rank_cores",
     "rank_numbers",
     "rank_offsets",
@@ -152,6 +165,7 @@ __all__ = [
     "run_what_if",
     "sections_of_cores",
     "source_label",
+    "split_recordings",
     "steps_section",
     "summarise",
     "sync_mask",

@@ -330,8 +330,10 @@ def _order(g: DepGraph) -> np.ndarray:
     times), then moved after the entries they depend on."""
     n = g.size
     waiting = np.flatnonzero(g.kind == WAIT_CALL)
-    cls_key = np.where(g.kind >= KERNEL, 1, 0)
-    key = np.concatenate([g.start * 4 + cls_key, g.end[waiting] * 4 + 2])
+    times = np.concatenate([g.start, g.end[waiting]])
+    if len(times) and int(times.max()) >= 1 << 60:  # time x 4 would pass int64 (spans up to MAX_SPAN_NS): order by each time's rank
+        times = np.unique(times, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    key = times * 4 + np.concatenate([np.where(g.kind >= KERNEL, 1, 0), np.full(len(waiting), 2)])
     entry_of_end = np.arange(n, dtype=np.int64)  # the entry after which a node's end is known
     entry_of_end[waiting] = n + np.arange(len(waiting))
     deps = []  # (dependent entry, entry it depends on)

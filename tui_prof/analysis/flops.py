@@ -119,10 +119,14 @@ def _parse(text: str) -> list | None:
 
 
 def _tensors(dims: list, types: list) -> list[tuple[list[int], str]]:
-    """(shape, type) of each tensor input: a non-empty list of ints with a known element type."""
+    """(shape, type) of each tensor input: a non-empty list of ints with a known element type.
+    A tensor of an unknown element type gives no tensors at all: the formulas read inputs by
+    position, so leaving it out would cost the operator with the wrong shapes."""
     out = []
     for d, t in zip(dims, types, strict=False):
-        if isinstance(d, list) and d and all(isinstance(x, int) and x >= 0 for x in d) and t in ELEMENT_BYTES:
+        if isinstance(d, list) and d and all(isinstance(x, int) and x >= 0 for x in d):
+            if t not in ELEMENT_BYTES:
+                return []
             out.append((d, t))
     return out
 

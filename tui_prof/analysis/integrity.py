@@ -20,12 +20,20 @@ queue-overlap           kernels overlapping their predecessor on one in-order st
 duration-overflow       a kernel or copy longer than 1 h (an overflowed duration)        unreliable
 negative-duration       a kernel, copy or API row whose end lies before its start        degraded
 kernel-before-launch    kernels starting > 1 ms before the call that launched them       degraded
+timestamps-out-of-order a kernel starting > 1 µs before a kernel launched before it on     degraded
+                        its stream, or a call before an earlier call of its thread (by
+                        correlation id)
+buffer-full             the last >= 10 (and >= 1 %) launch calls have no kernel: the     degraded
+                        kernel records stop while the calls go on
 unlinked-launches       > 5 % of launch calls have no kernel (dropped GPU records)       degraded
 unlinked-kernels        > 5 % of the kernels launched after the first traced call (by      degraded
                         correlation id) have no API call (dropped API records)
 counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
                         (counter passes of other processes with the same dispatch ids)
 counter-impossible      a negative or infinite counter value                             unreliable
+counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches            unreliable
+counter-multimodal      SQ_WAVES takes several values for one kernel with one grid and    unreliable
+                        workgroup (across every process and pass of the run set)
 counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
 graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
@@ -41,7 +49,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +59,7 @@ from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
 from tui_prof.model import Run, RunSet
+from tui_prof.model.schema import TABLES
 
 SCHEMA = "tuiprof.check/1"
 SEVERITIES = ("info", "degraded", "unreliable")
@@ -60,6 +69,8 @@ CLUSTER_GAP_NS = HOUR_NS  # no event at all for this long: two recordings or two
 OVERFLOW_NS = HOUR_NS  # one kernel or copy longer than this: an overflowed duration [P]
 EARLY_KERNEL_NS = 1_000_000  # a kernel starting this much before its launch call: clocks disagree [P]
 UNLINKED_SHARE = 0.05  # [P] launch calls without kernels (or kernels without calls) worth a flag
+BUFFER_TAIL_MIN = 10  # [P] trailing launch calls without kernels that make the buffer-full signature
+BUFFER_TAIL_SHARE = 0.01  # [P] ... and at least this share of the launch calls
 PDL_MAX_OVERLAP = 0.5  # [P] cudaLaunchKernelExC kernels overlapping their predecessor by less: real
 # [P] real rocprofv3/rocpd recordings show consecutive kernels of one HIP stream overlapping by
 # up to 12 % of the later one (tests/data rocprofv3_json 908, rocpd 28): tolerated below this
@@ -88,8 +99,13 @@ class Issue:
     message: str
     affects: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def fix(self) -> str:
+        """What to do about it (:data:`FIXES`)."""
+        return FIXES.get(self.code, "")
+
     def record(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "affects": self.affects}
+        return {"code": self.code, "severity": self.severity, "message": self.message, "affects": self.affects, "fix": self.fix}
 
 
 @dataclass
@@ -125,6 +141,29 @@ class CheckReport:
 
 
 Check = Callable[[RunSet], list[Issue]]
+
+# What to do about each issue (the ``fix`` of its record; the TUI's Integrity pane shows it).
+FIXES = {
+    "clock-domains": "use one recording at a time: --recording N of summary, check, open, export and diff (summary lists them); record each run into its own folder",
+    "queue-overlap": "treat the per-kernel times of this stream as approximate; confirm a figure that matters on a run recorded again",
+    "duration-overflow": "leave these rows out (tuiprof query) or record again: kernel totals, spans and idle time count them",
+    "negative-duration": "these rows' timestamps are damaged; their durations count as negative in totals: record again if they matter",
+    "timestamps-out-of-order": "the rows' clocks jumped or wrapped: trust their durations, not their placement (gaps, overlap, idle time)",
+    "buffer-full": "records after the stop were dropped: record fewer steps, or give the profiler a larger buffer; totals are lower bounds",
+    "counter-above-peak": "leave these counters out; collect them again in a pass of their own and check the counter's definition for this GPU",
+    "kernel-before-launch": "the host and GPU clocks disagree: trust kernel durations, not launch latency, queue delay or sync figures",
+    "unlinked-launches": "GPU records were lost (a full profiler buffer, a trace stopped early): record fewer steps; kernel totals are lower bounds",
+    "unlinked-kernels": "API records were lost: launch and sync figures undercount; record fewer steps",
+    "graph-without-kernels": "kernel totals miss the replays' kernels: treat them as lower bounds, or record with per-kernel graph tracing",
+    "counter-duplicated": "open each counter pass on its own: the summed values are not per-dispatch counts",
+    "counter-impossible": "leave these counters out, or collect them again in a pass of their own",
+    "counter-multimodal": "collect the counter again in one pass of its own on this GPU; compare passes only from the same build and input",
+    "counter-known-defective": "do not use this counter on this GPU (see the report named in the message)",
+    "counter-all-zero": "collect the counter again in a pass of its own, or use another counter: it was not collected or reads 0 on this GPU",
+    "non-kernel-packets": "nothing to do: these rows are listed apart from the kernels",
+    "packet-in-kernels": "kernel totals include non-kernel packets: leave them out by name (tuiprof query)",
+    "file-unreadable": "the load issues name each file and its error (TUI tab 6); the figures leave out what could not be read",
+}
 
 
 def _span(start: np.ndarray, end: np.ndarray) -> list[int]:
@@ -218,6 +257,53 @@ def durations(runset: RunSet) -> list[Issue]:
             if len(negative):
                 where = _where(run, name, negative)
                 out.append(Issue("negative-duration", "degraded", f"{len(negative)} {name} rows end before they start", {"sections": sections, **where}))
+    return out
+
+
+# --- order -------------------------------------------------------------------------------------
+
+
+def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Rows that start more than OVERLAP_TOLERANCE_NS before a row of their lane with a lower
+    correlation id (issued earlier: an in-order stream runs, and a host thread makes, its calls
+    in the order of their ids). Only rows with a lane (>= 0) and an id (> 0) count."""
+    known = np.flatnonzero((lane >= 0) & (ids > 0) & (start != -1))
+    if len(known) < 2:
+        return np.empty(0, dtype=np.int64)
+    ln, cid, st = lane[known], ids[known], start[known]
+    if bool(np.all(cid[1:] >= cid[:-1])) and bool(np.all(st[1:] >= st[:-1])):  # ids in start order: none can run against it
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((st, cid, ln))
+    ln, cid, st = ln[order], cid[order], st[order]
+    same = np.r_[False, ln[1:] == ln[:-1]]
+    # the latest start among earlier ids of the lane: a running max restarted per lane, then
+    # taken from the last row of the previous id (rows of one id, a graph's kernels, may interleave)
+    reach = pd.Series(st).groupby(np.cumsum(~same)).cummax().to_numpy()
+    new_id = np.r_[True, (cid[1:] != cid[:-1]) | ~same[1:]]
+    prior = np.where(same, np.r_[np.iinfo(np.int64).min, reach[:-1]], np.iinfo(np.int64).min)
+    prior = prior[np.maximum.accumulate(np.where(new_id, np.arange(len(st)), 0))]  # rows of one id share their first row's bound
+    hit = same & (prior - st > OVERLAP_TOLERANCE_NS)
+    return np.sort(known[order[np.flatnonzero(hit)]])
+
+
+def out_of_order(runset: RunSet) -> list[Issue]:
+    """Timestamps that run against the order of issue: a kernel starting before a kernel
+    launched before it on the same stream, a call starting before an earlier call of its thread."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        k, api = run.kernels, run.api
+        found = []
+        if len(k) > 1:
+            found.append(("kernels", _against_launch_order(k["stream"].to_numpy().astype(np.int64), k["correlation_id"].to_numpy(), k["start"].to_numpy())))
+        if len(api) > 1:
+            found.append(("api", _against_launch_order(api["tid"].to_numpy().astype(np.int64), api["correlation_id"].to_numpy(), api["start"].to_numpy())))
+        for name, rows in found:
+            if not len(rows):
+                continue
+            lane = "stream" if name == "kernels" else "thread"
+            sections = list(KERNEL_SECTIONS + ("gpu", "gaps")) if name == "kernels" else ["api", "sync", "launch"]
+            message = f"{len(rows)} {name} rows start before a row issued earlier on their {lane} (by correlation id): timestamps out of order"
+            out.append(Issue("timestamps-out-of-order", "degraded", message, {"sections": sections, **_where(run, name, rows)}))
     return out
 
 
@@ -341,7 +427,30 @@ def launch_links(runset: RunSet) -> list[Issue]:
             out.append(Issue("unlinked-kernels", "degraded", message, {"sections": ["launch", "sync", "hotspots_by_operator", "hotspots_by_module"], **where}))
         out.extend(_graph_replays(run, classes))
         out.extend(_early_kernels(run))
+        out.extend(_records_stop(run, classes, calls))
     return out
+
+
+def _records_stop(run: Run, classes: np.ndarray, lonely: np.ndarray) -> list[Issue]:
+    """The buffer-full signature: the kernel records stop while the launch calls go on (the
+    last BUFFER_TAIL_MIN or more launch calls, and at least BUFFER_TAIL_SHARE of them, have
+    no kernel: a profiler buffer with the discard fill policy drops every record once full)."""
+    launches = np.flatnonzero(classes == LAUNCH)  # in start order: the tables are sorted by start
+    if not len(lonely) or len(launches) < 2:
+        return []
+    linked = ~_member(launches, lonely)
+    last = np.flatnonzero(linked)
+    tail = len(launches) - (int(last[-1]) + 1 if len(last) else 0)
+    if not len(last) or tail < max(BUFFER_TAIL_MIN, BUFFER_TAIL_SHARE * len(launches)):
+        return []
+    rows = launches[len(launches) - tail :]
+    where = _where(run, "api", rows)
+    stop = int(run.kernels["end"].max())
+    message = (
+        f"the kernel records stop at {stop} ns while the last {tail} of {len(launches)} launch calls go on: a profiler buffer filled "
+        "and dropped the records after it, or the GPU trace was cut"
+    )
+    return [Issue("buffer-full", "degraded", message, {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps", "launch")), **where})]
 
 
 def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
@@ -415,7 +524,50 @@ def counters(runset: RunSet) -> list[Issue]:
             )
         out.extend(_all_zero(c, label))
         out.extend(_known_defective(run, c, label))
+        out.extend(_above_peak(run, c, label))
     return out
+
+
+def _grid_waves(run: Run) -> pd.Series:
+    """The most waves each dispatch can launch (index: dispatch id): workgroups times waves
+    per workgroup at the smallest wave size the GPU runs (32 on RDNA, gfx1*; else 64)."""
+    k = run.kernels.drop_duplicates("dispatch_id")
+    wg = k["wg_x"].to_numpy().astype(np.float64) * np.maximum(k["wg_y"].to_numpy(), 1) * np.maximum(k["wg_z"].to_numpy(), 1)
+    grid = k["grid_x"].to_numpy().astype(np.float64) * np.maximum(k["grid_y"].to_numpy(), 1) * np.maximum(k["grid_z"].to_numpy(), 1)
+    sizes = {a.id: a.wave_size or (32 if a.name.startswith("gfx1") else 64) for a in run.gpu_agents}
+    wave = np.array([min(sizes.get(int(a), 32), 64) for a in k["agent"].to_numpy()], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        waves = np.where((wg > 0) & (grid > 0), np.ceil(wg / wave) * np.ceil(grid / wg), np.nan)
+    return pd.Series(waves, index=k["dispatch_id"].to_numpy())
+
+
+def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
+    """Counters above what the dispatch can reach: SQ_WAVES above the waves its grid launches
+    (every real rocprofv3 and rocprof-compute pass of tests/data reads exactly that number).
+    Cycle bounds are left out: GRBM_GUI_ACTIVE and GRBM_COUNT of one dispatch come from
+    different replays when collected in different passes (a real MI300X workload reads 2 % more
+    busy than elapsed cycles)."""
+    names = c["counter"].astype(str).to_numpy()
+    bad: dict[str, list[int]] = {}
+    waves = c[names == "SQ_WAVES"]
+    if len(waves) and len(run.kernels):
+        most = _grid_waves(run).reindex(waves["dispatch_id"].to_numpy()).to_numpy()
+        over = waves["value"].to_numpy() > most  # an exact count: one wave more is impossible; NaN (no grid recorded): never over
+        if over.any():
+            bad["SQ_WAVES"] = waves["dispatch_id"].to_numpy()[over].tolist()
+    if not bad:
+        return []
+    ids = sorted({i for v in bad.values() for i in v})
+    detail = ", ".join(f"{n} on {len(v)}" for n, v in bad.items())
+    message = f"counters above what their dispatch can reach ({detail} dispatches): a counter read from another dispatch or GPU, or defective"
+    return [
+        Issue(
+            "counter-above-peak",
+            "unreliable",
+            message,
+            {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": sorted(bad), "dispatch_ids": ids[:MAX_EXAMPLES]},
+        )
+    ]
 
 
 # (gfx target, counter) -> the public report of the defect
@@ -445,6 +597,50 @@ def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
         return []
     message = f"{len(zero)} counters read 0 on every dispatch ({', '.join(zero[:MAX_EXAMPLES])}): not collected, or defective on this GPU"
     return [Issue("counter-all-zero", "unreliable", message, {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": zero})]
+
+
+def counter_modes(runset: RunSet) -> list[Issue]:
+    """A deterministic count read differently for the same work: SQ_WAVES of dispatches of one
+    kernel with one grid and workgroup (in any process or pass of the run set) takes more than
+    one value. The waves a grid launches do not depend on timing or on the pass: several values
+    are a defective counter (reported multi-modal on RDNA), or passes of different builds."""
+    frames = []
+    for run in runset.runs:
+        c, k = run.counters, run.kernels
+        if not len(c) or not len(k):
+            continue
+        waves = c[c["counter"].astype(str).to_numpy() == "SQ_WAVES"]
+        if not len(waves):
+            continue
+        shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]]
+        joined = shape.reindex(waves["dispatch_id"].to_numpy())
+        joined["value"] = waves["value"].to_numpy()
+        joined["process"] = run_label(run)
+        frames.append(joined.dropna(subset=["name"]).reset_index())
+    if not frames:
+        return []
+    rows = pd.concat(frames, ignore_index=True)
+    rows["name"] = rows["name"].astype(str)
+    keys = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
+    modes = rows.dropna(subset=["value"]).groupby(keys, observed=True)["value"].nunique()
+    bad = modes[modes > 1]
+    if not len(bad):
+        return []
+    names = sorted({str(i[0]) for i in bad.index})
+    hit = rows.set_index(keys).index.isin(bad.index)
+    values = sorted({float(v) for v in rows.loc[hit, "value"]})
+    message = (
+        f"SQ_WAVES takes several values for the same kernel and grid ({len(names)} kernel(s), values {', '.join(f'{v:g}' for v in values[:MAX_EXAMPLES])}): "
+        "the waves a grid launches do not vary, so the counter (or the passes compared) is not to be trusted"
+    )
+    affects = {
+        "sections": list(COUNTER_SECTIONS),
+        "processes": sorted(set(rows.loc[hit, "process"])),
+        "counters": ["SQ_WAVES"],
+        "kernels": names[:MAX_EXAMPLES],
+        "dispatch_ids": sorted({int(d) for d in rows.loc[hit, "dispatch_id"]})[:MAX_EXAMPLES],
+    }
+    return [Issue("counter-multimodal", "unreliable", message, affects)]
 
 
 # --- what the loaders noticed ------------------------------------------------------------------
@@ -505,17 +701,31 @@ def files(runset: RunSet) -> list[Issue]:
 # --- separate recordings in one folder ---------------------------------------------------------
 
 
+def _after_on_one_clock(runset: RunSet, group: list[int], i: int) -> bool:
+    """Process ``i`` starts after every process of ``group`` ended, on the same host (one
+    clock: the order is real) and without a distributed rank beside ranked ones: a program
+    run after the others (one more session in the folder), not a rank of their job."""
+    run = runset.runs[i]
+    hosts = {runset.runs[j].meta.hostname for j in group}
+    ranked = run.meta.rank is not None and all(runset.runs[j].meta.rank is not None for j in group)
+    return hosts == {run.meta.hostname} and not ranked
+
+
 def recordings(runset: RunSet) -> list[list[int]]:
     """The run set's processes grouped into recordings: processes whose time ranges (with every
-    row's timestamps, :func:`time_range`) overlap or lie within an hour of each other are one
-    recording; processes without timestamps join the recording before them in load order
-    (the first when none). Indices into ``runset.runs``; one group when all belong together."""
+    row's timestamps, :func:`time_range`) overlap are one recording; so are processes within an
+    hour of each other on different hosts (clocks the ranks' alignment may still correct) or
+    all with distributed ranks, while a process that starts after the others ended on the same
+    host is a recording of its own (a program run after them); processes without timestamps join the recording before them in load order
+    (the first when none), except counter passes recorded by another process than the trace
+    (``meta.extra["counter_pass_of"]``, loaders/rocprofv3_csv.py): each is a recording of its
+    own. Indices into ``runset.runs``; one group when all belong together."""
     spans = [(i, time_range(run)) for i, run in enumerate(runset.runs)]
     timed = sorted((span[0], span[1], i) for i, span in spans if span is not None)
     groups: list[list[int]] = []
     reach = None
     for lo, hi, i in timed:
-        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS:
+        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and (lo <= reach or not _after_on_one_clock(runset, groups[-1], i)):
             groups[-1].append(i)
             reach = max(reach, hi)
         else:
@@ -523,16 +733,129 @@ def recordings(runset: RunSet) -> list[list[int]]:
             reach = hi
     if not groups:
         return [list(range(len(runset.runs)))]
+    alone = []
     for i, span in spans:
-        if span is None:
+        if span is None and "counter_pass_of" in runset.runs[i].meta.extra:
+            alone.append([i])  # a counter pass another process recorded: a recording of its own, never a rank of the trace
+        elif span is None:
             before = [g for g in groups if min(g) < i]
             (before[-1] if before else groups[0]).append(i)
-    return [sorted(g) for g in groups]
+    return [sorted(g) for g in groups] + alone
+
+
+def _time_column(table: pd.DataFrame) -> str | None:
+    return "start" if "start" in table.columns else ("ts" if "ts" in table.columns else None)
+
+
+def _clusters(run: Run) -> list[tuple[int, int]]:
+    """The time ranges of ``run``'s timed rows (every table with a start or ts column), split
+    where no row at all starts for CLUSTER_GAP_NS; in time order."""
+    pieces: list[tuple[int, int]] = []
+    for name in TABLES:
+        table = run.table(name)
+        col = _time_column(table)
+        if col is None or not len(table):
+            continue
+        start = table[col].to_numpy()
+        end = table["end"].to_numpy() if "end" in table.columns else start
+        pieces.extend(_segments(start, end))
+    pieces.sort()
+    merged: list[list[int]] = []
+    for a, b in pieces:
+        if merged and a - merged[-1][1] <= CLUSTER_GAP_NS:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def split_run(run: Run) -> list[Run]:
+    """``run`` cut into one run per recording when a loader merged files of separate
+    recordings into one process (its rows fall in time clusters more than an hour apart: the
+    rocprofv3 documentation's sample folder). Rows go to the cluster holding their start;
+    rows without a timestamp to the first; counter and metric rows follow their dispatch;
+    the profiler's statistics files cover every recording and are left out of the parts (said
+    in each part's warnings). ``[run]`` when it is one recording."""
+    clusters = _clusters(run)
+    if len(clusters) < 2:
+        return [run]
+    bounds = np.array([b for _, b in clusters[:-1]], dtype=np.int64)
+    parts = [
+        Run(
+            meta=replace(
+                run.meta, label=f"{run_label(run)} · part {n}", formats=list(run.meta.formats), files=list(run.meta.files), extra=dict(run.meta.extra)
+            ),
+            agents=list(run.agents),
+            warnings=list(run.warnings)
+            + ([f"the statistics files ({', '.join(sorted(run.tool_stats))}) cover every recording: left out"] if run.tool_stats else []),
+            partial=run.partial,
+        )
+        for n in range(1, len(clusters) + 1)
+    ]
+    for name in TABLES:
+        table = run.table(name)
+        col = _time_column(table)
+        if not len(table) or col is None:
+            continue
+        t = table[col].to_numpy()
+        which = np.where(t == -1, 0, np.searchsorted(bounds, t, side="left"))
+        for n, part in enumerate(parts):
+            setattr(part, name, table[which == n].reset_index(drop=True))
+    for name in ("counters", "metrics"):  # no time of their own: with their dispatch's kernel
+        table = run.table(name)
+        if not len(table) or "dispatch_id" not in table.columns:
+            continue
+        for part in parts:
+            setattr(part, name, table[_member(table["dispatch_id"].to_numpy(), part.kernels["dispatch_id"].to_numpy())].reset_index(drop=True))
+    return [part for part in parts if any(len(part.table(name)) for name in TABLES)]
+
+
+def split_recordings(runset: RunSet) -> RunSet:
+    """``runset`` with every process that holds several recordings cut into one run per
+    recording (:func:`split_run`); the same object when none does."""
+    runs = [part for run in runset.runs for part in split_run(run)]
+    return runset if len(runs) == len(runset.runs) else RunSet(runset.root, runs, list(runset.issues))
 
 
 def recording_runset(runset: RunSet, indices: list[int]) -> RunSet:
     """The run set of one recording (same root and load issues)."""
     return RunSet(runset.root, [runset.runs[i] for i in indices], list(runset.issues))
+
+
+@dataclass
+class RecordingChoice:
+    """What :func:`pick_recording` chose: ``runset`` (the chosen recording's run set; the
+    whole when it holds one), ``chosen`` (1-based) of ``count``, ``listing`` (one line per
+    recording: processes, dispatches, start, labels; ``*`` marks the chosen), ``error`` (a bad
+    N: what is wrong; ``runset`` is then the whole)."""
+
+    runset: RunSet
+    count: int
+    chosen: int
+    listing: list[str]
+    error: str | None = None
+
+
+def pick_recording(runset: RunSet, wanted: int | None = None) -> RecordingChoice:
+    """One recording of ``runset`` (issue 32): processes that hold several recordings are split
+    (:func:`split_recordings`), the processes grouped (:func:`recordings`), and recording
+    ``wanted`` (1-based) chosen, else the one with the most kernel dispatches."""
+    split = split_recordings(runset)
+    groups = recordings(split)
+    if len(groups) < 2:
+        error = None if wanted in (None, 1) else f"--recording {wanted}: the run holds one recording"
+        return RecordingChoice(runset, 1, 1, [], error)
+    if wanted is not None and not 1 <= wanted <= len(groups):
+        return RecordingChoice(runset, len(groups), 0, [], f"--recording {wanted}: the run holds {len(groups)} recordings (1..{len(groups)})")
+    sizes = [sum(len(split.runs[i].kernels) for i in g) for g in groups]
+    chosen = wanted if wanted is not None else 1 + max(range(len(groups)), key=lambda g: (sizes[g], -g))
+    listing = []
+    for n, group in enumerate(groups, 1):
+        ranges = [r for r in (time_range(split.runs[i]) for i in group) if r]
+        start = f"starts at {min(lo for lo, _ in ranges)} ns" if ranges else "no timestamps"
+        labels = ", ".join(run_label(split.runs[i]) for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+        listing.append(f"[{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {labels}")
+    return RecordingChoice(recording_runset(split, groups[chosen - 1]), len(groups), chosen, listing)
 
 
 # --- the registry ------------------------------------------------------------------------------
@@ -542,8 +865,10 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("clock-domains", clock_domains),
     ("durations", durations),
     ("queue-overlap", queue_overlap),
+    ("order", out_of_order),
     ("launch-links", launch_links),
     ("counters", counters),
+    ("counter-modes", counter_modes),
     ("packets", packets),
     ("files", files),
 )

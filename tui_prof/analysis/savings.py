@@ -104,7 +104,8 @@ def saving(parts: list[Part], edits: Edits, rules: CategoryRules) -> dict | None
         base = int(g.end.max() - g.start.min())
         proj = int(e.max() - s.min())
         scale = w.window_ns / part.span_ns if part.span_ns > 0 else 1.0
-        total = int(round((base - proj) * scale))
+        gain = max(base - proj, 0)  # a projection longer than the run saves nothing, in every number below
+        total = int(round(gain * scale))
         if best is not None and total <= best["saving_ns"]:
             continue
         best = {
@@ -116,7 +117,7 @@ def saving(parts: list[Part], edits: Edits, rules: CategoryRules) -> dict | None
         if len(parts) > 1:
             best["process"] = w.label
         if part.steps:
-            best["saving_step_ns"] = int(round((base - proj) / part.steps))
+            best["saving_step_ns"] = int(round(gain / part.steps))
     return best
 
 

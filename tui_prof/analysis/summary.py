@@ -86,11 +86,13 @@ class SummaryResult:
     """The summary and the full per-run results behind it, so a caller needs not compute
     them again: ``gaps[run_index]`` (:class:`~tui_prof.analysis.timeline.GapSet`: every gap
     >= the threshold, not only the listed ones; only runs with GPU activity) and
-    ``links[run_index]`` (:func:`~tui_prof.analysis.hostapi.link_launches`, every run)."""
+    ``links[run_index]`` (:func:`~tui_prof.analysis.hostapi.link_launches`, every run);
+    ``check``: the integrity report behind the summary's trust labels (the TUI's Integrity pane)."""
 
     summary: Summary
     gaps: dict[int, GapSet]
     links: dict[int, pd.DataFrame]
+    check: CheckReport | None = None
 
 
 def build_summary(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> Summary:
@@ -269,8 +271,9 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     doc["communication"] = communication
     doc["stragglers"] = stragglers
     _add_decisions(doc, inputs, steps_found, source, rules)
-    doc["trust"] = trust_labels(check_run(runset), doc)
-    return SummaryResult(doc, gapsets, dict(enumerate(links)))
+    report = check_run(runset)
+    doc["trust"] = trust_labels(report, doc)
+    return SummaryResult(doc, gapsets, dict(enumerate(links)), report)
 
 
 def _add_decisions(doc: Summary, inputs: list[RunInput], steps_found: StepsSection, source: str, rules: CategoryRules) -> None:

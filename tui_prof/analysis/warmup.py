@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tui_prof.analysis.aggregate import interval_union
 from tui_prof.analysis.hostapi import SYNC_RE
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import StepsSection
@@ -79,7 +80,8 @@ def warmup_breakdown(run: Run, steps: StepsSection) -> dict | None:
         names = _names(m, mw)
         hit = np.array([bool(COMPILE_MARKER_RE.search(str(n))) for n in names], dtype=bool) if len(mw) else np.zeros(0, bool)
         compile_n = int(hit.sum())
-        compile_ns = int((m["end"].to_numpy()[mw[hit]] - ms[mw[hit]]).sum()) if compile_n else 0
+        # nested ranges (torch.compile inside inductor inside dynamo) count their time once
+        compile_ns = interval_union(ms[mw[hit]], m["end"].to_numpy().astype(np.int64)[mw[hit]]) if compile_n else 0
     per_steady = len(steady)
     out: dict = {
         "steps": len(warm),

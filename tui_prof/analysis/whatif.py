@@ -30,8 +30,7 @@ the projected span, steady step and critical path. Edits:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +40,7 @@ from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.arrays import code_totals
 from tui_prof.analysis.hostapi import BLOCKING_COPY, LAUNCH, OTHER, SYNC, CorrIndex
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, DEFAULT_RULES, CategoryRules
+from tui_prof.analysis.saferegex import BoundedPattern, PatternError
 from tui_prof.model import Run
 
 SCHEMA = "tuiprof.whatif/1"
@@ -90,11 +90,19 @@ class Edits:
                 _regex(cause[5:])
 
 
-def _regex(text: str) -> re.Pattern:
+def _regex(text: str) -> BoundedPattern:
     try:
-        return re.compile(text, re.IGNORECASE)
-    except re.error as err:
-        raise WhatIfError(f"bad regular expression {text!r}: {err}") from None
+        return BoundedPattern(text)  # refuses a pattern that backtracks exponentially
+    except PatternError as err:
+        raise WhatIfError(str(err)) from None
+
+
+def _search(rx: BoundedPattern, texts: Iterable[str]) -> np.ndarray:
+    """Per text, whether ``rx`` is found in it (matching has a time budget)."""
+    try:
+        return rx.search_all(texts)
+    except PatternError as err:
+        raise WhatIfError(str(err)) from None
 
 
 CATEGORIES = {c.lower() for c, _ in DEFAULT_RULES} | {"other"}
@@ -254,11 +262,13 @@ def critical_path(
     t0 = np.where(q >= 0, times[np.maximum(q, 0)], t1)
     t0 = np.maximum(t0, lo)
     length = t1 - t0
-    # a call that returned just before its own copy's end (ret < 0) steps back in time: kept
-    # negative so the path's intervals still add up to its length; any other interval outside
+    # a call that returned just before its own copy's end (ret < 0) steps back in time: that
+    # step's length comes off the intervals before it on the path (they overlap it), so every
+    # interval is >= 0 and they still add up to the path's length; any other interval outside
     # the window is empty
     back = (seg[p] == dg.SEG_RETURN) & (times[p] < times[np.maximum(q, 0)]) & (times[p] > lo) & (times[p] <= hi)
     length = np.where(back, np.maximum(length, times[p] - times[np.maximum(q, 0)]), np.maximum(length, 0))
+    _take_back_steps(length, p, pred, back, times)
     keep = length != 0
     p, length, kinds = p[keep], length[keep], seg[p[keep]]
     node = np.where(p >= n, p - n, p)
@@ -320,6 +330,27 @@ def critical_path(
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
     return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, t0[keep])
+
+
+def _take_back_steps(length: np.ndarray, points: np.ndarray, pred: np.ndarray, back: np.ndarray, times: np.ndarray) -> None:
+    """Each negative ``length`` (a back step) taken, in place, from the intervals before it
+    on the path (nearest first); what no interval holds (the path's start) is dropped."""
+    idx = np.flatnonzero(back)
+    if not len(idx):
+        return
+    where = np.full(len(pred), -1, dtype=np.int64)  # point -> its position in ``points``
+    where[points] = np.arange(len(points))
+    for i in idx[np.argsort(times[points[idx]], kind="stable")].tolist():
+        owed = -int(length[i])
+        length[i] = 0
+        q = int(pred[points[i]])
+        j = int(where[q]) if q >= 0 else -1
+        while owed > 0 and j >= 0:
+            take = min(owed, max(int(length[j]), 0))
+            length[j] -= take
+            owed -= take
+            q = int(pred[points[j]])
+            j = int(where[q]) if q >= 0 else -1
 
 
 WALK_LEVELS = 5  # the walk steps 2**5 points at a time in Python, the points between are filled in by array passes
@@ -457,7 +488,7 @@ def _scale_mask(run: Run, g: dg.DepGraph, pattern: str, rules: CategoryRules) ->
         if m.empty or not len(ext):
             return mask
         ops = m[m["source"].astype(str) == "cpu_op"]
-        hit = ops["external_id"].to_numpy()[np.array([bool(rx.search(str(x))) for x in ops["name"].astype(str)], dtype=bool)] if len(ops) else np.array([])
+        hit = ops["external_id"].to_numpy()[_search(rx, ops["name"].astype(str))] if len(ops) else np.array([])
         ks = np.flatnonzero(g.kind == dg.KERNEL)
         mine = ext[g.op_row[ks]]
         mask[ks] = np.isin(mine, hit[hit >= 0]) & (mine >= 0)
@@ -467,7 +498,7 @@ def _scale_mask(run: Run, g: dg.DepGraph, pattern: str, rules: CategoryRules) ->
         per = np.array([c.lower() == want for c in _categories(names, rules)] + [False], dtype=bool)
     else:
         rx = _regex(pattern)
-        per = np.array([bool(rx.search(nm)) for nm in names] + [False], dtype=bool)
+        per = np.append(_search(rx, names), False)
     mask = per[codes]  # code -1 (calls) picks the appended False
     mask &= g.kind >= dg.KERNEL
     return mask
@@ -511,7 +542,7 @@ def apply_edits(run: Run, g: dg.DepGraph, edits: Edits, rules: CategoryRules = D
             rx = _regex(cause[5:])
             nodes = np.flatnonzero(gap[: g.n_calls] > 0)
             labels = host_op_names(run, g, nodes)
-            hit = nodes[np.array([bool(rx.search(x)) for x in labels], dtype=bool)] if len(nodes) else nodes
+            hit = nodes[_search(rx, labels)] if len(nodes) else nodes
             record["matched"] = len(hit)
             record["matched_ns"] = int(gap[hit].sum())
             gap[hit] = 0

@@ -47,8 +47,20 @@ def analyse(runset: RunSet, gap_threshold_ns: int | None = None) -> SummaryResul
     return summarise(runset, SummaryOptions(gap_threshold_ns=gap_threshold_ns))
 
 
+TRACE_SUFFIXES = (".gz", ".json", ".pt.trace", ".pftrace", ".perfetto-trace", ".proto", ".db", ".csv", ".txt")
+"""File-name endings of profiler output, dropped from a run given as one file before an
+export's own suffix is added ("x.pt.trace.json.gz" exports as "x.tuiprof.json.gz")."""
+
+
 def _safe_stem(name: str) -> str:
-    """``name`` as a file-name stem: letters, digits, ``.``, ``_`` and ``-`` kept, the rest ``_``."""
+    """``name`` as a file-name stem: the profiler's file endings (:data:`TRACE_SUFFIXES`)
+    dropped, letters, digits, ``.``, ``_`` and ``-`` kept, the rest ``_``."""
+    trimmed = True
+    while trimmed:
+        trimmed = False
+        for suffix in TRACE_SUFFIXES:
+            if name.lower().endswith(suffix) and len(name) > len(suffix):
+                name, trimmed = name[: -len(suffix)], True
     stem = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name).strip("._") or "run"
     return stem[:80]
 

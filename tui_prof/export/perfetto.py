@@ -3,7 +3,9 @@
 The file opens in the Perfetto UI (ui.perfetto.dev) and ``chrome://tracing`` and is also
 a Kineto-style trace (``schemaVersion``, ``cat`` kernel / cuda_runtime / gpu_memcpy, a
 kernel's ``args.device`` and ``args.stream``), so tuiprof's own Kineto loader reads it
-back: the round-trip tests compare kernels, busy time and gaps with the source run.
+back as the run it was: each process under its own pid, its metadata and agents in
+``tuiprof_processes`` (after the events), times back on the profiler's clock from
+``origin_ns``; an export reopened gives the summary of its source (tests/test_export_reopen.py).
 
 Layout (Chrome trace-event format, ``ts``/``dur`` in µs written as exact decimals of the
 model's int64 ns):
@@ -12,7 +14,8 @@ model's int64 ns):
   distinct known one, else 1, 2, ...; named by the process label (``process_name``);
 * tracks (``tid``): one per host thread (API calls, markers), one per GPU queue/stream
   (kernels: "GPU 2 stream 0", or "GPU 2 queue 1" when the format records queues only),
-  one per GPU for copies ("GPU 2 copies"), one for calls without a recorded thread; work
+  one per GPU for copies ("GPU 2 copies"), one for calls without a recorded thread (when
+  there are such calls); work
   that overlaps other work of its track (concurrent kernels of one queue) goes to
   "GPU 2 queue 1 (overlap 1)", ... (:func:`sub_lanes`), since Perfetto draws the slices of
   one track as nested; GPU tracks get synthetic tids from :data:`TRACK_BASE` up, named by
@@ -20,13 +23,19 @@ model's int64 ns):
 * kernels (``cat: kernel``), API calls (``cat: cuda_runtime`` for HIP/CUDA calls,
   ``cuda_sync`` for CUDA synchronisation activities, ``api_<domain>`` for the others),
   copies (``gpu_memcpy``/``gpu_memset``) and markers (their source as ``cat`` when it is
-  a Kineto category, else ``user_annotation``) as complete events (``ph: X``);
+  a Kineto category, else ``user_annotation``) as complete events (``ph: X``), with the
+  args in which Kineto records what the analysis reads: ``External id`` (the operator link),
+  a collective's ``Collective name``/``In msg nelems``/``dtype``/``Group size``,
+  ``shared memory``, ``registers per thread``, an operator's ``Input Dims``/``Input type``/
+  ``Concrete Inputs``; allocations and frees as the allocator's "[memory]" instants;
 * a flow (``ph: s`` on the launching call, ``ph: f``, ``bp: e`` on the kernel or copy)
   per GPU operation whose correlation id names an API call of the same process;
 * tuiprof's analysis: the idle gaps (>= the threshold) of each GPU as slices named by
   their cause ("idle: sync after hipDeviceSynchronize") on a track "GPU 2 idle (tuiprof)";
-  counter time series as counter tracks (``ph: C``); the findings as instant events on a
-  "tuiprof findings" track of their own process, at the start of the exported range;
+  counter time series as counter tracks (``ph: C``); the findings on a "tuiprof findings"
+  track of their own process, each at its evidence (:mod:`tui_prof.export.evidence`: the
+  longest gap of its cause, the longest dispatch of its kernel, ...), a finding about the
+  whole run as a slice over the exported range;
 * per-dispatch values as counter tracks, one per name per process and GPU: hardware counters
   (``counters``: "GPU 2 SQ_WAVES", ``cat: hw_counter``) and rocprof-compute's per-kernel
   metrics (``metrics``: "GPU 2 2.1.0 VALU FLOPs Avg (Gflop/s)", ``cat: kernel_metric``, at
@@ -41,6 +50,7 @@ Every string from the trace is written JSON-escaped (ASCII), so any name survive
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import heapq
 import io
@@ -57,12 +67,14 @@ import pandas as pd
 from tui_prof import __version__
 from tui_prof.analysis.api import SummaryResult, copy_agents
 from tui_prof.export.common import ExportError, analyse, check_destination
+from tui_prof.export.evidence import Place, place_of
 from tui_prof.guard import jsonout
 from tui_prof.guard.write import WriteRefused, atomic_file, check_file_destination, open_existing
+from tui_prof.loaders.kineto import EXPORT_KIND, EXPORT_PREFIX
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import UNKNOWN
 
-KIND = "tuiprof.perfetto-export/1"
+KIND = EXPORT_KIND
 CHUNK = 8192
 """Rows formatted and written per step (a kernel chunk with its flows is about 7 MB of text)."""
 TRACK_BASE = 1_000_000_000
@@ -105,6 +117,11 @@ def _escaped(column: pd.Series) -> tuple[list[str], list[int]]:
     cats = [jstr(c) for c in column.cat.categories] + ['""']
     codes = column.cat.codes.to_numpy()
     return cats, np.where(codes < 0, len(cats) - 1, codes).tolist()
+
+
+def codes_of(column: pd.Series) -> np.ndarray:
+    """The category codes of a category column (-1: missing)."""
+    return column.cat.codes.to_numpy()
 
 
 def _rows(mask: np.ndarray | None, n: int) -> Iterator[np.ndarray]:
@@ -236,6 +253,86 @@ def _kernel_tids(run: Run, tracks: _Tracks) -> np.ndarray:
     return _track_ids(np.stack([agent, lane], axis=1), start, end, track)
 
 
+def _int_args(table: pd.DataFrame, fields: tuple[tuple[str, str], ...]) -> np.ndarray | None:
+    """Per row, the ``,"key":value`` text of the integer ``fields`` (JSON key, column) it
+    records (value not UNKNOWN), or None when no row records any."""
+    out: np.ndarray | None = None
+    for key, column in fields:
+        if column not in table.columns:
+            continue
+        values = table[column].to_numpy()
+        known = values != UNKNOWN
+        if not known.any():
+            continue
+        text = np.where(known, f',"{key}":' + values.astype(np.int64).astype(str).astype(object), "")
+        out = text if out is None else out + text
+    return out
+
+
+def _collective_args(k: pd.DataFrame) -> np.ndarray | None:
+    """Per kernel, a collective's arguments in Kineto's words (``Collective name``, the message
+    size as ``In/Out msg nelems`` of ``dtype`` Byte, ``Group size``), "" for other kernels; None
+    when no kernel is a collective."""
+    coll = k["collective"]
+    if not len(k) or not (coll.cat.codes.to_numpy() >= 0).any() or all(str(c) == "" for c in coll.cat.categories):
+        return None
+    names = [jstr(c) for c in coll.cat.categories]
+    codes = coll.cat.codes.to_numpy()
+    nbytes = k["coll_bytes"].to_numpy().astype(np.int64).tolist()
+    ranks = k["coll_ranks"].to_numpy().astype(np.int64).tolist()
+    blank = {i for i, c in enumerate(coll.cat.categories) if str(c) == ""}
+    return np.array(
+        [
+            "" if c < 0 or c in blank else f',"Collective name":{names[c]},"In msg nelems":{b},"Out msg nelems":{b},"dtype":"Byte","Group size":{r}'
+            for c, b, r in zip(codes.tolist(), nbytes, ranks, strict=True)
+        ],
+        dtype=object,
+    )
+
+
+def _json_args(table: pd.DataFrame, fields: tuple[tuple[str, str], ...]) -> np.ndarray | None:
+    """Per row, ``,"key":<JSON>`` of the category columns ``fields`` (JSON key, column) that
+    hold JSON text (the operator inputs Kineto records, kept as JSON text), "" where empty
+    or not JSON; None when no row has any."""
+    out: np.ndarray | None = None
+    for key, column in fields:
+        if column not in table.columns or not len(table):
+            continue
+        texts = []
+        for c in table[column].cat.categories:
+            try:
+                texts.append(f',"{key}":{jsonout.dumps(jsonout.loads(str(c)), ensure_ascii=True)}' if str(c) else "")
+            except (ValueError, RecursionError):
+                texts.append("")
+        if not any(texts):
+            continue
+        lookup = np.array(texts + [""], dtype=object)
+        codes = table[column].cat.codes.to_numpy()
+        text = lookup[np.where(codes < 0, len(texts), codes)]
+        out = text if out is None else out + text
+    return out
+
+
+def _tail(extra: np.ndarray | None, rows: np.ndarray) -> list[str]:
+    """The extra args text of ``rows`` ("" each when there is none)."""
+    return [""] * len(rows) if extra is None else extra[rows].tolist()
+
+
+def _join(*parts: np.ndarray | None) -> np.ndarray | None:
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None
+    out = present[0]
+    for p in present[1:]:
+        out = out + p
+    return out
+
+
+EXT_ID = (("External id", "external_id"),)
+KERNEL_INTS = (("External id", "external_id"), ("shared memory", "lds_bytes"), ("registers per thread", "arch_vgpr"))
+OPERATOR_INPUTS = (("Input Dims", "input_dims"), ("Input type", "input_types"), ("Concrete Inputs", "input_concrete"))
+
+
 def _kernel_events(run: Run, pid: int, tid_all: np.ndarray, window: Window | None, origin: int, flows: _Launches, flow_id: list[int]) -> Iterator[list[str]]:
     k = run.kernels
     if not len(k):
@@ -244,7 +341,9 @@ def _kernel_events(run: Run, pid: int, tid_all: np.ndarray, window: Window | Non
     agent = k["agent"].to_numpy().astype(np.int64)
     names, codes = _escaped(k["name"])
     cols = {c: k[c].to_numpy() for c in ("stream", "queue", "correlation_id", "dispatch_id", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z")}
+    extra = _join(_int_args(k, KERNEL_INTS), _collective_args(k))
     for rows in _rows(_in_window(start, end, window), len(k)):
+        tail = _tail(extra, rows)
         ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         a = agent[rows].tolist()
@@ -254,7 +353,7 @@ def _kernel_events(run: Run, pid: int, tid_all: np.ndarray, window: Window | Non
             f'{{"ph":"X","cat":"kernel","name":{names[codes[r]]},"pid":{pid},"tid":{tids[i]},"ts":{ts[i]},"dur":{dur[i]},'
             f'"args":{{"device":{a[i]},"stream":{c["stream"][i]},"queue":{c["queue"][i]},"correlation":{c["correlation_id"][i]},'
             f'"dispatch_id":{c["dispatch_id"][i]},"grid_size":[{c["grid_x"][i]},{c["grid_y"][i]},{c["grid_z"][i]}],'
-            f'"workgroup_size":[{c["wg_x"][i]},{c["wg_y"][i]},{c["wg_z"][i]}]}}}}'
+            f'"workgroup_size":[{c["wg_x"][i]},{c["wg_y"][i]},{c["wg_z"][i]}]{tail[i]}}}}}'
             for i, r in enumerate(rows.tolist())
         ]
         events += flows.flows(cols["correlation_id"][rows], ts, pid, tids, origin, flow_id)
@@ -301,8 +400,11 @@ class _Launches:
         return out
 
 
-def _api_category(domain: str) -> str:
-    if domain in ("hip", "cuda"):
+def _api_category(domain: str, hip_name: bool = True) -> str:
+    """A call's ``cat``: Kineto's ``cuda_runtime`` for a HIP/CUDA call whose domain the Kineto
+    loader gives back from its name (``hip*`` -> hip, else cuda), ``cuda_sync``, else
+    ``api_<domain>`` (read back with that domain)."""
+    if domain in ("hip", "cuda") and hip_name == (domain == "hip"):
         return "cuda_runtime"
     if domain == "cuda_sync":
         return "cuda_sync"
@@ -315,19 +417,24 @@ def _api_events(run: Run, pid: int, unknown_tid: int, window: Window | None, ori
         return
     start, end = api["start"].to_numpy(), api["end"].to_numpy()
     names, codes = _escaped(api["name"])
-    dcats = [jstr(_api_category(str(d))) for d in api["domain"].cat.categories] + ['"api"']
-    domains = [jstr(str(d)) for d in api["domain"].cat.categories] + ['""']
+    domain_names = [str(d) for d in api["domain"].cat.categories] + [""]
+    domains = [jstr(d) for d in domain_names]
     dcodes = api["domain"].cat.codes.to_numpy()
-    dcodes = np.where(dcodes < 0, len(dcats) - 1, dcodes)
+    dcodes = np.where(dcodes < 0, len(domains) - 1, dcodes)
+    hip_name = np.array([str(n).startswith("hip") for n in api["name"].cat.categories] + [False], dtype=bool)
+    by_name = [[jstr(_api_category(d, h)) for h in (False, True)] for d in domain_names]  # [domain][hip name]
+    is_hip = hip_name[np.where(codes_of(api["name"]) < 0, len(hip_name) - 1, codes_of(api["name"]))]
     tid_all, corr_all = api["tid"].to_numpy(), api["correlation_id"].to_numpy()
+    extra = _int_args(api, EXT_ID)
     for rows in _rows(_in_window(start, end, window), len(api)):
+        tail = _tail(extra, rows)
         ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         tid = np.where(tid_all[rows] >= 0, tid_all[rows], unknown_tid).tolist()
-        corr, dc = corr_all[rows].tolist(), dcodes[rows].tolist()
+        corr, dc, hn = corr_all[rows].tolist(), dcodes[rows].tolist(), is_hip[rows].tolist()
         yield [
-            f'{{"ph":"X","cat":{dcats[dc[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},'
-            f'"args":{{"correlation":{corr[i]},"domain":{domains[dc[i]]}}}}}'
+            f'{{"ph":"X","cat":{by_name[dc[i]][hn[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},'
+            f'"args":{{"correlation":{corr[i]},"domain":{domains[dc[i]]}{tail[i]}}}}}'
             for i, r in enumerate(rows.tolist())
         ]
 
@@ -348,7 +455,9 @@ def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, ori
     names, codes = _escaped(c["name"])
     direction = c["direction"].astype(str).to_numpy()
     cols = {n: c[n].to_numpy() for n in ("bytes", "src_agent", "dst_agent", "stream", "queue", "correlation_id")}
+    extra = _int_args(c, EXT_ID)
     for rows in _rows(_in_window(start, end, window), len(c)):
+        tail = _tail(extra, rows)
         ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         a = agent[rows].tolist()
@@ -360,7 +469,7 @@ def _copy_events(run: Run, pid: int, tracks: _Tracks, window: Window | None, ori
             f'{{"ph":"X","cat":{cats[i]},"name":{names[codes[r]]},"pid":{pid},"tid":{tids[i]},'
             f'"ts":{ts[i]},"dur":{dur[i]},"args":{{"device":{a[i]},"stream":{v["stream"][i]},"queue":{v["queue"][i]},'
             f'"correlation":{v["correlation_id"][i]},"bytes":{v["bytes"][i]},"kind":{jstr(d[i])},'
-            f'"src_agent":{v["src_agent"][i]},"dst_agent":{v["dst_agent"][i]}}}}}'
+            f'"src_agent":{v["src_agent"][i]},"dst_agent":{v["dst_agent"][i]}{tail[i]}}}}}'
             for i, r in enumerate(rows.tolist())
         ]
         events += flows.flows(cols["correlation_id"][rows], ts, pid, tids, origin, flow_id)
@@ -378,13 +487,15 @@ def _marker_events(run: Run, pid: int, unknown_tid: int, window: Window | None, 
     scodes = m["source"].cat.codes.to_numpy()
     scodes = np.where(scodes < 0, len(sources) - 1, scodes)
     tid_all = m["tid"].to_numpy()
+    extra = _join(_int_args(m, EXT_ID), _json_args(m, OPERATOR_INPUTS))
     for rows in _rows(_in_window(start, end, window), len(m)):
+        tail = _tail(extra, rows)
         ts = us_text(start[rows] - origin)
         dur = us_text(np.maximum(end[rows] - start[rows], 0))
         tid = np.where(tid_all[rows] >= 0, tid_all[rows], unknown_tid).tolist()
         sc = scodes[rows].tolist()
         yield [
-            f'{{"ph":"X","cat":{mcats[sc[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},"args":{{"source":{sources[sc[i]]}}}}}'
+            f'{{"ph":"X","cat":{mcats[sc[i]]},"name":{names[codes[r]]},"pid":{pid},"tid":{tid[i]},"ts":{ts[i]},"dur":{dur[i]},"args":{{"source":{sources[sc[i]]}{tail[i]}}}}}'
             for i, r in enumerate(rows.tolist())
         ]
 
@@ -432,6 +543,61 @@ def _counter_events(run: Run, pid: int, window: Window | None, origin: int) -> I
             f'{{"ph":"C","cat":"tuiprof_counter","name":{labels[r]},"pid":{pid},"ts":{ts[i]},"args":{{"value":{values[i]}}}}}'
             for i, r in enumerate(rows.tolist())
         ]
+
+
+def _allocator_totals(run: Run, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The allocator's ``Total Allocated`` / ``Total Reserved`` after each allocation of
+    ``rows`` (the ``series`` tracks "allocated" and "reserved" the Kineto loader builds from
+    them), -1 where none was recorded: the k-th GPU event at a time and agent is paired with
+    the k-th sample of the track there."""
+    a = run.allocations
+    out = {}
+    for key, track in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
+        values = np.full(len(rows), -1, dtype=np.int64)
+        s = run.series
+        mine = (s["track"].astype(str) == track).to_numpy() if len(s) else np.zeros(0, dtype=bool)
+        if mine.any():
+            samples: dict[tuple[int, int], list[int]] = {}
+            for t, g, v in zip(s["ts"].to_numpy()[mine].tolist(), s["agent"].to_numpy()[mine].tolist(), s["value"].to_numpy()[mine].tolist(), strict=True):
+                samples.setdefault((t, g), []).append(int(v))
+            starts, agents = a["start"].to_numpy()[rows].tolist(), a["agent"].to_numpy()[rows].tolist()
+            for i, (t, g) in enumerate(zip(starts, agents, strict=True)):
+                queue = samples.get((t, g))
+                if g != UNKNOWN and queue:
+                    values[i] = queue.pop(0)
+        out[key] = values
+    return out
+
+
+def _allocation_events(run: Run, pid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
+    """Allocations and frees as the PyTorch allocator's "[memory]" instants (Bytes < 0 frees),
+    with its totals: the Kineto loader reads them back as ``allocations`` and the memory
+    tracks. Other operations (a profiler's own allocation calls) are left out."""
+    a = run.allocations
+    if not len(a):
+        return
+    op = a["operation"].astype(str).to_numpy()
+    start = a["start"].to_numpy()
+    keep = np.isin(op, ("ALLOCATE", "FREE"))
+    inside = _in_window(start, start, window)
+    if inside is not None:
+        keep &= inside
+    for rows in _rows(keep, len(a)):
+        ts = us_text(start[rows] - origin)
+        size = np.where(op[rows] == "FREE", -a["bytes"].to_numpy()[rows], a["bytes"].to_numpy()[rows]).tolist()
+        agent = a["agent"].to_numpy()[rows].tolist()
+        addr, tid = a["address"].to_numpy()[rows].tolist(), a["tid"].to_numpy()[rows].tolist()
+        totals = _allocator_totals(run, rows)
+        alloc, reserved = totals["Total Allocated"].tolist(), totals["Total Reserved"].tolist()
+        events = []
+        for i in range(len(rows)):
+            gpu = agent[i] != UNKNOWN
+            tail = (f',"Total Allocated":{alloc[i]}' if alloc[i] >= 0 else "") + (f',"Total Reserved":{reserved[i]}' if reserved[i] >= 0 else "")
+            events.append(
+                f'{{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":{pid},"tid":{tid[i]},"ts":{ts[i]},'
+                f'"args":{{"Bytes":{size[i]},"Device Type":{1 if gpu else 0},"Device Id":{agent[i] if gpu else -1},"Addr":{addr[i]}{tail}}}}}'
+            )
+        yield events
 
 
 class _Placement:
@@ -557,20 +723,38 @@ def _metadata(pid: int, label: str, sort: int, tracks: _Tracks, host_tids: Itera
     return events
 
 
-def _finding_events(analysis: SummaryResult, pid: int, at_ns: int, origin: int) -> list[str]:
-    findings = analysis.summary["findings"]
-    ts = us_text(np.array([at_ns - origin]))[0]
+def _finding_events(runset: RunSet, analysis: SummaryResult, pid: int, pids: list[int], span: Window, origin: int) -> list[str]:
+    """The findings on a track of their own process: each at its evidence
+    (:func:`~tui_prof.export.evidence.place_of`), a finding about the whole run as a slice
+    over ``span`` (the run's range, or the window); ``args.evidence`` says which, and
+    ``args.process`` the exported pid of the evidence's process."""
     events = [
         f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"ts":0,"args":{{"name":"tuiprof findings"}}}}',
         f'{{"ph":"M","name":"process_sort_index","pid":{pid},"tid":0,"ts":0,"args":{{"sort_index":-1}}}}',
         f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":1,"ts":0,"args":{{"name":"findings"}}}}',
     ]
-    for f in findings:
+    for f in analysis.summary["findings"]:
+        place = place_of(f, runset, analysis, span)
+        if not (place.start < span[1] and max(place.end, place.start + 1) > span[0]):  # evidence outside the window
+            place = Place(-1, span[0], span[1], "the whole window (its evidence lies outside)")
         title = jstr(f"{f['severity']}: {f['message']}")
-        args = jsonout.dumps(
-            {"code": f["code"], "severity": f["severity"], "message": f["message"], "fix": f["fix"], "numbers": f["numbers"]}, default=str, ensure_ascii=True
-        )
-        events.append(f'{{"ph":"i","s":"t","cat":"tuiprof_finding","name":{title},"pid":{pid},"tid":1,"ts":{ts},"args":{args}}}')
+        body: dict[str, object] = {
+            "code": f["code"],
+            "severity": f["severity"],
+            "message": f["message"],
+            "fix": f["fix"],
+            "numbers": f["numbers"],
+            "evidence": place.what,
+        }
+        if place.run >= 0:
+            body["process"] = pids[place.run]
+        args = jsonout.dumps(body, default=str, ensure_ascii=True)
+        ts, dur = us_text(np.array([place.start - origin, max(place.end - place.start, 0)]))
+        head = f'"cat":"tuiprof_finding","name":{title},"pid":{pid},"tid":1,"ts":{ts}'
+        if place.end > place.start:
+            events.append(f'{{"ph":"X",{head},"dur":{dur},"args":{args}}}')
+        else:
+            events.append(f'{{"ph":"i","s":"t",{head},"args":{args}}}')
     return events
 
 
@@ -626,7 +810,8 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
     for index, (run, pid) in enumerate(zip(runset.runs, pids, strict=True)):
         host_tids = {int(t) for table in (run.api, run.markers) for t in np.unique(table["tid"].to_numpy()).tolist() if t >= 0}
         tracks = _Tracks(host_tids)
-        unknown_tid = tracks.synthetic(("host", -1), "host (thread not recorded)", 10**9 - 1)
+        unthreaded = any(len(t) and bool((t["tid"].to_numpy() < 0).any()) for t in (run.api, run.markers))
+        unknown_tid = tracks.synthetic(("host", -1), "host (thread not recorded)", 10**9 - 1) if unthreaded else UNKNOWN
         flows = _Launches(run, pid, unknown_tid)
         for events in _api_events(run, pid, unknown_tid, window, origin):
             out.write(events)
@@ -641,6 +826,8 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
             out.write(events)
         for events in _counter_events(run, pid, window, origin):
             out.write(events)
+        for events in _allocation_events(run, pid, window, origin):
+            out.write(events)
         for events in _dispatch_counter_events(run, pid, kernel_tids, placements[index], window, origin):
             out.write(events)
         for events in _metric_events(run, pid, kernel_tids, placements[index], window, origin):
@@ -648,10 +835,21 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
         label = run.meta.label or f"{run.meta.hostname}/{run.meta.pid}"
         out.write(_metadata(pid, label if run.meta.rank is None else f"rank {run.meta.rank}: {label}", index, tracks, host_tids))
     if analysis.summary["findings"] and span is not None:
-        at = max(span[0], window[0]) if window else span[0]
-        out.write(_finding_events(analysis, max(pids) + 1, at, origin))
-    fh.write("\n]}\n")
+        shown = (max(span[0], window[0]), min(span[1], window[1])) if window else span
+        out.write(_finding_events(runset, analysis, max(pids) + 1, pids, shown, origin))
+    fh.write('\n],\n"tuiprof_processes": ' + jsonout.dumps(_processes(runset, pids), default=str, ensure_ascii=True) + "}\n")
     return out.count
+
+
+def _processes(runset: RunSet, pids: list[int]) -> list[dict]:
+    """What a reader needs to give each exported process back as the run it was (the Kineto
+    loader reads it, :data:`~tui_prof.loaders.kineto.EXPORT_KIND`): its pid in the file, its
+    metadata (hostname, pid, rank, label, formats, tool) and its agents. Written after the
+    events, so the file's head stays short whatever the number of processes."""
+    return [
+        {"pid": pid, "meta": dataclasses.asdict(run.meta), "agents": [dataclasses.asdict(a) for a in run.agents]}
+        for run, pid in zip(runset.runs, pids, strict=True)
+    ]
 
 
 def _is_ours(path: Path) -> bool:
@@ -665,7 +863,7 @@ def _is_ours(path: Path) -> bool:
             text = stream.read(4096)
     except (OSError, EOFError, zlib.error):
         return False
-    return KIND.encode() in text
+    return EXPORT_PREFIX.encode() in text  # this version's exports and earlier ones
 
 
 def export_perfetto(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 from typing import IO, Any
 
@@ -50,6 +51,12 @@ class NonFinite:
 def finite(value: Any, seen: NonFinite | None = None, path: str = "$") -> Any:
     """``value`` with every non-finite float (also numpy's) replaced by None, recursively
     through dicts, lists and tuples; each replacement counted in ``seen``."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (float, numbers.Integral)):
+        # numpy's float32/float16 are not float subclasses: read as the float they equal
+        value = float(value)
+    elif isinstance(value, numbers.Integral) and not isinstance(value, int):
+        # numpy's integers are not int subclasses: written as the integer, not its str()
+        value = int(value)
     if isinstance(value, float):
         if math.isfinite(value):
             return value

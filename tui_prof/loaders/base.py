@@ -58,6 +58,19 @@ class LoaderSpec:
     parallel: bool = False  # each process group is its own work unit, loaded in parallel threads
     per_file: bool = False  # each file is its own work unit (one run per file), loaded one after another
     kinds: tuple[str, ...] = ()  # the Sniffed.kind values its sniffer returns (fnmatch patterns)
+    batch_kinds: tuple[tuple[str, ...], ...] = ()  # a unit with exactly these kinds (sorted) and at most
+    batch_max_bytes: int = 0  # this many bytes is read in a batch with others (the loader's load_batch)
+
+
+def spec_batchable(spec: LoaderSpec, files: list[DetectedFile]) -> bool:
+    """Whether the work unit ``files`` is read in a batch (``spec.batch_kinds``,
+    ``spec.batch_max_bytes``): decided from the spec, without importing the loader."""
+    if tuple(sorted(item.kind for item in files)) not in spec.batch_kinds:
+        return False
+    try:
+        return sum(os.stat(item.path).st_size for item in files) <= spec.batch_max_bytes
+    except OSError:
+        return False
 
 
 class LoadError(Exception):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,12 +33,13 @@ import pandas as pd
 import pyarrow as pa
 
 from tui_prof.loaders import rocprofv3_csv as csv
-from tui_prof.loaders.base import DetectedFile, IssueSink, check_cancelled, open_regular
+from tui_prof.loaders.base import DetectedFile, IssueSink, check_cancelled, open_regular, spec_batchable
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run
 from tui_prof.model.schema import CATEGORY, TABLES, UNKNOWN, make_table
 from tui_prof.model.schema import _coerce as coerce_column
 
-TINY_UNIT_BYTES = 64 * 1024
+TINY_UNIT_BYTES = SPECS["rocprofv3_csv"].batch_max_bytes
 """A process whose files are a kernel trace (and its agent_info) of at most this many bytes
 together is read in a batch."""
 
@@ -52,14 +52,8 @@ _CATEGORY_COLUMNS = [name for name, declared in _KERNELS.columns.items() if decl
 
 def batchable(files: list[DetectedFile]) -> bool:
     """Whether the work unit ``files`` is one small kernel trace, with or without the
-    process's agent_info (read in a batch)."""
-    kinds = sorted(item.kind for item in files)
-    if kinds not in (["kernel_trace"], ["agent_info", "kernel_trace"]):
-        return False
-    try:
-        return sum(os.stat(item.path).st_size for item in files) <= TINY_UNIT_BYTES
-    except OSError:
-        return False
+    process's agent_info (read in a batch): the spec's ``batch_kinds``/``batch_max_bytes``."""
+    return spec_batchable(SPECS["rocprofv3_csv"], files)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 import os
 import queue
 import re
@@ -19,8 +20,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
-from tui_prof.loaders import cache, loader_modules
+from tui_prof.loaders import LOADER_MODULES, cache, loader_modules
 from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
@@ -33,7 +35,9 @@ from tui_prof.loaders.base import (
     one_line,
     read_error,
     read_head,
+    spec_batchable,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 
 Progress = Callable[[str, int, int], None]
@@ -48,7 +52,8 @@ ScanDone = Callable[["ProcessScan"], None]
 """on_scan(scan): the processes the scan found, before any unit is read (see
 :func:`process_scan`). Called in the thread that called :func:`load_path`."""
 
-LOADERS: tuple[LoaderSpec, ...] = tuple(module.LOADER for module in loader_modules())
+# The specs alone (data): a reopen served by the cache imports no loader module.
+LOADERS: tuple[LoaderSpec, ...] = tuple(SPECS[name] for name in LOADER_MODULES)
 
 # A file whose name matches is expected to be profiler output: if no loader recognises
 # its content, that is an error rather than a skip.
@@ -67,6 +72,13 @@ PARALLEL_FORMATS = tuple(spec.format for spec in LOADERS if spec.parallel)
 # Formats whose loader reads each file on its own (one run per file): each file is its own
 # work unit and cache entry; the files are still loaded one after another.
 FILE_FORMATS = tuple(spec.format for spec in LOADERS if spec.per_file)
+
+MODULE_OF_FORMAT = {spec.format: name for name, spec in SPECS.items()}
+
+
+def loader_of(fmt: str) -> ModuleType:
+    """The loader module of format ``fmt``, imported on first use (units the cache serves need none)."""
+    return importlib.import_module(f"tui_prof.loaders.{MODULE_OF_FORMAT[fmt]}")
 
 
 READ_PROGRESS_MIN_BYTES = 32 << 20  # loads smaller than this report no "reading" progress
@@ -182,7 +194,7 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
     recognised). A file whose size and times are unchanged is not read again (at 1000 ranks
     × 8 files the heads are 500 MB of reads); ``memo`` is updated in place with this scan's
     verdicts for every file it looked at."""
-    modules = loader_modules()
+    modules: list | None = None  # imported at the first file the memo does not answer
     files = iter_files(root, sink)
     detected: list[DetectedFile] = []
     seen: dict = {}
@@ -213,6 +225,8 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
         else:
             head = read_head(path)
             hit = None
+            if modules is None:
+                modules = loader_modules()
             for module in modules:
                 try:
                     sniffed = module.sniff(path, head)
@@ -526,14 +540,13 @@ BATCH_UNITS = 512
 """Tiny units (a loader's ``batchable``) read together in one task at most."""
 
 
-def _batched(units: list[Unit], modules: dict) -> set[int]:
+def _batched(units: list[Unit]) -> set[int]:
     """The units a loader reads in batches (many tiny processes: one small file each).
     They are neither looked up in nor written to the cache: reading a batch of them costs
     less than their cache keys and entries would."""
     found = set()
     for slot, (fmt, files) in enumerate(units):
-        batchable = getattr(modules[fmt], "batchable", None)
-        if batchable is not None and batchable(files):
+        if spec_batchable(SPECS[MODULE_OF_FORMAT[fmt]], files):  # from the spec: no loader imported
             found.add(slot)
     return found
 
@@ -608,14 +621,14 @@ def _fragments(results: list[UnitResult | None], sink: IssueSink) -> list[Run]:
     return fragments
 
 
-def _run_batch(task: list[int], units: list[Unit], modules: dict, results: list[UnitResult | None], run_unit: Callable[[int], UnitResult]) -> None:
+def _run_batch(task: list[int], units: list[Unit], results: list[UnitResult | None], run_unit: Callable[[int], UnitResult]) -> None:
     """The batched units of ``task`` read together by their loader's ``load_batch`` (each
     unit's runs and issues into ``results``); should the batch fail, each unit is read on
     its own by ``run_unit``, as without batches."""
     fmt = units[task[0]][0]
     check_cancelled()
     try:
-        done = modules[fmt].load_batch([units[slot][1] for slot in task])
+        done = loader_of(fmt).load_batch([units[slot][1] for slot in task])
         check_cancelled()
     except Exception:  # a bug in the batch path must not lose the units
         for slot in task:
@@ -650,12 +663,11 @@ def _load(
         on_scan(process_scan(root, units))
     if memo is not None and memo != before:
         cache.save_scan(root, memo)
-    modules = {m.FORMAT: m for m in loader_modules()}
 
     # Per unit: (fragments, issues), from the cache or from its loader.
     results: list[UnitResult | None] = [None] * len(units)
     keys: list[str | None] = [None] * len(units)
-    batched = _batched(units, modules)
+    batched = _batched(units)
     if use_cache:
         results, keys = _cached_units(units, on_unit, batched)
 
@@ -664,7 +676,7 @@ def _load(
         unit_sink = IssueSink()
         check_cancelled()
         try:
-            runs = modules[fmt].load(files, unit_sink)
+            runs = loader_of(fmt).load(files, unit_sink)
             check_cancelled()  # a loader that turned an interrupted read into an issue: the unit is not kept
         except Exception as err:  # a loader bug must not lose the other formats
             for item in files:
@@ -683,7 +695,7 @@ def _load(
 
     def run_task(task: list[int]) -> list[int]:
         if task[0] in batched:
-            _run_batch(task, units, modules, results, run_unit)
+            _run_batch(task, units, results, run_unit)
             return task
         for slot in task:
             results[slot] = run_unit(slot)

@@ -51,6 +51,7 @@ from __future__ import annotations
 import ast
 import atexit
 import codecs
+import dataclasses
 import gc
 import gzip
 import itertools
@@ -76,7 +77,6 @@ from tui_prof.loaders.base import (
     IssueSink,
     LoadCancelled,
     LoadError,
-    LoaderSpec,
     Sniffed,
     cancel_event,
     check_cancelled,
@@ -91,10 +91,11 @@ from tui_prof.loaders.base import (
     read_error,
     replaced_warning,
 )
-from tui_prof.model import Agent, Run
-from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
+from tui_prof.loaders.specs import SPECS
+from tui_prof.model import Agent, Run, RunMeta
+from tui_prof.model.schema import UNKNOWN, compact_int, concat_tables, make_table
 
-LOADER = LoaderSpec(format="kineto", file_names=r"pt\.trace|kineto", priority=4, per_file=True, kinds=("trace",))
+LOADER = SPECS["kineto"]
 FORMAT = LOADER.format
 
 _CAT_MARKER = re.compile(rb'"cat"\s*:\s*"(kernel|cuda_runtime|cuda_driver|cpu_op|gpu_memcpy|user_annotation|python_function)"')
@@ -148,7 +149,7 @@ def load(files, issues: IssueSink) -> list[Run]:
     runs = []
     for item in files:
         try:
-            runs.append(load_file(item.path))
+            runs.extend(load_runs(item.path))
         except LoadError as err:
             issues.error(item.path, str(err))
         except MemoryError:
@@ -436,6 +437,25 @@ class Columns:
         codes = np.frombuffer(getattr(self, column), dtype=np.int32)
         return pd.Categorical.from_codes(recode[codes] if len(codes) else codes, categories=list(names[order]))
 
+    def subset(self, rows: np.ndarray) -> Columns:
+        """A copy holding only ``rows`` (ascending row numbers); each string column keeps
+        the strings those rows use, in first-seen order."""
+        out = Columns()
+        out.widths = dict(self.widths)
+        for c, w in self.widths.items():
+            arr = getattr(self, c)
+            values = np.frombuffer(arr, dtype=arr.typecode).reshape(-1, w)[rows].reshape(-1) if len(arr) else np.array([], dtype=arr.typecode)
+            setattr(out, c, array(arr.typecode, values.tobytes()))
+        for c, lookup in self.strings.items():
+            codes = np.frombuffer(getattr(out, c), dtype=np.int32) if len(getattr(out, c)) else np.array([], dtype=np.int32)
+            names = list(lookup)
+            used = np.unique(codes)
+            recode = np.full(len(names), -1, dtype=np.int32)
+            recode[used] = np.arange(len(used), dtype=np.int32)
+            setattr(out, c, array("i", recode[codes].astype(np.int32).tobytes()))
+            out.strings[c] = {names[i]: j for j, i in enumerate(used.tolist())}
+        return out
+
     def strings_of(self, column: str) -> np.ndarray:
         """Per-row object array of a string column."""
         names = np.array(list(self.strings[column]) or [""], dtype=object)
@@ -463,21 +483,23 @@ class Events:
 
     def __init__(self):
         self.top: dict = {}  # every top-level key except traceEvents
+        # proc: the event's own pid (a tuiprof export writes each process's events under its pid)
         # coll/coll_bytes/coll_ranks: a collective kernel's "Collective name", message bytes and "Group size" (see collective_args)
         self.kernels = Columns(
             ("ts", "dur"),
-            ("device", "stream", "corr", "grid", "block", "shared", "ext", "regs", "coll_bytes", "coll_ranks"),
+            ("device", "stream", "corr", "grid", "block", "shared", "ext", "regs", "coll_bytes", "coll_ranks", "proc"),
             ("name", "coll"),
             ("grid", "block"),
         )
-        self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext"), ("name", "cat"))
+        self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext", "proc"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
-        self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext"), ("name", "cat", "kind"))
+        self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext", "proc"), ("name", "cat", "kind"))
         # ext: "External id"; dims/types/concrete: repr() of cpu_op "Input Dims"/"Input type"/"Concrete Inputs" (see marker_inputs)
         self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types", "concrete"))
         self.memory = Columns(("ts",), ("bytes", "dev_type", "dev_id", "addr", "pid", "tid", "total_allocated", "total_reserved"))
         self.flows: Counter = Counter()
         self.comm_ops: dict[int, tuple[str, int, int]] = {}  # record_param_comms External id -> collective_args()
+        self.api_cats: dict[str, int] = {}  # "api_<domain>" category -> its api.cat code (after API_ORDER)
         self.process_labels: dict = {}
         self.first_ts: dict[str, object] = {}  # category -> raw ts of its first event
         self.count = 0  # traceEvents entries read
@@ -564,6 +586,7 @@ def _kernel_event(ev: Events, e: dict, name: str, ts: Any) -> Columns:
         (k.shared, a.get("shared memory")),
         (k.ext, a.get("External id", UNKNOWN)),
         (k.regs, a.get("registers per thread", UNKNOWN)),
+        (k.proc, e.get("pid")),
     ):
         try:
             arr.append(v)
@@ -597,7 +620,7 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
         pid = tid = UNKNOWN
     else:
         pid, tid = e.get("pid"), e.get("tid")
-    for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN))):
+    for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN)), (api.proc, e.get("pid"))):
         try:
             arr.append(v)
         except (TypeError, OverflowError):
@@ -609,7 +632,10 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
         except (TypeError, OverflowError):
             lds.shared.append(_int(v))
         lds.corr.append(api.corr[-1])
-    api.cat.append(API_CODE[cat])
+    code = API_CODE.get(cat)
+    if code is None:  # "api_<domain>" (tuiprof export): a code of this trace's own after API_ORDER
+        code = ev.api_cats.setdefault(cat, len(API_ORDER) + len(ev.api_cats))
+    api.cat.append(code)
     api_names = api.strings["name"]
     api.name.append(api_names.setdefault(name, len(api_names)))
     if cat not in ev.first_ts:
@@ -628,6 +654,7 @@ def _copy_event(ev: Events, e: dict, cat: str, name: str) -> Columns:
         (cp.corr, a.get("correlation")),
         (cp.bytes, a.get("bytes")),
         (cp.ext, a.get("External id", UNKNOWN)),
+        (cp.proc, e.get("pid")),
     ):
         try:
             arr.append(v)
@@ -712,6 +739,8 @@ def _take_events(ev: Events, batch: Any) -> None:
                     t = _api_event(ev, e, cat, name, ts)
                 elif cat in COPY_CODE:
                     t = _copy_event(ev, e, cat, name)
+                elif type(cat) is str and cat.startswith("api_"):  # a tuiprof export's other API domains
+                    t = _api_event(ev, e, cat, name, ts)
                 else:
                     continue
                 try:
@@ -1088,6 +1117,12 @@ def merge_events(ev: Events, part: Events) -> None:
     """Append ``part`` (the events after those in ``ev``) to ``ev`` as a serial read would
     have: columns concatenated, string codes remapped in first-seen order, first ``ts`` per
     category kept, flow and malformed counts added, later process labels winning."""
+    if part.api_cats:  # the piece's own codes of "api_<domain>" categories, as this read numbers them
+        recode = np.arange(len(API_ORDER) + len(part.api_cats), dtype=np.int32)
+        for cat, code in part.api_cats.items():
+            recode[code] = ev.api_cats.setdefault(cat, len(API_ORDER) + len(ev.api_cats))
+        if len(part.api.cat):
+            part.api.cat = array("i", recode[np.frombuffer(part.api.cat, dtype=np.int32)].tobytes())
     for mine, theirs in zip(ev.tables(), part.tables()):
         for column in mine.widths:
             values = getattr(theirs, column)
@@ -1153,7 +1188,82 @@ def reorder(columns: dict, order: np.ndarray | None) -> dict:
 
 def load_file(path: Path) -> Run:
     """Load one Kineto trace file into one Run."""
+    return build_run(read_trace(Path(path)), Path(path))
+
+
+def load_runs(path: Path) -> list[Run]:
+    """The runs of one file: one, or each process of a tuiprof export (:func:`exported_runs`)."""
     ev = read_trace(Path(path))
+    processes = exported_processes(ev.top)
+    return [build_run(ev, Path(path))] if processes is None else exported_runs(ev, Path(path), processes)
+
+
+EXPORT_PREFIX = "tuiprof.perfetto-export/"
+EXPORT_KIND = EXPORT_PREFIX + "2"
+"""``tuiprof_export.kind`` of the files ``tuiprof export --perfetto`` writes (tui_prof.export.perfetto):
+Kineto-style events of every process under its own pid, and after them ``tuiprof_processes``,
+each process's pid in the file, metadata and agents. Times are µs from ``tuiprof_export.origin_ns``."""
+
+_META_FIELDS = {f.name for f in dataclasses.fields(RunMeta)}
+_AGENT_FIELDS = {f.name for f in dataclasses.fields(Agent)}
+
+
+def exported_processes(top: dict) -> list[dict] | None:
+    """The ``tuiprof_processes`` entries of a tuiprof export (each with an int ``pid``), or
+    None for any other trace (an export of an earlier version loads as one process)."""
+    header = top.get("tuiprof_export")
+    processes = top.get("tuiprof_processes")
+    if not (isinstance(header, dict) and str(header.get("kind", "")).startswith(EXPORT_PREFIX) and isinstance(processes, list)):
+        return None
+    good = [p for p in processes if isinstance(p, dict) and type(p.get("pid")) is int]
+    return good or None
+
+
+def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
+    """Each exported process as the run it was: its events (by pid), its metadata and agents
+    as written, its times back on the profiler's clock (``origin_ns`` added)."""
+    header = ev.top.get("tuiprof_export") or {}
+    origin = header.get("origin_ns") if type(header.get("origin_ns")) is int else 0
+    runs = []
+    for entry in processes:
+        pid = entry["pid"]
+        part = Events()
+        part.top = ev.top
+        part.flows, part.first_ts, part.api_cats = ev.flows, ev.first_ts, ev.api_cats
+        for name, column in (("kernels", "proc"), ("api", "proc"), ("copies", "proc"), ("markers", "pid"), ("memory", "pid")):
+            table = getattr(ev, name)
+            rows = np.flatnonzero(as_int64(getattr(table, column)) == pid)
+            setattr(part, name, table.subset(rows))
+        run = build_run(part, path)
+        meta = entry.get("meta")
+        meta = meta if isinstance(meta, dict) else {}
+        restored = RunMeta(**{k: v for k, v in meta.items() if k in _META_FIELDS})
+        restored.extra = dict(restored.extra) if isinstance(restored.extra, dict) else {}
+        restored.extra["exported"] = {"source": header.get("source"), "files": restored.files}
+        restored.files = [str(path)]
+        run.meta = restored
+        if restored.pid is not None:  # GPU work no host call claims belongs to the process (as build_kernels' host pid)
+            for table in (run.kernels, run.copies):
+                if len(table) and bool((table["pid"].to_numpy() == UNKNOWN).any()):
+                    table["pid"] = compact_int(np.where(table["pid"].to_numpy() == UNKNOWN, restored.pid, table["pid"].to_numpy()))
+        agents = [a for a in entry.get("agents") or [] if isinstance(a, dict) and type(a.get("id")) is int]
+        run.agents = [Agent(**{k: v for k, v in a.items() if k in _AGENT_FIELDS}) for a in agents] or run.agents
+        if origin:
+            shift_times(run, origin)
+        runs.append(run)
+    return runs
+
+
+def shift_times(run: Run, by: int) -> None:
+    """Add ``by`` ns to every time column of ``run``'s tables."""
+    for table in (run.kernels, run.api, run.copies, run.markers, run.allocations, run.series):
+        for column in ("start", "end", "ts"):
+            if column in table.columns and len(table):
+                table[column] = table[column].to_numpy() + np.int64(by)
+
+
+def build_run(ev: Events, path: Path) -> Run:
+    """The Run of the events ``ev`` read from ``path``."""
     top = ev.top
     if "traceEvents" in top:  # a second traceEvents key that is not a list
         raise LoadError("not a Kineto trace: traceEvents is not a list")
@@ -1195,7 +1305,7 @@ def load_file(path: Path) -> Run:
     host_pid = find_host_pid(ev, ev.process_labels)
     meta.pid = host_pid
 
-    run.api = build_api(ev.api)
+    run.api = build_api(ev.api, ev.api_cats, file_order=exported_processes(top) is not None)
     launch = launch_lookup(run.api)
     run.kernels = build_kernels(ev.kernels, launch, ev.launch_shared, platform, host_pid, ev.comm_ops)
     run.copies = build_copies(ev.copies, launch, host_pid)
@@ -1325,7 +1435,12 @@ def find_host_pid(ev: Events, process_labels: dict) -> int | None:
     return None
 
 
-def build_api(cols: Columns):
+def build_api(cols: Columns, api_cats: dict[str, int] | None = None, file_order: bool = False):
+    """The ``api`` table; ``api_cats``: the trace's "api_<domain>" categories (a tuiprof
+    export's HSA, marker, RCCL ... calls) and their codes, their domain taken from the name;
+    ``file_order``: rows as written (a tuiprof export writes them in the run's order), else
+    grouped by category as Kineto writes them."""
+    api_cats = api_cats or {}
     if not len(cols.ts):
         return make_table("api", {})
     start, end = times(cols)
@@ -1333,8 +1448,11 @@ def build_api(cols: Columns):
     is_hip = np.array([str(c).startswith("hip") for c in names.categories], dtype=bool)
     cat = np.frombuffer(cols.cat, dtype=np.int32)
     hip = is_hip[names.codes] if len(is_hip) else np.zeros(len(cat), dtype=bool)
-    domain_code = np.where(cat == API_CODE["cuda_sync"], 1, np.where(hip, 2, 0))
-    domains = pd.Categorical.from_codes(domain_code, categories=["cuda", "cuda_sync", "hip"])
+    labels = sorted({"cuda", "cuda_sync", "hip"} | {extra[len("api_") :] for extra in api_cats})  # "api_hsa" -> domain "hsa"
+    domain_code = np.where(cat == API_CODE["cuda_sync"], labels.index("cuda_sync"), np.where(hip, labels.index("hip"), labels.index("cuda")))
+    for extra, code in api_cats.items():
+        domain_code = np.where(cat == code, labels.index(extra[len("api_") :]), domain_code)
+    domains = pd.Categorical.from_codes(domain_code, categories=labels)
     domains = domains.remove_unused_categories()
     columns = {
         "start": start,
@@ -1346,7 +1464,7 @@ def build_api(cols: Columns):
         "correlation_id": as_int64(cols.corr),
         **operator_columns(cols),
     }
-    return make_table("api", reorder(columns, category_order(cols.cat)))
+    return make_table("api", columns if file_order else reorder(columns, category_order(cols.cat)))
 
 
 def launch_lookup(api: pd.DataFrame) -> pd.DataFrame:

@@ -47,7 +47,6 @@ from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     check_stats,
     csv_complete_rows,
@@ -66,14 +65,11 @@ from tui_prof.loaders.base import (
     warn_negative_durations,
 )
 from tui_prof.loaders.rocpd import ALLOC_CALLS, FREE_CALLS, SIZE_ARGS, arg_int
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, concat_tables, make_table
 
-LOADER = LoaderSpec(
-    format="rocprof-v1",
-    file_names=r"results",
-    kinds=("trace_db", "trace_json", "sysinfo", "kernel_csv", "hip_api_stats", "hsa_api_stats", "memory_copy_stats", "kernel_stats"),
-)
+LOADER = SPECS["legacy_rocprof"]
 FORMAT = LOADER.format
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -70,16 +70,16 @@ from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     labelled_copies,
     one_line,
     open_binary,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
-LOADER = LoaderSpec(format="pftrace", file_names=r"\.pftrace", priority=3, per_file=True, kinds=("trace",))
+LOADER = SPECS["pftrace"]
 FORMAT = LOADER.format
 
 CHUNK_BYTES = 4 << 20  # bytes read per step; small enough that the numpy temporaries stay in cache

@@ -68,7 +68,6 @@ from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     api_domain,
     configured_workers,
@@ -79,11 +78,12 @@ from tui_prof.loaders.base import (
     replaced_warning,
 )
 from tui_prof.loaders.rocprofv3_json import agent_from_record, opt_int, recode
+from tui_prof.loaders.specs import SPECS
 from tui_prof.loaders.sqlguard import PROGRESS_STEPS, STEP_BUDGET_FLOOR, STEP_BUDGET_PER_BYTE, VALUE_FLOOR_BYTES, SqlGuard  # noqa: F401 (this module's bounds)
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import concat_tables, make_table
 
-LOADER = LoaderSpec(format="rocpd", file_names=r"results|rocpd", priority=0, parallel=True, kinds=("rocpd_db",))
+LOADER = SPECS["rocpd"]
 FORMAT = LOADER.format
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

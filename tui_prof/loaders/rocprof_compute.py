@@ -44,7 +44,6 @@ from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     csv_complete_rows,
     first_line,
@@ -55,15 +54,11 @@ from tui_prof.loaders.base import (
     read_text,
     split_header,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
 
-LOADER = LoaderSpec(
-    format="rocprof-compute",
-    file_names=r"pmc_perf|pmc_kernel_top|pmc_dispatch_info",
-    parallel=True,
-    kinds=("pmc_wide", "pmc_long", "timestamps", "dispatch_info", "sysinfo", "roofline", "kernel_top"),
-)
+LOADER = SPECS["rocprof_compute"]
 FORMAT = LOADER.format
 
 # Names rocprof-compute gives its files; only used to find a file's folder prefix (grouping).

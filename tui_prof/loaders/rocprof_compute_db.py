@@ -31,13 +31,14 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.loaders import sqlguard
-from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, LoaderSpec, Sniffed, replaced_warning
+from tui_prof.loaders.base import DetectedFile, IssueSink, LoadError, Sniffed, replaced_warning
 from tui_prof.loaders.rocpd import SQLITE_MAGIC, _json, connect, load_databases
 from tui_prof.loaders.rocprof_compute import ROOFLINE_PEAKS, sysinfo_agent
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import make_table
 
-LOADER = LoaderSpec(format="rocprof-compute-db", file_names=r"rocprof_compute", per_file=True, kinds=("compute_db",))
+LOADER = SPECS["rocprof_compute_db"]
 FORMAT = LOADER.format
 
 REQUIRED = ("compute_workload", "compute_kernel", "compute_dispatch", "compute_metric_definition", "compute_kernel_metric_value")

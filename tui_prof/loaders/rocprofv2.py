@@ -33,7 +33,6 @@ from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     csv_complete_rows,
     describe_error,
@@ -48,14 +47,11 @@ from tui_prof.loaders.base import (
     split_header,
     warn_negative_durations,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import UNKNOWN, concat_tables, make_table
 
-LOADER = LoaderSpec(
-    format="rocprofv2",
-    file_names=r"results",
-    kinds=("kernel_trace", "api_trace", "roctx_trace", "hip_ops_trace", "hsa_ops_trace", "cli_stdout"),
-)
+LOADER = SPECS["rocprofv2"]
 FORMAT = LOADER.format
 
 KERNEL_HEADER = ["dispatch_id", "gpu_id", "queue_id", "pid", "tid", "grid_size", "workgroup_size"]

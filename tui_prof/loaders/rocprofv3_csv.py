@@ -36,7 +36,6 @@ from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     api_domain,
     check_stats,
@@ -49,28 +48,12 @@ from tui_prof.loaders.base import (
     read_error,
     split_header,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run, RunMeta, make_table
 from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, compact_int, concat_tables
 from tui_prof.threads import Job, background
 
-LOADER = LoaderSpec(
-    format="rocprofv3-csv",
-    file_names=r"_(kernel|hip_api|hsa_api|marker_api|rccl_api|memory_copy|memory_allocation|scratch_memory)_trace"
-    r"|counter_collection|agent_info|_stats",
-    priority=2,
-    parallel=True,
-    kinds=(
-        "kernel_trace",
-        "*_api_trace",
-        "memory_copy_trace",
-        "memory_allocation_trace",
-        "scratch_memory_trace",
-        "counter_collection",
-        "agent_info",
-        "pc_sampling_*",
-        "*stats*",
-    ),
-)
+LOADER = SPECS["rocprofv3_csv"]
 FORMAT = LOADER.format
 
 INT = pa.int64()

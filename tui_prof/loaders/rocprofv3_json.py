@@ -31,7 +31,6 @@ from tui_prof.loaders.base import (
     DetectedFile,
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     api_domain,
     check_cancelled,
@@ -44,10 +43,11 @@ from tui_prof.loaders.base import (
     read_text,
     replaced_warning,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run, RunMeta
 from tui_prof.model.schema import make_table
 
-LOADER = LoaderSpec(format="rocprofv3-json", file_names=r"results", priority=1, kinds=("results_json",))
+LOADER = SPECS["rocprofv3_json"]
 FORMAT = LOADER.format
 
 _HEAD = re.compile(rb'^\s*\{\s*"rocprofiler-sdk-tool"\s*:')

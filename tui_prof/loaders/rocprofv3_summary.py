@@ -26,16 +26,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tui_prof.loaders.base import IssueSink, LoadError, LoaderSpec, Sniffed, check_stats, describe_error, read_error, read_text
+from tui_prof.loaders.base import IssueSink, LoadError, Sniffed, check_stats, describe_error, read_error, read_text
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Run
 from tui_prof.model.schema import STATS_COLUMNS
 
-LOADER = LoaderSpec(
-    format="rocprofv3-summary",
-    file_names=r"(^|_)summary\.txt$",  # --summary-output-file; stdout captures have any name
-    per_file=True,
-    kinds=("summary",),
-)
+LOADER = SPECS["rocprofv3_summary"]
 FORMAT = LOADER.format
 
 BLOCK = re.compile(r"^ROCPROFV3 (?:(\w+) )?SUMMARY:\s*$")  # no domain: the block over every domain

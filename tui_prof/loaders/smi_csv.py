@@ -29,7 +29,6 @@ import pandas as pd
 from tui_prof.loaders.base import (
     IssueSink,
     LoadError,
-    LoaderSpec,
     Sniffed,
     csv_complete_rows,
     describe_error,
@@ -37,10 +36,11 @@ from tui_prof.loaders.base import (
     read_error,
     read_text,
 )
+from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Run
 from tui_prof.model.schema import make_table
 
-LOADER = LoaderSpec(format="rocm-smi-csv", kinds=("samples",))
+LOADER = SPECS["smi_csv"]
 FORMAT = LOADER.format
 
 COLUMN = re.compile(r"^(Power\(Watt\)|vram\(%\))\s*GPU\s*(\d+)$", re.IGNORECASE)

@@ -35,6 +35,8 @@ def check_text(record: dict[str, Any]) -> str:
             lines.append(f"  {'':<10} {'':<20} {where}")
         for example in issue["affects"].get("examples", [])[:3]:
             lines.append(f"  {'':<10} {'':<20} e.g. row {example['row']}: {safe_text(example['name'])[:80]} at {example['start_ns']} ns")
+        if issue.get("fix"):
+            lines.append(f"  {'':<10} {'':<20} what to do: {safe_text(issue['fix'])}")
     degrading = [i for i in record["issues"] if i["severity"] != "info"]
     if not record["issues"]:
         lines.append("No issue found: every figure can be trusted as far as these checks see.")

@@ -30,6 +30,7 @@ from tui_prof.analysis.api import run_label
 from tui_prof.loaders.base import LoadCancelled
 from tui_prof.loaders.cache import PendingWrites
 from tui_prof.model import Run, RunSet
+from tui_prof.render.safe import safe_text
 from tui_prof.threads import use_daemon_threads
 from tui_prof.tui import schedule
 from tui_prof.tui.base import ProfApp
@@ -39,10 +40,12 @@ from tui_prof.tui.pane import Pane
 from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsTable
 from tui_prof.tui.panes.hotspots import HotspotsPane
+from tui_prof.tui.panes.integrity import IntegrityTable
 from tui_prof.tui.registry import PANES
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.main import MainScreen
 from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
+from tui_prof.tui.view.recordings import RecordingError, recording_to_show
 from tui_prof.tui.view.runview import GROUPS, RunView, build_view, load_failure, load_runset
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
@@ -100,13 +103,15 @@ class TuiProfApp(ProfApp):
     CSS_PATH = "tuiprof.tcss"
     TITLE = "tuiprof"
 
-    def __init__(self, source: str | Path | RunSet, *, use_cache: bool = True, background: bool = True, **kwargs) -> None:
+    def __init__(self, source: str | Path | RunSet, *, use_cache: bool = True, background: bool = True, recording: int | None = None, **kwargs) -> None:
         """``use_cache``: read/write the columnar cache (``tuiprof open --no-cache``: False);
         ``background``: compute the lazy panes after the first screen (False: only when
-        their tab is shown)."""
+        their tab is shown); ``recording``: which of the run's separate recordings to show
+        (``tuiprof open --recording N``; None: the one with most dispatches, said in a note)."""
         super().__init__(**kwargs)
         self.source = source
         self.use_cache = use_cache
+        self.recording = recording
         self.source_name = source.name if isinstance(source, RunSet) else Path(source).name
         self.view: RunView | None = None
         self.load_error = ""  # why nothing could be loaded (tuiprof open then exits 1)
@@ -141,11 +146,15 @@ class TuiProfApp(ProfApp):
                     pending=pending,
                     on_scan=lambda scan: self._on_scan(scan, rows, loading),
                 )
+            runset = self._one_recording(runset)
             ranks_first = opens_on_ranks(runset.runs)
             if ranks_first:
                 self._post_final_rows(rows, runset)
             self.post_message(Loaded(build_view(runset, progress, lazy=True), pending))
         except LoadCancelled:  # the app is quitting
+            return
+        except RecordingError as err:  # a bad --recording N: said as it is (tuiprof open exits 2)
+            self.post_message(LoadFailed(str(err)))
             return
         except Exception as err:  # shown in the app, never as a traceback
             self.post_message(LoadFailed(load_failure(err, self.source_name)))
@@ -155,6 +164,17 @@ class TuiProfApp(ProfApp):
                 self._post_final_rows(rows, runset)
             except Exception as err:  # said in the ranks pane, never as a traceback
                 deliver(self.main, self.main.rank_rows_failed, err)
+
+    def _one_recording(self, runset: RunSet) -> RunSet:
+        """The recording to show when the run holds several (tui_prof.tui.view.recordings);
+        a note says which and how to pick another. A bad ``--recording`` fails the load."""
+        shown, note = recording_to_show(runset, self.recording)
+        if note:
+            deliver(self.main, self._note, note)
+        return shown
+
+    def _note(self, text: str) -> None:
+        self.notify(safe_text(text), severity="warning", timeout=20, markup=False)
 
     def _on_scan(self, scan: ProcessScan, rows: RankRows, loading: schedule.Loading) -> None:
         """The scan found the processes: several of them, the rank screen now with a pending
@@ -244,6 +264,7 @@ class TuiProfApp(ProfApp):
                 ("hardware, issues, help", KeyScroll),
                 ("timeline", Timeline),
                 ("findings", FindingsTable),
+                ("integrity", IntegrityTable),
                 ("counters", CountersPane),
                 ("drill-down", BackScreen),
             )

@@ -65,6 +65,15 @@ class StepRequested(Message):
         self.start_ns, self.end_ns, self.label = start_ns, end_ns, label
 
 
+class WindowRequested(Message):
+    """Show [start_ns, end_ns) on the timeline (absolute ns on the run's clock): the evidence
+    of an integrity issue (``label``: its code)."""
+
+    def __init__(self, start_ns: int, end_ns: int, label: str) -> None:
+        super().__init__()
+        self.start_ns, self.end_ns, self.label = start_ns, end_ns, label
+
+
 class StepsChanged(Message):
     """The steps pane shows steps (the summary's, or taken from another range name):
     ``steps`` is that summary section (the timeline's step ticks follow it)."""

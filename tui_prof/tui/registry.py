@@ -8,6 +8,7 @@ from tui_prof.tui.panes.counters import CountersPane
 from tui_prof.tui.panes.findings import FindingsPane
 from tui_prof.tui.panes.hardware import HardwarePane
 from tui_prof.tui.panes.hotspots import HotspotsPane
+from tui_prof.tui.panes.integrity import IntegrityPane
 from tui_prof.tui.panes.issues import IssuesPane
 from tui_prof.tui.panes.query import QueryPane
 from tui_prof.tui.panes.ranks import RanksPane
@@ -24,4 +25,5 @@ PANES: tuple[type[Pane], ...] = (
     RanksPane,
     StepsPane,
     QueryPane,
+    IntegrityPane,
 )

@@ -25,6 +25,7 @@ from tui_prof.render.safe import safe_text
 from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
+from tui_prof.tui.view.integrity import HOTSPOT_TRUST, INTEGRITY_KEY, trust_note
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.view.stats import StatsFrame
 from tui_prof.tui.widgets.table import Column, TableModel, TableView
@@ -96,7 +97,7 @@ def stats_measurement_text(doc: Summary) -> Text:
         item("copies", f"{copies['calls']:,} ({fmt_ns(copies['total_ns'])})")
     if len(text):
         text.append(" · ", "dim")
-    text.append(f"{doc['stats']['source']}: span, sync, launch and idle need a trace (2)", "dim italic")
+    text.append(f"{doc['stats']['source']}: span, sync, launch and idle need a trace (tab 2: how to record one)", "dim italic")
     return text
 
 
@@ -203,7 +204,14 @@ class HotspotsPane(Pane, Vertical):
         self.table.focus()
 
     def prepare(self, view: RunView) -> Text:
-        return measurement_text(view.summary)
+        """The measurement line, with a trust mark when the integrity checks degrade its figures
+        or the hotspots' (tui_prof.tui.view.integrity)."""
+        text = measurement_text(view.summary)
+        note = trust_note(view.summary.get("trust"), HOTSPOT_TRUST, INTEGRITY_KEY, compact=True)  # the title names the codes
+        if note:
+            text.append(" · ", "dim")
+            text.append(note, "bold red" if note.startswith("⚠ unreliable") else "yellow")
+        return text
 
     def show(self, prepared: Text) -> None:
         """The measurement line built by :func:`measurement_text`."""
