@@ -93,16 +93,18 @@ AGENT_INFO = (
 
 
 def make_run(data: Path, files: int, hosts: int, agent_info: bool = False) -> Path:
-    """``files`` one-row kernel traces (one process each) over ``hosts`` host folders
-    (``agent_info``: each process's agent_info beside them)."""
-    out = data / f"tiny-{files}-{hosts}{'-agents' if agent_info else ''}"
+    """``files`` one-row kernel traces (one process each, running together) over ``hosts``
+    host folders (``agent_info``: each process's agent_info beside them)."""
+    out = data / f"tiny-{files}-{hosts}{'-agents' if agent_info else ''}-overlapping"
     done = out / ".complete"
     if done.exists():
         return out
     for i in range(files):
         host = out / f"host{i % hosts}"
         host.mkdir(parents=True, exist_ok=True)
-        pid, start = 100_000 + i, 1_700_000_000_000_000_000 + i * 1000
+        # each kernel overlaps the next: the processes ran together (one recording, so the
+        # summary analyses all of them; one after the other on a host is a recording each)
+        pid, start = 100_000 + i, 1_700_000_000_000_000_000 + i * 100
         row = f'"KERNEL_DISPATCH",1,1,{pid},1,16,"kernel_{i % 7}(float*)",1,{start},{start + 500 + i % 13},0,0,64,1,1,1024,1024,1'
         (host / f"{pid}_kernel_trace.csv").write_text(f"{HEADER}\n{row}\n")
         if agent_info:
