@@ -104,7 +104,9 @@ def test_no_color_linux_console_c_locale():
         gpu = next(row for row in rows if row.startswith("GPU"))
         assert "+" in gpu and "." in gpu  # a GPU idle between launches: partly busy and idle cells
         legend = next(line for line in pane.splitlines() if "busy" in line and "idle" in line)
-        assert legend.strip().startswith("# busy : <90% busy . idle = sync % sync+launch"), legend
+        # the partly busy levels named together; the host rows' marks say what they measure
+        assert legend.strip().startswith("# busy ,:+* <90% busy . idle = sync % sync+launch host rows: API call time"), legend
+        assert pane.isascii(), [line for line in pane.splitlines() if not line.isascii()]  # every widget: tabs, footer, status
         # NO_COLOR: no foreground colour in the timeline rows (only bold/reverse attributes)
         coloured = [line for line in capture(session, escapes=True).splitlines() if line.lstrip("\x1b[0123456789;m").startswith(("host T", "GPU"))]
         for line in coloured:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import math
 import os
 import sys
@@ -227,6 +228,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     runset, status = _one_recording(runset, args.recording)
     if status is not None:
         return status
+    # the loaded runs live until the command ends: out of the cyclic collector's sight, its
+    # passes during the analysis walk only the analysis's own objects (with thousands of
+    # processes the runs' pandas objects would make every full pass cost more than the step)
+    gc.freeze()
     options = SummaryOptions(
         top=None if args.top <= 0 else args.top,
         gap_threshold_ns=args.gap_threshold,

@@ -111,11 +111,18 @@ def _f(code: FindingCode | str, severity: str, message: str, numbers: dict[str, 
     return {"severity": severity, "code": value, "message": message, "numbers": numbers, "fix": fix}, weight
 
 
+def clip_name(name: str, width: int) -> str:
+    """A kernel name for a finding's message: whole when it has at most ``width``
+    characters, else its first ``width - 1`` and "…" (the whole name is in the finding's
+    ``numbers.name``)."""
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
 def _dominant_kernel(top: Any, vendor: str) -> tuple[Finding, float]:
     """One kernel over half of kernel time: optimise it (counters, occupancy); a collective
     (the category rules' communication: ncclDevKernel_*, rccl_main_kernel, ...) waits on the
     interconnect, so its advice is communication: overlap, bucketing, topology."""
-    message = f"One kernel takes {top['percent']:.1f} % of kernel time: {top['name'][:80]}"
+    message = f"One kernel takes {top['percent']:.1f} % of kernel time: {clip_name(top['name'], 80)}"
     numbers = {"name": top["name"], "percent": top["percent"]}
     if DEFAULT_CATEGORY_RULES.classify(top["name"]) != "communication":
         return _f(FindingCode.DOMINANT_KERNEL, "low", message, numbers, "Optimise this kernel first (counters, occupancy below).", top["percent"])
@@ -399,7 +406,7 @@ def dominant_kernel(doc: Summary, facts: Facts) -> Found:
             # critical_ns is scaled to the whole window (analysis.critical); the path's total is of the part analysed
             scaled_total = path["total_ns"] * path["window_ns"] / path["sampled_ns"] if path.get("sampled_ns") else path["total_ns"]
             message = (
-                f"One kernel takes {top['percent']:.1f} % of kernel time ({top['name'][:60]}), but the GPU is not the bottleneck: "
+                f"One kernel takes {top['percent']:.1f} % of kernel time ({clip_name(top['name'], 60)}), but the GPU is not the bottleneck: "
                 f"GPU work is {100 * share:.0f} % of the critical path, this kernel {fmt_share(on_path, scaled_total)}"
             )
             fix = "The run is host/launch-bound: see the launch and host findings first; a faster kernel saves at most its time on the critical path."
@@ -417,7 +424,7 @@ def low_occupancy(doc: Summary, facts: Facts) -> Found:
     keys = ("name", "waves_per_simd", "max_waves_per_simd", "limiter", "vgpr", "agpr", "lds_bytes", "workgroup_size")
     for occ in (doc.get("occupancy") or [])[:OCCUPANCY_TOP]:
         if occ["occupancy_pct"] < LOW_OCCUPANCY_PCT:
-            message = f"{occ['name'][:60]}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)"
+            message = f"{clip_name(occ['name'], 60)}: theoretical occupancy {occ['occupancy_pct']:.1f} % ({occ['limiter']}-limited)"
             out.append(_f(FindingCode.LOW_OCCUPANCY, "medium", message, {k: occ[k] for k in keys}, occ["hint"], LOW_OCCUPANCY_PCT - occ["occupancy_pct"]))
     return out
 
@@ -468,7 +475,7 @@ def counter(doc: Summary, facts: Facts) -> Found:
             bound = kernel_bound(k)
             for key, m in k["metrics"].items():
                 if m["flagged"] and not (key in COMPUTE_TUNING and bound != "compute"):
-                    message = f"{k['name'][:60]}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})"
+                    message = f"{clip_name(k['name'], 60)}: {m['label']} = {m['value']:.4g} {m['unit']} ({m['threshold']})"
                     numbers = {"name": k["name"], "value": m["value"], "formula": m["formula"], "source": m["source"]}
                     out.append(_f(f"{FindingCode.COUNTER.value}:{key}", "medium", message, numbers, m["meaning"], 0))
     return out

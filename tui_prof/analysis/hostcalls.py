@@ -32,6 +32,11 @@ def sync_section(inputs: Sequence[RunInput]) -> SyncSection:
 def sync_part(r: RunInput) -> dict[str, Any]:
     """What one process adds to :func:`sync_section` (integers, its names in first-seen order,
     its own share of its wall): :func:`sync_of_parts` folds them in process order."""
+    if not len(r.run.api):  # no host API calls: no sync calls, nothing exposed, no launches
+        return {
+            "calls": 0, "total_ns": 0, "blocking": 0, "by_name": [], "exposed": 0, "waiting": 0, "union": 0,
+            "exposed_union": 0, "wall": int(r.wall_ns), "pct": None, "launches": 0, "followed": 0, "has_trace": False,
+        }  # fmt: skip
     s = hostapi.sync_stats(r.run.api, r.wall_ns, r.index.classes)
     busy_s, busy_e = busy_intervals(r.run)
     starts, lasts, ends = hostapi.sync_exposure_bounds(r.run.api, r.index.classes, busy_s, busy_e)
@@ -112,16 +117,17 @@ def launch_section(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], ke
         "linked_dispatches": sum(p["linked_dispatches"] for p in parts),
         "graph_dispatches": sum(p["graph_dispatches"] for p in parts),
     }
-    direct = [~lk["graph"].to_numpy() for lk in links]
+    # processes with linked dispatches only (most have none when there are thousands of tiny ones)
+    offsets = np.cumsum([0] + [len(r.run.kernels) for r in inputs])
+    linked = [(int(offsets[i]), lk) for i, lk in enumerate(links) if len(lk)]
+    direct = [~lk["graph"].to_numpy() for _, lk in linked]
     empty = np.array([], np.int64)
-    queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
-    api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
+    queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for (_, lk), d in zip(linked, direct, strict=True)]) if linked else empty
+    api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for (_, lk), d in zip(linked, direct, strict=True)]) if linked else empty
     # graph-replayed rows of the concatenated kernels table (all_kernels: runs in order)
     replayed = np.zeros(len(kernel_dur_ns), dtype=bool)
-    offset = 0
-    for r, lk, d in zip(inputs, links, direct, strict=True):
+    for (offset, lk), d in zip(linked, direct, strict=True):
         replayed[offset + lk["kernel_row"].to_numpy()[~d]] = True
-        offset += len(r.run.kernels)
     section = hostapi.launch_section(counts, queue, api, kernel_dur_ns, process_ns(inputs), replayed)
     launching = 0
     for r in inputs:

@@ -10,9 +10,13 @@ from rich.text import Text
 from textual._animator import Animator
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 
 from tui_prof.loaders import cancel_loads
 from tui_prof.render.safe import safe_text
+from tui_prof.tui.driver import terminal_driver
+from tui_prof.tui.glyphs import ascii_cells, use_ascii
+from tui_prof.tui.screens.fullname import FullNameScreen, names_in_focus
 from tui_prof.tui.screens.help import HelpScreen
 
 
@@ -61,7 +65,21 @@ class ProfApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("F", "full_name", "Full name", show=False, id="app.full_name"),
     ]
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, on Linux/macOS with a prompt Esc (tui_prof.tui.driver)."""
+        return terminal_driver(super().get_driver_class())
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Textual's key names; on an ASCII terminal the key's name where Textual draws a
+        symbol (Enter's ⏎, the arrows)."""
+        shown = super().get_key_display(binding)
+        if shown.isascii() or not use_ascii():
+            return shown
+        modifiers, key = binding.parse_key()
+        return key if not modifiers else ascii_cells(shown)
 
     @classmethod
     def key_rows(cls) -> list[tuple[str, str, str]]:
@@ -76,6 +94,16 @@ class ProfApp(App):
     def show_error(self, text: Text) -> None:
         """A failed worker of the app itself (tui_prof.tui.workers.report_failure)."""
         self.notify(safe_text(text.plain), severity="error", timeout=10, markup=False)
+
+    def action_full_name(self) -> None:
+        """The whole names of the current row, title or message (screens.fullname)."""
+        if isinstance(self.screen, FullNameScreen):
+            return
+        names = names_in_focus(self.screen)
+        if not names:
+            self.notify("No name here to show in full", severity="information", timeout=3, markup=False)
+            return
+        self.push_screen(FullNameScreen(names))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -5,6 +5,9 @@ ASCII characters, each keeping the meaning of the block glyph it replaces."""
 from __future__ import annotations
 
 import os
+import unicodedata
+
+from rich.cells import get_character_cell_size
 
 # block glyph -> ASCII: density rises , : + * #; idle . ; sync = ; sync+launch % ; communication ~ ; the
 # rest are frame characters
@@ -33,6 +36,73 @@ ASCII = {
     "·": "-",
 }
 _TABLE = str.maketrans(ASCII)
+
+# Everything else a widget may draw (Textual's tab underline, borders, scrollbars, footer,
+# toasts; tuiprof's separators, units and sort arrows), one ASCII character each, so that
+# the text keeps its width in cells: see :func:`ascii_cells`
+CELL_ASCII = {
+    **{k: v for k, v in ASCII.items() if len(v) == 1},
+    **dict.fromkeys("─━═╴╶╸╺╼╾┄┅┈┉╌╍", "-"),
+    **dict.fromkeys("│┃║╵╷╹╻▏▎▍▌▋▊▉▐▕┆┇┊┋╎╏", "|"),
+    **dict.fromkeys("┌┐└┘├┤┬┴┼╭╮╯╰┏┓┗┛┣┫┳┻╋╔╗╚╝╠╣╦╩╬", "+"),
+    "▀": "^",
+    "⟷": "=",
+    "→": ">",
+    "←": "<",
+    "↑": "^",
+    "↓": "v",
+    "▼": "v",
+    "▲": "^",
+    "▸": ">",
+    "▶": ">",
+    "◀": "<",
+    "●": "*",
+    "•": "*",
+    "µ": "u",
+    "±": "~",
+    "—": "-",
+    "≥": ">",
+    "≤": "<",
+    "≠": "!",
+    "✓": "v",
+    "✔": "v",
+    "✗": "x",
+    "✘": "x",
+    "⏎": "<",
+    "⌫": "<",
+    "\u00a0": " ",
+}
+
+
+class _CellTable(dict):
+    """``str.translate`` table of :func:`ascii_cells`: each character's ASCII text, found
+    once per character."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        if code < 128:
+            value = char
+        else:
+            width = get_character_cell_size(char)
+            value = CELL_ASCII.get(char, "")
+            if not value and width:
+                decomposed = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode()  # é -> e
+                value = decomposed if len(decomposed) == width and decomposed.isprintable() else "?" * width
+            elif len(value) != width:  # a wide character with a one-cell stand-in
+                value = (value * width)[:width]
+        self[code] = value
+        return value
+
+
+_CELLS = _CellTable()
+
+
+def ascii_cells(text: str) -> str:
+    """``text`` in ASCII, each character replaced by ASCII text of its width in cells (a
+    wide character by two, a zero-width one by nothing), so a screen's layout stays as it
+    was drawn: what an ASCII terminal (``--ascii``, a non-UTF-8 locale) is sent. Escape
+    sequences are ASCII and pass unchanged."""
+    return text if text.isascii() else text.translate(_CELLS)
 
 
 def utf8_locale(environ=os.environ) -> bool:

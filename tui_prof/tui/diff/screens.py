@@ -41,7 +41,7 @@ from tui_prof.analysis.api import (
 )
 from tui_prof.model import RunSet
 from tui_prof.render.diff import DOMAIN_HEADERS, domain_rows, fmt_metric, metric_rows
-from tui_prof.render.fmt import fmt_ns, fmt_pct
+from tui_prof.render.fmt import fmt_at, fmt_ns, fmt_pct
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.back import BackScreen
@@ -451,9 +451,10 @@ class DiffScreen(Screen):
         other = tlb if source is tla else tla
         if other.model is not None and (other.t0, other.t1) != (source.t0, source.t1):
             other.set_window(source.t0, source.t1)
+        cell = (source.t1 - source.t0) / max(source.cells, 40)  # the view's ends to one cell, as the main timeline's status
         self.query_one("#tl-status", Static).update(
             plain(
-                f"view {fmt_ns(source.t0)}–{fmt_ns(source.t1)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
+                f"view {fmt_at(source.t0, cell)}–{fmt_at(source.t1, cell)} ({fmt_ns(source.t1 - source.t0)}) of each run from its start · "
                 "w/+ -: zoom both · a/d: pan both · 0: fit · n/N: next/prev gap · t: kernel · Tab: focus a timeline",
                 no_wrap=True,
                 overflow="ellipsis",
@@ -484,9 +485,11 @@ def pair_stats(tag: str, rows: pd.DataFrame, by: str, rules=None) -> Text:
     if not len(rows):
         return plain(f"{tag}: no dispatches (kernel {'added' if tag == 'A' else 'removed'})\n", style="bold")
     h = hotspots(rows, by=by, rules=rules).iloc[0]
+    # three short lines, each cut (never wrapped: a wrapped line of A's half ran on into B's)
     return plain(
-        f"{tag}: {int(h['calls'])} dispatches · total {fmt_ns(int(h['total_ns']))} · avg {fmt_ns(h['avg_ns'])}\n"
-        f"   median {fmt_ns(float(h['median_ns']))} · min {fmt_ns(int(h['min_ns']))} · max {fmt_ns(int(h['max_ns']))}",
+        f"{tag}: {int(h['calls'])} dispatches · total {fmt_ns(int(h['total_ns']))}\n"
+        f"avg {fmt_ns(h['avg_ns'])} · median {fmt_ns(float(h['median_ns']))}\n"
+        f"min {fmt_ns(int(h['min_ns']))} · max {fmt_ns(int(h['max_ns']))}",
         no_wrap=True,
         overflow="ellipsis",
         style="bold",
@@ -500,6 +503,8 @@ class PairScreen(BackScreen):
     DEFAULT_CSS = """
     #pair-body { height: 1fr; }
     .pair-side { width: 1fr; }
+    .pair-side > .pair-stats { padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    #pair-a-side { border-right: solid $primary; }
     .pair-side TableView { height: 1fr; }
     """
 
@@ -519,10 +524,14 @@ class PairScreen(BackScreen):
         )
         with Horizontal(id="pair-body"):
             for tag in ("a", "b"):
-                with Vertical(classes="pair-side"):
-                    yield Static(plain(COMPUTING, "dim italic"), id=f"pair-{tag}-stats")
+                with Vertical(classes="pair-side", id=f"pair-{tag}-side"):
+                    yield Static(plain(COMPUTING, "dim italic"), id=f"pair-{tag}-stats", classes="pair-stats")
                     yield TableView(list(DISPATCH_COLUMNS), id=f"pair-{tag}")
         yield Footer()
+
+    def full_names(self) -> list[tuple[str, str]]:
+        """The pair's match key, cut in the title (key ``F``: screens.fullname)."""
+        return [(MATCH_LABELS[self.by], self.key)]
 
     def on_mount(self) -> None:
         self.query_one("#pair-a", TableView).focus()
@@ -545,7 +554,9 @@ class PairScreen(BackScreen):
     def _show(self, sides: list[tuple[pd.DataFrame, Text]]) -> None:
         for tag, (rows, stats) in zip("ab", sides):
             self.query_one(f"#pair-{tag}-stats", Static).update(stats)
-            self.query_one(f"#pair-{tag}", TableView).set_data(rows, text_key=None)
+            table = self.query_one(f"#pair-{tag}", TableView)
+            table.time_offsets("t", rows)  # start offsets with the digits that tell dispatches apart (as the main view's)
+            table.set_data(rows, text_key=None)
 
     @on(TableView.Selected)
     def _selected(self, event: TableView.Selected) -> None:

@@ -97,7 +97,7 @@ def stats_measurement_text(doc: Summary) -> Text:
         item("copies", f"{copies['calls']:,} ({fmt_ns(copies['total_ns'])})")
     if len(text):
         text.append(" · ", "dim")
-    text.append(f"{doc['stats']['source']}: span, sync, launch and idle need a trace (2)", "dim italic")
+    text.append(f"{doc['stats']['source']}: span, sync, launch and idle need a trace (tab 2: how to record one)", "dim italic")
     return text
 
 

@@ -35,7 +35,7 @@ STEP_COLUMNS = (
     Column("exposed_sync_ns", "exp. sync", 9, "ns"),
     Column("copies", "copies", 6),
     Column("memory", "mem peak", 9, "text"),
-    Column("top_kernel", "top kernel", 40, "text"),
+    Column("top_kernel", "top kernel", 24, "text", grow=True),  # the width the other columns leave
 )
 
 
@@ -69,6 +69,15 @@ def steps_frame(steps: StepsSection | None) -> pd.DataFrame:
             "index": list(range(len(rows))),
         }
     )
+
+
+def step_label_formatter(steps: list[StepRecord]):
+    """The step column's text: where some steps are warm-up ones (``w `` before their label),
+    the others' labels are indented as much, so the names line up."""
+    if not any(r["warmup"] for r in steps):
+        return str
+    warm = {"w " + r["label"] for r in steps if r["warmup"]}
+    return lambda value: value if value in warm else "  " + value
 
 
 SHOWN_OUTLIERS = 2  # outlier lines in the header (the rest: one "+N more" line; all of them in the summary)
@@ -246,6 +255,7 @@ class StepsPane(Pane, Vertical):
         had_focus = table.has_focus
         if table.columns != shown.columns:
             table.set_columns(shown.columns)
+        table.formatters["label"] = step_label_formatter(shown.steps)
         table.set_data(shown.frame, text_key="label")
         if had_focus:
             table.focus()

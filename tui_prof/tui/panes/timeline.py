@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from tui_prof.analysis.api import StepsSection
 from tui_prof.render.safe import safe_text
-from tui_prof.tui.glyphs import to_ascii, use_ascii
+from tui_prof.tui.glyphs import use_ascii
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.lanes import TimelineModel
@@ -47,12 +47,36 @@ RANK_LEGEND = (
 )
 
 
+# the legend in ASCII (tui_prof.tui.glyphs): the partly busy levels , : + * are named
+# together, and the host rows say what their marks measure (in ASCII they are the same
+# level marks, where colour alone told host API from host op)
+ASCII_LEGEND = (
+    ("#", "bright_green", " busy "),
+    (",:+*", "yellow", " <90% busy "),
+    (".", "red", " idle "),
+    ("=", "bright_magenta", " sync "),
+    ("%", "bright_magenta", " sync+launch "),
+    ("host rows", "blue", ": API call time, "),
+    ("ops rows", "cyan", ": host op time"),
+)
+ASCII_RANK_LEGEND = (
+    ("#", "bright_green", " busy "),
+    (",:+*", "yellow", " <90% busy "),
+    ("~", "bright_cyan", " communication "),
+    (".", "red", " idle"),
+)
+
+
 def legend(ascii: bool = False, ranks: bool = False) -> Text:
     """The glyphs and their meaning (ASCII glyphs with ``ascii``: tui_prof.tui.glyphs; the
     rank lanes' with ``ranks``)."""
     text = plain(no_wrap=True, overflow="ellipsis")
-    for glyph, style, label in RANK_LEGEND if ranks else LEGEND:
-        text.append(to_ascii(glyph) if ascii else glyph, style)
+    if ascii:
+        rows = ASCII_RANK_LEGEND if ranks else ASCII_LEGEND
+    else:
+        rows = RANK_LEGEND if ranks else LEGEND
+    for glyph, style, label in rows:
+        text.append(glyph, style)
         text.append(label)
     return text
 

@@ -55,6 +55,12 @@ class DispatchDetailScreen(BackScreen):
             yield Timeline(self.view.timeline if self.view.ready("timeline") else None, id="detail-timeline")
         yield Footer()
 
+    def full_names(self) -> list[tuple[str, str]]:
+        """The kernel's name (cut in the title) and the launching call (key ``F``)."""
+        names = [("name", str(self.row["name"]))]
+        launched = dict(self.detail.pairs).get("launched by") if self.detail is not None else None
+        return names + ([("launched by", launched)] if launched else [])
+
     def on_mount(self) -> None:
         self.query_one("#detail-scroll").focus()
         if self.view.ready("timeline"):

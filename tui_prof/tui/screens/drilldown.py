@@ -45,6 +45,10 @@ class DispatchesScreen(BackScreen):
         yield TableView(list(DISPATCH_COLUMNS), id="dispatches")
         yield Footer()
 
+    def full_names(self) -> list[tuple[str, str]]:
+        """The hotspot row's key, cut in the title (key ``F``: screens.fullname)."""
+        return [(self.group, self.value)]
+
     def on_mount(self) -> None:
         self.query_one("#dispatches", TableView).focus()
         self._select()
@@ -58,7 +62,7 @@ class DispatchesScreen(BackScreen):
 
     def _show(self, rows: pd.DataFrame) -> None:
         self.rows = rows
-        self.query_one("#disp-status", Static).update(f"{len(rows)} dispatches · Enter: detail · s: sort column · Esc: back")
+        self.query_one("#disp-status", Static).update(f"{len(rows)} dispatches · Enter: detail · s: sort column · F: full name · Esc: back")
         table = self.query_one("#dispatches", TableView)
         table.time_offsets("t", rows)  # start offsets with the digits that tell dispatches apart
         table.set_data(rows, text_key=None)

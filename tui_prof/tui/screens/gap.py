@@ -77,6 +77,14 @@ class GapScreen(BackScreen):
         yield TableView(list(HOST_CALL_COLUMNS), id="gap-calls")
         yield Footer()
 
+    def full_names(self) -> list[tuple[str, str]]:
+        """The dominant host op and the activities before and after the gap (cut in the
+        header lines; key ``F``), then the focused table's row."""
+        gap = self.gap
+        dominant = self.host.dominant if self.host is not None else None
+        names = [("host op", dominant.name)] if dominant is not None else []
+        return names + [("before the gap", str(gap["prev_name"])), ("after the gap", str(gap["next_name"]))]
+
     def on_mount(self) -> None:
         self.query_one("#gap-error").display = False
         self.query_one("#gap-calls", TableView).focus()

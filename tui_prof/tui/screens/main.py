@@ -153,12 +153,27 @@ class MainScreen(Screen):
     def counters(self) -> CountersPane:
         return self.query_one(CountersPane)
 
+    def full_names(self) -> list[tuple[str, str]]:
+        """Names the focused pane cuts (key ``F``, screens.fullname; the focused table's row
+        is added there): the kernel a finding is about; on the timeline the cursor's lane
+        and the hotspot row that ``c`` jumps to."""
+        focused = self.focused
+        if focused is not None and focused is self.findings.table:
+            finding = self.findings.current_finding()
+            name = (finding.get("numbers") or {}).get("name") if finding is not None else None
+            return [("kernel", str(name))] if name else []
+        if isinstance(focused, Timeline) and focused.model is not None and focused.model.lanes:
+            group, value = self.timeline.selection
+            return [("lane", focused.model.lanes[focused.lane_cursor].label)] + ([(group, value)] if value is not None else [])
+        return []
+
     # -- loading --------------------------------------------------------------------
     def show_progress(self, stage: str, done: int, total: int) -> None:
         self.query_one("#load-status", Label).update(plain(f"Loading {self.source_name}: {stage} {done}/{total}"))
         self.query_one("#load-progress", ProgressBar).update(total=max(total, 1), progress=done)
 
     early_ranks = False  # the ranks tab was shown alone while the processes loaded
+    ranks_chosen = False  # a key was pressed while it stood alone: the user stays on it
     held_focus: Widget | None = None  # a widget kept from the focus while the ranks tab stays
 
     def release_focus(self) -> None:
@@ -187,6 +202,12 @@ class MainScreen(Screen):
             self.query_one(RanksPane.FOCUS).focus()
         self.query_one(RanksPane).show_rows(doc, labels, done, total, final)
 
+    def on_key(self, event) -> None:
+        """A key while the ranks tab stands alone (loading): the user is reading it, and
+        the loaded run does not take them to the hotspots."""
+        if self.early_ranks and self.view is None:
+            self.ranks_chosen = True
+
     def rank_rows_failed(self, err: BaseException) -> None:
         report_failure(self.query_one(RanksPane), "rank rows", err)
 
@@ -202,8 +223,10 @@ class MainScreen(Screen):
         self.query_one("#tabs").display = True
         self.query_one("#title", Static).update(plain(self.title_text(view), no_wrap=True, overflow="ellipsis"))
         self.update_tabs()
-        if self.early_ranks and not opens_on_ranks(view.runset.runs):
-            # the scan's processes did not all load: the hotspots, as for one process
+        if self.early_ranks and (not self.ranks_chosen or not opens_on_ranks(view.runset.runs)):
+            # the run opens on its hotspots, as one process does: the ranks tab stood alone
+            # only while the processes loaded (it stays where the user pressed a key on it,
+            # unless the scan's processes did not all load)
             self.early_ranks = False
             self.release_focus()
             self.query_one("#tabs", TabbedContent).active = PANES[0].TAB

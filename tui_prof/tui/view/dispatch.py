@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.api import DominantOp, dominant_op, nvidia_hint, nvidia_occupancy, occupancy, ops_overlapping
-from tui_prof.render.fmt import fmt_bytes, fmt_ns, fmt_value
+from tui_prof.render.fmt import fmt_at, fmt_bytes, fmt_ns, fmt_value
 from tui_prof.tui.view.runview import RunView
 
 
@@ -111,7 +111,7 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
     run = view.run_of(r)
     agent = run.agent(int(r["agent"]))
     pairs = [
-        ("start", fmt_ns(r["t"])),
+        ("start", fmt_at(r["t"], max(float(r["dur"]) / 10, 1.0))),  # to a tenth of its duration, as the dispatch list
         ("duration", fmt_ns(r["dur"])),
         ("agent", f"{int(r['agent'])} {agent.arch if agent else ''}".strip()),
         ("queue / stream", f"{fmt_value(r['queue'], 'int')} / {fmt_value(r['stream'], 'int')}"),

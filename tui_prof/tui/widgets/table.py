@@ -38,6 +38,9 @@ class Column:
     title: str
     width: int
     kind: str = "int"  # "text", "int", "ns", "pct", "float"
+    # a later text column that takes the width left (``width`` is then its least): the
+    # first column keeps its own width; without one, a text first column takes it
+    grow: bool = False
 
 
 def stable_order(keys: np.ndarray, descending: bool = False) -> np.ndarray:
@@ -259,8 +262,14 @@ class TableView(Widget, can_focus=True):
             self.col_cursor = next((i for i, c in enumerate(self.columns) if c.key == sort[0]), 0)
         self.top = 0
         self.cursor = 0
-        self.refresh()
+        height = self.styles.height
+        self.refresh(layout=height is not None and height.is_auto)  # a table of height auto grows to its rows
         self._post_highlight()
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        """The header and every row (or the "no rows" line): what ``height: auto`` gives,
+        bounded by the owner's ``max-height``."""
+        return 1 + max(self.row_count, 1)
 
     @property
     def row_count(self) -> int:
@@ -409,6 +418,10 @@ class TableView(Widget, can_focus=True):
             if self.col_cursor <= last or self.col_offset >= len(self.columns) - 1:
                 break
             self.col_offset += 1
+        grow = next((c for c in shown if c.grow), None)
+        if grow is not None and width - used - first.width > 0:  # the first column at its width, the rest to ``grow``
+            spare = width - used - first.width
+            return [(first, first.width)] + [(c, c.width + spare if c is grow else c.width) for c in shown]
         first_width = max(4, width - used) if first.kind == "text" else first.width
         return [(first, first_width)] + [(c, c.width) for c in shown]
 

@@ -357,7 +357,9 @@ class Timeline(Widget, can_focus=True):
         self.post_message(self.WindowChanged(self))
 
     def _scroll_lane_into_view(self) -> None:
-        rows = max(1, self.size.height - 1)
+        if self.size.height <= 1:  # hidden (a jump from another tab): on_resize scrolls once laid out
+            return
+        rows = self.size.height - 1
         if self.lane_cursor < self.lane_top:
             self.lane_top = self.lane_cursor
         elif self.lane_cursor >= self.lane_top + rows:
@@ -371,6 +373,7 @@ class Timeline(Widget, can_focus=True):
         """A jump made while the pane was hidden (no height yet) is laid out again."""
         self._scroll_lane_into_view()
         self._strips = {}
+        self.refresh()  # lane_top may have changed: the lines painted before it are stale
 
     def action_gap(self, step: int) -> None:
         """Jump to the next (step=1) or previous (-1) idle gap after/before the view centre."""
