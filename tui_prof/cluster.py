@@ -236,10 +236,12 @@ def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str,
         from distributed import as_completed as dask_completed
 
         for done, fut in enumerate(dask_completed(futures), start=1):
-            if fut.status == "finished":
-                out.add(fut.result())
+            try:  # a result lost with its worker before it was fetched is computed again: result() waits for it
+                result = fut.result()
+            except Exception as err:  # the task's own error, or KilledWorker after its retry
+                out.failed.append((label[fut.key], _one_line(err)))
             else:
-                out.failed.append((label[fut.key], _one_line(fut.exception())))
+                out.add(result)
             fut.release()
             if progress:
                 progress("ranks", done, len(tasks))
