@@ -46,6 +46,7 @@ from tui_prof.analysis.operators import (
     operator_links,
     operators_section,
 )
+from tui_prof.analysis.partials import MERGED_SECTIONS, PartialMerge, RankPartial, comparable, merge_partials, merged_sections, rank_partials
 from tui_prof.analysis.ranks import (
     RankAlignment,
     RankCore,
@@ -66,7 +67,7 @@ from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import StepChoiceError, StepDiff, StepSide, diff_steps
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
-from tui_prof.analysis.timeline import CAUSES, GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
+from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
 from tui_prof.analysis.whatif import Edits, WhatIfError, path_segments, run_what_if
 from tui_prof.threads import Lane, inline_lane, threaded_lane
 
@@ -74,6 +75,7 @@ __all__ = [
     "CAUSES",
     "COPY_STATS",
     "DEFAULT_CATEGORY_RULES",
+    "DEFAULT_GAP_THRESHOLD_NS",
     "DEFAULT_NOISE_PCT",
     "DEFAULT_NOISE_PP",
     "DOMAIN_OF",
@@ -82,6 +84,7 @@ __all__ = [
     "KERNEL_STATS",
     "MATCH_MODES",
     "MEMORY_FROM_API",
+    "MERGED_SECTIONS",
     "NOT_LINKED",
     "PROFILER_STEP",
     "SCHEMA",
@@ -98,9 +101,11 @@ __all__ = [
     "Issue",
     "Lane",
     "MemorySection",
+    "PartialMerge",
     "Progress",
     "RankAlignment",
     "RankCore",
+    "RankPartial",
     "RankRecord",
     "RecordingChoice",
     "RunInput",
@@ -124,6 +129,7 @@ __all__ = [
     "check_run",
     "combine_stats",
     "communication_mask",
+    "comparable",
     "copy_agents",
     "counter_defaults",
     "counter_plan",
@@ -144,6 +150,8 @@ __all__ = [
     "link_launches",
     "link_operators",
     "load_category_rules",
+    "merge_partials",
+    "merged_sections",
     "module_key",
     "nesting_depth",
     "nvidia_hint",
@@ -158,6 +166,7 @@ __all__ = [
     "rank_cores",
     "rank_numbers",
     "rank_offsets",
+    "rank_partials",
     "rank_records",
     "ranks_sections",
     "recording_runset",

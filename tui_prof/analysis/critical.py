@@ -245,10 +245,11 @@ def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
     k = run.kernels
     if k.empty:
         return {}
-    names = k["name"].cat.categories
+    column = k["name"].array  # the Categorical: no Series per ``.cat`` access
+    names = column.categories
     cats = sorted({rules.classify(str(n)) for n in names} | {"other"})
     of = np.array([cats.index(rules.classify(str(n))) for n in names] + [cats.index("other")], dtype=np.int64)
-    codes = k["name"].cat.codes.to_numpy().astype(np.int64)
+    codes = column.codes.astype(np.int64)
     _, sums = code_totals(of[np.where(codes >= 0, codes, len(names))], k["end"].to_numpy() - k["start"].to_numpy(), len(cats))
     return {cats[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
 

@@ -156,6 +156,16 @@ def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
     return {"rows": tops, "start": s[tops], "end": e[tops], "thread": thread[tops], "node_of_row": node_of_row, "nested": np.array([n - len(tops)])}
 
 
+def _op_column(k: pd.DataFrame, c: pd.DataFrame, column: str, *copy_columns: str) -> np.ndarray:
+    """The kernels' ``column`` then the copies' (the larger of ``copy_columns`` where given)
+    as int64; an empty copy table adds nothing and costs no pandas step."""
+    of_kernels = k[column].to_numpy().astype(np.int64)
+    if not len(c):
+        return of_kernels
+    of_copies = np.maximum.reduce([c[name].to_numpy() for name in copy_columns or (column,)])
+    return np.concatenate([of_kernels, np.asarray(of_copies).astype(np.int64)])
+
+
 def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     """The dependency graph of one process (module docstring)."""
     api, k, c = run.api, run.kernels, run.copies
@@ -180,11 +190,11 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     c_cls = classes[calls["rows"]].astype(np.int8) if nc else np.array([], np.int8)
     # --- operations: kernels then copies
     nk, ncp = len(k), len(c)
-    o_start = np.concatenate([k["start"].to_numpy().astype(np.int64), c["start"].to_numpy().astype(np.int64)]) - t0
-    o_end = np.maximum(np.concatenate([k["end"].to_numpy().astype(np.int64), c["end"].to_numpy().astype(np.int64)]) - t0, o_start)
-    o_agent = np.concatenate([k["agent"].to_numpy().astype(np.int64), np.maximum(c["dst_agent"].to_numpy(), c["src_agent"].to_numpy()).astype(np.int64)])
-    stream = np.concatenate([k["stream"].to_numpy().astype(np.int64), c["stream"].to_numpy().astype(np.int64)])
-    queue = np.concatenate([k["queue"].to_numpy().astype(np.int64), c["queue"].to_numpy().astype(np.int64)])
+    o_start = _op_column(k, c, "start") - t0
+    o_end = np.maximum(_op_column(k, c, "end") - t0, o_start)
+    o_agent = _op_column(k, c, "agent", "dst_agent", "src_agent")
+    stream = _op_column(k, c, "stream")
+    queue = _op_column(k, c, "queue")
     lane = np.where(stream >= 0, stream, np.where(queue >= 0, queue + (1 << 40), -1))
     no = nk + ncp
     # launch links: kernels to launch-class calls, copies to any call

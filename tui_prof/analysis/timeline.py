@@ -65,8 +65,9 @@ class _Names:
         for column in columns:
             if not isinstance(column.dtype, pd.CategoricalDtype):
                 column = column.astype("category")
-            lookup = np.array([position.setdefault(str(c), len(position)) for c in column.cat.categories], dtype=np.int64)
-            self.parts.append((first, column.cat.codes.to_numpy(), lookup))
+            values = column.array  # the Categorical: no Series per ``.cat`` access
+            lookup = np.array([position.setdefault(str(c), len(position)) for c in values.categories], dtype=np.int64)
+            self.parts.append((first, values.codes, lookup))
             first += len(column)
         self.blank = position.setdefault("", len(position))
         self.categories = pd.Index(list(position), dtype=object)
@@ -91,16 +92,16 @@ def _activity(run: Run) -> dict:
     k, c = run.kernels, run.copies
     gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(k["agent"].to_numpy()).tolist())
 
-    def joined(k_col: np.ndarray, c_col: np.ndarray) -> np.ndarray:
-        return np.concatenate([k_col, c_col]) if len(c_col) else k_col
+    def joined(column: str) -> np.ndarray:  # no copies: the kernels' column, no step for the empty copy table
+        return np.concatenate([k[column].to_numpy(), c[column].to_numpy()]) if len(c) else k[column].to_numpy()
 
-    c_agent = copy_agents(c, gpu_ids) if len(c) else np.array([], dtype=np.int64)
+    k_agent = np.asarray(k["agent"].to_numpy(), dtype=np.int64)
     return {
-        "agent": joined(np.asarray(k["agent"].to_numpy(), dtype=np.int64), c_agent),
-        "start": joined(k["start"].to_numpy(), c["start"].to_numpy()),
-        "end": joined(k["end"].to_numpy(), c["end"].to_numpy()),
-        "corr": joined(k["correlation_id"].to_numpy(), c["correlation_id"].to_numpy()),
-        "tid": joined(k["tid"].to_numpy(), c["tid"].to_numpy()),
+        "agent": np.concatenate([k_agent, copy_agents(c, gpu_ids)]) if len(c) else k_agent,
+        "start": joined("start"),
+        "end": joined("end"),
+        "corr": joined("correlation_id"),
+        "tid": joined("tid"),
         "kernels": len(k),  # rows below this are kernels, the others copies
         "names": _Names([k["name"], c["name"]] if len(c) else [k["name"]]),  # only listed gaps need names
     }

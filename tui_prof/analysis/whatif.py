@@ -117,11 +117,13 @@ def _is_category(pattern: str) -> bool:
 
 def _op_names(run: Run, g: dg.DepGraph) -> tuple[np.ndarray, list[str]]:
     """Per node, a code into the returned names: kernel or copy name for operations, -1 for calls."""
-    k, c = run.kernels["name"], run.copies["name"]
-    kc = k.cat.codes.to_numpy().astype(np.int64) if len(k) else np.array([], np.int64)
-    cc = c.cat.codes.to_numpy().astype(np.int64) if len(c) else np.array([], np.int64)
-    knames = [str(x) for x in k.cat.categories] if len(k) else []
-    cnames = [str(x) for x in c.cat.categories] if len(c) else []
+    # the Categorical arrays themselves: a ``.cat`` accessor builds Series (per process, with thousands)
+    k = run.kernels["name"].array if len(run.kernels) else None
+    c = run.copies["name"].array if len(run.copies) else None
+    kc = k.codes.astype(np.int64) if k is not None else np.array([], np.int64)
+    cc = c.codes.astype(np.int64) if c is not None else np.array([], np.int64)
+    knames = [str(x) for x in k.categories] if k is not None else []
+    cnames = [str(x) for x in c.categories] if c is not None else []
     codes = np.full(g.size, -1, dtype=np.int64)
     ks, cs = np.flatnonzero(g.kind == dg.KERNEL), np.flatnonzero(g.kind == dg.COPY_OP)
     codes[ks] = kc[g.op_row[ks]]
