@@ -8,13 +8,17 @@ same load with every unit read on its own, as before the batches) in the same in
   its wall and CPU time per process (the CPU time is the figure to read on a shared,
   loaded machine), and the memory it keeps per process (RSS after the load minus
   RSS before it, divided by the processes);
-* ``summary``: the whole ``tuiprof summary --no-cache`` command (wall, peak RSS), the
-  analysis of N processes included.
+* ``summary``: the whole ``tuiprof summary --no-cache`` command (wall, CPU, peak RSS), the
+  analysis of N processes included, beside its reference: a child with the same imports
+  that only loads the run (``load alone``); the difference per process is what the
+  analysis and the report cost per process. ``--before DIR`` also runs the command from
+  another tree (``git archive <commit> | tar -x -C DIR``: the code before a change) in the
+  same invocation.
 
 With ``--agent-info`` every process also writes the ``<pid>_agent_info.csv`` rocprofv3
 writes beside its traces (the same content on a host).
 
-    python bench/bench_tiny.py [--files 5000] [--hosts 1] [--agent-info] [--rows load,summary] [--data DIR]
+    python bench/bench_tiny.py [--files 5000] [--hosts 1] [--agent-info] [--rows load,summary] [--data DIR] [--before DIR]
 """
 
 from __future__ import annotations
@@ -69,6 +73,17 @@ sys.stdout = open("/dev/null", "w")
 raise SystemExit(cli.main(["summary", "--no-cache", {path!r}]))
 """
 
+LOAD_ALONE_CHILD = r"""
+import sys
+sys.path.insert(0, {root!r})
+from tui_prof import cli
+from tui_prof.analysis.api import build_summary
+from tui_prof.loaders import load_path
+from tui_prof.render.summary import summary_text
+runset = load_path({path!r}, use_cache=False)
+print('{{"runs": %d}}' % len(runset.runs))
+"""
+
 
 AGENT_INFO = (
     '"Node_Id","Logical_Node_Id","Agent_Type","Name","Wave_Front_Size","Cu_Count","Simd_Per_Cu","Max_Waves_Per_Simd"\n'
@@ -78,16 +93,18 @@ AGENT_INFO = (
 
 
 def make_run(data: Path, files: int, hosts: int, agent_info: bool = False) -> Path:
-    """``files`` one-row kernel traces (one process each) over ``hosts`` host folders
-    (``agent_info``: each process's agent_info beside them)."""
-    out = data / f"tiny-{files}-{hosts}{'-agents' if agent_info else ''}"
+    """``files`` one-row kernel traces (one process each, running together) over ``hosts``
+    host folders (``agent_info``: each process's agent_info beside them)."""
+    out = data / f"tiny-{files}-{hosts}{'-agents' if agent_info else ''}-overlapping"
     done = out / ".complete"
     if done.exists():
         return out
     for i in range(files):
         host = out / f"host{i % hosts}"
         host.mkdir(parents=True, exist_ok=True)
-        pid, start = 100_000 + i, 1_700_000_000_000_000_000 + i * 1000
+        # each kernel overlaps the next: the processes ran together (one recording, so the
+        # summary analyses all of them; one after the other on a host is a recording each)
+        pid, start = 100_000 + i, 1_700_000_000_000_000_000 + i * 100
         row = f'"KERNEL_DISPATCH",1,1,{pid},1,16,"kernel_{i % 7}(float*)",1,{start},{start + 500 + i % 13},0,0,64,1,1,1024,1024,1'
         (host / f"{pid}_kernel_trace.csv").write_text(f"{HEADER}\n{row}\n")
         if agent_info:
@@ -103,18 +120,30 @@ def main() -> None:
     parser.add_argument("--agent-info", action="store_true", help="each process also writes its agent_info.csv")
     parser.add_argument("--rows", default="load,summary")
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "tuiprof-bench"))
+    parser.add_argument("--before", help="also run the summary from this tree (the code before a change)")
     args = parser.parse_args()
     run = make_run(Path(args.data), args.files, args.hosts, args.agent_info)
-    rows = args.rows.split(",")
     print(f"{args.files} one-row kernel traces{' with agent_info' if args.agent_info else ''} over {args.hosts} host folder(s): {run}")
-    for row in rows:
-        child = LOAD_CHILD if row == "load" else SUMMARY_CHILD
-        for label, unbatched in (("batched", False), ("reference (unit by unit)", True)):
-            code = child.format(root=str(ROOT), unbatched=unbatched, path=str(run))
+    for row in args.rows.split(","):
+        if row == "load":
+            children = [("batched", LOAD_CHILD, ROOT, False), ("reference (unit by unit)", LOAD_CHILD, ROOT, True)]
+        else:
+            children = [("whole command", SUMMARY_CHILD, ROOT, False), ("reference (load alone)", LOAD_ALONE_CHILD, ROOT, False)]
+            if args.before:
+                children.append(("whole command, --before", SUMMARY_CHILD, Path(args.before).resolve(), False))
+        cpu = {}
+        for label, child, root, unbatched in children:
+            code = child.format(root=str(root), unbatched=unbatched, path=str(run))
             result = run_checked([PY, "-c", code], env={"TUIPROF_CACHE_DIR": os.path.join(args.data, "no-cache-used")})
             shown = {k: result[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "load1") if k in result}
             shown.update({k: v for k, v in result.items() if k in ("runs", "issues", "load_s", "load_cpu_s", "ms_per_unit", "cpu_ms_per_unit", "kb_per_unit")})
+            if row != "load":
+                cpu[label] = result["cpu_s"]
+                shown["cpu_ms_per_process"] = result["cpu_s"] / args.files * 1e3
             print(f"{row:8s} {label:26s} {json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in shown.items()})}")
+        if row != "load":
+            extra = {label: round((c - cpu["reference (load alone)"]) / args.files * 1e3, 3) for label, c in cpu.items() if label.startswith("whole")}
+            print(f"{row:8s} {'beyond the load, CPU ms per process':26s} {json.dumps(extra)}")
 
 
 if __name__ == "__main__":

@@ -112,3 +112,28 @@ def test_gemm_share_counts_convolution_and_flags_below_60(cold):
     # the steady window's kernels: the kernels launched in the steady steps (their own step records)
     steady_kernel_ns = sum(r["kernel_ns"] for r in cold["steps"]["steps"] if not r["warmup"])
     assert sum(by_cat.values()) == pytest.approx(steady_kernel_ns, rel=0.01)
+
+
+def test_launch_gaps_held_by_a_host_op_name_it(eager):
+    """decode_eager: the listed launch gaps covered by a host operator name it (``host_op``),
+    checked against the trace's own cpu_op ranges read independently: on the launching
+    thread, a range covering at least half of the gap."""
+    import gzip
+    import json
+
+    trace = json.loads(gzip.open(KINETO / "h200" / "decode_eager.pt.trace.json.gz").read())
+    ops = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+    gpu_first = min(a["first_ns"] for a in eager["gpu"]["agents"])
+    named = [g for g in eager["gaps"]["listed"] if g["host_op"]]
+    assert named and all(g["cause"] == "launch" for g in named)
+    assert any(g["host_op"] == "aten::argmax" and g["duration_ns"] > 10_000_000 for g in named)
+    for g in named:
+        a, b = g["start_ns"], g["start_ns"] + g["duration_ns"]
+        covering = []
+        for e in ops:
+            s = int(round(float(e["ts"]) * 1000))
+            t = s + int(round(float(e["dur"]) * 1000))
+            if e["name"] == g["host_op"] and min(t, b) - max(s, a) >= (b - a) // 2 - 1000:
+                covering.append(e)
+        assert covering, (g, gpu_first)
+    assert all(g["host_op"] is None for g in eager["gaps"]["listed"] if g["cause"] != "launch")

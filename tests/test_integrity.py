@@ -644,3 +644,24 @@ def test_counter_multimodal_across_passes_is_found():
     (issue,) = codes(check_run(runset))["counter-multimodal"]
     assert issue.affects["kernels"] == [name] and issue.severity == "unreliable"
     assert sorted(issue.affects["processes"]) == sorted(r.meta.label for r in passes)
+
+
+def test_processes_run_one_after_another_within_a_minute_are_one_recording(tmp_path):
+    """A script or test suite under rocprofv3 that starts its processes one after another:
+    sequential, same host, gaps of microseconds to seconds. One recording of every process; a
+    process started two minutes after the rest ended is a later session of its own."""
+    from tests.test_tiny_units import HEADER
+    from tui_prof.analysis.api import recordings
+
+    host = tmp_path / "node0"
+    host.mkdir()
+    t0 = 1_700_000_000_000_000_000
+    starts = [t0, t0 + 10_000, t0 + 2_000_000_000, t0 + 50_000_000_000, t0 + 50_000_000_000 + 120_000_000_000]
+    for k, start in enumerate(starts):
+        pid = 500 + k
+        row = f'"KERNEL_DISPATCH",1,1,{pid},1,16,"kernel_{k}(float*)",1,{start},{start + 500},0,0,64,1,1,1024,1024,1'
+        (host / f"{pid}_kernel_trace.csv").write_text(f"{HEADER}\n{row}\n")
+    runset = load_path(tmp_path, use_cache=False)
+    pids = [run.meta.pid for run in runset.runs]
+    groups = [sorted(pids[i] for i in group) for group in recordings(runset)]
+    assert sorted(groups) == [[500, 501, 502, 503], [504]]

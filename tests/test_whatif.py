@@ -10,11 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui_prof.analysis import depgraph as dg
-from tui_prof.analysis.whatif import Edits, WhatIfError, critical_path, project, run_what_if
+from tui_prof.analysis.whatif import Edits, WhatIfError, critical_path, project, run_what_if, what_if
 from tui_prof.loaders import load_path
-from tui_prof.model import Run
+from tui_prof.model import Run, RunMeta
 from tui_prof.model.schema import make_table
 from tui_prof.synth.spec import GEMM_NAME, SynthSpec, build
 
@@ -389,3 +391,174 @@ def test_finding_codes_and_gap_causes_are_edits():
         b = project(run, "b", Edits(removes=[cause]), None).result["projected_ns"]
         assert a == b, alias
     assert project(run, "c", Edits(launch_free=True), None).result["projected_ns"] == project(run, "d", Edits(removes=["launch"]), None).result["projected_ns"]
+
+
+def _random_edits(g: dg.DepGraph, seed: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    dur = np.rint(g.dur * rng.choice([0.0, 0.5, 1.0, 2.0], size=g.size)).astype(np.int64)
+    gap = np.rint(g.gap * rng.choice([0.0, 1.0, 3.0], size=g.size)).astype(np.int64)
+    lat = np.where(rng.random(g.size) < 0.2, 0, g.lat)
+    waits = (g.wait >= 0) & (rng.random(g.size) > 0.3 * (seed % 2))
+    # a collective's floor (another rank arriving later) on some operations
+    floor = np.where((g.kind >= dg.KERNEL) & (rng.random(g.size) < 0.1), g.end + rng.integers(-20_000, 20_000, g.size), dg.NEG)
+    return dur, gap, lat, g.ret, waits, floor
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sync=st.sampled_from(["end", "per_iteration", "per_launch"]),
+    streams=st.integers(1, 3),
+    gpus=st.integers(1, 2),
+    iterations=st.integers(1, 30),
+    kernels=st.integers(1, 12),
+    seed=st.integers(0, 1000),
+)
+def test_chain_schedule_equals_the_walk_on_generated_graphs(sync, streams, gpus, iterations, kernels, seed):
+    """The array passes give exactly the walk's times whenever they settle (property test on
+    generated runs with random duration, gap, latency and wait edits); with one sync at the
+    end they settle on every graph (else the test would check nothing)."""
+    s = build(SynthSpec(iterations=iterations, kernels_per_iteration=kernels, sync=sync, streams=streams, gpus=gpus, seed=seed))
+    g = dg.build_graph(Run(agents=s.agents, kernels=s.kernels, api=s.api, copies=s.copies))
+    for edit_seed in (seed, seed + 1):
+        arrays = _random_edits(g, edit_seed)
+        walk = dg.schedule_walk(g, *arrays)
+        chains = dg.schedule_chains(g, *arrays)
+        if sync == "end" and streams == 1:
+            assert chains is not None
+        if chains is not None:
+            assert np.array_equal(chains[0], walk[0]) and np.array_equal(chains[1], walk[1])
+        assert all(np.array_equal(x, y) for x, y in zip(dg.schedule(g, *arrays), walk, strict=True))
+
+
+@pytest.mark.parametrize("name", ["decode_eager", "decode_graph", "train_sync"])
+def test_chain_schedule_equals_the_walk_on_real_graphs(name):
+    g = dg.build_graph(load_path(str(H200 / f"{name}.pt.trace.json.gz")).runs[0])
+    settled = 0
+    for seed in range(4):
+        arrays = _random_edits(g, seed)
+        chains = dg.schedule_chains(g, *arrays)
+        if chains is not None:
+            settled += 1
+            walk = dg.schedule_walk(g, *arrays)
+            assert np.array_equal(chains[0], walk[0]) and np.array_equal(chains[1], walk[1])
+    assert settled
+
+
+@pytest.mark.parametrize("segments", [1, 5, 300])
+def test_segmented_running_maximum_both_ways(segments):
+    """Few segments (one accumulate each) and many (the complex-number accumulate): the
+    running maximum restarts at each segment, exactly, for large and negative values."""
+    rng = np.random.default_rng(segments)
+    seg = np.sort(rng.integers(0, segments, 5_000))
+    seg = np.unique(seg, return_inverse=True)[1].astype(np.int64)
+    values = rng.integers(-(1 << 50), 1 << 50, 5_000)
+    expected = np.empty_like(values)
+    for i in range(len(values)):
+        expected[i] = values[i] if i == 0 or seg[i] != seg[i - 1] else max(expected[i - 1], values[i])
+    assert np.array_equal(dg._seg_cummax(seg, values), expected)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"ranks": 4, "iterations": 3}, {"ranks": 4, "iterations": 5, "hosts": 2, "collectives": ("AllReduce", "AllGather")}, {"ranks": 3, "slow_rank": None}],
+)
+def test_critical_path_waits_across_ranks_on_a_generated_job(kw):
+    """Each rank's critical path through its collectives waits for the straggler exactly the
+    generator's waits (synth.ranks: every instance ends collective_ns after the last arrival;
+    two hosts with unrelated clocks included); the straggler waits for nobody; with no slow
+    rank nobody waits. Part <= whole: the waits lie inside the path's communication time."""
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    ranks = build_ranks(RankSpec(**kw))
+    doc = build_summary(ranks.runset(), SummaryOptions(logs=False))
+    expected = ranks.expected.wait_by_rank
+    slow = kw.get("slow_rank", 1)
+    for r, p in enumerate(doc["critical_path"]["processes"]):
+        waited = p["waiting_on_ranks"]
+        if slow is None or r == slow:
+            assert waited == []
+        else:
+            assert waited == [{"rank": slow, "ns": expected[r], "instances": len(ranks.expected.straggler)}]
+        assert sum(w["ns"] for w in waited) <= p["groups"]["communication"]
+
+
+def test_critical_path_waits_across_ranks_of_hta_ranks():
+    """HTA's two sampled ranks: their collectives wait for each other (the stragglers section
+    lists them) but neither rank's critical path runs through them (host-bound: no
+    communication on the path), so neither path waits for the other rank."""
+    from tui_prof.analysis.summary import SummaryOptions, build_summary
+
+    doc = build_summary(load_path(str(ROOT / "tests" / "data" / "kineto" / "ranks"), use_cache=False), SummaryOptions(logs=False))
+    assert doc["stragglers"]["others_wait_ns"] > 0
+    for p in doc["critical_path"]["processes"]:
+        assert p["groups"]["communication"] == 0 and p["waiting_on_ranks"] == []
+
+
+def _two_ranks(compute: tuple[int, int], transfer: int = 50) -> list[Run]:
+    """Two processes on one host: a compute kernel, then an all-reduce on the same stream, then
+    a device synchronisation; the all-reduce ends ``transfer`` after the later rank's arrives."""
+    arrival = [15 + c for c in compute]
+    end = max(arrival) + transfer
+    runs = []
+    for r, c in enumerate(compute):
+        api = make_table(
+            "api",
+            {
+                "start": np.array([0, 20, 40]),
+                "end": np.array([10, 30, end + 5]),
+                "name": ["cudaLaunchKernel", "cudaLaunchKernel", "cudaDeviceSynchronize"],
+                "domain": "cuda",
+                "pid": 100 + r,
+                "tid": 1,
+                "correlation_id": np.array([1, 2, 3]),
+            },
+        )
+        kernels = make_table(
+            "kernels",
+            {
+                "start": np.array([15, arrival[r]]),
+                "end": np.array([15 + c, end]),
+                "name": ["gemm_compute_kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"],
+                "agent": 0,
+                "stream": 7,
+                "pid": 100 + r,
+                "tid": 1,
+                "correlation_id": np.array([1, 2]),
+            },
+        )
+        runs.append(Run(meta=RunMeta(hostname="h", pid=100 + r, rank=r), kernels=kernels, api=api))
+    return runs
+
+
+def test_what_if_moves_every_rank_with_the_straggler():
+    """Edges across ranks: rank 1 computes 200 ns, rank 0 100 ns, and rank 0's all-reduce waits
+    100 ns for rank 1. Halving the compute: every all-reduce ends transfer (50) after the later
+    arrival (15 + 100), each sync 5 after it: both ranks project exactly the two-rank run
+    recorded with compute (50, 100) -- rank 0 included, whose recorded wait shrinks with the
+    straggler. With no edit the record comes back."""
+    runs = _two_ranks((100, 200))
+    doc = what_if([(run, f"rank{i}", None) for i, run in enumerate(runs)], Edits(scales=[("gemm", 0.5)]))
+    expected = _two_ranks((50, 100))
+    for p, run in zip(doc["processes"], expected, strict=True):
+        assert p["projected_ns"] == int(run.api["end"].max()) - 0
+    assert doc["cross_rank"]["settled"] and doc["cross_rank"]["instances"] == 1
+    same = what_if([(run, f"rank{i}", None) for i, run in enumerate(runs)], Edits())
+    assert all(p["projected_ns"] == p["baseline_ns"] for p in same["processes"])
+    alone = project(runs[0], "rank0", Edits(scales=[("gemm", 0.5)]), None).result  # without the other rank: its wait is kept
+    assert alone["projected_ns"] > doc["processes"][0]["projected_ns"]
+
+
+@pytest.mark.parametrize("hosts", [1, 2])
+def test_coupled_ranks_give_back_the_record(hosts):
+    """A generated job (a straggler, two collective types; two hosts: unrelated clocks): with
+    no edit the coupled re-schedule settles and every rank's projection is its record; halving
+    the communication on every rank saves on every rank."""
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    runset = build_ranks(RankSpec(ranks=4, iterations=3, hosts=hosts, collectives=("AllReduce", "AllGather"))).runset()
+    same = run_what_if(runset, Edits())
+    assert same["cross_rank"]["settled"] and same["cross_rank"]["instances"] == 6
+    assert all(p["projected_ns"] == p["baseline_ns"] for p in same["processes"])
+    faster = run_what_if(runset, Edits(scales=[("communication", 0.5)]))
+    assert faster["cross_rank"]["settled"] and all(p["saving_ns"] > 0 for p in faster["processes"])

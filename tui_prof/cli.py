@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import math
 import os
 import sys
@@ -146,6 +147,16 @@ def parse_count(text: str) -> int:
     return parse_number(text, whole=True, at_most=INT64_MAX, note=" (0 lists all)")
 
 
+def parse_cluster(text: str) -> str:
+    """Where ``--cluster`` runs the ranks: local, local:N, pool, pool:N (N >= 1) or a Dask scheduler's tcp:// or tls:// address."""
+    kind, _, count = text.partition(":")
+    if kind in ("local", "pool") and (not count or (count.isdigit() and int(count) >= 1)):
+        return text
+    if text.startswith(("tcp://", "tls://")) and len(text) > 6:
+        return text
+    raise argparse.ArgumentTypeError(f"expected local[:N], pool[:N] or tcp://HOST:PORT, not {text!r}")
+
+
 def parse_path(text: str) -> str:
     """A run path as given; the empty string is a usage error (it would mean the current
     folder, which nobody types on purpose)."""
@@ -213,6 +224,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if unusable:  # one line: the reason (a missing path is not also "nothing could be loaded")
         _say(unusable)
         return EXIT_NOTHING_LOADED
+    if args.cluster:
+        return _summary_cluster(args, rules)
     progress = _progress_printer()
     runset = load_path(args.path, progress=progress, use_cache=not args.no_cache)
     for issue in runset.errors:
@@ -226,6 +239,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     runset, status = _one_recording(runset, args.recording)
     if status is not None:
         return status
+    # the loaded runs live until the command ends: out of the cyclic collector's sight, its
+    # passes during the analysis walk only the analysis's own objects (with thousands of
+    # processes the runs' pandas objects would make every full pass cost more than the step)
+    gc.freeze()
     options = SummaryOptions(
         top=None if args.top <= 0 else args.top,
         gap_threshold_ns=args.gap_threshold,
@@ -244,6 +261,60 @@ def cmd_summary(args: argparse.Namespace) -> int:
         sys.stdout.write(summary_markdown(summary))
     else:
         print(summary_text(summary))
+    return EXIT_OK
+
+
+CLUSTER_ONLY_WITHOUT = ("md", "recording", "step", "warmup", "outlier_factor")
+
+
+def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200):
+    """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
+    local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
+    when it cannot be."""
+    from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
+    from tui_prof.cluster import ClusterError, DaskMissing, plan, summarise_cluster, summarise_pool
+
+    rules = rules or DEFAULT_CATEGORY_RULES
+    progress = _progress_printer()
+    try:
+        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps)
+        if cluster == "pool" or cluster.startswith("pool:"):
+            workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
+            merged = summarise_pool(planned.tasks, rules, workers, progress)
+        else:
+            merged = summarise_cluster(planned.tasks, rules, cluster, progress)
+    except ClusterError as err:
+        _say(err)
+        return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
+    if progress:
+        progress("done", 1, 1)
+    for line in planned.errors + merged.errors:
+        _say(line)
+    for label, reason in merged.failed:
+        _say(f"rank {label} failed: {reason}")
+    if not merged.merge.ranks:
+        _say(f"nothing could be loaded from {_shown_path(path)}")
+        return None, EXIT_NOTHING_LOADED
+    return merged, None
+
+
+def _summary_cluster(args: argparse.Namespace, rules) -> int:
+    """``summary --cluster``: per-rank partials on a process pool (``pool[:N]``) or a Dask
+    cluster (``local[:N]``, ``tcp://HOST:PORT``), merged here (docs/cluster.md)."""
+    from tui_prof.render.partials import merged_text
+
+    for name in CLUSTER_ONLY_WITHOUT:
+        if getattr(args, name, None) not in (None, False):
+            raise _UsageError(f"--{name.replace('_', '-')} needs the whole run in one process: not with --cluster")
+    max_gaps = None if args.max_gaps <= 0 else args.max_gaps
+    merged, status = _merged_run(args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps)
+    if merged is None:
+        return status
+    doc = merged.document(None if args.top <= 0 else args.top)
+    if args.json:
+        _write_json(doc)
+    else:
+        print(merged_text(doc))
     return EXIT_OK
 
 
@@ -369,6 +440,8 @@ def cmd_open(args: argparse.Namespace) -> int:
         if not os.path.lexists(path):
             _say(f"{_shown_path(path)}: no such file or directory")
             return EXIT_NOTHING_LOADED
+    if getattr(args, "cluster", None):
+        return _open_cluster(args, str(path))
     from tui_prof.tui.app import TuiProfApp
     from tui_prof.tui.glyphs import plain_ansi
 
@@ -379,6 +452,22 @@ def cmd_open(args: argparse.Namespace) -> int:
     if app.load_error:  # shown in the app until q; repeated here for the shell
         _say(app.load_error.splitlines()[0])
         return EXIT_USAGE if app.load_error.startswith("--recording") else EXIT_NOTHING_LOADED
+    return EXIT_OK
+
+
+def _open_cluster(args: argparse.Namespace, path: str) -> int:
+    """``open --cluster``: the ranks merged from per-rank partials (computed before the app
+    starts, progress on stderr), then the rank table; Enter loads one rank alone."""
+    if getattr(args, "recording", None) is not None:
+        raise _UsageError("--recording needs the whole run in one process: not with --cluster")
+    merged, status = _merged_run(path, args.cluster, None, use_cache=not args.no_cache)
+    if merged is None:
+        return status
+    from tui_prof.tui.cluster_app import MergedRanksApp
+    from tui_prof.tui.glyphs import plain_ansi
+
+    extra = {"ansi_color": True} if plain_ansi() else {}
+    MergedRanksApp(merged.document(20), merged.files, use_cache=not args.no_cache, **extra).run(mouse=not args.no_mouse)
     return EXIT_OK
 
 
@@ -871,6 +960,14 @@ def _summary_parser(sub: Any) -> None:
         metavar="N",
         help="PATH holds separate recordings (files hours apart): summarise recording N (default: the one with most dispatches; listed on stderr)",
     )
+    summary.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        type=parse_cluster,
+        default=None,
+        help="summarise rank by rank from per-rank partials: local[:N] (a Dask LocalCluster of N worker processes), "
+        "tcp://HOST:PORT (a running Dask scheduler), pool[:N] (a process pool, no Dask); the merged sections only (docs/cluster.md)",
+    )
     summary.set_defaults(func=cmd_summary)
 
 
@@ -935,6 +1032,14 @@ def _open_parser(sub: Any, names: list[str], sample_help: str) -> None:
     opener.add_argument("--color-system", choices=["auto", "truecolor", "256", "standard"], default="auto")
     opener.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the columnar cache (default: reuse the cached load of an unchanged run)"
+    )
+    opener.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        type=parse_cluster,
+        default=None,
+        help="a run of many ranks: the rank table merged from per-rank partials (local[:N], tcp://HOST:PORT, pool[:N]; "
+        "see summary --cluster); Enter loads one rank alone",
     )
     _recording_option(opener, "open (default: the one with most dispatches; the app says which)")
     opener.set_defaults(func=cmd_open)

@@ -20,7 +20,6 @@ from tui_prof.analysis.diff import (
     KERNEL_DIFF_COLUMNS,
     MATCH_MODES,
     DiffResult,
-    comparable,
     diff_runsets,
     inconclusive,
     rank_diff,
@@ -28,6 +27,7 @@ from tui_prof.analysis.diff import (
     rematch,
 )
 from tui_prof.analysis.diff import SCHEMA as DIFF_SCHEMA
+from tui_prof.analysis.diff import comparable as judged_metrics
 from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
@@ -61,6 +61,7 @@ from tui_prof.analysis.operators import (
     operators_section,
     process_categories,
 )
+from tui_prof.analysis.partials import MERGED_SECTIONS, PartialMerge, RankPartial, comparable, merge_partials, merged_sections, rank_partials
 from tui_prof.analysis.ranks import (
     RankAlignment,
     RankCore,
@@ -74,20 +75,22 @@ from tui_prof.analysis.ranks import (
     sections_of_cores,
 )
 from tui_prof.analysis.runinput import RunInput, run_inputs, run_label, time_range, wall_ns
+from tui_prof.analysis.savings import edit_of
 from tui_prof.analysis.sections import CommunicationSection, Finding, MemorySection, RankRecord, StepRecord, StepsSection, StragglerSection, Summary
 from tui_prof.analysis.stats import COPY_STATS, DOMAIN_OF, KERNEL_STATS, source_label, tables_with, tool_of, trace_recorded
 from tui_prof.analysis.stats import combine as combine_stats
 from tui_prof.analysis.stepdiff import STEPS_VERSION, StepChoice, StepChoiceError, StepDiff, StepSide, diff_steps
 from tui_prof.analysis.steps import PROFILER_STEP, steps_section
 from tui_prof.analysis.summary import SCHEMA, Progress, SummaryOptions, SummaryResult, build_summary, summarise
-from tui_prof.analysis.timeline import CAUSES, GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
-from tui_prof.analysis.whatif import Edits, WhatIfError, run_what_if
+from tui_prof.analysis.timeline import CAUSES, DEFAULT_GAP_THRESHOLD_NS, GAP_COLUMNS, GapSet, copy_agents, gpu_timeline
+from tui_prof.analysis.whatif import Edits, WhatIfError, path_segments, run_what_if
 from tui_prof.threads import Lane, inline_lane, threaded_lane
 
 __all__ = [
     "CAUSES",
     "COPY_STATS",
     "DEFAULT_CATEGORY_RULES",
+    "DEFAULT_GAP_THRESHOLD_NS",
     "DEFAULT_NOISE_PCT",
     "DEFAULT_NOISE_PP",
     "DIFF_SCHEMA",
@@ -98,6 +101,7 @@ __all__ = [
     "KERNEL_STATS",
     "MATCH_MODES",
     "MEMORY_FROM_API",
+    "MERGED_SECTIONS",
     "NOT_LINKED",
     "PROFILER_STEP",
     "SCHEMA",
@@ -115,9 +119,11 @@ __all__ = [
     "Issue",
     "Lane",
     "MemorySection",
+    "PartialMerge",
     "Progress",
     "RankAlignment",
     "RankCore",
+    "RankPartial",
     "RankRecord",
     "RecordingChoice",
     "RunInput",
@@ -151,6 +157,7 @@ __all__ = [
     "diff_runsets",
     "diff_steps",
     "dominant_op",
+    "edit_of",
     "gpu_timeline",
     "group_key",
     "has_module_scopes",
@@ -160,10 +167,13 @@ __all__ = [
     "inconclusive",
     "inline_lane",
     "instances",
+    "judged_metrics",
     "kernel_categories_of",
     "link_launches",
     "link_operators",
     "load_category_rules",
+    "merge_partials",
+    "merged_sections",
     "module_key",
     "nesting_depth",
     "nvidia_hint",
@@ -173,12 +183,14 @@ __all__ = [
     "operator_links",
     "operators_section",
     "ops_overlapping",
+    "path_segments",
     "pick_recording",
     "process_categories",
     "rank_cores",
     "rank_diff",
     "rank_numbers",
     "rank_offsets",
+    "rank_partials",
     "rank_records",
     "ranks_sections",
     "recording_runset",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from tui_prof.analysis import aggregate, stats
 from tui_prof.analysis.runinput import RunInput, process_ns
 from tui_prof.analysis.sections import CopiesSection, CopyDirection, CopyKind, CopyKindDirection
 from tui_prof.analysis.timeline import union_length
-from tui_prof.model import RunSet
+from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import concat_tables
 
 # Kineto (CUPTI) names a copy by its direction and the memory kinds of its two ends:
@@ -151,3 +152,93 @@ def copies_source(runset: RunSet) -> str:
     if any(len(run.copies) for run in runset.runs):
         return "trace"
     return "stats" if stats.tables_with(runset, stats.COPY_STATS) else "none"
+
+
+def copies_part(run: Run) -> dict[str, Any]:
+    """What one process adds to :func:`copies_section` (analysis.partials): per (kind,
+    direction) the count, known bytes, unknown sizes and time (integers), the slowest and
+    fastest single copy's bandwidth and its first copy's (start, bandwidth) in start order;
+    the union of its copies; its ``copies_source``. :func:`copies_of_parts` folds them."""
+    copies = run.copies
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    if len(copies):
+        start = copies["start"].to_numpy()
+        dur = copies["end"].to_numpy() - start
+        nbytes = copies["bytes"].to_numpy()
+        directions = copies["direction"].astype(str).replace("", "unknown").to_numpy()
+        names = copies["name"].astype(str).to_numpy()
+        for i in np.argsort(start, kind="stable").tolist():  # start order: a group's first copy comes first
+            d = str(directions[i])
+            g = groups.setdefault((copy_kind(str(names[i]), d), d), {"count": 0, "bytes": 0, "size_unknown": 0, "time_ns": 0, "first": None, "bw": []})
+            g["count"] += 1
+            g["bytes"] += int(nbytes[i]) if nbytes[i] >= 0 else 0
+            g["size_unknown"] += int(nbytes[i] < 0)
+            g["time_ns"] += int(dur[i])
+            if nbytes[i] > 0 and dur[i] > 0:
+                bw = float(nbytes[i] / dur[i])  # as _bandwidths: int64 / int64 in float64
+                g["first"] = g["first"] or (int(start[i]), bw)
+                g["bw"].append(bw)
+        for g in groups.values():
+            bws = g.pop("bw")
+            g["min"], g["max"] = (min(bws), max(bws)) if bws else (None, None)
+    return {
+        "groups": groups,
+        "busy": int(union_length(copies["start"].to_numpy(), copies["end"].to_numpy())),
+        "source": copies_source(RunSet(root="", runs=[run])),
+    }
+
+
+def _summed(groups: Sequence[dict[str, Any]]) -> CopyDirection:
+    t = sum(g["time_ns"] for g in groups)
+    b = sum(g["bytes"] for g in groups)
+    return {
+        "count": sum(g["count"] for g in groups),
+        "bytes": b,
+        "size_unknown": sum(g["size_unknown"] for g in groups),
+        "time_ns": t,
+        "bandwidth_gbs": round(b / t, 4) if t > 0 and b > 0 else None,
+    }
+
+
+def copies_of_parts(parts: Sequence[dict[str, Any]], process_total: int) -> tuple[CopiesSection, str]:
+    """``copies`` and ``copies_source`` from each process's :func:`copies_part`, in process
+    order (a group's first copy: the earliest start, ties in process order, as one sort of
+    every process's copies)."""
+    merged: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for part in parts:
+        for key, g in part["groups"].items():
+            merged.setdefault(tuple(key), []).append(g)
+    directions = sorted({d for _, d in merged})
+    all_groups = [g for gs in merged.values() for g in gs]
+    total = _summed(all_groups)
+    busy = sum(part["busy"] for part in parts)
+    by_kind: dict[str, CopyKind] = {}
+    for kind in COPY_KINDS:
+        mine = sorted(d for k, d in merged if k == kind)
+        if not mine:
+            continue
+        inner: dict[str, CopyKindDirection] = {}
+        for d in mine:
+            gs = merged[(kind, d)]
+            firsts = [(g["first"][0], n, g["first"][1]) for n, g in enumerate(gs) if g["first"] is not None]
+            mins = [g["min"] for g in gs if g["min"] is not None]
+            maxs = [g["max"] for g in gs if g["max"] is not None]
+            inner[d] = {
+                **_summed(gs),
+                "first_bandwidth_gbs": round(min(firsts)[2], 4) if firsts else None,
+                "min_bandwidth_gbs": round(min(mins), 4) if mins else None,
+                "max_bandwidth_gbs": round(max(maxs), 4) if maxs else None,
+            }
+        by_kind[kind] = {**_summed([g for d in mine for g in merged[(kind, d)]]), "by_direction": inner}
+    section: CopiesSection = {
+        "count": total["count"],
+        "bytes": total["bytes"],
+        "size_unknown": total["size_unknown"],
+        "time_ns": total["time_ns"],
+        "busy_ns": int(busy),
+        "pct_of_wall": aggregate.pct(busy, process_total),
+        "by_direction": {d: _summed([g for (_, dd), gs in merged.items() if dd == d for g in gs]) for d in directions},
+        "by_kind": by_kind,
+    }
+    sources = {part["source"] for part in parts}
+    return section, "trace" if "trace" in sources else "stats" if "stats" in sources else "none"

@@ -27,7 +27,7 @@ from tui_prof.analysis.arrays import code_totals, in_order
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import StepsSection
-from tui_prof.analysis.whatif import GROUPS, critical_path, path_json
+from tui_prof.analysis.whatif import GROUPS, PathSummary, critical_path, path_json
 from tui_prof.model import Run
 
 MAX_STEP_ROWS = 200  # steady steps listed per process (the first ones)
@@ -141,12 +141,71 @@ def process_windows(inputs: Sequence[RunInput], steps: StepsSection, max_nodes: 
     return out
 
 
+def collective_waits(windows: dict[int, ProcessWindow], rules: CategoryRules) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per process window (several processes): for each kernel row of its run, the time its
+    collective instance waited for the last rank to arrive and that rank's number (0 and -1
+    for other kernels). The k-th collective of a type on every rank is one instance (each
+    window starts at its process's first event, so the k-th is the same on every rank); the
+    last to arrive spends the least time in it (analysis.ranks' rule: host clocks need not
+    agree), every other rank waits its duration minus that; an instance in which every rank
+    spent the same time names nobody."""
+    from tui_prof.analysis.ranks import collective_types, communication_mask, rank_numbers
+
+    if len(windows) < 2:
+        return {}
+    positions = list(windows)
+    numbers = [n for n, _ in rank_numbers([windows[p].run for p in positions])]
+    out = {p: (np.zeros(len(windows[p].run.kernels), np.int64), np.full(len(windows[p].run.kernels), -1, np.int64)) for p in positions}
+    per: list[dict[str, np.ndarray]] = []  # per process: type -> kernel rows in start order
+    durations = []
+    for p in positions:
+        k = windows[p].run.kernels
+        durations.append(k["end"].to_numpy().astype(np.int64) - k["start"].to_numpy().astype(np.int64))
+        rows = np.flatnonzero(communication_mask(k, rules))
+        rows = rows[np.argsort(k["start"].to_numpy()[rows], kind="stable")]
+        kinds = collective_types(k["name"], rows)
+        per.append({str(t): rows[kinds == t] for t in set(kinds.tolist())})
+    big = np.iinfo(np.int64).max
+    for kind in sorted({t for d in per for t in d}):
+        members = [(i, d[kind]) for i, d in enumerate(per) if kind in d]
+        depth = max(len(rows) for _, rows in members)
+        # members x instances: each rank's duration of the instance (-1: the rank has no such instance)
+        dur = np.full((len(members), depth), -1, dtype=np.int64)
+        for m, (i, rows) in enumerate(members):
+            dur[m, : len(rows)] = durations[i][rows]
+        have = dur >= 0
+        fastest = np.where(have, dur, big).min(axis=0)
+        last = np.array([numbers[i] for i, _ in members], dtype=np.int64)[np.where(have & (dur == fastest), dur, big).argmin(axis=0)]
+        named = (have.sum(axis=0) > 1) & (np.where(have, dur, -1).max(axis=0) > fastest)  # two ranks or more, not all the same
+        for m, (i, rows) in enumerate(members):
+            j = np.flatnonzero(named[: len(rows)] & (dur[m, : len(rows)] > fastest[: len(rows)]))
+            out[positions[i]][0][rows[j]] = dur[m, j] - fastest[j]
+            out[positions[i]][1][rows[j]] = last[j]
+    return out
+
+
+def waiting_on_ranks(path: PathSummary, waits: tuple[np.ndarray, np.ndarray] | None) -> list[dict]:
+    """The critical path's time inside collectives spent waiting for another rank, per rank
+    waited for (an interval's waiting part: at most its instance's wait), largest first."""
+    if waits is None or not len(path.kernel_row):
+        return []
+    on = path.kernel_row >= 0
+    rows = path.kernel_row[on]
+    wait, last = waits[0][rows], waits[1][rows]
+    part = np.minimum(path.length[on], wait)
+    hit = (last >= 0) & (part > 0)
+    ranks = sorted(set(last[hit].tolist()))
+    found = [{"rank": int(r), "ns": int(part[hit][last[hit] == r].sum()), "instances": int(np.count_nonzero(last[hit] == r))} for r in ranks]
+    return sorted(found, key=lambda x: -x["ns"])
+
+
 def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) -> tuple[dict, dict[str, int]]:
     """(the ``critical_path`` section, ns on the path per kernel / copy name over all processes,
     scaled to each process's whole window)."""
     per: list[dict] = []
     by_kernel: dict[str, int] = {}
-    for w in windows.values():
+    waits = collective_waits(windows, rules)
+    for pos, w in windows.items():
         g = w.graph
         lo, hi = w.lo - g.t0, w.hi - g.t0
         path = critical_path(w.run, g, g.start, g.end, lo, hi, rules=rules)
@@ -161,6 +220,8 @@ def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
             "links": g.links,
             "kernel_ns_by_category": kernel_ns_by_category(w.run, rules),
         }
+        if waits:
+            record["waiting_on_ranks"] = waiting_on_ranks(path, waits.get(pos))
         if w.steps:
             starts = np.array([rec["start_ns"] for rec in w.steps], dtype=np.int64) - g.t0
             ends = np.array([rec["end_ns"] for rec in w.steps], dtype=np.int64) - g.t0
@@ -184,10 +245,11 @@ def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
     k = run.kernels
     if k.empty:
         return {}
-    names = k["name"].cat.categories
+    column = k["name"].array  # the Categorical: no Series per ``.cat`` access
+    names = column.categories
     cats = sorted({rules.classify(str(n)) for n in names} | {"other"})
     of = np.array([cats.index(rules.classify(str(n))) for n in names] + [cats.index("other")], dtype=np.int64)
-    codes = k["name"].cat.codes.to_numpy().astype(np.int64)
+    codes = column.codes.astype(np.int64)
     _, sums = code_totals(of[np.where(codes >= 0, codes, len(names))], k["end"].to_numpy() - k["start"].to_numpy(), len(cats))
     return {cats[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
 

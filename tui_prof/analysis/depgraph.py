@@ -39,8 +39,11 @@ re-schedule, for the operation it waited for in the record only. Collectives are
 within their process only (each rank's collective kernel keeps its recorded duration,
 which includes its wait for the slowest rank).
 
-Everything is built with array operations; only :func:`schedule` walks the nodes one by
-one (a re-schedule is a longest-path computation along chains millions of nodes long).
+Everything is built with array operations. A re-schedule (:func:`schedule`) is a
+longest-path computation along chains millions of nodes long: whole chains at once
+(prefix sums and a running maximum per host thread and per queue, :func:`schedule_chains`)
+when the host and the GPU wait for each other only a few times, else node by node
+(:func:`schedule_walk`); both give the same times (tests/test_whatif.py checks it).
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ class DepGraph:
     ret: np.ndarray  # that operation's end -> the call's end
     l0_ns: int  # the usual shortest launch latency
     links: dict[str, int] = field(default_factory=dict)
+    # the operations in queue order (each queue's sprev chain contiguous), None: not known (a subgraph)
+    qorder: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -151,6 +156,16 @@ def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
     return {"rows": tops, "start": s[tops], "end": e[tops], "thread": thread[tops], "node_of_row": node_of_row, "nested": np.array([n - len(tops)])}
 
 
+def _op_column(k: pd.DataFrame, c: pd.DataFrame, column: str, *copy_columns: str) -> np.ndarray:
+    """The kernels' ``column`` then the copies' (the larger of ``copy_columns`` where given)
+    as int64; an empty copy table adds nothing and costs no pandas step."""
+    of_kernels = k[column].to_numpy().astype(np.int64)
+    if not len(c):
+        return of_kernels
+    of_copies = np.maximum.reduce([c[name].to_numpy() for name in copy_columns or (column,)])
+    return np.concatenate([of_kernels, np.asarray(of_copies).astype(np.int64)])
+
+
 def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     """The dependency graph of one process (module docstring)."""
     api, k, c = run.api, run.kernels, run.copies
@@ -175,11 +190,11 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     c_cls = classes[calls["rows"]].astype(np.int8) if nc else np.array([], np.int8)
     # --- operations: kernels then copies
     nk, ncp = len(k), len(c)
-    o_start = np.concatenate([k["start"].to_numpy().astype(np.int64), c["start"].to_numpy().astype(np.int64)]) - t0
-    o_end = np.maximum(np.concatenate([k["end"].to_numpy().astype(np.int64), c["end"].to_numpy().astype(np.int64)]) - t0, o_start)
-    o_agent = np.concatenate([k["agent"].to_numpy().astype(np.int64), np.maximum(c["dst_agent"].to_numpy(), c["src_agent"].to_numpy()).astype(np.int64)])
-    stream = np.concatenate([k["stream"].to_numpy().astype(np.int64), c["stream"].to_numpy().astype(np.int64)])
-    queue = np.concatenate([k["queue"].to_numpy().astype(np.int64), c["queue"].to_numpy().astype(np.int64)])
+    o_start = _op_column(k, c, "start") - t0
+    o_end = np.maximum(_op_column(k, c, "end") - t0, o_start)
+    o_agent = _op_column(k, c, "agent", "dst_agent", "src_agent")
+    stream = _op_column(k, c, "stream")
+    queue = _op_column(k, c, "queue")
     lane = np.where(stream >= 0, stream, np.where(queue >= 0, queue + (1 << 40), -1))
     no = nk + ncp
     # launch links: kernels to launch-class calls, copies to any call
@@ -227,8 +242,7 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
         "waits": int(np.count_nonzero(wait >= 0)),
         "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc))),
     }
-    pad = np.full(no, -1, dtype=np.int64)
-    zeros = np.zeros(no, dtype=np.int64)
+    pad, zeros = np.full(no, -1, dtype=np.int64), np.zeros(no, dtype=np.int64)
     return DepGraph(
         t0=t0,
         n_calls=nc,
@@ -250,6 +264,7 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
         ret=np.concatenate([ret, zeros]),
         l0_ns=l0,
         links=links,
+        qorder=order.astype(np.int64) + nc,
     )
 
 
@@ -356,16 +371,158 @@ def _q(values: np.ndarray) -> array:
     return out
 
 
-def schedule(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def schedule(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of every node with the given durations and lags; ``waits``: per node,
-    whether a waiting call still waits (a removed sync does not). With the graph's own
-    arrays this gives back the recorded times."""
+    whether a waiting call still waits (a removed sync does not); ``floor``: per node, a time
+    an operation cannot end before (a collective waiting for the other ranks; ``NEG``: none).
+    With the graph's own arrays this gives back the recorded times.
+
+    Array passes (:func:`schedule_chains`) when they settle within ``CHAIN_ROUNDS`` rounds;
+    else the node-by-node walk (:func:`schedule_walk`): the same times either way."""
+    found = schedule_chains(g, dur, gap, lat, ret, waits, floor) if chains_worth_it(g, waits) else None
+    return found if found is not None else schedule_walk(g, dur, gap, lat, ret, waits, floor)
+
+
+CHAIN_ROUNDS = 24  # [P] rounds of array passes tried before the walk (a round costs ~1/50 of a walk)
+CHAIN_MIN_NODES = 50_000  # [P] below it the walk is as fast as the array passes' fixed costs
+
+
+def chains_worth_it(g: DepGraph, waits: np.ndarray) -> bool:
+    """Whether :func:`schedule_chains` should be tried: a large graph whose recorded waits
+    that bound their call (the call ended with the work it waited for) are fewer than the
+    rounds allowed -- each such wait is one turn from the GPU back to the host, and the
+    array passes take one round per turn on the path."""
+    if g.size < CHAIN_MIN_NODES:
+        return False
+    w = np.flatnonzero((g.wait >= 0) & waits)
+    bound = g.end[g.wait[w]] + g.ret[w] >= g.start[w] + g.dur[w]
+    return int(np.count_nonzero(bound)) < CHAIN_ROUNDS
+
+
+EXACT_FLOAT = 1 << 51  # below it an int64 is exact in a float64 (the chain maxima run on complex numbers)
+NEG = -(1 << 60)  # no constraint
+FEW_SEGMENTS = 64  # chains below which each gets its own accumulate
+
+
+def _seg_cummax(segment: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarted at each new ``segment`` (nondecreasing codes):
+    one accumulate per segment when they are few; else numpy orders complex numbers by real
+    part, then imaginary part, so one accumulate over segment + 1j * value does it (exact
+    for |values| < EXACT_FLOAT)."""
+    if not len(segment):
+        return values.copy()
+    if int(segment[-1]) < FEW_SEGMENTS:
+        out = np.empty_like(values)
+        bounds = np.searchsorted(segment, np.arange(int(segment[-1]) + 2))
+        for a, b in itertools.pairwise(bounds.tolist()):
+            np.maximum.accumulate(values[a:b], out=out[a:b])
+        return out
+    return np.maximum.accumulate(segment.astype(np.float64) + 1j * values.astype(np.float64)).imag.astype(np.int64)
+
+
+def _chain_order(prev: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``nodes`` (whose ``prev`` links point at nodes of the same set or -1) in chain order,
+    each chain contiguous from its head, and the chain code of each (list ranking by pointer
+    doubling: log2 of the longest chain array passes)."""
+    local = np.full(len(prev), -1, dtype=np.int64)
+    local[nodes] = np.arange(len(nodes))
+    p = prev[nodes]
+    p = np.where(p >= 0, local[np.maximum(p, 0)], -1)
+    head = np.where(p >= 0, p, np.arange(len(nodes)))
+    depth = (p >= 0).astype(np.int64)
+    jump = p.copy()
+    while (jump >= 0).any():
+        ok = jump >= 0
+        j = np.maximum(jump, 0)
+        depth = np.where(ok, depth + depth[j], depth)
+        head = np.where(ok, head[j], head)
+        jump = np.where(ok, jump[j], -1)
+    order = np.lexsort((depth, head))
+    return nodes[order], head[order]
+
+
+def _chain_ends(first: np.ndarray, seg: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x_i = max(x_{i-1} + a_i, b_i) along each chain (x = b at a chain's first node), as
+    prefix sums and a segmented running maximum: x_i = A_i + max over j <= i of (b_j - A_j)."""
+    a = np.where(first, 0, a)
+    big = np.cumsum(a)
+    key = np.where(b > NEG, b - big, NEG)
+    return big + _seg_cummax(seg, key)
+
+
+def schedule_chains(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`schedule_walk`'s times by whole chains: each host thread's calls and each
+    queue's operations are a chain x_i = max(x_{i-1} + a_i, b_i) solved with array passes
+    (:func:`_chain_ends`), the chains' links to each other (launch -> operation, operation
+    -> the call that waited for it) taken from the previous round, until a round changes
+    nothing (the unique solution of an acyclic system). None when that takes more than
+    ``CHAIN_ROUNDS`` rounds (a host that waits after every launch alternates with the GPU
+    once per launch) or the times are too large for the exact maxima."""
+    n, nc = g.size, g.n_calls
+    if not n:
+        return g.start.copy(), g.end.copy()
+    limit = int(np.abs(g.start).max()) + int(np.abs(g.end).max()) + int(np.abs(dur).sum()) + int(np.abs(gap).sum()) + int(np.abs(lat).max(initial=0))
+    limit += int(np.abs(ret).sum()) + int(np.abs(g.slag).sum())
+    if limit >= EXACT_FLOAT:
+        return None
+    start, end = g.start.copy(), g.end.copy()
+    # host chains: calls are stored thread by thread in time order (hprev = the node before)
+    c_first = g.hprev[:nc] < 0
+    c_seg = np.cumsum(c_first) - 1
+    iw = ((g.kind == WAIT_CALL) & waits)[:nc]
+    c_wait = np.maximum(g.wait[:nc], 0)
+    c_a = gap[:nc] + dur[:nc]
+    # operation chains: queue order (sprev), each chain contiguous
+    if g.qorder is not None and len(g.qorder) == n - nc:
+        ops = g.qorder
+        o_seg = np.cumsum(g.sprev[ops] < 0) - 1
+    else:
+        ops, o_seg = _chain_order(g.sprev, np.arange(nc, n, dtype=np.int64))
+    o_first = g.sprev[ops] < 0
+    o_launch = g.launch[ops]
+    o_has = o_launch >= 0
+    o_d = dur[ops]
+    o_a = g.slag[ops] + o_d
+    o_base = np.where(o_first, g.start[ops], 0)  # no launch: the recorded start heads a queue, else the queue decides
+    o_floor = floor[ops] if floor is not None else None
+    o_slag = g.slag[ops]
+    for _ in range(CHAIN_ROUNDS):
+        ready = np.where(o_has, start[np.maximum(o_launch, 0)] + lat[ops], o_base)
+        o_end = _chain_ends(o_first, o_seg, o_a, ready + o_d if o_floor is None else np.maximum(ready + o_d, o_floor))
+        changed = not np.array_equal(o_end, end[ops])
+        end[ops] = o_end
+        o_prev = np.zeros(len(ops), dtype=np.int64)
+        o_prev[1:] = o_end[:-1]
+        start[ops] = np.where(o_first, ready, np.maximum(ready, o_prev + o_slag))
+        b = np.where(iw, end[c_wait] + ret[:nc], NEG)
+        b = np.where(c_first, np.maximum(g.start[:nc] + dur[:nc], b), b)
+        c_end = _chain_ends(c_first, c_seg, c_a, b)
+        before = np.zeros(nc, dtype=np.int64)
+        before[1:] = c_end[:-1]
+        c_start = np.where(c_first, g.start[:nc], before + gap[:nc])
+        changed |= not (np.array_equal(c_end, end[:nc]) and np.array_equal(c_start, start[:nc]))
+        end[:nc], start[:nc] = c_end, c_start
+        if not changed:
+            return start, end
+    return None
+
+
+def schedule_walk(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`schedule` node by node, in an order where every node comes after what it
+    depends on (the reference the array passes are tested against)."""
     n = g.size
     # array('q') instead of lists: 8 bytes a value instead of a Python int object each
     order = _q(_order(g))
     start, end = _q(g.start), _q(g.end)
     hprev, launch, sprev, wait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait)
     d, gp, lt, rt, sl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag)
+    fl = _q(floor if floor is not None else np.full(n, NEG, dtype=np.int64))
     is_wait = (g.kind == WAIT_CALL) & waits
     kind_op = bytearray((g.kind >= KERNEL).astype(np.uint8).tobytes())
     iw = bytearray(is_wait.astype(np.uint8).tobytes())
@@ -395,7 +552,8 @@ def schedule(g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret
                 if t > s:
                     s = t
             start[i] = s
-            end[i] = s + d[i]
+            e = s + d[i]
+            end[i] = e if e > fl[i] else fl[i]
     return np.frombuffer(start, dtype=np.int64).copy(), np.frombuffer(end, dtype=np.int64).copy()
 
 

@@ -39,10 +39,17 @@ def gpu_section(timelines: Sequence[RunTimeline]) -> GpuSection:
     """``span_ns``: the GPU active span (per host the union of each (process, GPU)'s first
     to last activity, the largest over hosts: a part of the run's wall); ``agent_span_ns``:
     the (process, GPU) spans summed, the whole of ``busy_ns`` and ``idle_ns``."""
-    rows = [a for t in timelines for a in t.agents]
+    return gpu_of_rows([(t.clock, t.agents) for t in timelines])
+
+
+def gpu_of_rows(per_process: Sequence[tuple[str, list[Record]]]) -> GpuSection:
+    """:func:`gpu_section` from each process's (clock, per-agent rows)."""
+    rows = [a for _, agents in per_process for a in agents]
     span = sum(a["span_ns"] for a in rows)
     busy = sum(a["busy_ns"] for a in rows)
-    active = aggregate.group_union([(t.clock, int(a["first_ns"]), int(a["last_ns"])) for t in timelines for a in t.agents if a["first_ns"] is not None])
+    active = aggregate.group_union(
+        [(clock, int(a["first_ns"]), int(a["last_ns"])) for clock, agents in per_process for a in agents if a["first_ns"] is not None]
+    )
     return {
         "span_ns": int(active),
         "agent_span_ns": int(span),
@@ -87,6 +94,7 @@ def listed_gaps(timelines: Sequence[RunTimeline], max_gaps: int | None) -> pd.Da
         if len(mine):
             frame = t.gaps.frame(mine)
             frame.insert(0, "process", t.label)
+            frame["host_op"] = t.gaps.host_ops(mine)
             frames.append(frame)
     if not frames:
         return pd.DataFrame()
@@ -95,11 +103,9 @@ def listed_gaps(timelines: Sequence[RunTimeline], max_gaps: int | None) -> pd.Da
     return listed.sort_values(["process", "agent", "start"], kind="stable")
 
 
-def gaps_section(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int | None) -> GapsSection:
-    rows = [a for t in timelines for a in t.agents]
-    count = sum(len(t.gaps) for t in timelines)
-    listed = listed_gaps(timelines, max_gaps)
-    records: list[GapRecord] = [
+def gap_records(listed: pd.DataFrame) -> list[GapRecord]:
+    """The ``gaps.listed`` records of :func:`listed_gaps`' rows."""
+    return [
         {
             "process": r.process,
             "agent": int(r.agent),
@@ -108,11 +114,21 @@ def gaps_section(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: 
             "cause": r.cause,
             "api_cause": r.api_cause or None,
             "api_before": r.api_before or None,
+            "host_op": r.host_op if isinstance(r.host_op, str) else None,
             "prev": r.prev_name,
             "next": r.next_name,
         }
         for r in listed.itertuples(index=False)
     ]
+
+
+def gaps_section(timelines: Sequence[RunTimeline], threshold_ns: int, max_gaps: int | None) -> GapsSection:
+    count = sum(len(t.gaps) for t in timelines)
+    return gaps_of_rows([a for t in timelines for a in t.agents], count, threshold_ns, gap_records(listed_gaps(timelines, max_gaps)))
+
+
+def gaps_of_rows(rows: Sequence[Record], count: int, threshold_ns: int, records: list[GapRecord]) -> GapsSection:
+    """The ``gaps`` section from the per-agent rows, the gap count and the listed records."""
     return {
         "count": int(count),
         "threshold_ns": threshold_ns,

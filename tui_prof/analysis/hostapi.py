@@ -325,10 +325,10 @@ def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray 
         classes = corr_index.check(api).classes
     elif classes is None:
         classes = api_classes(api)
-    empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")})
-    empty["graph"] = pd.Series(dtype=bool)
     if kernels.empty or not len(classes) or int(classes.max()) < LAUNCH:
-        return empty
+        no_rows = np.array([], np.int64)
+        columns = ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")
+        return pd.DataFrame({**{c: no_rows.copy() for c in columns}, "graph": np.array([], bool)}, copy=False)
     index = CorrIndex(api, classes) if corr_index is None else corr_index
     j = index.launch_rows(kernels["correlation_id"].to_numpy())  # API row, -1: not linked
     ok = j >= 0
@@ -363,6 +363,15 @@ def launch_counts(api: pd.DataFrame, classes: np.ndarray, links: pd.DataFrame) -
     """The counting part of :func:`launch_stats`: launch / graph-launch calls, their summed
     API time (ns; kernel and graph launches together, the graph launches also apart: a
     graph launch is host time spent launching work), linked and graph-launched dispatches."""
+    if not len(api):  # no API calls: nothing launched, nothing linked
+        return {
+            "launch_calls": 0,
+            "graph_launch_calls": 0,
+            "api_total_ns": 0,
+            "graph_launch_api_ns": 0,
+            "linked_dispatches": int(len(links)),
+            "graph_dispatches": int(links["graph"].sum()) if len(links) else 0,
+        }
     dur = api["end"].to_numpy() - api["start"].to_numpy()
     lmask = classes == LAUNCH
     gmask = classes == GRAPH_LAUNCH

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,38 +26,59 @@ def sync_section(inputs: Sequence[RunInput]) -> SyncSection:
     same time count once) over its own wall; ``pct_of_wall`` = Σ unions / Σ walls (the
     wall-weighted mean), ``mean_pct_of_wall``/``max_pct_of_wall`` over the processes with
     host API calls; ``exposed_pct_of_wall`` likewise from the union of the exposed parts."""
-    calls = total = blocking = launches = followed = exposed = waiting = 0
-    union = exposed_union = walls = 0
-    per_process: list[float] = []
+    return sync_of_parts([sync_part(r) for r in inputs])
+
+
+def sync_part(r: RunInput) -> dict[str, Any]:
+    """What one process adds to :func:`sync_section` (integers, its names in first-seen order,
+    its own share of its wall): :func:`sync_of_parts` folds them in process order."""
+    if not len(r.run.api):  # no host API calls: no sync calls, nothing exposed, no launches
+        return {
+            "calls": 0, "total_ns": 0, "blocking": 0, "by_name": [], "exposed": 0, "waiting": 0, "union": 0,
+            "exposed_union": 0, "wall": int(r.wall_ns), "pct": None, "launches": 0, "followed": 0, "has_trace": False,
+        }  # fmt: skip
+    s = hostapi.sync_stats(r.run.api, r.wall_ns, r.index.classes)
+    busy_s, busy_e = busy_intervals(r.run)
+    starts, lasts, ends = hostapi.sync_exposure_bounds(r.run.api, r.index.classes, busy_s, busy_e)
+    mine = aggregate.interval_union(starts, ends)
+    sal = hostapi.sync_after_launch(r.run.api, r.index.classes)
+    return {
+        "calls": int(s["calls"]),
+        "total_ns": int(s["total_ns"]),
+        "blocking": int(s["blocking_copy_calls"]),
+        "by_name": [(str(name), int(v["calls"]), int(v["total_ns"])) for name, v in s["by_name"].items()],
+        "exposed": int((ends - lasts).sum()),
+        "waiting": int((lasts - starts).sum()),
+        "union": int(mine),
+        "exposed_union": int(aggregate.interval_union(lasts, ends)),
+        "wall": int(r.wall_ns),
+        "pct": aggregate.pct(mine, r.wall_ns) if len(r.run.api) and r.wall_ns else None,
+        "launches": int(sal["launches"]),
+        "followed": int(sal["followed_by_sync"]),
+        "has_trace": bool(len(r.run.api) and has_gpu_activity(r.run)),
+    }
+
+
+def sync_of_parts(parts: Sequence[dict[str, Any]]) -> SyncSection:
+    """:func:`sync_section` from each process's :func:`sync_part`, in process order."""
     by_name: dict[str, dict[str, int]] = {}
-    for r in inputs:
-        s = hostapi.sync_stats(r.run.api, r.wall_ns, r.index.classes)
-        busy_s, busy_e = busy_intervals(r.run)
-        starts, lasts, ends = hostapi.sync_exposure_bounds(r.run.api, r.index.classes, busy_s, busy_e)
-        exposed += int((ends - lasts).sum())
-        waiting += int((lasts - starts).sum())
-        mine = aggregate.interval_union(starts, ends)
-        union += mine
-        exposed_union += aggregate.interval_union(lasts, ends)
-        walls += r.wall_ns
-        if len(r.run.api) and r.wall_ns:
-            per_process.append(aggregate.pct(mine, r.wall_ns))
-        calls += s["calls"]
-        total += s["total_ns"]
-        blocking += s["blocking_copy_calls"]
-        for name, v in s["by_name"].items():
+    for part in parts:
+        for name, calls, total in part["by_name"]:
             acc = by_name.setdefault(name, {"calls": 0, "total_ns": 0})
-            acc["calls"] += v["calls"]
-            acc["total_ns"] += v["total_ns"]
-        sal = hostapi.sync_after_launch(r.run.api, r.index.classes)
-        launches += sal["launches"]
-        followed += sal["followed_by_sync"]
+            acc["calls"] += calls
+            acc["total_ns"] += total
+    union = sum(p["union"] for p in parts)
+    exposed_union = sum(p["exposed_union"] for p in parts)
+    walls = sum(p["wall"] for p in parts)
+    launches = sum(p["launches"] for p in parts)
+    followed = sum(p["followed"] for p in parts)
+    per_process = [p["pct"] for p in parts if p["pct"] is not None]
     ratio = followed / launches if launches else 0.0
     return {
-        "calls": calls,
-        "total_ns": total,
+        "calls": sum(p["calls"] for p in parts),
+        "total_ns": sum(p["total_ns"] for p in parts),
         "pct_of_wall": aggregate.pct(union, walls),
-        "blocking_copy_calls": blocking,
+        "blocking_copy_calls": sum(p["blocking"] for p in parts),
         "by_name": {name: {"calls": v["calls"], "total_ns": v["total_ns"]} for name, v in sorted(by_name.items(), key=lambda kv: -kv[1]["total_ns"])},
         "sync_after_launch": {
             "launches": launches,
@@ -64,10 +86,10 @@ def sync_section(inputs: Sequence[RunInput]) -> SyncSection:
             "ratio": round(ratio, 4),
             "detected": bool(launches >= hostapi.SYNC_AFTER_LAUNCH_MIN and ratio >= hostapi.SYNC_AFTER_LAUNCH_RATIO),
         },
-        "exposed_ns": exposed,
-        "waiting_ns": waiting,
+        "exposed_ns": sum(p["exposed"] for p in parts),
+        "waiting_ns": sum(p["waiting"] for p in parts),
         "exposed_pct_of_wall": aggregate.pct(exposed_union, walls),
-        "has_trace": any(len(r.run.api) and has_gpu_activity(r.run) for r in inputs),
+        "has_trace": any(p["has_trace"] for p in parts),
         "union_ns": int(union),
         "exposed_union_ns": int(exposed_union),
         "process_ns": int(walls),
@@ -95,16 +117,17 @@ def launch_section(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], ke
         "linked_dispatches": sum(p["linked_dispatches"] for p in parts),
         "graph_dispatches": sum(p["graph_dispatches"] for p in parts),
     }
-    direct = [~lk["graph"].to_numpy() for lk in links]
+    # processes with linked dispatches only (most have none when there are thousands of tiny ones)
+    offsets = np.cumsum([0] + [len(r.run.kernels) for r in inputs])
+    linked = [(int(offsets[i]), lk) for i, lk in enumerate(links) if len(lk)]
+    direct = [~lk["graph"].to_numpy() for _, lk in linked]
     empty = np.array([], np.int64)
-    queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
-    api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for lk, d in zip(links, direct, strict=True)]) if links else empty
+    queue = np.concatenate([lk["queue_delay_ns"].to_numpy()[d] for (_, lk), d in zip(linked, direct, strict=True)]) if linked else empty
+    api = np.concatenate([lk["api_dur_ns"].to_numpy()[d] for (_, lk), d in zip(linked, direct, strict=True)]) if linked else empty
     # graph-replayed rows of the concatenated kernels table (all_kernels: runs in order)
     replayed = np.zeros(len(kernel_dur_ns), dtype=bool)
-    offset = 0
-    for r, lk, d in zip(inputs, links, direct, strict=True):
+    for (offset, lk), d in zip(linked, direct, strict=True):
         replayed[offset + lk["kernel_row"].to_numpy()[~d]] = True
-        offset += len(r.run.kernels)
     section = hostapi.launch_section(counts, queue, api, kernel_dur_ns, process_ns(inputs), replayed)
     launching = 0
     for r in inputs:

@@ -101,3 +101,25 @@ def dominant_op(ops: pd.DataFrame) -> DominantOp | None:
     best = candidates[np.lexsort((-overlap[candidates], -depth[candidates]))[0]]
     row = ops.iloc[int(best)]
     return DominantOp(str(row["name"]), int(row["overlap_ns"]), int(row["depth"]), int(row["tid"]))
+
+
+def dominant_ops(markers: pd.DataFrame, starts: np.ndarray, ends: np.ndarray, tids: np.ndarray) -> list[DominantOp | None]:
+    """:func:`dominant_op` of each interval [starts[i], ends[i]) among the host ranges of
+    thread ``tids[i]`` (every thread where it is < 0), the nesting depths computed once
+    (a gaps table asks for a few intervals of a run of a million ranges)."""
+    markers = host_markers(markers)
+    out: list[DominantOp | None] = [None] * len(starts)
+    if not len(markers) or not len(starts):
+        return out
+    s = markers["start"].to_numpy().astype(np.int64)
+    e = markers["end"].to_numpy().astype(np.int64)
+    tid = markers["tid"].to_numpy().astype(np.int64)
+    depth = nesting_depth(s, e, tid)
+    for i, (a, b, t) in enumerate(zip(np.asarray(starts).tolist(), np.asarray(ends).tolist(), np.asarray(tids).tolist(), strict=True)):
+        hit = np.flatnonzero((e > a) & (s < b) & ((tid == t) | (t < 0)))
+        if not len(hit):
+            continue
+        overlap = np.minimum(e[hit], b) - np.maximum(s[hit], a)
+        ops = pd.DataFrame({"name": markers["name"].to_numpy()[hit], "overlap_ns": overlap, "depth": depth[hit], "tid": tid[hit]})
+        out[i] = dominant_op(ops)
+    return out

@@ -66,6 +66,7 @@ SEVERITIES = ("info", "degraded", "unreliable")
 TRUST_LEVELS = ("ok", "degraded", "unreliable")
 HOUR_NS = 3_600 * 1_000_000_000
 CLUSTER_GAP_NS = HOUR_NS  # no event at all for this long: two recordings or two clocks [P]
+SESSION_GAP_NS = 60 * 1_000_000_000  # [P] a same-host process starting this long after the others ended: another session
 OVERFLOW_NS = HOUR_NS  # one kernel or copy longer than this: an overflowed duration [P]
 EARLY_KERNEL_NS = 1_000_000  # a kernel starting this much before its launch call: clocks disagree [P]
 UNLINKED_SHARE = 0.05  # [P] launch calls without kernels (or kernels without calls) worth a flag
@@ -715,8 +716,9 @@ def recordings(runset: RunSet) -> list[list[int]]:
     """The run set's processes grouped into recordings: processes whose time ranges (with every
     row's timestamps, :func:`time_range`) overlap are one recording; so are processes within an
     hour of each other on different hosts (clocks the ranks' alignment may still correct) or
-    all with distributed ranks, while a process that starts after the others ended on the same
-    host is a recording of its own (a program run after them); processes without timestamps join the recording before them in load order
+    all with distributed ranks, while a process that starts more than SESSION_GAP_NS after the
+    others ended on the same host is a recording of its own (a program run later; processes of
+    one script or test suite that run one after another within a minute stay one recording); processes without timestamps join the recording before them in load order
     (the first when none), except counter passes recorded by another process than the trace
     (``meta.extra["counter_pass_of"]``, loaders/rocprofv3_csv.py): each is a recording of its
     own. Indices into ``runset.runs``; one group when all belong together."""
@@ -725,7 +727,8 @@ def recordings(runset: RunSet) -> list[list[int]]:
     groups: list[list[int]] = []
     reach = None
     for lo, hi, i in timed:
-        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and (lo <= reach or not _after_on_one_clock(runset, groups[-1], i)):
+        pooled = lo - reach <= SESSION_GAP_NS or not _after_on_one_clock(runset, groups[-1], i) if reach is not None else False
+        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and pooled:
             groups[-1].append(i)
             reach = max(reach, hi)
         else:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -86,13 +86,22 @@ class CategoryRules:
 
     rules: tuple[tuple[str, re.Pattern], ...]
     source: str = "built-in"
+    # name -> category: every process of a many-process run classifies the same names again
+    _known: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def classify(self, name: str) -> str:
+        known = self._known.get(name)
+        if known is not None:
+            return known
         head = rule_text(name)
-        for category, pattern in self.rules:
-            if pattern.search(head):
-                return category
-        return "other"
+        category = next((category for category, pattern in self.rules if pattern.search(head)), "other")
+        if len(self._known) < MAX_KNOWN_NAMES and len(name) <= MAX_KNOWN_NAME_CHARS:  # bounded on hostile name counts and lengths
+            self._known[name] = category
+        return category
+
+
+MAX_KNOWN_NAMES = 1 << 16  # names whose category CategoryRules remembers
+MAX_KNOWN_NAME_CHARS = 4096
 
 
 def rule_text(name: str) -> str:

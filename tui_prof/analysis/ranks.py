@@ -116,6 +116,16 @@ def collective_type(name: str) -> str:
     return UNKNOWN_TYPE
 
 
+def collective_types(names: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """:func:`collective_type` of the kernel names at ``rows`` (a categorical column: each
+    distinct name classified once)."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        kinds = np.array([collective_type(str(x)) for x in names.cat.categories] + [UNKNOWN_TYPE], dtype=object)
+        codes = names.cat.codes.to_numpy()[rows]
+        return kinds[np.where(codes >= 0, codes, len(kinds) - 1)]
+    return np.array([collective_type(str(x)) for x in names.to_numpy()[rows]], dtype=object)
+
+
 def _overlap(a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray, b_e: np.ndarray) -> int:
     """|A ∩ B| for two sets of intervals: |∪A| + |∪B| − |∪(A ∪ B)|."""
     if not len(a_s) or not len(b_s):
@@ -140,12 +150,14 @@ class RankCore:
         if categories is not None and len(categories) == len(k):
             is_comm, is_copy = categories == COMMUNICATION, categories == COPY
         elif len(k):
-            is_comm = _per_category(k["name"], lambda n: rules.classify(n) == COMMUNICATION)
-            is_copy = _per_category(k["name"], lambda n: rules.classify(n) == COPY)
+            column = k["name"]
+            is_comm = _per_category(column, lambda n: rules.classify(n) == COMMUNICATION)
+            is_copy = _per_category(column, lambda n: rules.classify(n) == COPY)
         else:
             is_comm = is_copy = np.zeros(0, dtype=bool)
         is_compute = ~(is_comm | is_copy)
-        cs, ce = run.copies["start"].to_numpy(), run.copies["end"].to_numpy()
+        no_copies = np.zeros(0, dtype=np.int64)  # an empty copy table: no pandas step
+        cs, ce = (run.copies["start"].to_numpy(), run.copies["end"].to_numpy()) if len(run.copies) else (no_copies, no_copies)
         self.compute_ns = aggregate.interval_union(ks, ke, is_compute)
         self.communication_ns = aggregate.interval_union(ks, ke, is_comm)
         copy_rows = np.flatnonzero(is_copy)
@@ -176,24 +188,30 @@ class RankCore:
         # collective's own args, where the trace records them, before the kernel name) and
         # message bytes and group sizes (-1: not recorded)
         order = np.argsort(ks[is_comm], kind="stable")
-        types = _map_category(k["name"], collective_type, is_comm) if len(k) else np.array([], dtype=object)
-        has_args = "collective" in k.columns and len(k) > 0
-        if has_args:
-            by_arg = _map_category(k["collective"], arg_collective_type, is_comm)
-            types = np.where(by_arg != UNKNOWN_TYPE, by_arg, types)
+        n_comm = int(is_comm.sum())
+        if n_comm:  # no collective: nothing to look up (most processes of a many-process run)
+            types = _map_category(k["name"], collective_type, is_comm)
+            has_args = "collective" in k.columns
+            if has_args:
+                by_arg = _map_category(k["collective"], arg_collective_type, is_comm)
+                types = np.where(by_arg != UNKNOWN_TYPE, by_arg, types)
+            self.coll_bytes = k["coll_bytes"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
+            self.coll_ranks = k["coll_ranks"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
+        else:
+            types = np.array([], dtype=object)
+            self.coll_bytes = np.zeros(0, dtype=np.int64)
+            self.coll_ranks = np.zeros(0, dtype=np.int64)
         self.coll_types = types[order]
         self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
-        n_comm = int(is_comm.sum())
-        self.coll_bytes = k["coll_bytes"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
-        self.coll_ranks = k["coll_ranks"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
         dur = ke - ks
         if len(k):
-            names = k["name"] if isinstance(k["name"].dtype, pd.CategoricalDtype) else k["name"].astype("category")
-            codes = names.cat.codes.to_numpy()
+            column = k["name"]
+            names = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical: no Series per access
+            codes = names.codes
             valid = codes >= 0
-            totals = np.bincount(codes[valid], weights=dur[valid], minlength=len(names.cat.categories))
+            totals = np.bincount(codes[valid], weights=dur[valid], minlength=len(names.categories))
             top = int(np.argmax(totals)) if len(totals) else 0
-            self.top_kernel: str | None = str(names.cat.categories[top]) if len(totals) else None
+            self.top_kernel: str | None = str(names.categories[top]) if len(totals) else None
             self.top_kernel_pct = aggregate.pct(int(totals[top]), int(dur.sum())) if len(totals) else 0.0
         else:
             self.top_kernel, self.top_kernel_pct = None, 0.0
@@ -202,7 +220,10 @@ class RankCore:
         stats_table = run.tool_stats.get(KERNEL_STATS)
         if not len(k) and stats_table is not None and len(stats_table):
             _stats_core(self, stats_table, rules)
-        gpu_ids = sorted({int(a) for a in np.unique(agent)} | {int(a) for a in run.copies["dst_agent"].to_numpy() if a >= 0 and run.agent(int(a))})
+        gpu_ids = sorted(
+            {int(a) for a in np.unique(agent)}
+            | {int(a) for a in (run.copies["dst_agent"].to_numpy() if len(run.copies) else ()) if a >= 0 and run.agent(int(a))}
+        )
         names = []
         for gid in gpu_ids:
             a = run.agent(gid)
@@ -226,9 +247,9 @@ def _map_category(column: pd.Series, func, rows: np.ndarray | None = None) -> np
 
 def _per_category(column: pd.Series, test) -> np.ndarray:
     """Boolean ``test`` of every row's string, evaluated once per distinct value."""
-    col = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
-    hits = np.array([bool(test(str(c))) for c in col.cat.categories] + [bool(test(""))], dtype=bool)
-    return hits[col.cat.codes.to_numpy()]
+    col = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical itself
+    hits = np.array([bool(test(str(c))) for c in col.categories] + [bool(test(""))], dtype=bool)
+    return hits[col.codes]
 
 
 def _stats_core(core: RankCore, table: pd.DataFrame, rules: CategoryRules) -> None:

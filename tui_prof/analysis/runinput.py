@@ -23,7 +23,7 @@ def time_range(run: Run) -> tuple[int, int] | None:
     lo, hi = [], []
     for table in (run.api, run.kernels, run.copies):
         if len(table):
-            start, end = table["start"], table["end"]
+            start, end = table["start"].to_numpy(), table["end"].to_numpy()  # numpy reductions: no pandas step per table
             first, last = int(start.min()), int(end.max())
             if first == UNKNOWN:
                 known = start[start != UNKNOWN]

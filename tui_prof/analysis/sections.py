@@ -81,6 +81,7 @@ class GapRecord(TypedDict):
     cause: str
     api_cause: str | None
     api_before: str | None
+    host_op: str | None  # a launch gap: the host operator that held the launching thread (analysis.timeline.GapSet.host_ops)
     prev: str
     next: str
 

@@ -10,7 +10,7 @@ section is about: :mod:`~tui_prof.analysis.gpu_idle`, :mod:`~tui_prof.analysis.h
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -93,6 +93,9 @@ class SummaryResult:
     gaps: dict[int, GapSet]
     links: dict[int, pd.DataFrame]
     check: CheckReport | None = None
+    # ns on the critical path of each kernel / copy name (analysis.critical: every name, not
+    # only the listed hotspots' ``critical_ns``), scaled to each process's whole window
+    critical_ns: dict[str, int] = field(default_factory=dict)
 
 
 def build_summary(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> Summary:
@@ -270,16 +273,18 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers
-    _add_decisions(doc, inputs, steps_found, source, rules)
+    on_path = _add_decisions(doc, inputs, steps_found, source, rules)
     report = check_run(runset)
     doc["trust"] = trust_labels(report, doc)
-    return SummaryResult(doc, gapsets, dict(enumerate(links)), report)
+    return SummaryResult(doc, gapsets, dict(enumerate(links)), report, on_path)
 
 
-def _add_decisions(doc: Summary, inputs: list[RunInput], steps_found: StepsSection, source: str, rules: CategoryRules) -> None:
-    """The critical path, the warm-up and the findings ranked by their projected saving."""
+def _add_decisions(doc: Summary, inputs: list[RunInput], steps_found: StepsSection, source: str, rules: CategoryRules) -> dict[str, int]:
+    """The critical path, the warm-up and the findings ranked by their projected saving;
+    returns the ns on the critical path of each kernel / copy name."""
     windows = process_windows(inputs, steps_found) if source != "stats" else {}  # the critical path and the savings need the trace
     doc["critical_path"] = None
+    on_path: dict[str, int] = {}
     if windows:
         section, on_path = critical_section(windows, rules)
         add_critical_ns(doc["hotspots"], on_path)
@@ -289,6 +294,7 @@ def _add_decisions(doc: Summary, inputs: list[RunInput], steps_found: StepsSecti
         doc["critical_path"] = section
     doc["warmup"] = warmup_of(inputs, steps_found)
     doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
+    return on_path
 
 
 def trust_labels(report: CheckReport, doc: Summary) -> dict[str, TrustLabel]:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
+from tui_prof.analysis.hostops import dominant_ops
 from tui_prof.model import Run
 
 DEFAULT_GAP_THRESHOLD_NS = 10_000  # [P] 10 µs: the short-kernel/launch-cost scale (TraceLens, rocinsight)
@@ -64,8 +65,9 @@ class _Names:
         for column in columns:
             if not isinstance(column.dtype, pd.CategoricalDtype):
                 column = column.astype("category")
-            lookup = np.array([position.setdefault(str(c), len(position)) for c in column.cat.categories], dtype=np.int64)
-            self.parts.append((first, column.cat.codes.to_numpy(), lookup))
+            values = column.array  # the Categorical: no Series per ``.cat`` access
+            lookup = np.array([position.setdefault(str(c), len(position)) for c in values.categories], dtype=np.int64)
+            self.parts.append((first, values.codes, lookup))
             first += len(column)
         self.blank = position.setdefault("", len(position))
         self.categories = pd.Index(list(position), dtype=object)
@@ -90,16 +92,16 @@ def _activity(run: Run) -> dict:
     k, c = run.kernels, run.copies
     gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(k["agent"].to_numpy()).tolist())
 
-    def joined(k_col: np.ndarray, c_col: np.ndarray) -> np.ndarray:
-        return np.concatenate([k_col, c_col]) if len(c_col) else k_col
+    def joined(column: str) -> np.ndarray:  # no copies: the kernels' column, no step for the empty copy table
+        return np.concatenate([k[column].to_numpy(), c[column].to_numpy()]) if len(c) else k[column].to_numpy()
 
-    c_agent = copy_agents(c, gpu_ids) if len(c) else np.array([], dtype=np.int64)
+    k_agent = np.asarray(k["agent"].to_numpy(), dtype=np.int64)
     return {
-        "agent": joined(np.asarray(k["agent"].to_numpy(), dtype=np.int64), c_agent),
-        "start": joined(k["start"].to_numpy(), c["start"].to_numpy()),
-        "end": joined(k["end"].to_numpy(), c["end"].to_numpy()),
-        "corr": joined(k["correlation_id"].to_numpy(), c["correlation_id"].to_numpy()),
-        "tid": joined(k["tid"].to_numpy(), c["tid"].to_numpy()),
+        "agent": np.concatenate([k_agent, copy_agents(c, gpu_ids)]) if len(c) else k_agent,
+        "start": joined("start"),
+        "end": joined("end"),
+        "corr": joined("correlation_id"),
+        "tid": joined("tid"),
         "kernels": len(k),  # rows below this are kernels, the others copies
         "names": _Names([k["name"], c["name"]] if len(c) else [k["name"]]),  # only listed gaps need names
     }
@@ -150,6 +152,8 @@ class GapSet:
         self.api_names = api_names
         self.all_s, self.all_rows = all_s, all_rows
         self.parts: list[dict[str, np.ndarray]] = []
+        self.markers: pd.DataFrame | None = None  # the run's host ranges and each API row's thread (host_ops)
+        self.api_tid: np.ndarray = _EMPTY
 
     def __len__(self) -> int:
         return sum(len(p["start"]) for p in self.parts)
@@ -185,6 +189,25 @@ class GapSet:
             },
             columns=list(GAP_COLUMNS),
         )
+
+    def host_ops(self, rows: np.ndarray) -> list[str | None]:
+        """Per gap at positions ``rows``: for a ``launch`` gap, the host operator that kept
+        the launching call's thread busy over at least half of the gap (the innermost such
+        range: analysis.hostops.dominant_ops) -- the host's own work, not the launch call,
+        held the GPU; else None."""
+        out: list[str | None] = [None] * len(rows)
+        if self.markers is None or not len(self.markers) or not self.parts or not len(rows):
+            return out
+        cause, api = self.column("cause")[rows], self.column("api_cause")[rows]
+        sel = np.flatnonzero((cause == CAUSES.index("launch")) & (api >= 0))
+        if not len(sel):
+            return out
+        gs, ge = self.column("start")[rows][sel], self.column("end")[rows][sel]
+        tids = self.api_tid[api[sel]] if len(self.api_tid) else np.full(len(sel), -1, np.int64)
+        for i, a, b, op in zip(sel.tolist(), gs.tolist(), ge.tolist(), dominant_ops(self.markers, gs, ge, tids), strict=True):
+            if op is not None and 2 * op.overlap_ns >= b - a:
+                out[i] = op.name
+        return out
 
 
 def gpu_timeline(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS) -> tuple[list[dict], pd.DataFrame]:
@@ -427,6 +450,7 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, corr_ind
     calls = _HostCalls(api, CorrIndex(api) if corr_index is None else corr_index.check(api))
     all_s, all_rows = calls.sorted_starts()  # the call before a gap
     gapset = GapSet(act, _Names([api["name"]]), all_s, all_rows)
+    gapset.markers, gapset.api_tid = run.markers, calls.tid.astype(np.int64)
     agents_out: list[dict] = []
     agent_col = act["agent"]
     agent_ids = agent_col[:1] if len(agent_col) and agent_col.min() == agent_col.max() else np.unique(agent_col)

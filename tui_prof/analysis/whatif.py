@@ -117,11 +117,13 @@ def _is_category(pattern: str) -> bool:
 
 def _op_names(run: Run, g: dg.DepGraph) -> tuple[np.ndarray, list[str]]:
     """Per node, a code into the returned names: kernel or copy name for operations, -1 for calls."""
-    k, c = run.kernels["name"], run.copies["name"]
-    kc = k.cat.codes.to_numpy().astype(np.int64) if len(k) else np.array([], np.int64)
-    cc = c.cat.codes.to_numpy().astype(np.int64) if len(c) else np.array([], np.int64)
-    knames = [str(x) for x in k.cat.categories] if len(k) else []
-    cnames = [str(x) for x in c.cat.categories] if len(c) else []
+    # the Categorical arrays themselves: a ``.cat`` accessor builds Series (per process, with thousands)
+    k = run.kernels["name"].array if len(run.kernels) else None
+    c = run.copies["name"].array if len(run.copies) else None
+    kc = k.codes.astype(np.int64) if k is not None else np.array([], np.int64)
+    cc = c.codes.astype(np.int64) if c is not None else np.array([], np.int64)
+    knames = [str(x) for x in k.categories] if k is not None else []
+    cnames = [str(x) for x in c.categories] if c is not None else []
     codes = np.full(g.size, -1, dtype=np.int64)
     ks, cs = np.flatnonzero(g.kind == dg.KERNEL), np.flatnonzero(g.kind == dg.COPY_OP)
     codes[ks] = kc[g.op_row[ks]]
@@ -200,6 +202,7 @@ class PathSummary:
     length: np.ndarray = field(default_factory=lambda: np.array([], np.int64))
     group: np.ndarray = field(default_factory=lambda: np.array([], np.int8))  # GROUPS index of each interval
     lo: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # each interval's start (graph-relative ns)
+    kernel_row: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # a kernel's own time: its kernel row, else -1
 
     def per_window(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """(windows x GROUPS) ns of the path in each [start, end) window (graph-relative
@@ -327,7 +330,8 @@ def critical_path(
         add(group, [label], idx, np.zeros(len(idx), dtype=np.int64))
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
-    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, t0[keep])
+    kernel_row = np.where(own & (g.kind[node] == dg.KERNEL), g.op_row[node], -1)
+    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, t0[keep], kernel_row)
 
 
 def _take_back_steps(length: np.ndarray, points: np.ndarray, pred: np.ndarray, back: np.ndarray, times: np.ndarray) -> None:
@@ -378,6 +382,65 @@ def _walk(pred: np.ndarray, times: np.ndarray, sink: int, lo: int) -> np.ndarray
     mark = np.zeros(len(pred), dtype=bool)
     mark[found] = True
     return np.flatnonzero(mark)
+
+
+def path_segments(run: Run, g: dg.DepGraph | None = None) -> pd.DataFrame:
+    """The critical path of the whole recorded process as the intervals a timeline marks:
+    ``start``, ``end`` (absolute ns), ``where`` (``host``: a host thread's call, its own
+    time between calls or a wait's return; ``gpu``: a kernel, or the launch latency or
+    queue wait before it; ``copy``: a copy), the host thread ``tid`` and the GPU operation's
+    ``agent``, ``queue`` and ``stream`` (-1 where they do not apply), ``group`` (the
+    breakdown's group, :data:`GROUPS`). Intervals of length 0 and the time before the first
+    recorded call are left out."""
+    columns = ("start", "end", "where", "tid", "agent", "queue", "stream", "group")
+    g = g if g is not None else dg.build_graph(run, CorrIndex(run.api))
+    n = g.size
+    if not n:
+        return pd.DataFrame({c: np.zeros(0, np.int64) for c in columns}).astype({"where": object})
+    pred, seg = dg.binding(g, g.start, g.end)
+    times = np.concatenate([g.start, g.end])
+    sink = n + int(np.argmax(g.end))
+    p = _walk(pred, times, sink, int(g.start.min()))
+    q = pred[p]
+    keep = (q >= 0) & (seg[p] != dg.SEG_ROOT)
+    p, q = p[keep], q[keep]
+    t0, t1 = np.minimum(times[q], times[p]), np.maximum(times[q], times[p])
+    node = np.where(p >= n, p - n, p)
+    kind = g.kind[node]
+    op = kind >= dg.KERNEL
+    where = np.where(~op, "host", np.where(kind == dg.COPY_OP, "copy", "gpu")).astype(object)
+    # a kernel launch's latency and a queue wait: on the operation's GPU lane
+    tid = np.full(len(p), -1, dtype=np.int64)
+    calls = np.flatnonzero(~op)
+    if len(calls) and len(run.api):
+        tid[calls] = run.api["tid"].to_numpy().astype(np.int64)[g.api_row[node[calls]]]
+    agent, queue, stream = (np.full(len(p), -1, dtype=np.int64) for _ in range(3))
+    for code, table in ((dg.KERNEL, run.kernels), (dg.COPY_OP, run.copies)):
+        rows = np.flatnonzero(kind == code)
+        if len(rows) and len(table):
+            r = g.op_row[node[rows]]
+            agent[rows] = (table["agent"] if code == dg.KERNEL else table["dst_agent"]).to_numpy().astype(np.int64)[r]
+            queue[rows] = table["queue"].to_numpy().astype(np.int64)[r]
+            stream[rows] = table["stream"].to_numpy().astype(np.int64)[r]
+    own_call = ~op & (seg[p] == dg.SEG_OWN)
+    cls = g.cls[node]
+    group = np.select(
+        [
+            op & (kind == dg.COPY_OP),
+            op & (seg[p] == dg.SEG_OWN),
+            op,
+            seg[p] == dg.SEG_HOST,
+            (seg[p] == dg.SEG_RETURN) | (own_call & ((kind == dg.WAIT_CALL) | (cls == SYNC) | (cls == BLOCKING_COPY))),
+            own_call & (cls >= LAUNCH),
+        ],
+        ["copies", "gpu_compute", "launch_queue", "host_ops", "sync", "launch_queue"],
+        "host_api",
+    ).astype(object)
+    nonempty = t1 > t0
+    frame = pd.DataFrame({"start": t0 + g.t0, "end": t1 + g.t0, "where": where, "tid": tid, "agent": agent, "queue": queue, "stream": stream, "group": group})[
+        nonempty
+    ]
+    return frame.sort_values("start", kind="stable").reset_index(drop=True)
 
 
 # ---------------------------------------------------------------- edits
@@ -612,11 +675,17 @@ def project(
     steps: tuple[np.ndarray, np.ndarray, int] | None,
     rules: CategoryRules = DEFAULT_CATEGORY_RULES,
     graph: dg.DepGraph | None = None,
+    coupled: tuple[Applied, np.ndarray, np.ndarray] | None = None,
 ) -> Projection:
-    """The what-if of one process: ``steps`` = (recorded step starts, ends, warm-up count) or None."""
+    """The what-if of one process: ``steps`` = (recorded step starts, ends, warm-up count) or
+    None; ``coupled``: its edits applied and its times re-scheduled with the other ranks
+    (:func:`couple_ranks`) instead of alone."""
     g = graph or dg.build_graph(run, CorrIndex(run.api))
-    applied = apply_edits(run, g, edits, rules)
-    s, e = dg.schedule(g, applied.dur, applied.gap, applied.lat, applied.ret, applied.waits)
+    if coupled is not None:
+        applied, s, e = coupled
+    else:
+        applied = apply_edits(run, g, edits, rules)
+        s, e = dg.schedule(g, applied.dur, applied.gap, applied.lat, applied.ret, applied.waits)
     base_lo, base_hi = (int(g.start.min()), int(g.end.max())) if g.size else (0, 0)
     proj_lo, proj_hi = (int(s.min()), int(e.max())) if g.size else (0, 0)
     result: dict = {"process": label, "links": g.links, "launch_latency_l0_ns": g.l0_ns}
@@ -670,11 +739,90 @@ def path_json(p: PathSummary, top: int = 12) -> dict:
     }
 
 
+CROSS_RANK_ROUNDS = 64  # [P] rounds of re-scheduling every rank against the others' collective arrivals
+
+
+def _instances(runs: Sequence[Run], graphs: Sequence[dg.DepGraph], rules: CategoryRules) -> list[list[tuple[int, int]]]:
+    """Collective instances: the k-th collective kernel of a type on every rank that has one
+    (at least two ranks), as (process, graph node) pairs."""
+    from tui_prof.analysis.ranks import collective_types, communication_mask
+
+    per: list[dict[str, np.ndarray]] = []
+    for run, g in zip(runs, graphs, strict=True):
+        k = run.kernels
+        rows = np.flatnonzero(communication_mask(k, rules))
+        rows = rows[np.argsort(k["start"].to_numpy()[rows], kind="stable")]
+        kinds = collective_types(k["name"], rows)
+        per.append({str(t): rows[kinds == t] + g.n_calls for t in set(kinds.tolist())})  # kernel row -> its node
+    out = []
+    for kind in sorted({t for d in per for t in d}):
+        members = [(i, d[kind]) for i, d in enumerate(per) if kind in d]
+        for j in range(max(len(nodes) for _, nodes in members)):
+            inst = [(i, int(nodes[j])) for i, nodes in members if len(nodes) > j]
+            if len(inst) > 1:
+                out.append(inst)
+    return out
+
+
+def couple_ranks(
+    runs: Sequence[Run], edits: Edits, rules: CategoryRules
+) -> tuple[list[tuple[dg.DepGraph, Applied, np.ndarray, np.ndarray]] | None, dict | None]:
+    """Every rank re-scheduled with its collectives waiting for the other ranks' (edges
+    across ranks; docs/metrics.md): in each collective instance the rank that arrived last
+    spent the least time (T, the transfer) and every instance ends T after the last arrival
+    (plus each rank's recorded lag past it), so a rank's collective ends no earlier than the
+    others' latest projected start (on the aligned clocks of analysis.ranks.rank_offsets) +
+    T + its lag, and takes T of its own. Rounds re-schedule every rank against the others'
+    arrivals of the round before until none changes. None (and why) when the runs have no
+    common collective, or it does not settle within ``CROSS_RANK_ROUNDS`` rounds (each round
+    follows the path through one more instance)."""
+    from tui_prof.analysis.ranks import rank_offsets
+
+    graphs = [dg.build_graph(run, CorrIndex(run.api)) for run in runs]
+    instances = _instances(runs, graphs, rules)
+    if not instances:
+        return None, None
+    offsets = np.array(rank_offsets(runs, rules).offsets, dtype=np.int64) + np.array([g.t0 for g in graphs], dtype=np.int64)  # graph time -> aligned time
+    applied = [apply_edits(run, g, edits, rules) for run, g in zip(runs, graphs, strict=True)]
+    members = [(np.array([i for i, _ in inst]), np.array([v for _, v in inst])) for inst in instances]
+    lags, transfer = [], []
+    for procs, nodes in members:
+        rec_start = np.array([graphs[i].start[v] for i, v in zip(procs, nodes, strict=True)]) + offsets[procs]
+        rec_end = np.array([graphs[i].end[v] for i, v in zip(procs, nodes, strict=True)]) + offsets[procs]
+        edited = np.array([applied[i].dur[v] for i, v in zip(procs, nodes, strict=True)])
+        t_rec, t_new = int((rec_end - rec_start).min()), int(edited.min())
+        lags.append(rec_end - rec_start.max() - (t_rec - t_new))  # the transfer part of each rank's lag follows the edit
+        transfer.append(t_new)
+        for i, v, d in zip(procs.tolist(), nodes.tolist(), edited.tolist(), strict=True):
+            applied[i].dur[v] = min(d, t_new)
+    floors = [np.full(g.size, dg.NEG, dtype=np.int64) for g in graphs]
+    for rounds in range(1, CROSS_RANK_ROUNDS + 1):
+        times = [dg.schedule(g, a.dur, a.gap, a.lat, a.ret, a.waits, f) for g, a, f in zip(graphs, applied, floors, strict=True)]
+        changed = False
+        for (procs, nodes), lag in zip(members, lags, strict=True):
+            last = max(int(times[i][0][v]) + int(offsets[i]) for i, v in zip(procs.tolist(), nodes.tolist(), strict=True))
+            for i, v, lg in zip(procs.tolist(), nodes.tolist(), lag.tolist(), strict=True):
+                new = last + lg - int(offsets[i])
+                if floors[i][v] != new:
+                    floors[i][v] = new
+                    changed = True
+        if not changed:
+            info = {"instances": len(instances), "rounds": rounds, "settled": True}
+            return [(g, a, s, e) for g, a, (s, e) in zip(graphs, applied, times, strict=True)], info
+    return None, {"instances": len(instances), "rounds": CROSS_RANK_ROUNDS, "settled": False}
+
+
 def what_if(runs: Sequence[tuple[Run, str, tuple[np.ndarray, np.ndarray, int] | None]], edits: Edits, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> dict:
     """The ``tuiprof.whatif/1`` document of a run of one or several processes ((run, label, steps) each)."""
     edits.check()
-    per = [project(run, label, edits, steps, rules).result for run, label, steps in runs]
+    coupled, cross = couple_ranks([run for run, _, _ in runs], edits, rules) if len(runs) > 1 else (None, None)
+    per = [
+        project(run, label, edits, steps, rules, coupled[i][0] if coupled else None, coupled[i][1:] if coupled else None).result
+        for i, (run, label, steps) in enumerate(runs)
+    ]
     doc: dict = {"schema": SCHEMA}
+    if cross is not None:
+        doc["cross_rank"] = cross
     if per:
         worst = max(range(len(per)), key=lambda i: per[i]["baseline_ns"])
         head = per[worst]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -49,15 +49,16 @@ def load_path(
     on_unit: Callable[[list[Run], int, int], None] | None = None,
     pending: PendingWrites | None = None,
     on_scan: Callable[[ProcessScan], None] | None = None,
+    only: Sequence[str] | None = None,
 ) -> RunSet:
     """Load a run directory or a single file into a :class:`~tui_prof.model.RunSet`
     (``cancel``; ``on_unit``, each work unit's runs as it loads; ``pending``, the cache
     entries kept to be written later; ``on_scan``, the processes found before any unit
-    loads: see :func:`tui_prof.loaders.detect.load_path`)."""
+    loads; ``only``, one rank's files alone: see :func:`tui_prof.loaders.detect.load_path`)."""
     # Imported here: detect imports this package (its loader_modules).
     from tui_prof.loaders.detect import load_path as _load_path
 
-    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel, on_unit=on_unit, pending=pending, on_scan=on_scan)
+    return _load_path(path, progress=progress, use_cache=use_cache, cancel=cancel, on_unit=on_unit, pending=pending, on_scan=on_scan, only=only)
 
 
 def cancel_loads() -> None:

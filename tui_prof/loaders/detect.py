@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -186,16 +186,17 @@ def sqlite_part(path: Path) -> str | None:
     return None
 
 
-def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: dict | None = None) -> list[DetectedFile]:
+def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: dict | None = None, only: Sequence[str] | None = None) -> list[DetectedFile]:
     """Sniff every file under ``root`` and return the recognised ones.
 
     ``memo`` (from :func:`tui_prof.loaders.cache.load_scan`): the verdicts of an earlier
     scan by path, each ``[size, mtime_ns, ctime_ns, format, kind, group]`` (format None: not
     recognised). A file whose size and times are unchanged is not read again (at 1000 ranks
     × 8 files the heads are 500 MB of reads); ``memo`` is updated in place with this scan's
-    verdicts for every file it looked at."""
+    verdicts for every file it looked at. ``only``: these files of the run (one rank's, as
+    :func:`scan_processes` lists them) instead of every file under ``root``, not walked."""
     modules: list | None = None  # imported at the first file the memo does not answer
-    files = iter_files(root, sink)
+    files = [Path(p) for p in only] if only is not None else iter_files(root, sink)
     detected: list[DetectedFile] = []
     seen: dict = {}
     for index, path in enumerate(files):
@@ -421,6 +422,7 @@ def load_path(
     on_unit: UnitDone | None = None,
     pending: cache.PendingWrites | None = None,
     on_scan: ScanDone | None = None,
+    only: Sequence[str] | None = None,
 ) -> RunSet:
     """Load every recognised file under ``path`` (a directory or one file).
 
@@ -445,6 +447,10 @@ def load_path(
     ``on_scan`` (:data:`ScanDone`) is called once, after the scan and before any unit is
     read (from the cache or its files), with the processes found (:func:`process_scan`),
     so a caller can show one row per rank before the first is in.
+
+    ``only`` (files under ``path``: one rank's :attr:`ScannedProcess.files`): load these
+    files alone, as a worker of ``tuiprof summary --cluster`` does (the scan's memo in the
+    cache is neither read nor written then; the unit's cache entry is).
     """
     root = Path(path)
     if not root.exists():
@@ -453,7 +459,7 @@ def load_path(
         return runset
     event = cancel if cancel is not None else threading.Event()
     with load_scope(event):
-        return _load(root, progress, use_cache, event, on_unit, pending, on_scan)
+        return _load(root, progress, use_cache, event, on_unit, pending, on_scan, only)
 
 
 CACHE_CHUNK = 8  # cache entries read together when a caller takes the units as they load
@@ -646,6 +652,7 @@ def _load(
     on_unit: UnitDone | None = None,
     pending: cache.PendingWrites | None = None,
     on_scan: ScanDone | None = None,
+    only: Sequence[str] | None = None,
 ) -> RunSet:
     """Scan, then each work unit from its cache entry (``use_cache`` and the entry is
     valid) or from its loader (and written to the cache with ``use_cache``, or kept in
@@ -654,10 +661,10 @@ def _load(
     sink = IssueSink()
     memo: dict | None = None
     before: dict = {}
-    if use_cache:
+    if use_cache and only is None:
         memo = cache.load_scan(root)
         before = dict(memo)
-    detected = scan(root, sink, progress, memo)
+    detected = scan(root, sink, progress, memo, only)
     units = work_units(detected)
     if on_scan:
         on_scan(process_scan(root, units))

@@ -399,12 +399,32 @@ def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataF
         return empty_table(spec)
     if len(tables) == 1:
         return tables[0].reset_index(drop=True)
+    columns = list(spec.columns)
+    # One pandas concatenation for the numeric columns: taking each column of each table
+    # costs a Series per (table, column), the bulk of the work for many small tables.
+    whole = None
+    if all(t.shape[1] == len(columns) for t in tables):
+        whole = pd.concat(tables, ignore_index=True)
+        if set(whole.columns) != set(columns) or whole.shape[1] != len(columns):
+            whole = None  # tables of other columns: the column-by-column path names the problem
     data = {}
     for name, dtype in spec.columns.items():
+        if whole is not None:
+            joined = whole[name]
+            if dtype == CATEGORY and isinstance(joined.dtype, pd.CategoricalDtype):
+                # pandas keeps a category column only when every table has the same categories in
+                # the same order: what their union is
+                data[name] = joined
+                continue
+            # numpy dtypes of one kind promote as np.concatenate does; others (bool with ints,
+            # strings, arrow types) take the column-by-column path below
+            if isinstance(joined.dtype, np.dtype) and joined.dtype.kind in "iuf":
+                data[name] = _coerce(joined.to_numpy(), dtype)
+                continue
         parts = [t[name] for t in tables]
         if dtype == CATEGORY:
             data[name] = pd.api.types.union_categoricals(parts, ignore_order=True)
             data[name] = pd.Series(data[name])
         else:
             data[name] = _coerce(np.concatenate([p.to_numpy() for p in parts]), dtype)
-    return pd.DataFrame(data, columns=list(spec.columns))
+    return pd.DataFrame(data, columns=columns)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tui_prof.analysis.api import DIFF_SCHEMA, KERNEL_DIFF_COLUMNS, DiffResult, comparable, inconclusive, rank_diff, regressions
+from tui_prof.analysis.api import DIFF_SCHEMA, KERNEL_DIFF_COLUMNS, DiffResult, inconclusive, judged_metrics, rank_diff, regressions
 from tui_prof.exits import EXIT_INCONCLUSIVE, EXIT_NOTHING_LOADED, EXIT_OK, EXIT_REGRESSION
 from tui_prof.render.fmt import fmt_ns, fmt_pct, shorten
 from tui_prof.render.safe import md_code, md_text, safe_text
@@ -69,7 +69,7 @@ def to_json(result: DiffResult, *, top: int | None = None, fail_on_regression: f
     }
     if fail_on_regression is not None:
         regs = regressions(result, fail_on_regression)
-        judged = comparable(result)
+        judged = judged_metrics(result)
         doc["fail_on_regression"] = {
             "pct": float(fail_on_regression),
             "failed": bool(regs),
@@ -91,7 +91,7 @@ def gate_status(result: DiffResult, pct: float) -> int:
         return EXIT_INCONCLUSIVE
     if regressions(result, pct):
         return EXIT_REGRESSION
-    return EXIT_OK if comparable(result) else EXIT_NOTHING_LOADED
+    return EXIT_OK if judged_metrics(result) else EXIT_NOTHING_LOADED
 
 
 def fmt_metric(value, unit: str, signed: bool = False) -> str:
@@ -243,7 +243,7 @@ def _verdict(result: DiffResult, pct: float | None) -> list[str]:
             + f" -> exit status {EXIT_REGRESSION}"
         )
         out += [f"  tripped: {m['reason']}" for m in regs]
-    elif not comparable(result):
+    elif not judged_metrics(result):
         out.append(f"No metric could be judged (neither side has the data) -> exit status {EXIT_NOTHING_LOADED}")
     else:
         out.append(f"No regression beyond {pct:g}%.")

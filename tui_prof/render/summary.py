@@ -147,6 +147,9 @@ def _critical_path_section(summary: Mapping[str, Any], name_width: int) -> list[
         groups = ", ".join(f"{CRITICAL_GROUPS.get(k, k)} {fmt_pct(100 * v / total)}" for k, v in sorted(p["groups"].items(), key=lambda kv: -kv[1]) if v)
         sampled = f"; the first {fmt_ns(p['sampled_ns'])} of it analysed" if p["sampled_ns"] < p["window_ns"] else ""
         notes = [f"{fmt_ns(total)} over the {p['window']} ({fmt_ns(p['window_ns'])}{sampled}): {groups}"]
+        waited = p.get("waiting_on_ranks") or []
+        if waited:
+            notes.append("in collectives, waiting for " + ", ".join(f"rank {w['rank']} {fmt_ns(w['ns'])} ({w['instances']} instances)" for w in waited))
         out.append((f"Critical path ({p['process']})", ["group", "what", "time", "%"], rows, notes))
     return out
 
@@ -239,8 +242,8 @@ def _gaps_section(summary: Mapping[str, Any], max_gaps: int) -> list[Section]:
             str(g["agent"]),
             fmt_ns(g["start_ns"] - gpu_first(summary, g)),
             fmt_ns(g["duration_ns"]),
-            g["cause"],
-            g["api_cause"] or "-",
+            "host op" if g.get("host_op") else g["cause"],
+            f"{shorten(g['host_op'], 48)} (then {g['api_cause']})" if g.get("host_op") else g["api_cause"] or "-",
             g["api_before"] or "-",
             Code(shorten(g["next"], 40)),
         ]

@@ -65,4 +65,10 @@ def whatif_text(doc: dict) -> str:
         lines.extend("  " + x for x in _path_lines(cp["projected"], "critical path, projected"))
     lines.append("edits:")
     lines.extend(_edit_line(e) for e in doc["edits"]) if doc["edits"] else lines.append("  none (the baseline re-scheduled)")
+    cross = doc.get("cross_rank")
+    if cross:
+        if cross["settled"]:
+            lines.append(f"ranks: re-scheduled together through {cross['instances']} collective instances ({cross['rounds']} rounds)")
+        else:
+            lines.append(f"ranks: {cross['instances']} collective instances did not settle in {cross['rounds']} rounds: each rank re-scheduled alone")
     return "\n".join(lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from tui_prof.analysis.api import Finding, StepsSection
+from tui_prof.tui.view.whatif import WhatIfTarget
 
 
 class ShowTab(Message):
@@ -91,3 +92,12 @@ class RankOpened(Message):
         super().__init__()
         self.run = run
         self.rank = rank
+
+
+class WhatIfRequested(Message):
+    """``W`` on a hotspot row, a finding or a gap: show the what-if of ``target`` (a
+    :class:`tui_prof.tui.view.whatif.WhatIfTarget`: what to edit, described)."""
+
+    def __init__(self, target: WhatIfTarget) -> None:
+        super().__init__()
+        self.target = target

@@ -177,7 +177,13 @@ class ArchDict:
 
 
 def _files() -> dict[str, str]:
-    """stem -> TOML text of every data file."""
+    """stem -> TOML text of every data file (a copy of what :func:`_read_files` read once:
+    the package's data does not change while tuiprof runs, and every process of a run asks)."""
+    return dict(_read_files())
+
+
+@cache
+def _read_files() -> dict[str, str]:
     out = {}
     for entry in resources.files(_PACKAGE).iterdir():
         if entry.name.endswith(".toml"):

@@ -13,15 +13,17 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
 from tui_prof.analysis.api import Finding, Summary
 from tui_prof.render.fmt import fmt_bytes, fmt_ns
-from tui_prof.tui.messages import EvidenceRequested
+from tui_prof.tui.messages import EvidenceRequested, WhatIfRequested
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.findings import findings_frame
 from tui_prof.tui.view.runview import RunView
+from tui_prof.tui.view.whatif import finding_target
 from tui_prof.tui.widgets.table import Column, TableView
 from tui_prof.tui.workers import COMPUTING
 
@@ -75,7 +77,16 @@ def findings_rows(doc: Summary | None) -> tuple[list[Finding], pd.DataFrame]:
 class FindingsTable(TableView):
     """The findings list; Enter jumps to the evidence of the finding under the cursor."""
 
-    BINDINGS = [Binding("enter", "select", "Evidence", id="findings.evidence")]
+    BINDINGS = [
+        Binding("enter", "select", "Evidence", id="findings.evidence"),
+        Binding("W", "what_if", "What-if", id="findings.whatif"),
+    ]
+
+    class WhatIfAsked(Message):
+        """``W`` on the finding under the cursor (the pane knows the findings)."""
+
+    def action_what_if(self) -> None:
+        self.post_message(self.WhatIfAsked())
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         return action not in ("sort", "sort_dir")  # the analysis' rank order is the order
@@ -128,6 +139,13 @@ class FindingsPane(Pane, Vertical):
         finding = self.current_finding()
         if finding is not None:
             self.post_message(EvidenceRequested(finding))
+
+    @on(FindingsTable.WhatIfAsked)
+    def _what_if(self, event: FindingsTable.WhatIfAsked) -> None:
+        event.stop()
+        finding = self.current_finding()
+        if finding is not None:
+            self.post_message(WhatIfRequested(finding_target(finding)))
 
     @on(TableView.Highlighted, "#findings-table")
     def _highlighted(self, event: TableView.Highlighted) -> None:

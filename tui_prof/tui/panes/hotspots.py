@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+import pandas as pd
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -22,12 +24,13 @@ from tui_prof.analysis.api import KERNEL_STATS, Summary
 from tui_prof.analysis.api import source_label as stats_source
 from tui_prof.render.fmt import fmt_ns, fmt_pct
 from tui_prof.render.safe import safe_text
-from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested
+from tui_prof.tui.messages import DispatchesRequested, KernelSelected, TimelineRequested, WhatIfRequested
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.safe import plain
 from tui_prof.tui.view.integrity import HOTSPOT_TRUST, INTEGRITY_KEY, trust_note
 from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.view.stats import StatsFrame
+from tui_prof.tui.view.whatif import hotspot_target
 from tui_prof.tui.widgets.table import Column, TableModel, TableView
 from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
@@ -35,6 +38,7 @@ HOTSPOT_COLUMNS = (
     Column("name", "name", 60, "text"),
     Column("total_ns", "total", 9, "ns"),
     Column("percent", "%", 6, "pct"),
+    Column("critical_ns", "critical", 9, "ns"),
     Column("calls", "calls", 7),
     Column("avg_ns", "avg", 9, "ns"),
     Column("median_ns", "median", 9, "ns"),
@@ -143,6 +147,18 @@ def measurement_text(doc: Summary | None) -> Text:
     return text
 
 
+def with_critical(frame: pd.DataFrame, group: str, critical: dict[str, int] | None) -> pd.DataFrame:
+    """The hotspot table with its ``critical_ns`` column: each kernel's time on the critical
+    path of the summary's steady-state window (analysis.critical; 0: never on it; at most the
+    row's own total, as the summary's hotspots cap it), by name only (NaN, shown ``-``:
+    another grouping, or the summary not computed yet)."""
+    if critical is None or group != "name":
+        return frame.assign(critical_ns=np.full(len(frame), np.nan))
+    names = frame["name"].astype(str).to_numpy()
+    on_path = np.array([critical.get(n, 0) for n in names], dtype=np.float64)
+    return frame.assign(critical_ns=np.minimum(on_path, frame["total_ns"].to_numpy().astype(np.float64)))
+
+
 def next_group(groups: tuple[str, ...], current: str) -> str:
     """The grouping after ``current`` in ``groups`` (the first when ``current`` is not one)."""
     return groups[(groups.index(current) + 1) % len(groups)] if current in groups else groups[0]
@@ -160,6 +176,7 @@ class HotspotsPane(Pane, Vertical):
         Binding("b", "group", "Group by", id="hotspots.group"),
         Binding("t", "goto_kernel", "Kernel on timeline", id="hotspots.timeline"),
         Binding("v", "stats_table", "Stats tables", id="hotspots.stats"),
+        Binding("W", "what_if", "What-if", id="hotspots.whatif"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="hotspots.clear"),
     ]
 
@@ -214,8 +231,14 @@ class HotspotsPane(Pane, Vertical):
         return text
 
     def show(self, prepared: Text) -> None:
-        """The measurement line built by :func:`measurement_text`."""
+        """The measurement line built by :func:`measurement_text`; the critical column filled."""
         self.query_one("#measure", Static).update(prepared)
+        if self.stats_key is None and self.view is not None and len(self.view.kernels):
+            table = self.table
+            cursor, top, column = table.cursor, table.top, table.col_cursor
+            self.fill()  # the same rows in the same order: the cursor stays where it was
+            table.col_cursor = column
+            table.show_row(cursor, cursor - top)
 
     def show_error(self, text: Text) -> None:
         """A grouping's failure in the status line (where it said "computing…"), else the summary's in the measurement line."""
@@ -241,7 +264,7 @@ class HotspotsPane(Pane, Vertical):
         if table.columns[1:] != list(HOTSPOT_COLUMNS[1:]):  # back from a statistics table
             self._set_columns(HOTSPOT_COLUMNS)
             table.formatters.pop("percent", None)
-        frame = self.view.hotspots(self.group)
+        frame = with_critical(self.view.hotspots(self.group), self.group, self.view.critical_ns())
         pattern = table.model.pattern if table.model else ""
         sort = (table.model.sort_key, table.model.descending) if table.model and table.model.sort_key else ("total_ns", True)
         table.set_title(0, self.group)
@@ -287,6 +310,18 @@ class HotspotsPane(Pane, Vertical):
             self.notify(NO_DISPATCHES, timeout=4, markup=False)
             return
         self.post_message(TimelineRequested())
+
+    def action_what_if(self) -> None:
+        """``W``: the what-if of the row under the cursor (its kernels at half their time)."""
+        group, value = self.selection
+        if self.stats_key is not None or value is None:
+            self.notify(NO_DISPATCHES if self.stats_key is not None else "no row under the cursor", timeout=4, markup=False)
+            return
+        target = hotspot_target(group, value)
+        if target is None:
+            self.notify(safe_text(f"what-if: not by {group} (group by name, category or operator: b)"), timeout=4, markup=False)
+            return
+        self.post_message(WhatIfRequested(target))
 
     # -- filter -------------------------------------------------------------------------------
     def action_filter(self) -> None:

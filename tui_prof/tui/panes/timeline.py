@@ -26,7 +26,7 @@ from tui_prof.tui.view.runview import RunView
 from tui_prof.tui.view.stats import missing_trace
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.timeline import Timeline
-from tui_prof.tui.workers import COMPUTING
+from tui_prof.tui.workers import COMPUTING, deliver, thread_worker
 
 # the legend: (glyph, style, label) as drawn by tui_prof.tui.widgets.timeline
 LEGEND = (
@@ -169,6 +169,23 @@ class TimelinePane(Pane, Vertical):
     @on(Timeline.WindowChanged, "#timeline-view")
     def _window_changed(self, event: Timeline.WindowChanged) -> None:
         self._show_status()
+
+    @on(Timeline.CriticalRequested, "#timeline-view")
+    def _critical_requested(self, event: Timeline.CriticalRequested) -> None:
+        """``p`` the first time: the critical path of the recorded run, computed in a worker."""
+        event.stop()
+        if self.view is None or self.timeline.model is None:
+            return
+        if self.timeline.showing_ranks:
+            self.notify("critical path: marked on every lane (press r first)", timeout=4, markup=False)
+            return
+        self.query_one("#tl-status", Static).update(plain(f"critical path: {COMPUTING}", "dim italic"))
+        self._critical_worker(self.view)
+
+    @thread_worker("the critical path", group="critical", exclusive=True)
+    def _critical_worker(self, view: RunView) -> None:
+        marks = view.critical_marks()
+        deliver(self, self.timeline.set_critical, marks)
 
     @on(Timeline.CentreRequested, "#timeline-view")
     def _centre_requested(self, event: Timeline.CentreRequested) -> None:

@@ -46,6 +46,7 @@ from tui_prof.tui.messages import (
     StepRequested,
     StepsChanged,
     TimelineRequested,
+    WhatIfRequested,
     WindowRequested,
 )
 from tui_prof.tui.pane import Pane
@@ -59,11 +60,13 @@ from tui_prof.tui.registry import PANES
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
+from tui_prof.tui.screens.whatif import WhatIfScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
 from tui_prof.tui.view.integrity import trust_note
 from tui_prof.tui.view.rankrows import opens_on_ranks
 from tui_prof.tui.view.runview import PIECES, RunView, build_view
 from tui_prof.tui.view.stats import title_count
+from tui_prof.tui.view.whatif import gap_target
 from tui_prof.tui.widgets.footer import KeyFooter
 from tui_prof.tui.widgets.timeline import Timeline
 from tui_prof.tui.workers import COMPUTING, deliver, report_failure, thread_worker
@@ -438,6 +441,17 @@ class MainScreen(Screen):
     def _gap_opened(self, event: Timeline.GapOpened) -> None:
         if self.view is not None and self.view.ready("gaps") and self.view.gaps is not None:
             self.app.push_screen(GapScreen(self.view, event.gap_index))
+
+    @on(WhatIfRequested)
+    def _what_if(self, message: WhatIfRequested) -> None:
+        """``W`` on a hotspot row or a finding: its what-if on a screen of its own."""
+        if self.view is not None:
+            self.app.push_screen(WhatIfScreen(self.view, message.target))
+
+    @on(Timeline.GapWhatIf, "#timeline-view")
+    def _gap_what_if(self, event: Timeline.GapWhatIf) -> None:
+        if self.view is not None and self.view.ready("gaps") and self.view.gaps is not None:
+            self.app.push_screen(WhatIfScreen(self.view, gap_target(self.view, event.gap_index)))
 
     @on(StepRequested)
     @on(WindowRequested)

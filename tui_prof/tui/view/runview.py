@@ -53,6 +53,7 @@ from tui_prof.analysis.api import (
     nesting_depth,
     operator_key,
     operator_links,
+    path_segments,
     rank_numbers,
     rank_offsets,
     run_inputs,
@@ -62,7 +63,7 @@ from tui_prof.analysis.api import (
 )
 from tui_prof.loaders import load_path
 from tui_prof.model import Run, RunSet
-from tui_prof.tui.view.lanes import Lane, TimelineModel, merge_intervals
+from tui_prof.tui.view.lanes import Lane, PackedLanes, TimelineModel, merge_intervals
 from tui_prof.tui.view.stats import StatsFrame, stats_frames
 
 # group-by choices: label -> ``by`` of analysis.hotspots.hotspots / group_key; "operator" and
@@ -144,6 +145,8 @@ class RunView:
         self._links: list[pd.DataFrame | None] | None = None
         self._links_lock = threading.Lock()
         self._inputs: list[RunInput] | None = None
+        self._critical: PackedLanes | None = None
+        self._critical_lock = threading.Lock()
         self.stats: list[StatsFrame] = []  # the profiler's statistics tables (tui.view.stats)
 
     # -- lazy pieces ----------------------------------------------------------------------
@@ -268,6 +271,50 @@ class RunView:
         else:
             mask = key.astype(str).to_numpy() == str(value)
         return self.kernels[mask]
+
+    def critical_ns(self) -> dict[str, int] | None:
+        """ns on the critical path of each kernel / copy name (the summary's steady-state
+        window, analysis.critical), or None while the summary is not computed."""
+        return self._result.critical_ns if self.ready("summary") and self._result is not None else None
+
+    def critical_marks(self) -> PackedLanes:
+        """The critical path of each process's whole recorded run (analysis.whatif.path_segments)
+        on the timeline's lanes (every lane; not the rank lanes), computed once: host-thread
+        segments on the thread's API lane, GPU operations and the launch or queue wait before
+        them on their (GPU, queue) lane, copies on the copies lane. Each process's path is
+        its own: no edge crosses processes."""
+        with self._critical_lock:
+            if self._critical is None:
+                model = self.timeline
+                index = {lane.key: i for i, lane in enumerate(model.lanes)}
+                parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in model.lanes]
+                for ri, run in enumerate(self.runset.runs):
+                    if len(run.kernels) or len(run.copies):
+                        self._critical_of_run(ri, path_segments(run), index, parts)
+                intervals = [(np.concatenate([s for s, _ in p]), np.concatenate([e for _, e in p])) if p else (np.zeros(0, np.int64),) * 2 for p in parts]
+                self._critical = PackedLanes(intervals, model.span)
+        return self._critical
+
+    def _critical_of_run(self, ri: int, seg: pd.DataFrame, index: dict, parts: list) -> None:
+        """Add run ``ri``'s critical-path segments to ``parts`` (per lane), relative to the origin."""
+        if not len(seg):
+            return
+        queue = seg["queue"].to_numpy()
+        lane_queue = np.where(queue >= 0, queue, seg["stream"].to_numpy())
+        where = seg["where"].tolist()
+        tids, agents, lq = seg["tid"].tolist(), seg["agent"].tolist(), lane_queue.tolist()
+        lane = np.array(
+            [
+                index.get((ri, "host", t) if w == "host" else (ri, "copy") if w == "copy" else (ri, a, q), -1)
+                for w, t, a, q in zip(where, tids, agents, lq, strict=True)
+            ],
+            dtype=np.int64,
+        )
+        start = seg["start"].to_numpy().astype(np.int64) - self.origin
+        end = seg["end"].to_numpy().astype(np.int64) - self.origin
+        for li in np.unique(lane[lane >= 0]).tolist():
+            mine = lane == li
+            parts[li].append((start[mine], end[mine]))
 
     def run_of(self, row: pd.Series) -> Run:
         return self.runset.runs[int(row["run"])]

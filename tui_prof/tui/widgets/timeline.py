@@ -14,7 +14,9 @@ blocks in the op colour; sync calls on host
 rows are in the sync colour: ``▓`` when the cell holds only sync time, ``▚`` when sync
 calls are interleaved with other API calls in the cell (a sync after every launch);
 GPU cells at least 90% busy are green, less busy ones yellow; the selected interval is shown reversed; the current gap is underlined ``▔``
-on the ruler.
+on the ruler. ``p`` marks the critical path (analysis.whatif.path_segments, asked of the owner
+by :class:`Timeline.CriticalRequested`): each lane's cells on it are bold and underlined, in
+their own colour (no colour more for a 16-colour terminal to tell apart).
 
 A multi-process run starts on its rank lanes (``TimelineModel.ranks``: one row per process,
 its GPUs' busy time drawn like a GPU row); a cell where communication (collective) kernels
@@ -35,7 +37,7 @@ from textual.widget import Widget
 from tui_prof.render.fmt import fmt_at, fmt_ns, fmt_tick, tick_step
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.glyphs import to_ascii, use_ascii
-from tui_prof.tui.view.lanes import TimelineModel
+from tui_prof.tui.view.lanes import PackedLanes, TimelineModel
 
 BLOCKS = np.array([ord(c) for c in " ▁▂▃▄▅▆▇█"], dtype=np.uint32)
 IDLE_GLYPH = ord("░")
@@ -48,6 +50,7 @@ MIXED_THRESHOLD = 0.02  # non-sync API share of a cell that makes a sync cell "m
 
 # style codes of a cell
 S_BLANK, S_BUSY, S_PARTIAL, S_IDLE, S_API, S_SYNC, S_MARK, S_GAP, S_OP, S_MEM, S_COMM = range(11)
+CRITICAL = 16  # added to a cell's style code when the cell is on the critical path: underlined, its colour kept
 STYLE_CLASSES = {
     S_BUSY: "timeline--busy",
     S_PARTIAL: "timeline--partial",
@@ -177,6 +180,8 @@ class Timeline(Widget, can_focus=True):
         Binding("c", "centre_selected", "Go to kernel", id="timeline.goto_kernel"),
         Binding("enter", "open_gap", "Gap calls", id="timeline.open_gap"),
         Binding("r", "toggle_ranks", "Rank lanes", id="timeline.ranks"),
+        Binding("p", "toggle_critical", "Critical path", id="timeline.critical"),
+        Binding("W", "what_if_gap", "Gap what-if", id="timeline.whatif"),
     ]
 
     class WindowChanged(Message):
@@ -211,8 +216,34 @@ class Timeline(Widget, can_focus=True):
         def control(self) -> Timeline:
             return self.timeline
 
+    class GapWhatIf(Message):
+        """``W`` on the selected gap: its what-if (``gap_index``: the run view's gap row)."""
+
+        def __init__(self, timeline: Timeline, gap_index: int) -> None:
+            super().__init__()
+            self.timeline = timeline
+            self.gap_index = gap_index
+
+        @property
+        def control(self) -> Timeline:
+            return self.timeline
+
+    class CriticalRequested(Message):
+        """The user asked for the critical-path marks, which the widget does not have yet;
+        the owner computes them and hands them over (:meth:`Timeline.set_critical`)."""
+
+        def __init__(self, timeline: Timeline) -> None:
+            super().__init__()
+            self.timeline = timeline
+
+        @property
+        def control(self) -> Timeline:
+            return self.timeline
+
     def __init__(self, model: TimelineModel | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.critical: PackedLanes | None = None  # the critical path on every lane (full_model's lanes)
+        self.show_critical = False
         self.full_model = model  # every lane; ``model`` is it or its rank lanes
         self.rank_lanes = True  # a multi-process run shows its rank lanes until ``r``
         self.model = model.ranks if model is not None and model.ranks is not None else model
@@ -257,6 +288,34 @@ class Timeline(Widget, can_focus=True):
         if action == "sync":
             return not self.showing_ranks
         return True
+
+    def action_what_if_gap(self) -> None:
+        if self.model is None or self.gap_index < 0:
+            self.notify("what-if: select a gap first (n / N)", timeout=3, markup=False)
+            return
+        self.post_message(self.GapWhatIf(self, self.model.gap_row(self.gap_index)))
+
+    def action_toggle_critical(self) -> None:
+        """Show or hide the critical-path marks (asked of the owner the first time)."""
+        if self.critical is None:
+            self.post_message(self.CriticalRequested(self))
+            return
+        self.show_critical = not self.show_critical
+        self.refresh()
+        self.post_message(self.WindowChanged(self))
+
+    def set_critical(self, critical: PackedLanes) -> None:
+        """The critical path's intervals on each of ``full_model``'s lanes; shown at once."""
+        self.critical = critical
+        self.show_critical = True
+        self.refresh()
+        self.post_message(self.WindowChanged(self))
+
+    @property
+    def critical_shown(self) -> bool:
+        """The marks are drawn: computed, switched on and on every lane (the rank lanes have none)."""
+        model, critical = self.model, self.critical
+        return self.show_critical and critical is not None and model is not None and model is self.full_model and critical.n == len(model.lanes)
 
     def action_toggle_ranks(self) -> None:
         """Switch between the rank lanes and every lane, keeping the time shown (when both
@@ -477,6 +536,8 @@ class Timeline(Widget, can_focus=True):
 
     def _style(self, code) -> Style:
         """Rich style of a cell code or a component class name, made once per theme."""
+        if isinstance(code, int) and code >= CRITICAL and code not in self._styles:
+            self._styles[code] = self._style(code - CRITICAL) + Style(bold=True, underline=True)
         if code not in self._styles:
             base = self._styles[None] = self._styles.get(None) or self.rich_style
             cls = STYLE_CLASSES.get(code) if isinstance(code, int) else code
@@ -485,9 +546,14 @@ class Timeline(Widget, can_focus=True):
 
     def frame(self):
         """The (glyph, style) arrays of the current view; rebuilt only when the view changes."""
-        key = (self.t0, self.t1, self.cells, self.marker, self.current_gap)
+        key = (self.t0, self.t1, self.cells, self.marker, self.current_gap, self.critical_shown)
         if key != self._cache_key:
             self._frame = build_frame(self.model, self.t0, self.t1, self.cells, self.marker, self.current_gap)
+            if self.critical_shown:
+                assert self.critical is not None  # critical_shown says so
+                style = self._frame[1]
+                on_path = (self.critical.occupancy(self.t0, self.t1, self.cells) > 0) & (style != S_MARK) & (style != S_GAP)
+                style[on_path] += CRITICAL
             self._cache_key = key
             self._strips = {}
         return self._frame
@@ -581,4 +647,6 @@ class Timeline(Widget, can_focus=True):
         sync = self.current_sync
         if sync is not None:
             text += f"  sync {self.sync_index + 1}/{self.model.sync_bars()[0].size}: {fmt_ns(sync[2] - sync[1])}"
+        if self.critical_shown:
+            text += "  critical path: underlined"
         return text

@@ -1,0 +1,126 @@
+"""``tuiprof summary --cluster local:N`` at scale (issue 36): the driver's peak RSS and wall
+time against the rank count, and the in-process summary beside it.
+
+For each ``--ranks`` value a generated multi-rank Kineto run (tui_prof.synth.ranks:
+``--dispatches`` per rank, 9 compute kernels and one AllReduce per step, a straggler) is
+written under ``--dir`` (kept between calls: generating is slow), then summarised in a child
+process with ``--cluster local:WORKERS`` (each rank loaded and reduced in a worker; the
+driver merges partials), and, up to ``--inprocess-max`` ranks, in-process too (the whole
+run in one process, as ``tuiprof summary`` without ``--cluster``). The driver's peak RSS is
+its own VmHWM (read from /proc while it runs, so the workers' memory is not counted);
+the workers' is reported apart. Every run is cold (``--no-cache``) unless ``--warm``.
+
+    python bench/bench_cluster.py --ranks 256 1024 --dispatches 20000 --workers 2 --dir /tmp/bench_cluster
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
+
+PER_STEP = 10  # 9 compute kernels + 1 AllReduce
+
+
+def generate(root: Path, ranks: int, dispatches: int) -> Path:
+    run = root / f"r{ranks}_d{dispatches}"
+    if (run / "done").exists():
+        return run
+    spec = RankSpec(ranks=ranks, iterations=max(1, dispatches // PER_STEP), compute_kernels=PER_STEP - 1, slow_rank=1, slow_pct=20)
+    write_ranks(build_ranks(spec), run, "kineto")
+    (run / "done").write_text("")
+    return run
+
+
+def hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children_rss_kb(pid: int) -> int:
+    """Summed RSS of ``pid``'s descendants (the cluster's scheduler side and workers)."""
+    out = subprocess.run(["ps", "-o", "pid=,ppid=,rss=", "-e"], capture_output=True, text=True).stdout.split()
+    rows = [(int(out[i]), int(out[i + 1]), int(out[i + 2])) for i in range(0, len(out) - 2, 3)]
+    kids, total, frontier = set(), 0, {pid}
+    while frontier:
+        nxt = {p for p, pp, _ in rows if pp in frontier and p not in kids}
+        kids |= nxt
+        frontier = nxt
+    for p, _, rss in rows:
+        if p in kids:
+            total += rss
+    return total
+
+
+def measure(argv: list[str], env: dict) -> dict:
+    """Run ``argv``; its wall time, its own peak RSS (VmHWM polled) and its descendants' peak summed RSS."""
+    t = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        peak, kids, polls = 0, 0, 0
+        while proc.poll() is None:
+            peak = max(peak, hwm_kb(proc.pid))
+            if polls % 10 == 0:
+                kids = max(kids, children_rss_kb(proc.pid))
+            polls += 1
+            time.sleep(0.05)
+        wall = time.perf_counter() - t
+        out.seek(0)
+        err.seek(0)
+        doc = json.loads(out.read() or b"{}")
+        tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
+    return {
+        "rc": proc.returncode,
+        "wall_s": round(wall, 2),
+        "driver_peak_rss_mb": round(peak / 1024, 1),
+        "workers_peak_rss_mb": round(kids / 1024, 1),
+        "ranks_in_doc": len(doc.get("ranks", [])),
+        "straggler": (doc.get("stragglers") or {}).get("rank"),
+        "error": tail[0] if proc.returncode else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", type=int, nargs="+", default=[256, 1024])
+    ap.add_argument("--dispatches", type=int, default=20_000, help="per rank")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--inprocess-max", type=int, default=256, help="also summarise in-process up to this many ranks")
+    ap.add_argument("--dir", default="/tmp/bench_cluster")
+    ap.add_argument("--warm", action="store_true", help="keep the per-rank cache (second run of a cluster reads it)")
+    args = ap.parse_args()
+    root = Path(args.dir)
+    repo = str(Path(__file__).resolve().parents[1])
+    for ranks in args.ranks:
+        t = time.perf_counter()
+        run = generate(root, ranks, args.dispatches)
+        gen_s = time.perf_counter() - t
+        env = dict(os.environ, PYTHONPATH=repo, TUIPROF_CACHE_DIR=str(root / "cache"))
+        cache = [] if args.warm else ["--no-cache"]
+        base = [sys.executable, "-m", "tui_prof.cli", "summary", str(run), "--json", *cache]
+        row = {"ranks": ranks, "dispatches_per_rank": args.dispatches, "generate_s": round(gen_s, 1), "load1": round(os.getloadavg()[0], 2)}
+        row["cluster"] = measure(base + ["--cluster", f"local:{args.workers}"], env)
+        row["cluster"]["per_rank_ms"] = round(1000 * row["cluster"]["wall_s"] / ranks, 1)
+        if ranks <= args.inprocess_max:
+            row["in_process"] = measure(base, env)
+            row["in_process"]["per_rank_ms"] = round(1000 * row["in_process"]["wall_s"] / ranks, 1)
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

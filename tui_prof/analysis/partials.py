@@ -1,0 +1,469 @@
+"""Per-rank partials: a rank's contribution to the summary, small and serialisable, and their exact merge.
+
+A run of thousands of ranks is summarised without holding every kernel in one process:
+each rank (a process) is reduced on its own (:func:`rank_partials`, in a worker process or
+on a cluster) to a :class:`RankPartial`, and the driver merges the partials
+(:class:`PartialMerge`) into the sections of the ``tuiprof.summary/1`` document that are
+exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
+
+* ``hotspots``, ``hotspots_by`` (normalized, category, agent, process), ``categories``,
+  ``kernels``: per group the distinct durations and how often each occurs (integers), and
+  the group's busy time (the union of its kernels' intervals in the process). Calls, total,
+  min, max and the median are read off the merged counts exactly; the sample standard
+  deviation comes from the exact integer moments (n, Σd, Σd²) and is rounded to 0.01 ns
+  as the in-process two-pass figure is, so both print the same value;
+* ``ranks``, ``communication``, ``stragglers``: the rank's :class:`~tui_prof.analysis.ranks.RankCore`
+  figures (integers) and its collectives in start order (type, duration, bytes, group
+  size: one entry per collective kernel), from which the instances, waits and stragglers
+  are rebuilt exactly as for a loaded run;
+* ``gpu``, ``gaps``: the process's per-agent timeline rows (busy, idle, gaps by cause) and
+  its ``max_gaps`` longest gaps; the run's listed gaps are the longest of those, ties in
+  rank then (agent, start) order, as over the whole run;
+* ``sync``: the process's sync and blocking-copy figures (integers, its call names in
+  first-seen order, its own share of its wall), folded in the run set's order;
+* ``copies``, ``copies_source``: per (kind, direction) the process's copy counts, bytes and
+  time (integers), its slowest, fastest and first copy's bandwidth, the union of its copies;
+* ``platform``, ``agents``: the process's own vendor evidence and agent records (for the
+  vendor-dependent wording, both variants), combined in the run set's order;
+* ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank.
+
+The other sections are not merged (docs/cluster.md says which and why): the steps, the
+memory, the warm-up and the critical path need every rank's step windows and dependency
+graph together; the findings and trust labels read the whole document; the host-API,
+copy, counter and operator tables are not built as partials yet. A partial's size grows
+with the distinct kernel durations of the rank, not with its dispatches' count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tui_prof.analysis import aggregate
+from tui_prof.analysis.copies import copies_of_parts, copies_part
+from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
+from tui_prof.analysis.hostcalls import sync_of_parts, sync_part
+from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
+from tui_prof.analysis.kernel_tables import GROUPED_BY
+from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
+from tui_prof.analysis.operators import has_operators, kernel_categories_by_op, link_operators
+from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
+from tui_prof.analysis.processes import agent_records, process_records
+from tui_prof.analysis.ranks import RankCore, sections_of_cores
+from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
+from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, PlatformSection, ProcessRecord, Record
+from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
+from tui_prof.model import Run, RunMeta, RunSet
+from tui_prof.model.schema import TABLES, empty_table
+
+PARTIAL_SCHEMA = "tuiprof.rankpartial/1"
+GROUPINGS = ("name",) + GROUPED_BY  # name, category, normalized, agent, pid
+
+# the summary's sections a merge of partials reproduces exactly, in the document's order
+MERGED_SECTIONS = (
+    "processes",
+    "agents",
+    "platform",
+    "kernels",
+    "hotspots",
+    "hotspots_source",
+    "wall_ns",
+    "gpu",
+    "gaps",
+    "sync",
+    "copies",
+    "copies_source",
+    "categories",
+    "category_rules",
+    "hotspots_by",
+    "ranks",
+    "communication",
+    "stragglers",
+)
+# hotspot rows' fields that come from the critical path (not merged)
+NOT_MERGED_FIELDS = ("critical_ns",)
+
+
+@dataclass(frozen=True)
+class GroupCounts:
+    """One group (a kernel name, a category, ...) of one rank: its distinct durations
+    (ascending, int64 ns), how many kernels lasted each, and its busy time (ns)."""
+
+    values: np.ndarray
+    counts: np.ndarray
+    busy_ns: int
+
+
+@dataclass(frozen=True)
+class TimelinePartial:
+    """The GPU timeline of one process: its per-agent rows (busy, idle, gaps by cause), its
+    gap count and its ``max_gaps`` longest gaps as records, in (agent, start) order."""
+
+    agents: list[Record]
+    count: int
+    listed: list[tuple[int, GapRecord]]  # (duration ns, record)
+
+
+@dataclass(frozen=True)
+class RankPartial:
+    """What one process contributes to the merged summary (see the module's doc)."""
+
+    meta: RunMeta  # the process's meta (host, pid, rank, label, files)
+    label: str
+    record: ProcessRecord
+    clock: str
+    range: tuple[int, int] | None
+    wall_ns: int
+    dispatches: int
+    kernel_ns: int
+    overlapping: bool  # two of its kernels overlap (busy time != total per group)
+    groups: dict[str, dict[str, GroupCounts]]  # grouping -> group -> counts
+    core: dict[str, Any] | None  # RankCore's figures; None for a counter pass of another process
+    timeline: TimelinePartial | None = None  # None: no GPU activity (no timeline, as in the summary)
+    sync: dict[str, Any] = field(default_factory=dict)  # analysis.hostcalls.sync_part
+    copies: dict[str, Any] = field(default_factory=dict)  # analysis.copies.copies_part
+    platform: PlatformSection | None = None  # of this process alone (analysis.platform.detect_platform)
+    agents: dict[str, list[Record]] = field(default_factory=dict)  # its agent records, per platform vendor they depend on ("nvidia", "other")
+    schema: str = PARTIAL_SCHEMA
+
+    @property
+    def key(self) -> tuple:
+        """The run set's order of processes (loaders.detect.assemble)."""
+        m = self.meta
+        return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, m.label)
+
+
+def _codes(key: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Group code per row (-1: none) and the groups' labels of a grouping key."""
+    if isinstance(key.dtype, pd.CategoricalDtype):
+        return key.cat.codes.to_numpy().astype(np.int64), np.asarray(key.cat.categories, dtype=object)
+    codes, labels = pd.factorize(key, sort=False)
+    return codes.astype(np.int64), np.asarray(labels, dtype=object)
+
+
+def _group_counts(dur: np.ndarray, codes: np.ndarray, labels: np.ndarray, busy: np.ndarray | None) -> dict[str, GroupCounts]:
+    """Per group (``codes`` per kernel row, ``labels`` per code) the distinct durations and counts."""
+    valid = codes >= 0
+    c, d = codes[valid], dur[valid].astype(np.int64)
+    order = np.lexsort((d, c))
+    c, d = c[order], d[order]
+    new = np.ones(len(c), dtype=bool)
+    new[1:] = (c[1:] != c[:-1]) | (d[1:] != d[:-1])
+    first = np.flatnonzero(new)
+    counts = np.diff(np.append(first, len(c))).astype(np.int64)
+    uc, ud = c[first], d[first]
+    out: dict[str, GroupCounts] = {}
+    bounds = np.flatnonzero(np.r_[True, uc[1:] != uc[:-1]]) if len(uc) else np.zeros(0, dtype=np.int64)
+    ends = np.append(bounds[1:], len(uc))
+    for lo, hi in zip(bounds.tolist(), ends.tolist(), strict=True):
+        code = int(uc[lo])
+        values, n = ud[lo:hi].copy(), counts[lo:hi].copy()
+        total = int((values * n).sum())
+        out[str(labels[code])] = GroupCounts(values, n, int(busy[code]) if busy is not None else total)
+    return out
+
+
+def _keys(run: Run, rules: CategoryRules, categories: np.ndarray | None) -> dict[str, pd.Series]:
+    k = run.kernels
+    keys = {by: group_key(k, by, rules if by == "category" else None).reset_index(drop=True) for by in GROUPINGS if by != "category"}
+    keys["category"] = pd.Series(categories, dtype="category") if categories is not None else group_key(k, "category", rules).reset_index(drop=True)
+    return keys
+
+
+def _groups(run: Run, rules: CategoryRules, categories: np.ndarray | None) -> tuple[dict[str, dict[str, GroupCounts]], bool]:
+    k = run.kernels
+    if not len(k):
+        return {by: {} for by in GROUPINGS}, False
+    dur = (k["end"].to_numpy() - k["start"].to_numpy()).astype(np.int64)
+    out: dict[str, dict[str, GroupCounts]] = {}
+    overlapping = False
+    processes = process_order(k)
+    for by, key in _keys(run, rules, categories).items():
+        codes, labels = _codes(key)
+        busy = group_busy(k, codes, len(labels), processes)
+        overlapping = overlapping or busy is not None
+        out[by] = _group_counts(dur, codes, labels, busy)
+    return out, overlapping
+
+
+def _categories(r: RunInput, rules: CategoryRules) -> np.ndarray | None:
+    """The process's kernels' categories, operator first (analysis.operators); None: by name."""
+    if not has_operators(r.run):
+        return None
+    link = link_operators(r.run.kernels, r.run.api, r.run.markers, r.index)
+    return kernel_categories_by_op(r.run.kernels, link, rules).astype(str).to_numpy(dtype=object)
+
+
+def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None) -> TimelinePartial | None:
+    """The process's GPU timeline as the summary computes it (None: no GPU activity)."""
+    if not has_gpu_activity(r.run):
+        return None
+    t = run_timeline(r, threshold_ns)
+    records = gap_records(listed_gaps([t], max_gaps))
+    return TimelinePartial(t.agents, len(t.gaps), [(g["duration_ns"], g) for g in records])
+
+
+def rank_partial(
+    r: RunInput, record: ProcessRecord, rules: CategoryRules, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, max_gaps: int | None = 200
+) -> RankPartial:
+    """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process
+    record; ``threshold_ns`` and ``max_gaps`` as :class:`~tui_prof.analysis.summary.SummaryOptions`')."""
+    run = r.run
+    categories = _categories(r, rules)
+    groups, overlapping = _groups(run, rules, categories)
+    core = None
+    if "counter_pass_of" not in run.meta.extra:  # a counter pass of another process is not a rank (issue 32)
+        figures = RankCore(run, r.label, r.wall_ns, r.index.classes, rules, categories)
+        core = {name: value for name, value in vars(figures).items() if name != "run"}
+    k = run.kernels
+    return RankPartial(
+        meta=run.meta,
+        label=r.label,
+        record=record,
+        clock=aggregate.clock_key(run),
+        range=r.range,
+        wall_ns=int(r.wall_ns),
+        dispatches=int(len(k)),
+        kernel_ns=int(np.sum(k["end"].to_numpy() - k["start"].to_numpy())) if len(k) else 0,
+        overlapping=overlapping,
+        groups=groups,
+        core=core,
+        timeline=timeline_partial(r, threshold_ns, max_gaps),
+        sync=sync_part(r),
+        copies=copies_part(run),
+        platform=detect_platform(RunSet(root="", runs=[run])),
+        agents={"nvidia": agent_records([r], "nvidia"), "other": agent_records([r], UNKNOWN)},
+    )
+
+
+def rank_partials(runset: RunSet, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> list[RankPartial]:
+    """The partial of every process of ``runset`` (one rank's files, as a worker loads them);
+    ``threshold_ns`` (None: 10 µs) and ``max_gaps`` as the summary's options."""
+    inputs = run_inputs(runset)
+    records = process_records(inputs)
+    threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
+    return [rank_partial(r, rec, rules or DEFAULT_CATEGORY_RULES, threshold, max_gaps) for r, rec in zip(inputs, records, strict=True)]
+
+
+class _Merged:
+    """One group's counts over ranks, compacted now and then (bounded memory per group)."""
+
+    __slots__ = ("busy", "parts")
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.busy = 0
+
+    def add(self, g: GroupCounts) -> None:
+        self.parts.append((g.values, g.counts))
+        self.busy += g.busy_ns
+        if len(self.parts) >= 32:
+            self.compact()
+
+    def compact(self) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.parts) != 1:
+            values = np.concatenate([p[0] for p in self.parts])
+            counts = np.concatenate([p[1] for p in self.parts])
+            uniq, inverse = np.unique(values, return_inverse=True)
+            self.parts = [(uniq, _sum_by(inverse, counts, len(uniq)))]
+        return self.parts[0]
+
+
+def _sum_by(inverse: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, inverse, counts)
+    return out
+
+
+@dataclass
+class PartialMerge:
+    """The merge of partials, one at a time (the driver keeps no rank's kernels)."""
+
+    rules: CategoryRules = DEFAULT_CATEGORY_RULES
+    groups: dict[str, dict[str, _Merged]] = field(default_factory=lambda: {by: {} for by in GROUPINGS})
+    ranks: list[tuple[tuple, str, ProcessRecord, dict[str, Any] | None, RunMeta]] = field(default_factory=list)
+    spans: list[tuple[str, tuple[int, int] | None]] = field(default_factory=list)
+    process_total: int = 0
+    dispatches: int = 0
+    kernel_ns: int = 0
+    overlapping: bool = False
+    threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS
+    max_gaps: int | None = 200
+    agents: list[tuple[tuple, str, list[Record]]] = field(default_factory=list)  # (rank key, clock, per-agent rows)
+    gap_count: int = 0
+    gaps: list[tuple[int, tuple, int, GapRecord]] = field(default_factory=list)  # (-duration, rank key, position, record)
+    syncs: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, sync part)
+    copies: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, copies part)
+    platforms: list[tuple[tuple, PlatformSection, bool, str, dict[str, list[Record]]]] = field(default_factory=list)
+
+    def add(self, p: RankPartial) -> None:
+        for by, groups in p.groups.items():
+            mine = self.groups[by]
+            for name, g in groups.items():
+                mine.setdefault(name, _Merged()).add(g)
+        self.ranks.append((p.key, p.label, p.record, p.core, p.meta))
+        self.spans.append((p.clock, p.range))
+        self.process_total += p.wall_ns
+        self.dispatches += p.dispatches
+        self.kernel_ns += p.kernel_ns
+        self.overlapping = self.overlapping or p.overlapping
+        self.syncs.append((p.key, p.sync))
+        self.copies.append((p.key, p.copies))
+        if p.platform is not None:
+            self.platforms.append((p.key, p.platform, p.dispatches > 0, p.meta.tool, p.agents))
+        if p.timeline is not None:
+            self.agents.append((p.key, p.clock, p.timeline.agents))
+            self.gap_count += p.timeline.count
+            self.gaps.extend((-d, p.key, pos, g) for pos, (d, g) in enumerate(p.timeline.listed))
+            if self.max_gaps is not None and len(self.gaps) > 2 * self.max_gaps + 64:
+                self.gaps = sorted(self.gaps, key=_gap_order)[: self.max_gaps]
+
+    def platform_agents(self) -> tuple[PlatformSection, list[Record]]:
+        """The ``platform`` and ``agents`` sections: one vendor over the processes (the first
+        process's evidence for it), mixed or unknown; every process's agent records."""
+        ordered = sorted(self.platforms, key=lambda x: x[0])
+        vendors = [(found["vendor"], found["evidence"]) for _k, found, *_ in ordered if found["vendor"] != UNKNOWN]
+        kinds = {v for v, _ in vendors}
+        if len(kinds) == 1:
+            vendor, evidence = vendors[0]
+        elif kinds:
+            vendor, evidence = MIXED, "runs of both vendors"
+        else:
+            vendor, evidence = UNKNOWN, "no runtime, agent or format evidence"
+        tools = [tool for _k, _f, kernels, tool, _a in ordered if kernels]
+        platform: PlatformSection = {"vendor": vendor, "pytorch": bool(tools) and all(t == "pytorch-profiler" for t in tools), "evidence": evidence}
+        which = "nvidia" if vendor == "nvidia" else "other"
+        return platform, [a for *_rest, agents in ordered for a in agents[which]]
+
+    def gpu_gaps(self) -> tuple[GpuSection, GapsSection]:
+        """The ``gpu`` and ``gaps`` sections: the longest gaps over every rank, ties in rank
+        then (agent, start) order, listed in (process, agent, start) order, as the summary."""
+        per_process = [(clock, rows) for _key, clock, rows in sorted(self.agents, key=lambda x: x[0])]
+        chosen = sorted(self.gaps, key=_gap_order)
+        if self.max_gaps is not None:
+            chosen = chosen[: self.max_gaps]
+        listed = sorted((g for *_, g in chosen), key=lambda g: (g["process"], g["agent"], g["start_ns"]))
+        rows = [a for _, agents in per_process for a in agents]
+        return gpu_of_rows(per_process), gaps_of_rows(rows, self.gap_count, self.threshold_ns, listed)
+
+    def table(self, by: str) -> pd.DataFrame:
+        """:func:`~tui_prof.analysis.hotspots.hotspots` of the merged groups (with ``pct_wall``)."""
+        rows = []
+        for name, merged in self.groups[by].items():
+            values, counts = merged.compact()
+            rows.append((name, *_stats(values, counts), merged.busy))
+        columns = list(HOTSPOT_COLUMNS[:-1])
+        table = pd.DataFrame(rows, columns=columns + ["busy"]) if rows else pd.DataFrame({c: [] for c in columns + ["busy"]})
+        table = table.astype({"name": "object", "calls": "int64", "total_ns": "int64", "min_ns": "int64", "max_ns": "int64", "busy": "int64"})
+        grand = float(table["total_ns"].sum())
+        table["percent"] = 100.0 * table["total_ns"] / grand if grand else 0.0
+        table = table.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        wall = self.process_total
+        part = table["busy"] if self.overlapping else table["total_ns"]
+        table["pct_wall"] = 100.0 * part.astype(np.float64) / wall if wall > 0 else 0.0
+        return table[list(HOTSPOT_COLUMNS) + ["pct_wall"]]
+
+
+def _gap_order(item: tuple[int, tuple, int, GapRecord]) -> tuple:
+    return item[:3]
+
+
+def _stats(values: np.ndarray, counts: np.ndarray) -> tuple[int, int, float, float, int, int, float]:
+    """calls, total, mean, median, min, max, sample stddev of a group from its counts."""
+    n = int(counts.sum())
+    total = int((values * counts).sum())
+    mean = float(np.float64(total) / np.float64(n))
+    cum = np.cumsum(counts)
+    lo = int(values[int(np.searchsorted(cum, (n - 1) // 2, side="right"))])
+    hi = int(values[int(np.searchsorted(cum, n // 2, side="right"))])
+    median = (float(lo) + float(hi)) / 2.0
+    if n > 1:
+        s1 = sum(int(v) * int(c) for v, c in zip(values.tolist(), counts.tolist(), strict=True))
+        s2 = sum(int(v) * int(v) * int(c) for v, c in zip(values.tolist(), counts.tolist(), strict=True))
+        std = math.sqrt(float(Fraction(n * s2 - s1 * s1, n * (n - 1))))
+    else:
+        std = 0.0
+    return n, total, mean, median, int(values[0]), int(values[-1]), std
+
+
+def _meta_run(meta: RunMeta, shared: dict[str, pd.DataFrame]) -> Run:
+    """A run that holds only ``meta`` (what the rank table reads of a core's run)."""
+    return Run(meta=meta, **shared)
+
+
+def merged_cores(merge: PartialMerge) -> list[RankCore]:
+    shared = {name: empty_table(name) for name in TABLES}
+    cores = []
+    for _key, _label, _record, figures, meta in sorted(merge.ranks, key=lambda x: x[0]):
+        if figures is None:
+            continue
+        core = RankCore.__new__(RankCore)
+        core.__dict__.update(figures)
+        core.run = _meta_run(meta, shared)
+        cores.append(core)
+    return cores
+
+
+def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]:
+    """The ``MERGED_SECTIONS`` of the summary from the merged partials (same values and order
+    as :func:`~tui_prof.analysis.summary.summarise` writes them, ``critical_ns`` aside)."""
+    by_name = merge.table("name")
+    tables = {by: merge.table(by) for by in GROUPED_BY}
+    ordered = sorted(merge.ranks, key=lambda x: x[0])
+    ranks, communication, stragglers = sections_of_cores(merged_cores(merge))
+    cats = tables["category"]
+    gpu, gaps = merge.gpu_gaps()
+    platform, agents = merge.platform_agents()
+    copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
+    return {
+        "processes": [rec for _k, _l, rec, _f, _m in ordered],
+        "agents": agents,
+        "platform": platform,
+        "kernels": {"dispatches": merge.dispatches, "unique_names": int(len(by_name)), "total_ns": merge.kernel_ns},
+        "hotspots": hotspot_records(by_name, top),
+        "hotspots_source": "trace" if merge.dispatches else "none",
+        "wall_ns": aggregate.group_span(merge.spans),
+        "gpu": gpu,
+        "gaps": gaps,
+        "sync": sync_of_parts([part for _key, part in sorted(merge.syncs, key=lambda x: x[0])]),
+        "copies": copies,
+        "copies_source": copies_source,
+        "categories": {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)},
+        "category_rules": merge.rules.source,
+        "hotspots_by": {
+            "normalized": hotspot_records(tables["normalized"], top),
+            "category": hotspot_records(cats, None),
+            "agent": hotspot_records(tables["agent"], None),
+            "process": hotspot_records(tables["pid"], None),
+        },
+        "ranks": ranks,
+        "communication": communication,
+        "stragglers": stragglers,
+    }
+
+
+def merge_partials(
+    partials: Iterable[RankPartial], rules: CategoryRules | None = None, top: int | None = 20, threshold_ns: int | None = None, max_gaps: int | None = 200
+) -> dict[str, Any]:
+    """:func:`merged_sections` of ``partials`` (in any order; made with the same
+    ``threshold_ns`` and ``max_gaps``)."""
+    threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
+    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps)
+    for p in partials:
+        merge.add(p)
+    return merged_sections(merge, top)
+
+
+def comparable(doc: dict[str, Any], sections: Sequence[str] = MERGED_SECTIONS) -> dict[str, Any]:
+    """The merged sections of a summary document, without the critical path's fields: what a
+    merge of partials must equal."""
+    out = {key: doc[key] for key in sections if key in doc}
+    if "hotspots" in out:
+        out["hotspots"] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out["hotspots"]]
+    return out
