@@ -267,7 +267,7 @@ def test_counters_pane_shows_the_shape_estimates_without_counters(capsys):
     assert "Estimates from recorded shapes (not measured" in text
     mm = next(o for o in doc["hotspots_by_operator"] if o["name"] == "aten::mm")
     line = next(line for line in text.splitlines() if line.startswith("aten::mm "))
-    assert f"{mm['achieved_tflops']:.3g} ({mm['pct_of_peak_flops']:.3g} % bf16)" in line and "compute" in line
+    assert f"{mm['achieved_tflops']:.3g} ({mm['pct_of_peak_flops']:.3g}% bf16)" in line and "compute" in line
     copy = [c.strip() for c in next(line for line in text.splitlines() if line.startswith("aten::copy_ ")).split("│")]
     assert copy[2] == "-"  # no FLOPs: no FLOP rate (its GB/s stays)
     assert "Roofline estimate from shapes: aten::mm (bf16)" in text  # the top operator with FLOPs, on its roofline

@@ -115,7 +115,7 @@ def test_dispatch_detail_on_nvidia():
     assert pairs["registers / thread"] == str(first["args"]["registers per thread"]) == "168"
     assert "arch / accum VGPR" not in pairs and "SGPR" not in pairs
     assert pairs["grid (blocks)"] == "[2, 64, 1]"
-    assert pairs["warps per SM"] == "12 of 64 (18.75 %)"
+    assert pairs["warps per SM"] == "12 of 64 (18.75%)"
     assert pairs["occupancy limiter"] == "registers · 1 blocks/SM"
     assert pairs["limits (blocks/SM)"] == "regs 1, smem 1, warps 5, blocks 32"
     assert detail.occupancy is not None and detail.occupancy["hint"].startswith("Registers-limited")

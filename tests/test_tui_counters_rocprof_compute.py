@@ -53,7 +53,7 @@ def test_pane_shows_verdicts_hints_and_roofline(generated):
             assert bound in text and "* this kernel, + ridge point" in text
             assert f"ridge {entry['roofline']['ridge']:.3g} FLOP/B" in text
         assert "Occupancy limiter: VGPRs" in text and "fewer VGPRs" in text  # the last kernel: vgpr_heavy_gemm
-        assert "1216 waves (12.5 % of 9728)" in text
+        assert "1216 waves (12.5% of 9728)" in text
         await pilot.press("x")
         text = text_of(app, "#counters-body")
         assert "SQ_LEVEL_WAVES_ACCUM/(GRBM_GUI_ACTIVE/XCDs)" in text and "0200_system_speed_of_light.yaml" in text
@@ -71,8 +71,8 @@ def test_pane_shows_the_database_values():
         text = text_of(app, "#counters-body")
         assert "values rocprof-compute computed (analysis database)" in text
         for m in entry["metrics"].values():
-            assert f"{m['value']:.4g} {m['unit']}" in text
-        assert "774.1 waves (9.45 % of 8192)" in text and "Roofline: memory-bound" in text
+            assert (f"{m['value']:.4g}%" if m["unit"] == "%" else f"{m['value']:.4g} {m['unit']}") in text  # a percentage as 12.3%
+        assert "774.1 waves (9.45% of 8192)" in text and "Roofline: memory-bound" in text
 
     drive(TuiProfApp(DB, use_cache=False), flow, size=(160, 50))
 

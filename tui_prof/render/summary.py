@@ -159,7 +159,7 @@ def _saving(finding: Mapping[str, Any]) -> str:
     if "saving_ns" not in finding:
         return "-"
     pct = finding["numbers"].get("saving_pct")
-    return fmt_ns(finding["saving_ns"]) + (f" ({pct:.1f} %)" if pct is not None else "")
+    return fmt_ns(finding["saving_ns"]) + (f" ({fmt_pct(pct)})" if pct is not None else "")
 
 
 def _stats_only_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
@@ -716,8 +716,8 @@ def flops_sections(summary: Mapping[str, Any], name_width: int) -> list[tuple[st
                 f"{o['costed_calls']}/{o['calls']}",
                 f"{o['flops'] / 1e9:,.1f}",
                 fmt_bytes(o["bytes"]),
-                "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({pct:.3g} % {o['flops_dtype']})" if pct is not None else ""),
-                f"{o['achieved_gbs']:,.0f}" + (f" ({bw:.3g} %)" if bw is not None else ""),
+                "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({fmt_pct(pct, sig=3)} {o['flops_dtype']})" if pct is not None else ""),
+                f"{o['achieved_gbs']:,.0f}" + (f" ({fmt_pct(bw, sig=3)})" if bw is not None else ""),
                 roof.get("bound", "-"),
             ]
         )

@@ -18,6 +18,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tui_prof.analysis.api import Summary
+from tui_prof.render.fmt import fmt_pct
 from tui_prof.render.roofline import roofline_lines
 from tui_prof.render.safe import safe_text
 from tui_prof.tui.pane import Pane
@@ -76,9 +77,9 @@ def counters_renderable(doc: Summary, name: str | None, explain: bool):
         else:
             table.add_column("interpretation", overflow="fold")
         for m in k["metrics"].values():
-            shown = f"{m['value']:.4g} {m['unit']}"
+            shown = fmt_pct(m["value"], sig=4) if m["unit"] == "%" else f"{m['value']:.4g} {m['unit']}"
             if m.get("pct_of_peak") is not None and m.get("peak") and m["unit"] != "%":
-                shown += f" ({m['pct_of_peak']:.3g} % of {m['peak']:.4g})"
+                shown += f" ({fmt_pct(m['pct_of_peak'], sig=3)} of {m['peak']:.4g})"
             value = plain(shown, "bold red" if m["flagged"] else "")
             if explain:
                 # the database's metric name and unit are strings from the file: shown as plain text
@@ -89,7 +90,7 @@ def counters_renderable(doc: Summary, name: str | None, explain: bool):
                 check = m.get("check")
                 if check:
                     note.append(
-                        f" · rocprof-compute {check['rocprof_compute']:.4g} ({check['diff_pct']:.2g} % apart{'' if check['agrees'] else ', disagree'})",
+                        f" · rocprof-compute {check['rocprof_compute']:.4g} ({fmt_pct(check['diff_pct'], sig=2)} apart{'' if check['agrees'] else ', disagree'})",
                         "dim" if check["agrees"] else "bold red",
                     )
                 table.add_row(plain(m["label"]), value, note)
@@ -134,8 +135,8 @@ def _shape_estimates(doc: Mapping[str, Any]) -> Group | None:
         table.add_row(
             plain(o["name"]),
             f"{o['costed_calls']}/{o['calls']}",
-            "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({pct:.3g} % {o.get('flops_dtype', '')})" if pct is not None else ""),
-            f"{o['achieved_gbs']:,.0f}" + (f" ({bw:.3g} %)" if bw is not None else ""),
+            "-" if not o["flops"] else f"{o['achieved_tflops']:.3g}" + (f" ({fmt_pct(pct, sig=3)} {o.get('flops_dtype', '')})" if pct is not None else ""),
+            f"{o['achieved_gbs']:,.0f}" + (f" ({fmt_pct(bw, sig=3)})" if bw is not None else ""),
             bound,
         )
     peak = next((o["peak_source"] for o in rows if o.get("peak_source")), "no peak known for this GPU")
@@ -156,7 +157,7 @@ def _roofline(roof: dict, explain: bool) -> list:
     bound = "memory-bound" if roof["bound"] == "memory" else "compute-bound"
     head = plain(f"Roofline: {bound}", "bold red" if roof["bound"] == "memory" else "bold")
     head.append(
-        f" · {roof['ai']:.3g} FLOP/B, {roof['gflops']:.4g} GFLOP/s = {roof['pct_of_attainable']:.3g} % of attainable"
+        f" · {roof['ai']:.3g} FLOP/B, {roof['gflops']:.4g} GFLOP/s = {fmt_pct(roof['pct_of_attainable'], sig=3)} of attainable"
         f" · ridge {roof['ridge']:.3g} FLOP/B = {safe_text(roof['compute_roof'])} {roof['peak_gflops']:,.0f} GFLOP/s / HBM {roof['peak_gbs']:,.0f} GB/s"
     )
     out: list = [head, plain(roof["hint"], "")]

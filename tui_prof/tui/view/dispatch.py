@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis.api import DominantOp, dominant_op, nvidia_hint, nvidia_occupancy, occupancy, ops_overlapping
-from tui_prof.render.fmt import fmt_at, fmt_bytes, fmt_ns, fmt_value
+from tui_prof.render.fmt import fmt_at, fmt_bytes, fmt_ns, fmt_pct, fmt_value
 from tui_prof.tui.view.runview import RunView
 
 
@@ -103,7 +103,7 @@ def nvidia_occupancy_pairs(occ: dict | None) -> list[tuple[str, str]]:
     if occ is None:
         return [("occupancy", "unknown (deviceProperties, block size or registers per thread not recorded)")]
     return [
-        ("warps per SM", f"{occ['warps_per_sm']} of {occ['max_warps_per_sm']} ({occ['occupancy_pct']:g} %)"),
+        ("warps per SM", f"{occ['warps_per_sm']} of {occ['max_warps_per_sm']} ({fmt_pct(occ['occupancy_pct'], sig=6)})"),
         ("occupancy limiter", f"{occ['limiter']} · {occ['blocks_per_sm']} blocks/SM"),
         ("limits (blocks/SM)", ", ".join(f"{NVIDIA_SHORT.get(x['limit'], x['limit'])} {x['blocks_per_sm']}" for x in occ["limiters"])),
     ]
@@ -179,7 +179,7 @@ def dispatch_detail(view: RunView, row: pd.Series) -> DispatchDetail:
         pairs += nvidia_occupancy_pairs(occ)
     elif occ is not None:
         pairs += [
-            ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({occ['occupancy_pct']:g} %)"),
+            ("waves per SIMD", f"{occ['waves_per_simd']:g} of {occ['max_waves_per_simd']} ({fmt_pct(occ['occupancy_pct'], sig=6)})"),
             ("occupancy limiter", f"{occ['limiter']} · {occ['workgroups_per_cu']} workgroups/CU"),
             ("limits (WG/CU)", ", ".join(f"{SHORT_LIMIT.get(x['limit'], x['limit'])} {x['workgroups_per_cu']}" for x in occ["limiters"])),
         ]
