@@ -44,15 +44,15 @@ def _dispatch_table(path: Path) -> tuple[list[str], object]:
 
 def test_nvidia_dispatch_list_in_cuda_words():
     titles, out = _dispatch_table(NVIDIA)
-    assert titles == ["start", "duration", "device", "stream", "grid x", "block x", "shared mem", "regs/thread", "corr id"]
+    assert titles == ["start", "duration", "device", "stream", "grid", "block", "shared mem", "regs/thread", "corr id"]
     for amd_only in ("LDS", "vgpr", "sgpr", "queue", "dispatch", "wg x"):
         assert amd_only not in titles and amd_only not in out["header"]
     frame, args = out["frame"], kernel_args(NVIDIA)
     assert len(frame)
     for row in frame.itertuples():
         a = args[int(row.correlation_id)]
-        assert int(row.grid_blocks_x) == a["grid"][0]  # CUPTI's grid is in blocks
-        assert int(row.wg_x) == a["block"][0]
+        assert row.grid_blocks == "x".join(str(v) for v in a["grid"])  # CUPTI's grid is in blocks, all three dimensions
+        assert row.block_dims == "x".join(str(v) for v in a["block"])
         assert int(row.lds_bytes) == a["shared memory"]
         assert int(row.arch_vgpr) == a["registers per thread"]
 
@@ -62,7 +62,7 @@ def test_amd_dispatch_list_keeps_lds_and_registers():
     assert titles[:3] == ["start", "duration", "agent"]
     for amd in ("LDS", "vgpr", "sgpr", "wg x", "grid x"):
         assert amd in titles
-    assert "regs/thread" not in titles and "grid_blocks_x" not in out["frame"].columns
+    assert "regs/thread" not in titles and "grid_blocks" not in out["frame"].columns
 
 
 def test_dispatch_detail_in_the_platform_s_words():
@@ -85,3 +85,21 @@ def test_dispatch_detail_in_the_platform_s_words():
     amd_pairs = dict(dispatch_detail(amd, amd.kernels.iloc[0]).pairs)
     for label in ("agent", "queue / stream", "workgroup", "LDS / workgroup", "arch / accum VGPR", "SGPR", "correlation / dispatch"):
         assert label in amd_pairs
+
+
+def test_nvidia_grid_and_block_sort_by_size_and_show_whole():
+    """The grid and block cells are XxYxZ strings, yet sorting orders them by the number of
+    blocks (threads), not by text: 8x2x1 (16 blocks) after 9x1x1 (9), "-" (unknown) first."""
+    import pandas as pd
+
+    from tui_prof.tui.view.dispatch import cuda_dispatch_rows
+    from tui_prof.tui.widgets.table import TableModel
+
+    rows = pd.DataFrame(
+        {"grid_x": [2304, 2048, 0, 16384], "grid_y": [1, 2, 1, 1], "grid_z": [1, 1, 1, 1], "wg_x": [256, 256, 64, 1024], "wg_y": [1] * 4, "wg_z": [1] * 4}
+    )
+    out = cuda_dispatch_rows(rows)
+    assert out["grid_blocks"].tolist() == ["9x1x1", "8x2x1", "-", "16x1x1"]  # work-items / block per dimension
+    model = TableModel(out)
+    assert [out["grid_blocks"][i] for i in model.sorted_rows("grid_blocks", False)] == ["-", "9x1x1", "8x2x1", "16x1x1"]
+    assert [out["block_dims"][i] for i in model.sorted_rows("block_dims", True)] == ["1024x1x1", "256x1x1", "256x1x1", "64x1x1"]

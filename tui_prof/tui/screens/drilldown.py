@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 from rich.text import Text
 from textual import on
@@ -38,8 +40,8 @@ CUDA_DISPATCH_COLUMNS = (
     Column("dur", "duration", 9, "ns"),
     Column("agent", "device", 6),
     Column("stream", "stream", 6),
-    Column("grid_blocks_x", "grid x", 8),
-    Column("wg_x", "block x", 7),
+    Column("grid_blocks", "grid", 9, "dims"),  # 2048x1x1; widened to the longest in _show
+    Column("block_dims", "block", 8, "dims"),
     Column("lds_bytes", "shared mem", 10, "bytes"),
     Column("arch_vgpr", "regs/thread", 11),
     Column("correlation_id", "corr id", 8),
@@ -82,6 +84,9 @@ class DispatchesScreen(BackScreen):
         self.query_one("#disp-status", Static).update(f"{len(rows)} dispatches · Enter: detail · s: sort column · F: full name · Esc: back")
         table = self.query_one("#dispatches", TableView)
         table.time_offsets("t", rows)  # start offsets with the digits that tell dispatches apart
+        if self.cuda:  # an XxYxZ is never cut: its column as wide as the longest
+            widths = {k: max((len(str(v)) for v in rows[k].cat.categories), default=1) for k in ("grid_blocks", "block_dims")}
+            table.set_columns([dataclasses.replace(c, width=max(c.width, widths.get(c.key, 0))) for c in CUDA_DISPATCH_COLUMNS])
         table.set_data(rows, text_key=None)
 
     @on(TableView.Selected, "#dispatches")

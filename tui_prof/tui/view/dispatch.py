@@ -50,12 +50,26 @@ def nvidia_run(view: RunView) -> bool:
     return bool(gpus) and all(nvidia_agent(a) for a in gpus)
 
 
+def _dims(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Categorical:
+    """``XxYxZ`` per row (``-`` where a dimension is not recorded), an ordered categorical
+    whose order is the product, then x, y, z: the table sorts it by size, not by text.
+    Only the distinct triples are formatted (a run has few shapes, many dispatches)."""
+    triples = np.stack([x, y, z], axis=1).astype(np.int64)
+    uniques, codes = np.unique(triples, axis=0, return_inverse=True)
+    known = [bool(v) for v in np.all(uniques > 0, axis=1)]
+    labels = ["x".join(str(v) for v in t) if ok else "-" for t, ok in zip(uniques.tolist(), known)]
+    order = sorted(range(len(uniques)), key=lambda i: (bool(known[i]), int(np.prod(uniques[i])) if known[i] else 0, *uniques[i].tolist()))
+    categories = list(dict.fromkeys(labels[i] for i in order))
+    return pd.Categorical(labels, categories=categories, ordered=True)[codes.reshape(-1)]
+
+
 def cuda_dispatch_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Dispatch rows with ``grid_blocks_x``: the grid's x in blocks, as CUPTI records it
-    (the model keeps work-items: grid x / block x; -1 where either is not recorded)."""
-    grid, block = rows["grid_x"].to_numpy(), rows["wg_x"].to_numpy()
-    known = (grid > 0) & (block > 0)
-    return rows.assign(grid_blocks_x=np.where(known, grid // np.where(known, block, 1), -1))
+    """Dispatch rows with ``grid_blocks`` (the grid in blocks, as CUPTI records it: the
+    model keeps work-items, grid / block per dimension) and ``block_dims``, both ``XxYxZ``."""
+    grid = [rows[f"grid_{d}"].to_numpy() for d in "xyz"]
+    block = [rows[f"wg_{d}"].to_numpy() for d in "xyz"]
+    blocks = [np.where((g > 0) & (b > 0), g // np.where(b > 0, b, 1), -1) for g, b in zip(grid, block)]
+    return rows.assign(grid_blocks=_dims(*blocks), block_dims=_dims(*block))
 
 
 def _grid_pairs(r: pd.Series, agent) -> list[tuple[str, str]]:

@@ -125,7 +125,9 @@ class TableModel:
     @staticmethod
     def _plain_keys(series: pd.Series) -> np.ndarray:
         if isinstance(series.dtype, pd.CategoricalDtype):
-            ranks = np.argsort(np.argsort(series.cat.categories.astype(str).to_numpy(), kind="stable"))
+            # an ordered categorical sorts in its own order (e.g. 2048x1x1 by size), others by text
+            categories = series.cat.categories
+            ranks = np.arange(len(categories)) if series.cat.ordered else np.argsort(np.argsort(categories.astype(str).to_numpy(), kind="stable"))
             codes = series.cat.codes.to_numpy()
             return np.where(codes >= 0, ranks[np.maximum(codes, 0)], -1)
         if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
