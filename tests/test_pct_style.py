@@ -39,3 +39,20 @@ def test_finding_messages_print_percentages_in_the_one_style(path):
             assert percent.fmt_pct(doc["stragglers"]["compute_excess_pct"]) in f["message"]
         if f["code"] == "gpu-idle" and "active span" in f["message"]:
             assert f"GPU idle {percent.fmt_pct(doc['gpu']['idle_pct'])} " in f["message"]
+
+
+@pytest.mark.parametrize(
+    ("value", "sig", "text"), [(0.065789, 4, "0.06579%"), (18.75, 6, "18.75%"), (9.4494, 3, "9.45%"), (100.0, 3, "100%"), (float("nan"), 3, "-")]
+)
+def test_significant_digit_percentages_have_no_space(value, sig, text):
+    """% of peak and occupancy keep significant digits (a tiny share is not 0.0%) in the one style."""
+    assert percent.fmt_pct(value, sig=sig) == text
+
+
+def test_threshold_texts_in_the_one_style():
+    """The counter thresholds ("< 50% [P]") print percentages as the rest of the product does."""
+    from tui_prof.analysis.counters import METRICS
+
+    thresholds = [m.threshold for m in METRICS]
+    assert "< 50% [P]" in thresholds
+    assert not [t for t in thresholds if re.search(r"\d %", t)]
