@@ -133,7 +133,7 @@ def test_help_lists_the_new_keys_without_collisions():
     """The help rows name p and W; no key is bound twice where the same widget has the focus."""
     rows = TuiProfApp.key_rows()
     assert ("timeline", "p", "Critical path") in rows and ("timeline", "W", "Gap what-if") in rows
-    assert ("main screen", "W", "What-if") in rows and ("findings", "W", "What-if") in rows
+    assert ("hotspots", "W", "What-if") in rows and ("findings", "W", "What-if") in rows
     for where in {w for w, _, _ in rows}:
         keys = [k for w, ks, _ in rows if w == where for k in ks.split()]
         assert len(keys) == len(set(keys)), where

@@ -31,7 +31,7 @@ from tui_prof.analysis.diff import comparable as judged_metrics
 from tui_prof.analysis.findings import FindingCode
 from tui_prof.analysis.hostapi import CorrIndex, api_classes, link_launches, sync_mask
 from tui_prof.analysis.hostops import DominantOp, dominant_op, host_markers, nesting_depth, ops_overlapping
-from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots
+from tui_prof.analysis.hotspots import all_kernels, group_key, hotspots, process_order, run_codes
 from tui_prof.analysis.integrity import CHECKS as INTEGRITY_CHECKS
 from tui_prof.analysis.integrity import (
     CheckReport,
@@ -186,6 +186,7 @@ __all__ = [
     "path_segments",
     "pick_recording",
     "process_categories",
+    "process_order",
     "rank_cores",
     "rank_diff",
     "rank_numbers",
@@ -197,6 +198,7 @@ __all__ = [
     "recordings",
     "regressions",
     "rematch",
+    "run_codes",
     "run_inputs",
     "run_label",
     "run_what_if",

@@ -54,8 +54,10 @@ def hotspots(
     "pid" or any other kernels column. ``dur_order`` (``duration_order(kernels)``) may be
     passed to share the sort between several groupings. ``key`` (one value per kernel row,
     e.g. analysis.operators' operator or op-first category of each kernel) groups instead
-    of ``by``. ``processes`` (``process_order(kernels)``) may be passed to share the
-    per-process order behind ``pct_wall`` between several groupings.
+    of ``by``. ``processes`` (``process_order(kernels, run_codes(runset))``) gives the
+    process of each kernel behind ``pct_wall`` and may be shared between several groupings;
+    without it each pid is taken as one process, which unites the kernels of processes that
+    share a pid (ranks on different hosts): pass it for the kernels of a run set.
     """
     columns = list(HOTSPOT_COLUMNS) + (["pct_wall"] if wall_ns is not None else [])
     if kernels.empty:
@@ -128,37 +130,52 @@ def hotspots(
     return table[columns]
 
 
+def run_codes(runset: RunSet) -> np.ndarray:
+    """The run (process) index of each row of ``all_kernels(runset)``: runs one after another."""
+    sizes = [len(run.kernels) for run in runset.runs]
+    return np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+
+
 @dataclass(frozen=True)
 class ProcessOrder:
     """The kernels' process of each row and their order by (process, start), as every
-    grouping's busy time needs them: ``pid_codes`` (0.. per distinct pid), ``in_order``
-    (rows already sorted by process, then start), ``overlapping`` (some kernel starts
-    before an earlier kernel of its process ended)."""
+    grouping's busy time needs them: ``process_codes`` (0.. per distinct process),
+    ``in_order`` (rows already sorted by process, then start), ``overlapping`` (some kernel
+    starts before an earlier kernel of its process ended)."""
 
-    pid_codes: np.ndarray
+    process_codes: np.ndarray
     in_order: bool
     overlapping: bool
 
 
-def process_order(kernels: pd.DataFrame) -> ProcessOrder:
-    """:class:`ProcessOrder` of ``kernels`` (non-empty)."""
+def process_order(kernels: pd.DataFrame, runs: np.ndarray | None = None) -> ProcessOrder:
+    """:class:`ProcessOrder` of ``kernels`` (non-empty). A process is a (run, pid) pair:
+    ``runs`` (:func:`run_codes`) is the run of each row; without it, one run. Two runs with
+    the same pid (ranks on different hosts, whose clocks cannot be compared) are two
+    processes, as the cluster partials count them."""
     start = kernels["start"].to_numpy().astype(np.int64, copy=False)
     end = kernels["end"].to_numpy().astype(np.int64, copy=False)
-    pid_codes = pd.factorize(kernels["pid"].to_numpy())[0].astype(np.int64)
+    codes = pd.factorize(kernels["pid"].to_numpy())[0].astype(np.int64)
+    if runs is not None:
+        if len(runs) != len(codes):
+            raise ValueError(f"process_order: {len(runs)} run codes for {len(codes)} kernels")
+        if len(runs) and (runs != runs[0]).any():
+            codes = pd.factorize(runs.astype(np.int64) * (int(codes.max()) + 1) + codes)[0].astype(np.int64)
     # the kernels table is each run's kernels in start order, runs one after another: then a
     # stable sort by an integer key keeps start order within each key (no lexsort needed)
-    in_order = bool(((pid_codes[1:] > pid_codes[:-1]) | ((pid_codes[1:] == pid_codes[:-1]) & (start[1:] >= start[:-1]))).all())
-    order = np.arange(len(start)) if in_order else np.lexsort((start, pid_codes))
-    return ProcessOrder(pid_codes, in_order, _overlaps(pid_codes[order], start[order], end[order]))
+    in_order = bool(((codes[1:] > codes[:-1]) | ((codes[1:] == codes[:-1]) & (start[1:] >= start[:-1]))).all())
+    order = np.arange(len(start)) if in_order else np.lexsort((start, codes))
+    return ProcessOrder(codes, in_order, _overlaps(codes[order], start[order], end[order]))
 
 
 def group_busy(kernels: pd.DataFrame, codes: np.ndarray, ngroups: int, processes: ProcessOrder | None = None) -> np.ndarray | None:
     """Per group code the time during which at least one of its kernels runs, summed over
-    processes (the union of the group's kernel intervals per pid); None when no two
+    processes (the union of the group's kernel intervals per process); None when no two
     kernels of one process overlap (then it equals each group's total time). ``pct_wall``
     takes it as its part, so kernels running side by side on several streams or GPUs count
     once and the share stays within the process time (docs/metrics.md, Aggregation).
-    ``processes``: ``process_order(kernels)``, computed here when not given."""
+    ``processes``: ``process_order(kernels, runs)``; when not given, ``process_order(kernels)``
+    (one process per pid)."""
     start = kernels["start"].to_numpy().astype(np.int64, copy=False)
     end = kernels["end"].to_numpy().astype(np.int64, copy=False)
     if not len(start):
@@ -167,10 +184,10 @@ def group_busy(kernels: pd.DataFrame, codes: np.ndarray, ngroups: int, processes
         processes = process_order(kernels)
     if not processes.overlapping:
         return None
-    pid_codes, in_order = processes.pid_codes, processes.in_order
+    process_codes, in_order = processes.process_codes, processes.in_order
     valid = codes >= 0
-    width = int(pid_codes.max()) + 1
-    seg = codes.astype(np.int64) * width + pid_codes
+    width = int(process_codes.max()) + 1
+    seg = codes.astype(np.int64) * width + process_codes
     if in_order:  # numpy's stable sort is a radix sort on 16-bit keys
         top = int(seg.max())
         o = np.argsort(seg.astype(np.int16 if top < (1 << 15) else np.int32 if top < (1 << 31) else np.int64), kind="stable")
@@ -187,7 +204,7 @@ def group_busy(kernels: pd.DataFrame, codes: np.ndarray, ngroups: int, processes
     last[:-1] = first[1:]
     seg_union = reach[last] - ss[first] - np.add.reduceat(hole, np.flatnonzero(first))
     out = np.zeros(ngroups, dtype=np.int64)
-    np.add.at(out, sg[first] // width, seg_union)  # one entry per (group, pid): few
+    np.add.at(out, sg[first] // width, seg_union)  # one entry per (group, process): few
     return out
 
 
@@ -206,8 +223,8 @@ def _segment_cummax(seg: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _overlaps(pid: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
-    """Whether a kernel starts before an earlier kernel of the same pid ended (rows sorted
-    by pid, then start)."""
+    """Whether a kernel starts before an earlier kernel of the same process ended (rows
+    sorted by process code ``pid``, then start)."""
     reach = _segment_cummax(pid, end)
     return bool(((pid[1:] == pid[:-1]) & (start[1:] < reach[:-1])).any())
 

@@ -26,13 +26,19 @@ GROUPED_BY = ("category", "normalized", "agent", "pid")
 
 
 def grouped_hotspots(
-    kernels: pd.DataFrame, wall: int, rules: CategoryRules, dur_order: np.ndarray, categories: pd.Series | None = None
+    kernels: pd.DataFrame,
+    wall: int,
+    rules: CategoryRules,
+    dur_order: np.ndarray,
+    categories: pd.Series | None = None,
+    runs: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, ...]:
     """:func:`hotspots` by each of ``GROUPED_BY`` (with % of wall), one duration sort shared;
     ``categories`` (:func:`kernel_categories_of`: operator first) replaces the name-rule
-    categories when given. The kernels' order by process (``pct_wall``'s busy time) is
-    shared between the groupings too."""
-    processes = process_order(kernels) if len(kernels) else None
+    categories when given. The kernels' order by process (``pct_wall``'s busy time; ``runs``:
+    :func:`~tui_prof.analysis.hotspots.run_codes`, the run of each row) is shared between the
+    groupings too."""
+    processes = process_order(kernels, runs) if len(kernels) else None
     return tuple(
         hotspots(
             kernels,

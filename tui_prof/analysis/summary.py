@@ -23,7 +23,7 @@ from tui_prof.analysis.critical import add_critical_ns, critical_section, proces
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
 from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
-from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots
+from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots, process_order, run_codes
 from tui_prof.analysis.integrity import CheckReport, check_run
 from tui_prof.analysis.kernel_tables import (
     categories_section,
@@ -134,7 +134,7 @@ def _start_lanes(
     def grouped() -> tuple[tuple[pd.DataFrame, ...], list[pd.DataFrame | None], pd.Series | None]:
         op_links = operator_links(inputs)
         categories = kernel_categories_of(inputs, op_links, rules)
-        return grouped_hotspots(kernels, process_total, rules, order, categories), op_links, categories
+        return grouped_hotspots(kernels, process_total, rules, order, categories, run_codes(runset)), op_links, categories
 
     def timeline_of(r: RunInput) -> Callable[[], RunTimeline]:
         return lambda: run_timeline(r, threshold)
@@ -207,7 +207,8 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     platform = detect_platform(runset)
 
     jobs = _start_lanes(runset, inputs, kernels, order, options, process_total, lane)
-    by_name = hotspots(kernels, dur_order=order, wall_ns=process_total)  # here: the threads need only the order
+    processes = process_order(kernels, run_codes(runset)) if len(kernels) else None
+    by_name = hotspots(kernels, dur_order=order, wall_ns=process_total, processes=processes)  # here: the threads need only the order
     sync = sync_section(inputs)
     links = _launch_links(inputs, progress)
     kernel_dur = kernel_durations(kernels)

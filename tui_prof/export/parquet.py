@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof import __version__
-from tui_prof.analysis.api import GAP_COLUMNS, SummaryResult, all_kernels, hotspots, run_inputs, wall_ns
+from tui_prof.analysis.api import GAP_COLUMNS, SummaryResult, all_kernels, hotspots, process_order, run_codes, run_inputs, wall_ns
 from tui_prof.export.common import ExportError, analyse, check_destination
 from tui_prof.guard import jsonout
 from tui_prof.guard.write import WriteRefused, atomic_folder, open_existing, open_new, write_new
@@ -195,7 +195,8 @@ def hotspots_table(runset: RunSet, by: str) -> pd.DataFrame:
     """:func:`~tui_prof.analysis.hotspots.hotspots` of every kernel grouped ``by``, with % of
     wall; the first column is named after the grouping."""
     kernels = all_kernels(runset)
-    table = hotspots(kernels, by=by, wall_ns=wall_ns(run_inputs(runset)))
+    processes = process_order(kernels, run_codes(runset)) if len(kernels) else None
+    table = hotspots(kernels, by=by, wall_ns=wall_ns(run_inputs(runset)), processes=processes)
     table = table.rename(columns={"name": by}).reset_index(drop=True)
     if by in ("agent", "pid"):
         table[by] = table[by].astype("int64")

@@ -35,15 +35,16 @@ from tui_prof.threads import use_daemon_threads
 from tui_prof.tui import schedule
 from tui_prof.tui.base import ProfApp
 from tui_prof.tui.keys import app_sources, binding_rows, declared_in, pretty_keys
-from tui_prof.tui.messages import LoadFailed
+from tui_prof.tui.messages import LoadFailed, RecordingRequested
 from tui_prof.tui.pane import Pane
 from tui_prof.tui.registry import PANES
 from tui_prof.tui.screens.back import BackScreen
 from tui_prof.tui.screens.fullname import FullNameScreen
 from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.screens.main import MainScreen, RankScreen
+from tui_prof.tui.screens.recordings import RecordingsScreen
 from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
-from tui_prof.tui.view.recordings import RecordingError, recording_to_show
+from tui_prof.tui.view.recordings import RecordingError, recording_rows, recording_to_show
 from tui_prof.tui.view.runview import GROUPS, RunView, build_view, load_failure, load_runset
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
@@ -113,6 +114,8 @@ class TuiProfApp(ProfApp):
         self.view: RunView | None = None
         self.load_error = ""  # why nothing could be loaded (tuiprof open then exits 1)
         self.cache_written: int | None = None  # entries written after the first screen (None: not yet, or none to write)
+        self.background = background
+        self.whole: RunSet | None = None  # the whole loaded run when it holds several recordings (key R reopens on another)
         self.main = MainScreen(background=background)
         self.main.source_name = self.source_name
 
@@ -165,10 +168,27 @@ class TuiProfApp(ProfApp):
     def _one_recording(self, runset: RunSet) -> RunSet:
         """The recording to show when the run holds several (tui_prof.tui.view.recordings);
         a note says which and how to pick another. A bad ``--recording`` fails the load."""
-        shown, note = recording_to_show(runset, self.recording)
+        shown, note, index = recording_to_show(runset, self.recording)
         if note:
-            deliver(self.main, self._note, note)
+            self.whole = runset
+            rows = recording_rows(runset, index)
+            main = self.main
+            deliver(main, lambda: setattr(main, "recordings", rows))
+            deliver(main, self._note, note)
         return shown
+
+    def on_recording_requested(self, message: RecordingRequested) -> None:
+        """Reopen on recording ``message.index`` of the whole run (what ``tuiprof open
+        --recording N`` shows): a fresh main screen, the load worker on the run kept in memory."""
+        if self.whole is None:
+            return
+        self.recording = message.index
+        self.source, self.view = self.whole, None
+        main = MainScreen(background=self.background)
+        main.source_name = self.source_name
+        self.main = main
+        self.switch_screen(main)
+        self.load()
 
     def _note(self, text: str) -> None:
         self.notify(safe_text(text), severity="warning", timeout=20, markup=False)
@@ -299,6 +319,7 @@ HELP_WHERE: dict[type, str] = {
     BackScreen: "drill-down",
     HelpScreen: "help",
     FullNameScreen: "full name",
+    RecordingsScreen: "recordings",
     TableView: "tables",
     KeyScroll: "hardware, issues, help",
 }

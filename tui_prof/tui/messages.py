@@ -101,3 +101,12 @@ class WhatIfRequested(Message):
     def __init__(self, target: WhatIfTarget) -> None:
         super().__init__()
         self.target = target
+
+
+class RecordingRequested(Message):
+    """Show recording ``index`` (1-based, as ``tuiprof open --recording N``) of a run that
+    holds several: the app reopens on it."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index

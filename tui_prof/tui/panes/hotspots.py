@@ -315,7 +315,7 @@ class HotspotsPane(Pane, Vertical):
         """``W``: the what-if of the row under the cursor (its kernels at half their time)."""
         group, value = self.selection
         if self.stats_key is not None or value is None:
-            self.notify(NO_DISPATCHES if self.stats_key is not None else "no row under the cursor", timeout=4, markup=False)
+            self.notify(safe_text(NO_DISPATCHES if self.stats_key is not None else "no row under the cursor"), timeout=4, markup=False)
             return
         target = hotspot_target(group, value)
         if target is None:
