@@ -163,7 +163,7 @@ def test_counters_pane_metrics_interpretation_and_formulas():
             text = text_of(app, "#counters-body")
             assert name in text
             for m in by_name[name]["metrics"].values():
-                assert m["label"] in text and f"{m['value']:.4g} {m['unit']}" in text
+                assert m["label"] in text and (f"{m['value']:.4g}%" if m["unit"] == "%" else f"{m['value']:.4g} {m['unit']}") in text
                 assert (m["meaning"] in text) if m["flagged"] else (f"ok ({m['threshold']})" in text)
                 checked += m["flagged"]
             await pilot.press("x")
