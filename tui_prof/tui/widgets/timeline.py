@@ -143,6 +143,26 @@ def build_frame(model: TimelineModel, t0: int, t1: int, cells: int, marker=None,
     return glyph, style
 
 
+class TimelineMessage(Message):
+    """A message from a :class:`Timeline`, which is its ``control``."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        super().__init__()
+        self.timeline = timeline
+
+    @property
+    def control(self) -> Timeline:
+        return self.timeline
+
+
+class GapMessage(TimelineMessage):
+    """A message about one gap (``gap_index``: the run view's gap row)."""
+
+    def __init__(self, timeline: Timeline, gap_index: int) -> None:
+        super().__init__(timeline)
+        self.gap_index = gap_index
+
+
 class Timeline(Widget, can_focus=True):
     """Zoomable, pannable lanes view. Times in the widget are ns relative to the run origin."""
 
@@ -184,61 +204,21 @@ class Timeline(Widget, can_focus=True):
         Binding("W", "what_if_gap", "Gap what-if", id="timeline.whatif"),
     ]
 
-    class WindowChanged(Message):
+    class WindowChanged(TimelineMessage):
         """Posted after zoom/pan/gap jumps, so the owner can update its status line."""
 
-        def __init__(self, timeline: Timeline) -> None:
-            super().__init__()
-            self.timeline = timeline
+    class GapOpened(GapMessage):
+        """Enter on the selected gap: its calls (``gap_index``: the run view's gap row)."""
 
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
-
-    class GapOpened(Message):
-        def __init__(self, timeline: Timeline, gap_index: int) -> None:
-            super().__init__()
-            self.timeline = timeline
-            self.gap_index = gap_index
-
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
-
-    class CentreRequested(Message):
+    class CentreRequested(TimelineMessage):
         """The user asked to jump to the selected kernel; the owner (pane or screen) supplies it."""
 
-        def __init__(self, timeline: Timeline) -> None:
-            super().__init__()
-            self.timeline = timeline
-
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
-
-    class GapWhatIf(Message):
+    class GapWhatIf(GapMessage):
         """``W`` on the selected gap: its what-if (``gap_index``: the run view's gap row)."""
 
-        def __init__(self, timeline: Timeline, gap_index: int) -> None:
-            super().__init__()
-            self.timeline = timeline
-            self.gap_index = gap_index
-
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
-
-    class CriticalRequested(Message):
+    class CriticalRequested(TimelineMessage):
         """The user asked for the critical-path marks, which the widget does not have yet;
         the owner computes them and hands them over (:meth:`Timeline.set_critical`)."""
-
-        def __init__(self, timeline: Timeline) -> None:
-            super().__init__()
-            self.timeline = timeline
-
-        @property
-        def control(self) -> Timeline:
-            return self.timeline
 
     def __init__(self, model: TimelineModel | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
