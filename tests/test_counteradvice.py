@@ -85,3 +85,10 @@ def test_a_defective_counter_is_said_whatever_its_value():
     (a,) = advise("gfx1151", _kernel(waves=_metric(1280.0, "waves")))
     assert "SQ_WAVES" in a["text"] and "rocm-systems#3828" in a["text"] and a["defect"]
     assert advise("gfx942", _kernel(waves=_metric(1280.0, "waves"))) == []
+
+
+def test_a_percent_value_is_written_in_the_one_percent_style():
+    """A metric in % prints ``12.3%`` like every other percentage (tui_prof.percent.fmt_pct)."""
+    value = L2_BAD_BELOW - 7.25
+    (a,) = advise("gfx942", _kernel(l2_hit=_metric(value)))
+    assert f"{value:.3g}%" in a["text"] and f"{value:.3g} %" not in a["text"]

@@ -18,6 +18,7 @@ from typing import Any
 from tui_prof.analysis.counterdict import ArchDict, MetricInfo, load
 from tui_prof.analysis.counterplan import default_metrics, plan
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES
+from tui_prof.percent import fmt_pct
 
 # counter_metrics' keys -> the dictionary's (its rocprof-compute-named keys)
 TO_DICT = {
@@ -136,7 +137,8 @@ def advise(arch: str, kernel: dict[str, Any]) -> list[dict[str, Any]]:
         where = passes.get(dkey) or _own_passes(d.arch, dkey)
         good = which == "good_above"
         name = m.rpc or m.label
-        shown = f"{entry['value']:.3g} {entry['unit']}" + (f" = {pct:.3g}% of peak" if "pct_of_peak" in which and pct is not None else "")
+        value = fmt_pct(entry["value"], sig=3) if entry["unit"] == "%" else f"{entry['value']:.3g} {entry['unit']}"
+        shown = value + (f" = {fmt_pct(pct, sig=3)} of peak" if "pct_of_peak" in which and pct is not None else "")
         tag = m.threshold_source.split(" ")[0] if m.threshold_source.startswith("[") else m.threshold_source
         meaning = m.meaning or "threshold crossed"
         occ = kernel.get("occupancy") or {}
