@@ -3,7 +3,7 @@ time against the rank count, and the in-process summary beside it.
 
 For each ``--ranks`` value a generated multi-rank Kineto run (tui_prof.synth.ranks:
 ``--dispatches`` per rank, 9 compute kernels and one AllReduce per step, a straggler) is
-written under ``--dir`` (kept between calls: generating is slow), then summarised in a child
+written under ``--dir`` rank by rank (kept between calls: generating is slow), then summarised in a child
 process with ``--cluster local:WORKERS`` (each rank loaded and reduced in a worker; the
 driver merges partials), and, up to ``--inprocess-max`` ranks, in-process too (the whole
 run in one process, as ``tuiprof summary`` without ``--cluster``). The driver's peak RSS is
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
+from tui_prof.synth.ranks import RankSpec, write_ranks_streaming
 
 PER_STEP = 10  # 9 compute kernels + 1 AllReduce
 
@@ -36,7 +36,7 @@ def generate(root: Path, ranks: int, dispatches: int) -> Path:
     if (run / "done").exists():
         return run
     spec = RankSpec(ranks=ranks, iterations=max(1, dispatches // PER_STEP), compute_kernels=PER_STEP - 1, slow_rank=1, slow_pct=20)
-    write_ranks(build_ranks(spec), run, "kineto")
+    write_ranks_streaming(spec, run, "kineto")  # one rank's events in memory at a time
     (run / "done").write_text("")
     return run
 

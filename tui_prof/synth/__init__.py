@@ -148,7 +148,7 @@ def _other_generator(args: argparse.Namespace) -> dict:
     from dataclasses import asdict
 
     if args.generator == "ranks":
-        from tui_prof.synth.ranks import RankSpec, build_ranks, write_ranks
+        from tui_prof.synth.ranks import RankSpec, write_ranks_streaming
 
         if args.format not in ("csv", "kineto"):
             raise ValueError(f"--generator ranks writes csv or kineto, not {args.format}")
@@ -159,10 +159,9 @@ def _other_generator(args: argparse.Namespace) -> dict:
             slow_pct=args.slow_pct,
             collectives=tuple(args.collective or RankSpec.collectives),
         )
-        ranks = build_ranks(spec)
-        where = write_ranks(ranks, args.outdir, args.format)
-        print(f"wrote {where} ({spec.ranks} ranks)", file=sys.stderr)
-        return {"generator": "ranks", **asdict(ranks.expected), "wait_by_rank": ranks.expected.wait_by_rank}
+        expected = write_ranks_streaming(spec, args.outdir, args.format)  # one rank in memory at a time
+        print(f"wrote {args.outdir} ({spec.ranks} ranks)", file=sys.stderr)
+        return {"generator": "ranks", **asdict(expected), "wait_by_rank": expected.wait_by_rank}
     if args.generator == "steps":
         from tui_prof.synth.steps import StepSpec, build_steps
 

@@ -40,6 +40,7 @@ reads ``h * host_offset_ns`` more than host 0's (clocks of different hosts are n
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,103 +168,159 @@ class RankRuns:
         return RunSet(root=root, runs=runs)
 
 
-def build_ranks(spec: RankSpec) -> RankRuns:
-    """Events of every rank and the known answers of ``spec``."""
-    n = spec.ranks
-    rows: list[dict[str, list]] = [{"k": [], "a": [], "c": []} for _ in range(n)]  # kernels, api, copies per rank
-    offset = [spec.host_of(r) * spec.host_offset_ns for r in range(n)]
-    t = [spec.t0_ns] * n  # host thread time per rank, on host 0's clock
-    compute_total = [0] * n
-    comm_total = [0] * n
-    overlap_total = [0] * n
-    sync_total = [0] * n
-    instance_types: list[str] = []
-    straggler: list[int | None] = []
-    waits: list[list[int]] = []
+class _Totals:
+    """One rank's running totals (ns) while its program runs."""
 
-    def call(r: int, name: str, start: int, end: int) -> int:
-        rows[r]["a"].append((start, end, name))
-        return len(rows[r]["a"])  # correlation id (1-based, in call order)
+    __slots__ = ("comm", "compute", "overlap", "sync")
 
-    def kernel(r: int, name: str, start: int, end: int, stream: int, corr: int) -> None:
-        rows[r]["k"].append((start, end, name, stream, corr))
+    def __init__(self) -> None:
+        self.compute = self.comm = self.overlap = self.sync = 0
 
-    for r in range(n):  # the blocking HtoD copy
-        s = t[r]
-        c_start = s + spec.copy_latency_ns
-        e = c_start + spec.copy_ns + spec.copy_return_ns
-        corr = call(r, "hipMemcpy", s, e)
-        rows[r]["c"].append((c_start, c_start + spec.copy_ns, corr))
-        sync_total[r] += e - s
-        t[r] = e + spec.gap_ns
-    stream0_free = [0] * n
-    stream1_free = [0] * n
+
+def _program(spec: RankSpec, r: int, rows: dict[str, list] | None, tot: _Totals) -> Generator[int, int, None]:
+    """Rank ``r``'s program on host 0's clock, as a generator: it yields the start of each
+    collective instance and is sent that instance's end (the same on every rank: the last
+    start + ``collective_ns``). Events go to ``rows`` (kernels, api, copies) unless None;
+    the totals to ``tot``. Only the instance ends couple the ranks, so a rank can be run
+    again alone from the ends (:func:`write_ranks_streaming`)."""
+    t = spec.t0_ns
+    ncall = 0
+
+    def call(name: str, start: int, end: int) -> int:
+        nonlocal ncall
+        ncall += 1
+        if rows is not None:
+            rows["a"].append((start, end, name))
+        return ncall  # correlation id (1-based, in call order)
+
+    s = t  # the blocking HtoD copy
+    c_start = s + spec.copy_latency_ns
+    e = c_start + spec.copy_ns + spec.copy_return_ns
+    corr = call("hipMemcpy", s, e)
+    if rows is not None:
+        rows["c"].append((c_start, c_start + spec.copy_ns, corr))
+    tot.sync += e - s
+    t = e + spec.gap_ns
+    stream0_free = stream1_free = 0
+    compute = spec.compute_of(r)
     for _ in range(spec.iterations):
         for coll in spec.collectives:
-            ready_coll, compute_end, coll_corr = [0] * n, [0] * n, [0] * n
-            for r in range(n):
-                for c in range(spec.compute_kernels):
-                    a0 = t[r]
-                    corr = call(r, "hipLaunchKernel", a0, a0 + spec.launch_ns)
-                    # the first compute kernel of a block needs the previous collective's result
-                    start = max(a0 + spec.launch_ns + spec.dispatch_latency_ns, stream0_free[r], stream1_free[r] if c == 0 else 0)
-                    end = start + spec.compute_of(r)
-                    kernel(r, COMPUTE_KERNEL, start, end, 0, corr)
-                    compute_total[r] += end - start
-                    stream0_free[r] = end
-                    t[r] = a0 + spec.launch_ns + spec.gap_ns
-                compute_end[r] = stream0_free[r]
-                a0 = t[r]
-                coll_corr[r] = call(r, "hipLaunchKernel", a0, a0 + spec.launch_ns)
-                ready_coll[r] = a0 + spec.launch_ns + spec.dispatch_latency_ns
-                t[r] = a0 + spec.launch_ns + spec.gap_ns
-            starts = [max(ready_coll[r], stream1_free[r], compute_end[r]) for r in range(n)]
-            end = max(starts) + spec.collective_ns
-            last = max(starts)
-            arrivals = [r for r in range(n) if starts[r] == last]
-            instance_types.append(coll)
-            straggler.append(arrivals[0] if len(arrivals) < n else None)
-            waits.append([end - starts[r] - spec.collective_ns for r in range(n)])
-            for r in range(n):
-                kernel(r, COLLECTIVE_KERNELS[coll], starts[r], end, 1, coll_corr[r])
-                comm_total[r] += end - starts[r]
-                stream1_free[r] = end
-                for _o in range(spec.overlap_kernels):
-                    a0 = t[r]
-                    corr = call(r, "hipLaunchKernel", a0, a0 + spec.launch_ns)
-                    start = max(a0 + spec.launch_ns + spec.dispatch_latency_ns, stream0_free[r])
-                    o_end = start + spec.overlap_ns
-                    kernel(r, OVERLAP_KERNEL, start, o_end, 0, corr)
-                    compute_total[r] += spec.overlap_ns
-                    overlap_total[r] += max(0, min(o_end, end) - max(start, starts[r]))
-                    stream0_free[r] = o_end
-                    t[r] = a0 + spec.launch_ns + spec.gap_ns
-        for r in range(n):
-            s = t[r]
-            e = max(s + 1_000, max(stream0_free[r], stream1_free[r]) + spec.sync_return_ns)
-            call(r, "hipDeviceSynchronize", s, e)
-            sync_total[r] += e - s
-            t[r] = e + spec.gap_ns
+            for c in range(spec.compute_kernels):
+                corr = call("hipLaunchKernel", t, t + spec.launch_ns)
+                # the first compute kernel of a block needs the previous collective's result
+                start = max(t + spec.launch_ns + spec.dispatch_latency_ns, stream0_free, stream1_free if c == 0 else 0)
+                if rows is not None:
+                    rows["k"].append((start, start + compute, COMPUTE_KERNEL, 0, corr))
+                tot.compute += compute
+                stream0_free = start + compute
+                t += spec.launch_ns + spec.gap_ns
+            coll_corr = call("hipLaunchKernel", t, t + spec.launch_ns)
+            coll_start = max(t + spec.launch_ns + spec.dispatch_latency_ns, stream1_free, stream0_free)
+            t += spec.launch_ns + spec.gap_ns
+            end = yield coll_start
+            if rows is not None:
+                rows["k"].append((coll_start, end, COLLECTIVE_KERNELS[coll], 1, coll_corr))
+            tot.comm += end - coll_start
+            stream1_free = end
+            for _o in range(spec.overlap_kernels):
+                corr = call("hipLaunchKernel", t, t + spec.launch_ns)
+                start = max(t + spec.launch_ns + spec.dispatch_latency_ns, stream0_free)
+                o_end = start + spec.overlap_ns
+                if rows is not None:
+                    rows["k"].append((start, o_end, OVERLAP_KERNEL, 0, corr))
+                tot.compute += spec.overlap_ns
+                tot.overlap += max(0, min(o_end, end) - max(start, coll_start))
+                stream0_free = o_end
+                t += spec.launch_ns + spec.gap_ns
+        s = t
+        e = max(s + 1_000, max(stream0_free, stream1_free) + spec.sync_return_ns)
+        call("hipDeviceSynchronize", s, e)
+        tot.sync += e - s
+        t = e + spec.gap_ns
 
-    runs = []
-    spans = []
-    for r in range(n):
-        runs.append(_rank_run(spec, r, rows[r], offset[r]))
-        a = rows[r]["a"]
-        spans.append(a[-1][1] - a[0][0])
-    expected = RankExpected(
-        compute_ns=compute_total,
-        communication_ns=comm_total,
+
+def _lockstep(spec: RankSpec, rows: list[dict[str, list]] | None) -> tuple[list[_Totals], list[int], list[int | None], list[list[int]]]:
+    """Run every rank's program together: (per-rank totals, each instance's end, its
+    straggler, its waits per rank). Events go to ``rows[r]`` unless ``rows`` is None."""
+    n = spec.ranks
+    tots = [_Totals() for _ in range(n)]
+    progs = [_program(spec, r, rows[r] if rows is not None else None, tots[r]) for r in range(n)]
+    starts = [next(p) for p in progs]
+    ends: list[int] = []
+    straggler: list[int | None] = []
+    waits: list[list[int]] = []
+    while True:
+        last = max(starts)
+        end = last + spec.collective_ns
+        arrivals = [r for r in range(n) if starts[r] == last]
+        ends.append(end)
+        straggler.append(arrivals[0] if len(arrivals) < n else None)
+        waits.append([end - starts[r] - spec.collective_ns for r in range(n)])
+        starts = [_send(p, end) for p in progs]
+        if starts[0] < 0:  # every program runs the same instances: all have finished
+            return tots, ends, straggler, waits
+
+
+def _send(prog: Generator[int, int, None], end: int) -> int:
+    """The next collective start of ``prog`` after sending it ``end``; -1 when it has finished."""
+    try:
+        return prog.send(end)
+    except StopIteration:
+        return -1
+
+
+def _expected(spec: RankSpec, tots: list[_Totals], spans: list[int], straggler: list[int | None], waits: list[list[int]]) -> RankExpected:
+    n = spec.ranks
+    return RankExpected(
+        compute_ns=[x.compute for x in tots],
+        communication_ns=[x.comm for x in tots],
         copy_ns=[spec.copy_ns] * n,
         span_ns=spans,
-        sync_ns=sync_total,
-        overlap_ns=overlap_total,
-        instance_types=instance_types,
+        sync_ns=[x.sync for x in tots],
+        overlap_ns=[x.overlap for x in tots],
+        instance_types=[c for _ in range(spec.iterations) for c in spec.collectives],
         straggler=straggler,
         wait_ns=waits,
         collective_bytes=spec.message_bytes,
     )
-    return RankRuns(spec, runs, expected)
+
+
+def build_ranks(spec: RankSpec) -> RankRuns:
+    """Events of every rank and the known answers of ``spec`` (every rank in memory: see
+    :func:`write_ranks_streaming` for runs too large for that)."""
+    n = spec.ranks
+    rows: list[dict[str, list]] = [{"k": [], "a": [], "c": []} for _ in range(n)]  # kernels, api, copies per rank
+    tots, _ends, straggler, waits = _lockstep(spec, rows)
+    runs = []
+    spans = []
+    for r in range(n):
+        runs.append(_rank_run(spec, r, rows[r], spec.host_of(r) * spec.host_offset_ns))
+        a = rows[r]["a"]
+        spans.append(a[-1][1] - a[0][0])
+    return RankRuns(spec, runs, _expected(spec, tots, spans, straggler, waits))
+
+
+def write_ranks_streaming(spec: RankSpec, outdir: str | Path, fmt: str) -> RankExpected:
+    """Write the run of ``spec`` as :func:`write_ranks` does (the same files), one rank at a
+    time: a first pass runs every rank's program without recording its events, to find each
+    collective instance's end; then each rank is run again alone from those ends, written and
+    dropped. Memory holds one rank's events (plus the answers: per instance and rank ints)."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    _check_format(fmt)
+    tots, ends, straggler, waits = _lockstep(spec, None)
+    spans = []
+    for r in range(spec.ranks):
+        rows: dict[str, list] = {"k": [], "a": [], "c": []}
+        prog = _program(spec, r, rows, _Totals())
+        next(prog)
+        for end in ends:
+            _send(prog, end)
+        run = _rank_run(spec, r, rows, spec.host_of(r) * spec.host_offset_ns)
+        spans.append(rows["a"][-1][1] - rows["a"][0][0])
+        _write_rank(run, r, outdir, fmt)
+        del run, rows
+    return _expected(spec, tots, spans, straggler, waits)
 
 
 def _rank_expected(spec: RankSpec, kernels: pd.DataFrame, api: pd.DataFrame, copies: pd.DataFrame) -> Expected:
@@ -383,16 +440,24 @@ def _rank_run(spec: RankSpec, rank: int, rows: dict[str, list], offset: int) -> 
     )
 
 
+def _check_format(fmt: str) -> None:
+    if fmt not in ("csv", "kineto"):
+        raise ValueError(f"format must be csv or kineto, got {fmt!r}")
+
+
+def _write_rank(run: SynthRun, rank: int, outdir: Path, fmt: str) -> None:
+    if fmt == "csv":
+        write_rocprofv3_csv(run, outdir, hostname=run.hostname, pid=run.spec.pid)
+    else:
+        write_kineto(run, outdir / f"rank{rank}.pt.trace.json.gz")
+
+
 def write_ranks(ranks: RankRuns, outdir: str | Path, fmt: str) -> Path:
     """Write every rank under ``outdir``: ``csv`` as rocprofv3 CSV (``<host>/<pid>_*.csv``),
     ``kineto`` as ``rank<k>.pt.trace.json.gz`` with distributedInfo; returns ``outdir``."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
+    _check_format(fmt)
     for rank, run in enumerate(ranks.runs):
-        if fmt == "csv":
-            write_rocprofv3_csv(run, outdir, hostname=run.hostname, pid=run.spec.pid)
-        elif fmt == "kineto":
-            write_kineto(run, outdir / f"rank{rank}.pt.trace.json.gz")
-        else:
-            raise ValueError(f"format must be csv or kineto, got {fmt!r}")
+        _write_rank(run, rank, outdir, fmt)
     return outdir
