@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -166,33 +167,86 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None) -> MergedRun:
-    """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks); a task
-    that raises (or whose process died) is tried once more, then its rank is failed."""
+def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
+    """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks). A task that
+    raises is tried once more, then its rank is failed. A worker process that dies breaks
+    the pool: the pool is started again, the tasks that were running when it broke (at most
+    ``workers``: no more are handed to the pool at once) are run once more, each alone, and a
+    rank whose process dies again is failed; the tasks not started yet are not charged."""
     out = _merge(tasks, rules)
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-        pending: dict[Future, tuple[RankTask, int]] = {pool.submit(rank_task, t): (t, 0) for t in tasks}
-        done = 0
+    state = _PoolRun(out, len(tasks), progress)
+    queue = deque((t, 0) for t in tasks)
+    suspects = _run_window(queue, max(1, workers), task, state)
+    # each rank that was running when a worker process died, alone: a second death is its own
+    for suspect in suspects:
+        again = _run_window(deque([(suspect, 1)]), 1, task, state)
+        for rank in again:
+            state.finish(rank, "its worker process died twice (BrokenProcessPool)")
+    return out
+
+
+@dataclass
+class _PoolRun:
+    out: MergedRun
+    total: int
+    progress: Progress | None
+    done: int = 0
+
+    def finish(self, task: RankTask, failure: str | None = None, result: RankResult | None = None) -> None:
+        if result is not None:
+            self.out.add(result)
+        else:
+            self.out.failed.append((task.label, failure or "failed"))
+        self.done += 1
+        if self.progress:
+            self.progress("ranks", self.done, self.total)
+
+
+def _run_window(queue: deque[tuple[RankTask, int]], workers: int, task: Callable, state: _PoolRun) -> list[RankTask]:
+    """Run the queued (task, tries) on a pool, at most ``workers`` in flight; the tasks that
+    were in flight when a worker process died (the pool is restarted for the rest)."""
+    suspects: list[RankTask] = []
+    while queue:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        inflight: dict[Future, tuple[RankTask, int]] = {}
+        broken = False
         try:
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            while (queue or inflight) and not broken:
+                while queue and len(inflight) < workers:
+                    item = queue.popleft()
+                    inflight[pool.submit(task, item[0])] = item
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    task, tries = pending.pop(fut)
-                    err = fut.exception()
-                    if err is not None and tries == 0 and not isinstance(err, BrokenProcessPool):
-                        pending[pool.submit(rank_task, task)] = (task, 1)
-                        continue
-                    if err is not None:
-                        out.failed.append((task.label, _one_line(err)))
-                    else:
-                        out.add(fut.result())
-                    done += 1
-                    if progress:
-                        progress("ranks", done, len(tasks))
+                    item = inflight.pop(fut)
+                    broken = _settle(fut, item, queue, suspects, state) or broken
+            # the pool is broken: every task still in flight was running when it broke
+            for fut in list(inflight):
+                item = inflight.pop(fut)
+                if not fut.done() or isinstance(fut.exception(), BrokenProcessPool):
+                    suspects.append(item[0])
+                else:
+                    _settle(fut, item, queue, suspects, state)
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    return out
+        pool.shutdown(wait=True, cancel_futures=True)
+    return suspects
+
+
+def _settle(fut: Future, item: tuple[RankTask, int], queue: deque, suspects: list[RankTask], state: _PoolRun) -> bool:
+    """Record a finished future; True when its worker process died (the pool is broken)."""
+    t, tries = item
+    err = fut.exception()
+    if isinstance(err, BrokenProcessPool):
+        suspects.append(t)
+        return True
+    if err is None:
+        state.finish(t, result=fut.result())
+    elif tries == 0:
+        queue.append((t, 1))
+    else:
+        state.finish(t, _one_line(err))
+    return False
 
 
 def _client(address: str) -> tuple[Any, Any]:

@@ -1,0 +1,78 @@
+"""``--cluster pool:N`` survives a worker process that dies (issue 36): the pool is started
+again, the ranks that were running are retried once each alone, and a rank whose process
+dies twice is named failed while the rest is summarised (no Dask needed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tui_prof import cluster
+from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, comparable, merge_partials, rank_partials
+from tui_prof.loaders import load_path
+from tui_prof.synth.ranks import RankSpec, write_ranks_streaming
+
+pytestmark = pytest.mark.timeout(300)
+SPEC = RankSpec(ranks=6, slow_rank=4)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pool") / "kineto"
+    write_ranks_streaming(SPEC, root, "kineto")
+    return root
+
+
+def die_once(task: cluster.RankTask) -> cluster.RankResult:
+    """Kills its worker process the first time it runs rank 1 (a marker file remembers)."""
+    marker = Path(os.environ["DIE_MARKER"])
+    if task.label.startswith("rank1.") and not marker.exists():
+        marker.write_text("x")
+        os._exit(1)
+    return cluster.rank_task(task)
+
+
+def die_always(task: cluster.RankTask) -> cluster.RankResult:
+    """Kills its worker process every time it runs rank 2."""
+    if task.label.startswith("rank2."):
+        os._exit(1)
+    return cluster.rank_task(task)
+
+
+def raise_on_3(task: cluster.RankTask) -> cluster.RankResult:
+    if task.label.startswith("rank3."):
+        raise ValueError("rank 3 cannot be read")
+    return cluster.rank_task(task)
+
+
+def test_a_worker_killed_mid_run_has_its_rank_retried(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIE_MARKER", str(tmp_path / "died"))
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    seen: list[tuple[int, int]] = []
+    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, lambda _s, d, t: seen.append((d, t)), task=die_once)
+    assert (tmp_path / "died").exists()  # the worker did die
+    assert merged.failed == [] and len(merged.merge.ranks) == SPEC.ranks
+    assert seen[-1] == (SPEC.ranks, SPEC.ranks) and [d for d, _ in seen] == list(range(1, SPEC.ranks + 1))
+    # the merged sections equal those of the whole run merged in this process
+    whole = merge_partials(rank_partials(load_path(str(run), use_cache=False)), DEFAULT_CATEGORY_RULES)
+    assert comparable(merged.document(20)) == comparable(whole)
+
+
+def test_a_rank_that_kills_its_worker_twice_is_named(run: Path) -> None:
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, task=die_always)
+    assert [label for label, _ in merged.failed] == ["rank2.pt.trace.json.gz"]
+    assert "died twice" in merged.failed[0][1]
+    doc = merged.document(20)
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 3, 4, 5]
+    assert doc["stragglers"]["rank"] == SPEC.slow_rank
+    assert doc["partials"]["failed_ranks"] == [{"label": "rank2.pt.trace.json.gz", "reason": merged.failed[0][1]}]
+
+
+def test_a_rank_that_raises_twice_is_named(run: Path) -> None:
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, task=raise_on_3)
+    assert merged.failed == [("rank3.pt.trace.json.gz", "ValueError: rank 3 cannot be read")]
+    assert len(merged.merge.ranks) == SPEC.ranks - 1
