@@ -28,7 +28,21 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_prof.analysis.api import DEFAULT_GAP_THRESHOLD_NS, MERGED_SECTIONS, SCHEMA, CategoryRules, PartialMerge, RankPartial, merged_sections, rank_partials
+from tui_prof.analysis.api import (
+    DEFAULT_CATEGORY_RULES,
+    DEFAULT_GAP_THRESHOLD_NS,
+    MERGED_SECTIONS,
+    PARTIAL_CACHE_KIND,
+    SCHEMA,
+    CategoryRules,
+    PartialMerge,
+    RankPartial,
+    merged_sections,
+    partial_settings,
+    partials_doc,
+    partials_of_doc,
+    rank_partials,
+)
 
 Progress = Callable[[str, int, int], None]
 CONNECT_TIMEOUT_S = 10
@@ -69,12 +83,48 @@ class RankResult:
 
 
 def rank_task(task: RankTask) -> RankResult:
-    """Load one rank (through the cache) and reduce it: runs in a worker process."""
+    """Load one rank (through the cache) and reduce it: runs in a worker process. With the
+    cache on, the partials are cached too (:func:`cached_results` reads them back)."""
     from tui_prof.loaders import load_path
+    from tui_prof.loaders.cache import save_doc
 
+    key = partial_key(task) if task.use_cache else None  # of the files as they are before the load
     runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
     partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps)
-    return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files)
+    errors = [str(issue) for issue in runset.errors]
+    if key is not None and partials and not errors:  # a rank with a file it could not read is read again next time
+        try:
+            doc = partials_doc(partials, errors)
+        except TypeError:  # a value the JSON form does not hold: not cached
+            pass
+        else:
+            save_doc(key, PARTIAL_CACHE_KIND, doc)
+    return RankResult(task.label, partials, errors, task.root, task.files)
+
+
+def partial_key(task: RankTask) -> str | None:
+    """The cache key of ``task``'s partials: its files' state, tuiprof's version and the
+    options the partials depend on (None when a file cannot be read)."""
+    from tui_prof.loaders.cache import doc_key
+
+    return doc_key(PARTIAL_CACHE_KIND, partial_settings(task.rules or DEFAULT_CATEGORY_RULES, task.threshold_ns, task.max_gaps), list(task.files))
+
+
+def cached_results(tasks: list[RankTask]) -> tuple[list[RankResult], list[RankTask]]:
+    """(the results of the tasks whose partials are in the cache, the other tasks): a warm
+    cache gives the driver every rank's partials without loading a rank. Entries are
+    checked as the cache checks a unit's (loaders.cache.load_doc) and decoded from JSON only."""
+    from tui_prof.loaders.cache import load_doc
+
+    hits: list[RankResult] = []
+    misses: list[RankTask] = []
+    for task in tasks:
+        found = load_doc(partial_key(task), PARTIAL_CACHE_KIND, partials_of_doc) if task.use_cache else None
+        if found is None:
+            misses.append(task)
+        else:
+            hits.append(RankResult(task.label, found[0], found[1], task.root, task.files))
+    return hits, misses
 
 
 @dataclass(frozen=True)
@@ -175,13 +225,16 @@ def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, pr
     rank whose process dies again is failed; the tasks not started yet are not charged."""
     out = _merge(tasks, rules)
     state = _PoolRun(out, len(tasks), progress)
-    queue = deque((t, 0) for t in tasks)
+    hits, misses = cached_results(tasks)
+    for result in hits:
+        state.finish(result.label, result=result)
+    queue = deque((t, 0) for t in misses)
     suspects = _run_window(queue, max(1, workers), task, state)
     # each rank that was running when a worker process died, alone: a second death is its own
     for suspect in suspects:
         again = _run_window(deque([(suspect, 1)]), 1, task, state)
         for rank in again:
-            state.finish(rank, "its worker process died twice (BrokenProcessPool)")
+            state.finish(rank.label, "its worker process died twice (BrokenProcessPool)")
     return out
 
 
@@ -192,11 +245,11 @@ class _PoolRun:
     progress: Progress | None
     done: int = 0
 
-    def finish(self, task: RankTask, failure: str | None = None, result: RankResult | None = None) -> None:
+    def finish(self, label: str, failure: str | None = None, result: RankResult | None = None) -> None:
         if result is not None:
             self.out.add(result)
         else:
-            self.out.failed.append((task.label, failure or "failed"))
+            self.out.failed.append((label, failure or "failed"))
         self.done += 1
         if self.progress:
             self.progress("ranks", self.done, self.total)
@@ -241,21 +294,29 @@ def _settle(fut: Future, item: tuple[RankTask, int], queue: deque, suspects: lis
         suspects.append(t)
         return True
     if err is None:
-        state.finish(t, result=fut.result())
+        state.finish(t.label, result=fut.result())
     elif tries == 0:
         queue.append((t, 1))
     else:
-        state.finish(t, _one_line(err))
+        state.finish(t.label, _one_line(err))
     return False
+
+
+def _dask() -> Any:
+    """The ``dask`` module; :class:`DaskMissing` without the ``cluster`` extra."""
+    try:
+        import dask
+        import distributed  # noqa: F401 -- the scheduler's client and LocalCluster
+    except ImportError:
+        raise DaskMissing("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'") from None
+    return dask
 
 
 def _client(address: str) -> tuple[Any, Any]:
     """(client, cluster or None) for ``--cluster ADDRESS``; :class:`ClusterError` on one line."""
-    try:
-        import dask
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise DaskMissing("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'") from None
+    dask = _dask()
+    from distributed import Client, LocalCluster
+
     local = LOCAL.match(address)
     if local:
         workers = int(local.group(1) or os.cpu_count() or 1)
@@ -279,17 +340,26 @@ def _client(address: str) -> tuple[Any, Any]:
 
 
 def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
-    """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc). Ctrl-C
-    cancels the tasks; a LocalCluster started here is closed on the way out."""
-    client, cluster = _client(address)
+    """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc); the ranks
+    whose partials are cached are merged from the cache, and no cluster is started when
+    all are. Ctrl-C cancels the tasks; a LocalCluster started here is closed on the way out."""
+    _dask()
     out = _merge(tasks, rules)
+    hits, misses = cached_results(tasks)
+    for done, result in enumerate(hits, start=1):
+        out.add(result)
+        if progress:
+            progress("ranks", done, len(tasks))
+    if not misses:
+        return out
+    client, cluster = _client(address)
     futures: list = []
     try:
-        futures = client.map(task, tasks, key=[f"tuiprof-rank-{i}" for i in range(len(tasks))], retries=1, pure=False)
-        label = {f.key: t.label for f, t in zip(futures, tasks, strict=True)}
+        futures = client.map(task, misses, key=[f"tuiprof-rank-{i}" for i in range(len(misses))], retries=1, pure=False)
+        label = {f.key: t.label for f, t in zip(futures, misses, strict=True)}
         from distributed import as_completed as dask_completed
 
-        for done, fut in enumerate(dask_completed(futures), start=1):
+        for done, fut in enumerate(dask_completed(futures), start=len(hits) + 1):
             try:  # a result lost with its worker before it was fetched is computed again: result() waits for it
                 result = fut.result()
             except Exception as err:  # the task's own error, or KilledWorker after its retry

@@ -61,6 +61,7 @@ from tui_prof.analysis.operators import (
     operators_section,
     process_categories,
 )
+from tui_prof.analysis.partial_codec import PARTIAL_CACHE_KIND, partial_settings, partials_doc, partials_of_doc
 from tui_prof.analysis.partials import MERGED_SECTIONS, PartialMerge, RankPartial, comparable, merge_partials, merged_sections, rank_partials
 from tui_prof.analysis.ranks import (
     RankAlignment,
@@ -103,6 +104,7 @@ __all__ = [
     "MEMORY_FROM_API",
     "MERGED_SECTIONS",
     "NOT_LINKED",
+    "PARTIAL_CACHE_KIND",
     "PROFILER_STEP",
     "SCHEMA",
     "STEPS_VERSION",
@@ -183,6 +185,9 @@ __all__ = [
     "operator_links",
     "operators_section",
     "ops_overlapping",
+    "partial_settings",
+    "partials_doc",
+    "partials_of_doc",
     "path_segments",
     "pick_recording",
     "process_categories",

@@ -75,7 +75,9 @@ import stat
 import sys
 import threading
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -936,3 +938,80 @@ def _read_feather(mapped: mmap.mmap) -> pd.DataFrame:
     table = ipc.open_file(pa.py_buffer(mapped)).read_all()
     # use_threads=False: the pool above already parallelises across files
     return table.to_pandas(split_blocks=True, use_threads=False)
+
+
+def doc_key(kind: str, settings: str, paths: list[str]) -> str | None:
+    """The key of a document derived from the files ``paths`` (``kind``: what it is, e.g. a
+    rank's partials; ``settings``: what else it depends on): like :func:`unit_key`, each
+    file's path, size, times and edge hash, so any change to a file gives a new key. None
+    when a file cannot be read."""
+    digest = hashlib.sha256()
+    digest.update(f"tuiprof {__version__} {kind} {CACHE_FORMAT}\n{settings}\n".encode("utf-8", "surrogateescape"))
+    try:
+        for path in paths:
+            info = os.stat(path)
+            digest.update(
+                f"{path}\0{os.path.abspath(path)}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{_edge_hash(Path(path), info.st_size)}\n".encode(
+                    "utf-8", "surrogateescape"
+                )
+            )
+    except OSError:
+        return None
+    return digest.hexdigest()[:40]
+
+
+def save_doc(key: str, kind: str, doc: Any) -> bool:
+    """Write JSON data ``doc`` as the entry ``key`` (a folder holding only its manifest, made
+    and installed as :func:`save` makes a unit's entry, pruned like one); False when the
+    cache is not usable or the write fails (nothing is raised)."""
+    if not _is_key(key):
+        return False
+    root = usable_root()
+    if root is None:
+        return False
+    try:
+        work = _make_temp(root, key)
+    except OSError:
+        return False
+    try:
+        _write_private(work / MANIFEST, _manifest_bytes({"key": key, "kind": kind, "doc": doc}))
+        _install(root, work, key)
+        return True
+    except Exception:  # read-only folder, disk full, data JSON cannot hold: no entry
+        _remove_entry(root, work.name)
+        return False
+    except BaseException:
+        _remove_entry(root, work.name)
+        raise
+
+
+def load_doc(key: str | None, kind: str, check: Callable[[Any], Any]) -> Any | None:
+    """``check(doc)`` of the entry ``key`` written by :func:`save_doc` for ``kind``, or None
+    when there is no usable one. The entry is checked as a unit's is (owner, mode, manifest
+    frame and CRC, its key); one that is damaged, or whose data ``check`` refuses (it raises
+    ValueError, TypeError or KeyError), is removed; one another user owns or can write is
+    left alone and not used."""
+    if not _is_key(key):
+        return None
+    root = usable_root()
+    if root is None:
+        return None
+    assert key is not None
+    try:
+        body = _read_manifest(root, key)
+        if body.get("kind") != kind:
+            return None  # not this kind of entry: not ours to judge
+        value = check(body["doc"])
+    except FileNotFoundError:
+        return None
+    except Refused as err:
+        _warn(f"not using a cache entry: {err}")
+        return None
+    except Exception:  # unreadable, truncated, wrong format, refused by check: a damaged entry
+        _remove_entry(root, key)
+        return None
+    try:  # the entry's last use, for prune()
+        os.utime(root / key / MANIFEST, follow_symlinks=False)
+    except OSError:
+        pass
+    return value
