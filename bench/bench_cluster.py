@@ -9,8 +9,12 @@ driver merges partials), and, up to ``--inprocess-max`` ranks, in-process too (t
 run in one process, as ``tuiprof summary`` without ``--cluster``). The driver's peak RSS is
 its own VmHWM (read from /proc while it runs, so the workers' memory is not counted);
 the workers' is reported apart. Every run is cold (``--no-cache``) unless ``--warm``.
+``--tui`` measures instead the TUI's first rank screen (``open RUN --cluster local:N``: the
+merge, then the app until its rank table holds every rank), cold (a new cache) then warm
+(the partials the workers cached).
 
     python bench/bench_cluster.py --ranks 256 1024 --dispatches 20000 --workers 2 --dir /tmp/bench_cluster
+    python bench/bench_cluster.py --ranks 1024 --dispatches 1000 --workers 2 --tui
 """
 
 from __future__ import annotations
@@ -95,6 +99,43 @@ def measure(argv: list[str], env: dict) -> dict:
     }
 
 
+FIRST_SCREEN = """
+import asyncio, json, sys, time
+t0 = time.perf_counter()
+from tui_prof.cli import _merged_run
+from tui_prof.tui.cluster_app import MergedRanksApp
+from tui_prof.tui.panes.ranks import RanksTable
+path, where, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
+merged, status = _merged_run(path, where, None, use_cache=True)
+merged_s = time.perf_counter() - t0
+app = MergedRanksApp(merged.document(20), merged.files, use_cache=True)
+
+async def flow():
+    async with app.run_test(size=(160, 50)) as pilot:
+        while True:
+            tables = app.screen.query(RanksTable)
+            if tables and tables.first().model is not None and len(tables.first().model.frame) == ranks:
+                break
+            await pilot.pause(0.01)
+        print(json.dumps({"first_screen_s": round(time.perf_counter() - t0, 2), "merged_s": round(merged_s, 2), "rows": ranks}))
+
+asyncio.run(flow())
+"""
+
+
+def first_screen(run: Path, ranks: int, where: str, env: dict) -> dict:
+    """Seconds from the start of ``open RUN --cluster WHERE`` (as the CLI runs it: the merge,
+    then the app) to its rank table painted with every rank, in a child process."""
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", FIRST_SCREEN, str(run), where, str(ranks)], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t
+    if proc.returncode:
+        return {"rc": proc.returncode, "error": (proc.stderr.strip().splitlines() or [""])[-1]}
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    row["process_wall_s"] = round(wall, 2)  # with the interpreter's start and imports
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, nargs="+", default=[256, 1024])
@@ -103,6 +144,7 @@ def main() -> None:
     ap.add_argument("--inprocess-max", type=int, default=256, help="also summarise in-process up to this many ranks")
     ap.add_argument("--dir", default="/tmp/bench_cluster")
     ap.add_argument("--warm", action="store_true", help="keep the per-rank cache (second run of a cluster reads it)")
+    ap.add_argument("--tui", action="store_true", help="instead: the TUI's first rank screen (open --cluster), cold (empty cache) then warm")
     args = ap.parse_args()
     root = Path(args.dir)
     repo = str(Path(__file__).resolve().parents[1])
@@ -111,6 +153,14 @@ def main() -> None:
         run = generate(root, ranks, args.dispatches)
         gen_s = time.perf_counter() - t
         env = dict(os.environ, PYTHONPATH=repo, TUIPROF_CACHE_DIR=str(root / "cache"))
+        if args.tui:
+            env["TUIPROF_CACHE_DIR"] = tempfile.mkdtemp(prefix="tuiprof-cache-", dir=root)  # cold: a new cache
+            where = f"local:{args.workers}"
+            row = {"ranks": ranks, "dispatches_per_rank": args.dispatches, "open": f"--cluster {where}"}
+            row["cold"] = {"load1": round(os.getloadavg()[0], 2), **first_screen(run, ranks, where, env)}
+            row["warm"] = {"load1": round(os.getloadavg()[0], 2), **first_screen(run, ranks, where, env)}
+            print(json.dumps(row), flush=True)
+            continue
         cache = [] if args.warm else ["--no-cache"]
         base = [sys.executable, "-m", "tui_prof.cli", "summary", str(run), "--json", *cache]
         row = {"ranks": ranks, "dispatches_per_rank": args.dispatches, "generate_s": round(gen_s, 1), "load1": round(os.getloadavg()[0], 2)}

@@ -13,8 +13,12 @@ scheduler (``dask scheduler`` + ``dask worker``, or ``dask-jobqueue``). Without
 ``--cluster``, :func:`summarise_pool` runs the same tasks in a process pool.
 
 A task that raises is retried once, and so is a task whose worker died (the scheduler's
-``allowed-failures``, set to 1 for a LocalCluster it starts); a rank that fails twice is
+``allowed-failures``, set to 1 for a LocalCluster it starts; on the pool, each rank that was
+running when a worker process died is run again alone); a rank that fails twice is
 reported by name in ``failed`` and the others are still summarised.
+
+With the cache on, a task also caches its rank's partials as JSON (:func:`rank_task`), and
+the driver merges the cached ranks without loading them (:func:`cached_results`).
 """
 
 from __future__ import annotations
