@@ -160,3 +160,18 @@ def test_an_entry_others_can_write_is_not_used_nor_deleted(tmp_path: Path, monke
     assert [t.label for t in misses] == ["rank1.pt.trace.json.gz"] and len(hits) == SPEC.ranks - 1
     assert entry.exists()
     assert "not using a cache entry" in capsys.readouterr().err
+
+
+def test_a_warm_cache_starts_no_dask_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run = generated(tmp_path)
+    cold = cluster.summarise_pool(cluster.plan(str(run)).tasks, DEFAULT_CATEGORY_RULES, 2)
+
+    def no_cluster(address: str) -> None:
+        raise AssertionError(f"a cluster was started at {address}")
+
+    monkeypatch.setattr(cluster, "_client", no_cluster)
+    warm = cluster.summarise_cluster(cluster.plan(str(run)).tasks, DEFAULT_CATEGORY_RULES, "local:2", task=no_load)
+    assert warm.failed == [] and len(warm.merge.ranks) == SPEC.ranks
+    assert json.dumps(comparable(warm.document(20))) == json.dumps(comparable(cold.document(20)))
