@@ -146,12 +146,17 @@ def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = Non
     partials path reads a rank alone."""
     from pathlib import Path
 
+    from tui_prof.loaders import cache
     from tui_prof.loaders.base import IssueSink
     from tui_prof.loaders.detect import process_scan, scan, work_units
 
     root = Path(path)
     sink = IssueSink()
-    units = work_units(scan(root, sink))
+    memo = cache.load_scan(root) if use_cache else None  # a warm plan reads no file head
+    before = dict(memo or {})
+    units = work_units(scan(root, sink, memo=memo))
+    if memo is not None and memo != before:
+        cache.save_scan(root, memo)
     found = process_scan(root, units)
     errors = [str(issue) for issue in sink.issues if issue.severity == "error"]
     if not found.processes:
