@@ -65,7 +65,10 @@ def test_json_form_is_exact(tmp_path: Path, source: str) -> None:
         {"__c__": "Popen", "v": {"args": ["sh"]}},  # a class that is not a partial's
         {"__c__": "GroupCounts", "v": {"values": [], "counts": [], "busy_ns": 0, "extra": 1}},  # other fields
         {"__a__": "<U10", "v": ["x"]},  # a dtype the partials do not use
-        {"__a__": "int64", "v": ["1"]},  # strings in a number array
+        {"__a__": "int64", "v": ["1"]},  # a number array is written as bytes
+        {"__a__": "int64", "b": "!!not base64"},
+        {"__a__": "int64", "b": "AAAA"},  # 3 bytes: not a whole int64
+        {"__a__": "bool", "b": "Ag=="},  # a bool of byte 2
         {"__f__": "1e9"},
         {"__d__": [[[1], 2]]},  # an unhashable key
     ],

@@ -9,9 +9,11 @@ of a few plain dtypes; any other tag, class or dtype is an error (the entry is a
 Nothing is ever imported or called by name from the data (no pickle).
 
 Tags: ``{"__t__": [...]}`` a tuple; ``{"__d__": [[key, value], ...]}`` a dict whose keys are
-not all plain strings; ``{"__a__": dtype, "v": [...]}`` a numpy array (int64, float64,
-bool, or object of encoded values); ``{"__n__": dtype, "v": x}`` a numpy scalar;
-``{"__f__": "nan" | "inf" | "-inf"}`` a float JSON cannot hold; ``{"__c__": name, "v":
+not all plain strings; ``{"__a__": dtype, "b": base64}`` a numpy array of int64, float64 or
+bool (its little-endian bytes), ``{"__a__": "object", "v": [...]}`` one of encoded values; ``{"__n__": dtype, "v": x}`` a numpy scalar;
+``{"__f__": "nan" | "inf" | "-inf"}`` a float JSON cannot hold; ``{"__r__": [name, ...],
+"v": [[value, ...], ...]}`` a list of records with the same keys (``"p"``: the first items of
+(item, record) pairs); ``{"__c__": name, "v":
 {field: value}}`` one of the allowed dataclasses. Floats are written by ``repr`` and read
 back to the same double, integers of any size exactly, so a merge of decoded partials equals
 the merge of the originals.
@@ -19,6 +21,7 @@ the merge of the originals.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import math
@@ -32,7 +35,10 @@ from tui_prof.analysis.partials import PARTIAL_SCHEMA, RankPartial
 
 ARRAY_DTYPES = ("int64", "float64", "bool", "object")
 SCALAR_DTYPES = ("int64", "int32", "float64", "float32", "bool")
-_TAGS = ("__t__", "__d__", "__a__", "__n__", "__f__", "__c__")
+_WIRE = {"int64": "<i8", "float64": "<f8", "bool": "|b1"}  # an array's bytes as written
+_TAGS = ("__t__", "__d__", "__a__", "__n__", "__f__", "__c__", "__r__")
+_TAG_SET = frozenset(_TAGS)
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # JSON scalars: decoded as they are
 
 
 class PartialFormatError(ValueError):
@@ -68,7 +74,7 @@ def encode(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else {"__f__": repr(value)}
     if isinstance(value, list):
-        return [encode(v) for v in value]
+        return _encode_rows(value) or [encode(v) for v in value]
     if isinstance(value, tuple):
         return {"__t__": [encode(v) for v in value]}
     if isinstance(value, dict):
@@ -84,34 +90,60 @@ def encode(value: Any) -> Any:
     raise TypeError(f"a partial holds no {type(value).__name__}")
 
 
+def _encode_rows(value: list) -> dict[str, Any] | None:
+    """A list of records (dicts of the same plain-string keys), or of (number, record) pairs
+    as the listed gaps are, by columns' names once and one list of values per item; None
+    for any other list."""
+    if len(value) < 2:
+        return None
+    pairs = all(type(v) is tuple and len(v) == 2 and type(v[1]) is dict for v in value)
+    rows = [v[1] for v in value] if pairs else value
+    first = rows[0]
+    if type(first) is not dict or not all(type(k) is str and k not in _TAGS for k in first):
+        return None
+    keys = list(first)
+    if not all(type(r) is dict and list(r) == keys for r in rows):
+        return None
+    values = [[encode(x) for x in r.values()] for r in rows]
+    if pairs:
+        return {"__r__": keys, "v": values, "p": [encode(v[0]) for v in value]}
+    return {"__r__": keys, "v": values}
+
+
 def _encode_array(value: np.ndarray) -> dict[str, Any]:
     if value.ndim != 1 or value.dtype.name not in ARRAY_DTYPES:
         raise TypeError(f"a partial holds no {value.ndim}-d {value.dtype} array")
     if value.dtype == object:
         return {"__a__": "object", "v": [encode(v) for v in value]}
-    return {"__a__": value.dtype.name, "v": [encode(v) for v in value.tolist()]}
+    # the little-endian bytes in base64: exact, and read back without a value-by-value parse
+    return {"__a__": value.dtype.name, "b": base64.b64encode(value.astype(_WIRE[value.dtype.name], copy=False).tobytes()).decode("ascii")}
 
 
 def decode(data: Any) -> Any:
     """The value :func:`encode` wrote; :class:`PartialFormatError` for anything else."""
-    if data is None or isinstance(data, (bool, int, str, float)):
+    kind = type(data)
+    if kind in _PLAIN:
         return data
-    if isinstance(data, list):
-        return [decode(v) for v in data]
-    if not isinstance(data, dict):
-        raise PartialFormatError(f"unexpected {type(data).__name__}")
-    tag = next((k for k in _TAGS if k in data), None)
-    if tag is None:
-        return {k: decode(v) for k, v in data.items()}
+    if kind is list:
+        return [v if type(v) in _PLAIN else decode(v) for v in data]
+    if kind is not dict:
+        raise PartialFormatError(f"unexpected {kind.__name__}")
+    if _TAG_SET.isdisjoint(data):
+        return {k: v if type(v) in _PLAIN else decode(v) for k, v in data.items()}
+    tag = next(k for k in _TAGS if k in data)
     body = data[tag]
+    if tag == "__r__":
+        return _decode_rows(body, data.get("v"), data.get("p"))
     if tag == "__t__" and isinstance(body, list):
         return tuple(decode(v) for v in body)
     if tag == "__d__" and isinstance(body, list) and all(isinstance(kv, list) and len(kv) == 2 for kv in body):
         return {_hashable(decode(k)): decode(v) for k, v in body}
     if tag == "__f__" and body in ("nan", "inf", "-inf"):
         return float(body)
-    if tag == "__a__" and body in ARRAY_DTYPES and isinstance(data.get("v"), list):
-        return _decode_array(body, data["v"])
+    if tag == "__a__" and body == "object" and isinstance(data.get("v"), list):
+        return _decode_objects(data["v"])
+    if tag == "__a__" and body in _WIRE and isinstance(data.get("b"), str):
+        return _decode_array(body, data["b"])
     if tag == "__n__" and body in SCALAR_DTYPES:
         return np.dtype(body).type(decode(data.get("v")))
     if tag == "__c__" and isinstance(body, str) and body in ALLOWED and isinstance(data.get("v"), dict):
@@ -127,15 +159,34 @@ def _hashable(key: Any) -> Any:
     return key
 
 
-def _decode_array(dtype: str, values: list) -> np.ndarray:
-    items = [decode(v) for v in values]
-    if dtype == "object":
-        out = np.empty(len(items), dtype=object)
-        out[:] = items
-        return out
-    if not all(isinstance(v, (int, float)) for v in items):  # bool is an int
-        raise PartialFormatError(f"a {dtype} array of other values")
-    return np.array(items, dtype=dtype)
+def _decode_rows(keys: Any, values: Any, firsts: Any) -> list:
+    if not (isinstance(keys, list) and all(type(k) is str for k in keys) and isinstance(values, list)):
+        raise PartialFormatError("records without names")
+    if not all(type(row) is list and len(row) == len(keys) for row in values):
+        raise PartialFormatError("a record of other fields")
+    rows = [dict(zip(keys, [x if type(x) in _PLAIN else decode(x) for x in row], strict=True)) for row in values]
+    if firsts is None:
+        return rows
+    if not (isinstance(firsts, list) and len(firsts) == len(rows)):
+        raise PartialFormatError("pairs without their first items")
+    return [(decode(a), row) for a, row in zip(firsts, rows, strict=True)]
+
+
+def _decode_objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = [decode(v) for v in values]
+    return out
+
+
+def _decode_array(dtype: str, text: str) -> np.ndarray:
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+        wire = np.frombuffer(raw, dtype=_WIRE[dtype])
+    except (ValueError, UnicodeEncodeError) as err:  # not base64, or not a whole number of items
+        raise PartialFormatError(f"a {dtype} array that is not one: {err}") from None
+    if dtype == "bool" and (wire.view(np.uint8) > 1).any():
+        raise PartialFormatError("a bool array of other bytes")
+    return wire.astype(dtype)  # a native, writable copy
 
 
 def _decode_dataclass(cls: type, fields: dict[str, Any]) -> Any:
@@ -170,10 +221,11 @@ def partials_of_doc(doc: Any) -> tuple[list[RankPartial], list[str]]:
 
 
 PARTIAL_CACHE_KIND = "rank-partials"  # the cache entries of partials (loaders.cache.save_doc)
+CODEC_VERSION = 2  # raised when this JSON form changes: older entries are not looked up
 
 
 def partial_settings(rules: CategoryRules, threshold_ns: int | None, max_gaps: int | None) -> str:
     """What a rank's partials depend on besides its files and tuiprof's version: the schema,
     the category rules, the gaps' threshold and how many are listed (a cache key part)."""
     rule_text = [[category, pattern.pattern, pattern.flags] for category, pattern in rules.rules]
-    return json.dumps([PARTIAL_SCHEMA, rules.source, rule_text, threshold_ns, max_gaps], ensure_ascii=True)
+    return json.dumps([PARTIAL_SCHEMA, CODEC_VERSION, rules.source, rule_text, threshold_ns, max_gaps], ensure_ascii=True)
