@@ -413,12 +413,16 @@ def communication_section(cores: Sequence[RankCore]) -> CommunicationSection:
     durs = np.concatenate([c.coll_dur for c in cores]) if cores else np.array([], dtype=np.int64)
     sizes = np.concatenate([c.coll_bytes for c in cores]) if cores else np.array([], dtype=np.int64)
     group = np.concatenate([c.coll_ranks for c in cores]) if cores else np.array([], dtype=np.int64)
-    table = pd.DataFrame({"type": kinds.astype(str), "dur": durs.astype(np.int64)}).groupby("type")["dur"].agg(["size", "sum"])
-    by = sorted(((str(kind), int(row["size"]), int(row["sum"])) for kind, row in table.iterrows()), key=lambda x: (-x[2], x[0]))
+    # one integer code per collective (its type's name): no string copy of every collective
+    codes, uniques = pd.factorize(kinds, use_na_sentinel=False)
+    names = sorted({str(u) for u in uniques})
+    index = {name: i for i, name in enumerate(names)}
+    kind_code = np.array([index[str(u)] for u in uniques], dtype=np.int64)[codes] if len(uniques) else np.zeros(0, np.int64)
+    durs = durs.astype(np.int64)
+    masks = [kind_code == i for i in range(len(names))]
+    by = sorted(((name, int(mine.sum()), int(durs[mine].sum()), mine) for name, mine in zip(names, masks, strict=True)), key=lambda x: (-x[2], x[0]))
     by_type: list[CollectiveType] = []
-    kind_of = kinds.astype(str)
-    for kind, n, t in by:
-        mine = kind_of == kind
+    for kind, n, t, mine in by:
         by_type.append({"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), **bandwidth(kind, durs[mine], sizes[mine], group[mine])})
     return {
         "kernel_ns": int(kernel_ns),
