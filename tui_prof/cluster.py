@@ -311,6 +311,15 @@ def _settle(fut: Future, item: tuple[RankTask, int], queue: deque, suspects: lis
     return False
 
 
+def _dask_installed() -> None:
+    """:class:`DaskMissing` without the ``cluster`` extra (found without importing it: a
+    run whose ranks are all cached needs no cluster)."""
+    from importlib.util import find_spec
+
+    if find_spec("dask") is None or find_spec("distributed") is None:
+        raise DaskMissing("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'")
+
+
 def _dask() -> Any:
     """The ``dask`` module; :class:`DaskMissing` without the ``cluster`` extra."""
     try:
@@ -352,7 +361,7 @@ def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str,
     """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc); the ranks
     whose partials are cached are merged from the cache, and no cluster is started when
     all are. Ctrl-C cancels the tasks; a LocalCluster started here is closed on the way out."""
-    _dask()
+    _dask_installed()
     out = _merge(tasks, rules)
     hits, misses = cached_results(tasks)
     for done, result in enumerate(hits, start=1):
