@@ -11,10 +11,12 @@ its own VmHWM (read from /proc while it runs, so the workers' memory is not coun
 the workers' is reported apart. Every run is cold (``--no-cache``) unless ``--warm``.
 ``--tui`` measures instead the TUI's first rank screen (``open RUN --cluster local:N``: the
 merge, then the app until its rank table holds every rank), cold (a new cache) then warm
-(the partials the workers cached).
+(the partials the workers cached). ``--driver-only`` measures the driver alone: N copies of
+one generated rank's partial merged as the workers' results are, and the document built.
 
     python bench/bench_cluster.py --ranks 256 1024 --dispatches 20000 --workers 2 --dir /tmp/bench_cluster
     python bench/bench_cluster.py --ranks 1024 --dispatches 1000 --workers 2 --tui
+    python bench/bench_cluster.py --ranks 256 512 1024 --dispatches 20000 --driver-only
 """
 
 from __future__ import annotations
@@ -124,6 +126,39 @@ asyncio.run(flow())
 """
 
 
+DRIVER_ONLY = """
+import dataclasses, json, pickle, sys, time
+from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
+from tui_prof.cluster import RankResult, _merge, plan, rank_task
+run, ranks = sys.argv[1], int(sys.argv[2])
+tasks = plan(run, use_cache=False).tasks
+blob = pickle.dumps(rank_task(tasks[0]))  # what a worker sends back for one rank
+def hwm():
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1]) // 1024
+before = hwm()
+t = time.perf_counter()
+out = _merge([tasks[0]] * ranks, DEFAULT_CATEGORY_RULES)
+for i in range(ranks):  # rank i: rank 0's partial on its own host, pid and rank number
+    r = pickle.loads(blob)
+    p = r.partials[0]
+    meta = dataclasses.replace(p.meta, hostname=f"node{i // 8}", pid=p.meta.pid + i, rank=i, label=f"rank{i}")
+    out.add(RankResult(f"rank{i}.pt.trace.json.gz", [dataclasses.replace(p, meta=meta, label=f"rank{i}")], [], r.root, r.files))
+merged = hwm()
+doc = out.document(20)
+print(json.dumps({"peak_before_mb": before, "peak_after_merge_mb": merged, "peak_mb": hwm(), "wall_s": round(time.perf_counter() - t, 2), "ranks_in_doc": len(doc["ranks"])}))
+"""
+
+
+def driver_only(run: Path, ranks: int, env: dict) -> dict:
+    """The driver's own cost, apart from the workers': one rank of ``run`` reduced once, then
+    ``ranks`` copies of its partial (each on its own host, pid and rank) unpickled and merged
+    as the driver merges workers' results, and the document built; VmHWM in MB."""
+    proc = subprocess.run([sys.executable, "-c", DRIVER_ONLY, str(run), str(ranks)], capture_output=True, text=True, env=env)
+    if proc.returncode:
+        return {"rc": proc.returncode, "error": (proc.stderr.strip().splitlines() or [""])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def first_screen(run: Path, ranks: int, where: str, env: dict) -> dict:
     """Seconds from the start of ``open RUN --cluster WHERE`` (as the CLI runs it: the merge,
     then the app) to its rank table painted with every rank, in a child process."""
@@ -145,15 +180,21 @@ def main() -> None:
     ap.add_argument("--inprocess-max", type=int, default=256, help="also summarise in-process up to this many ranks")
     ap.add_argument("--dir", default="/tmp/bench_cluster")
     ap.add_argument("--warm", action="store_true", help="keep the per-rank cache (second run of a cluster reads it)")
+    ap.add_argument("--driver-only", action="store_true", help="instead: the driver's peak RSS merging N copies of one rank's partial (no workers)")
     ap.add_argument("--tui", action="store_true", help="instead: the TUI's first rank screen (open --cluster), cold (empty cache) then warm")
     args = ap.parse_args()
     root = Path(args.dir)
     repo = str(Path(__file__).resolve().parents[1])
     for ranks in args.ranks:
         t = time.perf_counter()
-        run = generate(root, ranks, args.dispatches)
+        run = generate(root, 2 if args.driver_only else ranks, args.dispatches)
         gen_s = time.perf_counter() - t
         env = dict(os.environ, PYTHONPATH=repo, TUIPROF_CACHE_DIR=str(root / "cache"))
+        if args.driver_only:
+            row = {"ranks": ranks, "dispatches_per_rank": args.dispatches, "load1": round(os.getloadavg()[0], 2)}
+            row["driver_only"] = driver_only(run, ranks, env)
+            print(json.dumps(row), flush=True)
+            continue
         if args.tui:
             env["TUIPROF_CACHE_DIR"] = tempfile.mkdtemp(prefix="tuiprof-cache-", dir=root)  # cold: a new cache
             where = f"local:{args.workers}"
