@@ -5,6 +5,7 @@ dies twice is named failed while the rest is summarised (no Dask needed)."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,13 @@ def die_always(task: cluster.RankTask) -> cluster.RankResult:
     return cluster.rank_task(task)
 
 
+def sigkill_on_0(task: cluster.RankTask) -> cluster.RankResult:
+    """SIGKILLs its worker process every time it runs rank 0 (as the kernel's OOM killer would)."""
+    if task.label.startswith("rank0."):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return cluster.rank_task(task)
+
+
 def raise_on_3(task: cluster.RankTask) -> cluster.RankResult:
     if task.label.startswith("rank3."):
         raise ValueError("rank 3 cannot be read")
@@ -69,6 +77,13 @@ def test_a_rank_that_kills_its_worker_twice_is_named(run: Path) -> None:
     assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 3, 4, 5]
     assert doc["stragglers"]["rank"] == SPEC.slow_rank
     assert doc["partials"]["failed_ranks"] == [{"label": "rank2.pt.trace.json.gz", "reason": merged.failed[0][1]}]
+
+
+def test_a_rank_whose_worker_is_sigkilled_is_named(run: Path) -> None:
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, task=sigkill_on_0)
+    assert [label for label, _ in merged.failed] == ["rank0.pt.trace.json.gz"]
+    assert sorted(r["rank"] for r in merged.document(20)["ranks"]) == [1, 2, 3, 4, 5]
 
 
 def test_a_rank_that_raises_twice_is_named(run: Path) -> None:
