@@ -929,7 +929,10 @@ def _minimal_agents(run: Run, resolver: AgentResolver) -> list[Agent]:
     types: dict[int, str] = {}
 
     def note(ids, agent_type):
-        for value in pd.unique(np.asarray(ids)):
+        array = np.asarray(ids)
+        if not array.size:  # most tables of a small run are empty
+            return
+        for value in np.unique(array).tolist():  # one type per call, so their order does not matter
             value = int(value)
             if value != UNKNOWN:
                 types.setdefault(value, agent_type)

@@ -390,13 +390,31 @@ def empty_table(spec: TableSpec | str) -> pd.DataFrame:
     return table.copy()
 
 
+_SHARED: dict[tuple, pd.DataFrame] = {}
+
+
+def shared_empty(spec: TableSpec | str) -> pd.DataFrame:
+    """The one empty table of ``spec``'s schema that every run without such rows holds (not a
+    copy: a run keeps ten tables, most of them empty in a run of one small file, and a copy
+    of each costs kilobytes per run). Never change it in place (add, drop or rename columns);
+    derived frames are independent of it (pandas copy-on-write)."""
+    if isinstance(spec, str):
+        spec = TABLES[spec]
+    key = (spec.name, tuple(spec.columns.items()))
+    table = _SHARED.get(key)
+    if table is None:
+        table = _SHARED[key] = empty_table(spec)
+    return table
+
+
 def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate tables of one schema, keeping category columns categorical."""
+    """Concatenate tables of one schema, keeping category columns categorical (no rows at
+    all: :func:`shared_empty`)."""
     if isinstance(spec, str):
         spec = TABLES[spec]
     tables = [t for t in tables if len(t)]
     if not tables:
-        return empty_table(spec)
+        return shared_empty(spec)
     if len(tables) == 1:
         return tables[0].reset_index(drop=True)
     columns = list(spec.columns)
