@@ -13,12 +13,15 @@ same load with every unit read on its own, as before the batches) in the same in
   that only loads the run (``load alone``); the difference per process is what the
   analysis and the report cost per process. ``--before DIR`` also runs the command from
   another tree (``git archive <commit> | tar -x -C DIR``: the code before a change) in the
-  same invocation.
+  same invocation;
+* ``floor``: what no load can avoid: the imports of the summary command and, per file,
+  the scan's guarded look at its head and the batch's guarded read (stat, access,
+  ``O_NONBLOCK`` open + ``fstat``), nothing parsed: the floor of the whole command.
 
 With ``--agent-info`` every process also writes the ``<pid>_agent_info.csv`` rocprofv3
 writes beside its traces (the same content on a host).
 
-    python bench/bench_tiny.py [--files 5000] [--hosts 1] [--agent-info] [--rows load,summary] [--data DIR] [--before DIR]
+    python bench/bench_tiny.py [--files 5000] [--hosts 1] [--agent-info] [--rows load,summary,floor] [--data DIR] [--before DIR]
 """
 
 from __future__ import annotations
@@ -84,6 +87,28 @@ runset = load_path({path!r}, use_cache=False)
 print('{{"runs": %d}}' % len(runset.runs))
 """
 
+FLOOR_CHILD = r"""
+import os, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from tui_prof import cli
+from tui_prof.analysis.api import build_summary
+from tui_prof.loaders import load_path
+from tui_prof.loaders.base import open_regular, read_head
+from tui_prof.render.summary import summary_text
+n = 0
+for folder, _, names in os.walk({path!r}):
+    for name in sorted(n for n in names if not n.startswith(".")):  # not the generator's .complete mark
+        path = Path(folder) / name
+        path.stat()
+        os.access(path, os.R_OK)
+        read_head(path)  # the scan's guarded look at the head
+        with open_regular(path) as fh:  # the batch's guarded read
+            fh.read(65537)
+        n += 1
+print('{{"files": %d}}' % n)
+"""
+
 
 AGENT_INFO = (
     '"Node_Id","Logical_Node_Id","Agent_Type","Name","Wave_Front_Size","Cu_Count","Simd_Per_Cu","Max_Waves_Per_Simd"\n'
@@ -129,6 +154,8 @@ def main() -> None:
             children = [("batched", LOAD_CHILD, ROOT, False), ("reference (unit by unit)", LOAD_CHILD, ROOT, True)]
         else:
             children = [("whole command", SUMMARY_CHILD, ROOT, False), ("reference (load alone)", LOAD_ALONE_CHILD, ROOT, False)]
+            if row == "floor":  # imports + the guarded scan and read of every file, nothing parsed
+                children = [("imports + guarded opens", FLOOR_CHILD, ROOT, False)]
             if args.before:
                 children.append(("whole command, --before", SUMMARY_CHILD, Path(args.before).resolve(), False))
         cpu = {}
@@ -136,12 +163,14 @@ def main() -> None:
             code = child.format(root=str(root), unbatched=unbatched, path=str(run))
             result = run_checked([PY, "-c", code], env={"TUIPROF_CACHE_DIR": os.path.join(args.data, "no-cache-used")})
             shown = {k: result[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "load1") if k in result}
-            shown.update({k: v for k, v in result.items() if k in ("runs", "issues", "load_s", "load_cpu_s", "ms_per_unit", "cpu_ms_per_unit", "kb_per_unit")})
+            shown.update(
+                {k: v for k, v in result.items() if k in ("runs", "files", "issues", "load_s", "load_cpu_s", "ms_per_unit", "cpu_ms_per_unit", "kb_per_unit")}
+            )
             if row != "load":
                 cpu[label] = result["cpu_s"]
                 shown["cpu_ms_per_process"] = result["cpu_s"] / args.files * 1e3
             print(f"{row:8s} {label:26s} {json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in shown.items()})}")
-        if row != "load":
+        if row == "summary":
             extra = {label: round((c - cpu["reference (load alone)"]) / args.files * 1e3, 3) for label, c in cpu.items() if label.startswith("whole")}
             print(f"{row:8s} {'beyond the load, CPU ms per process':26s} {json.dumps(extra)}")
 

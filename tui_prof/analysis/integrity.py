@@ -59,7 +59,7 @@ from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
 from tui_prof.model import Run, RunSet
-from tui_prof.model.schema import TABLES
+from tui_prof.model.schema import TABLES, category_array, column_array
 
 SCHEMA = "tuiprof.check/1"
 SEVERITIES = ("info", "degraded", "unreliable")
@@ -208,7 +208,7 @@ def clock_domains(runset: RunSet) -> list[Issue]:
         for name in ("kernels", "api", "copies"):
             table = run.table(name)
             if len(table):
-                pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(table["start"].to_numpy(), table["end"].to_numpy()))
+                pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(column_array(table, "start"), column_array(table, "end")))
     pieces.sort()
     clusters: list[list[Any]] = []
     for a, b, what in pieces:
@@ -240,7 +240,7 @@ def durations(runset: RunSet) -> list[Issue]:
             table = run.table(name)
             if not len(table):
                 continue
-            start, end = table["start"].to_numpy(), table["end"].to_numpy()
+            start, end = column_array(table, "start"), column_array(table, "end")  # no Series per column: thousands of processes
             known = (start != -1) & (end != -1)
             dur = end - start
             sections = (
@@ -660,11 +660,10 @@ def packets(runset: RunSet) -> list[Issue]:
         k = run.kernels
         if not len(k):
             continue
-        names = k["name"]
-        cats = names.cat.categories if isinstance(names.dtype, pd.CategoricalDtype) else pd.unique(names)
+        cats = category_array(k, "name").categories
         bad = [str(n) for n in cats if str(n).startswith("<") and str(n).endswith(">") and "packet" in str(n)]
         if bad:
-            rows = np.flatnonzero(names.isin(bad).to_numpy())
+            rows = np.flatnonzero(k["name"].isin(bad).to_numpy())
             if len(rows):
                 where = _where(run, "kernels", rows)
                 out.append(

@@ -40,6 +40,7 @@ from tui_prof.analysis.names import CategoryRules, rule_text, unique_strings
 from tui_prof.analysis.sections import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationSection, RankRecord, StragglerSection
 from tui_prof.analysis.stats import KERNEL_STATS, run_total_ns
 from tui_prof.model import Run
+from tui_prof.model.schema import category_array, column_array
 
 COMMUNICATION = "communication"
 COPY = "copy/fill"
@@ -145,12 +146,12 @@ class RankCore:
         self.label = label
         self.wall_ns = wall_ns
         k = run.kernels
-        ks, ke = k["start"].to_numpy(), k["end"].to_numpy()
-        agent = k["agent"].to_numpy()
+        ks, ke = column_array(k, "start"), column_array(k, "end")  # no Series per column: thousands of processes
+        agent = column_array(k, "agent")
         if categories is not None and len(categories) == len(k):
             is_comm, is_copy = categories == COMMUNICATION, categories == COPY
         elif len(k):
-            column = k["name"]
+            column = category_array(k, "name")
             is_comm = _per_category(column, lambda n: rules.classify(n) == COMMUNICATION)
             is_copy = _per_category(column, lambda n: rules.classify(n) == COPY)
         else:
@@ -205,8 +206,7 @@ class RankCore:
         self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
         dur = ke - ks
         if len(k):
-            column = k["name"]
-            names = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical: no Series per access
+            names = category_array(k, "name")  # the Categorical: no Series per access
             codes = names.codes
             valid = codes >= 0
             totals = np.bincount(codes[valid], weights=dur[valid], minlength=len(names.categories))
@@ -245,9 +245,12 @@ def _map_category(column: pd.Series, func, rows: np.ndarray | None = None) -> np
     return uniq[inverse[codes if rows is None else codes[rows]]]
 
 
-def _per_category(column: pd.Series, test) -> np.ndarray:
+def _per_category(column: pd.Series | pd.Categorical, test) -> np.ndarray:
     """Boolean ``test`` of every row's string, evaluated once per distinct value."""
-    col = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical itself
+    if isinstance(column, pd.Categorical):
+        col = column
+    else:
+        col = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical itself
     hits = np.array([bool(test(str(c))) for c in col.categories] + [bool(test(""))], dtype=bool)
     return hits[col.codes]
 
@@ -527,7 +530,7 @@ def communication_mask(kernels: pd.DataFrame, rules: CategoryRules) -> np.ndarra
     ``rules``, classified once per distinct name)."""
     if not len(kernels):
         return np.zeros(0, dtype=bool)
-    return _per_category(kernels["name"], lambda n: rules.classify(n) == COMMUNICATION)
+    return _per_category(category_array(kernels, "name"), lambda n: rules.classify(n) == COMMUNICATION)
 
 
 @dataclass(frozen=True)

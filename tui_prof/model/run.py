@@ -148,8 +148,10 @@ class Run:
         """Sort every table by time; called once after all files of the run are merged."""
         for name in TABLES:
             table = self.table(name)
+            if not len(table):  # most tables of a small run: nothing to sort
+                continue
             key = "ts" if "ts" in table.columns else ("start" if "start" in table.columns else None)
-            if key and len(table) and not table[key].is_monotonic_increasing:
+            if key and not table[key].is_monotonic_increasing:
                 setattr(self, name, table.sort_values(key, kind="stable").reset_index(drop=True))
 
 

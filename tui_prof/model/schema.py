@@ -375,6 +375,32 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
     return pd.DataFrame(data, columns=list(spec.columns), copy=False)
 
 
+def column_array(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """``frame[name].to_numpy()`` of a numpy column, read-only, without building a Series
+    (a Series per column read costs more than a one-row table's arithmetic: code that reads
+    columns of thousands of small tables reads them here). Other columns (categories,
+    extension arrays, duplicate names): as ``frame[name].to_numpy()``."""
+    loc = frame.columns.get_loc(name)
+    if isinstance(loc, int):
+        values = frame._get_column_array(loc)  # the block's values: a view, made read-only below
+        if isinstance(values, np.ndarray):
+            view = values.view()
+            view.flags.writeable = False
+            return view
+    return frame[name].to_numpy()
+
+
+def category_array(frame: pd.DataFrame, name: str) -> pd.Categorical:
+    """``frame[name].array`` of a category column (its Categorical), without building a Series."""
+    loc = frame.columns.get_loc(name)
+    if isinstance(loc, int):
+        values = frame._get_column_array(loc)
+        if isinstance(values, pd.Categorical):
+            return values
+    column = frame[name]
+    return (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array
+
+
 _EMPTY: dict[tuple, pd.DataFrame] = {}
 
 
