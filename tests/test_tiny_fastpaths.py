@@ -148,3 +148,33 @@ def test_column_reads_equal_the_series_reads() -> None:
             assert not got_values.flags.writeable  # a read never lets a caller write into the table
     renamed = table.set_axis(["start", "start", *table.columns[2:]], axis=1)  # duplicate names: the Series path
     assert column_array(renamed, "start").shape == (4, 2)
+
+
+def test_concat_of_many_tables_equals_the_union_of_their_categories() -> None:
+    """The straight-from-the-blocks join of many small tables equals the column-by-column
+    reference: categories unioned in first-appearance order (shared, permuted, disjoint,
+    missing values), mixed integer widths, float columns."""
+    from tests.test_summary_many_processes import _reference_concat
+
+    rng = np.random.default_rng(11)
+    shared = pd.CategoricalDtype(["s0", "s1", "s2"])
+    tables = []
+    for i in range(80):
+        rows = int(rng.integers(1, 4))
+        names = [f"k{int(x)}" for x in rng.integers(0, 6 if i % 3 else 40, rows)]
+        start = rng.integers(0, 10**12 if i % 9 else 10**15, rows)
+        table = make_table("kernels", {"start": start, "end": start + 5, "name": names, "pid": rng.integers(1, 9 if i % 5 else 3_000_000_000, rows)})
+        if i % 4 == 0:
+            table["name"] = pd.Categorical.from_codes(rng.integers(0, 3, rows), dtype=shared)
+        if i % 13 == 7:
+            table["name"] = pd.Categorical([None] + names[1:], categories=sorted(set(names[1:])) or ["x"])  # a missing value
+        tables.append(table)
+    got = schema.concat_tables("kernels", tables)
+    want = _reference_concat("kernels", tables)
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got["name"].cat.categories) == list(want["name"].cat.categories)
+    assert schema._concat_columns(schema.TABLES["kernels"], tables) is not None  # the fast path took them
+    same = [t.assign(name=pd.Categorical.from_codes(np.zeros(len(t), np.int8), dtype=shared)) for t in tables[:10]]
+    pd.testing.assert_frame_equal(schema.concat_tables("kernels", same), _reference_concat("kernels", same))
+    mixed = [*tables[:3], tables[3].assign(name=tables[3]["name"].astype(object).astype("category"))]
+    pd.testing.assert_frame_equal(schema.concat_tables("kernels", mixed), _reference_concat("kernels", mixed))

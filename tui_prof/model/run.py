@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tui_prof.model.schema import TABLES, concat_tables, shared_empty
+from tui_prof.model.schema import TABLES, column_array, concat_tables, shared_empty
 
 
 @dataclass
@@ -151,7 +151,10 @@ class Run:
             if not len(table):  # most tables of a small run: nothing to sort
                 continue
             key = "ts" if "ts" in table.columns else ("start" if "start" in table.columns else None)
-            if key and not table[key].is_monotonic_increasing:
+            if key is None:
+                continue
+            values = column_array(table, key)  # no Series: thousands of runs of one small file
+            if not bool((values[1:] >= values[:-1]).all()):
                 setattr(self, name, table.sort_values(key, kind="stable").reset_index(drop=True))
 
 

@@ -444,6 +444,9 @@ def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataF
     if len(tables) == 1:
         return tables[0].reset_index(drop=True)
     columns = list(spec.columns)
+    fast = _concat_columns(spec, tables)
+    if fast is not None:
+        return pd.DataFrame(fast, columns=columns)
     # One pandas concatenation for the numeric columns: taking each column of each table
     # costs a Series per (table, column), the bulk of the work for many small tables.
     whole = None
@@ -472,3 +475,49 @@ def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataF
         else:
             data[name] = _coerce(np.concatenate([p.to_numpy() for p in parts]), dtype)
     return pd.DataFrame(data, columns=columns)
+
+
+def _concat_columns(spec: TableSpec, tables: list[pd.DataFrame]) -> dict[str, pd.Series] | None:
+    """:func:`concat_tables`'s columns read straight from each table's blocks (no Series per
+    table and column, no pandas concatenation plan: many small tables, e.g. the kernel
+    tables of thousands of one-row processes), or None when a table needs the general path
+    (other columns or column order, non-numeric values in a numeric column, ordered or
+    differently typed categories). Category columns are the union in first-appearance
+    order, as ``union_categoricals(..., ignore_order=True)`` gives it."""
+    columns = pd.Index(list(spec.columns))
+    if not all(t.columns.equals(columns) for t in tables):
+        return None
+    data: dict[str, pd.Series] = {}
+    for position, (name, dtype) in enumerate(spec.columns.items()):
+        parts = [t._get_column_array(position) for t in tables]  # the block's values, not copied
+        if dtype == CATEGORY:
+            joined = _union_categories(parts)
+            if joined is None:
+                return None
+            data[name] = pd.Series(joined)
+        elif all(isinstance(p, np.ndarray) and p.dtype.kind in "iuf" for p in parts):
+            data[name] = _coerce(np.concatenate(parts), dtype)
+        else:
+            return None
+    return data
+
+
+def _union_categories(parts: list) -> pd.Categorical | None:
+    """The Categoricals ``parts`` joined with the union of their categories, in the order
+    they first appear; None unless every part is an unordered Categorical whose categories
+    have one dtype."""
+    if not all(isinstance(p, pd.Categorical) and not p.ordered for p in parts):
+        return None
+    first = parts[0].categories
+    if not all(p.categories.dtype == first.dtype for p in parts):
+        return None
+    if all(p.categories is first for p in parts):  # one dtype object shared (e.g. a batch's cut)
+        return pd.Categorical.from_codes(np.concatenate([p.codes for p in parts]), dtype=parts[0].dtype)
+    names = np.concatenate([np.asarray(p.categories, dtype=object) for p in parts])
+    categories = pd.Index(pd.unique(names), dtype=first.dtype)
+    where = categories.get_indexer(names)  # each part's category -> its union position
+    sizes = np.array([len(p.categories) for p in parts], dtype=np.int64)
+    offsets = np.repeat(np.cumsum(sizes) - sizes, [len(p) for p in parts])
+    codes = np.concatenate([p.codes for p in parts]).astype(np.int64)
+    union = np.where(codes >= 0, where[np.maximum(codes + offsets, 0)] if len(where) else -1, -1)
+    return pd.Categorical.from_codes(union, dtype=pd.CategoricalDtype(categories, ordered=False))
