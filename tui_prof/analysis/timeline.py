@@ -70,7 +70,8 @@ class _Names:
                 if not isinstance(column.dtype, pd.CategoricalDtype):
                     column = column.astype("category")
                 values = column.array  # the Categorical: no Series per ``.cat`` access
-            lookup = np.array([position.setdefault(str(c), len(position)) for c in values.categories], dtype=np.int64)
+            categories = values.categories
+            lookup = np.array([position.setdefault(str(c), len(position)) for c in categories] if len(categories) else [], dtype=np.int64)
             self.parts.append((first, values.codes, lookup))
             first += len(column)
         self.blank = position.setdefault("", len(position))
