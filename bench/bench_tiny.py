@@ -157,7 +157,7 @@ def main() -> None:
             children = [("whole command", SUMMARY_CHILD, ROOT, False), ("reference (load alone)", LOAD_ALONE_CHILD, ROOT, False)]
             if row == "floor":  # imports + the guarded scan and read of every file, nothing parsed
                 children = [("imports + guarded opens", FLOOR_CHILD, ROOT, False)]
-            if args.before:
+            elif args.before:
                 children.append(("whole command, --before", SUMMARY_CHILD, Path(args.before).resolve(), False))
         cpu = {}
         for label, child, root, unbatched in children:
