@@ -178,3 +178,28 @@ def test_concat_of_many_tables_equals_the_union_of_their_categories() -> None:
     pd.testing.assert_frame_equal(schema.concat_tables("kernels", same), _reference_concat("kernels", same))
     mixed = [*tables[:3], tables[3].assign(name=tables[3]["name"].astype(object).astype("category"))]
     pd.testing.assert_frame_equal(schema.concat_tables("kernels", mixed), _reference_concat("kernels", mixed))
+
+
+@pytest.mark.parametrize("was_on", [True, False])
+def test_the_summary_of_many_processes_pauses_the_collector_and_restores_it(tmp_path, monkeypatch, was_on) -> None:
+    """From PAUSE_COLLECTOR_PROCESSES processes on the analysis runs with the cyclic
+    collector off; afterwards it is as it was (fewer processes: never touched)."""
+    import gc
+
+    from tui_prof.analysis import summary
+
+    monkeypatch.setattr(summary, "PAUSE_COLLECTOR_PROCESSES", 20)
+    seen: list[bool] = []
+    real = summary.all_kernels
+    monkeypatch.setattr(summary, "all_kernels", lambda runset: (seen.append(gc.isenabled()), real(runset))[1])
+    many = load_path(str(_overlapping(tmp_path / "many", 24)), use_cache=False)
+    few = load_path(str(_overlapping(tmp_path / "few", 5)), use_cache=False)
+    (gc.enable if was_on else gc.disable)()
+    try:
+        build_summary(many)
+        assert gc.isenabled() is was_on
+        build_summary(few)
+        assert gc.isenabled() is was_on
+    finally:
+        gc.enable()
+    assert seen == [False, was_on]

@@ -9,6 +9,7 @@ section is about: :mod:`~tui_prof.analysis.gpu_idle`, :mod:`~tui_prof.analysis.h
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -49,7 +50,7 @@ from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
 from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import RunSet
-from tui_prof.threads import Job, Lane, threaded_lane
+from tui_prof.threads import Job, Lane, collector_paused, threaded_lane
 
 SCHEMA = "tuiprof.summary/1"
 
@@ -185,6 +186,10 @@ def _kernel_whole(source: str, stats_found: StatsSection) -> int | None:
     return next((int(t["run_total_ns"]) for t in stats_found["tables"] if t["key"] == "kernel_stats"), None)
 
 
+PAUSE_COLLECTOR_PROCESSES = 256
+"""From this many processes on, :func:`summarise` runs with Python's cyclic collector paused."""
+
+
 def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> SummaryResult:
     """The summary document with the per-run gap sets and launch links behind it.
 
@@ -195,6 +200,14 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     event loop would take turns at the GIL with them, and its other panes' work already
     runs beside). The document is the same either way.
     """
+    # thousands of processes: no oldest-generation collector pass over all their objects at
+    # every step (a few big processes keep it: a cycle holding a large array is freed sooner)
+    with collector_paused() if len(runset.runs) >= PAUSE_COLLECTOR_PROCESSES else contextlib.nullcontext():
+        return _summarise(runset, options, progress, lane)
+
+
+def _summarise(runset: RunSet, options: SummaryOptions, progress: Progress | None, lane: Lane) -> SummaryResult:
+    """:func:`summarise`'s work."""
     top, max_gaps = options.top, options.max_gaps
     gap_threshold_ns = options.gap_threshold_ns
     threshold = DEFAULT_GAP_THRESHOLD_NS if gap_threshold_ns is None else int(gap_threshold_ns)

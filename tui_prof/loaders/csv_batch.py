@@ -21,11 +21,7 @@ on the descriptor) and the bytes read from that descriptor are the bytes parsed.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import io
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +34,7 @@ from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run
 from tui_prof.model.schema import CATEGORY, TABLES, UNKNOWN, make_table
 from tui_prof.model.schema import _coerce as coerce_column
+from tui_prof.threads import collector_paused
 
 TINY_UNIT_BYTES = SPECS["rocprofv3_csv"].batch_max_bytes
 """A process whose files are a kernel trace (and its agent_info) of at most this many bytes
@@ -112,39 +109,10 @@ def _read_small(slot: int, files: list[DetectedFile]) -> _File | None:
     return _File(slot, item, header, body, body.count(b"\n"), agents)
 
 
-_GC_LOCK = threading.Lock()
-
-
-class _Pauses:
-    running = 0  # batches running
-    was_on = False  # whether the collector was on before the first of them
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic collector off while batches build their thousands of small tables:
-    every collection of the oldest generation walks all live objects, so with it on the
-    cost per process grows with the processes already loaded (more than half the load's
-    time at 5,000 processes). Objects are still freed by reference counting; the collector
-    is switched back on (if it was on) when the last running batch ends."""
-    with _GC_LOCK:
-        if _Pauses.running == 0:
-            _Pauses.was_on = gc.isenabled()
-            gc.disable()
-        _Pauses.running += 1
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _Pauses.running -= 1
-            if _Pauses.running == 0 and _Pauses.was_on:
-                gc.enable()
-
-
 def load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueSink]]:
     """Each unit's runs and issues, in order, as :func:`rocprofv3_csv.load` gives them one
     by one; units of :func:`batchable` shape share one parse and one table build."""
-    with _collector_paused():
+    with collector_paused():
         return _load_batch(units)
 
 
