@@ -32,7 +32,7 @@ from tui_prof.loaders import rocprofv3_csv as csv
 from tui_prof.loaders.base import DetectedFile, IssueSink, check_cancelled, open_regular, spec_batchable
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run
-from tui_prof.model.schema import CATEGORY, TABLES, UNKNOWN, make_table
+from tui_prof.model.schema import CATEGORY, TABLES, UNKNOWN, category_array, make_table
 from tui_prof.model.schema import _coerce as coerce_column
 from tui_prof.threads import collector_paused
 
@@ -214,7 +214,12 @@ def _build(batch: _Batch) -> list[Ready] | None:
     table = make_table("kernels", data)
     fixes = _dtype_fixes(table, bounds)
     categories: dict[tuple, pd.CategoricalDtype] = {}
-    return [Ready(_cut(table, int(bounds[i]), int(bounds[i + 1]), fixes.get(i, {}), categories), batch.agents, resolvers[i]) for i in range(len(batch.files))]
+    # each category column's codes and categories, read once for the batch (not per process)
+    columns = {name: (values.codes, values.categories) for name in _CATEGORY_COLUMNS for values in [category_array(table, name)]}
+    return [
+        Ready(_cut(table, int(bounds[i]), int(bounds[i + 1]), fixes.get(i, {}), categories, columns), batch.agents, resolvers[i])
+        for i in range(len(batch.files))
+    ]
 
 
 def _dtype_fixes(table: pd.DataFrame, bounds: np.ndarray) -> dict[int, dict[str, np.dtype]]:
@@ -248,25 +253,33 @@ def _narrowest(declared: str, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     return size
 
 
-def _cut(table: pd.DataFrame, start: int, stop: int, fixes: dict[str, np.dtype], categories: dict[tuple, pd.CategoricalDtype]) -> pd.DataFrame:
+def _cut(
+    table: pd.DataFrame,
+    start: int,
+    stop: int,
+    fixes: dict[str, np.dtype],
+    categories: dict[tuple, pd.CategoricalDtype],
+    columns: dict[str, tuple[np.ndarray, pd.Index]],
+) -> pd.DataFrame:
     """Rows ``start:stop`` of the batch table as the table of that process alone: its own
     integer dtypes (``fixes``) and its own categories, in the order its rows first show
-    them (``categories`` shares one dtype among processes with the same list)."""
+    them (``categories`` shares one dtype among processes with the same list; ``columns``:
+    each category column's codes and categories in the batch table)."""
     frame = table.iloc[start:stop]
     frame.index = pd.RangeIndex(stop - start)
     for name, dtype in fixes.items():
         frame[name] = frame[name].to_numpy().astype(dtype)
     for name in _CATEGORY_COLUMNS:
-        column = frame[name]
-        codes = column.cat.codes.to_numpy()
+        batch_codes, batch_categories = columns[name]
+        codes = batch_codes[start:stop]
         order = _first_seen(codes)
-        if len(order) == len(column.cat.categories) and (order == np.arange(len(order))).all():
+        if len(order) == len(batch_categories) and (order == np.arange(len(order))).all():
             continue
         key = (name, tuple(order.tolist()))
         shared = categories.get(key)
         if shared is None:
-            shared = categories[key] = pd.CategoricalDtype(column.cat.categories[order], ordered=False)
-        remap = np.empty(len(column.cat.categories), dtype=codes.dtype)
+            shared = categories[key] = pd.CategoricalDtype(batch_categories[order], ordered=False)
+        remap = np.empty(len(batch_categories), dtype=codes.dtype)
         remap[order] = np.arange(len(order), dtype=codes.dtype)
         frame[name] = pd.Categorical.from_codes(remap[codes], dtype=shared)
     return frame
@@ -303,5 +316,7 @@ def _agents(tokens: pd.Series | None, bounds: np.ndarray, agents: list[Agent]) -
 
 def _first_seen(codes: np.ndarray) -> np.ndarray:
     """The distinct values of ``codes`` in the order they first appear."""
+    if len(codes) == 1:  # a one-row process
+        return codes.copy()
     values, first = np.unique(codes, return_index=True)
     return values[np.argsort(first, kind="stable")]
