@@ -8,7 +8,8 @@ same load with every unit read on its own, as before the batches) in the same in
   its wall and CPU time per process (the CPU time is the figure to read on a shared,
   loaded machine), and the memory it keeps per process (RSS after the load minus
   RSS before it, divided by the processes);
-* ``summary``: the whole ``tuiprof summary --no-cache`` command (wall, CPU, peak RSS), the
+* ``summary``: the whole ``tuiprof summary --no-cache`` command (wall, CPU, peak RSS; it ends
+  as the command does, ``cli.run``: no teardown of the loaded runs), the
   analysis of N processes included, beside its reference: a child with the same imports
   that only loads the run (``load alone``); the difference per process is what the
   analysis and the report cost per process. ``--before DIR`` also runs the command from
@@ -73,7 +74,8 @@ if {unbatched!r}:
     detect._batched = lambda *args, **kwargs: set()
 from tui_prof import cli
 sys.stdout = open("/dev/null", "w")
-raise SystemExit(cli.main(["summary", "--no-cache", {path!r}]))
+sys.argv = ["tuiprof", "summary", "--no-cache", {path!r}]
+cli.run()  # as the tuiprof command ends: os._exit after the exit handlers, no teardown of the runs
 """
 
 LOAD_ALONE_CHILD = r"""
@@ -84,7 +86,8 @@ from tui_prof.analysis.api import build_summary
 from tui_prof.loaders import load_path
 from tui_prof.render.summary import summary_text
 runset = load_path({path!r}, use_cache=False)
-print('{{"runs": %d}}' % len(runset.runs))
+print('{{"runs": %d}}' % len(runset.runs), flush=True)
+cli._end_now(0)  # as the command ends (see the summary child)
 """
 
 FLOOR_CHILD = r"""
