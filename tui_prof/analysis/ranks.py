@@ -120,9 +120,12 @@ def collective_type(name: str) -> str:
 def collective_types(names: pd.Series, rows: np.ndarray) -> np.ndarray:
     """:func:`collective_type` of the kernel names at ``rows`` (a categorical column: each
     distinct name classified once)."""
+    if not len(rows):  # no collective (most processes of a many-process run): nothing to classify
+        return np.array([], dtype=object)
     if isinstance(names.dtype, pd.CategoricalDtype):
-        kinds = np.array([collective_type(str(x)) for x in names.cat.categories] + [UNKNOWN_TYPE], dtype=object)
-        codes = names.cat.codes.to_numpy()[rows]
+        values = names.array  # the Categorical: no ``.cat`` accessor per process
+        kinds = np.array([collective_type(str(x)) for x in values.categories] + [UNKNOWN_TYPE], dtype=object)
+        codes = values.codes[rows]
         return kinds[np.where(codes >= 0, codes, len(kinds) - 1)]
     return np.array([collective_type(str(x)) for x in names.to_numpy()[rows]], dtype=object)
 
