@@ -16,17 +16,17 @@ clock-domains           the run set's events fall in time clusters more than 1 h
                         (files of separate recordings, or clocks that cannot be aligned)
 queue-overlap           kernels overlapping their predecessor on one in-order stream     degraded
                         by > 1 µs (CUDA programmatic dependent launch, cudaLaunchKernelExC,
-                        under 50 % of the kernel, and AMD tails under 25 % apart)
+                        under 50% of the kernel, and AMD tails under 25% apart)
 duration-overflow       a kernel or copy longer than 1 h (an overflowed duration)        unreliable
 negative-duration       a kernel, copy or API row whose end lies before its start        degraded
 kernel-before-launch    kernels starting > 1 ms before the call that launched them       degraded
 timestamps-out-of-order a kernel starting > 1 µs before a kernel launched before it on     degraded
                         its stream, or a call before an earlier call of its thread (by
                         correlation id)
-buffer-full             the last >= 10 (and >= 1 %) launch calls have no kernel: the     degraded
+buffer-full             the last >= 10 (and >= 1%) launch calls have no kernel: the      degraded
                         kernel records stop while the calls go on
-unlinked-launches       > 5 % of launch calls have no kernel (dropped GPU records)       degraded
-unlinked-kernels        > 5 % of the kernels launched after the first traced call (by      degraded
+unlinked-launches       > 5% of launch calls have no kernel (dropped GPU records)        degraded
+unlinked-kernels        > 5% of the kernels launched after the first traced call (by       degraded
                         correlation id) have no API call (dropped API records)
 counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
                         (counter passes of other processes with the same dispatch ids)
@@ -35,7 +35,7 @@ counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches   
 counter-multimodal      SQ_WAVES takes several values for one kernel with one grid and    unreliable
                         workgroup (across every process and pass of the run set)
 counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
-graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
+graph-without-kernels   > 5% of graph launches have no kernel rows                       degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
                         reads 0 on every one of >= 2 dispatches
 non-kernel-packets      profiler rows for AQL packets that are not kernels (rocprof's    info
@@ -74,7 +74,7 @@ BUFFER_TAIL_MIN = 10  # [P] trailing launch calls without kernels that make the 
 BUFFER_TAIL_SHARE = 0.01  # [P] ... and at least this share of the launch calls
 PDL_MAX_OVERLAP = 0.5  # [P] cudaLaunchKernelExC kernels overlapping their predecessor by less: real
 # [P] real rocprofv3/rocpd recordings show consecutive kernels of one HIP stream overlapping by
-# up to 12 % of the later one (tests/data rocprofv3_json 908, rocpd 28): tolerated below this
+# up to 12% of the later one (tests/data rocprofv3_json 908, rocpd 28): tolerated below this
 AMD_TAIL_OVERLAP = 0.25
 OVERLAP_TOLERANCE_NS = 1_000  # Kineto's µs timestamps: sub-µs overlaps are rounding
 MAX_EXAMPLES = 5
@@ -546,7 +546,7 @@ def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
     """Counters above what the dispatch can reach: SQ_WAVES above the waves its grid launches
     (every real rocprofv3 and rocprof-compute pass of tests/data reads exactly that number).
     Cycle bounds are left out: GRBM_GUI_ACTIVE and GRBM_COUNT of one dispatch come from
-    different replays when collected in different passes (a real MI300X workload reads 2 % more
+    different replays when collected in different passes (a real MI300X workload reads 2% more
     busy than elapsed cycles)."""
     names = c["counter"].astype(str).to_numpy()
     bad: dict[str, list[int]] = {}

@@ -1004,7 +1004,7 @@ def piece_worker(path: str) -> None:
     """Entry point of a worker process: reads "start end" from stdin (nothing: exit), writes
     the pickled :func:`decode_piece` result to stdout. The cyclic garbage collector is off
     (this process only makes acyclic, short-lived event objects; the collector's passes
-    over them cost about 7 % of the decoding)."""
+    over them cost about 7% of the decoding)."""
     gc.disable()
     line = sys.stdin.readline().split()
     if len(line) == 2:
@@ -1061,7 +1061,7 @@ def read_events_parallel(win: TextWindow, ev: Events, path: Path, pieces: int) -
     columns equal a serial read's. Any failure raises (the caller then reads serially).
 
     gzip: every worker inflates the file from its start and discards the text before its
-    piece (inflating costs ~12 % of decoding, so the decoding still runs in parallel); this
+    piece (inflating costs ~12% of decoding, so the decoding still runs in parallel); this
     process inflates up to the last piece while looking for the split points. The workers
     are started first, so their imports overlap that search."""
     if win.peek() != "{":
