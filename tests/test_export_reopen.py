@@ -52,12 +52,11 @@ SAMPLES = {
     "triton": DATA / "triton_example__triton_example.json.gz",  # one ProfilerStep
     "rocprofv3-csv-hpc": DATA.parent / "rocprofv3_csv" / "hpctraining-extracted",
     "legacy-rocprof": DATA.parent / "legacy_rocprof" / "rocm-blogs",  # copies, hipMalloc sizes from the API args
+    "legacy-rocprof-counters": DATA.parent / "legacy_rocprof" / "hip-programming",  # copies and a counter pass
 }
 """Not here: ``trace_filter__sampled_rank-0`` (the file of ``ranks``' rank 0); the rocm6.3 docs
 folder, whose mixed clocks span more than 2**43 µs (102 days): past that a µs float holds the
-ns no more and times come back 1 ns apart (the loader warns, docs/user_guide.md); the
-legacy ``hip-programming`` folder (the losses of ``legacy-rocprof`` and of the counter passes
-together)."""
+ns no more and times come back 1 ns apart (the loader warns, docs/user_guide.md)."""
 NOT_COMPARED = {"source"}
 """The field that legitimately differs: the path that was opened (the export, not the run);
 and each process's ``files`` (:data:`PROCESS_NOT_COMPARED`)."""
@@ -68,6 +67,7 @@ EXCEPTIONS = {
     "rocpd": {"occupancy", "memory", "findings"},
     "rocprofv3-csv-docs": {"counters", "stats", "warnings", "findings"},
     "legacy-rocprof": {"memory", "measurement.peak_memory_bytes", "stats"},
+    "legacy-rocprof-counters": {"memory", "measurement.peak_memory_bytes", "stats", "counters", "warnings", "findings"},
 }
 """Documented losses (docs/user_guide.md, export): a rocprofv3 kernel's grid, scratch and
 register figures have no Kineto arg, so a rocprofv3 run reopened has no occupancy rows (and
