@@ -35,6 +35,7 @@ def test_recording_option_picks_each_side():
         assert app.load_error == "" and app.sides.shown == (1, 2)
         assert _compared(app) == (_labels(first), _labels(second))
         assert [len(rows) for rows in app.sides.rows] == [2, 2] and app.check_action("recordings", ()) is True
+        assert "Recordings" in {c.title for c in app.get_system_commands(app.screen)}
 
     drive(DiffApp(str(BLOGS), str(BLOGS), use_cache=False, recordings=(1, 2)), flow, size=(120, 30))
 

@@ -116,6 +116,8 @@ def test_r_from_a_drill_down_and_back_to_a_recording_shown_before():
         await press(app, pilot, "R", *["down"] * (10 - default.chosen), "enter")
         await settle(app, pilot)
         assert app.main.view is tenth
+        palette = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert palette["Recordings"].help == f"Pick another of the folder's {default.count} recordings (R)"
         await press(app, pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen) and app.check_action("recordings", ()) is False
         await press(app, pilot, "R")

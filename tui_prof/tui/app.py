@@ -349,6 +349,8 @@ class TuiProfApp(ProfApp):
             "Export the whole run to Perfetto", "Chrome trace-event JSON with tuiprof's gaps and findings", partial(main.action_export, "perfetto", True)
         )
         yield SystemCommand("Export to Parquet", "Every model and analysis table as Parquet files (pandas, DuckDB)", partial(main.action_export, "parquet"))
+        if len(self.recordings) > 1:
+            yield SystemCommand("Recordings", f"Pick another of the folder's {len(self.recordings)} recordings (R)", self.action_recordings)
         yield SystemCommand("Keys", "Every key binding (?)", self.action_help)
 
 

@@ -189,6 +189,8 @@ class DiffApp(ProfApp):
         yield SystemCommand("Previous gap", "A's previous idle gap (N)", lambda: diff.action_gap(-1))
         yield SystemCommand("Kernel on timelines", "The selected kernel on both timelines (t)", diff.action_goto_kernel)
         yield SystemCommand("Step diff", "A's and B's steady steps kernel by kernel on one ruler (S)", self.action_step_diff)
+        if any(len(rows) > 1 for rows in self.sides.rows):
+            yield SystemCommand("Recordings", "Pick A's (then B's) recording of its folder (R)", self.action_recordings)
         yield SystemCommand("Keys", "Every key binding (?)", self.action_help)
 
     def on_diff_loaded(self, message: DiffLoaded) -> None:
