@@ -268,3 +268,20 @@ def test_a_windows_kernels_keep_their_columns(reopened, tmp_path):
     columns = ["start", "queue", "pid", "tid", "dispatch_id"]
     assert 0 < inside.sum() < len(start)
     assert back.kernels[columns].astype("int64").to_dict("list") == run.kernels[columns][inside].astype("int64").to_dict("list")
+
+
+def test_kernel_columns_encoding_round_trips_and_refuses_what_it_did_not_write():
+    """encode_runs/decode_runs: a constant or counting column is one or two pairs; any
+    column comes back as it was; a list that is not one the exporter writes (counts that do
+    not add up to the process's kernels, non-integers, values past int64) gives None, and
+    nothing larger than the kernels is built from the file."""
+    from tui_prof.export.perfetto import encode_runs
+    from tui_prof.loaders.kineto import decode_runs
+
+    rng = np.random.default_rng(3)
+    for column in (np.full(50, 4242), np.arange(1, 51), rng.integers(-1, 4, 50), np.array([-1] * 25 + [2**40] * 25)):
+        encoded = encode_runs(column)
+        assert np.array_equal(decode_runs(encoded, len(column)), column)
+    assert encode_runs(np.full(50, 7)) == [7, 1, 0, 49] and encode_runs(np.arange(1, 51)) == [1, 50]
+    for bad in ([7, 1, 0, 48], [7, 1, 0, 10**12], [7, -1, 0, 51], [7.5, 50], ["7", 50], [2**63, 50], [7, 1, 0], {"7": 50}, None):
+        assert decode_runs(bad, 50) is None
