@@ -239,7 +239,7 @@ def test_other_api_domains_survive_a_parallel_read(reopened, tmp_path):
 
 def test_kernel_host_ids_queues_and_allocation_agents_come_back(reopened):
     """What a Kineto trace has no field for comes back from a version-3 export: each kernel's
-    queue, dispatch id and host pid/tid (-1 where the source has none: the docs folder's
+    queue, dispatch id and host pid/tid, each API call's own pid and tid (-1 where the source has none: the docs folder's
     kernel trace records no pid, its counter pass of untimed rows records no start), an
     allocation on the CPU agent, and no invented agent for a process that had none."""
     runset, _, _, path = reopened["rocprofv3-csv-docs"]
@@ -249,6 +249,9 @@ def test_kernel_host_ids_queues_and_allocation_agents_come_back(reopened):
     for a, b in zip(runset.runs, back.runs, strict=True):
         assert a.kernels[columns].astype("int64").to_dict("list") == b.kernels[columns].astype("int64").to_dict("list")
         assert [(g.id, g.type) for g in a.agents] == [(g.id, g.type) for g in b.agents]
+        assert a.api[["start", "pid", "tid", "correlation_id"]].astype("int64").to_dict("list") == (
+            b.api[["start", "pid", "tid", "correlation_id"]].astype("int64").to_dict("list")
+        )  # the calls' own pids (this folder's process holds calls of several) and threads
         assert a.allocations[["start", "agent", "bytes", "address"]].astype("int64").to_dict("list") == (
             b.allocations[["start", "agent", "bytes", "address"]].astype("int64").to_dict("list")
         )

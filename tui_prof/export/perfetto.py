@@ -71,7 +71,7 @@ from tui_prof.export.common import ExportError, analyse, check_destination
 from tui_prof.export.evidence import Place, place_of
 from tui_prof.guard import jsonout
 from tui_prof.guard.write import WriteRefused, atomic_file, check_file_destination, open_existing
-from tui_prof.loaders.kineto import EXPORT_KIND, EXPORT_PREFIX, KERNEL_COLUMNS
+from tui_prof.loaders.kineto import EXPORT_KIND, EXPORT_PREFIX, EXPORTED_COLUMNS
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import UNKNOWN
 
@@ -861,15 +861,18 @@ def _processes(runset: RunSet, pids: list[int], window: Window | None) -> list[d
     """What a reader needs to give each exported process back as the run it was (the Kineto
     loader reads it, :data:`~tui_prof.loaders.kineto.EXPORT_KIND`): its pid in the file, its
     metadata (hostname, pid, rank, label, formats, tool), its agents, and the columns of the
-    kernels written (:data:`~tui_prof.loaders.kineto.KERNEL_COLUMNS`: queue, dispatch id, host
-    pid/tid) that a Kineto kernel event has no field for. Written after the events, so the
-    file's head stays short whatever the number of processes."""
+    kernels and API calls written that a Kineto event has no field for
+    (:data:`~tui_prof.loaders.kineto.EXPORTED_COLUMNS`, :func:`encode_runs`). Written after
+    the events, so the file's head stays short whatever the number of processes."""
     out = []
     for run, pid in zip(runset.runs, pids, strict=True):
-        k = run.kernels
-        mask = _in_window(k["start"].to_numpy(), k["end"].to_numpy(), window) if len(k) else None
-        columns = {c: encode_runs(k[c].to_numpy() if mask is None else k[c].to_numpy()[mask]) for c in KERNEL_COLUMNS} if len(k) else {}
-        out.append({"pid": pid, "meta": dataclasses.asdict(run.meta), "agents": [dataclasses.asdict(a) for a in run.agents], "kernel_columns": columns})
+        columns = {}
+        for name, names in EXPORTED_COLUMNS.items():
+            table = getattr(run, name)
+            if len(table):
+                mask = _in_window(table["start"].to_numpy(), table["end"].to_numpy(), window)
+                columns[name] = {c: encode_runs(table[c].to_numpy() if mask is None else table[c].to_numpy()[mask]) for c in names}
+        out.append({"pid": pid, "meta": dataclasses.asdict(run.meta), "agents": [dataclasses.asdict(a) for a in run.agents], "columns": columns})
     return out
 
 

@@ -1204,7 +1204,8 @@ EXPORT_KIND = EXPORT_PREFIX + "3"
 Kineto-style events of every process under its own pid, and after them ``tuiprof_processes``,
 each process's pid in the file, metadata and agents. Times are µs from ``tuiprof_export.origin_ns``.
 Version 3 adds what a Kineto trace has no field for: each process's kernels' queue, dispatch
-id and host pid/tid, and an allocation's agent as its ``Device Id`` (:func:`restore_exported_columns`)."""
+id and host pid/tid, its API calls' own pid and tid, and an allocation's agent as its
+``Device Id`` (:func:`restore_exported_columns`)."""
 
 _META_FIELDS = {f.name for f in dataclasses.fields(RunMeta)}
 _AGENT_FIELDS = {f.name for f in dataclasses.fields(Agent)}
@@ -1260,9 +1261,11 @@ def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
     return runs
 
 
-KERNEL_COLUMNS = ("queue", "dispatch_id", "pid", "tid")
-"""The kernel columns a version-3 export keeps in ``tuiprof_processes`` (``kernel_columns``):
-a Kineto kernel event has no field for them."""
+EXPORTED_COLUMNS = {"kernels": ("queue", "dispatch_id", "pid", "tid"), "api": ("pid", "tid")}
+"""The columns a version-3 export keeps in ``tuiprof_processes`` (``columns``), per table: a
+Kineto event has no field for them (a kernel's queue, dispatch id, host pid/tid), or writes
+the process's pid and a track's tid in their place (an API call's own pid and thread; -1:
+not recorded)."""
 
 
 def decode_runs(encoded: object, rows: int) -> np.ndarray | None:
@@ -1279,17 +1282,22 @@ def decode_runs(encoded: object, rows: int) -> np.ndarray | None:
 
 
 def restore_exported_columns(run: Run, part: Events, entry: dict) -> None:
-    """What a version-3 export keeps for tuiprof's reader, as it was: each kernel's queue,
-    dispatch id and host pid/tid (``entry["kernel_columns"]``, rows in the order written, as
-    :func:`build_kernels` keeps them), each allocation's agent (``Device Id``, -1: none,
-    whatever the ``Device Type``) and the memory tracks on those agents."""
-    k = run.kernels
-    written = entry.get("kernel_columns")
-    if len(k) and isinstance(written, dict):
-        for column in KERNEL_COLUMNS:
-            values = decode_runs(written.get(column), len(k))
-            if values is not None:
-                k[column] = compact_int(values)
+    """What a version-3 export keeps for tuiprof's reader, as it was: the
+    :data:`EXPORTED_COLUMNS` of the kernels and API calls (``entry["columns"]``, rows in the
+    order written, as :func:`build_kernels` and an export's :func:`build_api` keep them; a
+    column whose count is not the table's is left as read), each allocation's agent
+    (``Device Id``, -1: none, whatever the ``Device Type``) and the memory tracks on those agents."""
+    written = entry.get("columns")
+    for name, columns in EXPORTED_COLUMNS.items():
+        table = getattr(run, name)
+        kept = written.get(name) if isinstance(written, dict) else None
+        if not len(table) or not isinstance(kept, dict):
+            continue
+        decoded = {c: v for c in columns if (v := decode_runs(kept.get(c), len(table))) is not None}
+        if decoded:  # as the schema declares them (make_table: the narrow dtypes)
+            typed = make_table(name, decoded)
+            for column in decoded:
+                table[column] = typed[column].to_numpy()
     if len(run.allocations):
         dev_id = as_int64(part.memory.dev_id)
         run.allocations["agent"] = compact_int(np.where(dev_id >= 0, dev_id, UNKNOWN))
