@@ -23,6 +23,7 @@ from tui_prof.analysis.timeline import gpu_timeline
 from tui_prof.export.common import default_destination
 from tui_prof.export.perfetto import export_perfetto
 from tui_prof.loaders import load_path
+from tui_prof.loaders.kineto import EXPORTED_COLUMNS
 from tui_prof.model import RunSet
 
 DATA = Path(__file__).parent / "data" / "kineto"
@@ -94,8 +95,14 @@ def reopened(tmp_path_factory):
     for name, path in SAMPLES.items():
         runset, source = _summary(path)
         target, _ = export_perfetto(runset, folder / f"{name}.json.gz")
-        out[name] = (runset, source, _summary(target)[1], target)
+        back, summary = _summary(target)
+        out[name] = (runset, source, summary, target)
+        READ_BACK[name] = back
     return out
+
+
+READ_BACK: dict[str, RunSet] = {}
+"""name -> the export of the sample read back (filled by the ``reopened`` fixture)."""
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))
@@ -239,7 +246,8 @@ def test_other_api_domains_survive_a_parallel_read(reopened, tmp_path):
 
 def test_kernel_host_ids_queues_and_allocation_agents_come_back(reopened):
     """What a Kineto trace has no field for comes back from a version-3 export: each kernel's
-    queue, dispatch id and host pid/tid, each API call's own pid and tid (-1 where the source has none: the docs folder's
+    queue, dispatch id and host pid/tid, each API call's own pid and tid, each copy's host
+    agent, pid and tid (-1 where the source has none: the docs folder's
     kernel trace records no pid, its counter pass of untimed rows records no start), an
     allocation on the CPU agent, and no invented agent for a process that had none."""
     runset, _, _, path = reopened["rocprofv3-csv-docs"]
@@ -252,6 +260,8 @@ def test_kernel_host_ids_queues_and_allocation_agents_come_back(reopened):
         assert a.api[["start", "pid", "tid", "correlation_id"]].astype("int64").to_dict("list") == (
             b.api[["start", "pid", "tid", "correlation_id"]].astype("int64").to_dict("list")
         )  # the calls' own pids (this folder's process holds calls of several) and threads
+        copies = ["start", "src_agent", "dst_agent", "queue", "stream", "pid", "tid", "correlation_id"]
+        assert a.copies[copies].astype("int64").to_dict("list") == b.copies[copies].astype("int64").to_dict("list")
         assert a.allocations[["start", "agent", "bytes", "address"]].astype("int64").to_dict("list") == (
             b.allocations[["start", "agent", "bytes", "address"]].astype("int64").to_dict("list")
         )
@@ -288,3 +298,16 @@ def test_kernel_columns_encoding_round_trips_and_refuses_what_it_did_not_write()
     assert encode_runs(np.full(50, 7)) == [7, 1, 0, 49] and encode_runs(np.arange(1, 51)) == [1, 50]
     for bad in ([7, 1, 0, 48], [7, 1, 0, 10**12], [7, -1, 0, 51], [7.5, 50], ["7", 50], [2**63, 50], [7, 1, 0], {"7": 50}, None):
         assert decode_runs(bad, 50) is None
+
+
+@pytest.mark.parametrize("name", list(SAMPLES))
+def test_the_columns_kineto_has_no_field_for_come_back(reopened, name):
+    """Every sample: the kernels', API calls' and copies' columns an export keeps in
+    ``tuiprof_processes`` come back row for row (written in the order the loader builds the
+    rows, memsets after memcpys, before it orders a run's tables by time)."""
+    runset, back = reopened[name][0], READ_BACK[name]
+    for table, columns in EXPORTED_COLUMNS.items():
+        for a, b in zip(runset.runs, back.runs, strict=True):
+            mine, theirs = getattr(a, table), getattr(b, table)
+            keys = ["start", *columns]
+            assert mine[keys].astype("int64").to_dict("list") == theirs[keys].astype("int64").to_dict("list"), (table, a.meta.label)

@@ -857,6 +857,17 @@ def encode_runs(values: np.ndarray) -> list[int]:
     return np.stack([diffs[starts], counts], axis=1).reshape(-1).tolist()
 
 
+def _rows_read_back(name: str, table: pd.DataFrame, window: Window | None) -> np.ndarray:
+    """The rows of ``table`` written (in ``window``), in the order the Kineto loader reads
+    them back: as written, but copies, memcpys first, then memsets."""
+    mask = _in_window(table["start"].to_numpy(), table["end"].to_numpy(), window)
+    rows = np.arange(len(table)) if mask is None else np.flatnonzero(mask)
+    if name == "copies":
+        memset = table["direction"].astype(str).to_numpy()[rows] == "memset"
+        rows = rows[np.argsort(memset, kind="stable")]
+    return rows
+
+
 def _processes(runset: RunSet, pids: list[int], window: Window | None) -> list[dict]:
     """What a reader needs to give each exported process back as the run it was (the Kineto
     loader reads it, :data:`~tui_prof.loaders.kineto.EXPORT_KIND`): its pid in the file, its
@@ -870,8 +881,8 @@ def _processes(runset: RunSet, pids: list[int], window: Window | None) -> list[d
         for name, names in EXPORTED_COLUMNS.items():
             table = getattr(run, name)
             if len(table):
-                mask = _in_window(table["start"].to_numpy(), table["end"].to_numpy(), window)
-                columns[name] = {c: encode_runs(table[c].to_numpy() if mask is None else table[c].to_numpy()[mask]) for c in names}
+                rows = _rows_read_back(name, table, window)
+                columns[name] = {c: encode_runs(table[c].to_numpy()[rows]) for c in names}
         out.append({"pid": pid, "meta": dataclasses.asdict(run.meta), "agents": [dataclasses.asdict(a) for a in run.agents], "columns": columns})
     return out
 

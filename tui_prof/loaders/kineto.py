@@ -1261,11 +1261,16 @@ def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
     return runs
 
 
-EXPORTED_COLUMNS = {"kernels": ("queue", "dispatch_id", "pid", "tid"), "api": ("pid", "tid")}
+EXPORTED_COLUMNS = {
+    "kernels": ("queue", "dispatch_id", "pid", "tid"),
+    "api": ("pid", "tid"),
+    "copies": ("src_agent", "dst_agent", "queue", "pid", "tid"),
+}
 """The columns a version-3 export keeps in ``tuiprof_processes`` (``columns``), per table: a
-Kineto event has no field for them (a kernel's queue, dispatch id, host pid/tid), or writes
-the process's pid and a track's tid in their place (an API call's own pid and thread; -1:
-not recorded)."""
+Kineto event has no field for them (a kernel's queue, dispatch id, host pid/tid; a copy's
+host agent), or writes the process's pid and a track's tid in their place (an API call's own
+pid and thread; -1: not recorded). Rows in the order this reader builds them: kernels and
+API calls as written, copies memcpys first, then memsets (:func:`build_copies`)."""
 
 
 def decode_runs(encoded: object, rows: int) -> np.ndarray | None:
@@ -1284,8 +1289,8 @@ def decode_runs(encoded: object, rows: int) -> np.ndarray | None:
 def restore_exported_columns(run: Run, part: Events, entry: dict) -> None:
     """What a version-3 export keeps for tuiprof's reader, as it was: the
     :data:`EXPORTED_COLUMNS` of the kernels and API calls (``entry["columns"]``, rows in the
-    order written, as :func:`build_kernels` and an export's :func:`build_api` keep them; a
-    column whose count is not the table's is left as read), each allocation's agent
+    order :data:`EXPORTED_COLUMNS` says; a column whose count is not the table's is left as
+    read), each allocation's agent
     (``Device Id``, -1: none, whatever the ``Device Type``) and the memory tracks on those agents."""
     written = entry.get("columns")
     for name, columns in EXPORTED_COLUMNS.items():
