@@ -4,8 +4,8 @@ The file opens in the Perfetto UI (ui.perfetto.dev) and ``chrome://tracing`` and
 a Kineto-style trace (``schemaVersion``, ``cat`` kernel / cuda_runtime / gpu_memcpy, a
 kernel's ``args.device`` and ``args.stream``), so tuiprof's own Kineto loader reads it
 back as the run it was: each process under its own pid, its metadata and agents in
-``tuiprof_processes`` (after the events; with the kernel columns a Kineto kernel event has no
-field for, :func:`encode_runs`), times back on the profiler's clock from
+``tuiprof_processes`` (after the events; with the kernels', API calls' and copies' columns a
+Kineto event has no field for, :func:`encode_runs`), times back on the profiler's clock from
 ``origin_ns``; an export reopened gives the summary of its source (tests/test_export_reopen.py).
 
 Layout (Chrome trace-event format, ``ts``/``dur`` in µs written as exact decimals of the
