@@ -62,10 +62,11 @@ MODULO = re.compile(r"\d % \d")  # an integer modulo in code, not a percentage
 
 
 def test_docs_and_sources_print_percentages_in_the_one_style():
-    """docs/metrics.md's threshold tables, the module docstrings (the findings and integrity
-    rule tables) and every message in tui_prof's sources write ``50%``, not ``50 %``."""
+    """The docs (docs/metrics.md's threshold tables and every other page), the module
+    docstrings (the findings and integrity rule tables) and every message in tui_prof's
+    sources write ``50%``, not ``50 %``."""
     root = Path(__file__).parent.parent
-    files = [root / "docs" / "metrics.md", *sorted((root / "tui_prof").rglob("*.py"))]
+    files = [root / "README.md", *sorted((root / "docs").glob("*.md")), *sorted((root / "tui_prof").rglob("*.py"))]
     spaced = [
         f"{path.relative_to(root)}:{n}: {line.strip()}"
         for path in files
