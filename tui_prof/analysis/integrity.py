@@ -58,6 +58,7 @@ import pandas as pd
 from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
+from tui_prof.loaders.sessions import process_identity
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import TABLES
 
@@ -718,7 +719,9 @@ def recordings(runset: RunSet) -> list[list[int]]:
     hour of each other on different hosts (clocks the ranks' alignment may still correct) or
     all with distributed ranks, while a process that starts more than SESSION_GAP_NS after the
     others ended on the same host is a recording of its own (a program run later; processes of
-    one script or test suite that run one after another within a minute stay one recording); processes without timestamps join the recording before them in load order
+    one script or test suite that run one after another within a minute stay one recording), and
+    so is a process (host, pid, rank) already in the recording: another profiler session of it
+    (the assembly keeps sessions apart, loaders/sessions.py); processes without timestamps join the recording before them in load order
     (the first when none), except counter passes recorded by another process than the trace
     (``meta.extra["counter_pass_of"]``, loaders/rocprofv3_csv.py): each is a recording of its
     own. Indices into ``runset.runs``; one group when all belong together."""
@@ -726,14 +729,20 @@ def recordings(runset: RunSet) -> list[list[int]]:
     timed = sorted((span[0], span[1], i) for i, span in spans if span is not None)
     groups: list[list[int]] = []
     reach = None
+    held: set[tuple] = set()  # the processes of the last recording
     for lo, hi, i in timed:
         pooled = lo - reach <= SESSION_GAP_NS or not _after_on_one_clock(runset, groups[-1], i) if reach is not None else False
-        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and pooled:
+        process = process_identity(runset.runs[i].meta)
+        again = process is not None and process in held  # another profiler session of a process already in it
+        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and pooled and not again:
             groups[-1].append(i)
+            if process is not None:
+                held.add(process)
             reach = max(reach, hi)
         else:
             groups.append([i])
             reach = hi
+            held = {process} if process is not None else set()
     if not groups:
         return [list(range(len(runset.runs)))]
     alone = []
