@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis import counterdict
 from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
@@ -572,23 +573,58 @@ def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
     ]
 
 
-# (gfx target, counter) -> the public report of the defect
-KNOWN_DEFECTIVE = {("gfx1151", "SQ_WAVES"): "reads 0 or wrong on gfx1151 (ROCm/rocm-systems #3828)"}
+# The known-defective counters are the counter dictionaries' defects of kind "wrong" (the
+# counter reads wrong values) and "zeros" (counters read all zero), each with the ROCm versions
+# its source names (analysis/counterdict/*.toml, research/counters_hw.md): SQ_WAVES on gfx1151
+# (ROCm/rocm-systems #3828, open), zero counters on gfx11 (#5683: fixed in 7.13; TheRock #6476).
+DEFECT_KINDS = ("wrong", "zeros")
+
+
+def _rocm_version(run: Run) -> str | None:
+    """The ROCm version the run was recorded with, where a file says it (rocpd: the
+    environment's ROCm path; rocprof-compute: sysinfo's ``rocm_version``); None when none does
+    (rocprofv3's own version is the SDK's, not ROCm's)."""
+    for extra in (run.meta.extra, *(a.extra for a in run.gpu_agents)):
+        for key in ("rocm_version_from_env", "rocm_version"):
+            value = extra.get(key)
+            if value:
+                return str(value)
+    return None
+
+
+def _arch_defects(arch: str) -> tuple[Any, ...]:
+    try:
+        d = counterdict.load(arch)
+    except counterdict.UnknownArch:
+        return ()
+    return tuple((d, defect) for defect in d.defects if defect.kind in DEFECT_KINDS)
 
 
 def _known_defective(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
-    names = {str(n) for n in pd.unique(c["counter"])}
-    archs = {a.arch for a in run.gpu_agents}
-    found = [(arch, name, why) for (arch, name), why in KNOWN_DEFECTIVE.items() if arch in archs and name in names]
-    return [
-        Issue(
-            "counter-known-defective",
-            "unreliable",
-            f"{name} {why}",
-            {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": [name], "arch": arch},
-        )
-        for arch, name, why in found
-    ]
+    """Counters of the run that a public report says are wrong on its GPU (and ROCm version,
+    where the report bounds it): a "wrong" defect when the counter was collected, a "zeros"
+    defect when a counter it names reads 0 on every dispatch."""
+    names = sorted({str(n) for n in pd.unique(c["counter"])})
+    grouped = c.groupby("counter", observed=True)["value"]
+    top, count = grouped.max(), grouped.count()
+    zero = {str(n) for n in top.index if top[n] == 0 and count[n] >= 2}
+    rocm = _rocm_version(run)
+    out = []
+    for arch in sorted({a.arch for a in run.gpu_agents if a.arch}):
+        for d, defect in _arch_defects(arch):
+            applies = defect.applies(rocm)
+            if applies is False:
+                continue
+            hit = [n for n in names if defect.touches(n, d.block_of(n)) and (defect.kind != "zeros" or n in zero)]
+            if not hit:
+                continue
+            bounded = bool(defect.rocm_from or defect.rocm_fixed)
+            versions = f"; affects {defect.versions()}, this run's ROCm: {rocm or 'not recorded'}" if bounded else ""
+            message = f"{', '.join(hit[:MAX_EXAMPLES])} on {arch}: {defect.text} ({defect.issue}{versions})"
+            affects = {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": hit, "arch": arch, "issue": defect.issue}
+            affects.update({"rocm": rocm, "rocm_versions": defect.versions()})
+            out.append(Issue("counter-known-defective", "unreliable", message, affects))
+    return out
 
 
 def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
@@ -601,48 +637,95 @@ def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
     return [Issue("counter-all-zero", "unreliable", message, {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": zero})]
 
 
-def counter_modes(runset: RunSet) -> list[Issue]:
-    """A deterministic count read differently for the same work: SQ_WAVES of dispatches of one
-    kernel with one grid and workgroup (in any process or pass of the run set) takes more than
-    one value. The waves a grid launches do not depend on timing or on the pass: several values
-    are a defective counter (reported multi-modal on RDNA), or passes of different builds."""
+# Counters that count work, not time: for one kernel with one grid and workgroup they do not
+# depend on timing or on the pass. SQ_WAVES is exact (any second value is a defect); the others
+# (instructions issued, workgroups and waves the SPI launched) may vary a little with the data,
+# but not in modes a factor MODE_RATIO apart (or 0 beside non-zero readings: #3828's signature,
+# 18.7 % zeros and 18.8 % doubled on gfx1151).
+EXACT_WORK_COUNTERS = frozenset({"SQ_WAVES"})
+WORK_COUNTER_PREFIXES = ("SQ_WAVES", "SQ_INSTS_", "SPI_CSN_")
+MODE_RATIO = 2.0  # [P] consecutive sorted readings this far apart split two modes
+SHAPE = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
+
+
+def _work_counter_rows(runset: RunSet) -> pd.DataFrame | None:
+    """Every work counter's reading joined to its dispatch's kernel name, grid and workgroup,
+    with the process it came from (every process and pass of the run set)."""
     frames = []
     for run in runset.runs:
         c, k = run.counters, run.kernels
         if not len(c) or not len(k):
             continue
-        waves = c[c["counter"].astype(str).to_numpy() == "SQ_WAVES"]
-        if not len(waves):
+        names = c["counter"].astype(str)
+        c = c[names.str.startswith(WORK_COUNTER_PREFIXES).to_numpy()]
+        if not len(c):
             continue
-        shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]]
-        joined = shape.reindex(waves["dispatch_id"].to_numpy())
-        joined["value"] = waves["value"].to_numpy()
+        shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[SHAPE]
+        joined = shape.reindex(c["dispatch_id"].to_numpy())
+        joined["counter"] = c["counter"].astype(str).to_numpy()
+        joined["value"] = c["value"].to_numpy()
         joined["process"] = run_label(run)
-        frames.append(joined.dropna(subset=["name"]).reset_index())
+        frames.append(joined.dropna(subset=["name", "value"]).reset_index())
     if not frames:
-        return []
+        return None
     rows = pd.concat(frames, ignore_index=True)
     rows["name"] = rows["name"].astype(str)
-    keys = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
-    modes = rows.dropna(subset=["value"]).groupby(keys, observed=True)["value"].nunique()
-    bad = modes[modes > 1]
-    if not len(bad):
+    return rows
+
+
+def _modes(values: np.ndarray) -> list[float]:
+    """The lowest reading of each mode of ``values``: sorted readings split where the next is
+    MODE_RATIO times the last or more (or the last is 0 and the next is not)."""
+    v = np.sort(values)
+    cut = np.flatnonzero(np.where(v[:-1] > 0, v[1:] >= MODE_RATIO * v[:-1], v[1:] > 0)) + 1
+    return [float(v[0])] + [float(x) for x in v[cut]]
+
+
+def _multimodal_groups(rows: pd.DataFrame, counter: str) -> tuple[pd.Index, list[float]]:
+    """(the kernel shapes whose readings of ``counter`` split, the readings' modes)."""
+    mine = rows[rows["counter"].to_numpy() == counter]
+    bad: list = []
+    modes: set[float] = set()
+    for key, values in mine.groupby(SHAPE, observed=True, dropna=True)["value"]:
+        found = sorted(set(values.tolist())) if counter in EXACT_WORK_COUNTERS else _modes(values.to_numpy())
+        if len(found) > 1:
+            bad.append(key)
+            modes.update(found)
+    return pd.MultiIndex.from_tuples(bad, names=SHAPE) if bad else pd.Index([]), sorted(modes)
+
+
+def counter_modes(runset: RunSet) -> list[Issue]:
+    """A work count read differently for the same work: dispatches of one kernel with one grid
+    and workgroup (in any process or pass of the run set) whose SQ_WAVES takes more than one
+    value, or whose instruction, wave or workgroup counts (SQ_INSTS_*, SPI_CSN_*) fall in
+    modes a factor MODE_RATIO apart. The work a grid does does not depend on the pass: modes are
+    a defective counter (reported multi-modal on RDNA), or passes of different builds or inputs."""
+    rows = _work_counter_rows(runset)
+    if rows is None:
         return []
-    names = sorted({str(i[0]) for i in bad.index})
-    hit = rows.set_index(keys).index.isin(bad.index)
-    values = sorted({float(v) for v in rows.loc[hit, "value"]})
-    message = (
-        f"SQ_WAVES takes several values for the same kernel and grid ({len(names)} kernel(s), values {', '.join(f'{v:g}' for v in values[:MAX_EXAMPLES])}): "
-        "the waves a grid launches do not vary, so the counter (or the passes compared) is not to be trusted"
-    )
-    affects = {
-        "sections": list(COUNTER_SECTIONS),
-        "processes": sorted(set(rows.loc[hit, "process"])),
-        "counters": ["SQ_WAVES"],
-        "kernels": names[:MAX_EXAMPLES],
-        "dispatch_ids": sorted({int(d) for d in rows.loc[hit, "dispatch_id"]})[:MAX_EXAMPLES],
-    }
-    return [Issue("counter-multimodal", "unreliable", message, affects)]
+    out = []
+    for counter in sorted(set(rows["counter"])):
+        bad, modes = _multimodal_groups(rows, counter)
+        if not len(bad):
+            continue
+        mine = rows[rows["counter"].to_numpy() == counter]
+        hit = mine.set_index(SHAPE).index.isin(bad)
+        names = sorted({str(i[0]) for i in bad})
+        exact = "the waves a grid launches do not vary" if counter in EXACT_WORK_COUNTERS else f"readings {MODE_RATIO:g}x or more apart"
+        message = (
+            f"{counter} takes several values for the same kernel and grid ({len(names)} kernel(s), values "
+            f"{', '.join(f'{v:g}' for v in modes[:MAX_EXAMPLES])}): {exact}, so the counter (or the passes compared) is not to be trusted"
+        )
+        affects = {
+            "sections": list(COUNTER_SECTIONS),
+            "processes": sorted(set(mine.loc[hit, "process"])),
+            "counters": [counter],
+            "modes": modes[:MAX_EXAMPLES],
+            "kernels": names[:MAX_EXAMPLES],
+            "dispatch_ids": sorted({int(d) for d in mine.loc[hit, "dispatch_id"]})[:MAX_EXAMPLES],
+        }
+        out.append(Issue("counter-multimodal", "unreliable", message, affects))
+    return out
 
 
 # --- what the loaders noticed ------------------------------------------------------------------
