@@ -106,3 +106,32 @@ def test_sq_waves_on_gfx1151_is_unbounded():
     (issue,) = codes(check_run(_on("gfx1151", "7.2.1", 16384.0)))["counter-known-defective"]
     assert issue.affects["counters"] == ["SQ_WAVES"] and "#3828" in issue.affects["issue"]
     assert issue.affects["rocm_versions"] == "all known versions"
+
+
+# --- one kind of record ending early -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["api", "markers", "kernels"])
+def test_a_kind_of_record_stopping_early_is_found(kind):
+    """train_sync: every record of one kind after 60 % of the process's span dropped (a full
+    buffer for that kind) while the other kinds go on: found, at the last kept record."""
+    runset = load_path(TRAIN_SYNC)
+    run = runset.runs[0]
+    assert "records-stop" not in codes(check_run(runset))
+    starts = np.concatenate([run.table(t)["start"].to_numpy() for t in ("kernels", "api", "copies", "markers")])
+    lo, hi = int(starts.min()), int(starts.max())
+    table = run.table(kind)
+    kept = table[table["start"] < lo + 0.6 * (hi - lo)].reset_index(drop=True)
+    setattr(run, kind, kept)
+    (issue,) = codes(check_run(runset))["records-stop"]
+    assert issue.affects["table"] == kind and issue.severity == "degraded"
+    assert issue.affects["last_ns"] == int(kept["start"].max()) and issue.affects["time_range_ns"][0] == int(kept["start"].max())
+    assert issue.affects["missing"] >= 100
+
+
+def test_a_kind_ending_a_little_early_is_not_a_stop():
+    runset = load_path(TRAIN_SYNC)
+    run = runset.runs[0]
+    cut = np.quantile(run.api["start"], 0.95)
+    run.api = run.api[run.api["start"] < cut].reset_index(drop=True)
+    assert "records-stop" not in codes(check_run(runset))

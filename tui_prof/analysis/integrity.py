@@ -152,6 +152,7 @@ FIXES = {
     "duration-overflow": "leave these rows out (tuiprof query) or record again: kernel totals, spans and idle time count them",
     "negative-duration": "these rows' timestamps are damaged; their durations count as negative in totals: record again if they matter",
     "timestamps-out-of-order": "the rows' clocks jumped or wrapped: trust their durations, not their placement (gaps, overlap, idle time)",
+    "records-stop": "records of that kind after the stop were dropped: record fewer steps or give the profiler a larger buffer; its figures are lower bounds",
     "buffer-full": "records after the stop were dropped: record fewer steps, or give the profiler a larger buffer; totals are lower bounds",
     "counter-above-peak": "leave these counters out; collect them again in a pass of their own and check the counter's definition for this GPU",
     "kernel-before-launch": "the host and GPU clocks disagree: trust kernel durations, not launch latency, queue delay or sync figures",
@@ -486,6 +487,91 @@ def _early_kernels(run: Run) -> list[Issue]:
     where = _where(run, "kernels", early)
     message = f"{len(early)} kernels start over 1 ms before the call that launched them: the GPU and host clocks disagree"
     return [Issue("kernel-before-launch", "degraded", message, {"sections": ["launch", "sync", "gaps", "steps"], **where})]
+
+
+# --- one kind of record ending early ------------------------------------------------------------
+
+RECORD_KINDS = ("kernels", "api", "copies", "markers", "counters")
+HOST_KINDS = ("api", "markers")
+STOP_MIN_ROWS = 200  # [P] a kind with fewer rows is too sparse to say it stopped
+STOP_SILENT_SHARE = 0.2  # [P] silent for this share of the process's span while the others go on
+STOP_ACTIVE_SHARE = 0.3  # [P] ... after being active over at least this share (not a phase at the start)
+STOP_MISSING = 100  # [P] rows the kind would have written in its silence at its own rate
+STOP_OTHERS = 10  # [P] rows of other kinds in the silence
+STOP_TAIL_RATE = 0.5  # [P] its rate over the last tenth of its active time, against its mean: still busy
+STOP_OTHERS_RATE = 0.25  # [P] the other kinds' rate in the silence, against theirs while it ran: they went on as before
+KIND_SECTIONS = {
+    "kernels": KERNEL_SECTIONS + ("gpu", "gaps", "launch"),
+    "api": ("api", "sync", "launch"),
+    "copies": ("copies", "measurement"),
+    "markers": ("steps", "hotspots_by_operator", "hotspots_by_module"),
+    "counters": COUNTER_SECTIONS,
+}
+
+
+def _kind_starts(run: Run, kind: str) -> np.ndarray:
+    """The start times of one kind's records (counters: their dispatches' kernel starts), sorted."""
+    if kind == "counters":
+        c, k = run.counters, run.kernels
+        if not len(c) or not len(k):
+            return np.empty(0, dtype=np.int64)
+        ids = np.unique(c["dispatch_id"].to_numpy())
+        start = k["start"].to_numpy()[_member(k["dispatch_id"].to_numpy(), ids)]
+    else:
+        table = run.table(kind)
+        start = table["start"].to_numpy() if len(table) and "start" in table.columns else np.empty(0, dtype=np.int64)
+    start = start[start != -1]
+    return start if bool(np.all(start[1:] >= start[:-1])) else np.sort(start)
+
+
+def _stopped(starts: np.ndarray, others: np.ndarray, lo: int, hi: int) -> dict[str, Any] | None:
+    """Why ``starts`` (one kind) stopped early against ``others`` (every other kind's starts,
+    sorted) in a process spanning [lo, hi]; None when it did not."""
+    n, span = len(starts), hi - lo
+    first, last = int(starts[0]), int(starts[-1])
+    active = last - first
+    silent = int(others[-1]) - last if len(others) else 0
+    if n < STOP_MIN_ROWS or span <= 0 or active <= 0 or silent < STOP_SILENT_SHARE * span or active < STOP_ACTIVE_SHARE * span:
+        return None
+    after = len(others) - int(np.searchsorted(others, last, side="right"))
+    during = int(np.searchsorted(others, last, side="right")) - int(np.searchsorted(others, first, side="left"))
+    missing = n / active * silent
+    tail = n - int(np.searchsorted(starts, last - active // 10, side="left"))
+    if after < STOP_OTHERS or missing < STOP_MISSING or tail < STOP_TAIL_RATE * n / 10:
+        return None
+    if after / silent < STOP_OTHERS_RATE * during / active:  # the others slowed down too: the program changed phase
+        return None
+    return {"last_ns": last, "silent_ns": silent, "others_after": after, "missing": int(missing)}
+
+
+def record_ends(runset: RunSet) -> list[Issue]:
+    """One kind of record (kernels, API calls, copies, markers, counters) stops long before the
+    others while it was still busy: the signature of a profiler buffer for that kind filling up
+    and dropping what came after (rocprofv3 keeps a buffer per kind), or a stream cut short."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        starts = {kind: _kind_starts(run, kind) for kind in RECORD_KINDS}
+        timed = [s for s in starts.values() if len(s)]
+        if len(timed) < 2:
+            continue
+        lo, hi = min(int(s[0]) for s in timed), max(int(s[-1]) for s in timed)
+        for kind, mine in starts.items():
+            if len(mine) < STOP_MIN_ROWS:
+                continue
+            # host records are compared with host records: the GPU drains its queue after the last call
+            pool = [s for k, s in starts.items() if k not in (kind, "counters") and len(s) and (kind not in HOST_KINDS or k in HOST_KINDS)]
+            others = np.sort(np.concatenate(pool)) if pool else np.empty(0, dtype=np.int64)
+            found = _stopped(mine, others, lo, hi)
+            if found is None:
+                continue
+            message = (
+                f"the {kind} records stop at {found['last_ns']} ns, {found['silent_ns'] / 1e9:,.3f} s before the process's last record, while "
+                f"{found['others_after']:,} records of other kinds go on (about {found['missing']:,} {kind} rows missing at its own rate): "
+                "a profiler buffer for this kind filled and dropped the rest"
+            )
+            affects = {"sections": list(KIND_SECTIONS[kind]), "processes": [run_label(run)], "table": kind, "time_range_ns": [found["last_ns"], hi], **found}
+            out.append(Issue("records-stop", "degraded", message, affects))
+    return out
 
 
 # --- counters ----------------------------------------------------------------------------------
@@ -962,6 +1048,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("queue-overlap", queue_overlap),
     ("order", out_of_order),
     ("launch-links", launch_links),
+    ("record-ends", record_ends),
     ("counters", counters),
     ("counter-modes", counter_modes),
     ("packets", packets),
