@@ -24,7 +24,12 @@ COPIES = DATA / "kineto" / "h200" / "copies.pt.trace.json.gz"
 NEW_CODES = {"records-stop", "bandwidth-above-peak", "counter-above-peak", "counter-multimodal", "counter-known-defective"}
 
 
-@pytest.mark.parametrize("path", CLEAN)
+# beside CLEAN: real rocprof-compute passes with GRBM cycle, SQ_INSTS_* and SQ_WAVES counters
+# on MI100, MI300X and MI350 (their folder mixes recordings: clock-domains, not a new code)
+WITH_COUNTERS = ["rocprof_compute/workloads", "counters/fetch-size-pass", "rocprofv3_csv/rocprofv3-docs-rocm7"]
+
+
+@pytest.mark.parametrize("path", CLEAN + WITH_COUNTERS)
 def test_no_false_alarm_on_the_real_samples(path):
     found = codes(check_run(load_path(DATA / path)))
     assert {c: [i.message for i in v] for c, v in found.items() if c in NEW_CODES} == {}
@@ -135,3 +140,56 @@ def test_a_kind_ending_a_little_early_is_not_a_stop():
     cut = np.quantile(run.api["start"], 0.95)
     run.api = run.api[run.api["start"] < cut].reset_index(drop=True)
     assert "records-stop" not in codes(check_run(runset))
+
+
+# --- bandwidth and clock peaks -------------------------------------------------------------------
+
+
+def test_a_copy_faster_than_the_gpus_memory_is_found():
+    """h200 copies: 64 MiB pinned copies at about 52 GB/s (PCIe) pass; one shrunk to 2 µs
+    (33,554 GB/s, above the H200's 4,800 GB/s HBM) is found at its row."""
+    runset = load_path(COPIES)
+    run = runset.runs[0]
+    assert any(a.product == "NVIDIA H200" for a in run.gpu_agents)
+    assert "bandwidth-above-peak" not in codes(check_run(runset))
+    cp = run.copies
+    row = int(np.flatnonzero(cp["bytes"].to_numpy() == 64 << 20)[0])
+    cp.loc[row, "end"] = cp["start"].iat[row] + 2_000
+    (issue,) = codes(check_run(runset))["bandwidth-above-peak"]
+    assert issue.affects["table"] == "copies" and issue.affects["rows"] == 1 and issue.affects["examples"][0]["row"] == row
+    assert issue.affects["peak_gbs"] == 4800.0 and issue.severity == "unreliable"
+
+
+def _fetch_pass(arch: str, clock: int | None = None) -> RunSet:
+    runset = load_path(FETCH)
+    run = runset.runs[0]
+    run.agents = [Agent(id=a.id, type="GPU", name=arch, max_clock_mhz=clock or a.max_clock_mhz, num_xcc=1) for a in run.gpu_agents]
+    return runset
+
+
+def test_kernel_traffic_above_the_memory_peak_is_found():
+    """fetch-size-pass (4 dispatches, 8,192 KB fetched each in about 50 µs: 161 GB/s) read as an
+    MI250X GCD's (1,600 GB/s): nothing; one dispatch's FETCH_SIZE times 100: found there."""
+    runset = _fetch_pass("gfx90a")
+    assert "bandwidth-above-peak" not in codes(check_run(runset))
+    run = runset.runs[0]
+    run.counters.loc[2, "value"] *= 100
+    (issue,) = codes(check_run(runset))["bandwidth-above-peak"]
+    assert issue.affects["dispatch_ids"] == [int(run.counters["dispatch_id"].iat[2])]
+
+
+def test_cycles_above_the_clock_are_found():
+    """The same pass with its FETCH_SIZE rows turned into GRBM_GUI_ACTIVE readings: 90 % of
+    duration x the agent's 1,630 MHz passes, ten times that is above what the clock allows
+    (twice the duration plus 50 µs of counter window)."""
+    runset = _fetch_pass("gfx900")
+    run = runset.runs[0]
+    k = run.kernels.set_index("dispatch_id")
+    c = run.counters
+    c["counter"] = c["counter"].astype(str).replace({"FETCH_SIZE": "GRBM_GUI_ACTIVE"})
+    dur = (k["end"] - k["start"]).reindex(c["dispatch_id"]).to_numpy()
+    c["value"] = 0.9 * dur * 1630 / 1000
+    assert "counter-above-peak" not in codes(check_run(runset))
+    c.loc[1, "value"] *= 10
+    (issue,) = codes(check_run(runset))["counter-above-peak"]
+    assert issue.affects["counters"] == ["GRBM_GUI_ACTIVE"] and issue.affects["dispatch_ids"] == [int(c["dispatch_id"].iat[1])]

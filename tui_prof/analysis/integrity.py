@@ -31,10 +31,17 @@ unlinked-kernels        > 5 % of the kernels launched after the first traced cal
 counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
                         (counter passes of other processes with the same dispatch ids)
 counter-impossible      a negative or infinite counter value                             unreliable
-counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches            unreliable
-counter-multimodal      SQ_WAVES takes several values for one kernel with one grid and    unreliable
-                        workgroup (across every process and pass of the run set)
-counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
+counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches, GRBM      unreliable
+                        cycles above what the clock allows over the kernel's duration
+counter-multimodal      SQ_WAVES takes several values, SQ_INSTS_*/SPI_CSN_* readings fall unreliable
+                        in modes 2x apart, for one kernel with one grid and workgroup
+                        (across every process and pass of the run set)
+counter-known-defective a counter the counter dictionary lists as wrong or reading zeros  unreliable
+                        on this GPU, within the ROCm versions its source names
+records-stop            one kind of record stops >= 20 % of the span before the others,  degraded
+                        which go on (a full buffer for that kind)
+bandwidth-above-peak    a copy or a dispatch's FETCH_SIZE+WRITE_SIZE moving bytes faster  unreliable
+                        than the GPU's documented memory peak
 graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
                         reads 0 on every one of >= 2 dispatches
@@ -56,11 +63,12 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import counterdict
+from tui_prof.analysis.counters import hbm_peak_gbs
 from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
 from tui_prof.loaders.sessions import process_identity
-from tui_prof.model import Run, RunSet
+from tui_prof.model import Agent, Run, RunSet
 from tui_prof.model.schema import TABLES
 
 SCHEMA = "tuiprof.check/1"
@@ -153,6 +161,7 @@ FIXES = {
     "negative-duration": "these rows' timestamps are damaged; their durations count as negative in totals: record again if they matter",
     "timestamps-out-of-order": "the rows' clocks jumped or wrapped: trust their durations, not their placement (gaps, overlap, idle time)",
     "records-stop": "records of that kind after the stop were dropped: record fewer steps or give the profiler a larger buffer; its figures are lower bounds",
+    "bandwidth-above-peak": "the bytes or times of these rows are wrong: leave them out of bandwidth figures and check the profiler's byte counts",
     "buffer-full": "records after the stop were dropped: record fewer steps, or give the profiler a larger buffer; totals are lower bounds",
     "counter-above-peak": "leave these counters out; collect them again in a pass of their own and check the counter's definition for this GPU",
     "kernel-before-launch": "the host and GPU clocks disagree: trust kernel durations, not launch latency, queue delay or sync figures",
@@ -574,6 +583,109 @@ def record_ends(runset: RunSet) -> list[Issue]:
     return out
 
 
+# --- bandwidth and clock peaks -------------------------------------------------------------------
+
+PEAK_MARGIN = 1.1  # [P] measured above the documented peak by more than this: impossible
+# [P] L2-to-fabric bytes (FETCH_SIZE/WRITE_SIZE) may come from the Infinity Cache (MALL) on
+# CDNA3/CDNA4, faster than HBM: bounded there by this multiple of the HBM peak (MI300X's MALL
+# peak is about 3.2x its HBM's, ROCm mi300.md)
+MALL_FACTOR = {"gfx942": 4.0, "gfx950": 4.0}
+# Documented peak memory bandwidth (GB/s) of NVIDIA GPUs by product name (NVIDIA datasheets);
+# the highest of a family's variants where the name does not tell them apart.
+NVIDIA_HBM_GBS = (("H200", 4800.0), ("H100 PCIe", 2000.0), ("H100", 3900.0), ("A100-PCIE-40GB", 1555.0), ("A100", 2039.0))
+COPY_FLOOR_NS = 1_000  # [P] shorter copies: their µs-rounded times make any rate meaningless
+
+
+def _peak_gbs(agent: Agent | None) -> tuple[float | None, str]:
+    """The agent's documented peak memory bandwidth (GB/s) and its source: the AMD tables
+    (analysis/occupancy.py ARCHS, or rocprof-compute's own figure), NVIDIA by product name."""
+    if agent is None:
+        return None, ""
+    if agent.name.startswith("gfx") or agent.gfx_target_version:
+        return hbm_peak_gbs(agent, agent.arch)
+    product = agent.product or agent.name
+    for name, gbs in NVIDIA_HBM_GBS:
+        if all(part.lower() in product.lower() for part in name.split()):
+            return gbs, f"NVIDIA {name} datasheet"
+    return None, ""
+
+
+def _copy_rates(run: Run) -> list[Issue]:
+    """Copies moving bytes faster than the device memory at either end can: every byte of a
+    host-device or device-device copy is read from or written to a GPU's memory."""
+    cp = run.copies
+    if not len(cp) or "bytes" not in cp.columns:
+        return []
+    agents = {a.id: a for a in run.gpu_agents}
+    dur = (cp["end"].to_numpy() - cp["start"].to_numpy()).astype(np.float64)
+    nbytes = cp["bytes"].to_numpy().astype(np.float64)
+    peaks = []
+    for src, dst in zip(cp["src_agent"].to_numpy().tolist(), cp["dst_agent"].to_numpy().tolist(), strict=True):
+        found = [p for p in (_peak_gbs(agents.get(int(src)))[0], _peak_gbs(agents.get(int(dst)))[0]) if p]
+        peaks.append(max(found) if found else np.nan)
+    peak = np.array(peaks, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(dur >= COPY_FLOOR_NS, nbytes / dur, np.nan)  # bytes per ns = GB/s
+    rows = np.flatnonzero(rate > peak * PEAK_MARGIN)
+    if not len(rows):
+        return []
+    where = _where(run, "copies", rows)
+    message = (
+        f"{len(rows)} copies move bytes faster than the GPU memory they read or write can (up to {np.nanmax(rate[rows]):,.0f} GB/s against a "
+        f"peak of {np.nanmax(peak[rows]):,.0f} GB/s): their byte counts or times are wrong"
+    )
+    return [Issue("bandwidth-above-peak", "unreliable", message, {"sections": ["copies", "measurement"], **where, "peak_gbs": float(np.nanmax(peak[rows]))})]
+
+
+def _kernel_rates(run: Run) -> list[Issue]:
+    """Kernels whose L2-to-memory traffic (1024 x (FETCH_SIZE + WRITE_SIZE), rocprofv3's
+    KB counters) over their duration exceeds the GPU's memory peak (times MALL_FACTOR)."""
+    c, k = run.counters, run.kernels
+    if not len(c) or not len(k):
+        return []
+    names = c["counter"].astype(str).to_numpy()
+    traffic = c[np.isin(names, ("FETCH_SIZE", "WRITE_SIZE"))]
+    if not len(traffic):
+        return []
+    kb = traffic.groupby("dispatch_id")["value"].sum()
+    first = k.drop_duplicates("dispatch_id").set_index("dispatch_id")
+    dur = (first["end"] - first["start"]).reindex(kb.index).to_numpy().astype(np.float64)
+    agents = {a.id: a for a in run.gpu_agents}
+    peak = np.array(
+        [
+            (_peak_gbs(agents.get(int(a)))[0] or np.nan) * MALL_FACTOR.get(getattr(agents.get(int(a)), "arch", ""), 1.0)
+            for a in first["agent"].reindex(kb.index).fillna(-1)
+        ],
+        dtype=np.float64,
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(dur >= COPY_FLOOR_NS, 1024.0 * kb.to_numpy() / dur, np.nan)
+    over = rate > peak * PEAK_MARGIN
+    if not over.any():
+        return []
+    ids = kb.index.to_numpy()[over]
+    message = (
+        f"{len(ids)} dispatches read and write memory faster than the GPU can (FETCH_SIZE + WRITE_SIZE over the kernel's time: up to "
+        f"{np.nanmax(rate[over]):,.0f} GB/s against {np.nanmax(peak[over]):,.0f} GB/s): the counters or the kernel times are wrong"
+    )
+    affects = {
+        "sections": list(COUNTER_SECTIONS),
+        "processes": [run_label(run)],
+        "counters": ["FETCH_SIZE", "WRITE_SIZE"],
+        "dispatch_ids": sorted(int(i) for i in ids)[:MAX_EXAMPLES],
+    }
+    return [Issue("bandwidth-above-peak", "unreliable", message, affects)]
+
+
+def bandwidth(runset: RunSet) -> list[Issue]:
+    """Copies and kernels moving bytes faster than the device's documented memory peak."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        out.extend(_copy_rates(run))
+        out.extend(_kernel_rates(run))
+    return out
+
+
 # --- counters ----------------------------------------------------------------------------------
 
 
@@ -630,12 +742,50 @@ def _grid_waves(run: Run) -> pd.Series:
     return pd.Series(waves, index=k["dispatch_id"].to_numpy())
 
 
+# GPU clock cycles over the dispatch (per XCC; rocprofv3 sums the XCCs of an MI300). A dispatch
+# cannot count more than its duration times the agent's highest clock, times CYCLE_MARGIN (the
+# counter window opens before the kernel starts and closes after it ends) plus CYCLE_SLACK_NS.
+CYCLE_COUNTERS = ("GRBM_COUNT", "GRBM_GUI_ACTIVE")
+CYCLE_MARGIN = 2.0  # [P] a real MI300X rocpd pass counts GRBM_COUNT over 17.7 µs for an 8.7 µs kernel
+CYCLE_SLACK_NS = 50_000  # [P] the counter window's fixed overhead around a short kernel
+XCC_MOST = {"gfx940": 6, "gfx941": 8, "gfx942": 8, "gfx950": 8}  # [P] an agent whose XCC count is not recorded: the most its family has
+
+
+def _cycles_over(run: Run, c: pd.DataFrame, names: np.ndarray) -> dict[str, list[int]]:
+    """Dispatches whose GPU clock counters exceed duration x highest clock (x XCCs), by counter."""
+    out: dict[str, list[int]] = {}
+    k = run.kernels
+    if not len(k):
+        return out
+    agents = {a.id: a for a in run.gpu_agents}
+    first = k.drop_duplicates("dispatch_id").set_index("dispatch_id")
+    for counter in CYCLE_COUNTERS:
+        rows = c[names == counter]
+        if not len(rows):
+            continue
+        ids = rows["dispatch_id"].to_numpy()
+        timed = first[(first["start"] != -1) & (first["end"] != -1)]  # a counter-only pass has no kernel times: nothing to bound by
+        dur = (timed["end"] - timed["start"]).reindex(ids).to_numpy().astype(np.float64)
+        limit = []
+        for a in first["agent"].reindex(ids).fillna(-1).astype(np.int64).tolist():
+            agent = agents.get(a)
+            mhz = agent.max_clock_mhz if agent else None
+            xcc = (agent.num_xcc or XCC_MOST.get(agent.arch, 1)) if agent else 1
+            limit.append(mhz * xcc / 1000.0 if mhz else np.nan)  # cycles per ns
+        most = (dur * CYCLE_MARGIN + CYCLE_SLACK_NS) * np.array(limit, dtype=np.float64)
+        over = rows["value"].to_numpy() > most  # NaN (no clock or kernel recorded): never over
+        if over.any():
+            out[counter] = ids[over].tolist()
+    return out
+
+
 def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
     """Counters above what the dispatch can reach: SQ_WAVES above the waves its grid launches
-    (every real rocprofv3 and rocprof-compute pass of tests/data reads exactly that number).
-    Cycle bounds are left out: GRBM_GUI_ACTIVE and GRBM_COUNT of one dispatch come from
-    different replays when collected in different passes (a real MI300X workload reads 2 % more
-    busy than elapsed cycles)."""
+    (every real rocprofv3 and rocprof-compute pass of tests/data reads exactly that number), and
+    GPU clock counters (CYCLE_COUNTERS) above what the agent's clock allows over the kernel's
+    duration (:func:`_cycles_over`). GRBM_GUI_ACTIVE is not compared with GRBM_COUNT: counters
+    of one dispatch come from different replays when collected in different passes (a real
+    MI300X workload reads 2 % more busy than elapsed cycles)."""
     names = c["counter"].astype(str).to_numpy()
     bad: dict[str, list[int]] = {}
     waves = c[names == "SQ_WAVES"]
@@ -644,6 +794,7 @@ def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
         over = waves["value"].to_numpy() > most  # an exact count: one wave more is impossible; NaN (no grid recorded): never over
         if over.any():
             bad["SQ_WAVES"] = waves["dispatch_id"].to_numpy()[over].tolist()
+    bad.update(_cycles_over(run, c, names))
     if not bad:
         return []
     ids = sorted({i for v in bad.values() for i in v})
@@ -1049,6 +1200,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("order", out_of_order),
     ("launch-links", launch_links),
     ("record-ends", record_ends),
+    ("bandwidth", bandwidth),
     ("counters", counters),
     ("counter-modes", counter_modes),
     ("packets", packets),
