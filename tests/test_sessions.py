@@ -212,3 +212,31 @@ def test_tui_picker_offers_each_session():
         assert len(app.main.view.kernels) == graph["dispatches"]
 
     drive(TuiProfApp(str(H200), use_cache=False), flow, size=(120, 30))
+
+
+def test_rocprofv3_json_session_from_its_init_time(tmp_path):
+    """Two rocprofv3 JSON results of one pid (the 908 sample cut to its first 300 dispatches):
+    the tool starts once per process, so the same init_time is one session (merged, as before)
+    and another init_time another (two processes)."""
+    with gzip.open(DATA / "rocprofv3_json" / "908_results.json.gz", "rt") as fh:
+        doc = json.load(fh)
+    tool = doc["rocprofiler-sdk-tool"][0]
+    tool["buffer_records"]["kernel_dispatch"] = tool["buffer_records"]["kernel_dispatch"][:300]
+    used = {d["dispatch_info"]["kernel_id"] for d in tool["buffer_records"]["kernel_dispatch"]}
+    tool["kernel_symbols"] = [k for k in tool["kernel_symbols"] if k["kernel_id"] in used]
+    one = tmp_path / "one"
+    one.mkdir()
+    with gzip.open(one / "results.json.gz", "wt") as fh:
+        json.dump(doc, fh)
+    kernels = len(load_path(one, use_cache=False).runs[0].kernels)
+    assert kernels == 300
+    for case, shift, processes in (("same", 0, 1), ("two", 10**12, 2)):
+        folder = tmp_path / case
+        folder.mkdir()
+        for n in (1, 2):
+            tool["metadata"]["init_time"] += shift if n == 2 else 0
+            with gzip.open(folder / f"{n}_results.json.gz", "wt") as fh:
+                json.dump(doc, fh)
+        runset = load_path(folder, use_cache=False)
+        assert len(runset.runs) == processes, case
+        assert sum(len(r.kernels) for r in runset.runs) == 2 * kernels, case

@@ -11,8 +11,9 @@ What the files say about their session (``meta.extra``, set by each loader):
 - Kineto: ``trace_id``, a random id each profiler session writes (torch >= 2.1 Kineto);
   a trace without one is still one session per file (a session exports one trace file).
 - rocpd: ``rocpd_guid``, the database's id of its profiling session.
-- rocprofv3 CSV/JSON/pftrace and the other formats: nothing said; their fragments of one
-  process merge as before (one session's per-kind CSVs, a trace beside its counter pass).
+- rocprofv3 JSON: ``init_time_ns``, when the tool started in the process (once per process).
+- rocprofv3 CSV/pftrace and the other formats: nothing said; their fragments of one process
+  merge as before (one session's per-kind CSVs, a trace beside its counter pass).
 
 Pure functions on a process's :class:`~tui_prof.model.RunMeta` (no loader imported): the in-process
 assembly, the analysis' recording split and the cluster's grouping of units all ask here.
@@ -41,6 +42,9 @@ def session_key(meta: RunMeta) -> str | None:
     if fmt == "rocpd":
         guid = extra.get("rocpd_guid")
         return f"rocpd:{guid}" if isinstance(guid, str) and guid else None
+    if fmt == "rocprofv3-json":
+        init = extra.get("init_time_ns")
+        return f"rocprofv3-init:{init}" if isinstance(init, int) else None
     return None
 
 
