@@ -533,17 +533,17 @@ def _kind_starts(run: Run, kind: str) -> np.ndarray:
     return start if bool(np.all(start[1:] >= start[:-1])) else np.sort(start)
 
 
-def _stopped(starts: np.ndarray, others: np.ndarray, lo: int, hi: int) -> dict[str, Any] | None:
+def _stopped(starts: np.ndarray, others: list[np.ndarray], lo: int, hi: int) -> dict[str, Any] | None:
     """Why ``starts`` (one kind) stopped early against ``others`` (every other kind's starts,
-    sorted) in a process spanning [lo, hi]; None when it did not."""
+    each sorted) in a process spanning [lo, hi]; None when it did not."""
     n, span = len(starts), hi - lo
     first, last = int(starts[0]), int(starts[-1])
     active = last - first
-    silent = int(others[-1]) - last if len(others) else 0
+    silent = max((int(o[-1]) for o in others), default=last) - last
     if n < STOP_MIN_ROWS or span <= 0 or active <= 0 or silent < STOP_SILENT_SHARE * span or active < STOP_ACTIVE_SHARE * span:
         return None
-    after = len(others) - int(np.searchsorted(others, last, side="right"))
-    during = int(np.searchsorted(others, last, side="right")) - int(np.searchsorted(others, first, side="left"))
+    after = sum(len(o) - int(np.searchsorted(o, last, side="right")) for o in others)
+    during = sum(int(np.searchsorted(o, last, side="right")) - int(np.searchsorted(o, first, side="left")) for o in others)
     missing = n / active * silent
     tail = n - int(np.searchsorted(starts, last - active // 10, side="left"))
     if after < STOP_OTHERS or missing < STOP_MISSING or tail < STOP_TAIL_RATE * n / 10:
@@ -559,6 +559,8 @@ def record_ends(runset: RunSet) -> list[Issue]:
     and dropping what came after (rocprofv3 keeps a buffer per kind), or a stream cut short."""
     out: list[Issue] = []
     for run in runset.runs:
+        if sum(len(run.table(kind)) >= STOP_MIN_ROWS for kind in RECORD_KINDS) == 0:
+            continue
         starts = {kind: _kind_starts(run, kind) for kind in RECORD_KINDS}
         timed = [s for s in starts.values() if len(s)]
         if len(timed) < 2:
@@ -568,8 +570,7 @@ def record_ends(runset: RunSet) -> list[Issue]:
             if len(mine) < STOP_MIN_ROWS:
                 continue
             # host records are compared with host records: the GPU drains its queue after the last call
-            pool = [s for k, s in starts.items() if k not in (kind, "counters") and len(s) and (kind not in HOST_KINDS or k in HOST_KINDS)]
-            others = np.sort(np.concatenate(pool)) if pool else np.empty(0, dtype=np.int64)
+            others = [s for k, s in starts.items() if k not in (kind, "counters") and len(s) and (kind not in HOST_KINDS or k in HOST_KINDS)]
             found = _stopped(mine, others, lo, hi)
             if found is None:
                 continue
@@ -616,14 +617,13 @@ def _copy_rates(run: Run) -> list[Issue]:
     cp = run.copies
     if not len(cp) or "bytes" not in cp.columns:
         return []
-    agents = {a.id: a for a in run.gpu_agents}
+    known = {a.id: gbs for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
+    if not known:
+        return []
     dur = (cp["end"].to_numpy() - cp["start"].to_numpy()).astype(np.float64)
     nbytes = cp["bytes"].to_numpy().astype(np.float64)
-    peaks = []
-    for src, dst in zip(cp["src_agent"].to_numpy().tolist(), cp["dst_agent"].to_numpy().tolist(), strict=True):
-        found = [p for p in (_peak_gbs(agents.get(int(src)))[0], _peak_gbs(agents.get(int(dst)))[0]) if p]
-        peaks.append(max(found) if found else np.nan)
-    peak = np.array(peaks, dtype=np.float64)
+    ends = [pd.Series(cp[col].to_numpy()).map(known).to_numpy(dtype=np.float64) for col in ("src_agent", "dst_agent")]
+    peak = np.fmax(ends[0], ends[1])  # the faster end's memory (NaN where neither end's peak is known)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(dur >= COPY_FLOOR_NS, nbytes / dur, np.nan)  # bytes per ns = GB/s
     rows = np.flatnonzero(rate > peak * PEAK_MARGIN)
@@ -650,14 +650,10 @@ def _kernel_rates(run: Run) -> list[Issue]:
     kb = traffic.groupby("dispatch_id")["value"].sum()
     first = k.drop_duplicates("dispatch_id").set_index("dispatch_id")
     dur = (first["end"] - first["start"]).reindex(kb.index).to_numpy().astype(np.float64)
-    agents = {a.id: a for a in run.gpu_agents}
-    peak = np.array(
-        [
-            (_peak_gbs(agents.get(int(a)))[0] or np.nan) * MALL_FACTOR.get(getattr(agents.get(int(a)), "arch", ""), 1.0)
-            for a in first["agent"].reindex(kb.index).fillna(-1)
-        ],
-        dtype=np.float64,
-    )
+    known = {a.id: gbs * MALL_FACTOR.get(a.arch, 1.0) for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
+    if not known:
+        return []
+    peak = first["agent"].reindex(kb.index).map(known).to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(dur >= COPY_FLOOR_NS, 1024.0 * kb.to_numpy() / dur, np.nan)
     over = rate > peak * PEAK_MARGIN
@@ -757,7 +753,10 @@ def _cycles_over(run: Run, c: pd.DataFrame, names: np.ndarray) -> dict[str, list
     k = run.kernels
     if not len(k):
         return out
-    agents = {a.id: a for a in run.gpu_agents}
+    # cycles per ns each agent can count: its highest clock times its XCCs
+    clocks = {a.id: a.max_clock_mhz * (a.num_xcc or XCC_MOST.get(a.arch, 1)) / 1000.0 for a in run.gpu_agents if a.max_clock_mhz}
+    if not clocks or not np.isin(names, CYCLE_COUNTERS).any():
+        return out
     first = k.drop_duplicates("dispatch_id").set_index("dispatch_id")
     for counter in CYCLE_COUNTERS:
         rows = c[names == counter]
@@ -766,13 +765,8 @@ def _cycles_over(run: Run, c: pd.DataFrame, names: np.ndarray) -> dict[str, list
         ids = rows["dispatch_id"].to_numpy()
         timed = first[(first["start"] != -1) & (first["end"] != -1)]  # a counter-only pass has no kernel times: nothing to bound by
         dur = (timed["end"] - timed["start"]).reindex(ids).to_numpy().astype(np.float64)
-        limit = []
-        for a in first["agent"].reindex(ids).fillna(-1).astype(np.int64).tolist():
-            agent = agents.get(a)
-            mhz = agent.max_clock_mhz if agent else None
-            xcc = (agent.num_xcc or XCC_MOST.get(agent.arch, 1)) if agent else 1
-            limit.append(mhz * xcc / 1000.0 if mhz else np.nan)  # cycles per ns
-        most = (dur * CYCLE_MARGIN + CYCLE_SLACK_NS) * np.array(limit, dtype=np.float64)
+        per_ns = first["agent"].reindex(ids).map(clocks).to_numpy(dtype=np.float64)
+        most = (dur * CYCLE_MARGIN + CYCLE_SLACK_NS) * per_ns
         over = rows["value"].to_numpy() > most  # NaN (no clock or kernel recorded): never over
         if over.any():
             out[counter] = ids[over].tolist()
