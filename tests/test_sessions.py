@@ -240,3 +240,16 @@ def test_rocprofv3_json_session_from_its_init_time(tmp_path):
         runset = load_path(folder, use_cache=False)
         assert len(runset.runs) == processes, case
         assert sum(len(r.kernels) for r in runset.runs) == 2 * kernels, case
+
+
+def test_check_of_the_whole_folder_notes_its_recordings():
+    """tuiprof check of the whole folder: an info note lists the five recordings (no figure
+    is degraded by it: summary and open pick one); one recording alone has no such note."""
+    from tui_prof.analysis.api import check_run
+
+    whole = load_path(H200, use_cache=False)
+    (note,) = [i for i in check_run(whole).issues if i.code == "separate-recordings"]
+    assert note.severity == "info" and note.affects["count"] == 5
+    assert [r["processes"] for r in note.affects["recordings"]] == [[name] for name in [*ONE_PID, "gpt2_shapes_modules"]]
+    one = pick_recording(whole, 2).runset
+    assert "separate-recordings" not in {i.code for i in check_run(one).issues}

@@ -49,6 +49,8 @@ non-kernel-packets      profiler rows for AQL packets that are not kernels (rocp
                         ``<barrier packet>``): kept out of the kernel tables
 packet-in-kernels       such rows still inside a kernel table                            unreliable
 file-unreadable         a file could not be loaded, or only in part (truncated)          degraded
+separate-recordings     the run set holds several recordings (processes or profiler      info
+                        sessions that did not run together)
 ======================  ==============================================================  ==========
 """
 
@@ -173,6 +175,7 @@ FIXES = {
     "counter-multimodal": "collect the counter again in one pass of its own on this GPU; compare passes only from the same build and input",
     "counter-known-defective": "do not use this counter on this GPU (see the report named in the message)",
     "counter-all-zero": "collect the counter again in a pass of its own, or use another counter: it was not collected or reads 0 on this GPU",
+    "separate-recordings": "pick one with --recording N (summary lists them; key R in the TUI), or record each run into its own folder",
     "non-kernel-packets": "nothing to do: these rows are listed apart from the kernels",
     "packet-in-kernels": "kernel totals include non-kernel packets: leave them out by name (tuiprof query)",
     "file-unreadable": "the load issues name each file and its error (TUI tab 6); the figures leave out what could not be read",
@@ -1143,6 +1146,23 @@ def split_recordings(runset: RunSet) -> RunSet:
     return runset if len(runs) == len(runset.runs) else RunSet(runset.root, runs, list(runset.issues))
 
 
+def separate_recordings(runset: RunSet) -> list[Issue]:
+    """A note when the run set holds several recordings (:func:`recordings`: processes that did
+    not run together, separate profiler sessions of one process): each figure of ``summary``,
+    ``open`` and ``export`` comes from one of them (``--recording N``), never from their pool."""
+    if len(runset.runs) < 2:
+        return []
+    groups = recordings(runset)
+    if len(groups) < 2:
+        return []
+    listed = [{"recording": n, "processes": [run_label(runset.runs[i]) for i in g[:MAX_EXAMPLES]]} for n, g in enumerate(groups[:MAX_EXAMPLES], 1)]
+    message = (
+        f"the run holds {len(groups)} separate recordings (processes or profiler sessions that did not run together): summary, open and "
+        "export use one of them at a time"
+    )
+    return [Issue("separate-recordings", "info", message, {"sections": [], "recordings": listed, "count": len(groups)})]
+
+
 def recording_runset(runset: RunSet, indices: list[int]) -> RunSet:
     """The run set of one recording (same root and load issues)."""
     return RunSet(runset.root, [runset.runs[i] for i in indices], list(runset.issues))
@@ -1199,6 +1219,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("counter-modes", counter_modes),
     ("packets", packets),
     ("files", files),
+    ("recordings", separate_recordings),
 )
 
 
