@@ -253,3 +253,22 @@ def test_check_of_the_whole_folder_notes_its_recordings():
     assert [r["processes"] for r in note.affects["recordings"]] == [[name] for name in [*ONE_PID, "gpt2_shapes_modules"]]
     one = pick_recording(whole, 2).runset
     assert "separate-recordings" not in {i.code for i in check_run(one).issues}
+
+
+def test_one_pid_in_two_runs_minutes_apart_is_two_processes(tmp_path):
+    """rocprofv3 CSVs name no session: the same pid in two output folders (a container starts
+    its programs with the same small pids) is one process when its records overlap or lie
+    within a minute of each other, and two when they lie further apart."""
+    from tests.test_tiny_units import HEADER
+
+    t0 = 1_700_000_000_000_000_000
+    for case, later, processes in (("same", 0, 1), ("close", 30_000_000_000, 1), ("apart", 300_000_000_000, 2)):
+        for n, start in enumerate((t0, t0 + later)):
+            host = tmp_path / case / f"run{n}" / "node0"
+            host.mkdir(parents=True)
+            rows = [f'"KERNEL_DISPATCH",1,1,500,1,16,"kernel_{k}(float*)",{k + 1},{start + 1000 * k},{start + 1000 * k + 500},0,0,64,1,1,1024,1024,1' for k in range(3)]
+            (host / "500_kernel_trace.csv").write_text("\n".join([HEADER, *rows]) + "\n")
+        runset = load_path(tmp_path / case, use_cache=False)
+        assert len(runset.runs) == processes, case
+        assert sum(len(r.kernels) for r in runset.runs) == 6, case
+        assert pick_recording(runset).count == processes, case

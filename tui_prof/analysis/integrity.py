@@ -69,7 +69,7 @@ from tui_prof.analysis.counters import hbm_peak_gbs
 from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
-from tui_prof.loaders.sessions import process_identity
+from tui_prof.loaders.sessions import SESSION_GAP_NS, process_identity
 from tui_prof.model import Agent, Run, RunSet
 from tui_prof.model.schema import TABLES
 
@@ -78,7 +78,7 @@ SEVERITIES = ("info", "degraded", "unreliable")
 TRUST_LEVELS = ("ok", "degraded", "unreliable")
 HOUR_NS = 3_600 * 1_000_000_000
 CLUSTER_GAP_NS = HOUR_NS  # no event at all for this long: two recordings or two clocks [P]
-SESSION_GAP_NS = 60 * 1_000_000_000  # [P] a same-host process starting this long after the others ended: another session
+# SESSION_GAP_NS (loaders/sessions.py, [P]): a same-host process starting this long after the others ended: another session
 OVERFLOW_NS = HOUR_NS  # one kernel or copy longer than this: an overflowed duration [P]
 EARLY_KERNEL_NS = 1_000_000  # a kernel starting this much before its launch call: clocks disagree [P]
 UNLINKED_SHARE = 0.05  # [P] launch calls without kernels (or kernels without calls) worth a flag

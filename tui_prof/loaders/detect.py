@@ -38,7 +38,7 @@ from tui_prof.loaders.base import (
     read_head,
     spec_batchable,
 )
-from tui_prof.loaders.sessions import same_session
+from tui_prof.loaders.sessions import apart, fragment_span, same_session, session_key
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 
@@ -303,12 +303,15 @@ def merge_plan(fragments: Sequence[HasMeta]) -> MergePlan:
     """Which fragments form one process: the same (host, pid, rank) (:func:`_process_key`)
     and one profiler session (:func:`tui_prof.loaders.sessions.same_session`: separate
     ``torch.profiler`` sessions of one pid are separate processes); the same process in a
-    second format is a duplicate (the first format of FORMAT_PRIORITY kept). A fragment
+    second format is a duplicate (the first format of FORMAT_PRIORITY kept). Fragments whose
+    files name no session are separate when their times lie over a minute apart
+    (:func:`tui_prof.loaders.sessions.apart`: a pid used again by a later run). A fragment
     without a pid is a process of its own. The one decision of the assembly: the cluster's
     grouping of units asks it too (its partials carry the ``meta`` it reads)."""
     groups: list[list[int]] = []
     duplicates: list[tuple[int, int]] = []
     by_key: dict[tuple, list[list[int]]] = {}
+    spans: dict[int, tuple[int, int] | None] = {}  # fragment spans, computed for a process's second fragment on
     order = sorted(range(len(fragments)), key=lambda i: _priority(fragments[i]))
     for i in order:
         run = fragments[i]
@@ -321,7 +324,7 @@ def merge_plan(fragments: Sequence[HasMeta]) -> MergePlan:
         if first is not None and first.meta.formats and run.meta.formats and first.meta.formats[0] != run.meta.formats[0]:
             duplicates.append((i, sessions[0][0]))
             continue
-        group = next((g for g in sessions if same_session(fragments[g[0]].meta, run.meta)), None)
+        group = next((g for g in sessions if same_session(fragments[g[0]].meta, run.meta) and not _apart_in_time(fragments, g, i, spans)), None)
         if group is None:
             group = [i]
             sessions.append(group)
@@ -329,6 +332,17 @@ def merge_plan(fragments: Sequence[HasMeta]) -> MergePlan:
         else:
             group.append(i)
     return MergePlan(groups, duplicates)
+
+
+def _apart_in_time(fragments: Sequence[HasMeta], group: list[int], i: int, spans: dict[int, tuple[int, int] | None]) -> bool:
+    """Fragment ``i`` lies apart in time from every fragment of ``group`` (sessions.apart), where
+    neither names its session: the same pid used by two runs. ``spans`` caches each fragment's."""
+    if session_key(fragments[i].meta) is not None or session_key(fragments[group[0]].meta) is not None:
+        return False
+    for j in (i, *group):
+        if j not in spans:
+            spans[j] = fragment_span(fragments[j])
+    return all(apart(spans[i], spans[j]) for j in group)
 
 
 def assemble(fragments: list[Run], sink: IssueSink) -> list[Run]:

@@ -13,7 +13,9 @@ What the files say about their session (``meta.extra``, set by each loader):
 - rocpd: ``rocpd_guid``, the database's id of its profiling session.
 - rocprofv3 JSON: ``init_time_ns``, when the tool started in the process (once per process).
 - rocprofv3 CSV/pftrace and the other formats: nothing said; their fragments of one process
-  merge as before (one session's per-kind CSVs, a trace beside its counter pass).
+  merge (one session's per-kind CSVs, a trace beside its counter pass) unless their times
+  lie more than SESSION_GAP_NS apart without overlapping (:func:`apart`): a pid used again by
+  a later run (containers start their programs with the same small pids).
 
 Pure functions on a process's :class:`~tui_prof.model.RunMeta` (no loader imported): the in-process
 assembly, the analysis' recording split and the cluster's grouping of units all ask here.
@@ -21,7 +23,11 @@ assembly, the analysis' recording split and the cluster's grouping of units all 
 
 from __future__ import annotations
 
+from typing import Any
+
 from tui_prof.model import RunMeta
+
+SESSION_GAP_NS = 60 * 1_000_000_000  # [P] records of one process this far apart, not overlapping: two runs
 
 # Formats whose every file is one whole profiler session, whether or not it names its id.
 SESSION_PER_FILE = frozenset({"kineto"})
@@ -61,3 +67,30 @@ def process_identity(meta: RunMeta) -> tuple | None:
     if meta.pid is None:
         return None
     return (meta.hostname, meta.pid, meta.rank)
+
+
+def fragment_span(fragment: Any) -> tuple[int, int] | None:
+    """(first start, last end) in ns of a fragment's API calls, kernels and copies: a
+    summary partial's ``range``, else computed from a Run's tables (rows without a time, -1,
+    left out); None when it has no timed row."""
+    if hasattr(fragment, "range"):
+        return fragment.range
+    lo, hi = [], []
+    for name in ("api", "kernels", "copies"):
+        table = getattr(fragment, name, None)
+        if table is None or not len(table):
+            continue
+        start, end = table["start"].to_numpy(), table["end"].to_numpy()
+        start, end = start[start != -1], end[end != -1]
+        if len(start) and len(end):
+            lo.append(int(start.min()))
+            hi.append(int(end.max()))
+    return (min(lo), max(hi)) if lo else None
+
+
+def apart(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    """Two time spans of one process's fragments that cannot be one session: they do not
+    overlap and more than SESSION_GAP_NS lies between them (unknown spans: not apart)."""
+    if a is None or b is None:
+        return False
+    return max(a[0], b[0]) - min(a[1], b[1]) > SESSION_GAP_NS
