@@ -266,7 +266,10 @@ def test_one_pid_in_two_runs_minutes_apart_is_two_processes(tmp_path):
         for n, start in enumerate((t0, t0 + later)):
             host = tmp_path / case / f"run{n}" / "node0"
             host.mkdir(parents=True)
-            rows = [f'"KERNEL_DISPATCH",1,1,500,1,16,"kernel_{k}(float*)",{k + 1},{start + 1000 * k},{start + 1000 * k + 500},0,0,64,1,1,1024,1024,1' for k in range(3)]
+            rows = [
+                f'"KERNEL_DISPATCH",1,1,500,1,16,"kernel_{k}(float*)",{k + 1},{start + 1000 * k},{start + 1000 * k + 500},0,0,64,1,1,1024,1024,1'
+                for k in range(3)
+            ]
             (host / "500_kernel_trace.csv").write_text("\n".join([HEADER, *rows]) + "\n")
         runset = load_path(tmp_path / case, use_cache=False)
         assert len(runset.runs) == processes, case
