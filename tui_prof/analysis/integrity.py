@@ -532,8 +532,9 @@ def _kind_starts(run: Run, kind: str) -> np.ndarray:
     else:
         table = run.table(kind)
         start = table["start"].to_numpy() if len(table) and "start" in table.columns else np.empty(0, dtype=np.int64)
-    start = start[start != -1]
-    return start if bool(np.all(start[1:] >= start[:-1])) else np.sort(start)
+    if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start: a view, -1 rows first
+        return start[int(np.searchsorted(start, 0)) :] if start[0] == -1 else start
+    return np.sort(start[start != -1])
 
 
 def _stopped(starts: np.ndarray, others: list[np.ndarray], lo: int, hi: int) -> dict[str, Any] | None:
