@@ -193,3 +193,22 @@ def test_cycles_above_the_clock_are_found():
     c.loc[1, "value"] *= 10
     (issue,) = codes(check_run(runset))["counter-above-peak"]
     assert issue.affects["counters"] == ["GRBM_GUI_ACTIVE"] and issue.affects["dispatch_ids"] == [int(c["dispatch_id"].iat[1])]
+
+
+def test_hostile_counter_names_in_new_messages_are_sanitised():
+    """A work counter named with escape sequences (a damaged or hostile file) in the modes and
+    known-defect messages: the check's text report prints it without control characters."""
+    from tui_prof.render.integrity import check_text
+
+    hostile = "SQ_INSTS_\x1b]52;c;ZXZpbA==\x07\x1b[31mevil"
+    runset, passes = _passes_with(hostile)
+    _, _, row = _common_row(passes, 0)
+    passes[0].counters.loc[row, "value"] *= 4
+    for run in passes:
+        run.agents = [Agent(id=a, type="GPU", name="gfx1100") for a in sorted(set(run.counters["agent"].tolist()))]
+    passes[1].counters["value"] = 0.0  # reads 0 on every dispatch: gfx11's known zeros
+    record = check_run(runset).record()
+    found = {i["code"] for i in record["issues"]}
+    assert {"counter-multimodal", "counter-known-defective"} <= found
+    text = check_text(record)
+    assert "evil" in text and "\x1b" not in text and "\x07" not in text
