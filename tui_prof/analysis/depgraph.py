@@ -57,6 +57,7 @@ import pandas as pd
 
 from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
+from tui_prof.analysis.streamwaits import OpView, StreamWaits, domain_is, stream_waits
 from tui_prof.model import Run
 
 CALL, WAIT_CALL, KERNEL, COPY_OP = 0, 1, 2, 3  # node kinds
@@ -89,6 +90,9 @@ class DepGraph:
     slag: np.ndarray  # recorded gap after sprev when it waited for it, else 0
     wait: np.ndarray  # operation a waiting call waited for, -1 when none
     ret: np.ndarray  # that operation's end -> the call's end
+    xwait: np.ndarray  # operation of another stream an operation waited for (event), -1 when none
+    xlag: np.ndarray  # that operation's end -> this one's start (0 where it did not bind)
+    xkind: np.ndarray  # XWAIT_EXPLICIT (named by the trace) or XWAIT_INFERRED (time-order rule), 0
     l0_ns: int  # the usual shortest launch latency
     links: dict[str, int] = field(default_factory=dict)
     # the operations in queue order (each queue's sprev chain contiguous), None: not known (a subgraph)
@@ -133,8 +137,24 @@ def _by_group_then_time(group: np.ndarray, start: np.ndarray, end: np.ndarray) -
 
 
 def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
-    """The top-level calls of each host thread and, for every API row, its top-level call's position."""
-    api = run.api
+    """The top-level calls of each host thread and, for every API row, its top-level call's
+    position (-1 for the rows that are not host calls: Kineto's ``cuda_sync`` activities,
+    written on the GPU's rows, whose links :mod:`~tui_prof.analysis.streamwaits` reads)."""
+    full = run.api
+    activity = domain_is(full, "cuda_sync")
+    if not activity.any():
+        return _host_calls(full, t0)
+    kept = np.flatnonzero(~activity)
+    out = _host_calls(full.iloc[kept], t0)
+    out["rows"] = kept[out["rows"]]
+    node_of_row = np.full(len(full), -1, dtype=np.int64)
+    node_of_row[kept] = out["node_of_row"]
+    out["node_of_row"] = node_of_row
+    return out
+
+
+def _host_calls(api: pd.DataFrame, t0: int) -> dict[str, np.ndarray]:
+    """:func:`_calls` of a table of host calls only."""
     n = len(api)
     s = api["start"].to_numpy().astype(np.int64) - t0
     e = np.maximum(api["end"].to_numpy().astype(np.int64) - t0, s)
@@ -222,26 +242,15 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     blocked = (sprev >= 0) & (~linked | (l_start + l0 <= sp_end))
     slag = np.where(blocked, np.maximum(o_start - sp_end, 0), 0)
     lat = np.where(blocked & linked, np.minimum(raw, l0), raw)
+    # --- waits across streams and on events
+    view = OpView(o_start, o_end, o_agent, stream, lane, launch, np.where(sprev >= 0, sprev, -1), c_start, c_end, thread, calls["node_of_row"], l0)
+    xs = stream_waits(run, view)
+    xwait, xlag, xkind = _cross_lags(xs, o_start, o_end, sprev, sp_end, linked, l_start, l0, raw, lat, slag)
     # --- waiting calls
-    wait, ret, dur, waiting = _waits(c_start, c_end, c_cls, o_start, o_end, launch, nc)
+    wait, ret, dur, waiting = _waits(c_start, c_end, c_cls, o_start, o_end, launch, nc, (xs.host_call, xs.host_src))
     kind = np.concatenate([np.where(waiting, WAIT_CALL, CALL).astype(np.int8), np.full(nk, KERNEL, np.int8), np.full(ncp, COPY_OP, np.int8)])
-    graph_kernels = int(np.count_nonzero(linked[:nk] & (c_cls[np.maximum(launch[:nk], 0)] == GRAPH_LAUNCH))) if nc else 0
-    links = {
-        "calls": nc,
-        "nested_calls": int(calls["nested"][0]),
-        "threads": int(len(np.unique(thread))) if nc else 0,
-        "operations": no,
-        "launched": int(np.count_nonzero(linked)),
-        "graph_replayed": graph_kernels,
-        "unlaunched": int(np.count_nonzero(~linked)),
-        "unlaunched_first_on_queue": int(np.count_nonzero(~linked & (sprev < 0))),
-        "queue_waits": int(np.count_nonzero(blocked)),
-        "queue_overlaps": int(np.count_nonzero(overlap)),
-        "unknown_lane": int(np.count_nonzero(lane < 0)),
-        "launch_before_start_clock": negative,
-        "waits": int(np.count_nonzero(wait >= 0)),
-        "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc))),
-    }
+    links = _link_counts(calls, linked, launch, c_cls, sprev, blocked, overlap, lane, negative, wait, nk)
+    links.update(_stream_counts(xs, xkind, wait, c_cls, launch))
     pad, zeros = np.full(no, -1, dtype=np.int64), np.zeros(no, dtype=np.int64)
     return DepGraph(
         t0=t0,
@@ -262,10 +271,102 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
         slag=np.concatenate([np.zeros(nc, np.int64), slag]),
         wait=np.concatenate([np.where(wait >= 0, wait + nc, -1), pad]),
         ret=np.concatenate([ret, zeros]),
+        xwait=np.concatenate([np.full(nc, -1, np.int64), np.where(xwait >= 0, xwait + nc, -1)]),
+        xlag=np.concatenate([np.zeros(nc, np.int64), xlag]),
+        xkind=np.concatenate([np.zeros(nc, np.int8), xkind]),
         l0_ns=l0,
         links=links,
         qorder=order.astype(np.int64) + nc,
     )
+
+
+def _link_counts(
+    calls: dict[str, np.ndarray],
+    linked: np.ndarray,
+    launch: np.ndarray,
+    c_cls: np.ndarray,
+    sprev: np.ndarray,
+    blocked: np.ndarray,
+    overlap: np.ndarray,
+    lane: np.ndarray,
+    negative: int,
+    wait: np.ndarray,
+    nk: int,
+) -> dict[str, int]:
+    """How many of each link the graph holds and how many it could not know (DepGraph.links)."""
+    nc, thread = len(calls["rows"]), calls["thread"]
+    graph_kernels = int(np.count_nonzero(linked[:nk] & (c_cls[np.maximum(launch[:nk], 0)] == GRAPH_LAUNCH))) if nc else 0
+    return {
+        "calls": nc,
+        "nested_calls": int(calls["nested"][0]),
+        "threads": int(len(np.unique(thread))) if nc else 0,
+        "operations": len(linked),
+        "launched": int(np.count_nonzero(linked)),
+        "graph_replayed": graph_kernels,
+        "unlaunched": int(np.count_nonzero(~linked)),
+        "unlaunched_first_on_queue": int(np.count_nonzero(~linked & (sprev < 0))),
+        "queue_waits": int(np.count_nonzero(blocked)),
+        "queue_overlaps": int(np.count_nonzero(overlap)),
+        "unknown_lane": int(np.count_nonzero(lane < 0)),
+        "launch_before_start_clock": negative,
+        "waits": int(np.count_nonzero(wait >= 0)),
+    }
+
+
+def _stream_counts(xs: StreamWaits, xkind: np.ndarray, wait: np.ndarray, c_cls: np.ndarray, launch: np.ndarray) -> dict[str, int]:
+    """The links of waits across streams and on events (explicit, inferred, not found)."""
+    nc = len(wait)
+    named = np.zeros(nc, dtype=bool)
+    named[xs.host_call] = True
+    return {
+        "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc) & ~named)),
+        "event_sync_waits": len(xs.host_call),
+        "stream_waits": int(np.count_nonzero(xkind == XWAIT_EXPLICIT)),
+        "stream_waits_inferred": int(np.count_nonzero(xkind == XWAIT_INFERRED)),
+        **xs.counts,
+    }
+
+
+XWAIT_NONE, XWAIT_EXPLICIT, XWAIT_INFERRED = 0, 1, 2  # how an operation's wait on another stream is known
+
+
+def _cross_lags(
+    xs: StreamWaits,
+    o_start: np.ndarray,
+    o_end: np.ndarray,
+    sprev: np.ndarray,
+    sp_end: np.ndarray,
+    linked: np.ndarray,
+    l_start: np.ndarray,
+    l0: int,
+    raw: np.ndarray,
+    lat: np.ndarray,
+    slag: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(operation waited for on another stream, lag after its end, XWAIT_* kind) per
+    operation. Where that wait bound the operation in the record (its source ended after
+    the operation's launch reached the GPU and after its queue predecessor ended) the lag
+    is the recorded gap and the launch and queue lags become loose (``lat``, ``slag``
+    edited in place), so that the recorded times are given back; elsewhere the lag is 0
+    (the wait did not hold it up, but would if its source ran longer)."""
+    no = len(o_start)
+    xwait = np.full(no, -1, dtype=np.int64)
+    xkind = np.zeros(no, dtype=np.int8)
+    xwait[xs.dest] = xs.src
+    xkind[xs.dest] = np.where(xs.inferred, XWAIT_INFERRED, XWAIT_EXPLICIT)
+    xlag = np.zeros(no, dtype=np.int64)
+    d = xs.dest
+    if not len(d):
+        return xwait, xlag, xkind
+    x_end = o_end[xs.src]
+    ready = np.where(linked[d], l_start[d] + l0, np.iinfo(np.int64).min)
+    queue = np.where(sprev[d] >= 0, sp_end[d], np.iinfo(np.int64).min)
+    binds = (x_end >= ready) & (x_end >= queue)
+    b = d[binds]
+    xlag[b] = o_start[b] - x_end[binds]
+    lat[b] = np.where(linked[b], np.minimum(raw[b], l0), lat[b])
+    slag[b] = 0
+    return xwait, xlag, xkind
 
 
 def _own_wait(c_cls: np.ndarray, wait: np.ndarray, launch: np.ndarray, nc: int) -> np.ndarray:
@@ -277,9 +378,17 @@ def _own_wait(c_cls: np.ndarray, wait: np.ndarray, launch: np.ndarray, nc: int) 
 
 
 def _waits(
-    c_start: np.ndarray, c_end: np.ndarray, c_cls: np.ndarray, o_start: np.ndarray, o_end: np.ndarray, launch: np.ndarray, nc: int
+    c_start: np.ndarray,
+    c_end: np.ndarray,
+    c_cls: np.ndarray,
+    o_start: np.ndarray,
+    o_end: np.ndarray,
+    launch: np.ndarray,
+    nc: int,
+    events: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64)),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(operation waited for or -1, its end -> call end, own duration, waiting) per call."""
+    """(operation waited for or -1, its end -> call end, own duration, waiting) per call;
+    ``events``: (call, operation) waits the trace names (Event Sync), which win."""
     dur = c_end - c_start
     wait = np.full(nc, -1, dtype=np.int64)
     if not nc or not len(o_end):
@@ -321,6 +430,9 @@ def _waits(
         ok &= submitted  # also when it ended before the call started: a longer operation would make the call wait (HTA's edge)
         wait[rows[ok]] = cand[ok]
         idle[rows[ok]] = ends[np.maximum(i, 0)][ok] <= c_start[rows[ok]]
+    e_call, e_op = events
+    wait[e_call] = e_op
+    idle[e_call] = o_end[e_op] <= c_start[e_call]
     waiting = wait >= 0
     ret = np.where(waiting, c_end - o_end[np.maximum(wait, 0)], 0)  # negative: the call returned just before its own copy's end
     ret = np.where(idle, dur, ret)  # the GPU was done before the call: its own duration is its return
@@ -348,6 +460,8 @@ def _order(g: DepGraph) -> np.ndarray:
     deps.append((lch, g.launch[lch]))
     sp = np.flatnonzero(g.sprev >= 0)
     deps.append((sp, entry_of_end[g.sprev[sp]]))
+    xw = np.flatnonzero(g.xwait >= 0)
+    deps.append((xw, entry_of_end[g.xwait[xw]]))
     w = waiting
     deps.append((n + np.arange(len(w)), entry_of_end[g.wait[w]]))
     deps.append((n + np.arange(len(w)), w))
@@ -466,7 +580,7 @@ def schedule_chains(
     if not n:
         return g.start.copy(), g.end.copy()
     limit = int(np.abs(g.start).max()) + int(np.abs(g.end).max()) + int(np.abs(dur).sum()) + int(np.abs(gap).sum()) + int(np.abs(lat).max(initial=0))
-    limit += int(np.abs(ret).sum()) + int(np.abs(g.slag).sum())
+    limit += int(np.abs(ret).sum()) + int(np.abs(g.slag).sum()) + int(np.abs(g.xlag).sum())
     if limit >= EXACT_FLOAT:
         return None
     start, end = g.start.copy(), g.end.copy()
@@ -490,8 +604,13 @@ def schedule_chains(
     o_base = np.where(o_first, g.start[ops], 0)  # no launch: the recorded start heads a queue, else the queue decides
     o_floor = floor[ops] if floor is not None else None
     o_slag = g.slag[ops]
+    o_x = g.xwait[ops]
+    o_hasx = o_x >= 0
+    o_xlag = g.xlag[ops]
     for _ in range(CHAIN_ROUNDS):
         ready = np.where(o_has, start[np.maximum(o_launch, 0)] + lat[ops], o_base)
+        if o_hasx.any():  # a wait on another stream: that operation's end in the previous round
+            ready = np.where(o_hasx, np.maximum(ready, end[np.maximum(o_x, 0)] + o_xlag), ready)
         o_end = _chain_ends(o_first, o_seg, o_a, ready + o_d if o_floor is None else np.maximum(ready + o_d, o_floor))
         changed = not np.array_equal(o_end, end[ops])
         end[ops] = o_end
@@ -520,8 +639,8 @@ def schedule_walk(
     # array('q') instead of lists: 8 bytes a value instead of a Python int object each
     order = _q(_order(g))
     start, end = _q(g.start), _q(g.end)
-    hprev, launch, sprev, wait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait)
-    d, gp, lt, rt, sl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag)
+    hprev, launch, sprev, wait, xwait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait), _q(g.xwait)
+    d, gp, lt, rt, sl, xl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag), _q(g.xlag)
     fl = _q(floor if floor is not None else np.full(n, NEG, dtype=np.int64))
     is_wait = (g.kind == WAIT_CALL) & waits
     kind_op = bytearray((g.kind >= KERNEL).astype(np.uint8).tobytes())
@@ -551,6 +670,11 @@ def schedule_walk(
                 t = end[q] + sl[i]
                 if t > s:
                     s = t
+            x = xwait[i]
+            if x >= 0:
+                t = end[x] + xl[i]
+                if t > s:
+                    s = t
             start[i] = s
             e = s + d[i]
             end[i] = e if e > fl[i] else fl[i]
@@ -558,7 +682,7 @@ def schedule_walk(
 
 
 # Critical-path edge kinds (the interval before a point, attributed to what filled it)
-SEG_OWN, SEG_HOST, SEG_LAUNCH, SEG_QUEUE, SEG_RETURN, SEG_ROOT = 0, 1, 2, 3, 4, 5
+SEG_OWN, SEG_HOST, SEG_LAUNCH, SEG_QUEUE, SEG_RETURN, SEG_ROOT, SEG_XWAIT, SEG_XINFERRED = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 def binding(g: DepGraph, start: np.ndarray, end: np.ndarray, waits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -588,6 +712,12 @@ def binding(g: DepGraph, start: np.ndarray, end: np.ndarray, waits: np.ndarray |
     queue_wins = (sp >= 0) & (via_queue >= via_launch)
     pred[ops] = np.where(queue_wins, n + sp, np.where(lch >= 0, lch, -1))
     seg[ops] = np.where(queue_wins, SEG_QUEUE, np.where(lch >= 0, SEG_LAUNCH, SEG_ROOT))
+    # a wait on another stream's operation, when it ended last (ties: the event wait)
+    xw = g.xwait[ops]
+    via_x = np.where(xw >= 0, end[np.maximum(xw, 0)] + g.xlag[ops], np.iinfo(np.int64).min)
+    x_wins = (xw >= 0) & (via_x >= np.maximum(via_queue, via_launch))
+    pred[ops[x_wins]] = n + xw[x_wins]
+    seg[ops[x_wins]] = np.where(g.xkind[ops[x_wins]] == XWAIT_INFERRED, SEG_XINFERRED, SEG_XWAIT)
     return pred, seg
 
 
@@ -628,6 +758,9 @@ def subgraph(g: DepGraph, keep: np.ndarray) -> DepGraph:
         slag=g.slag[rows],
         wait=wait,
         ret=g.ret[rows],
+        xwait=remap(g.xwait),
+        xlag=g.xlag[rows],
+        xkind=np.where(remap(g.xwait) >= 0, g.xkind[rows], XWAIT_NONE).astype(np.int8),
         l0_ns=g.l0_ns,
         links=dict(g.links),
     )
