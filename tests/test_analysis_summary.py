@@ -129,7 +129,8 @@ def test_grouped_hotspots_computed_in_the_background_equal_direct_ones():
         doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None))
         wall = doc["wall_ns"]
         for key, by in (("normalized", "normalized"), ("category", "category"), ("agent", "agent"), ("process", "pid")):
-            assert doc["hotspots_by"][key] == hotspot_records(hotspots(kernels, by=by, wall_ns=wall), None), key
+            rows = [{k: v for k, v in row.items() if k != "critical_ns"} for row in doc["hotspots_by"][key]]  # from the critical path
+            assert rows == hotspot_records(hotspots(kernels, by=by, wall_ns=wall), None), key
 
 
 @pytest.mark.parametrize("lane", ["threaded_lane", "inline_lane"])

@@ -9,11 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis import whatif as wi
 from tui_prof.analysis.streamwaits import INFER_EPS_NS
 from tui_prof.loaders.kineto import load_file
+from tui_prof.model import Run
+from tui_prof.synth.spec import SynthSpec, build
 from tui_prof.synth.xstream import COMM_KERNEL, COMPUTE_KERNEL, OPT_KERNEL, XStreamSpec, build_xstream
 
 DATA = Path(__file__).parent / "data" / "kineto"
@@ -266,3 +270,77 @@ def test_tui_critical_column_groups_kernel_rows():
     out = with_critical(frame, "category", None, rows, key)
     assert out["critical_ns"].tolist() == [70.0, 25.0, 10.0]  # the last capped at its own total
     assert with_critical(frame, "category", None, None, None)["critical_ns"].isna().all()
+
+
+# ---------------------------------------------------------------- block-wise re-schedule
+
+
+def _random_arrays(g: dg.DepGraph, seed: int) -> tuple:
+    """Random duration, gap, latency, removed-wait and floor edits (as tests/test_whatif.py's)."""
+    rng = np.random.default_rng(seed)
+    dur = np.rint(g.dur * rng.choice([0.0, 0.5, 1.0, 2.0], size=g.size)).astype(np.int64)
+    gap = np.rint(g.gap * rng.choice([0.0, 1.0, 3.0], size=g.size)).astype(np.int64)
+    lat = np.where(rng.random(g.size) < 0.2, 0, g.lat)
+    waits = (g.wait >= 0) & (rng.random(g.size) > 0.3 * (seed % 2))
+    floor = np.where((g.kind >= dg.KERNEL) & (rng.random(g.size) < 0.1), g.end + rng.integers(-20_000, 20_000, g.size), dg.NEG)
+    return dur, gap, lat, g.ret, waits, floor
+
+
+def _same(a, b) -> bool:
+    return a is not None and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    sync=st.sampled_from(["end", "per_iteration", "per_launch"]),
+    streams=st.integers(1, 3),
+    gpus=st.integers(1, 2),
+    iterations=st.integers(1, 30),
+    kernels=st.integers(1, 12),
+    seed=st.integers(0, 1000),
+)
+def test_block_schedule_equals_the_walk_on_generated_graphs(sync, streams, gpus, iterations, kernels, seed):
+    """Block by block gives exactly the walk's times on generated runs (a sync per launch,
+    per iteration or once), with random edits, also removed waits and collective floors."""
+    s = build(SynthSpec(iterations=iterations, kernels_per_iteration=kernels, sync=sync, streams=streams, gpus=gpus, seed=seed))
+    g = dg.build_graph(Run(agents=s.agents, kernels=s.kernels, api=s.api, copies=s.copies))
+    for edit_seed in (seed, seed + 1):
+        arrays = _random_arrays(g, edit_seed)
+        assert _same(dg.schedule_blocks(g, *arrays), dg.schedule_walk(g, *arrays))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    steps=st.integers(1, 4),
+    buckets=st.integers(1, 5),
+    compute=st.integers(1, 200),
+    comm=st.integers(1, 200),
+    links=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_block_schedule_equals_the_walk_with_waits_across_streams(steps, buckets, compute, comm, links, seed):
+    x = build_xstream(XStreamSpec(steps=steps, buckets=buckets, compute_ns=compute * 1000, comm_ns=comm * 1000), links=links)
+    g = dg.build_graph(x.run)
+    for edit_seed in (seed, seed + 1):
+        arrays = _random_arrays(g, edit_seed)
+        assert _same(dg.schedule_blocks(g, *arrays), dg.schedule_walk(g, *arrays))
+
+
+@pytest.mark.parametrize("path", [MULTI, ALEXNET, RESNET], ids=["multi_stream", "alexnet", "resnet"])
+def test_block_schedule_equals_the_walk_on_real_graphs(path):
+    g = dg.build_graph(load_file(path))
+    for seed in range(3):
+        arrays = _random_arrays(g, seed)
+        assert _same(dg.schedule_blocks(g, *arrays), dg.schedule_walk(g, *arrays))
+
+
+def test_schedule_takes_the_blocks_for_a_sync_per_step():
+    """Large blocks (a sync per step of many launches): schedule() goes block by block; a
+    sync per launch (blocks of a few nodes) keeps the walk."""
+    per_step = build(SynthSpec(iterations=50, kernels_per_iteration=2_000, sync="per_iteration"))
+    g = dg.build_graph(Run(agents=per_step.agents, kernels=per_step.kernels, api=per_step.api, copies=per_step.copies))
+    waits = g.wait >= 0
+    assert not dg.chains_worth_it(g, waits) and dg.blocks_worth_it(g, waits)
+    per_launch = build(SynthSpec(iterations=5_000, kernels_per_iteration=10, sync="per_launch"))
+    g2 = dg.build_graph(Run(agents=per_launch.agents, kernels=per_launch.kernels, api=per_launch.api, copies=per_launch.copies))
+    assert not dg.blocks_worth_it(g2, g2.wait >= 0)

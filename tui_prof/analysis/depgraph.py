@@ -496,6 +496,8 @@ def schedule(
     Array passes (:func:`schedule_chains`) when they settle within ``CHAIN_ROUNDS`` rounds;
     else the node-by-node walk (:func:`schedule_walk`): the same times either way."""
     found = schedule_chains(g, dur, gap, lat, ret, waits, floor) if chains_worth_it(g, waits) else None
+    if found is None and blocks_worth_it(g, waits):
+        found = schedule_blocks(g, dur, gap, lat, ret, waits, floor)
     return found if found is not None else schedule_walk(g, dur, gap, lat, ret, waits, floor)
 
 
@@ -628,6 +630,116 @@ def schedule_chains(
         if not changed:
             return start, end
     return None
+
+
+BLOCK_MIN_NODES = 500  # [P] average nodes per block below which the block-wise passes cost more than the walk
+
+
+def blocks_worth_it(g: DepGraph, waits: np.ndarray) -> bool:
+    """Whether :func:`schedule_blocks` should be tried: a large graph whose waiting calls
+    (each ends a block) leave blocks of ``BLOCK_MIN_NODES`` nodes on average."""
+    return g.size >= CHAIN_MIN_NODES and int(np.count_nonzero((g.kind == WAIT_CALL) & waits)) * BLOCK_MIN_NODES <= g.size
+
+
+def _segment_sums(head: np.ndarray, base: np.ndarray, inc: np.ndarray) -> np.ndarray:
+    """x = base at each head, x_i = x_{i-1} + inc_i after it (``head[0]`` is True)."""
+    c = np.cumsum(np.where(head, 0, inc))
+    at = np.maximum.accumulate(np.where(head, np.arange(len(head)), 0))
+    return base[at] + c - c[at]
+
+
+def _block_entries(g: DepGraph, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(block of each node's start, block of each waiting call's end (-1: not waiting), blocks):
+    the processing order (:func:`_order`) cut after every end of a call that still waits."""
+    n = g.size
+    order = _order(g)
+    waiting = np.flatnonzero(g.kind == WAIT_CALL)
+    cut = (order >= n) & np.append(waits[waiting], False)[np.where(order >= n, order - n, len(waiting))]
+    blk = np.cumsum(cut) - cut  # a cut's own entry closes its block
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    start_blk = blk[pos[:n]]
+    end_blk = np.full(n, -1, dtype=np.int64)
+    active = waits[waiting]
+    end_blk[waiting[active]] = blk[pos[n + np.flatnonzero(active)]]
+    return start_blk, end_blk, int(blk[-1]) + 1 if len(blk) else 0
+
+
+def schedule_blocks(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`schedule_walk`'s times block by block: the processing order cut after every call
+    that waits for the GPU (a sync per step: one block per step). Inside a block the host
+    waits for nothing, so its calls are prefix sums; its GPU operations are chains (queue
+    order) re-solved until waits across streams inside the block settle (at most
+    ``CHAIN_ROUNDS`` rounds, else None); the block's closing wait then ends. Exact (the same
+    times as the walk: tests/test_whatif.py)."""
+    n, nc = g.size, g.n_calls
+    if not n:
+        return g.start.copy(), g.end.copy()
+    is_wait = (g.kind == WAIT_CALL) & waits
+    start_blk, end_blk, nblocks = _block_entries(g, is_wait)
+    start, end = g.start.copy(), g.end.copy()
+    fl = floor if floor is not None else np.full(n, NEG, dtype=np.int64)
+    calls = np.arange(nc)
+    calls = calls[np.argsort(start_blk[:nc], kind="stable")]  # by block, then node order (thread, time)
+    c_bounds = np.searchsorted(start_blk[calls], np.arange(nblocks + 1))
+    ops = g.qorder if g.qorder is not None and len(g.qorder) == n - nc else _chain_order(g.sprev, np.arange(nc, n, dtype=np.int64))[0]
+    ops = ops[np.argsort(start_blk[ops], kind="stable")]  # by block, then queue order
+    o_bounds = np.searchsorted(start_blk[ops], np.arange(nblocks + 1))
+    closers = np.flatnonzero(end_blk >= 0)
+    closer_of = np.full(nblocks, -1, dtype=np.int64)
+    closer_of[end_blk[closers]] = closers
+    for b in range(nblocks):
+        _host_block(g, calls[c_bounds[b] : c_bounds[b + 1]], start, end, dur, gap, is_wait)
+        if not _ops_block(g, ops[o_bounds[b] : o_bounds[b + 1]], start, end, dur, lat, fl):
+            return None
+        w = closer_of[b]
+        if w >= 0:
+            end[w] = max(start[w] + dur[w], end[g.wait[w]] + ret[w])
+    return start, end
+
+
+def _host_block(g: DepGraph, c: np.ndarray, start: np.ndarray, end: np.ndarray, dur: np.ndarray, gap: np.ndarray, is_wait: np.ndarray) -> None:
+    """Start (and end, but of a call still waiting) of the calls ``c`` of one block, in place."""
+    if not len(c):
+        return
+    prev = g.hprev[c]
+    head = np.ones(len(c), dtype=bool)
+    head[1:] = prev[1:] != c[:-1]
+    base = np.where(prev >= 0, end[np.maximum(prev, 0)] + gap[c], g.start[c])
+    inc = np.zeros(len(c), dtype=np.int64)
+    inc[1:] = dur[c[:-1]] + gap[c[1:]]
+    s = _segment_sums(head, base, inc)
+    start[c] = s
+    done = ~is_wait[c]
+    end[c[done]] = s[done] + dur[c[done]]
+
+
+def _ops_block(g: DepGraph, o: np.ndarray, start: np.ndarray, end: np.ndarray, dur: np.ndarray, lat: np.ndarray, fl: np.ndarray) -> bool:
+    """Start and end of the operations ``o`` of one block (queue order), in place; False when
+    the waits across streams inside the block do not settle within ``CHAIN_ROUNDS`` rounds."""
+    if not len(o):
+        return True
+    sp, lch, xw = g.sprev[o], g.launch[o], g.xwait[o]
+    head = np.ones(len(o), dtype=bool)
+    head[1:] = sp[1:] != o[:-1]
+    d, slag = dur[o], g.slag[o]
+    base = np.where(lch >= 0, start[np.maximum(lch, 0)] + lat[o], np.where(sp < 0, g.start[o], 0))
+    outside = head & (sp >= 0)  # its queue predecessor ended in an earlier block
+    base = np.where(outside, np.maximum(base, end[np.maximum(sp, 0)] + slag), base)
+    has_x = xw >= 0
+    for _ in range(CHAIN_ROUNDS):
+        ready = np.where(has_x, np.maximum(base, end[np.maximum(xw, 0)] + g.xlag[o]), base) if has_x.any() else base
+        e = _chain_ends(head, np.cumsum(head) - 1, slag + d, np.maximum(ready + d, fl[o]))
+        prev = np.zeros(len(o), dtype=np.int64)
+        prev[1:] = e[:-1]
+        s = np.where(head, ready, np.maximum(ready, prev + slag))
+        changed = not (np.array_equal(e, end[o]) and np.array_equal(s, start[o]))
+        start[o], end[o] = s, e
+        if not changed or not has_x.any():
+            return True
+    return False
 
 
 def schedule_walk(

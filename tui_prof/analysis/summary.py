@@ -280,8 +280,9 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     on_path, on_path_rows = _add_decisions(doc, inputs, steps_found, source, rules)
     if on_path_rows is not None:  # the critical column of the category and operator tables
         add_group_critical(doc["hotspots_by"]["category"], _category_keys(kernels, kernel_cats, rules), on_path_rows)
-        for grouping, by in (("normalized", "normalized"), ("agent", "agent"), ("process", "pid")):
-            add_group_critical(doc["hotspots_by"][grouping], group_key(kernels, by).astype(str).to_numpy(), on_path_rows)
+        by = doc["hotspots_by"]
+        for rows, key in ((by["normalized"], "normalized"), (by["agent"], "agent"), (by["process"], "pid")):
+            add_group_critical(rows, group_key(kernels, key).astype(str).to_numpy(), on_path_rows)
         add_group_critical(doc["hotspots_by_operator"], _operator_keys(inputs, op_links), on_path_rows)
     report = check_run(runset)
     doc["trust"] = trust_labels(report, doc)
