@@ -344,3 +344,16 @@ def test_schedule_takes_the_blocks_for_a_sync_per_step():
     per_launch = build(SynthSpec(iterations=5_000, kernels_per_iteration=10, sync="per_launch"))
     g2 = dg.build_graph(Run(agents=per_launch.agents, kernels=per_launch.kernels, api=per_launch.api, copies=per_launch.copies))
     assert not dg.blocks_worth_it(g2, g2.wait >= 0)
+
+
+def test_reports_say_how_much_rests_on_inference():
+    from tui_prof.render.whatif import whatif_text
+
+    x = build_xstream(XStreamSpec(), links=False)
+    doc = wi.what_if([(x.run, "x", None)], wi.Edits(scales=[("communication", 0.5)]))
+    path = doc["processes"][0]["critical_path"]["baseline"]
+    text = whatif_text(doc)
+    assert f"0 from the trace's event links, {x.stream_waits} inferred from time order" in text
+    assert f"rests on {path['inferred_edges']} inferred waits" in text and path["inferred_edges"] == 2 * x.spec.steps
+    explicit = whatif_text(wi.what_if([(build_xstream(XStreamSpec()).run, "x", None)], wi.Edits()))
+    assert f"{x.stream_waits} from the trace's event links" in explicit and "rests on" not in explicit

@@ -103,27 +103,35 @@ def _rows_by_correlation(api: pd.DataFrame, wanted: np.ndarray) -> np.ndarray:
     return out
 
 
+def _combined(keys: np.ndarray, times: np.ndarray, q_keys: np.ndarray, q_times: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(item codes, query codes, R): key * R + the rank of the time among all the times, so
+    that one sort orders by key, then time (keys >= 0)."""
+    _, rank = np.unique(np.concatenate([times, q_times]), return_inverse=True)
+    rank = rank.reshape(-1).astype(np.int64)
+    r = int(rank.max()) + 1 if len(rank) else 1
+    return keys.astype(np.int64) * r + rank[: len(times)], q_keys.astype(np.int64) * r + rank[len(times) :], r
+
+
 def _grouped_search(keys: np.ndarray, times: np.ndarray, q_keys: np.ndarray, q_times: np.ndarray, after: bool) -> np.ndarray:
     """Per query: the item of the same key with the latest time at or before the query's
-    (``after``: the earliest at or after it), ties by item number; -1 when none. A loop over
-    the distinct keys queried (streams, threads: few), a binary search inside each."""
+    (``after``: the earliest at or after it), ties by item number; -1 when none. One sort of
+    the items by (key, time, item) and one binary search per query, whatever the number of
+    keys (streams, threads: a hostile trace can make many)."""
     out = np.full(len(q_keys), NONE, dtype=np.int64)
     if not len(keys) or not len(q_keys):
         return out
-    for key in np.unique(q_keys).tolist():
-        items = np.flatnonzero(keys == key)
-        if not len(items):
-            continue
-        o = np.lexsort((items, times[items]))
-        items, t = items[o], times[items[o]]
-        q = np.flatnonzero(q_keys == key)
-        if after:
-            i = np.searchsorted(t, q_times[q], side="left")
-            ok = i < len(items)
-        else:
-            i = np.searchsorted(t, q_times[q], side="right") - 1
-            ok = i >= 0
-        out[q[ok]] = items[i[ok]]
+    code, q_code, r = _combined(keys, times, q_keys, q_times)
+    order = np.lexsort((np.arange(len(code)), code))
+    sc = code[order]
+    if after:
+        pos = np.searchsorted(sc, q_code, side="left")
+        ok = pos < len(sc)
+    else:
+        pos = np.searchsorted(sc, q_code, side="right") - 1
+        ok = pos >= 0
+    p = np.clip(pos, 0, len(sc) - 1)
+    ok &= sc[p] // r == q_code // r  # the same key
+    out[ok] = order[p[ok]]
     return out
 
 
@@ -189,7 +197,11 @@ def inferred_links(run: Run, v: OpView, explained: set[int]) -> tuple[list[tuple
     hit = {str(c) for c in cats if WAIT_EVENT_RE.match(str(c))}
     if not hit:
         return [], counts
-    rows = np.flatnonzero(names.astype(str).isin(hit).to_numpy())
+    if isinstance(names.dtype, pd.CategoricalDtype):  # on the codes: no string per call
+        codes = [i for i, c in enumerate(names.cat.categories) if str(c) in hit]
+        rows = np.flatnonzero(np.isin(names.cat.codes.to_numpy(), codes))
+    else:
+        rows = np.flatnonzero(names.astype(str).isin(hit).to_numpy())
     nodes = v.node_of_row[rows]
     nodes = np.unique(nodes[nodes >= 0])
     nodes = nodes[~np.isin(nodes, np.array(sorted(explained), dtype=np.int64))]
@@ -213,25 +225,31 @@ def _released_by(v: OpView, dest: np.ndarray, wait_start: np.ndarray) -> np.ndar
     if not len(have):
         return out
     d = dest[have]
-    lanes = _key(np.concatenate([v.agent, v.agent[d]]), np.concatenate([v.lane, v.lane[d]]))
-    op_lane, d_lane = lanes[: len(v.agent)], lanes[len(v.agent) :]
-    x = np.full(len(d), NONE, dtype=np.int64)
-    for lane in np.unique(d_lane).tolist():  # the latest end at or before the destination's start, on another stream of its GPU
-        q = np.flatnonzero(d_lane == lane)
-        agent = v.agent[d[q[0]]]
-        others = np.flatnonzero((op_lane != lane) & (v.agent == agent))
-        if not len(others):
-            continue
-        others = others[np.argsort(v.end[others], kind="stable")]
-        i = np.searchsorted(v.end[others], v.start[d[q]], side="right") - 1
-        x[q[i >= 0]] = others[i[i >= 0]]
+    codes = _key(np.concatenate([v.agent, v.agent[d]]), np.concatenate([v.lane, v.lane[d]]))
+    op_lane, d_lane = codes[: len(v.agent)], codes[len(v.agent) :]
+    agents = _key(np.concatenate([v.agent, v.agent[d]]))
+    # the operations of each GPU by end; for each, the latest earlier one on another lane
+    code, q_code, r = _combined(agents[: len(v.agent)], v.end, agents[len(v.agent) :], v.start[d])
+    order = np.lexsort((np.arange(len(code)), code))
+    sc, lanes = code[order], op_lane[order]
+    change = np.ones(len(order), dtype=bool)
+    change[1:] = (lanes[1:] != lanes[:-1]) | (sc[1:] // r != sc[:-1] // r)
+    run_start = np.maximum.accumulate(np.where(change, np.arange(len(order)), 0))
+    prev_other = np.where(run_start > 0, run_start - 1, NONE)  # the last position before this lane's run
+    pos = np.searchsorted(sc, q_code, side="right") - 1  # the latest end at or before the destination's start
+    p = np.maximum(pos, 0)
+    same_gpu = (pos >= 0) & (sc[p] // r == q_code // r)
+    pick = np.where(lanes[p] == d_lane, prev_other[p], pos)
+    q = np.maximum(pick, 0)
+    ok = same_gpu & (pick >= 0) & (sc[q] // r == q_code // r)
+    x = np.where(ok, order[q], NONE)
     xs = np.maximum(x, 0)
     x_end = v.end[xs]
     x_launch = v.launch[xs]
     launched_before = (x_launch >= 0) & (v.c_start[np.maximum(x_launch, 0)] <= wait_start[have])
     reached = v.c_start[v.launch[d]] + v.l0 < x_end
-    q = v.sprev[d]
-    idle = (q < 0) | (v.end[np.maximum(q, 0)] < x_end)
+    sp = v.sprev[d]
+    idle = (sp < 0) | (v.end[np.maximum(sp, 0)] < x_end)
     close = (v.start[d] - x_end >= 0) & (v.start[d] - x_end <= INFER_EPS_NS)
     keep = (x >= 0) & launched_before & reached & idle & close
     out[have[keep]] = x[keep]
