@@ -326,8 +326,11 @@ def test_block_schedule_equals_the_walk_with_waits_across_streams(steps, buckets
         assert _same(dg.schedule_blocks(g, *arrays), dg.schedule_walk(g, *arrays))
 
 
-@pytest.mark.parametrize("path", [MULTI, ALEXNET, RESNET], ids=["multi_stream", "alexnet", "resnet"])
+@pytest.mark.parametrize(
+    "path", [MULTI, ALEXNET, RESNET, DATA / "h200" / "train_sync.pt.trace.json.gz"], ids=["multi_stream", "alexnet", "resnet", "train_sync"]
+)
 def test_block_schedule_equals_the_walk_on_real_graphs(path):
+    """Also the H200 training run that synchronises every step (19 blocks)."""
     g = dg.build_graph(load_file(path))
     for seed in range(3):
         arrays = _random_arrays(g, seed)
