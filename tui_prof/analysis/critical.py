@@ -277,15 +277,37 @@ def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
         row["critical_ns"] = min(int(by_kernel.get(row["name"], 0)), int(row["total_ns"]))
 
 
-def add_group_critical(rows: list, key: np.ndarray, row_ns: np.ndarray) -> None:
+def sums_by_key(key: pd.Series | np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """``values`` summed per distinct ``key`` (as text): on the category codes of a
+    Categorical, the distinct values of integers, else by hashing (no string per row where
+    the key has codes)."""
+    column = key if isinstance(key, pd.Series) else pd.Series(key)
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy().astype(np.int64)
+        labels = [str(c) for c in column.cat.categories]
+    elif column.dtype.kind in "iu":
+        uniq, codes = np.unique(column.to_numpy(), return_inverse=True)
+        labels = [str(u) for u in uniq.tolist()]
+    else:
+        codes, uniq = pd.factorize(column, use_na_sentinel=True)
+        labels = [str(u) for u in uniq]
+    ok = codes >= 0
+    sums = np.bincount(codes[ok], weights=values[ok], minlength=len(labels))
+    out: dict[str, float] = {}
+    for label, v in zip(labels, sums.tolist(), strict=True):
+        out[label] = out.get(label, 0.0) + v
+    return out
+
+
+def add_group_critical(rows: list, key: pd.Series | np.ndarray, row_ns: np.ndarray) -> None:
     """Each row of a grouped hotspot table (``name``: the group) gets ``critical_ns``: the
     time on the critical path of the kernels of its group (``key``: the group of each kernel
     row, ``row_ns``: each row's ns on the path), at most the group's own total."""
     if not rows or len(key) != len(row_ns):
         return
-    sums = pd.Series(row_ns).groupby(pd.Series(key).astype(str).to_numpy(), sort=False).sum() if len(key) else pd.Series(dtype=np.float64)
+    sums = sums_by_key(key, row_ns)
     for row in rows:
-        row["critical_ns"] = min(int(round(float(sums.get(str(row["name"]), 0.0)))), int(row["total_ns"]))
+        row["critical_ns"] = min(int(round(sums.get(str(row["name"]), 0.0))), int(row["total_ns"]))
 
 
 CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler

@@ -282,29 +282,34 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         add_group_critical(doc["hotspots_by"]["category"], _category_keys(kernels, kernel_cats, rules), on_path_rows)
         by = doc["hotspots_by"]
         for rows, key in ((by["normalized"], "normalized"), (by["agent"], "agent"), (by["process"], "pid")):
-            add_group_critical(rows, group_key(kernels, key).astype(str).to_numpy(), on_path_rows)
+            add_group_critical(rows, group_key(kernels, key).reset_index(drop=True), on_path_rows)
         add_group_critical(doc["hotspots_by_operator"], _operator_keys(inputs, op_links), on_path_rows)
     report = check_run(runset)
     doc["trust"] = trust_labels(report, doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)), report, on_path, on_path_rows)
 
 
-def _category_keys(kernels: pd.DataFrame, categories: pd.Series | None, rules: CategoryRules) -> np.ndarray:
+def _category_keys(kernels: pd.DataFrame, categories: pd.Series | None, rules: CategoryRules) -> pd.Series:
     """The category table's group of each kernel row (operator first where recorded)."""
     key = categories if categories is not None else group_key(kernels, "category", rules)
-    return key.astype(str).to_numpy()
+    return key.reset_index(drop=True)
 
 
-def _operator_keys(inputs: list[RunInput], op_links: list[pd.DataFrame | None]) -> np.ndarray:
+def _operator_keys(inputs: list[RunInput], op_links: list[pd.DataFrame | None]) -> pd.Series:
     """The operator table's group of each kernel row (no group where a process records no operators)."""
     parts = []
     for r, link in zip(inputs, op_links, strict=True):
         if link is None:
-            parts.append(np.full(len(r.run.kernels), "", dtype=object))
+            parts.append(pd.Series(pd.Categorical([None] * len(r.run.kernels), categories=[NOT_LINKED])))
         else:
-            ops = link["op"].astype(str).to_numpy(dtype=object)
-            parts.append(np.where(ops == "", NOT_LINKED, ops))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=object)
+            ops = link["op"].astype("category").reset_index(drop=True)
+            cats = list(ops.cat.categories)
+            if "" in cats and NOT_LINKED not in cats:  # the operator table's name of kernels no operator launched
+                ops = ops.cat.rename_categories([NOT_LINKED if c == "" else c for c in cats])
+            elif "" in cats:  # an operator named so as well: the table merges them too
+                ops = pd.Series(pd.Categorical(ops.astype(str).replace("", NOT_LINKED)))
+            parts.append(ops)
+    return pd.Series(pd.api.types.union_categoricals([p.array for p in parts], ignore_order=True)) if parts else pd.Series([], dtype=object)
 
 
 def _add_decisions(
