@@ -283,7 +283,8 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
         by = doc["hotspots_by"]
         for rows, key in ((by["normalized"], "normalized"), (by["agent"], "agent"), (by["process"], "pid")):
             add_group_critical(rows, group_key(kernels, key).reset_index(drop=True), on_path_rows)
-        add_group_critical(doc["hotspots_by_operator"], _operator_keys(inputs, op_links), on_path_rows)
+        if doc["hotspots_by_operator"]:  # a process records operators
+            add_group_critical(doc["hotspots_by_operator"], _operator_keys(inputs, op_links), on_path_rows)
     report = check_run(runset)
     doc["trust"] = trust_labels(report, doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)), report, on_path, on_path_rows)
@@ -300,7 +301,7 @@ def _operator_keys(inputs: list[RunInput], op_links: list[pd.DataFrame | None]) 
     parts = []
     for r, link in zip(inputs, op_links, strict=True):
         if link is None:
-            parts.append(pd.Series(pd.Categorical([None] * len(r.run.kernels), categories=[NOT_LINKED])))
+            parts.append(pd.Series(pd.Categorical.from_codes(np.full(len(r.run.kernels), -1), categories=[NOT_LINKED])))
         else:
             ops = link["op"].astype("category").reset_index(drop=True)
             cats = list(ops.cat.categories)
