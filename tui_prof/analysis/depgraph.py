@@ -509,12 +509,20 @@ def chains_worth_it(g: DepGraph, waits: np.ndarray) -> bool:
     """Whether :func:`schedule_chains` should be tried: a large graph whose recorded waits
     that bound their call (the call ended with the work it waited for) are fewer than the
     rounds allowed -- each such wait is one turn from the GPU back to the host, and the
-    array passes take one round per turn on the path."""
+    array passes take one round per turn on the path; so is each wait across streams that
+    bound its operation."""
     if g.size < CHAIN_MIN_NODES:
         return False
     w = np.flatnonzero((g.wait >= 0) & waits)
     bound = g.end[g.wait[w]] + g.ret[w] >= g.start[w] + g.dur[w]
-    return int(np.count_nonzero(bound)) < CHAIN_ROUNDS
+    return int(np.count_nonzero(bound)) + _bound_stream_waits(g) < CHAIN_ROUNDS
+
+
+def _bound_stream_waits(g: DepGraph) -> int:
+    """Waits across streams that bound their operation in the record: each a turn from one
+    queue's chain to another's (a round of the array passes when it is on the path)."""
+    x = np.flatnonzero(g.xwait >= 0)
+    return int(np.count_nonzero(g.end[g.xwait[x]] + g.xlag[x] == g.start[x]))
 
 
 EXACT_FLOAT = 1 << 51  # below it an int64 is exact in a float64 (the chain maxima run on complex numbers)
@@ -637,8 +645,12 @@ BLOCK_MIN_NODES = 500  # [P] average nodes per block below which the block-wise 
 
 def blocks_worth_it(g: DepGraph, waits: np.ndarray) -> bool:
     """Whether :func:`schedule_blocks` should be tried: a large graph whose waiting calls
-    (each ends a block) leave blocks of ``BLOCK_MIN_NODES`` nodes on average."""
-    return g.size >= CHAIN_MIN_NODES and int(np.count_nonzero((g.kind == WAIT_CALL) & waits)) * BLOCK_MIN_NODES <= g.size
+    (each ends a block) leave blocks of ``BLOCK_MIN_NODES`` nodes on average, with fewer waits
+    across streams that bound in the record than rounds allowed per block."""
+    if g.size < CHAIN_MIN_NODES:
+        return False
+    blocks = int(np.count_nonzero((g.kind == WAIT_CALL) & waits)) + 1
+    return blocks * BLOCK_MIN_NODES <= g.size and _bound_stream_waits(g) < CHAIN_ROUNDS * blocks
 
 
 def _segment_sums(head: np.ndarray, base: np.ndarray, inc: np.ndarray) -> np.ndarray:
