@@ -129,13 +129,19 @@ def _hta_expected(events: list[dict]) -> tuple[set, set]:
     """HTA's sync edges of a trace, from the raw events (HTA docs: the source is the last
     kernel / memcpy launched on the event's stream before the cudaEventRecord; a Stream Wait
     Event's destination the next one launched on the waiting stream after cudaStreamWaitEvent;
-    an Event Sync's the runtime call): ({(dest corr, src corr)}, {(call corr, src corr)})."""
+    an Event Sync's the runtime call; a Stream Sync: the last GPU event on its stream -> the
+    call): ({(dest corr, src corr)}, {(call corr, src corr)})."""
     runtime = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
     gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     launches = sorted((runtime[e["args"]["correlation"]]["ts"], e["args"]["stream"], e["args"]["correlation"]) for e in gpu)
     gpu_edges, host_edges = set(), set()
     for e in events:
         a = e.get("args", {})
+        if e.get("cat") == "cuda_sync" and a.get("cuda_sync_kind") == "Stream Sync":  # the last GPU event on the stream -> the call
+            on = [(g["ts"], g["args"]["correlation"]) for g in gpu if g["args"]["stream"] == a["stream"] and g["ts"] <= e["ts"] + e["dur"]]
+            if on:
+                host_edges.add((a["correlation"], max(on)[1]))
+            continue
         if e.get("cat") != "cuda_sync" or a.get("wait_on_cuda_event_record_corr_id", -1) < 0:
             continue
         rec = runtime[a["wait_on_cuda_event_record_corr_id"]]
@@ -166,7 +172,9 @@ def _graph_edges(run, g: dg.DepGraph) -> tuple[set, set]:
     return gpu, set(named.items())
 
 
-@pytest.mark.parametrize("path", [MULTI, ALEXNET], ids=["multi_stream", "alexnet"])
+@pytest.mark.parametrize(
+    "path", [MULTI, ALEXNET, DATA / "critical_path__cuda_event_sync__event_sync_trace.json.gz"], ids=["multi_stream", "alexnet", "event_sync"]
+)
 def test_explicit_links_are_htas_sync_edges(path):
     """Cross-check with HTA's rule on its own test traces: every sync edge HTA draws is in the
     graph (cross-stream waits exactly; event syncs among the host waits), and re-scheduling
@@ -177,7 +185,7 @@ def test_explicit_links_are_htas_sync_edges(path):
     got_gpu, got_host = _graph_edges(run, g)
     assert got_gpu == want_gpu
     assert want_host <= got_host
-    assert g.links["event_sync_waits"] == len(want_host)
+    assert g.links["named_sync_waits"] == len(want_host)
     assert g.links["stream_waits_inferred"] == 0 or path == ALEXNET
     assert _recorded(g)
 

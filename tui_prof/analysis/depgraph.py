@@ -320,7 +320,7 @@ def _stream_counts(xs: StreamWaits, xkind: np.ndarray, wait: np.ndarray, c_cls: 
     named[xs.host_call] = True
     return {
         "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc) & ~named)),
-        "event_sync_waits": len(xs.host_call),
+        "named_sync_waits": len(xs.host_call),
         "stream_waits": int(np.count_nonzero(xkind == XWAIT_EXPLICIT)),
         "stream_waits_inferred": int(np.count_nonzero(xkind == XWAIT_INFERRED)),
         **xs.counts,

@@ -10,7 +10,8 @@ Two sources, never mixed up:
   Wait Event" (cudaStreamWaitEvent) makes the first operation launched on the waiting
   stream by the same host thread after the call wait for that source; an "Event Sync"
   (cudaEventSynchronize, and cudaEventQuery where CUPTI reports one) makes the call wait
-  for it.
+  for it; a "Stream Sync" (cudaStreamSynchronize) makes the call wait for the last
+  operation launched on its stream before it started (not the latest of any stream).
 * **inferred** (only a cudaStreamWaitEvent / hipStreamWaitEvent / cuStreamWaitEvent call,
   no arguments): the operation the call's thread launches next (the ``destination``) is
   treated as waiting for the operation of another stream of the same GPU that ended last
@@ -162,10 +163,12 @@ def explicit_links(run: Run, v: OpView) -> tuple[list[tuple[int, int]], list[tup
     call_node = np.where(call >= 0, v.node_of_row[np.maximum(call, 0)], NONE) if len(v.node_of_row) else np.full(n, NONE)
     launched = np.flatnonzero(v.launch >= 0)
     ls = v.c_start[v.launch[launched]]
-    ok = (rec_node >= 0) & (call_node >= 0)
-    # source: the last operation launched on (device, event stream) before the record call started
+    # a Stream Sync (no record call): the host waits for what was launched on the stream before the call
+    anchor = np.where(table["record_correlation"] < 0, call_node, rec_node)
+    ok = (anchor >= 0) & (call_node >= 0)
+    # source: the last operation launched on (device, event stream) before the record (the sync) call started
     keys = _key(np.concatenate([v.agent[launched], table["device"]]), np.concatenate([v.stream[launched], table["wait_on_stream"]]))
-    found = _grouped_search(keys[: len(launched)], ls, keys[len(launched) :], np.where(ok, v.c_start[np.maximum(rec_node, 0)], -(1 << 62)), after=False)
+    found = _grouped_search(keys[: len(launched)], ls, keys[len(launched) :], np.where(ok, v.c_start[np.maximum(anchor, 0)], -(1 << 62)), after=False)
     src = np.where(found >= 0, launched[np.maximum(found, 0)], NONE)
     ok &= src >= 0
     # destination: the first operation launched on (device, waiting stream) by the wait call's thread after it
@@ -177,7 +180,7 @@ def explicit_links(run: Run, v: OpView) -> tuple[list[tuple[int, int]], list[tup
     )
     found = _grouped_search(keys[: len(launched)], ls, keys[len(launched) :], np.where(ok, v.c_start[np.maximum(call_node, 0)], 1 << 62), after=True)
     dest = np.where(found >= 0, launched[np.maximum(found, 0)], NONE)
-    host_wait = ok & (table["stream"] < 0)  # Event Sync: the host call waits
+    host_wait = ok & (table["stream"] < 0)  # Event Sync, Stream Sync: the host call waits
     gpu_wait = ok & (table["stream"] >= 0) & (dest >= 0)
     counts["event_links_unmatched"] = int(n - np.count_nonzero(host_wait | gpu_wait))
     explained = set(call_node[call_node >= 0].tolist())

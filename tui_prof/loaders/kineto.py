@@ -12,8 +12,8 @@ Mapping into the run model:
   "Stream Sync", CUDA only) -> ``api`` with domain ``cuda_sync`` so they are not counted
   twice with the ``cudaStreamSynchronize`` runtime call they overlap; those that name the
   cudaEventRecord they wait on ("Stream Wait Event", "Event Sync":
-  ``wait_on_cuda_event_record_corr_id``, ``wait_on_stream``) also -> ``meta.extra
-  ["cuda_sync_links"]`` (:func:`sync_links`);
+  ``wait_on_cuda_event_record_corr_id``, ``wait_on_stream``) and "Stream Sync" (its
+  ``stream``) also -> ``meta.extra["cuda_sync_links"]`` (:func:`sync_links`);
   ``cpu_op``/``user_annotation``/``gpu_user_annotation``/``python_function`` -> ``markers``
   (``source`` = category; pid/tid as written, which for ``gpu_user_annotation`` are the
   device and stream); ``cpu_instant_event`` "[memory]" -> ``allocations`` (and its
@@ -626,6 +626,12 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
         pid = tid = UNKNOWN
         if type(a.get("wait_on_cuda_event_record_corr_id")) is int and a["wait_on_cuda_event_record_corr_id"] >= 0:
             _sync_args(ev.sync_args, a, corr)
+        elif a.get("cuda_sync_kind") == "Stream Sync" and type(a.get("stream")) is int and a["stream"] >= 0:  # the host waits for one stream
+            _sync_args(
+                ev.sync_args,
+                {"device": a.get("device", UNKNOWN), "stream": UNKNOWN, "wait_on_stream": a["stream"], "wait_on_cuda_event_record_corr_id": UNKNOWN},
+                corr,
+            )
     else:
         pid, tid = e.get("pid"), e.get("tid")
     for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN)), (api.proc, e.get("pid"))):
@@ -652,8 +658,8 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
 
 
 def _sync_args(sa: Columns, a: dict, corr: Any) -> None:
-    """The event wait of a ``cuda_sync`` event (Stream Wait Event, Event Sync) that names its
-    cudaEventRecord; a row with a non-integer field is not kept."""
+    """The wait of a ``cuda_sync`` event (Stream Wait Event, Event Sync naming its
+    cudaEventRecord; Stream Sync: record -1); a row with a non-integer field is not kept."""
     values = (corr, a.get("device", UNKNOWN), a.get("stream", UNKNOWN), a.get("wait_on_stream", UNKNOWN), a["wait_on_cuda_event_record_corr_id"])
     if all(type(v) is int and -(2**62) < v < 2**62 for v in values):
         for arr, v in zip((sa.corr, sa.device, sa.stream, sa.wait_stream, sa.record_corr), values, strict=True):
@@ -663,9 +669,10 @@ def _sync_args(sa: Columns, a: dict, corr: Any) -> None:
 def sync_links(sa: Columns) -> dict[str, list[int]]:
     """The ``cuda_sync`` event waits as ``meta.extra["cuda_sync_links"]``: per wait, the
     correlation id of the runtime call that waited (cudaStreamWaitEvent: its ``stream``
-    waits on the GPU; cudaEventSynchronize: ``stream`` -1, the host waits), the ``device``,
-    the stream the event was recorded on and the correlation id of that cudaEventRecord
-    (analysis.depgraph turns them into cross-stream and event-sync edges)."""
+    waits on the GPU; cudaEventSynchronize, cudaStreamSynchronize: ``stream`` -1, the host
+    waits), the ``device``, the stream the event was recorded on (a Stream Sync: the stream
+    synchronised) and the correlation id of that cudaEventRecord (-1 for a Stream Sync)
+    (analysis.streamwaits turns them into cross-stream and synchronisation edges)."""
     columns = ("correlation", "device", "stream", "wait_on_stream", "record_correlation")
     arrays = (sa.corr, sa.device, sa.stream, sa.wait_stream, sa.record_corr)
     return {name: as_int64(arr).tolist() for name, arr in zip(columns, arrays, strict=True)}
