@@ -368,3 +368,27 @@ def test_reports_say_how_much_rests_on_inference():
     assert f"rests on {path['inferred_edges']} inferred waits" in text and path["inferred_edges"] == 2 * x.spec.steps
     explicit = whatif_text(wi.what_if([(build_xstream(XStreamSpec()).run, "x", None)], wi.Edits()))
     assert f"{x.stream_waits} from the trace's event links" in explicit and "rests on" not in explicit
+
+
+def test_loader_keeps_only_well_formed_cuda_sync_links(tmp_path):
+    """cuda_sync args of the wrong JSON type (strings, booleans, lists, objects, numbers past
+    2**62) are not kept as links; the trace still loads and its graph gives back the record."""
+    events = _raw_events(MULTI)
+    bad = [
+        {"wait_on_cuda_event_record_corr_id": "32"},
+        {"wait_on_cuda_event_record_corr_id": True},
+        {"wait_on_cuda_event_record_corr_id": [32]},
+        {"wait_on_cuda_event_record_corr_id": 32, "wait_on_stream": {"x": 1}},
+        {"wait_on_cuda_event_record_corr_id": 32, "device": 2**70},
+        {"cuda_sync_kind": "Stream Sync", "stream": "\x1b[31m7"},
+    ]
+    syncs = [e for e in events if e.get("cat") == "cuda_sync"]
+    for e, change in zip(syncs, bad, strict=False):
+        e["args"] = {**e["args"], **change}
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    run = load_file(path)
+    links = run.meta.extra.get("cuda_sync_links", {"correlation": []})
+    assert all(type(v) is int for column in links.values() for v in column)
+    assert links["correlation"] == []  # every link of the trace was made malformed
+    assert _recorded(dg.build_graph(run))
