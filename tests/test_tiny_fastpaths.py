@@ -203,3 +203,17 @@ def test_the_summary_of_many_processes_pauses_the_collector_and_restores_it(tmp_
     finally:
         gc.enable()
     assert seen == [False, was_on]
+
+
+def test_column_reads_without_the_private_pandas_accessor(monkeypatch) -> None:
+    """Where pandas has no ``DataFrame._get_column_array``, the same reads and the same join
+    come from the public path."""
+    table = make_table("kernels", {"start": np.arange(3), "end": np.arange(3) + 2, "name": ["x", "y", "x"], "pid": [5, 5, 6]})
+    other = make_table("kernels", {"start": [9], "end": [11], "name": ["z"], "pid": [7]})
+    with_private = (column_array(table, "end").copy(), category_array(table, "name"), schema.concat_tables("kernels", [table, other]))
+    monkeypatch.delattr(pd.DataFrame, "_get_column_array")
+    assert not hasattr(table, "_get_column_array")
+    assert (column_array(table, "end") == with_private[0]).all()
+    got_names = category_array(table, "name")
+    assert list(got_names.categories) == list(with_private[1].categories) and (got_names.codes == with_private[1].codes).all()
+    pd.testing.assert_frame_equal(schema.concat_tables("kernels", [table, other]), with_private[2])

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sized
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -375,6 +375,17 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
     return pd.DataFrame(data, columns=list(spec.columns), copy=False)
 
 
+def _block_values(frame: pd.DataFrame, position: int) -> Any:
+    """The values of the column at ``position`` as its block holds them (a view, no Series),
+    through pandas' private ``_get_column_array``; where a pandas lacks it, the public
+    ``frame.iloc[:, position].array``/``to_numpy()`` (slower, same values)."""
+    getter = getattr(frame, "_get_column_array", None)
+    if getter is not None:
+        return getter(position)
+    column = frame.iloc[:, position]
+    return column.array if isinstance(column.dtype, pd.CategoricalDtype) else column.to_numpy()
+
+
 def column_array(frame: pd.DataFrame, name: str) -> np.ndarray:
     """``frame[name].to_numpy()`` of a numpy column, read-only, without building a Series
     (a Series per column read costs more than a one-row table's arithmetic: code that reads
@@ -382,7 +393,7 @@ def column_array(frame: pd.DataFrame, name: str) -> np.ndarray:
     extension arrays, duplicate names): as ``frame[name].to_numpy()``."""
     loc = frame.columns.get_loc(name)
     if isinstance(loc, int):
-        values = frame._get_column_array(loc)  # the block's values: a view, made read-only below
+        values = _block_values(frame, loc)  # the block's values: a view, made read-only below
         if isinstance(values, np.ndarray):
             view = values.view()
             view.flags.writeable = False
@@ -394,7 +405,7 @@ def category_array(frame: pd.DataFrame, name: str) -> pd.Categorical:
     """``frame[name].array`` of a category column (its Categorical), without building a Series."""
     loc = frame.columns.get_loc(name)
     if isinstance(loc, int):
-        values = frame._get_column_array(loc)
+        values = _block_values(frame, loc)
         if isinstance(values, pd.Categorical):
             return values
     column = frame[name]
@@ -489,7 +500,7 @@ def _concat_columns(spec: TableSpec, tables: list[pd.DataFrame]) -> dict[str, pd
         return None
     data: dict[str, pd.Series] = {}
     for position, (name, dtype) in enumerate(spec.columns.items()):
-        parts = [t._get_column_array(position) for t in tables]  # the block's values, not copied
+        parts = [_block_values(t, position) for t in tables]  # the block's values, not copied
         if dtype == CATEGORY:
             joined = _union_categories(parts)
             if joined is None:
