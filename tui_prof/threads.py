@@ -8,6 +8,8 @@ the TUI, Ctrl-C on the command line) never waits for a parse or an analysis.
 * :data:`Lane` (:func:`threaded_lane`, :func:`inline_lane`): how a caller of
   :func:`tui_prof.analysis.summary.summarise` has its background work run.
 * :class:`DaemonExecutor` / :func:`use_daemon_threads`: the TUI's thread workers.
+* :func:`collector_paused`: Python's cyclic collector off while work that builds many small
+  objects runs (any thread; the collector is switched back as it was when the last ends).
 
 Textual runs a thread worker in the event loop's default executor, and ``asyncio.run``
 joins that executor's threads when the app ends: a user who presses ``q`` while a
@@ -21,8 +23,10 @@ directory; a cache entry being written is in a temporary folder until it is comp
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -135,3 +139,33 @@ def use_daemon_threads() -> None:
     import asyncio  # here: the CLI's summary imports this module and needs no asyncio (≈ 40 ms)
 
     asyncio.get_running_loop().set_default_executor(DaemonExecutor())
+
+
+_GC_LOCK = threading.Lock()
+
+
+class _Pauses:
+    running = 0  # pauses in force (any thread)
+    was_on = False  # whether the collector was on before the first of them
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic collector off while the block runs: every collection of the oldest
+    generation walks all live objects, so while thousands of small runs are loaded (a
+    batch building their tables, the summary analysing each) its cost per process grows
+    with the processes already held. Objects are still freed by reference counting; the
+    collector is switched back on (if it was on) when the last pause in force ends, and
+    the cycles left meanwhile are collected by its next passes."""
+    with _GC_LOCK:
+        if _Pauses.running == 0:
+            _Pauses.was_on = gc.isenabled()
+            gc.disable()
+        _Pauses.running += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _Pauses.running -= 1
+            if _Pauses.running == 0 and _Pauses.was_on:
+                gc.enable()

@@ -15,7 +15,7 @@ from tui_prof.analysis.runinput import RunInput, process_ns
 from tui_prof.analysis.sections import CopiesSection, CopyDirection, CopyKind, CopyKindDirection
 from tui_prof.analysis.timeline import union_length
 from tui_prof.model import Run, RunSet
-from tui_prof.model.schema import concat_tables
+from tui_prof.model.schema import column_array, concat_tables
 
 # Kineto (CUPTI) names a copy by its direction and the memory kinds of its two ends:
 # "Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)", "Memset (Device)".
@@ -142,7 +142,7 @@ def copies_section(runset: RunSet, inputs: Sequence[RunInput]) -> CopiesSection:
     """:func:`copy_stats` over every process; ``busy_ns`` = Σ over processes of the union
     of that process's copies, ``pct_of_wall`` = that / the summed process walls."""
     section = copy_stats(concat_tables("copies", [run.copies for run in runset.runs]), 0)
-    busy = sum(union_length(r.run.copies["start"].to_numpy(), r.run.copies["end"].to_numpy()) for r in inputs)
+    busy = sum(union_length(column_array(r.run.copies, "start"), column_array(r.run.copies, "end")) for r in inputs if len(r.run.copies))
     section["busy_ns"] = int(busy)
     section["pct_of_wall"] = aggregate.pct(busy, process_ns(inputs))
     return section

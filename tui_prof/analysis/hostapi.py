@@ -312,6 +312,20 @@ class CorrIndex:
         return np.where(pos >= 0, order[np.maximum(pos, 0)], -1)
 
 
+_NO_LINKS: list[pd.DataFrame] = []
+
+
+def _no_links() -> pd.DataFrame:
+    """:func:`link_launches`'s table without rows: a shallow copy of one built once (most
+    processes of a run of thousands of tiny ones launch nothing; copy-on-write keeps the
+    copies apart)."""
+    if not _NO_LINKS:
+        no_rows = np.array([], np.int64)
+        columns = ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")
+        _NO_LINKS.append(pd.DataFrame({**{c: no_rows.copy() for c in columns}, "graph": np.array([], bool)}, copy=False))
+    return _NO_LINKS[0].copy(deep=False)
+
+
 def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray | None = None, corr_index: CorrIndex | None = None) -> pd.DataFrame:
     """Kernel dispatches joined to their launching API call through (pid, correlation_id).
 
@@ -326,9 +340,7 @@ def link_launches(kernels: pd.DataFrame, api: pd.DataFrame, classes: np.ndarray 
     elif classes is None:
         classes = api_classes(api)
     if kernels.empty or not len(classes) or int(classes.max()) < LAUNCH:
-        no_rows = np.array([], np.int64)
-        columns = ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")
-        return pd.DataFrame({**{c: no_rows.copy() for c in columns}, "graph": np.array([], bool)}, copy=False)
+        return _no_links()
     index = CorrIndex(api, classes) if corr_index is None else corr_index
     j = index.launch_rows(kernels["correlation_id"].to_numpy())  # API row, -1: not linked
     ok = j >= 0

@@ -149,6 +149,8 @@ def tracks(run: Run, track: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 
 def allocated_levels(run: Run) -> tuple[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
     """(source, per agent (times, allocated bytes)) of one process; ("none", {}) without memory data."""
+    if not len(run.series) and not len(run.allocations):  # no memory data (most of thousands of tiny processes)
+        return "none", {}
     totals = tracks(run, "allocated")
     if totals:
         return TOTALS, totals
@@ -162,7 +164,7 @@ def allocated_levels(run: Run) -> tuple[str, dict[int, tuple[np.ndarray, np.ndar
 def api_requests(run: Run, label: str) -> MemoryRequest | None:
     """What the process's allocation calls requested when their frees cannot be matched
     (None when it has a level of any source, or no sized allocation call)."""
-    if api_frees_matched(run.allocations) is not False or allocated_levels(run)[1]:
+    if not len(run.allocations) or api_frees_matched(run.allocations) is not False or allocated_levels(run)[1]:
         return None
     rows, free = api_rows(run.allocations)
     sizes = rows["bytes"].to_numpy().astype(np.int64)

@@ -27,6 +27,7 @@ import pandas as pd
 
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import Record
+from tui_prof.model.schema import column_array
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,7 @@ def kernel_occupancy(kernels: pd.DataFrame, arch_of_agent: dict[int, str], wave_
     """
     if kernels.empty:
         return []
-    known = (kernels["wg_x"].to_numpy() > 0) & (kernels["arch_vgpr"].to_numpy() >= 0)
+    known = (column_array(kernels, "wg_x") > 0) & (column_array(kernels, "arch_vgpr") >= 0)
     if not known.any():
         return []
     keys = ["agent", *KERNEL_RESOURCE_COLUMNS]

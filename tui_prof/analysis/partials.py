@@ -466,4 +466,6 @@ def comparable(doc: dict[str, Any], sections: Sequence[str] = MERGED_SECTIONS) -
     out = {key: doc[key] for key in sections if key in doc}
     if "hotspots" in out:
         out["hotspots"] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out["hotspots"]]
+    if isinstance(out.get("hotspots_by"), dict):  # the category rows carry critical_ns too
+        out["hotspots_by"] = {g: [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in rows] for g, rows in out["hotspots_by"].items()}
     return out

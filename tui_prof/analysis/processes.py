@@ -4,7 +4,7 @@ agents (with each GPU's capabilities), the load warnings and the profiler's log 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 
 from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_arch, nvidia_capabilities, scan_logs
@@ -47,8 +47,12 @@ def process_records(inputs: Sequence[RunInput]) -> list[ProcessRecord]:
     return out
 
 
+_AGENT_FIELDS = [f for f in fields(Agent) if f.name != "extra"]
+
+
 def agent_record(agent: Agent, process: str) -> Record:
-    record = {k: v for k, v in asdict(agent).items() if k != "extra"}
+    # the fields hold numbers, strings and None: read directly (asdict deep-copies ``extra`` too)
+    record = {f.name: getattr(agent, f.name) for f in _AGENT_FIELDS}
     record["arch"] = agent.arch or None
     record["process"] = process
     return record

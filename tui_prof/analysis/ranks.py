@@ -40,6 +40,7 @@ from tui_prof.analysis.names import CategoryRules, rule_text, unique_strings
 from tui_prof.analysis.sections import CollectiveBandwidth, CollectiveInstance, CollectiveType, CommunicationSection, RankRecord, StragglerSection
 from tui_prof.analysis.stats import KERNEL_STATS, run_total_ns
 from tui_prof.model import Run
+from tui_prof.model.schema import category_array, column_array
 
 COMMUNICATION = "communication"
 COPY = "copy/fill"
@@ -119,9 +120,12 @@ def collective_type(name: str) -> str:
 def collective_types(names: pd.Series, rows: np.ndarray) -> np.ndarray:
     """:func:`collective_type` of the kernel names at ``rows`` (a categorical column: each
     distinct name classified once)."""
+    if not len(rows):  # no collective (most processes of a many-process run): nothing to classify
+        return np.array([], dtype=object)
     if isinstance(names.dtype, pd.CategoricalDtype):
-        kinds = np.array([collective_type(str(x)) for x in names.cat.categories] + [UNKNOWN_TYPE], dtype=object)
-        codes = names.cat.codes.to_numpy()[rows]
+        values = names.array  # the Categorical: no ``.cat`` accessor per process
+        kinds = np.array([collective_type(str(x)) for x in values.categories] + [UNKNOWN_TYPE], dtype=object)
+        codes = values.codes[rows]
         return kinds[np.where(codes >= 0, codes, len(kinds) - 1)]
     return np.array([collective_type(str(x)) for x in names.to_numpy()[rows]], dtype=object)
 
@@ -145,12 +149,12 @@ class RankCore:
         self.label = label
         self.wall_ns = wall_ns
         k = run.kernels
-        ks, ke = k["start"].to_numpy(), k["end"].to_numpy()
-        agent = k["agent"].to_numpy()
+        ks, ke = column_array(k, "start"), column_array(k, "end")  # no Series per column: thousands of processes
+        agent = column_array(k, "agent")
         if categories is not None and len(categories) == len(k):
             is_comm, is_copy = categories == COMMUNICATION, categories == COPY
         elif len(k):
-            column = k["name"]
+            column = category_array(k, "name")
             is_comm = _per_category(column, lambda n: rules.classify(n) == COMMUNICATION)
             is_copy = _per_category(column, lambda n: rules.classify(n) == COPY)
         else:
@@ -205,8 +209,7 @@ class RankCore:
         self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
         dur = ke - ks
         if len(k):
-            column = k["name"]
-            names = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical: no Series per access
+            names = category_array(k, "name")  # the Categorical: no Series per access
             codes = names.codes
             valid = codes >= 0
             totals = np.bincount(codes[valid], weights=dur[valid], minlength=len(names.categories))
@@ -245,9 +248,12 @@ def _map_category(column: pd.Series, func, rows: np.ndarray | None = None) -> np
     return uniq[inverse[codes if rows is None else codes[rows]]]
 
 
-def _per_category(column: pd.Series, test) -> np.ndarray:
+def _per_category(column: pd.Series | pd.Categorical, test) -> np.ndarray:
     """Boolean ``test`` of every row's string, evaluated once per distinct value."""
-    col = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical itself
+    if isinstance(column, pd.Categorical):
+        col = column
+    else:
+        col = (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array  # the Categorical itself
     hits = np.array([bool(test(str(c))) for c in col.categories] + [bool(test(""))], dtype=bool)
     return hits[col.codes]
 
@@ -531,7 +537,7 @@ def communication_mask(kernels: pd.DataFrame, rules: CategoryRules) -> np.ndarra
     ``rules``, classified once per distinct name)."""
     if not len(kernels):
         return np.zeros(0, dtype=bool)
-    return _per_category(kernels["name"], lambda n: rules.classify(n) == COMMUNICATION)
+    return _per_category(category_array(kernels, "name"), lambda n: rules.classify(n) == COMMUNICATION)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.model import Run, RunSet
-from tui_prof.model.schema import UNKNOWN
+from tui_prof.model.schema import UNKNOWN, column_array
 
 
 def time_range(run: Run) -> tuple[int, int] | None:
@@ -23,7 +23,7 @@ def time_range(run: Run) -> tuple[int, int] | None:
     lo, hi = [], []
     for table in (run.api, run.kernels, run.copies):
         if len(table):
-            start, end = table["start"].to_numpy(), table["end"].to_numpy()  # numpy reductions: no pandas step per table
+            start, end = column_array(table, "start"), column_array(table, "end")  # numpy reductions: no pandas step per table
             first, last = int(start.min()), int(end.max())
             if first == UNKNOWN:
                 known = start[start != UNKNOWN]

@@ -36,6 +36,7 @@ from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
 from tui_prof.analysis.hostops import dominant_ops
 from tui_prof.model import Run
+from tui_prof.model.schema import category_array, column_array
 
 DEFAULT_GAP_THRESHOLD_NS = 10_000  # [P] 10 µs: the short-kernel/launch-cost scale (TraceLens, rocinsight)
 CAUSES = ("graph", "sync", "copy", "launch", "other")
@@ -58,15 +59,19 @@ class _Names:
     category column (kernels, then copies). Categories are the union in first-seen order
     with "" for missing values; only the rows looked up are converted."""
 
-    def __init__(self, columns: list[pd.Series]):
+    def __init__(self, columns: list[pd.Series] | list[pd.Categorical]):
         position: dict[str, int] = {}
         self.parts = []  # (first row, codes, part code -> union code)
         first = 0
         for column in columns:
-            if not isinstance(column.dtype, pd.CategoricalDtype):
-                column = column.astype("category")
-            values = column.array  # the Categorical: no Series per ``.cat`` access
-            lookup = np.array([position.setdefault(str(c), len(position)) for c in values.categories], dtype=np.int64)
+            if isinstance(column, pd.Categorical):
+                values = column
+            else:
+                if not isinstance(column.dtype, pd.CategoricalDtype):
+                    column = column.astype("category")
+                values = column.array  # the Categorical: no Series per ``.cat`` access
+            categories = values.categories
+            lookup = np.array([position.setdefault(str(c), len(position)) for c in categories] if len(categories) else [], dtype=np.int64)
             self.parts.append((first, values.codes, lookup))
             first += len(column)
         self.blank = position.setdefault("", len(position))
@@ -90,12 +95,12 @@ class _Names:
 def _activity(run: Run) -> dict:
     """All GPU intervals of a run as flat arrays: agent, start, end, corr, tid (kernels, then copies)."""
     k, c = run.kernels, run.copies
-    gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(k["agent"].to_numpy()).tolist())
+    gpu_ids = {a.id for a in run.gpu_agents} or set(np.unique(column_array(k, "agent")).tolist())
 
     def joined(column: str) -> np.ndarray:  # no copies: the kernels' column, no step for the empty copy table
-        return np.concatenate([k[column].to_numpy(), c[column].to_numpy()]) if len(c) else k[column].to_numpy()
+        return np.concatenate([column_array(k, column), column_array(c, column)]) if len(c) else column_array(k, column)
 
-    k_agent = np.asarray(k["agent"].to_numpy(), dtype=np.int64)
+    k_agent = np.asarray(column_array(k, "agent"), dtype=np.int64)
     return {
         "agent": np.concatenate([k_agent, copy_agents(c, gpu_ids)]) if len(c) else k_agent,
         "start": joined("start"),
@@ -103,7 +108,7 @@ def _activity(run: Run) -> dict:
         "corr": joined("correlation_id"),
         "tid": joined("tid"),
         "kernels": len(k),  # rows below this are kernels, the others copies
-        "names": _Names([k["name"], c["name"]] if len(c) else [k["name"]]),  # only listed gaps need names
+        "names": _Names([category_array(k, "name"), category_array(c, "name")] if len(c) else [category_array(k, "name")]),  # only listed gaps need names
     }
 
 
@@ -234,10 +239,10 @@ class _HostCalls:
         self.classes = index.classes
         self.has_api = len(api) > 0
         self.has_graph = self.has_api and int(self.classes.max()) == GRAPH_LAUNCH  # GRAPH_LAUNCH is the top code
-        self.start = api["start"].to_numpy()
-        self.end = api["end"].to_numpy()
-        self.tid = api["tid"].to_numpy()
-        self.order = np.argsort(self.start, kind="stable") if self.has_api and not api["start"].is_monotonic_increasing else None
+        self.start = column_array(api, "start")  # no Series per column: thousands of processes
+        self.end = column_array(api, "end")
+        self.tid = column_array(api, "tid")
+        self.order = np.argsort(self.start, kind="stable") if self.has_api and not in_order(self.start) else None
         self._subsets: dict[str, tuple] = {}
         self._by_thread: dict[tuple[str, int], tuple] = {}
 
@@ -449,7 +454,7 @@ def gpu_gaps(run: Run, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, *, corr_ind
     api = run.api
     calls = _HostCalls(api, CorrIndex(api) if corr_index is None else corr_index.check(api))
     all_s, all_rows = calls.sorted_starts()  # the call before a gap
-    gapset = GapSet(act, _Names([api["name"]]), all_s, all_rows)
+    gapset = GapSet(act, _Names([category_array(api, "name")]), all_s, all_rows)
     gapset.markers, gapset.api_tid = run.markers, calls.tid.astype(np.int64)
     agents_out: list[dict] = []
     agent_col = act["agent"]

@@ -21,11 +21,7 @@ on the descriptor) and the bytes read from that descriptor are the bytes parsed.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import io
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,8 +32,9 @@ from tui_prof.loaders import rocprofv3_csv as csv
 from tui_prof.loaders.base import DetectedFile, IssueSink, check_cancelled, open_regular, spec_batchable
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run
-from tui_prof.model.schema import CATEGORY, TABLES, UNKNOWN, make_table
+from tui_prof.model.schema import CATEGORY, TABLES, UNKNOWN, category_array, make_table
 from tui_prof.model.schema import _coerce as coerce_column
+from tui_prof.threads import collector_paused
 
 TINY_UNIT_BYTES = SPECS["rocprofv3_csv"].batch_max_bytes
 """A process whose files are a kernel trace (and its agent_info) of at most this many bytes
@@ -112,39 +109,10 @@ def _read_small(slot: int, files: list[DetectedFile]) -> _File | None:
     return _File(slot, item, header, body, body.count(b"\n"), agents)
 
 
-_GC_LOCK = threading.Lock()
-
-
-class _Pauses:
-    running = 0  # batches running
-    was_on = False  # whether the collector was on before the first of them
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic collector off while batches build their thousands of small tables:
-    every collection of the oldest generation walks all live objects, so with it on the
-    cost per process grows with the processes already loaded (more than half the load's
-    time at 5,000 processes). Objects are still freed by reference counting; the collector
-    is switched back on (if it was on) when the last running batch ends."""
-    with _GC_LOCK:
-        if _Pauses.running == 0:
-            _Pauses.was_on = gc.isenabled()
-            gc.disable()
-        _Pauses.running += 1
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _Pauses.running -= 1
-            if _Pauses.running == 0 and _Pauses.was_on:
-                gc.enable()
-
-
 def load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueSink]]:
     """Each unit's runs and issues, in order, as :func:`rocprofv3_csv.load` gives them one
     by one; units of :func:`batchable` shape share one parse and one table build."""
-    with _collector_paused():
+    with collector_paused():
         return _load_batch(units)
 
 
@@ -246,7 +214,12 @@ def _build(batch: _Batch) -> list[Ready] | None:
     table = make_table("kernels", data)
     fixes = _dtype_fixes(table, bounds)
     categories: dict[tuple, pd.CategoricalDtype] = {}
-    return [Ready(_cut(table, int(bounds[i]), int(bounds[i + 1]), fixes.get(i, {}), categories), batch.agents, resolvers[i]) for i in range(len(batch.files))]
+    # each category column's codes and categories, read once for the batch (not per process)
+    columns = {name: (values.codes, values.categories) for name in _CATEGORY_COLUMNS for values in [category_array(table, name)]}
+    return [
+        Ready(_cut(table, int(bounds[i]), int(bounds[i + 1]), fixes.get(i, {}), categories, columns), batch.agents, resolvers[i])
+        for i in range(len(batch.files))
+    ]
 
 
 def _dtype_fixes(table: pd.DataFrame, bounds: np.ndarray) -> dict[int, dict[str, np.dtype]]:
@@ -280,25 +253,33 @@ def _narrowest(declared: str, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     return size
 
 
-def _cut(table: pd.DataFrame, start: int, stop: int, fixes: dict[str, np.dtype], categories: dict[tuple, pd.CategoricalDtype]) -> pd.DataFrame:
+def _cut(
+    table: pd.DataFrame,
+    start: int,
+    stop: int,
+    fixes: dict[str, np.dtype],
+    categories: dict[tuple, pd.CategoricalDtype],
+    columns: dict[str, tuple[np.ndarray, pd.Index]],
+) -> pd.DataFrame:
     """Rows ``start:stop`` of the batch table as the table of that process alone: its own
     integer dtypes (``fixes``) and its own categories, in the order its rows first show
-    them (``categories`` shares one dtype among processes with the same list)."""
+    them (``categories`` shares one dtype among processes with the same list; ``columns``:
+    each category column's codes and categories in the batch table)."""
     frame = table.iloc[start:stop]
     frame.index = pd.RangeIndex(stop - start)
     for name, dtype in fixes.items():
         frame[name] = frame[name].to_numpy().astype(dtype)
     for name in _CATEGORY_COLUMNS:
-        column = frame[name]
-        codes = column.cat.codes.to_numpy()
+        batch_codes, batch_categories = columns[name]
+        codes = batch_codes[start:stop]
         order = _first_seen(codes)
-        if len(order) == len(column.cat.categories) and (order == np.arange(len(order))).all():
+        if len(order) == len(batch_categories) and (order == np.arange(len(order))).all():
             continue
         key = (name, tuple(order.tolist()))
         shared = categories.get(key)
         if shared is None:
-            shared = categories[key] = pd.CategoricalDtype(column.cat.categories[order], ordered=False)
-        remap = np.empty(len(column.cat.categories), dtype=codes.dtype)
+            shared = categories[key] = pd.CategoricalDtype(batch_categories[order], ordered=False)
+        remap = np.empty(len(batch_categories), dtype=codes.dtype)
         remap[order] = np.arange(len(order), dtype=codes.dtype)
         frame[name] = pd.Categorical.from_codes(remap[codes], dtype=shared)
     return frame
@@ -335,5 +316,7 @@ def _agents(tokens: pd.Series | None, bounds: np.ndarray, agents: list[Agent]) -
 
 def _first_seen(codes: np.ndarray) -> np.ndarray:
     """The distinct values of ``codes`` in the order they first appear."""
+    if len(codes) == 1:  # a one-row process
+        return codes.copy()
     values, first = np.unique(codes, return_index=True)
     return values[np.argsort(first, kind="stable")]

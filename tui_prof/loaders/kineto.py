@@ -10,7 +10,10 @@ Mapping into the run model:
   ``cuda_runtime``/``cuda_driver`` -> ``api`` with domain ``hip`` for ``hip*`` names and
   ``cuda`` otherwise; ``cuda_sync`` (CUPTI synchronization activities such as
   "Stream Sync", CUDA only) -> ``api`` with domain ``cuda_sync`` so they are not counted
-  twice with the ``cudaStreamSynchronize`` runtime call they overlap;
+  twice with the ``cudaStreamSynchronize`` runtime call they overlap; those that name the
+  cudaEventRecord they wait on ("Stream Wait Event", "Event Sync":
+  ``wait_on_cuda_event_record_corr_id``, ``wait_on_stream``) and "Stream Sync" (its
+  ``stream``) also -> ``meta.extra["cuda_sync_links"]`` (:func:`sync_links`);
   ``cpu_op``/``user_annotation``/``gpu_user_annotation``/``python_function`` -> ``markers``
   (``source`` = category; pid/tid as written, which for ``gpu_user_annotation`` are the
   device and stream); ``cpu_instant_event`` "[memory]" -> ``allocations`` (and its
@@ -493,6 +496,9 @@ class Events:
         )
         self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext", "proc"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
+        # cuda_sync events naming the cudaEventRecord they wait on (see sync_links): their
+        # correlation, device, waiting stream (-1: the host waits), the event's stream and record call
+        self.sync_args = Columns((), ("corr", "device", "stream", "wait_stream", "record_corr"))
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext", "proc"), ("name", "cat", "kind"))
         # ext: "External id"; dims/types/concrete: repr() of cpu_op "Input Dims"/"Input type"/"Concrete Inputs" (see marker_inputs)
         self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types", "concrete"))
@@ -506,7 +512,7 @@ class Events:
         self.malformed = 0  # events skipped for a field of the wrong JSON type
 
     def tables(self) -> tuple[Columns, ...]:
-        return (self.kernels, self.api, self.launch_shared, self.copies, self.markers, self.memory)
+        return (self.kernels, self.api, self.launch_shared, self.copies, self.markers, self.memory, self.sync_args)
 
 
 def read_trace(path: Path) -> Events:
@@ -618,6 +624,14 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
     tid: Any
     if cat == "cuda_sync":  # written on the device/stream row; no host thread
         pid = tid = UNKNOWN
+        if type(a.get("wait_on_cuda_event_record_corr_id")) is int and a["wait_on_cuda_event_record_corr_id"] >= 0:
+            _sync_args(ev.sync_args, a, corr)
+        elif a.get("cuda_sync_kind") == "Stream Sync" and type(a.get("stream")) is int and a["stream"] >= 0:  # the host waits for one stream
+            _sync_args(
+                ev.sync_args,
+                {"device": a.get("device", UNKNOWN), "stream": UNKNOWN, "wait_on_stream": a["stream"], "wait_on_cuda_event_record_corr_id": UNKNOWN},
+                corr,
+            )
     else:
         pid, tid = e.get("pid"), e.get("tid")
     for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN)), (api.proc, e.get("pid"))):
@@ -641,6 +655,27 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
     if cat not in ev.first_ts:
         ev.first_ts[cat] = ts
     return api
+
+
+def _sync_args(sa: Columns, a: dict, corr: Any) -> None:
+    """The wait of a ``cuda_sync`` event (Stream Wait Event, Event Sync naming its
+    cudaEventRecord; Stream Sync: record -1); a row with a non-integer field is not kept."""
+    values = (corr, a.get("device", UNKNOWN), a.get("stream", UNKNOWN), a.get("wait_on_stream", UNKNOWN), a["wait_on_cuda_event_record_corr_id"])
+    if all(type(v) is int and -(2**62) < v < 2**62 for v in values):
+        for arr, v in zip((sa.corr, sa.device, sa.stream, sa.wait_stream, sa.record_corr), values, strict=True):
+            arr.append(v)
+
+
+def sync_links(sa: Columns) -> dict[str, list[int]]:
+    """The ``cuda_sync`` event waits as ``meta.extra["cuda_sync_links"]``: per wait, the
+    correlation id of the runtime call that waited (cudaStreamWaitEvent: its ``stream``
+    waits on the GPU; cudaEventSynchronize, cudaStreamSynchronize: ``stream`` -1, the host
+    waits), the ``device``, the stream the event was recorded on (a Stream Sync: the stream
+    synchronised) and the correlation id of that cudaEventRecord (-1 for a Stream Sync)
+    (analysis.streamwaits turns them into cross-stream and synchronisation edges)."""
+    columns = ("correlation", "device", "stream", "wait_on_stream", "record_correlation")
+    arrays = (sa.corr, sa.device, sa.stream, sa.wait_stream, sa.record_corr)
+    return {name: as_int64(arr).tolist() for name, arr in zip(columns, arrays, strict=True)}
 
 
 def _copy_event(ev: Events, e: dict, cat: str, name: str) -> Columns:
@@ -1004,7 +1039,7 @@ def piece_worker(path: str) -> None:
     """Entry point of a worker process: reads "start end" from stdin (nothing: exit), writes
     the pickled :func:`decode_piece` result to stdout. The cyclic garbage collector is off
     (this process only makes acyclic, short-lived event objects; the collector's passes
-    over them cost about 7 % of the decoding)."""
+    over them cost about 7% of the decoding)."""
     gc.disable()
     line = sys.stdin.readline().split()
     if len(line) == 2:
@@ -1061,7 +1096,7 @@ def read_events_parallel(win: TextWindow, ev: Events, path: Path, pieces: int) -
     columns equal a serial read's. Any failure raises (the caller then reads serially).
 
     gzip: every worker inflates the file from its start and discards the text before its
-    piece (inflating costs ~12 % of decoding, so the decoding still runs in parallel); this
+    piece (inflating costs ~12% of decoding, so the decoding still runs in parallel); this
     process inflates up to the last piece while looking for the split points. The workers
     are started first, so their imports overlap that search."""
     if win.peek() != "{":
@@ -1199,10 +1234,13 @@ def load_runs(path: Path) -> list[Run]:
 
 
 EXPORT_PREFIX = "tuiprof.perfetto-export/"
-EXPORT_KIND = EXPORT_PREFIX + "2"
+EXPORT_KIND = EXPORT_PREFIX + "3"
 """``tuiprof_export.kind`` of the files ``tuiprof export --perfetto`` writes (tui_prof.export.perfetto):
 Kineto-style events of every process under its own pid, and after them ``tuiprof_processes``,
-each process's pid in the file, metadata and agents. Times are µs from ``tuiprof_export.origin_ns``."""
+each process's pid in the file, metadata and agents. Times are µs from ``tuiprof_export.origin_ns``.
+Version 3 adds what a Kineto trace has no field for: each process's kernels' queue, dispatch
+id and host pid/tid, its API calls' own pid and tid, and an allocation's agent as its
+``Device Id`` (:func:`restore_exported_columns`)."""
 
 _META_FIELDS = {f.name for f in dataclasses.fields(RunMeta)}
 _AGENT_FIELDS = {f.name for f in dataclasses.fields(Agent)}
@@ -1246,12 +1284,64 @@ def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
             for table in (run.kernels, run.copies):
                 if len(table) and bool((table["pid"].to_numpy() == UNKNOWN).any()):
                     table["pid"] = compact_int(np.where(table["pid"].to_numpy() == UNKNOWN, restored.pid, table["pid"].to_numpy()))
-        agents = [a for a in entry.get("agents") or [] if isinstance(a, dict) and type(a.get("id")) is int]
-        run.agents = [Agent(**{k: v for k, v in a.items() if k in _AGENT_FIELDS}) for a in agents] or run.agents
+        written = entry.get("agents")
+        if isinstance(written, list):  # the agents as written, none included (a counter pass without an agent file)
+            agents = [a for a in written if isinstance(a, dict) and type(a.get("id")) is int]
+            run.agents = [Agent(**{k: v for k, v in a.items() if k in _AGENT_FIELDS}) for a in agents]
+        if header.get("kind") == EXPORT_KIND:
+            restore_exported_columns(run, part, entry)
         if origin:
             shift_times(run, origin)
         runs.append(run)
     return runs
+
+
+EXPORTED_COLUMNS = {
+    "kernels": ("queue", "dispatch_id", "pid", "tid"),
+    "api": ("pid", "tid"),
+    "copies": ("src_agent", "dst_agent", "queue", "pid", "tid"),
+}
+"""The columns a version-3 export keeps in ``tuiprof_processes`` (``columns``), per table: a
+Kineto event has no field for them (a kernel's queue, dispatch id, host pid/tid; a copy's
+host agent), or writes the process's pid and a track's tid in their place (an API call's own
+pid and thread; -1: not recorded). Rows in the order this reader builds them: kernels and
+API calls as written, copies memcpys first, then memsets (:func:`build_copies`)."""
+
+
+def decode_runs(encoded: object, rows: int) -> np.ndarray | None:
+    """The int64 column of ``rows`` values run-length encoded as ``[v0, n0, v1, n1, ...]`` over
+    the differences from the previous value (from 0 for the first), as
+    :func:`tui_prof.export.perfetto.encode_runs` writes it; None when it is not that (the
+    counts must add up to ``rows``: nothing larger is built from the file)."""
+    if not isinstance(encoded, list) or len(encoded) % 2 or not all(type(v) is int and -(2**62) < v < 2**62 for v in encoded):
+        return None
+    values, counts = np.array(encoded[0::2], dtype=np.int64), np.array(encoded[1::2], dtype=np.int64)
+    if (counts <= 0).any() or int(counts.sum()) != rows:
+        return None
+    return np.cumsum(np.repeat(values, counts))
+
+
+def restore_exported_columns(run: Run, part: Events, entry: dict) -> None:
+    """What a version-3 export keeps for tuiprof's reader, as it was: the
+    :data:`EXPORTED_COLUMNS` of the kernels and API calls (``entry["columns"]``, rows in the
+    order :data:`EXPORTED_COLUMNS` says; a column whose count is not the table's is left as
+    read), each allocation's agent
+    (``Device Id``, -1: none, whatever the ``Device Type``) and the memory tracks on those agents."""
+    written = entry.get("columns")
+    for name, columns in EXPORTED_COLUMNS.items():
+        table = getattr(run, name)
+        kept = written.get(name) if isinstance(written, dict) else None
+        if not len(table) or not isinstance(kept, dict):
+            continue
+        decoded = {c: v for c in columns if (v := decode_runs(kept.get(c), len(table))) is not None}
+        if decoded:  # as the schema declares them (make_table: the narrow dtypes)
+            typed = make_table(name, decoded)
+            for column in decoded:
+                table[column] = typed[column].to_numpy()
+    if len(run.allocations):
+        dev_id = as_int64(part.memory.dev_id)
+        run.allocations["agent"] = compact_int(np.where(dev_id >= 0, dev_id, UNKNOWN))
+        run.series = build_memory_series(part.memory, run.allocations)
 
 
 def shift_times(run: Run, by: int) -> None:
@@ -1301,6 +1391,8 @@ def build_run(ev: Events, path: Path) -> Run:
             "flows": {f"{cat}:{ph}": n for (cat, ph), n in sorted(ev.flows.items(), key=str)},
         }
     )
+    if len(ev.sync_args.corr):
+        meta.extra["cuda_sync_links"] = sync_links(ev.sync_args)
 
     host_pid = find_host_pid(ev, ev.process_labels)
     meta.pid = host_pid

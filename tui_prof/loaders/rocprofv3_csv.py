@@ -50,7 +50,7 @@ from tui_prof.loaders.base import (
 )
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import Agent, Run, RunMeta, make_table
-from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, compact_int, concat_tables
+from tui_prof.model.schema import STATS_COLUMNS, UNKNOWN, column_array, compact_int, concat_tables
 from tui_prof.threads import Job, background
 
 LOADER = SPECS["rocprofv3_csv"]
@@ -929,7 +929,10 @@ def _minimal_agents(run: Run, resolver: AgentResolver) -> list[Agent]:
     types: dict[int, str] = {}
 
     def note(ids, agent_type):
-        for value in pd.unique(np.asarray(ids)):
+        array = np.asarray(ids)
+        if not array.size:  # most tables of a small run are empty
+            return
+        for value in np.unique(array).tolist():  # one type per call, so their order does not matter
             value = int(value)
             if value != UNKNOWN:
                 types.setdefault(value, agent_type)
@@ -939,9 +942,9 @@ def _minimal_agents(run: Run, resolver: AgentResolver) -> list[Agent]:
         src_type, dst_type = COPY_TYPES.get(str(row["direction"]), ("GPU", "GPU"))
         note([row["src_agent"]], src_type)
         note([row["dst_agent"]], dst_type)
-    note(run.kernels["agent"], "GPU")
-    note(run.counters["agent"], "GPU")
-    note(run.scratch["agent"], "GPU")
+    for table in (run.kernels, run.counters, run.scratch):
+        if len(table):  # no Series per (run, table): thousands of runs of one small file
+            note(column_array(table, "agent"), "GPU")
     agents = []
     for agent_id in sorted(types):
         agent_type = resolver.types.get(agent_id, types[agent_id])
@@ -1058,7 +1061,9 @@ def _load_group(group: str, files: list[DetectedFile], issues: IssueSink, ready:
         ("counters", counters),
         ("pc_samples", samples),
     ):
-        if parts:  # else the run keeps its empty table
+        if ready is not None and name == "kernels" and len(parts) == 1:
+            run.kernels = ready.kernels  # cut for this process alone, its index from 0: no copy to make
+        elif parts:  # else the run keeps its empty table
             setattr(run, name, concat_tables(name, parts))
     if not kernels and synth:
         run.kernels = concat_tables("kernels", synth)
@@ -1099,8 +1104,9 @@ def _identify(run: Run, directory: str, prefix: str, pids: set[int]) -> None:
     else:
         meta.label = prefix or Path(directory).name or directory
     if meta.pid is not None and len(run.kernels):
-        pid = run.kernels["pid"].to_numpy()
-        run.kernels["pid"] = compact_int(np.where(pid == UNKNOWN, meta.pid, pid))
+        pid = column_array(run.kernels, "pid")
+        if (pid == UNKNOWN).any():  # else the column stays as it is (same values, same dtype)
+            run.kernels["pid"] = compact_int(np.where(pid == UNKNOWN, meta.pid, pid))
     meta.extra["prefix"] = prefix
     meta.extra["directory"] = directory
 

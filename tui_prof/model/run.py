@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tui_prof.model.schema import TABLES, concat_tables, empty_table
+from tui_prof.model.schema import TABLES, column_array, concat_tables, shared_empty
 
 
 @dataclass
@@ -86,7 +86,9 @@ class LoadIssue:
 class Run:
     """Everything recorded about one profiled process (hostname, pid).
 
-    Tables follow :mod:`tui_prof.model.schema`. ``tool_stats`` keeps statistics
+    Tables follow :mod:`tui_prof.model.schema`; a table without rows is the schema's
+    :func:`~tui_prof.model.schema.shared_empty` table, shared by every run (assign a new
+    frame to change a table, never change one in place). ``tool_stats`` keeps statistics
     files the profiler wrote itself (key: e.g. "kernel_stats", "hip_api_stats"),
     used to cross-check our own numbers. ``partial`` is set when some file of the
     run could not be read completely.
@@ -94,16 +96,16 @@ class Run:
 
     meta: RunMeta = field(default_factory=RunMeta)
     agents: list[Agent] = field(default_factory=list)
-    kernels: pd.DataFrame = field(default_factory=lambda: empty_table("kernels"))
-    api: pd.DataFrame = field(default_factory=lambda: empty_table("api"))
-    copies: pd.DataFrame = field(default_factory=lambda: empty_table("copies"))
-    allocations: pd.DataFrame = field(default_factory=lambda: empty_table("allocations"))
-    scratch: pd.DataFrame = field(default_factory=lambda: empty_table("scratch"))
-    markers: pd.DataFrame = field(default_factory=lambda: empty_table("markers"))
-    counters: pd.DataFrame = field(default_factory=lambda: empty_table("counters"))
-    series: pd.DataFrame = field(default_factory=lambda: empty_table("series"))
-    pc_samples: pd.DataFrame = field(default_factory=lambda: empty_table("pc_samples"))
-    metrics: pd.DataFrame = field(default_factory=lambda: empty_table("metrics"))
+    kernels: pd.DataFrame = field(default_factory=lambda: shared_empty("kernels"))
+    api: pd.DataFrame = field(default_factory=lambda: shared_empty("api"))
+    copies: pd.DataFrame = field(default_factory=lambda: shared_empty("copies"))
+    allocations: pd.DataFrame = field(default_factory=lambda: shared_empty("allocations"))
+    scratch: pd.DataFrame = field(default_factory=lambda: shared_empty("scratch"))
+    markers: pd.DataFrame = field(default_factory=lambda: shared_empty("markers"))
+    counters: pd.DataFrame = field(default_factory=lambda: shared_empty("counters"))
+    series: pd.DataFrame = field(default_factory=lambda: shared_empty("series"))
+    pc_samples: pd.DataFrame = field(default_factory=lambda: shared_empty("pc_samples"))
+    metrics: pd.DataFrame = field(default_factory=lambda: shared_empty("metrics"))
     tool_stats: dict[str, pd.DataFrame] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     partial: bool = False
@@ -146,8 +148,13 @@ class Run:
         """Sort every table by time; called once after all files of the run are merged."""
         for name in TABLES:
             table = self.table(name)
+            if not len(table):  # most tables of a small run: nothing to sort
+                continue
             key = "ts" if "ts" in table.columns else ("start" if "start" in table.columns else None)
-            if key and len(table) and not table[key].is_monotonic_increasing:
+            if key is None:
+                continue
+            values = column_array(table, key)  # no Series: thousands of runs of one small file
+            if not bool((values[1:] >= values[:-1]).all()):
                 setattr(self, name, table.sort_values(key, kind="stable").reset_index(drop=True))
 
 

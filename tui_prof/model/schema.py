@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sized
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -375,6 +375,43 @@ def make_table(spec: TableSpec | str, columns: Mapping[str, object] | None = Non
     return pd.DataFrame(data, columns=list(spec.columns), copy=False)
 
 
+def _block_values(frame: pd.DataFrame, position: int) -> Any:
+    """The values of the column at ``position`` as its block holds them (a view, no Series),
+    through pandas' private ``_get_column_array``; where a pandas lacks it, the public
+    ``frame.iloc[:, position].array``/``to_numpy()`` (slower, same values)."""
+    getter = getattr(frame, "_get_column_array", None)
+    if getter is not None:
+        return getter(position)
+    column = frame.iloc[:, position]
+    return column.array if isinstance(column.dtype, pd.CategoricalDtype) else column.to_numpy()
+
+
+def column_array(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """``frame[name].to_numpy()`` of a numpy column, read-only, without building a Series
+    (a Series per column read costs more than a one-row table's arithmetic: code that reads
+    columns of thousands of small tables reads them here). Other columns (categories,
+    extension arrays, duplicate names): as ``frame[name].to_numpy()``."""
+    loc = frame.columns.get_loc(name)
+    if isinstance(loc, int):
+        values = _block_values(frame, loc)  # the block's values: a view, made read-only below
+        if isinstance(values, np.ndarray):
+            view = values.view()
+            view.flags.writeable = False
+            return view
+    return frame[name].to_numpy()
+
+
+def category_array(frame: pd.DataFrame, name: str) -> pd.Categorical:
+    """``frame[name].array`` of a category column (its Categorical), without building a Series."""
+    loc = frame.columns.get_loc(name)
+    if isinstance(loc, int):
+        values = _block_values(frame, loc)
+        if isinstance(values, pd.Categorical):
+            return values
+    column = frame[name]
+    return (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array
+
+
 _EMPTY: dict[tuple, pd.DataFrame] = {}
 
 
@@ -390,16 +427,37 @@ def empty_table(spec: TableSpec | str) -> pd.DataFrame:
     return table.copy()
 
 
+_SHARED: dict[tuple, pd.DataFrame] = {}
+
+
+def shared_empty(spec: TableSpec | str) -> pd.DataFrame:
+    """The one empty table of ``spec``'s schema that every run without such rows holds (not a
+    copy: a run keeps ten tables, most of them empty in a run of one small file, and a copy
+    of each costs kilobytes per run). Never change it in place (add, drop or rename columns);
+    derived frames are independent of it (pandas copy-on-write)."""
+    if isinstance(spec, str):
+        spec = TABLES[spec]
+    key = (spec.name, tuple(spec.columns.items()))
+    table = _SHARED.get(key)
+    if table is None:
+        table = _SHARED[key] = empty_table(spec)
+    return table
+
+
 def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate tables of one schema, keeping category columns categorical."""
+    """Concatenate tables of one schema, keeping category columns categorical (no rows at
+    all: :func:`shared_empty`)."""
     if isinstance(spec, str):
         spec = TABLES[spec]
     tables = [t for t in tables if len(t)]
     if not tables:
-        return empty_table(spec)
+        return shared_empty(spec)
     if len(tables) == 1:
         return tables[0].reset_index(drop=True)
     columns = list(spec.columns)
+    fast = _concat_columns(spec, tables)
+    if fast is not None:
+        return pd.DataFrame(fast, columns=columns)
     # One pandas concatenation for the numeric columns: taking each column of each table
     # costs a Series per (table, column), the bulk of the work for many small tables.
     whole = None
@@ -428,3 +486,49 @@ def concat_tables(spec: TableSpec | str, tables: list[pd.DataFrame]) -> pd.DataF
         else:
             data[name] = _coerce(np.concatenate([p.to_numpy() for p in parts]), dtype)
     return pd.DataFrame(data, columns=columns)
+
+
+def _concat_columns(spec: TableSpec, tables: list[pd.DataFrame]) -> dict[str, pd.Series] | None:
+    """:func:`concat_tables`'s columns read straight from each table's blocks (no Series per
+    table and column, no pandas concatenation plan: many small tables, e.g. the kernel
+    tables of thousands of one-row processes), or None when a table needs the general path
+    (other columns or column order, non-numeric values in a numeric column, ordered or
+    differently typed categories). Category columns are the union in first-appearance
+    order, as ``union_categoricals(..., ignore_order=True)`` gives it."""
+    columns = pd.Index(list(spec.columns))
+    if not all(t.columns.equals(columns) for t in tables):
+        return None
+    data: dict[str, pd.Series] = {}
+    for position, (name, dtype) in enumerate(spec.columns.items()):
+        parts = [_block_values(t, position) for t in tables]  # the block's values, not copied
+        if dtype == CATEGORY:
+            joined = _union_categories(parts)
+            if joined is None:
+                return None
+            data[name] = pd.Series(joined)
+        elif all(isinstance(p, np.ndarray) and p.dtype.kind in "iuf" for p in parts):
+            data[name] = _coerce(np.concatenate(parts), dtype)
+        else:
+            return None
+    return data
+
+
+def _union_categories(parts: list) -> pd.Categorical | None:
+    """The Categoricals ``parts`` joined with the union of their categories, in the order
+    they first appear; None unless every part is an unordered Categorical whose categories
+    have one dtype."""
+    if not all(isinstance(p, pd.Categorical) and not p.ordered for p in parts):
+        return None
+    first = parts[0].categories
+    if not all(p.categories.dtype == first.dtype for p in parts):
+        return None
+    if all(p.categories is first for p in parts):  # one dtype object shared (e.g. a batch's cut)
+        return pd.Categorical.from_codes(np.concatenate([p.codes for p in parts]), dtype=parts[0].dtype)
+    names = np.concatenate([np.asarray(p.categories, dtype=object) for p in parts])
+    categories = pd.Index(pd.unique(names), dtype=first.dtype)
+    where = categories.get_indexer(names)  # each part's category -> its union position
+    sizes = np.array([len(p.categories) for p in parts], dtype=np.int64)
+    offsets = np.repeat(np.cumsum(sizes) - sizes, [len(p) for p in parts])
+    codes = np.concatenate([p.codes for p in parts]).astype(np.int64)
+    union = np.where(codes >= 0, where[np.maximum(codes + offsets, 0)] if len(where) else -1, -1)
+    return pd.Categorical.from_codes(union, dtype=pd.CategoricalDtype(categories, ordered=False))
