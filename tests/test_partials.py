@@ -10,9 +10,21 @@ import random
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from tui_prof.analysis.api import MERGED_SECTIONS, SummaryOptions, build_summary, comparable, merge_partials, rank_partials
+from tui_prof.analysis.api import (
+    DEFAULT_CATEGORY_RULES,
+    MERGED_SECTIONS,
+    SummaryOptions,
+    build_summary,
+    check_partial,
+    check_run,
+    comparable,
+    merge_partials,
+    merged_check,
+    rank_partials,
+)
 from tui_prof.cli import main
 from tui_prof.loaders import load_path
 from tui_prof.model import RunSet
@@ -195,14 +207,100 @@ def test_one_process_in_two_formats_is_merged_once(tmp_path: Path, capsys) -> No
     assert "counted once" in captured.err
 
 
-def test_one_process_in_several_traces_is_named_left_out(capsys) -> None:
-    """h200's four Kineto traces of pid 427 (separate recordings of one process): a whole-run
-    load merges them into one process, which partials cannot; the partials path keeps one
-    and names the other three, never counting the process four times."""
-    assert main(["summary", str(DATA / "kineto" / "h200"), "--json", "--no-cache", "--cluster", "pool:1"]) == 0
-    captured = capsys.readouterr()
-    doc = json.loads(captured.out)
-    assert doc["partials"]["ranks"] == 5 and doc["partials"]["merged"] == 2
-    reasons = [f["reason"] for f in doc["partials"]["failed_ranks"]]
-    assert len(reasons) == 3 and all("pid 427" in r and r.endswith("left out") for r in reasons)
+def test_one_process_in_several_traces_is_one_task(capsys) -> None:
+    """h200's four Kineto traces of pid 427: a whole-run load merges them into one process.
+    The plan puts them into one task (decided from the files' heads), the worker loads them
+    together, and the merge equals the in-process summary of the whole folder (every
+    recording: the partials path does not pick one) and its check report."""
+    from tui_prof.cluster import plan, summarise_pool
+
+    h200 = DATA / "kineto" / "h200"
+    planned = plan(str(h200), use_cache=False)
+    assert sorted(len(t.files) for t in planned.tasks) == [1, 4]
+    merged = summarise_pool(planned.tasks, DEFAULT_CATEGORY_RULES, 1)
+    doc = merged.document(20)
+    assert doc["partials"]["ranks"] == 2 and doc["partials"]["merged"] == 2 and doc["partials"]["failed_ranks"] == []
+    runset = load_path(h200, use_cache=False)
+    whole = build_summary(runset, SummaryOptions(logs=False))
+    assert dumped(doc) == dumped(whole)
+    # independent of the summary: every kernel of the five files, counted once
+    assert doc["kernels"]["dispatches"] == sum(len(r.kernels) for r in runset.runs) == 8850
     assert sorted(p["pid"] for p in doc["processes"]) == [426, 427]
+    assert main(["check", str(h200), "--json", "--no-cache"]) == 5
+    alone = capsys.readouterr().out
+    assert main(["check", str(h200), "--json", "--no-cache", "--cluster", "pool:1"]) == 5
+    assert capsys.readouterr().out == alone
+
+
+def test_head_hints_group_only_one_process(tmp_path: Path) -> None:
+    """Traces of distinct ranks (distributedInfo) or pids stay separate tasks; a trace whose
+    head names no host event stays alone."""
+    from tui_prof.cluster import process_hint, same_process_units
+
+    run = generated(tmp_path, "kineto", RankSpec(ranks=3))
+    units = [("kineto", p.name, (str(p),)) for p in sorted(run.glob("*.json.gz"))]
+    hints = [process_hint(*u[::2]) for u in units]
+    assert all(h is not None for h in hints) and len(set(hints)) == 3
+    assert [files for _label, files in same_process_units(units)] == [u[2] for u in units]
+    bare = tmp_path / "bare.json"
+    bare.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "pid": 0, "ts": 1, "dur": 2}]}')
+    assert process_hint("kineto", (str(bare),)) is None
+    assert process_hint("rocprofv3_csv", (str(bare),)) is None
+
+
+# --- the integrity report from per-rank parts --------------------------------------------------
+
+
+def _merged_report(runset: RunSet) -> dict:
+    parts = [check_partial(runset.root, run) for run in runset.runs]
+    return merged_check(parts, runset.errors, runset.root).record()
+
+
+def test_check_parts_merge_into_the_whole_report() -> None:
+    """The report merged from per-process parts equals check_run's on real runs and on runs
+    with injected cross-process issues (independent: each injected issue is found, with the
+    processes it was put in)."""
+    for folder in ("kineto/ranks", "kineto/h200", "rocprofv3_csv/rocprofv3-docs-rocm7", "legacy_rocprof/rocm-blogs"):
+        runset = load_path(DATA / folder, use_cache=False)
+        assert _merged_report(runset) == check_run(runset).record(), folder
+    # a clock shift of one rank: clock-domains, built from both ranks' segments
+    runset = load_path(DATA / "kineto" / "ranks", use_cache=False)
+    for name in ("kernels", "api", "copies"):
+        table = runset.runs[1].table(name)
+        table["start"] += 86_400 * 10**9
+        table["end"] += 86_400 * 10**9
+    report = _merged_report(runset)
+    assert report == check_run(runset).record()
+    assert [i["code"] for i in report["issues"]].count("clock-domains") == 1
+    # SQ_WAVES halved on one dispatch of one counter pass: multi-modal across two processes
+    runset = load_path(DATA / "rocprofv3_csv" / "rocprofv3-docs-rocm7", use_cache=False)
+    passes = [r for r in runset.runs if "counters pid" in r.meta.label]
+    shapes = [set(zip(r.kernels["name"].astype(str), r.kernels["grid_x"], r.kernels["wg_x"], strict=True)) for r in passes]
+    name = sorted(shapes[0] & shapes[1])[0][0]  # the same kernel and grid in both passes
+    run = passes[0]
+    ids = set(run.kernels.loc[run.kernels["name"].astype(str) == name, "dispatch_id"])
+    waves = run.counters["counter"].astype(str).to_numpy() == "SQ_WAVES"
+    row = int(np.flatnonzero(run.counters["dispatch_id"].isin(ids).to_numpy() & waves)[0])
+    run.counters.loc[row, "value"] = run.counters["value"].iat[row] / 2
+    report = _merged_report(runset)
+    assert report == check_run(runset).record()
+    (issue,) = [i for i in report["issues"] if i["code"] == "counter-multimodal"]
+    assert run.meta.label in issue["affects"]["processes"]
+
+
+def test_check_cluster_equals_check_and_exit_status(tmp_path: Path, capsys) -> None:
+    """``check --cluster pool:2``: the same tuiprof.check/1 document and exit status as in one
+    process, clean (0) and with a cut rank file (5, file-unreadable naming it)."""
+    run = generated(tmp_path, "kineto", RankSpec(ranks=4, slow_rank=1))
+    for status in (0, 5):
+        if status == 5:
+            broken = run / "rank2.pt.trace.json.gz"
+            broken.write_bytes(broken.read_bytes()[:200])
+        assert main(["check", str(run), "--json", "--no-cache"]) == status
+        alone = capsys.readouterr().out
+        assert main(["check", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == status
+        assert capsys.readouterr().out == alone
+    issues = json.loads(alone)["issues"]
+    assert [i["code"] for i in issues] == ["file-unreadable"] and issues[0]["affects"]["files"] == [str(run / "rank2.pt.trace.json.gz")]
+    assert main(["check", str(run), "--cluster", "pool:1", "--recording", "1"]) == 2
+    assert "--recording needs the whole run" in capsys.readouterr().err

@@ -286,6 +286,7 @@ def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns
     except ClusterError as err:
         _say(err)
         return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
+    merged.planned = planned
     if progress:
         progress("done", 1, 1)
     for line in planned.errors + merged.errors:
@@ -348,6 +349,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if unusable:
         _say(unusable)
         return EXIT_NOTHING_LOADED
+    if getattr(args, "cluster", None):
+        return _check_cluster(args)
     runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
     if not runset.runs:
         for issue in runset.errors:
@@ -359,6 +362,27 @@ def cmd_check(args: argparse.Namespace) -> int:
         if status is not None:
             return status
     record = check_run(runset).record()
+    if args.json:
+        _write_json(record)
+    else:
+        print(check_text(record))
+    return EXIT_DEGRADED if record["degraded"] else EXIT_OK
+
+
+def _check_cluster(args: argparse.Namespace) -> int:
+    """``check --cluster``: each rank's checks in the workers, the report merged here (the
+    same ``tuiprof.check/1`` document and exit statuses as in one process)."""
+    from pathlib import Path
+
+    from tui_prof.cluster import check_report
+    from tui_prof.render.integrity import check_text
+
+    if args.recording is not None:
+        raise _UsageError("--recording needs the whole run in one process: not with --cluster")
+    merged, status = _merged_run(args.path, args.cluster, None, use_cache=not args.no_cache)
+    if merged is None:
+        return status
+    record = check_report(merged, str(Path(args.path))).record()
     if args.json:
         _write_json(record)
     else:
@@ -989,6 +1013,13 @@ def _check_parser(sub: Any) -> None:
     checker.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.check/1)")
     checker.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     _recording_option(checker, "check only (default: the whole of PATH, whose mixed recordings are an issue)")
+    checker.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        type=parse_cluster,
+        default=None,
+        help="check rank by rank in workers and merge the reports: local[:N], tcp://HOST:PORT or pool[:N], as summary --cluster (docs/cluster.md)",
+    )
     checker.set_defaults(func=cmd_check)
 
 

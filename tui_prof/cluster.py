@@ -27,7 +27,18 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_prof.analysis.api import DEFAULT_GAP_THRESHOLD_NS, MERGED_SECTIONS, SCHEMA, CategoryRules, PartialMerge, RankPartial, merged_sections, rank_partials
+from tui_prof.analysis.api import (
+    DEFAULT_GAP_THRESHOLD_NS,
+    MERGED_SECTIONS,
+    SCHEMA,
+    CategoryRules,
+    CheckReport,
+    PartialMerge,
+    RankPartial,
+    merged_sections,
+    rank_partials,
+)
+from tui_prof.model import LoadIssue
 
 Progress = Callable[[str, int, int], None]
 CONNECT_TIMEOUT_S = 10
@@ -65,6 +76,7 @@ class RankResult:
     errors: list[str]  # the load's error lines (a file it could not read)
     root: str = ""
     files: tuple[str, ...] = ()
+    issues: tuple[LoadIssue, ...] = ()  # the load's error issues (the integrity report's file-unreadable)
 
 
 def rank_task(task: RankTask) -> RankResult:
@@ -73,7 +85,7 @@ def rank_task(task: RankTask) -> RankResult:
 
     runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
     partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps)
-    return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files)
+    return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files, tuple(runset.errors))
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,7 @@ class Plan:
 
     tasks: list[RankTask]
     errors: list[str]
+    issues: tuple[LoadIssue, ...] = ()  # the scan's error issues
 
 
 def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> Plan:
@@ -105,7 +118,55 @@ def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = Non
         raise ClusterError(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
-    return Plan([RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps) for p in found.processes], errors)
+    fmt = {tuple(str(item.path) for item in files): name for name, files in units}
+    groups = same_process_units([(fmt.get(p.files, ""), p.label, p.files) for p in found.processes])
+    tasks = [RankTask(str(path), label, files, use_cache, rules, threshold_ns, max_gaps) for label, files in groups]
+    return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
+
+
+# A Kineto trace's host events (their pid is the process's: loaders.kineto.find_host_pid) and
+# its distributed rank, as they appear in the file's head
+KINETO_HOST_PID = re.compile(
+    rb'"cat"\s*:\s*"(?:cpu_op|cuda_runtime|cuda_driver|user_annotation|python_function)"[^{}]*?"pid"\s*:\s*(-?\d+)'
+    rb'|"pid"\s*:\s*(-?\d+)[^{}]*?"cat"\s*:\s*"(?:cpu_op|cuda_runtime|cuda_driver|user_annotation|python_function)"'
+)
+KINETO_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(-?\d+)')
+
+
+def process_hint(fmt: str, files: tuple[str, ...]) -> tuple | None:
+    """Which process a work unit of one file (a Kineto trace) is, from the file's head: its
+    host events' most common pid and its distributed rank; None when the head does not say."""
+    if fmt != "kineto" or len(files) != 1:
+        return None
+    from collections import Counter
+    from pathlib import Path
+
+    from tui_prof.loaders.base import read_head
+
+    head = read_head(Path(files[0]))
+    pids = Counter(int(a or b) for a, b in KINETO_HOST_PID.findall(head))
+    if not pids:
+        return None
+    rank = KINETO_RANK.search(head)
+    return (fmt, pids.most_common(1)[0][0], int(rank.group(1)) if rank else None)
+
+
+def same_process_units(units: list[tuple[str, str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
+    """(label, files) per task: the units (format, label, files) that a whole-run load would
+    merge into one process (several traces of one pid and rank) are one task, loaded together
+    in the worker, at the first one's place; every other unit is a task of its own. A unit the
+    head does not place stays alone (the merge then names it if it was such a part)."""
+    tasks: list[list[Any]] = []
+    where: dict[tuple, int] = {}
+    for fmt, label, files in units:
+        hint = process_hint(fmt, files)
+        if hint is not None and hint in where:
+            tasks[where[hint]][1] += files
+            continue
+        if hint is not None:
+            where[hint] = len(tasks)
+        tasks.append([label, files])
+    return [(label, tuple(files)) for label, files in tasks]
 
 
 @dataclass
@@ -119,8 +180,11 @@ class MergedRun:
     files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
     seen: dict[tuple, tuple[str, list[str]]] = field(default_factory=dict)  # (host, pid, rank) -> (rank label, formats) that has it
+    load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
+    planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
 
     def add(self, result: RankResult) -> None:
+        self.load_issues[result.label] = result.issues
         for p in result.partials:
             # the key a whole-run load merges fragments of one process by (loaders.detect.assemble)
             process = (p.meta.hostname, p.meta.pid, p.meta.rank) if p.meta.pid is not None else None
@@ -253,3 +317,18 @@ def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str,
         if cluster is not None:
             cluster.close()
     return out
+
+
+def check_report(merged: MergedRun, root: str) -> CheckReport:
+    """The integrity report (``tuiprof.check/1``) of the run from the ranks' check parts: the
+    load's errors are the scan's then each task's in plan order (as a whole-run load lists
+    them); a rank whose task failed is a file that could not be loaded, with the reason."""
+    planned = merged.planned or Plan([], [])
+    errors = list(planned.issues)
+    reasons = dict(merged.failed)
+    for task in planned.tasks:
+        if task.label in merged.load_issues:
+            errors.extend(merged.load_issues[task.label])
+        elif task.files:
+            errors.append(LoadIssue(task.files[0], f"rank {task.label} failed: {reasons.get(task.label, 'no result')}"))
+    return merged.merge.check_report(errors, root)

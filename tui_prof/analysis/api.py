@@ -61,7 +61,18 @@ from tui_prof.analysis.operators import (
     operators_section,
     process_categories,
 )
-from tui_prof.analysis.partials import MERGED_SECTIONS, PartialMerge, RankPartial, comparable, merge_partials, merged_sections, rank_partials
+from tui_prof.analysis.partials import (
+    MERGED_SECTIONS,
+    CheckPartial,
+    PartialMerge,
+    RankPartial,
+    check_partial,
+    comparable,
+    merge_partials,
+    merged_check,
+    merged_sections,
+    rank_partials,
+)
 from tui_prof.analysis.ranks import (
     RankAlignment,
     RankCore,
@@ -107,6 +118,7 @@ __all__ = [
     "SCHEMA",
     "STEPS_VERSION",
     "CategoryRules",
+    "CheckPartial",
     "CheckReport",
     "CommunicationSection",
     "CorrIndex",
@@ -145,6 +157,7 @@ __all__ = [
     "build_summary",
     "categories_per_process",
     "check_document",
+    "check_partial",
     "check_run",
     "combine_stats",
     "communication_mask",
@@ -173,6 +186,7 @@ __all__ = [
     "link_operators",
     "load_category_rules",
     "merge_partials",
+    "merged_check",
     "merged_sections",
     "module_key",
     "nesting_depth",

@@ -58,7 +58,7 @@ import pandas as pd
 from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
-from tui_prof.model import Run, RunSet
+from tui_prof.model import LoadIssue, Run, RunSet
 from tui_prof.model.schema import TABLES
 
 SCHEMA = "tuiprof.check/1"
@@ -201,15 +201,25 @@ def _segments(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
     return [(int(start[a]), int(reach[b - 1])) for a, b in itertools.pairwise(bounds.tolist())]
 
 
+def clock_pieces(run: Run) -> list[tuple[int, int, str]]:
+    """The time segments of ``run``'s kernels, API calls and copies (split where nothing
+    happens for CLUSTER_GAP_NS), each with what it holds: :func:`clock_domains` of one process."""
+    pieces: list[tuple[int, int, str]] = []
+    for name in ("kernels", "api", "copies"):
+        table = run.table(name)
+        if len(table):
+            pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(table["start"].to_numpy(), table["end"].to_numpy()))
+    return pieces
+
+
 def clock_domains(runset: RunSet) -> list[Issue]:
     """Events of the run set in clusters more than an hour apart."""
-    pieces: list[tuple[int, int, str]] = []
-    for run in runset.runs:
-        for name in ("kernels", "api", "copies"):
-            table = run.table(name)
-            if len(table):
-                pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(table["start"].to_numpy(), table["end"].to_numpy()))
-    pieces.sort()
+    return clock_domains_of([piece for run in runset.runs for piece in clock_pieces(run)])
+
+
+def clock_domains_of(pieces: list[tuple[int, int, str]]) -> list[Issue]:
+    """:func:`clock_domains` of the processes' :func:`clock_pieces` (in any order)."""
+    pieces = sorted(pieces)
     clusters: list[list[Any]] = []
     for a, b, what in pieces:
         if clusters and a - clusters[-1][1] <= CLUSTER_GAP_NS:
@@ -605,24 +615,41 @@ def counter_modes(runset: RunSet) -> list[Issue]:
     kernel with one grid and workgroup (in any process or pass of the run set) takes more than
     one value. The waves a grid launches do not depend on timing or on the pass: several values
     are a defective counter (reported multi-modal on RDNA), or passes of different builds."""
-    frames = []
-    for run in runset.runs:
-        c, k = run.counters, run.kernels
-        if not len(c) or not len(k):
-            continue
-        waves = c[c["counter"].astype(str).to_numpy() == "SQ_WAVES"]
-        if not len(waves):
-            continue
-        shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]]
-        joined = shape.reindex(waves["dispatch_id"].to_numpy())
-        joined["value"] = waves["value"].to_numpy()
-        joined["process"] = run_label(run)
-        frames.append(joined.dropna(subset=["name"]).reset_index())
+    return counter_modes_of([frame for run in runset.runs if (frame := wave_rows(run)) is not None])
+
+
+WAVE_KEYS = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
+
+
+def wave_rows(run: Run, distinct: bool = False) -> pd.DataFrame | None:
+    """The SQ_WAVES rows of ``run`` with their dispatch's kernel and grid (None: none), what
+    :func:`counter_modes` compares across processes; ``distinct``: only the rows that can
+    change its issue (per kernel, grid, value and process, the MAX_EXAMPLES lowest dispatch
+    ids), so the table does not grow with the dispatches."""
+    c, k = run.counters, run.kernels
+    if not len(c) or not len(k):
+        return None
+    waves = c[c["counter"].astype(str).to_numpy() == "SQ_WAVES"]
+    if not len(waves):
+        return None
+    shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[WAVE_KEYS]
+    joined = shape.reindex(waves["dispatch_id"].to_numpy())
+    joined["value"] = waves["value"].to_numpy()
+    joined["process"] = run_label(run)
+    rows = joined.dropna(subset=["name"]).reset_index()
+    if distinct:
+        rows["name"] = rows["name"].astype(str)
+        rows = rows.sort_values("dispatch_id", kind="stable").groupby(WAVE_KEYS + ["value", "process"], dropna=False, observed=True).head(MAX_EXAMPLES)
+    return rows.reset_index(drop=True)
+
+
+def counter_modes_of(frames: list[pd.DataFrame]) -> list[Issue]:
+    """:func:`counter_modes` of the processes' :func:`wave_rows`."""
     if not frames:
         return []
     rows = pd.concat(frames, ignore_index=True)
     rows["name"] = rows["name"].astype(str)
-    keys = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
+    keys = WAVE_KEYS
     modes = rows.dropna(subset=["value"]).groupby(keys, observed=True)["value"].nunique()
     bad = modes[modes > 1]
     if not len(bad):
@@ -680,23 +707,24 @@ def packets(runset: RunSet) -> list[Issue]:
 
 def files(runset: RunSet) -> list[Issue]:
     """Files that could not be loaded, or only in part."""
-    out: list[Issue] = []
-    errors = runset.errors
-    if errors:
-        message = f"{len(errors)} files could not be loaded: " + "; ".join(str(e) for e in errors[:MAX_EXAMPLES])
-        out.append(Issue("file-unreadable", "degraded", message, {"sections": ["source", "measurement"], "files": [e.path for e in errors]}))
-    for run in runset.runs:
-        if run.partial:
-            message = f"{run_label(run)}: some of its files were read only in part (truncated or damaged rows dropped)"
-            out.append(
-                Issue(
-                    "file-unreadable",
-                    "degraded",
-                    message,
-                    {"sections": list(KERNEL_SECTIONS + TIME_SECTIONS), "processes": [run_label(run)], "files": list(run.meta.files)},
-                )
-            )
-    return out
+    return files_unloaded(runset.errors) + [issue for run in runset.runs for issue in run_read_in_part(run)]
+
+
+def files_unloaded(errors: list[LoadIssue]) -> list[Issue]:
+    """The files the load could not read (:func:`files`' first issue)."""
+    if not errors:
+        return []
+    message = f"{len(errors)} files could not be loaded: " + "; ".join(str(e) for e in errors[:MAX_EXAMPLES])
+    return [Issue("file-unreadable", "degraded", message, {"sections": ["source", "measurement"], "files": [e.path for e in errors]})]
+
+
+def run_read_in_part(run: Run) -> list[Issue]:
+    """``run`` read only in part (:func:`files` of one process)."""
+    if not run.partial:
+        return []
+    message = f"{run_label(run)}: some of its files were read only in part (truncated or damaged rows dropped)"
+    affects = {"sections": list(KERNEL_SECTIONS + TIME_SECTIONS), "processes": [run_label(run)], "files": list(run.meta.files)}
+    return [Issue("file-unreadable", "degraded", message, affects)]
 
 
 # --- separate recordings in one folder ---------------------------------------------------------

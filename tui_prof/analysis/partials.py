@@ -50,6 +50,18 @@ from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hostcalls import sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
+from tui_prof.analysis.integrity import (
+    CHECKS,
+    SEVERITIES,
+    CheckReport,
+    Issue,
+    clock_domains_of,
+    clock_pieces,
+    counter_modes_of,
+    files_unloaded,
+    run_read_in_part,
+    wave_rows,
+)
 from tui_prof.analysis.kernel_tables import GROUPED_BY
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.operators import has_operators, kernel_categories_by_op, link_operators
@@ -59,7 +71,7 @@ from tui_prof.analysis.ranks import RankCore, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
 from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, PlatformSection, ProcessRecord, Record
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
-from tui_prof.model import Run, RunMeta, RunSet
+from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
 PARTIAL_SCHEMA = "tuiprof.rankpartial/1"
@@ -85,6 +97,7 @@ MERGED_SECTIONS = (
     "ranks",
     "communication",
     "stragglers",
+    "trust",
 )
 # hotspot rows' fields that come from the critical path (not merged)
 NOT_MERGED_FIELDS = ("critical_ns",)
@@ -110,6 +123,51 @@ class TimelinePartial:
     listed: list[tuple[int, GapRecord]]  # (duration ns, record)
 
 
+# integrity checks whose issues are the processes' own, concatenated in the run set's order;
+# the others (clock-domains, counter-modes, files) compare processes and are merged from parts
+PER_PROCESS_CHECKS = ("durations", "queue-overlap", "order", "launch-links", "counters", "packets")
+
+
+@dataclass(frozen=True)
+class CheckPartial:
+    """One process's part of the integrity report (:func:`~tui_prof.analysis.integrity.check_run`):
+    the issues of the checks that look at one process at a time (by check name), its clock
+    segments, its distinct SQ_WAVES rows and its read-in-part issue."""
+
+    root: str
+    issues: dict[str, list[Issue]]
+    pieces: list[tuple[int, int, str]]
+    waves: pd.DataFrame | None
+    in_part: list[Issue]
+
+
+def check_partial(root: str, run: Run) -> CheckPartial:
+    one = RunSet(root, [run])
+    issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+    return CheckPartial(root, issues, clock_pieces(run), wave_rows(run, distinct=True), run_read_in_part(run))
+
+
+def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], root: str) -> CheckReport:
+    """The integrity report of the whole run from its processes' parts (in the run set's
+    order) and the load's errors: what :func:`~tui_prof.analysis.integrity.check_run` gives."""
+    names: list[str] = []
+    issues: list[Issue] = []
+    for name, _check in CHECKS:
+        names.append(name)
+        if name in PER_PROCESS_CHECKS:
+            issues.extend(i for part in parts for i in part.issues.get(name, []))
+        elif name == "clock-domains":
+            issues.extend(clock_domains_of([piece for part in parts for piece in part.pieces]))
+        elif name == "counter-modes":
+            issues.extend(counter_modes_of([part.waves for part in parts if part.waves is not None]))
+        elif name == "files":
+            issues.extend(files_unloaded(list(errors)) + [i for part in parts for i in part.in_part])
+        else:  # a check added to the registry without a partial: the merged report would miss it
+            raise ValueError(f"integrity check {name!r} has no partial")
+    issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
+    return CheckReport(root, issues, names)
+
+
 @dataclass(frozen=True)
 class RankPartial:
     """What one process contributes to the merged summary (see the module's doc)."""
@@ -130,6 +188,7 @@ class RankPartial:
     copies: dict[str, Any] = field(default_factory=dict)  # analysis.copies.copies_part
     platform: PlatformSection | None = None  # of this process alone (analysis.platform.detect_platform)
     agents: dict[str, list[Record]] = field(default_factory=dict)  # its agent records, per platform vendor they depend on ("nvidia", "other")
+    check: CheckPartial | None = None  # its part of the integrity report
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -210,7 +269,12 @@ def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None) -> Ti
 
 
 def rank_partial(
-    r: RunInput, record: ProcessRecord, rules: CategoryRules, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, max_gaps: int | None = 200
+    r: RunInput,
+    record: ProcessRecord,
+    rules: CategoryRules,
+    threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
+    max_gaps: int | None = 200,
+    root: str = "",
 ) -> RankPartial:
     """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process
     record; ``threshold_ns`` and ``max_gaps`` as :class:`~tui_prof.analysis.summary.SummaryOptions`')."""
@@ -239,6 +303,7 @@ def rank_partial(
         copies=copies_part(run),
         platform=detect_platform(RunSet(root="", runs=[run])),
         agents={"nvidia": agent_records([r], "nvidia"), "other": agent_records([r], UNKNOWN)},
+        check=check_partial(root, run),
     )
 
 
@@ -248,7 +313,8 @@ def rank_partials(runset: RunSet, rules: CategoryRules | None = None, threshold_
     inputs = run_inputs(runset)
     records = process_records(inputs)
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
-    return [rank_partial(r, rec, rules or DEFAULT_CATEGORY_RULES, threshold, max_gaps) for r, rec in zip(inputs, records, strict=True)]
+    rules = rules or DEFAULT_CATEGORY_RULES
+    return [rank_partial(r, rec, rules, threshold, max_gaps, runset.root) for r, rec in zip(inputs, records, strict=True)]
 
 
 class _Merged:
@@ -301,6 +367,7 @@ class PartialMerge:
     syncs: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, sync part)
     copies: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, copies part)
     platforms: list[tuple[tuple, PlatformSection, bool, str, dict[str, list[Record]]]] = field(default_factory=list)
+    checks: list[tuple[tuple, CheckPartial]] = field(default_factory=list)  # (rank key, its part of the integrity report)
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -315,6 +382,8 @@ class PartialMerge:
         self.overlapping = self.overlapping or p.overlapping
         self.syncs.append((p.key, p.sync))
         self.copies.append((p.key, p.copies))
+        if p.check is not None:
+            self.checks.append((p.key, p.check))
         if p.platform is not None:
             self.platforms.append((p.key, p.platform, p.dispatches > 0, p.meta.tool, p.agents))
         if p.timeline is not None:
@@ -340,6 +409,12 @@ class PartialMerge:
         platform: PlatformSection = {"vendor": vendor, "pytorch": bool(tools) and all(t == "pytorch-profiler" for t in tools), "evidence": evidence}
         which = "nvidia" if vendor == "nvidia" else "other"
         return platform, [a for *_rest, agents in ordered for a in agents[which]]
+
+    def check_report(self, errors: Sequence[LoadIssue] = (), root: str | None = None) -> CheckReport:
+        """The integrity report of the merged processes and the load's ``errors`` (``root``:
+        the run's; None: the one the workers loaded)."""
+        parts = [part for _key, part in sorted(self.checks, key=lambda x: x[0])]
+        return merged_check(parts, errors, root if root is not None else (parts[0].root if parts else ""))
 
     def gpu_gaps(self) -> tuple[GpuSection, GapsSection]:
         """The ``gpu`` and ``gaps`` sections: the longest gaps over every rank, ties in rank
@@ -421,7 +496,7 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     gpu, gaps = merge.gpu_gaps()
     platform, agents = merge.platform_agents()
     copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
-    return {
+    out: dict[str, Any] = {
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
         "agents": agents,
         "platform": platform,
@@ -446,6 +521,10 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
         "communication": communication,
         "stragglers": stragglers,
     }
+    report = merge.check_report()
+    # every merged section's trust label (issue 32); the load's errors bend only sections not merged
+    out["trust"] = {key: dict(zip(("trust", "reasons"), report.trust(key), strict=True)) for key in out}
+    return out
 
 
 def merge_partials(
@@ -466,4 +545,6 @@ def comparable(doc: dict[str, Any], sections: Sequence[str] = MERGED_SECTIONS) -
     out = {key: doc[key] for key in sections if key in doc}
     if "hotspots" in out:
         out["hotspots"] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out["hotspots"]]
+    if "trust" in out:  # the labels of the compared sections
+        out["trust"] = {k: out["trust"][k] for k in sections if k in out["trust"] and k != "trust"}
     return out
