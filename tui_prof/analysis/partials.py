@@ -45,10 +45,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import aggregate
+from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
-from tui_prof.analysis.hostcalls import sync_of_parts, sync_part
+from tui_prof.analysis.hostcalls import api_of_totals, api_totals, launch_links, sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
 from tui_prof.analysis.integrity import (
     CHECKS,
@@ -69,7 +69,8 @@ from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
 from tui_prof.analysis.processes import agent_records, process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
-from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, PlatformSection, ProcessRecord, Record
+from tui_prof.analysis.sections import ApiSection, GapRecord, GapsSection, GpuSection, LaunchSection, PlatformSection, ProcessRecord, Record
+from tui_prof.analysis.stats import API_STATS
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
@@ -89,8 +90,10 @@ MERGED_SECTIONS = (
     "gpu",
     "gaps",
     "sync",
+    "launch",
     "copies",
     "copies_source",
+    "api",
     "categories",
     "category_rules",
     "hotspots_by",
@@ -168,6 +171,144 @@ def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], roo
     return CheckReport(root, issues, names)
 
 
+Counts = tuple[np.ndarray, np.ndarray]  # distinct values (ascending int64) and how often each occurs
+
+
+def value_counts(values: np.ndarray) -> Counts:
+    uniq, counts = np.unique(np.asarray(values, dtype=np.int64), return_counts=True)
+    return uniq, counts.astype(np.int64)
+
+
+def merged_counts(parts: Sequence[Counts]) -> Counts:
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    values = np.concatenate([p[0] for p in parts])
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, _sum_by(inverse, np.concatenate([p[1] for p in parts]), len(uniq))
+
+
+def _at(values: np.ndarray, cum: np.ndarray, i: int) -> int:
+    """The ``i``-th smallest (0-based) of the values counted in ``cum`` (their cumulative counts)."""
+    return int(values[int(np.searchsorted(cum, i, side="right"))])
+
+
+def median_of(c: Counts) -> float:
+    """``np.median`` of the values ``c`` counts (not empty)."""
+    values, counts = c
+    n = int(counts.sum())
+    cum = np.cumsum(counts)
+    return (float(_at(values, cum, (n - 1) // 2)) + float(_at(values, cum, n // 2))) / 2.0
+
+
+def percentile_of(c: Counts, q: float) -> float:
+    """``np.percentile(..., q)`` (linear) of the values ``c`` counts (not empty): numpy's
+    virtual index and its interpolation, step for step."""
+    values, counts = c
+    n = int(counts.sum())
+    cum = np.cumsum(counts)
+    index = np.float64(n - 1) * np.true_divide(q, 100)
+    below = np.floor(index)
+    gamma = float(index - below)
+    lo = _at(values, cum, int(below))
+    hi = _at(values, cum, min(int(below) + 1, n - 1))
+    diff = float(hi - lo)
+    return hi - diff * (1 - gamma) if gamma >= 0.5 else lo + diff * gamma
+
+
+def _sum_below(c: Counts, limit: int) -> tuple[int, int]:
+    """(how many, their sum) of the counted values below ``limit``."""
+    values, counts = c
+    below = values < limit
+    return int(counts[below].sum()), int((values[below] * counts[below]).sum())
+
+
+LAUNCH_COUNTS = ("launch_calls", "graph_launch_calls", "api_total_ns", "graph_launch_api_ns", "linked_dispatches", "graph_dispatches")
+
+
+@dataclass(frozen=True)
+class LaunchPartial:
+    """One process's part of the ``launch`` section: its launch counts (integers), the counted
+    queue delays and API times of its directly launched dispatches, its kernels' durations
+    (all, and those no graph replayed) and the union of its launch calls (ns)."""
+
+    counts: dict[str, int]
+    queue: Counts
+    api: Counts
+    kernels: Counts
+    direct: Counts
+    launching: int
+
+
+def launch_partial(r: RunInput) -> LaunchPartial:
+    """What one process adds to :func:`~tui_prof.analysis.hostcalls.launch_section`."""
+    run, classes = r.run, r.index.classes
+    links = launch_links(r)
+    direct = ~links["graph"].to_numpy()
+    kd = run.kernels["end"].to_numpy() - run.kernels["start"].to_numpy()
+    replayed = np.zeros(len(kd), dtype=bool)
+    replayed[links["kernel_row"].to_numpy()[~direct]] = True
+    launching = 0
+    if len(run.api):
+        mask = (classes == hostapi.LAUNCH) | (classes == hostapi.GRAPH_LAUNCH)
+        launching = int(aggregate.interval_union(run.api["start"].to_numpy(), run.api["end"].to_numpy(), mask))
+    return LaunchPartial(
+        {k: int(v) for k, v in hostapi.launch_counts(run.api, classes, links).items()},  # type: ignore[call-overload]
+        value_counts(links["queue_delay_ns"].to_numpy()[direct]),
+        value_counts(links["api_dur_ns"].to_numpy()[direct]),
+        value_counts(kd),
+        value_counts(kd[~replayed]),
+        launching,
+    )
+
+
+def launch_of_parts(parts: Sequence[LaunchPartial], process_ns: int) -> LaunchSection:
+    """:func:`~tui_prof.analysis.hostcalls.launch_section` from the processes' parts (exact:
+    medians and the p90 from the merged counts, as numpy computes them over every value)."""
+    counts = {key: sum(p.counts.get(key, 0) for p in parts) for key in LAUNCH_COUNTS}
+    queue, api = merged_counts([p.queue for p in parts]), merged_counts([p.api for p in parts])
+    kd, direct = merged_counts([p.kernels for p in parts]), merged_counts([p.direct for p in parts])
+    n, nd = int(kd[1].sum()), int(direct[1].sum())
+    total, direct_total = int((kd[0] * kd[1]).sum()), int((direct[0] * direct[1]).sum())
+    linked = bool(api[1].sum())
+    tiny, tiny_ns = _sum_below(kd, hostapi.TINY_KERNEL_NS)
+    graphs = counts["graph_launch_calls"]
+    direct_avg = float(np.float64(direct_total) / np.float64(nd)) if nd else None
+    return {
+        "launch_calls": counts["launch_calls"],
+        "graph_launch_calls": graphs,
+        "linked_dispatches": counts["linked_dispatches"],
+        "graph_dispatches": counts["graph_dispatches"],
+        "api_total_ns": int(counts["api_total_ns"]),
+        "graph_launch_api_ns": int(counts["graph_launch_api_ns"]),
+        "api_pct_of_wall": aggregate.pct(sum(p.launching for p in parts), process_ns),
+        "median_api_ns": median_of(api) if linked else None,
+        "median_queue_delay_ns": median_of(queue) if linked else None,
+        "p90_queue_delay_ns": percentile_of(queue, 90) if linked else None,
+        "median_kernel_ns": median_of(kd) if n else None,
+        "avg_kernel_ns": float(np.float64(total) / np.float64(n)) if n else None,
+        "tiny_kernel_threshold_ns": hostapi.TINY_KERNEL_NS,
+        "tiny_kernels": tiny,
+        "tiny_kernel_time_ns": tiny_ns,
+        "many_tiny_kernels": bool(nd > hostapi.MANY_LAUNCHES and direct_avg is not None and direct_avg < hostapi.TINY_KERNEL_NS) if nd else False,
+        "direct_kernels": nd,
+        "direct_avg_kernel_ns": direct_avg,
+        "direct_tiny_kernels": _sum_below(direct, hostapi.TINY_KERNEL_NS)[0],
+        "launches_per_graph": round(counts["graph_dispatches"] / graphs, 4) if graphs else None,
+    }
+
+
+def _merged_launch(parts: Sequence[LaunchPartial]) -> LaunchPartial:
+    """Several processes' launch parts as one (sums and merged counts)."""
+    return LaunchPartial(
+        {key: sum(p.counts.get(key, 0) for p in parts) for key in LAUNCH_COUNTS},
+        merged_counts([p.queue for p in parts]),
+        merged_counts([p.api for p in parts]),
+        merged_counts([p.kernels for p in parts]),
+        merged_counts([p.direct for p in parts]),
+        sum(p.launching for p in parts),
+    )
+
+
 @dataclass(frozen=True)
 class RankPartial:
     """What one process contributes to the merged summary (see the module's doc)."""
@@ -189,6 +330,9 @@ class RankPartial:
     platform: PlatformSection | None = None  # of this process alone (analysis.platform.detect_platform)
     agents: dict[str, list[Record]] = field(default_factory=dict)  # its agent records, per platform vendor they depend on ("nvidia", "other")
     check: CheckPartial | None = None  # its part of the integrity report
+    launch: LaunchPartial | None = None  # its part of the launch section
+    api: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (calls, ns) per (domain, name) of its traced API calls
+    api_stats: dict[str, pd.DataFrame] = field(default_factory=dict)  # its API statistics tables (the api section without a trace)
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -304,6 +448,9 @@ def rank_partial(
         platform=detect_platform(RunSet(root="", runs=[run])),
         agents={"nvidia": agent_records([r], "nvidia"), "other": agent_records([r], UNKNOWN)},
         check=check_partial(root, run),
+        launch=launch_partial(r),
+        api=api_totals(run),
+        api_stats={key: table for key, table in run.tool_stats.items() if key in API_STATS and len(table)},
     )
 
 
@@ -368,6 +515,9 @@ class PartialMerge:
     copies: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, copies part)
     platforms: list[tuple[tuple, PlatformSection, bool, str, dict[str, list[Record]]]] = field(default_factory=list)
     checks: list[tuple[tuple, CheckPartial]] = field(default_factory=list)  # (rank key, its part of the integrity report)
+    launches: list[LaunchPartial] = field(default_factory=list)
+    api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
+    api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -384,6 +534,18 @@ class PartialMerge:
         self.copies.append((p.key, p.copies))
         if p.check is not None:
             self.checks.append((p.key, p.check))
+        for pair, (calls, total) in p.api.items():
+            acc = self.api.setdefault(pair, [0, 0])
+            acc[0] += calls
+            acc[1] += total
+        if self.api:  # the statistics stand in only when no process traced its calls
+            self.api_stats.clear()
+        elif p.api_stats:
+            self.api_stats.append((p.key, p.meta, p.api_stats))
+        if p.launch is not None:
+            self.launches.append(p.launch)
+            if len(self.launches) >= 64:  # compacted: the driver's memory stays bounded by the distinct values
+                self.launches = [_merged_launch(self.launches)]
         if p.platform is not None:
             self.platforms.append((p.key, p.platform, p.dispatches > 0, p.meta.tool, p.agents))
         if p.timeline is not None:
@@ -415,6 +577,16 @@ class PartialMerge:
         the run's; None: the one the workers loaded)."""
         parts = [part for _key, part in sorted(self.checks, key=lambda x: x[0])]
         return merged_check(parts, errors, root if root is not None else (parts[0].root if parts else ""))
+
+    def api_section(self, top: int | None) -> ApiSection:
+        """The ``api`` section: the summed traced calls, else the processes' API statistics."""
+        shared = {name: empty_table(name) for name in TABLES}
+        runs = []
+        for _key, meta, tables in sorted(self.api_stats, key=lambda x: x[0]):
+            run = _meta_run(meta, shared)
+            run.tool_stats = dict(tables)
+            runs.append(run)
+        return api_of_totals(self.api, RunSet("", runs), top)
 
     def gpu_gaps(self) -> tuple[GpuSection, GapsSection]:
         """The ``gpu`` and ``gaps`` sections: the longest gaps over every rank, ties in rank
@@ -507,8 +679,10 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
         "gpu": gpu,
         "gaps": gaps,
         "sync": sync_of_parts([part for _key, part in sorted(merge.syncs, key=lambda x: x[0])]),
+        "launch": launch_of_parts(merge.launches, merge.process_total),
         "copies": copies,
         "copies_source": copies_source,
+        "api": merge.api_section(top),
         "categories": {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)},
         "category_rules": merge.rules.source,
         "hotspots_by": {
