@@ -353,3 +353,26 @@ def test_quantiles_from_counts_equal_numpys(chunks: list[list[int]]) -> None:
     assert median_of(c) == float(np.median(values))
     for q in (90, 50, 10, 99):
         assert percentile_of(c, q) == float(np.percentile(values, q))
+
+
+def test_counters_and_occupancy_merge_over_processes() -> None:
+    """A real rocprofv3 process with occupancy (VGPRs, LDS, workgroups) beside a twin whose
+    kernels last twice as long: the merged counters blocks and the occupancy table (sorted by
+    kernel time over both, cut at --top) equal the in-process ones; the twin's rows lead."""
+    import copy
+
+    runset = load_path(DATA / "rocprofv3_json", use_cache=False)
+    run = runset.runs[0]
+    twin = copy.deepcopy(run)
+    twin.meta.pid = (run.meta.pid or 0) + 1
+    twin.meta.label = run.meta.label + " twin"
+    twin.kernels["end"] = twin.kernels["start"] + 2 * (twin.kernels["end"] - twin.kernels["start"])
+    two = RunSet(runset.root, [run, twin])
+    doc = build_summary(two, SummaryOptions(logs=False, top=7))
+    merged = merge_partials(partials_of(two), top=7)
+    assert dumped(merged) == dumped(doc)
+    assert len(merged["occupancy"]) == 7 and [b["process"] for b in merged["counters"]] == [run.meta.label, twin.meta.label]
+    # independent: the longest configuration's time is the twin's own, twice the original's
+    alone = merge_partials(partials_of(RunSet(runset.root, [run])), top=7)
+    assert merged["occupancy"][0]["total_ns"] == 2 * alone["occupancy"][0]["total_ns"]
+    assert merged["occupancy"][0]["process"] == twin.meta.label

@@ -47,6 +47,7 @@ import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.copies import copies_of_parts, copies_part
+from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hostcalls import api_of_totals, api_totals, launch_links, sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
@@ -64,6 +65,7 @@ from tui_prof.analysis.integrity import (
 )
 from tui_prof.analysis.kernel_tables import GROUPED_BY
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
+from tui_prof.analysis.occupancy import kernel_occupancy
 from tui_prof.analysis.operators import has_operators, kernel_categories_by_op, link_operators
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
 from tui_prof.analysis.processes import agent_records, process_records
@@ -97,6 +99,8 @@ MERGED_SECTIONS = (
     "categories",
     "category_rules",
     "hotspots_by",
+    "counters",
+    "occupancy",
     "ranks",
     "communication",
     "stragglers",
@@ -333,6 +337,8 @@ class RankPartial:
     launch: LaunchPartial | None = None  # its part of the launch section
     api: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (calls, ns) per (domain, name) of its traced API calls
     api_stats: dict[str, pd.DataFrame] = field(default_factory=dict)  # its API statistics tables (the api section without a trace)
+    counters: dict[str, Record] = field(default_factory=dict)  # its counters block per platform vendor it depends on ("nvidia", "other"); {}: none
+    occupancy: list[Record] = field(default_factory=list)  # its kernels' occupancy rows (analysis.occupancy.kernel_occupancy)
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -450,8 +456,33 @@ def rank_partial(
         check=check_partial(root, run),
         launch=launch_partial(r),
         api=api_totals(run),
+        counters=counters_blocks(r),
+        occupancy=occupancy_rows(r),
         api_stats={key: table for key, table in run.tool_stats.items() if key in API_STATS and len(table)},
     )
+
+
+def counters_blocks(r: RunInput) -> dict[str, Record]:
+    """The process's block of the ``counters`` section, for an NVIDIA run set and any other
+    (the run set's vendor decides the wording and commands); {} when it has none."""
+    run = r.run
+    if not (len(run.counters) or (len(run.kernels) and run.gpu_agents)):
+        return {}
+    out = {}
+    for which, vendor in (("nvidia", "nvidia"), ("other", UNKNOWN)):
+        block = counter_metrics(run, vendor)
+        block["process"] = r.label
+        out[which] = block
+    return out
+
+
+def occupancy_rows(r: RunInput) -> list[Record]:
+    """The process's rows of the ``occupancy`` section (before the run's sort and cut)."""
+    gpus = r.run.gpu_agents
+    rows = kernel_occupancy(r.run.kernels, {a.id: a.arch for a in gpus}, {a.id: a.wave_size for a in gpus if a.wave_size})
+    for occ in rows:
+        occ["process"] = r.label
+    return rows
 
 
 def rank_partials(runset: RunSet, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> list[RankPartial]:
@@ -516,6 +547,8 @@ class PartialMerge:
     platforms: list[tuple[tuple, PlatformSection, bool, str, dict[str, list[Record]]]] = field(default_factory=list)
     checks: list[tuple[tuple, CheckPartial]] = field(default_factory=list)  # (rank key, its part of the integrity report)
     launches: list[LaunchPartial] = field(default_factory=list)
+    counters: list[tuple[tuple, dict[str, Record]]] = field(default_factory=list)  # (rank key, its counters blocks)
+    occupancy: list[tuple[tuple, list[Record]]] = field(default_factory=list)  # (rank key, its occupancy rows)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
 
@@ -534,6 +567,10 @@ class PartialMerge:
         self.copies.append((p.key, p.copies))
         if p.check is not None:
             self.checks.append((p.key, p.check))
+        if p.counters:
+            self.counters.append((p.key, p.counters))
+        if p.occupancy:
+            self.occupancy.append((p.key, p.occupancy))
         for pair, (calls, total) in p.api.items():
             acc = self.api.setdefault(pair, [0, 0])
             acc[0] += calls
@@ -577,6 +614,16 @@ class PartialMerge:
         the run's; None: the one the workers loaded)."""
         parts = [part for _key, part in sorted(self.checks, key=lambda x: x[0])]
         return merged_check(parts, errors, root if root is not None else (parts[0].root if parts else ""))
+
+    def counters_occupancy(self, vendor: str, top: int | None) -> tuple[list[Record], list[Record]]:
+        """The ``counters`` (each process's block in the run set's order, worded for the run
+        set's ``vendor``) and ``occupancy`` (every process's rows by kernel time, ties in process
+        order; the first ``top``) sections."""
+        which = "nvidia" if vendor == "nvidia" else "other"
+        counters = [blocks[which] for _key, blocks in sorted(self.counters, key=lambda x: x[0])]
+        rows = [row for _key, mine in sorted(self.occupancy, key=lambda x: x[0]) for row in mine]
+        rows.sort(key=lambda o: -o["total_ns"])
+        return counters, rows[:top] if top else rows
 
     def api_section(self, top: int | None) -> ApiSection:
         """The ``api`` section: the summed traced calls, else the processes' API statistics."""
@@ -667,6 +714,7 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     cats = tables["category"]
     gpu, gaps = merge.gpu_gaps()
     platform, agents = merge.platform_agents()
+    counters, occupancy = merge.counters_occupancy(platform["vendor"], top)
     copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
     out: dict[str, Any] = {
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
@@ -691,6 +739,8 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
             "agent": hotspot_records(tables["agent"], None),
             "process": hotspot_records(tables["pid"], None),
         },
+        "counters": counters,
+        "occupancy": occupancy,
         "ranks": ranks,
         "communication": communication,
         "stragglers": stragglers,
