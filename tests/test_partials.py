@@ -261,6 +261,8 @@ def test_one_process_in_several_traces_is_one_task(capsys) -> None:
     # independent of the summary: every kernel of the five files, counted once
     assert doc["kernels"]["dispatches"] == sum(len(r.kernels) for r in runset.runs) == 8850
     assert sorted(p["pid"] for p in doc["processes"]) == [426, 427]
+    # the operator table merged with recorded shapes and FLOP rates
+    assert any("shapes" in r and "flops" in r for r in doc["hotspots_by_operator"])
     assert main(["check", str(h200), "--json", "--no-cache"]) == 5
     alone = capsys.readouterr().out
     assert main(["check", str(h200), "--json", "--no-cache", "--cluster", "pool:1"]) == 5
@@ -376,3 +378,22 @@ def test_counters_and_occupancy_merge_over_processes() -> None:
     alone = merge_partials(partials_of(RunSet(runset.root, [run])), top=7)
     assert merged["occupancy"][0]["total_ns"] == 2 * alone["occupancy"][0]["total_ns"]
     assert merged["occupancy"][0]["process"] == twin.meta.label
+
+
+def test_module_table_merges_over_processes() -> None:
+    """A real H100 BERT trace with nn.Module scopes and a twin process: the merged module and
+    operator tables equal the in-process ones, and each module's kernels are twice its own."""
+    import copy
+
+    runset = load_path(DATA / "kineto" / "h100__gaunernst_bert-small-uncased__1016001.json.gz", use_cache=False)
+    run = runset.runs[0]
+    twin = copy.deepcopy(run)
+    twin.meta.pid = (run.meta.pid or 0) + 1
+    two = RunSet(runset.root, [run, twin])
+    doc = build_summary(two, SummaryOptions(logs=False, top=None))
+    merged = merge_partials(partials_of(two), top=None)
+    assert dumped(merged) == dumped(doc)
+    alone = build_summary(RunSet(runset.root, [run]), SummaryOptions(logs=False, top=None))
+    assert merged["hotspots_by_module"] and {m["name"]: m["kernels"] for m in merged["hotspots_by_module"]} == {
+        m["name"]: 2 * m["kernels"] for m in alone["hotspots_by_module"]
+    }

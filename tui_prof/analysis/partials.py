@@ -66,7 +66,16 @@ from tui_prof.analysis.integrity import (
 from tui_prof.analysis.kernel_tables import GROUPED_BY
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
-from tui_prof.analysis.operators import has_operators, kernel_categories_by_op, link_operators
+from tui_prof.analysis.operators import (
+    OperatorPart,
+    has_operators,
+    kernel_categories_by_op,
+    link_operators,
+    module_part,
+    modules_of_parts,
+    operator_part,
+    operators_of_parts,
+)
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
 from tui_prof.analysis.processes import agent_records, process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
@@ -74,7 +83,7 @@ from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
 from tui_prof.analysis.sections import ApiSection, GapRecord, GapsSection, GpuSection, LaunchSection, PlatformSection, ProcessRecord, Record
 from tui_prof.analysis.stats import API_STATS
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
-from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
+from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
 PARTIAL_SCHEMA = "tuiprof.rankpartial/1"
@@ -99,6 +108,8 @@ MERGED_SECTIONS = (
     "categories",
     "category_rules",
     "hotspots_by",
+    "hotspots_by_operator",
+    "hotspots_by_module",
     "counters",
     "occupancy",
     "ranks",
@@ -339,6 +350,7 @@ class RankPartial:
     api_stats: dict[str, pd.DataFrame] = field(default_factory=dict)  # its API statistics tables (the api section without a trace)
     counters: dict[str, Record] = field(default_factory=dict)  # its counters block per platform vendor it depends on ("nvidia", "other"); {}: none
     occupancy: list[Record] = field(default_factory=list)  # its kernels' occupancy rows (analysis.occupancy.kernel_occupancy)
+    operators: OperatorPartial | None = None  # its part of the operator and module tables
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -401,12 +413,28 @@ def _groups(run: Run, rules: CategoryRules, categories: np.ndarray | None) -> tu
     return out, overlapping
 
 
-def _categories(r: RunInput, rules: CategoryRules) -> np.ndarray | None:
+def _categories(r: RunInput, rules: CategoryRules, link: pd.DataFrame | None) -> np.ndarray | None:
     """The process's kernels' categories, operator first (analysis.operators); None: by name."""
-    if not has_operators(r.run):
+    if link is None:
         return None
-    link = link_operators(r.run.kernels, r.run.api, r.run.markers, r.index)
     return kernel_categories_by_op(r.run.kernels, link, rules).astype(str).to_numpy(dtype=object)
+
+
+@dataclass(frozen=True)
+class OperatorPartial:
+    """One process's part of the operator and module tables (None where it records no
+    operators) and its first GPU (the FLOP rates' peak)."""
+
+    operators: OperatorPart | None
+    modules: pd.DataFrame | None
+    gpu: Agent | None
+
+
+def operator_partial(r: RunInput, link: pd.DataFrame | None) -> OperatorPartial:
+    gpu = r.run.gpu_agents[0] if r.run.gpu_agents else None
+    if link is None:
+        return OperatorPartial(None, None, gpu)
+    return OperatorPartial(operator_part(r, link), module_part(r, link), gpu)
 
 
 def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None) -> TimelinePartial | None:
@@ -429,7 +457,8 @@ def rank_partial(
     """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process
     record; ``threshold_ns`` and ``max_gaps`` as :class:`~tui_prof.analysis.summary.SummaryOptions`')."""
     run = r.run
-    categories = _categories(r, rules)
+    link = link_operators(run.kernels, run.api, run.markers, r.index) if has_operators(run) else None
+    categories = _categories(r, rules, link)
     groups, overlapping = _groups(run, rules, categories)
     core = None
     if "counter_pass_of" not in run.meta.extra:  # a counter pass of another process is not a rank (issue 32)
@@ -458,6 +487,7 @@ def rank_partial(
         api=api_totals(run),
         counters=counters_blocks(r),
         occupancy=occupancy_rows(r),
+        operators=operator_partial(r, link),
         api_stats={key: table for key, table in run.tool_stats.items() if key in API_STATS and len(table)},
     )
 
@@ -549,6 +579,7 @@ class PartialMerge:
     launches: list[LaunchPartial] = field(default_factory=list)
     counters: list[tuple[tuple, dict[str, Record]]] = field(default_factory=list)  # (rank key, its counters blocks)
     occupancy: list[tuple[tuple, list[Record]]] = field(default_factory=list)  # (rank key, its occupancy rows)
+    operators: list[tuple[tuple, OperatorPartial]] = field(default_factory=list)  # (rank key, its operator part)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
 
@@ -571,6 +602,8 @@ class PartialMerge:
             self.counters.append((p.key, p.counters))
         if p.occupancy:
             self.occupancy.append((p.key, p.occupancy))
+        if p.operators is not None and (p.operators.operators is not None or p.operators.gpu is not None):
+            self.operators.append((p.key, p.operators))
         for pair, (calls, total) in p.api.items():
             acc = self.api.setdefault(pair, [0, 0])
             acc[0] += calls
@@ -624,6 +657,15 @@ class PartialMerge:
         rows = [row for _key, mine in sorted(self.occupancy, key=lambda x: x[0]) for row in mine]
         rows.sort(key=lambda o: -o["total_ns"])
         return counters, rows[:top] if top else rows
+
+    def operator_tables(self, top: int | None) -> tuple[list, list]:
+        """The ``hotspots_by_operator`` and ``hotspots_by_module`` sections (the processes'
+        parts in the run set's order; the FLOP rates' peak from the run set's first GPU)."""
+        ordered = [part for _key, part in sorted(self.operators, key=lambda x: x[0])]
+        gpu = next((p.gpu for p in ordered if p.gpu is not None), None)
+        ops = [p.operators for p in ordered if p.operators is not None]
+        modules = [p.modules for p in ordered if p.modules is not None]
+        return operators_of_parts(ops, self.kernel_ns, gpu, top), modules_of_parts(modules, self.kernel_ns, top)
 
     def api_section(self, top: int | None) -> ApiSection:
         """The ``api`` section: the summed traced calls, else the processes' API statistics."""
@@ -715,6 +757,7 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     gpu, gaps = merge.gpu_gaps()
     platform, agents = merge.platform_agents()
     counters, occupancy = merge.counters_occupancy(platform["vendor"], top)
+    by_operator, by_module = merge.operator_tables(top)
     copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
     out: dict[str, Any] = {
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
@@ -739,6 +782,8 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
             "agent": hotspot_records(tables["agent"], None),
             "process": hotspot_records(tables["pid"], None),
         },
+        "hotspots_by_operator": by_operator,
+        "hotspots_by_module": by_module,
         "counters": counters,
         "occupancy": occupancy,
         "ranks": ranks,
