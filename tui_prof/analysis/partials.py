@@ -25,13 +25,23 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
   time (integers), its slowest, fastest and first copy's bandwidth, the union of its copies;
 * ``platform``, ``agents``: the process's own vendor evidence and agent records (for the
   vendor-dependent wording, both variants), combined in the run set's order;
-* ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank.
+* ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank;
+* ``launch``: the launch counts (integers) and the distinct queue delays, API times and
+  kernel durations with their counts; medians and the p90 are read off the merged counts as
+  numpy computes them over every value;
+* ``api``: (calls, ns) per (domain, function), or the API statistics tables without a trace;
+* ``counters``, ``occupancy``: the process's counters block (both vendor wordings) and its
+  occupancy rows; ``hotspots_by_operator``, ``hotspots_by_module``: the process's parts of
+  the operator fold (:func:`~tui_prof.analysis.operators.operator_part`);
+* ``trust`` (of the merged sections) and ``tuiprof check``: the process's part of the
+  integrity report (:class:`CheckPartial`), merged by :func:`merged_check`.
 
 The other sections are not merged (docs/cluster.md says which and why): the steps, the
-memory, the warm-up and the critical path need every rank's step windows and dependency
-graph together; the findings and trust labels read the whole document; the host-API,
-copy, counter and operator tables are not built as partials yet. A partial's size grows
-with the distinct kernel durations of the rank, not with its dispatches' count.
+warm-up, the memory and the measurement need the slowest rank's events for the combined
+steps' outliers, the critical path needs the combined steps' windows, the findings read the
+whole document; the statistics, source, logs and warnings are not built as partials yet. A
+partial's size grows with the distinct kernel durations of the rank, not with its
+dispatches' count.
 """
 
 from __future__ import annotations
