@@ -52,6 +52,13 @@ def partials_of(runset: RunSet) -> list:
     return out
 
 
+def loader(runset: RunSet):
+    """A rank by its label, as the driver loads the slowest rank again (its run alone)."""
+    from tui_prof.analysis.api import run_label
+
+    return lambda label: RunSet(runset.root, [run for run in runset.runs if run_label(run) == label])
+
+
 def generated(root: Path, fmt: str, spec: RankSpec) -> Path:
     return write_ranks(build_ranks(spec), root / fmt, fmt)
 
@@ -73,7 +80,7 @@ def test_merged_partials_equal_the_summary_on_generated_ranks(tmp_path: Path, na
     assert len(runset.runs) == spec.ranks
     doc = build_summary(runset, SummaryOptions(logs=False))
     parts = partials_of(runset)
-    merged = merge_partials(parts)
+    merged = merge_partials(parts, load=loader(runset))
     assert list(merged) == list(MERGED_SECTIONS)
     assert dumped(merged) == dumped(doc)
     # the generator's straggler, found from the partials (a check independent of the summary)
@@ -82,7 +89,7 @@ def test_merged_partials_equal_the_summary_on_generated_ranks(tmp_path: Path, na
     assert merged["kernels"]["dispatches"] == sum(len(r.kernels) for r in runset.runs)
     # in any order
     random.Random(7).shuffle(parts)
-    assert dumped(merge_partials(parts)) == dumped(doc)
+    assert dumped(merge_partials(parts, load=loader(runset))) == dumped(doc)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +109,7 @@ def test_merged_partials_equal_the_summary_on_recorded_runs(folder: str) -> None
     runset = load_path(DATA / folder, use_cache=False)
     assert len(runset.runs) >= 2
     doc = build_summary(runset, SummaryOptions(logs=False))
-    merged = merge_partials(partials_of(runset))
+    merged = merge_partials(partials_of(runset), load=loader(runset))
     assert dumped(merged) == dumped(doc)
     assert any(h["stddev_ns"] > 0 for h in merged["hotspots"]) or not folder.startswith("kineto")
     # independent of the summary: the API table's calls are the traced calls
@@ -121,7 +128,7 @@ def test_api_statistics_stand_in_when_no_call_was_traced() -> None:
     as in one process (the hotspots' statistics stand-in is not merged: docs/cluster.md)."""
     runset = load_path(DATA / "rocprofv3_summary", use_cache=False)
     doc = build_summary(runset, SummaryOptions(logs=False))
-    merged = merge_partials(partials_of(runset))
+    merged = merge_partials(partials_of(runset), load=loader(runset))
     assert merged["api"]["source"] == "stats" and merged["api"] == doc["api"]
     assert merged["api"]["rows"] and all(r["calls"] > 0 for r in merged["api"]["rows"])
 
@@ -135,7 +142,7 @@ def test_listed_gaps_merge_with_ties(tmp_path: Path) -> None:
     for run in runset.runs:
         parts += rank_partials(RunSet(root=runset.root, runs=[run]), threshold_ns=1000, max_gaps=3)
     random.Random(3).shuffle(parts)
-    merged = merge_partials(parts, threshold_ns=1000, max_gaps=3)
+    merged = merge_partials(parts, threshold_ns=1000, max_gaps=3, load=loader(runset))
     durations = [g["duration_ns"] for g in doc["gaps"]["listed"]]
     assert len(durations) == 3 and doc["gaps"]["count"] > 3 and len(set(durations)) < 3  # ties decided the list
     assert merged["gaps"] == doc["gaps"] and merged["gpu"] == doc["gpu"]
@@ -337,6 +344,13 @@ def test_check_cluster_equals_check_and_exit_status(tmp_path: Path, capsys) -> N
         alone = capsys.readouterr().out
         assert main(["check", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == status
         assert capsys.readouterr().out == alone
+    # the summary of the other ranks: every merged section, trust labels included (the cut
+    # file makes the measurement degraded), as in one process
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert dumped(merged) == dumped(whole) and merged["trust"]["measurement"]["trust"] == "degraded"
     issues = json.loads(alone)["issues"]
     assert [i["code"] for i in issues] == ["file-unreadable"] and issues[0]["affects"]["files"] == [str(run / "rank2.pt.trace.json.gz")]
     assert main(["check", str(run), "--cluster", "pool:1", "--recording", "1"]) == 2
@@ -371,7 +385,7 @@ def test_counters_and_occupancy_merge_over_processes() -> None:
     twin.kernels["end"] = twin.kernels["start"] + 2 * (twin.kernels["end"] - twin.kernels["start"])
     two = RunSet(runset.root, [run, twin])
     doc = build_summary(two, SummaryOptions(logs=False, top=7))
-    merged = merge_partials(partials_of(two), top=7)
+    merged = merge_partials(partials_of(two), top=7, load=loader(two))
     assert dumped(merged) == dumped(doc)
     assert len(merged["occupancy"]) == 7 and [b["process"] for b in merged["counters"]] == [run.meta.label, twin.meta.label]
     # independent: the longest configuration's time is the twin's own, twice the original's
@@ -391,9 +405,56 @@ def test_module_table_merges_over_processes() -> None:
     twin.meta.pid = (run.meta.pid or 0) + 1
     two = RunSet(runset.root, [run, twin])
     doc = build_summary(two, SummaryOptions(logs=False, top=None))
-    merged = merge_partials(partials_of(two), top=None)
+    merged = merge_partials(partials_of(two), top=None, load=loader(two))
     assert dumped(merged) == dumped(doc)
     alone = build_summary(RunSet(runset.root, [run]), SummaryOptions(logs=False, top=None))
     assert merged["hotspots_by_module"] and {m["name"]: m["kernels"] for m in merged["hotspots_by_module"]} == {
         m["name"]: 2 * m["kernels"] for m in alone["hotspots_by_module"]
     }
+
+
+def test_steps_memory_warmup_measurement_merge_with_slow_steps(tmp_path: Path, capsys) -> None:
+    """Three ranks running a stepped loop (synth.steps.build_rank_steps): rank 1 computes
+    slower, rank 2's extra copy is in step 4, the others' in step 6. The combined steps (the
+    slowest rank's row per step), their two outliers (each described inside its slowest rank,
+    which the driver loads again), the memory, the warm-up and the measurement equal the
+    in-process summary's, through ``summary --cluster pool:2``; the outliers are the ones
+    built in, independent of the summary."""
+    from tui_prof.synth.steps import build_rank_steps
+    from tui_prof.synth.write_kineto import write_kineto
+
+    rs = build_rank_steps(outliers=(5, 5, 3))
+    for r, run in enumerate(rs.runs):
+        write_kineto(run, tmp_path / "run" / f"rank{r}.pt.trace.json.gz")
+    run = tmp_path / "run"
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert merged["partials"]["sections"] == list(MERGED_SECTIONS)
+    assert dumped(merged) == dumped(whole)
+    steps = merged["steps"]
+    assert [(o["label"], o["process"]) for o in steps["outliers"]] == [("train_step [4]", "rank2"), ("train_step [6]", "rank1")]
+    assert [r["wall_ns"] for r in steps["steps"]] == rs.walls
+    assert merged["memory"]["source"] != "none" and merged["measurement"]["processes"] == 3
+
+
+def test_steps_left_out_when_no_rank_can_be_loaded_again() -> None:
+    """A merge that cannot load a rank again (no ``load``) leaves out the sections that need
+    the slowest rank's events, and says so by their absence; every other section is there."""
+    from tui_prof.synth.steps import build_rank_steps
+
+    runset = build_rank_steps(outliers=(5, 5, 3)).runset()
+    merged = merge_partials(partials_of(runset))
+    assert not {"steps", "memory", "warmup", "measurement"} & set(merged)
+    assert set(merged) == set(MERGED_SECTIONS) - {"steps", "memory", "warmup", "measurement"}
+    loads: list[str] = []
+
+    def load(label: str) -> RunSet:
+        loads.append(label)
+        return loader(runset)(label)
+
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    again = merge_partials(partials_of(runset), load=load)
+    assert dumped(again) == dumped(doc)
+    assert sorted(loads) == ["rank1", "rank2"]  # the two outliers' slowest ranks, nothing else

@@ -38,7 +38,7 @@ from tui_prof.analysis.api import (
     merged_sections,
     rank_partials,
 )
-from tui_prof.model import LoadIssue
+from tui_prof.model import LoadIssue, RunSet
 
 Progress = Callable[[str, int, int], None]
 CONNECT_TIMEOUT_S = 10
@@ -209,14 +209,25 @@ class MergedRun:
         from tui_prof import __version__
 
         doc: dict[str, Any] = {"schema": SCHEMA, "tuiprof_version": __version__}
+        self.merge.load_errors = load_errors(self)
+        self.merge.load = self.load_rank
         doc.update(merged_sections(self.merge, top))
         doc["partials"] = {
             "ranks": self.ranks,
             "merged": len(self.merge.ranks),
             "failed_ranks": [{"label": label, "reason": reason} for label, reason in self.failed],
-            "sections": list(MERGED_SECTIONS),
+            "sections": [key for key in MERGED_SECTIONS if key in doc],
         }
         return doc
+
+    def load_rank(self, label: str) -> RunSet:
+        """The rank ``label`` loaded again here, its own files alone (through the per-rank
+        cache the workers wrote): the combined steps' slowest rank, to describe its slow steps."""
+        from tui_prof.loaders import load_path
+
+        root, files = self.files[label]
+        use_cache = self.planned.tasks[0].use_cache if self.planned and self.planned.tasks else True
+        return load_path(root, use_cache=use_cache, only=files)
 
 
 def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
@@ -320,9 +331,14 @@ def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str,
 
 
 def check_report(merged: MergedRun, root: str) -> CheckReport:
-    """The integrity report (``tuiprof.check/1``) of the run from the ranks' check parts: the
-    load's errors are the scan's then each task's in plan order (as a whole-run load lists
-    them); a rank whose task failed is a file that could not be loaded, with the reason."""
+    """The integrity report (``tuiprof.check/1``) of the run from the ranks' check parts and
+    :func:`load_errors`."""
+    return merged.merge.check_report(load_errors(merged), root)
+
+
+def load_errors(merged: MergedRun) -> list[LoadIssue]:
+    """The load's errors as a whole-run load lists them: the scan's, then each task's in plan
+    order; a rank whose task failed is a file that could not be loaded, with the reason."""
     planned = merged.planned or Plan([], [])
     errors = list(planned.issues)
     reasons = dict(merged.failed)
@@ -331,4 +347,4 @@ def check_report(merged: MergedRun, root: str) -> CheckReport:
             errors.extend(merged.load_issues[task.label])
         elif task.files:
             errors.append(LoadIssue(task.files[0], f"rank {task.label} failed: {reasons.get(task.label, 'no result')}"))
-    return merged.merge.check_report(errors, root)
+    return errors

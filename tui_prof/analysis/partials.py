@@ -47,7 +47,7 @@ dispatches' count.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -58,7 +58,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.counters import counter_metrics
-from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
+from tui_prof.analysis.gpu_idle import RunTimeline, gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hostcalls import api_of_totals, api_totals, launch_links, sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
 from tui_prof.analysis.integrity import (
@@ -74,6 +74,10 @@ from tui_prof.analysis.integrity import (
     wave_rows,
 )
 from tui_prof.analysis.kernel_tables import GROUPED_BY
+from tui_prof.analysis.measurement import measurement_section, peak_memory
+from tui_prof.analysis.memory import API as MEMORY_API
+from tui_prof.analysis.memory import TOTALS as MEMORY_TOTALS
+from tui_prof.analysis.memory import api_requests, memory_devices, memory_of_parts, trace_rows
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.occupancy import kernel_occupancy
 from tui_prof.analysis.operators import (
@@ -90,9 +94,24 @@ from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
 from tui_prof.analysis.processes import agent_records, process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
-from tui_prof.analysis.sections import ApiSection, GapRecord, GapsSection, GpuSection, LaunchSection, PlatformSection, ProcessRecord, Record
+from tui_prof.analysis.sections import (
+    ApiSection,
+    GapRecord,
+    GapsSection,
+    GpuSection,
+    LaunchSection,
+    MemoryDevice,
+    MemoryRequest,
+    MemorySection,
+    PlatformSection,
+    ProcessRecord,
+    Record,
+    StepsSection,
+)
 from tui_prof.analysis.stats import API_STATS
+from tui_prof.analysis.steps import ProcessSteps, combine_steps, describe_outliers, empty_steps_section, steps_of
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
+from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
@@ -120,11 +139,15 @@ MERGED_SECTIONS = (
     "hotspots_by",
     "hotspots_by_operator",
     "hotspots_by_module",
+    "measurement",
     "counters",
     "occupancy",
+    "steps",
+    "memory",
     "ranks",
     "communication",
     "stragglers",
+    "warmup",
     "trust",
 )
 # hotspot rows' fields that come from the critical path (not merged)
@@ -361,6 +384,7 @@ class RankPartial:
     counters: dict[str, Record] = field(default_factory=dict)  # its counters block per platform vendor it depends on ("nvidia", "other"); {}: none
     occupancy: list[Record] = field(default_factory=list)  # its kernels' occupancy rows (analysis.occupancy.kernel_occupancy)
     operators: OperatorPartial | None = None  # its part of the operator and module tables
+    steps: StepsPartial | None = None  # its steps, warm-up and memory parts
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -431,6 +455,19 @@ def _categories(r: RunInput, rules: CategoryRules, link: pd.DataFrame | None) ->
 
 
 @dataclass(frozen=True)
+class StepsPartial:
+    """One process's steps (:func:`~tui_prof.analysis.steps.steps_of`: small, one row per
+    step), its warm-up section were it the run's only process, its memory devices and
+    requests (analysis.memory) and the peak of its allocation trace."""
+
+    steps: StepsSection
+    warmup: dict | None
+    devices: list[MemoryDevice]
+    requested: MemoryRequest | None
+    peak: int | None
+
+
+@dataclass(frozen=True)
 class OperatorPartial:
     """One process's part of the operator and module tables (None where it records no
     operators) and its first GPU (the FLOP rates' peak)."""
@@ -447,11 +484,12 @@ def operator_partial(r: RunInput, link: pd.DataFrame | None) -> OperatorPartial:
     return OperatorPartial(operator_part(r, link), module_part(r, link), gpu)
 
 
-def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None) -> TimelinePartial | None:
-    """The process's GPU timeline as the summary computes it (None: no GPU activity)."""
+def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None, timeline: RunTimeline | None = None) -> TimelinePartial | None:
+    """The process's GPU timeline as the summary computes it (None: no GPU activity);
+    ``timeline``: its :func:`~tui_prof.analysis.gpu_idle.run_timeline`, when already made."""
     if not has_gpu_activity(r.run):
         return None
-    t = run_timeline(r, threshold_ns)
+    t = timeline or run_timeline(r, threshold_ns)
     records = gap_records(listed_gaps([t], max_gaps))
     return TimelinePartial(t.agents, len(t.gaps), [(g["duration_ns"], g) for g in records])
 
@@ -467,6 +505,8 @@ def rank_partial(
     """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process
     record; ``threshold_ns`` and ``max_gaps`` as :class:`~tui_prof.analysis.summary.SummaryOptions`')."""
     run = r.run
+    timeline = run_timeline(r, threshold_ns) if has_gpu_activity(run) else None
+    steps, _frame = steps_of(run, r.label, r.index, timeline.gaps if timeline is not None else None)
     link = link_operators(run.kernels, run.api, run.markers, r.index) if has_operators(run) else None
     categories = _categories(r, rules, link)
     groups, overlapping = _groups(run, rules, categories)
@@ -487,7 +527,8 @@ def rank_partial(
         overlapping=overlapping,
         groups=groups,
         core=core,
-        timeline=timeline_partial(r, threshold_ns, max_gaps),
+        timeline=timeline_partial(r, threshold_ns, max_gaps, timeline),
+        steps=StepsPartial(steps, warmup_of([r], steps), memory_devices(run, r.label), api_requests(run, r.label), peak_memory(trace_rows(run.allocations))),
         sync=sync_part(r),
         copies=copies_part(run),
         platform=detect_platform(RunSet(root="", runs=[run])),
@@ -565,6 +606,10 @@ def _sum_by(inverse: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+class StepsNotMerged(Exception):
+    """The combined steps need a rank loaded again and the merge has no way to load one."""
+
+
 @dataclass
 class PartialMerge:
     """The merge of partials, one at a time (the driver keeps no rank's kernels)."""
@@ -590,6 +635,11 @@ class PartialMerge:
     counters: list[tuple[tuple, dict[str, Record]]] = field(default_factory=list)  # (rank key, its counters blocks)
     occupancy: list[tuple[tuple, list[Record]]] = field(default_factory=list)  # (rank key, its occupancy rows)
     operators: list[tuple[tuple, OperatorPartial]] = field(default_factory=list)  # (rank key, its operator part)
+    steps: list[tuple[tuple, str, StepsPartial]] = field(default_factory=list)  # (rank key, label, its steps part)
+    # a rank loaded again by its label (its own files only): the combined steps' slow steps are
+    # described from the events of the rank that was slowest; None: the steps are not merged
+    load: Callable[[str], RunSet] | None = None
+    load_errors: list[LoadIssue] = field(default_factory=list)  # the files the run's load could not read (the trust of measurement)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
 
@@ -612,6 +662,8 @@ class PartialMerge:
             self.counters.append((p.key, p.counters))
         if p.occupancy:
             self.occupancy.append((p.key, p.occupancy))
+        if p.steps is not None:
+            self.steps.append((p.key, p.label, p.steps))
         if p.operators is not None and (p.operators.operators is not None or p.operators.gpu is not None):
             self.operators.append((p.key, p.operators))
         for pair, (calls, total) in p.api.items():
@@ -652,11 +704,11 @@ class PartialMerge:
         which = "nvidia" if vendor == "nvidia" else "other"
         return platform, [a for *_rest, agents in ordered for a in agents[which]]
 
-    def check_report(self, errors: Sequence[LoadIssue] = (), root: str | None = None) -> CheckReport:
-        """The integrity report of the merged processes and the load's ``errors`` (``root``:
-        the run's; None: the one the workers loaded)."""
+    def check_report(self, errors: Sequence[LoadIssue] | None = None, root: str | None = None) -> CheckReport:
+        """The integrity report of the merged processes and the load's ``errors`` (None:
+        ``load_errors``; ``root``: the run's; None: the one the workers loaded)."""
         parts = [part for _key, part in sorted(self.checks, key=lambda x: x[0])]
-        return merged_check(parts, errors, root if root is not None else (parts[0].root if parts else ""))
+        return merged_check(parts, self.load_errors if errors is None else errors, root if root is not None else (parts[0].root if parts else ""))
 
     def counters_occupancy(self, vendor: str, top: int | None) -> tuple[list[Record], list[Record]]:
         """The ``counters`` (each process's block in the run set's order, worded for the run
@@ -667,6 +719,43 @@ class PartialMerge:
         rows = [row for _key, mine in sorted(self.occupancy, key=lambda x: x[0]) for row in mine]
         rows.sort(key=lambda o: -o["total_ns"])
         return counters, rows[:top] if top else rows
+
+    def steps_memory(self) -> tuple[StepsSection, MemorySection, dict | None]:
+        """The ``steps`` (each process's own, combined over several as in one process; slow
+        steps described from their rank, loaded again), ``memory`` and ``warmup`` sections;
+        :class:`StepsNotMerged` when slow steps need a rank and ``load`` is None."""
+        ordered = sorted(self.steps, key=lambda x: x[0])
+        found = [ProcessSteps(None, label, part.steps, None) for _key, label, part in ordered if part.steps["detected"]]
+        if len(found) == 1:
+            steps = found[0].part
+        elif found:
+            steps = combine_steps(found, len(ordered), describe=lambda j, slow, ref, med: self._describe(found[j].label, slow, ref, med))
+        else:
+            steps = ordered[0][2].steps if ordered else empty_steps_section()
+        per_process = [p["steps"] for p in steps.get("per_process") or []]
+        devices = [d for _key, _label, part in ordered for d in part.devices]
+        requested = [part.requested for _key, _label, part in ordered if part.requested is not None]
+        memory = memory_of_parts(devices, requested, steps["steps"], per_process)
+        warmup = ordered[0][2].warmup if len(ordered) == 1 else None
+        return steps, memory, warmup
+
+    def _describe(self, label: str, slow: list[int], ref: int, med: float) -> list:
+        """The slow steps of the rank ``label``, loaded again (steps.describe_outliers)."""
+        if self.load is None:
+            raise StepsNotMerged(f"the slow steps of {label} need that rank loaded again")
+        r = next(r for r in run_inputs(self.load(label)) if r.label == label)
+        timeline = run_timeline(r, self.threshold_ns) if has_gpu_activity(r.run) else None
+        _steps, frame = steps_of(r.run, r.label, r.index, timeline.gaps if timeline is not None else None)
+        assert frame is not None  # its steps were found in the worker from the same files
+        return describe_outliers(r.run, frame, slow, ref, med)
+
+    def peak_memory(self, memory: MemorySection) -> int | None:
+        """The measurement's peak memory: the largest allocation-trace peak of the processes,
+        or the memory section's when it comes from the allocator's totals or call sizes."""
+        if memory["source"] in (MEMORY_TOTALS, MEMORY_API):
+            return memory["peak_allocated_bytes"]
+        peaks = [part.peak for _key, _label, part in self.steps if part.peak is not None]
+        return max(peaks) if peaks else None
 
     def operator_tables(self, top: int | None) -> tuple[list, list]:
         """The ``hotspots_by_operator`` and ``hotspots_by_module`` sections (the processes'
@@ -767,6 +856,10 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     gpu, gaps = merge.gpu_gaps()
     platform, agents = merge.platform_agents()
     counters, occupancy = merge.counters_occupancy(platform["vendor"], top)
+    try:
+        stepped: tuple[StepsSection, MemorySection, dict | None] | None = merge.steps_memory()
+    except StepsNotMerged:
+        stepped = None
     by_operator, by_module = merge.operator_tables(top)
     copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
     out: dict[str, Any] = {
@@ -800,19 +893,45 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
         "communication": communication,
         "stragglers": stragglers,
     }
+    if stepped is not None:
+        out.update(_stepped(merge, out, *stepped))
+    out = {key: out[key] for key in MERGED_SECTIONS if key in out}  # the document's order
     report = merge.check_report()
-    # every merged section's trust label (issue 32); the load's errors bend only sections not merged
+    # every merged section's trust label (issue 32)
     out["trust"] = {key: dict(zip(("trust", "reasons"), report.trust(key), strict=True)) for key in out}
     return out
 
 
+def _stepped(merge: PartialMerge, doc: dict[str, Any], steps: StepsSection, memory: MemorySection, warmup: dict | None) -> dict[str, Any]:
+    """The ``steps``, ``memory``, ``warmup`` and ``measurement`` sections."""
+    measurement = measurement_section(
+        doc["wall_ns"],
+        doc["kernels"],
+        doc["categories"],
+        doc["gpu"],
+        doc["sync"],
+        doc["launch"],
+        doc["copies"],
+        merge.peak_memory(memory),
+        len(merge.ranks),
+        merge.process_total,
+        None,
+    )
+    return {"steps": steps, "memory": memory, "warmup": warmup, "measurement": measurement}
+
+
 def merge_partials(
-    partials: Iterable[RankPartial], rules: CategoryRules | None = None, top: int | None = 20, threshold_ns: int | None = None, max_gaps: int | None = 200
+    partials: Iterable[RankPartial],
+    rules: CategoryRules | None = None,
+    top: int | None = 20,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    load: Callable[[str], RunSet] | None = None,
 ) -> dict[str, Any]:
     """:func:`merged_sections` of ``partials`` (in any order; made with the same
-    ``threshold_ns`` and ``max_gaps``)."""
+    ``threshold_ns`` and ``max_gaps``); ``load``: a rank by its label (PartialMerge.load)."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
-    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps)
+    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps, load=load)
     for p in partials:
         merge.add(p)
     return merged_sections(merge, top)
