@@ -211,6 +211,8 @@ class MergedRun:
         doc: dict[str, Any] = {"schema": SCHEMA, "tuiprof_version": __version__}
         self.merge.load_errors = load_errors(self)
         self.merge.load = self.load_rank
+        if self.planned is not None and self.planned.tasks:
+            self.merge.logs_root = self.planned.tasks[0].root
         doc.update(merged_sections(self.merge, top))
         doc["partials"] = {
             "ranks": self.ranks,

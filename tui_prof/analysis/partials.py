@@ -91,7 +91,7 @@ from tui_prof.analysis.operators import (
     operators_of_parts,
 )
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
-from tui_prof.analysis.processes import agent_records, process_records
+from tui_prof.analysis.processes import agent_records, logs_section, process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
 from tui_prof.analysis.sections import (
@@ -142,6 +142,7 @@ MERGED_SECTIONS = (
     "measurement",
     "counters",
     "occupancy",
+    "logs",
     "steps",
     "memory",
     "ranks",
@@ -640,6 +641,7 @@ class PartialMerge:
     # described from the events of the rank that was slowest; None: the steps are not merged
     load: Callable[[str], RunSet] | None = None
     load_errors: list[LoadIssue] = field(default_factory=list)  # the files the run's load could not read (the trust of measurement)
+    logs_root: str | None = None  # the run's path, whose log files the ``logs`` section scans (None: no logs section)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
 
@@ -895,6 +897,8 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     }
     if stepped is not None:
         out.update(_stepped(merge, out, *stepped))
+    if merge.logs_root is not None:  # read-only, on the driver: the run directory's log files
+        out["logs"] = logs_section(RunSet(merge.logs_root))
     out = {key: out[key] for key in MERGED_SECTIONS if key in out}  # the document's order
     report = merge.check_report()
     # every merged section's trust label (issue 32)
