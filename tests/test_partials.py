@@ -256,47 +256,32 @@ def test_one_process_in_two_formats_is_merged_once(tmp_path: Path, capsys) -> No
     assert "counted once" in captured.err
 
 
-def test_one_process_in_several_traces_is_one_task(capsys) -> None:
-    """h200's four Kineto traces of pid 427: a whole-run load merges them into one process.
-    The plan puts them into one task (decided from the files' heads), the worker loads them
-    together, and the merge equals the in-process summary of the whole folder (every
-    recording: the partials path does not pick one) and its check report."""
+def test_profiler_sessions_of_one_pid_are_processes_of_their_own(capsys) -> None:
+    """h200's four Kineto traces of pid 427 are four profiler sessions: a whole-run load keeps
+    them apart (loaders/sessions.py), and so does the merge of their partials, which applies
+    the assembly's own rule (loaders.detect.merge_plan); the merge equals the in-process
+    summary of the whole folder (every recording: the partials path does not pick one) and
+    its check report."""
     from tui_prof.cluster import plan, summarise_pool
 
     h200 = DATA / "kineto" / "h200"
     planned = plan(str(h200), use_cache=False)
-    assert sorted(len(t.files) for t in planned.tasks) == [1, 4]
     merged = summarise_pool(planned.tasks, DEFAULT_CATEGORY_RULES, 1)
+    merged.planned = planned
     doc = merged.document(20)
-    assert doc["partials"]["ranks"] == 2 and doc["partials"]["merged"] == 2 and doc["partials"]["failed_ranks"] == []
+    assert doc["partials"]["ranks"] == 5 and doc["partials"]["merged"] == 5 and doc["partials"]["failed_ranks"] == []
     runset = load_path(h200, use_cache=False)
     whole = build_summary(runset, SummaryOptions(logs=False))
     assert dumped(doc) == dumped(whole)
     # independent of the summary: every kernel of the five files, counted once
     assert doc["kernels"]["dispatches"] == sum(len(r.kernels) for r in runset.runs) == 8850
-    assert sorted(p["pid"] for p in doc["processes"]) == [426, 427]
+    assert sorted(p["pid"] for p in doc["processes"]) == [426, 427, 427, 427, 427]
     # the operator table merged with recorded shapes and FLOP rates
     assert any("shapes" in r and "flops" in r for r in doc["hotspots_by_operator"])
     assert main(["check", str(h200), "--json", "--no-cache"]) == 5
     alone = capsys.readouterr().out
     assert main(["check", str(h200), "--json", "--no-cache", "--cluster", "pool:1"]) == 5
     assert capsys.readouterr().out == alone
-
-
-def test_head_hints_group_only_one_process(tmp_path: Path) -> None:
-    """Traces of distinct ranks (distributedInfo) or pids stay separate tasks; a trace whose
-    head names no host event stays alone."""
-    from tui_prof.cluster import process_hint, same_process_units
-
-    run = generated(tmp_path, "kineto", RankSpec(ranks=3))
-    units = [("kineto", p.name, (str(p),)) for p in sorted(run.glob("*.json.gz"))]
-    hints = [process_hint(*u[::2]) for u in units]
-    assert all(h is not None for h in hints) and len(set(hints)) == 3
-    assert [files for _label, files in same_process_units(units)] == [u[2] for u in units]
-    bare = tmp_path / "bare.json"
-    bare.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "pid": 0, "ts": 1, "dur": 2}]}')
-    assert process_hint("kineto", (str(bare),)) is None
-    assert process_hint("rocprofv3_csv", (str(bare),)) is None
 
 
 # --- the integrity report from per-rank parts --------------------------------------------------

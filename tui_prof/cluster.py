@@ -118,55 +118,17 @@ def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = Non
         raise ClusterError(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
-    fmt = {tuple(str(item.path) for item in files): name for name, files in units}
-    groups = same_process_units([(fmt.get(p.files, ""), p.label, p.files) for p in found.processes])
-    tasks = [RankTask(str(path), label, files, use_cache, rules, threshold_ns, max_gaps) for label, files in groups]
+    tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps) for p in found.processes]
     return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
 
 
-# A Kineto trace's host events (their pid is the process's: loaders.kineto.find_host_pid) and
-# its distributed rank, as they appear in the file's head
-KINETO_HOST_PID = re.compile(
-    rb'"cat"\s*:\s*"(?:cpu_op|cuda_runtime|cuda_driver|user_annotation|python_function)"[^{}]*?"pid"\s*:\s*(-?\d+)'
-    rb'|"pid"\s*:\s*(-?\d+)[^{}]*?"cat"\s*:\s*"(?:cpu_op|cuda_runtime|cuda_driver|user_annotation|python_function)"'
-)
-KINETO_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(-?\d+)')
+@dataclass(frozen=True)
+class Fragment:
+    """What the assembly's merge rule reads of a merged partial (loaders.detect.merge_plan)."""
 
-
-def process_hint(fmt: str, files: tuple[str, ...]) -> tuple | None:
-    """Which process a work unit of one file (a Kineto trace) is, from the file's head: its
-    host events' most common pid and its distributed rank; None when the head does not say."""
-    if fmt != "kineto" or len(files) != 1:
-        return None
-    from collections import Counter
-    from pathlib import Path
-
-    from tui_prof.loaders.base import read_head
-
-    head = read_head(Path(files[0]))
-    pids = Counter(int(a or b) for a, b in KINETO_HOST_PID.findall(head))
-    if not pids:
-        return None
-    rank = KINETO_RANK.search(head)
-    return (fmt, pids.most_common(1)[0][0], int(rank.group(1)) if rank else None)
-
-
-def same_process_units(units: list[tuple[str, str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
-    """(label, files) per task: the units (format, label, files) that a whole-run load would
-    merge into one process (several traces of one pid and rank) are one task, loaded together
-    in the worker, at the first one's place; every other unit is a task of its own. A unit the
-    head does not place stays alone (the merge then names it if it was such a part)."""
-    tasks: list[list[Any]] = []
-    where: dict[tuple, int] = {}
-    for fmt, label, files in units:
-        hint = process_hint(fmt, files)
-        if hint is not None and hint in where:
-            tasks[where[hint]][1] += files
-            continue
-        if hint is not None:
-            where[hint] = len(tasks)
-        tasks.append([label, files])
-    return [(label, tuple(files)) for label, files in tasks]
+    meta: Any
+    range: tuple[int, int] | None
+    label: str
 
 
 @dataclass
@@ -179,30 +141,43 @@ class MergedRun:
     errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
     files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
-    seen: dict[tuple, tuple[str, list[str]]] = field(default_factory=dict)  # (host, pid, rank) -> (rank label, formats) that has it
+    seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
     planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
 
     def add(self, result: RankResult) -> None:
         self.load_issues[result.label] = result.issues
         for p in result.partials:
-            # the key a whole-run load merges fragments of one process by (loaders.detect.assemble)
-            process = (p.meta.hostname, p.meta.pid, p.meta.rank) if p.meta.pid is not None else None
-            if process is not None and process in self.seen:
-                label, formats = self.seen[process]
-                where = f"the same process (host {process[0] or '-'}, pid {process[1]}) as {label}"
-                if formats[:1] != p.meta.formats[:1]:  # a whole-run load keeps one format too
-                    self.failed.append((result.label, f"{where} in another format: counted once"))
-                else:  # a whole-run load merges the files into one process: the partials cannot
-                    self.failed.append((result.label, f"{where}: a whole-run load merges their files into one process, the partials cannot; left out"))
+            reason = self._same_process(p)
+            if reason is not None:
+                self.failed.append((result.label, reason))
                 continue
-            if process is not None:
-                self.seen[process] = (p.label, list(p.meta.formats))
             self.merge.add(p)
             self.files[p.label] = (result.root, result.files)
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
+
+    def _same_process(self, p: Any) -> str | None:
+        """Why ``p`` is not merged (None: it is a process of its own): the assembly's own rule
+        (loaders.detect.merge_plan: the same host, pid and rank in one profiler session, else
+        in a second format) over it and the merged partials of its (host, pid, rank)."""
+        from tui_prof.loaders.detect import merge_plan
+
+        if p.meta.pid is None:
+            return None
+        process = (p.meta.hostname, p.meta.pid, p.meta.rank)
+        kept = self.seen.setdefault(process, [])
+        if kept:
+            found = merge_plan([*kept, p])
+            mine = len(kept)
+            where = f"the same process (host {process[0] or '-'}, pid {process[1]}) as {kept[0].label}"
+            if any(mine in pair for pair in found.duplicates):  # a whole-run load keeps one format too
+                return f"{where} in another format: counted once"
+            if not any(group == [mine] for group in found.groups):  # one session in two units: a whole-run load merges them
+                return f"{where}, in the same profiler session: a whole-run load merges their files into one process, the partials cannot; left out"
+        kept.append(Fragment(p.meta, p.range, p.label))
+        return None
 
     def document(self, top: int | None) -> dict[str, Any]:
         """``tuiprof.summary/1`` with the ``MERGED_SECTIONS`` and a ``partials`` record."""

@@ -31,10 +31,17 @@ unlinked-kernels        > 5 % of the kernels launched after the first traced cal
 counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
                         (counter passes of other processes with the same dispatch ids)
 counter-impossible      a negative or infinite counter value                             unreliable
-counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches            unreliable
-counter-multimodal      SQ_WAVES takes several values for one kernel with one grid and    unreliable
-                        workgroup (across every process and pass of the run set)
-counter-known-defective a counter known to be wrong on this GPU (SQ_WAVES on gfx1151)     unreliable
+counter-above-peak      SQ_WAVES above the waves the dispatch's grid launches, GRBM      unreliable
+                        cycles above what the clock allows over the kernel's duration
+counter-multimodal      SQ_WAVES takes several values, SQ_INSTS_*/SPI_CSN_* readings fall unreliable
+                        in modes 2x apart, for one kernel with one grid and workgroup
+                        (across every process and pass of the run set)
+counter-known-defective a counter the counter dictionary lists as wrong or reading zeros  unreliable
+                        on this GPU, within the ROCm versions its source names
+records-stop            one kind of record stops >= 20 % of the span before the others,  degraded
+                        which go on (a full buffer for that kind)
+bandwidth-above-peak    a copy or a dispatch's FETCH_SIZE+WRITE_SIZE moving bytes faster  unreliable
+                        than the GPU's documented memory peak
 graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
                         reads 0 on every one of >= 2 dispatches
@@ -42,23 +49,28 @@ non-kernel-packets      profiler rows for AQL packets that are not kernels (rocp
                         ``<barrier packet>``): kept out of the kernel tables
 packet-in-kernels       such rows still inside a kernel table                            unreliable
 file-unreadable         a file could not be loaded, or only in part (truncated)          degraded
+separate-recordings     the run set holds several recordings (processes or profiler      info
+                        sessions that did not run together)
 ======================  ==============================================================  ==========
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tui_prof.analysis import counterdict
+from tui_prof.analysis.counters import hbm_peak_gbs
 from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
-from tui_prof.model import LoadIssue, Run, RunSet
+from tui_prof.loaders.sessions import SESSION_GAP_NS, process_identity
+from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES
 
 SCHEMA = "tuiprof.check/1"
@@ -66,7 +78,7 @@ SEVERITIES = ("info", "degraded", "unreliable")
 TRUST_LEVELS = ("ok", "degraded", "unreliable")
 HOUR_NS = 3_600 * 1_000_000_000
 CLUSTER_GAP_NS = HOUR_NS  # no event at all for this long: two recordings or two clocks [P]
-SESSION_GAP_NS = 60 * 1_000_000_000  # [P] a same-host process starting this long after the others ended: another session
+# SESSION_GAP_NS (loaders/sessions.py, [P]): a same-host process starting this long after the others ended: another session
 OVERFLOW_NS = HOUR_NS  # one kernel or copy longer than this: an overflowed duration [P]
 EARLY_KERNEL_NS = 1_000_000  # a kernel starting this much before its launch call: clocks disagree [P]
 UNLINKED_SHARE = 0.05  # [P] launch calls without kernels (or kernels without calls) worth a flag
@@ -150,6 +162,8 @@ FIXES = {
     "duration-overflow": "leave these rows out (tuiprof query) or record again: kernel totals, spans and idle time count them",
     "negative-duration": "these rows' timestamps are damaged; their durations count as negative in totals: record again if they matter",
     "timestamps-out-of-order": "the rows' clocks jumped or wrapped: trust their durations, not their placement (gaps, overlap, idle time)",
+    "records-stop": "records of that kind after the stop were dropped: record fewer steps or give the profiler a larger buffer; its figures are lower bounds",
+    "bandwidth-above-peak": "the bytes or times of these rows are wrong: leave them out of bandwidth figures and check the profiler's byte counts",
     "buffer-full": "records after the stop were dropped: record fewer steps, or give the profiler a larger buffer; totals are lower bounds",
     "counter-above-peak": "leave these counters out; collect them again in a pass of their own and check the counter's definition for this GPU",
     "kernel-before-launch": "the host and GPU clocks disagree: trust kernel durations, not launch latency, queue delay or sync figures",
@@ -161,6 +175,7 @@ FIXES = {
     "counter-multimodal": "collect the counter again in one pass of its own on this GPU; compare passes only from the same build and input",
     "counter-known-defective": "do not use this counter on this GPU (see the report named in the message)",
     "counter-all-zero": "collect the counter again in a pass of its own, or use another counter: it was not collected or reads 0 on this GPU",
+    "separate-recordings": "pick one with --recording N (summary lists them; key R in the TUI), or record each run into its own folder",
     "non-kernel-packets": "nothing to do: these rows are listed apart from the kernels",
     "packet-in-kernels": "kernel totals include non-kernel packets: leave them out by name (tuiprof query)",
     "file-unreadable": "the load issues name each file and its error (TUI tab 6); the figures leave out what could not be read",
@@ -496,6 +511,191 @@ def _early_kernels(run: Run) -> list[Issue]:
     return [Issue("kernel-before-launch", "degraded", message, {"sections": ["launch", "sync", "gaps", "steps"], **where})]
 
 
+# --- one kind of record ending early ------------------------------------------------------------
+
+RECORD_KINDS = ("kernels", "api", "copies", "markers", "counters")
+HOST_KINDS = ("api", "markers")
+STOP_MIN_ROWS = 200  # [P] a kind with fewer rows is too sparse to say it stopped
+STOP_SILENT_SHARE = 0.2  # [P] silent for this share of the process's span while the others go on
+STOP_ACTIVE_SHARE = 0.3  # [P] ... after being active over at least this share (not a phase at the start)
+STOP_MISSING = 100  # [P] rows the kind would have written in its silence at its own rate
+STOP_OTHERS = 10  # [P] rows of other kinds in the silence
+STOP_TAIL_RATE = 0.5  # [P] its rate over the last tenth of its active time, against its mean: still busy
+STOP_OTHERS_RATE = 0.25  # [P] the other kinds' rate in the silence, against theirs while it ran: they went on as before
+KIND_SECTIONS = {
+    "kernels": KERNEL_SECTIONS + ("gpu", "gaps", "launch"),
+    "api": ("api", "sync", "launch"),
+    "copies": ("copies", "measurement"),
+    "markers": ("steps", "hotspots_by_operator", "hotspots_by_module"),
+    "counters": COUNTER_SECTIONS,
+}
+
+
+def _kind_starts(run: Run, kind: str) -> np.ndarray:
+    """The start times of one kind's records (counters: their dispatches' kernel starts), sorted."""
+    if kind == "counters":
+        c, k = run.counters, run.kernels
+        if not len(c) or not len(k):
+            return np.empty(0, dtype=np.int64)
+        ids = np.unique(c["dispatch_id"].to_numpy())
+        start = k["start"].to_numpy()[_member(k["dispatch_id"].to_numpy(), ids)]
+    else:
+        table = run.table(kind)
+        start = table["start"].to_numpy() if len(table) and "start" in table.columns else np.empty(0, dtype=np.int64)
+    if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start: a view, -1 rows first
+        return start[int(np.searchsorted(start, 0)) :] if start[0] == -1 else start
+    return np.sort(start[start != -1])
+
+
+def _stopped(starts: np.ndarray, others: list[np.ndarray], lo: int, hi: int) -> dict[str, Any] | None:
+    """Why ``starts`` (one kind) stopped early against ``others`` (every other kind's starts,
+    each sorted) in a process spanning [lo, hi]; None when it did not."""
+    n, span = len(starts), hi - lo
+    first, last = int(starts[0]), int(starts[-1])
+    active = last - first
+    silent = max((int(o[-1]) for o in others), default=last) - last
+    if n < STOP_MIN_ROWS or span <= 0 or active <= 0 or silent < STOP_SILENT_SHARE * span or active < STOP_ACTIVE_SHARE * span:
+        return None
+    after = sum(len(o) - int(np.searchsorted(o, last, side="right")) for o in others)
+    during = sum(int(np.searchsorted(o, last, side="right")) - int(np.searchsorted(o, first, side="left")) for o in others)
+    missing = n / active * silent
+    tail = n - int(np.searchsorted(starts, last - active // 10, side="left"))
+    if after < STOP_OTHERS or missing < STOP_MISSING or tail < STOP_TAIL_RATE * n / 10:
+        return None
+    if after / silent < STOP_OTHERS_RATE * during / active:  # the others slowed down too: the program changed phase
+        return None
+    return {"last_ns": last, "silent_ns": silent, "others_after": after, "missing": int(missing)}
+
+
+def record_ends(runset: RunSet) -> list[Issue]:
+    """One kind of record (kernels, API calls, copies, markers, counters) stops long before the
+    others while it was still busy: the signature of a profiler buffer for that kind filling up
+    and dropping what came after (rocprofv3 keeps a buffer per kind), or a stream cut short."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        if sum(len(run.table(kind)) >= STOP_MIN_ROWS for kind in RECORD_KINDS) == 0:
+            continue
+        starts = {kind: _kind_starts(run, kind) for kind in RECORD_KINDS}
+        timed = [s for s in starts.values() if len(s)]
+        if len(timed) < 2:
+            continue
+        lo, hi = min(int(s[0]) for s in timed), max(int(s[-1]) for s in timed)
+        for kind, mine in starts.items():
+            if len(mine) < STOP_MIN_ROWS:
+                continue
+            # host records are compared with host records: the GPU drains its queue after the last call
+            others = [s for k, s in starts.items() if k not in (kind, "counters") and len(s) and (kind not in HOST_KINDS or k in HOST_KINDS)]
+            found = _stopped(mine, others, lo, hi)
+            if found is None:
+                continue
+            message = (
+                f"the {kind} records stop at {found['last_ns']} ns, {found['silent_ns'] / 1e9:,.3f} s before the process's last record, while "
+                f"{found['others_after']:,} records of other kinds go on (about {found['missing']:,} {kind} rows missing at its own rate): "
+                "a profiler buffer for this kind filled and dropped the rest"
+            )
+            affects = {"sections": list(KIND_SECTIONS[kind]), "processes": [run_label(run)], "table": kind, "time_range_ns": [found["last_ns"], hi], **found}
+            out.append(Issue("records-stop", "degraded", message, affects))
+    return out
+
+
+# --- bandwidth and clock peaks -------------------------------------------------------------------
+
+PEAK_MARGIN = 1.1  # [P] measured above the documented peak by more than this: impossible
+# [P] L2-to-fabric bytes (FETCH_SIZE/WRITE_SIZE) may come from the Infinity Cache (MALL) on
+# CDNA3/CDNA4, faster than HBM: bounded there by this multiple of the HBM peak (MI300X's MALL
+# peak is about 3.2x its HBM's, ROCm mi300.md)
+MALL_FACTOR = {"gfx942": 4.0, "gfx950": 4.0}
+# Documented peak memory bandwidth (GB/s) of NVIDIA GPUs by product name (NVIDIA datasheets);
+# the highest of a family's variants where the name does not tell them apart.
+NVIDIA_HBM_GBS = (("H200", 4800.0), ("H100 PCIe", 2000.0), ("H100", 3900.0), ("A100-PCIE-40GB", 1555.0), ("A100", 2039.0))
+COPY_FLOOR_NS = 1_000  # [P] shorter copies: their µs-rounded times make any rate meaningless
+
+
+def _peak_gbs(agent: Agent | None) -> tuple[float | None, str]:
+    """The agent's documented peak memory bandwidth (GB/s) and its source: the AMD tables
+    (analysis/occupancy.py ARCHS, or rocprof-compute's own figure), NVIDIA by product name."""
+    if agent is None:
+        return None, ""
+    if agent.name.startswith("gfx") or agent.gfx_target_version:
+        return hbm_peak_gbs(agent, agent.arch)
+    product = agent.product or agent.name
+    for name, gbs in NVIDIA_HBM_GBS:
+        if all(part.lower() in product.lower() for part in name.split()):
+            return gbs, f"NVIDIA {name} datasheet"
+    return None, ""
+
+
+def _copy_rates(run: Run) -> list[Issue]:
+    """Copies moving bytes faster than the device memory at either end can: every byte of a
+    host-device or device-device copy is read from or written to a GPU's memory."""
+    cp = run.copies
+    if not len(cp) or "bytes" not in cp.columns:
+        return []
+    known = {a.id: gbs for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
+    if not known:
+        return []
+    dur = (cp["end"].to_numpy() - cp["start"].to_numpy()).astype(np.float64)
+    nbytes = cp["bytes"].to_numpy().astype(np.float64)
+    ends = [pd.Series(cp[col].to_numpy()).map(known).to_numpy(dtype=np.float64) for col in ("src_agent", "dst_agent")]
+    peak = np.fmax(ends[0], ends[1])  # the faster end's memory (NaN where neither end's peak is known)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(dur >= COPY_FLOOR_NS, nbytes / dur, np.nan)  # bytes per ns = GB/s
+    rows = np.flatnonzero(rate > peak * PEAK_MARGIN)
+    if not len(rows):
+        return []
+    where = _where(run, "copies", rows)
+    message = (
+        f"{len(rows)} copies move bytes faster than the GPU memory they read or write can (up to {np.nanmax(rate[rows]):,.0f} GB/s against a "
+        f"peak of {np.nanmax(peak[rows]):,.0f} GB/s): their byte counts or times are wrong"
+    )
+    return [Issue("bandwidth-above-peak", "unreliable", message, {"sections": ["copies", "measurement"], **where, "peak_gbs": float(np.nanmax(peak[rows]))})]
+
+
+def _kernel_rates(run: Run) -> list[Issue]:
+    """Kernels whose L2-to-memory traffic (1024 x (FETCH_SIZE + WRITE_SIZE), rocprofv3's
+    KB counters) over their duration exceeds the GPU's memory peak (times MALL_FACTOR)."""
+    c, k = run.counters, run.kernels
+    if not len(c) or not len(k):
+        return []
+    names = c["counter"].astype(str).to_numpy()
+    traffic = c[np.isin(names, ("FETCH_SIZE", "WRITE_SIZE"))]
+    if not len(traffic):
+        return []
+    kb = traffic.groupby("dispatch_id")["value"].sum()
+    first = k.drop_duplicates("dispatch_id").set_index("dispatch_id")
+    dur = (first["end"] - first["start"]).reindex(kb.index).to_numpy().astype(np.float64)
+    known = {a.id: gbs * MALL_FACTOR.get(a.arch, 1.0) for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
+    if not known:
+        return []
+    peak = first["agent"].reindex(kb.index).map(known).to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(dur >= COPY_FLOOR_NS, 1024.0 * kb.to_numpy() / dur, np.nan)
+    over = rate > peak * PEAK_MARGIN
+    if not over.any():
+        return []
+    ids = kb.index.to_numpy()[over]
+    message = (
+        f"{len(ids)} dispatches read and write memory faster than the GPU can (FETCH_SIZE + WRITE_SIZE over the kernel's time: up to "
+        f"{np.nanmax(rate[over]):,.0f} GB/s against {np.nanmax(peak[over]):,.0f} GB/s): the counters or the kernel times are wrong"
+    )
+    affects = {
+        "sections": list(COUNTER_SECTIONS),
+        "processes": [run_label(run)],
+        "counters": ["FETCH_SIZE", "WRITE_SIZE"],
+        "dispatch_ids": sorted(int(i) for i in ids)[:MAX_EXAMPLES],
+    }
+    return [Issue("bandwidth-above-peak", "unreliable", message, affects)]
+
+
+def bandwidth(runset: RunSet) -> list[Issue]:
+    """Copies and kernels moving bytes faster than the device's documented memory peak."""
+    out: list[Issue] = []
+    for run in runset.runs:
+        out.extend(_copy_rates(run))
+        out.extend(_kernel_rates(run))
+    return out
+
+
 # --- counters ----------------------------------------------------------------------------------
 
 
@@ -552,12 +752,48 @@ def _grid_waves(run: Run) -> pd.Series:
     return pd.Series(waves, index=k["dispatch_id"].to_numpy())
 
 
+# GPU clock cycles over the dispatch (per XCC; rocprofv3 sums the XCCs of an MI300). A dispatch
+# cannot count more than its duration times the agent's highest clock, times CYCLE_MARGIN (the
+# counter window opens before the kernel starts and closes after it ends) plus CYCLE_SLACK_NS.
+CYCLE_COUNTERS = ("GRBM_COUNT", "GRBM_GUI_ACTIVE")
+CYCLE_MARGIN = 2.0  # [P] a real MI300X rocpd pass counts GRBM_COUNT over 17.7 µs for an 8.7 µs kernel
+CYCLE_SLACK_NS = 50_000  # [P] the counter window's fixed overhead around a short kernel
+XCC_MOST = {"gfx940": 6, "gfx941": 8, "gfx942": 8, "gfx950": 8}  # [P] an agent whose XCC count is not recorded: the most its family has
+
+
+def _cycles_over(run: Run, c: pd.DataFrame, names: np.ndarray) -> dict[str, list[int]]:
+    """Dispatches whose GPU clock counters exceed duration x highest clock (x XCCs), by counter."""
+    out: dict[str, list[int]] = {}
+    k = run.kernels
+    if not len(k):
+        return out
+    # cycles per ns each agent can count: its highest clock times its XCCs
+    clocks = {a.id: a.max_clock_mhz * (a.num_xcc or XCC_MOST.get(a.arch, 1)) / 1000.0 for a in run.gpu_agents if a.max_clock_mhz}
+    if not clocks or not np.isin(names, CYCLE_COUNTERS).any():
+        return out
+    first = k.drop_duplicates("dispatch_id").set_index("dispatch_id")
+    for counter in CYCLE_COUNTERS:
+        rows = c[names == counter]
+        if not len(rows):
+            continue
+        ids = rows["dispatch_id"].to_numpy()
+        timed = first[(first["start"] != -1) & (first["end"] != -1)]  # a counter-only pass has no kernel times: nothing to bound by
+        dur = (timed["end"] - timed["start"]).reindex(ids).to_numpy().astype(np.float64)
+        per_ns = first["agent"].reindex(ids).map(clocks).to_numpy(dtype=np.float64)
+        most = (dur * CYCLE_MARGIN + CYCLE_SLACK_NS) * per_ns
+        over = rows["value"].to_numpy() > most  # NaN (no clock or kernel recorded): never over
+        if over.any():
+            out[counter] = ids[over].tolist()
+    return out
+
+
 def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
     """Counters above what the dispatch can reach: SQ_WAVES above the waves its grid launches
-    (every real rocprofv3 and rocprof-compute pass of tests/data reads exactly that number).
-    Cycle bounds are left out: GRBM_GUI_ACTIVE and GRBM_COUNT of one dispatch come from
-    different replays when collected in different passes (a real MI300X workload reads 2 % more
-    busy than elapsed cycles)."""
+    (every real rocprofv3 and rocprof-compute pass of tests/data reads exactly that number), and
+    GPU clock counters (CYCLE_COUNTERS) above what the agent's clock allows over the kernel's
+    duration (:func:`_cycles_over`). GRBM_GUI_ACTIVE is not compared with GRBM_COUNT: counters
+    of one dispatch come from different replays when collected in different passes (a real
+    MI300X workload reads 2 % more busy than elapsed cycles)."""
     names = c["counter"].astype(str).to_numpy()
     bad: dict[str, list[int]] = {}
     waves = c[names == "SQ_WAVES"]
@@ -566,6 +802,7 @@ def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
         over = waves["value"].to_numpy() > most  # an exact count: one wave more is impossible; NaN (no grid recorded): never over
         if over.any():
             bad["SQ_WAVES"] = waves["dispatch_id"].to_numpy()[over].tolist()
+    bad.update(_cycles_over(run, c, names))
     if not bad:
         return []
     ids = sorted({i for v in bad.values() for i in v})
@@ -581,23 +818,58 @@ def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
     ]
 
 
-# (gfx target, counter) -> the public report of the defect
-KNOWN_DEFECTIVE = {("gfx1151", "SQ_WAVES"): "reads 0 or wrong on gfx1151 (ROCm/rocm-systems #3828)"}
+# The known-defective counters are the counter dictionaries' defects of kind "wrong" (the
+# counter reads wrong values) and "zeros" (counters read all zero), each with the ROCm versions
+# its source names (analysis/counterdict/*.toml, research/counters_hw.md): SQ_WAVES on gfx1151
+# (ROCm/rocm-systems #3828, open), zero counters on gfx11 (#5683: fixed in 7.13; TheRock #6476).
+DEFECT_KINDS = ("wrong", "zeros")
+
+
+def _rocm_version(run: Run) -> str | None:
+    """The ROCm version the run was recorded with, where a file says it (rocpd: the
+    environment's ROCm path; rocprof-compute: sysinfo's ``rocm_version``); None when none does
+    (rocprofv3's own version is the SDK's, not ROCm's)."""
+    for extra in (run.meta.extra, *(a.extra for a in run.gpu_agents)):
+        for key in ("rocm_version_from_env", "rocm_version"):
+            value = extra.get(key)
+            if value:
+                return str(value)
+    return None
+
+
+def _arch_defects(arch: str) -> tuple[Any, ...]:
+    try:
+        d = counterdict.load(arch)
+    except counterdict.UnknownArch:
+        return ()
+    return tuple((d, defect) for defect in d.defects if defect.kind in DEFECT_KINDS)
 
 
 def _known_defective(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
-    names = {str(n) for n in pd.unique(c["counter"])}
-    archs = {a.arch for a in run.gpu_agents}
-    found = [(arch, name, why) for (arch, name), why in KNOWN_DEFECTIVE.items() if arch in archs and name in names]
-    return [
-        Issue(
-            "counter-known-defective",
-            "unreliable",
-            f"{name} {why}",
-            {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": [name], "arch": arch},
-        )
-        for arch, name, why in found
-    ]
+    """Counters of the run that a public report says are wrong on its GPU (and ROCm version,
+    where the report bounds it): a "wrong" defect when the counter was collected, a "zeros"
+    defect when a counter it names reads 0 on every dispatch."""
+    names = sorted({str(n) for n in pd.unique(c["counter"])})
+    grouped = c.groupby("counter", observed=True)["value"]
+    top, count = grouped.max(), grouped.count()
+    zero = {str(n) for n in top.index if top[n] == 0 and count[n] >= 2}
+    rocm = _rocm_version(run)
+    out = []
+    for arch in sorted({a.arch for a in run.gpu_agents if a.arch}):
+        for d, defect in _arch_defects(arch):
+            applies = defect.applies(rocm)
+            if applies is False:
+                continue
+            hit = [n for n in names if defect.touches(n, d.block_of(n)) and (defect.kind != "zeros" or n in zero)]
+            if not hit:
+                continue
+            bounded = bool(defect.rocm_from or defect.rocm_fixed)
+            versions = f"; affects {defect.versions()}, this run's ROCm: {rocm or 'not recorded'}" if bounded else ""
+            message = f"{', '.join(hit[:MAX_EXAMPLES])} on {arch}: {defect.text} ({defect.issue}{versions})"
+            affects = {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": hit, "arch": arch, "issue": defect.issue}
+            affects.update({"rocm": rocm, "rocm_versions": defect.versions()})
+            out.append(Issue("counter-known-defective", "unreliable", message, affects))
+    return out
 
 
 def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
@@ -610,65 +882,113 @@ def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
     return [Issue("counter-all-zero", "unreliable", message, {"sections": list(COUNTER_SECTIONS), "processes": [label], "counters": zero})]
 
 
-def counter_modes(runset: RunSet) -> list[Issue]:
-    """A deterministic count read differently for the same work: SQ_WAVES of dispatches of one
-    kernel with one grid and workgroup (in any process or pass of the run set) takes more than
-    one value. The waves a grid launches do not depend on timing or on the pass: several values
-    are a defective counter (reported multi-modal on RDNA), or passes of different builds."""
-    return counter_modes_of([frame for run in runset.runs if (frame := wave_rows(run)) is not None])
+# Counters that count work, not time: for one kernel with one grid and workgroup they do not
+# depend on timing or on the pass. SQ_WAVES is exact (any second value is a defect); the others
+# (instructions issued, workgroups and waves the SPI launched) may vary a little with the data,
+# but not in modes a factor MODE_RATIO apart (or 0 beside non-zero readings: #3828's signature,
+# 18.7 % zeros and 18.8 % doubled on gfx1151).
+EXACT_WORK_COUNTERS = frozenset({"SQ_WAVES"})
+WORK_COUNTER_PREFIXES = ("SQ_WAVES", "SQ_INSTS_", "SPI_CSN_")
+MODE_RATIO = 2.0  # [P] consecutive sorted readings this far apart split two modes
+SHAPE = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
 
 
-WAVE_KEYS = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
+def _work_counter_rows(runset: RunSet) -> pd.DataFrame | None:
+    """Every work counter's reading joined to its dispatch's kernel name, grid and workgroup,
+    with the process it came from (every process and pass of the run set)."""
+    return concat_work_rows([frame for run in runset.runs if (frame := work_counter_rows(run)) is not None])
 
 
-def wave_rows(run: Run, distinct: bool = False) -> pd.DataFrame | None:
-    """The SQ_WAVES rows of ``run`` with their dispatch's kernel and grid (None: none), what
-    :func:`counter_modes` compares across processes; ``distinct``: only the rows that can
-    change its issue (per kernel, grid, value and process, the MAX_EXAMPLES lowest dispatch
-    ids), so the table does not grow with the dispatches."""
+def work_counter_rows(run: Run, distinct: bool = False) -> pd.DataFrame | None:
+    """:func:`_work_counter_rows` of one process (None: none); ``distinct``: only the rows that
+    can change :func:`counter_modes`' issue (per counter, kernel shape, value and process, the
+    MAX_EXAMPLES lowest dispatch ids), so the table does not grow with the dispatches."""
     c, k = run.counters, run.kernels
     if not len(c) or not len(k):
         return None
-    waves = c[c["counter"].astype(str).to_numpy() == "SQ_WAVES"]
-    if not len(waves):
+    names = c["counter"].astype(str)
+    c = c[names.str.startswith(WORK_COUNTER_PREFIXES).to_numpy()]
+    if not len(c):
         return None
-    shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[WAVE_KEYS]
-    joined = shape.reindex(waves["dispatch_id"].to_numpy())
-    joined["value"] = waves["value"].to_numpy()
+    shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[SHAPE]
+    joined = shape.reindex(c["dispatch_id"].to_numpy())
+    joined["counter"] = c["counter"].astype(str).to_numpy()
+    joined["value"] = c["value"].to_numpy()
     joined["process"] = run_label(run)
-    rows = joined.dropna(subset=["name"]).reset_index()
+    rows = joined.dropna(subset=["name", "value"]).reset_index()
     if distinct:
         rows["name"] = rows["name"].astype(str)
-        rows = rows.sort_values("dispatch_id", kind="stable").groupby(WAVE_KEYS + ["value", "process"], dropna=False, observed=True).head(MAX_EXAMPLES)
-    return rows.reset_index(drop=True)
+        rows = rows.sort_values("dispatch_id", kind="stable").groupby([*SHAPE, "counter", "value", "process"], dropna=False, observed=True).head(MAX_EXAMPLES)
+        rows = rows.reset_index(drop=True)
+    return rows
 
 
-def counter_modes_of(frames: list[pd.DataFrame]) -> list[Issue]:
-    """:func:`counter_modes` of the processes' :func:`wave_rows`."""
+def concat_work_rows(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
+    """The processes' :func:`work_counter_rows` as one table (None: none)."""
     if not frames:
-        return []
+        return None
     rows = pd.concat(frames, ignore_index=True)
     rows["name"] = rows["name"].astype(str)
-    keys = WAVE_KEYS
-    modes = rows.dropna(subset=["value"]).groupby(keys, observed=True)["value"].nunique()
-    bad = modes[modes > 1]
-    if not len(bad):
+    return rows
+
+
+def _modes(values: np.ndarray) -> list[float]:
+    """The lowest reading of each mode of ``values``: sorted readings split where the next is
+    MODE_RATIO times the last or more (or the last is 0 and the next is not)."""
+    v = np.sort(values)
+    cut = np.flatnonzero(np.where(v[:-1] > 0, v[1:] >= MODE_RATIO * v[:-1], v[1:] > 0)) + 1
+    return [float(v[0])] + [float(x) for x in v[cut]]
+
+
+def _multimodal_groups(rows: pd.DataFrame, counter: str) -> tuple[pd.Index, list[float]]:
+    """(the kernel shapes whose readings of ``counter`` split, the readings' modes)."""
+    mine = rows[rows["counter"].to_numpy() == counter]
+    bad: list = []
+    modes: set[float] = set()
+    for key, values in mine.groupby(SHAPE, observed=True, dropna=True)["value"]:
+        found = sorted(set(values.tolist())) if counter in EXACT_WORK_COUNTERS else _modes(values.to_numpy())
+        if len(found) > 1:
+            bad.append(key)
+            modes.update(found)
+    return pd.MultiIndex.from_tuples(bad, names=SHAPE) if bad else pd.Index([]), sorted(modes)
+
+
+def counter_modes(runset: RunSet) -> list[Issue]:
+    """A work count read differently for the same work: dispatches of one kernel with one grid
+    and workgroup (in any process or pass of the run set) whose SQ_WAVES takes more than one
+    value, or whose instruction, wave or workgroup counts (SQ_INSTS_*, SPI_CSN_*) fall in
+    modes a factor MODE_RATIO apart. The work a grid does does not depend on the pass: modes are
+    a defective counter (reported multi-modal on RDNA), or passes of different builds or inputs."""
+    return counter_modes_of(_work_counter_rows(runset))
+
+
+def counter_modes_of(rows: pd.DataFrame | None) -> list[Issue]:
+    """:func:`counter_modes` of the processes' work counter rows (:func:`work_counter_rows`)."""
+    if rows is None:
         return []
-    names = sorted({str(i[0]) for i in bad.index})
-    hit = rows.set_index(keys).index.isin(bad.index)
-    values = sorted({float(v) for v in rows.loc[hit, "value"]})
-    message = (
-        f"SQ_WAVES takes several values for the same kernel and grid ({len(names)} kernel(s), values {', '.join(f'{v:g}' for v in values[:MAX_EXAMPLES])}): "
-        "the waves a grid launches do not vary, so the counter (or the passes compared) is not to be trusted"
-    )
-    affects = {
-        "sections": list(COUNTER_SECTIONS),
-        "processes": sorted(set(rows.loc[hit, "process"])),
-        "counters": ["SQ_WAVES"],
-        "kernels": names[:MAX_EXAMPLES],
-        "dispatch_ids": sorted({int(d) for d in rows.loc[hit, "dispatch_id"]})[:MAX_EXAMPLES],
-    }
-    return [Issue("counter-multimodal", "unreliable", message, affects)]
+    out = []
+    for counter in sorted(set(rows["counter"])):
+        bad, modes = _multimodal_groups(rows, counter)
+        if not len(bad):
+            continue
+        mine = rows[rows["counter"].to_numpy() == counter]
+        hit = mine.set_index(SHAPE).index.isin(bad)
+        names = sorted({str(i[0]) for i in bad})
+        exact = "the waves a grid launches do not vary" if counter in EXACT_WORK_COUNTERS else f"readings {MODE_RATIO:g}x or more apart"
+        message = (
+            f"{counter} takes several values for the same kernel and grid ({len(names)} kernel(s), values "
+            f"{', '.join(f'{v:g}' for v in modes[:MAX_EXAMPLES])}): {exact}, so the counter (or the passes compared) is not to be trusted"
+        )
+        affects = {
+            "sections": list(COUNTER_SECTIONS),
+            "processes": sorted(set(mine.loc[hit, "process"])),
+            "counters": [counter],
+            "modes": modes[:MAX_EXAMPLES],
+            "kernels": names[:MAX_EXAMPLES],
+            "dispatch_ids": sorted({int(d) for d in mine.loc[hit, "dispatch_id"]})[:MAX_EXAMPLES],
+        }
+        out.append(Issue("counter-multimodal", "unreliable", message, affects))
+    return out
 
 
 # --- what the loaders noticed ------------------------------------------------------------------
@@ -730,14 +1050,14 @@ def run_read_in_part(run: Run) -> list[Issue]:
 # --- separate recordings in one folder ---------------------------------------------------------
 
 
-def _after_on_one_clock(runset: RunSet, group: list[int], i: int) -> bool:
+def _after_on_one_clock(metas: Sequence[RunMeta], group: list[int], i: int) -> bool:
     """Process ``i`` starts after every process of ``group`` ended, on the same host (one
     clock: the order is real) and without a distributed rank beside ranked ones: a program
     run after the others (one more session in the folder), not a rank of their job."""
-    run = runset.runs[i]
-    hosts = {runset.runs[j].meta.hostname for j in group}
-    ranked = run.meta.rank is not None and all(runset.runs[j].meta.rank is not None for j in group)
-    return hosts == {run.meta.hostname} and not ranked
+    meta = metas[i]
+    hosts = {metas[j].hostname for j in group}
+    ranked = meta.rank is not None and all(metas[j].rank is not None for j in group)
+    return hosts == {meta.hostname} and not ranked
 
 
 def recordings(runset: RunSet) -> list[list[int]]:
@@ -746,27 +1066,41 @@ def recordings(runset: RunSet) -> list[list[int]]:
     hour of each other on different hosts (clocks the ranks' alignment may still correct) or
     all with distributed ranks, while a process that starts more than SESSION_GAP_NS after the
     others ended on the same host is a recording of its own (a program run later; processes of
-    one script or test suite that run one after another within a minute stay one recording); processes without timestamps join the recording before them in load order
+    one script or test suite that run one after another within a minute stay one recording), and
+    so is a process (host, pid, rank) already in the recording: another profiler session of it
+    (the assembly keeps sessions apart, loaders/sessions.py); processes without timestamps join the recording before them in load order
     (the first when none), except counter passes recorded by another process than the trace
     (``meta.extra["counter_pass_of"]``, loaders/rocprofv3_csv.py): each is a recording of its
     own. Indices into ``runset.runs``; one group when all belong together."""
-    spans = [(i, time_range(run)) for i, run in enumerate(runset.runs)]
+    return recordings_of([time_range(run) for run in runset.runs], [run.meta for run in runset.runs])
+
+
+def recordings_of(ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta]) -> list[list[int]]:
+    """:func:`recordings` of processes given by their time ranges (:func:`time_range`) and
+    metadata, in the run set's order."""
+    spans = list(enumerate(ranges))
     timed = sorted((span[0], span[1], i) for i, span in spans if span is not None)
     groups: list[list[int]] = []
     reach = None
+    held: set[tuple] = set()  # the processes of the last recording
     for lo, hi, i in timed:
-        pooled = lo - reach <= SESSION_GAP_NS or not _after_on_one_clock(runset, groups[-1], i) if reach is not None else False
-        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and pooled:
+        pooled = lo - reach <= SESSION_GAP_NS or not _after_on_one_clock(metas, groups[-1], i) if reach is not None else False
+        process = process_identity(metas[i])
+        again = process is not None and process in held  # another profiler session of a process already in it
+        if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and pooled and not again:
             groups[-1].append(i)
+            if process is not None:
+                held.add(process)
             reach = max(reach, hi)
         else:
             groups.append([i])
             reach = hi
+            held = {process} if process is not None else set()
     if not groups:
-        return [list(range(len(runset.runs)))]
+        return [list(range(len(metas)))]
     alone = []
     for i, span in spans:
-        if span is None and "counter_pass_of" in runset.runs[i].meta.extra:
+        if span is None and "counter_pass_of" in metas[i].extra:
             alone.append([i])  # a counter pass another process recorded: a recording of its own, never a rank of the trace
         elif span is None:
             before = [g for g in groups if min(g) < i]
@@ -848,6 +1182,28 @@ def split_recordings(runset: RunSet) -> RunSet:
     return runset if len(runs) == len(runset.runs) else RunSet(runset.root, runs, list(runset.issues))
 
 
+def separate_recordings(runset: RunSet) -> list[Issue]:
+    """A note when the run set holds several recordings (:func:`recordings`: processes that did
+    not run together, separate profiler sessions of one process): each figure of ``summary``,
+    ``open`` and ``export`` comes from one of them (``--recording N``), never from their pool."""
+    return separate_recordings_of([time_range(run) for run in runset.runs], [run.meta for run in runset.runs], [run_label(run) for run in runset.runs])
+
+
+def separate_recordings_of(ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta], labels: Sequence[str]) -> list[Issue]:
+    """:func:`separate_recordings` of processes given by their time ranges, metadata and labels."""
+    if len(metas) < 2:
+        return []
+    groups = recordings_of(ranges, metas)
+    if len(groups) < 2:
+        return []
+    listed = [{"recording": n, "processes": [labels[i] for i in g[:MAX_EXAMPLES]]} for n, g in enumerate(groups[:MAX_EXAMPLES], 1)]
+    message = (
+        f"the run holds {len(groups)} separate recordings (processes or profiler sessions that did not run together): summary, open and "
+        "export use one of them at a time"
+    )
+    return [Issue("separate-recordings", "info", message, {"sections": [], "recordings": listed, "count": len(groups)})]
+
+
 def recording_runset(runset: RunSet, indices: list[int]) -> RunSet:
     """The run set of one recording (same root and load issues)."""
     return RunSet(runset.root, [runset.runs[i] for i in indices], list(runset.issues))
@@ -898,10 +1254,13 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("queue-overlap", queue_overlap),
     ("order", out_of_order),
     ("launch-links", launch_links),
+    ("record-ends", record_ends),
+    ("bandwidth", bandwidth),
     ("counters", counters),
     ("counter-modes", counter_modes),
     ("packets", packets),
     ("files", files),
+    ("recordings", separate_recordings),
 )
 
 

@@ -68,10 +68,12 @@ from tui_prof.analysis.integrity import (
     Issue,
     clock_domains_of,
     clock_pieces,
+    concat_work_rows,
     counter_modes_of,
     files_unloaded,
     run_read_in_part,
-    wave_rows,
+    separate_recordings_of,
+    work_counter_rows,
 )
 from tui_prof.analysis.kernel_tables import GROUPED_BY
 from tui_prof.analysis.measurement import measurement_section, peak_memory
@@ -93,7 +95,7 @@ from tui_prof.analysis.operators import (
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
-from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
+from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs, run_label, time_range
 from tui_prof.analysis.sections import (
     ApiSection,
     GapRecord,
@@ -177,26 +179,31 @@ class TimelinePartial:
 
 # integrity checks whose issues are the processes' own, concatenated in the run set's order;
 # the others (clock-domains, counter-modes, files) compare processes and are merged from parts
-PER_PROCESS_CHECKS = ("durations", "queue-overlap", "order", "launch-links", "counters", "packets")
+PER_PROCESS_CHECKS = ("durations", "queue-overlap", "order", "launch-links", "record-ends", "bandwidth", "counters", "packets")
 
 
 @dataclass(frozen=True)
 class CheckPartial:
     """One process's part of the integrity report (:func:`~tui_prof.analysis.integrity.check_run`):
     the issues of the checks that look at one process at a time (by check name), its clock
-    segments, its distinct SQ_WAVES rows and its read-in-part issue."""
+    segments, its distinct work counter readings, its read-in-part issue, and its time range,
+    metadata and label (how the recordings are told apart)."""
 
     root: str
     issues: dict[str, list[Issue]]
     pieces: list[tuple[int, int, str]]
-    waves: pd.DataFrame | None
+    work: pd.DataFrame | None
     in_part: list[Issue]
+    range: tuple[int, int] | None = None
+    meta: RunMeta | None = None
+    label: str = ""
 
 
 def check_partial(root: str, run: Run) -> CheckPartial:
     one = RunSet(root, [run])
     issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
-    return CheckPartial(root, issues, clock_pieces(run), wave_rows(run, distinct=True), run_read_in_part(run))
+    work = work_counter_rows(run, distinct=True)
+    return CheckPartial(root, issues, clock_pieces(run), work, run_read_in_part(run), time_range(run), run.meta, run_label(run))
 
 
 def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], root: str) -> CheckReport:
@@ -211,9 +218,12 @@ def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], roo
         elif name == "clock-domains":
             issues.extend(clock_domains_of([piece for part in parts for piece in part.pieces]))
         elif name == "counter-modes":
-            issues.extend(counter_modes_of([part.waves for part in parts if part.waves is not None]))
+            issues.extend(counter_modes_of(concat_work_rows([part.work for part in parts if part.work is not None])))
         elif name == "files":
             issues.extend(files_unloaded(list(errors)) + [i for part in parts for i in part.in_part])
+        elif name == "recordings":
+            metas = [part.meta or RunMeta() for part in parts]
+            issues.extend(separate_recordings_of([part.range for part in parts], metas, [part.label for part in parts]))
         else:  # a check added to the registry without a partial: the merged report would miss it
             raise ValueError(f"integrity check {name!r} has no partial")
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
 from tui_prof.loaders import LOADER_MODULES, cache, loader_modules
 from tui_prof.loaders.base import (
@@ -37,6 +38,7 @@ from tui_prof.loaders.base import (
     read_head,
     spec_batchable,
 )
+from tui_prof.loaders.sessions import apart, fragment_span, same_session, session_key
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 
@@ -249,13 +251,20 @@ def scan(root: Path, sink: IssueSink, progress: Progress | None = None, memo: di
     return detected
 
 
-def _process_key(run: Run) -> tuple | None:
+class HasMeta(Protocol):
+    """A process fragment as the assembly decides on it: a Run, or a summary partial of one."""
+
+    @property
+    def meta(self) -> RunMeta: ...
+
+
+def _process_key(run: HasMeta) -> tuple | None:
     if run.meta.pid is None:
         return None
     return (run.meta.hostname, run.meta.pid, run.meta.rank)
 
 
-def _priority(run: Run) -> int:
+def _priority(run: HasMeta) -> int:
     fmt = run.meta.formats[0] if run.meta.formats else ""
     return FORMAT_PRIORITY.index(fmt) if fmt in FORMAT_PRIORITY else len(FORMAT_PRIORITY)
 
@@ -279,28 +288,80 @@ def _clean_meta(meta: RunMeta) -> None:
         setattr(meta, name, value)
 
 
+@dataclass
+class MergePlan:
+    """What the assembly does with a list of process fragments (:func:`merge_plan`):
+    ``groups``, each the fragment indices merged into one process (the first is the one
+    kept, the others merged into it, in this order); ``duplicates``, (index, kept index) of
+    a fragment dropped as the same process written in a second format."""
+
+    groups: list[list[int]]
+    duplicates: list[tuple[int, int]]
+
+
+def merge_plan(fragments: Sequence[HasMeta]) -> MergePlan:
+    """Which fragments form one process: the same (host, pid, rank) (:func:`_process_key`)
+    and one profiler session (:func:`tui_prof.loaders.sessions.same_session`: separate
+    ``torch.profiler`` sessions of one pid are separate processes); the same process in a
+    second format is a duplicate (the first format of FORMAT_PRIORITY kept). Fragments whose
+    files name no session are separate when their times lie over a minute apart
+    (:func:`tui_prof.loaders.sessions.apart`: a pid used again by a later run). A fragment
+    without a pid is a process of its own. The one decision of the assembly: the cluster's
+    grouping of units asks it too (its partials carry the ``meta`` it reads)."""
+    groups: list[list[int]] = []
+    duplicates: list[tuple[int, int]] = []
+    by_key: dict[tuple, list[list[int]]] = {}
+    spans: dict[int, tuple[int, int] | None] = {}  # fragment spans, computed for a process's second fragment on
+    order = sorted(range(len(fragments)), key=lambda i: _priority(fragments[i]))
+    for i in order:
+        run = fragments[i]
+        key = _process_key(run)
+        if key is None:
+            groups.append([i])
+            continue
+        sessions = by_key.setdefault(key, [])
+        first = fragments[sessions[0][0]] if sessions else None
+        if first is not None and first.meta.formats and run.meta.formats and first.meta.formats[0] != run.meta.formats[0]:
+            duplicates.append((i, sessions[0][0]))
+            continue
+        group = next((g for g in sessions if same_session(fragments[g[0]].meta, run.meta) and not _apart_in_time(fragments, g, i, spans)), None)
+        if group is None:
+            group = [i]
+            sessions.append(group)
+            groups.append(group)
+        else:
+            group.append(i)
+    return MergePlan(groups, duplicates)
+
+
+def _apart_in_time(fragments: Sequence[HasMeta], group: list[int], i: int, spans: dict[int, tuple[int, int] | None]) -> bool:
+    """Fragment ``i`` lies apart in time from every fragment of ``group`` (sessions.apart), where
+    neither names its session: the same pid used by two runs. ``spans`` caches each fragment's."""
+    if session_key(fragments[i].meta) is not None or session_key(fragments[group[0]].meta) is not None:
+        return False
+    for j in (i, *group):
+        if j not in spans:
+            spans[j] = fragment_span(fragments[j])
+    return all(apart(spans[i], spans[j]) for j in group)
+
+
 def assemble(fragments: list[Run], sink: IssueSink) -> list[Run]:
-    """Merge fragments of one process, drop the same process written in a second format,
-    and attach directory-level time series (rocm-smi CSVs) to the runs beside them."""
+    """Merge fragments of one process and session (:func:`merge_plan`), drop the same
+    process written in a second format, and attach directory-level time series (rocm-smi
+    CSVs) to the runs beside them."""
     series_only = [r for r in fragments if r.meta.extra.get("series_only")]
     fragments = [r for r in fragments if not r.meta.extra.get("series_only")]
 
+    plan = merge_plan(fragments)
+    for i, kept in plan.duplicates:
+        for path in fragments[i].meta.files:
+            sink.skipped(path, f"same process as {fragments[kept].meta.formats[0]} output already loaded (duplicate data)")
     runs: list[Run] = []
-    by_key: dict[tuple, Run] = {}
-    for run in sorted(fragments, key=_priority):
-        key = _process_key(run)
-        if key is None:
-            runs.append(run)
-            continue
-        kept = by_key.get(key)
-        if kept is None:
-            by_key[key] = run
-            runs.append(run)
-        elif kept.meta.formats and run.meta.formats and kept.meta.formats[0] != run.meta.formats[0]:
-            for path in run.meta.files:
-                sink.skipped(path, f"same process as {kept.meta.formats[0]} output already loaded (duplicate data)")
-        else:
-            kept.merge(run)
+    for group in plan.groups:
+        run = fragments[group[0]]
+        for other in group[1:]:
+            run.merge(fragments[other])
+        runs.append(run)
 
     for extra in series_only:
         directory = extra.meta.extra.get("directory", "")
