@@ -429,6 +429,14 @@ def test_steps_memory_warmup_measurement_merge_with_slow_steps(tmp_path: Path, c
     assert [(o["label"], o["process"]) for o in steps["outliers"]] == [("train_step [4]", "rank2"), ("train_step [6]", "rank1")]
     assert [r["wall_ns"] for r in steps["steps"]] == rs.walls
     assert merged["memory"]["source"] != "none" and merged["measurement"]["processes"] == 3
+    # the step options travel to the workers and to the driver's combination: as in one process
+    flags = ["--warmup", "0", "--outlier-factor", "1.05", "--step", "train_step"]
+    assert main(["summary", str(run), "--json", "--no-cache", *flags]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:2", *flags]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert dumped(merged) == dumped(whole)
+    assert merged["steps"]["warmup_steps"] == 0 and merged["steps"]["outlier_factor"] == 1.05
 
 
 def test_steps_left_out_when_no_rank_can_be_loaded_again() -> None:

@@ -264,10 +264,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-CLUSTER_ONLY_WITHOUT = ("md", "recording", "step", "warmup", "outlier_factor")
+CLUSTER_ONLY_WITHOUT = ("md", "recording")
 
 
-def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200):
+def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200, step_options=None):
     """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
     local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
     when it cannot be."""
@@ -277,7 +277,7 @@ def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
     try:
-        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps)
+        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options)
         if cluster == "pool" or cluster.startswith("pool:"):
             workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
             merged = summarise_pool(planned.tasks, rules, workers, progress)
@@ -307,8 +307,13 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
     for name in CLUSTER_ONLY_WITHOUT:
         if getattr(args, name, None) not in (None, False):
             raise _UsageError(f"--{name.replace('_', '-')} needs the whole run in one process: not with --cluster")
+    from tui_prof.analysis.api import StepOptions
+
     max_gaps = None if args.max_gaps <= 0 else args.max_gaps
-    merged, status = _merged_run(args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps)
+    steps = StepOptions(args.step, args.warmup, **({"factor": args.outlier_factor} if args.outlier_factor is not None else {}))
+    merged, status = _merged_run(
+        args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps, step_options=steps
+    )
     if merged is None:
         return status
     doc = merged.document(None if args.top <= 0 else args.top)

@@ -35,6 +35,7 @@ from tui_prof.analysis.api import (
     CheckReport,
     PartialMerge,
     RankPartial,
+    StepOptions,
     merged_sections,
     rank_partials,
 )
@@ -65,6 +66,7 @@ class RankTask:
     rules: CategoryRules | None = None
     threshold_ns: int | None = None  # the gaps' threshold (None: 10 µs) and how many are listed, as SummaryOptions
     max_gaps: int | None = 200
+    step_options: StepOptions | None = None  # --step, --warmup, --outlier-factor (None: the defaults)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def rank_task(task: RankTask) -> RankResult:
     from tui_prof.loaders import load_path
 
     runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
-    partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps)
+    partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
     return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files, tuple(runset.errors))
 
 
@@ -97,7 +99,15 @@ class Plan:
     issues: tuple[LoadIssue, ...] = ()  # the scan's error issues
 
 
-def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> Plan:
+def plan(
+    path: str,
+    *,
+    use_cache: bool = True,
+    rules: CategoryRules | None = None,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options: StepOptions | None = None,
+) -> Plan:
     """One task per process of the run under ``path`` (file heads only are read here);
     :class:`ClusterError` when a work unit of the run is not one process's files (a
     database or trace of several processes, a file that belongs to no process): the
@@ -118,7 +128,7 @@ def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = Non
         raise ClusterError(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
-    tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps) for p in found.processes]
+    tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps, step_options) for p in found.processes]
     return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
 
 
@@ -210,7 +220,8 @@ class MergedRun:
 def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
     first = tasks[0] if tasks else RankTask("", "", (), False)
     threshold = DEFAULT_GAP_THRESHOLD_NS if first.threshold_ns is None else first.threshold_ns
-    return MergedRun(PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps), len(tasks))
+    merge = PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps, step_options=first.step_options or StepOptions())
+    return MergedRun(merge, len(tasks))
 
 
 def _one_line(err: BaseException) -> str:

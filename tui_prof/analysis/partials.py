@@ -111,7 +111,7 @@ from tui_prof.analysis.sections import (
     StepsSection,
 )
 from tui_prof.analysis.stats import API_STATS
-from tui_prof.analysis.steps import ProcessSteps, combine_steps, describe_outliers, empty_steps_section, steps_of
+from tui_prof.analysis.steps import OUTLIER_FACTOR, ProcessSteps, combine_steps, describe_outliers, empty_steps_section, steps_of
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
@@ -466,6 +466,15 @@ def _categories(r: RunInput, rules: CategoryRules, link: pd.DataFrame | None) ->
 
 
 @dataclass(frozen=True)
+class StepOptions:
+    """How the steps are found (SummaryOptions' ``step_name``, ``warmup``, ``outlier_factor``)."""
+
+    name: str | None = None
+    warmup: int | None = None
+    factor: float = OUTLIER_FACTOR
+
+
+@dataclass(frozen=True)
 class StepsPartial:
     """One process's steps (:func:`~tui_prof.analysis.steps.steps_of`: small, one row per
     step), its warm-up section were it the run's only process, its memory devices and
@@ -512,12 +521,14 @@ def rank_partial(
     threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
     max_gaps: int | None = 200,
     root: str = "",
+    step_options: StepOptions = StepOptions(),
 ) -> RankPartial:
     """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process
     record; ``threshold_ns`` and ``max_gaps`` as :class:`~tui_prof.analysis.summary.SummaryOptions`')."""
     run = r.run
     timeline = run_timeline(r, threshold_ns) if has_gpu_activity(run) else None
-    steps, _frame = steps_of(run, r.label, r.index, timeline.gaps if timeline is not None else None)
+    gaps = timeline.gaps if timeline is not None else None
+    steps, _frame = steps_of(run, r.label, r.index, gaps, step_name=step_options.name, warmup=step_options.warmup, factor=step_options.factor)
     link = link_operators(run.kernels, run.api, run.markers, r.index) if has_operators(run) else None
     categories = _categories(r, rules, link)
     groups, overlapping = _groups(run, rules, categories)
@@ -577,14 +588,20 @@ def occupancy_rows(r: RunInput) -> list[Record]:
     return rows
 
 
-def rank_partials(runset: RunSet, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> list[RankPartial]:
+def rank_partials(
+    runset: RunSet,
+    rules: CategoryRules | None = None,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options: StepOptions = StepOptions(),
+) -> list[RankPartial]:
     """The partial of every process of ``runset`` (one rank's files, as a worker loads them);
-    ``threshold_ns`` (None: 10 µs) and ``max_gaps`` as the summary's options."""
+    ``threshold_ns`` (None: 10 µs), ``max_gaps`` and ``step_options`` as the summary's options."""
     inputs = run_inputs(runset)
     records = process_records(inputs)
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
-    return [rank_partial(r, rec, rules, threshold, max_gaps, runset.root) for r, rec in zip(inputs, records, strict=True)]
+    return [rank_partial(r, rec, rules, threshold, max_gaps, runset.root, step_options) for r, rec in zip(inputs, records, strict=True)]
 
 
 class _Merged:
@@ -651,6 +668,7 @@ class PartialMerge:
     # described from the events of the rank that was slowest; None: the steps are not merged
     load: Callable[[str], RunSet] | None = None
     load_errors: list[LoadIssue] = field(default_factory=list)  # the files the run's load could not read (the trust of measurement)
+    step_options: StepOptions = StepOptions()  # as the partials were made with
     logs_root: str | None = None  # the run's path, whose log files the ``logs`` section scans (None: no logs section)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
@@ -741,9 +759,12 @@ class PartialMerge:
         if len(found) == 1:
             steps = found[0].part
         elif found:
-            steps = combine_steps(found, len(ordered), describe=lambda j, slow, ref, med: self._describe(found[j].label, slow, ref, med))
+            o = self.step_options
+            steps = combine_steps(
+                found, len(ordered), warmup=o.warmup, factor=o.factor, describe=lambda j, slow, ref, med: self._describe(found[j].label, slow, ref, med)
+            )
         else:
-            steps = ordered[0][2].steps if ordered else empty_steps_section()
+            steps = ordered[0][2].steps if ordered else empty_steps_section(factor=self.step_options.factor)
         per_process = [p["steps"] for p in steps.get("per_process") or []]
         devices = [d for _key, _label, part in ordered for d in part.devices]
         requested = [part.requested for _key, _label, part in ordered if part.requested is not None]
@@ -757,7 +778,9 @@ class PartialMerge:
             raise StepsNotMerged(f"the slow steps of {label} need that rank loaded again")
         r = next(r for r in run_inputs(self.load(label)) if r.label == label)
         timeline = run_timeline(r, self.threshold_ns) if has_gpu_activity(r.run) else None
-        _steps, frame = steps_of(r.run, r.label, r.index, timeline.gaps if timeline is not None else None)
+        o = self.step_options
+        gaps = timeline.gaps if timeline is not None else None
+        _steps, frame = steps_of(r.run, r.label, r.index, gaps, step_name=o.name, warmup=o.warmup, factor=o.factor)
         assert frame is not None  # its steps were found in the worker from the same files
         return describe_outliers(r.run, frame, slow, ref, med)
 
@@ -941,11 +964,12 @@ def merge_partials(
     threshold_ns: int | None = None,
     max_gaps: int | None = 200,
     load: Callable[[str], RunSet] | None = None,
+    step_options: StepOptions = StepOptions(),
 ) -> dict[str, Any]:
     """:func:`merged_sections` of ``partials`` (in any order; made with the same
     ``threshold_ns`` and ``max_gaps``); ``load``: a rank by its label (PartialMerge.load)."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
-    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps, load=load)
+    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps, load=load, step_options=step_options)
     for p in partials:
         merge.add(p)
     return merged_sections(merge, top)
