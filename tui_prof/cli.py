@@ -267,7 +267,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
 CLUSTER_ONLY_WITHOUT = ("md", "recording")
 
 
-def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200, step_options=None):
+def _merged_run(
+    path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200, step_options=None, check_only: bool = False
+):
     """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
     local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
     when it cannot be."""
@@ -277,7 +279,7 @@ def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
     try:
-        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options)
+        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only)
         if cluster == "pool" or cluster.startswith("pool:"):
             workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
             merged = summarise_pool(planned.tasks, rules, workers, progress)
@@ -384,7 +386,7 @@ def _check_cluster(args: argparse.Namespace) -> int:
 
     if args.recording is not None:
         raise _UsageError("--recording needs the whole run in one process: not with --cluster")
-    merged, status = _merged_run(args.path, args.cluster, None, use_cache=not args.no_cache)
+    merged, status = _merged_run(args.path, args.cluster, None, use_cache=not args.no_cache, check_only=True)
     if merged is None:
         return status
     record = check_report(merged, str(Path(args.path))).record()

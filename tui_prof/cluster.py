@@ -36,6 +36,7 @@ from tui_prof.analysis.api import (
     PartialMerge,
     RankPartial,
     StepOptions,
+    check_partials,
     merged_sections,
     rank_partials,
 )
@@ -67,6 +68,7 @@ class RankTask:
     threshold_ns: int | None = None  # the gaps' threshold (None: 10 µs) and how many are listed, as SummaryOptions
     max_gaps: int | None = 200
     step_options: StepOptions | None = None  # --step, --warmup, --outlier-factor (None: the defaults)
+    check_only: bool = False  # the integrity report's parts only (tuiprof check --cluster)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,10 @@ def rank_task(task: RankTask) -> RankResult:
     from tui_prof.loaders import load_path
 
     runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
-    partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
+    if task.check_only:
+        partials = check_partials(runset)
+    else:
+        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
     return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files, tuple(runset.errors))
 
 
@@ -107,6 +112,7 @@ def plan(
     threshold_ns: int | None = None,
     max_gaps: int | None = 200,
     step_options: StepOptions | None = None,
+    check_only: bool = False,
 ) -> Plan:
     """One task per process of the run under ``path`` (file heads only are read here);
     :class:`ClusterError` when a work unit of the run is not one process's files (a
@@ -128,7 +134,7 @@ def plan(
         raise ClusterError(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
-    tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps, step_options) for p in found.processes]
+    tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps, step_options, check_only) for p in found.processes]
     return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
 
 

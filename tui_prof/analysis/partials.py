@@ -604,6 +604,29 @@ def rank_partials(
     return [rank_partial(r, rec, rules, threshold, max_gaps, runset.root, step_options) for r, rec in zip(inputs, records, strict=True)]
 
 
+def check_partials(runset: RunSet) -> list[RankPartial]:
+    """Partials of ``runset``'s processes that carry only what ``tuiprof check`` merges (their
+    part of the integrity report, with their identity): the summary's parts are left empty."""
+    inputs = run_inputs(runset)
+    return [
+        RankPartial(
+            meta=r.run.meta,
+            label=r.label,
+            record=record,
+            clock=aggregate.clock_key(r.run),
+            range=r.range,
+            wall_ns=int(r.wall_ns),
+            dispatches=int(len(r.run.kernels)),
+            kernel_ns=0,
+            overlapping=False,
+            groups={by: {} for by in GROUPINGS},
+            core=None,
+            check=check_partial(runset.root, r.run),
+        )
+        for r, record in zip(inputs, process_records(inputs), strict=True)
+    ]
+
+
 class _Merged:
     """One group's counts over ranks, compacted now and then (bounded memory per group)."""
 
