@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tui_prof.analysis.hotspots import hotspots
+from tui_prof.analysis.hotspots import hotspots, process_order
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, load_category_rules, normalize_name
 from tui_prof.model import make_table
 
@@ -82,7 +82,7 @@ def test_user_rules_toml_and_json(tmp_path):
 def test_hotspots_by_normalized_category_agent_with_wall_share():
     names = ["void k<1>(int)", "void k<2>(int)", "Cijk_X", "void k<1>(int)"]
     kernels = make_table("kernels", {"start": [0, 10, 20, 40], "end": [4, 16, 30, 48], "name": names, "agent": [1, 1, 2, 2], "pid": 5})
-    norm = hotspots(kernels, by="normalized", wall_ns=100)
+    norm = hotspots(kernels, by="normalized", wall_ns=100, processes=process_order(kernels))
     assert norm[["name", "calls", "total_ns", "min_ns", "max_ns"]].values.tolist() == [["k", 3, 18, 4, 8], ["Cijk_X", 1, 10, 10, 10]]
     assert norm["median_ns"].tolist() == [6.0, 10.0]
     assert norm["pct_wall"].tolist() == [18.0, 10.0]

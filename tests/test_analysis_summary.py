@@ -120,16 +120,17 @@ def test_grouped_hotspots_computed_in_the_background_equal_direct_ones():
     equal :func:`hotspots` called directly, on a real run with idle gaps listed."""
     from pathlib import Path
 
-    from tui_prof.analysis.hotspots import all_kernels, hotspot_records, hotspots
+    from tui_prof.analysis.hotspots import all_kernels, hotspot_records, hotspots, process_order, run_codes
     from tui_prof.loaders import load_path
 
     runset = load_path(Path(__file__).parent / "data" / "rocpd")
     kernels = all_kernels(runset)
+    processes = process_order(kernels, run_codes(runset))
     for _ in range(3):
         doc = build_summary(runset, SummaryOptions(top=None, max_gaps=None))
         wall = doc["wall_ns"]
         for key, by in (("normalized", "normalized"), ("category", "category"), ("agent", "agent"), ("process", "pid")):
-            assert doc["hotspots_by"][key] == hotspot_records(hotspots(kernels, by=by, wall_ns=wall), None), key
+            assert doc["hotspots_by"][key] == hotspot_records(hotspots(kernels, by=by, wall_ns=wall, processes=processes), None), key
 
 
 @pytest.mark.parametrize("lane", ["threaded_lane", "inline_lane"])

@@ -77,6 +77,20 @@ def test_hotspot_busy_time_is_united_per_process(runset, by):
     assert {n: round(v / 100.0) for n, v in table["pct_wall"].items()} == expected
 
 
+def test_a_wall_share_needs_the_process_of_each_kernel(runset):
+    """The kernels table of two processes of one pid on two hosts does not say which host a
+    row came from: asked for a % of wall without the processes, hotspots refuses instead of
+    uniting the two hosts' kernels (which shrinks the busy time by the hosts' overlap)."""
+    kernels = all_kernels(runset)
+    with pytest.raises(TypeError, match="processes"):
+        hotspots(kernels, by="pid", wall_ns=1)
+    one = hotspots(kernels, by="pid", wall_ns=1, processes=process_order(kernels, run_codes(runset)))
+    united = hotspots(kernels, by="pid", wall_ns=1, processes=process_order(kernels))  # each pid one process: what was wrong
+    assert one["pct_wall"].tolist() == [100.0 * sum(_grid_union(r.kernels["start"].to_numpy(), r.kernels["end"].to_numpy()) for r in runset.runs)]
+    assert united["pct_wall"].iloc[0] < one["pct_wall"].iloc[0]
+    assert hotspots(kernels, by="pid")["total_ns"].tolist() == one["total_ns"].tolist()  # no wall share: nothing needed
+
+
 def test_summary_and_table_export_give_each_process_its_own_busy_time(runset):
     doc = build_summary(runset)
     process_ns = sum(int(r.kernels["end"].max() - r.kernels["start"].min()) for r in runset.runs)

@@ -272,3 +272,35 @@ def test_counters_pane_shows_the_shape_estimates_without_counters(capsys):
     assert copy[2] == "-"  # no FLOPs: no FLOP rate (its GB/s stays)
     assert "Roofline estimate from shapes: aten::mm (bf16)" in text  # the top operator with FLOPs, on its roofline
     assert copy[3].startswith(f"{next(o for o in doc['hotspots_by_operator'] if o['name'] == 'aten::copy_')['achieved_gbs']:,.0f}")
+
+
+NOT_TENSORS = {"", "Scalar", "ScalarList", "TensorList", "GenericList"}
+"""Input type entries of arguments that are not one tensor (no element size)."""
+
+
+def test_every_input_type_of_the_real_traces_has_an_element_size():
+    """Every ``Input type`` string of the real Kineto traces in tests/data is a tensor element
+    type tuiprof knows the size of, or an argument that is not a tensor."""
+    from tui_prof.analysis.flops import ELEMENT_BYTES
+
+    seen = set()
+    for path in sorted(DATA.rglob("*.json.gz")):
+        for e in json.load(gzip.open(path))["traceEvents"]:
+            types = (e.get("args") or {}).get("Input type")
+            if isinstance(types, list):
+                seen |= {t for t in types if isinstance(t, str)}
+    assert {"long", "long int", "int", "float", "c10::BFloat16"} <= seen  # the spellings seen in these traces
+    assert sorted(seen - NOT_TENSORS - set(ELEMENT_BYTES)) == []
+
+
+def test_int64_spelled_long_gets_its_bytes():
+    """HTA's sampled traces spell torch.int64 ``long`` (GCC builds: ``long int``): a copy of
+    an int32 tensor into an int64 one reads 4 and writes 8 bytes per element, whatever the
+    spelling; both name the type int64."""
+    events = json.load(gzip.open(HTA_RANK0))["traceEvents"]
+    copy = next(e["args"] for e in events if e.get("name") == "aten::copy_" and (e.get("args") or {}).get("Input type", [None])[0] == "long")
+    (rows, cols), src = copy["Input Dims"][0], copy["Input Dims"][1]
+    assert copy["Input type"][:2] == ["long", "int"] and src == [rows, cols]
+    for spelling in ("long", "long int"):
+        cost = op_cost("aten::copy_", json.dumps(copy["Input Dims"]), json.dumps([spelling, "int", "Scalar"]))
+        assert cost == {"flops": 0, "bytes": rows * cols * (8 + 4), "kind": "copy", "dtype": "int64"}

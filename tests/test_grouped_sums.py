@@ -153,7 +153,7 @@ def test_the_shared_process_order_gives_each_grouping_its_own_busy_time(pids):
     spans = kernels.groupby("pid").agg(lo=("start", "min"), hi=("end", "max"))
     wall = int((spans["hi"] - spans["lo"]).sum())  # the processes' time, summed
     for by in ("name", "agent", "pid"):
-        alone = hotspots(kernels, by=by, wall_ns=wall)
+        alone = hotspots(kernels, by=by, wall_ns=wall, processes=process_order(kernels))
         together = hotspots(kernels, by=by, wall_ns=wall, processes=shared)
         pd.testing.assert_frame_equal(alone, together)
         share = 100.0 * together["total_ns"] / wall  # a group's busy time is at most its summed time

@@ -537,7 +537,7 @@ def test_recording_option_on_check_export_and_diff(tmp_path, capsys):
     assert "compared recording 1" in captured.err and "compared recording 2" in captured.err
     json.loads(captured.out)
     assert main(["diff", "--no-cache", "--recording", "1,3", str(blogs), str(blogs)]) == EXIT_USAGE
-    assert main(["diff", "--tui", "--recording", "1", str(blogs), str(blogs)]) == EXIT_USAGE
+    # diff --tui --recording: tests/test_diff_tui_recordings.py
 
 
 def test_open_shows_one_recording_and_says_which():

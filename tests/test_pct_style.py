@@ -56,3 +56,22 @@ def test_threshold_texts_in_the_one_style():
     thresholds = [m.threshold for m in METRICS]
     assert "< 50% [P]" in thresholds
     assert not [t for t in thresholds if re.search(r"\d %", t)]
+
+
+MODULO = re.compile(r"\d % \d")  # an integer modulo in code, not a percentage
+
+
+def test_docs_and_sources_print_percentages_in_the_one_style():
+    """The docs (docs/metrics.md's threshold tables and every other page), the module
+    docstrings (the findings and integrity rule tables) and every message in tui_prof's
+    sources write ``50%``, not ``50 %``."""
+    root = Path(__file__).parent.parent
+    files = [root / "README.md", *sorted((root / "docs").glob("*.md")), *sorted((root / "tui_prof").rglob("*.py"))]
+    spaced = [
+        f"{path.relative_to(root)}:{n}: {line.strip()}"
+        for path in files
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if SPACED.search(MODULO.sub("", line))
+    ]
+    assert spaced == []
+    assert "gpu-idle                GPU idle > 20% of its span (rocinsight)                     high" in (root / "tui_prof/analysis/findings.py").read_text()

@@ -1,6 +1,7 @@
-"""Key R on the main screen (issue 32): a folder of separate recordings lists them in a small
-window; Enter reopens the app on the one under the cursor (as ``tuiprof open --recording N``),
-Esc closes; a run of one recording does not offer the key."""
+"""Key R (issue 32, 33): a folder of separate recordings lists them in a small window, from
+every screen of the run; Enter reopens the app on the one under the cursor (as ``tuiprof open
+--recording N``), a recording shown before with its analysis reused; Esc closes; a run of one
+recording does not offer the key, nor does a modal window."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tui_harness import drive, press, settle
 from tui_prof.analysis.api import pick_recording
 from tui_prof.loaders import load_path
 from tui_prof.tui.app import TuiProfApp
+from tui_prof.tui.screens.drilldown import DispatchesScreen
+from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.screens.recordings import RecordingsScreen
 
 DOCS7 = Path(__file__).parent / "data" / "rocprofv3_csv" / "rocprofv3-docs-rocm7"  # 12 recordings (hours apart, counter passes)
@@ -61,8 +64,8 @@ def test_one_recording_does_not_offer_the_key():
     runset, _ = synthetic_runset("per_launch")
 
     async def flow(app, pilot):
-        assert app.main.recordings == []
-        assert app.main.check_action("recordings", ()) is False
+        assert app.recordings == []
+        assert app.check_action("recordings", ()) is False
         await press(app, pilot, "R")
         assert not isinstance(app.screen, RecordingsScreen)
 
@@ -83,5 +86,41 @@ def test_hostile_process_labels_are_shown_as_text():
         assert "\x1b" not in labels and "\x07" not in labels
         shot = app.export_screenshot()  # what the terminal gets: the names, no control character
         assert "evil" in shot and "\x1b" not in shot and "\x07" not in shot and "pwned\x07" not in shot
+
+    drive(TuiProfApp(whole), flow, size=(120, 30))
+
+
+def test_r_from_a_drill_down_and_back_to_a_recording_shown_before():
+    """R on a drill-down screen lists the recordings too; picking one closes the drill-down.
+    Going back to the recording shown first reuses its view (the same analysis object, not a
+    rebuilt one); R is not offered over the help window."""
+    whole = load_path(DOCS7, use_cache=False)
+    default = pick_recording(whole)
+
+    async def flow(app, pilot):
+        first = app.main.view
+        top = str(first.hotspots("name")["name"].iloc[0])
+        app.push_screen(DispatchesScreen(first, "name", top))
+        await settle(app, pilot)
+        await press(app, pilot, "R")
+        assert isinstance(app.screen, RecordingsScreen)
+        await press(app, pilot, *["down"] * (10 - default.chosen), "enter")
+        await settle(app, pilot)
+        assert app.recording == 10 and app.screen is app.main and not any(isinstance(s, DispatchesScreen) for s in app.screen_stack)
+        assert len(app.main.view.kernels) == 4 and app.main.view is not first
+        tenth = app.main.view
+        await press(app, pilot, "R", *["up"] * (10 - default.chosen), "enter")  # back to the first one shown
+        await settle(app, pilot)
+        assert app.shown_recording == default.chosen and app.main.view is first
+        assert [r.index for r in app.recordings if r.shown] == [default.chosen]
+        await press(app, pilot, "R", *["down"] * (10 - default.chosen), "enter")
+        await settle(app, pilot)
+        assert app.main.view is tenth
+        palette = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert palette["Recordings"].help == f"Pick another of the folder's {default.count} recordings (R)"
+        await press(app, pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen) and app.check_action("recordings", ()) is False
+        await press(app, pilot, "R")
+        assert isinstance(app.screen, HelpScreen)
 
     drive(TuiProfApp(whole), flow, size=(120, 30))

@@ -531,8 +531,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
             _say(unusable)
             return EXIT_NOTHING_LOADED
     noise_pct, noise_pp = _noise(args, DEFAULT_NOISE_PCT, DEFAULT_NOISE_PP)
-    if args.tui and args.recording is not None:
-        raise _UsageError("--recording applies to the text, --json and --md diff (the diff screen loads each run whole)")
     if args.tui:
         from tui_prof.tui.diff.app import DiffApp
 
@@ -547,11 +545,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
             steps=args.steps,
             step=args.step,
             step_b=args.step_b,
+            recordings=args.recording,
         )
         app.run(mouse=not args.no_mouse)
         if app.load_error:  # shown in the app until q; repeated here for the shell
             _say(app.load_error.splitlines()[0])
-            return EXIT_NOTHING_LOADED
+            return EXIT_USAGE if app.load_error.startswith("--recording") else EXIT_NOTHING_LOADED
         return EXIT_OK
     from tui_prof.loaders import load_path
 
@@ -1139,7 +1138,7 @@ def _diff_parser(sub: Any) -> None:
         default=None,
         metavar="N[,M]",
         help="A (or B) holds separate recordings (files hours apart): compare A's recording N with B's M (default M = N; "
-        "without it, each side's with most dispatches; listed on stderr)",
+        "without it, each side's with most dispatches; listed on stderr; with --tui, key R picks others)",
     )
     differ.set_defaults(func=cmd_diff)
 

@@ -52,7 +52,7 @@ from tui_prof.percent import fmt_pct
 
 SCHEMA = "tuiprof.diff/1"
 MATCH_MODES = ("name", "normalized", "category")
-DEFAULT_NOISE_PCT = 2.0  # [P] run-to-run noise of wall/kernel time on a quiet GPU is ~1-2 %
+DEFAULT_NOISE_PCT = 2.0  # [P] run-to-run noise of wall/kernel time on a quiet GPU is ~1-2%
 DEFAULT_NOISE_PP = 1.0  # [P] percentage points for metrics that are themselves percentages
 
 KERNEL_DIFF_COLUMNS = (

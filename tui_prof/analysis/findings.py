@@ -5,23 +5,23 @@ Rules and thresholds (sources in docs/metrics.md; [P] = ours):
 ======================  ==========================================================  =========
 code                    trigger                                                     severity
 ======================  ==========================================================  =========
-gpu-idle                GPU idle > 20 % of its span (rocinsight)                    high
-idle-sync               listed gaps caused by synchronisation > 5 % of span [P]     high
-sync-overhead           exposed sync > 5 % of wall (profiling guide's target)       medium
-sync-after-launch       >= 50 % of >= 10 launches followed by a sync [P]            high
+gpu-idle                GPU idle > 20% of its span (rocinsight)                     high
+idle-sync               listed gaps caused by synchronisation > 5% of span [P]      high
+sync-overhead           exposed sync > 5% of wall (profiling guide's target)        medium
+sync-after-launch       >= 50% of >= 10 launches followed by a sync [P]             high
 many-tiny-kernels       > 1000 directly launched dispatches (graph replays apart)   medium
                         averaging < 10 µs (rocinsight)
-launch-bound            listed gaps caused by host launch > 10 % of span [P]        medium
-copy-share              copy engine time > 20 % of wall (rocinsight)                high
+launch-bound            listed gaps caused by host launch > 10% of span [P]         medium
+copy-share              copy engine time > 20% of wall (rocinsight)                 high
 slow-copy               pageable host copies >= 1 MiB [P]; else H2D/D2H bandwidth   medium
                         < 10 GB/s on copies >= 1 MiB (rocinsight)
-dominant-kernel         one kernel > 50 % of kernel time (rocinsight)               low
-low-occupancy           a top-5 kernel's theoretical occupancy < 25 % [P]           medium
-communication-share     communication kernels > 20 % of kernel time [P]             medium
+dominant-kernel         one kernel > 50% of kernel time (rocinsight)                low
+low-occupancy           a top-5 kernel's theoretical occupancy < 25% [P]            medium
+communication-share     communication kernels > 20% of kernel time [P]              medium
 straggler               one rank arrives last at most collectives and the others    high
-                        wait > 5 % of their time in them [P]
-comm-overlap            communication > 10 % of rank time [P] and overlapping       medium
-                        compute < 50 % of it [P] (HTA's comm/comp overlap)
+                        wait > 5% of their time in them [P]
+comm-overlap            communication > 10% of rank time [P] and overlapping        medium
+                        compute < 50% of it [P] (HTA's comm/comp overlap)
 needs-trace             a statistics-only run: the findings that need a trace       info
 counter:<metric>        a derived counter metric crosses its threshold              medium
 counters-serialise      the run collected counters                                  info
@@ -32,9 +32,9 @@ memory-growth           every steady step's memory high-water mark above the las
                         one's, >= 3 steps, >= 1 MiB in all [P] (a leak)
 memory-reserved         peak reserved > 2 x peak allocated and >= 1 GiB more [P]     low
                         (allocator fragmentation / cache held)
-warmup                  warm-up steps cost > 10 % of a steady step beyond as many   low
+warmup                  warm-up steps cost > 10% of a steady step beyond as many    low
                         steady steps [P]: its cost and what it was (analysis.warmup)
-gemm-share              GEMM + convolution < 60 % of steady-state kernel time       low
+gemm-share              GEMM + convolution < 60% of steady-state kernel time        low
                         (the seed workflow's threshold)
 ======================  ==========================================================  =========
 
@@ -757,7 +757,7 @@ def warmup(doc: Summary, facts: Facts) -> Found:
 
 
 def gemm_share(doc: Summary, facts: Facts) -> Found:
-    """GEMM and convolution below 60 % of the steady state's kernel time (the whole run's when
+    """GEMM and convolution below 60% of the steady state's kernel time (the whole run's when
     the steady state is not known)."""
     path = critical_path_of(doc)
     if path is None and doc.get("hotspots_source", "trace") != "trace":

@@ -43,15 +43,37 @@ ELEMENT_BYTES = {
     "c10::Float8_e5m2": 1,
     "c10::Float8_e4m3fnuz": 1,
     "c10::Float8_e5m2fnuz": 1,
+    "c10::Float8_e8m0fnu": 1,
     "long int": 8,
+    "long": 8,
+    "long long": 8,
+    "long long int": 8,
+    "int64_t": 8,
     "int": 4,
     "short int": 2,
+    "short": 2,
     "signed char": 1,
     "unsigned char": 1,
+    "unsigned short": 2,
+    "unsigned short int": 2,
+    "unsigned int": 4,
+    "unsigned long": 8,
+    "unsigned long int": 8,
+    "unsigned long long": 8,
     "bool": 1,
+    "c10::complex<c10::Half>": 4,
     "c10::complex<float>": 8,
     "c10::complex<double>": 16,
+    "c10::qint8": 1,
+    "c10::quint8": 1,
+    "c10::qint32": 4,
+    "c10::bits8": 1,
+    "c10::bits16": 2,
 }
+"""Bytes per element of a tensor by its Kineto ``Input type``: the C++ name of the torch
+dtype's element type as the compiler spells it (GCC ``long int``, Clang and older PyTorch
+``long`` for torch.int64, ...). Packed sub-byte types (``c10::quint4x2``,
+``c10::Float4_e2m1fn_x2``) are left out: an element is not a whole byte."""
 DTYPE = {
     "float": "fp32",
     "double": "fp64",
@@ -62,7 +84,15 @@ DTYPE = {
     "c10::Float8_e4m3fnuz": "fp8",
     "c10::Float8_e5m2fnuz": "fp8",
     "signed char": "int8",
+    "unsigned char": "uint8",
+    "short int": "int16",
+    "short": "int16",
+    "int": "int32",
+    **dict.fromkeys(("long int", "long", "long long", "long long int", "int64_t"), "int64"),
+    "bool": "bool",
 }
+"""The data type's name in PyTorch's words (``torch.int64`` -> int64; one name for every
+spelling of one type); a type not listed keeps its spelling."""
 
 GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear", "aten::matmul", "aten::_addmm_activation"}
 SDPA_BHLE = re.compile(r"^aten::(scaled_dot_product_attention|_scaled_dot_product_(flash|efficient|cudnn)_attention|_cudnn_attention_forward)$")

@@ -54,16 +54,20 @@ def hotspots(
     "pid" or any other kernels column. ``dur_order`` (``duration_order(kernels)``) may be
     passed to share the sort between several groupings. ``key`` (one value per kernel row,
     e.g. analysis.operators' operator or op-first category of each kernel) groups instead
-    of ``by``. ``processes`` (``process_order(kernels, run_codes(runset))``) gives the
-    process of each kernel behind ``pct_wall`` and may be shared between several groupings;
-    without it each pid is taken as one process, which unites the kernels of processes that
-    share a pid (ranks on different hosts): pass it for the kernels of a run set.
+    of ``by``. ``processes`` (``process_order(kernels, run_codes(runset))``; for one run's
+    kernels ``process_order(kernels)``) gives the process of each kernel behind ``pct_wall``
+    and may be shared between several groupings; it is required with ``wall_ns`` (when
+    there are kernels): a kernels table does not say which run a row came from, and taking
+    each pid as one process would unite the kernels of processes that share a pid (ranks on
+    different hosts).
     """
     columns = list(HOTSPOT_COLUMNS) + (["pct_wall"] if wall_ns is not None else [])
     if kernels.empty:
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in columns}).astype(
             {"name": "object", "calls": "int64", "total_ns": "int64", "min_ns": "int64", "max_ns": "int64"}
         )
+    if wall_ns is not None and processes is None:
+        raise TypeError("hotspots(wall_ns=...) needs processes=process_order(kernels, run_codes(runset)): a pid is not a process")
     dur = kernels["end"].to_numpy() - kernels["start"].to_numpy()
     key = group_key(kernels, by, rules) if key is None else key.reset_index(drop=True)
     if isinstance(key.dtype, pd.CategoricalDtype):

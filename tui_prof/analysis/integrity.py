@@ -16,17 +16,17 @@ clock-domains           the run set's events fall in time clusters more than 1 h
                         (files of separate recordings, or clocks that cannot be aligned)
 queue-overlap           kernels overlapping their predecessor on one in-order stream     degraded
                         by > 1 µs (CUDA programmatic dependent launch, cudaLaunchKernelExC,
-                        under 50 % of the kernel, and AMD tails under 25 % apart)
+                        under 50% of the kernel, and AMD tails under 25% apart)
 duration-overflow       a kernel or copy longer than 1 h (an overflowed duration)        unreliable
 negative-duration       a kernel, copy or API row whose end lies before its start        degraded
 kernel-before-launch    kernels starting > 1 ms before the call that launched them       degraded
 timestamps-out-of-order a kernel starting > 1 µs before a kernel launched before it on     degraded
                         its stream, or a call before an earlier call of its thread (by
                         correlation id)
-buffer-full             the last >= 10 (and >= 1 %) launch calls have no kernel: the     degraded
+buffer-full             the last >= 10 (and >= 1%) launch calls have no kernel: the      degraded
                         kernel records stop while the calls go on
-unlinked-launches       > 5 % of launch calls have no kernel (dropped GPU records)       degraded
-unlinked-kernels        > 5 % of the kernels launched after the first traced call (by      degraded
+unlinked-launches       > 5% of launch calls have no kernel (dropped GPU records)        degraded
+unlinked-kernels        > 5% of the kernels launched after the first traced call (by       degraded
                         correlation id) have no API call (dropped API records)
 counter-duplicated      one dispatch's counter recorded more than once in one process    unreliable
                         (counter passes of other processes with the same dispatch ids)
@@ -38,11 +38,11 @@ counter-multimodal      SQ_WAVES takes several values, SQ_INSTS_*/SPI_CSN_* read
                         (across every process and pass of the run set)
 counter-known-defective a counter the counter dictionary lists as wrong or reading zeros  unreliable
                         on this GPU, within the ROCm versions its source names
-records-stop            one kind of record stops >= 20 % of the span before the others,  degraded
+records-stop            one kind of record stops >= 20% of the span before the others,   degraded
                         which go on (a full buffer for that kind)
 bandwidth-above-peak    a copy or a dispatch's FETCH_SIZE+WRITE_SIZE moving bytes faster  unreliable
                         than the GPU's documented memory peak
-graph-without-kernels   > 5 % of graph launches have no kernel rows                      degraded
+graph-without-kernels   > 5% of graph launches have no kernel rows                       degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
                         reads 0 on every one of >= 2 dispatches
 non-kernel-packets      profiler rows for AQL packets that are not kernels (rocprof's    info
@@ -86,7 +86,7 @@ BUFFER_TAIL_MIN = 10  # [P] trailing launch calls without kernels that make the 
 BUFFER_TAIL_SHARE = 0.01  # [P] ... and at least this share of the launch calls
 PDL_MAX_OVERLAP = 0.5  # [P] cudaLaunchKernelExC kernels overlapping their predecessor by less: real
 # [P] real rocprofv3/rocpd recordings show consecutive kernels of one HIP stream overlapping by
-# up to 12 % of the later one (tests/data rocprofv3_json 908, rocpd 28): tolerated below this
+# up to 12% of the later one (tests/data rocprofv3_json 908, rocpd 28): tolerated below this
 AMD_TAIL_OVERLAP = 0.25
 OVERLAP_TOLERANCE_NS = 1_000  # Kineto's µs timestamps: sub-µs overlaps are rounding
 MAX_EXAMPLES = 5
@@ -793,7 +793,7 @@ def _above_peak(run: Run, c: pd.DataFrame, label: str) -> list[Issue]:
     GPU clock counters (CYCLE_COUNTERS) above what the agent's clock allows over the kernel's
     duration (:func:`_cycles_over`). GRBM_GUI_ACTIVE is not compared with GRBM_COUNT: counters
     of one dispatch come from different replays when collected in different passes (a real
-    MI300X workload reads 2 % more busy than elapsed cycles)."""
+    MI300X workload reads 2% more busy than elapsed cycles)."""
     names = c["counter"].astype(str).to_numpy()
     bad: dict[str, list[int]] = {}
     waves = c[names == "SQ_WAVES"]
@@ -886,7 +886,7 @@ def _all_zero(c: pd.DataFrame, label: str) -> list[Issue]:
 # depend on timing or on the pass. SQ_WAVES is exact (any second value is a defect); the others
 # (instructions issued, workgroups and waves the SPI launched) may vary a little with the data,
 # but not in modes a factor MODE_RATIO apart (or 0 beside non-zero readings: #3828's signature,
-# 18.7 % zeros and 18.8 % doubled on gfx1151).
+# 18.7% zeros and 18.8% doubled on gfx1151).
 EXACT_WORK_COUNTERS = frozenset({"SQ_WAVES"})
 WORK_COUNTER_PREFIXES = ("SQ_WAVES", "SQ_INSTS_", "SPI_CSN_")
 MODE_RATIO = 2.0  # [P] consecutive sorted readings this far apart split two modes

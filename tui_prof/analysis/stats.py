@@ -18,7 +18,7 @@ Every table has the columns of :data:`tui_prof.model.schema.STATS_COLUMNS`.
   mean and stddev; ``percent`` = total / the Σ of the processes' run totals × 100.
 * :func:`trace_checks` recomputes a stats table from the trace of the same process and
   reports the names whose calls differ, or whose total differs by more than the rounding
-  a profiler applies (``max(calls, 0.01 % of the total)`` ns).
+  a profiler applies (``max(calls, 0.01% of the total)`` ns).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ GPU_SOURCES = frozenset({"gpu_user_annotation"})
 # and Python frames repeat by the thousand and are never a step by themselves.
 NOT_CANDIDATE_SOURCES = frozenset({"cpu_op", "python_function"}) | GPU_SOURCES
 OUTLIER_FACTOR = 1.5  # [P] a steady step slower than median x this is an outlier (issue 21)
-WARMUP_BAND_MIN = 0.10  # [P] a warm-up step is > 10 % slower than the steady median...
+WARMUP_BAND_MIN = 0.10  # [P] a warm-up step is > 10% slower than the steady median...
 WARMUP_MAD_K = 3.0  # ...and more than 3 robust standard deviations above it
 MIN_INFERRED_STEPS = 3
 MAX_OUTLIERS = 10  # the slowest outlier steps listed (steps.outlier_steps counts them all)
@@ -311,7 +311,7 @@ def warmup_count(walls: np.ndarray) -> int:
 
     The steady state is judged on the later half of the steps (median m, median absolute
     deviation d): a step is outside its spread when slower than m + max(3 x 1.4826 d,
-    10 % of m). A faster first step is not a warm-up. At most half the steps are warm-up."""
+    10% of m). A faster first step is not a warm-up. At most half the steps are warm-up."""
     n = len(walls)
     if n < 3:
         return 0

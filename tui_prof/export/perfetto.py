@@ -4,7 +4,8 @@ The file opens in the Perfetto UI (ui.perfetto.dev) and ``chrome://tracing`` and
 a Kineto-style trace (``schemaVersion``, ``cat`` kernel / cuda_runtime / gpu_memcpy, a
 kernel's ``args.device`` and ``args.stream``), so tuiprof's own Kineto loader reads it
 back as the run it was: each process under its own pid, its metadata and agents in
-``tuiprof_processes`` (after the events), times back on the profiler's clock from
+``tuiprof_processes`` (after the events; with the kernels', API calls' and copies' columns a
+Kineto event has no field for, :func:`encode_runs`), times back on the profiler's clock from
 ``origin_ns``; an export reopened gives the summary of its source (tests/test_export_reopen.py).
 
 Layout (Chrome trace-event format, ``ts``/``dur`` in µs written as exact decimals of the
@@ -70,7 +71,7 @@ from tui_prof.export.common import ExportError, analyse, check_destination
 from tui_prof.export.evidence import Place, place_of
 from tui_prof.guard import jsonout
 from tui_prof.guard.write import WriteRefused, atomic_file, check_file_destination, open_existing
-from tui_prof.loaders.kineto import EXPORT_KIND, EXPORT_PREFIX
+from tui_prof.loaders.kineto import EXPORT_KIND, EXPORT_PREFIX, EXPORTED_COLUMNS
 from tui_prof.model import Run, RunSet
 from tui_prof.model.schema import UNKNOWN
 
@@ -572,13 +573,16 @@ def _allocator_totals(run: Run, rows: np.ndarray) -> dict[str, np.ndarray]:
 def _allocation_events(run: Run, pid: int, window: Window | None, origin: int) -> Iterator[list[str]]:
     """Allocations and frees as the PyTorch allocator's "[memory]" instants (Bytes < 0 frees),
     with its totals: the Kineto loader reads them back as ``allocations`` and the memory
-    tracks. Other operations (a profiler's own allocation calls) are left out."""
+    tracks. ``Device Type`` is 1 on a GPU agent, 0 on a CPU agent or none; ``Device Id`` is
+    the agent (-1: none), which an export's reader takes as it is. Other operations (a
+    profiler's own allocation calls) are left out."""
     a = run.allocations
     if not len(a):
         return
     op = a["operation"].astype(str).to_numpy()
     start = a["start"].to_numpy()
     keep = np.isin(op, ("ALLOCATE", "FREE"))
+    cpus = {ag.id for ag in run.agents if ag.type == "CPU"}  # host memory: Device Type 0, the agent still named
     inside = _in_window(start, start, window)
     if inside is not None:
         keep &= inside
@@ -591,11 +595,11 @@ def _allocation_events(run: Run, pid: int, window: Window | None, origin: int) -
         alloc, reserved = totals["Total Allocated"].tolist(), totals["Total Reserved"].tolist()
         events = []
         for i in range(len(rows)):
-            gpu = agent[i] != UNKNOWN
+            gpu = agent[i] != UNKNOWN and agent[i] not in cpus
             tail = (f',"Total Allocated":{alloc[i]}' if alloc[i] >= 0 else "") + (f',"Total Reserved":{reserved[i]}' if reserved[i] >= 0 else "")
             events.append(
                 f'{{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":{pid},"tid":{tid[i]},"ts":{ts[i]},'
-                f'"args":{{"Bytes":{size[i]},"Device Type":{1 if gpu else 0},"Device Id":{agent[i] if gpu else -1},"Addr":{addr[i]}{tail}}}}}'
+                f'"args":{{"Bytes":{size[i]},"Device Type":{1 if gpu else 0},"Device Id":{agent[i]},"Addr":{addr[i]}{tail}}}}}'
             )
         yield events
 
@@ -837,19 +841,50 @@ def write_trace(runset: RunSet, fh: IO[str], window: Window | None = None, analy
     if analysis.summary["findings"] and span is not None:
         shown = (max(span[0], window[0]), min(span[1], window[1])) if window else span
         out.write(_finding_events(runset, analysis, max(pids) + 1, pids, shown, origin))
-    fh.write('\n],\n"tuiprof_processes": ' + jsonout.dumps(_processes(runset, pids), default=str, ensure_ascii=True) + "}\n")
+    fh.write('\n],\n"tuiprof_processes": ' + jsonout.dumps(_processes(runset, pids, window), default=str, ensure_ascii=True) + "}\n")
     return out.count
 
 
-def _processes(runset: RunSet, pids: list[int]) -> list[dict]:
+def encode_runs(values: np.ndarray) -> list[int]:
+    """An int column as ``[v0, n0, v1, n1, ...]``: runs of equal differences from the
+    previous value (from 0 for the first), so a constant pid or a dispatch id counting up is
+    one pair (the Kineto loader's :func:`~tui_prof.loaders.kineto.decode_runs`)."""
+    if not len(values):
+        return []
+    diffs = np.diff(values.astype(np.int64), prepend=np.int64(0))
+    starts = np.concatenate(([0], np.flatnonzero(diffs[1:] != diffs[:-1]) + 1))
+    counts = np.diff(np.append(starts, len(diffs)))
+    return np.stack([diffs[starts], counts], axis=1).reshape(-1).tolist()
+
+
+def _rows_read_back(name: str, table: pd.DataFrame, window: Window | None) -> np.ndarray:
+    """The rows of ``table`` written (in ``window``), in the order the Kineto loader reads
+    them back: as written, but copies, memcpys first, then memsets."""
+    mask = _in_window(table["start"].to_numpy(), table["end"].to_numpy(), window)
+    rows = np.arange(len(table)) if mask is None else np.flatnonzero(mask)
+    if name == "copies":
+        memset = table["direction"].astype(str).to_numpy()[rows] == "memset"
+        rows = rows[np.argsort(memset, kind="stable")]
+    return rows
+
+
+def _processes(runset: RunSet, pids: list[int], window: Window | None) -> list[dict]:
     """What a reader needs to give each exported process back as the run it was (the Kineto
     loader reads it, :data:`~tui_prof.loaders.kineto.EXPORT_KIND`): its pid in the file, its
-    metadata (hostname, pid, rank, label, formats, tool) and its agents. Written after the
-    events, so the file's head stays short whatever the number of processes."""
-    return [
-        {"pid": pid, "meta": dataclasses.asdict(run.meta), "agents": [dataclasses.asdict(a) for a in run.agents]}
-        for run, pid in zip(runset.runs, pids, strict=True)
-    ]
+    metadata (hostname, pid, rank, label, formats, tool), its agents, and the columns of the
+    kernels and API calls written that a Kineto event has no field for
+    (:data:`~tui_prof.loaders.kineto.EXPORTED_COLUMNS`, :func:`encode_runs`). Written after
+    the events, so the file's head stays short whatever the number of processes."""
+    out = []
+    for run, pid in zip(runset.runs, pids, strict=True):
+        columns = {}
+        for name, names in EXPORTED_COLUMNS.items():
+            table = getattr(run, name)
+            if len(table):
+                rows = _rows_read_back(name, table, window)
+                columns[name] = {c: encode_runs(table[c].to_numpy()[rows]) for c in names}
+        out.append({"pid": pid, "meta": dataclasses.asdict(run.meta), "agents": [dataclasses.asdict(a) for a in run.agents], "columns": columns})
+    return out
 
 
 def _is_ours(path: Path) -> bool:

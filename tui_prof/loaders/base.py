@@ -420,7 +420,7 @@ def check_stats(frame: pd.DataFrame, path: Path | str) -> tuple[pd.DataFrame, li
     first = str(frame["name"].iloc[int(np.flatnonzero(bad)[0])]) if "name" in frame.columns else ""
     note = (
         f"{path}: {int(bad.sum())} statistics row(s) dropped with impossible values (negative calls or times, "
-        f"a share outside 0-100 %, or a value that is not finite; e.g. {one_line(first, 80)!r})"
+        f"a share outside 0-100%, or a value that is not finite; e.g. {one_line(first, 80)!r})"
     )
     return frame[~bad].reset_index(drop=True), [note]
 

@@ -1004,7 +1004,7 @@ def piece_worker(path: str) -> None:
     """Entry point of a worker process: reads "start end" from stdin (nothing: exit), writes
     the pickled :func:`decode_piece` result to stdout. The cyclic garbage collector is off
     (this process only makes acyclic, short-lived event objects; the collector's passes
-    over them cost about 7 % of the decoding)."""
+    over them cost about 7% of the decoding)."""
     gc.disable()
     line = sys.stdin.readline().split()
     if len(line) == 2:
@@ -1061,7 +1061,7 @@ def read_events_parallel(win: TextWindow, ev: Events, path: Path, pieces: int) -
     columns equal a serial read's. Any failure raises (the caller then reads serially).
 
     gzip: every worker inflates the file from its start and discards the text before its
-    piece (inflating costs ~12 % of decoding, so the decoding still runs in parallel); this
+    piece (inflating costs ~12% of decoding, so the decoding still runs in parallel); this
     process inflates up to the last piece while looking for the split points. The workers
     are started first, so their imports overlap that search."""
     if win.peek() != "{":
@@ -1199,10 +1199,13 @@ def load_runs(path: Path) -> list[Run]:
 
 
 EXPORT_PREFIX = "tuiprof.perfetto-export/"
-EXPORT_KIND = EXPORT_PREFIX + "2"
+EXPORT_KIND = EXPORT_PREFIX + "3"
 """``tuiprof_export.kind`` of the files ``tuiprof export --perfetto`` writes (tui_prof.export.perfetto):
 Kineto-style events of every process under its own pid, and after them ``tuiprof_processes``,
-each process's pid in the file, metadata and agents. Times are µs from ``tuiprof_export.origin_ns``."""
+each process's pid in the file, metadata and agents. Times are µs from ``tuiprof_export.origin_ns``.
+Version 3 adds what a Kineto trace has no field for: each process's kernels' queue, dispatch
+id and host pid/tid, its API calls' own pid and tid, and an allocation's agent as its
+``Device Id`` (:func:`restore_exported_columns`)."""
 
 _META_FIELDS = {f.name for f in dataclasses.fields(RunMeta)}
 _AGENT_FIELDS = {f.name for f in dataclasses.fields(Agent)}
@@ -1246,12 +1249,64 @@ def exported_runs(ev: Events, path: Path, processes: list[dict]) -> list[Run]:
             for table in (run.kernels, run.copies):
                 if len(table) and bool((table["pid"].to_numpy() == UNKNOWN).any()):
                     table["pid"] = compact_int(np.where(table["pid"].to_numpy() == UNKNOWN, restored.pid, table["pid"].to_numpy()))
-        agents = [a for a in entry.get("agents") or [] if isinstance(a, dict) and type(a.get("id")) is int]
-        run.agents = [Agent(**{k: v for k, v in a.items() if k in _AGENT_FIELDS}) for a in agents] or run.agents
+        written = entry.get("agents")
+        if isinstance(written, list):  # the agents as written, none included (a counter pass without an agent file)
+            agents = [a for a in written if isinstance(a, dict) and type(a.get("id")) is int]
+            run.agents = [Agent(**{k: v for k, v in a.items() if k in _AGENT_FIELDS}) for a in agents]
+        if header.get("kind") == EXPORT_KIND:
+            restore_exported_columns(run, part, entry)
         if origin:
             shift_times(run, origin)
         runs.append(run)
     return runs
+
+
+EXPORTED_COLUMNS = {
+    "kernels": ("queue", "dispatch_id", "pid", "tid"),
+    "api": ("pid", "tid"),
+    "copies": ("src_agent", "dst_agent", "queue", "pid", "tid"),
+}
+"""The columns a version-3 export keeps in ``tuiprof_processes`` (``columns``), per table: a
+Kineto event has no field for them (a kernel's queue, dispatch id, host pid/tid; a copy's
+host agent), or writes the process's pid and a track's tid in their place (an API call's own
+pid and thread; -1: not recorded). Rows in the order this reader builds them: kernels and
+API calls as written, copies memcpys first, then memsets (:func:`build_copies`)."""
+
+
+def decode_runs(encoded: object, rows: int) -> np.ndarray | None:
+    """The int64 column of ``rows`` values run-length encoded as ``[v0, n0, v1, n1, ...]`` over
+    the differences from the previous value (from 0 for the first), as
+    :func:`tui_prof.export.perfetto.encode_runs` writes it; None when it is not that (the
+    counts must add up to ``rows``: nothing larger is built from the file)."""
+    if not isinstance(encoded, list) or len(encoded) % 2 or not all(type(v) is int and -(2**62) < v < 2**62 for v in encoded):
+        return None
+    values, counts = np.array(encoded[0::2], dtype=np.int64), np.array(encoded[1::2], dtype=np.int64)
+    if (counts <= 0).any() or int(counts.sum()) != rows:
+        return None
+    return np.cumsum(np.repeat(values, counts))
+
+
+def restore_exported_columns(run: Run, part: Events, entry: dict) -> None:
+    """What a version-3 export keeps for tuiprof's reader, as it was: the
+    :data:`EXPORTED_COLUMNS` of the kernels and API calls (``entry["columns"]``, rows in the
+    order :data:`EXPORTED_COLUMNS` says; a column whose count is not the table's is left as
+    read), each allocation's agent
+    (``Device Id``, -1: none, whatever the ``Device Type``) and the memory tracks on those agents."""
+    written = entry.get("columns")
+    for name, columns in EXPORTED_COLUMNS.items():
+        table = getattr(run, name)
+        kept = written.get(name) if isinstance(written, dict) else None
+        if not len(table) or not isinstance(kept, dict):
+            continue
+        decoded = {c: v for c in columns if (v := decode_runs(kept.get(c), len(table))) is not None}
+        if decoded:  # as the schema declares them (make_table: the narrow dtypes)
+            typed = make_table(name, decoded)
+            for column in decoded:
+                table[column] = typed[column].to_numpy()
+    if len(run.allocations):
+        dev_id = as_int64(part.memory.dev_id)
+        run.allocations["agent"] = compact_int(np.where(dev_id >= 0, dev_id, UNKNOWN))
+        run.series = build_memory_series(part.memory, run.allocations)
 
 
 def shift_times(run: Run, by: int) -> None:

@@ -6,18 +6,18 @@ per CU, max_mclk 1300 MHz, 128 HBM channels, so rocprof-compute's ``$hbmBandwidt
 
 * ``lds_transpose_tile`` — LDS-bound: SQ_LDS_BANK_CONFLICT/(SQ_LDS_IDX_ACTIVE-SQ_LDS_BANK_CONFLICT)
   = 0.5 conflicts per access (threshold 0.1);
-* ``l2_miss_stream`` — L2-miss heavy: TCC_HIT/(TCC_HIT+TCC_MISS) = 20 % (threshold 50 %), the
-  vector L1 stalled on L2 data 60 % of its active cycles (threshold 20 %),
+* ``l2_miss_stream`` — L2-miss heavy: TCC_HIT/(TCC_HIT+TCC_MISS) = 20% (threshold 50%), the
+  vector L1 stalled on L2 data 60% of its active cycles (threshold 20%),
   and memory-bound on the roofline: 7.68 MFLOP over 38.4 MB = 0.2 FLOP/B, left of the VALU ridge
   81715.2/5324.8 = 15.35 (VALU roof max_sclk*CUs*64*2/1000 GFLOP/s);
 * ``vgpr_heavy_gemm`` — occupancy-limited: 256 VGPRs + 0 AGPRs at 256 work-items per workgroup
   give 2 of 8 waves per SIMD (VGPR limit), SQ_LEVEL_WAVES_ACCUM/(GRBM_GUI_ACTIVE/8) = 1216 waves
-  = 12.5 % of 9728 (threshold 25 %), SPI_RA_VGPR_SIMD_FULL_CSN the only resource stall;
+  = 12.5% of 9728 (threshold 25%), SPI_RA_VGPR_SIMD_FULL_CSN the only resource stall;
   compute-bound: 10.24 GFLOP of MFMA over 9.6 MB = 1066.7 FLOP/B, right of the MFMA ridge
   1307443.2/5324.8 = 245.5 (F16 roof max_sclk*CUs*2048/1000).
 
-The healthy values: L2 hit 90 %, 0 bank conflicts, occupancy 75 % (7296 waves), vL1D hit 80 %,
-sL1D hit 99 %, vL1D stalled on L2 data 10 %. :func:`write_rocprof_compute` writes it as a workload folder (``pmc_perf.csv``
+The healthy values: L2 hit 90%, 0 bank conflicts, occupancy 75% (7296 waves), vL1D hit 80%,
+sL1D hit 99%, vL1D stalled on L2 data 10%. :func:`write_rocprof_compute` writes it as a workload folder (``pmc_perf.csv``
 wide table of the rocprofv3 backend, ``SQ_LEVEL_WAVES.csv``, ``sysinfo.csv``) for the loader.
 """
 

@@ -16,6 +16,7 @@ reason in place of the panes — never a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from functools import partial
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from tui_prof.analysis.api import run_label
 from tui_prof.loaders.base import LoadCancelled
@@ -44,7 +45,7 @@ from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.screens.main import MainScreen, RankScreen
 from tui_prof.tui.screens.recordings import RecordingsScreen
 from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
-from tui_prof.tui.view.recordings import RecordingError, recording_rows, recording_to_show
+from tui_prof.tui.view.recordings import RECORDINGS_KEY, RecordingError, RecordingRow, recording_rows, recording_to_show
 from tui_prof.tui.view.runview import GROUPS, RunView, build_view, load_failure, load_runset
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
@@ -100,6 +101,9 @@ class TuiProfApp(ProfApp):
 
     CSS_PATH = "tuiprof.tcss"
     TITLE = "tuiprof"
+    # R from every screen of the run (the main screen, a rank's, a drill-down), not over a
+    # modal window (help, full name, the picker itself)
+    BINDINGS = [Binding(RECORDINGS_KEY, "recordings", "Pick another recording of the folder", show=False, id="app.recordings")]
 
     def __init__(self, source: str | Path | RunSet, *, use_cache: bool = True, background: bool = True, recording: int | None = None, **kwargs) -> None:
         """``use_cache``: read/write the columnar cache (``tuiprof open --no-cache``: False);
@@ -116,6 +120,11 @@ class TuiProfApp(ProfApp):
         self.cache_written: int | None = None  # entries written after the first screen (None: not yet, or none to write)
         self.background = background
         self.whole: RunSet | None = None  # the whole loaded run when it holds several recordings (key R reopens on another)
+        self.recordings: list[RecordingRow] = []  # its recordings, the one shown starred (key R lists them)
+        self.shown_recording: int | None = None  # the number of the recording shown (1-based)
+        # each recording's view and final rank rows once shown: going back to one reuses its analysis
+        self.recording_views: dict[int, RunView] = {}
+        self.recording_ranks: dict[int, RanksLoading] = {}
         self.main = MainScreen(background=background)
         self.main.source_name = self.source_name
 
@@ -170,25 +179,54 @@ class TuiProfApp(ProfApp):
         a note says which and how to pick another. A bad ``--recording`` fails the load."""
         shown, note, index = recording_to_show(runset, self.recording)
         if note:
-            self.whole = runset
+            self.whole, self.shown_recording = runset, index
             rows = recording_rows(runset, index)
-            main = self.main
-            deliver(main, lambda: setattr(main, "recordings", rows))
-            deliver(main, self._note, note)
+            deliver(self.main, lambda: setattr(self, "recordings", rows))
+            if not self.recording_views:  # said once, at the first open
+                deliver(self.main, self._note, note)
         return shown
 
-    def on_recording_requested(self, message: RecordingRequested) -> None:
-        """Reopen on recording ``message.index`` of the whole run (what ``tuiprof open
-        --recording N`` shows): a fresh main screen, the load worker on the run kept in memory."""
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """R where the run holds several recordings, on a screen of the run (not over a modal window)."""
+        if action == "recordings":
+            return len(self.recordings) > 1 and not isinstance(self.screen, ModalScreen)
+        return super().check_action(action, parameters)
+
+    def action_recordings(self) -> None:
+        """The folder's recordings; the one picked is shown (:meth:`on_recording_requested`)."""
+
+        def picked(index: int | None) -> None:
+            if index is not None and index != self.shown_recording:
+                self.post_message(RecordingRequested(index))
+
+        self.push_screen(RecordingsScreen(self.recordings), picked)
+
+    async def on_recording_requested(self, message: RecordingRequested) -> None:
+        """Show recording ``message.index`` of the whole run (what ``tuiprof open --recording
+        N`` shows) on a fresh main screen, the screens above the main one closed: its view
+        and rank rows as they were when it was shown before (its analysis reused), else the
+        load worker on the run kept in memory (nothing read again)."""
         if self.whole is None:
             return
+        while len(self.screen_stack) > 2 and self.screen is not self.main:
+            await self.pop_screen()
         self.recording = message.index
         self.source, self.view = self.whole, None
         main = MainScreen(background=self.background)
         main.source_name = self.source_name
         self.main = main
-        self.switch_screen(main)
-        self.load()
+        await self.switch_screen(main)
+        kept = self.recording_views.get(message.index)
+        if kept is None:
+            self.load()
+            return
+        self.shown_recording = message.index
+        self.recordings = [dataclasses.replace(row, shown=row.index == message.index) for row in self.recordings]
+        self.view = kept
+        main.show_view(kept)
+        ranks = self.recording_ranks.get(message.index)
+        if ranks is not None:
+            self.on_ranks_loading(ranks)
 
     def _note(self, text: str) -> None:
         self.notify(safe_text(text), severity="warning", timeout=20, markup=False)
@@ -239,6 +277,8 @@ class TuiProfApp(ProfApp):
         self.main.show_progress(message.stage, message.done, message.total)
 
     def on_ranks_loading(self, message: RanksLoading) -> None:
+        if message.final and self.whole is not None and self.shown_recording is not None:
+            self.recording_ranks[self.shown_recording] = message
         showing = self.showing
         if showing:
             self.main.show_ranks_loading(message.doc, message.labels, message.done, message.total, message.final)
@@ -249,6 +289,8 @@ class TuiProfApp(ProfApp):
         if not self.showing:
             return
         self.view = message.view
+        if self.whole is not None and self.shown_recording is not None:
+            self.recording_views[self.shown_recording] = message.view
         self.main.show_view(message.view)
         if message.pending is not None and len(message.pending):
             schedule.after_first_paint(self.main, self.write_cache, message.pending)
@@ -307,6 +349,8 @@ class TuiProfApp(ProfApp):
             "Export the whole run to Perfetto", "Chrome trace-event JSON with tuiprof's gaps and findings", partial(main.action_export, "perfetto", True)
         )
         yield SystemCommand("Export to Parquet", "Every model and analysis table as Parquet files (pandas, DuckDB)", partial(main.action_export, "parquet"))
+        if len(self.recordings) > 1:
+            yield SystemCommand("Recordings", f"Pick another of the folder's {len(self.recordings)} recordings (R)", self.action_recordings)
         yield SystemCommand("Keys", "Every key binding (?)", self.action_help)
 
 

@@ -113,7 +113,7 @@ def measurement_text(doc: Summary | None) -> Text:
 
     span = wall time; GEMM = GEMM share of kernel time; exposed sync = the part of the
     sync + blocking-copy call time in which the GPU had no work left, as % of wall (target
-    < 5 %; docs/metrics.md), with the raw share of those calls when it differs; launch = launch API time as % of wall, queue = median
+    < 5%; docs/metrics.md), with the raw share of those calls when it differs; launch = launch API time as % of wall, queue = median
     queue delay; idle = GPU idle % of its span; copy = copy-engine busy % of wall.
     """
     text = plain()

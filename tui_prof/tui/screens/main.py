@@ -42,7 +42,6 @@ from tui_prof.tui.messages import (
     EvidenceRequested,
     KernelSelected,
     RankOpened,
-    RecordingRequested,
     ShowTab,
     StepRequested,
     StepsChanged,
@@ -61,12 +60,10 @@ from tui_prof.tui.registry import PANES
 from tui_prof.tui.safe import plain
 from tui_prof.tui.screens.drilldown import DispatchesScreen
 from tui_prof.tui.screens.gap import GapScreen
-from tui_prof.tui.screens.recordings import RecordingsScreen
 from tui_prof.tui.screens.whatif import WhatIfScreen
 from tui_prof.tui.view.findings import copy_window, finding_evidence, host_window
 from tui_prof.tui.view.integrity import trust_note
 from tui_prof.tui.view.rankrows import opens_on_ranks
-from tui_prof.tui.view.recordings import RECORDINGS_KEY, RecordingRow
 from tui_prof.tui.view.runview import PIECES, RunView, build_view
 from tui_prof.tui.view.stats import title_count
 from tui_prof.tui.view.whatif import gap_target
@@ -91,7 +88,6 @@ class MainScreen(Screen):
     BINDINGS = [
         *(Binding(cls.KEY, f"tab('{cls.TAB}')", cls.TITLE, id=f"tab.{cls.TAB}", group=PANE_KEYS) for cls in PANES),
         Binding("e", "export('perfetto')", "Export to Perfetto", show=False, id="main.export"),
-        Binding(RECORDINGS_KEY, "recordings", "Pick another recording of the folder", show=False, id="main.recordings"),
     ]
 
     def __init__(self, runset: RunSet | None = None, *, background: bool = True, freeze: bool = True) -> None:
@@ -103,7 +99,6 @@ class MainScreen(Screen):
         self.heap = schedule.HeapFreeze(freeze)
         self.pieces: dict[str, str] = dict.fromkeys(PIECES, WAITING)  # the readiness table
         self.steps: StepsSection | None = None  # the steps shown by the steps pane (the timeline's ticks)
-        self.recordings: list[RecordingRow] = []  # the folder's separate recordings (key R; set by the app when > 1)
 
     def compose(self) -> ComposeResult:
         yield Static("tuiprof", id="title", classes="title")
@@ -375,24 +370,13 @@ class MainScreen(Screen):
     # -- tabs -------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """A tab's key only where its pane is available (ranks: several processes; steps: steps
-        found); the recordings' list only where the folder holds several."""
-        if action == "recordings":
-            return len(self.recordings) > 1
+        found)."""
         if action != "tab":
             return True
         if self.view is None:
             return parameters == (RanksPane.TAB,) if self.early_ranks else True
         cls = PANE_OF_TAB.get(str(parameters[0])) if parameters else None
         return cls is not None and cls.available(self.view)
-
-    def action_recordings(self) -> None:
-        """The folder's recordings; the one picked is posted to the app (which reopens on it)."""
-
-        def picked(index: int | None) -> None:
-            if index is not None:
-                self.post_message(RecordingRequested(index))
-
-        self.app.push_screen(RecordingsScreen(self.recordings), picked)
 
     def action_tab(self, tab: str) -> None:
         tabs = self.query_one("#tabs", TabbedContent)

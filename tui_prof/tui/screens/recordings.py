@@ -1,6 +1,7 @@
-"""The run's separate recordings (key ``R`` on the main screen, issue 32): one row each
-(number, processes, dispatches, time span, labels); Enter reopens the app on the recording
-under the cursor (as ``tuiprof open --recording N`` does), Esc closes."""
+"""The run's separate recordings (key ``R`` on every screen of the run, issue 32/33; in
+``tuiprof diff --tui`` each side's): one row each (number, processes, dispatches, time span,
+labels); Enter picks the recording under the cursor (the app reopens on it, as ``tuiprof open
+--recording N`` does), Esc closes."""
 
 from __future__ import annotations
 
@@ -30,13 +31,15 @@ class RecordingsScreen(ModalScreen[int | None]):
         Binding("escape,q", "close", "Close", id="recordings.close"),
     ]
 
-    def __init__(self, rows: list[RecordingRow]) -> None:
+    def __init__(self, rows: list[RecordingRow], title: str = "") -> None:
+        """``title``: what the list is (default: the folder's recordings, the one shown starred)."""
         super().__init__()
         self.rows = rows
+        self.title_text = title or f"{len(rows)} separate recordings in this folder (* shown)"
 
     def compose(self) -> ComposeResult:
         with Vertical(id="recordings"):
-            yield Static(plain(f"{len(self.rows)} separate recordings in this folder (* shown)", "bold"))
+            yield Static(plain(self.title_text, "bold"))
             yield DataTable(id="recordings-table", cursor_type="row", zebra_stripes=True)
             yield Static(plain("Enter: open this recording · Esc: close", "dim"))
 

@@ -10,7 +10,7 @@ from tui_prof.analysis.api import pick_recording, recordings, run_label, split_r
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_ns
 
-RECORDINGS_KEY = "R"  # the main screen's key that lists the run's recordings
+RECORDINGS_KEY = "R"  # the key that lists the run's recordings (tuiprof open: every screen of the run; diff --tui: each side's)
 LABELS_SHOWN = 3  # process labels named per recording (the rest counted)
 
 
