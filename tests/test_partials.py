@@ -458,3 +458,26 @@ def test_steps_left_out_when_no_rank_can_be_loaded_again() -> None:
     again = merge_partials(partials_of(runset), load=load)
     assert dumped(again) == dumped(doc)
     assert sorted(loads) == ["rank1", "rank2"]  # the two outliers' slowest ranks, nothing else
+
+
+def test_one_session_split_over_two_units_is_named_left_out(tmp_path: Path, capsys) -> None:
+    """The same process (pid 77, same times, a format that names no session) written as two
+    rocprofv3 CSV prefixes: a whole-run load merges them into one process; the partials
+    cannot, so the second is named "left out" and the process is never counted twice."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    for sub in ("a", "b"):
+        cmd = [sys.executable, "-m", "tui_prof.synth", str(tmp_path / "run" / sub), "--format", "csv", "--dispatches", "100", "--pid", "77"]
+        subprocess.run(cmd, check=True, cwd=repo, capture_output=True)
+    run = tmp_path / "run"
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:1"]) == 0
+    captured = capsys.readouterr()
+    merged = json.loads(captured.out)
+    assert len(whole["processes"]) == 1 and whole["kernels"]["dispatches"] == 200
+    assert merged["partials"]["merged"] == 1 and merged["kernels"]["dispatches"] == 100
+    (failed,) = merged["partials"]["failed_ranks"]
+    assert failed["reason"].endswith("left out") and "pid 77" in failed["reason"] and "left out" in captured.err
