@@ -50,8 +50,10 @@ def test_critical_column_of_a_gpu_bound_run():
         row = list(names).index(GEMM_NAME)
         assert crit[row] == total[row] > 0
         assert np.all(crit <= total)  # a part is never more than the whole
-        await press(app, pilot, "b")  # another grouping: no per-row critical time
-        assert np.isnan(column(table, "critical_ns")).all()
+        await press(app, pilot, "b")  # another grouping: its groups' kernels' time on the path
+        grouped, grouped_total = column(table, "critical_ns"), column(table, "total_ns")
+        assert not np.isnan(grouped).any() and np.all(grouped <= grouped_total)
+        assert grouped.sum() == crit.sum()  # every kernel in one group, by name or by normalised name
 
     drive(TuiProfApp(runset), flow, size=(160, 50))
 

@@ -47,6 +47,8 @@ class ProcessWindow:
     window_ns: int  # the whole window (steady state or run) it stands for
     steps: list[dict]  # steady step records inside [lo, hi)
     steady_steps: int  # steady steps in the whole window
+    kernel_rows: np.ndarray | None = None  # the process's kernel row of each of ``run``'s kernels (None: the same rows)
+    process_kernels: int = 0  # kernels of the whole process
 
     @property
     def scale(self) -> float:
@@ -137,7 +139,8 @@ def process_windows(inputs: Sequence[RunInput], steps: StepsSection, max_nodes: 
             graph = dg.build_graph(sliced, index)
         except ValueError:  # hostile times: no critical path for this process
             continue
-        out[pos] = ProcessWindow(r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records))
+        rows = None if sliced is run else np.flatnonzero((run.kernels["start"].to_numpy() >= lo) & (run.kernels["start"].to_numpy() < cut_hi))
+        out[pos] = ProcessWindow(r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records), rows, len(run.kernels))
     return out
 
 
@@ -199,11 +202,23 @@ def waiting_on_ranks(path: PathSummary, waits: tuple[np.ndarray, np.ndarray] | N
     return sorted(found, key=lambda x: -x["ns"])
 
 
-def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) -> tuple[dict, dict[str, int]]:
+def kernel_row_ns(w: ProcessWindow, path: PathSummary) -> np.ndarray:
+    """ns on ``path`` of each kernel row of the whole process (its own time on the path; a
+    sampled window's scaled to the whole window, as ``by_kernel``; 0 outside the window)."""
+    on = path.kernel_row >= 0
+    local = np.bincount(path.kernel_row[on], weights=path.length[on].astype(np.float64), minlength=len(w.run.kernels))[: len(w.run.kernels)] * w.scale
+    out = np.zeros(max(w.process_kernels, len(local)), dtype=np.float64)
+    out[w.kernel_rows if w.kernel_rows is not None else np.arange(len(local))] = local
+    return out
+
+
+def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) -> tuple[dict, dict[str, int], dict[int, np.ndarray]]:
     """(the ``critical_path`` section, ns on the path per kernel / copy name over all processes,
-    scaled to each process's whole window)."""
+    ns on the path of each kernel row per process position; both scaled to each process's
+    whole window)."""
     per: list[dict] = []
     by_kernel: dict[str, int] = {}
+    by_row: dict[int, np.ndarray] = {}
     waits = collective_waits(windows, rules)
     for pos, w in windows.items():
         g = w.graph
@@ -211,6 +226,7 @@ def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
         path = critical_path(w.run, g, g.start, g.end, lo, hi, rules=rules)
         for name, ns in path.by_kernel.items():
             by_kernel[name] = by_kernel.get(name, 0) + int(round(ns * w.scale))
+        by_row[pos] = kernel_row_ns(w, path)
         record = {
             "process": w.label,
             "window": "steady state" if w.steady_steps else "whole run",
@@ -237,7 +253,7 @@ def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
                 for rec, row in zip(w.steps[:MAX_STEP_ROWS], table[:MAX_STEP_ROWS], strict=False)
             ]
         per.append(record)
-    return {"processes": per}, by_kernel
+    return {"processes": per}, by_kernel, by_row
 
 
 def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
@@ -259,6 +275,39 @@ def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
     its own time (a sampled path's figure is scaled to the whole window: an estimate)."""
     for row in rows:
         row["critical_ns"] = min(int(by_kernel.get(row["name"], 0)), int(row["total_ns"]))
+
+
+def sums_by_key(key: pd.Series | np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """``values`` summed per distinct ``key`` (as text): on the category codes of a
+    Categorical, the distinct values of integers, else by hashing (no string per row where
+    the key has codes)."""
+    column = key if isinstance(key, pd.Series) else pd.Series(key)
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy().astype(np.int64)
+        labels = [str(c) for c in column.cat.categories]
+    elif column.dtype.kind in "iu":
+        uniq, codes = np.unique(column.to_numpy(), return_inverse=True)
+        labels = [str(u) for u in uniq.tolist()]
+    else:
+        codes, uniq = pd.factorize(column, use_na_sentinel=True)
+        labels = [str(u) for u in uniq]
+    ok = codes >= 0
+    sums = np.bincount(codes[ok], weights=values[ok], minlength=len(labels))
+    out: dict[str, float] = {}
+    for label, v in zip(labels, sums.tolist(), strict=True):
+        out[label] = out.get(label, 0.0) + v
+    return out
+
+
+def add_group_critical(rows: list, key: pd.Series | np.ndarray, row_ns: np.ndarray) -> None:
+    """Each row of a grouped hotspot table (``name``: the group) gets ``critical_ns``: the
+    time on the critical path of the kernels of its group (``key``: the group of each kernel
+    row, ``row_ns``: each row's ns on the path), at most the group's own total."""
+    if not rows or len(key) != len(row_ns):
+        return
+    sums = sums_by_key(key, row_ns)
+    for row in rows:
+        row["critical_ns"] = min(int(round(sums.get(str(row["name"]), 0.0))), int(row["total_ns"]))
 
 
 CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler

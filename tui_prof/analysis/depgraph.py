@@ -57,6 +57,7 @@ import pandas as pd
 
 from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
+from tui_prof.analysis.streamwaits import OpView, StreamWaits, domain_is, stream_waits
 from tui_prof.model import Run
 
 CALL, WAIT_CALL, KERNEL, COPY_OP = 0, 1, 2, 3  # node kinds
@@ -89,6 +90,9 @@ class DepGraph:
     slag: np.ndarray  # recorded gap after sprev when it waited for it, else 0
     wait: np.ndarray  # operation a waiting call waited for, -1 when none
     ret: np.ndarray  # that operation's end -> the call's end
+    xwait: np.ndarray  # operation of another stream an operation waited for (event), -1 when none
+    xlag: np.ndarray  # that operation's end -> this one's start (0 where it did not bind)
+    xkind: np.ndarray  # XWAIT_EXPLICIT (named by the trace) or XWAIT_INFERRED (time-order rule), 0
     l0_ns: int  # the usual shortest launch latency
     links: dict[str, int] = field(default_factory=dict)
     # the operations in queue order (each queue's sprev chain contiguous), None: not known (a subgraph)
@@ -133,8 +137,24 @@ def _by_group_then_time(group: np.ndarray, start: np.ndarray, end: np.ndarray) -
 
 
 def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
-    """The top-level calls of each host thread and, for every API row, its top-level call's position."""
-    api = run.api
+    """The top-level calls of each host thread and, for every API row, its top-level call's
+    position (-1 for the rows that are not host calls: Kineto's ``cuda_sync`` activities,
+    written on the GPU's rows, whose links :mod:`~tui_prof.analysis.streamwaits` reads)."""
+    full = run.api
+    activity = domain_is(full, "cuda_sync")
+    if not activity.any():
+        return _host_calls(full, t0)
+    kept = np.flatnonzero(~activity)
+    out = _host_calls(full.iloc[kept], t0)
+    out["rows"] = kept[out["rows"]]
+    node_of_row = np.full(len(full), -1, dtype=np.int64)
+    node_of_row[kept] = out["node_of_row"]
+    out["node_of_row"] = node_of_row
+    return out
+
+
+def _host_calls(api: pd.DataFrame, t0: int) -> dict[str, np.ndarray]:
+    """:func:`_calls` of a table of host calls only."""
     n = len(api)
     s = api["start"].to_numpy().astype(np.int64) - t0
     e = np.maximum(api["end"].to_numpy().astype(np.int64) - t0, s)
@@ -222,26 +242,15 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     blocked = (sprev >= 0) & (~linked | (l_start + l0 <= sp_end))
     slag = np.where(blocked, np.maximum(o_start - sp_end, 0), 0)
     lat = np.where(blocked & linked, np.minimum(raw, l0), raw)
+    # --- waits across streams and on events
+    view = OpView(o_start, o_end, o_agent, stream, lane, launch, np.where(sprev >= 0, sprev, -1), c_start, c_end, thread, calls["node_of_row"], l0)
+    xs = stream_waits(run, view)
+    xwait, xlag, xkind = _cross_lags(xs, o_start, o_end, sprev, sp_end, linked, l_start, l0, raw, lat, slag)
     # --- waiting calls
-    wait, ret, dur, waiting = _waits(c_start, c_end, c_cls, o_start, o_end, launch, nc)
+    wait, ret, dur, waiting = _waits(c_start, c_end, c_cls, o_start, o_end, launch, nc, (xs.host_call, xs.host_src))
     kind = np.concatenate([np.where(waiting, WAIT_CALL, CALL).astype(np.int8), np.full(nk, KERNEL, np.int8), np.full(ncp, COPY_OP, np.int8)])
-    graph_kernels = int(np.count_nonzero(linked[:nk] & (c_cls[np.maximum(launch[:nk], 0)] == GRAPH_LAUNCH))) if nc else 0
-    links = {
-        "calls": nc,
-        "nested_calls": int(calls["nested"][0]),
-        "threads": int(len(np.unique(thread))) if nc else 0,
-        "operations": no,
-        "launched": int(np.count_nonzero(linked)),
-        "graph_replayed": graph_kernels,
-        "unlaunched": int(np.count_nonzero(~linked)),
-        "unlaunched_first_on_queue": int(np.count_nonzero(~linked & (sprev < 0))),
-        "queue_waits": int(np.count_nonzero(blocked)),
-        "queue_overlaps": int(np.count_nonzero(overlap)),
-        "unknown_lane": int(np.count_nonzero(lane < 0)),
-        "launch_before_start_clock": negative,
-        "waits": int(np.count_nonzero(wait >= 0)),
-        "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc))),
-    }
+    links = _link_counts(calls, linked, launch, c_cls, sprev, blocked, overlap, lane, negative, wait, nk)
+    links.update(_stream_counts(xs, xkind, wait, c_cls, launch))
     pad, zeros = np.full(no, -1, dtype=np.int64), np.zeros(no, dtype=np.int64)
     return DepGraph(
         t0=t0,
@@ -262,10 +271,102 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
         slag=np.concatenate([np.zeros(nc, np.int64), slag]),
         wait=np.concatenate([np.where(wait >= 0, wait + nc, -1), pad]),
         ret=np.concatenate([ret, zeros]),
+        xwait=np.concatenate([np.full(nc, -1, np.int64), np.where(xwait >= 0, xwait + nc, -1)]),
+        xlag=np.concatenate([np.zeros(nc, np.int64), xlag]),
+        xkind=np.concatenate([np.zeros(nc, np.int8), xkind]),
         l0_ns=l0,
         links=links,
         qorder=order.astype(np.int64) + nc,
     )
+
+
+def _link_counts(
+    calls: dict[str, np.ndarray],
+    linked: np.ndarray,
+    launch: np.ndarray,
+    c_cls: np.ndarray,
+    sprev: np.ndarray,
+    blocked: np.ndarray,
+    overlap: np.ndarray,
+    lane: np.ndarray,
+    negative: int,
+    wait: np.ndarray,
+    nk: int,
+) -> dict[str, int]:
+    """How many of each link the graph holds and how many it could not know (DepGraph.links)."""
+    nc, thread = len(calls["rows"]), calls["thread"]
+    graph_kernels = int(np.count_nonzero(linked[:nk] & (c_cls[np.maximum(launch[:nk], 0)] == GRAPH_LAUNCH))) if nc else 0
+    return {
+        "calls": nc,
+        "nested_calls": int(calls["nested"][0]),
+        "threads": int(len(np.unique(thread))) if nc else 0,
+        "operations": len(linked),
+        "launched": int(np.count_nonzero(linked)),
+        "graph_replayed": graph_kernels,
+        "unlaunched": int(np.count_nonzero(~linked)),
+        "unlaunched_first_on_queue": int(np.count_nonzero(~linked & (sprev < 0))),
+        "queue_waits": int(np.count_nonzero(blocked)),
+        "queue_overlaps": int(np.count_nonzero(overlap)),
+        "unknown_lane": int(np.count_nonzero(lane < 0)),
+        "launch_before_start_clock": negative,
+        "waits": int(np.count_nonzero(wait >= 0)),
+    }
+
+
+def _stream_counts(xs: StreamWaits, xkind: np.ndarray, wait: np.ndarray, c_cls: np.ndarray, launch: np.ndarray) -> dict[str, int]:
+    """The links of waits across streams and on events (explicit, inferred, not found)."""
+    nc = len(wait)
+    named = np.zeros(nc, dtype=bool)
+    named[xs.host_call] = True
+    return {
+        "inferred_waits": int(np.count_nonzero((wait >= 0) & ~_own_wait(c_cls, wait, launch, nc) & ~named)),
+        "named_sync_waits": len(xs.host_call),
+        "stream_waits": int(np.count_nonzero(xkind == XWAIT_EXPLICIT)),
+        "stream_waits_inferred": int(np.count_nonzero(xkind == XWAIT_INFERRED)),
+        **xs.counts,
+    }
+
+
+XWAIT_NONE, XWAIT_EXPLICIT, XWAIT_INFERRED = 0, 1, 2  # how an operation's wait on another stream is known
+
+
+def _cross_lags(
+    xs: StreamWaits,
+    o_start: np.ndarray,
+    o_end: np.ndarray,
+    sprev: np.ndarray,
+    sp_end: np.ndarray,
+    linked: np.ndarray,
+    l_start: np.ndarray,
+    l0: int,
+    raw: np.ndarray,
+    lat: np.ndarray,
+    slag: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(operation waited for on another stream, lag after its end, XWAIT_* kind) per
+    operation. Where that wait bound the operation in the record (its source ended after
+    the operation's launch reached the GPU and after its queue predecessor ended) the lag
+    is the recorded gap and the launch and queue lags become loose (``lat``, ``slag``
+    edited in place), so that the recorded times are given back; elsewhere the lag is 0
+    (the wait did not hold it up, but would if its source ran longer)."""
+    no = len(o_start)
+    xwait = np.full(no, -1, dtype=np.int64)
+    xkind = np.zeros(no, dtype=np.int8)
+    xwait[xs.dest] = xs.src
+    xkind[xs.dest] = np.where(xs.inferred, XWAIT_INFERRED, XWAIT_EXPLICIT)
+    xlag = np.zeros(no, dtype=np.int64)
+    d = xs.dest
+    if not len(d):
+        return xwait, xlag, xkind
+    x_end = o_end[xs.src]
+    ready = np.where(linked[d], l_start[d] + l0, np.iinfo(np.int64).min)
+    queue = np.where(sprev[d] >= 0, sp_end[d], np.iinfo(np.int64).min)
+    binds = (x_end >= ready) & (x_end >= queue)
+    b = d[binds]
+    xlag[b] = o_start[b] - x_end[binds]
+    lat[b] = np.where(linked[b], np.minimum(raw[b], l0), lat[b])
+    slag[b] = 0
+    return xwait, xlag, xkind
 
 
 def _own_wait(c_cls: np.ndarray, wait: np.ndarray, launch: np.ndarray, nc: int) -> np.ndarray:
@@ -277,9 +378,17 @@ def _own_wait(c_cls: np.ndarray, wait: np.ndarray, launch: np.ndarray, nc: int) 
 
 
 def _waits(
-    c_start: np.ndarray, c_end: np.ndarray, c_cls: np.ndarray, o_start: np.ndarray, o_end: np.ndarray, launch: np.ndarray, nc: int
+    c_start: np.ndarray,
+    c_end: np.ndarray,
+    c_cls: np.ndarray,
+    o_start: np.ndarray,
+    o_end: np.ndarray,
+    launch: np.ndarray,
+    nc: int,
+    events: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64)),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(operation waited for or -1, its end -> call end, own duration, waiting) per call."""
+    """(operation waited for or -1, its end -> call end, own duration, waiting) per call;
+    ``events``: (call, operation) waits the trace names (Event Sync), which win."""
     dur = c_end - c_start
     wait = np.full(nc, -1, dtype=np.int64)
     if not nc or not len(o_end):
@@ -321,6 +430,9 @@ def _waits(
         ok &= submitted  # also when it ended before the call started: a longer operation would make the call wait (HTA's edge)
         wait[rows[ok]] = cand[ok]
         idle[rows[ok]] = ends[np.maximum(i, 0)][ok] <= c_start[rows[ok]]
+    e_call, e_op = events
+    wait[e_call] = e_op
+    idle[e_call] = o_end[e_op] <= c_start[e_call]
     waiting = wait >= 0
     ret = np.where(waiting, c_end - o_end[np.maximum(wait, 0)], 0)  # negative: the call returned just before its own copy's end
     ret = np.where(idle, dur, ret)  # the GPU was done before the call: its own duration is its return
@@ -348,6 +460,8 @@ def _order(g: DepGraph) -> np.ndarray:
     deps.append((lch, g.launch[lch]))
     sp = np.flatnonzero(g.sprev >= 0)
     deps.append((sp, entry_of_end[g.sprev[sp]]))
+    xw = np.flatnonzero(g.xwait >= 0)
+    deps.append((xw, entry_of_end[g.xwait[xw]]))
     w = waiting
     deps.append((n + np.arange(len(w)), entry_of_end[g.wait[w]]))
     deps.append((n + np.arange(len(w)), w))
@@ -382,6 +496,8 @@ def schedule(
     Array passes (:func:`schedule_chains`) when they settle within ``CHAIN_ROUNDS`` rounds;
     else the node-by-node walk (:func:`schedule_walk`): the same times either way."""
     found = schedule_chains(g, dur, gap, lat, ret, waits, floor) if chains_worth_it(g, waits) else None
+    if found is None and blocks_worth_it(g, waits):
+        found = schedule_blocks(g, dur, gap, lat, ret, waits, floor)
     return found if found is not None else schedule_walk(g, dur, gap, lat, ret, waits, floor)
 
 
@@ -393,12 +509,20 @@ def chains_worth_it(g: DepGraph, waits: np.ndarray) -> bool:
     """Whether :func:`schedule_chains` should be tried: a large graph whose recorded waits
     that bound their call (the call ended with the work it waited for) are fewer than the
     rounds allowed -- each such wait is one turn from the GPU back to the host, and the
-    array passes take one round per turn on the path."""
+    array passes take one round per turn on the path; so is each wait across streams that
+    bound its operation."""
     if g.size < CHAIN_MIN_NODES:
         return False
     w = np.flatnonzero((g.wait >= 0) & waits)
     bound = g.end[g.wait[w]] + g.ret[w] >= g.start[w] + g.dur[w]
-    return int(np.count_nonzero(bound)) < CHAIN_ROUNDS
+    return int(np.count_nonzero(bound)) + _bound_stream_waits(g) < CHAIN_ROUNDS
+
+
+def _bound_stream_waits(g: DepGraph) -> int:
+    """Waits across streams that bound their operation in the record: each a turn from one
+    queue's chain to another's (a round of the array passes when it is on the path)."""
+    x = np.flatnonzero(g.xwait >= 0)
+    return int(np.count_nonzero(g.end[g.xwait[x]] + g.xlag[x] == g.start[x]))
 
 
 EXACT_FLOAT = 1 << 51  # below it an int64 is exact in a float64 (the chain maxima run on complex numbers)
@@ -466,7 +590,7 @@ def schedule_chains(
     if not n:
         return g.start.copy(), g.end.copy()
     limit = int(np.abs(g.start).max()) + int(np.abs(g.end).max()) + int(np.abs(dur).sum()) + int(np.abs(gap).sum()) + int(np.abs(lat).max(initial=0))
-    limit += int(np.abs(ret).sum()) + int(np.abs(g.slag).sum())
+    limit += int(np.abs(ret).sum()) + int(np.abs(g.slag).sum()) + int(np.abs(g.xlag).sum())
     if limit >= EXACT_FLOAT:
         return None
     start, end = g.start.copy(), g.end.copy()
@@ -490,8 +614,13 @@ def schedule_chains(
     o_base = np.where(o_first, g.start[ops], 0)  # no launch: the recorded start heads a queue, else the queue decides
     o_floor = floor[ops] if floor is not None else None
     o_slag = g.slag[ops]
+    o_x = g.xwait[ops]
+    o_hasx = o_x >= 0
+    o_xlag = g.xlag[ops]
     for _ in range(CHAIN_ROUNDS):
         ready = np.where(o_has, start[np.maximum(o_launch, 0)] + lat[ops], o_base)
+        if o_hasx.any():  # a wait on another stream: that operation's end in the previous round
+            ready = np.where(o_hasx, np.maximum(ready, end[np.maximum(o_x, 0)] + o_xlag), ready)
         o_end = _chain_ends(o_first, o_seg, o_a, ready + o_d if o_floor is None else np.maximum(ready + o_d, o_floor))
         changed = not np.array_equal(o_end, end[ops])
         end[ops] = o_end
@@ -511,6 +640,120 @@ def schedule_chains(
     return None
 
 
+BLOCK_MIN_NODES = 500  # [P] average nodes per block below which the block-wise passes cost more than the walk
+
+
+def blocks_worth_it(g: DepGraph, waits: np.ndarray) -> bool:
+    """Whether :func:`schedule_blocks` should be tried: a large graph whose waiting calls
+    (each ends a block) leave blocks of ``BLOCK_MIN_NODES`` nodes on average, with fewer waits
+    across streams that bound in the record than rounds allowed per block."""
+    if g.size < CHAIN_MIN_NODES:
+        return False
+    blocks = int(np.count_nonzero((g.kind == WAIT_CALL) & waits)) + 1
+    return blocks * BLOCK_MIN_NODES <= g.size and _bound_stream_waits(g) < CHAIN_ROUNDS * blocks
+
+
+def _segment_sums(head: np.ndarray, base: np.ndarray, inc: np.ndarray) -> np.ndarray:
+    """x = base at each head, x_i = x_{i-1} + inc_i after it (``head[0]`` is True)."""
+    c = np.cumsum(np.where(head, 0, inc))
+    at = np.maximum.accumulate(np.where(head, np.arange(len(head)), 0))
+    return base[at] + c - c[at]
+
+
+def _block_entries(g: DepGraph, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(block of each node's start, block of each waiting call's end (-1: not waiting), blocks):
+    the processing order (:func:`_order`) cut after every end of a call that still waits."""
+    n = g.size
+    order = _order(g)
+    waiting = np.flatnonzero(g.kind == WAIT_CALL)
+    cut = (order >= n) & np.append(waits[waiting], False)[np.where(order >= n, order - n, len(waiting))]
+    blk = np.cumsum(cut) - cut  # a cut's own entry closes its block
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    start_blk = blk[pos[:n]]
+    end_blk = np.full(n, -1, dtype=np.int64)
+    active = waits[waiting]
+    end_blk[waiting[active]] = blk[pos[n + np.flatnonzero(active)]]
+    return start_blk, end_blk, int(blk[-1]) + 1 if len(blk) else 0
+
+
+def schedule_blocks(
+    g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`schedule_walk`'s times block by block: the processing order cut after every call
+    that waits for the GPU (a sync per step: one block per step). Inside a block the host
+    waits for nothing, so its calls are prefix sums; its GPU operations are chains (queue
+    order) re-solved until waits across streams inside the block settle (at most
+    ``CHAIN_ROUNDS`` rounds, else None); the block's closing wait then ends. Exact (the same
+    times as the walk: tests/test_whatif.py)."""
+    n, nc = g.size, g.n_calls
+    if not n:
+        return g.start.copy(), g.end.copy()
+    is_wait = (g.kind == WAIT_CALL) & waits
+    start_blk, end_blk, nblocks = _block_entries(g, is_wait)
+    start, end = g.start.copy(), g.end.copy()
+    fl = floor if floor is not None else np.full(n, NEG, dtype=np.int64)
+    calls = np.arange(nc)
+    calls = calls[np.argsort(start_blk[:nc], kind="stable")]  # by block, then node order (thread, time)
+    c_bounds = np.searchsorted(start_blk[calls], np.arange(nblocks + 1))
+    ops = g.qorder if g.qorder is not None and len(g.qorder) == n - nc else _chain_order(g.sprev, np.arange(nc, n, dtype=np.int64))[0]
+    ops = ops[np.argsort(start_blk[ops], kind="stable")]  # by block, then queue order
+    o_bounds = np.searchsorted(start_blk[ops], np.arange(nblocks + 1))
+    closers = np.flatnonzero(end_blk >= 0)
+    closer_of = np.full(nblocks, -1, dtype=np.int64)
+    closer_of[end_blk[closers]] = closers
+    for b in range(nblocks):
+        _host_block(g, calls[c_bounds[b] : c_bounds[b + 1]], start, end, dur, gap, is_wait)
+        if not _ops_block(g, ops[o_bounds[b] : o_bounds[b + 1]], start, end, dur, lat, fl):
+            return None
+        w = closer_of[b]
+        if w >= 0:
+            end[w] = max(start[w] + dur[w], end[g.wait[w]] + ret[w])
+    return start, end
+
+
+def _host_block(g: DepGraph, c: np.ndarray, start: np.ndarray, end: np.ndarray, dur: np.ndarray, gap: np.ndarray, is_wait: np.ndarray) -> None:
+    """Start (and end, but of a call still waiting) of the calls ``c`` of one block, in place."""
+    if not len(c):
+        return
+    prev = g.hprev[c]
+    head = np.ones(len(c), dtype=bool)
+    head[1:] = prev[1:] != c[:-1]
+    base = np.where(prev >= 0, end[np.maximum(prev, 0)] + gap[c], g.start[c])
+    inc = np.zeros(len(c), dtype=np.int64)
+    inc[1:] = dur[c[:-1]] + gap[c[1:]]
+    s = _segment_sums(head, base, inc)
+    start[c] = s
+    done = ~is_wait[c]
+    end[c[done]] = s[done] + dur[c[done]]
+
+
+def _ops_block(g: DepGraph, o: np.ndarray, start: np.ndarray, end: np.ndarray, dur: np.ndarray, lat: np.ndarray, fl: np.ndarray) -> bool:
+    """Start and end of the operations ``o`` of one block (queue order), in place; False when
+    the waits across streams inside the block do not settle within ``CHAIN_ROUNDS`` rounds."""
+    if not len(o):
+        return True
+    sp, lch, xw = g.sprev[o], g.launch[o], g.xwait[o]
+    head = np.ones(len(o), dtype=bool)
+    head[1:] = sp[1:] != o[:-1]
+    d, slag = dur[o], g.slag[o]
+    base = np.where(lch >= 0, start[np.maximum(lch, 0)] + lat[o], np.where(sp < 0, g.start[o], 0))
+    outside = head & (sp >= 0)  # its queue predecessor ended in an earlier block
+    base = np.where(outside, np.maximum(base, end[np.maximum(sp, 0)] + slag), base)
+    has_x = xw >= 0
+    for _ in range(CHAIN_ROUNDS):
+        ready = np.where(has_x, np.maximum(base, end[np.maximum(xw, 0)] + g.xlag[o]), base) if has_x.any() else base
+        e = _chain_ends(head, np.cumsum(head) - 1, slag + d, np.maximum(ready + d, fl[o]))
+        prev = np.zeros(len(o), dtype=np.int64)
+        prev[1:] = e[:-1]
+        s = np.where(head, ready, np.maximum(ready, prev + slag))
+        changed = not (np.array_equal(e, end[o]) and np.array_equal(s, start[o]))
+        start[o], end[o] = s, e
+        if not changed or not has_x.any():
+            return True
+    return False
+
+
 def schedule_walk(
     g: DepGraph, dur: np.ndarray, gap: np.ndarray, lat: np.ndarray, ret: np.ndarray, waits: np.ndarray, floor: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -520,8 +763,8 @@ def schedule_walk(
     # array('q') instead of lists: 8 bytes a value instead of a Python int object each
     order = _q(_order(g))
     start, end = _q(g.start), _q(g.end)
-    hprev, launch, sprev, wait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait)
-    d, gp, lt, rt, sl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag)
+    hprev, launch, sprev, wait, xwait = _q(g.hprev), _q(g.launch), _q(g.sprev), _q(g.wait), _q(g.xwait)
+    d, gp, lt, rt, sl, xl = _q(dur), _q(gap), _q(lat), _q(ret), _q(g.slag), _q(g.xlag)
     fl = _q(floor if floor is not None else np.full(n, NEG, dtype=np.int64))
     is_wait = (g.kind == WAIT_CALL) & waits
     kind_op = bytearray((g.kind >= KERNEL).astype(np.uint8).tobytes())
@@ -551,6 +794,11 @@ def schedule_walk(
                 t = end[q] + sl[i]
                 if t > s:
                     s = t
+            x = xwait[i]
+            if x >= 0:
+                t = end[x] + xl[i]
+                if t > s:
+                    s = t
             start[i] = s
             e = s + d[i]
             end[i] = e if e > fl[i] else fl[i]
@@ -558,7 +806,7 @@ def schedule_walk(
 
 
 # Critical-path edge kinds (the interval before a point, attributed to what filled it)
-SEG_OWN, SEG_HOST, SEG_LAUNCH, SEG_QUEUE, SEG_RETURN, SEG_ROOT = 0, 1, 2, 3, 4, 5
+SEG_OWN, SEG_HOST, SEG_LAUNCH, SEG_QUEUE, SEG_RETURN, SEG_ROOT, SEG_XWAIT, SEG_XINFERRED = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 def binding(g: DepGraph, start: np.ndarray, end: np.ndarray, waits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -588,6 +836,12 @@ def binding(g: DepGraph, start: np.ndarray, end: np.ndarray, waits: np.ndarray |
     queue_wins = (sp >= 0) & (via_queue >= via_launch)
     pred[ops] = np.where(queue_wins, n + sp, np.where(lch >= 0, lch, -1))
     seg[ops] = np.where(queue_wins, SEG_QUEUE, np.where(lch >= 0, SEG_LAUNCH, SEG_ROOT))
+    # a wait on another stream's operation, when it ended last (ties: the event wait)
+    xw = g.xwait[ops]
+    via_x = np.where(xw >= 0, end[np.maximum(xw, 0)] + g.xlag[ops], np.iinfo(np.int64).min)
+    x_wins = (xw >= 0) & (via_x >= np.maximum(via_queue, via_launch))
+    pred[ops[x_wins]] = n + xw[x_wins]
+    seg[ops[x_wins]] = np.where(g.xkind[ops[x_wins]] == XWAIT_INFERRED, SEG_XINFERRED, SEG_XWAIT)
     return pred, seg
 
 
@@ -628,6 +882,9 @@ def subgraph(g: DepGraph, keep: np.ndarray) -> DepGraph:
         slag=g.slag[rows],
         wait=wait,
         ret=g.ret[rows],
+        xwait=remap(g.xwait),
+        xlag=g.xlag[rows],
+        xkind=np.where(remap(g.xwait) >= 0, g.xkind[rows], XWAIT_NONE).astype(np.int8),
         l0_ns=g.l0_ns,
         links=dict(g.links),
     )

@@ -1002,8 +1002,11 @@ def comparable(doc: dict[str, Any], sections: Sequence[str] = MERGED_SECTIONS) -
     """The merged sections of a summary document, without the critical path's fields: what a
     merge of partials must equal."""
     out = {key: doc[key] for key in sections if key in doc}
-    if "hotspots" in out:
-        out["hotspots"] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out["hotspots"]]
+    for key in ("hotspots", "hotspots_by_operator", "hotspots_by_module"):  # their rows carry critical_ns
+        if isinstance(out.get(key), list):
+            out[key] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out[key]]
+    if isinstance(out.get("hotspots_by"), dict):  # the category rows carry critical_ns too
+        out["hotspots_by"] = {g: [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in rows] for g, rows in out["hotspots_by"].items()}
     if "trust" in out:  # the labels of the compared sections
         out["trust"] = {k: out["trust"][k] for k in sections if k in out["trust"] and k != "trust"}
     return out

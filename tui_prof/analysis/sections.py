@@ -213,6 +213,7 @@ class OperatorRecord(TypedDict):
     calls: NotRequired[int]
     costed_ns: NotRequired[int]
     flops_source: NotRequired[str]
+    critical_ns: NotRequired[int]  # time of this group's kernels on the critical path (analysis.critical)
     flops_note: NotRequired[str]
     achieved_tflops: NotRequired[float]
     achieved_gbs: NotRequired[float]

@@ -19,11 +19,11 @@ from tui_prof import __version__
 from tui_prof.analysis import ranks
 from tui_prof.analysis.copies import copies_section, copies_source
 from tui_prof.analysis.counters import counters_section
-from tui_prof.analysis.critical import add_critical_ns, critical_section, process_windows, ranks_on_path
+from tui_prof.analysis.critical import add_critical_ns, add_group_critical, critical_section, process_windows, ranks_on_path
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
 from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
-from tui_prof.analysis.hotspots import all_kernels, duration_order, hotspot_records, hotspots, process_order, run_codes
+from tui_prof.analysis.hotspots import all_kernels, duration_order, group_key, hotspot_records, hotspots, process_order, run_codes
 from tui_prof.analysis.integrity import CheckReport, check_run
 from tui_prof.analysis.kernel_tables import (
     categories_section,
@@ -38,7 +38,7 @@ from tui_prof.analysis.measurement import measurement_section, peak_memory_of
 from tui_prof.analysis.memory import API, TOTALS, memory_section_of
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.occupancy import occupancy_section
-from tui_prof.analysis.operators import categories_per_process, kernel_categories_of, modules_section, operator_links, operators_section
+from tui_prof.analysis.operators import NOT_LINKED, categories_per_process, kernel_categories_of, modules_section, operator_links, operators_section
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
@@ -96,6 +96,9 @@ class SummaryResult:
     # ns on the critical path of each kernel / copy name (analysis.critical: every name, not
     # only the listed hotspots' ``critical_ns``), scaled to each process's whole window
     critical_ns: dict[str, int] = field(default_factory=dict)
+    # ns on the critical path of each kernel row of the run set's kernels (all processes in run
+    # order, as analysis.hotspots.all_kernels), None without a path: any grouping's critical column
+    critical_rows: np.ndarray | None = None
 
 
 def build_summary(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, progress: Progress | None = None, lane: Lane = threaded_lane) -> Summary:
@@ -225,7 +228,7 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     if memory_found["source"] in (TOTALS, API):
         peak = memory_found["peak_allocated_bytes"]
     gpu = gpu_section(timelines)
-    grouped_tables, op_links, _ = jobs.grouped.result()
+    grouped_tables, op_links, kernel_cats = jobs.grouped.result()
     cats = categories_section(grouped_tables, rules, top)
     source = hotspots_source(runset)
     if source == "stats":  # no kernel trace: the profiler's kernel statistics stand in
@@ -274,20 +277,55 @@ def summarise(runset: RunSet, options: SummaryOptions = SummaryOptions(), *, pro
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers
-    on_path = _add_decisions(doc, inputs, steps_found, source, rules)
+    on_path, on_path_rows = _add_decisions(doc, inputs, steps_found, source, rules)
+    if on_path_rows is not None:  # the critical column of the category and operator tables
+        add_group_critical(doc["hotspots_by"]["category"], _category_keys(kernels, kernel_cats, rules), on_path_rows)
+        by = doc["hotspots_by"]
+        for rows, key in ((by["normalized"], "normalized"), (by["agent"], "agent"), (by["process"], "pid")):
+            add_group_critical(rows, group_key(kernels, key).reset_index(drop=True), on_path_rows)
+        if doc["hotspots_by_operator"]:  # a process records operators
+            add_group_critical(doc["hotspots_by_operator"], _operator_keys(inputs, op_links), on_path_rows)
     report = check_run(runset)
     doc["trust"] = trust_labels(report, doc)
-    return SummaryResult(doc, gapsets, dict(enumerate(links)), report, on_path)
+    return SummaryResult(doc, gapsets, dict(enumerate(links)), report, on_path, on_path_rows)
 
 
-def _add_decisions(doc: Summary, inputs: list[RunInput], steps_found: StepsSection, source: str, rules: CategoryRules) -> dict[str, int]:
+def _category_keys(kernels: pd.DataFrame, categories: pd.Series | None, rules: CategoryRules) -> pd.Series:
+    """The category table's group of each kernel row (operator first where recorded)."""
+    key = categories if categories is not None else group_key(kernels, "category", rules)
+    return key.reset_index(drop=True)
+
+
+def _operator_keys(inputs: list[RunInput], op_links: list[pd.DataFrame | None]) -> pd.Series:
+    """The operator table's group of each kernel row (no group where a process records no operators)."""
+    parts = []
+    for r, link in zip(inputs, op_links, strict=True):
+        if link is None:
+            parts.append(pd.Series(pd.Categorical.from_codes(np.full(len(r.run.kernels), -1), categories=[NOT_LINKED])))
+        else:
+            ops = link["op"].astype("category").reset_index(drop=True)
+            cats = list(ops.cat.categories)
+            if "" in cats and NOT_LINKED not in cats:  # the operator table's name of kernels no operator launched
+                ops = ops.cat.rename_categories([NOT_LINKED if c == "" else c for c in cats])
+            elif "" in cats:  # an operator named so as well: the table merges them too
+                ops = pd.Series(pd.Categorical(ops.astype(str).replace("", NOT_LINKED)))
+            parts.append(ops)
+    return pd.Series(pd.api.types.union_categoricals([p.array for p in parts], ignore_order=True)) if parts else pd.Series([], dtype=object)
+
+
+def _add_decisions(
+    doc: Summary, inputs: list[RunInput], steps_found: StepsSection, source: str, rules: CategoryRules
+) -> tuple[dict[str, int], np.ndarray | None]:
     """The critical path, the warm-up and the findings ranked by their projected saving;
-    returns the ns on the critical path of each kernel / copy name."""
+    returns the ns on the critical path of each kernel / copy name, and of each kernel row
+    of the run set's kernels (all processes in run order; None without a path)."""
     windows = process_windows(inputs, steps_found) if source != "stats" else {}  # the critical path and the savings need the trace
     doc["critical_path"] = None
     on_path: dict[str, int] = {}
+    rows: np.ndarray | None = None
     if windows:
-        section, on_path = critical_section(windows, rules)
+        section, on_path, by_row = critical_section(windows, rules)
+        rows = np.concatenate([by_row.get(i, np.zeros(len(r.run.kernels))) for i, r in enumerate(inputs)]) if inputs else None
         add_critical_ns(doc["hotspots"], on_path)
         on_path_ranks = ranks_on_path(inputs, steps_found, rules)
         if on_path_ranks:
@@ -295,7 +333,7 @@ def _add_decisions(doc: Summary, inputs: list[RunInput], steps_found: StepsSecti
         doc["critical_path"] = section
     doc["warmup"] = warmup_of(inputs, steps_found)
     doc["findings"] = add_savings(build_findings(doc), windows, rules) if windows else build_findings(doc)
-    return on_path
+    return on_path, rows
 
 
 def trust_labels(report: CheckReport, doc: Summary) -> dict[str, TrustLabel]:

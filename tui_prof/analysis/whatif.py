@@ -203,6 +203,8 @@ class PathSummary:
     group: np.ndarray = field(default_factory=lambda: np.array([], np.int8))  # GROUPS index of each interval
     lo: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # each interval's start (graph-relative ns)
     kernel_row: np.ndarray = field(default_factory=lambda: np.array([], np.int64))  # a kernel's own time: its kernel row, else -1
+    inferred_edges: int = 0  # waits across streams on the path that the time-order rule inferred (no link in the trace)
+    inferred_ns: int = 0  # path time before the latest of them: the part of the path that rests on inference
 
     def per_window(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """(windows x GROUPS) ns of the path in each [start, end) window (graph-relative
@@ -270,6 +272,7 @@ def critical_path(
     back = (seg[p] == dg.SEG_RETURN) & (times[p] < times[np.maximum(q, 0)]) & (times[p] > lo) & (times[p] <= hi)
     length = np.where(back, np.maximum(length, times[p] - times[np.maximum(q, 0)]), np.maximum(length, 0))
     _take_back_steps(length, p, pred, back, times)
+    inferred_edges, inferred_ns = _on_inference(seg[p] == dg.SEG_XINFERRED, t1, length, lo)
     keep = length != 0
     p, length, kinds = p[keep], length[keep], seg[p[keep]]
     node = np.where(p >= n, p - n, p)
@@ -320,18 +323,30 @@ def critical_path(
     host_idx = np.flatnonzero(kinds == dg.SEG_HOST)
     host_labels, host_codes = host_op_codes(run, g, node[host_idx])
     add("host_ops", host_labels, host_idx, host_codes)
-    for kind_, group, label in (
-        (dg.SEG_LAUNCH, "launch_queue", "launch and queue"),
-        (dg.SEG_QUEUE, "launch_queue", "queue (GPU waits on the previous operation)"),
-        (dg.SEG_RETURN, "sync", "return after the awaited work"),
-        (dg.SEG_ROOT, "host_ops", "(before the first recorded call)"),
-    ):
+    for kind_, group, label in EDGE_LABELS:
         idx = np.flatnonzero(kinds == kind_)
         add(group, [label], idx, np.zeros(len(idx), dtype=np.int64))
     total = int(length.sum())
     rows = sorted(((grp, lab, v) for grp, labs in by_group.items() for lab, v in labs.items()), key=lambda r: (-r[2], r[0], r[1]))
     kernel_row = np.where(own & (g.kind[node] == dg.KERNEL), g.op_row[node], -1)
-    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, t0[keep], kernel_row)
+    return PathSummary(total, by_group, by_kernel, rows, (t0[keep] + t1[keep]) // 2, length, grp, t0[keep], kernel_row, inferred_edges, inferred_ns)
+
+
+EDGE_LABELS = (  # path intervals between two events, by the edge that bound the later one: (kind, group, label)
+    (dg.SEG_LAUNCH, "launch_queue", "launch and queue"),
+    (dg.SEG_QUEUE, "launch_queue", "queue (GPU waits on the previous operation)"),
+    (dg.SEG_RETURN, "sync", "return after the awaited work"),
+    (dg.SEG_ROOT, "host_ops", "(before the first recorded call)"),
+    (dg.SEG_XWAIT, "launch_queue", "wait for another stream (event)"),
+    (dg.SEG_XINFERRED, "launch_queue", "wait for another stream (inferred)"),
+)
+
+
+def _on_inference(inferred: np.ndarray, t1: np.ndarray, length: np.ndarray, lo: int) -> tuple[int, int]:
+    """(inferred waits across streams on the path, path ns up to the latest of them: the part
+    of the path that rests on that inference) from the path's intervals ending at ``t1``."""
+    edges = int(np.count_nonzero(inferred & (t1 > lo)))
+    return edges, (int(length[t1 <= int(t1[inferred].max())].sum()) if edges else 0)
 
 
 def _take_back_steps(length: np.ndarray, points: np.ndarray, pred: np.ndarray, back: np.ndarray, times: np.ndarray) -> None:
@@ -736,6 +751,8 @@ def path_json(p: PathSummary, top: int = 12) -> dict:
         "total_ns": p.total_ns,
         "groups": {k: int(sum(v.values())) for k, v in p.by_group.items()},
         "top": [{"group": grp, "name": lab, "ns": ns, "pct": round(100.0 * ns / p.total_ns, 4) if p.total_ns else 0.0} for grp, lab, ns in p.rows[:top]],
+        "inferred_edges": p.inferred_edges,
+        "inferred_ns": min(p.inferred_ns, p.total_ns),
     }
 
 

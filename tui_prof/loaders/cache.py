@@ -86,7 +86,7 @@ from tui_prof.loaders.base import check_cancelled, load_scope, open_regular
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
-CACHE_FORMAT = 9  # raised whenever a table's columns or the entry layout change: older entries are misses
+CACHE_FORMAT = 10  # raised whenever a table's columns or the entry layout change: older entries are misses
 READ_THREADS = 4  # table files read (and verified) concurrently
 EDGE_BYTES = 4 * 1024  # bytes hashed at each end of every file
 DEFAULT_MAX_BYTES = 10 * 1024**3  # total size kept by prune()

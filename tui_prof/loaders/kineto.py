@@ -10,7 +10,10 @@ Mapping into the run model:
   ``cuda_runtime``/``cuda_driver`` -> ``api`` with domain ``hip`` for ``hip*`` names and
   ``cuda`` otherwise; ``cuda_sync`` (CUPTI synchronization activities such as
   "Stream Sync", CUDA only) -> ``api`` with domain ``cuda_sync`` so they are not counted
-  twice with the ``cudaStreamSynchronize`` runtime call they overlap;
+  twice with the ``cudaStreamSynchronize`` runtime call they overlap; those that name the
+  cudaEventRecord they wait on ("Stream Wait Event", "Event Sync":
+  ``wait_on_cuda_event_record_corr_id``, ``wait_on_stream``) and "Stream Sync" (its
+  ``stream``) also -> ``meta.extra["cuda_sync_links"]`` (:func:`sync_links`);
   ``cpu_op``/``user_annotation``/``gpu_user_annotation``/``python_function`` -> ``markers``
   (``source`` = category; pid/tid as written, which for ``gpu_user_annotation`` are the
   device and stream); ``cpu_instant_event`` "[memory]" -> ``allocations`` (and its
@@ -493,6 +496,9 @@ class Events:
         )
         self.api = Columns(("ts", "dur"), ("pid", "tid", "corr", "ext", "proc"), ("name", "cat"))
         self.launch_shared = Columns((), ("corr", "shared"))  # runtime calls that record "shared memory"
+        # cuda_sync events naming the cudaEventRecord they wait on (see sync_links): their
+        # correlation, device, waiting stream (-1: the host waits), the event's stream and record call
+        self.sync_args = Columns((), ("corr", "device", "stream", "wait_stream", "record_corr"))
         self.copies = Columns(("ts", "dur"), ("device", "stream", "corr", "bytes", "ext", "proc"), ("name", "cat", "kind"))
         # ext: "External id"; dims/types/concrete: repr() of cpu_op "Input Dims"/"Input type"/"Concrete Inputs" (see marker_inputs)
         self.markers = Columns(("ts", "dur"), ("pid", "tid", "ext"), ("name", "cat", "dims", "types", "concrete"))
@@ -506,7 +512,7 @@ class Events:
         self.malformed = 0  # events skipped for a field of the wrong JSON type
 
     def tables(self) -> tuple[Columns, ...]:
-        return (self.kernels, self.api, self.launch_shared, self.copies, self.markers, self.memory)
+        return (self.kernels, self.api, self.launch_shared, self.copies, self.markers, self.memory, self.sync_args)
 
 
 def read_trace(path: Path) -> Events:
@@ -618,6 +624,14 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
     tid: Any
     if cat == "cuda_sync":  # written on the device/stream row; no host thread
         pid = tid = UNKNOWN
+        if type(a.get("wait_on_cuda_event_record_corr_id")) is int and a["wait_on_cuda_event_record_corr_id"] >= 0:
+            _sync_args(ev.sync_args, a, corr)
+        elif a.get("cuda_sync_kind") == "Stream Sync" and type(a.get("stream")) is int and a["stream"] >= 0:  # the host waits for one stream
+            _sync_args(
+                ev.sync_args,
+                {"device": a.get("device", UNKNOWN), "stream": UNKNOWN, "wait_on_stream": a["stream"], "wait_on_cuda_event_record_corr_id": UNKNOWN},
+                corr,
+            )
     else:
         pid, tid = e.get("pid"), e.get("tid")
     for arr, v in ((api.pid, pid), (api.tid, tid), (api.corr, corr), (api.ext, a.get("External id", UNKNOWN)), (api.proc, e.get("pid"))):
@@ -641,6 +655,27 @@ def _api_event(ev: Events, e: dict, cat: str, name: str, ts: Any) -> Columns:
     if cat not in ev.first_ts:
         ev.first_ts[cat] = ts
     return api
+
+
+def _sync_args(sa: Columns, a: dict, corr: Any) -> None:
+    """The wait of a ``cuda_sync`` event (Stream Wait Event, Event Sync naming its
+    cudaEventRecord; Stream Sync: record -1); a row with a non-integer field is not kept."""
+    values = (corr, a.get("device", UNKNOWN), a.get("stream", UNKNOWN), a.get("wait_on_stream", UNKNOWN), a["wait_on_cuda_event_record_corr_id"])
+    if all(type(v) is int and -(2**62) < v < 2**62 for v in values):
+        for arr, v in zip((sa.corr, sa.device, sa.stream, sa.wait_stream, sa.record_corr), values, strict=True):
+            arr.append(v)
+
+
+def sync_links(sa: Columns) -> dict[str, list[int]]:
+    """The ``cuda_sync`` event waits as ``meta.extra["cuda_sync_links"]``: per wait, the
+    correlation id of the runtime call that waited (cudaStreamWaitEvent: its ``stream``
+    waits on the GPU; cudaEventSynchronize, cudaStreamSynchronize: ``stream`` -1, the host
+    waits), the ``device``, the stream the event was recorded on (a Stream Sync: the stream
+    synchronised) and the correlation id of that cudaEventRecord (-1 for a Stream Sync)
+    (analysis.streamwaits turns them into cross-stream and synchronisation edges)."""
+    columns = ("correlation", "device", "stream", "wait_on_stream", "record_correlation")
+    arrays = (sa.corr, sa.device, sa.stream, sa.wait_stream, sa.record_corr)
+    return {name: as_int64(arr).tolist() for name, arr in zip(columns, arrays, strict=True)}
 
 
 def _copy_event(ev: Events, e: dict, cat: str, name: str) -> Columns:
@@ -1356,6 +1391,8 @@ def build_run(ev: Events, path: Path) -> Run:
             "flows": {f"{cat}:{ph}": n for (cat, ph), n in sorted(ev.flows.items(), key=str)},
         }
     )
+    if len(ev.sync_args.corr):
+        meta.extra["cuda_sync_links"] = sync_links(ev.sync_args)
 
     host_pid = find_host_pid(ev, ev.process_labels)
     meta.pid = host_pid

@@ -12,6 +12,7 @@ from tui_prof.render.fmt import fmt_bytes, fmt_ids, fmt_ns, fmt_pct, shorten, sp
 from tui_prof.render.integrity import trust_mark
 from tui_prof.render.safe import md_code, md_fence, md_text, safe_text
 from tui_prof.render.whatif import GROUP_TITLES as CRITICAL_GROUPS
+from tui_prof.render.whatif import stream_wait_notes
 
 
 class Code(str):
@@ -147,6 +148,7 @@ def _critical_path_section(summary: Mapping[str, Any], name_width: int) -> list[
         groups = ", ".join(f"{CRITICAL_GROUPS.get(k, k)} {fmt_pct(100 * v / total)}" for k, v in sorted(p["groups"].items(), key=lambda kv: -kv[1]) if v)
         sampled = f"; the first {fmt_ns(p['sampled_ns'])} of it analysed" if p["sampled_ns"] < p["window_ns"] else ""
         notes = [f"{fmt_ns(total)} over the {p['window']} ({fmt_ns(p['window_ns'])}{sampled}): {groups}"]
+        notes.extend(stream_wait_notes(p.get("links") or {}, p))
         waited = p.get("waiting_on_ranks") or []
         if waited:
             notes.append("in collectives, waiting for " + ", ".join(f"rank {w['rank']} {fmt_ns(w['ns'])} ({w['instances']} instances)" for w in waited))

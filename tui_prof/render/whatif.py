@@ -43,6 +43,20 @@ def _path_lines(path: dict, title: str) -> list[str]:
     return lines
 
 
+def stream_wait_notes(links: dict, path: dict) -> list[str]:
+    """What the graph knows of the waits across streams (analysis.streamwaits), and how much
+    of ``path`` (a critical path's JSON) rests on the inferred ones."""
+    out = []
+    named, inferred, calls = links.get("stream_waits", 0), links.get("stream_waits_inferred", 0), links.get("wait_event_calls_unlinked", 0)
+    if named or inferred or calls:
+        out.append(f"waits across streams: {named} from the trace's event links, {inferred} inferred from time order, {calls} wait calls not linked")
+    if path.get("inferred_edges"):
+        out.append(
+            f"{fmt_ns(path['inferred_ns'])} of the path rests on {path['inferred_edges']} inferred waits across streams (the path before the last of them)"
+        )
+    return out
+
+
 def whatif_text(doc: dict) -> str:
     lines = []
     for proc in doc["processes"]:
@@ -61,6 +75,7 @@ def whatif_text(doc: dict) -> str:
         if unknown:
             lines.append("  links not recorded (time order used): " + ", ".join(unknown))
         cp = proc["critical_path"]
+        lines.extend("  " + x for x in stream_wait_notes(links, cp["baseline"]))
         lines.extend("  " + x for x in _path_lines(cp["baseline"], f"critical path, baseline ({cp['window']})"))
         lines.extend("  " + x for x in _path_lines(cp["projected"], "critical path, projected"))
     lines.append("edits:")

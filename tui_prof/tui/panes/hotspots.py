@@ -147,16 +147,24 @@ def measurement_text(doc: Summary | None) -> Text:
     return text
 
 
-def with_critical(frame: pd.DataFrame, group: str, critical: dict[str, int] | None) -> pd.DataFrame:
-    """The hotspot table with its ``critical_ns`` column: each kernel's time on the critical
+def with_critical(
+    frame: pd.DataFrame, group: str, critical: dict[str, int] | None, rows: np.ndarray | None = None, key: pd.Series | None = None
+) -> pd.DataFrame:
+    """The hotspot table with its ``critical_ns`` column: each group's time on the critical
     path of the summary's steady-state window (analysis.critical; 0: never on it; at most the
-    row's own total, as the summary's hotspots cap it), by name only (NaN, shown ``-``:
-    another grouping, or the summary not computed yet)."""
-    if critical is None or group != "name":
-        return frame.assign(critical_ns=np.full(len(frame), np.nan))
+    row's own total, as the summary's hotspots cap it). By name from ``critical`` (ns per
+    kernel name); another grouping from ``rows`` (ns per kernel row) summed by ``key`` (the
+    grouping's key of each kernel row). NaN, shown ``-``: the summary not computed yet."""
+    total = frame["total_ns"].to_numpy().astype(np.float64)
     names = frame["name"].astype(str).to_numpy()
-    on_path = np.array([critical.get(n, 0) for n in names], dtype=np.float64)
-    return frame.assign(critical_ns=np.minimum(on_path, frame["total_ns"].to_numpy().astype(np.float64)))
+    if critical is not None and group == "name":
+        on_path = np.array([critical.get(n, 0) for n in names], dtype=np.float64)
+    elif rows is not None and key is not None and len(key) == len(rows):
+        sums = pd.Series(rows).groupby(key.astype(str).to_numpy(), sort=False).sum()
+        on_path = np.round(sums.reindex(names).fillna(0.0).to_numpy(dtype=np.float64))
+    else:
+        return frame.assign(critical_ns=np.full(len(frame), np.nan))
+    return frame.assign(critical_ns=np.minimum(on_path, total))
 
 
 def next_group(groups: tuple[str, ...], current: str) -> str:
@@ -264,7 +272,9 @@ class HotspotsPane(Pane, Vertical):
         if table.columns[1:] != list(HOTSPOT_COLUMNS[1:]):  # back from a statistics table
             self._set_columns(HOTSPOT_COLUMNS)
             table.formatters.pop("percent", None)
-        frame = with_critical(self.view.hotspots(self.group), self.group, self.view.critical_ns())
+        rows = self.view.critical_rows() if self.group != "name" else None
+        key = self.view.group_column(self.group) if rows is not None else None
+        frame = with_critical(self.view.hotspots(self.group), self.group, self.view.critical_ns(), rows, key)
         pattern = table.model.pattern if table.model else ""
         sort = (table.model.sort_key, table.model.descending) if table.model and table.model.sort_key else ("total_ns", True)
         table.set_title(0, self.group)

@@ -277,6 +277,11 @@ class RunView:
         window, analysis.critical), or None while the summary is not computed."""
         return self._result.critical_ns if self.ready("summary") and self._result is not None else None
 
+    def critical_rows(self) -> np.ndarray | None:
+        """ns on the critical path of each kernel row (:attr:`kernels`' ``row``), or None while
+        the summary is not computed or found no path."""
+        return self._result.critical_rows if self.ready("summary") and self._result is not None else None
+
     def critical_marks(self) -> PackedLanes:
         """The critical path of each process's whole recorded run (analysis.whatif.path_segments)
         on the timeline's lanes (every lane; not the rank lanes), computed once: host-thread
