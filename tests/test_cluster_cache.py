@@ -15,7 +15,7 @@ import pytest
 
 from tui_prof import cluster
 from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, PARTIAL_CACHE_KIND, comparable, merge_partials, partials_doc, partials_of_doc, rank_partials
-from tui_prof.analysis.partial_codec import PartialFormatError, decode
+from tui_prof.analysis.partial_codec import PartialFormatError, decode, encode
 from tui_prof.cli import main
 from tui_prof.loaders import cache, load_path
 from tui_prof.model import RunSet
@@ -71,11 +71,22 @@ def test_json_form_is_exact(tmp_path: Path, source: str) -> None:
         {"__a__": "bool", "b": "Ag=="},  # a bool of byte 2
         {"__f__": "1e9"},
         {"__d__": [[[1], 2]]},  # an unhashable key
+        {"__df__": 1, "cols": [["x", "category", ["a"]]]},  # a column dtype the partials do not use
+        {"__df__": 2, "cols": [["x", "str", ["a"]]]},  # a column shorter than the table
     ],
 )
 def test_decode_refuses_what_it_did_not_write(data: dict) -> None:
     with pytest.raises(PartialFormatError):
         decode(data)
+
+
+def test_a_table_comes_back_with_its_dtypes() -> None:
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame({"name": pd.array(["hipMemcpy", None], dtype="str"), "calls": np.array([3, 1]), "avg_ns": [1.5, float("nan")]})
+    back = decode(json.loads(json.dumps(encode(frame))))
+    pd.testing.assert_frame_equal(back, frame)
 
 
 def test_a_warm_cache_merges_without_loading_a_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

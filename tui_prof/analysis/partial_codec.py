@@ -13,7 +13,8 @@ not all plain strings; ``{"__a__": dtype, "b": base64}`` a numpy array of int64,
 bool (its little-endian bytes), ``{"__a__": "object", "v": [...]}`` one of encoded values; ``{"__n__": dtype, "v": x}`` a numpy scalar;
 ``{"__f__": "nan" | "inf" | "-inf"}`` a float JSON cannot hold; ``{"__r__": [name, ...],
 "v": [[value, ...], ...]}`` a list of records with the same keys (``"p"``: the first items of
-(item, record) pairs); ``{"__c__": name, "v":
+(item, record) pairs); ``{"__df__": rows, "cols": [[name, dtype, values], ...]}`` a table
+on a 0..rows-1 index whose columns are int64, float64, bool (as arrays), str or object; ``{"__c__": name, "v":
 {field: value}}`` one of the allowed dataclasses. Floats are written by ``repr`` and read
 back to the same double, integers of any size exactly, so a merge of decoded partials equals
 the merge of the originals.
@@ -29,6 +30,7 @@ import typing
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.partials import PARTIAL_SCHEMA, RankPartial
@@ -36,7 +38,8 @@ from tui_prof.analysis.partials import PARTIAL_SCHEMA, RankPartial
 ARRAY_DTYPES = ("int64", "float64", "bool", "object")
 SCALAR_DTYPES = ("int64", "int32", "float64", "float32", "bool")
 _WIRE = {"int64": "<i8", "float64": "<f8", "bool": "|b1"}  # an array's bytes as written
-_TAGS = ("__t__", "__d__", "__a__", "__n__", "__f__", "__c__", "__r__")
+_TAGS = ("__t__", "__d__", "__a__", "__n__", "__f__", "__c__", "__r__", "__df__")
+FRAME_DTYPES = ("int64", "float64", "bool", "object", "str")  # a table's column dtypes (pandas' names)
 _TAG_SET = frozenset(_TAGS)
 _PLAIN = frozenset({str, int, float, bool, type(None)})  # JSON scalars: decoded as they are
 
@@ -83,6 +86,8 @@ def encode(value: Any) -> Any:
         return {"__d__": [[encode(k), encode(v)] for k, v in value.items()]}
     if isinstance(value, np.ndarray):
         return _encode_array(value)
+    if isinstance(value, pd.DataFrame):
+        return _encode_frame(value)
     if isinstance(value, np.generic) and value.dtype.name in SCALAR_DTYPES:
         return {"__n__": value.dtype.name, "v": encode(value.item())}
     if dataclasses.is_dataclass(value) and ALLOWED.get(type(value).__name__) is type(value):
@@ -110,6 +115,23 @@ def _encode_rows(value: list) -> dict[str, Any] | None:
     return {"__r__": keys, "v": values}
 
 
+def _encode_frame(value: pd.DataFrame) -> dict[str, Any]:
+    """A table of a few plain column dtypes on a 0..n-1 index (the partials' small tables:
+    statistics, steps, modules)."""
+    index = value.index
+    if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
+        raise TypeError("a partial holds no table with another index")
+    cols = []
+    for i in range(value.shape[1]):
+        col = value.iloc[:, i]
+        dtype = str(col.dtype)
+        if dtype not in FRAME_DTYPES:
+            raise TypeError(f"a partial holds no {dtype} column")
+        data = _encode_array(col.to_numpy()) if dtype in _WIRE else [encode(v) for v in col.tolist()]
+        cols.append([encode(value.columns[i]), dtype, data])
+    return {"__df__": len(value), "cols": cols}
+
+
 def _encode_array(value: np.ndarray) -> dict[str, Any]:
     if value.ndim != 1 or value.dtype.name not in ARRAY_DTYPES:
         raise TypeError(f"a partial holds no {value.ndim}-d {value.dtype} array")
@@ -132,6 +154,8 @@ def decode(data: Any) -> Any:
         return {k: v if type(v) in _PLAIN else decode(v) for k, v in data.items()}
     tag = next(k for k in _TAGS if k in data)
     body = data[tag]
+    if tag == "__df__":
+        return _decode_frame(body, data.get("cols"))
     if tag == "__r__":
         return _decode_rows(body, data.get("v"), data.get("p"))
     if tag == "__t__" and isinstance(body, list):
@@ -170,6 +194,29 @@ def _decode_rows(keys: Any, values: Any, firsts: Any) -> list:
     if not (isinstance(firsts, list) and len(firsts) == len(rows)):
         raise PartialFormatError("pairs without their first items")
     return [(decode(a), row) for a, row in zip(firsts, rows, strict=True)]
+
+
+def _decode_frame(rows: Any, cols: Any) -> pd.DataFrame:
+    if type(rows) is not int or not isinstance(cols, list) or not all(isinstance(c, list) and len(c) == 3 and c[1] in FRAME_DTYPES for c in cols):
+        raise PartialFormatError("a table of other columns")
+    names, arrays = [], []
+    for name, dtype, data in cols:
+        if dtype in _WIRE:
+            values = decode(data)
+            if not isinstance(values, np.ndarray) or str(values.dtype) != dtype:
+                raise PartialFormatError(f"a {dtype} column of other values")
+        elif isinstance(data, list):
+            items = [decode(v) for v in data]
+            values = _decode_objects(data) if dtype == "object" else pd.array(items, dtype=dtype)
+        else:
+            raise PartialFormatError("a column without values")
+        if len(values) != rows:
+            raise PartialFormatError("a column of another length")
+        names.append(_hashable(decode(name)))
+        arrays.append(values)
+    frame = pd.DataFrame(dict(enumerate(arrays))) if arrays else pd.DataFrame(index=pd.RangeIndex(rows))
+    frame.columns = pd.Index(names) if names else frame.columns
+    return frame
 
 
 def _decode_objects(values: list) -> np.ndarray:
@@ -221,7 +268,7 @@ def partials_of_doc(doc: Any) -> tuple[list[RankPartial], list[str]]:
 
 
 PARTIAL_CACHE_KIND = "rank-partials"  # the cache entries of partials (loaders.cache.save_doc)
-CODEC_VERSION = 2  # raised when this JSON form changes: older entries are not looked up
+CODEC_VERSION = 3  # raised when this JSON form changes: older entries are not looked up
 
 
 def partial_settings(rules: CategoryRules, threshold_ns: int | None, max_gaps: int | None) -> str:
