@@ -106,6 +106,8 @@ class DepGraph:
 
 def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     key = (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+    if len(key) and bool((key == key[0]).all()):  # one thread or queue: all code 0, as factorize says, without its per-call cost
+        return np.zeros(len(key), dtype=np.int64)
     codes, _ = pd.factorize(key)
     return codes.astype(np.int64)
 
