@@ -155,3 +155,30 @@ def test_without_dask_cluster_says_so(tmp_path: Path, capsys, monkeypatch) -> No
     assert main(["summary", str(run), "--no-cache", "--cluster", "local:2"]) == 2  # as every missing extra
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'tuiprof[cluster]'" in err
+
+
+def test_check_on_the_cluster_equals_check(tmp_path: Path, scheduler: str, capsys) -> None:
+    """``check --cluster``: each rank's checks run in the workers; the merged tuiprof.check/1
+    document and the exit status equal the in-process ``check --json`` (a cut rank: 5)."""
+    run = generated(tmp_path, "kineto", RankSpec(ranks=4))
+    broken = run / "rank3.pt.trace.json.gz"
+    broken.write_bytes(broken.read_bytes()[:200])
+    assert main(["check", str(run), "--json", "--no-cache"]) == 5
+    alone = capsys.readouterr().out
+    assert main(["check", str(run), "--json", "--no-cache", "--cluster", scheduler]) == 5
+    assert capsys.readouterr().out == alone
+    assert json.loads(alone)["issues"][0]["affects"]["files"] == [str(broken)]
+
+
+def test_a_rank_whose_worker_died_is_a_file_not_loaded_in_the_check(tmp_path: Path, scheduler: str) -> None:
+    """A rank lost with its worker twice: the merged check report names its file (degraded),
+    which a report of the other ranks alone would not."""
+    run = generated(tmp_path, "kineto", RankSpec(ranks=4))
+    planned = cluster.plan(str(run), use_cache=False)
+    merged = cluster.summarise_cluster(planned.tasks, DEFAULT_CATEGORY_RULES, scheduler, task=die_always)
+    merged.planned = planned
+    record = cluster.check_report(merged, str(run)).record()
+    assert record["degraded"]
+    (issue,) = record["issues"]
+    assert issue["code"] == "file-unreadable" and issue["affects"]["files"] == [str(run / "rank2.pt.trace.json.gz")]
+    assert "KilledWorker" in issue["message"]

@@ -264,10 +264,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-CLUSTER_ONLY_WITHOUT = ("md", "recording", "step", "warmup", "outlier_factor")
+CLUSTER_ONLY_WITHOUT = ("md", "recording")
 
 
-def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200):
+def _merged_run(
+    path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200, step_options=None, check_only: bool = False
+):
     """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
     local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
     when it cannot be."""
@@ -277,7 +279,7 @@ def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
     try:
-        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps)
+        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only)
         if cluster == "pool" or cluster.startswith("pool:"):
             workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
             merged = summarise_pool(planned.tasks, rules, workers, progress)
@@ -286,6 +288,7 @@ def _merged_run(path: str, cluster: str, rules, *, use_cache: bool, threshold_ns
     except ClusterError as err:
         _say(err)
         return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
+    merged.planned = planned
     if progress:
         progress("done", 1, 1)
     for line in planned.errors + merged.errors:
@@ -306,8 +309,13 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
     for name in CLUSTER_ONLY_WITHOUT:
         if getattr(args, name, None) not in (None, False):
             raise _UsageError(f"--{name.replace('_', '-')} needs the whole run in one process: not with --cluster")
+    from tui_prof.analysis.api import StepOptions
+
     max_gaps = None if args.max_gaps <= 0 else args.max_gaps
-    merged, status = _merged_run(args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps)
+    steps = StepOptions(args.step, args.warmup, **({"factor": args.outlier_factor} if args.outlier_factor is not None else {}))
+    merged, status = _merged_run(
+        args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps, step_options=steps
+    )
     if merged is None:
         return status
     doc = merged.document(None if args.top <= 0 else args.top)
@@ -348,6 +356,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if unusable:
         _say(unusable)
         return EXIT_NOTHING_LOADED
+    if getattr(args, "cluster", None):
+        return _check_cluster(args)
     runset = load_path(args.path, progress=_progress_printer(), use_cache=not args.no_cache)
     if not runset.runs:
         for issue in runset.errors:
@@ -359,6 +369,27 @@ def cmd_check(args: argparse.Namespace) -> int:
         if status is not None:
             return status
     record = check_run(runset).record()
+    if args.json:
+        _write_json(record)
+    else:
+        print(check_text(record))
+    return EXIT_DEGRADED if record["degraded"] else EXIT_OK
+
+
+def _check_cluster(args: argparse.Namespace) -> int:
+    """``check --cluster``: each rank's checks in the workers, the report merged here (the
+    same ``tuiprof.check/1`` document and exit statuses as in one process)."""
+    from pathlib import Path
+
+    from tui_prof.cluster import check_report
+    from tui_prof.render.integrity import check_text
+
+    if args.recording is not None:
+        raise _UsageError("--recording needs the whole run in one process: not with --cluster")
+    merged, status = _merged_run(args.path, args.cluster, None, use_cache=not args.no_cache, check_only=True)
+    if merged is None:
+        return status
+    record = check_report(merged, str(Path(args.path))).record()
     if args.json:
         _write_json(record)
     else:
@@ -988,6 +1019,13 @@ def _check_parser(sub: Any) -> None:
     checker.add_argument("--json", action="store_true", help="machine-readable output (schema tuiprof.check/1)")
     checker.add_argument("--no-cache", action="store_true", help="neither read nor write the columnar cache")
     _recording_option(checker, "check only (default: the whole of PATH, whose mixed recordings are an issue)")
+    checker.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        type=parse_cluster,
+        default=None,
+        help="check rank by rank in workers and merge the reports: local[:N], tcp://HOST:PORT or pool[:N], as summary --cluster (docs/cluster.md)",
+    )
     checker.set_defaults(func=cmd_check)
 
 

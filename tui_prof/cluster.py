@@ -27,7 +27,20 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui_prof.analysis.api import DEFAULT_GAP_THRESHOLD_NS, MERGED_SECTIONS, SCHEMA, CategoryRules, PartialMerge, RankPartial, merged_sections, rank_partials
+from tui_prof.analysis.api import (
+    DEFAULT_GAP_THRESHOLD_NS,
+    MERGED_SECTIONS,
+    SCHEMA,
+    CategoryRules,
+    CheckReport,
+    PartialMerge,
+    RankPartial,
+    StepOptions,
+    check_partials,
+    merged_sections,
+    rank_partials,
+)
+from tui_prof.model import LoadIssue, RunSet
 
 Progress = Callable[[str, int, int], None]
 CONNECT_TIMEOUT_S = 10
@@ -54,6 +67,8 @@ class RankTask:
     rules: CategoryRules | None = None
     threshold_ns: int | None = None  # the gaps' threshold (None: 10 µs) and how many are listed, as SummaryOptions
     max_gaps: int | None = 200
+    step_options: StepOptions | None = None  # --step, --warmup, --outlier-factor (None: the defaults)
+    check_only: bool = False  # the integrity report's parts only (tuiprof check --cluster)
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,7 @@ class RankResult:
     errors: list[str]  # the load's error lines (a file it could not read)
     root: str = ""
     files: tuple[str, ...] = ()
+    issues: tuple[LoadIssue, ...] = ()  # the load's error issues (the integrity report's file-unreadable)
 
 
 def rank_task(task: RankTask) -> RankResult:
@@ -72,8 +88,11 @@ def rank_task(task: RankTask) -> RankResult:
     from tui_prof.loaders import load_path
 
     runset = load_path(task.root, use_cache=task.use_cache, only=task.files)
-    partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps)
-    return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files)
+    if task.check_only:
+        partials = check_partials(runset)
+    else:
+        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
+    return RankResult(task.label, partials, [str(issue) for issue in runset.errors], task.root, task.files, tuple(runset.errors))
 
 
 @dataclass(frozen=True)
@@ -82,9 +101,19 @@ class Plan:
 
     tasks: list[RankTask]
     errors: list[str]
+    issues: tuple[LoadIssue, ...] = ()  # the scan's error issues
 
 
-def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> Plan:
+def plan(
+    path: str,
+    *,
+    use_cache: bool = True,
+    rules: CategoryRules | None = None,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options: StepOptions | None = None,
+    check_only: bool = False,
+) -> Plan:
     """One task per process of the run under ``path`` (file heads only are read here);
     :class:`ClusterError` when a work unit of the run is not one process's files (a
     database or trace of several processes, a file that belongs to no process): the
@@ -105,7 +134,17 @@ def plan(path: str, *, use_cache: bool = True, rules: CategoryRules | None = Non
         raise ClusterError(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
-    return Plan([RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps) for p in found.processes], errors)
+    tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps, step_options, check_only) for p in found.processes]
+    return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """What the assembly's merge rule reads of a merged partial (loaders.detect.merge_plan)."""
+
+    meta: Any
+    range: tuple[int, int] | None
+    label: str
 
 
 @dataclass
@@ -118,47 +157,77 @@ class MergedRun:
     errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
     files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
-    seen: dict[tuple, tuple[str, list[str]]] = field(default_factory=dict)  # (host, pid, rank) -> (rank label, formats) that has it
+    seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
+    load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
+    planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
 
     def add(self, result: RankResult) -> None:
+        self.load_issues[result.label] = result.issues
         for p in result.partials:
-            # the key a whole-run load merges fragments of one process by (loaders.detect.assemble)
-            process = (p.meta.hostname, p.meta.pid, p.meta.rank) if p.meta.pid is not None else None
-            if process is not None and process in self.seen:
-                label, formats = self.seen[process]
-                where = f"the same process (host {process[0] or '-'}, pid {process[1]}) as {label}"
-                if formats[:1] != p.meta.formats[:1]:  # a whole-run load keeps one format too
-                    self.failed.append((result.label, f"{where} in another format: counted once"))
-                else:  # a whole-run load merges the files into one process: the partials cannot
-                    self.failed.append((result.label, f"{where}: a whole-run load merges their files into one process, the partials cannot; left out"))
+            reason = self._same_process(p)
+            if reason is not None:
+                self.failed.append((result.label, reason))
                 continue
-            if process is not None:
-                self.seen[process] = (p.label, list(p.meta.formats))
             self.merge.add(p)
             self.files[p.label] = (result.root, result.files)
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
 
+    def _same_process(self, p: Any) -> str | None:
+        """Why ``p`` is not merged (None: it is a process of its own): the assembly's own rule
+        (loaders.detect.merge_plan: the same host, pid and rank in one profiler session, else
+        in a second format) over it and the merged partials of its (host, pid, rank)."""
+        from tui_prof.loaders.detect import merge_plan
+
+        if p.meta.pid is None:
+            return None
+        process = (p.meta.hostname, p.meta.pid, p.meta.rank)
+        kept = self.seen.setdefault(process, [])
+        if kept:
+            found = merge_plan([*kept, p])
+            mine = len(kept)
+            where = f"the same process (host {process[0] or '-'}, pid {process[1]}) as {kept[0].label}"
+            if any(mine in pair for pair in found.duplicates):  # a whole-run load keeps one format too
+                return f"{where} in another format: counted once"
+            if not any(group == [mine] for group in found.groups):  # one session in two units: a whole-run load merges them
+                return f"{where}, in the same profiler session: a whole-run load merges their files into one process, the partials cannot; left out"
+        kept.append(Fragment(p.meta, p.range, p.label))
+        return None
+
     def document(self, top: int | None) -> dict[str, Any]:
         """``tuiprof.summary/1`` with the ``MERGED_SECTIONS`` and a ``partials`` record."""
         from tui_prof import __version__
 
         doc: dict[str, Any] = {"schema": SCHEMA, "tuiprof_version": __version__}
+        self.merge.load_errors = load_errors(self)
+        self.merge.load = self.load_rank
+        if self.planned is not None and self.planned.tasks:
+            self.merge.logs_root = self.planned.tasks[0].root
         doc.update(merged_sections(self.merge, top))
         doc["partials"] = {
             "ranks": self.ranks,
             "merged": len(self.merge.ranks),
             "failed_ranks": [{"label": label, "reason": reason} for label, reason in self.failed],
-            "sections": list(MERGED_SECTIONS),
+            "sections": [key for key in MERGED_SECTIONS if key in doc],
         }
         return doc
+
+    def load_rank(self, label: str) -> RunSet:
+        """The rank ``label`` loaded again here, its own files alone (through the per-rank
+        cache the workers wrote): the combined steps' slowest rank, to describe its slow steps."""
+        from tui_prof.loaders import load_path
+
+        root, files = self.files[label]
+        use_cache = self.planned.tasks[0].use_cache if self.planned and self.planned.tasks else True
+        return load_path(root, use_cache=use_cache, only=files)
 
 
 def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
     first = tasks[0] if tasks else RankTask("", "", (), False)
     threshold = DEFAULT_GAP_THRESHOLD_NS if first.threshold_ns is None else first.threshold_ns
-    return MergedRun(PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps), len(tasks))
+    merge = PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps, step_options=first.step_options or StepOptions())
+    return MergedRun(merge, len(tasks))
 
 
 def _one_line(err: BaseException) -> str:
@@ -253,3 +322,23 @@ def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str,
         if cluster is not None:
             cluster.close()
     return out
+
+
+def check_report(merged: MergedRun, root: str) -> CheckReport:
+    """The integrity report (``tuiprof.check/1``) of the run from the ranks' check parts and
+    :func:`load_errors`."""
+    return merged.merge.check_report(load_errors(merged), root)
+
+
+def load_errors(merged: MergedRun) -> list[LoadIssue]:
+    """The load's errors as a whole-run load lists them: the scan's, then each task's in plan
+    order; a rank whose task failed is a file that could not be loaded, with the reason."""
+    planned = merged.planned or Plan([], [])
+    errors = list(planned.issues)
+    reasons = dict(merged.failed)
+    for task in planned.tasks:
+        if task.label in merged.load_issues:
+            errors.extend(merged.load_issues[task.label])
+        elif task.files:
+            errors.append(LoadIssue(task.files[0], f"rank {task.label} failed: {reasons.get(task.label, 'no result')}"))
+    return errors

@@ -14,7 +14,7 @@ from tui_prof.analysis.arrays import code_totals
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns
 from tui_prof.analysis.sections import ApiRow, ApiSection, LaunchCounts, LaunchSection, SyncSection
 from tui_prof.analysis.timeline import busy_intervals
-from tui_prof.model import RunSet
+from tui_prof.model import Run, RunSet
 
 
 def sync_section(inputs: Sequence[RunInput]) -> SyncSection:
@@ -142,37 +142,52 @@ def launch_section(inputs: Sequence[RunInput], links: Sequence[pd.DataFrame], ke
 def api_section(runset: RunSet, top: int | None) -> ApiSection:
     """Calls and time per API function and domain: from the trace when API calls were
     traced, else from the API statistics files; the first ``top`` of each domain."""
-    rows: list[ApiRow] = []
     totals: dict[tuple[str, str], list[int]] = {}
     for run in runset.runs:
-        api = run.api
-        if not len(api):
-            continue
-        # per (domain, name) category-code pair with bincount: no per-row strings on million-call tables
-        dom = api["domain"].astype("category") if not isinstance(api["domain"].dtype, pd.CategoricalDtype) else api["domain"]
-        name = api["name"].astype("category") if not isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"]
-        dc, nc = dom.cat.codes.to_numpy().astype(np.int64), name.cat.codes.to_numpy().astype(np.int64)
-        width = len(name.cat.categories) + 1
-        key = (dc + 1) * width + (nc + 1)  # code -1 (missing) maps to slot 0
-        dur = api["end"].to_numpy() - api["start"].to_numpy()
-        slots = width * (len(dom.cat.categories) + 1)
-        if slots <= max(len(key), 1 << 16):  # a slot per (domain, name) pair: no sort
-            all_counts, all_sums = code_totals(key, dur, slots)
-            uniq = np.flatnonzero(all_counts)
-            counts, sums = all_counts[uniq], all_sums[uniq]
-        else:  # more distinct names than calls could fill: by sorting the pairs
-            order = np.argsort(key, kind="stable")
-            ks = key[order]
-            first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-            uniq = ks[first]
-            counts = np.diff(np.r_[first, len(ks)])
-            sums = np.add.reduceat(dur[order], first)  # int64: exact
-        dnames = ["", *map(str, dom.cat.categories)]
-        nnames = ["", *map(str, name.cat.categories)]
-        for k, c, t in zip(uniq.tolist(), counts.tolist(), sums.tolist(), strict=True):
-            acc = totals.setdefault((dnames[k // width], nnames[k % width]), [0, 0])
-            acc[0] += int(c)
-            acc[1] += int(round(t))
+        for pair, (calls, total) in api_totals(run).items():
+            acc = totals.setdefault(pair, [0, 0])
+            acc[0] += calls
+            acc[1] += total
+    return api_of_totals(totals, runset, top)
+
+
+def api_totals(run: Run) -> dict[tuple[str, str], tuple[int, int]]:
+    """(calls, ns) per (domain, name) of one process's traced API calls (integers)."""
+    api = run.api
+    if not len(api):
+        return {}
+    # per (domain, name) category-code pair with bincount: no per-row strings on million-call tables
+    dom = api["domain"].astype("category") if not isinstance(api["domain"].dtype, pd.CategoricalDtype) else api["domain"]
+    name = api["name"].astype("category") if not isinstance(api["name"].dtype, pd.CategoricalDtype) else api["name"]
+    dc, nc = dom.cat.codes.to_numpy().astype(np.int64), name.cat.codes.to_numpy().astype(np.int64)
+    width = len(name.cat.categories) + 1
+    key = (dc + 1) * width + (nc + 1)  # code -1 (missing) maps to slot 0
+    dur = api["end"].to_numpy() - api["start"].to_numpy()
+    slots = width * (len(dom.cat.categories) + 1)
+    if slots <= max(len(key), 1 << 16):  # a slot per (domain, name) pair: no sort
+        all_counts, all_sums = code_totals(key, dur, slots)
+        uniq = np.flatnonzero(all_counts)
+        counts, sums = all_counts[uniq], all_sums[uniq]
+    else:  # more distinct names than calls could fill: by sorting the pairs
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+        uniq = ks[first]
+        counts = np.diff(np.r_[first, len(ks)])
+        sums = np.add.reduceat(dur[order], first)  # int64: exact
+    dnames = ["", *map(str, dom.cat.categories)]
+    nnames = ["", *map(str, name.cat.categories)]
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for k, c, t in zip(uniq.tolist(), counts.tolist(), sums.tolist(), strict=True):
+        calls, total = out.get((dnames[k // width], nnames[k % width]), (0, 0))
+        out[(dnames[k // width], nnames[k % width])] = (calls + int(c), total + int(round(t)))
+    return out
+
+
+def api_of_totals(totals: dict[tuple[str, str], list[int]], runset: RunSet, top: int | None) -> ApiSection:
+    """:func:`api_section` from the summed :func:`api_totals` (in first-seen order); without
+    traced calls, from ``runset``'s API statistics files."""
+    rows: list[ApiRow] = []
     if totals:
         table = pd.DataFrame([(d, n, c, t) for (d, n), (c, t) in totals.items()], columns=["domain", "name", "calls", "total_ns"])
         for domain, part in table.groupby("domain", sort=True):

@@ -57,7 +57,7 @@ separate-recordings     the run set holds several recordings (processes or profi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,7 +70,7 @@ from tui_prof.analysis.hostapi import GRAPH_LAUNCH, LAUNCH, api_classes
 from tui_prof.analysis.platform import AMD, run_vendor
 from tui_prof.analysis.runinput import run_label, time_range
 from tui_prof.loaders.sessions import SESSION_GAP_NS, process_identity
-from tui_prof.model import Agent, Run, RunSet
+from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, category_array, column_array
 
 SCHEMA = "tuiprof.check/1"
@@ -216,15 +216,25 @@ def _segments(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
     return [(int(start[a]), int(reach[b - 1])) for a, b in itertools.pairwise(bounds.tolist())]
 
 
+def clock_pieces(run: Run) -> list[tuple[int, int, str]]:
+    """The time segments of ``run``'s kernels, API calls and copies (split where nothing
+    happens for CLUSTER_GAP_NS), each with what it holds: :func:`clock_domains` of one process."""
+    pieces: list[tuple[int, int, str]] = []
+    for name in ("kernels", "api", "copies"):
+        table = run.table(name)
+        if len(table):
+            pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(column_array(table, "start"), column_array(table, "end")))
+    return pieces
+
+
 def clock_domains(runset: RunSet) -> list[Issue]:
     """Events of the run set in clusters more than an hour apart."""
-    pieces: list[tuple[int, int, str]] = []
-    for run in runset.runs:
-        for name in ("kernels", "api", "copies"):
-            table = run.table(name)
-            if len(table):
-                pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(column_array(table, "start"), column_array(table, "end")))
-    pieces.sort()
+    return clock_domains_of([piece for run in runset.runs for piece in clock_pieces(run)])
+
+
+def clock_domains_of(pieces: list[tuple[int, int, str]]) -> list[Issue]:
+    """:func:`clock_domains` of the processes' :func:`clock_pieces` (in any order)."""
+    pieces = sorted(pieces)
     clusters: list[list[Any]] = []
     for a, b, what in pieces:
         if clusters and a - clusters[-1][1] <= CLUSTER_GAP_NS:
@@ -886,21 +896,35 @@ SHAPE = ["name", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z"]
 def _work_counter_rows(runset: RunSet) -> pd.DataFrame | None:
     """Every work counter's reading joined to its dispatch's kernel name, grid and workgroup,
     with the process it came from (every process and pass of the run set)."""
-    frames = []
-    for run in runset.runs:
-        c, k = run.counters, run.kernels
-        if not len(c) or not len(k):
-            continue
-        names = c["counter"].astype(str)
-        c = c[names.str.startswith(WORK_COUNTER_PREFIXES).to_numpy()]
-        if not len(c):
-            continue
-        shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[SHAPE]
-        joined = shape.reindex(c["dispatch_id"].to_numpy())
-        joined["counter"] = c["counter"].astype(str).to_numpy()
-        joined["value"] = c["value"].to_numpy()
-        joined["process"] = run_label(run)
-        frames.append(joined.dropna(subset=["name", "value"]).reset_index())
+    return concat_work_rows([frame for run in runset.runs if (frame := work_counter_rows(run)) is not None])
+
+
+def work_counter_rows(run: Run, distinct: bool = False) -> pd.DataFrame | None:
+    """:func:`_work_counter_rows` of one process (None: none); ``distinct``: only the rows that
+    can change :func:`counter_modes`' issue (per counter, kernel shape, value and process, the
+    MAX_EXAMPLES lowest dispatch ids), so the table does not grow with the dispatches."""
+    c, k = run.counters, run.kernels
+    if not len(c) or not len(k):
+        return None
+    names = c["counter"].astype(str)
+    c = c[names.str.startswith(WORK_COUNTER_PREFIXES).to_numpy()]
+    if not len(c):
+        return None
+    shape = k.drop_duplicates("dispatch_id").set_index("dispatch_id")[SHAPE]
+    joined = shape.reindex(c["dispatch_id"].to_numpy())
+    joined["counter"] = c["counter"].astype(str).to_numpy()
+    joined["value"] = c["value"].to_numpy()
+    joined["process"] = run_label(run)
+    rows = joined.dropna(subset=["name", "value"]).reset_index()
+    if distinct:
+        rows["name"] = rows["name"].astype(str)
+        rows = rows.sort_values("dispatch_id", kind="stable").groupby([*SHAPE, "counter", "value", "process"], dropna=False, observed=True).head(MAX_EXAMPLES)
+        rows = rows.reset_index(drop=True)
+    return rows
+
+
+def concat_work_rows(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
+    """The processes' :func:`work_counter_rows` as one table (None: none)."""
     if not frames:
         return None
     rows = pd.concat(frames, ignore_index=True)
@@ -935,7 +959,11 @@ def counter_modes(runset: RunSet) -> list[Issue]:
     value, or whose instruction, wave or workgroup counts (SQ_INSTS_*, SPI_CSN_*) fall in
     modes a factor MODE_RATIO apart. The work a grid does does not depend on the pass: modes are
     a defective counter (reported multi-modal on RDNA), or passes of different builds or inputs."""
-    rows = _work_counter_rows(runset)
+    return counter_modes_of(_work_counter_rows(runset))
+
+
+def counter_modes_of(rows: pd.DataFrame | None) -> list[Issue]:
+    """:func:`counter_modes` of the processes' work counter rows (:func:`work_counter_rows`)."""
     if rows is None:
         return []
     out = []
@@ -998,36 +1026,37 @@ def packets(runset: RunSet) -> list[Issue]:
 
 def files(runset: RunSet) -> list[Issue]:
     """Files that could not be loaded, or only in part."""
-    out: list[Issue] = []
-    errors = runset.errors
-    if errors:
-        message = f"{len(errors)} files could not be loaded: " + "; ".join(str(e) for e in errors[:MAX_EXAMPLES])
-        out.append(Issue("file-unreadable", "degraded", message, {"sections": ["source", "measurement"], "files": [e.path for e in errors]}))
-    for run in runset.runs:
-        if run.partial:
-            message = f"{run_label(run)}: some of its files were read only in part (truncated or damaged rows dropped)"
-            out.append(
-                Issue(
-                    "file-unreadable",
-                    "degraded",
-                    message,
-                    {"sections": list(KERNEL_SECTIONS + TIME_SECTIONS), "processes": [run_label(run)], "files": list(run.meta.files)},
-                )
-            )
-    return out
+    return files_unloaded(runset.errors) + [issue for run in runset.runs for issue in run_read_in_part(run)]
+
+
+def files_unloaded(errors: list[LoadIssue]) -> list[Issue]:
+    """The files the load could not read (:func:`files`' first issue)."""
+    if not errors:
+        return []
+    message = f"{len(errors)} files could not be loaded: " + "; ".join(str(e) for e in errors[:MAX_EXAMPLES])
+    return [Issue("file-unreadable", "degraded", message, {"sections": ["source", "measurement"], "files": [e.path for e in errors]})]
+
+
+def run_read_in_part(run: Run) -> list[Issue]:
+    """``run`` read only in part (:func:`files` of one process)."""
+    if not run.partial:
+        return []
+    message = f"{run_label(run)}: some of its files were read only in part (truncated or damaged rows dropped)"
+    affects = {"sections": list(KERNEL_SECTIONS + TIME_SECTIONS), "processes": [run_label(run)], "files": list(run.meta.files)}
+    return [Issue("file-unreadable", "degraded", message, affects)]
 
 
 # --- separate recordings in one folder ---------------------------------------------------------
 
 
-def _after_on_one_clock(runset: RunSet, group: list[int], i: int) -> bool:
+def _after_on_one_clock(metas: Sequence[RunMeta], group: list[int], i: int) -> bool:
     """Process ``i`` starts after every process of ``group`` ended, on the same host (one
     clock: the order is real) and without a distributed rank beside ranked ones: a program
     run after the others (one more session in the folder), not a rank of their job."""
-    run = runset.runs[i]
-    hosts = {runset.runs[j].meta.hostname for j in group}
-    ranked = run.meta.rank is not None and all(runset.runs[j].meta.rank is not None for j in group)
-    return hosts == {run.meta.hostname} and not ranked
+    meta = metas[i]
+    hosts = {metas[j].hostname for j in group}
+    ranked = meta.rank is not None and all(metas[j].rank is not None for j in group)
+    return hosts == {meta.hostname} and not ranked
 
 
 def recordings(runset: RunSet) -> list[list[int]]:
@@ -1042,14 +1071,20 @@ def recordings(runset: RunSet) -> list[list[int]]:
     (the first when none), except counter passes recorded by another process than the trace
     (``meta.extra["counter_pass_of"]``, loaders/rocprofv3_csv.py): each is a recording of its
     own. Indices into ``runset.runs``; one group when all belong together."""
-    spans = [(i, time_range(run)) for i, run in enumerate(runset.runs)]
+    return recordings_of([time_range(run) for run in runset.runs], [run.meta for run in runset.runs])
+
+
+def recordings_of(ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta]) -> list[list[int]]:
+    """:func:`recordings` of processes given by their time ranges (:func:`time_range`) and
+    metadata, in the run set's order."""
+    spans = list(enumerate(ranges))
     timed = sorted((span[0], span[1], i) for i, span in spans if span is not None)
     groups: list[list[int]] = []
     reach = None
     held: set[tuple] = set()  # the processes of the last recording
     for lo, hi, i in timed:
-        pooled = lo - reach <= SESSION_GAP_NS or not _after_on_one_clock(runset, groups[-1], i) if reach is not None else False
-        process = process_identity(runset.runs[i].meta)
+        pooled = lo - reach <= SESSION_GAP_NS or not _after_on_one_clock(metas, groups[-1], i) if reach is not None else False
+        process = process_identity(metas[i])
         again = process is not None and process in held  # another profiler session of a process already in it
         if groups and reach is not None and lo - reach <= CLUSTER_GAP_NS and pooled and not again:
             groups[-1].append(i)
@@ -1061,10 +1096,10 @@ def recordings(runset: RunSet) -> list[list[int]]:
             reach = hi
             held = {process} if process is not None else set()
     if not groups:
-        return [list(range(len(runset.runs)))]
+        return [list(range(len(metas)))]
     alone = []
     for i, span in spans:
-        if span is None and "counter_pass_of" in runset.runs[i].meta.extra:
+        if span is None and "counter_pass_of" in metas[i].extra:
             alone.append([i])  # a counter pass another process recorded: a recording of its own, never a rank of the trace
         elif span is None:
             before = [g for g in groups if min(g) < i]
@@ -1150,12 +1185,17 @@ def separate_recordings(runset: RunSet) -> list[Issue]:
     """A note when the run set holds several recordings (:func:`recordings`: processes that did
     not run together, separate profiler sessions of one process): each figure of ``summary``,
     ``open`` and ``export`` comes from one of them (``--recording N``), never from their pool."""
-    if len(runset.runs) < 2:
+    return separate_recordings_of([time_range(run) for run in runset.runs], [run.meta for run in runset.runs], [run_label(run) for run in runset.runs])
+
+
+def separate_recordings_of(ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta], labels: Sequence[str]) -> list[Issue]:
+    """:func:`separate_recordings` of processes given by their time ranges, metadata and labels."""
+    if len(metas) < 2:
         return []
-    groups = recordings(runset)
+    groups = recordings_of(ranges, metas)
     if len(groups) < 2:
         return []
-    listed = [{"recording": n, "processes": [run_label(runset.runs[i]) for i in g[:MAX_EXAMPLES]]} for n, g in enumerate(groups[:MAX_EXAMPLES], 1)]
+    listed = [{"recording": n, "processes": [labels[i] for i in g[:MAX_EXAMPLES]]} for n, g in enumerate(groups[:MAX_EXAMPLES], 1)]
     message = (
         f"the run holds {len(groups)} separate recordings (processes or profiler sessions that did not run together): summary, open and "
         "export use one of them at a time"

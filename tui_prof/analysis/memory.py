@@ -244,6 +244,14 @@ def memory_section(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] 
         request = api_requests(run, label)
         if request is not None:
             requested.append(request)
+    return memory_of_parts(devices, requested, steps, per_process)
+
+
+def memory_of_parts(
+    devices: list[MemoryDevice], requested: list[MemoryRequest], steps: Sequence[StepRecord] = (), per_process: Sequence[Sequence[StepRecord]] = ()
+) -> MemorySection:
+    """:func:`memory_section` from every process's :func:`memory_devices` and
+    :func:`api_requests` (in process order)."""
     sources = {d["source"] for d in devices}
     reserved = [d["peak_reserved_bytes"] for d in devices if d["peak_reserved_bytes"] is not None]
     growth, grew = step_growth(steps) if not per_process else max((step_growth(p) for p in per_process), key=lambda g: (g[0] is not None, g[0] or 0, g[1]))

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ from tui_prof.analysis.hotspots import group_key
 from tui_prof.analysis.names import CategoryRules, kernel_categories, map_categorical
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import OperatorRecord, ShapeRecord
-from tui_prof.model import Run
+from tui_prof.model import Agent, Run
 
 GRAPH = "graph"  # the operator of a graph-replayed kernel
 OP_SOURCE = "cpu_op"
@@ -532,39 +533,45 @@ def operators_section(inputs: Sequence[RunInput], top: int | None, links: Sequen
     recorded input shapes (``shapes``, where ``record_shapes`` recorded them); empty when no
     process records ``cpu_op`` markers (nothing to link to). ``links``: :func:`operator_links`."""
     links = operator_links(inputs) if links is None else links
-    frames = []
-    shapes: dict[str, list[ShapeRecord]] = {}
-    for r, link in zip(inputs, links):
-        if link is None:
-            continue
-        frames.append(operator_time(r.run.kernels, link))
-        for op, rows in operator_shapes(r.run.kernels, link, r.run.markers).items():
-            shapes.setdefault(op, []).extend(rows)
-    if not frames:
-        return []
-    table = pd.concat(frames).groupby("op", sort=False)[["kernels", "total_ns"]].sum().reset_index()
+    parts = [operator_part(r, link) for r, link in zip(inputs, links) if link is not None]
     total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
+    agent = next((r.run.gpu_agents[0] for r in inputs if r.run.gpu_agents), None)
+    return operators_of_parts(parts, total, agent, top)
+
+
+OperatorPart = tuple[pd.DataFrame, dict[str, list[ShapeRecord]], dict[str, dict[str, Any]]]
+
+
+def operator_part(r: RunInput, link: pd.DataFrame) -> OperatorPart:
+    """What one process that records operators adds to :func:`operators_section`: its
+    (op, kernels, total_ns) table, its operators' shapes and their FLOP costs."""
+    k, markers = r.run.kernels, r.run.markers
+    return operator_time(k, link)[["op", "kernels", "total_ns"]], operator_shapes(k, link, markers), flops.operator_costs(k, link, markers)
+
+
+def operators_of_parts(parts: Sequence[OperatorPart], total: int, agent: Agent | None, top: int | None) -> list[OperatorRecord]:
+    """:func:`operators_section` from the processes' :func:`operator_part` (in process
+    order); ``total``: every process's kernel time, ``agent``: the first GPU of the run set."""
+    if not parts:
+        return []
+    table = pd.concat([p[0] for p in parts]).groupby("op", sort=False)[["kernels", "total_ns"]].sum().reset_index()
+    shapes: dict[str, list[ShapeRecord]] = {}
+    for _table, mine, _costs in parts:
+        for op, rows in mine.items():
+            shapes.setdefault(op, []).extend(rows)
     records = _records(table, total, top)
     for record in records:
-        mine = sorted(shapes.get(record["name"], []), key=lambda x: -x["total_ns"])[:3]
-        if mine:
-            record["shapes"] = mine
-    _add_flops(records, inputs, links)
+        best = sorted(shapes.get(record["name"], []), key=lambda x: -x["total_ns"])[:3]
+        if best:
+            record["shapes"] = best
+    costs = flops.merge_costs([p[2] for p in parts])
+    if costs:
+        peak = flops.gpu_peak(agent, flops.memory_peak_gbs(agent))
+        for record in records:
+            cost = costs.get(record["name"])
+            if cost:
+                record.update(flops.rates(cost, peak))  # type: ignore[typeddict-item]  # rates() returns these NotRequired keys
     return records
-
-
-def _add_flops(records: list[OperatorRecord], inputs: Sequence[RunInput], links: Sequence[pd.DataFrame | None]) -> None:
-    """FLOPs, bytes and achieved rates from recorded shapes on each operator row that has
-    them (analysis.flops; absent where the shapes are missing)."""
-    costs = flops.merge_costs([flops.operator_costs(r.run.kernels, link, r.run.markers) for r, link in zip(inputs, links) if link is not None])
-    if not costs:
-        return
-    agent = next((r.run.gpu_agents[0] for r in inputs if r.run.gpu_agents), None)
-    peak = flops.gpu_peak(agent, flops.memory_peak_gbs(agent))
-    for record in records:
-        cost = costs.get(record["name"])
-        if cost:
-            record.update(flops.rates(cost, peak))  # type: ignore[typeddict-item]  # rates() returns these NotRequired keys
 
 
 def modules_section(inputs: Sequence[RunInput], top: int | None, links: Sequence[pd.DataFrame | None] | None = None) -> list[OperatorRecord]:
@@ -572,18 +579,24 @@ def modules_section(inputs: Sequence[RunInput], top: int | None, links: Sequence
     trace records them; :func:`~tui_prof.analysis.module_key`), largest first;
     empty when no process records a module scope."""
     links = operator_links(inputs) if links is None else links
-    frames = []
-    for r, link in zip(inputs, links):
-        if link is None:
-            continue
-        key = module_key(link, r.run.markers)
-        dur = r.run.kernels["end"].to_numpy() - r.run.kernels["start"].to_numpy()
-        frame = pd.DataFrame({"op": key.astype(str).to_numpy(), "dur": dur})
-        frames.append(frame.groupby("op", sort=False)["dur"].agg(["count", "sum"]).reset_index().set_axis(["op", "kernels", "total_ns"], axis=1))
+    frames = [module_part(r, link) for r, link in zip(inputs, links) if link is not None]
+    total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
+    return modules_of_parts(frames, total, top)
+
+
+def module_part(r: RunInput, link: pd.DataFrame) -> pd.DataFrame:
+    """One process's (op: module path, kernels, total_ns) table for :func:`modules_section`."""
+    key = module_key(link, r.run.markers)
+    dur = r.run.kernels["end"].to_numpy() - r.run.kernels["start"].to_numpy()
+    frame = pd.DataFrame({"op": key.astype(str).to_numpy(), "dur": dur})
+    return frame.groupby("op", sort=False)["dur"].agg(["count", "sum"]).reset_index().set_axis(["op", "kernels", "total_ns"], axis=1)
+
+
+def modules_of_parts(frames: Sequence[pd.DataFrame], total: int, top: int | None) -> list[OperatorRecord]:
+    """:func:`modules_section` from the processes' :func:`module_part`."""
     if not frames:
         return []
     table = pd.concat(frames).groupby("op", sort=False)[["kernels", "total_ns"]].sum().reset_index()
     if not (~table["op"].isin([NO_MODULE, NOT_LINKED, GRAPH])).any():
         return []
-    total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
     return _records(table, total, top)

@@ -25,19 +25,29 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
   time (integers), its slowest, fastest and first copy's bandwidth, the union of its copies;
 * ``platform``, ``agents``: the process's own vendor evidence and agent records (for the
   vendor-dependent wording, both variants), combined in the run set's order;
-* ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank.
+* ``processes`` and ``wall_ns``: the process record and the (clock, time range) of each rank;
+* ``launch``: the launch counts (integers) and the distinct queue delays, API times and
+  kernel durations with their counts; medians and the p90 are read off the merged counts as
+  numpy computes them over every value;
+* ``api``: (calls, ns) per (domain, function), or the API statistics tables without a trace;
+* ``counters``, ``occupancy``: the process's counters block (both vendor wordings) and its
+  occupancy rows; ``hotspots_by_operator``, ``hotspots_by_module``: the process's parts of
+  the operator fold (:func:`~tui_prof.analysis.operators.operator_part`);
+* ``trust`` (of the merged sections) and ``tuiprof check``: the process's part of the
+  integrity report (:class:`CheckPartial`), merged by :func:`merged_check`.
 
 The other sections are not merged (docs/cluster.md says which and why): the steps, the
-memory, the warm-up and the critical path need every rank's step windows and dependency
-graph together; the findings and trust labels read the whole document; the host-API,
-copy, counter and operator tables are not built as partials yet. A partial's size grows
-with the distinct kernel durations of the rank, not with its dispatches' count.
+warm-up, the memory and the measurement need the slowest rank's events for the combined
+steps' outliers, the critical path needs the combined steps' windows, the findings read the
+whole document; the statistics, source, logs and warnings are not built as partials yet. A
+partial's size grows with the distinct kernel durations of the rank, not with its
+dispatches' count.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -45,21 +55,66 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tui_prof.analysis import aggregate
+from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.copies import copies_of_parts, copies_part
-from tui_prof.analysis.gpu_idle import gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
-from tui_prof.analysis.hostcalls import sync_of_parts, sync_part
+from tui_prof.analysis.counters import counter_metrics
+from tui_prof.analysis.gpu_idle import RunTimeline, gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
+from tui_prof.analysis.hostcalls import api_of_totals, api_totals, launch_links, sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
+from tui_prof.analysis.integrity import (
+    CHECKS,
+    SEVERITIES,
+    CheckReport,
+    Issue,
+    clock_domains_of,
+    clock_pieces,
+    concat_work_rows,
+    counter_modes_of,
+    files_unloaded,
+    run_read_in_part,
+    separate_recordings_of,
+    work_counter_rows,
+)
 from tui_prof.analysis.kernel_tables import GROUPED_BY
+from tui_prof.analysis.measurement import measurement_section, peak_memory
+from tui_prof.analysis.memory import API as MEMORY_API
+from tui_prof.analysis.memory import TOTALS as MEMORY_TOTALS
+from tui_prof.analysis.memory import api_requests, memory_devices, memory_of_parts, trace_rows
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
-from tui_prof.analysis.operators import has_operators, kernel_categories_by_op, link_operators
+from tui_prof.analysis.occupancy import kernel_occupancy
+from tui_prof.analysis.operators import (
+    OperatorPart,
+    has_operators,
+    kernel_categories_by_op,
+    link_operators,
+    module_part,
+    modules_of_parts,
+    operator_part,
+    operators_of_parts,
+)
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
-from tui_prof.analysis.processes import agent_records, process_records
+from tui_prof.analysis.processes import agent_records, logs_section, process_records
 from tui_prof.analysis.ranks import RankCore, sections_of_cores
-from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs
-from tui_prof.analysis.sections import GapRecord, GapsSection, GpuSection, PlatformSection, ProcessRecord, Record
+from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs, run_label, time_range
+from tui_prof.analysis.sections import (
+    ApiSection,
+    GapRecord,
+    GapsSection,
+    GpuSection,
+    LaunchSection,
+    MemoryDevice,
+    MemoryRequest,
+    MemorySection,
+    PlatformSection,
+    ProcessRecord,
+    Record,
+    StepsSection,
+)
+from tui_prof.analysis.stats import API_STATS
+from tui_prof.analysis.steps import OUTLIER_FACTOR, ProcessSteps, combine_steps, describe_outliers, empty_steps_section, steps_of
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
-from tui_prof.model import Run, RunMeta, RunSet
+from tui_prof.analysis.warmup import warmup_of
+from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
 PARTIAL_SCHEMA = "tuiprof.rankpartial/1"
@@ -77,14 +132,26 @@ MERGED_SECTIONS = (
     "gpu",
     "gaps",
     "sync",
+    "launch",
     "copies",
     "copies_source",
+    "api",
     "categories",
     "category_rules",
     "hotspots_by",
+    "hotspots_by_operator",
+    "hotspots_by_module",
+    "measurement",
+    "counters",
+    "occupancy",
+    "logs",
+    "steps",
+    "memory",
     "ranks",
     "communication",
     "stragglers",
+    "warmup",
+    "trust",
 )
 # hotspot rows' fields that come from the critical path (not merged)
 NOT_MERGED_FIELDS = ("critical_ns",)
@@ -110,6 +177,197 @@ class TimelinePartial:
     listed: list[tuple[int, GapRecord]]  # (duration ns, record)
 
 
+# integrity checks whose issues are the processes' own, concatenated in the run set's order;
+# the others (clock-domains, counter-modes, files) compare processes and are merged from parts
+PER_PROCESS_CHECKS = ("durations", "queue-overlap", "order", "launch-links", "record-ends", "bandwidth", "counters", "packets")
+
+
+@dataclass(frozen=True)
+class CheckPartial:
+    """One process's part of the integrity report (:func:`~tui_prof.analysis.integrity.check_run`):
+    the issues of the checks that look at one process at a time (by check name), its clock
+    segments, its distinct work counter readings, its read-in-part issue, and its time range,
+    metadata and label (how the recordings are told apart)."""
+
+    root: str
+    issues: dict[str, list[Issue]]
+    pieces: list[tuple[int, int, str]]
+    work: pd.DataFrame | None
+    in_part: list[Issue]
+    range: tuple[int, int] | None = None
+    meta: RunMeta | None = None
+    label: str = ""
+
+
+def check_partial(root: str, run: Run) -> CheckPartial:
+    one = RunSet(root, [run])
+    issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+    work = work_counter_rows(run, distinct=True)
+    return CheckPartial(root, issues, clock_pieces(run), work, run_read_in_part(run), time_range(run), run.meta, run_label(run))
+
+
+def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], root: str) -> CheckReport:
+    """The integrity report of the whole run from its processes' parts (in the run set's
+    order) and the load's errors: what :func:`~tui_prof.analysis.integrity.check_run` gives."""
+    names: list[str] = []
+    issues: list[Issue] = []
+    for name, _check in CHECKS:
+        names.append(name)
+        if name in PER_PROCESS_CHECKS:
+            issues.extend(i for part in parts for i in part.issues.get(name, []))
+        elif name == "clock-domains":
+            issues.extend(clock_domains_of([piece for part in parts for piece in part.pieces]))
+        elif name == "counter-modes":
+            issues.extend(counter_modes_of(concat_work_rows([part.work for part in parts if part.work is not None])))
+        elif name == "files":
+            issues.extend(files_unloaded(list(errors)) + [i for part in parts for i in part.in_part])
+        elif name == "recordings":
+            metas = [part.meta or RunMeta() for part in parts]
+            issues.extend(separate_recordings_of([part.range for part in parts], metas, [part.label for part in parts]))
+        else:  # a check added to the registry without a partial: the merged report would miss it
+            raise ValueError(f"integrity check {name!r} has no partial")
+    issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
+    return CheckReport(root, issues, names)
+
+
+Counts = tuple[np.ndarray, np.ndarray]  # distinct values (ascending int64) and how often each occurs
+
+
+def value_counts(values: np.ndarray) -> Counts:
+    uniq, counts = np.unique(np.asarray(values, dtype=np.int64), return_counts=True)
+    return uniq, counts.astype(np.int64)
+
+
+def merged_counts(parts: Sequence[Counts]) -> Counts:
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    values = np.concatenate([p[0] for p in parts])
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, _sum_by(inverse, np.concatenate([p[1] for p in parts]), len(uniq))
+
+
+def _at(values: np.ndarray, cum: np.ndarray, i: int) -> int:
+    """The ``i``-th smallest (0-based) of the values counted in ``cum`` (their cumulative counts)."""
+    return int(values[int(np.searchsorted(cum, i, side="right"))])
+
+
+def median_of(c: Counts) -> float:
+    """``np.median`` of the values ``c`` counts (not empty)."""
+    values, counts = c
+    n = int(counts.sum())
+    cum = np.cumsum(counts)
+    return (float(_at(values, cum, (n - 1) // 2)) + float(_at(values, cum, n // 2))) / 2.0
+
+
+def percentile_of(c: Counts, q: float) -> float:
+    """``np.percentile(..., q)`` (linear) of the values ``c`` counts (not empty): numpy's
+    virtual index and its interpolation, step for step."""
+    values, counts = c
+    n = int(counts.sum())
+    cum = np.cumsum(counts)
+    index = np.float64(n - 1) * np.true_divide(q, 100)
+    below = np.floor(index)
+    gamma = float(index - below)
+    lo = _at(values, cum, int(below))
+    hi = _at(values, cum, min(int(below) + 1, n - 1))
+    diff = float(hi - lo)
+    return hi - diff * (1 - gamma) if gamma >= 0.5 else lo + diff * gamma
+
+
+def _sum_below(c: Counts, limit: int) -> tuple[int, int]:
+    """(how many, their sum) of the counted values below ``limit``."""
+    values, counts = c
+    below = values < limit
+    return int(counts[below].sum()), int((values[below] * counts[below]).sum())
+
+
+LAUNCH_COUNTS = ("launch_calls", "graph_launch_calls", "api_total_ns", "graph_launch_api_ns", "linked_dispatches", "graph_dispatches")
+
+
+@dataclass(frozen=True)
+class LaunchPartial:
+    """One process's part of the ``launch`` section: its launch counts (integers), the counted
+    queue delays and API times of its directly launched dispatches, its kernels' durations
+    (all, and those no graph replayed) and the union of its launch calls (ns)."""
+
+    counts: dict[str, int]
+    queue: Counts
+    api: Counts
+    kernels: Counts
+    direct: Counts
+    launching: int
+
+
+def launch_partial(r: RunInput) -> LaunchPartial:
+    """What one process adds to :func:`~tui_prof.analysis.hostcalls.launch_section`."""
+    run, classes = r.run, r.index.classes
+    links = launch_links(r)
+    direct = ~links["graph"].to_numpy()
+    kd = run.kernels["end"].to_numpy() - run.kernels["start"].to_numpy()
+    replayed = np.zeros(len(kd), dtype=bool)
+    replayed[links["kernel_row"].to_numpy()[~direct]] = True
+    launching = 0
+    if len(run.api):
+        mask = (classes == hostapi.LAUNCH) | (classes == hostapi.GRAPH_LAUNCH)
+        launching = int(aggregate.interval_union(run.api["start"].to_numpy(), run.api["end"].to_numpy(), mask))
+    return LaunchPartial(
+        {k: int(v) for k, v in hostapi.launch_counts(run.api, classes, links).items()},  # type: ignore[call-overload]
+        value_counts(links["queue_delay_ns"].to_numpy()[direct]),
+        value_counts(links["api_dur_ns"].to_numpy()[direct]),
+        value_counts(kd),
+        value_counts(kd[~replayed]),
+        launching,
+    )
+
+
+def launch_of_parts(parts: Sequence[LaunchPartial], process_ns: int) -> LaunchSection:
+    """:func:`~tui_prof.analysis.hostcalls.launch_section` from the processes' parts (exact:
+    medians and the p90 from the merged counts, as numpy computes them over every value)."""
+    counts = {key: sum(p.counts.get(key, 0) for p in parts) for key in LAUNCH_COUNTS}
+    queue, api = merged_counts([p.queue for p in parts]), merged_counts([p.api for p in parts])
+    kd, direct = merged_counts([p.kernels for p in parts]), merged_counts([p.direct for p in parts])
+    n, nd = int(kd[1].sum()), int(direct[1].sum())
+    total, direct_total = int((kd[0] * kd[1]).sum()), int((direct[0] * direct[1]).sum())
+    linked = bool(api[1].sum())
+    tiny, tiny_ns = _sum_below(kd, hostapi.TINY_KERNEL_NS)
+    graphs = counts["graph_launch_calls"]
+    direct_avg = float(np.float64(direct_total) / np.float64(nd)) if nd else None
+    return {
+        "launch_calls": counts["launch_calls"],
+        "graph_launch_calls": graphs,
+        "linked_dispatches": counts["linked_dispatches"],
+        "graph_dispatches": counts["graph_dispatches"],
+        "api_total_ns": int(counts["api_total_ns"]),
+        "graph_launch_api_ns": int(counts["graph_launch_api_ns"]),
+        "api_pct_of_wall": aggregate.pct(sum(p.launching for p in parts), process_ns),
+        "median_api_ns": median_of(api) if linked else None,
+        "median_queue_delay_ns": median_of(queue) if linked else None,
+        "p90_queue_delay_ns": percentile_of(queue, 90) if linked else None,
+        "median_kernel_ns": median_of(kd) if n else None,
+        "avg_kernel_ns": float(np.float64(total) / np.float64(n)) if n else None,
+        "tiny_kernel_threshold_ns": hostapi.TINY_KERNEL_NS,
+        "tiny_kernels": tiny,
+        "tiny_kernel_time_ns": tiny_ns,
+        "many_tiny_kernels": bool(nd > hostapi.MANY_LAUNCHES and direct_avg is not None and direct_avg < hostapi.TINY_KERNEL_NS) if nd else False,
+        "direct_kernels": nd,
+        "direct_avg_kernel_ns": direct_avg,
+        "direct_tiny_kernels": _sum_below(direct, hostapi.TINY_KERNEL_NS)[0],
+        "launches_per_graph": round(counts["graph_dispatches"] / graphs, 4) if graphs else None,
+    }
+
+
+def _merged_launch(parts: Sequence[LaunchPartial]) -> LaunchPartial:
+    """Several processes' launch parts as one (sums and merged counts)."""
+    return LaunchPartial(
+        {key: sum(p.counts.get(key, 0) for p in parts) for key in LAUNCH_COUNTS},
+        merged_counts([p.queue for p in parts]),
+        merged_counts([p.api for p in parts]),
+        merged_counts([p.kernels for p in parts]),
+        merged_counts([p.direct for p in parts]),
+        sum(p.launching for p in parts),
+    )
+
+
 @dataclass(frozen=True)
 class RankPartial:
     """What one process contributes to the merged summary (see the module's doc)."""
@@ -130,6 +388,14 @@ class RankPartial:
     copies: dict[str, Any] = field(default_factory=dict)  # analysis.copies.copies_part
     platform: PlatformSection | None = None  # of this process alone (analysis.platform.detect_platform)
     agents: dict[str, list[Record]] = field(default_factory=dict)  # its agent records, per platform vendor they depend on ("nvidia", "other")
+    check: CheckPartial | None = None  # its part of the integrity report
+    launch: LaunchPartial | None = None  # its part of the launch section
+    api: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (calls, ns) per (domain, name) of its traced API calls
+    api_stats: dict[str, pd.DataFrame] = field(default_factory=dict)  # its API statistics tables (the api section without a trace)
+    counters: dict[str, Record] = field(default_factory=dict)  # its counters block per platform vendor it depends on ("nvidia", "other"); {}: none
+    occupancy: list[Record] = field(default_factory=list)  # its kernels' occupancy rows (analysis.occupancy.kernel_occupancy)
+    operators: OperatorPartial | None = None  # its part of the operator and module tables
+    steps: StepsPartial | None = None  # its steps, warm-up and memory parts
     schema: str = PARTIAL_SCHEMA
 
     @property
@@ -192,30 +458,79 @@ def _groups(run: Run, rules: CategoryRules, categories: np.ndarray | None) -> tu
     return out, overlapping
 
 
-def _categories(r: RunInput, rules: CategoryRules) -> np.ndarray | None:
+def _categories(r: RunInput, rules: CategoryRules, link: pd.DataFrame | None) -> np.ndarray | None:
     """The process's kernels' categories, operator first (analysis.operators); None: by name."""
-    if not has_operators(r.run):
+    if link is None:
         return None
-    link = link_operators(r.run.kernels, r.run.api, r.run.markers, r.index)
     return kernel_categories_by_op(r.run.kernels, link, rules).astype(str).to_numpy(dtype=object)
 
 
-def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None) -> TimelinePartial | None:
-    """The process's GPU timeline as the summary computes it (None: no GPU activity)."""
+@dataclass(frozen=True)
+class StepOptions:
+    """How the steps are found (SummaryOptions' ``step_name``, ``warmup``, ``outlier_factor``)."""
+
+    name: str | None = None
+    warmup: int | None = None
+    factor: float = OUTLIER_FACTOR
+
+
+@dataclass(frozen=True)
+class StepsPartial:
+    """One process's steps (:func:`~tui_prof.analysis.steps.steps_of`: small, one row per
+    step), its warm-up section were it the run's only process, its memory devices and
+    requests (analysis.memory) and the peak of its allocation trace."""
+
+    steps: StepsSection
+    warmup: dict | None
+    devices: list[MemoryDevice]
+    requested: MemoryRequest | None
+    peak: int | None
+
+
+@dataclass(frozen=True)
+class OperatorPartial:
+    """One process's part of the operator and module tables (None where it records no
+    operators) and its first GPU (the FLOP rates' peak)."""
+
+    operators: OperatorPart | None
+    modules: pd.DataFrame | None
+    gpu: Agent | None
+
+
+def operator_partial(r: RunInput, link: pd.DataFrame | None) -> OperatorPartial:
+    gpu = r.run.gpu_agents[0] if r.run.gpu_agents else None
+    if link is None:
+        return OperatorPartial(None, None, gpu)
+    return OperatorPartial(operator_part(r, link), module_part(r, link), gpu)
+
+
+def timeline_partial(r: RunInput, threshold_ns: int, max_gaps: int | None, timeline: RunTimeline | None = None) -> TimelinePartial | None:
+    """The process's GPU timeline as the summary computes it (None: no GPU activity);
+    ``timeline``: its :func:`~tui_prof.analysis.gpu_idle.run_timeline`, when already made."""
     if not has_gpu_activity(r.run):
         return None
-    t = run_timeline(r, threshold_ns)
+    t = timeline or run_timeline(r, threshold_ns)
     records = gap_records(listed_gaps([t], max_gaps))
     return TimelinePartial(t.agents, len(t.gaps), [(g["duration_ns"], g) for g in records])
 
 
 def rank_partial(
-    r: RunInput, record: ProcessRecord, rules: CategoryRules, threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS, max_gaps: int | None = 200
+    r: RunInput,
+    record: ProcessRecord,
+    rules: CategoryRules,
+    threshold_ns: int = DEFAULT_GAP_THRESHOLD_NS,
+    max_gaps: int | None = 200,
+    root: str = "",
+    step_options: StepOptions = StepOptions(),
 ) -> RankPartial:
     """The partial of one process (``r``: its :class:`RunInput`, ``record``: its process
     record; ``threshold_ns`` and ``max_gaps`` as :class:`~tui_prof.analysis.summary.SummaryOptions`')."""
     run = r.run
-    categories = _categories(r, rules)
+    timeline = run_timeline(r, threshold_ns) if has_gpu_activity(run) else None
+    gaps = timeline.gaps if timeline is not None else None
+    steps, _frame = steps_of(run, r.label, r.index, gaps, step_name=step_options.name, warmup=step_options.warmup, factor=step_options.factor)
+    link = link_operators(run.kernels, run.api, run.markers, r.index) if has_operators(run) else None
+    categories = _categories(r, rules, link)
     groups, overlapping = _groups(run, rules, categories)
     core = None
     if "counter_pass_of" not in run.meta.extra:  # a counter pass of another process is not a rank (issue 32)
@@ -234,21 +549,82 @@ def rank_partial(
         overlapping=overlapping,
         groups=groups,
         core=core,
-        timeline=timeline_partial(r, threshold_ns, max_gaps),
+        timeline=timeline_partial(r, threshold_ns, max_gaps, timeline),
+        steps=StepsPartial(steps, warmup_of([r], steps), memory_devices(run, r.label), api_requests(run, r.label), peak_memory(trace_rows(run.allocations))),
         sync=sync_part(r),
         copies=copies_part(run),
         platform=detect_platform(RunSet(root="", runs=[run])),
         agents={"nvidia": agent_records([r], "nvidia"), "other": agent_records([r], UNKNOWN)},
+        check=check_partial(root, run),
+        launch=launch_partial(r),
+        api=api_totals(run),
+        counters=counters_blocks(r),
+        occupancy=occupancy_rows(r),
+        operators=operator_partial(r, link),
+        api_stats={key: table for key, table in run.tool_stats.items() if key in API_STATS and len(table)},
     )
 
 
-def rank_partials(runset: RunSet, rules: CategoryRules | None = None, threshold_ns: int | None = None, max_gaps: int | None = 200) -> list[RankPartial]:
+def counters_blocks(r: RunInput) -> dict[str, Record]:
+    """The process's block of the ``counters`` section, for an NVIDIA run set and any other
+    (the run set's vendor decides the wording and commands); {} when it has none."""
+    run = r.run
+    if not (len(run.counters) or (len(run.kernels) and run.gpu_agents)):
+        return {}
+    out = {}
+    for which, vendor in (("nvidia", "nvidia"), ("other", UNKNOWN)):
+        block = counter_metrics(run, vendor)
+        block["process"] = r.label
+        out[which] = block
+    return out
+
+
+def occupancy_rows(r: RunInput) -> list[Record]:
+    """The process's rows of the ``occupancy`` section (before the run's sort and cut)."""
+    gpus = r.run.gpu_agents
+    rows = kernel_occupancy(r.run.kernels, {a.id: a.arch for a in gpus}, {a.id: a.wave_size for a in gpus if a.wave_size})
+    for occ in rows:
+        occ["process"] = r.label
+    return rows
+
+
+def rank_partials(
+    runset: RunSet,
+    rules: CategoryRules | None = None,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options: StepOptions = StepOptions(),
+) -> list[RankPartial]:
     """The partial of every process of ``runset`` (one rank's files, as a worker loads them);
-    ``threshold_ns`` (None: 10 µs) and ``max_gaps`` as the summary's options."""
+    ``threshold_ns`` (None: 10 µs), ``max_gaps`` and ``step_options`` as the summary's options."""
     inputs = run_inputs(runset)
     records = process_records(inputs)
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
-    return [rank_partial(r, rec, rules or DEFAULT_CATEGORY_RULES, threshold, max_gaps) for r, rec in zip(inputs, records, strict=True)]
+    rules = rules or DEFAULT_CATEGORY_RULES
+    return [rank_partial(r, rec, rules, threshold, max_gaps, runset.root, step_options) for r, rec in zip(inputs, records, strict=True)]
+
+
+def check_partials(runset: RunSet) -> list[RankPartial]:
+    """Partials of ``runset``'s processes that carry only what ``tuiprof check`` merges (their
+    part of the integrity report, with their identity): the summary's parts are left empty."""
+    inputs = run_inputs(runset)
+    return [
+        RankPartial(
+            meta=r.run.meta,
+            label=r.label,
+            record=record,
+            clock=aggregate.clock_key(r.run),
+            range=r.range,
+            wall_ns=int(r.wall_ns),
+            dispatches=int(len(r.run.kernels)),
+            kernel_ns=0,
+            overlapping=False,
+            groups={by: {} for by in GROUPINGS},
+            core=None,
+            check=check_partial(runset.root, r.run),
+        )
+        for r, record in zip(inputs, process_records(inputs), strict=True)
+    ]
 
 
 class _Merged:
@@ -281,6 +657,10 @@ def _sum_by(inverse: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+class StepsNotMerged(Exception):
+    """The combined steps need a rank loaded again and the merge has no way to load one."""
+
+
 @dataclass
 class PartialMerge:
     """The merge of partials, one at a time (the driver keeps no rank's kernels)."""
@@ -301,6 +681,20 @@ class PartialMerge:
     syncs: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, sync part)
     copies: list[tuple[tuple, dict[str, Any]]] = field(default_factory=list)  # (rank key, copies part)
     platforms: list[tuple[tuple, PlatformSection, bool, str, dict[str, list[Record]]]] = field(default_factory=list)
+    checks: list[tuple[tuple, CheckPartial]] = field(default_factory=list)  # (rank key, its part of the integrity report)
+    launches: list[LaunchPartial] = field(default_factory=list)
+    counters: list[tuple[tuple, dict[str, Record]]] = field(default_factory=list)  # (rank key, its counters blocks)
+    occupancy: list[tuple[tuple, list[Record]]] = field(default_factory=list)  # (rank key, its occupancy rows)
+    operators: list[tuple[tuple, OperatorPartial]] = field(default_factory=list)  # (rank key, its operator part)
+    steps: list[tuple[tuple, str, StepsPartial]] = field(default_factory=list)  # (rank key, label, its steps part)
+    # a rank loaded again by its label (its own files only): the combined steps' slow steps are
+    # described from the events of the rank that was slowest; None: the steps are not merged
+    load: Callable[[str], RunSet] | None = None
+    load_errors: list[LoadIssue] = field(default_factory=list)  # the files the run's load could not read (the trust of measurement)
+    step_options: StepOptions = StepOptions()  # as the partials were made with
+    logs_root: str | None = None  # the run's path, whose log files the ``logs`` section scans (None: no logs section)
+    api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
+    api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -315,6 +709,28 @@ class PartialMerge:
         self.overlapping = self.overlapping or p.overlapping
         self.syncs.append((p.key, p.sync))
         self.copies.append((p.key, p.copies))
+        if p.check is not None:
+            self.checks.append((p.key, p.check))
+        if p.counters:
+            self.counters.append((p.key, p.counters))
+        if p.occupancy:
+            self.occupancy.append((p.key, p.occupancy))
+        if p.steps is not None:
+            self.steps.append((p.key, p.label, p.steps))
+        if p.operators is not None and (p.operators.operators is not None or p.operators.gpu is not None):
+            self.operators.append((p.key, p.operators))
+        for pair, (calls, total) in p.api.items():
+            acc = self.api.setdefault(pair, [0, 0])
+            acc[0] += calls
+            acc[1] += total
+        if self.api:  # the statistics stand in only when no process traced its calls
+            self.api_stats.clear()
+        elif p.api_stats:
+            self.api_stats.append((p.key, p.meta, p.api_stats))
+        if p.launch is not None:
+            self.launches.append(p.launch)
+            if len(self.launches) >= 64:  # compacted: the driver's memory stays bounded by the distinct values
+                self.launches = [_merged_launch(self.launches)]
         if p.platform is not None:
             self.platforms.append((p.key, p.platform, p.dispatches > 0, p.meta.tool, p.agents))
         if p.timeline is not None:
@@ -340,6 +756,83 @@ class PartialMerge:
         platform: PlatformSection = {"vendor": vendor, "pytorch": bool(tools) and all(t == "pytorch-profiler" for t in tools), "evidence": evidence}
         which = "nvidia" if vendor == "nvidia" else "other"
         return platform, [a for *_rest, agents in ordered for a in agents[which]]
+
+    def check_report(self, errors: Sequence[LoadIssue] | None = None, root: str | None = None) -> CheckReport:
+        """The integrity report of the merged processes and the load's ``errors`` (None:
+        ``load_errors``; ``root``: the run's; None: the one the workers loaded)."""
+        parts = [part for _key, part in sorted(self.checks, key=lambda x: x[0])]
+        return merged_check(parts, self.load_errors if errors is None else errors, root if root is not None else (parts[0].root if parts else ""))
+
+    def counters_occupancy(self, vendor: str, top: int | None) -> tuple[list[Record], list[Record]]:
+        """The ``counters`` (each process's block in the run set's order, worded for the run
+        set's ``vendor``) and ``occupancy`` (every process's rows by kernel time, ties in process
+        order; the first ``top``) sections."""
+        which = "nvidia" if vendor == "nvidia" else "other"
+        counters = [blocks[which] for _key, blocks in sorted(self.counters, key=lambda x: x[0])]
+        rows = [row for _key, mine in sorted(self.occupancy, key=lambda x: x[0]) for row in mine]
+        rows.sort(key=lambda o: -o["total_ns"])
+        return counters, rows[:top] if top else rows
+
+    def steps_memory(self) -> tuple[StepsSection, MemorySection, dict | None]:
+        """The ``steps`` (each process's own, combined over several as in one process; slow
+        steps described from their rank, loaded again), ``memory`` and ``warmup`` sections;
+        :class:`StepsNotMerged` when slow steps need a rank and ``load`` is None."""
+        ordered = sorted(self.steps, key=lambda x: x[0])
+        found = [ProcessSteps(None, label, part.steps, None) for _key, label, part in ordered if part.steps["detected"]]
+        if len(found) == 1:
+            steps = found[0].part
+        elif found:
+            o = self.step_options
+            steps = combine_steps(
+                found, len(ordered), warmup=o.warmup, factor=o.factor, describe=lambda j, slow, ref, med: self._describe(found[j].label, slow, ref, med)
+            )
+        else:
+            steps = ordered[0][2].steps if ordered else empty_steps_section(factor=self.step_options.factor)
+        per_process = [p["steps"] for p in steps.get("per_process") or []]
+        devices = [d for _key, _label, part in ordered for d in part.devices]
+        requested = [part.requested for _key, _label, part in ordered if part.requested is not None]
+        memory = memory_of_parts(devices, requested, steps["steps"], per_process)
+        warmup = ordered[0][2].warmup if len(ordered) == 1 else None
+        return steps, memory, warmup
+
+    def _describe(self, label: str, slow: list[int], ref: int, med: float) -> list:
+        """The slow steps of the rank ``label``, loaded again (steps.describe_outliers)."""
+        if self.load is None:
+            raise StepsNotMerged(f"the slow steps of {label} need that rank loaded again")
+        r = next(r for r in run_inputs(self.load(label)) if r.label == label)
+        timeline = run_timeline(r, self.threshold_ns) if has_gpu_activity(r.run) else None
+        o = self.step_options
+        gaps = timeline.gaps if timeline is not None else None
+        _steps, frame = steps_of(r.run, r.label, r.index, gaps, step_name=o.name, warmup=o.warmup, factor=o.factor)
+        assert frame is not None  # its steps were found in the worker from the same files
+        return describe_outliers(r.run, frame, slow, ref, med)
+
+    def peak_memory(self, memory: MemorySection) -> int | None:
+        """The measurement's peak memory: the largest allocation-trace peak of the processes,
+        or the memory section's when it comes from the allocator's totals or call sizes."""
+        if memory["source"] in (MEMORY_TOTALS, MEMORY_API):
+            return memory["peak_allocated_bytes"]
+        peaks = [part.peak for _key, _label, part in self.steps if part.peak is not None]
+        return max(peaks) if peaks else None
+
+    def operator_tables(self, top: int | None) -> tuple[list, list]:
+        """The ``hotspots_by_operator`` and ``hotspots_by_module`` sections (the processes'
+        parts in the run set's order; the FLOP rates' peak from the run set's first GPU)."""
+        ordered = [part for _key, part in sorted(self.operators, key=lambda x: x[0])]
+        gpu = next((p.gpu for p in ordered if p.gpu is not None), None)
+        ops = [p.operators for p in ordered if p.operators is not None]
+        modules = [p.modules for p in ordered if p.modules is not None]
+        return operators_of_parts(ops, self.kernel_ns, gpu, top), modules_of_parts(modules, self.kernel_ns, top)
+
+    def api_section(self, top: int | None) -> ApiSection:
+        """The ``api`` section: the summed traced calls, else the processes' API statistics."""
+        shared = {name: empty_table(name) for name in TABLES}
+        runs = []
+        for _key, meta, tables in sorted(self.api_stats, key=lambda x: x[0]):
+            run = _meta_run(meta, shared)
+            run.tool_stats = dict(tables)
+            runs.append(run)
+        return api_of_totals(self.api, RunSet("", runs), top)
 
     def gpu_gaps(self) -> tuple[GpuSection, GapsSection]:
         """The ``gpu`` and ``gaps`` sections: the longest gaps over every rank, ties in rank
@@ -420,8 +913,14 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     cats = tables["category"]
     gpu, gaps = merge.gpu_gaps()
     platform, agents = merge.platform_agents()
+    counters, occupancy = merge.counters_occupancy(platform["vendor"], top)
+    try:
+        stepped: tuple[StepsSection, MemorySection, dict | None] | None = merge.steps_memory()
+    except StepsNotMerged:
+        stepped = None
+    by_operator, by_module = merge.operator_tables(top)
     copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
-    return {
+    out: dict[str, Any] = {
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
         "agents": agents,
         "platform": platform,
@@ -432,8 +931,10 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
         "gpu": gpu,
         "gaps": gaps,
         "sync": sync_of_parts([part for _key, part in sorted(merge.syncs, key=lambda x: x[0])]),
+        "launch": launch_of_parts(merge.launches, merge.process_total),
         "copies": copies,
         "copies_source": copies_source,
+        "api": merge.api_section(top),
         "categories": {str(r.name): int(r.total_ns) for r in cats.itertuples(index=False)},
         "category_rules": merge.rules.source,
         "hotspots_by": {
@@ -442,19 +943,56 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
             "agent": hotspot_records(tables["agent"], None),
             "process": hotspot_records(tables["pid"], None),
         },
+        "hotspots_by_operator": by_operator,
+        "hotspots_by_module": by_module,
+        "counters": counters,
+        "occupancy": occupancy,
         "ranks": ranks,
         "communication": communication,
         "stragglers": stragglers,
     }
+    if stepped is not None:
+        out.update(_stepped(merge, out, *stepped))
+    if merge.logs_root is not None:  # read-only, on the driver: the run directory's log files
+        out["logs"] = logs_section(RunSet(merge.logs_root))
+    out = {key: out[key] for key in MERGED_SECTIONS if key in out}  # the document's order
+    report = merge.check_report()
+    # every merged section's trust label (issue 32)
+    out["trust"] = {key: dict(zip(("trust", "reasons"), report.trust(key), strict=True)) for key in out}
+    return out
+
+
+def _stepped(merge: PartialMerge, doc: dict[str, Any], steps: StepsSection, memory: MemorySection, warmup: dict | None) -> dict[str, Any]:
+    """The ``steps``, ``memory``, ``warmup`` and ``measurement`` sections."""
+    measurement = measurement_section(
+        doc["wall_ns"],
+        doc["kernels"],
+        doc["categories"],
+        doc["gpu"],
+        doc["sync"],
+        doc["launch"],
+        doc["copies"],
+        merge.peak_memory(memory),
+        len(merge.ranks),
+        merge.process_total,
+        None,
+    )
+    return {"steps": steps, "memory": memory, "warmup": warmup, "measurement": measurement}
 
 
 def merge_partials(
-    partials: Iterable[RankPartial], rules: CategoryRules | None = None, top: int | None = 20, threshold_ns: int | None = None, max_gaps: int | None = 200
+    partials: Iterable[RankPartial],
+    rules: CategoryRules | None = None,
+    top: int | None = 20,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    load: Callable[[str], RunSet] | None = None,
+    step_options: StepOptions = StepOptions(),
 ) -> dict[str, Any]:
     """:func:`merged_sections` of ``partials`` (in any order; made with the same
-    ``threshold_ns`` and ``max_gaps``)."""
+    ``threshold_ns`` and ``max_gaps``); ``load``: a rank by its label (PartialMerge.load)."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
-    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps)
+    merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps, load=load, step_options=step_options)
     for p in partials:
         merge.add(p)
     return merged_sections(merge, top)
@@ -464,8 +1002,11 @@ def comparable(doc: dict[str, Any], sections: Sequence[str] = MERGED_SECTIONS) -
     """The merged sections of a summary document, without the critical path's fields: what a
     merge of partials must equal."""
     out = {key: doc[key] for key in sections if key in doc}
-    if "hotspots" in out:
-        out["hotspots"] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out["hotspots"]]
+    for key in ("hotspots", "hotspots_by_operator", "hotspots_by_module"):  # their rows carry critical_ns
+        if isinstance(out.get(key), list):
+            out[key] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out[key]]
     if isinstance(out.get("hotspots_by"), dict):  # the category rows carry critical_ns too
         out["hotspots_by"] = {g: [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in rows] for g, rows in out["hotspots_by"].items()}
+    if "trust" in out:  # the labels of the compared sections
+        out["trust"] = {k: out["trust"][k] for k in sections if k in out["trust"] and k != "trust"}
     return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -684,12 +684,18 @@ def steps_of(
 
 @dataclass
 class ProcessSteps:
-    """One process's steps as :func:`steps_of` found them, with what their outliers need."""
+    """One process's steps as :func:`steps_of` found them, with what their outliers need
+    (None: ``combine_steps``' ``describe`` finds them, e.g. a rank loaded again)."""
 
-    run: Run
+    run: Run | None
     label: str
     part: StepsSection
-    frame: StepFrame
+    frame: StepFrame | None
+
+
+# (position of the process in ``found``, its slow steps, its reference step, the median): the
+# slow steps described (:func:`describe_outliers`) by a caller that does not hold the processes
+Describe = Callable[[int, list[int], int, float], list[StepOutlier]]
 
 
 def steps_of_processes(
@@ -716,7 +722,9 @@ def steps_of_processes(
     return first or empty_steps_section(factor=factor)
 
 
-def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int | None = None, factor: float = OUTLIER_FACTOR) -> StepsSection:
+def combine_steps(
+    found: Sequence[ProcessSteps], processes: int, *, warmup: int | None = None, factor: float = OUTLIER_FACTOR, describe: Describe | None = None
+) -> StepsSection:
     """The whole run's steps from the steps of several processes.
 
     Steps are matched by label (``ProfilerStep#N`` numbers, the k-th range of a name, the
@@ -726,7 +734,8 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
     row of the process whose step k is the longest (``process`` names it), and its wall is
     the maximum over processes. Warm-up, steady state and outliers are judged on these rows;
     an outlier is compared, inside its slowest process, with that process's step at the
-    position of the whole-run median step. Each process's own table is in ``per_process``."""
+    position of the whole-run median step. Each process's own table is in ``per_process``.
+    ``describe``: how the slow steps of a process are described (None: from its run and frame)."""
     common = set.intersection(*({r["label"] for r in p.part["steps"]} for p in found))
     labels = [r["label"] for r in found[0].part["steps"] if r["label"] in common]
     if not labels:  # no step label in every process: the first process's own steps, said so
@@ -767,7 +776,7 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         for j, p in enumerate(found):
             mine = [position[j][labels[k]] for k in slow_k if owner[k] == j]
             if mine:
-                for o in describe_outliers(p.run, p.frame, mine, position[j][labels[ref_k]], med):
+                for o in _described(p, j, mine, position[j][labels[ref_k]], med, describe):
                     o["process"] = p.label
                     outlier_rows.append(o)
         order = {labels[k]: i for i, k in enumerate(slow_k)}
@@ -791,6 +800,13 @@ def combine_steps(found: Sequence[ProcessSteps], processes: int, *, warmup: int 
         "combined": "max",
         "per_process": [p.part for p in found],
     }
+
+
+def _described(p: ProcessSteps, j: int, slow: list[int], ref: int, med: float, describe: Describe | None) -> list[StepOutlier]:
+    if describe is not None:
+        return describe(j, slow, ref, med)
+    assert p.run is not None and p.frame is not None  # steps_of_processes keeps both
+    return describe_outliers(p.run, p.frame, slow, ref, med)
 
 
 # --- the summary section ---
