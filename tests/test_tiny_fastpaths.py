@@ -18,7 +18,7 @@ import pytest
 
 from tests.synthetic import synthetic_runset
 from tui_prof import cli
-from tui_prof.analysis import copies, hostapi, integrity, occupancy, ranks, runinput, timeline
+from tui_prof.analysis import copies, critical, depgraph, hostapi, integrity, occupancy, ranks, runinput, streamwaits, timeline, whatif
 from tui_prof.analysis.api import build_summary
 from tui_prof.loaders import load_path
 from tui_prof.model import RunSet, run, schema
@@ -42,6 +42,11 @@ def _slow_category(frame: pd.DataFrame, name: str) -> pd.Categorical:
     return (column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")).array
 
 
+def _factorized_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    key = (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+    return pd.factorize(key)[0].astype(np.int64)
+
+
 def _fresh_no_links() -> pd.DataFrame:
     no_rows = np.array([], np.int64)
     columns = ("kernel_row", "api_start", "api_dur_ns", "queue_delay_ns", "kernel_dur_ns")
@@ -51,10 +56,11 @@ def _fresh_no_links() -> pd.DataFrame:
 @pytest.fixture
 def reference(monkeypatch):
     """The plain per-process paths: a copy of each empty table per run, a Series per column
-    read, the empty launch-link table built per process."""
+    read, the empty launch-link table built per process, thread and queue codes always
+    through ``pd.factorize``."""
 
     def apply() -> None:
-        for module in (ranks, timeline, runinput, copies, integrity, occupancy):
+        for module in (ranks, timeline, runinput, copies, integrity, occupancy, critical, depgraph, streamwaits, whatif):
             if hasattr(module, "column_array"):
                 monkeypatch.setattr(module, "column_array", _slow_column)
             if hasattr(module, "category_array"):
@@ -62,6 +68,7 @@ def reference(monkeypatch):
         monkeypatch.setattr(run, "shared_empty", schema.empty_table)
         monkeypatch.setattr(schema, "shared_empty", schema.empty_table)
         monkeypatch.setattr(hostapi, "_no_links", _fresh_no_links)
+        monkeypatch.setattr(depgraph, "_thread_codes", _factorized_codes)
 
     return apply
 
@@ -217,3 +224,15 @@ def test_column_reads_without_the_private_pandas_accessor(monkeypatch) -> None:
     got_names = category_array(table, "name")
     assert list(got_names.categories) == list(with_private[1].categories) and (got_names.codes == with_private[1].codes).all()
     pd.testing.assert_frame_equal(schema.concat_tables("kernels", [table, other]), with_private[2])
+
+
+@pytest.mark.parametrize(
+    ("pid", "tid"),
+    [([], []), ([7], [3]), ([7, 7, 7], [3, 3, 3]), ([7, 7, 8], [3, 4, 3]), ([1, 2, 1, 2], [5, 5, 5, 5]), ([-1, -1], [2**31, 2**31])],
+)
+def test_thread_codes_equal_factorize(pid: list[int], tid: list[int]) -> None:
+    """The one-thread shortcut gives factorize's codes (all 0); several threads take factorize."""
+    p, t = np.array(pid, dtype=np.int64), np.array(tid, dtype=np.int64)
+    got, want = depgraph._thread_codes(p, t), _factorized_codes(p, t)
+    assert got.dtype == want.dtype == np.int64
+    assert got.tolist() == want.tolist()

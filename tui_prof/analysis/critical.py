@@ -29,6 +29,7 @@ from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import StepsSection
 from tui_prof.analysis.whatif import GROUPS, PathSummary, critical_path, path_json
 from tui_prof.model import Run
+from tui_prof.model.schema import category_array, column_array
 
 MAX_STEP_ROWS = 200  # steady steps listed per process (the first ones)
 MAX_NODES = 150_000  # [P] host calls + GPU operations analysed at most, shared by the processes (bounded cost)
@@ -67,7 +68,7 @@ def _sorted_starts(run: Run) -> list[np.ndarray]:
     out = []
     for t in (run.api, run.kernels, run.copies):
         if len(t):
-            s = t["start"].to_numpy()
+            s = column_array(t, "start")
             out.append(s if in_order(s) else np.sort(s))
     return out
 
@@ -163,9 +164,13 @@ def collective_waits(windows: dict[int, ProcessWindow], rules: CategoryRules) ->
     durations = []
     for p in positions:
         k = windows[p].run.kernels
-        durations.append(k["end"].to_numpy().astype(np.int64) - k["start"].to_numpy().astype(np.int64))
+        start = column_array(k, "start")
+        durations.append(column_array(k, "end").astype(np.int64) - start.astype(np.int64))
         rows = np.flatnonzero(communication_mask(k, rules))
-        rows = rows[np.argsort(k["start"].to_numpy()[rows], kind="stable")]
+        rows = rows[np.argsort(start[rows], kind="stable")]
+        if not len(rows):  # no collective (most processes of a many-process run): no name column read
+            per.append({})
+            continue
         kinds = collective_types(k["name"], rows)
         per.append({str(t): rows[kinds == t] for t in set(kinds.tolist())})
     big = np.iinfo(np.int64).max
@@ -261,12 +266,12 @@ def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
     k = run.kernels
     if k.empty:
         return {}
-    column = k["name"].array  # the Categorical: no Series per ``.cat`` access
+    column = category_array(k, "name")  # the Categorical: no Series per ``.cat`` access
     names = column.categories
     cats = sorted({rules.classify(str(n)) for n in names} | {"other"})
     of = np.array([cats.index(rules.classify(str(n))) for n in names] + [cats.index("other")], dtype=np.int64)
     codes = column.codes.astype(np.int64)
-    _, sums = code_totals(of[np.where(codes >= 0, codes, len(names))], k["end"].to_numpy() - k["start"].to_numpy(), len(cats))
+    _, sums = code_totals(of[np.where(codes >= 0, codes, len(names))], column_array(k, "end") - column_array(k, "start"), len(cats))
     return {cats[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
 
 

@@ -59,6 +59,7 @@ from tui_prof.analysis.arrays import in_order
 from tui_prof.analysis.hostapi import BLOCKING_COPY, COPY, GRAPH_LAUNCH, LAUNCH, SYNC, CorrIndex
 from tui_prof.analysis.streamwaits import OpView, StreamWaits, domain_is, stream_waits
 from tui_prof.model import Run
+from tui_prof.model.schema import column_array
 
 CALL, WAIT_CALL, KERNEL, COPY_OP = 0, 1, 2, 3  # node kinds
 MAX_SPAN_NS = 1 << 62  # relative times and their sums stay inside int64 below this
@@ -105,6 +106,8 @@ class DepGraph:
 
 def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     key = (pid.astype(np.int64) << 32) ^ (tid.astype(np.int64) & 0xFFFFFFFF)
+    if len(key) and bool((key == key[0]).all()):  # one thread or queue: all code 0, as factorize says, without its per-call cost
+        return np.zeros(len(key), dtype=np.int64)
     codes, _ = pd.factorize(key)
     return codes.astype(np.int64)
 
@@ -156,9 +159,9 @@ def _calls(run: Run, t0: int) -> dict[str, np.ndarray]:
 def _host_calls(api: pd.DataFrame, t0: int) -> dict[str, np.ndarray]:
     """:func:`_calls` of a table of host calls only."""
     n = len(api)
-    s = api["start"].to_numpy().astype(np.int64) - t0
-    e = np.maximum(api["end"].to_numpy().astype(np.int64) - t0, s)
-    thread = _thread_codes(api["pid"].to_numpy(), api["tid"].to_numpy()) if n else np.array([], np.int64)
+    s = column_array(api, "start").astype(np.int64) - t0
+    e = np.maximum(column_array(api, "end").astype(np.int64) - t0, s)
+    thread = _thread_codes(column_array(api, "pid"), column_array(api, "tid")) if n else np.array([], np.int64)
     order = _by_group_then_time(thread, s, e)  # thread, start, longest first
     top = np.ones(n, dtype=bool)
     so, eo, to = s[order], e[order], thread[order]
@@ -179,19 +182,19 @@ def _host_calls(api: pd.DataFrame, t0: int) -> dict[str, np.ndarray]:
 def _op_column(k: pd.DataFrame, c: pd.DataFrame, column: str, *copy_columns: str) -> np.ndarray:
     """The kernels' ``column`` then the copies' (the larger of ``copy_columns`` where given)
     as int64; an empty copy table adds nothing and costs no pandas step."""
-    of_kernels = k[column].to_numpy().astype(np.int64)
+    of_kernels = column_array(k, column).astype(np.int64)
     if not len(c):
         return of_kernels
-    of_copies = np.maximum.reduce([c[name].to_numpy() for name in copy_columns or (column,)])
+    of_copies = np.maximum.reduce([column_array(c, name) for name in copy_columns or (column,)])
     return np.concatenate([of_kernels, np.asarray(of_copies).astype(np.int64)])
 
 
 def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     """The dependency graph of one process (module docstring)."""
     api, k, c = run.api, run.kernels, run.copies
-    starts = [t["start"].to_numpy() for t in (api, k, c) if len(t)]
+    starts = [column_array(t, "start") for t in (api, k, c) if len(t)]
     t0 = int(min(int(x.min()) for x in starts)) if starts else 0
-    last = max((int(t["end"].to_numpy().max()) for t in (api, k, c) if len(t)), default=t0)
+    last = max((int(column_array(t, "end").max()) for t in (api, k, c) if len(t)), default=t0)
     if last - t0 >= MAX_SPAN_NS:
         raise ValueError(f"events span {last - t0} ns (hostile or corrupt times): no graph")
     index = CorrIndex(api) if index is None else index.check(api)
@@ -219,8 +222,8 @@ def build_graph(run: Run, index: CorrIndex | None = None) -> DepGraph:
     no = nk + ncp
     # launch links: kernels to launch-class calls, copies to any call
     if len(api):
-        krow = index.launch_rows(k["correlation_id"].to_numpy()) if nk else np.array([], np.int64)
-        crow = index.rows(c["correlation_id"].to_numpy()) if ncp else np.array([], np.int64)
+        krow = index.launch_rows(column_array(k, "correlation_id")) if nk else np.array([], np.int64)
+        crow = index.rows(column_array(c, "correlation_id")) if ncp else np.array([], np.int64)
         arow = np.concatenate([krow, crow]).astype(np.int64)
     else:
         arow = np.full(no, -1, dtype=np.int64)

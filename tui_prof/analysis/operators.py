@@ -534,6 +534,8 @@ def operators_section(inputs: Sequence[RunInput], top: int | None, links: Sequen
     process records ``cpu_op`` markers (nothing to link to). ``links``: :func:`operator_links`."""
     links = operator_links(inputs) if links is None else links
     parts = [operator_part(r, link) for r, link in zip(inputs, links) if link is not None]
+    if not parts:  # no process records operators: no kernel total to add up (two Series per process)
+        return []
     total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
     agent = next((r.run.gpu_agents[0] for r in inputs if r.run.gpu_agents), None)
     return operators_of_parts(parts, total, agent, top)
@@ -580,6 +582,8 @@ def modules_section(inputs: Sequence[RunInput], top: int | None, links: Sequence
     empty when no process records a module scope."""
     links = operator_links(inputs) if links is None else links
     frames = [module_part(r, link) for r, link in zip(inputs, links) if link is not None]
+    if not frames:  # as in operators_section
+        return []
     total = int(sum(int(r.run.kernels["end"].sum() - r.run.kernels["start"].sum()) for r in inputs))
     return modules_of_parts(frames, total, top)
 

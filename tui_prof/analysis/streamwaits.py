@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.model import Run
+from tui_prof.model.schema import column_array
 
 INFER_EPS_NS = 20_000  # [P] a destination starting at most this long after its source's end is taken as released by it
 WAIT_EVENT_RE = re.compile(r"^(hip|cuda|cu)StreamWaitEvent\w*$")
@@ -91,7 +92,7 @@ def _rows_by_correlation(api: pd.DataFrame, wanted: np.ndarray) -> np.ndarray:
     out = np.full(len(wanted), NONE, dtype=np.int64)
     if api.empty or not len(wanted):
         return out
-    corr = api["correlation_id"].to_numpy().astype(np.int64)
+    corr = column_array(api, "correlation_id").astype(np.int64)
     keep = np.isin(corr, wanted) & ~domain_is(api, "cuda_sync")
     rows = np.flatnonzero(keep)
     keys = corr[rows]

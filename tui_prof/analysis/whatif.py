@@ -42,6 +42,7 @@ from tui_prof.analysis.hostapi import BLOCKING_COPY, LAUNCH, OTHER, SYNC, CorrIn
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, DEFAULT_RULES, CategoryRules
 from tui_prof.analysis.saferegex import BoundedPattern, PatternError
 from tui_prof.model import Run
+from tui_prof.model.schema import category_array
 
 SCHEMA = "tuiprof.whatif/1"
 GPU_SOURCES = frozenset({"gpu_user_annotation"})
@@ -118,8 +119,8 @@ def _is_category(pattern: str) -> bool:
 def _op_names(run: Run, g: dg.DepGraph) -> tuple[np.ndarray, list[str]]:
     """Per node, a code into the returned names: kernel or copy name for operations, -1 for calls."""
     # the Categorical arrays themselves: a ``.cat`` accessor builds Series (per process, with thousands)
-    k = run.kernels["name"].array if len(run.kernels) else None
-    c = run.copies["name"].array if len(run.copies) else None
+    k = category_array(run.kernels, "name") if len(run.kernels) else None
+    c = category_array(run.copies, "name") if len(run.copies) else None
     kc = k.codes.astype(np.int64) if k is not None else np.array([], np.int64)
     cc = c.codes.astype(np.int64) if c is not None else np.array([], np.int64)
     knames = [str(x) for x in k.categories] if k is not None else []
