@@ -24,7 +24,7 @@ PROBE = """
 import json, sys
 from tui_prof.loaders import load_path
 runset = load_path(sys.argv[1], use_cache=True)
-loaders = sorted(m for m in sys.modules if m.startswith("tui_prof.loaders.") and m.rsplit(".", 1)[1] not in ("base", "cache", "detect", "specs"))
+loaders = sorted(m for m in sys.modules if m.startswith("tui_prof.loaders.") and m.rsplit(".", 1)[1] not in ("base", "cache", "detect", "sessions", "specs"))
 print(json.dumps({"loaders": loaders, "dispatches": sum(len(r.kernels) for r in runset.runs), "runs": len(runset.runs)}))
 """
 

@@ -59,12 +59,12 @@ def test_a_tensor_of_unknown_data_type_skips_the_operator_instead_of_shifting_sh
 
     dims = "[[8, 256, 3072], [3072], []]"
     assert op_cost("aten::add", dims, '["float", "float", "Scalar"]')["flops"] == 8 * 256 * 3072  # the known-type call is costed
-    assert op_cost("aten::add", dims, '["c10::Float8_e8m0fnu", "float", "Scalar"]') is None
+    assert op_cost("aten::add", dims, '["c10::Float4_e2m1fn_x2", "float", "Scalar"]') is None  # packed sub-byte: no whole-byte size
     q = "[8, 12, 256, 64]"
     bwd_dims = f"[{q}, {q}, [8, 12, 512, 64], [8, 12, 512, 64], {q}, [8, 12, 256]]"
     f = '"float"'
     assert op_cost("aten::_scaled_dot_product_flash_attention_backward", bwd_dims, f"[{f}, {f}, {f}, {f}, {f}, {f}]") is not None
-    assert op_cost("aten::_scaled_dot_product_flash_attention_backward", bwd_dims, f'["c10::complex<c10::Half>", {f}, {f}, {f}, {f}, {f}]') is None
+    assert op_cost("aten::_scaled_dot_product_flash_attention_backward", bwd_dims, f'["c10::quint4x2", {f}, {f}, {f}, {f}, {f}]') is None
 
 
 def test_a_projection_longer_than_the_run_saves_nothing_in_every_number(monkeypatch):
