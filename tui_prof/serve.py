@@ -414,7 +414,12 @@ class ServeServer:
         return websocket
 
     async def _take_app(self, width: int, height: int) -> tuple[AppSession | None, bool]:
-        """The prestarted app (True: resize it to the page), or a new one of the page's size."""
+        """The prestarted app (True: resize it to the page), or a new one of the page's size.
+        A spare still starting is waited for: it is further along than a new app would be, and
+        starting another beside it would leave one app more than ``--max-sessions``."""
+        if self.spare is None and self.spare_task is not None and not self.spare_task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.spare_task)
         spare, self.spare = self.spare, None
         if spare is not None and spare.usable and width >= SPARE_COLUMNS and height >= SPARE_ROWS:
             return spare, True
