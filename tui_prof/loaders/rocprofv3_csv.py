@@ -20,7 +20,7 @@ import gzip
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +356,12 @@ def _after_check(path: Path) -> None:
     it (a test swaps the file by name here: what is parsed must still be what was checked)."""
 
 
+def _rewound(fh: Any) -> Any:
+    """``fh`` at its start."""
+    fh.seek(0)
+    return fh
+
+
 def _arrow_source(fh: Any) -> pa.NativeFile:
     """A pyarrow input that reads the open, checked descriptor of ``fh``, never the file's
     name again: on Linux through ``/proc/self/fd/N``, which opens the very file the
@@ -458,10 +464,13 @@ def _release_parse_memory() -> None:
     pa.default_memory_pool().release_unused()
 
 
-def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) -> tuple[pa.Table, list[str]]:
+def _arrow_read(
+    source, include: list[str], types: dict, skip_bad: bool = True, reopen: Callable[[], pa.NativeFile] | None = None
+) -> tuple[pa.Table, list[str]]:
     """Parse with pyarrow. ``skip_bad``: rows with the wrong number of fields are skipped
     and their text returned (``source`` must then hold valid UTF-8, see ``_utf8``);
-    otherwise the first such row raises ArrowInvalid."""
+    otherwise the first such row raises ArrowInvalid. ``reopen``: a fresh source for a
+    retry (a file the failed read may still hold a read-ahead position in is not reused)."""
     bad: list[str] = []
 
     def on_invalid(row) -> str:
@@ -486,7 +495,11 @@ def _arrow_read(source, include: list[str], types: dict, skip_bad: bool = True) 
                 raise
             block_size <<= 4
             bad.clear()
-            if isinstance(source, pa.NativeFile):
+            if reopen is not None:
+                if isinstance(source, pa.OSFile):  # its own descriptor (a Python wrapper's is the caller's)
+                    source.close()
+                source = reopen()
+            elif isinstance(source, pa.NativeFile):
                 source.seek(0)
 
 
@@ -568,7 +581,7 @@ def _read_open_csv(path: Path, kind: str, fh: Any) -> tuple[dict[str, Any], list
     replaced = False
     try:
         try:
-            table, bad = _arrow_read(source, include, types, skip_bad=False)
+            table, bad = _arrow_read(source, include, types, skip_bad=False, reopen=None if data is not None else lambda: _arrow_source(_rewound(fh)))
         except pa.ArrowInvalid as err:
             # Rows with the wrong number of fields, or text that is not UTF-8: read leniently.
             if not ("parse error" in str(err) or "invalid UTF8" in str(err)):
