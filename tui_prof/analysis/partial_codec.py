@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import math
 import typing
 from typing import Any
@@ -34,6 +33,7 @@ import pandas as pd
 
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.partials import PARTIAL_SCHEMA, RankPartial
+from tui_prof.guard import jsonout
 
 ARRAY_DTYPES = ("int64", "float64", "bool", "object")
 SCALAR_DTYPES = ("int64", "int32", "float64", "float32", "bool")
@@ -275,4 +275,4 @@ def partial_settings(rules: CategoryRules, threshold_ns: int | None, max_gaps: i
     """What a rank's partials depend on besides its files and tuiprof's version: the schema,
     the category rules, the gaps' threshold and how many are listed (a cache key part)."""
     rule_text = [[category, pattern.pattern, pattern.flags] for category, pattern in rules.rules]
-    return json.dumps([PARTIAL_SCHEMA, CODEC_VERSION, rules.source, rule_text, threshold_ns, max_gaps], ensure_ascii=True)
+    return jsonout.dumps([PARTIAL_SCHEMA, CODEC_VERSION, rules.source, rule_text, threshold_ns, max_gaps], ensure_ascii=True)
