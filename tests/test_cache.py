@@ -63,6 +63,24 @@ def test_unit_key_changes_when_a_file_changes(tmp_path):
     assert cache.unit_key("rocprofv3-csv", unit) is None
 
 
+def test_unit_and_document_keys_change_when_a_database_log_changes(tmp_path):
+    """A rocpd database's rows may sit in its -wal only: a unit's key and a document's key
+    derived from the database (a rank's cached partials) both follow the log."""
+    from tui_prof.loaders.base import DetectedFile
+
+    db = tmp_path / "rank0_results.db"
+    db.write_bytes(b"SQLite format 3\0" + b"\0" * 100)
+    unit = [DetectedFile(db, "rocpd", "db", str(db))]
+    before = (cache.unit_key("rocpd", unit), cache.doc_key("rank-partials", "s", [str(db)]))
+    wal = tmp_path / "rank0_results.db-wal"
+    wal.write_bytes(b"\0" * 64)
+    after = (cache.unit_key("rocpd", unit), cache.doc_key("rank-partials", "s", [str(db)]))
+    assert None not in before and None not in after
+    assert after[0] != before[0] and after[1] != before[1]
+    wal.write_bytes(b"\0" * 128)  # the log grew: new rows
+    assert cache.doc_key("rank-partials", "s", [str(db)]) != after[1]
+
+
 def test_empty_tables_keep_their_exact_schema():
     original = sample_runset()
     run = original.runs[0]

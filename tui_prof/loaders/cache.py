@@ -376,18 +376,25 @@ def unit_key(fmt: str, files: list) -> str | None:
     digest.update(f"tuiprof {__version__} unit {CACHE_FORMAT}\n{fmt}\n".encode())
     try:
         for item in files:
-            info = os.stat(item.path)
-            digest.update(
-                f"{item.path}\0{os.path.abspath(item.path)}\0{item.kind}\0{item.group}\0{info.st_size}\0"
-                f"{info.st_mtime_ns}\0{info.st_ctime_ns}\0{_edge_hash(item.path, info.st_size)}\n".encode("utf-8", "surrogateescape")
-            )
-            wal = f"{item.path}-wal"  # a database's write-ahead log holds rows too (rocpd.load_db reads it)
-            if os.path.isfile(wal):
-                log = os.stat(wal)
-                digest.update(f"wal\0{log.st_size}\0{log.st_mtime_ns}\0{log.st_ctime_ns}\n".encode())
+            digest.update(_file_state(item.path, f"{item.kind}\0{item.group}\0"))
     except OSError:
         return None
     return digest.hexdigest()[:40]
+
+
+def _file_state(path, tag: str = "") -> bytes:
+    """What a cache key holds of one file: its path, size, times and edge hash, and those of
+    its ``-wal`` (a database's write-ahead log holds rows too: rocpd.load_db reads it). Raises
+    OSError when the file cannot be read."""
+    info = os.stat(path)
+    state = (f"{path}\0{os.path.abspath(path)}\0{tag}{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{_edge_hash(Path(path), info.st_size)}\n").encode(
+        "utf-8", "surrogateescape"
+    )
+    wal = f"{path}-wal"
+    if os.path.isfile(wal):
+        log = os.stat(wal)
+        state += f"wal\0{log.st_size}\0{log.st_mtime_ns}\0{log.st_ctime_ns}\n".encode()
+    return state
 
 
 def _is_key(key) -> bool:
@@ -943,18 +950,13 @@ def _read_feather(mapped: mmap.mmap) -> pd.DataFrame:
 def doc_key(kind: str, settings: str, paths: list[str]) -> str | None:
     """The key of a document derived from the files ``paths`` (``kind``: what it is, e.g. a
     rank's partials; ``settings``: what else it depends on): like :func:`unit_key`, each
-    file's path, size, times and edge hash, so any change to a file gives a new key. None
+    file's :func:`_file_state`, so any change to a file or its ``-wal`` gives a new key. None
     when a file cannot be read."""
     digest = hashlib.sha256()
     digest.update(f"tuiprof {__version__} {kind} {CACHE_FORMAT}\n{settings}\n".encode("utf-8", "surrogateescape"))
     try:
         for path in paths:
-            info = os.stat(path)
-            digest.update(
-                f"{path}\0{os.path.abspath(path)}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{_edge_hash(Path(path), info.st_size)}\n".encode(
-                    "utf-8", "surrogateescape"
-                )
-            )
+            digest.update(_file_state(path))
     except OSError:
         return None
     return digest.hexdigest()[:40]
