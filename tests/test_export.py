@@ -517,3 +517,35 @@ def test_user_guide_pandas_example_reads_the_export(synthetic, tmp_path, capsys)
     k = runset.runs[0].kernels
     top = int((k["end"] - k["start"]).groupby(k["name"], observed=True).sum().max())
     assert str(top) in capsys.readouterr().out
+
+
+def test_perfetto_allocator_totals_pair_in_order_across_chunks():
+    """The k-th allocation at a time and agent carries the k-th allocator sample there, also
+    when those allocations fall in different write chunks (each sample is used once)."""
+    import numpy as np
+
+    from tui_prof.export import perfetto
+    from tui_prof.model import Run, RunMeta, make_table
+
+    n = perfetto.CHUNK + 3  # one time and agent: the pairing spans two chunks
+    run = Run(meta=RunMeta(formats=["kineto"], label="host/1", pid=1))
+    ones = np.ones(n, dtype=np.int64)
+    run.allocations = make_table(
+        "allocations",
+        {
+            "start": 5 * ones,
+            "end": 5 * ones,
+            "operation": ["ALLOCATE"] * n,
+            "agent": 0 * ones,
+            "bytes": ones,
+            "address": np.arange(n),
+            "pid": ones,
+            "tid": ones,
+            "correlation_id": -ones,
+        },
+    )
+    run.series = make_table(
+        "series", {"track": ["allocated"] * n, "agent": 0 * ones, "ts": 5 * ones, "value": np.arange(n, dtype=np.float64) * 10, "unit": ["B"] * n}
+    )
+    totals = [int(piece.split('"Total Allocated":')[1].split("}")[0]) for chunk in perfetto._allocation_events(run, 1, None, 0) for piece in chunk]
+    assert totals == [10 * i for i in range(n)]

@@ -58,6 +58,7 @@ import io
 import math
 import os
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, cast
@@ -546,26 +547,35 @@ def _counter_events(run: Run, pid: int, window: Window | None, origin: int) -> I
         ]
 
 
-def _allocator_totals(run: Run, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """The allocator's ``Total Allocated`` / ``Total Reserved`` after each allocation of
-    ``rows`` (the ``series`` tracks "allocated" and "reserved" the Kineto loader builds from
-    them), -1 where none was recorded: the k-th GPU event at a time and agent is paired with
-    the k-th sample of the track there."""
-    a = run.allocations
-    out = {}
+def _allocator_samples(run: Run) -> dict[str, dict[tuple[int, int], deque[int]]]:
+    """The allocator's ``Total Allocated`` / ``Total Reserved`` samples (the ``series`` tracks
+    "allocated" and "reserved" the Kineto loader builds from them) by (time, agent), in
+    record order: built once per run, consumed by :func:`_allocator_totals`."""
+    s = run.series
+    out: dict[str, dict[tuple[int, int], deque[int]]] = {}
+    track_names = s["track"].astype(str) if len(s) else None
     for key, track in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
-        values = np.full(len(rows), -1, dtype=np.int64)
-        s = run.series
-        mine = (s["track"].astype(str) == track).to_numpy() if len(s) else np.zeros(0, dtype=bool)
-        if mine.any():
-            samples: dict[tuple[int, int], list[int]] = {}
+        samples: dict[tuple[int, int], deque[int]] = {}
+        if track_names is not None:
+            mine = (track_names == track).to_numpy()
             for t, g, v in zip(s["ts"].to_numpy()[mine].tolist(), s["agent"].to_numpy()[mine].tolist(), s["value"].to_numpy()[mine].tolist(), strict=True):
-                samples.setdefault((t, g), []).append(int(v))
-            starts, agents = a["start"].to_numpy()[rows].tolist(), a["agent"].to_numpy()[rows].tolist()
+                samples.setdefault((t, g), deque()).append(int(v))
+        out[key] = samples
+    return out
+
+
+def _allocator_totals(samples: dict[str, dict[tuple[int, int], deque[int]]], starts: list[int], agents: list[int]) -> dict[str, list[int]]:
+    """The allocator's totals after each allocation (``starts``/``agents``, in record order
+    across every chunk), -1 where none was recorded: the k-th GPU event at a time and agent
+    is paired with the k-th sample of the track there (taken from ``samples``)."""
+    out = {}
+    for key, by_place in samples.items():
+        values = [-1] * len(starts)
+        if by_place:
             for i, (t, g) in enumerate(zip(starts, agents, strict=True)):
-                queue = samples.get((t, g))
+                queue = by_place.get((t, g))
                 if g != UNKNOWN and queue:
-                    values[i] = queue.pop(0)
+                    values[i] = queue.popleft()
         out[key] = values
     return out
 
@@ -586,13 +596,14 @@ def _allocation_events(run: Run, pid: int, window: Window | None, origin: int) -
     inside = _in_window(start, start, window)
     if inside is not None:
         keep &= inside
+    samples = _allocator_samples(run)
     for rows in _rows(keep, len(a)):
         ts = us_text(start[rows] - origin)
         size = np.where(op[rows] == "FREE", -a["bytes"].to_numpy()[rows], a["bytes"].to_numpy()[rows]).tolist()
         agent = a["agent"].to_numpy()[rows].tolist()
         addr, tid = a["address"].to_numpy()[rows].tolist(), a["tid"].to_numpy()[rows].tolist()
-        totals = _allocator_totals(run, rows)
-        alloc, reserved = totals["Total Allocated"].tolist(), totals["Total Reserved"].tolist()
+        totals = _allocator_totals(samples, start[rows].tolist(), agent)
+        alloc, reserved = totals["Total Allocated"], totals["Total Reserved"]
         events = []
         for i in range(len(rows)):
             gpu = agent[i] != UNKNOWN and agent[i] not in cpus
