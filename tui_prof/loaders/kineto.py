@@ -1542,8 +1542,14 @@ def build_api(cols: Columns, api_cats: dict[str, int] | None = None, file_order:
     hip = is_hip[names.codes] if len(is_hip) else np.zeros(len(cat), dtype=bool)
     labels = sorted({"cuda", "cuda_sync", "hip"} | {extra[len("api_") :] for extra in api_cats})  # "api_hsa" -> domain "hsa"
     domain_code = np.where(cat == API_CODE["cuda_sync"], labels.index("cuda_sync"), np.where(hip, labels.index("hip"), labels.index("cuda")))
-    for extra, code in api_cats.items():
-        domain_code = np.where(cat == code, labels.index(extra[len("api_") :]), domain_code)
+    if api_cats and len(cat):  # one lookup over the rows, however many categories the trace names
+        index = {label: n for n, label in enumerate(labels)}
+        lut = np.full(max(int(cat.max()), max(api_cats.values())) + 1, -1, dtype=np.int64)
+        for extra, code in api_cats.items():
+            if code >= 0:
+                lut[code] = index[extra[len("api_") :]]
+        mapped = np.where(cat >= 0, lut[np.maximum(cat, 0)], -1)
+        domain_code = np.where(mapped >= 0, mapped, domain_code)
     domains = pd.Categorical.from_codes(domain_code, categories=labels)
     domains = domains.remove_unused_categories()
     columns = {
