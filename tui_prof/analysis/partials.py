@@ -872,10 +872,7 @@ def _stats(values: np.ndarray, counts: np.ndarray) -> tuple[int, int, float, flo
     n = int(counts.sum())
     total = int((values * counts).sum())
     mean = float(np.float64(total) / np.float64(n))
-    cum = np.cumsum(counts)
-    lo = int(values[int(np.searchsorted(cum, (n - 1) // 2, side="right"))])
-    hi = int(values[int(np.searchsorted(cum, n // 2, side="right"))])
-    median = (float(lo) + float(hi)) / 2.0
+    median = median_of((values, counts))
     if n > 1:
         s1 = sum(int(v) * int(c) for v, c in zip(values.tolist(), counts.tolist(), strict=True))
         s2 = sum(int(v) * int(v) * int(c) for v, c in zip(values.tolist(), counts.tolist(), strict=True))

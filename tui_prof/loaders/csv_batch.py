@@ -3,7 +3,7 @@
 A run of thousands of processes that each wrote a kernel trace of a few rows costs, per
 process, one pyarrow parse and one pandas table build of about thirty columns: ≈ 10 ms
 and ≈ 60 KB a process, so 5,000 of them took over a minute. Here the kernel traces of up
-to :data:`BATCH_UNITS` such processes of one host folder that share one header (and the
+to :data:`tui_prof.loaders.detect.BATCH_UNITS` such processes of one host folder that share one header (and the
 same agent_info content, parsed once, when they wrote one) are parsed as one CSV and built
 as one table, then cut into one table per process.
 
@@ -39,9 +39,6 @@ from tui_prof.threads import collector_paused
 TINY_UNIT_BYTES = SPECS["rocprofv3_csv"].batch_max_bytes
 """A process whose files are a kernel trace (and its agent_info) of at most this many bytes
 together is read in a batch."""
-
-BATCH_UNITS = 512
-"""Processes read together at most (a batch is one load task)."""
 
 _KERNELS = TABLES["kernels"]
 _CATEGORY_COLUMNS = [name for name, declared in _KERNELS.columns.items() if declared == CATEGORY]

@@ -1250,14 +1250,6 @@ def load(files: list[DetectedFile], issues: IssueSink) -> list[Run]:
     return runs
 
 
-def batchable(files: list[DetectedFile]) -> bool:
-    """Whether work unit ``files`` is read in a batch with others of its host (see
-    :mod:`tui_prof.loaders.csv_batch`): a process whose only file is a small kernel trace."""
-    from tui_prof.loaders import csv_batch
-
-    return csv_batch.batchable(files)
-
-
 def load_batch(units: list[list[DetectedFile]]) -> list[tuple[list[Run], IssueSink]]:
     """Each unit's runs and issues, as :func:`load` gives them unit by unit, reading the
     small kernel traces of many processes together (:mod:`tui_prof.loaders.csv_batch`)."""

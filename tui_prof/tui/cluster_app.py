@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -77,10 +76,6 @@ class MergedRanksScreen(Screen):
 
     def _show_rank(self, runset: RunSet, run: int, rank: int) -> None:
         self.app.push_screen(RankScreen(runset, run, rank))
-
-    def show_error(self, text: Text) -> None:
-        """A failed rank load (tui_prof.tui.workers.report_failure): one line."""
-        self.notify(safe_text(text.plain), severity="error", timeout=10, markup=False)
 
 
 class MergedRanksApp(ProfApp):
