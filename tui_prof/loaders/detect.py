@@ -38,7 +38,7 @@ from tui_prof.loaders.base import (
     read_head,
     spec_batchable,
 )
-from tui_prof.loaders.sessions import apart, fragment_span, same_session, session_key
+from tui_prof.loaders.sessions import apart, fragment_span, process_identity, same_session, session_key
 from tui_prof.loaders.specs import SPECS
 from tui_prof.model import LoadIssue, Run, RunMeta, RunSet
 
@@ -259,9 +259,7 @@ class HasMeta(Protocol):
 
 
 def _process_key(run: HasMeta) -> tuple | None:
-    if run.meta.pid is None:
-        return None
-    return (run.meta.hostname, run.meta.pid, run.meta.rank)
+    return process_identity(run.meta)
 
 
 def _priority(run: HasMeta) -> int:
