@@ -392,3 +392,18 @@ def test_loader_keeps_only_well_formed_cuda_sync_links(tmp_path):
     assert all(type(v) is int for column in links.values() for v in column)
     assert links["correlation"] == []  # every link of the trace was made malformed
     assert _recorded(dg.build_graph(run))
+
+
+def test_timeline_path_marks_add_up_to_the_critical_path_breakdown():
+    """The intervals the timeline marks (path_segments) are the critical path's intervals:
+    per group their lengths sum to the breakdown's figure, and in all to its length."""
+    from tui_prof.analysis.hostapi import CorrIndex
+
+    run = build_xstream(XStreamSpec()).run
+    g = dg.build_graph(run, CorrIndex(run.api))
+    marks = wi.path_segments(run, g)
+    path = wi.critical_path(run, g, g.start, g.end)
+    lengths = (marks["end"] - marks["start"]).groupby(marks["group"]).sum().to_dict()
+    by_group = {group: sum(labels.values()) for group, labels in path.by_group.items() if sum(labels.values())}
+    assert {k: int(v) for k, v in lengths.items() if v} == by_group
+    assert int((marks["end"] - marks["start"]).sum()) == path.total_ns

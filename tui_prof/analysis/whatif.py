@@ -400,14 +400,15 @@ def _walk(pred: np.ndarray, times: np.ndarray, sink: int, lo: int) -> np.ndarray
     return np.flatnonzero(mark)
 
 
-def path_segments(run: Run, g: dg.DepGraph | None = None) -> pd.DataFrame:
+def path_segments(run: Run, g: dg.DepGraph | None = None, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> pd.DataFrame:
     """The critical path of the whole recorded process as the intervals a timeline marks:
     ``start``, ``end`` (absolute ns), ``where`` (``host``: a host thread's call, its own
     time between calls or a wait's return; ``gpu``: a kernel, or the launch latency or
     queue wait before it; ``copy``: a copy), the host thread ``tid`` and the GPU operation's
     ``agent``, ``queue`` and ``stream`` (-1 where they do not apply), ``group`` (the
-    breakdown's group, :data:`GROUPS`). Intervals of length 0 and the time before the first
-    recorded call are left out."""
+    breakdown's group, :data:`GROUPS`, as :func:`critical_path` groups them: a kernel of the
+    ``communication`` category under ``rules`` is communication). Intervals of length 0 and the
+    time before the first recorded call are left out."""
     columns = ("start", "end", "where", "tid", "agent", "queue", "stream", "group")
     g = g if g is not None else dg.build_graph(run, CorrIndex(run.api))
     n = g.size
@@ -452,6 +453,12 @@ def path_segments(run: Run, g: dg.DepGraph | None = None) -> pd.DataFrame:
         ["copies", "gpu_compute", "launch_queue", "host_ops", "sync", "launch_queue"],
         "host_api",
     ).astype(object)
+    own_kernel = np.flatnonzero(op & (kind == dg.KERNEL) & (seg[p] == dg.SEG_OWN))
+    if len(own_kernel):
+        codes, names = _op_names(run, g)
+        comm = np.array([c == "communication" for c in _categories(names, rules)] + [False], dtype=bool)
+        op_codes = codes[node[own_kernel]]
+        group[own_kernel[comm[np.where(op_codes >= 0, op_codes, len(names))]]] = "communication"
     nonempty = t1 > t0
     frame = pd.DataFrame({"start": t0 + g.t0, "end": t1 + g.t0, "where": where, "tid": tid, "agent": agent, "queue": queue, "stream": stream, "group": group})[
         nonempty
