@@ -1213,13 +1213,16 @@ class RecordingChoice:
     """What :func:`pick_recording` chose: ``runset`` (the chosen recording's run set; the
     whole when it holds one), ``chosen`` (1-based) of ``count``, ``listing`` (one line per
     recording: processes, dispatches, start, labels; ``*`` marks the chosen), ``error`` (a bad
-    N: what is wrong; ``runset`` is then the whole)."""
+    N: what is wrong; ``runset`` is then the whole), ``split`` and ``groups`` (where it holds
+    several: what the listing was made from, for a picker to list them without splitting again)."""
 
     runset: RunSet
     count: int
     chosen: int
     listing: list[str]
     error: str | None = None
+    split: RunSet | None = None  # the whole, each process cut into its recordings (:func:`split_recordings`)
+    groups: list[list[int]] = field(default_factory=list)  # each recording's runs of ``split``, in ``--recording N`` order
 
 
 def pick_recording(runset: RunSet, wanted: int | None = None) -> RecordingChoice:
@@ -1241,7 +1244,7 @@ def pick_recording(runset: RunSet, wanted: int | None = None) -> RecordingChoice
         start = f"starts at {min(lo for lo, _ in ranges)} ns" if ranges else "no timestamps"
         labels = ", ".join(run_label(split.runs[i]) for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
         listing.append(f"[{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {labels}")
-    return RecordingChoice(recording_runset(split, groups[chosen - 1]), len(groups), chosen, listing)
+    return RecordingChoice(recording_runset(split, groups[chosen - 1]), len(groups), chosen, listing, split=split, groups=groups)
 
 
 # --- the registry ------------------------------------------------------------------------------

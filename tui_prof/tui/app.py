@@ -45,7 +45,7 @@ from tui_prof.tui.screens.help import HelpScreen
 from tui_prof.tui.screens.main import MainScreen, RankScreen
 from tui_prof.tui.screens.recordings import RecordingsScreen
 from tui_prof.tui.view.rankrows import RankRows, opens_on_ranks
-from tui_prof.tui.view.recordings import RECORDINGS_KEY, RecordingError, RecordingRow, recording_rows, recording_to_show
+from tui_prof.tui.view.recordings import RECORDINGS_KEY, RecordingError, RecordingRow, recording_to_show
 from tui_prof.tui.view.runview import GROUPS, RunView, build_view, load_failure, load_runset
 from tui_prof.tui.widgets.scroll import KeyScroll
 from tui_prof.tui.widgets.table import TableView
@@ -177,10 +177,9 @@ class TuiProfApp(ProfApp):
     def _one_recording(self, runset: RunSet) -> RunSet:
         """The recording to show when the run holds several (tui_prof.tui.view.recordings);
         a note says which and how to pick another. A bad ``--recording`` fails the load."""
-        shown, note, index = recording_to_show(runset, self.recording)
+        shown, note, index, rows = recording_to_show(runset, self.recording)
         if note:
             self.whole, self.shown_recording = runset, index
-            rows = recording_rows(runset, index)
             deliver(self.main, lambda: setattr(self, "recordings", rows))
             if not self.recording_views:  # said once, at the first open
                 deliver(self.main, self._note, note)

@@ -37,7 +37,7 @@ class DiffRecordings:
                 raise RecordingError(f"{choice.error} ({tag}: {runset.name})")
             chosen.append(choice.runset)
             shown.append(choice.chosen)
-            rows.append(recording_rows(runset, choice.chosen) if choice.count > 1 else [])
+            rows.append(recording_rows(choice))
             if choice.count > 1:
                 listed = choice.listing[choice.chosen - 1].split("] ", 1)[-1]
                 notes.append(f"{tag}: {runset.name} holds {choice.count} separate recordings; comparing recording {choice.chosen}: {listed}.")

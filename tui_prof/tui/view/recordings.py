@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tui_prof.analysis.api import pick_recording, recordings, run_label, split_recordings, time_range
+from tui_prof.analysis.api import RecordingChoice, pick_recording, run_label, time_range
 from tui_prof.model import RunSet
 from tui_prof.render.fmt import fmt_ns
 
@@ -33,32 +33,34 @@ class RecordingRow:
     shown: bool
 
 
-def recording_rows(runset: RunSet, shown: int) -> list[RecordingRow]:
-    """The recordings of ``runset`` in ``--recording N`` order (the grouping
-    :func:`tui_prof.analysis.api.pick_recording` numbers); ``shown``: the one on screen."""
-    split = split_recordings(runset)
+def recording_rows(choice: RecordingChoice) -> list[RecordingRow]:
+    """The recordings of a :func:`tui_prof.analysis.api.pick_recording` choice in ``--recording
+    N`` order (empty for a run of one recording); the chosen one is marked shown."""
+    split = choice.split
+    if split is None:
+        return []
     rows = []
-    for n, group in enumerate(recordings(split), 1):
+    for n, group in enumerate(choice.groups, 1):
         runs = [split.runs[i] for i in group]
         ranges = [r for r in map(time_range, runs) if r]
         span = fmt_ns(max(hi for _, hi in ranges) - min(lo for lo, _ in ranges)) if ranges else "no timestamps"
         label = ", ".join(run_label(run) for run in runs[:LABELS_SHOWN]) + (f" and {len(runs) - LABELS_SHOWN} more" if len(runs) > LABELS_SHOWN else "")
-        rows.append(RecordingRow(n, len(runs), sum(len(run.kernels) for run in runs), span, label, n == shown))
+        rows.append(RecordingRow(n, len(runs), sum(len(run.kernels) for run in runs), span, label, n == choice.chosen))
     return rows
 
 
-def recording_to_show(runset: RunSet, wanted: int | None) -> tuple[RunSet, str, int]:
+def recording_to_show(runset: RunSet, wanted: int | None) -> tuple[RunSet, str, int, list[RecordingRow]]:
     """(the run set to show, a note for the user: "" when the run is one recording, the
-    recording shown: 1-based). The recording ``wanted`` (1-based), else the one with most
-    dispatches; a bad ``wanted`` raises :class:`RecordingError`."""
+    recording shown: 1-based, the picker's rows). The recording ``wanted`` (1-based), else
+    the one with most dispatches; a bad ``wanted`` raises :class:`RecordingError`."""
     choice = pick_recording(runset, wanted)
     if choice.error:
         raise RecordingError(choice.error)
     if choice.count < 2:
-        return runset, "", 1
+        return runset, "", 1, []
     note = (
         f"{runset.name} holds {choice.count} separate recordings (processes or files that did not run together); "
         f"showing recording {choice.chosen}: {choice.listing[choice.chosen - 1].split('] ', 1)[1]}. "
         f"{RECORDINGS_KEY} picks another (tuiprof open --recording N; tuiprof summary lists them)."
     )
-    return choice.runset, note, choice.chosen
+    return choice.runset, note, choice.chosen, recording_rows(choice)
