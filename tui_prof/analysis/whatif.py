@@ -790,7 +790,7 @@ def _instances(runs: Sequence[Run], graphs: Sequence[dg.DepGraph], rules: Catego
 
 
 def couple_ranks(
-    runs: Sequence[Run], edits: Edits, rules: CategoryRules
+    runs: Sequence[Run], edits: Edits, rules: CategoryRules, graphs: Sequence[dg.DepGraph] | None = None
 ) -> tuple[list[tuple[dg.DepGraph, Applied, np.ndarray, np.ndarray]] | None, dict | None]:
     """Every rank re-scheduled with its collectives waiting for the other ranks' (edges
     across ranks; docs/metrics.md): in each collective instance the rank that arrived last
@@ -800,10 +800,11 @@ def couple_ranks(
     T + its lag, and takes T of its own. Rounds re-schedule every rank against the others'
     arrivals of the round before until none changes. None (and why) when the runs have no
     common collective, or it does not settle within ``CROSS_RANK_ROUNDS`` rounds (each round
-    follows the path through one more instance)."""
+    follows the path through one more instance). ``graphs``: the runs' graphs where the caller
+    built them (else built here); they are not changed."""
     from tui_prof.analysis.ranks import rank_offsets
 
-    graphs = [dg.build_graph(run, CorrIndex(run.api)) for run in runs]
+    graphs = list(graphs) if graphs is not None else [dg.build_graph(run, CorrIndex(run.api)) for run in runs]
     instances = _instances(runs, graphs, rules)
     if not instances:
         return None, None
@@ -840,9 +841,10 @@ def couple_ranks(
 def what_if(runs: Sequence[tuple[Run, str, tuple[np.ndarray, np.ndarray, int] | None]], edits: Edits, rules: CategoryRules = DEFAULT_CATEGORY_RULES) -> dict:
     """The ``tuiprof.whatif/1`` document of a run of one or several processes ((run, label, steps) each)."""
     edits.check()
-    coupled, cross = couple_ranks([run for run, _, _ in runs], edits, rules) if len(runs) > 1 else (None, None)
+    graphs = [dg.build_graph(run, CorrIndex(run.api)) for run, _, _ in runs] if len(runs) > 1 else None
+    coupled, cross = couple_ranks([run for run, _, _ in runs], edits, rules, graphs) if graphs else (None, None)
     per = [
-        project(run, label, edits, steps, rules, coupled[i][0] if coupled else None, coupled[i][1:] if coupled else None).result
+        project(run, label, edits, steps, rules, graphs[i] if graphs else None, coupled[i][1:] if coupled else None).result
         for i, (run, label, steps) in enumerate(runs)
     ]
     doc: dict = {"schema": SCHEMA}
