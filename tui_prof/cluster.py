@@ -380,13 +380,16 @@ def _settle(fut: Future, item: tuple[RankTask, int], queue: deque, suspects: lis
     return False
 
 
+DASK_MISSING = "--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'"
+
+
 def _dask_installed() -> None:
     """:class:`DaskMissing` without the ``cluster`` extra (found without importing it: a
     run whose ranks are all cached needs no cluster)."""
     from importlib.util import find_spec
 
     if find_spec("dask") is None or find_spec("distributed") is None:
-        raise DaskMissing("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'")
+        raise DaskMissing(DASK_MISSING)
 
 
 def _dask() -> Any:
@@ -395,7 +398,7 @@ def _dask() -> Any:
         import dask
         import distributed  # noqa: F401 -- the scheduler's client and LocalCluster
     except ImportError:
-        raise DaskMissing("--cluster needs Dask distributed, which is not installed: pip install 'tuiprof[cluster]'") from None
+        raise DaskMissing(DASK_MISSING) from None
     return dask
 
 
