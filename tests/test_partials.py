@@ -527,3 +527,54 @@ def test_merge_keeps_instances_not_ranks_times_collectives() -> None:
         kept[ranks] = merge.instances.instance_elements()
         assert len(merge.instances.counts) == ranks and all(len(c) == 2 for c in merge.instances.counts)
     assert kept[64] == kept[256] == 8 * 2 * 3
+
+
+def test_steps_fold_in_any_order_equals_the_summary_and_keeps_no_rows_per_rank() -> None:
+    """The merge folds each rank's steps as it arrives: shuffled, the steps and memory sections
+    equal the in-process ones (outliers described inside their slowest rank, found by label
+    there), and what it keeps of each rank is its part without rows."""
+    from tui_prof.analysis.api import PartialMerge
+    from tui_prof.synth.steps import build_rank_steps
+
+    runset = build_rank_steps(outliers=(5, 5, 3)).runset()
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    for seed in (1, 2, 3):
+        parts = partials_of(runset)
+        random.Random(seed).shuffle(parts)
+        merge = PartialMerge(DEFAULT_CATEGORY_RULES, load=loader(runset))
+        for p in parts:
+            merge.add(p)
+        steps, memory, _warmup = merge.steps_memory()
+        assert dumped(steps) == dumped(doc["steps"]) and dumped(memory) == dumped(doc["memory"])
+        assert all(part.steps["steps"] == [] and part.steps["step_count"] == 8 for *_rest, part in merge.steps)
+    assert [o["process"] for o in doc["steps"]["outliers"]] == ["rank2", "rank1"]
+
+
+def _step_rows_kept(merge) -> int:
+    """The distinct step rows the merge's steps state holds."""
+    fold = merge.steps_fold
+    held = [best[3] for best in fold.slowest.values()] + list(fold.first[1]["steps"]) + list(merge.reference_steps)
+    held += [r for *_rest, part in merge.steps for r in part.steps["steps"]] + [r for _k, part, _g in fold.parts for r in part["steps"]]
+    return len({id(r) for r in held})
+
+
+def test_merge_keeps_steps_not_ranks_times_steps() -> None:
+    """64 and 256 generated ranks with the same 6 steps each (a straggler): the merge holds the
+    same step rows (at most the first rank's and each step's slowest), O(steps), and one
+    row-less part per rank; the combined steps are the in-process summary's."""
+    from tui_prof.analysis.api import PartialMerge
+
+    kept = {}
+    for ranks in (64, 256):
+        spec = RankSpec(ranks=ranks, iterations=6, collectives=("AllReduce",), compute_kernels=1, slow_rank=ranks - 1)
+        runset = build_ranks(spec).runset()
+        merge = PartialMerge(DEFAULT_CATEGORY_RULES, load=loader(runset))
+        for p in partials_of(runset):
+            merge.add(p)
+        kept[ranks] = _step_rows_kept(merge)
+        assert len(merge.steps_fold.parts) == len(merge.steps) == ranks
+        steps, _memory, _warmup = merge.steps_memory()
+        assert steps["combined"] == "max" and [p["step_count"] for p in steps["per_process"]] == [6] * ranks
+        if ranks == 64:
+            assert dumped(steps) == dumped(build_summary(runset, SummaryOptions(logs=False))["steps"])
+    assert kept[64] == kept[256] and 6 <= kept[64] <= 2 * 6

@@ -30,11 +30,11 @@ def ranked(tmp_path_factory):
     root = tmp_path_factory.mktemp("rank-steps")
     for r, run in enumerate(rs.runs):
         write_kineto(run, root / f"rank{r}.pt.trace.json.gz")
-    return rs, build_summary(load_path(root, use_cache=False), SummaryOptions(logs=False))
+    return rs, build_summary(load_path(root, use_cache=False), SummaryOptions(logs=False)), root
 
 
 def test_whole_run_step_is_the_slowest_ranks(ranked):
-    rs, doc = ranked
+    rs, doc, _root = ranked
     st = doc["steps"]
     assert st["detected"] and st["combined"] == "max" and st["process"] is None
     rows = st["steps"]
@@ -60,11 +60,19 @@ def test_whole_run_step_is_the_slowest_ranks(ranked):
 
 
 def test_per_rank_steps_are_each_ranks_own(ranked):
-    rs, doc = ranked
+    """Each rank's own part, without its rows (``step_count`` counts them; the document stays
+    O(ranks + steps)); the rows the summary's readers take are each rank's own."""
+    from tui_prof.analysis.runinput import run_inputs
+    from tui_prof.analysis.steps import found_steps
+
+    rs, doc, root = ranked
     per = doc["steps"]["per_process"]
     assert [p["process"] for p in per] == ["rank0", "rank1", "rank2"]
+    found = found_steps(run_inputs(load_path(root, use_cache=False)), {})  # no gaps: the outliers' longest gap aside
+    assert [p["step_count"] for p in found.section["per_process"]] == [p["step_count"] for p in per] and list(found.rows) == ["rank0", "rank1", "rank2"]
     for p, ans in zip(per, rs.answers, strict=True):
-        assert [r["wall_ns"] for r in p["steps"]] == ans.walls
+        assert p["steps"] == [] and p["step_count"] == len(ans.walls)
+        assert [r["wall_ns"] for r in found.rows[p["process"]]] == ans.walls
         assert p["steady"]["median_wall_ns"] == float(np.median(ans.walls[ans.warmup :]))
         assert p["combined"] == "" and p["per_process"] == []
     # the straggler's steady median is the largest: its kernels last 80 µs against 50 µs
@@ -75,7 +83,7 @@ def test_per_rank_steps_are_each_ranks_own(ranked):
 
 
 def test_text_and_markdown_say_how_steps_were_combined(ranked):
-    _, doc = ranked
+    _, doc, _root = ranked
     text = summary_text(doc)
     assert "the whole run's step k is the slowest process's step k" in text
     assert "slowest process" in text and "Steps per process (3)" in text
@@ -117,10 +125,11 @@ def test_real_two_rank_trace_takes_each_steps_slowest_rank():
     assert list(walls) == ["ProfilerStep#551", "ProfilerStep#552"]
     st = build_summary(load_path(folder, use_cache=False), SummaryOptions(logs=False))["steps"]
     assert st["combined"] == "max" and [p["process"] for p in st["per_process"]] == ["sampled_rank-0", "sampled_rank-1"]
+    assert [p["step_count"] for p in st["per_process"]] == [2, 2]
     assert [r["label"] for r in st["steps"]] == list(walls)
     assert [r["wall_ns"] for r in st["steps"]] == [max(w) for w in walls.values()] == [607_904_000, 630_639_000]
     assert [r["process"] for r in st["steps"]] == ["sampled_rank-1", "sampled_rank-1"]
-    assert [[r["wall_ns"] for r in p["steps"]] for p in st["per_process"]] == [[w[0] for w in walls.values()], [w[1] for w in walls.values()]]
+    assert [p["steady"] is None or p["steady"]["steps"] <= 2 for p in st["per_process"]] == [True, True]
 
 
 def _process_steps(label: str, walls: dict[str, int]):

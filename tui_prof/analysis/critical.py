@@ -21,7 +21,7 @@ whatever part of each process its window covers or samples.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,7 +32,7 @@ from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.arrays import code_totals, in_order
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.runinput import RunInput
-from tui_prof.analysis.sections import StepsSection
+from tui_prof.analysis.sections import StepRecord, StepsSection
 from tui_prof.analysis.whatif import GROUPS, PathSummary, critical_path, path_json
 from tui_prof.model import Run
 from tui_prof.model.schema import category_array, column_array
@@ -348,6 +348,7 @@ def ranks_on_path(
     rules: CategoryRules,
     table: WaitTable | None = None,
     categories: Sequence[np.ndarray | None] | None = None,
+    step_rows: Mapping[str, Sequence[StepRecord]] | None = None,
 ) -> dict | None:
     """For a run of several processes with steps: per steady step, the rank whose work bounds
     the step -- the rank that arrived last at most of the step's collectives (whole-process
@@ -355,7 +356,9 @@ def ranks_on_path(
     time in it, so clocks of different hosts need not agree). Each rank's process is a graph
     of its own (no cross-rank edges): the collectives say which rank the others waited for.
     ``table``: the processes' :data:`~tui_prof.analysis.ranks.WaitTable` (None: made here);
-    ``categories`` as :func:`process_windows`. None for one process or without collectives."""
+    ``categories`` as :func:`process_windows`; ``step_rows``: each process's own step rows by label
+    (analysis.steps.FoundSteps; None: the section's, of one process). None for one process or
+    without collectives."""
     from tui_prof.analysis.ranks import collective_rows, run_instance_table
 
     if len(inputs) < 2 or not steps.get("detected"):
@@ -370,7 +373,8 @@ def ranks_on_path(
     ref_starts = {str(t): starts[kinds == t] for t in sorted(set(kinds.tolist()))}
     if table is None:
         table = run_instance_table([r.run for r in inputs], rules, categories)
-    return ranks_on_path_of(steps, inputs[ref].label, ref_starts, table)
+    label = inputs[ref].label
+    return ranks_on_path_of(steps, step_rows[label] if step_rows is not None else step_parts(steps)[label].get("steps", []), ref_starts, table)
 
 
 def step_parts(steps: StepsSection) -> dict:
@@ -378,11 +382,10 @@ def step_parts(steps: StepsSection) -> dict:
     return {p.get("process"): p for p in steps.get("per_process", [])} or {steps.get("process"): steps}
 
 
-def ranks_on_path_of(steps: StepsSection, ref_label: str, ref_starts: dict[str, np.ndarray], table: WaitTable) -> dict | None:
-    """:func:`ranks_on_path` from the reference process (the first with steps: ``ref_label``,
-    its collectives' starts per type in start order) and the wait table: each named instance
-    falls in the reference's step that holds its start there."""
-    ref_steps = list(step_parts(steps)[ref_label].get("steps", []))
+def ranks_on_path_of(steps: StepsSection, ref_steps: Sequence[StepRecord], ref_starts: dict[str, np.ndarray], table: WaitTable) -> dict | None:
+    """:func:`ranks_on_path` from the reference process (the first with steps: its own step
+    rows ``ref_steps`` and its collectives' starts per type in start order) and the wait
+    table: each named instance falls in the reference's step that holds its start there."""
     steady_labels = {rec["label"] for rec in steps.get("steps", []) if not rec.get("warmup")}
     starts = np.array([rec["start_ns"] for rec in ref_steps], dtype=np.int64)
     ends = np.array([rec["end_ns"] for rec in ref_steps], dtype=np.int64)

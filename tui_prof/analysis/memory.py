@@ -220,6 +220,9 @@ def memory_devices(run: Run, label: str) -> list[MemoryDevice]:
     return out
 
 
+Growth = tuple[int | None, int]  # (growth in bytes, steps that grew) of one process's steps
+
+
 def step_growth(records: Sequence[StepRecord]) -> tuple[int | None, int]:
     """(growth in bytes, steps that grew) of the steady steps' high-water marks: growth is
     given only when every steady step's mark is above the previous one's (a leak step over step)."""
@@ -233,10 +236,10 @@ def step_growth(records: Sequence[StepRecord]) -> tuple[int | None, int]:
     return None, grew
 
 
-def memory_section(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (), per_process: Sequence[Sequence[StepRecord]] = ()) -> MemorySection:
+def memory_section(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] = (), growths: Sequence[Growth] = ()) -> MemorySection:
     """Peak memory per device over the processes; growth over ``steps`` (one process's
-    steps) or, where several processes have steps (``per_process``), the largest growth of
-    one process's own steps (the whole run's rows mix processes)."""
+    steps) or, where several processes' steps are combined (``growths``: each one's
+    :func:`step_growth` of its own steps), the largest of them (the whole run's rows mix processes)."""
     devices: list[MemoryDevice] = []
     requested: list[MemoryRequest] = []
     for run, label in runs:
@@ -244,17 +247,17 @@ def memory_section(runs: Sequence[tuple[Run, str]], steps: Sequence[StepRecord] 
         request = api_requests(run, label)
         if request is not None:
             requested.append(request)
-    return memory_of_parts(devices, requested, steps, per_process)
+    return memory_of_parts(devices, requested, steps, growths)
 
 
 def memory_of_parts(
-    devices: list[MemoryDevice], requested: list[MemoryRequest], steps: Sequence[StepRecord] = (), per_process: Sequence[Sequence[StepRecord]] = ()
+    devices: list[MemoryDevice], requested: list[MemoryRequest], steps: Sequence[StepRecord] = (), growths: Sequence[Growth] = ()
 ) -> MemorySection:
     """:func:`memory_section` from every process's :func:`memory_devices` and
     :func:`api_requests` (in process order)."""
     sources = {d["source"] for d in devices}
     reserved = [d["peak_reserved_bytes"] for d in devices if d["peak_reserved_bytes"] is not None]
-    growth, grew = step_growth(steps) if not per_process else max((step_growth(p) for p in per_process), key=lambda g: (g[0] is not None, g[0] or 0, g[1]))
+    growth, grew = step_growth(steps) if not growths else max(growths, key=lambda g: (g[0] is not None, g[0] or 0, g[1]))
     best = next((s for s in (TOTALS, TRACE, API) if s in sources), REQUESTED if requested else "none")
     return {
         "source": best,
@@ -270,8 +273,7 @@ def memory_of_parts(
 # --- the summary section ---
 
 
-def memory_section_of(inputs: Sequence[RunInput], steps_found: StepsSection) -> MemorySection:
+def memory_section_of(inputs: Sequence[RunInput], steps_found: StepsSection, growths: Sequence[Growth] = ()) -> MemorySection:
     """Peak memory per device of every process; growth over the steps' high-water marks
-    (each process's own steps where several have steps)."""
-    per_process = [p["steps"] for p in steps_found.get("per_process") or []]
-    return memory_section([(r.run, r.label) for r in inputs], steps_found["steps"], per_process)
+    (``growths``: each process's own, where several processes' steps are combined)."""
+    return memory_section([(r.run, r.label) for r in inputs], steps_found["steps"], growths)

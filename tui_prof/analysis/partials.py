@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -114,11 +114,12 @@ from tui_prof.analysis.sections import (
     ProcessRecord,
     RankRecord,
     Record,
+    StepRecord,
     StepsSection,
     StragglerSection,
 )
 from tui_prof.analysis.stats import API_STATS
-from tui_prof.analysis.steps import OUTLIER_FACTOR, ProcessSteps, combine_steps, describe_outliers, empty_steps_section, steps_of
+from tui_prof.analysis.steps import OUTLIER_FACTOR, StepsFold, describe_by_label, empty_steps_section, steps_of, without_rows
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
@@ -693,7 +694,12 @@ class PartialMerge:
     counters: list[tuple[tuple, dict[str, Record]]] = field(default_factory=list)  # (rank key, its counters blocks)
     occupancy: list[tuple[tuple, list[Record]]] = field(default_factory=list)  # (rank key, its occupancy rows)
     operators: list[tuple[tuple, OperatorPartial]] = field(default_factory=list)  # (rank key, its operator part)
-    steps: list[tuple[tuple, str, StepsPartial]] = field(default_factory=list)  # (rank key, label, its steps part)
+    # (rank key, label, its steps part without step rows or warm-up); the steps themselves are
+    # folded as they arrive (O(steps), analysis.steps.StepsFold), and the whole steps part of
+    # the first process (the lowest key) is kept
+    steps: list[tuple[tuple, str, StepsPartial]] = field(default_factory=list)
+    steps_fold: StepsFold = field(default_factory=StepsFold)
+    steps_first: tuple[tuple, StepsPartial] | None = None
     # a rank loaded again by its label (its own files only): the combined steps' slow steps are
     # described from the events of the rank that was slowest; None: the steps are not merged
     load: Callable[[str], RunSet] | None = None
@@ -708,6 +714,7 @@ class PartialMerge:
     instances: InstanceTable = field(default_factory=InstanceTable)
     arrivals: dict[tuple, int] = field(default_factory=dict)
     reference: tuple[tuple, str, dict[str, np.ndarray]] | None = None
+    reference_steps: list[StepRecord] = field(default_factory=list)  # that process's own step rows
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
@@ -729,7 +736,7 @@ class PartialMerge:
         if p.occupancy:
             self.occupancy.append((p.key, p.occupancy))
         if p.steps is not None:
-            self.steps.append((p.key, p.label, p.steps))
+            self._add_steps(p.key, p.label, p.steps)
         if p.operators is not None and (p.operators.operators is not None or p.operators.gpu is not None):
             self.operators.append((p.key, p.operators))
         for pair, (calls, total) in p.api.items():
@@ -767,7 +774,18 @@ class PartialMerge:
         stepped = p.steps is not None and p.steps.steps.get("detected")
         if stepped and starts is not None and (self.reference is None or p.key < self.reference[0]):
             self.reference = (p.key, p.label, {str(t): np.asarray(starts)[kinds == t] for t in sorted({str(k) for k in kinds.tolist()})})
+            self.reference_steps = p.steps.steps["steps"] if p.steps is not None else []
         return figures
+
+    def _add_steps(self, key: tuple, label: str, part: StepsPartial) -> None:
+        """The rank's steps into the fold; what else the steps, memory and warm-up sections
+        read of it is kept (its devices, requests and peak: O(devices))."""
+        if self.steps_first is None or key < self.steps_first[0]:
+            self.steps_first = (key, part)
+        detected = part.steps["detected"]
+        if detected:
+            self.steps_fold.add(key, label, part.steps)
+        self.steps.append((key, label, replace(part, steps=without_rows(part.steps) if detected else part.steps, warmup=None)))
 
     def _core_order(self) -> tuple[list[RankCore], list[tuple[int, str]], list[int]]:
         """The merged cores in the run set's order, their rank numbers and their arrivals in the instance table."""
@@ -788,7 +806,7 @@ class PartialMerge:
         _key, label, starts = self.reference
         if label not in step_parts(steps):
             return None
-        return ranks_on_path_of(steps, label, starts, self.wait_table())
+        return ranks_on_path_of(steps, self.reference_steps, starts, self.wait_table())
 
     def rank_sections(self) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
         """The ``ranks``, ``communication`` and ``stragglers`` sections."""
@@ -833,25 +851,21 @@ class PartialMerge:
         steps described from their rank, loaded again), ``memory`` and ``warmup`` sections;
         :class:`StepsNotMerged` when slow steps need a rank and ``load`` is None."""
         ordered = sorted(self.steps, key=lambda x: x[0])
-        found = [ProcessSteps(None, label, part.steps, None) for _key, label, part in ordered if part.steps["detected"]]
-        if len(found) == 1:
-            steps = found[0].part
-        elif found:
-            o = self.step_options
-            steps = combine_steps(
-                found, len(ordered), warmup=o.warmup, factor=o.factor, describe=lambda j, slow, ref, med: self._describe(found[j].label, slow, ref, med)
-            )
+        o = self.step_options
+        growths = []
+        if self.steps_fold.parts:
+            steps = self.steps_fold.section(len(ordered), self._describe, warmup=o.warmup, factor=o.factor)
+            growths = self.steps_fold.growths()
         else:
-            steps = ordered[0][2].steps if ordered else empty_steps_section(factor=self.step_options.factor)
-        per_process = [p["steps"] for p in steps.get("per_process") or []]
+            steps = self.steps_first[1].steps if self.steps_first is not None else empty_steps_section(factor=o.factor)
         devices = [d for _key, _label, part in ordered for d in part.devices]
         requested = [part.requested for _key, _label, part in ordered if part.requested is not None]
-        memory = memory_of_parts(devices, requested, steps["steps"], per_process)
-        warmup = ordered[0][2].warmup if len(ordered) == 1 else None
+        memory = memory_of_parts(devices, requested, steps["steps"], growths)
+        warmup = self.steps_first[1].warmup if len(ordered) == 1 and self.steps_first is not None else None
         return steps, memory, warmup
 
-    def _describe(self, label: str, slow: list[int], ref: int, med: float) -> list:
-        """The slow steps of the rank ``label``, loaded again (steps.describe_outliers)."""
+    def _describe(self, label: str, slow: list[str], ref: str, med: float) -> list:
+        """The slow steps of the rank ``label`` (by step label), loaded again (steps.describe_by_label)."""
         if self.load is None:
             raise StepsNotMerged(f"the slow steps of {label} need that rank loaded again")
         r = next(r for r in run_inputs(self.load(label)) if r.label == label)
@@ -860,7 +874,7 @@ class PartialMerge:
         gaps = timeline.gaps if timeline is not None else None
         _steps, frame = steps_of(r.run, r.label, r.index, gaps, step_name=o.name, warmup=o.warmup, factor=o.factor)
         assert frame is not None  # its steps were found in the worker from the same files
-        return describe_outliers(r.run, frame, slow, ref, med)
+        return describe_by_label(r.run, frame, slow, ref, med)
 
     def peak_memory(self, memory: MemorySection) -> int | None:
         """The measurement's peak memory: the largest allocation-trace peak of the processes,

@@ -427,7 +427,8 @@ class StepsSection(TypedDict):
     outlier_steps: int  # how many steady steps are outliers
     steps: list[StepRecord]
     combined: str  # "": one process's steps; "max": step k of several processes is the slowest one's (docs/metrics.md)
-    per_process: list[StepsSection]  # with several processes with steps: each one's own steps part, in process order
+    per_process: list[StepsSection]  # with several processes with steps: each one's own steps part, in process order, without its rows
+    step_count: NotRequired[int]  # a part of per_process: how many steps (rows) the process has; its ``steps`` is []
 
 
 class MemoryDevice(TypedDict):

@@ -24,13 +24,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import hostapi
 from tui_prof.analysis.arrays import in_order
-from tui_prof.analysis.memory import allocated_series
+from tui_prof.analysis.memory import Growth, allocated_series, step_growth
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import SteadyState, StepDistribution, StepOutlier, StepRecord, StepsSection
 from tui_prof.analysis.timeline import CAUSES, GapSet, busy_intervals
@@ -693,9 +694,143 @@ class ProcessSteps:
     frame: StepFrame | None
 
 
-# (position of the process in ``found``, its slow steps, its reference step, the median): the
-# slow steps described (:func:`describe_outliers`) by a caller that does not hold the processes
-Describe = Callable[[int, list[int], int, float], list[StepOutlier]]
+# (the process's label, its slow steps' labels, the label of its reference step, the median):
+# the slow steps of that process described (:func:`describe_outliers`) by a caller that holds
+# its run (or loads it again)
+Describe = Callable[[str, list[str], str, float], list[StepOutlier]]
+
+
+def row_positions(records: Sequence[StepRecord]) -> dict[str, int]:
+    """Each step label's position in a process's rows (the last row of a repeated label)."""
+    return {r["label"]: i for i, r in enumerate(records)}
+
+
+def without_rows(part: StepsSection) -> StepsSection:
+    """A process's steps part as ``per_process`` lists it: every field but its rows, which
+    ``step_count`` counts (the document stays O(processes + steps), not processes x steps)."""
+    return {**part, "steps": [], "step_count": len(part["steps"])}
+
+
+class StepsFold:
+    """The whole run's steps folded one process at a time, in any order (``key``: the
+    process's position in the run, anything ordered): per step label the slowest process's
+    row (the lowest key among equal walls) and how many processes have the label; the whole
+    rows of the first process (the lowest key: label order, how, source); each process's
+    part without rows and its memory growth. O(steps + processes), never processes x steps."""
+
+    def __init__(self) -> None:
+        self.first: tuple[Any, StepsSection] | None = None
+        self.slowest: dict[str, list[Any]] = {}  # step label -> [wall, key, process label, row, processes with it]
+        self.parts: list[tuple[Any, StepsSection, Growth]] = []
+        self.most = 0  # the largest step count of a process
+
+    def add(self, key: Any, label: str, part: StepsSection) -> None:
+        """One process's steps part (detected, with its rows; ``label``: the process's)."""
+        rows = part["steps"]
+        if self.first is None or key < self.first[0]:
+            self.first = (key, part)
+        self.most = max(self.most, len(rows))
+        for name, i in row_positions(rows).items():
+            row = rows[i]
+            best = self.slowest.get(name)
+            if best is None:
+                self.slowest[name] = [row["wall_ns"], key, label, row, 1]
+                continue
+            best[4] += 1
+            if row["wall_ns"] > best[0] or (row["wall_ns"] == best[0] and key < best[1]):
+                best[:4] = [row["wall_ns"], key, label, row]
+        self.parts.append((key, without_rows(part), step_growth(rows)))
+
+    def growths(self) -> list[Growth]:
+        """Each process's own memory growth (in key order) where the section combines several."""
+        return [g for _key, _part, g in sorted(self.parts, key=lambda x: x[0])] if len(self.parts) > 1 and self._labels() else []
+
+    def _labels(self) -> list[str]:
+        """The labels every process has, in the first process's order."""
+        assert self.first is not None
+        n = len(self.parts)
+        return [r["label"] for r in self.first[1]["steps"] if self.slowest[r["label"]][4] == n]
+
+    def section(self, processes: int, describe: Describe, *, warmup: int | None = None, factor: float = OUTLIER_FACTOR) -> StepsSection:
+        """The whole run's section (:func:`combine_steps`); ``processes``: of the run, with
+        steps or not; ``describe``: how a process's slow steps are described."""
+        assert self.first is not None
+        first = self.first[1]
+        if len(self.parts) == 1:
+            return first
+        labels = self._labels()
+        if not labels:  # no step label in every process: the first process's own steps, said so
+            alone: StepsSection = {**first}
+            alone["how"] = f"{alone['how']}; the steps of the other {len(self.parts) - 1} process(es) share no label with these: not combined"
+            return alone
+        owners = [self.slowest[name] for name in labels]
+        records: list[StepRecord] = []
+        for best in owners:
+            row = dict(best[3])
+            row["warmup"] = False
+            row["process"] = best[2]
+            records.append(row)  # type: ignore[arg-type]  # a StepRecord copied with its process
+        walls = np.array([r["wall_ns"] for r in records], dtype=np.int64)
+        kept = len(walls) - trailing_empty(records)  # empty trailing steps (of the slowest process): out of the steady state
+        given = warmup is not None
+        nwarm = min(max(int(warmup), 0), kept) if warmup is not None else warmup_count(walls[:kept])
+        for r in records[:nwarm]:
+            r["warmup"] = True
+        left_out = self.most - len(labels)
+        how = (
+            f"{first['how']}; in {len(self.parts)} of {processes} processes: the whole run's step k is the slowest process's step k "
+            f"(max over processes: data-parallel ranks wait for each other)" + (f"; {left_out} step(s) not in every process left out" if left_out else "")
+        )
+        outlier_rows: list[StepOutlier] = []
+        slow = slow_steps(walls[:kept].tolist(), nwarm, factor)
+        if slow is not None:
+            slow_k, ref_k, med = slow
+            by_owner: dict[Any, tuple[str, list[str]]] = {}
+            for k in slow_k:
+                by_owner.setdefault(owners[k][1], (owners[k][2], []))[1].append(labels[k])
+            for _key, (label, mine) in sorted(by_owner.items(), key=lambda x: x[0]):
+                for o in describe(label, mine, labels[ref_k], med):
+                    o["process"] = label
+                    outlier_rows.append(o)
+            order = {labels[k]: i for i, k in enumerate(slow_k)}
+            outlier_rows.sort(key=lambda o: order[o["label"]])
+        return {
+            "detected": True,
+            "source": first["source"],
+            "name": first["name"],
+            "how": how,
+            "process": None,
+            "candidates": first["candidates"],
+            "warmup_steps": nwarm,
+            "warmup_source": "given" if given else "detected",
+            "outlier_factor": factor,
+            "distribution": distribution(walls),
+            "steady_distribution": distribution(walls[nwarm:kept]),
+            "steady": steady_state(records[:kept], nwarm),
+            "outliers": outlier_rows,
+            "outlier_steps": outlier_count(walls[nwarm:kept], factor),
+            "steps": records,
+            "combined": "max",
+            "per_process": [part for _key, part, _g in sorted(self.parts, key=lambda x: x[0])],
+        }
+
+
+def describe_by_label(run: Run, frame: StepFrame, slow: list[str], ref: str, med: float) -> list[StepOutlier]:
+    """:func:`describe_outliers` of the steps labelled ``slow`` against the step labelled ``ref``."""
+    at = row_positions(frame.records)
+    return describe_outliers(run, frame, [at[s] for s in slow], at[ref], med)
+
+
+@dataclass(frozen=True)
+class FoundSteps:
+    """The ``steps`` section and what its readers need of the processes' own rows, which the
+    section does not list: each process's memory growth where several were combined
+    (analysis.memory.memory_of_parts; []: the section's own rows) and each process's rows
+    by label (critical.ranks_on_path's reference)."""
+
+    section: StepsSection
+    growths: list[Growth]
+    rows: dict[str, list[StepRecord]]
 
 
 def steps_of_processes(
@@ -704,7 +839,7 @@ def steps_of_processes(
     step_name: str | None = None,
     warmup: int | None = None,
     factor: float = OUTLIER_FACTOR,
-) -> StepsSection:
+) -> FoundSteps:
     """The ``steps`` part of a run of one or several processes ((run, label, index, gaps) each).
 
     One process with steps: its section. Several (data-parallel ranks): :func:`combine_steps`."""
@@ -715,101 +850,69 @@ def steps_of_processes(
         if frame is not None and part["detected"]:
             found.append(ProcessSteps(run, label, part, frame))
         first = first or part
+    rows = {p.label: p.part["steps"] for p in found}
     if len(found) == 1:
-        return found[0].part
+        return FoundSteps(found[0].part, [], rows)
     if found:
-        return combine_steps(found, len(inputs), warmup=warmup, factor=factor)
-    return first or empty_steps_section(factor=factor)
+        fold = _fold(found)
+        return FoundSteps(fold.section(len(inputs), _describer(found), warmup=warmup, factor=factor), fold.growths(), rows)
+    return FoundSteps(first or empty_steps_section(factor=factor), [], rows)
+
+
+def _fold(found: Sequence[ProcessSteps]) -> StepsFold:
+    fold = StepsFold()
+    for i, p in enumerate(found):
+        fold.add(i, p.label, p.part)
+    return fold
+
+
+def _describer(found: Sequence[ProcessSteps]) -> Describe:
+    """The slow steps of a process of ``found`` (by label), from its run and frame."""
+    by_label: dict[str, ProcessSteps] = {}
+    for p in found:
+        by_label.setdefault(p.label, p)
+
+    def describe(label: str, slow: list[str], ref: str, med: float) -> list[StepOutlier]:
+        p = by_label[label]
+        assert p.run is not None and p.frame is not None  # steps_of_processes keeps both
+        return describe_by_label(p.run, p.frame, slow, ref, med)
+
+    return describe
 
 
 def combine_steps(
     found: Sequence[ProcessSteps], processes: int, *, warmup: int | None = None, factor: float = OUTLIER_FACTOR, describe: Describe | None = None
 ) -> StepsSection:
-    """The whole run's steps from the steps of several processes.
+    """The whole run's steps from the steps of several processes (:class:`StepsFold` fed in order).
 
     Steps are matched by label (``ProfilerStep#N`` numbers, the k-th range of a name, the
     k-th inferred step); a step some process lacks is left out of the whole-run table. The
     ranks of a data-parallel job wait for each other (the gradient all-reduce), so the job's
     step k lasts as long as its slowest process's step k: the whole-run row of step k is the
-    row of the process whose step k is the longest (``process`` names it), and its wall is
-    the maximum over processes. Warm-up, steady state and outliers are judged on these rows;
-    an outlier is compared, inside its slowest process, with that process's step at the
-    position of the whole-run median step. Each process's own table is in ``per_process``.
+    row of the process whose step k is the longest (``process`` names it; the first such
+    process among equal walls), and its wall is the maximum over processes. Warm-up, steady
+    state and outliers are judged on these rows; an outlier is compared, inside its slowest
+    process, with that process's step labelled as the whole-run median step. Each process's
+    own part is in ``per_process`` without its rows (``step_count`` counts them).
     ``describe``: how the slow steps of a process are described (None: from its run and frame)."""
-    common = set.intersection(*({r["label"] for r in p.part["steps"]} for p in found))
-    labels = [r["label"] for r in found[0].part["steps"] if r["label"] in common]
-    if not labels:  # no step label in every process: the first process's own steps, said so
-        alone: StepsSection = {**found[0].part}
-        alone["how"] = f"{alone['how']}; the steps of the other {len(found) - 1} process(es) share no label with these: not combined"
-        return alone
-    position = [{r["label"]: i for i, r in enumerate(p.part["steps"])} for p in found]
-    # rows[j][k]: process j's row of labels[k]; walls_of[j, k] its wall
-    rows = [np.fromiter(map(position[j].__getitem__, labels), dtype=np.int64, count=len(labels)) for j in range(len(found))]
-    wall_lists = [[r["wall_ns"] for r in p.part["steps"]] for p in found]
-    try:
-        walls_of = np.stack([np.array(w, dtype=np.int64)[rows[j]] for j, w in enumerate(wall_lists)])
-    except OverflowError:  # a wall beyond int64 (hostile times): compared as Python ints
-        walls_of = np.stack([np.array(w, dtype=object)[rows[j]] for j, w in enumerate(wall_lists)])
-    owner: list[int] = np.argmax(walls_of, axis=0).tolist()  # each step's slowest process (the first of the longest wall)
-    records: list[StepRecord] = []
-    for k, j in enumerate(owner):
-        row = dict(found[j].part["steps"][int(rows[j][k])])
-        row["warmup"] = False
-        row["process"] = found[j].label
-        records.append(row)  # type: ignore[arg-type]  # a StepRecord copied with its process
-    walls = np.array([r["wall_ns"] for r in records], dtype=np.int64)
-    kept = len(walls) - trailing_empty(records)  # empty trailing steps (of the slowest process): out of the steady state
-    given = warmup is not None
-    nwarm = min(max(int(warmup), 0), kept) if warmup is not None else warmup_count(walls[:kept])
-    for r in records[:nwarm]:
-        r["warmup"] = True
-    first = found[0].part
-    left_out = max(len(p.part["steps"]) for p in found) - len(labels)
-    how = (
-        f"{first['how']}; in {len(found)} of {processes} processes: the whole run's step k is the slowest process's step k "
-        f"(max over processes: data-parallel ranks wait for each other)" + (f"; {left_out} step(s) not in every process left out" if left_out else "")
-    )
-    outlier_rows: list[StepOutlier] = []
-    slow = slow_steps(walls[:kept].tolist(), nwarm, factor)
-    if slow is not None:
-        slow_k, ref_k, med = slow
-        for j, p in enumerate(found):
-            mine = [position[j][labels[k]] for k in slow_k if owner[k] == j]
-            if mine:
-                for o in _described(p, j, mine, position[j][labels[ref_k]], med, describe):
-                    o["process"] = p.label
-                    outlier_rows.append(o)
-        order = {labels[k]: i for i, k in enumerate(slow_k)}
-        outlier_rows.sort(key=lambda o: order[o["label"]])
-    return {
-        "detected": True,
-        "source": first["source"],
-        "name": first["name"],
-        "how": how,
-        "process": None,
-        "candidates": first["candidates"],
-        "warmup_steps": nwarm,
-        "warmup_source": "given" if given else "detected",
-        "outlier_factor": factor,
-        "distribution": distribution(walls),
-        "steady_distribution": distribution(walls[nwarm:kept]),
-        "steady": steady_state(records[:kept], nwarm),
-        "outliers": outlier_rows,
-        "outlier_steps": outlier_count(walls[nwarm:kept], factor),
-        "steps": records,
-        "combined": "max",
-        "per_process": [p.part for p in found],
-    }
-
-
-def _described(p: ProcessSteps, j: int, slow: list[int], ref: int, med: float, describe: Describe | None) -> list[StepOutlier]:
-    if describe is not None:
-        return describe(j, slow, ref, med)
-    assert p.run is not None and p.frame is not None  # steps_of_processes keeps both
-    return describe_outliers(p.run, p.frame, slow, ref, med)
+    return _fold(found).section(processes, describe or _describer(found), warmup=warmup, factor=factor)
 
 
 # --- the summary section ---
+
+
+def found_steps(
+    inputs: Sequence[RunInput],
+    gaps: dict[int, GapSet],
+    *,
+    step_name: str | None = None,
+    warmup: int | None = None,
+    outlier_factor: float = OUTLIER_FACTOR,
+) -> FoundSteps:
+    """The steps of the processes that have any, combined over several
+    (:func:`tui_prof.analysis.steps_of_processes`), with the processes' own rows; ``gaps``:
+    run position -> its idle gaps (the outliers' longest gap and cause)."""
+    return steps_of_processes([(r.run, r.label, r.index, gaps.get(i)) for i, r in enumerate(inputs)], step_name=step_name, warmup=warmup, factor=outlier_factor)
 
 
 def steps_section(
@@ -820,7 +923,5 @@ def steps_section(
     warmup: int | None = None,
     outlier_factor: float = OUTLIER_FACTOR,
 ) -> StepsSection:
-    """The steps of the processes that have any, combined over several
-    (:func:`tui_prof.analysis.steps_of_processes`); ``gaps``: run position -> its idle
-    gaps (the outliers' longest gap and cause)."""
-    return steps_of_processes([(r.run, r.label, r.index, gaps.get(i)) for i, r in enumerate(inputs)], step_name=step_name, warmup=warmup, factor=outlier_factor)
+    """The ``steps`` section of :func:`found_steps`."""
+    return found_steps(inputs, gaps, step_name=step_name, warmup=warmup, outlier_factor=outlier_factor).section

@@ -10,7 +10,7 @@ section is about: :mod:`~tui_prof.analysis.gpu_idle`, :mod:`~tui_prof.analysis.h
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,9 +44,9 @@ from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
 from tui_prof.analysis.savings import add_savings
-from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StepsSection, StragglerSection, Summary, TrustLabel
+from tui_prof.analysis.sections import CommunicationSection, RankRecord, StatsSection, StepRecord, StepsSection, StragglerSection, Summary, TrustLabel
 from tui_prof.analysis.stats import cut_warnings, stats_section, stats_warnings
-from tui_prof.analysis.steps import OUTLIER_FACTOR, steps_section
+from tui_prof.analysis.steps import OUTLIER_FACTOR, found_steps
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS, GapSet
 from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import RunSet
@@ -234,8 +234,9 @@ def _summarise(runset: RunSet, options: SummaryOptions, progress: Progress | Non
     peak = peak_memory_of(runset)
     timelines = [job.result() for job in jobs.timelines if job is not None]
     gapsets = {step: job.result().gaps for step, job in enumerate(jobs.timelines) if job is not None}
-    steps_found = steps_section(inputs, gapsets, step_name=options.step_name, warmup=options.warmup, outlier_factor=options.outlier_factor)
-    memory_found = memory_section_of(inputs, steps_found)
+    found = found_steps(inputs, gapsets, step_name=options.step_name, warmup=options.warmup, outlier_factor=options.outlier_factor)
+    steps_found = found.section
+    memory_found = memory_section_of(inputs, steps_found, found.growths)
     # the allocator's own totals count what was allocated before the trace began; the level of
     # matched allocation/free calls is the peak when no trace records memory
     if memory_found["source"] in (TOTALS, API):
@@ -291,7 +292,7 @@ def _summarise(runset: RunSet, options: SummaryOptions, progress: Progress | Non
     doc["communication"] = communication
     doc["stragglers"] = stragglers
     on_path, on_path_rows = _add_decisions(
-        doc, inputs, steps_found, source, rules, waits, categories_per_process(kernel_cats, inputs) if len(inputs) > 1 else None
+        doc, inputs, steps_found, source, rules, waits, categories_per_process(kernel_cats, inputs) if len(inputs) > 1 else None, found.rows
     )
     if on_path_rows is not None:  # the critical column of the category and operator tables
         add_group_critical(doc["hotspots_by"]["category"], _category_keys(kernels, kernel_cats, rules), on_path_rows)
@@ -336,12 +337,14 @@ def _add_decisions(
     rules: CategoryRules,
     waits: ranks.WaitTable | None = None,
     categories: list[np.ndarray | None] | None = None,
+    step_rows: Mapping[str, Sequence[StepRecord]] | None = None,
 ) -> tuple[dict[str, int], np.ndarray | None]:
     """The critical path, the warm-up and the findings ranked by their projected saving;
     returns the ns on the critical path of each kernel / copy name, and of each kernel row
     of the run set's kernels (all processes in run order; None without a path). ``waits``:
     the run's collective instances (the rank sections'), ``categories``: each process's kernel
-    categories, operator first (which kernels are collectives)."""
+    categories, operator first (which kernels are collectives); ``step_rows``: each process's
+    own step rows by label (analysis.steps.FoundSteps.rows)."""
     windows = process_windows(inputs, steps_found, categories=categories) if source != "stats" else {}  # the critical path and the savings need the trace
     doc["critical_path"] = None
     on_path: dict[str, int] = {}
@@ -350,7 +353,7 @@ def _add_decisions(
         section, on_path, by_row = critical_section(windows, rules, waits if len(windows) > 1 else None)
         rows = np.concatenate([by_row.get(i, np.zeros(len(r.run.kernels))) for i, r in enumerate(inputs)]) if inputs else None
         add_critical_ns(doc["hotspots"], on_path)
-        on_path_ranks = ranks_on_path(inputs, steps_found, rules, waits, categories)
+        on_path_ranks = ranks_on_path(inputs, steps_found, rules, waits, categories, step_rows)
         if on_path_ranks:
             section["ranks_on_path"] = on_path_ranks
         doc["critical_path"] = section
