@@ -20,7 +20,7 @@ from tui_prof import __version__
 from tui_prof.analysis import ranks
 from tui_prof.analysis.copies import copies_section, copies_source
 from tui_prof.analysis.counters import counters_section
-from tui_prof.analysis.critical import add_critical_ns, add_group_critical, critical_section, process_windows, ranks_on_path
+from tui_prof.analysis.critical import add_critical_ns, add_group_critical, critical_section, process_windows, ranks_on_path, sums_by_process
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
 from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
@@ -292,12 +292,13 @@ def _summarise(runset: RunSet, options: SummaryOptions, progress: Progress | Non
     doc["stragglers"] = stragglers
     on_path, on_path_rows = _add_decisions(doc, inputs, steps_found, source, rules)
     if on_path_rows is not None:  # the critical column of the category and operator tables
-        add_group_critical(doc["hotspots_by"]["category"], _category_keys(kernels, kernel_cats, rules), on_path_rows)
+        sizes = [len(r.run.kernels) for r in inputs]
         by = doc["hotspots_by"]
+        add_group_critical(by["category"], sums_by_process(_category_keys(kernels, kernel_cats, rules), on_path_rows, sizes))
         for rows, key in ((by["normalized"], "normalized"), (by["agent"], "agent"), (by["process"], "pid")):
-            add_group_critical(rows, group_key(kernels, key).reset_index(drop=True), on_path_rows)
+            add_group_critical(rows, sums_by_process(group_key(kernels, key).reset_index(drop=True), on_path_rows, sizes))
         if doc["hotspots_by_operator"]:  # a process records operators
-            add_group_critical(doc["hotspots_by_operator"], _operator_keys(inputs, op_links), on_path_rows)
+            add_group_critical(doc["hotspots_by_operator"], sums_by_process(_operator_keys(inputs, op_links), on_path_rows, sizes))
     report = check_run(runset)
     doc["trust"] = trust_labels(report, doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)), report, on_path, on_path_rows)
