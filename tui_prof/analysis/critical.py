@@ -25,6 +25,7 @@ import pandas as pd
 from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.arrays import code_totals, in_order
 from tui_prof.analysis.names import CategoryRules
+from tui_prof.analysis.operators import NOT_LINKED
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import StepsSection
 from tui_prof.analysis.whatif import GROUPS, PathSummary, critical_path, path_json
@@ -124,16 +125,17 @@ def process_windows(inputs: Sequence[RunInput], steps: StepsSection, max_nodes: 
     return out
 
 
-def has_window(run: Run, span: tuple[int, int] | None) -> bool:
-    """Whether a process gets a window (GPU work and a time range the graph's int64 times hold)."""
-    return bool(len(run.kernels) or len(run.copies)) and span is not None and span[1] - span[0] < dg.MAX_SPAN_NS
+def has_window(gpu_work: bool, span: tuple[int, int] | None) -> bool:
+    """Whether a process gets a window: GPU work (kernels or copies) and a time range
+    (``span``) the graph's int64 times hold (where its graph can be built: hostile times aside)."""
+    return gpu_work and span is not None and span[1] - span[0] < dg.MAX_SPAN_NS
 
 
 def process_window(r: RunInput, records: list[dict], max_nodes: int) -> ProcessWindow | None:
     """The window of one process: its steady steps ``records`` (else the whole run), cut to
     ``max_nodes`` events; None without GPU work or where the graph cannot be built."""
     run = r.run
-    if not has_window(run, r.range):
+    if not has_window(bool(len(run.kernels) or len(run.copies)), r.range):
         return None
     assert r.range is not None  # has_window
     if records:
@@ -377,6 +379,20 @@ def group_sums(parts: Sequence[dict[str, float]]) -> dict[str, float]:
         for label, v in part.items():
             out[label] = out[label] + v if label in out else v
     return out
+
+
+def operator_groups(kernels: int, link: pd.DataFrame | None) -> pd.Series:
+    """The operator table's group of each of a process's ``kernels`` rows (``link``: its
+    :func:`~tui_prof.analysis.operators.link_operators`; None: no group, it records no operators)."""
+    if link is None:
+        return pd.Series(pd.Categorical.from_codes(np.full(kernels, -1), categories=[NOT_LINKED]))
+    ops = link["op"].astype("category").reset_index(drop=True)
+    cats = list(ops.cat.categories)
+    if "" in cats and NOT_LINKED not in cats:  # the operator table's name of kernels no operator launched
+        return ops.cat.rename_categories([NOT_LINKED if c == "" else c for c in cats])
+    if "" in cats:  # an operator named so as well: the table merges them too
+        return pd.Series(pd.Categorical(ops.astype(str).replace("", NOT_LINKED)))
+    return ops
 
 
 CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler
