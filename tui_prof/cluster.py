@@ -289,7 +289,7 @@ class MergedRun:
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
     planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
     use_cache: bool = True  # as the tasks: a rank loaded again here goes through the cache or not
-    merged_labels: dict[str, list[str]] = field(default_factory=dict)  # task label -> the labels of its merged partials
+    merged_labels: dict[str, list[tuple[str, tuple]]] = field(default_factory=dict)  # task label -> (label, key) of its merged partials
     paths: PathMerge | None = None  # the second pass's path partials (None: not run)
     plan: PathPlan | None = None  # what the second pass was given
 
@@ -302,7 +302,7 @@ class MergedRun:
                 continue
             self.merge.add(p)
             self.files[p.label] = (result.root, result.files)
-            self.merged_labels.setdefault(result.label, []).append(p.label)
+            self.merged_labels.setdefault(result.label, []).append((p.label, p.key))
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
@@ -310,8 +310,8 @@ class MergedRun:
     def add_paths(self, result: PathResult) -> None:
         """A path task's partials: those of the processes its first pass merged."""
         assert self.paths is not None  # path_tasks made it before any task ran
-        keep = set(self.merged_labels.get(result.label, []))
-        self.paths.add([p for p in result.partials if p.label in keep])
+        keep = {key for _label, key in self.merged_labels.get(result.label, [])}
+        self.paths.add([p for p in result.partials if p.key in keep])
 
     def _same_process(self, p: Any) -> str | None:
         """Why ``p`` is not merged (None: it is a process of its own): the assembly's own rule
@@ -378,9 +378,9 @@ def path_tasks(out: MergedRun, tasks: list[RankTask]) -> list[PathTask]:
     processes = len(out.merge.ranks)
     second = []
     for task in tasks:
-        labels = out.merged_labels.get(task.label)
-        if labels:
-            steady = plan.steady(labels, processes)
+        merged = out.merged_labels.get(task.label)
+        if merged:
+            steady = plan.steady([label for label, _key in merged], processes)
             second.append(PathTask(task, steady, plan.settings, plan.table, plan.key(steady)))
     return second
 
@@ -410,7 +410,7 @@ def summarise_pool(
     out = _merge(tasks, rules)
     _pool_pass(tasks, workers, task, _PoolRun(out.add, out.failed, len(tasks), progress, "ranks"))
     second = path_tasks(out, tasks) if paths is not None else []
-    if second and out.paths is not None:
+    if second and paths is not None and out.paths is not None:
         _pool_pass(second, workers, paths, _PoolRun(out.add_paths, out.paths.failed, len(second), progress, "paths"))
     return out
 
@@ -557,7 +557,7 @@ def summarise_cluster(
     try:
         runner.run(tasks, task, "rank", _PoolRun(out.add, out.failed, len(tasks), progress, "ranks"))
         second = path_tasks(out, tasks) if paths is not None else []
-        if second and out.paths is not None:
+        if second and paths is not None and out.paths is not None:
             runner.run(second, paths, "path", _PoolRun(out.add_paths, out.paths.failed, len(second), progress, "paths"))
     finally:
         runner.close()

@@ -59,7 +59,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.counters import counter_metrics
-from tui_prof.analysis.critical import has_window
+from tui_prof.analysis.critical import has_window, ranks_on_path_of, step_parts
 from tui_prof.analysis.gpu_idle import RunTimeline, gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hostcalls import api_of_totals, api_totals, launch_links, sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
@@ -96,7 +96,7 @@ from tui_prof.analysis.operators import (
 )
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records
-from tui_prof.analysis.ranks import RankCore, sections_of_cores
+from tui_prof.analysis.ranks import RankCore, WaitTable, collective_rows, instance_table, rank_numbers, sections_of_cores
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs, run_label, time_range
 from tui_prof.analysis.sections import (
     ApiSection,
@@ -880,6 +880,27 @@ class PartialMerge:
         part = table["busy"] if self.overlapping else table["total_ns"]
         table["pct_wall"] = 100.0 * part.astype(np.float64) / wall if wall > 0 else 0.0
         return table[list(HOTSPOT_COLUMNS) + ["pct_wall"]]
+
+    def wait_table(self) -> WaitTable:
+        """The run's :data:`~tui_prof.analysis.ranks.WaitTable`, as the in-process summary's."""
+        cores = merged_cores(self)
+        return instance_table(cores).wait_table([n for n, _ in rank_numbers([c.run for c in cores])])
+
+    def ranks_on_path(self, steps: StepsSection) -> dict | None:
+        """:func:`~tui_prof.analysis.critical.ranks_on_path` of the merged ranks with the
+        combined ``steps``: the reference process (the first with steps) is loaded again for
+        its collectives' starts; None where it cannot be."""
+        if len(self.ranks) < 2 or not steps.get("detected") or self.load is None:
+            return None
+        parts = step_parts(steps)
+        label = next((label for _key, label, *_rest in sorted(self.ranks, key=lambda x: x[0]) if label in parts), None)
+        if label is None:
+            return None
+        r = next(r for r in run_inputs(self.load(label)) if r.label == label)
+        link = link_operators(r.run.kernels, r.run.api, r.run.markers, r.index) if has_operators(r.run) else None
+        rows, kinds = collective_rows(r.run.kernels, self.rules, _categories(r, self.rules, link))
+        starts = r.run.kernels["start"].to_numpy().astype(np.int64)[rows]
+        return ranks_on_path_of(steps, label, {str(t): starts[kinds == t] for t in sorted(set(kinds.tolist()))}, self.wait_table())
 
 
 def _gap_order(item: tuple[int, tuple, int, GapRecord]) -> tuple:

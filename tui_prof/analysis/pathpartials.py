@@ -95,13 +95,14 @@ def path_partial(r: RunInput, records: list[dict], settings: PathSettings, table
     """The path partial of one process (``records``: its steady steps when the run's steps
     are this process's alone, as :func:`~tui_prof.analysis.critical.steady_records`)."""
     run = r.run
-    w = process_window(r, records, settings.path_nodes)
+    link = link_operators(run.kernels, run.api, run.markers, r.index) if has_operators(run) else None
+    keys = keys_of(r, rules, link)  # category: operator first, which also says its collectives
+    categories = keys["category"].astype(str).to_numpy(dtype=object) if link is not None else None
+    w = process_window(r, records, settings.path_nodes, categories)
     if w is None:
         return PathPartial(rank_key(run), r.label, None, {}, {}, {})
     waits = collective_waits({0: w}, rules, table).get(0) if settings.with_waits and table is not None else None
     record, by_kernel, row_ns = process_path(w, rules, waits, settings.with_waits)
-    link = link_operators(run.kernels, run.api, run.markers, r.index) if has_operators(run) else None
-    keys = keys_of(r, rules, link)
     groups = {table_name: sums_by_key(keys[by], row_ns) for table_name, by in GROUP_TABLES}
     if link is not None:
         groups["operator"] = sums_by_key(operator_groups(len(run.kernels), link), row_ns)
@@ -179,10 +180,15 @@ def run_in_process(merge: PartialMerge, plan: PathPlan, load: Callable[[str], Ru
     if not plan.windows:
         return out
     processes = len(merge.ranks)
+    merged = {key for key, *_rest in merge.ranks}
+    loaded: set[str] = set()
     for _key, label, *_rest in sorted(merge.ranks, key=lambda x: x[0]):
+        if label in loaded:  # processes that share a label are loaded together
+            continue
+        loaded.add(label)
         runset = load(label)
         labels = [r.label for r in run_inputs(runset)]
-        out.add([p for p in path_partials(runset, plan.steady(labels, processes), plan.settings, plan.table, rules) if p.label == label])
+        out.add([p for p in path_partials(runset, plan.steady(labels, processes), plan.settings, plan.table, rules) if p.key in merged])
     return out
 
 
