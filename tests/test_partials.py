@@ -222,6 +222,8 @@ def test_hostile_kernel_name_stays_plain_in_the_merged_text(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "Top kernels" in out
+    # the second pass's findings and critical paths name the kernel too: plain as well
+    assert "Findings" in out and "Critical path (rank0)" in out and "Cijk\\x1b]52;c;ZXZpbA==" in out
 
 
 def test_split_units_are_refused(tmp_path: Path, capsys) -> None:
