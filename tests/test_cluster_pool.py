@@ -97,10 +97,13 @@ def test_a_rank_that_raises_twice_is_named(run: Path) -> None:
     assert len(merged.merge.ranks) == SPEC.ranks - 1
 
 
+PATH_TASK = cluster.path_task  # the real one, where a test puts fail_path_of_2 in its place
+
+
 def fail_path_of_2(task: cluster.PathTask) -> cluster.PathResult:
     if task.label.startswith("rank2."):
         raise ValueError("rank 2 cannot be read again")
-    return cluster.path_task(task)
+    return PATH_TASK(task)
 
 
 def test_a_rank_whose_path_task_fails_is_named_in_the_critical_path(run: Path) -> None:
@@ -115,3 +118,17 @@ def test_a_rank_whose_path_task_fails_is_named_in_the_critical_path(run: Path) -
     assert [f["label"] for f in section["failed_ranks"]] == ["rank2.pt.trace.json.gz"] and "cannot be read again" in section["failed_ranks"][0]["reason"]
     assert [p["process"] for p in section["processes"]] == [f"rank{r}" for r in range(SPEC.ranks) if r != 2]
     assert merged.failed == [] and len(doc["ranks"]) == SPEC.ranks
+
+
+def test_the_cli_names_a_rank_without_a_critical_path(run: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import json
+
+    from tui_prof.cli import main
+
+    monkeypatch.setattr(cluster, "path_task", fail_path_of_2)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert "rank rank2.pt.trace.json.gz: no critical path (ValueError: rank 2 cannot be read again)" in captured.err
+    assert [f["label"] for f in doc["critical_path"]["failed_ranks"]] == ["rank2.pt.trace.json.gz"]
+    assert doc["partials"]["failed_ranks"] == []  # its first pass merged: every other section has it

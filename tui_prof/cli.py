@@ -304,6 +304,8 @@ def _merged_run(
         _say(line)
     for label, reason in merged.failed:
         _say(f"rank {label} failed: {reason}")
+    for label, reason in merged.paths.failed if merged.paths is not None else []:
+        _say(f"rank {label}: no critical path ({reason}); the rest of the section is built")
     if not merged.merge.ranks:
         _say(f"nothing could be loaded from {_shown_path(path)}")
         return None, EXIT_NOTHING_LOADED
