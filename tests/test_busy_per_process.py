@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tui_prof.analysis.api import MERGED_SECTIONS, build_summary, comparable, merge_partials, rank_partials
+from tui_prof.analysis.api import MERGED_SECTIONS, build_summary, comparable, merge_partials, rank_partials, run_label
 from tui_prof.analysis.hotspots import all_kernels, hotspots, process_order, run_codes
 from tui_prof.export.parquet import hotspots_table
 from tui_prof.model import Run, RunSet, make_table
@@ -108,6 +108,7 @@ def test_summary_and_table_export_give_each_process_its_own_busy_time(runset):
 
 def test_cluster_partials_merge_equal_to_the_summary_with_a_repeated_pid(runset):
     doc = build_summary(runset)
-    merged = merge_partials(rank_partials(runset))
+    merged = merge_partials(rank_partials(runset), load=lambda label: RunSet(runset.root, [r for r in runset.runs if run_label(r) == label]))
+    assert len(merged["critical_path"]["processes"]) == 2  # one path per host's process, not one per pid
     compared = [key for key in MERGED_SECTIONS if key != "logs"]  # logs: read by the driver from a run folder; this run set has none
     assert json.dumps(comparable(merged, compared)) == json.dumps(comparable(doc, compared))

@@ -95,9 +95,13 @@ def test_a_warm_cache_merges_without_loading_a_rank(tmp_path: Path, monkeypatch:
     cold = cluster.summarise_pool(cluster.plan(str(run)).tasks, DEFAULT_CATEGORY_RULES, 2)
     assert len(entries(tmp_path / "cache")) >= 2 * SPEC.ranks  # each rank's unit and its partials
     seen: list[int] = []
-    warm = cluster.summarise_pool(cluster.plan(str(run)).tasks, DEFAULT_CATEGORY_RULES, 2, lambda _s, d, _t: seen.append(d), task=no_load)
+    warm = cluster.summarise_pool(
+        cluster.plan(str(run)).tasks, DEFAULT_CATEGORY_RULES, 2, lambda s, d, _t: seen.append(d) if s == "ranks" else None, task=no_load, paths=no_load
+    )
     assert warm.failed == [] and seen == list(range(1, SPEC.ranks + 1))
+    assert warm.paths is not None and not warm.paths.failed  # the second pass read back too: no rank loaded
     assert json.dumps(comparable(warm.document(20))) == json.dumps(comparable(cold.document(20)))
+    assert warm.document(20)["critical_path"]["processes"]
     assert warm.document(20)["stragglers"]["rank"] == SPEC.slow_rank
     assert set(warm.files) == set(cold.files)  # Enter in the TUI can still load any rank alone
 
@@ -186,6 +190,6 @@ def test_a_warm_cache_starts_no_dask_cluster(tmp_path: Path, monkeypatch: pytest
         raise AssertionError(f"a cluster was started at {address}")
 
     monkeypatch.setattr(cluster, "_client", no_cluster)
-    warm = cluster.summarise_cluster(cluster.plan(str(run)).tasks, DEFAULT_CATEGORY_RULES, "local:2", task=no_load)
+    warm = cluster.summarise_cluster(cluster.plan(str(run)).tasks, DEFAULT_CATEGORY_RULES, "local:2", task=no_load, paths=no_load)
     assert warm.failed == [] and len(warm.merge.ranks) == SPEC.ranks
     assert json.dumps(comparable(warm.document(20))) == json.dumps(comparable(cold.document(20)))

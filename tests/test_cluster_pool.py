@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tui_prof import cluster
-from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, comparable, merge_partials, rank_partials
+from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, comparable, merge_partials, rank_partials, run_label
 from tui_prof.loaders import load_path
+from tui_prof.model import RunSet
 from tui_prof.synth.ranks import RankSpec, write_ranks_streaming
 
 pytestmark = pytest.mark.timeout(300)
@@ -59,13 +60,16 @@ def test_a_worker_killed_mid_run_has_its_rank_retried(run: Path, tmp_path: Path,
     monkeypatch.setenv("DIE_MARKER", str(tmp_path / "died"))
     tasks = cluster.plan(str(run), use_cache=False).tasks
     seen: list[tuple[int, int]] = []
-    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, lambda _s, d, t: seen.append((d, t)), task=die_once)
+    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, lambda s, d, t: seen.append((d, t)) if s == "ranks" else None, task=die_once)
     assert (tmp_path / "died").exists()  # the worker did die
     assert merged.failed == [] and len(merged.merge.ranks) == SPEC.ranks
     assert seen[-1] == (SPEC.ranks, SPEC.ranks) and [d for d, _ in seen] == list(range(1, SPEC.ranks + 1))
     # the merged sections equal those of the whole run merged in this process
-    whole = merge_partials(rank_partials(load_path(str(run), use_cache=False)), DEFAULT_CATEGORY_RULES)
-    assert comparable(merged.document(20)) == comparable(whole)
+    runset = load_path(str(run), use_cache=False)
+    whole = merge_partials(
+        rank_partials(runset), DEFAULT_CATEGORY_RULES, load=lambda label: RunSet(runset.root, [r for r in runset.runs if run_label(r) == label])
+    )
+    assert comparable(merged.document(20)) == comparable(whole) and whole["critical_path"]["processes"]
 
 
 def test_a_rank_that_kills_its_worker_twice_is_named(run: Path) -> None:
@@ -91,3 +95,40 @@ def test_a_rank_that_raises_twice_is_named(run: Path) -> None:
     merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, task=raise_on_3)
     assert merged.failed == [("rank3.pt.trace.json.gz", "ValueError: rank 3 cannot be read")]
     assert len(merged.merge.ranks) == SPEC.ranks - 1
+
+
+PATH_TASK = cluster.path_task  # the real one, where a test puts fail_path_of_2 in its place
+
+
+def fail_path_of_2(task: cluster.PathTask) -> cluster.PathResult:
+    if task.label.startswith("rank2."):
+        raise ValueError("rank 2 cannot be read again")
+    return PATH_TASK(task)
+
+
+def test_a_rank_whose_path_task_fails_is_named_in_the_critical_path(run: Path) -> None:
+    """The second pass fails for one rank (twice): the critical path says which rank it lacks
+    and is built from the others; the first pass's sections are whole."""
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    seen: list[str] = []
+    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, lambda s, _d, _t: seen.append(s), paths=fail_path_of_2)
+    doc = merged.document(20)
+    assert seen.count("ranks") == seen.count("paths") == SPEC.ranks
+    section = doc["critical_path"]
+    assert [f["label"] for f in section["failed_ranks"]] == ["rank2.pt.trace.json.gz"] and "cannot be read again" in section["failed_ranks"][0]["reason"]
+    assert [p["process"] for p in section["processes"]] == [f"rank{r}" for r in range(SPEC.ranks) if r != 2]
+    assert merged.failed == [] and len(doc["ranks"]) == SPEC.ranks
+
+
+def test_the_cli_names_a_rank_without_a_critical_path(run: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import json
+
+    from tui_prof.cli import main
+
+    monkeypatch.setattr(cluster, "path_task", fail_path_of_2)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert "rank rank2.pt.trace.json.gz: no critical path (ValueError: rank 2 cannot be read again)" in captured.err
+    assert [f["label"] for f in doc["critical_path"]["failed_ranks"]] == ["rank2.pt.trace.json.gz"]
+    assert doc["partials"]["failed_ranks"] == []  # its first pass merged: every other section has it

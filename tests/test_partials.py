@@ -222,6 +222,8 @@ def test_hostile_kernel_name_stays_plain_in_the_merged_text(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "Top kernels" in out
+    # the second pass's findings and critical paths name the kernel too: plain as well
+    assert "Findings" in out and "Critical path (rank0)" in out and "Cijk\\x1b]52;c;ZXZpbA==" in out
 
 
 def test_split_units_are_refused(tmp_path: Path, capsys) -> None:
@@ -446,8 +448,10 @@ def test_steps_left_out_when_no_rank_can_be_loaded_again() -> None:
 
     runset = build_rank_steps(outliers=(5, 5, 3)).runset()
     merged = merge_partials(partials_of(runset))
-    assert not {"steps", "memory", "warmup", "measurement"} & set(merged)
-    assert set(merged) == set(MERGED_SECTIONS) - {"steps", "memory", "warmup", "measurement", "logs"}
+    left_out = {"steps", "memory", "warmup", "measurement", "critical_path", "findings"}
+    assert not left_out & set(merged)
+    assert set(merged) == set(MERGED_SECTIONS) - left_out - {"logs"}
+    assert all("critical_ns" not in row for row in merged["hotspots"])  # the second pass needs the ranks too
     loads: list[str] = []
 
     def load(label: str) -> RunSet:
@@ -457,7 +461,8 @@ def test_steps_left_out_when_no_rank_can_be_loaded_again() -> None:
     doc = build_summary(runset, SummaryOptions(logs=False))
     again = merge_partials(partials_of(runset), load=load)
     assert dumped(again) == dumped(doc)
-    assert sorted(loads) == ["rank1", "rank2"]  # the two outliers' slowest ranks, nothing else
+    assert sorted(loads[:2]) == ["rank1", "rank2"]  # the two outliers' slowest ranks, for the steps
+    assert set(loads[2:]) == {"rank0", "rank1", "rank2"}  # then each rank, for its critical path
 
 
 def test_one_session_split_over_two_units_is_named_left_out(tmp_path: Path, capsys) -> None:
@@ -481,6 +486,59 @@ def test_one_session_split_over_two_units_is_named_left_out(tmp_path: Path, caps
     assert merged["partials"]["merged"] == 1 and merged["kernels"]["dispatches"] == 100
     (failed,) = merged["partials"]["failed_ranks"]
     assert failed["reason"].endswith("left out") and "pid 77" in failed["reason"] and "left out" in captured.err
+
+
+def test_merged_critical_path_names_the_straggler_and_its_waits() -> None:
+    """The second pass (each rank's path, then the driver's merge) on a generated job with a
+    known straggler (synth.ranks: two hosts with unrelated clocks): the rank on the path in
+    every steady step is the straggler, and each other rank's path waits for it exactly the
+    generator's waits, as in one process (independent of the summary)."""
+    ranks = build_ranks(RankSpec(ranks=4, iterations=6, slow_rank=2, collectives=("AllReduce", "AllGather"), hosts=2))
+    runset = ranks.runset()
+    merged = merge_partials(partials_of(runset), load=loader(runset))
+    section = merged["critical_path"]
+    on_path = section["ranks_on_path"]
+    assert on_path["rank"] == 2 and on_path["steady_steps_on_path"] == on_path["steady_steps"] == 6
+    expected = ranks.expected.wait_by_rank
+    for r, p in enumerate(section["processes"]):
+        waited = p["waiting_on_ranks"]
+        assert waited == ([] if r == 2 else [{"rank": 2, "ns": expected[r], "instances": len(ranks.expected.straggler)}])
+        assert sum(w["ns"] for w in waited) <= p["groups"]["communication"] <= p["total_ns"]
+    # part <= whole: each row's time on the path is at most its own time
+    for row in merged["hotspots"] + [r for rows in merged["hotspots_by"].values() for r in rows]:
+        assert 0 <= row["critical_ns"] <= row["total_ns"]
+    assert dumped(merged) == dumped(build_summary(runset, SummaryOptions(logs=False)))
+
+
+def test_findings_savings_come_from_the_best_rank() -> None:
+    """The findings of the merged document carry the saving of the rank each edit saves most
+    in (named, with its window), ranked as in one process: the same document, and every
+    projected saving within its window."""
+    runset = load_path(DATA / "kineto" / "h200", use_cache=False)
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    merged = merge_partials(partials_of(runset), load=loader(runset))
+    projected = [f for f in merged["findings"] if "saving_ns" in f and "window_ns" in f["numbers"]]
+    assert projected and merged["findings"] == doc["findings"]
+    labels = {p["process"] for p in merged["critical_path"]["processes"]}
+    for f in projected:
+        assert f["numbers"]["process"] in labels and 0 <= f["saving_ns"] <= f["numbers"]["window_ns"]
+
+
+def test_path_partials_round_trip_through_json() -> None:
+    """A rank's path partials survive the cache's JSON form exactly (floats included)."""
+    from tui_prof.analysis.api import path_partials, path_plan, paths_doc, paths_of_doc
+    from tui_prof.analysis.partials import PartialMerge
+
+    runset = build_ranks(RankSpec(ranks=3, iterations=3, slow_rank=1)).runset()
+    merge = PartialMerge(load=loader(runset))
+    for p in partials_of(runset):
+        merge.add(p)
+    plan = path_plan(merge)
+    assert plan is not None and plan.windows == 3 and plan.settings.with_waits
+    parts = path_partials(RunSet(runset.root, runset.runs[:1]), {}, plan.settings, plan.table, DEFAULT_CATEGORY_RULES)
+    assert parts[0].record is not None and parts[0].savings
+    back = paths_of_doc(json.loads(json.dumps(paths_doc(parts))))
+    assert back == parts
 
 
 def test_merge_gives_the_wait_table_and_ranks_on_path_of_the_summary() -> None:

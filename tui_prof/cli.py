@@ -268,13 +268,22 @@ CLUSTER_ONLY_WITHOUT = ("md", "recording")
 
 
 def _merged_run(
-    path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200, step_options=None, check_only: bool = False
+    path: str,
+    cluster: str,
+    rules,
+    *,
+    use_cache: bool,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options=None,
+    check_only: bool = False,
+    second_pass: bool = True,
 ):
     """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
     local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
-    when it cannot be."""
+    when it cannot be. ``second_pass``: the critical path and the findings too (cluster.path_tasks)."""
     from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
-    from tui_prof.cluster import ClusterError, DaskMissing, plan, summarise_cluster, summarise_pool
+    from tui_prof.cluster import ClusterError, DaskMissing, path_task, plan, summarise_cluster, summarise_pool
 
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
@@ -282,9 +291,9 @@ def _merged_run(
         planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only)
         if cluster == "pool" or cluster.startswith("pool:"):
             workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
-            merged = summarise_pool(planned.tasks, rules, workers, progress)
+            merged = summarise_pool(planned.tasks, rules, workers, progress, paths=path_task if second_pass else None)
         else:
-            merged = summarise_cluster(planned.tasks, rules, cluster, progress)
+            merged = summarise_cluster(planned.tasks, rules, cluster, progress, paths=path_task if second_pass else None)
     except ClusterError as err:
         _say(err)
         return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
@@ -295,6 +304,8 @@ def _merged_run(
         _say(line)
     for label, reason in merged.failed:
         _say(f"rank {label} failed: {reason}")
+    for label, reason in merged.paths.failed if merged.paths is not None else []:
+        _say(f"rank {label}: no critical path ({reason}); the rest of the section is built")
     if not merged.merge.ranks:
         _say(f"nothing could be loaded from {_shown_path(path)}")
         return None, EXIT_NOTHING_LOADED
@@ -491,7 +502,7 @@ def _open_cluster(args: argparse.Namespace, path: str) -> int:
     starts, progress on stderr), then the rank table; Enter loads one rank alone."""
     if getattr(args, "recording", None) is not None:
         raise _UsageError("--recording needs the whole run in one process: not with --cluster")
-    merged, status = _merged_run(path, args.cluster, None, use_cache=not args.no_cache)
+    merged, status = _merged_run(path, args.cluster, None, use_cache=not args.no_cache, second_pass=False)  # the rank screen needs no critical path
     if merged is None:
         return status
     from tui_prof.tui.cluster_app import MergedRanksApp

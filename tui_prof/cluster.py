@@ -37,10 +37,15 @@ from tui_prof.analysis.api import (
     DEFAULT_GAP_THRESHOLD_NS,
     MERGED_SECTIONS,
     PARTIAL_CACHE_KIND,
+    PATH_CACHE_KIND,
     SCHEMA,
     CategoryRules,
     CheckReport,
     PartialMerge,
+    PathMerge,
+    PathPartial,
+    PathPlan,
+    PathSettings,
     RankPartial,
     StepOptions,
     check_partials,
@@ -48,6 +53,10 @@ from tui_prof.analysis.api import (
     partial_settings,
     partials_doc,
     partials_of_doc,
+    path_partials,
+    path_plan,
+    paths_doc,
+    paths_of_doc,
     rank_partials,
 )
 from tui_prof.model import LoadIssue, RunSet
@@ -94,6 +103,60 @@ class RankResult:
     issues: tuple[LoadIssue, ...] = ()  # the load's error issues (the integrity report's file-unreadable)
 
 
+@dataclass(frozen=True)
+class PathTask:
+    """One rank's second pass (analysis.pathpartials): load its files again (through the
+    per-rank cache the first pass wrote) and compute its part of the critical path, its
+    ``critical_ns`` columns and its savings."""
+
+    rank: RankTask
+    steady: dict[str, list[dict]]  # the steady step records of its process(es) that have a window of steps
+    settings: PathSettings
+    table: dict[str, tuple[Any, Any]] | None  # the run's collective instances (analysis.ranks.WaitTable)
+    inputs_key: str  # what the result depends on besides the files (PathPlan.key)
+
+    @property
+    def label(self) -> str:
+        return self.rank.label
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """What a path task returns: the path partials of its process(es)."""
+
+    label: str
+    partials: list[PathPartial]
+
+
+def path_task(task: PathTask) -> PathResult:
+    """Load one rank again and compute its path partials: runs in a worker process; with the
+    cache on, they are cached too (:func:`cached_results` reads them back)."""
+    from tui_prof.loaders import load_path
+    from tui_prof.loaders.cache import save_doc
+
+    rank = task.rank
+    key = path_key(task) if rank.use_cache else None
+    runset = load_path(rank.root, use_cache=rank.use_cache, only=rank.files)
+    partials = path_partials(runset, task.steady, task.settings, task.table, rank.rules or DEFAULT_CATEGORY_RULES)
+    if key is not None and not runset.errors:  # as its first pass: a rank with a file it could not read is read again next time
+        try:
+            save_doc(key, PATH_CACHE_KIND, paths_doc(partials))
+        except TypeError:  # a value the JSON form does not hold: not cached
+            pass
+    return PathResult(rank.label, partials)
+
+
+def path_key(task: PathTask) -> str | None:
+    """The cache key of ``task``'s path partials: its rank's partial key (its files, tuiprof's
+    version and options) and the second pass's inputs (steps, budgets, waits, edits)."""
+    import hashlib
+
+    base = partial_key(task.rank)
+    if base is None:
+        return None
+    return hashlib.sha256(f"{base}\n{task.inputs_key}".encode("utf-8", "surrogateescape")).hexdigest()[:40]
+
+
 def rank_task(task: RankTask) -> RankResult:
     """Load one rank (through the cache) and reduce it: runs in a worker process. With the
     cache on, the partials are cached too (:func:`cached_results` reads them back)."""
@@ -126,25 +189,30 @@ def partial_key(task: RankTask) -> str | None:
     return doc_key(PARTIAL_CACHE_KIND, settings, list(task.files))
 
 
-def cached_results(tasks: list[RankTask]) -> tuple[list[RankResult], list[RankTask]]:
+def cached_results(tasks: list[Any]) -> tuple[list[Any], list[Any]]:
     """(the results of the tasks whose partials are in the cache, the other tasks): a warm
-    cache gives the driver every rank's partials without loading a rank. Entries are
-    checked as the cache checks a unit's (loaders.cache.load_doc) and decoded from JSON only."""
+    cache gives the driver every rank's partials (or path partials, for path tasks)
+    without loading a rank. Entries are checked as the cache checks a unit's
+    (loaders.cache.load_doc) and decoded from JSON only."""
     from concurrent.futures import ThreadPoolExecutor
 
     from tui_prof.loaders.cache import load_doc
 
-    def lookup(task: RankTask) -> tuple[list[RankPartial], list[str]] | None:
+    def lookup(task: Any) -> Any:
+        if isinstance(task, PathTask):
+            return load_doc(path_key(task), PATH_CACHE_KIND, paths_of_doc) if task.rank.use_cache else None
         return load_doc(partial_key(task), PARTIAL_CACHE_KIND, partials_of_doc) if task.use_cache and not task.check_only else None
 
-    hits: list[RankResult] = []
-    misses: list[RankTask] = []
+    hits: list[Any] = []
+    misses: list[Any] = []
     # a few lookups at once: the files' reads overlap where they are not in the page cache
     with ThreadPoolExecutor(max_workers=LOOKUP_THREADS) as pool:
         found_all = list(pool.map(lookup, tasks))
     for task, found in zip(tasks, found_all, strict=True):
         if found is None:
             misses.append(task)
+        elif isinstance(task, PathTask):
+            hits.append(PathResult(task.label, found))
         else:
             hits.append(RankResult(task.label, found[0], found[1], task.root, task.files))
     return hits, misses
@@ -220,6 +288,10 @@ class MergedRun:
     seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
     planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
+    use_cache: bool = True  # as the tasks: a rank loaded again here goes through the cache or not
+    merged_labels: dict[str, list[tuple[str, tuple]]] = field(default_factory=dict)  # task label -> (label, key) of its merged partials
+    paths: PathMerge | None = None  # the second pass's path partials (None: not run)
+    plan: PathPlan | None = None  # what the second pass was given
 
     def add(self, result: RankResult) -> None:
         self.load_issues[result.label] = result.issues
@@ -230,9 +302,16 @@ class MergedRun:
                 continue
             self.merge.add(p)
             self.files[p.label] = (result.root, result.files)
+            self.merged_labels.setdefault(result.label, []).append((p.label, p.key))
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
+
+    def add_paths(self, result: PathResult) -> None:
+        """A path task's partials: those of the processes its first pass merged."""
+        assert self.paths is not None  # path_tasks made it before any task ran
+        keep = {key for _label, key in self.merged_labels.get(result.label, [])}
+        self.paths.add([p for p in result.partials if p.key in keep])
 
     def _same_process(self, p: Any) -> str | None:
         """Why ``p`` is not merged (None: it is a process of its own): the assembly's own rule
@@ -264,7 +343,8 @@ class MergedRun:
         self.merge.load = self.load_rank
         if self.planned is not None and self.planned.tasks:
             self.merge.logs_root = self.planned.tasks[0].root
-        doc.update(merged_sections(self.merge, top))
+        paths = self.paths
+        doc.update(merged_sections(self.merge, top, (lambda _plan: paths) if paths is not None else None, self.plan))
         doc["partials"] = {
             "ranks": self.ranks,
             "merged": len(self.merge.ranks),
@@ -279,15 +359,37 @@ class MergedRun:
         from tui_prof.loaders import load_path
 
         root, files = self.files[label]
-        use_cache = self.planned.tasks[0].use_cache if self.planned and self.planned.tasks else True
-        return load_path(root, use_cache=use_cache, only=files)
+        return load_path(root, use_cache=self.use_cache, only=files)
+
+
+def path_tasks(out: MergedRun, tasks: list[RankTask]) -> list[PathTask]:
+    """The second pass's tasks, one per rank with merged partials (none for ``check``, or
+    where the steps could not be combined); sets ``out.paths`` (and its plan) for the
+    document's critical path, its columns and the findings."""
+    if not tasks or tasks[0].check_only or not out.merge.ranks:
+        return []
+    out.merge.load = out.load_rank  # the combined steps describe their slow steps from that rank
+    plan = path_plan(out.merge)
+    if plan is None:
+        return []
+    out.plan, out.paths = plan, PathMerge()
+    if not plan.windows:
+        return []
+    processes = len(out.merge.ranks)
+    second = []
+    for task in tasks:
+        merged = out.merged_labels.get(task.label)
+        if merged:
+            steady = plan.steady([label for label, _key in merged], processes)
+            second.append(PathTask(task, steady, plan.settings, plan.table, plan.key(steady)))
+    return second
 
 
 def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
     first = tasks[0] if tasks else RankTask("", "", (), False)
     threshold = DEFAULT_GAP_THRESHOLD_NS if first.threshold_ns is None else first.threshold_ns
     merge = PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps, step_options=first.step_options or StepOptions())
-    return MergedRun(merge, len(tasks))
+    return MergedRun(merge, len(tasks), use_cache=first.use_cache)
 
 
 def _one_line(err: BaseException) -> str:
@@ -295,14 +397,26 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
-    """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks). A task that
+def summarise_pool(
+    tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None, task: Callable = rank_task, paths: Callable | None = path_task
+) -> MergedRun:
+    """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks), then the
+    second pass (``paths``: one path task per merged rank, :func:`path_tasks`; None: no second
+    pass, the document without the critical path and findings). A task that
     raises is tried once more, then its rank is failed. A worker process that dies breaks
     the pool: the pool is started again, the tasks that were running when it broke (at most
     ``workers``: no more are handed to the pool at once) are run once more, each alone, and a
     rank whose process dies again is failed; the tasks not started yet are not charged."""
     out = _merge(tasks, rules)
-    state = _PoolRun(out, len(tasks), progress)
+    _pool_pass(tasks, workers, task, _PoolRun(out.add, out.failed, len(tasks), progress, "ranks"))
+    second = path_tasks(out, tasks) if paths is not None else []
+    if second and paths is not None and out.paths is not None:
+        _pool_pass(second, workers, paths, _PoolRun(out.add_paths, out.paths.failed, len(second), progress, "paths"))
+    return out
+
+
+def _pool_pass(tasks: list[Any], workers: int, task: Callable, state: _PoolRun) -> None:
+    """One pass of ``tasks`` on a process pool: the cached ones read back, the others run."""
     hits, misses = cached_results(tasks)
     for result in hits:
         state.finish(result.label, result=result)
@@ -313,33 +427,34 @@ def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, pr
         again = _run_window(deque([(suspect, 1)]), 1, task, state)
         for rank in again:
             state.finish(rank.label, "its worker process died twice (BrokenProcessPool)")
-    return out
 
 
 @dataclass
 class _PoolRun:
-    out: MergedRun
+    add: Callable[[Any], None]  # a task's result
+    failed: list[tuple[str, str]]  # (rank label, reason) of the tasks that failed
     total: int
     progress: Progress | None
+    stage: str  # the progress line's word ("ranks", "paths")
     done: int = 0
 
-    def finish(self, label: str, failure: str | None = None, result: RankResult | None = None) -> None:
+    def finish(self, label: str, failure: str | None = None, result: Any = None) -> None:
         if result is not None:
-            self.out.add(result)
+            self.add(result)
         else:
-            self.out.failed.append((label, failure or "failed"))
+            self.failed.append((label, failure or "failed"))
         self.done += 1
         if self.progress:
-            self.progress("ranks", self.done, self.total)
+            self.progress(self.stage, self.done, self.total)
 
 
-def _run_window(queue: deque[tuple[RankTask, int]], workers: int, task: Callable, state: _PoolRun) -> list[RankTask]:
+def _run_window(queue: deque[tuple[Any, int]], workers: int, task: Callable, state: _PoolRun) -> list[Any]:
     """Run the queued (task, tries) on a pool, at most ``workers`` in flight; the tasks that
     were in flight when a worker process died (the pool is restarted for the rest)."""
-    suspects: list[RankTask] = []
+    suspects: list[Any] = []
     while queue:
         pool = ProcessPoolExecutor(max_workers=workers)
-        inflight: dict[Future, tuple[RankTask, int]] = {}
+        inflight: dict[Future, tuple[Any, int]] = {}
         broken = False
         try:
             while (queue or inflight) and not broken:
@@ -364,7 +479,7 @@ def _run_window(queue: deque[tuple[RankTask, int]], workers: int, task: Callable
     return suspects
 
 
-def _settle(fut: Future, item: tuple[RankTask, int], queue: deque, suspects: list[RankTask], state: _PoolRun) -> bool:
+def _settle(fut: Future, item: tuple[Any, int], queue: deque, suspects: list[Any], state: _PoolRun) -> bool:
     """Record a finished future; True when its worker process died (the pool is broken)."""
     t, tries = item
     err = fut.exception()
@@ -429,44 +544,66 @@ def _client(address: str) -> tuple[Any, Any]:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {_one_line(err)}") from None
 
 
-def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
-    """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc); the ranks
-    whose partials are cached are merged from the cache, and no cluster is started when
-    all are. Ctrl-C cancels the tasks; a LocalCluster started here is closed on the way out."""
+def summarise_cluster(
+    tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task, paths: Callable | None = path_task
+) -> MergedRun:
+    """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc), then the second
+    pass (``paths``, :func:`path_tasks`; None: none) on the same cluster; the ranks whose results are cached
+    are merged from the cache, and no cluster is started when all are. Ctrl-C cancels the
+    tasks; a LocalCluster started here is closed on the way out."""
     _dask_installed()
     out = _merge(tasks, rules)
-    hits, misses = cached_results(tasks)
-    for done, result in enumerate(hits, start=1):
-        out.add(result)
-        if progress:
-            progress("ranks", done, len(tasks))
-    if not misses:
-        return out
-    client, cluster = _client(address)
-    futures: list = []
+    runner = _DaskRunner(address)
     try:
-        futures = client.map(task, misses, key=[f"tuiprof-rank-{i}" for i in range(len(misses))], retries=1, pure=False)
-        label = {f.key: t.label for f, t in zip(futures, misses, strict=True)}
-        from distributed import as_completed as dask_completed
-
-        for done, fut in enumerate(dask_completed(futures), start=len(hits) + 1):
-            try:  # a result lost with its worker before it was fetched is computed again: result() waits for it
-                result = fut.result()
-            except Exception as err:  # the task's own error, or KilledWorker after its retry
-                out.failed.append((label[fut.key], _one_line(err)))
-            else:
-                out.add(result)
-            fut.release()
-            if progress:
-                progress("ranks", done, len(tasks))
-    except KeyboardInterrupt:
-        client.cancel(futures)
-        raise
+        runner.run(tasks, task, "rank", _PoolRun(out.add, out.failed, len(tasks), progress, "ranks"))
+        second = path_tasks(out, tasks) if paths is not None else []
+        if second and paths is not None and out.paths is not None:
+            runner.run(second, paths, "path", _PoolRun(out.add_paths, out.paths.failed, len(second), progress, "paths"))
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        runner.close()
     return out
+
+
+@dataclass
+class _DaskRunner:
+    """The passes of one run on one Dask client, started on the first task not cached."""
+
+    address: str
+    client: Any = None
+    cluster: Any = None
+
+    def run(self, tasks: list[Any], task: Callable, kind: str, state: _PoolRun) -> None:
+        hits, misses = cached_results(tasks)
+        for result in hits:
+            state.finish(result.label, result=result)
+        if not misses:
+            return
+        if self.client is None:
+            self.client, self.cluster = _client(self.address)
+        client = self.client
+        futures: list = []
+        try:
+            futures = client.map(task, misses, key=[f"tuiprof-{kind}-{i}" for i in range(len(misses))], retries=1, pure=False)
+            label = {f.key: t.label for f, t in zip(futures, misses, strict=True)}
+            from distributed import as_completed as dask_completed
+
+            for fut in dask_completed(futures):
+                try:  # a result lost with its worker before it was fetched is computed again: result() waits for it
+                    result = fut.result()
+                except Exception as err:  # the task's own error, or KilledWorker after its retry
+                    state.finish(label[fut.key], _one_line(err))
+                else:
+                    state.finish(label[fut.key], result=result)
+                fut.release()
+        except KeyboardInterrupt:
+            client.cancel(futures)
+            raise
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
 
 
 def check_report(merged: MergedRun, root: str) -> CheckReport:

@@ -61,7 +61,7 @@ from tui_prof.analysis.operators import (
     operators_section,
     process_categories,
 )
-from tui_prof.analysis.partial_codec import PARTIAL_CACHE_KIND, partial_settings, partials_doc, partials_of_doc
+from tui_prof.analysis.partial_codec import PARTIAL_CACHE_KIND, partial_settings, partials_doc, partials_of_doc, paths_doc, paths_of_doc
 from tui_prof.analysis.partials import (
     MERGED_SECTIONS,
     CheckPartial,
@@ -81,6 +81,7 @@ from tui_prof.analysis.partials import (
     rank_partials,
     value_counts,
 )
+from tui_prof.analysis.pathpartials import PATH_CACHE_KIND, PathMerge, PathPartial, PathPlan, PathSettings, path_partials, path_plan
 from tui_prof.analysis.ranks import (
     RankAlignment,
     RankCore,
@@ -123,6 +124,7 @@ __all__ = [
     "MERGED_SECTIONS",
     "NOT_LINKED",
     "PARTIAL_CACHE_KIND",
+    "PATH_CACHE_KIND",
     "PROFILER_STEP",
     "SCHEMA",
     "STEPS_VERSION",
@@ -141,6 +143,10 @@ __all__ = [
     "Lane",
     "MemorySection",
     "PartialMerge",
+    "PathMerge",
+    "PathPartial",
+    "PathPlan",
+    "PathSettings",
     "Progress",
     "RankAlignment",
     "RankCore",
@@ -214,7 +220,11 @@ __all__ = [
     "partial_settings",
     "partials_doc",
     "partials_of_doc",
+    "path_partials",
+    "path_plan",
     "path_segments",
+    "paths_doc",
+    "paths_of_doc",
     "percentile_of",
     "pick_recording",
     "process_categories",

@@ -31,6 +31,7 @@ import pandas as pd
 from tui_prof.analysis import depgraph as dg
 from tui_prof.analysis.arrays import code_totals, in_order
 from tui_prof.analysis.names import CategoryRules
+from tui_prof.analysis.operators import NOT_LINKED
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import StepRecord, StepsSection
 from tui_prof.analysis.whatif import GROUPS, PathSummary, critical_path, path_json
@@ -67,7 +68,7 @@ class ProcessWindow:
         return self.window_ns / (self.hi - self.lo) if self.hi > self.lo else 1.0
 
 
-def _steady_records(steps: StepsSection, label: str, processes: int) -> list[dict]:
+def steady_records(steps: StepsSection, label: str, processes: int) -> list[dict]:
     """The steady steps of process ``label`` when the summary's steps are this one process's."""
     if processes != 1 or not steps.get("detected") or steps.get("process") != label:
         return []
@@ -119,47 +120,66 @@ def _slice(run: Run, lo: int, hi: int) -> Run:
     return Run(meta=run.meta, agents=run.agents, kernels=part(run.kernels), api=part(run.api), copies=part(run.copies), markers=part(run.markers, True))
 
 
+def window_budget(processes: int, max_nodes: int = MAX_NODES) -> int:
+    """Each process's share of ``max_nodes`` (at least ``MIN_NODES``): 64 ranks stay as cheap as one process."""
+    return max(max_nodes // max(processes, 1), MIN_NODES)
+
+
 def process_windows(
     inputs: Sequence[RunInput], steps: StepsSection, max_nodes: int = MAX_NODES, categories: Sequence[np.ndarray | None] | None = None
 ) -> dict[int, ProcessWindow]:
     """Per process with GPU work (by its position in ``inputs``): the window analysed
     (``categories``: each process's kernel categories, operator first, which say its collectives)."""
     out: dict[int, ProcessWindow] = {}
-    max_nodes = max(max_nodes // max(len(inputs), 1), MIN_NODES)  # the budget is shared: 64 ranks stay as cheap as one process
+    budget = window_budget(len(inputs), max_nodes)
     for pos, r in enumerate(inputs):
-        run = r.run
-        if not (len(run.kernels) or len(run.copies)) or r.range is None or r.range[1] - r.range[0] >= dg.MAX_SPAN_NS:
-            continue
-        records = _steady_records(steps, r.label, len(inputs))
-        if records:
-            starts = np.array([rec["start_ns"] for rec in records], dtype=np.int64)
-            ends = np.array([rec["end_ns"] for rec in records], dtype=np.int64)
-        else:
-            starts, ends = np.array([r.range[0]], np.int64), np.array([r.range[1]], np.int64)
-        lo, hi = int(starts[0]), int(ends[-1])
-        bound = hi if records else hi + 1  # exclusive: the whole run's last event starts at its end at the latest
-        every = _sorted_starts(run)
-        cut_hi, kept = bound, records
-        counts = _count_before(every, lo, ends if records else np.array([bound]))
-        if counts[-1] > max_nodes:
-            if records:  # whole steps: those that fit (at least one)
-                k = max(int(np.searchsorted(counts, max_nodes, side="right")), 1)
-                cut_hi, kept = int(ends[k - 1]), records[:k]
-            else:
-                cut_hi = _cut(every, lo, bound, max_nodes)
-        whole = all(len(s) == 0 or (lo <= s[0] and cut_hi > s[-1]) for s in every)
-        sliced = run if whole else _slice(run, lo, cut_hi)
-        index = r.index if sliced is run else None
-        try:
-            graph = dg.build_graph(sliced, index)
-        except ValueError:  # hostile times: no critical path for this process
-            continue
-        rows = None if sliced is run else np.flatnonzero((run.kernels["start"].to_numpy() >= lo) & (run.kernels["start"].to_numpy() < cut_hi))
-        cats = categories[pos] if categories is not None else None
-        out[pos] = ProcessWindow(
-            r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records), rows, len(run.kernels), None if sliced is run else run, cats
-        )
+        w = process_window(r, steady_records(steps, r.label, len(inputs)), budget, categories[pos] if categories is not None else None)
+        if w is not None:
+            out[pos] = w
     return out
+
+
+def has_window(gpu_work: bool, span: tuple[int, int] | None) -> bool:
+    """Whether a process gets a window: GPU work (kernels or copies) and a time range
+    (``span``) the graph's int64 times hold (where its graph can be built: hostile times aside)."""
+    return gpu_work and span is not None and span[1] - span[0] < dg.MAX_SPAN_NS
+
+
+def process_window(r: RunInput, records: list[dict], max_nodes: int, categories: np.ndarray | None = None) -> ProcessWindow | None:
+    """The window of one process: its steady steps ``records`` (else the whole run), cut to
+    ``max_nodes`` events; None without GPU work or where the graph cannot be built
+    (``categories``: its kernel categories, operator first, which say its collectives)."""
+    run = r.run
+    if not has_window(bool(len(run.kernels) or len(run.copies)), r.range):
+        return None
+    assert r.range is not None  # has_window
+    if records:
+        starts = np.array([rec["start_ns"] for rec in records], dtype=np.int64)
+        ends = np.array([rec["end_ns"] for rec in records], dtype=np.int64)
+    else:
+        starts, ends = np.array([r.range[0]], np.int64), np.array([r.range[1]], np.int64)
+    lo, hi = int(starts[0]), int(ends[-1])
+    bound = hi if records else hi + 1  # exclusive: the whole run's last event starts at its end at the latest
+    every = _sorted_starts(run)
+    cut_hi, kept = bound, records
+    counts = _count_before(every, lo, ends if records else np.array([bound]))
+    if counts[-1] > max_nodes:
+        if records:  # whole steps: those that fit (at least one)
+            k = max(int(np.searchsorted(counts, max_nodes, side="right")), 1)
+            cut_hi, kept = int(ends[k - 1]), records[:k]
+        else:
+            cut_hi = _cut(every, lo, bound, max_nodes)
+    whole = all(len(s) == 0 or (lo <= s[0] and cut_hi > s[-1]) for s in every)
+    sliced = run if whole else _slice(run, lo, cut_hi)
+    index = r.index if sliced is run else None
+    try:
+        graph = dg.build_graph(sliced, index)
+    except ValueError:  # hostile times: no critical path for this process
+        return None
+    rows = None if sliced is run else np.flatnonzero((run.kernels["start"].to_numpy() >= lo) & (run.kernels["start"].to_numpy() < cut_hi))
+    return ProcessWindow(
+        r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records), rows, len(run.kernels), None if sliced is run else run, categories
+    )
 
 
 def collective_waits(windows: dict[int, ProcessWindow], rules: CategoryRules, table: WaitTable | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -250,39 +270,50 @@ def critical_section(
     by_row: dict[int, np.ndarray] = {}
     waits = collective_waits(windows, rules, wait_table)
     for pos, w in windows.items():
-        g = w.graph
-        lo, hi = w.lo - g.t0, w.hi - g.t0
-        path = critical_path(w.run, g, g.start, g.end, lo, hi, rules=rules)
-        for name, ns in path.by_kernel.items():
-            by_kernel[name] = by_kernel.get(name, 0) + int(round(ns * w.scale))
-        by_row[pos] = kernel_row_ns(w, path)
-        record = {
-            "process": w.label,
-            "window": "steady state" if w.steady_steps else "whole run",
-            "window_ns": w.window_ns,
-            "sampled_ns": w.hi - w.lo,
-            **path_json(path),
-            "links": g.links,
-            "kernel_ns_by_category": kernel_ns_by_category(w.run, rules),
-        }
-        if waits:
-            record["waiting_on_ranks"] = waiting_on_ranks(path, waits.get(pos))
-        if w.steps:
-            starts = np.array([rec["start_ns"] for rec in w.steps], dtype=np.int64) - g.t0
-            ends = np.array([rec["end_ns"] for rec in w.steps], dtype=np.int64) - g.t0
-            table = path.per_window(starts, ends)
-            record["steps"] = [
-                {
-                    "label": rec["label"],
-                    "wall_ns": int(rec["wall_ns"]),
-                    "path_ns": int(row.sum()),
-                    "top_group": GROUPS[int(np.argmax(row))] if row.sum() else None,
-                }
-                | {grp: int(v) for grp, v in zip(GROUPS, row.tolist(), strict=True) if v}
-                for rec, row in zip(w.steps[:MAX_STEP_ROWS], table[:MAX_STEP_ROWS], strict=False)
-            ]
+        record, mine, by_row[pos] = process_path(w, rules, waits.get(pos), bool(waits))
+        for name, ns in mine.items():
+            by_kernel[name] = by_kernel.get(name, 0) + ns
         per.append(record)
     return {"processes": per}, by_kernel, by_row
+
+
+def process_path(
+    w: ProcessWindow, rules: CategoryRules, waits: tuple[np.ndarray, np.ndarray] | None, with_waits: bool
+) -> tuple[dict, dict[str, int], np.ndarray]:
+    """One process's record of the ``critical_path`` section, its ns on the path per kernel /
+    copy name (rounded, scaled to the whole window) and per kernel row of the process
+    (:func:`kernel_row_ns`); ``with_waits``: the run's collectives were compared (several
+    processes), so the record says whom it waited for (``waits``: its rows' waits)."""
+    g = w.graph
+    lo, hi = w.lo - g.t0, w.hi - g.t0
+    path = critical_path(w.run, g, g.start, g.end, lo, hi, rules=rules)
+    by_kernel = {name: int(round(ns * w.scale)) for name, ns in path.by_kernel.items()}
+    record = {
+        "process": w.label,
+        "window": "steady state" if w.steady_steps else "whole run",
+        "window_ns": w.window_ns,
+        "sampled_ns": w.hi - w.lo,
+        **path_json(path),
+        "links": g.links,
+        "kernel_ns_by_category": kernel_ns_by_category(w.run, rules),
+    }
+    if with_waits:
+        record["waiting_on_ranks"] = waiting_on_ranks(path, waits)
+    if w.steps:
+        starts = np.array([rec["start_ns"] for rec in w.steps], dtype=np.int64) - g.t0
+        ends = np.array([rec["end_ns"] for rec in w.steps], dtype=np.int64) - g.t0
+        table = path.per_window(starts, ends)
+        record["steps"] = [
+            {
+                "label": rec["label"],
+                "wall_ns": int(rec["wall_ns"]),
+                "path_ns": int(row.sum()),
+                "top_group": GROUPS[int(np.argmax(row))] if row.sum() else None,
+            }
+            | {grp: int(v) for grp, v in zip(GROUPS, row.tolist(), strict=True) if v}
+            for rec, row in zip(w.steps[:MAX_STEP_ROWS], table[:MAX_STEP_ROWS], strict=False)
+        ]
+    return record, by_kernel, kernel_row_ns(w, path)
 
 
 def kernel_ns_by_category(run: Run, rules: CategoryRules) -> dict[str, int]:
@@ -306,37 +337,84 @@ def add_critical_ns(rows: list, by_kernel: dict[str, int]) -> None:
         row["critical_ns"] = min(int(by_kernel.get(row["name"], 0)), int(row["total_ns"]))
 
 
-def sums_by_key(key: pd.Series | np.ndarray, values: np.ndarray) -> dict[str, float]:
-    """``values`` summed per distinct ``key`` (as text): on the category codes of a
-    Categorical, the distinct values of integers, else by hashing (no string per row where
-    the key has codes)."""
+def _codes_labels(key: pd.Series | np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Each row's group code (-1: none) and each code's label (as text) of a grouping key: the
+    codes of a Categorical, the distinct values of integers, else by hashing (no string per
+    row where the key has codes)."""
     column = key if isinstance(key, pd.Series) else pd.Series(key)
     if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy().astype(np.int64)
-        labels = [str(c) for c in column.cat.categories]
-    elif column.dtype.kind in "iu":
+        return column.cat.codes.to_numpy().astype(np.int64), [str(c) for c in column.cat.categories]
+    if column.dtype.kind in "iu":
         uniq, codes = np.unique(column.to_numpy(), return_inverse=True)
-        labels = [str(u) for u in uniq.tolist()]
-    else:
-        codes, uniq = pd.factorize(column, use_na_sentinel=True)
-        labels = [str(u) for u in uniq]
-    ok = codes >= 0
-    sums = np.bincount(codes[ok], weights=values[ok], minlength=len(labels))
+        return codes.astype(np.int64).reshape(-1), [str(u) for u in uniq.tolist()]
+    codes, uniq = pd.factorize(column, use_na_sentinel=True)
+    return codes.astype(np.int64), [str(u) for u in uniq]
+
+
+def _labelled(labels: list[str], sums: np.ndarray) -> dict[str, float]:
     out: dict[str, float] = {}
     for label, v in zip(labels, sums.tolist(), strict=True):
         out[label] = out.get(label, 0.0) + v
     return out
 
 
-def add_group_critical(rows: list, key: pd.Series | np.ndarray, row_ns: np.ndarray) -> None:
+def sums_by_key(key: pd.Series | np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """``values`` summed per distinct ``key`` (as text)."""
+    codes, labels = _codes_labels(key)
+    ok = codes >= 0
+    return _labelled(labels, np.bincount(codes[ok], weights=values[ok], minlength=len(labels)))
+
+
+def sums_by_process(key: pd.Series | np.ndarray, values: np.ndarray, sizes: Sequence[int]) -> dict[str, float] | None:
+    """``values`` summed per distinct ``key`` within each process (``sizes``: its kernel rows,
+    the processes in run order), then over the processes in run order: :func:`group_sums` of
+    each process's :func:`sums_by_key`, one pass over the codes); None where ``key`` is not one per row."""
+    if len(key) != len(values):
+        return None
+    codes, labels = _codes_labels(key)
+    total = np.zeros(len(labels), dtype=np.float64)
+    at = 0
+    for n in sizes:
+        c, v = codes[at : at + n], values[at : at + n]
+        ok = c >= 0
+        total = total + np.bincount(c[ok], weights=v[ok], minlength=len(labels))
+        at += n
+    return _labelled(labels, total)
+
+
+def add_group_critical(rows: list, sums: dict[str, float] | None) -> None:
     """Each row of a grouped hotspot table (``name``: the group) gets ``critical_ns``: the
-    time on the critical path of the kernels of its group (``key``: the group of each kernel
-    row, ``row_ns``: each row's ns on the path), at most the group's own total."""
-    if not rows or len(key) != len(row_ns):
+    time on the critical path of the kernels of its group (``sums``: :func:`group_sums`),
+    at most the group's own total (None: no column)."""
+    if not rows or sums is None:
         return
-    sums = sums_by_key(key, row_ns)
     for row in rows:
         row["critical_ns"] = min(int(round(sums.get(str(row["name"]), 0.0))), int(row["total_ns"]))
+
+
+def group_sums(parts: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each group's ns on the path over the processes: each process's own sums
+    (:func:`sums_by_key` of its kernel rows) added in run order, so that a sum made from
+    per-rank parts is the same float."""
+    out: dict[str, float] = {}
+    for part in parts:
+        for label, v in part.items():
+            out[label] = out[label] + v if label in out else v
+    return out
+
+
+def operator_groups(kernels: int, link: pd.DataFrame | None) -> pd.Series:
+    """The operator table's group of each of a process's ``kernels`` rows (``link``: its
+    :func:`~tui_prof.analysis.operators.link_operators`; None: no group, it records no operators)."""
+    if link is None:
+        return pd.Series(pd.Categorical.from_codes(np.full(kernels, -1), categories=[NOT_LINKED]))
+    ops = link["op"].astype("category").reset_index(drop=True)
+    cats = list(ops.cat.categories)
+    if "" in cats and NOT_LINKED not in cats:  # the operator table's name of kernels no operator launched
+        return ops.cat.rename_categories([NOT_LINKED if c == "" else c for c in cats])
+    if "" in cats:  # an operator named so as well: the table merges them too
+        return pd.Series(pd.Categorical(ops.astype(str).replace("", NOT_LINKED)))
+    return ops
 
 
 CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler

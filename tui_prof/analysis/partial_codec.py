@@ -3,7 +3,7 @@
 A cached partial is read back by the driver of a later ``--cluster`` run, so its format
 carries data only: JSON objects, lists, strings and numbers, with a few tagged objects for
 what JSON has no word for. Decoding builds only the dataclasses reachable from
-:class:`~tui_prof.analysis.partials.RankPartial`'s field types (an allow-list derived from the
+:class:`~tui_prof.analysis.partials.RankPartial`'s and :class:`~tui_prof.analysis.pathpartials.PathPartial`'s field types (an allow-list derived from the
 type hints, so a field added to a partial is covered without a change here) and numpy arrays
 of a few plain dtypes; any other tag, class or dtype is an error (the entry is a miss).
 Nothing is ever imported or called by name from the data (no pickle).
@@ -33,6 +33,7 @@ import pandas as pd
 
 from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.partials import PARTIAL_SCHEMA, RankPartial
+from tui_prof.analysis.pathpartials import PATH_SCHEMA, PathPartial
 from tui_prof.guard import jsonout
 
 ARRAY_DTYPES = ("int64", "float64", "bool", "object")
@@ -66,7 +67,7 @@ def _dataclasses_of(root: type) -> dict[str, type]:
     return found
 
 
-ALLOWED = _dataclasses_of(RankPartial)
+ALLOWED = {**_dataclasses_of(RankPartial), **_dataclasses_of(PathPartial)}
 
 
 def encode(value: Any) -> Any:
@@ -265,6 +266,21 @@ def partials_of_doc(doc: Any) -> tuple[list[RankPartial], list[str]]:
     if not isinstance(errors, list) or not all(isinstance(e, str) for e in errors):
         raise PartialFormatError("errors are not lines")
     return partials, errors
+
+
+def paths_doc(partials: list[PathPartial]) -> dict[str, Any]:
+    """One rank's path partials (the second pass, analysis.pathpartials), as JSON-ready data."""
+    return {"schema": PATH_SCHEMA, "partials": [encode(p) for p in partials]}
+
+
+def paths_of_doc(doc: Any) -> list[PathPartial]:
+    """The path partials of :func:`paths_doc`'s data; :class:`PartialFormatError` when it is not that."""
+    if not isinstance(doc, dict) or doc.get("schema") != PATH_SCHEMA:
+        raise PartialFormatError("not a path partial of this schema")
+    partials = [decode(p) for p in doc.get("partials") or []]
+    if not all(isinstance(p, PathPartial) and p.schema == PATH_SCHEMA for p in partials):
+        raise PartialFormatError("not a list of path partials")
+    return partials
 
 
 PARTIAL_CACHE_KIND = "rank-partials"  # the cache entries of partials (loaders.cache.save_doc)

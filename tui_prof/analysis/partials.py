@@ -39,10 +39,11 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
 * ``trust`` (of the merged sections) and ``tuiprof check``: the process's part of the
   integrity report (:class:`CheckPartial`), merged by :func:`merged_check`.
 
-The other sections are not merged (docs/cluster.md says which and why): the steps, the
-warm-up, the memory and the measurement need the slowest rank's events for the combined
-steps' outliers, the critical path needs the combined steps' windows, the findings read the
-whole document; the statistics, source, logs and warnings are not built as partials yet. A
+The steps, the warm-up, the memory and the measurement need the slowest rank's events for
+the combined steps' outliers (the rank is loaded again: ``PartialMerge.load``); the critical
+path, its ``critical_ns`` columns and the findings need a second pass over the ranks once the
+steps are combined (:mod:`tui_prof.analysis.pathpartials`, run by :func:`merged_sections`'
+``paths``). The statistics, source and warnings are not built as partials yet. A
 partial's size grows with the distinct kernel durations of the rank, not with its
 dispatches' count.
 """
@@ -53,7 +54,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -61,7 +62,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.counters import counter_metrics
-from tui_prof.analysis.critical import ranks_on_path_of, step_parts
+from tui_prof.analysis.critical import has_window, ranks_on_path_of, step_parts
 from tui_prof.analysis.gpu_idle import RunTimeline, gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hostcalls import api_of_totals, api_totals, launch_links, sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
@@ -125,6 +126,9 @@ from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
 from tui_prof.model.schema import TABLES, empty_table
 
+if TYPE_CHECKING:
+    from tui_prof.analysis.pathpartials import PathMerge, PathPlan
+
 PARTIAL_SCHEMA = "tuiprof.rankpartial/1"
 GROUPINGS = ("name",) + GROUPED_BY  # name, category, normalized, agent, pid
 
@@ -155,14 +159,14 @@ MERGED_SECTIONS = (
     "logs",
     "steps",
     "memory",
+    "findings",
     "ranks",
     "communication",
     "stragglers",
+    "critical_path",
     "warmup",
     "trust",
 )
-# hotspot rows' fields that come from the critical path (not merged)
-NOT_MERGED_FIELDS = ("critical_ns",)
 
 
 @dataclass(frozen=True)
@@ -450,6 +454,11 @@ def _keys(run: Run, rules: CategoryRules, categories: np.ndarray | None) -> dict
     return keys
 
 
+def keys_of(r: RunInput, rules: CategoryRules, link: pd.DataFrame | None) -> dict[str, pd.Series]:
+    """The group of each kernel row of a process per grouping (``link``: its operators, None: none)."""
+    return _keys(r.run, rules, _categories(r, rules, link))
+
+
 def _groups(run: Run, rules: CategoryRules, categories: np.ndarray | None) -> tuple[dict[str, dict[str, GroupCounts]], bool]:
     k = run.kernels
     if not len(k):
@@ -708,6 +717,8 @@ class PartialMerge:
     logs_root: str | None = None  # the run's path, whose log files the ``logs`` section scans (None: no logs section)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
+    windows: int = 0  # processes that get a critical-path window (analysis.critical.has_window)
+    stepped: tuple[StepsSection, MemorySection, dict | None] | None = None  # steps_memory's result, once made
     # the ranks' collectives, reduced as they arrive (O(instances), analysis.ranks.InstanceTable);
     # each rank core's arrival in it, and the collective starts per type of the first process
     # (in the run set's order) with steps: the reference ranks_on_path places instances by
@@ -753,6 +764,8 @@ class PartialMerge:
                 self.launches = [_merged_launch(self.launches)]
         if p.platform is not None:
             self.platforms.append((p.key, p.platform, p.dispatches > 0, p.meta.tool, p.agents))
+        if has_window(p.timeline is not None, p.range):
+            self.windows += 1
         if p.timeline is not None:
             self.agents.append((p.key, p.clock, p.timeline.agents))
             self.gap_count += p.timeline.count
@@ -850,6 +863,11 @@ class PartialMerge:
         """The ``steps`` (each process's own, combined over several as in one process; slow
         steps described from their rank, loaded again), ``memory`` and ``warmup`` sections;
         :class:`StepsNotMerged` when slow steps need a rank and ``load`` is None."""
+        if self.stepped is None:
+            self.stepped = self._steps_memory()
+        return self.stepped
+
+    def _steps_memory(self) -> tuple[StepsSection, MemorySection, dict | None]:
         ordered = sorted(self.steps, key=lambda x: x[0])
         o = self.step_options
         growths = []
@@ -969,9 +987,14 @@ def merged_cores(merge: PartialMerge) -> list[RankCore]:
     return cores
 
 
-def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]:
+def merged_sections(
+    merge: PartialMerge, top: int | None = 20, paths: Callable[[PathPlan], PathMerge] | None = None, plan: PathPlan | None = None
+) -> dict[str, Any]:
     """The ``MERGED_SECTIONS`` of the summary from the merged partials (same values and order
-    as :func:`~tui_prof.analysis.summary.summarise` writes them, ``critical_ns`` aside)."""
+    as :func:`~tui_prof.analysis.summary.summarise` writes them). ``paths``: the second pass
+    (analysis.pathpartials: every rank's path partials for a plan), which adds
+    ``critical_path``, the ``critical_ns`` columns and ``findings``; None: not those;
+    ``plan``: the one it was given (None: made here, pathpartials.path_plan)."""
     by_name = merge.table("name")
     tables = {by: merge.table(by) for by in GROUPED_BY}
     ordered = sorted(merge.ranks, key=lambda x: x[0])
@@ -1021,6 +1044,12 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
         out.update(_stepped(merge, out, *stepped))
     if merge.logs_root is not None:  # read-only, on the driver: the run directory's log files
         out["logs"] = logs_section(RunSet(merge.logs_root))
+    if paths is not None and stepped is not None:  # the critical path needs the combined steps
+        from tui_prof.analysis.pathpartials import add_path_sections, path_plan
+
+        plan = plan or path_plan(merge)
+        if plan is not None:
+            add_path_sections(out, merge, paths(plan), plan)
     out = {key: out[key] for key in MERGED_SECTIONS if key in out}  # the document's order
     report = merge.check_report()
     # every merged section's trust label (issue 32)
@@ -1056,23 +1085,22 @@ def merge_partials(
     step_options: StepOptions = StepOptions(),
 ) -> dict[str, Any]:
     """:func:`merged_sections` of ``partials`` (in any order; made with the same
-    ``threshold_ns`` and ``max_gaps``); ``load``: a rank by its label (PartialMerge.load)."""
+    ``threshold_ns`` and ``max_gaps``); ``load``: a rank by its label (PartialMerge.load), with
+    which the second pass (the critical path, its columns and the findings) runs here."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
     merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps, load=load, step_options=step_options)
     for p in partials:
         merge.add(p)
-    return merged_sections(merge, top)
+    if load is None:
+        return merged_sections(merge, top)
+    from tui_prof.analysis.pathpartials import run_in_process
+
+    return merged_sections(merge, top, lambda plan: run_in_process(merge, plan, load, merge.rules))
 
 
 def comparable(doc: dict[str, Any], sections: Sequence[str] = MERGED_SECTIONS) -> dict[str, Any]:
-    """The merged sections of a summary document, without the critical path's fields: what a
-    merge of partials must equal."""
+    """The merged sections of a summary document: what a merge of partials must equal."""
     out = {key: doc[key] for key in sections if key in doc}
-    for key in ("hotspots", "hotspots_by_operator", "hotspots_by_module"):  # their rows carry critical_ns
-        if isinstance(out.get(key), list):
-            out[key] = [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in out[key]]
-    if isinstance(out.get("hotspots_by"), dict):  # the category rows carry critical_ns too
-        out["hotspots_by"] = {g: [{k: v for k, v in row.items() if k not in NOT_MERGED_FIELDS} for row in rows] for g, rows in out["hotspots_by"].items()}
     if "trust" in out:  # the labels of the compared sections
         out["trust"] = {k: out["trust"][k] for k in sections if k in out["trust"] and k != "trust"}
     return out

@@ -20,7 +20,7 @@ from tui_prof import __version__
 from tui_prof.analysis import ranks
 from tui_prof.analysis.copies import copies_section, copies_source
 from tui_prof.analysis.counters import counters_section
-from tui_prof.analysis.critical import add_critical_ns, add_group_critical, critical_section, process_windows, ranks_on_path
+from tui_prof.analysis.critical import add_critical_ns, add_group_critical, critical_section, operator_groups, process_windows, ranks_on_path, sums_by_process
 from tui_prof.analysis.findings import build_findings
 from tui_prof.analysis.gpu_idle import RunTimeline, gaps_section, gpu_section, run_timeline
 from tui_prof.analysis.hostcalls import api_section, launch_links, launch_section, sync_section
@@ -39,7 +39,7 @@ from tui_prof.analysis.measurement import measurement_section, peak_memory_of
 from tui_prof.analysis.memory import API, TOTALS, memory_section_of
 from tui_prof.analysis.names import DEFAULT_CATEGORY_RULES, CategoryRules
 from tui_prof.analysis.occupancy import occupancy_section
-from tui_prof.analysis.operators import NOT_LINKED, categories_per_process, kernel_categories_of, modules_section, operator_links, operators_section
+from tui_prof.analysis.operators import categories_per_process, kernel_categories_of, modules_section, operator_links, operators_section
 from tui_prof.analysis.platform import detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section, warnings_section
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, process_ns, run_inputs, wall_ns
@@ -295,12 +295,13 @@ def _summarise(runset: RunSet, options: SummaryOptions, progress: Progress | Non
         doc, inputs, steps_found, source, rules, waits, categories_per_process(kernel_cats, inputs) if len(inputs) > 1 else None, found.rows
     )
     if on_path_rows is not None:  # the critical column of the category and operator tables
-        add_group_critical(doc["hotspots_by"]["category"], _category_keys(kernels, kernel_cats, rules), on_path_rows)
+        sizes = [len(r.run.kernels) for r in inputs]
         by = doc["hotspots_by"]
+        add_group_critical(by["category"], sums_by_process(_category_keys(kernels, kernel_cats, rules), on_path_rows, sizes))
         for rows, key in ((by["normalized"], "normalized"), (by["agent"], "agent"), (by["process"], "pid")):
-            add_group_critical(rows, group_key(kernels, key).reset_index(drop=True), on_path_rows)
+            add_group_critical(rows, sums_by_process(group_key(kernels, key).reset_index(drop=True), on_path_rows, sizes))
         if doc["hotspots_by_operator"]:  # a process records operators
-            add_group_critical(doc["hotspots_by_operator"], _operator_keys(inputs, op_links), on_path_rows)
+            add_group_critical(doc["hotspots_by_operator"], sums_by_process(_operator_keys(inputs, op_links), on_path_rows, sizes))
     report = check_run(runset)
     doc["trust"] = trust_labels(report, doc)
     return SummaryResult(doc, gapsets, dict(enumerate(links)), report, on_path, on_path_rows)
@@ -314,18 +315,7 @@ def _category_keys(kernels: pd.DataFrame, categories: pd.Series | None, rules: C
 
 def _operator_keys(inputs: list[RunInput], op_links: list[pd.DataFrame | None]) -> pd.Series:
     """The operator table's group of each kernel row (no group where a process records no operators)."""
-    parts = []
-    for r, link in zip(inputs, op_links, strict=True):
-        if link is None:
-            parts.append(pd.Series(pd.Categorical.from_codes(np.full(len(r.run.kernels), -1), categories=[NOT_LINKED])))
-        else:
-            ops = link["op"].astype("category").reset_index(drop=True)
-            cats = list(ops.cat.categories)
-            if "" in cats and NOT_LINKED not in cats:  # the operator table's name of kernels no operator launched
-                ops = ops.cat.rename_categories([NOT_LINKED if c == "" else c for c in cats])
-            elif "" in cats:  # an operator named so as well: the table merges them too
-                ops = pd.Series(pd.Categorical(ops.astype(str).replace("", NOT_LINKED)))
-            parts.append(ops)
+    parts = [operator_groups(len(r.run.kernels), link) for r, link in zip(inputs, op_links, strict=True)]
     return pd.Series(pd.api.types.union_categoricals([p.array for p in parts], ignore_order=True)) if parts else pd.Series([], dtype=object)
 
 

@@ -1,5 +1,6 @@
 """``tuiprof summary --cluster`` as text: the sections merged from per-rank partials
-(analysis.partials), the ranks that failed, and which sections the merge leaves out.
+(analysis.partials), the findings and critical paths of the second pass
+(analysis.pathpartials), the ranks that failed, and which sections the merge leaves out.
 Every string from a trace goes through :func:`~tui_prof.render.safe.safe_text` (``table``,
 ``lines_text``)."""
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tui_prof.render.fmt import fmt_ns, fmt_pct, shorten
-from tui_prof.render.summary import lines_text, rank_sections, table
+from tui_prof.render.summary import critical_path_section, findings_section, lines_text, rank_sections, table
 
 
 def merged_text(doc: Mapping[str, Any], name_width: int = 48) -> str:
@@ -27,6 +28,8 @@ def merged_text(doc: Mapping[str, Any], name_width: int = 48) -> str:
     )
     for failed in parts["failed_ranks"]:
         out.append(f"Failed rank {failed['label']}: {failed['reason']}")
+    for failed in (doc.get("critical_path") or {}).get("failed_ranks", []):
+        out.append(f"No critical path for rank {failed['label']}: {failed['reason']}")
     if doc["hotspots"]:
         out += ["", "Top kernels"]
         rows = [
@@ -34,13 +37,15 @@ def merged_text(doc: Mapping[str, Any], name_width: int = 48) -> str:
             for h in doc["hotspots"]
         ]
         out += table(["kernel", "calls", "total", "avg", "median", "%"], rows)
-    for title, headers, rows, notes in rank_sections(doc, name_width):
+    # findings and the critical path: in a document whose second pass ran (docs/cluster.md)
+    decided = [*findings_section(doc), *critical_path_section(doc, name_width)] if "findings" in doc else []
+    for title, headers, rows, notes in decided + rank_sections(doc, name_width):
         out += ["", title]
         if rows:
             out += table(headers, [[shorten(c, 100) for c in r] for r in rows], "l" * len(headers))
         out += notes
     out += [
         "",
-        "Merged sections: " + ", ".join(parts["sections"]) + " (steps, findings and the rest need the whole run: tuiprof summary without --cluster)",
+        "Merged sections: " + ", ".join(parts["sections"]) + " (the statistics, source and warnings need the whole run: tuiprof summary without --cluster)",
     ]
     return lines_text(out)

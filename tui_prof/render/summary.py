@@ -130,14 +130,14 @@ def stats_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]
     return out
 
 
-def _findings_section(summary: Mapping[str, Any]) -> list[Section]:
+def findings_section(summary: Mapping[str, Any]) -> list[Section]:
     if not summary["findings"]:
         return []
     rows = [[f["severity"], f["code"], _saving(f), f["message"], f["fix"].replace("\n", " / ")] for f in summary["findings"]]
     return [("Findings", ["severity", "code", "saving", "finding", "fix"], rows, [])]
 
 
-def _critical_path_section(summary: Mapping[str, Any], name_width: int) -> list[Section]:
+def critical_path_section(summary: Mapping[str, Any], name_width: int) -> list[Section]:
     """The critical path of each process (analysis.critical): what fills it, largest first."""
     out: list[Section] = []
     for p in (summary.get("critical_path") or {}).get("processes", []):
@@ -167,7 +167,7 @@ def _saving(finding: Mapping[str, Any]) -> str:
 def _stats_only_sections(summary: Mapping[str, Any], name_width: int) -> list[Section]:
     """A run without a trace: its findings, its statistics tables, and what a trace would add."""
     no_trace = "No trace in this run: idle, gaps, synchronisation and launch overhead need one. Record it with rocprofv3 --kernel-trace --sys-trace -- <app>."
-    return _stats_measurement_section(summary) + _findings_section(summary) + stats_sections(summary, name_width) + [("Timeline", [], [], [no_trace])]
+    return _stats_measurement_section(summary) + findings_section(summary) + stats_sections(summary, name_width) + [("Timeline", [], [], [no_trace])]
 
 
 def _stats_measurement_section(summary: Mapping[str, Any]) -> list[Section]:
@@ -483,8 +483,8 @@ def _sections(summary: Mapping[str, Any], name_width: int = 60, max_gaps: int = 
 def _all_sections(summary: Mapping[str, Any], name_width: int, max_gaps: int) -> list[Section]:
     return [
         *_measurement_section(summary),
-        *_findings_section(summary),
-        *_critical_path_section(summary, name_width),
+        *findings_section(summary),
+        *critical_path_section(summary, name_width),
         *steps_sections(summary, name_width),
         *rank_sections(summary, name_width),
         *_gpu_section(summary),
