@@ -840,7 +840,8 @@ def steps_of_processes(
     warmup: int | None = None,
     factor: float = OUTLIER_FACTOR,
 ) -> FoundSteps:
-    """The ``steps`` part of a run of one or several processes ((run, label, index, gaps) each).
+    """The ``steps`` part of a run of one or several processes ((run, label, index, gaps) each),
+    with the processes' own rows and memory growths (:class:`FoundSteps`).
 
     One process with steps: its section. Several (data-parallel ranks): :func:`combine_steps`."""
     found: list[ProcessSteps] = []
