@@ -120,7 +120,7 @@ from tui_prof.analysis.sections import (
     StragglerSection,
 )
 from tui_prof.analysis.stats import API_STATS
-from tui_prof.analysis.steps import OUTLIER_FACTOR, StepsFold, describe_by_label, empty_steps_section, steps_of, without_rows
+from tui_prof.analysis.steps import OUTLIER_FACTOR, StepsFold, describe_by_label, empty_steps_section, steps_of
 from tui_prof.analysis.timeline import DEFAULT_GAP_THRESHOLD_NS
 from tui_prof.analysis.warmup import warmup_of
 from tui_prof.model import Agent, LoadIssue, Run, RunMeta, RunSet
@@ -795,10 +795,8 @@ class PartialMerge:
         read of it is kept (its devices, requests and peak: O(devices))."""
         if self.steps_first is None or key < self.steps_first[0]:
             self.steps_first = (key, part)
-        detected = part.steps["detected"]
-        if detected:
-            self.steps_fold.add(key, label, part.steps)
-        self.steps.append((key, label, replace(part, steps=without_rows(part.steps) if detected else part.steps, warmup=None)))
+        kept = self.steps_fold.add(key, label, part.steps) if part.steps["detected"] else part.steps
+        self.steps.append((key, label, replace(part, steps=kept, warmup=None)))
 
     def _core_order(self) -> tuple[list[RankCore], list[tuple[int, str]], list[int]]:
         """The merged cores in the run set's order, their rank numbers and their arrivals in the instance table."""

@@ -724,8 +724,9 @@ class StepsFold:
         self.parts: list[tuple[Any, StepsSection, Growth]] = []
         self.most = 0  # the largest step count of a process
 
-    def add(self, key: Any, label: str, part: StepsSection) -> None:
-        """One process's steps part (detected, with its rows; ``label``: the process's)."""
+    def add(self, key: Any, label: str, part: StepsSection) -> StepsSection:
+        """One process's steps part (detected, with its rows; ``label``: the process's);
+        returns the part kept of it (:func:`without_rows`)."""
         rows = part["steps"]
         if self.first is None or key < self.first[0]:
             self.first = (key, part)
@@ -739,7 +740,9 @@ class StepsFold:
             best[4] += 1
             if row["wall_ns"] > best[0] or (row["wall_ns"] == best[0] and key < best[1]):
                 best[:4] = [row["wall_ns"], key, label, row]
-        self.parts.append((key, without_rows(part), step_growth(rows)))
+        slim = without_rows(part)
+        self.parts.append((key, slim, step_growth(rows)))
+        return slim
 
     def growths(self) -> list[Growth]:
         """Each process's own memory growth (in key order) where the section combines several."""
