@@ -57,8 +57,17 @@ def peak(run: Path, ranks: int, leave_out: list[str]) -> dict:
     merged = merged_copies(run, ranks, leave_out)
     after = hwm_mb()
     doc = merged.document(20)
-    rows = sum(len(p["steps"]) for p in (doc.get("steps") or {}).get("per_process", []))
-    return {"ranks": ranks, "leave_out": leave_out, "before_mb": before, "after_merge_mb": after, "peak_mb": hwm_mb(), "per_process_step_rows": rows}
+    per = (doc.get("steps") or {}).get("per_process", [])
+    rows, counted = sum(len(p["steps"]) for p in per), sum(p.get("step_count", len(p["steps"])) for p in per)
+    return {
+        "ranks": ranks,
+        "leave_out": leave_out,
+        "before_mb": before,
+        "after_merge_mb": after,
+        "peak_mb": hwm_mb(),
+        "per_process_step_rows": rows,  # listed in the document
+        "per_process_steps": counted,  # counted (step_count)
+    }
 
 
 def kept(run: Path, ranks: int) -> dict[str, int]:
