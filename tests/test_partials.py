@@ -585,3 +585,24 @@ def test_merge_keeps_instances_not_ranks_times_collectives() -> None:
         kept[ranks] = merge.instances.instance_elements()
         assert len(merge.instances.counts) == ranks and all(len(c) == 2 for c in merge.instances.counts)
     assert kept[64] == kept[256] == 8 * 2 * 3
+
+
+def test_sampled_windows_merge_as_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows cut to a small node budget (the sampled case every trace of more than the
+    critical path's budget is): each rank's path is analysed over its first part, its waits
+    map the window's collectives onto the whole process's instances, and the merge equals the
+    in-process summary (critical_ns scaled to the whole window included)."""
+    import functools
+
+    from tui_prof.analysis import critical
+    from tui_prof.analysis import summary as summary_module
+
+    monkeypatch.setattr(critical, "MIN_NODES", 10)
+    monkeypatch.setattr(critical, "MAX_NODES", 400)
+    monkeypatch.setattr(summary_module, "process_windows", functools.partial(critical.process_windows, max_nodes=400))
+    runset = build_ranks(RankSpec(ranks=4, iterations=12, slow_rank=1, collectives=("AllReduce", "AllGather"), hosts=2)).runset()
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    assert all(p["sampled_ns"] < p["window_ns"] for p in doc["critical_path"]["processes"])  # the case under test
+    assert any(p["waiting_on_ranks"] for p in doc["critical_path"]["processes"])
+    merged = merge_partials(partials_of(runset), load=loader(runset))
+    assert dumped(merged) == dumped(doc)

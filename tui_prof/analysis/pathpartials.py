@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from tui_prof.analysis import critical, savings
 from tui_prof.analysis.critical import (
-    MAX_NODES,
     add_critical_ns,
     add_group_critical,
     collective_waits,
@@ -43,7 +43,7 @@ from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.operators import has_operators, link_operators
 from tui_prof.analysis.partials import PartialMerge, StepsNotMerged, keys_of
 from tui_prof.analysis.runinput import RunInput, run_inputs
-from tui_prof.analysis.savings import SAVING_NODES, best_saving, edit_key, part_of, part_saving, projected_edits, ranked_savings, saving_budget
+from tui_prof.analysis.savings import best_saving, edit_key, part_of, part_saving, projected_edits, ranked_savings, saving_budget
 from tui_prof.analysis.sections import StepsSection
 from tui_prof.analysis.whatif import Edits
 from tui_prof.guard import jsonout
@@ -144,9 +144,12 @@ def table_hash(table: WaitTable | None) -> str:
     return digest.hexdigest()[:24] if table is not None else "none"
 
 
-def path_plan(merge: PartialMerge, max_nodes: int = MAX_NODES, saving_nodes: int = SAVING_NODES) -> PathPlan | None:
-    """The second pass's inputs from the merged first pass; None where the steps could not
-    be combined (a slow step's rank could not be loaded again)."""
+def path_plan(merge: PartialMerge, max_nodes: int | None = None, saving_nodes: int | None = None) -> PathPlan | None:
+    """The second pass's inputs from the merged first pass (``max_nodes``, ``saving_nodes``:
+    the budgets shared by the processes; None: the critical path's and the savings' own);
+    None where the steps could not be combined (a slow step's rank could not be loaded again)."""
+    max_nodes = critical.MAX_NODES if max_nodes is None else max_nodes
+    saving_nodes = savings.SAVING_NODES if saving_nodes is None else saving_nodes
     try:
         steps = merge.steps_memory()[0]
     except StepsNotMerged:
