@@ -58,7 +58,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -197,19 +199,162 @@ def _where(run: Run, table: str, rows: np.ndarray, frame: pd.DataFrame | None = 
     return {"processes": [run_label(run)], "table": table, "rows": int(len(rows)), "time_range_ns": _span(start, end), "examples": examples}
 
 
+# --- facts shared by the checks of one run --------------------------------------------------------
+
+
+def _is_sorted(values: np.ndarray) -> bool:
+    return len(values) < 2 or bool(np.all(values[1:] >= values[:-1]))
+
+
+class TableFacts:
+    """What several checks read from one table's ``start`` and ``end`` columns, each computed
+    at most once (the checks of one :func:`check_run` share them through :func:`run_facts`)."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
+        self.start, self.end = start, end
+
+    @cached_property
+    def start_sorted(self) -> bool:
+        """Rows in start order (the model's tables are sorted by start, -1 rows first)."""
+        return _is_sorted(self.start)
+
+    @cached_property
+    def end_sorted(self) -> bool:
+        return _is_sorted(self.end)
+
+    @cached_property
+    def all_known(self) -> bool:
+        """No start or end is UNKNOWN (-1)."""
+        start = self.start
+        if self.start_sorted and len(start):  # -1 rows would sit where -1 sorts in: one look instead of a pass
+            at = int(np.searchsorted(start, -1))
+            unknown_start = at < len(start) and int(start[at]) == -1
+        else:
+            unknown_start = bool((start == -1).any())
+        return not unknown_start and not bool((self.end == -1).any())
+
+    @cached_property
+    def known(self) -> np.ndarray:
+        """Per row: both the start and the end are known."""
+        return np.ones(len(self.start), dtype=bool) if self.all_known else (self.start != -1) & (self.end != -1)
+
+
+class IdLinks:
+    """Correlation ids of one run's API calls and kernels, matched once for the link, early
+    kernel and graph checks: dense lookup tables indexed by id where the ids span a range not
+    much larger than the tables (correlation ids count up from 1), else the sorted ids searched
+    (``dense=False`` forces that path; both answer the same)."""
+
+    def __init__(self, api_ids: np.ndarray, kernel_ids: np.ndarray, dense: bool | None = None) -> None:
+        self.api_ids, self.kernel_ids = api_ids, kernel_ids
+        both = [ids for ids in (api_ids, kernel_ids) if len(ids)]
+        self.lo = min([-1, *(int(ids.min()) for ids in both)])  # -1 (no id) gets a slot of its own: never a match
+        span = max([-1, *(int(ids.max()) for ids in both)]) - self.lo + 1
+        self.dense = span < 8 * (len(api_ids) + len(kernel_ids)) + (1 << 20) if dense is None else dense
+        self.span = span
+
+    def _index(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of ``ids`` in the dense tables (as intp: numpy indexes fastest by it)."""
+        index = ids.astype(np.intp)
+        index -= self.lo
+        return index
+
+    @cached_property
+    def _call_rows(self) -> np.ndarray | None:
+        """Per id: its API row (-1: none); None where the table would be far larger than the
+        ids or an id is on several rows (the sorted search then picks the first, as stably)."""
+        ids = self.api_ids
+        if not self.dense or self.span >= 2 * len(ids) + (1 << 20):
+            return None
+        rows = np.full(self.span, -1, dtype=np.int64 if len(ids) >= 1 << 31 else np.int32)
+        first = int(ids[0]) if len(ids) else -1
+        if first != -1 and int(ids[-1]) - first == len(ids) - 1 and bool(np.all(ids[1:] > ids[:-1])):  # one id per call, counting up
+            rows[first - self.lo : first - self.lo + len(ids)] = np.arange(len(ids), dtype=rows.dtype)
+            return rows
+        known = ids != -1
+        rows[self._index(ids[known])] = np.flatnonzero(known)
+        return rows if int(np.count_nonzero(rows != -1)) == int(np.count_nonzero(known)) else None
+
+    @cached_property
+    def call_has_kernel(self) -> np.ndarray:
+        """Per API row: some kernel holds its id (never for id -1)."""
+        if not self.dense:
+            return (self.api_ids != -1) & np.isin(self.api_ids, self.kernel_ids)
+        has = np.zeros(self.span, dtype=bool)
+        has[self._index(self.kernel_ids)] = True
+        has[-1 - self.lo] = False
+        return np.take(has, self._index(self.api_ids))
+
+    @cached_property
+    def kernel_call(self) -> np.ndarray:
+        """Per kernel row: the first API row with its id (-1: none, and for id -1)."""
+        rows = self._call_rows
+        if rows is not None:
+            return np.take(rows, self._index(self.kernel_ids))
+        ids, api = self.kernel_ids, self.api_ids
+        if not len(api):
+            return np.full(len(ids), -1, dtype=np.int64)
+        order = np.arange(len(api)) if _is_sorted(api) else np.argsort(api, kind="stable")
+        in_order = api[order]
+        pos = np.clip(np.searchsorted(in_order, ids), 0, len(api) - 1)
+        return np.where((ids != -1) & (in_order[pos] == ids), order[pos], -1)
+
+
+class RunFacts:
+    """One run's shared facts (:class:`TableFacts` per table, its API classes, :class:`IdLinks`),
+    each computed the first time a check asks."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._tables: dict[str, TableFacts] = {}
+
+    def table(self, name: str) -> TableFacts:
+        if name not in self._tables:
+            frame = self.run.table(name)
+            self._tables[name] = TableFacts(column_array(frame, "start"), column_array(frame, "end"))
+        return self._tables[name]
+
+    @cached_property
+    def classes(self) -> np.ndarray:
+        """:func:`~tui_prof.analysis.hostapi.api_classes` of the API table."""
+        return api_classes(self.run.api) if len(self.run.api) else np.empty(0, dtype=np.int8)
+
+    @cached_property
+    def links(self) -> IdLinks:
+        return IdLinks(column_array(self.run.api, "correlation_id"), column_array(self.run.kernels, "correlation_id"))
+
+
+_SHARED: ContextVar[dict[int, RunFacts] | None] = ContextVar("integrity_facts", default=None)
+
+
+def run_facts(run: Run) -> RunFacts:
+    """``run``'s facts: the ones the checks of the :func:`check_run` in progress share, else new."""
+    shared = _SHARED.get()
+    if shared is None:
+        return RunFacts(run)
+    facts = shared.get(id(run))
+    if facts is None or facts.run is not run:
+        facts = shared[id(run)] = RunFacts(run)
+    return facts
+
+
 # --- time and clocks ---------------------------------------------------------------------------
 
 
-def _segments(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
+def _segments(start: np.ndarray, end: np.ndarray, facts: TableFacts | None = None) -> list[tuple[int, int]]:
     """The table's time split where no row starts for CLUSTER_GAP_NS (rows sorted by start)."""
-    known = (start != -1) & (end != -1)
-    if not known.all():
+    facts = TableFacts(start, end) if facts is None else facts
+    ordered = facts.start_sorted
+    if not facts.all_known:
+        known = facts.known
         start, end = start[known], end[known]
     if not len(start):
         return []
-    order = None if bool(np.all(start[1:] >= start[:-1])) else np.argsort(start, kind="stable")
-    if order is not None:
+    if not ordered and not _is_sorted(start):
+        order = np.argsort(start, kind="stable")
         start, end = start[order], end[order]
+    if int(start[-1]) - int(start[0]) <= CLUSTER_GAP_NS:  # no gap can be longer than the whole: one segment
+        return [(int(start[0]), max(int(end.max()), int(start[-1])))]
     reach = np.maximum.accumulate(np.maximum(end, start))
     cuts = np.flatnonzero(start[1:] - reach[:-1] > CLUSTER_GAP_NS) + 1
     bounds = np.concatenate(([0], cuts, [len(start)]))
@@ -220,10 +365,11 @@ def clock_pieces(run: Run) -> list[tuple[int, int, str]]:
     """The time segments of ``run``'s kernels, API calls and copies (split where nothing
     happens for CLUSTER_GAP_NS), each with what it holds: :func:`clock_domains` of one process."""
     pieces: list[tuple[int, int, str]] = []
+    facts = run_facts(run)
     for name in ("kernels", "api", "copies"):
-        table = run.table(name)
-        if len(table):
-            pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(column_array(table, "start"), column_array(table, "end")))
+        if len(run.table(name)):
+            table = facts.table(name)
+            pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(table.start, table.end, table))
     return pieces
 
 
@@ -261,13 +407,15 @@ def durations(runset: RunSet) -> list[Issue]:
     """Overflowed (> 1 h) and negative durations of kernels, copies and API calls."""
     out: list[Issue] = []
     for run in runset.runs:
+        facts = run_facts(run)
         for name in ("kernels", "copies", "api"):
-            table = run.table(name)
-            if not len(table):
+            if not len(run.table(name)):
                 continue
-            start, end = column_array(table, "start"), column_array(table, "end")  # no Series per column: thousands of processes
-            known = (start != -1) & (end != -1)
-            dur = end - start
+            table = facts.table(name)
+            dur = table.end - table.start
+            if int(dur.min()) >= 0 and (name == "api" or int(dur.max()) <= OVERFLOW_NS):  # nothing to find, whatever is known
+                continue
+            known = table.known
             sections = (
                 list(KERNEL_SECTIONS + TIME_SECTIONS) if name == "kernels" else (["copies", "measurement"] if name == "copies" else ["api", "sync", "launch"])
             )
@@ -289,10 +437,14 @@ def durations(runset: RunSet) -> list[Issue]:
 # --- order -------------------------------------------------------------------------------------
 
 
-def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray) -> np.ndarray:
+def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray, start_sorted: bool | None = None) -> np.ndarray:
     """Rows that start more than OVERLAP_TOLERANCE_NS before a row of their lane with a lower
     correlation id (issued earlier: an in-order stream runs, and a host thread makes, its calls
-    in the order of their ids). Only rows with a lane (>= 0) and an id (> 0) count."""
+    in the order of their ids). Only rows with a lane (>= 0) and an id (> 0) count.
+    ``start_sorted``: whether ``start`` is known to be in order (None: look)."""
+    if (_is_sorted(start) if start_sorted is None else start_sorted) and _is_sorted(ids):
+        return np.empty(0, dtype=np.int64)  # ids in start order: every subset is too, none can run against it
+    lane = lane.astype(np.int64, copy=False)
     known = np.flatnonzero((lane >= 0) & (ids > 0) & (start != -1))
     if len(known) < 2:
         return np.empty(0, dtype=np.int64)
@@ -308,7 +460,7 @@ def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray) 
     new_id = np.r_[True, (cid[1:] != cid[:-1]) | ~same[1:]]
     prior = np.where(same, np.r_[np.iinfo(np.int64).min, reach[:-1]], np.iinfo(np.int64).min)
     prior = prior[np.maximum.accumulate(np.where(new_id, np.arange(len(st)), 0))]  # rows of one id share their first row's bound
-    hit = same & (prior - st > OVERLAP_TOLERANCE_NS)
+    hit = same & (st + OVERLAP_TOLERANCE_NS < prior)  # not prior - st: the int64 floor minus a start wraps round
     return np.sort(known[order[np.flatnonzero(hit)]])
 
 
@@ -317,12 +469,13 @@ def out_of_order(runset: RunSet) -> list[Issue]:
     launched before it on the same stream, a call starting before an earlier call of its thread."""
     out: list[Issue] = []
     for run in runset.runs:
-        k, api = run.kernels, run.api
+        facts = run_facts(run)
         found = []
-        if len(k) > 1:
-            found.append(("kernels", _against_launch_order(k["stream"].to_numpy().astype(np.int64), k["correlation_id"].to_numpy(), k["start"].to_numpy())))
-        if len(api) > 1:
-            found.append(("api", _against_launch_order(api["tid"].to_numpy().astype(np.int64), api["correlation_id"].to_numpy(), api["start"].to_numpy())))
+        for name, lane in (("kernels", "stream"), ("api", "tid")):
+            table = run.table(name)
+            if len(table) > 1:
+                times = facts.table(name)
+                found.append((name, _against_launch_order(column_array(table, lane), column_array(table, "correlation_id"), times.start, times.start_sorted)))
         for name, rows in found:
             if not len(rows):
                 continue
@@ -347,15 +500,20 @@ def _launch_names(run: Run, correlation: np.ndarray) -> np.ndarray:
     return np.array([names.get(int(c), "") for c in correlation], dtype=object)
 
 
-def _overlaps(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _overlaps(k: pd.DataFrame, times: TableFacts | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(row, overlapped share of its duration) of each kernel that starts before an earlier
-    kernel of its stream ends by more than OVERLAP_TOLERANCE_NS."""
-    stream = k["stream"].to_numpy().astype(np.int64)
+    kernel of its stream ends by more than OVERLAP_TOLERANCE_NS (``times``: the table's
+    :class:`TableFacts`, shared with the other checks)."""
+    times = TableFacts(column_array(k, "start"), column_array(k, "end")) if times is None else times
+    stream, agent = column_array(k, "stream"), column_array(k, "agent")
+    if times.start_sorted and int(stream.min()) == int(stream.max()) >= 0 and int(agent.min()) == int(agent.max()):
+        return _one_lane_overlaps(times)
+    stream = stream.astype(np.int64)
     # HIP may put several streams on one HSA queue: only a recorded stream is an in-order lane
-    key = np.where(stream >= 0, (k["agent"].to_numpy().astype(np.int64) << 42) + stream, -1)
-    start, end = k["start"].to_numpy(), k["end"].to_numpy()
+    key = np.where(stream >= 0, (agent.astype(np.int64) << 42) + stream, -1)
+    start, end = times.start, times.end
     one_lane = bool((key == key[0]).all())
-    if bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start
+    if times.start_sorted:  # the model's tables are sorted by start
         order = np.arange(len(key)) if one_lane else np.argsort(key, kind="stable")
     else:
         order = np.lexsort((start, key))
@@ -370,6 +528,19 @@ def _overlaps(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return order[rows], share
 
 
+def _one_lane_overlaps(times: TableFacts) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_overlaps` of kernels of one recorded stream, in start order: no sort, and where
+    the ends are in order too (no kernel ends before an earlier one), each row's earlier
+    kernels end at its predecessor's end, so no running max either."""
+    start, end = times.start, times.end
+    reach = end if times.end_sorted else np.maximum.accumulate(end)
+    rows = np.flatnonzero(reach[:-1] - start[1:] > OVERLAP_TOLERANCE_NS) + 1
+    rows = rows[end[rows] > start[rows]]
+    before = reach[rows - 1]
+    share = (np.minimum(before, end[rows]) - start[rows]) / (end[rows] - start[rows])
+    return rows, share
+
+
 def queue_overlap(runset: RunSet) -> list[Issue]:
     """Kernels overlapping an earlier kernel of the same in-order stream."""
     out: list[Issue] = []
@@ -377,7 +548,7 @@ def queue_overlap(runset: RunSet) -> list[Issue]:
         k = run.kernels
         if len(k) < 2:
             continue
-        rows, share = _overlaps(k)
+        rows, share = _overlaps(k, run_facts(run).table("kernels"))
         if not len(rows):
             continue
         names = _launch_names(run, k["correlation_id"].to_numpy()[rows])
@@ -409,25 +580,23 @@ def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     return np.isin(values, pool)
 
 
-def _linked(run: Run, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _linked(run: Run, classes: np.ndarray, links: IdLinks | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """(launch-call rows without a kernel, kernel rows without a call) when both are traced."""
     api, k = run.api, run.kernels
     if not len(api) or not len(k) or not ((classes == LAUNCH) | (classes == GRAPH_LAUNCH)).any():
         return None
-    kernel_ids = k["correlation_id"].to_numpy()
-    known = kernel_ids != -1
-    if not known.any():
+    links = run_facts(run).links if links is None else links
+    kernel_ids = links.kernel_ids
+    if not (kernel_ids != -1).any():
         return None
-    api_ids = api["correlation_id"].to_numpy()
-    direct = np.flatnonzero(classes == LAUNCH)
-    lonely_calls = direct[~_member(api_ids[direct], kernel_ids[known])]
+    api_ids = links.api_ids
+    lonely_calls = np.flatnonzero((classes == LAUNCH) & ~links.call_has_kernel)
     # correlation ids grow with every call: kernels with ids below the first traced call's were
     # launched before the host trace began (Kineto records their GPU activity, not their calls)
-    traced_ids = api_ids[api_ids != -1]
+    traced_ids = api_ids[api_ids != -1] if (api_ids == -1).any() else api_ids
     if not len(traced_ids):
         return lonely_calls, np.empty(0, dtype=np.int64)
-    traced = kernel_ids >= int(traced_ids.min())
-    lonely_kernels = np.flatnonzero(known & traced & ~_member(kernel_ids, traced_ids))
+    lonely_kernels = np.flatnonzero((kernel_ids >= int(traced_ids.min())) & (links.kernel_call == -1) & (kernel_ids != -1))
     return lonely_calls, lonely_kernels
 
 
@@ -436,7 +605,7 @@ def launch_links(runset: RunSet) -> list[Issue]:
     kernels that start before their own launch call."""
     out: list[Issue] = []
     for run in runset.runs:
-        classes = api_classes(run.api) if len(run.api) else np.empty(0, dtype=np.int8)
+        classes = run_facts(run).classes
         found = _linked(run, classes)
         if found is None:
             continue
@@ -484,8 +653,7 @@ def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
     graphs = np.flatnonzero(classes == GRAPH_LAUNCH)
     if not len(graphs):
         return []
-    kernel_ids = run.kernels["correlation_id"].to_numpy()
-    bare = graphs[~_member(run.api["correlation_id"].to_numpy()[graphs], kernel_ids[kernel_ids != -1])]
+    bare = graphs[~run_facts(run).links.call_has_kernel[graphs]]
     if len(bare) <= UNLINKED_SHARE * len(graphs):
         return []
     where = _where(run, "api", bare)
@@ -493,17 +661,10 @@ def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
     return [Issue("graph-without-kernels", "degraded", message, {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps")), **where})]
 
 
-def _early_kernels(run: Run) -> list[Issue]:
-    api, k = run.api, run.kernels
-    ids = api["correlation_id"].to_numpy()
-    starts = api["start"].to_numpy()
-    if not bool(np.all(ids[1:] >= ids[:-1])):  # usually already in id order (ids grow with time)
-        order = np.argsort(ids, kind="stable")
-        ids, starts = ids[order], starts[order]
-    kid = k["correlation_id"].to_numpy()
-    pos = np.clip(np.searchsorted(ids, kid), 0, len(ids) - 1)
-    match = (kid != -1) & (ids[pos] == kid)
-    early = np.flatnonzero(match & (k["start"].to_numpy() < starts[pos] - EARLY_KERNEL_NS))
+def _early_kernels(run: Run, links: IdLinks | None = None) -> list[Issue]:
+    row = (run_facts(run).links if links is None else links).kernel_call
+    launched_at = np.take(column_array(run.api, "start"), row)  # row -1 (no call): any value, left out below
+    early = np.flatnonzero((row != -1) & (column_array(run.kernels, "start") < launched_at - EARLY_KERNEL_NS))
     if not len(early):
         return []
     where = _where(run, "kernels", early)
@@ -1269,9 +1430,13 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 def check_run(runset: RunSet, checks: Iterable[tuple[str, Check]] = CHECKS) -> CheckReport:
     """Every check of ``checks`` on ``runset``; the issues most severe first (ties in check order)."""
     names, issues = [], []
-    for name, check in checks:
-        names.append(name)
-        issues.extend(check(runset))
+    token = _SHARED.set({})  # the checks share each run's facts (run_facts) until the report is made
+    try:
+        for name, check in checks:
+            names.append(name)
+            issues.extend(check(runset))
+    finally:
+        _SHARED.reset(token)
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
     return CheckReport(runset.root, issues, names)
 
