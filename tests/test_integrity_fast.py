@@ -197,3 +197,33 @@ def test_rows_sharing_a_lanes_first_id_are_not_out_of_order():
     lane = np.zeros(3, dtype=np.int64)
     assert integrity._against_launch_order(lane, np.array([5, 5, 6]), np.array([5_000, 0, 9_000])).tolist() == []
     assert integrity._against_launch_order(lane, np.array([5, 5, 6]), np.array([5_000, 0, 100])).tolist() == [2]
+
+
+# --- the separate-recordings note counts what the picker lists ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "folder", ["rocprofv3_csv/rocprofv3-docs-rocm7", "legacy_rocprof/rocm-blogs", "kineto/h200", "legacy_rocprof/hip-programming", "kineto/ranks"]
+)
+def test_the_recordings_note_agrees_with_the_picker(folder):
+    """The note cuts a process holding recordings hours apart first, as --recording N does
+    (the docs rocm7 folder: one process holds 15 clusters; 12 recordings in all, not 2)."""
+    runset = load_path(DATA / folder)
+    choice = integrity.pick_recording(runset)
+    notes = [i for i in check_run(runset).issues if i.code == "separate-recordings"]
+    assert (notes[0].affects["count"] if notes else 1) == choice.count
+    if notes:
+        listed = [[integrity.run_label(choice.split.runs[i]) for i in g[: integrity.MAX_EXAMPLES]] for g in choice.groups]  # type: ignore[union-attr]
+        assert [r["processes"] for r in notes[0].affects["recordings"]] == listed[: integrity.MAX_EXAMPLES]
+
+
+def test_a_process_within_the_gap_is_not_cut():
+    """Starts spanning less than the cluster gap: split_run returns the run itself (no table is
+    cut); spanning more, it looks."""
+    run = load_path(TRAIN_SYNC).runs[0]
+    (same,) = integrity.split_run(run)
+    assert same is run and not integrity._may_split(run)
+    far = run.kernels.copy()
+    far.loc[len(far) // 2 :, ["start", "end"]] += 2 * integrity.CLUSTER_GAP_NS
+    run.kernels = far
+    assert integrity._may_split(run) and len(integrity.split_run(run)) == 2

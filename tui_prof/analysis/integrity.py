@@ -1294,6 +1294,35 @@ def _clusters(run: Run) -> list[tuple[int, int]]:
     return [(a, b) for a, b in merged]
 
 
+def _known_start_range(start: np.ndarray, in_order: bool) -> tuple[int, int] | None:
+    """(first, last) of the starts that are not UNKNOWN (-1): a look at each end when they are
+    in order (-1 rows first), else a pass."""
+    if not len(start):
+        return None
+    if in_order:
+        at = 0 if int(start[0]) != -1 else int(np.searchsorted(start, -1, side="right"))
+        return (int(start[at]), int(start[-1])) if at < len(start) else None
+    known = start[start != -1]
+    return (int(known.min()), int(known.max())) if len(known) else None
+
+
+def _may_split(run: Run) -> bool:
+    """Whether :func:`split_run` could cut ``run``: a cut needs a gap of more than
+    CLUSTER_GAP_NS between starts, so the starts must span more than that."""
+    facts = run_facts(run)
+    lo, hi = None, None
+    for name in TABLES:
+        table = run.table(name)
+        col = _time_column(table)
+        if col is None or not len(table):
+            continue
+        start = column_array(table, col)
+        found = _known_start_range(start, facts.table(name).start_sorted if col == "start" and "end" in table.columns else _is_sorted(start))
+        if found is not None:
+            lo, hi = found if lo is None or hi is None else (min(lo, found[0]), max(hi, found[1]))
+    return lo is not None and hi is not None and hi - lo > CLUSTER_GAP_NS
+
+
 def split_run(run: Run) -> list[Run]:
     """``run`` cut into one run per recording when a loader merged files of separate
     recordings into one process (its rows fall in time clusters more than an hour apart: the
@@ -1301,6 +1330,8 @@ def split_run(run: Run) -> list[Run]:
     rows without a timestamp to the first; counter and metric rows follow their dispatch;
     the profiler's statistics files cover every recording and are left out of the parts (said
     in each part's warnings). ``[run]`` when it is one recording."""
+    if not _may_split(run):
+        return [run]
     clusters = _clusters(run)
     if len(clusters) < 2:
         return [run]
@@ -1343,10 +1374,19 @@ def split_recordings(runset: RunSet) -> RunSet:
 
 
 def separate_recordings(runset: RunSet) -> list[Issue]:
-    """A note when the run set holds several recordings (:func:`recordings`: processes that did
-    not run together, separate profiler sessions of one process): each figure of ``summary``,
-    ``open`` and ``export`` comes from one of them (``--recording N``), never from their pool."""
-    return separate_recordings_of([time_range(run) for run in runset.runs], [run.meta for run in runset.runs], [run_label(run) for run in runset.runs])
+    """A note when the run set holds several recordings (:func:`recordings` of the processes
+    cut at their own gaps, :func:`split_recordings`, as :func:`pick_recording` counts them:
+    processes that did not run together, separate profiler sessions of one process): each
+    figure of ``summary``, ``open`` and ``export`` comes from one of them (``--recording N``),
+    never from their pool."""
+    units = [unit for run in runset.runs for unit in recording_units(run)]
+    return separate_recordings_of([u[0] for u in units], [u[1] for u in units], [u[2] for u in units])
+
+
+def recording_units(run: Run) -> list[tuple[tuple[int, int] | None, RunMeta, str]]:
+    """(time range, metadata, label) of each recording ``run`` holds (:func:`split_run`): what
+    :func:`separate_recordings_of` groups."""
+    return [(time_range(part), part.meta, run_label(part)) for part in split_run(run)]
 
 
 def separate_recordings_of(ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta], labels: Sequence[str]) -> list[Issue]:
