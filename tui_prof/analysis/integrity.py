@@ -630,8 +630,10 @@ def _records_stop(run: Run, classes: np.ndarray, lonely: np.ndarray) -> list[Iss
     """The buffer-full signature: the kernel records stop while the launch calls go on (the
     last BUFFER_TAIL_MIN or more launch calls, and at least BUFFER_TAIL_SHARE of them, have
     no kernel: a profiler buffer with the discard fill policy drops every record once full)."""
+    if not len(lonely):
+        return []
     launches = np.flatnonzero(classes == LAUNCH)  # in start order: the tables are sorted by start
-    if not len(lonely) or len(launches) < 2:
+    if len(launches) < 2:
         return []
     linked = ~_member(launches, lonely)
     last = np.flatnonzero(linked)
@@ -694,16 +696,24 @@ KIND_SECTIONS = {
 
 def _kind_starts(run: Run, kind: str) -> np.ndarray:
     """The start times of one kind's records (counters: their dispatches' kernel starts), sorted."""
+    empty = np.empty(0, dtype=np.int64)
     if kind == "counters":
         c, k = run.counters, run.kernels
         if not len(c) or not len(k):
-            return np.empty(0, dtype=np.int64)
+            return empty
         ids = np.unique(c["dispatch_id"].to_numpy())
         start = k["start"].to_numpy()[_member(k["dispatch_id"].to_numpy(), ids)]
+        in_order = _is_sorted(start)
+    elif kind in ("kernels", "api", "copies"):  # their order is one of the run's shared facts
+        if not len(run.table(kind)):
+            return empty
+        facts = run_facts(run).table(kind)
+        start, in_order = facts.start, facts.start_sorted
     else:
         table = run.table(kind)
-        start = table["start"].to_numpy() if len(table) and "start" in table.columns else np.empty(0, dtype=np.int64)
-    if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start: a view, -1 rows first
+        start = column_array(table, "start") if len(table) and "start" in table.columns else empty
+        in_order = _is_sorted(start)
+    if len(start) > 1 and in_order:  # the model's tables are sorted by start: a view, -1 rows first
         return start[int(np.searchsorted(start, 0)) :] if start[0] == -1 else start
     return np.sort(start[start != -1])
 
@@ -1379,8 +1389,10 @@ def separate_recordings(runset: RunSet) -> list[Issue]:
     processes that did not run together, separate profiler sessions of one process): each
     figure of ``summary``, ``open`` and ``export`` comes from one of them (``--recording N``),
     never from their pool."""
-    units = [unit for run in runset.runs for unit in recording_units(run)]
-    return separate_recordings_of([u[0] for u in units], [u[1] for u in units], [u[2] for u in units])
+    parts = split_recordings(runset).runs
+    if len(parts) < 2:  # one recording: no time range needed
+        return []
+    return separate_recordings_of([time_range(part) for part in parts], [part.meta for part in parts], [run_label(part) for part in parts])
 
 
 def recording_units(run: Run) -> list[tuple[tuple[int, int] | None, RunMeta, str]]:
