@@ -41,7 +41,8 @@ counter-known-defective a counter the counter dictionary lists as wrong or readi
 records-stop            one kind of record stops >= 20% of the span before the others,   degraded
                         which go on (a full buffer for that kind)
 bandwidth-above-peak    a copy or a dispatch's FETCH_SIZE+WRITE_SIZE moving bytes faster  unreliable
-                        than the GPU's documented memory peak
+                        than the GPU's documented memory peak; a copy faster than the
+                        link it crosses (PCIe host link, NVLink / Infinity Fabric peers)
 graph-without-kernels   > 5% of graph launches have no kernel rows                       degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
                         reads 0 on every one of >= 2 dispatches
@@ -57,6 +58,7 @@ separate-recordings     the run set holds several recordings (processes or profi
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -780,6 +782,33 @@ MALL_FACTOR = {"gfx942": 4.0, "gfx950": 4.0}
 # the highest of a family's variants where the name does not tell them apart.
 NVIDIA_HBM_GBS = (("H200", 4800.0), ("H100 PCIe", 2000.0), ("H100", 3900.0), ("A100-PCIE-40GB", 1555.0), ("A100", 2039.0))
 COPY_FLOOR_NS = 1_000  # [P] shorter copies: their µs-rounded times make any rate meaningless
+# The link a copy crosses, by the GPU's product name, in GB/s a direction (a copy moves its bytes
+# one way). Host links: PCIe x16 at the link's raw rate before encoding (PCI-SIG: 16 GT/s a lane
+# for PCIe 4.0, 32 GT/s for 5.0: 32 and 64 GB/s a direction), the generation from the product's
+# data sheet (NVIDIA H200, H100 and A100 datasheets: "PCIe Gen5: 128GB/s", "PCIe Gen4: 64GB/s",
+# both directions; AMD Instinct MI300X, MI250X/MI250, MI210, MI100 data sheets: PCIe Gen 5 x16,
+# Gen 4 x16). APUs and superchips are left out: their host memory is on the package or over
+# NVLink-C2C (MI300A, GH200/GB200: "\b" keeps GH200 from matching H200).
+HOST_LINK_GBS = (
+    (r"\bH200\b", 64.0, "PCIe 5.0 x16 (NVIDIA H200 datasheet)"),
+    (r"\bH100\b", 64.0, "PCIe 5.0 x16 (NVIDIA H100 datasheet)"),
+    (r"\bA100\b", 32.0, "PCIe 4.0 x16 (NVIDIA A100 datasheet)"),
+    (r"\bMI300X\b", 64.0, "PCIe 5.0 x16 (AMD Instinct MI300X data sheet)"),
+    (r"\bMI250X?\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI250X/MI250 data sheet)"),
+    (r"\bMI210\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI210 data sheet)"),
+    (r"\bMI100\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI100 data sheet)"),
+)
+# GPU-to-GPU links: half the data sheet's total over every link and both directions, so a bound
+# no pair of GPUs can pass however the links are wired (NVIDIA datasheets: NVLink 900 GB/s on
+# H200 and H100 SXM, 600 GB/s on H100 PCIe/NVL and A100; AMD MI300X data sheet: 7 Infinity
+# Fabric links, 896 GB/s peak aggregate).
+PEER_LINK_GBS = (
+    (r"\bH200\b", 450.0, "NVLink 4 (NVIDIA H200 datasheet: 900 GB/s both directions)"),
+    (r"\bH100\b.*\b(PCIe|NVL)\b", 300.0, "NVLink bridge (NVIDIA H100 PCIe/NVL datasheet: 600 GB/s both directions)"),
+    (r"\bH100\b", 450.0, "NVLink 4 (NVIDIA H100 datasheet: 900 GB/s both directions)"),
+    (r"\bA100\b", 300.0, "NVLink 3 (NVIDIA A100 datasheet: 600 GB/s both directions)"),
+    (r"\bMI300X\b", 448.0, "Infinity Fabric (AMD Instinct MI300X data sheet: 896 GB/s aggregate both directions)"),
+)
 
 
 def _peak_gbs(agent: Agent | None) -> tuple[float | None, str]:
@@ -796,21 +825,33 @@ def _peak_gbs(agent: Agent | None) -> tuple[float | None, str]:
     return None, ""
 
 
+def _copy_rate(cp: pd.DataFrame) -> np.ndarray:
+    """Each copy's rate in GB/s (bytes per ns); NaN under COPY_FLOOR_NS."""
+    dur = (column_array(cp, "end") - column_array(cp, "start")).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(dur >= COPY_FLOOR_NS, cp["bytes"].to_numpy().astype(np.float64) / dur, np.nan)
+
+
+def _copy_memory_peak(run: Run, cp: pd.DataFrame) -> np.ndarray | None:
+    """Each copy's bound by the device memory at its faster end (NaN: neither end's peak is
+    known); None when no GPU's is."""
+    known = {a.id: gbs for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
+    if not known:
+        return None
+    ends = [pd.Series(cp[col].to_numpy()).map(known).to_numpy(dtype=np.float64) for col in ("src_agent", "dst_agent")]
+    return np.fmax(ends[0], ends[1])
+
+
 def _copy_rates(run: Run) -> list[Issue]:
     """Copies moving bytes faster than the device memory at either end can: every byte of a
     host-device or device-device copy is read from or written to a GPU's memory."""
     cp = run.copies
     if not len(cp) or "bytes" not in cp.columns:
         return []
-    known = {a.id: gbs for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
-    if not known:
+    peak = _copy_memory_peak(run, cp)
+    if peak is None:
         return []
-    dur = (cp["end"].to_numpy() - cp["start"].to_numpy()).astype(np.float64)
-    nbytes = cp["bytes"].to_numpy().astype(np.float64)
-    ends = [pd.Series(cp[col].to_numpy()).map(known).to_numpy(dtype=np.float64) for col in ("src_agent", "dst_agent")]
-    peak = np.fmax(ends[0], ends[1])  # the faster end's memory (NaN where neither end's peak is known)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(dur >= COPY_FLOOR_NS, nbytes / dur, np.nan)  # bytes per ns = GB/s
+    rate = _copy_rate(cp)
     rows = np.flatnonzero(rate > peak * PEAK_MARGIN)
     if not len(rows):
         return []
@@ -858,11 +899,61 @@ def _kernel_rates(run: Run) -> list[Issue]:
     return [Issue("bandwidth-above-peak", "unreliable", message, affects)]
 
 
+def _link_gbs(agent: Agent, table: tuple[tuple[str, float, str], ...]) -> tuple[float, str] | None:
+    """The agent's link peak (GB/s a direction) and its name from ``table`` (None: not listed)."""
+    product = agent.product or agent.name
+    for pattern, gbs, link in table:
+        if re.search(pattern, product, flags=re.IGNORECASE):
+            return gbs, link
+    return None
+
+
+def _copy_links(run: Run) -> list[Issue]:
+    """Copies moving bytes faster than the link they cross can: host-device copies (HtoD,
+    DtoH) against the GPU's host link, copies between two GPUs against their peer links
+    (the faster end's, where both ends' are listed)."""
+    cp = run.copies
+    if not len(cp) or "bytes" not in cp.columns:
+        return []
+    host = {a.id: found for a in run.gpu_agents if (found := _link_gbs(a, HOST_LINK_GBS))}
+    peer = {a.id: found for a in run.gpu_agents if (found := _link_gbs(a, PEER_LINK_GBS))}
+    if not host and not peer:
+        return []
+    src, dst = column_array(cp, "src_agent"), column_array(cp, "dst_agent")
+    direction = cp["direction"]
+    to_gpu = direction.eq("HtoD").to_numpy()
+    gpu_end = pd.Series(np.where(to_gpu, dst, src))
+    host_peak = np.where(to_gpu | direction.eq("DtoH").to_numpy(), gpu_end.map({k: v[0] for k, v in host.items()}).to_numpy(dtype=np.float64), np.nan)
+    ends = [pd.Series(end).map({k: v[0] for k, v in peer.items()}).to_numpy(dtype=np.float64) for end in (src, dst)]
+    between = (src != dst) & direction.isin(("DtoD", "PtoP")).to_numpy()
+    peer_peak = np.where(between, np.maximum(ends[0], ends[1]), np.nan)  # NaN unless both ends' links are listed
+    peak = np.fmin(host_peak, peer_peak)  # a row is one kind or the other (NaN: neither)
+    rate = _copy_rate(cp)
+    memory = _copy_memory_peak(run, cp)
+    over_memory = rate > memory * PEAK_MARGIN if memory is not None else np.zeros(len(cp), dtype=bool)
+    rows = np.flatnonzero((rate > peak * PEAK_MARGIN) & ~over_memory)  # above the memory's peak too: _copy_rates names them
+    if not len(rows):
+        return []
+    worst = int(rows[np.argmax(rate[rows] / peak[rows])])
+    if np.isfinite(host_peak[worst]):
+        link = host[int(gpu_end.iat[worst])][1]
+    else:  # the faster end's peer link bounded it
+        link = peer[int(src[worst]) if ends[0][worst] >= ends[1][worst] else int(dst[worst])][1]
+    message = (
+        f"{len(rows)} copies move bytes faster than the link they cross can (up to {rate[worst]:,.0f} GB/s over {link}, "
+        f"peak {peak[worst]:,.0f} GB/s a direction): their byte counts or times are wrong"
+    )
+    affects = {"sections": ["copies", "measurement"], **_where(run, "copies", rows), "peak_gbs": float(peak[worst])}
+    return [Issue("bandwidth-above-peak", "unreliable", message, affects)]
+
+
 def bandwidth(runset: RunSet) -> list[Issue]:
-    """Copies and kernels moving bytes faster than the device's documented memory peak."""
+    """Copies and kernels moving bytes faster than the device's documented memory peak, and
+    copies faster than the link they cross."""
     out: list[Issue] = []
     for run in runset.runs:
         out.extend(_copy_rates(run))
+        out.extend(_copy_links(run))
         out.extend(_kernel_rates(run))
     return out
 
