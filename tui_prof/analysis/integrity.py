@@ -838,8 +838,21 @@ def _copy_memory_peak(run: Run, cp: pd.DataFrame) -> np.ndarray | None:
     known = {a.id: gbs for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
     if not known:
         return None
-    ends = [pd.Series(cp[col].to_numpy()).map(known).to_numpy(dtype=np.float64) for col in ("src_agent", "dst_agent")]
-    return np.fmax(ends[0], ends[1])
+    return np.fmax(_by_agent(column_array(cp, "src_agent"), known), _by_agent(column_array(cp, "dst_agent"), known))
+
+
+def _by_agent(ids: np.ndarray, values: dict[int, float]) -> np.ndarray:
+    """``values`` of each row's agent id (NaN: not in it); a pass per agent, of which a run has few."""
+    out = np.full(len(ids), np.nan)
+    for agent, value in values.items():
+        out[ids == agent] = value
+    return out
+
+
+def _in_category(frame: pd.DataFrame, column: str, names: tuple[str, ...]) -> np.ndarray:
+    """Per row: ``column`` (a category) is one of ``names``."""
+    cat = category_array(frame, column)
+    return np.isin(cat.codes, [i for i, c in enumerate(cat.categories) if str(c) in names])
 
 
 def _copy_rates(run: Run) -> list[Issue]:
@@ -920,12 +933,11 @@ def _copy_links(run: Run) -> list[Issue]:
     if not host and not peer:
         return []
     src, dst = column_array(cp, "src_agent"), column_array(cp, "dst_agent")
-    direction = cp["direction"]
-    to_gpu = direction.eq("HtoD").to_numpy()
-    gpu_end = pd.Series(np.where(to_gpu, dst, src))
-    host_peak = np.where(to_gpu | direction.eq("DtoH").to_numpy(), gpu_end.map({k: v[0] for k, v in host.items()}).to_numpy(dtype=np.float64), np.nan)
-    ends = [pd.Series(end).map({k: v[0] for k, v in peer.items()}).to_numpy(dtype=np.float64) for end in (src, dst)]
-    between = (src != dst) & direction.isin(("DtoD", "PtoP")).to_numpy()
+    to_gpu = _in_category(cp, "direction", ("HtoD",))
+    gpu_end = np.where(to_gpu, dst, src)
+    host_peak = np.where(to_gpu | _in_category(cp, "direction", ("DtoH",)), _by_agent(gpu_end, {k: v[0] for k, v in host.items()}), np.nan)
+    ends = [_by_agent(end, {k: v[0] for k, v in peer.items()}) for end in (src, dst)]
+    between = (src != dst) & _in_category(cp, "direction", ("DtoD", "PtoP"))
     peer_peak = np.where(between, np.maximum(ends[0], ends[1]), np.nan)  # NaN unless both ends' links are listed
     peak = np.fmin(host_peak, peer_peak)  # a row is one kind or the other (NaN: neither)
     rate = _copy_rate(cp)
@@ -936,7 +948,7 @@ def _copy_links(run: Run) -> list[Issue]:
         return []
     worst = int(rows[np.argmax(rate[rows] / peak[rows])])
     if np.isfinite(host_peak[worst]):
-        link = host[int(gpu_end.iat[worst])][1]
+        link = host[int(gpu_end[worst])][1]
     else:  # the faster end's peer link bounded it
         link = peer[int(src[worst]) if ends[0][worst] >= ends[1][worst] else int(dst[worst])][1]
     message = (
