@@ -227,3 +227,11 @@ def test_a_process_within_the_gap_is_not_cut():
     far.loc[len(far) // 2 :, ["start", "end"]] += 2 * integrity.CLUSTER_GAP_NS
     run.kernels = far
     assert integrity._may_split(run) and len(integrity.split_run(run)) == 2
+
+
+def test_a_small_process_with_large_ids_builds_no_id_table():
+    """Tables indexed by id only where the ids span a few times the rows: a one-call process
+    whose id is 1,234,567 searches (the answer is the same)."""
+    links = integrity.IdLinks(np.array([-1, 1_234_567]), np.array([1_234_567, 7]))
+    assert not links.dense
+    assert links.kernel_call.tolist() == [1, -1] and links.call_has_kernel.tolist() == [False, True]

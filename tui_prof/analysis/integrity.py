@@ -241,6 +241,11 @@ class TableFacts:
         return np.ones(len(self.start), dtype=bool) if self.all_known else (self.start != -1) & (self.end != -1)
 
 
+# [P] id tables (a byte per id; the id-to-row table 4) for ids spanning up to this many times
+# the rows: real Kineto traces hold about one id in 4 (the runtime numbers calls it does not trace)
+DENSE_SPAN = 8
+
+
 class IdLinks:
     """Correlation ids of one run's API calls and kernels, matched once for the link, early
     kernel and graph checks: dense lookup tables indexed by id where the ids span a range not
@@ -250,9 +255,10 @@ class IdLinks:
     def __init__(self, api_ids: np.ndarray, kernel_ids: np.ndarray, dense: bool | None = None) -> None:
         self.api_ids, self.kernel_ids = api_ids, kernel_ids
         both = [ids for ids in (api_ids, kernel_ids) if len(ids)]
-        self.lo = min([-1, *(int(ids.min()) for ids in both)])  # -1 (no id) gets a slot of its own: never a match
-        span = max([-1, *(int(ids.max()) for ids in both)]) - self.lo + 1
-        self.dense = span < 8 * (len(api_ids) + len(kernel_ids)) + (1 << 20) if dense is None else dense
+        self.lo = min((int(ids.min()) for ids in both), default=0)  # an id -1 (none) present gets a slot: never a match
+        span = max((int(ids.max()) for ids in both), default=0) - self.lo + 1
+        # a table no larger than a few times the rows (a small process searches instead: no table of the ids' magnitude)
+        self.dense = span <= DENSE_SPAN * (len(api_ids) + len(kernel_ids)) if dense is None else dense
         self.span = span
 
     def _index(self, ids: np.ndarray) -> np.ndarray:
@@ -266,7 +272,7 @@ class IdLinks:
         """Per id: its API row (-1: none); None where the table would be far larger than the
         ids or an id is on several rows (the sorted search then picks the first, as stably)."""
         ids = self.api_ids
-        if not self.dense or self.span >= 2 * len(ids) + (1 << 20):
+        if not self.dense or self.span > DENSE_SPAN * len(ids):
             return None
         rows = np.full(self.span, -1, dtype=np.int64 if len(ids) >= 1 << 31 else np.int32)
         first = int(ids[0]) if len(ids) else -1
@@ -284,7 +290,8 @@ class IdLinks:
             return (self.api_ids != -1) & np.isin(self.api_ids, self.kernel_ids)
         has = np.zeros(self.span, dtype=bool)
         has[self._index(self.kernel_ids)] = True
-        has[-1 - self.lo] = False
+        if self.lo <= -1 < self.lo + self.span:
+            has[-1 - self.lo] = False
         return np.take(has, self._index(self.api_ids))
 
     @cached_property
