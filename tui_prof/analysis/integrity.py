@@ -59,7 +59,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -334,6 +335,18 @@ class RunFacts:
 
 
 _SHARED: ContextVar[dict[int, RunFacts] | None] = ContextVar("integrity_facts", default=None)
+
+
+@contextmanager
+def shared_facts() -> Iterator[None]:
+    """Within it, the checks share each run's facts (:func:`run_facts`): :func:`check_run`
+    runs its checks in one, as may a caller running checks one by one on the same runs (which
+    must not change the runs' tables meanwhile)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def run_facts(run: Run) -> RunFacts:
@@ -1592,13 +1605,10 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 def check_run(runset: RunSet, checks: Iterable[tuple[str, Check]] = CHECKS) -> CheckReport:
     """Every check of ``checks`` on ``runset``; the issues most severe first (ties in check order)."""
     names, issues = [], []
-    token = _SHARED.set({})  # the checks share each run's facts (run_facts) until the report is made
-    try:
+    with shared_facts():
         for name, check in checks:
             names.append(name)
             issues.extend(check(runset))
-    finally:
-        _SHARED.reset(token)
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
     return CheckReport(runset.root, issues, names)
 

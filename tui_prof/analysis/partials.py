@@ -78,6 +78,7 @@ from tui_prof.analysis.integrity import (
     recording_units,
     run_read_in_part,
     separate_recordings_of,
+    shared_facts,
     work_counter_rows,
 )
 from tui_prof.analysis.kernel_tables import GROUPED_BY
@@ -211,10 +212,11 @@ class CheckPartial:
 
 def check_partial(root: str, run: Run) -> CheckPartial:
     one = RunSet(root, [run])
-    issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+    with shared_facts():  # the checks and the clock pieces share the process's facts, as in check_run
+        issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+        pieces, units = clock_pieces(run), recording_units(run)
     work = work_counter_rows(run, distinct=True)
-    units = recording_units(run)
-    return CheckPartial(root, issues, clock_pieces(run), work, run_read_in_part(run), time_range(run), run.meta, run_label(run), units)
+    return CheckPartial(root, issues, pieces, work, run_read_in_part(run), time_range(run), run.meta, run_label(run), units)
 
 
 def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], root: str) -> CheckReport:
