@@ -606,3 +606,21 @@ def test_sampled_windows_merge_as_in_one_process(monkeypatch: pytest.MonkeyPatch
     assert any(p["waiting_on_ranks"] for p in doc["critical_path"]["processes"])
     merged = merge_partials(partials_of(runset), load=loader(runset))
     assert dumped(merged) == dumped(doc)
+
+
+def test_a_rank_that_cannot_be_loaded_again_is_named_in_the_critical_path() -> None:
+    """merge_partials' second pass: a rank whose files are gone when it is loaded again is
+    named in ``critical_path.failed_ranks``; the other ranks' paths and the findings are built."""
+    runset = build_ranks(RankSpec(ranks=3, iterations=3, slow_rank=1)).runset()
+    whole = loader(runset)
+
+    def load(label: str) -> RunSet:
+        if label == "rank2":
+            raise FileNotFoundError("rank2's files are gone")
+        return whole(label)
+
+    merged = merge_partials(partials_of(runset), load=load)
+    section = merged["critical_path"]
+    assert section["failed_ranks"] == [{"label": "rank2", "reason": "FileNotFoundError: rank2's files are gone"}]
+    assert [p["process"] for p in section["processes"]] == ["rank0", "rank1"]
+    assert merged["findings"] and all(0 <= row["critical_ns"] <= row["total_ns"] for row in merged["hotspots"])

@@ -47,7 +47,7 @@ from tui_prof.analysis.savings import best_saving, edit_key, part_of, part_savin
 from tui_prof.analysis.sections import StepsSection
 from tui_prof.analysis.whatif import Edits
 from tui_prof.guard import jsonout
-from tui_prof.model import RunSet
+from tui_prof.model import Run, RunSet
 
 PATH_SCHEMA = "tuiprof.pathpartial/1"
 PATH_CACHE_KIND = "rank-paths"  # the cache entries of path partials (loaders.cache.save_doc)
@@ -85,7 +85,7 @@ class PathPartial:
     schema: str = PATH_SCHEMA
 
 
-def rank_key(run: Any) -> tuple:
+def rank_key(run: Run) -> tuple:
     """:attr:`~tui_prof.analysis.partials.RankPartial.key` of a loaded process."""
     m = run.meta
     return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, m.label)
@@ -137,11 +137,14 @@ class PathPlan:
 
 
 def table_hash(table: WaitTable | None) -> str:
+    """A short digest of the wait table (made once on the driver: a part of every rank's path key)."""
+    if table is None:
+        return "none"
     digest = hashlib.sha256()
-    for kind in sorted(table or {}):
-        fastest, last = (np.ascontiguousarray(a, dtype=np.int64) for a in (table or {})[kind])
+    for kind in sorted(table):
+        fastest, last = (np.ascontiguousarray(a, dtype=np.int64) for a in table[kind])
         digest.update(kind.encode("utf-8", "surrogateescape") + b"\0" + fastest.tobytes() + b"\0" + last.tobytes() + b"\0")
-    return digest.hexdigest()[:24] if table is not None else "none"
+    return digest.hexdigest()[:24]
 
 
 def path_plan(merge: PartialMerge, max_nodes: int | None = None, saving_nodes: int | None = None) -> PathPlan | None:
@@ -189,9 +192,12 @@ def run_in_process(merge: PartialMerge, plan: PathPlan, load: Callable[[str], Ru
         if label in loaded:  # processes that share a label are loaded together
             continue
         loaded.add(label)
-        runset = load(label)
-        labels = [r.label for r in run_inputs(runset)]
-        out.add([p for p in path_partials(runset, plan.steady(labels, processes), plan.settings, plan.table, rules) if p.key in merged])
+        try:
+            runset = load(label)
+            labels = [r.label for r in run_inputs(runset)]
+            out.add([p for p in path_partials(runset, plan.steady(labels, processes), plan.settings, plan.table, rules) if p.key in merged])
+        except Exception as err:  # a rank that cannot be loaded again (its files gone): named, the rest built
+            out.failed.append((label, f"{type(err).__name__}: {err}".splitlines()[0]))
     return out
 
 
