@@ -103,18 +103,22 @@ def test_merged_partials_equal_the_summary_on_generated_ranks(tmp_path: Path, na
         "kineto/ranks",
         "kineto/h200",
         "rocprofv3_csv/rocprofv3-docs-rocm7",
+        "rocprofv3_csv/rocprofv3-docs-rocm6.3",
         "rocprofv3_csv/hpctraining-extracted",
         "legacy_rocprof/hip-programming",
+        "legacy_rocprof",
         "rocprofv2",
     ],
 )
 def test_merged_partials_equal_the_summary_on_recorded_runs(folder: str) -> None:
     """Real traces: two sampled ranks (HTA's trace_filter) and five H200 processes with
-    operators (op-first categories, distinct durations: the median and stddev)."""
+    operators (op-first categories, distinct durations: the median and stddev); rocprofv3
+    and legacy rocprof runs with the profiler's statistics (stats, their checks against the
+    trace, the load's warnings and skipped files: stats, warnings, source)."""
     runset = load_path(DATA / folder, use_cache=False)
     assert len(runset.runs) >= 2
     doc = build_summary(runset, SummaryOptions(logs=False))
-    merged = merge_partials(partials_of(runset), load=loader(runset))
+    merged = merge_partials(partials_of(runset), load=loader(runset), issues=runset.issues)
     assert dumped(merged) == dumped(doc)
     assert any(h["stddev_ns"] > 0 for h in merged["hotspots"]) or not folder.startswith("kineto")
     # independent of the summary: the API table's calls are the traced calls
@@ -130,12 +134,68 @@ def top_all(doc: dict) -> bool:
 
 def test_api_statistics_stand_in_when_no_call_was_traced() -> None:
     """No traced API call: the api section comes from the processes' API statistics files,
-    as in one process (the hotspots' statistics stand-in is not merged: docs/cluster.md)."""
+    and the kernel statistics stand in for the kernels, as in one process."""
     runset = load_path(DATA / "rocprofv3_summary", use_cache=False)
     doc = build_summary(runset, SummaryOptions(logs=False))
-    merged = merge_partials(partials_of(runset), load=loader(runset))
+    merged = merge_partials(partials_of(runset), load=loader(runset), issues=runset.issues)
+    assert dumped(merged) == dumped(doc)
     assert merged["api"]["source"] == "stats" and merged["api"] == doc["api"]
     assert merged["api"]["rows"] and all(r["calls"] > 0 for r in merged["api"]["rows"])
+    assert merged["hotspots_source"] == "stats" and merged["source"]["skipped"] == doc["source"]["skipped"] != []
+
+
+def test_legacy_statistics_tables_combine_as_their_files_say() -> None:
+    """Four legacy rocprof processes with a kernel statistics file each: the merged table's
+    calls and total are those of the four files, parsed here exactly (csv, integers), without
+    rocprof's "<barrier packet>" pseudo-kernel (a packet's wait, which the loader leaves out)."""
+    import csv
+
+    runset = load_path(DATA / "legacy_rocprof", use_cache=False)
+    merged = merge_partials(partials_of(runset), load=loader(runset), issues=runset.issues, top=None)
+    (table,) = [t for t in merged["stats"]["tables"] if t["key"] == "kernel_stats"]
+    files = sorted((DATA / "legacy_rocprof").rglob("*.stats.csv"))
+    rows = [row for f in files for row in csv.DictReader(f.open(newline="")) if row["Name"] != "<barrier packet>"]
+    assert table["processes"] == len(files) == 4
+    assert table["calls"] == sum(int(r["Calls"]) for r in rows)
+    assert table["total_ns"] == sum(int(r["TotalDurationNs"]) for r in rows)
+    assert len(table["rows"]) == len({r["Name"] for r in rows})
+
+
+def _kernel_rows(text: str) -> list[list[str]]:
+    """The KERNEL_DISPATCH table's rows of a rocprofv3 --summary file (name, calls, ns, ...)."""
+    part = text.split("ROCPROFV3 KERNEL_DISPATCH SUMMARY:", 1)[1].split("ROCPROFV3 ", 1)[0]
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in part.splitlines() if line.startswith("| ")]
+    return [c for c in cells if c[1] == "KERNEL_DISPATCH"]
+
+
+def test_a_statistics_only_run_of_two_processes_merges_its_stand_in(tmp_path: Path, capsys) -> None:
+    """Two rocprofv3 --summary files (no trace): the second cut by a row (its Percentage
+    column says so) and with a hostile kernel name. ``summary --cluster pool:2`` equals the
+    whole-run summary: the statistics stand in for kernels, hotspots and categories, the cut
+    table is warned about; the kernel table's calls and time are the two files' rows, parsed
+    here; the text shows no escape sequence."""
+    text = (DATA / "rocprofv3_summary" / "summary.txt").read_text()
+    hostile = "multiply\x1b]52;c;ZXZpbA==\x07_kernel"
+    cut = "\n".join(line for line in text.splitlines() if not line.startswith("| subtract_kernel")).replace("multiply_kernel", hostile)
+    for sub, body in (("a", text), ("b", cut.encode().decode("unicode_escape"))):
+        (tmp_path / "run" / sub).mkdir(parents=True)
+        (tmp_path / "run" / sub / "summary.txt").write_text(body)
+    run = tmp_path / "run"
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert dumped(merged) == dumped(whole) and merged["logs"] == whole["logs"]
+    assert merged["hotspots_source"] == "stats" and merged["partials"]["merged"] == 2
+    rows = _kernel_rows(text) + _kernel_rows(cut.encode().decode("unicode_escape"))
+    (table,) = [t for t in merged["stats"]["tables"] if t["key"] == "kernel_stats"]
+    assert table["calls"] == merged["kernels"]["dispatches"] == sum(int(r[2]) for r in rows) == 56
+    assert table["total_ns"] == merged["kernels"]["total_ns"] == sum(int(r[3]) for r in rows)
+    assert table["cut"] and any("the table is cut" in w for w in merged["warnings"])
+    assert sum(merged["categories"].values()) == table["total_ns"]
+    assert main(["summary", str(run), "--no-cache", "--cluster", "pool:2"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "Top kernels (from rocprofv3 --summary; no trace in this run)" in out
 
 
 def test_listed_gaps_merge_with_ties(tmp_path: Path) -> None:

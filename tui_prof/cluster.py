@@ -92,6 +92,7 @@ class RankResult:
     root: str = ""
     files: tuple[str, ...] = ()
     issues: tuple[LoadIssue, ...] = ()  # the load's error issues (the integrity report's file-unreadable)
+    skipped: tuple[LoadIssue, ...] = ()  # the files its load skipped (the source section)
 
 
 def rank_task(task: RankTask) -> RankResult:
@@ -107,14 +108,15 @@ def rank_task(task: RankTask) -> RankResult:
     else:
         partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
     errors = [str(issue) for issue in runset.errors]
-    if key is not None and partials and not errors:  # a rank with a file it could not read is read again next time
+    # a rank with a file it could not read is read again next time (and one whose load skipped a file: said again)
+    if key is not None and partials and not errors and not runset.skipped:
         try:
             doc = partials_doc(partials, errors)
         except TypeError:  # a value the JSON form does not hold: not cached
             pass
         else:
             save_doc(key, PARTIAL_CACHE_KIND, doc)
-    return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors))
+    return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors), tuple(runset.skipped))
 
 
 def partial_key(task: RankTask) -> str | None:
@@ -157,6 +159,7 @@ class Plan:
     tasks: list[RankTask]
     errors: list[str]
     issues: tuple[LoadIssue, ...] = ()  # the scan's error issues
+    skipped: tuple[LoadIssue, ...] = ()  # the files the scan skipped (not a profiler's, ...)
 
 
 def plan(
@@ -186,7 +189,7 @@ def plan(
     units = work_units(scan(root, sink, memo=memo))
     if memo is not None and memo != before:
         cache.save_scan(root, memo)
-    found = process_scan(root, units)
+    found = process_scan(root, units, every=True)  # a unit the load makes a process of is a rank, whatever its files hold
     errors = [str(issue) for issue in sink.issues if issue.severity == "error"]
     if not found.processes:
         raise ClusterError(f"nothing to summarise per rank under {path}" + (f" ({errors[0]})" if errors else ""))
@@ -195,7 +198,8 @@ def plan(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
     tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps, step_options, check_only) for p in found.processes]
-    return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
+    issues = tuple(issue for issue in sink.issues if issue.severity == "error")
+    return Plan(tasks, errors, issues, tuple(issue for issue in sink.issues if issue.severity != "error"))
 
 
 @dataclass(frozen=True)
@@ -219,10 +223,12 @@ class MergedRun:
 
     seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
+    load_skipped: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> the files its load skipped
     planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
 
     def add(self, result: RankResult) -> None:
         self.load_issues[result.label] = result.issues
+        self.load_skipped[result.label] = result.skipped
         for p in result.partials:
             reason = self._same_process(p)
             if reason is not None:
@@ -261,6 +267,8 @@ class MergedRun:
 
         doc: dict[str, Any] = {"schema": SCHEMA, "tuiprof_version": __version__}
         self.merge.load_errors = load_errors(self)
+        planned = self.planned or Plan([], [])
+        self.merge.load_skipped = [*planned.skipped, *(i for task in planned.tasks for i in self.load_skipped.get(task.label, ()))]
         self.merge.load = self.load_rank
         if self.planned is not None and self.planned.tasks:
             self.merge.logs_root = self.planned.tasks[0].root
