@@ -263,8 +263,8 @@ def test_cluster_refuses_what_needs_the_whole_run(tmp_path: Path, capsys) -> Non
     run = generated(tmp_path, "csv", RankSpec(ranks=2))
     assert main(["summary", str(run), "--md", "--cluster", "pool:1"]) == 2
     assert "--md needs the whole run" in capsys.readouterr().err
-    assert main(["open", str(run), "--cluster", "pool:1", "--recording", "0"]) == 2
-    assert "--recording needs the whole run" in capsys.readouterr().err
+    assert main(["open", str(run), "--cluster", "pool:1", "--recording", "2"]) == 2  # as without --cluster: one recording
+    assert "--recording 2: the run holds one recording" in capsys.readouterr().err
     assert main(["summary", str(run), "--cluster", "bogus"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "local[:N]" in err
@@ -319,9 +319,9 @@ def test_one_process_in_two_formats_is_merged_once(tmp_path: Path, capsys) -> No
 def test_profiler_sessions_of_one_pid_are_processes_of_their_own(capsys) -> None:
     """h200's four Kineto traces of pid 427 are four profiler sessions: a whole-run load keeps
     them apart (loaders/sessions.py), and so does the merge of their partials, which applies
-    the assembly's own rule (loaders.detect.merge_plan); the merge equals the in-process
-    summary of the whole folder (every recording: the partials path does not pick one) and
-    its check report."""
+    the assembly's own rule (loaders.detect.merge_plan); the merge of every rank equals the
+    in-process summary of the whole folder (``summary`` then picks one recording of them: the
+    next test) and its check report."""
     from tui_prof.cluster import plan, summarise_pool
 
     h200 = DATA / "kineto" / "h200"
@@ -342,6 +342,47 @@ def test_profiler_sessions_of_one_pid_are_processes_of_their_own(capsys) -> None
     alone = capsys.readouterr().out
     assert main(["check", str(h200), "--json", "--no-cache", "--cluster", "pool:1"]) == 5
     assert capsys.readouterr().out == alone
+
+
+def _quiet(err: str) -> list[str]:
+    """stderr without progress lines."""
+    return [line for line in err.splitlines() if not any(w in line for w in ("ranks ", "loading", "scanning", "analysing", "done"))]
+
+
+@pytest.mark.parametrize(
+    ("folder", "cache"),
+    [("rocprofv3_csv/rocprofv3-docs-rocm7", False), ("kineto/h200", True)],
+)
+def test_cluster_summarises_the_recording_summary_picks(tmp_path: Path, capsys, monkeypatch, folder: str, cache: bool) -> None:
+    """A folder of several recordings (issue 32): ``summary --cluster`` picks the recording
+    ``summary`` picks (most dispatches, or ``--recording N``), with the same stderr lines, and
+    its document equals the whole-run summary of that recording; a process cut into several
+    recordings (rocm7's one CSV prefix spans days) is cut the same way in its task. The
+    chosen ranks are read again: through their cached partials (h200) or loaded (rocm7)."""
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run = str(DATA / folder)
+    flags = [] if cache else ["--no-cache"]
+    for pick in ([], ["--recording", "2"], ["--recording", "99"]):
+        status = main(["summary", run, "--json", *flags, *pick])
+        whole = capsys.readouterr()
+        assert main(["summary", run, "--json", "--cluster", "pool:2", *flags, *pick]) == status
+        merged = capsys.readouterr()
+        assert _quiet(merged.err) == _quiet(whole.err)
+        assert "separate recordings" in merged.err or status == 2
+        if status == 2:  # a bad N: one line, as in one process
+            assert "--recording 99: the run holds" in merged.err and not merged.out
+            continue
+        doc = json.loads(merged.out)
+        assert dumped(doc) == dumped(json.loads(whole.out)) and doc["logs"] == json.loads(whole.out)["logs"]
+        assert doc["partials"]["ranks"] > doc["partials"]["merged"] and not doc["partials"]["failed_ranks"]
+    if folder == "kineto/h200":  # independent: recording 1, train_sync's kernels, counted in its file here
+        import gzip
+
+        assert main(["summary", run, "--json", "--cluster", "pool:2"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        events = json.loads(gzip.decompress((DATA / folder / "train_sync.pt.trace.json.gz").read_bytes()))["traceEvents"]
+        assert doc["kernels"]["dispatches"] == sum(1 for e in events if e.get("cat") == "kernel" and e.get("ph") == "X") == 2730
+        assert [p["label"] for p in doc["processes"]] == ["train_sync"]
 
 
 # --- the integrity report from per-rank parts --------------------------------------------------

@@ -42,8 +42,10 @@ from tui_prof.analysis.api import (
     CheckReport,
     PartialMerge,
     RankPartial,
+    RecordingPick,
     StepOptions,
     check_partials,
+    choose_recording,
     merged_sections,
     partial_settings,
     partials_doc,
@@ -106,7 +108,8 @@ def rank_task(task: RankTask) -> RankResult:
     if task.check_only:
         partials = check_partials(runset)
     else:
-        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
+        # a process holding several recordings: a partial per recording, as summary cuts it (the driver picks one)
+        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions(), split=True)
     errors = [str(issue) for issue in runset.errors]
     # a rank with a file it could not read is read again next time (and one whose load skipped a file: said again)
     if key is not None and partials and not errors and not runset.skipped:
@@ -209,6 +212,7 @@ class Fragment:
     meta: Any
     range: tuple[int, int] | None
     label: str
+    whole: tuple | None = None  # (task label, process label) of a recording cut from a process: its sibling parts are not merged into it
 
 
 @dataclass
@@ -225,31 +229,38 @@ class MergedRun:
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
     load_skipped: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> the files its load skipped
     planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
+    origins: list[tuple[str, int]] = field(default_factory=list)  # (task label, position in its result) of each merged partial, in merge order
+    keep: set[tuple[str, int]] | None = None  # merge only these partials (one recording's); None: every one
 
     def add(self, result: RankResult) -> None:
         self.load_issues[result.label] = result.issues
         self.load_skipped[result.label] = result.skipped
-        for p in result.partials:
-            reason = self._same_process(p)
+        for position, p in enumerate(result.partials):
+            if self.keep is not None and (result.label, position) not in self.keep:
+                continue
+            reason = self._same_process(p, result.label)
             if reason is not None:
                 self.failed.append((result.label, reason))
                 continue
             self.merge.add(p)
+            self.origins.append((result.label, position))
             self.files[p.label] = (result.root, result.files)
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
 
-    def _same_process(self, p: Any) -> str | None:
+    def _same_process(self, p: Any, task: str = "") -> str | None:
         """Why ``p`` is not merged (None: it is a process of its own): the assembly's own rule
         (loaders.detect.merge_plan: the same host, pid and rank in one profiler session, else
-        in a second format) over it and the merged partials of its (host, pid, rank)."""
+        in a second format) over it and the merged partials of its (host, pid, rank); the
+        recordings cut from one process (``p.split_of``) are not one another's fragments."""
         from tui_prof.loaders.detect import merge_plan
 
         if p.meta.pid is None:
             return None
         process = (p.meta.hostname, p.meta.pid, p.meta.rank)
-        kept = self.seen.setdefault(process, [])
+        whole = (task, p.split_of[0]) if p.split_of is not None else None
+        kept = [f for f in self.seen.setdefault(process, []) if whole is None or f.whole != whole]
         if kept:
             found = merge_plan([*kept, p])
             mine = len(kept)
@@ -258,7 +269,7 @@ class MergedRun:
                 return f"{where} in another format: counted once"
             if not any(group == [mine] for group in found.groups):  # one session in two units: a whole-run load merges them
                 return f"{where}, in the same profiler session: a whole-run load merges their files into one process, the partials cannot; left out"
-        kept.append(Fragment(p.meta, p.range, p.label))
+        self.seen[process].append(Fragment(p.meta, p.range, p.label, whole))
         return None
 
     def document(self, top: int | None) -> dict[str, Any]:
@@ -284,18 +295,57 @@ class MergedRun:
     def load_rank(self, label: str) -> RunSet:
         """The rank ``label`` loaded again here, its own files alone (through the per-rank
         cache the workers wrote): the combined steps' slowest rank, to describe its slow steps."""
+        from tui_prof.analysis.api import split_recordings
         from tui_prof.loaders import load_path
 
         root, files = self.files[label]
         use_cache = self.planned.tasks[0].use_cache if self.planned and self.planned.tasks else True
-        return load_path(root, use_cache=use_cache, only=files)
+        return split_recordings(load_path(root, use_cache=use_cache, only=files))  # a recording cut from its process: as the task cut it
 
 
-def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
+def _merge(tasks: list[RankTask], rules: CategoryRules, keep: set[tuple[str, int]] | None = None) -> MergedRun:
     first = tasks[0] if tasks else RankTask("", "", (), False)
     threshold = DEFAULT_GAP_THRESHOLD_NS if first.threshold_ns is None else first.threshold_ns
     merge = PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps, step_options=first.step_options or StepOptions())
-    return MergedRun(merge, len(tasks))
+    return MergedRun(merge, len(tasks), keep=keep)
+
+
+Rerun = Callable[[list[RankTask], set[tuple[str, int]]], MergedRun]
+"""Run ``tasks`` again where they ran first, merging only the partials of ``keep``
+(:func:`one_recording`): ``summarise_pool`` / ``summarise_cluster`` with ``keep``."""
+
+
+def recording_pick(merged: MergedRun, wanted: int | None = None) -> tuple[RecordingPick, set[tuple[str, int]] | None]:
+    """Which recording of the merged partials ``summary`` would summarise (the whole-run rule,
+    :func:`~tui_prof.analysis.integrity.choose_recording`, over each merged partial's time
+    range, identity, label and dispatches in the run set's order) and the partials of that
+    recording as (task label, position); None when every partial is in it (or on a bad N)."""
+    ranks, spans = merged.merge.ranks, merged.merge.spans
+    order = sorted(range(len(ranks)), key=lambda i: ranks[i][0])  # the merge's own order (ties: as merged)
+    pick = choose_recording(
+        [spans[i][1] for i in order], [ranks[i][4] for i in order], [ranks[i][1] for i in order], [ranks[i][2]["dispatches"] for i in order], wanted
+    )
+    if pick.count < 2 or pick.error:
+        return pick, None
+    return pick, {merged.origins[order[j]] for j in pick.groups[pick.chosen - 1]}
+
+
+def one_recording(merged: MergedRun, wanted: int | None, rerun: Rerun) -> tuple[MergedRun, RecordingPick]:
+    """``merged`` narrowed to one recording, as ``summary`` narrows a whole-run load (issue 32):
+    recording ``wanted``, else the one with the most dispatches. The recordings are told apart
+    only once every rank is merged, so the driver keeps no rank's partials for later: the
+    chosen recording's ranks are run again (read back from the partial cache when it is on)
+    and only its partials merged. The scan's and the other ranks' errors and failures stay."""
+    pick, keep = recording_pick(merged, wanted)
+    if keep is None:
+        return merged, pick
+    labels = {label for label, _ in keep}
+    again = rerun([t for t in (merged.planned.tasks if merged.planned else []) if t.label in labels], keep)
+    again.ranks, again.planned, again.errors = merged.ranks, merged.planned, merged.errors
+    again.failed = [f for f in merged.failed if f[0] not in labels] + again.failed
+    again.load_issues = {**merged.load_issues, **again.load_issues}
+    again.load_skipped = {**merged.load_skipped, **again.load_skipped}
+    return again, pick
 
 
 def _one_line(err: BaseException) -> str:
@@ -303,13 +353,20 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
+def summarise_pool(
+    tasks: list[RankTask],
+    rules: CategoryRules,
+    workers: int,
+    progress: Progress | None = None,
+    task: Callable = rank_task,
+    keep: set[tuple[str, int]] | None = None,
+) -> MergedRun:
     """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks). A task that
     raises is tried once more, then its rank is failed. A worker process that dies breaks
     the pool: the pool is started again, the tasks that were running when it broke (at most
     ``workers``: no more are handed to the pool at once) are run once more, each alone, and a
     rank whose process dies again is failed; the tasks not started yet are not charged."""
-    out = _merge(tasks, rules)
+    out = _merge(tasks, rules, keep)
     state = _PoolRun(out, len(tasks), progress)
     hits, misses = cached_results(tasks)
     for result in hits:
@@ -437,12 +494,19 @@ def _client(address: str) -> tuple[Any, Any]:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {_one_line(err)}") from None
 
 
-def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
+def summarise_cluster(
+    tasks: list[RankTask],
+    rules: CategoryRules,
+    address: str,
+    progress: Progress | None = None,
+    task: Callable = rank_task,
+    keep: set[tuple[str, int]] | None = None,
+) -> MergedRun:
     """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc); the ranks
     whose partials are cached are merged from the cache, and no cluster is started when
     all are. Ctrl-C cancels the tasks; a LocalCluster started here is closed on the way out."""
     _dask_installed()
-    out = _merge(tasks, rules)
+    out = _merge(tasks, rules, keep)
     hits, misses = cached_results(tasks)
     for done, result in enumerate(hits, start=1):
         out.add(result)

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -80,6 +80,7 @@ from tui_prof.analysis.integrity import (
     files_unloaded,
     run_read_in_part,
     separate_recordings_of,
+    split_run,
     work_counter_rows,
 )
 from tui_prof.analysis.kernel_tables import GROUPED_BY, stats_categories, stats_hotspots
@@ -434,13 +435,18 @@ class RankPartial:
     operators: OperatorPartial | None = None  # its part of the operator and module tables
     steps: StepsPartial | None = None  # its steps, warm-up and memory parts
     stats: StatsPartial | None = None  # its statistics tables, load warnings (stats, source, warnings)
+    # a part of a process that holds several recordings (integrity.split_run): the process's
+    # own label and the part's place among its parts (1-based); None: the whole process
+    split_of: tuple[str, int] | None = None
     schema: str = PARTIAL_SCHEMA
 
     @property
     def key(self) -> tuple:
-        """The run set's order of processes (loaders.detect.assemble)."""
+        """The run set's order of processes (loaders.detect.assemble), a process's parts in
+        their order in its place (integrity.split_recordings)."""
         m = self.meta
-        return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, m.label)
+        label, part = self.split_of if self.split_of is not None else (m.label, 0)
+        return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, label, part)
 
 
 def _codes(key: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -633,14 +639,22 @@ def rank_partials(
     threshold_ns: int | None = None,
     max_gaps: int | None = 200,
     step_options: StepOptions = StepOptions(),
+    split: bool = False,
 ) -> list[RankPartial]:
     """The partial of every process of ``runset`` (one rank's files, as a worker loads them);
-    ``threshold_ns`` (None: 10 µs), ``max_gaps`` and ``step_options`` as the summary's options."""
-    inputs = run_inputs(runset)
-    records = process_records(inputs)
+    ``threshold_ns`` (None: 10 µs), ``max_gaps`` and ``step_options`` as the summary's options.
+    ``split``: a process that holds several recordings gives a partial per recording
+    (:func:`~tui_prof.analysis.integrity.split_run`, as ``summary`` cuts it before it picks one)."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
-    return [rank_partial(r, rec, rules, threshold, max_gaps, runset.root, step_options) for r, rec in zip(inputs, records, strict=True)]
+    out = []
+    for run in runset.runs:
+        parts = split_run(run) if split else [run]
+        inputs = run_inputs(RunSet(runset.root, parts))
+        for n, (r, rec) in enumerate(zip(inputs, process_records(inputs), strict=True), 1):
+            partial = rank_partial(r, rec, rules, threshold, max_gaps, runset.root, step_options)
+            out.append(replace(partial, split_of=(run.meta.label, n)) if len(parts) > 1 else partial)
+    return out
 
 
 def check_partials(runset: RunSet) -> list[RankPartial]:
