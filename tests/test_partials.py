@@ -344,6 +344,29 @@ def test_profiler_sessions_of_one_pid_are_processes_of_their_own(capsys) -> None
     assert capsys.readouterr().out == alone
 
 
+def test_source_and_warnings_name_what_the_scan_and_the_ranks_could_not_read(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A cut rank file, a file no loader recognises, a README and an empty file: the merged
+    ``source`` (errors, skipped) and ``warnings`` equal the whole-run summary's, cold and from
+    the partial cache; they name exactly the files put there."""
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run = generated(tmp_path, "kineto", RankSpec(ranks=4, slow_rank=1))
+    broken = run / "rank2.pt.trace.json.gz"
+    broken.write_bytes(broken.read_bytes()[:200])
+    (run / "rank9.pt.trace.json").write_text("{not json")
+    (run / "README.txt").write_text("notes")
+    (run / "empty.csv").write_text("")
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    for _ in range(2):  # the second run merges the three good ranks from the partial cache
+        assert main(["summary", str(run), "--json", "--cluster", "pool:2"]) == 0
+        merged = json.loads(capsys.readouterr().out)
+        assert dumped(merged) == dumped(whole)
+    source = merged["source"]
+    assert [e["path"] for e in source["errors"]] == [str(run / "rank9.pt.trace.json"), str(broken)]
+    assert [e["path"] for e in source["skipped"]] == [str(run / "README.txt"), str(run / "empty.csv")]
+    assert [w for w in merged["warnings"] if w.startswith(str(run))] == [f"{e['path']}: {e['message']}" for e in source["errors"]]
+
+
 def _quiet(err: str) -> list[str]:
     """stderr without progress lines."""
     return [line for line in err.splitlines() if not any(w in line for w in ("ranks ", "loading", "scanning", "analysing", "done"))]
