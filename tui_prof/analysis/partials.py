@@ -45,9 +45,8 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
 The other sections are not merged (docs/cluster.md says which and why): the steps, the
 warm-up, the memory and the measurement need the slowest rank's events for the combined
 steps' outliers, the critical path needs the combined steps' windows, the findings read the
-whole document. A
-partial's size grows with the distinct kernel durations of the rank, not with its
-dispatches' count.
+whole document. A partial's size grows with the distinct kernel durations of the rank, not
+with its dispatches' count.
 """
 
 from __future__ import annotations
