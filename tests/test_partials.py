@@ -27,6 +27,7 @@ from tui_prof.analysis.api import (
     merge_partials,
     merged_check,
     merged_counts,
+    merged_sections,
     percentile_of,
     rank_partials,
     value_counts,
@@ -406,6 +407,50 @@ def test_cluster_summarises_the_recording_summary_picks(tmp_path: Path, capsys, 
         events = json.loads(gzip.decompress((DATA / folder / "train_sync.pt.trace.json.gz").read_bytes()))["traceEvents"]
         assert doc["kernels"]["dispatches"] == sum(1 for e in events if e.get("cat") == "kernel" and e.get("ph") == "X") == 2730
         assert [p["label"] for p in doc["processes"]] == ["train_sync"]
+
+
+def test_a_process_cut_into_two_recordings_keeps_both_parts() -> None:
+    """A rank (pid 4037) whose second half runs three hours later: its task gives a partial per
+    recording, which are not taken for one another's fragments; the driver's pick and its
+    listing equal ``pick_recording``'s, and the chosen recording, merged again alone, equals
+    the whole-run summary of that recording. Independent: recording 2 holds exactly the
+    kernels moved here."""
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.cluster import Plan, RankResult, RankTask, _merge, one_recording
+
+    runset = load_path(DATA / "kineto" / "ranks", use_cache=False)
+    run = runset.runs[0]
+    later = 3 * 3600 * 10**9
+    moved = 0
+    for name in ("kernels", "api", "copies", "markers"):
+        table = run.table(name)
+        if len(table) and "start" in table.columns:
+            half = table["start"] >= table["start"].median()
+            moved += int(half.sum()) if name == "kernels" else 0
+            table.loc[half, "start"] += later
+            table.loc[half, "end"] += later
+    results = {f"t{i}": RankResult(f"t{i}", rank_partials(RunSet(runset.root, [r]), split=True), [], runset.root, ()) for i, r in enumerate(runset.runs)}
+    assert [p.split_of for p in results["t0"].partials] == [("sampled_rank-0", 1), ("sampled_rank-0", 2)]
+    tasks = [RankTask(runset.root, label, (), False) for label in results]
+
+    def rerun(chosen: list, keep: set | None = None):
+        out = _merge(chosen, DEFAULT_CATEGORY_RULES, keep)
+        for task in chosen:
+            out.add(results[task.label])
+        return out
+
+    merged = rerun(tasks)
+    merged.planned = Plan(tasks, [])
+    assert merged.failed == [] and len(merged.merge.ranks) == 3
+    for wanted in (None, 2):
+        got, pick = one_recording(merged, wanted, rerun)
+        choice = pick_recording(runset, wanted)
+        assert (pick.count, pick.chosen, pick.listing) == (choice.count, choice.chosen, choice.listing) and pick.count == 2
+        got.merge.load = loader(choice.runset)
+        doc = merged_sections(got.merge, 20)
+        assert dumped(doc) == dumped(build_summary(choice.runset, SummaryOptions(logs=False)))
+        if wanted == 2:
+            assert doc["kernels"]["dispatches"] == moved and [p["label"] for p in doc["processes"]] == ["sampled_rank-0 · part 2"]
 
 
 # --- the integrity report from per-rank parts --------------------------------------------------
