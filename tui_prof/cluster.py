@@ -410,7 +410,14 @@ def _run_window(queue: deque[tuple[RankTask, int]], workers: int, task: Callable
             while (queue or inflight) and not broken:
                 while queue and len(inflight) < workers:
                     item = queue.popleft()
-                    inflight[pool.submit(task, item[0])] = item
+                    try:
+                        inflight[pool.submit(task, item[0])] = item
+                    except BrokenProcessPool:  # a worker died since the last wait: this task never ran
+                        queue.appendleft(item)
+                        broken = True
+                        break
+                if broken:
+                    break
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     item = inflight.pop(fut)
