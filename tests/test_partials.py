@@ -409,6 +409,17 @@ def test_cluster_summarises_the_recording_summary_picks(tmp_path: Path, capsys, 
         assert [p["label"] for p in doc["processes"]] == ["train_sync"]
 
 
+@pytest.mark.parametrize("folder", ["rocprofv3_csv/rocprofv3-docs-rocm7", "rocprofv3_summary"])
+def test_check_cluster_on_units_without_a_trace(capsys, folder: str) -> None:
+    """Every unit a load makes a process of is a rank (a prefix of agent records only, a
+    --summary file): ``check --cluster`` gives the whole-run report and exit status."""
+    run = str(DATA / folder)
+    status = main(["check", run, "--json", "--no-cache"])
+    alone = capsys.readouterr().out
+    assert main(["check", run, "--json", "--no-cache", "--cluster", "pool:2"]) == status
+    assert capsys.readouterr().out == alone
+
+
 def test_a_process_cut_into_two_recordings_keeps_both_parts() -> None:
     """A rank (pid 4037) whose second half runs three hours later: its task gives a partial per
     recording, which are not taken for one another's fragments; the driver's pick and its
