@@ -81,8 +81,10 @@ from tui_prof.analysis.integrity import (
     concat_work_rows,
     counter_modes_of,
     files_unloaded,
+    recording_units,
     run_read_in_part,
     separate_recordings_of,
+    shared_facts,
     split_run,
     work_counter_rows,
 )
@@ -216,13 +218,17 @@ class CheckPartial:
     range: tuple[int, int] | None = None
     meta: RunMeta | None = None
     label: str = ""
+    # (range, meta, label) of each recording the process holds (integrity.recording_units)
+    units: list[tuple[tuple[int, int] | None, RunMeta, str]] = field(default_factory=list)
 
 
 def check_partial(root: str, run: Run) -> CheckPartial:
     one = RunSet(root, [run])
-    issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+    with shared_facts():  # the checks and the clock pieces share the process's facts, as in check_run
+        issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+        pieces, units = clock_pieces(run), recording_units(run)
     work = work_counter_rows(run, distinct=True)
-    return CheckPartial(root, issues, clock_pieces(run), work, run_read_in_part(run), time_range(run), run.meta, run_label(run))
+    return CheckPartial(root, issues, pieces, work, run_read_in_part(run), time_range(run), run.meta, run_label(run), units)
 
 
 def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], root: str) -> CheckReport:
@@ -241,8 +247,8 @@ def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], roo
         elif name == "files":
             issues.extend(files_unloaded(list(errors)) + [i for part in parts for i in part.in_part])
         elif name == "recordings":
-            metas = [part.meta or RunMeta() for part in parts]
-            issues.extend(separate_recordings_of([part.range for part in parts], metas, [part.label for part in parts]))
+            units = [unit for part in parts for unit in (part.units or [(part.range, part.meta or RunMeta(), part.label)])]
+            issues.extend(separate_recordings_of([u[0] for u in units], [u[1] for u in units], [u[2] for u in units]))
         else:  # a check added to the registry without a partial: the merged report would miss it
             raise ValueError(f"integrity check {name!r} has no partial")
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
