@@ -47,8 +47,11 @@ from tui_prof.analysis.api import (
     PathPlan,
     PathSettings,
     RankPartial,
+    RecordingPick,
     StepOptions,
     check_partials,
+    choose_recording,
+    identity,
     merged_sections,
     partial_settings,
     partials_doc,
@@ -58,6 +61,7 @@ from tui_prof.analysis.api import (
     paths_doc,
     paths_of_doc,
     rank_partials,
+    split_recordings,
 )
 from tui_prof.model import LoadIssue, RunSet
 
@@ -101,6 +105,7 @@ class RankResult:
     root: str = ""
     files: tuple[str, ...] = ()
     issues: tuple[LoadIssue, ...] = ()  # the load's error issues (the integrity report's file-unreadable)
+    skipped: tuple[LoadIssue, ...] = ()  # the files its load skipped (the source section)
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,8 @@ def path_task(task: PathTask) -> PathResult:
     rank = task.rank
     key = path_key(task) if rank.use_cache else None
     runset = load_path(rank.root, use_cache=rank.use_cache, only=rank.files)
-    partials = path_partials(runset, task.steady, task.settings, task.table, rank.rules or DEFAULT_CATEGORY_RULES)
+    # a process holding several recordings: one per recording, as its first pass cut it (rank_task)
+    partials = path_partials(split_recordings(runset), task.steady, task.settings, task.table, rank.rules or DEFAULT_CATEGORY_RULES)
     if key is not None and not runset.errors:  # as its first pass: a rank with a file it could not read is read again next time
         try:
             save_doc(key, PATH_CACHE_KIND, paths_doc(partials))
@@ -168,16 +174,18 @@ def rank_task(task: RankTask) -> RankResult:
     if task.check_only:
         partials = check_partials(runset)
     else:
-        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
+        # a process holding several recordings: a partial per recording, as summary cuts it (the driver picks one)
+        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions(), split=True)
     errors = [str(issue) for issue in runset.errors]
-    if key is not None and partials and not errors:  # a rank with a file it could not read is read again next time
+    # a rank with a file it could not read is read again next time (and one whose load skipped a file: said again)
+    if key is not None and partials and not errors and not runset.skipped:
         try:
             doc = partials_doc(partials, errors)
         except TypeError:  # a value the JSON form does not hold: not cached
             pass
         else:
             save_doc(key, PARTIAL_CACHE_KIND, doc)
-    return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors))
+    return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors), tuple(runset.skipped))
 
 
 def partial_key(task: RankTask) -> str | None:
@@ -225,6 +233,7 @@ class Plan:
     tasks: list[RankTask]
     errors: list[str]
     issues: tuple[LoadIssue, ...] = ()  # the scan's error issues
+    skipped: tuple[LoadIssue, ...] = ()  # the files the scan skipped (not a profiler's, ...)
 
 
 def plan(
@@ -254,7 +263,7 @@ def plan(
     units = work_units(scan(root, sink, memo=memo))
     if memo is not None and memo != before:
         cache.save_scan(root, memo)
-    found = process_scan(root, units)
+    found = process_scan(root, units, every=True)  # a unit the load makes a process of is a rank, whatever its files hold
     errors = [str(issue) for issue in sink.issues if issue.severity == "error"]
     if not found.processes:
         raise ClusterError(f"nothing to summarise per rank under {path}" + (f" ({errors[0]})" if errors else ""))
@@ -263,7 +272,8 @@ def plan(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
     tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps, step_options, check_only) for p in found.processes]
-    return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
+    issues = tuple(issue for issue in sink.issues if issue.severity == "error")
+    return Plan(tasks, errors, issues, tuple(issue for issue in sink.issues if issue.severity != "error"))
 
 
 @dataclass(frozen=True)
@@ -273,6 +283,7 @@ class Fragment:
     meta: Any
     range: tuple[int, int] | None
     label: str
+    whole: tuple | None = None  # (task label, process label) of a recording cut from a process: its sibling parts are not merged into it
 
 
 @dataclass
@@ -287,22 +298,29 @@ class MergedRun:
 
     seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
+    load_skipped: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> the files its load skipped
     planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
     use_cache: bool = True  # as the tasks: a rank loaded again here goes through the cache or not
-    merged_labels: dict[str, list[tuple[str, tuple]]] = field(default_factory=dict)  # task label -> (label, key) of its merged partials
+    merged_labels: dict[str, list[tuple[str, tuple]]] = field(default_factory=dict)  # task label -> (label, identity) of its merged partials
     paths: PathMerge | None = None  # the second pass's path partials (None: not run)
     plan: PathPlan | None = None  # what the second pass was given
+    origins: list[tuple[str, int]] = field(default_factory=list)  # (task label, position in its result) of each merged partial, in merge order
+    keep: set[tuple[str, int]] | None = None  # merge only these partials (one recording's); None: every one
 
     def add(self, result: RankResult) -> None:
         self.load_issues[result.label] = result.issues
-        for p in result.partials:
-            reason = self._same_process(p)
+        self.load_skipped[result.label] = result.skipped
+        for position, p in enumerate(result.partials):
+            if self.keep is not None and (result.label, position) not in self.keep:
+                continue
+            reason = self._same_process(p, result.label)
             if reason is not None:
                 self.failed.append((result.label, reason))
                 continue
             self.merge.add(p)
+            self.origins.append((result.label, position))
             self.files[p.label] = (result.root, result.files)
-            self.merged_labels.setdefault(result.label, []).append((p.label, p.key))
+            self.merged_labels.setdefault(result.label, []).append((p.label, identity(p.meta, p.label)))
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
@@ -313,16 +331,18 @@ class MergedRun:
         keep = {key for _label, key in self.merged_labels.get(result.label, [])}
         self.paths.add([p for p in result.partials if p.key in keep])
 
-    def _same_process(self, p: Any) -> str | None:
+    def _same_process(self, p: Any, task: str = "") -> str | None:
         """Why ``p`` is not merged (None: it is a process of its own): the assembly's own rule
         (loaders.detect.merge_plan: the same host, pid and rank in one profiler session, else
-        in a second format) over it and the merged partials of its (host, pid, rank)."""
+        in a second format) over it and the merged partials of its (host, pid, rank); the
+        recordings cut from one process (``p.split_of``) are not one another's fragments."""
         from tui_prof.loaders.detect import merge_plan
 
         if p.meta.pid is None:
             return None
         process = (p.meta.hostname, p.meta.pid, p.meta.rank)
-        kept = self.seen.setdefault(process, [])
+        whole = (task, p.split_of[0]) if p.split_of is not None else None
+        kept = [f for f in self.seen.setdefault(process, []) if whole is None or f.whole != whole]
         if kept:
             found = merge_plan([*kept, p])
             mine = len(kept)
@@ -331,7 +351,7 @@ class MergedRun:
                 return f"{where} in another format: counted once"
             if not any(group == [mine] for group in found.groups):  # one session in two units: a whole-run load merges them
                 return f"{where}, in the same profiler session: a whole-run load merges their files into one process, the partials cannot; left out"
-        kept.append(Fragment(p.meta, p.range, p.label))
+        self.seen[process].append(Fragment(p.meta, p.range, p.label, whole))
         return None
 
     def document(self, top: int | None) -> dict[str, Any]:
@@ -340,6 +360,8 @@ class MergedRun:
 
         doc: dict[str, Any] = {"schema": SCHEMA, "tuiprof_version": __version__}
         self.merge.load_errors = load_errors(self)
+        planned = self.planned or Plan([], [])
+        self.merge.load_skipped = [*planned.skipped, *(i for task in planned.tasks for i in self.load_skipped.get(task.label, ()))]
         self.merge.load = self.load_rank
         if self.planned is not None and self.planned.tasks:
             self.merge.logs_root = self.planned.tasks[0].root
@@ -356,10 +378,11 @@ class MergedRun:
     def load_rank(self, label: str) -> RunSet:
         """The rank ``label`` loaded again here, its own files alone (through the per-rank
         cache the workers wrote): the combined steps' slowest rank, to describe its slow steps."""
+        from tui_prof.analysis.api import split_recordings
         from tui_prof.loaders import load_path
 
         root, files = self.files[label]
-        return load_path(root, use_cache=self.use_cache, only=files)
+        return split_recordings(load_path(root, use_cache=self.use_cache, only=files))  # a recording cut from its process: as the task cut it
 
 
 def path_tasks(out: MergedRun, tasks: list[RankTask]) -> list[PathTask]:
@@ -385,11 +408,49 @@ def path_tasks(out: MergedRun, tasks: list[RankTask]) -> list[PathTask]:
     return second
 
 
-def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
+def _merge(tasks: list[RankTask], rules: CategoryRules, keep: set[tuple[str, int]] | None = None) -> MergedRun:
     first = tasks[0] if tasks else RankTask("", "", (), False)
     threshold = DEFAULT_GAP_THRESHOLD_NS if first.threshold_ns is None else first.threshold_ns
     merge = PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps, step_options=first.step_options or StepOptions())
-    return MergedRun(merge, len(tasks), use_cache=first.use_cache)
+    return MergedRun(merge, len(tasks), use_cache=first.use_cache, keep=keep)
+
+
+Rerun = Callable[[list[RankTask], set[tuple[str, int]]], MergedRun]
+"""Run ``tasks`` again where they ran first, merging only the partials of ``keep``
+(:func:`one_recording`): ``summarise_pool`` / ``summarise_cluster`` with ``keep``."""
+
+
+def recording_pick(merged: MergedRun, wanted: int | None = None) -> tuple[RecordingPick, set[tuple[str, int]] | None]:
+    """Which recording of the merged partials ``summary`` would summarise (the whole-run rule,
+    :func:`~tui_prof.analysis.integrity.choose_recording`, over each merged partial's time
+    range, identity, label and dispatches in the run set's order) and the partials of that
+    recording as (task label, position); None when every partial is in it (or on a bad N)."""
+    ranks, spans = merged.merge.ranks, merged.merge.spans
+    order = sorted(range(len(ranks)), key=lambda i: ranks[i][0])  # the merge's own order (ties: as merged)
+    pick = choose_recording(
+        [spans[i][1] for i in order], [ranks[i][4] for i in order], [ranks[i][1] for i in order], [ranks[i][2]["dispatches"] for i in order], wanted
+    )
+    if pick.count < 2 or pick.error:
+        return pick, None
+    return pick, {merged.origins[order[j]] for j in pick.groups[pick.chosen - 1]}
+
+
+def one_recording(merged: MergedRun, wanted: int | None, rerun: Rerun) -> tuple[MergedRun, RecordingPick]:
+    """``merged`` narrowed to one recording, as ``summary`` narrows a whole-run load (issue 32):
+    recording ``wanted``, else the one with the most dispatches. The recordings are told apart
+    only once every rank is merged, so the driver keeps no rank's partials for later: the
+    chosen recording's ranks are run again (read back from the partial cache when it is on)
+    and only its partials merged. The scan's and the other ranks' errors and failures stay."""
+    pick, keep = recording_pick(merged, wanted)
+    if keep is None:
+        return merged, pick
+    labels = {label for label, _ in keep}
+    again = rerun([t for t in (merged.planned.tasks if merged.planned else []) if t.label in labels], keep)
+    again.ranks, again.planned, again.errors = merged.ranks, merged.planned, merged.errors
+    again.failed = [f for f in merged.failed if f[0] not in labels] + again.failed
+    again.load_issues = {**merged.load_issues, **again.load_issues}
+    again.load_skipped = {**merged.load_skipped, **again.load_skipped}
+    return again, pick
 
 
 def _one_line(err: BaseException) -> str:
@@ -398,18 +459,26 @@ def _one_line(err: BaseException) -> str:
 
 
 def summarise_pool(
-    tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None, task: Callable = rank_task, paths: Callable | None = path_task
+    tasks: list[RankTask],
+    rules: CategoryRules,
+    workers: int,
+    progress: Progress | None = None,
+    task: Callable = rank_task,
+    keep: set[tuple[str, int]] | None = None,
+    paths: Callable | None = path_task,
+    skip_paths: Callable[[MergedRun], bool] | None = None,
 ) -> MergedRun:
-    """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks), then the
-    second pass (``paths``: one path task per merged rank, :func:`path_tasks`; None: no second
-    pass, the document without the critical path and findings). A task that
+    """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks), merging only
+    the partials of ``keep`` (None: every one), then the second pass (``paths``: one path task
+    per merged rank, :func:`path_tasks`; None, or ``skip_paths`` true of the merged run: no
+    second pass, the document without the critical path and findings). A task that
     raises is tried once more, then its rank is failed. A worker process that dies breaks
     the pool: the pool is started again, the tasks that were running when it broke (at most
     ``workers``: no more are handed to the pool at once) are run once more, each alone, and a
     rank whose process dies again is failed; the tasks not started yet are not charged."""
-    out = _merge(tasks, rules)
+    out = _merge(tasks, rules, keep)
     _pool_pass(tasks, workers, task, _PoolRun(out.add, out.failed, len(tasks), progress, "ranks"))
-    second = path_tasks(out, tasks) if paths is not None else []
+    second = path_tasks(out, tasks) if paths is not None and not (skip_paths and skip_paths(out)) else []
     if second and paths is not None and out.paths is not None:
         _pool_pass(second, workers, paths, _PoolRun(out.add_paths, out.paths.failed, len(second), progress, "paths"))
     return out
@@ -460,7 +529,14 @@ def _run_window(queue: deque[tuple[Any, int]], workers: int, task: Callable, sta
             while (queue or inflight) and not broken:
                 while queue and len(inflight) < workers:
                     item = queue.popleft()
-                    inflight[pool.submit(task, item[0])] = item
+                    try:
+                        inflight[pool.submit(task, item[0])] = item
+                    except BrokenProcessPool:  # a worker died since the last wait: this task never ran
+                        queue.appendleft(item)
+                        broken = True
+                        break
+                if broken:
+                    break
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     item = inflight.pop(fut)
@@ -545,18 +621,26 @@ def _client(address: str) -> tuple[Any, Any]:
 
 
 def summarise_cluster(
-    tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task, paths: Callable | None = path_task
+    tasks: list[RankTask],
+    rules: CategoryRules,
+    address: str,
+    progress: Progress | None = None,
+    task: Callable = rank_task,
+    keep: set[tuple[str, int]] | None = None,
+    paths: Callable | None = path_task,
+    skip_paths: Callable[[MergedRun], bool] | None = None,
 ) -> MergedRun:
-    """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc), then the second
-    pass (``paths``, :func:`path_tasks`; None: none) on the same cluster; the ranks whose results are cached
-    are merged from the cache, and no cluster is started when all are. Ctrl-C cancels the
-    tasks; a LocalCluster started here is closed on the way out."""
+    """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc), merging only
+    the partials of ``keep``, then the second pass (``paths``, :func:`path_tasks`; None, or
+    ``skip_paths`` true of the merged run: none) on the same cluster; the ranks whose results
+    are cached are merged from the cache, and no cluster is started when all are. Ctrl-C
+    cancels the tasks; a LocalCluster started here is closed on the way out."""
     _dask_installed()
-    out = _merge(tasks, rules)
+    out = _merge(tasks, rules, keep)
     runner = _DaskRunner(address)
     try:
         runner.run(tasks, task, "rank", _PoolRun(out.add, out.failed, len(tasks), progress, "ranks"))
-        second = path_tasks(out, tasks) if paths is not None else []
+        second = path_tasks(out, tasks) if paths is not None and not (skip_paths and skip_paths(out)) else []
         if second and paths is not None and out.paths is not None:
             runner.run(second, paths, "path", _PoolRun(out.add_paths, out.paths.failed, len(second), progress, "paths"))
     finally:

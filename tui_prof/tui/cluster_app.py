@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui_prof.analysis.api import split_recordings
 from tui_prof.loaders import load_path
 from tui_prof.model import RunSet
 from tui_prof.render.safe import safe_text
@@ -68,7 +69,8 @@ class MergedRanksScreen(Screen):
     @thread_worker("loading the rank", group="merged-rank", exclusive=True)
     def open_rank(self, label: str, rank: int) -> None:
         root, files = self.files[label]
-        runset = load_path(root, use_cache=self.use_cache, only=files)
+        # a recording cut from its process is found among the process's recordings, as its task cut it
+        runset = split_recordings(load_path(root, use_cache=self.use_cache, only=files))
         runs = [i for i, run in enumerate(runset.runs) if run.meta.label == label or f"{run.meta.hostname}/{run.meta.pid}" == label]
         if not runset.runs:
             raise ValueError(f"rank {rank} could not be loaded: {runset.errors[0] if runset.errors else 'no data'}")
