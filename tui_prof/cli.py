@@ -268,18 +268,30 @@ CLUSTER_ONLY_WITHOUT = ("md", "recording")
 
 
 def _merged_run(
-    path: str, cluster: str, rules, *, use_cache: bool, threshold_ns: int | None = None, max_gaps: int | None = 200, step_options=None, check_only: bool = False
+    path: str,
+    cluster: str,
+    rules,
+    *,
+    use_cache: bool,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options=None,
+    check_only: bool = False,
+    planned=None,
 ):
     """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
     local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
-    when it cannot be."""
+    when it cannot be. ``planned``: the run's plan when the caller made it (with these options)."""
     from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
     from tui_prof.cluster import ClusterError, DaskMissing, plan, summarise_cluster, summarise_pool
 
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
     try:
-        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only)
+        if planned is None:
+            planned = plan(
+                path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only
+            )
         if cluster == "pool" or cluster.startswith("pool:"):
             workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
             merged = summarise_pool(planned.tasks, rules, workers, progress)
@@ -301,6 +313,47 @@ def _merged_run(
     return merged, None
 
 
+def _merged_document(
+    path: str,
+    cluster: str,
+    rules,
+    top: int | None,
+    *,
+    use_cache: bool,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options=None,
+    sections: tuple[str, ...] | None = None,
+):
+    """``((document, each rank's files), None)``: the merged summary document of ``path``
+    listing ``top`` rows, read from the cache when a run with the same ranks' files, options
+    and log files was merged before (tui_prof.cluster.document_key; only ``sections`` of it
+    when given), else merged rank by rank on ``cluster`` (:func:`_merged_run`) and cached;
+    ``(None, status)`` when it cannot be."""
+    from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
+    from tui_prof.cluster import ClusterError, DaskMissing, cached_document, document_key, plan, require_engine, save_document
+
+    rules = rules or DEFAULT_CATEGORY_RULES
+    try:
+        require_engine(cluster)
+        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options)
+    except ClusterError as err:
+        _say(err)
+        return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
+    key = document_key(planned, top)
+    found = cached_document(key, sections)
+    if found is not None:
+        for line in planned.errors:
+            _say(line)
+        return found, None
+    merged, status = _merged_run(path, cluster, rules, use_cache=use_cache, planned=planned)
+    if merged is None:
+        return None, status
+    doc = merged.document(top)
+    save_document(key, merged, doc)
+    return (doc, merged.files), None
+
+
 def _summary_cluster(args: argparse.Namespace, rules) -> int:
     """``summary --cluster``: per-rank partials on a process pool (``pool[:N]``) or a Dask
     cluster (``local[:N]``, ``tcp://HOST:PORT``), merged here (docs/cluster.md)."""
@@ -313,12 +366,19 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
 
     max_gaps = None if args.max_gaps <= 0 else args.max_gaps
     steps = StepOptions(args.step, args.warmup, **({"factor": args.outlier_factor} if args.outlier_factor is not None else {}))
-    merged, status = _merged_run(
-        args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps, step_options=steps
+    found, status = _merged_document(
+        args.path,
+        args.cluster,
+        rules,
+        None if args.top <= 0 else args.top,
+        use_cache=not args.no_cache,
+        threshold_ns=args.gap_threshold,
+        max_gaps=max_gaps,
+        step_options=steps,
     )
-    if merged is None:
+    if found is None:
         return status
-    doc = merged.document(None if args.top <= 0 else args.top)
+    doc = found[0]
     if args.json:
         _write_json(doc)
     else:
@@ -491,14 +551,18 @@ def _open_cluster(args: argparse.Namespace, path: str) -> int:
     starts, progress on stderr), then the rank table; Enter loads one rank alone."""
     if getattr(args, "recording", None) is not None:
         raise _UsageError("--recording needs the whole run in one process: not with --cluster")
-    merged, status = _merged_run(path, args.cluster, None, use_cache=not args.no_cache)
-    if merged is None:
+    from tui_prof.cluster import HEAD_SECTIONS
+
+    # a cached document's head: the sections the rank table reads (MergedRanksScreen.SECTIONS)
+    found, status = _merged_document(path, args.cluster, None, 20, use_cache=not args.no_cache, sections=HEAD_SECTIONS)
+    if found is None:
         return status
     from tui_prof.tui.cluster_app import MergedRanksApp
     from tui_prof.tui.glyphs import plain_ansi
 
     extra = {"ansi_color": True} if plain_ansi() else {}
-    MergedRanksApp(merged.document(20), merged.files, use_cache=not args.no_cache, **extra).run(mouse=not args.no_mouse)
+    doc, files = found
+    MergedRanksApp(doc, files, use_cache=not args.no_cache, **extra).run(mouse=not args.no_mouse)
     return EXIT_OK
 
 

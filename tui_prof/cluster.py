@@ -18,15 +18,18 @@ running when a worker process died is run again alone); a rank that fails twice 
 reported by name in ``failed`` and the others are still summarised.
 
 With the cache on, a task also caches its rank's partials as JSON (:func:`rank_task`), and
-the driver merges the cached ranks without loading them (:func:`cached_results`).
+the driver merges the cached ranks without loading them (:func:`cached_results`). The driver
+caches the merged document too (:func:`document_key`): a warm ``open --cluster`` or
+``summary --cluster`` decodes that one document instead of every rank's partials.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -44,15 +47,24 @@ from tui_prof.analysis.api import (
     RankPartial,
     StepOptions,
     check_partials,
+    log_paths,
     merged_sections,
     partial_settings,
     partials_doc,
     partials_of_doc,
     rank_partials,
 )
+from tui_prof.guard import jsonout
 from tui_prof.model import LoadIssue, RunSet
 
 Progress = Callable[[str, int, int], None]
+RankFiles = dict[str, tuple[str, tuple[str, ...]]]  # rank label -> (the run's root, the rank's files)
+MERGED_CACHE_KIND = "merged-document-1"  # the cache entries of merged documents' heads; raised when their form changes
+MERGED_REST_KIND = "merged-document-rest-1"  # ... and of the rest of their sections
+# a merged document's head: what the rank table of ``open --cluster`` reads (tui.cluster_app),
+# so a warm open decodes these alone (the rest, e.g. each rank's steps, can be tens of MB)
+HEAD_SECTIONS = ("ranks", "stragglers", "communication")
+ALWAYS_SECTIONS = ("schema", "tuiprof_version", "partials")  # in every document read back
 CONNECT_TIMEOUT_S = 10
 LOOKUP_THREADS = 8  # cached partials looked up at once
 LOCAL = re.compile(r"^local(?::(\d+))?$")
@@ -117,13 +129,35 @@ def rank_task(task: RankTask) -> RankResult:
     return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors))
 
 
-def partial_key(task: RankTask) -> str | None:
+def partial_key(task: RankTask, settings: str | None = None) -> str | None:
     """The cache key of ``task``'s partials: its files' state, tuiprof's version and the
-    options the partials depend on (None when a file cannot be read)."""
+    options the partials depend on (``settings``: :func:`task_settings` of ``task``, when the
+    caller made it once for many tasks); None when a file cannot be read."""
     from tui_prof.loaders.cache import doc_key
 
-    settings = partial_settings(task.rules or DEFAULT_CATEGORY_RULES, task.threshold_ns, task.max_gaps) + repr(task.step_options or StepOptions())
-    return doc_key(PARTIAL_CACHE_KIND, settings, list(task.files))
+    return doc_key(PARTIAL_CACHE_KIND, task_settings(task) if settings is None else settings, list(task.files))
+
+
+def task_settings(task: RankTask) -> str:
+    """What a rank's partials depend on besides its files (a cache key part)."""
+    return partial_settings(task.rules or DEFAULT_CATEGORY_RULES, task.threshold_ns, task.max_gaps) + repr(task.step_options or StepOptions())
+
+
+def partial_keys(tasks: list[RankTask]) -> list[str | None]:
+    """:func:`partial_key` of each task whose partials are cached (None for the others: no
+    cache, the check's parts), the settings made once per set of options (the plan gives
+    every task the same)."""
+    made: dict[tuple, str] = {}
+    keys: list[str | None] = []
+    for task in tasks:
+        if not task.use_cache or task.check_only:
+            keys.append(None)
+            continue
+        options = (id(task.rules), task.threshold_ns, task.max_gaps, task.step_options)  # the tasks hold their rules: ids stay theirs
+        if options not in made:
+            made[options] = task_settings(task)
+        keys.append(partial_key(task, made[options]))
+    return keys
 
 
 def cached_results(tasks: list[RankTask]) -> tuple[list[RankResult], list[RankTask]]:
@@ -134,14 +168,14 @@ def cached_results(tasks: list[RankTask]) -> tuple[list[RankResult], list[RankTa
 
     from tui_prof.loaders.cache import load_doc
 
-    def lookup(task: RankTask) -> tuple[list[RankPartial], list[str]] | None:
-        return load_doc(partial_key(task), PARTIAL_CACHE_KIND, partials_of_doc) if task.use_cache and not task.check_only else None
+    def lookup(key: str | None) -> tuple[list[RankPartial], list[str]] | None:
+        return load_doc(key, PARTIAL_CACHE_KIND, partials_of_doc)  # None: no key
 
     hits: list[RankResult] = []
     misses: list[RankTask] = []
     # a few lookups at once: the files' reads overlap where they are not in the page cache
     with ThreadPoolExecutor(max_workers=LOOKUP_THREADS) as pool:
-        found_all = list(pool.map(lookup, tasks))
+        found_all = list(pool.map(lookup, partial_keys(tasks)))
     for task, found in zip(tasks, found_all, strict=True):
         if found is None:
             misses.append(task)
@@ -198,6 +232,115 @@ def plan(
     return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
 
 
+def document_key(planned: Plan, top: int | None) -> str | None:
+    """The cache key of the merged document of ``planned``'s tasks listing ``top`` rows:
+    every rank's partial key (its files' state, a database's ``-wal`` included, and the
+    options), the ranks' labels in plan order, the tasks' other options, the scan's errors,
+    the state of the log files the ``logs`` section reads and the merged sections' names, so
+    a change to any of them is a new key. None when the tasks are not cached (no cache, the
+    check's parts) or a file cannot be read."""
+    from tui_prof.loaders.cache import doc_key
+
+    tasks = planned.tasks
+    if not tasks or not all(t.use_cache and not t.check_only for t in tasks):
+        return None
+    keys = partial_keys(tasks)
+    if None in keys:
+        return None
+    options = repr(dataclasses.replace(tasks[0], label="", files=(), rules=None))  # the rules are in each partial key
+    settings = jsonout.dumps([list(MERGED_SECTIONS), top, options, planned.errors, [t.label for t in tasks], keys], ensure_ascii=True)
+    return doc_key(MERGED_CACHE_KIND, settings, [str(p) for p in log_paths(tasks[0].root)])
+
+
+def cached_document(key: str | None, sections: Collection[str] | None = None) -> tuple[dict[str, Any], RankFiles] | None:
+    """(the merged document, each rank's files) cached under ``key`` by :func:`save_document`
+    -- only ``sections`` of it (and its schema, version and ``partials`` record) when given:
+    the rank table's need no more than the entry's head (``HEAD_SECTIONS``) -- or None.
+    Checked as every cache entry is (owner, mode, frame, CRC, key); a damaged one is removed,
+    one another user owns or can write is not used."""
+    from tui_prof.loaders.cache import load_doc
+
+    head = load_doc(key, MERGED_CACHE_KIND, _head_of_entry)
+    if head is None:
+        return None
+    doc, order, files = head
+    wanted = [name for name in order if sections is None or name in sections or name in ALWAYS_SECTIONS]
+    if any(name not in doc for name in wanted):
+        assert key is not None
+        rest = load_doc(_rest_key(key), MERGED_REST_KIND, _rest_of_entry)
+        if rest is None or any(name not in doc and name not in rest for name in wanted):
+            return None  # the rest was pruned or damaged: merged again
+        doc = {**doc, **rest}
+    return {name: doc[name] for name in wanted}, files
+
+
+def _rest_key(key: str) -> str:
+    """The key of the entry holding the sections a document's head does not."""
+    from tui_prof.loaders.cache import doc_key
+
+    rest = doc_key(MERGED_REST_KIND, key, [])
+    assert rest is not None  # no files: always a key
+    return rest
+
+
+def _head_of_entry(entry: Any) -> tuple[dict[str, Any], list[str], RankFiles]:
+    """The data of a merged document's head entry; ValueError/TypeError/KeyError when it is not one."""
+    doc, order, files = entry["doc"], entry["order"], entry["files"]
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("partials"), dict):
+        raise ValueError("not a merged summary document")
+    if not isinstance(order, list) or not all(isinstance(name, str) for name in order) or not set(doc) <= set(order):
+        raise ValueError("not a document's sections")
+    out: RankFiles = {}
+    for label, (root, names) in files.items():
+        if not isinstance(root, str) or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("not a rank's files")
+        out[label] = (root, tuple(names))
+    return doc, order, out
+
+
+def _rest_of_entry(entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("doc"), dict):
+        raise ValueError("not a document's sections")
+    return entry["doc"]
+
+
+def save_document(key: str | None, merged: MergedRun, doc: dict[str, Any]) -> bool:
+    """Cache ``doc``, the document of ``merged``, under ``key`` (:func:`document_key`), with
+    each rank's files; only a run whose every rank merged without an error (a failed rank is
+    tried again next time) and whose numbers are all finite (JSON would write them null).
+    Two entries: the head (``HEAD_SECTIONS``, the order of the sections, the files) and the
+    rest, written first: a head is never there without its rest."""
+    from tui_prof.loaders.cache import save_doc
+
+    if key is None or merged.failed or merged.errors:
+        return False
+    seen = jsonout.NonFinite()
+    jsonout.finite(doc, seen)
+    if seen.count:
+        return False
+    head = {name: value for name, value in doc.items() if name in HEAD_SECTIONS or name in ALWAYS_SECTIONS}
+    rest = {name: value for name, value in doc.items() if name not in head}
+    if not save_doc(_rest_key(key), MERGED_REST_KIND, {"doc": rest}):
+        return False
+    files = {label: [root, list(names)] for label, (root, names) in merged.files.items()}
+    return save_doc(key, MERGED_CACHE_KIND, {"doc": head, "order": list(doc), "files": files})
+
+
+def load_rank(files: RankFiles, label: str, use_cache: bool) -> tuple[RunSet, int]:
+    """The rank ``label`` loaded again, alone (``files[label]``: its run's root and its own
+    files, read through the per-rank cache the workers wrote), and the index of its run there
+    (the run labelled ``label`` or ``host/pid``; else the first). ValueError when nothing
+    could be loaded."""
+    from tui_prof.loaders import load_path
+
+    root, names = files[label]
+    runset = load_path(root, use_cache=use_cache, only=names)
+    if not runset.runs:
+        raise ValueError(f"rank {label} could not be loaded: {runset.errors[0] if runset.errors else 'no data'}")
+    found = [i for i, run in enumerate(runset.runs) if run.meta.label == label or f"{run.meta.hostname}/{run.meta.pid}" == label]
+    return runset, found[0] if found else 0
+
+
 @dataclass(frozen=True)
 class Fragment:
     """What the assembly's merge rule reads of a merged partial (loaders.detect.merge_plan)."""
@@ -215,7 +358,7 @@ class MergedRun:
     ranks: int = 0  # tasks planned
     failed: list[tuple[str, str]] = field(default_factory=list)  # (rank label, one-line reason)
     errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
-    files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
+    files: RankFiles = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
     seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
@@ -274,13 +417,10 @@ class MergedRun:
         return doc
 
     def load_rank(self, label: str) -> RunSet:
-        """The rank ``label`` loaded again here, its own files alone (through the per-rank
-        cache the workers wrote): the combined steps' slowest rank, to describe its slow steps."""
-        from tui_prof.loaders import load_path
-
-        root, files = self.files[label]
+        """The rank ``label`` loaded again here (:func:`load_rank`): the combined steps'
+        slowest rank, to describe its slow steps."""
         use_cache = self.planned.tasks[0].use_cache if self.planned and self.planned.tasks else True
-        return load_path(root, use_cache=use_cache, only=files)
+        return load_rank(self.files, label, use_cache)[0]
 
 
 def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
@@ -390,6 +530,13 @@ def _dask_installed() -> None:
 
     if find_spec("dask") is None or find_spec("distributed") is None:
         raise DaskMissing(DASK_MISSING)
+
+
+def require_engine(where: str) -> None:
+    """:class:`DaskMissing` when ``--cluster WHERE`` needs Dask (any but ``pool[:N]``) and it
+    is not installed: said before a cached document is used, as before a run."""
+    if not (where == "pool" or where.startswith("pool:")):
+        _dask_installed()
 
 
 def _dask() -> Any:

@@ -81,6 +81,7 @@ from tui_prof.analysis.partials import (
     rank_partials,
     value_counts,
 )
+from tui_prof.analysis.processes import log_paths
 from tui_prof.analysis.ranks import (
     RankAlignment,
     RankCore,
@@ -197,6 +198,7 @@ __all__ = [
     "link_launches",
     "link_operators",
     "load_category_rules",
+    "log_paths",
     "median_of",
     "merge_partials",
     "merged_check",
