@@ -267,3 +267,30 @@ def test_a_cached_document_opens_the_rank_table(run: Path, monkeypatch: pytest.M
             assert app.screen.view.runset.runs[0].meta.files == [str(run / "rank1.pt.trace.json.gz")]
 
     asyncio.run(flow())
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, (3, "x")], 4: None, "t": True},
+        {"name": "k\u202e\x1b[31m\u2028", "n": -0.0, "big": 2**70},
+        [float("nan"), 1.0, {"x": float("inf")}],
+        {"np": [__import__("numpy").float64(1.5), __import__("numpy").int64(7), __import__("numpy").float32("nan")]},
+    ],
+)
+def test_json_out_without_a_walk_writes_what_the_walk_writes(value) -> None:
+    """jsonout.dumps skips the Python walk over a value JSON writes as it is: the same text
+    and the same count of non-finite numbers either way."""
+    from tui_prof.guard import jsonout
+
+    seen, walked_seen = jsonout.NonFinite(), jsonout.NonFinite()
+    walked = jsonout.escape_controls(json.dumps(jsonout.finite(value, walked_seen), allow_nan=False, indent=2))
+    assert jsonout.dumps(value, seen=seen, indent=2) == walked
+    assert seen.count == walked_seen.count
+
+
+def test_a_document_with_a_number_that_is_not_finite_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    assert not cache.save_doc("2" * 40, "k", {"v": float("nan")}, finite_only=True)
+    assert cache.save_doc("3" * 40, "k", {"v": float("nan")})  # written null: for data whose nulls mean the same
+    assert cache.load_doc("3" * 40, "k", lambda d: d) == {"v": None} and cache.load_doc("2" * 40, "k", lambda d: d) is None

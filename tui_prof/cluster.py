@@ -314,16 +314,12 @@ def save_document(key: str | None, merged: MergedRun, doc: dict[str, Any]) -> bo
 
     if key is None or merged.failed or merged.errors:
         return False
-    seen = jsonout.NonFinite()
-    jsonout.finite(doc, seen)
-    if seen.count:
-        return False
     head = {name: value for name, value in doc.items() if name in HEAD_SECTIONS or name in ALWAYS_SECTIONS}
     rest = {name: value for name, value in doc.items() if name not in head}
-    if not save_doc(_rest_key(key), MERGED_REST_KIND, {"doc": rest}):
+    if not save_doc(_rest_key(key), MERGED_REST_KIND, {"doc": rest}, finite_only=True):
         return False
     files = {label: [root, list(names)] for label, (root, names) in merged.files.items()}
-    return save_doc(key, MERGED_CACHE_KIND, {"doc": head, "order": list(doc), "files": files})
+    return save_doc(key, MERGED_CACHE_KIND, {"doc": head, "order": list(doc), "files": files}, finite_only=True)
 
 
 def load_rank(files: RankFiles, label: str, use_cache: bool) -> tuple[RunSet, int]:
