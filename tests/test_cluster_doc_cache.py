@@ -94,6 +94,16 @@ def test_a_warm_summary_reads_the_merged_document(run: Path, tmp_path: Path, cap
     assert json.loads(cold_json)["partials"]["merged"] == SPEC.ranks
 
 
+def test_open_and_summary_share_the_document(run: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``open --cluster`` (no step options: the defaults) caches the document a default ``summary --cluster`` reads."""
+    found, _status = _merged_document(str(run), WHERE, None, 20, use_cache=True, sections=cluster.HEAD_SECTIONS)
+    assert found is not None
+    forbid_merging(monkeypatch)
+    doc = json.loads(summary(capsys, run, "--json"))
+    assert doc["ranks"] == found[0]["ranks"] and "steps" in doc
+    assert len(merged_entries(tmp_path / "cache")) == 1
+
+
 def test_other_options_are_another_entry(run: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     top20 = summary(capsys, run, "--json")
     top1 = summary(capsys, run, "--json", "--top", "1")
@@ -294,3 +304,17 @@ def test_a_document_with_a_number_that_is_not_finite_is_not_cached(tmp_path: Pat
     assert not cache.save_doc("2" * 40, "k", {"v": float("nan")}, finite_only=True)
     assert cache.save_doc("3" * 40, "k", {"v": float("nan")})  # written null: for data whose nulls mean the same
     assert cache.load_doc("3" * 40, "k", lambda d: d) == {"v": None} and cache.load_doc("2" * 40, "k", lambda d: d) is None
+
+
+def test_open_with_an_unreachable_scheduler_is_one_line(run: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``open --cluster tcp://...`` on a cold cache: the scheduler is needed, and one line says it is not there."""
+    pytest.importorskip("distributed")
+    import socket
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 2)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["open", str(run), "--cluster", f"tcp://127.0.0.1:{port}"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in err

@@ -247,7 +247,8 @@ def document_key(planned: Plan, top: int | None) -> str | None:
     keys = partial_keys(tasks)
     if None in keys:
         return None
-    options = repr(dataclasses.replace(tasks[0], label="", files=(), rules=None))  # the rules are in each partial key
+    # the rules are in each partial key; no step options are the defaults (open --cluster gives none, summary the defaults)
+    options = repr(dataclasses.replace(tasks[0], label="", files=(), rules=None, step_options=tasks[0].step_options or StepOptions()))
     settings = jsonout.dumps([list(MERGED_SECTIONS), top, options, planned.errors, [t.label for t in tasks], keys], ensure_ascii=True)
     return doc_key(MERGED_CACHE_KIND, settings, [str(p) for p in log_paths(tasks[0].root)])
 
