@@ -12,12 +12,18 @@ Per process: the critical path (:func:`tui_prof.analysis.whatif.critical_path`) 
 window, its breakdown by group and the largest items; per steady step, the ns of each
 group on the path (each interval's part inside the step) and the group
 with the most.
+
+With several processes, the waits on other ranks (``waiting_on_ranks``) and ``ranks_on_path``
+read the run's collective instances over whole processes (the rank table's:
+:class:`~tui_prof.analysis.ranks.InstanceTable`, its :data:`~tui_prof.analysis.ranks.WaitTable`),
+whatever part of each process its window covers or samples.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -30,6 +36,9 @@ from tui_prof.analysis.sections import StepsSection
 from tui_prof.analysis.whatif import GROUPS, PathSummary, critical_path, path_json
 from tui_prof.model import Run
 from tui_prof.model.schema import category_array, column_array
+
+if TYPE_CHECKING:
+    from tui_prof.analysis.ranks import WaitTable
 
 MAX_STEP_ROWS = 200  # steady steps listed per process (the first ones)
 MAX_NODES = 150_000  # [P] host calls + GPU operations analysed at most, shared by the processes (bounded cost)
@@ -50,6 +59,8 @@ class ProcessWindow:
     steady_steps: int  # steady steps in the whole window
     kernel_rows: np.ndarray | None = None  # the process's kernel row of each of ``run``'s kernels (None: the same rows)
     process_kernels: int = 0  # kernels of the whole process
+    process: Run | None = None  # the whole process when ``run`` is a slice of it (its collectives before the window)
+    categories: np.ndarray | None = None  # the whole process's kernel categories, operator first (None: by kernel name)
 
     @property
     def scale(self) -> float:
@@ -108,8 +119,11 @@ def _slice(run: Run, lo: int, hi: int) -> Run:
     return Run(meta=run.meta, agents=run.agents, kernels=part(run.kernels), api=part(run.api), copies=part(run.copies), markers=part(run.markers, True))
 
 
-def process_windows(inputs: Sequence[RunInput], steps: StepsSection, max_nodes: int = MAX_NODES) -> dict[int, ProcessWindow]:
-    """Per process with GPU work (by its position in ``inputs``): the window analysed."""
+def process_windows(
+    inputs: Sequence[RunInput], steps: StepsSection, max_nodes: int = MAX_NODES, categories: Sequence[np.ndarray | None] | None = None
+) -> dict[int, ProcessWindow]:
+    """Per process with GPU work (by its position in ``inputs``): the window analysed
+    (``categories``: each process's kernel categories, operator first, which say its collectives)."""
     out: dict[int, ProcessWindow] = {}
     max_nodes = max(max_nodes // max(len(inputs), 1), MIN_NODES)  # the budget is shared: 64 ranks stay as cheap as one process
     for pos, r in enumerate(inputs):
@@ -141,55 +155,63 @@ def process_windows(inputs: Sequence[RunInput], steps: StepsSection, max_nodes: 
         except ValueError:  # hostile times: no critical path for this process
             continue
         rows = None if sliced is run else np.flatnonzero((run.kernels["start"].to_numpy() >= lo) & (run.kernels["start"].to_numpy() < cut_hi))
-        out[pos] = ProcessWindow(r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records), rows, len(run.kernels))
+        cats = categories[pos] if categories is not None else None
+        out[pos] = ProcessWindow(
+            r.label, sliced, graph, lo, min(cut_hi, hi), hi - lo, kept, len(records), rows, len(run.kernels), None if sliced is run else run, cats
+        )
     return out
 
 
-def collective_waits(windows: dict[int, ProcessWindow], rules: CategoryRules) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per process window (several processes): for each kernel row of its run, the time its
-    collective instance waited for the last rank to arrive and that rank's number (0 and -1
-    for other kernels). The k-th collective of a type on every rank is one instance (each
-    window starts at its process's first event, so the k-th is the same on every rank); the
-    last to arrive spends the least time in it (analysis.ranks' rule: host clocks need not
-    agree), every other rank waits its duration minus that; an instance in which every rank
-    spent the same time names nobody."""
-    from tui_prof.analysis.ranks import collective_types, communication_mask, rank_numbers
+def collective_waits(windows: dict[int, ProcessWindow], rules: CategoryRules, table: WaitTable | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per process window: for each kernel row of its run, the time its collective instance
+    waited for the last rank to arrive and that rank's number (0 and -1 for other kernels).
+    Instances are whole-process (analysis.ranks.InstanceTable: the k-th collective of a type
+    in each process; the last to arrive spends the least time in it, so host clocks need not
+    agree); ``table`` is their :data:`~tui_prof.analysis.ranks.WaitTable` (None: made from the
+    windows' runs, each standing for its whole process). A window is a time slice of its
+    process, so its collectives of a type are the process's from the count before it on.
+    A row waits dur - fastest where its instance names a rank and it spent longer."""
+    from tui_prof.analysis.ranks import collective_rows, run_instance_table
 
-    if len(windows) < 2:
+    if table is None:
+        if len(windows) < 2:
+            return {}
+        table = run_instance_table([windows[p].run for p in windows], rules)
+    if not table:
         return {}
-    positions = list(windows)
-    numbers = [n for n, _ in rank_numbers([windows[p].run for p in positions])]
-    out = {p: (np.zeros(len(windows[p].run.kernels), np.int64), np.full(len(windows[p].run.kernels), -1, np.int64)) for p in positions}
-    per: list[dict[str, np.ndarray]] = []  # per process: type -> kernel rows in start order
-    durations = []
-    for p in positions:
-        k = windows[p].run.kernels
-        start = column_array(k, "start")
-        durations.append(column_array(k, "end").astype(np.int64) - start.astype(np.int64))
-        rows = np.flatnonzero(communication_mask(k, rules))
-        rows = rows[np.argsort(start[rows], kind="stable")]
-        if not len(rows):  # no collective (most processes of a many-process run): no name column read
-            per.append({})
-            continue
-        kinds = collective_types(k["name"], rows)
-        per.append({str(t): rows[kinds == t] for t in set(kinds.tolist())})
-    big = np.iinfo(np.int64).max
-    for kind in sorted({t for d in per for t in d}):
-        members = [(i, d[kind]) for i, d in enumerate(per) if kind in d]
-        depth = max(len(rows) for _, rows in members)
-        # members x instances: each rank's duration of the instance (-1: the rank has no such instance)
-        dur = np.full((len(members), depth), -1, dtype=np.int64)
-        for m, (i, rows) in enumerate(members):
-            dur[m, : len(rows)] = durations[i][rows]
-        have = dur >= 0
-        fastest = np.where(have, dur, big).min(axis=0)
-        last = np.array([numbers[i] for i, _ in members], dtype=np.int64)[np.where(have & (dur == fastest), dur, big).argmin(axis=0)]
-        named = (have.sum(axis=0) > 1) & (np.where(have, dur, -1).max(axis=0) > fastest)  # two ranks or more, not all the same
-        for m, (i, rows) in enumerate(members):
-            j = np.flatnonzero(named[: len(rows)] & (dur[m, : len(rows)] > fastest[: len(rows)]))
-            out[positions[i]][0][rows[j]] = dur[m, j] - fastest[j]
-            out[positions[i]][1][rows[j]] = last[j]
+    out = {}
+    for p, w in windows.items():
+        k = w.run.kernels
+        wait, last = np.zeros(len(k), np.int64), np.full(len(k), -1, np.int64)
+        cats = w.categories if w.categories is None or w.kernel_rows is None or len(w.categories) != w.process_kernels else w.categories[w.kernel_rows]
+        rows, kinds = collective_rows(k, rules, cats)
+        before = _collectives_before(w, rules) if len(rows) else {}
+        if len(rows):
+            dur = column_array(k, "end").astype(np.int64)[rows] - column_array(k, "start").astype(np.int64)[rows]
+            for kind in sorted(set(kinds.tolist()) & set(table)):
+                fastest, named = table[kind]
+                mine = np.flatnonzero(kinds == kind)
+                index = before.get(kind, 0) + np.arange(len(mine))  # the k of each in the whole process
+                inside = index < len(fastest)
+                mine, index = mine[inside], index[inside]
+                hit = (named[index] >= 0) & (dur[mine] > fastest[index])
+                wait[rows[mine[hit]]] = dur[mine[hit]] - fastest[index[hit]]
+                last[rows[mine[hit]]] = named[index[hit]]
+        out[p] = (wait, last)
     return out
+
+
+def _collectives_before(w: ProcessWindow, rules: CategoryRules) -> dict[str, int]:
+    """Per collective type: the whole process's collectives that start before the window."""
+    from tui_prof.analysis.ranks import collective_rows
+
+    if w.process is None:
+        return {}
+    k = w.process.kernels
+    rows, kinds = collective_rows(k, rules, w.categories)
+    early = column_array(k, "start")[rows] < w.lo
+    found = sorted(set(kinds[early].tolist()))
+    return {str(t): int(np.count_nonzero(kinds[early] == t)) for t in found}
 
 
 def waiting_on_ranks(path: PathSummary, waits: tuple[np.ndarray, np.ndarray] | None) -> list[dict]:
@@ -217,14 +239,16 @@ def kernel_row_ns(w: ProcessWindow, path: PathSummary) -> np.ndarray:
     return out
 
 
-def critical_section(windows: dict[int, ProcessWindow], rules: CategoryRules) -> tuple[dict, dict[str, int], dict[int, np.ndarray]]:
+def critical_section(
+    windows: dict[int, ProcessWindow], rules: CategoryRules, wait_table: WaitTable | None = None
+) -> tuple[dict, dict[str, int], dict[int, np.ndarray]]:
     """(the ``critical_path`` section, ns on the path per kernel / copy name over all processes,
     ns on the path of each kernel row per process position; both scaled to each process's
-    whole window)."""
+    whole window); ``wait_table``: the run's collective instances (:func:`collective_waits`)."""
     per: list[dict] = []
     by_kernel: dict[str, int] = {}
     by_row: dict[int, np.ndarray] = {}
-    waits = collective_waits(windows, rules)
+    waits = collective_waits(windows, rules, wait_table)
     for pos, w in windows.items():
         g = w.graph
         lo, hi = w.lo - g.t0, w.hi - g.t0
@@ -318,52 +342,65 @@ def add_group_critical(rows: list, key: pd.Series | np.ndarray, row_ns: np.ndarr
 CHRONIC_SHARE = 0.5  # [P] a rank on the path in at least half of the steady steps is a chronic straggler
 
 
-def ranks_on_path(inputs: Sequence[RunInput], steps: StepsSection, rules: CategoryRules) -> dict | None:
+def ranks_on_path(
+    inputs: Sequence[RunInput],
+    steps: StepsSection,
+    rules: CategoryRules,
+    table: WaitTable | None = None,
+    categories: Sequence[np.ndarray | None] | None = None,
+) -> dict | None:
     """For a run of several processes with steps: per steady step, the rank whose work bounds
-    the step -- the rank that arrived last at most of the step's collectives (the k-th
-    collective of a type on every rank is one instance; the last to arrive spends the least
-    time in it, so clocks of different hosts need not agree: analysis.ranks' rule). Each
-    rank's process is a graph of its own (no cross-rank edges): the collectives say which
-    rank the others waited for. None for one process or without collectives."""
-    from tui_prof.analysis.ranks import collective_type, communication_mask, rank_numbers
+    the step -- the rank that arrived last at most of the step's collectives (whole-process
+    collective instances, analysis.ranks.InstanceTable: the last to arrive spends the least
+    time in it, so clocks of different hosts need not agree). Each rank's process is a graph
+    of its own (no cross-rank edges): the collectives say which rank the others waited for.
+    ``table``: the processes' :data:`~tui_prof.analysis.ranks.WaitTable` (None: made here);
+    ``categories`` as :func:`process_windows`. None for one process or without collectives."""
+    from tui_prof.analysis.ranks import collective_rows, run_instance_table
 
     if len(inputs) < 2 or not steps.get("detected"):
         return None
-    numbers = [n for n, _ in rank_numbers([r.run for r in inputs])]
-    per_rank: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []  # type -> (starts, durations), in start order
-    for r in inputs:
-        k = r.run.kernels
-        comm = np.flatnonzero(communication_mask(k, rules))
-        names = k["name"].to_numpy()[comm] if len(comm) else np.array([], dtype=object)
-        kinds = np.array([collective_type(str(n)) for n in names], dtype=object)
-        s = k["start"].to_numpy()[comm].astype(np.int64)
-        d = k["end"].to_numpy()[comm].astype(np.int64) - s
-        o = np.argsort(s, kind="stable")
-        per_rank.append({str(t): (s[o][kinds[o] == t], d[o][kinds[o] == t]) for t in set(kinds.tolist())})
-    # steps of the first process that has them: where each instance falls
-    parts = {p.get("process"): p for p in steps.get("per_process", [])} or {steps.get("process"): steps}
-    ref = next((i for i, r in enumerate(inputs) if r.label in parts), None)
+    ref = next((i for i, r in enumerate(inputs) if r.label in step_parts(steps)), None)
     if ref is None:
         return None
-    ref_steps = list(parts[inputs[ref].label].get("steps", []))
+    k = inputs[ref].run.kernels
+    rows, kinds = collective_rows(k, rules, categories[ref] if categories is not None else None)
+    starts = column_array(k, "start").astype(np.int64)[rows] if len(rows) else np.zeros(0, np.int64)
+    ref_starts = {str(t): starts[kinds == t] for t in sorted(set(kinds.tolist()))}
+    if table is None:
+        table = run_instance_table([r.run for r in inputs], rules, categories)
+    return ranks_on_path_of(steps, inputs[ref].label, ref_starts, table)
+
+
+def step_parts(steps: StepsSection) -> dict:
+    """The steps part of each process that has steps, by its label."""
+    return {p.get("process"): p for p in steps.get("per_process", [])} or {steps.get("process"): steps}
+
+
+def ranks_on_path_of(steps: StepsSection, ref_label: str, ref_starts: dict[str, np.ndarray], table: WaitTable) -> dict | None:
+    """:func:`ranks_on_path` from the reference process (the first with steps: ``ref_label``,
+    its collectives' starts per type in start order) and the wait table: each named instance
+    falls in the reference's step that holds its start there."""
+    ref_steps = list(step_parts(steps)[ref_label].get("steps", []))
     steady_labels = {rec["label"] for rec in steps.get("steps", []) if not rec.get("warmup")}
     starts = np.array([rec["start_ns"] for rec in ref_steps], dtype=np.int64)
     ends = np.array([rec["end_ns"] for rec in ref_steps], dtype=np.int64)
     last_by_step: dict[int, list[int]] = {}
-    for kind, (s_ref, _) in per_rank[ref].items():
-        durs = [pr.get(kind, (np.zeros(0, np.int64), np.zeros(0, np.int64)))[1] for pr in per_rank]
-        for i in range(len(s_ref)):
-            have = [(d[i], j) for j, d in enumerate(durs) if len(d) > i]
-            if len(have) < 2 or min(have)[0] == max(have)[0]:
-                continue  # one rank only, or all the same: nobody arrived last
-            pos = int(np.searchsorted(starts, s_ref[i], side="right") - 1)
-            if pos >= 0 and s_ref[i] < ends[pos]:
-                last_by_step.setdefault(pos, []).append(numbers[min(have)[1]])
+    for kind in sorted(ref_starts):
+        if kind not in table:
+            continue
+        s_ref = ref_starts[kind][: len(table[kind][1])]
+        named = table[kind][1][: len(s_ref)]
+        hit = named >= 0  # nobody arrived last where one rank only has it, or all spent the same
+        pos = np.searchsorted(starts, s_ref[hit], side="right") - 1
+        inside = (pos >= 0) & (s_ref[hit] < ends[np.maximum(pos, 0)]) if len(ends) else np.zeros(len(pos), dtype=bool)
+        for p, rank in zip(pos[inside].tolist(), named[hit][inside].tolist(), strict=True):
+            last_by_step.setdefault(p, []).append(int(rank))
     rows = []
-    for pos, rec in enumerate(ref_steps):
+    for pos_, rec in enumerate(ref_steps):
         if rec["label"] not in steady_labels:
             continue
-        lasts = last_by_step.get(pos, [])
+        lasts = last_by_step.get(pos_, [])
         top = max(set(lasts), key=lambda x: (lasts.count(x), -x)) if lasts else None
         on = top if top is not None and 2 * lasts.count(top) >= len(lasts) else None
         rows.append({"label": rec["label"], "rank": on, "last_in": lasts.count(top) if top is not None else 0, "instances": len(lasts)})

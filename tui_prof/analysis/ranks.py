@@ -29,8 +29,9 @@ sync time, and how long it waited in collectives for the slowest rank
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -130,6 +131,32 @@ def collective_types(names: pd.Series, rows: np.ndarray) -> np.ndarray:
     return np.array([collective_type(str(x)) for x in names.to_numpy()[rows]], dtype=object)
 
 
+def collective_kinds(kernels: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """The type of the collectives at kernel ``rows`` (object array): the collective's own
+    args where the trace records them (Kineto's ``collective``), else the kernel name; one
+    lookup per distinct name."""
+    if not len(rows):  # no collective (most processes of a many-process run): nothing to look up
+        return np.array([], dtype=object)
+    types = _map_category(kernels["name"], collective_type, rows)
+    if "collective" in kernels.columns:
+        by_arg = _map_category(kernels["collective"], arg_collective_type, rows)
+        types = np.where(by_arg != UNKNOWN_TYPE, by_arg, types)
+    return types
+
+
+def collective_rows(kernels: pd.DataFrame, rules: CategoryRules, categories: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The one rule of what a process's collectives are: its communication kernels
+    (``categories``: each kernel's category, operator first, as :class:`RankCore` takes them;
+    None: by kernel name) as kernel rows in start order, and their types
+    (:func:`collective_kinds`). The k-th of a type is the process's part of instance k."""
+    if not len(kernels):
+        return np.zeros(0, dtype=np.int64), np.array([], dtype=object)
+    is_comm = categories == COMMUNICATION if categories is not None and len(categories) == len(kernels) else communication_mask(kernels, rules)
+    rows = np.flatnonzero(is_comm)
+    rows = rows[np.argsort(column_array(kernels, "start")[rows], kind="stable")]
+    return rows, collective_kinds(kernels, rows)
+
+
 def _overlap(a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray, b_e: np.ndarray) -> int:
     """|A ∩ B| for two sets of intervals: |∪A| + |∪B| − |∪(A ∪ B)|."""
     if not len(a_s) or not len(b_s):
@@ -188,25 +215,17 @@ class RankCore:
             self.api_ns = aggregate.interval_union(api["start"].to_numpy(), api["end"].to_numpy(), rccl)
         else:
             self.api_calls = self.api_ns = 0
-        # the collectives in start order with their types (one lookup per distinct name; the
-        # collective's own args, where the trace records them, before the kernel name) and
-        # message bytes and group sizes (-1: not recorded)
-        order = np.argsort(ks[is_comm], kind="stable")
-        n_comm = int(is_comm.sum())
-        if n_comm:  # no collective: nothing to look up (most processes of a many-process run)
-            types = _map_category(k["name"], collective_type, is_comm)
-            has_args = "collective" in k.columns
-            if has_args:
-                by_arg = _map_category(k["collective"], arg_collective_type, is_comm)
-                types = np.where(by_arg != UNKNOWN_TYPE, by_arg, types)
-            self.coll_bytes = k["coll_bytes"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
-            self.coll_ranks = k["coll_ranks"].to_numpy()[is_comm].astype(np.int64)[order] if has_args else np.full(n_comm, -1, dtype=np.int64)
-        else:
-            types = np.array([], dtype=object)
-            self.coll_bytes = np.zeros(0, dtype=np.int64)
-            self.coll_ranks = np.zeros(0, dtype=np.int64)
-        self.coll_types = types[order]
-        self.coll_dur = (ke[is_comm] - ks[is_comm])[order]
+        # the collectives in start order with their types (:func:`collective_kinds`) and
+        # message bytes, group sizes (-1: not recorded) and starts (the process's own clock)
+        rows = np.flatnonzero(is_comm)
+        rows = rows[np.argsort(ks[rows], kind="stable")]
+        self.coll_types = collective_kinds(k, rows)
+        has_args = len(rows) and "collective" in k.columns
+        self.coll_bytes = k["coll_bytes"].to_numpy()[rows].astype(np.int64) if has_args else np.full(len(rows), -1, dtype=np.int64)
+        self.coll_ranks = k["coll_ranks"].to_numpy()[rows].astype(np.int64) if has_args else np.full(len(rows), -1, dtype=np.int64)
+        self.coll_start = ks[rows].astype(np.int64)
+        self.coll_dur = (ke[rows] - ks[rows]).astype(np.int64)
+        self.collectives = len(rows)
         dur = ke - ks
         if len(k):
             names = category_array(k, "name")  # the Categorical: no Series per access
@@ -289,6 +308,8 @@ def _stats_core(core: RankCore, table: pd.DataFrame, rules: CategoryRules) -> No
     core.coll_dur = np.array(durs, dtype=np.int64)
     core.coll_bytes = np.full(len(durs), -1, dtype=np.int64)  # statistics hold no message sizes
     core.coll_ranks = np.full(len(durs), -1, dtype=np.int64)
+    core.coll_start = np.full(len(durs), -1, dtype=np.int64)  # statistics hold no times
+    core.collectives = len(durs)
     core.source = "stats"
 
 
@@ -327,50 +348,233 @@ def rank_cores(
     return [RankCore(run, label, wall, cls, rules, cat) for run, label, wall, cls, cat in zip(runs, labels, walls, classes, cats, strict=True)]
 
 
+WaitTable = dict[str, tuple[np.ndarray, np.ndarray]]
+"""Per collective type, over the k-th collective of that type in a whole process (start
+order): the fastest rank's duration (``fastest_ns``, int64) and the number of the rank that
+arrived last (``last_rank``, int64; -1 when fewer than two ranks have it or all spent the
+same time)."""
+
+_BIG = np.iinfo(np.int64).max
+
+
+class _KindInstances:
+    """The instances of one collective type so far: O(instances) arrays, indexed by k."""
+
+    __slots__ = ("bytes", "cand", "cand_at", "fastest", "first", "group", "n_fastest", "second", "seen", "slowest", "top", "total")
+
+    def __init__(self) -> None:
+        self.seen = np.zeros(0, dtype=np.int64)  # ranks that have the k-th
+        self.fastest = np.zeros(0, dtype=np.int64)  # the least time in it
+        self.n_fastest = np.zeros(0, dtype=np.int64)  # ranks with that least time
+        self.first = np.zeros(0, dtype=np.int64)  # the arrival (InstanceTable.add) of the lowest position among them
+        self.slowest = np.zeros(0, dtype=np.int64)
+        self.total = np.zeros(0, dtype=np.int64)  # Σ of the ranks' durations
+        self.bytes = np.zeros(0, dtype=np.int64)  # the message bytes and group size the ``first`` rank recorded (-1: none)
+        self.group = np.zeros(0, dtype=np.int64)
+        # the two largest per-rank counts (with repeats): instance k is kept (seen on two ranks
+        # or more) exactly for k < second, so only a rank with strictly the most collectives
+        # has instances past it; its durations are kept (the running candidate), no other's
+        self.top = self.second = 0
+        self.cand: np.ndarray | None = None
+        self.cand_at = -1
+
+    def grow(self, n: int) -> None:
+        pad = n - len(self.seen)
+        if pad <= 0:
+            return
+        more = {"seen": 0, "fastest": _BIG, "n_fastest": 0, "first": -1, "slowest": -1, "total": 0, "bytes": -1, "group": -1}
+        for name, fill in more.items():
+            setattr(self, name, np.concatenate([getattr(self, name), np.full(pad, fill, dtype=np.int64)]))
+
+    def add(self, at: int, earlier: Callable[[np.ndarray], np.ndarray], d: np.ndarray, b: np.ndarray, g: np.ndarray) -> None:
+        """Rank arrival ``at``'s collectives of this type (durations, bytes, group sizes in
+        start order); ``earlier(arrivals)``: whether ``at`` comes before each of them in the
+        run set's order."""
+        n = len(d)
+        self.grow(n)
+        self.seen[:n] += 1
+        self.total[:n] += d
+        np.maximum(self.slowest[:n], d, out=self.slowest[:n])
+        f = self.fastest[:n]
+        less, tie = np.flatnonzero(d < f), np.flatnonzero(d == f)
+        self.n_fastest[tie] += 1
+        moved = np.concatenate([less, tie[earlier(self.first[tie])]]) if len(tie) else less
+        self.fastest[less] = d[less]
+        self.n_fastest[less] = 1
+        self.first[moved], self.bytes[moved], self.group[moved] = at, b[moved], g[moved]
+        if n > self.top:
+            self.top, self.second, self.cand, self.cand_at = n, self.top, d.copy(), at
+        elif n == self.top:
+            self.second, self.cand, self.cand_at = n, None, -1
+        elif n > self.second:
+            self.second = n
+
+    def clear(self) -> np.ndarray:
+        """Per instance: kept (two ranks or more) and one or more ranks, not all, arrived last."""
+        return (self.seen >= 2) & (self.n_fastest < self.seen)
+
+
+class _KindTotals:
+    """One collective type's count, time and sized bytes over every rank's collectives (the
+    ``communication`` section: integers, so the order of ranks does not matter)."""
+
+    __slots__ = ("by_group", "count", "total_ns")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total_ns = 0
+        self.by_group: dict[int, list[int]] = {}  # group size (-1: unknown) -> [sized collectives, Σ bytes, Σ ns]
+
+    def add(self, d: np.ndarray, b: np.ndarray, g: np.ndarray) -> None:
+        self.count += len(d)
+        self.total_ns += int(d.sum())
+        sized = (b >= 0) & (d > 0)
+        if not sized.any():
+            return
+        groups, inverse = np.unique(g[sized], return_inverse=True)
+        n = np.bincount(inverse, minlength=len(groups))
+        for i, group in enumerate(groups.tolist()):
+            mine = inverse == i
+            acc = self.by_group.setdefault(int(group), [0, 0, 0])
+            acc[0] += int(n[i])
+            acc[1] += int(b[sized][mine].sum())
+            acc[2] += int(d[sized][mine].sum())
+
+
+class InstanceTable:
+    """The one reducer of collective instances (docs/metrics.md, "Ranks"): fed one rank at a
+    time, in any order, it keeps O(instances) arrays per collective type (and a few integers
+    per rank), and gives what the ranks, communication and stragglers sections, the critical
+    path's waits (:meth:`wait_table`) and the ranks on the path need.
+
+    A collective instance is the k-th collective of one type in every rank that has a k-th
+    (whole processes, start order: :func:`collective_rows`); the rank that arrived last spends
+    the least time in it, the lowest position in the run set's order among equals."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, _KindInstances] = {}
+        self.totals: dict[str, _KindTotals] = {}
+        self.keys: list[Any] = []  # per arrival: its position in the run set's order (anything ordered)
+        self.counts: list[dict[str, tuple[int, int]]] = []  # per arrival, per type it took part in: (collectives, Σ durations)
+
+    def add(self, key: Any, kinds: np.ndarray, durs: np.ndarray, sizes: np.ndarray, groups: np.ndarray, traced: bool = True) -> int:
+        """One rank: ``key`` its position in the run set's order, its collectives' types,
+        durations, message bytes and group sizes in start order; ``traced``: False for
+        kernel statistics (their collectives count, but know no single instance). Returns its
+        arrival number."""
+        at = len(self.keys)
+        self.keys.append(key)
+        mine: dict[str, tuple[int, int]] = {}
+        durs, sizes, groups = (np.asarray(x, dtype=np.int64) for x in (durs, sizes, groups))
+        for kind in sorted({str(t) for t in kinds.tolist()}):
+            m = kinds == kind
+            d, b, g = durs[m], sizes[m], groups[m]
+            self.totals.setdefault(kind, _KindTotals()).add(d, b, g)
+            if traced:
+                mine[kind] = (len(d), int(d.sum()))
+                self.kinds.setdefault(kind, _KindInstances()).add(at, lambda arrivals: self._earlier(key, arrivals), d, b, g)
+        self.counts.append(mine)
+        return at
+
+    def _earlier(self, key: Any, arrivals: np.ndarray) -> np.ndarray:
+        uniq, inverse = np.unique(arrivals, return_inverse=True)
+        return np.array([bool(key < self.keys[int(a)]) for a in uniq.tolist()], dtype=bool)[inverse]
+
+    def _by_arrival(self, order: Sequence[int] | None, numbers: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(position, rank number) of every arrival; ``order``: the arrivals in the run set's
+        order (None: as they came), ``numbers``: their rank numbers in that order."""
+        n = len(self.keys)
+        arrivals = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
+        pos = np.empty(n, dtype=np.int64)
+        pos[arrivals] = np.arange(n)
+        num = np.empty(n, dtype=np.int64)
+        num[arrivals] = np.asarray(numbers, dtype=np.int64)
+        return pos, num
+
+    def instances(self, numbers: Sequence[int], order: Sequence[int] | None = None) -> tuple[list[CollectiveInstance], np.ndarray, np.ndarray]:
+        """Every collective instance seen on at least two ranks, the wait per rank (ns) and how
+        often each rank arrived last (both indexed by position in ``order``)."""
+        pos, num = self._by_arrival(order, numbers)
+        waits = np.zeros(len(self.keys), dtype=np.int64)
+        last = np.zeros(len(self.keys), dtype=np.int64)
+        out: list[CollectiveInstance] = []
+        for kind in sorted(self.kinds):
+            k = self.kinds[kind]
+            kept = k.second  # instances 0..kept-1 are on two ranks or more
+            clear = k.clear()
+            np.add.at(last, pos[k.first[clear]], 1)
+            before = np.concatenate([[0], np.cumsum(k.fastest[:kept])])  # Σ of the fastest over instances 0..m-1
+            for at, mine in enumerate(self.counts):
+                if kind not in mine:
+                    continue
+                n, total = mine[kind]
+                if at == k.cand_at and k.cand is not None:  # the one rank with more than any other: its kept instances only
+                    n, total = kept, int(k.cand[:kept].sum())
+                waits[pos[at]] += total - int(before[n])
+            wsum = k.total[:kept] - k.seen[:kept] * k.fastest[:kept]
+            for i in range(kept):
+                out.append(
+                    {
+                        "type": kind,
+                        "index": i,
+                        "straggler": int(num[k.first[i]]) if clear[i] else None,
+                        "fastest_ns": int(k.fastest[i]),
+                        "slowest_ns": int(k.slowest[i]),
+                        "wait_ns": int(wsum[i]),
+                    }
+                )
+        return out, waits, last
+
+    def wait_table(self, numbers: Sequence[int], order: Sequence[int] | None = None) -> WaitTable:
+        """The :data:`WaitTable` of every type (``numbers``, ``order`` as :meth:`instances`)."""
+        _pos, num = self._by_arrival(order, numbers)
+        out: WaitTable = {}
+        for kind in sorted(self.kinds):
+            k = self.kinds[kind]
+            out[kind] = (k.fastest.copy(), np.where(k.clear(), num[np.maximum(k.first, 0)], -1).astype(np.int64))
+        return out
+
+    def instance_elements(self) -> int:
+        """The elements of the per-type arrays the table keeps (O(instances), whatever the
+        rank count; per rank it keeps only ``counts``)."""
+        return sum(len(k.seen) * 8 + (len(k.cand) if k.cand is not None else 0) for k in self.kinds.values())
+
+    def by_type(self) -> list[CollectiveType]:
+        """The ``communication`` section's ``by_type`` rows: count and time per type, largest
+        first, with their bytes and bandwidths (:func:`bandwidth_of`)."""
+        rows = sorted(((kind, t.count, t.total_ns) for kind, t in self.totals.items()), key=lambda x: (-x[2], x[0]))
+        return [
+            {"type": kind, "count": n, "total_ns": total, "avg_ns": round(total / n, 3), **bandwidth_of(kind, self.totals[kind], self.kinds.get(kind))}
+            for kind, n, total in rows
+        ]
+
+
 def instances(cores: Sequence[RankCore], ranks: Sequence[int]) -> tuple[list[CollectiveInstance], np.ndarray, np.ndarray]:
     """Every collective instance (the k-th of a type on every rank that has a k-th; only
     instances seen on at least two ranks), the wait per rank (ns, indexed like ``cores``)
-    and how often each rank arrived last."""
-    n = len(cores)
-    waits = np.zeros(n, dtype=np.int64)
-    last = np.zeros(n, dtype=np.int64)
-    out: list[CollectiveInstance] = []
-    # statistics know no single collective: only traced ranks take part in instances
-    traced = [c.source == "trace" for c in cores]
-    types = sorted({str(t) for c, tr in zip(cores, traced, strict=True) if tr for t in set(c.coll_types.tolist())})
-    big = np.iinfo(np.int64).max
-    for kind in types:
-        per_rank = [c.coll_dur[c.coll_types == kind] if tr else np.zeros(0, np.int64) for c, tr in zip(cores, traced, strict=True)]
-        depth = max((len(d) for d in per_rank), default=0)
-        # ranks x instances; missing instances (a rank with fewer) hold -1
-        dur = np.full((n, depth), -1, dtype=np.int64)
-        for i, d in enumerate(per_rank):
-            dur[i, : len(d)] = d
-        have = dur >= 0
-        seen = have.sum(axis=0)
-        fastest = np.where(have, dur, big).min(axis=0)
-        w = np.where(have, dur - fastest, 0)
-        shortest = have & (dur == fastest)
-        n_short = shortest.sum(axis=0)
-        first_short = shortest.argmax(axis=0)  # the lowest rank index among the shortest
-        keep = seen >= 2
-        waits += w[:, keep].sum(axis=1)
-        clear = keep & (n_short < seen)  # one or more ranks, not all, arrived last
-        np.add.at(last, first_short[clear], 1)
-        slowest = np.where(have, dur, -1).max(axis=0)
-        wsum = w.sum(axis=0)
-        for k in np.flatnonzero(keep).tolist():
-            out.append(
-                {
-                    "type": kind,
-                    "index": k,
-                    "straggler": ranks[int(first_short[k])] if clear[k] else None,
-                    "fastest_ns": int(fastest[k]),
-                    "slowest_ns": int(slowest[k]),
-                    "wait_ns": int(wsum[k]),
-                }
-            )
-    return out, waits, last
+    and how often each rank arrived last (:class:`InstanceTable`)."""
+    return instance_table(cores).instances(ranks)
+
+
+def instance_table(cores: Sequence[RankCore]) -> InstanceTable:
+    """The :class:`InstanceTable` of the processes' cores (their position: their index)."""
+    table = InstanceTable()
+    for i, c in enumerate(cores):
+        table.add(i, c.coll_types, c.coll_dur, c.coll_bytes, c.coll_ranks, c.source == "trace")
+    return table
+
+
+def run_instance_table(runs: Sequence[Run], rules: CategoryRules, categories: Sequence[np.ndarray | None] | None = None) -> WaitTable:
+    """The :data:`WaitTable` of whole processes (``categories`` as :func:`collective_rows`),
+    without the rest of their :class:`RankCore`."""
+    table = InstanceTable()
+    for i, run in enumerate(runs):
+        k = run.kernels
+        rows, kinds = collective_rows(k, rules, categories[i] if categories is not None else None)
+        start, end = column_array(k, "start").astype(np.int64), column_array(k, "end").astype(np.int64)
+        none = np.full(len(rows), -1, dtype=np.int64)
+        table.add(i, kinds, end[rows] - start[rows], none, none)
+    return table.wait_table([n for n, _ in rank_numbers(runs)])
 
 
 def rank_records(cores: Sequence[RankCore], numbers: Sequence[tuple[int, str]], waits: np.ndarray, last: np.ndarray) -> list[RankRecord]:
@@ -398,7 +602,7 @@ def rank_records(cores: Sequence[RankCore], numbers: Sequence[tuple[int, str]], 
                 "overlap_ns": int(c.overlap_ns),
                 "overlap_pct": aggregate.pct(c.overlap_ns, c.communication_ns),
                 "compute_exposed_ns": int(c.compute_exposed_ns),
-                "collectives": int(len(c.coll_dur)),
+                "collectives": int(c.collectives),
                 "wait_ns": int(waits[i]),
                 "wait_pct": aggregate.pct(int(waits[i]), c.wall_ns),
                 "straggler_of": int(last[i]),
@@ -410,26 +614,11 @@ def rank_records(cores: Sequence[RankCore], numbers: Sequence[tuple[int, str]], 
     return rows
 
 
-def communication_section(cores: Sequence[RankCore]) -> CommunicationSection:
+def communication_section(cores: Sequence[RankCore], table: InstanceTable | None = None) -> CommunicationSection:
     """Communication over every rank: kernel and RCCL/NCCL API time, overlap with compute,
-    and count and time per collective type."""
+    and count, time and bandwidth per collective type (``table``: the cores' :class:`InstanceTable`)."""
     kernel_ns = sum(c.communication_ns for c in cores)
     overlap = sum(c.overlap_ns for c in cores)
-    kinds = np.concatenate([c.coll_types for c in cores]) if cores else np.array([], dtype=object)
-    durs = np.concatenate([c.coll_dur for c in cores]) if cores else np.array([], dtype=np.int64)
-    sizes = np.concatenate([c.coll_bytes for c in cores]) if cores else np.array([], dtype=np.int64)
-    group = np.concatenate([c.coll_ranks for c in cores]) if cores else np.array([], dtype=np.int64)
-    # one integer code per collective (its type's name): no string copy of every collective
-    codes, uniques = pd.factorize(kinds, use_na_sentinel=False)
-    names = sorted({str(u) for u in uniques})
-    index = {name: i for i, name in enumerate(names)}
-    kind_code = np.array([index[str(u)] for u in uniques], dtype=np.int64)[codes] if len(uniques) else np.zeros(0, np.int64)
-    durs = durs.astype(np.int64)
-    masks = [kind_code == i for i in range(len(names))]
-    by = sorted(((name, int(mine.sum()), int(durs[mine].sum()), mine) for name, mine in zip(names, masks, strict=True)), key=lambda x: (-x[2], x[0]))
-    by_type: list[CollectiveType] = []
-    for kind, n, t, mine in by:
-        by_type.append({"type": kind, "count": n, "total_ns": t, "avg_ns": round(t / n, 3), **bandwidth(kind, durs[mine], sizes[mine], group[mine])})
     return {
         "kernel_ns": int(kernel_ns),
         "api_ns": int(sum(c.api_ns for c in cores)),
@@ -437,33 +626,53 @@ def communication_section(cores: Sequence[RankCore]) -> CommunicationSection:
         "pct_of_time": aggregate.pct(kernel_ns, sum(c.wall_ns for c in cores)),
         "overlap_ns": int(overlap),
         "overlap_pct": aggregate.pct(overlap, kernel_ns),
-        "by_type": by_type,
+        "by_type": (table or instance_table(cores)).by_type(),
+    }
+
+
+def bandwidth_of(kind: str, totals: _KindTotals, found: _KindInstances | None) -> CollectiveBandwidth:
+    """Message bytes and bandwidths of one collective type (docs/metrics.md, "Collective
+    bandwidth"): over every rank's collectives whose size is recorded (``sized``), the
+    algorithm bandwidth Σ bytes / Σ time and the bus bandwidth Σ (bytes × factor) / Σ time
+    (time-weighted; the numerator summed per distinct group size of integer byte sums, so it
+    is exact and mergeable); the median bus bandwidth is over the type's collective
+    instances: an instance's bytes × factor / the time of the rank that arrived last (its
+    time is the transfer, the others' include waiting for it). bytes / ns = GB/s (10**9
+    bytes per second, as NCCL-tests). None where no size (or, for the bus bandwidth, no
+    group size a factor needs) is known."""
+    groups = sorted(totals.by_group)
+    sized = sum(totals.by_group[g][0] for g in groups)
+    total_bytes = sum(totals.by_group[g][1] for g in groups)
+    sized_ns = sum(totals.by_group[g][2] for g in groups)
+    weighted, bus_ns = 0.0, 0
+    for g in groups:
+        factor = bus_factor(kind, g)
+        if factor is not None:
+            weighted += factor * totals.by_group[g][1]
+            bus_ns += totals.by_group[g][2]
+    known = [g for g in groups if g >= 1]
+    median = None
+    if found is not None and len(found.seen):
+        factors = bus_factors(kind, found.group)
+        ok = (found.bytes >= 0) & (found.fastest > 0) & (found.seen > 0) & ~np.isnan(factors)
+        if ok.any():
+            median = round(float(np.median(found.bytes[ok].astype(np.float64) * factors[ok] / found.fastest[ok])), 6)
+    return {
+        "sized": int(sized),
+        "bytes": int(total_bytes) if sized else None,
+        "group_size": known[0] if len(known) == 1 else None,
+        "algorithm_bandwidth_gbs": round(total_bytes / sized_ns, 6) if sized_ns else None,
+        "bus_bandwidth_gbs": round(weighted / bus_ns, 6) if bus_ns else None,
+        "bus_bandwidth_median_gbs": median,
     }
 
 
 def bandwidth(kind: str, durs: np.ndarray, sizes: np.ndarray, ranks: np.ndarray) -> CollectiveBandwidth:
-    """Message bytes and bandwidths of the instances of one collective type (docs/metrics.md,
-    "Collective bandwidth"): over the instances whose size is recorded (``sized``), the
-    algorithm bandwidth Σ bytes / Σ time and the bus bandwidth Σ (bytes × factor) / Σ time
-    (time-weighted: the bandwidth of all of them together), and the median of the
-    per-instance bus bandwidths. bytes / ns = GB/s (10**9 bytes per second, as NCCL-tests).
-    None where no instance's size (or, for the bus bandwidth, its group size) is known."""
-    sized = (sizes >= 0) & (durs > 0)
-    factors = bus_factors(kind, ranks)
-    bus = sized & ~np.isnan(factors)
-    total_bytes = int(sizes[sized].sum())
-    sized_ns = int(durs[sized].sum())
-    bus_ns = int(durs[bus].sum())
-    weighted = sizes[bus].astype(np.float64) * factors[bus]
-    groups = np.unique(ranks[sized & (ranks >= 1)])
-    return {
-        "sized": int(sized.sum()),
-        "bytes": total_bytes if sized.any() else None,
-        "group_size": int(groups[0]) if len(groups) == 1 else None,
-        "algorithm_bandwidth_gbs": round(total_bytes / sized_ns, 6) if sized_ns else None,
-        "bus_bandwidth_gbs": round(float(weighted.sum()) / bus_ns, 6) if bus_ns else None,
-        "bus_bandwidth_median_gbs": round(float(np.median(weighted / durs[bus])), 6) if bus.any() else None,
-    }
+    """:func:`bandwidth_of` of one process's collectives of one type (each its own instance)."""
+    table = InstanceTable()
+    kinds = np.full(len(durs), kind, dtype=object)
+    table.add(0, kinds, durs, sizes, ranks)
+    return bandwidth_of(kind, table.totals.get(kind, _KindTotals()), table.kinds.get(kind))
 
 
 def bus_factors(kind: str, ranks: np.ndarray) -> np.ndarray:
@@ -523,13 +732,36 @@ def ranks_sections(
     return sections_of_cores(rank_cores(runs, labels, walls, classes, rules, categories))
 
 
+def ranks_and_waits(
+    runs: Sequence[Run],
+    labels: Sequence[str],
+    walls: Sequence[int],
+    classes: Sequence[np.ndarray],
+    rules: CategoryRules,
+    categories: Sequence[np.ndarray | None] | None = None,
+) -> tuple[list[RankRecord], CommunicationSection, StragglerSection, WaitTable]:
+    """:func:`ranks_sections` and the run's :data:`WaitTable` (one :class:`InstanceTable`)."""
+    cores = rank_cores(runs, labels, walls, classes, rules, categories)
+    numbers = rank_numbers([c.run for c in cores])
+    table = instance_table(cores)
+    return (*sections_of_table(cores, numbers, table), table.wait_table([n for n, _ in numbers]))
+
+
 def sections_of_cores(cores: Sequence[RankCore]) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
     """:func:`ranks_sections` from each process's :class:`RankCore` (computed per process as
     it loads): the waits, stragglers and communication need every rank's core."""
-    numbers = rank_numbers([c.run for c in cores])
-    listed, waits, last = instances(cores, [n for n, _ in numbers])
+    return sections_of_table(cores, rank_numbers([c.run for c in cores]), instance_table(cores))
+
+
+def sections_of_table(
+    cores: Sequence[RankCore], numbers: Sequence[tuple[int, str]], table: InstanceTable, order: Sequence[int] | None = None
+) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
+    """:func:`sections_of_cores` from the cores' figures (their collectives need not be kept)
+    and their :class:`InstanceTable` (``order``: its arrivals in the cores' order; None: the
+    same order); ``numbers``: the cores' rank numbers."""
+    listed, waits, last = table.instances([n for n, _ in numbers], order)
     rows = rank_records(cores, numbers, waits, last)
-    return rows, communication_section(cores), straggler_section(rows, listed)
+    return rows, communication_section(cores, table), straggler_section(rows, listed)
 
 
 def communication_mask(kernels: pd.DataFrame, rules: CategoryRules) -> np.ndarray:

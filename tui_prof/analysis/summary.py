@@ -143,7 +143,7 @@ def _start_lanes(
     def timeline_of(r: RunInput) -> Callable[[], RunTimeline]:
         return lambda: run_timeline(r, threshold)
 
-    def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
+    def rank_sections() -> tuple[list[RankRecord], CommunicationSection, StragglerSection, ranks.WaitTable]:
         # a counter pass recorded by another process is another recording, not a rank (issue 32)
         keep = [i for i, r in enumerate(inputs) if "counter_pass_of" not in r.run.meta.extra]
         rank_inputs = [inputs[i] for i in keep]
@@ -151,7 +151,7 @@ def _start_lanes(
         assert grouped_job is not None  # started below, before any lane runs this
         per_process = categories_per_process(grouped_job.result()[2], inputs)
         categories = None if per_process is None else [per_process[i] for i in keep]
-        return ranks.ranks_sections(
+        return ranks.ranks_and_waits(
             [r.run for r in rank_inputs],
             [r.label for r in rank_inputs],
             [r.wall_ns for r in rank_inputs],
@@ -286,11 +286,13 @@ def _summarise(runset: RunSet, options: SummaryOptions, progress: Progress | Non
         "memory": memory_found,
         "findings": [],
     }
-    rank_rows, communication, stragglers = jobs.ranks.result()
+    rank_rows, communication, stragglers, waits = jobs.ranks.result()
     doc["ranks"] = rank_rows
     doc["communication"] = communication
     doc["stragglers"] = stragglers
-    on_path, on_path_rows = _add_decisions(doc, inputs, steps_found, source, rules)
+    on_path, on_path_rows = _add_decisions(
+        doc, inputs, steps_found, source, rules, waits, categories_per_process(kernel_cats, inputs) if len(inputs) > 1 else None
+    )
     if on_path_rows is not None:  # the critical column of the category and operator tables
         add_group_critical(doc["hotspots_by"]["category"], _category_keys(kernels, kernel_cats, rules), on_path_rows)
         by = doc["hotspots_by"]
@@ -327,20 +329,28 @@ def _operator_keys(inputs: list[RunInput], op_links: list[pd.DataFrame | None]) 
 
 
 def _add_decisions(
-    doc: Summary, inputs: list[RunInput], steps_found: StepsSection, source: str, rules: CategoryRules
+    doc: Summary,
+    inputs: list[RunInput],
+    steps_found: StepsSection,
+    source: str,
+    rules: CategoryRules,
+    waits: ranks.WaitTable | None = None,
+    categories: list[np.ndarray | None] | None = None,
 ) -> tuple[dict[str, int], np.ndarray | None]:
     """The critical path, the warm-up and the findings ranked by their projected saving;
     returns the ns on the critical path of each kernel / copy name, and of each kernel row
-    of the run set's kernels (all processes in run order; None without a path)."""
-    windows = process_windows(inputs, steps_found) if source != "stats" else {}  # the critical path and the savings need the trace
+    of the run set's kernels (all processes in run order; None without a path). ``waits``:
+    the run's collective instances (the rank sections'), ``categories``: each process's kernel
+    categories, operator first (which kernels are collectives)."""
+    windows = process_windows(inputs, steps_found, categories=categories) if source != "stats" else {}  # the critical path and the savings need the trace
     doc["critical_path"] = None
     on_path: dict[str, int] = {}
     rows: np.ndarray | None = None
     if windows:
-        section, on_path, by_row = critical_section(windows, rules)
+        section, on_path, by_row = critical_section(windows, rules, waits if len(windows) > 1 else None)
         rows = np.concatenate([by_row.get(i, np.zeros(len(r.run.kernels))) for i, r in enumerate(inputs)]) if inputs else None
         add_critical_ns(doc["hotspots"], on_path)
-        on_path_ranks = ranks_on_path(inputs, steps_found, rules)
+        on_path_ranks = ranks_on_path(inputs, steps_found, rules, waits, categories)
         if on_path_ranks:
             section["ranks_on_path"] = on_path_ranks
         doc["critical_path"] = section

@@ -769,15 +769,13 @@ CROSS_RANK_ROUNDS = 64  # [P] rounds of re-scheduling every rank against the oth
 
 def _instances(runs: Sequence[Run], graphs: Sequence[dg.DepGraph], rules: CategoryRules) -> list[list[tuple[int, int]]]:
     """Collective instances: the k-th collective kernel of a type on every rank that has one
-    (at least two ranks), as (process, graph node) pairs."""
-    from tui_prof.analysis.ranks import collective_types, communication_mask
+    (at least two ranks), as (process, graph node) pairs (analysis.ranks.collective_rows:
+    the rule of the rank table's instances)."""
+    from tui_prof.analysis.ranks import collective_rows
 
     per: list[dict[str, np.ndarray]] = []
     for run, g in zip(runs, graphs, strict=True):
-        k = run.kernels
-        rows = np.flatnonzero(communication_mask(k, rules))
-        rows = rows[np.argsort(k["start"].to_numpy()[rows], kind="stable")]
-        kinds = collective_types(k["name"], rows)
+        rows, kinds = collective_rows(run.kernels, rules)
         per.append({str(t): rows[kinds == t] + g.n_calls for t in set(kinds.tolist())})  # kernel row -> its node
     out = []
     for kind in sorted({t for d in per for t in d}):
