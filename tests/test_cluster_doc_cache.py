@@ -299,6 +299,30 @@ def test_json_out_without_a_walk_writes_what_the_walk_writes(value) -> None:
     assert seen.count == walked_seen.count
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, (3, "x")], 4: None, "t": True, "deep": [[{"k": [i, str(i)]} for i in range(50)]]},
+        {"name": "k\u202e\x1b[31m\u2028\udcff", "n": -0.0, "big": 2**70, "e": {}, "l": []},
+        [float("nan"), 1.0, {"x": float("inf")}],
+        {"np": [__import__("numpy").float64(1.5), __import__("numpy").int64(7), __import__("numpy").float32("nan")]},
+    ],
+)
+def test_json_written_piece_by_piece_is_the_same_text(value, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jsonout.dump (what --json writes through) streams the text jsonout.dumps returns, with the same count of non-finite numbers."""
+    import io
+
+    from tui_prof.guard import jsonout
+
+    monkeypatch.setattr(jsonout, "STREAM_PIECES", 3)  # many writes: pieces joined across their boundaries
+    for indent in (None, 2):
+        seen, streamed_seen, out = jsonout.NonFinite(), jsonout.NonFinite(), io.StringIO()
+        jsonout.dump(value, out, seen=streamed_seen, indent=indent)
+        assert out.getvalue() == jsonout.dumps(value, seen=seen, indent=indent)
+        assert streamed_seen.count == seen.count
+        assert not jsonout.UNSAFE.search(out.getvalue())
+
+
 def test_a_document_with_a_number_that_is_not_finite_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
     assert not cache.save_doc("2" * 40, "k", {"v": float("nan")}, finite_only=True)

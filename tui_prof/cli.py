@@ -758,7 +758,8 @@ def _write_json(doc: object) -> None:
     from tui_prof.guard import jsonout
 
     seen = jsonout.NonFinite()
-    sys.stdout.write(jsonout.dumps(doc, seen=seen, indent=2) + "\n")
+    jsonout.dump(doc, sys.stdout, seen=seen, indent=2)  # piece by piece: a many-rank summary's text is never whole in memory
+    sys.stdout.write("\n")
     if seen.count:
         _say(f"note: {seen.count} value(s) were not finite numbers and are written as null (e.g. {', '.join(seen.paths)})")
 
