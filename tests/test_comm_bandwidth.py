@@ -315,3 +315,43 @@ def test_rank_sources_in_order():
     assert rank_numbers([run(1, None, 1), run(2, None, 0)]) == [(1, "environment"), (0, "environment")]
     assert rank_numbers([run(1, None, 1), run(2, None, 1)]) == [(0, "order"), (1, "order")]  # two processes name one rank
     assert rank_numbers([run(1, None, 3), run(2, None, None)]) == [(0, "order"), (1, "order")]
+
+
+def test_median_bus_bandwidth_is_over_instances_timed_by_the_last_arrival():
+    """Three ranks, five AllReduce instances of 3(k+1) MB among 3 ranks (factor 4/3): the rank
+    that arrives last spends 1000 × (5 − k) ns in instance k, the others wait 500 and 2000 ns
+    more. Instance k's bus bandwidth is 3e6 (k+1) × 4/3 / (1000 (5 − k)) = 4000 (k+1) / (5 − k)
+    GB/s: 800, 2000, 4000, 8000, 20000; the median 4000 GB/s (the median over all 15 kernels
+    would take the waits in). The time-weighted busbw is Σ S × 4/3 / Σ t over every kernel."""
+    from tui_prof.model import Agent, RunSet
+    from tui_prof.model.schema import make_table
+
+    runs = []
+    all_durs, all_bytes = [], []
+    for rank, extra in enumerate((0, 500, 2000)):
+        durs = [1000 * (5 - k) + extra for k in range(5)]
+        sizes = [3_000_000 * (k + 1) for k in range(5)]
+        starts = [1_000_000 * (k + 1) for k in range(5)]
+        kernels = make_table(
+            "kernels",
+            {
+                "start": starts,
+                "end": [s + d for s, d in zip(starts, durs, strict=True)],
+                "name": ["ncclDevKernel_AllReduce_Sum_f32_RING_LL"] * 5,
+                "agent": [0] * 5,
+                "collective": ["allreduce"] * 5,
+                "coll_bytes": sizes,
+                "coll_ranks": [3] * 5,
+            },
+        )
+        meta = RunMeta(formats=["synthetic"], tool="synth", hostname="h", pid=100 + rank, label=f"rank{rank}", rank=rank)
+        runs.append(Run(meta=meta, agents=[Agent(id=0, type="GPU", name="gpu0")], kernels=kernels))
+        all_durs += durs
+        all_bytes += sizes
+    doc = build_summary(RunSet(root="inst", runs=runs), SummaryOptions(logs=False))
+    (row,) = doc["communication"]["by_type"]
+    assert row["type"] == "AllReduce" and row["count"] == 15 and row["group_size"] == 3
+    assert row["bus_bandwidth_median_gbs"] == 4000.0
+    assert row["bus_bandwidth_gbs"] == round(sum(all_bytes) * 4 / 3 / sum(all_durs), 6)
+    assert statistics.median(b * 4 / 3 / d for b, d in zip(all_bytes, all_durs, strict=True)) != 4000.0
+    assert doc["stragglers"]["rank"] == 0

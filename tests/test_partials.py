@@ -481,3 +481,49 @@ def test_one_session_split_over_two_units_is_named_left_out(tmp_path: Path, caps
     assert merged["partials"]["merged"] == 1 and merged["kernels"]["dispatches"] == 100
     (failed,) = merged["partials"]["failed_ranks"]
     assert failed["reason"].endswith("left out") and "pid 77" in failed["reason"] and "left out" in captured.err
+
+
+def test_merge_gives_the_wait_table_and_ranks_on_path_of_the_summary() -> None:
+    """The merge reduces each rank's collectives as it arrives (any order): its wait table is
+    the in-process summary's, its ranks on the path the summary's (the generated straggler),
+    and it keeps no rank's collectives."""
+    from tui_prof.analysis.api import PartialMerge, merged_sections
+    from tui_prof.analysis.ranks import ranks_and_waits
+    from tui_prof.analysis.runinput import run_inputs
+
+    spec = RankSpec(ranks=6, iterations=5, collectives=("AllReduce", "AllGather"), slow_rank=4, hosts=2)
+    runset = build_ranks(spec).runset()
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    inputs = run_inputs(runset)
+    *_sections, table = ranks_and_waits(
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], DEFAULT_CATEGORY_RULES
+    )
+    parts = partials_of(runset)
+    random.Random(3).shuffle(parts)
+    merge = PartialMerge(DEFAULT_CATEGORY_RULES, load=loader(runset))
+    for p in parts:
+        merge.add(p)
+    got = merge.wait_table()
+    assert sorted(got) == sorted(table) == ["AllGather", "AllReduce"]
+    assert all(got[k][0].tolist() == table[k][0].tolist() and got[k][1].tolist() == table[k][1].tolist() for k in table)
+    assert set(got["AllReduce"][1].tolist()) == {spec.slow_rank}
+    merged = merged_sections(merge, 20)
+    on_path = merge.ranks_on_path(merged["steps"])
+    assert on_path == doc["critical_path"]["ranks_on_path"] and on_path is not None and on_path["rank"] == spec.slow_rank
+    assert all(not any(k.startswith("coll_") for k in figures) for *_rest, figures, _meta in merge.ranks)
+
+
+def test_merge_keeps_instances_not_ranks_times_collectives() -> None:
+    """64 and 256 generated ranks with the same collectives per rank: the merge's instance
+    table holds the same arrays (O(instances)); per rank it keeps a count and a sum per type."""
+    from tui_prof.analysis.api import PartialMerge
+
+    kept = {}
+    for ranks in (64, 256):
+        spec = RankSpec(ranks=ranks, iterations=3, collectives=("AllReduce", "AllGather"), compute_kernels=1, slow_rank=ranks - 1)
+        merge = PartialMerge(DEFAULT_CATEGORY_RULES)
+        for p in partials_of(build_ranks(spec).runset()):
+            merge.add(p)
+        kept[ranks] = merge.instances.instance_elements()
+        assert len(merge.instances.counts) == ranks and all(len(c) == 2 for c in merge.instances.counts)
+    assert kept[64] == kept[256] == 8 * 2 * 3

@@ -360,7 +360,8 @@ def ranks_on_path(
 
     if len(inputs) < 2 or not steps.get("detected"):
         return None
-    ref = next((i for i, r in enumerate(inputs) if r.label in step_parts(steps)), None)
+    # the reference: the first rank (a counter pass of another process is none) with steps
+    ref = next((i for i, r in enumerate(inputs) if r.label in step_parts(steps) and "counter_pass_of" not in r.run.meta.extra), None)
     if ref is None:
         return None
     k = inputs[ref].run.kernels

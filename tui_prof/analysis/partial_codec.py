@@ -268,7 +268,7 @@ def partials_of_doc(doc: Any) -> tuple[list[RankPartial], list[str]]:
 
 
 PARTIAL_CACHE_KIND = "rank-partials"  # the cache entries of partials (loaders.cache.save_doc)
-CODEC_VERSION = 3  # raised when this JSON form changes: older entries are not looked up
+CODEC_VERSION = 4  # raised when this JSON form changes: older entries are not looked up
 
 
 def partial_settings(rules: CategoryRules, threshold_ns: int | None, max_gaps: int | None) -> str:

@@ -14,8 +14,11 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
   as the in-process two-pass figure is, so both print the same value;
 * ``ranks``, ``communication``, ``stragglers``: the rank's :class:`~tui_prof.analysis.ranks.RankCore`
   figures (integers) and its collectives in start order (type, duration, bytes, group
-  size: one entry per collective kernel), from which the instances, waits and stragglers
-  are rebuilt exactly as for a loaded run;
+  size, start: one entry per collective kernel), fed into the one instance reducer
+  (:class:`~tui_prof.analysis.ranks.InstanceTable`, the in-process summary's too) as the
+  partial arrives and dropped: the driver keeps O(instances) per collective type, not
+  O(ranks × collectives); the critical path's wait table and ranks on the path come from it
+  (:meth:`PartialMerge.wait_table`, :meth:`PartialMerge.ranks_on_path`);
 * ``gpu``, ``gaps``: the process's per-agent timeline rows (busy, idle, gaps by cause) and
   its ``max_gaps`` longest gaps; the run's listed gaps are the longest of those, ties in
   rank then (agent, start) order, as over the whole run;
@@ -58,6 +61,7 @@ import pandas as pd
 from tui_prof.analysis import aggregate, hostapi
 from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.counters import counter_metrics
+from tui_prof.analysis.critical import ranks_on_path_of, step_parts
 from tui_prof.analysis.gpu_idle import RunTimeline, gap_records, gaps_of_rows, gpu_of_rows, listed_gaps, run_timeline
 from tui_prof.analysis.hostcalls import api_of_totals, api_totals, launch_links, sync_of_parts, sync_part
 from tui_prof.analysis.hotspots import HOTSPOT_COLUMNS, group_busy, group_key, hotspot_records, process_order
@@ -71,8 +75,10 @@ from tui_prof.analysis.integrity import (
     concat_work_rows,
     counter_modes_of,
     files_unloaded,
+    recording_units,
     run_read_in_part,
     separate_recordings_of,
+    shared_facts,
     work_counter_rows,
 )
 from tui_prof.analysis.kernel_tables import GROUPED_BY
@@ -94,10 +100,11 @@ from tui_prof.analysis.operators import (
 )
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
 from tui_prof.analysis.processes import agent_records, logs_section, process_records
-from tui_prof.analysis.ranks import RankCore, sections_of_cores
+from tui_prof.analysis.ranks import InstanceTable, RankCore, WaitTable, rank_numbers, sections_of_table
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs, run_label, time_range
 from tui_prof.analysis.sections import (
     ApiSection,
+    CommunicationSection,
     GapRecord,
     GapsSection,
     GpuSection,
@@ -107,8 +114,10 @@ from tui_prof.analysis.sections import (
     MemorySection,
     PlatformSection,
     ProcessRecord,
+    RankRecord,
     Record,
     StepsSection,
+    StragglerSection,
 )
 from tui_prof.analysis.stats import API_STATS
 from tui_prof.analysis.steps import OUTLIER_FACTOR, ProcessSteps, combine_steps, describe_outliers, empty_steps_section, steps_of
@@ -197,13 +206,17 @@ class CheckPartial:
     range: tuple[int, int] | None = None
     meta: RunMeta | None = None
     label: str = ""
+    # (range, meta, label) of each recording the process holds (integrity.recording_units)
+    units: list[tuple[tuple[int, int] | None, RunMeta, str]] = field(default_factory=list)
 
 
 def check_partial(root: str, run: Run) -> CheckPartial:
     one = RunSet(root, [run])
-    issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+    with shared_facts():  # the checks and the clock pieces share the process's facts, as in check_run
+        issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+        pieces, units = clock_pieces(run), recording_units(run)
     work = work_counter_rows(run, distinct=True)
-    return CheckPartial(root, issues, clock_pieces(run), work, run_read_in_part(run), time_range(run), run.meta, run_label(run))
+    return CheckPartial(root, issues, pieces, work, run_read_in_part(run), time_range(run), run.meta, run_label(run), units)
 
 
 def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], root: str) -> CheckReport:
@@ -222,8 +235,8 @@ def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], roo
         elif name == "files":
             issues.extend(files_unloaded(list(errors)) + [i for part in parts for i in part.in_part])
         elif name == "recordings":
-            metas = [part.meta or RunMeta() for part in parts]
-            issues.extend(separate_recordings_of([part.range for part in parts], metas, [part.label for part in parts]))
+            units = [unit for part in parts for unit in (part.units or [(part.range, part.meta or RunMeta(), part.label)])]
+            issues.extend(separate_recordings_of([u[0] for u in units], [u[1] for u in units], [u[2] for u in units]))
         else:  # a check added to the registry without a partial: the merged report would miss it
             raise ValueError(f"integrity check {name!r} has no partial")
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
@@ -695,13 +708,19 @@ class PartialMerge:
     logs_root: str | None = None  # the run's path, whose log files the ``logs`` section scans (None: no logs section)
     api: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # summed api totals
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
+    # the ranks' collectives, reduced as they arrive (O(instances), analysis.ranks.InstanceTable);
+    # each rank core's arrival in it, and the collective starts per type of the first process
+    # (in the run set's order) with steps: the reference ranks_on_path places instances by
+    instances: InstanceTable = field(default_factory=InstanceTable)
+    arrivals: dict[tuple, int] = field(default_factory=dict)
+    reference: tuple[tuple, str, dict[str, np.ndarray]] | None = None
 
     def add(self, p: RankPartial) -> None:
         for by, groups in p.groups.items():
             mine = self.groups[by]
             for name, g in groups.items():
                 mine.setdefault(name, _Merged()).add(g)
-        self.ranks.append((p.key, p.label, p.record, p.core, p.meta))
+        self.ranks.append((p.key, p.label, p.record, self._add_core(p), p.meta))
         self.spans.append((p.clock, p.range))
         self.process_total += p.wall_ns
         self.dispatches += p.dispatches
@@ -739,6 +758,48 @@ class PartialMerge:
             self.gaps.extend((-d, p.key, pos, g) for pos, (d, g) in enumerate(p.timeline.listed))
             if self.max_gaps is not None and len(self.gaps) > 2 * self.max_gaps + 64:
                 self.gaps = sorted(self.gaps, key=_gap_order)[: self.max_gaps]
+
+    def _add_core(self, p: RankPartial) -> dict[str, Any] | None:
+        """The rank's core figures without its collectives, which go into the instance table
+        (and, for the first process with steps so far, their starts)."""
+        if p.core is None:
+            return None
+        figures = dict(p.core)
+        kinds = figures.pop("coll_types")
+        durs, sizes, groups = figures.pop("coll_dur"), figures.pop("coll_bytes"), figures.pop("coll_ranks")
+        starts = figures.pop("coll_start", None)
+        figures.setdefault("collectives", len(durs))
+        self.arrivals[p.key] = self.instances.add(p.key, kinds, durs, sizes, groups, figures["source"] == "trace")
+        stepped = p.steps is not None and p.steps.steps.get("detected")
+        if stepped and starts is not None and (self.reference is None or p.key < self.reference[0]):
+            self.reference = (p.key, p.label, {str(t): np.asarray(starts)[kinds == t] for t in sorted({str(k) for k in kinds.tolist()})})
+        return figures
+
+    def _core_order(self) -> tuple[list[RankCore], list[tuple[int, str]], list[int]]:
+        """The merged cores in the run set's order, their rank numbers and their arrivals in the instance table."""
+        cores = merged_cores(self)
+        keys = sorted(k for k, *_rest, figures, _m in self.ranks if figures is not None)
+        return cores, rank_numbers([c.run for c in cores]), [self.arrivals[k] for k in keys]
+
+    def wait_table(self) -> WaitTable:
+        """The run's :data:`~tui_prof.analysis.ranks.WaitTable` (as the in-process summary's)."""
+        _cores, numbers, order = self._core_order()
+        return self.instances.wait_table([n for n, _ in numbers], order)
+
+    def ranks_on_path(self, steps: StepsSection) -> dict | None:
+        """:func:`~tui_prof.analysis.critical.ranks_on_path` of the merged ranks with the
+        combined ``steps`` section (the in-process answer on the same run)."""
+        if len(self.ranks) < 2 or not steps.get("detected") or self.reference is None:
+            return None
+        _key, label, starts = self.reference
+        if label not in step_parts(steps):
+            return None
+        return ranks_on_path_of(steps, label, starts, self.wait_table())
+
+    def rank_sections(self) -> tuple[list[RankRecord], CommunicationSection, StragglerSection]:
+        """The ``ranks``, ``communication`` and ``stragglers`` sections."""
+        cores, numbers, order = self._core_order()
+        return sections_of_table(cores, numbers, self.instances, order)
 
     def platform_agents(self) -> tuple[PlatformSection, list[Record]]:
         """The ``platform`` and ``agents`` sections: one vendor over the processes (the first
@@ -906,7 +967,7 @@ def merged_sections(merge: PartialMerge, top: int | None = 20) -> dict[str, Any]
     by_name = merge.table("name")
     tables = {by: merge.table(by) for by in GROUPED_BY}
     ordered = sorted(merge.ranks, key=lambda x: x[0])
-    ranks, communication, stragglers = sections_of_cores(merged_cores(merge))
+    ranks, communication, stragglers = merge.rank_sections()
     cats = tables["category"]
     gpu, gaps = merge.gpu_gaps()
     platform, agents = merge.platform_agents()

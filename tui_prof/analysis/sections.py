@@ -499,12 +499,12 @@ class RankRecord(TypedDict):
 class CollectiveBandwidth(TypedDict):
     """Message sizes and bandwidths of one collective type (docs/metrics.md, Collective bandwidth)."""
 
-    sized: int  # instances (kernels, over every rank) whose message size the trace records
+    sized: int  # collective kernels (over every rank) whose message size the trace records
     bytes: int | None  # Σ message bytes of those; None when no size is recorded
     group_size: int | None  # ranks in the collective's group, when every sized instance has the same
     algorithm_bandwidth_gbs: float | None  # Σ bytes / Σ kernel time of the sized instances (GB/s = 10**9 B/s)
     bus_bandwidth_gbs: float | None  # Σ (bytes × NCCL-tests factor) / Σ kernel time: the time-weighted bus bandwidth
-    bus_bandwidth_median_gbs: float | None  # median of the per-instance bus bandwidths
+    bus_bandwidth_median_gbs: float | None  # median over the collective instances of bytes × factor / the last arrival's (the fastest) time
 
 
 class CollectiveType(CollectiveBandwidth):

@@ -806,7 +806,8 @@ def communication_sections(summary: Mapping[str, Any]) -> list[Section]:
         f"RCCL/NCCL API {comm['api_calls']} calls, {fmt_ns(comm['api_ns'])}",
         "bytes: message sizes the trace records (Kineto collective args); algbw = bytes / kernel time, busbw = algbw × "
         "NCCL-tests' factor (AllReduce 2(n-1)/n; AllGather, ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1), "
-        "time-weighted over the instances; median: of the per-instance busbw; - where no size is recorded",
+        "time-weighted over every rank's kernels; median: over the instances, each at the time of the rank that arrived last "
+        "(the transfer, no waiting); - where no size is recorded",
     ]
     return [("Communication by collective type", COMMUNICATION_HEADERS, rows, notes)]
 
