@@ -131,6 +131,15 @@ def test_a_rank_files_wal_is_in_the_key(run: Path) -> None:
     assert None not in (before, with_wal, grown) and len({before, with_wal, grown}) == 3
 
 
+def test_a_new_file_the_scan_skips_is_a_new_document(run: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    cold = json.loads(summary(capsys, run, "--json"))
+    (run / "notes.md").write_text("not a profiler's file")
+    merges = Merges(monkeypatch)
+    warm = json.loads(summary(capsys, run, "--json"))
+    assert merges.pool == 1
+    assert [f["path"] for f in warm["source"]["skipped"]] == [str(run / "notes.md")] and cold["source"]["skipped"] == []
+
+
 @pytest.mark.parametrize("change", ["rank file", "log file"])
 def test_a_change_is_a_new_document(run: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
     cold = json.loads(summary(capsys, run, "--json"))
@@ -146,7 +155,9 @@ def test_a_change_is_a_new_document(run: Path, tmp_path: Path, capsys, monkeypat
     assert len(merged_entries(tmp_path / "cache")) == 2
     if change == "log file":
         assert [hit["code"] for hit in warm["logs"]] == ["aqlprofile-load"]
-        warm.pop("logs"), cold.pop("logs")
+        assert [f["path"] for f in warm["source"]["skipped"]] == [str(run / "rocprof.log")]  # not a profiler's file
+        for doc in (warm, cold):
+            doc.pop("logs"), doc.pop("source"), doc.pop("trust")
     assert warm == cold  # the same ranks' content: the same summary
     merges.pool = 0
     assert json.loads(summary(capsys, run, "--json"))["partials"]["merged"] == SPEC.ranks
@@ -342,3 +353,15 @@ def test_open_with_an_unreachable_scheduler_is_one_line(run: Path, capsys, monke
     assert main(["open", str(run), "--cluster", f"tcp://127.0.0.1:{port}"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in err
+
+
+def test_a_run_of_several_recordings_is_not_cached(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver picks one of several recordings and says so: that is said on every run (never
+    served from a cached document), and ``--recording N`` reads and writes none either."""
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run = str(Path(__file__).parent / "data" / "rocprofv3_csv" / "rocprofv3-docs-rocm7")
+    for extra in ([], [], ["--recording", "2"], ["--recording", "2"]):
+        assert main(["summary", run, "--json", "--cluster", WHERE, *extra]) == 0
+        out, err = capsys.readouterr()
+        assert "separate recordings" in err and json.loads(out)["partials"]["merged"] >= 1
+    assert merged_entries(tmp_path / "cache") == {}

@@ -264,7 +264,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-CLUSTER_ONLY_WITHOUT = ("md", "recording")
+CLUSTER_ONLY_WITHOUT = ("md",)
 
 
 def _merged_run(
@@ -277,30 +277,43 @@ def _merged_run(
     max_gaps: int | None = 200,
     step_options=None,
     check_only: bool = False,
+    recording: int | None = None,
+    verb: str = "summarised",
     planned=None,
 ):
     """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
     local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
-    when it cannot be. ``planned``: the run's plan when the caller made it (with these options)."""
+    when it cannot be. Unless ``check_only``, narrowed to one recording as a whole-run load is
+    (``recording``, else the one with most dispatches; said on stderr as :func:`_one_recording`).
+    ``planned``: the run's plan when the caller made it (with these options)."""
+    from pathlib import Path
+
     from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
-    from tui_prof.cluster import ClusterError, DaskMissing, plan, summarise_cluster, summarise_pool
+    from tui_prof.cluster import ClusterError, DaskMissing, one_recording, plan, summarise_cluster, summarise_pool
 
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
+
+    def run(tasks, keep=None):
+        if cluster == "pool" or cluster.startswith("pool:"):
+            workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
+            return summarise_pool(tasks, rules, workers, progress, keep=keep)
+        return summarise_cluster(tasks, rules, cluster, progress, keep=keep)
+
     try:
         if planned is None:
             planned = plan(
                 path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only
             )
-        if cluster == "pool" or cluster.startswith("pool:"):
-            workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
-            merged = summarise_pool(planned.tasks, rules, workers, progress)
-        else:
-            merged = summarise_cluster(planned.tasks, rules, cluster, progress)
+        merged = run(planned.tasks)
+        merged.planned = planned
+        pick = None
+        if not check_only and merged.merge.ranks:
+            merged, pick = one_recording(merged, recording, run)
+            merged.recordings = pick.count
     except ClusterError as err:
         _say(err)
         return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
-    merged.planned = planned
     if progress:
         progress("done", 1, 1)
     for line in planned.errors + merged.errors:
@@ -310,6 +323,15 @@ def _merged_run(
     if not merged.merge.ranks:
         _say(f"nothing could be loaded from {_shown_path(path)}")
         return None, EXIT_NOTHING_LOADED
+    shown = _shown_path(str(Path(path)))
+    if pick is not None and pick.error:
+        _say(f"{pick.error} ({shown})")
+        return None, EXIT_USAGE
+    if pick is not None and pick.count >= 2:
+        _say(f"{shown} holds {pick.count} separate recordings (processes or files that did not run together):")
+        for line in pick.listing:
+            _say(f"  {line}")
+        _say(f"{verb} recording {pick.chosen}; pick another with --recording N")
     return merged, None
 
 
@@ -324,12 +346,16 @@ def _merged_document(
     max_gaps: int | None = 200,
     step_options=None,
     sections: tuple[str, ...] | None = None,
+    recording: int | None = None,
+    verb: str = "summarised",
 ):
     """``((document, each rank's files), None)``: the merged summary document of ``path``
     listing ``top`` rows, read from the cache when a run with the same ranks' files, options
     and log files was merged before (tui_prof.cluster.document_key; only ``sections`` of it
-    when given), else merged rank by rank on ``cluster`` (:func:`_merged_run`) and cached;
-    ``(None, status)`` when it cannot be."""
+    when given), else merged rank by rank on ``cluster`` (:func:`_merged_run`, narrowed to one
+    recording) and cached; ``(None, status)`` when it cannot be. Only a run of one recording
+    is cached, and ``--recording N`` reads no cached document: a hit then says nothing that a
+    merge would have said about recordings."""
     from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
     from tui_prof.cluster import ClusterError, DaskMissing, cached_document, document_key, plan, require_engine, save_document
 
@@ -340,17 +366,18 @@ def _merged_document(
     except ClusterError as err:
         _say(err)
         return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
-    key = document_key(planned, top)
+    key = document_key(planned, top) if recording is None else None
     found = cached_document(key, sections)
     if found is not None:
         for line in planned.errors:
             _say(line)
         return found, None
-    merged, status = _merged_run(path, cluster, rules, use_cache=use_cache, planned=planned)
+    merged, status = _merged_run(path, cluster, rules, use_cache=use_cache, recording=recording, verb=verb, planned=planned)
     if merged is None:
         return None, status
     doc = merged.document(top)
-    save_document(key, merged, doc)
+    if merged.recordings < 2:
+        save_document(key, merged, doc)
     return (doc, merged.files), None
 
 
@@ -375,6 +402,7 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
         threshold_ns=args.gap_threshold,
         max_gaps=max_gaps,
         step_options=steps,
+        recording=args.recording,
     )
     if found is None:
         return status
@@ -549,12 +577,12 @@ def cmd_open(args: argparse.Namespace) -> int:
 def _open_cluster(args: argparse.Namespace, path: str) -> int:
     """``open --cluster``: the ranks merged from per-rank partials (computed before the app
     starts, progress on stderr), then the rank table; Enter loads one rank alone."""
-    if getattr(args, "recording", None) is not None:
-        raise _UsageError("--recording needs the whole run in one process: not with --cluster")
     from tui_prof.cluster import HEAD_SECTIONS
 
     # a cached document's head: the sections the rank table reads (MergedRanksScreen.SECTIONS)
-    found, status = _merged_document(path, args.cluster, None, 20, use_cache=not args.no_cache, sections=HEAD_SECTIONS)
+    found, status = _merged_document(
+        path, args.cluster, None, 20, use_cache=not args.no_cache, sections=HEAD_SECTIONS, recording=getattr(args, "recording", None), verb="opened"
+    )
     if found is None:
         return status
     from tui_prof.tui.cluster_app import MergedRanksApp

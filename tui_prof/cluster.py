@@ -45,8 +45,10 @@ from tui_prof.analysis.api import (
     CheckReport,
     PartialMerge,
     RankPartial,
+    RecordingPick,
     StepOptions,
     check_partials,
+    choose_recording,
     log_paths,
     merged_sections,
     partial_settings,
@@ -104,6 +106,7 @@ class RankResult:
     root: str = ""
     files: tuple[str, ...] = ()
     issues: tuple[LoadIssue, ...] = ()  # the load's error issues (the integrity report's file-unreadable)
+    skipped: tuple[LoadIssue, ...] = ()  # the files its load skipped (the source section)
 
 
 def rank_task(task: RankTask) -> RankResult:
@@ -117,16 +120,18 @@ def rank_task(task: RankTask) -> RankResult:
     if task.check_only:
         partials = check_partials(runset)
     else:
-        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions())
+        # a process holding several recordings: a partial per recording, as summary cuts it (the driver picks one)
+        partials = rank_partials(runset, task.rules, task.threshold_ns, task.max_gaps, task.step_options or StepOptions(), split=True)
     errors = [str(issue) for issue in runset.errors]
-    if key is not None and partials and not errors:  # a rank with a file it could not read is read again next time
+    # a rank with a file it could not read is read again next time (and one whose load skipped a file: said again)
+    if key is not None and partials and not errors and not runset.skipped:
         try:
             doc = partials_doc(partials, errors)
         except TypeError:  # a value the JSON form does not hold: not cached
             pass
         else:
             save_doc(key, PARTIAL_CACHE_KIND, doc)
-    return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors))
+    return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors), tuple(runset.skipped))
 
 
 def partial_key(task: RankTask, settings: str | None = None) -> str | None:
@@ -191,6 +196,7 @@ class Plan:
     tasks: list[RankTask]
     errors: list[str]
     issues: tuple[LoadIssue, ...] = ()  # the scan's error issues
+    skipped: tuple[LoadIssue, ...] = ()  # the files the scan skipped (not a profiler's, ...)
 
 
 def plan(
@@ -220,7 +226,7 @@ def plan(
     units = work_units(scan(root, sink, memo=memo))
     if memo is not None and memo != before:
         cache.save_scan(root, memo)
-    found = process_scan(root, units)
+    found = process_scan(root, units, every=True)  # a unit the load makes a process of is a rank, whatever its files hold
     errors = [str(issue) for issue in sink.issues if issue.severity == "error"]
     if not found.processes:
         raise ClusterError(f"nothing to summarise per rank under {path}" + (f" ({errors[0]})" if errors else ""))
@@ -229,14 +235,15 @@ def plan(
             f"{path}: {found.units - len(found.processes)} of {found.units} work units are not one process's files; summarise it without --cluster"
         )
     tasks = [RankTask(str(path), p.label, p.files, use_cache, rules, threshold_ns, max_gaps, step_options, check_only) for p in found.processes]
-    return Plan(tasks, errors, tuple(issue for issue in sink.issues if issue.severity == "error"))
+    issues = tuple(issue for issue in sink.issues if issue.severity == "error")
+    return Plan(tasks, errors, issues, tuple(issue for issue in sink.issues if issue.severity != "error"))
 
 
 def document_key(planned: Plan, top: int | None) -> str | None:
     """The cache key of the merged document of ``planned``'s tasks listing ``top`` rows:
     every rank's partial key (its files' state, a database's ``-wal`` included, and the
-    options), the ranks' labels in plan order, the tasks' other options, the scan's errors,
-    the state of the log files the ``logs`` section reads and the merged sections' names, so
+    options), the ranks' labels in plan order, the tasks' other options, the scan's errors
+    and skipped files, the state of the log files the ``logs`` section reads and the merged sections' names, so
     a change to any of them is a new key. None when the tasks are not cached (no cache, the
     check's parts) or a file cannot be read."""
     from tui_prof.loaders.cache import doc_key
@@ -249,7 +256,8 @@ def document_key(planned: Plan, top: int | None) -> str | None:
         return None
     # the rules are in each partial key; no step options are the defaults (open --cluster gives none, summary the defaults)
     options = repr(dataclasses.replace(tasks[0], label="", files=(), rules=None, step_options=tasks[0].step_options or StepOptions()))
-    settings = jsonout.dumps([list(MERGED_SECTIONS), top, options, planned.errors, [t.label for t in tasks], keys], ensure_ascii=True)
+    scan = [planned.errors, [str(issue) for issue in planned.skipped]]  # what the scan refused or skipped (the source section lists it)
+    settings = jsonout.dumps([list(MERGED_SECTIONS), top, options, scan, [t.label for t in tasks], keys], ensure_ascii=True)
     return doc_key(MERGED_CACHE_KIND, settings, [str(p) for p in log_paths(tasks[0].root)])
 
 
@@ -313,8 +321,8 @@ def save_document(key: str | None, merged: MergedRun, doc: dict[str, Any]) -> bo
     rest, written first: a head is never there without its rest."""
     from tui_prof.loaders.cache import save_doc
 
-    if key is None or merged.failed or merged.errors:
-        return False
+    if key is None or merged.failed or merged.errors or any(merged.load_skipped.values()):
+        return False  # as a rank's partials: one whose load skipped a file is read again
     head = {name: value for name, value in doc.items() if name in HEAD_SECTIONS or name in ALWAYS_SECTIONS}
     rest = {name: value for name, value in doc.items() if name not in head}
     if not save_doc(_rest_key(key), MERGED_REST_KIND, {"doc": rest}, finite_only=True):
@@ -325,13 +333,15 @@ def save_document(key: str | None, merged: MergedRun, doc: dict[str, Any]) -> bo
 
 def load_rank(files: RankFiles, label: str, use_cache: bool) -> tuple[RunSet, int]:
     """The rank ``label`` loaded again, alone (``files[label]``: its run's root and its own
-    files, read through the per-rank cache the workers wrote), and the index of its run there
-    (the run labelled ``label`` or ``host/pid``; else the first). ValueError when nothing
-    could be loaded."""
+    files, read through the per-rank cache the workers wrote; a process holding several
+    recordings cut into them, as its task cut it), and the index of its run there (the run
+    labelled ``label`` or ``host/pid``; else the first). ValueError when nothing could be
+    loaded."""
+    from tui_prof.analysis.api import split_recordings
     from tui_prof.loaders import load_path
 
     root, names = files[label]
-    runset = load_path(root, use_cache=use_cache, only=names)
+    runset = split_recordings(load_path(root, use_cache=use_cache, only=names))
     if not runset.runs:
         raise ValueError(f"rank {label} could not be loaded: {runset.errors[0] if runset.errors else 'no data'}")
     found = [i for i, run in enumerate(runset.runs) if run.meta.label == label or f"{run.meta.hostname}/{run.meta.pid}" == label]
@@ -345,6 +355,7 @@ class Fragment:
     meta: Any
     range: tuple[int, int] | None
     label: str
+    whole: tuple | None = None  # (task label, process label) of a recording cut from a process: its sibling parts are not merged into it
 
 
 @dataclass
@@ -359,31 +370,41 @@ class MergedRun:
 
     seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
+    load_skipped: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> the files its load skipped
     planned: Plan | None = None  # the plan the tasks came from (its scan's errors, the tasks' order)
+    origins: list[tuple[str, int]] = field(default_factory=list)  # (task label, position in its result) of each merged partial, in merge order
+    keep: set[tuple[str, int]] | None = None  # merge only these partials (one recording's); None: every one
+    recordings: int = 1  # the separate recordings the run held (one_recording's pick): a document of one of several is not cached
 
     def add(self, result: RankResult) -> None:
         self.load_issues[result.label] = result.issues
-        for p in result.partials:
-            reason = self._same_process(p)
+        self.load_skipped[result.label] = result.skipped
+        for position, p in enumerate(result.partials):
+            if self.keep is not None and (result.label, position) not in self.keep:
+                continue
+            reason = self._same_process(p, result.label)
             if reason is not None:
                 self.failed.append((result.label, reason))
                 continue
             self.merge.add(p)
+            self.origins.append((result.label, position))
             self.files[p.label] = (result.root, result.files)
         self.errors.extend(result.errors)
         if not result.partials:
             self.failed.append((result.label, result.errors[0] if result.errors else "nothing could be loaded"))
 
-    def _same_process(self, p: Any) -> str | None:
+    def _same_process(self, p: Any, task: str = "") -> str | None:
         """Why ``p`` is not merged (None: it is a process of its own): the assembly's own rule
         (loaders.detect.merge_plan: the same host, pid and rank in one profiler session, else
-        in a second format) over it and the merged partials of its (host, pid, rank)."""
+        in a second format) over it and the merged partials of its (host, pid, rank); the
+        recordings cut from one process (``p.split_of``) are not one another's fragments."""
         from tui_prof.loaders.detect import merge_plan
 
         if p.meta.pid is None:
             return None
         process = (p.meta.hostname, p.meta.pid, p.meta.rank)
-        kept = self.seen.setdefault(process, [])
+        whole = (task, p.split_of[0]) if p.split_of is not None else None
+        kept = [f for f in self.seen.setdefault(process, []) if whole is None or f.whole != whole]
         if kept:
             found = merge_plan([*kept, p])
             mine = len(kept)
@@ -392,7 +413,7 @@ class MergedRun:
                 return f"{where} in another format: counted once"
             if not any(group == [mine] for group in found.groups):  # one session in two units: a whole-run load merges them
                 return f"{where}, in the same profiler session: a whole-run load merges their files into one process, the partials cannot; left out"
-        kept.append(Fragment(p.meta, p.range, p.label))
+        self.seen[process].append(Fragment(p.meta, p.range, p.label, whole))
         return None
 
     def document(self, top: int | None) -> dict[str, Any]:
@@ -401,6 +422,8 @@ class MergedRun:
 
         doc: dict[str, Any] = {"schema": SCHEMA, "tuiprof_version": __version__}
         self.merge.load_errors = load_errors(self)
+        planned = self.planned or Plan([], [])
+        self.merge.load_skipped = [*planned.skipped, *(i for task in planned.tasks for i in self.load_skipped.get(task.label, ()))]
         self.merge.load = self.load_rank
         if self.planned is not None and self.planned.tasks:
             self.merge.logs_root = self.planned.tasks[0].root
@@ -420,11 +443,49 @@ class MergedRun:
         return load_rank(self.files, label, use_cache)[0]
 
 
-def _merge(tasks: list[RankTask], rules: CategoryRules) -> MergedRun:
+def _merge(tasks: list[RankTask], rules: CategoryRules, keep: set[tuple[str, int]] | None = None) -> MergedRun:
     first = tasks[0] if tasks else RankTask("", "", (), False)
     threshold = DEFAULT_GAP_THRESHOLD_NS if first.threshold_ns is None else first.threshold_ns
     merge = PartialMerge(rules, threshold_ns=threshold, max_gaps=first.max_gaps, step_options=first.step_options or StepOptions())
-    return MergedRun(merge, len(tasks))
+    return MergedRun(merge, len(tasks), keep=keep)
+
+
+Rerun = Callable[[list[RankTask], set[tuple[str, int]]], MergedRun]
+"""Run ``tasks`` again where they ran first, merging only the partials of ``keep``
+(:func:`one_recording`): ``summarise_pool`` / ``summarise_cluster`` with ``keep``."""
+
+
+def recording_pick(merged: MergedRun, wanted: int | None = None) -> tuple[RecordingPick, set[tuple[str, int]] | None]:
+    """Which recording of the merged partials ``summary`` would summarise (the whole-run rule,
+    :func:`~tui_prof.analysis.integrity.choose_recording`, over each merged partial's time
+    range, identity, label and dispatches in the run set's order) and the partials of that
+    recording as (task label, position); None when every partial is in it (or on a bad N)."""
+    ranks, spans = merged.merge.ranks, merged.merge.spans
+    order = sorted(range(len(ranks)), key=lambda i: ranks[i][0])  # the merge's own order (ties: as merged)
+    pick = choose_recording(
+        [spans[i][1] for i in order], [ranks[i][4] for i in order], [ranks[i][1] for i in order], [ranks[i][2]["dispatches"] for i in order], wanted
+    )
+    if pick.count < 2 or pick.error:
+        return pick, None
+    return pick, {merged.origins[order[j]] for j in pick.groups[pick.chosen - 1]}
+
+
+def one_recording(merged: MergedRun, wanted: int | None, rerun: Rerun) -> tuple[MergedRun, RecordingPick]:
+    """``merged`` narrowed to one recording, as ``summary`` narrows a whole-run load (issue 32):
+    recording ``wanted``, else the one with the most dispatches. The recordings are told apart
+    only once every rank is merged, so the driver keeps no rank's partials for later: the
+    chosen recording's ranks are run again (read back from the partial cache when it is on)
+    and only its partials merged. The scan's and the other ranks' errors and failures stay."""
+    pick, keep = recording_pick(merged, wanted)
+    if keep is None:
+        return merged, pick
+    labels = {label for label, _ in keep}
+    again = rerun([t for t in (merged.planned.tasks if merged.planned else []) if t.label in labels], keep)
+    again.ranks, again.planned, again.errors = merged.ranks, merged.planned, merged.errors
+    again.failed = [f for f in merged.failed if f[0] not in labels] + again.failed
+    again.load_issues = {**merged.load_issues, **again.load_issues}
+    again.load_skipped = {**merged.load_skipped, **again.load_skipped}
+    return again, pick
 
 
 def _one_line(err: BaseException) -> str:
@@ -432,13 +493,20 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def summarise_pool(tasks: list[RankTask], rules: CategoryRules, workers: int, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
+def summarise_pool(
+    tasks: list[RankTask],
+    rules: CategoryRules,
+    workers: int,
+    progress: Progress | None = None,
+    task: Callable = rank_task,
+    keep: set[tuple[str, int]] | None = None,
+) -> MergedRun:
     """Run ``tasks`` on a process pool of ``workers`` (one machine, many ranks). A task that
     raises is tried once more, then its rank is failed. A worker process that dies breaks
     the pool: the pool is started again, the tasks that were running when it broke (at most
     ``workers``: no more are handed to the pool at once) are run once more, each alone, and a
     rank whose process dies again is failed; the tasks not started yet are not charged."""
-    out = _merge(tasks, rules)
+    out = _merge(tasks, rules, keep)
     state = _PoolRun(out, len(tasks), progress)
     hits, misses = cached_results(tasks)
     for result in hits:
@@ -482,7 +550,14 @@ def _run_window(queue: deque[tuple[RankTask, int]], workers: int, task: Callable
             while (queue or inflight) and not broken:
                 while queue and len(inflight) < workers:
                     item = queue.popleft()
-                    inflight[pool.submit(task, item[0])] = item
+                    try:
+                        inflight[pool.submit(task, item[0])] = item
+                    except BrokenProcessPool:  # a worker died since the last wait: this task never ran
+                        queue.appendleft(item)
+                        broken = True
+                        break
+                if broken:
+                    break
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     item = inflight.pop(fut)
@@ -573,12 +648,19 @@ def _client(address: str) -> tuple[Any, Any]:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {_one_line(err)}") from None
 
 
-def summarise_cluster(tasks: list[RankTask], rules: CategoryRules, address: str, progress: Progress | None = None, task: Callable = rank_task) -> MergedRun:
+def summarise_cluster(
+    tasks: list[RankTask],
+    rules: CategoryRules,
+    address: str,
+    progress: Progress | None = None,
+    task: Callable = rank_task,
+    keep: set[tuple[str, int]] | None = None,
+) -> MergedRun:
     """Run ``tasks`` on the Dask cluster at ``address`` (see the module's doc); the ranks
     whose partials are cached are merged from the cache, and no cluster is started when
     all are. Ctrl-C cancels the tasks; a LocalCluster started here is closed on the way out."""
     _dask_installed()
-    out = _merge(tasks, rules)
+    out = _merge(tasks, rules, keep)
     hits, misses = cached_results(tasks)
     for done, result in enumerate(hits, start=1):
         out.add(result)

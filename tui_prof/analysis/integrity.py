@@ -1566,21 +1566,50 @@ def pick_recording(runset: RunSet, wanted: int | None = None) -> RecordingChoice
     (:func:`split_recordings`), the processes grouped (:func:`recordings`), and recording
     ``wanted`` (1-based) chosen, else the one with the most kernel dispatches."""
     split = split_recordings(runset)
-    groups = recordings(split)
+    runs = split.runs
+    found = choose_recording(
+        [time_range(run) for run in runs], [run.meta for run in runs], [run_label(run) for run in runs], [len(run.kernels) for run in runs], wanted
+    )
+    if found.count < 2 or found.error:
+        return RecordingChoice(runset, found.count, found.chosen, [], found.error)
+    return RecordingChoice(recording_runset(split, found.groups[found.chosen - 1]), found.count, found.chosen, found.listing, split=split, groups=found.groups)
+
+
+@dataclass(frozen=True)
+class RecordingPick:
+    """What :func:`choose_recording` decided: ``count`` recordings, ``chosen`` (1-based; 0 on
+    a bad N), one ``listing`` line per recording where there are several, each recording's
+    processes (``groups``: indices in the run set's order) and the ``error`` of a bad N."""
+
+    count: int
+    chosen: int
+    listing: list[str]
+    groups: list[list[int]]
+    error: str | None = None
+
+
+def choose_recording(
+    ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta], labels: Sequence[str], dispatches: Sequence[int], wanted: int | None = None
+) -> RecordingPick:
+    """:func:`pick_recording`'s rule over processes given by their time ranges, metadata,
+    labels and kernel dispatches (in the run set's order, each process already cut into its
+    recordings): the processes grouped (:func:`recordings_of`) and recording ``wanted``
+    (1-based) chosen, else the one with the most kernel dispatches (ties: the first)."""
+    groups = recordings_of(ranges, metas)
     if len(groups) < 2:
         error = None if wanted in (None, 1) else f"--recording {wanted}: the run holds one recording"
-        return RecordingChoice(runset, 1, 1, [], error)
+        return RecordingPick(1, 1, [], groups, error)
     if wanted is not None and not 1 <= wanted <= len(groups):
-        return RecordingChoice(runset, len(groups), 0, [], f"--recording {wanted}: the run holds {len(groups)} recordings (1..{len(groups)})")
-    sizes = [sum(len(split.runs[i].kernels) for i in g) for g in groups]
+        return RecordingPick(len(groups), 0, [], groups, f"--recording {wanted}: the run holds {len(groups)} recordings (1..{len(groups)})")
+    sizes = [sum(dispatches[i] for i in g) for g in groups]
     chosen = wanted if wanted is not None else 1 + max(range(len(groups)), key=lambda g: (sizes[g], -g))
     listing = []
     for n, group in enumerate(groups, 1):
-        ranges = [r for r in (time_range(split.runs[i]) for i in group) if r]
-        start = f"starts at {min(lo for lo, _ in ranges)} ns" if ranges else "no timestamps"
-        labels = ", ".join(run_label(split.runs[i]) for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
-        listing.append(f"[{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {labels}")
-    return RecordingChoice(recording_runset(split, groups[chosen - 1]), len(groups), chosen, listing, split=split, groups=groups)
+        spans = [r for r in (ranges[i] for i in group) if r]
+        start = f"starts at {min(lo for lo, _ in spans)} ns" if spans else "no timestamps"
+        names = ", ".join(labels[i] for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+        listing.append(f"[{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {names}")
+    return RecordingPick(len(groups), chosen, listing, groups)
 
 
 # --- the registry ------------------------------------------------------------------------------
