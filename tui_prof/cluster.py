@@ -18,15 +18,18 @@ running when a worker process died is run again alone); a rank that fails twice 
 reported by name in ``failed`` and the others are still summarised.
 
 With the cache on, a task also caches its rank's partials as JSON (:func:`rank_task`), and
-the driver merges the cached ranks without loading them (:func:`cached_results`).
+the driver merges the cached ranks without loading them (:func:`cached_results`). The driver
+caches the merged document too (:func:`document_key`): a warm ``open --cluster`` or
+``summary --cluster`` decodes that one document instead of every rank's partials.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -52,6 +55,7 @@ from tui_prof.analysis.api import (
     check_partials,
     choose_recording,
     identity,
+    log_paths,
     merged_sections,
     partial_settings,
     partials_doc,
@@ -63,9 +67,17 @@ from tui_prof.analysis.api import (
     rank_partials,
     split_recordings,
 )
+from tui_prof.guard import jsonout
 from tui_prof.model import LoadIssue, RunSet
 
 Progress = Callable[[str, int, int], None]
+RankFiles = dict[str, tuple[str, tuple[str, ...]]]  # rank label -> (the run's root, the rank's files)
+MERGED_CACHE_KIND = "merged-document-1"  # the cache entries of merged documents' heads; raised when their form changes
+MERGED_REST_KIND = "merged-document-rest-1"  # ... and of the rest of their sections
+# a merged document's head: what the rank table of ``open --cluster`` reads (tui.cluster_app),
+# so a warm open decodes these alone (the rest, e.g. each rank's steps, can be tens of MB)
+HEAD_SECTIONS = ("ranks", "stragglers", "communication")
+ALWAYS_SECTIONS = ("schema", "tuiprof_version", "partials")  # in every document read back
 CONNECT_TIMEOUT_S = 10
 LOOKUP_THREADS = 8  # cached partials looked up at once
 LOCAL = re.compile(r"^local(?::(\d+))?$")
@@ -152,15 +164,23 @@ def path_task(task: PathTask) -> PathResult:
     return PathResult(rank.label, partials)
 
 
-def path_key(task: PathTask) -> str | None:
-    """The cache key of ``task``'s path partials: its rank's partial key (its files, tuiprof's
-    version and options) and the second pass's inputs (steps, budgets, waits, edits)."""
+def path_key(task: PathTask, base: str | None = None) -> str | None:
+    """The cache key of ``task``'s path partials: its rank's partial key (``base``, when the
+    caller made it: its files, tuiprof's version and options) and the second pass's inputs
+    (steps, budgets, waits, edits); None without the cache or when a file cannot be read."""
     import hashlib
 
-    base = partial_key(task.rank)
+    if not task.rank.use_cache:
+        return None
+    base = partial_key(task.rank) if base is None else base
     if base is None:
         return None
     return hashlib.sha256(f"{base}\n{task.inputs_key}".encode("utf-8", "surrogateescape")).hexdigest()[:40]
+
+
+def path_keys(tasks: list[PathTask]) -> list[str | None]:
+    """:func:`path_key` of each task, their ranks' partial keys made together (:func:`partial_keys`)."""
+    return [path_key(t, base) if base is not None else None for t, base in zip(tasks, partial_keys([t.rank for t in tasks]), strict=True)]
 
 
 def rank_task(task: RankTask) -> RankResult:
@@ -188,13 +208,35 @@ def rank_task(task: RankTask) -> RankResult:
     return RankResult(task.label, partials, errors, task.root, task.files, tuple(runset.errors), tuple(runset.skipped))
 
 
-def partial_key(task: RankTask) -> str | None:
+def partial_key(task: RankTask, settings: str | None = None) -> str | None:
     """The cache key of ``task``'s partials: its files' state, tuiprof's version and the
-    options the partials depend on (None when a file cannot be read)."""
+    options the partials depend on (``settings``: :func:`task_settings` of ``task``, when the
+    caller made it once for many tasks); None when a file cannot be read."""
     from tui_prof.loaders.cache import doc_key
 
-    settings = partial_settings(task.rules or DEFAULT_CATEGORY_RULES, task.threshold_ns, task.max_gaps) + repr(task.step_options or StepOptions())
-    return doc_key(PARTIAL_CACHE_KIND, settings, list(task.files))
+    return doc_key(PARTIAL_CACHE_KIND, task_settings(task) if settings is None else settings, list(task.files))
+
+
+def task_settings(task: RankTask) -> str:
+    """What a rank's partials depend on besides its files (a cache key part)."""
+    return partial_settings(task.rules or DEFAULT_CATEGORY_RULES, task.threshold_ns, task.max_gaps) + repr(task.step_options or StepOptions())
+
+
+def partial_keys(tasks: list[RankTask]) -> list[str | None]:
+    """:func:`partial_key` of each task whose partials are cached (None for the others: no
+    cache, the check's parts), the settings made once per set of options (the plan gives
+    every task the same)."""
+    made: dict[tuple, str] = {}
+    keys: list[str | None] = []
+    for task in tasks:
+        if not task.use_cache or task.check_only:
+            keys.append(None)
+            continue
+        options = (id(task.rules), task.threshold_ns, task.max_gaps, task.step_options)  # the tasks hold their rules: ids stay theirs
+        if options not in made:
+            made[options] = task_settings(task)
+        keys.append(partial_key(task, made[options]))
+    return keys
 
 
 def cached_results(tasks: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -206,16 +248,18 @@ def cached_results(tasks: list[Any]) -> tuple[list[Any], list[Any]]:
 
     from tui_prof.loaders.cache import load_doc
 
-    def lookup(task: Any) -> Any:
-        if isinstance(task, PathTask):
-            return load_doc(path_key(task), PATH_CACHE_KIND, paths_of_doc) if task.rank.use_cache else None
-        return load_doc(partial_key(task), PARTIAL_CACHE_KIND, partials_of_doc) if task.use_cache and not task.check_only else None
+    paths = bool(tasks) and isinstance(tasks[0], PathTask)  # one pass's tasks: all of a kind
+
+    def lookup(key: str | None) -> Any:
+        if paths:
+            return load_doc(key, PATH_CACHE_KIND, paths_of_doc)
+        return load_doc(key, PARTIAL_CACHE_KIND, partials_of_doc)  # None: no key
 
     hits: list[Any] = []
     misses: list[Any] = []
     # a few lookups at once: the files' reads overlap where they are not in the page cache
     with ThreadPoolExecutor(max_workers=LOOKUP_THREADS) as pool:
-        found_all = list(pool.map(lookup, tasks))
+        found_all = list(pool.map(lookup, path_keys(tasks) if paths else partial_keys(tasks)))
     for task, found in zip(tasks, found_all, strict=True):
         if found is None:
             misses.append(task)
@@ -276,6 +320,115 @@ def plan(
     return Plan(tasks, errors, issues, tuple(issue for issue in sink.issues if issue.severity != "error"))
 
 
+def document_key(planned: Plan, top: int | None) -> str | None:
+    """The cache key of the merged document of ``planned``'s tasks listing ``top`` rows:
+    every rank's partial key (its files' state, a database's ``-wal`` included, and the
+    options), the ranks' labels in plan order, the tasks' other options, the scan's errors
+    and skipped files, the state of the log files the ``logs`` section reads and the merged sections' names, so
+    a change to any of them is a new key. None when the tasks are not cached (no cache, the
+    check's parts) or a file cannot be read."""
+    from tui_prof.loaders.cache import doc_key
+
+    tasks = planned.tasks
+    if not tasks or not all(t.use_cache and not t.check_only for t in tasks):
+        return None
+    keys = partial_keys(tasks)
+    if None in keys:
+        return None
+    # the rules are in each partial key; no step options are the defaults (open --cluster gives none, summary the defaults)
+    options = repr(dataclasses.replace(tasks[0], label="", files=(), rules=None, step_options=tasks[0].step_options or StepOptions()))
+    scan = [planned.errors, [str(issue) for issue in planned.skipped]]  # what the scan refused or skipped (the source section lists it)
+    settings = jsonout.dumps([list(MERGED_SECTIONS), top, options, scan, [t.label for t in tasks], keys], ensure_ascii=True)
+    return doc_key(MERGED_CACHE_KIND, settings, [str(p) for p in log_paths(tasks[0].root)])
+
+
+def cached_document(key: str | None, sections: Collection[str] | None = None) -> tuple[dict[str, Any], RankFiles] | None:
+    """(the merged document, each rank's files) cached under ``key`` by :func:`save_document`
+    -- only ``sections`` of it (and its schema, version and ``partials`` record) when given:
+    the rank table's need no more than the entry's head (``HEAD_SECTIONS``) -- or None.
+    Checked as every cache entry is (owner, mode, frame, CRC, key); a damaged one is removed,
+    one another user owns or can write is not used."""
+    from tui_prof.loaders.cache import load_doc
+
+    head = load_doc(key, MERGED_CACHE_KIND, _head_of_entry)
+    if head is None:
+        return None
+    doc, order, files = head
+    wanted = [name for name in order if sections is None or name in sections or name in ALWAYS_SECTIONS]
+    if any(name not in doc for name in wanted):
+        assert key is not None
+        rest = load_doc(_rest_key(key), MERGED_REST_KIND, _rest_of_entry)
+        if rest is None or any(name not in doc and name not in rest for name in wanted):
+            return None  # the rest was pruned or damaged: merged again
+        doc = {**doc, **rest}
+    return {name: doc[name] for name in wanted}, files
+
+
+def _rest_key(key: str) -> str:
+    """The key of the entry holding the sections a document's head does not."""
+    from tui_prof.loaders.cache import doc_key
+
+    rest = doc_key(MERGED_REST_KIND, key, [])
+    assert rest is not None  # no files: always a key
+    return rest
+
+
+def _head_of_entry(entry: Any) -> tuple[dict[str, Any], list[str], RankFiles]:
+    """The data of a merged document's head entry; ValueError/TypeError/KeyError when it is not one."""
+    doc, order, files = entry["doc"], entry["order"], entry["files"]
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("partials"), dict):
+        raise ValueError("not a merged summary document")
+    if not isinstance(order, list) or not all(isinstance(name, str) for name in order) or not set(doc) <= set(order):
+        raise ValueError("not a document's sections")
+    out: RankFiles = {}
+    for label, (root, names) in files.items():
+        if not isinstance(root, str) or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("not a rank's files")
+        out[label] = (root, tuple(names))
+    return doc, order, out
+
+
+def _rest_of_entry(entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("doc"), dict):
+        raise ValueError("not a document's sections")
+    return entry["doc"]
+
+
+def save_document(key: str | None, merged: MergedRun, doc: dict[str, Any]) -> bool:
+    """Cache ``doc``, the document of ``merged``, under ``key`` (:func:`document_key`), with
+    each rank's files; only a run whose every rank merged without an error (a failed rank is
+    tried again next time) and whose numbers are all finite (JSON would write them null).
+    Two entries: the head (``HEAD_SECTIONS``, the order of the sections, the files) and the
+    rest, written first: a head is never there without its rest."""
+    from tui_prof.loaders.cache import save_doc
+
+    if key is None or merged.failed or merged.errors or any(merged.load_skipped.values()) or (merged.paths is not None and merged.paths.failed):
+        return False  # as a rank's partials: one whose load skipped a file is read again (a rank without its critical path too)
+    head = {name: value for name, value in doc.items() if name in HEAD_SECTIONS or name in ALWAYS_SECTIONS}
+    rest = {name: value for name, value in doc.items() if name not in head}
+    if not save_doc(_rest_key(key), MERGED_REST_KIND, {"doc": rest}, finite_only=True):
+        return False
+    files = {label: [root, list(names)] for label, (root, names) in merged.files.items()}
+    return save_doc(key, MERGED_CACHE_KIND, {"doc": head, "order": list(doc), "files": files}, finite_only=True)
+
+
+def load_rank(files: RankFiles, label: str, use_cache: bool) -> tuple[RunSet, int]:
+    """The rank ``label`` loaded again, alone (``files[label]``: its run's root and its own
+    files, read through the per-rank cache the workers wrote; a process holding several
+    recordings cut into them, as its task cut it), and the index of its run there (the run
+    labelled ``label`` or ``host/pid``; else the first). ValueError when nothing could be
+    loaded."""
+    from tui_prof.analysis.api import split_recordings
+    from tui_prof.loaders import load_path
+
+    root, names = files[label]
+    runset = split_recordings(load_path(root, use_cache=use_cache, only=names))
+    if not runset.runs:
+        raise ValueError(f"rank {label} could not be loaded: {runset.errors[0] if runset.errors else 'no data'}")
+    found = [i for i, run in enumerate(runset.runs) if run.meta.label == label or f"{run.meta.hostname}/{run.meta.pid}" == label]
+    return runset, found[0] if found else 0
+
+
 @dataclass(frozen=True)
 class Fragment:
     """What the assembly's merge rule reads of a merged partial (loaders.detect.merge_plan)."""
@@ -294,7 +447,7 @@ class MergedRun:
     ranks: int = 0  # tasks planned
     failed: list[tuple[str, str]] = field(default_factory=list)  # (rank label, one-line reason)
     errors: list[str] = field(default_factory=list)  # load errors of the ranks that loaded
-    files: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
+    files: RankFiles = field(default_factory=dict)  # rank label -> (root, its files): to load it alone again
 
     seen: dict[tuple, list[Fragment]] = field(default_factory=dict)  # (host, pid, rank) -> its merged sessions
     load_issues: dict[str, tuple[LoadIssue, ...]] = field(default_factory=dict)  # task label -> its load's error issues (every task that returned)
@@ -306,6 +459,7 @@ class MergedRun:
     plan: PathPlan | None = None  # what the second pass was given
     origins: list[tuple[str, int]] = field(default_factory=list)  # (task label, position in its result) of each merged partial, in merge order
     keep: set[tuple[str, int]] | None = None  # merge only these partials (one recording's); None: every one
+    recordings: int = 1  # the separate recordings the run held (one_recording's pick): a document of one of several is not cached
 
     def add(self, result: RankResult) -> None:
         self.load_issues[result.label] = result.issues
@@ -376,13 +530,9 @@ class MergedRun:
         return doc
 
     def load_rank(self, label: str) -> RunSet:
-        """The rank ``label`` loaded again here, its own files alone (through the per-rank
-        cache the workers wrote): the combined steps' slowest rank, to describe its slow steps."""
-        from tui_prof.analysis.api import split_recordings
-        from tui_prof.loaders import load_path
-
-        root, files = self.files[label]
-        return split_recordings(load_path(root, use_cache=self.use_cache, only=files))  # a recording cut from its process: as the task cut it
+        """The rank ``label`` loaded again here (:func:`load_rank`): the combined steps'
+        slowest rank, to describe its slow steps, and the reference of the ranks on the path."""
+        return load_rank(self.files, label, self.use_cache)[0]
 
 
 def path_tasks(out: MergedRun, tasks: list[RankTask]) -> list[PathTask]:
@@ -581,6 +731,13 @@ def _dask_installed() -> None:
 
     if find_spec("dask") is None or find_spec("distributed") is None:
         raise DaskMissing(DASK_MISSING)
+
+
+def require_engine(where: str) -> None:
+    """:class:`DaskMissing` when ``--cluster WHERE`` needs Dask (any but ``pool[:N]``) and it
+    is not installed: said before a cached document is used, as before a run."""
+    if not (where == "pool" or where.startswith("pool:")):
+        _dask_installed()
 
 
 def _dask() -> Any:

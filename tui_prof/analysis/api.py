@@ -84,6 +84,7 @@ from tui_prof.analysis.partials import (
     value_counts,
 )
 from tui_prof.analysis.pathpartials import PATH_CACHE_KIND, PathMerge, PathPartial, PathPlan, PathSettings, identity, path_partials, path_plan
+from tui_prof.analysis.processes import log_paths
 from tui_prof.analysis.ranks import (
     RankAlignment,
     RankCore,
@@ -208,6 +209,7 @@ __all__ = [
     "link_launches",
     "link_operators",
     "load_category_rules",
+    "log_paths",
     "median_of",
     "merge_partials",
     "merged_check",

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
 
-from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_arch, nvidia_capabilities, scan_logs
+from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, log_files, nvidia_arch, nvidia_capabilities, scan_logs
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import LogHit, ProcessRecord, Record, SourceSection
 from tui_prof.model import Agent, LoadIssue, Run, RunSet
@@ -100,11 +100,21 @@ def warnings_of(per_process: Iterable[tuple[str, Sequence[str]]], errors: Iterab
     return warnings
 
 
+def _logs_dir(root: str) -> Path | None:
+    """The folder whose log files the ``logs`` section scans: the run's, or its file's."""
+    path = Path(root)
+    if not root or not path.exists():
+        return None
+    return path if path.is_dir() else path.parent
+
+
 def logs_section(runset: RunSet) -> list[LogHit]:
     """Known profiler errors in the log files of the run's directory (read-only)."""
-    if not runset.root:
-        return []
-    root = Path(runset.root)
-    if not root.exists():
-        return []
-    return scan_logs(root if root.is_dir() else root.parent)
+    where = _logs_dir(runset.root)
+    return [] if where is None else scan_logs(where)
+
+
+def log_paths(root: str) -> list[Path]:
+    """The log files :func:`logs_section` reads for a run at ``root`` (a cache key part)."""
+    where = _logs_dir(root)
+    return [] if where is None else log_files(where)
