@@ -4,9 +4,12 @@ A synthetic rocprofv3-like process (``tui_prof.synth``: N kernel dispatches, one
 hipLaunchKernel and one hipDeviceSynchronize each, known clean) is built in memory once;
 then, interleaved ``--repeat`` times in this process, ``check_run(runset)`` and
 ``build_summary(runset)`` (which includes the check, since it sets the trust labels) are
-timed with ``time.perf_counter``. The target: the check's median ≤ 10 % of the summary's.
+timed, in wall seconds (``time.perf_counter``) and in CPU seconds of the process
+(``time.process_time``: every thread; the summary runs sections in two). The target: the
+check's median ≤ 10 % of the summary's. Also printed: each check's median milliseconds
+within ``check_run`` (the checks share each run's facts there) and the load average.
 
-    python bench/bench_check.py [--dispatches 1000000] [--repeat 3]
+    python bench/bench_check.py [--dispatches 1000000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -36,30 +40,53 @@ def runset_of(dispatches: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dispatches", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from tui_prof.analysis.api import build_summary, check_run
+    from tui_prof.analysis.api import INTEGRITY_CHECKS, build_summary, check_run
 
     runset = runset_of(args.dispatches)
-    check_s, summary_s = [], []
+    per_check: dict[str, list[float]] = {name: [] for name, _ in INTEGRITY_CHECKS}
+
+    def timed(name, check):
+        def run(rs):
+            t = time.perf_counter()
+            found = check(rs)
+            per_check[name].append(time.perf_counter() - t)
+            return found
+
+        return run
+
+    load = [os.getloadavg()]
+    wall: dict[str, list[float]] = {"check": [], "summary": []}
+    cpu: dict[str, list[float]] = {"check": [], "summary": []}
     for _ in range(args.repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         report = check_run(runset)
-        check_s.append(time.perf_counter() - t)
-        t = time.perf_counter()
+        wall["check"].append(time.perf_counter() - t)
+        cpu["check"].append(time.process_time() - c)
+        t, c = time.perf_counter(), time.process_time()
         build_summary(runset)
-        summary_s.append(time.perf_counter() - t)
+        wall["summary"].append(time.perf_counter() - t)
+        cpu["summary"].append(time.process_time() - c)
+        check_run(runset, [(name, timed(name, check)) for name, check in INTEGRITY_CHECKS])
+    load.append(os.getloadavg())
     assert not report.degrading, [i.record() for i in report.degrading]
-    check, summary = statistics.median(check_s), statistics.median(summary_s)
+    med = {k: {what: statistics.median(v) for what, v in d.items()} for k, d in (("wall", wall), ("cpu", cpu))}
     print(
         json.dumps(
             {
                 "dispatches": len(runset.runs[0].kernels),
                 "api_calls": len(runset.runs[0].api),
-                "check_s": round(check, 4),
-                "summary_s": round(summary, 4),
-                "check_pct_of_summary": round(100 * check / summary, 2),
+                "repeat": args.repeat,
+                "check_s": round(med["wall"]["check"], 4),
+                "summary_s": round(med["wall"]["summary"], 4),
+                "check_pct_of_summary": round(100 * med["wall"]["check"] / med["wall"]["summary"], 2),
+                "check_cpu_s": round(med["cpu"]["check"], 4),
+                "summary_cpu_s": round(med["cpu"]["summary"], 4),
+                "check_pct_of_summary_cpu": round(100 * med["cpu"]["check"] / med["cpu"]["summary"], 2),
                 "target_pct": 10,
+                "per_check_ms": {name: round(1000 * statistics.median(v), 1) for name, v in per_check.items()},
+                "load_average_before_after": [[round(x, 2) for x in one] for one in load],
             }
         )
     )

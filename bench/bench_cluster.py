@@ -6,12 +6,16 @@ For each ``--ranks`` value a generated multi-rank Kineto run (tui_prof.synth.ran
 written under ``--dir`` rank by rank (kept between calls: generating is slow), then summarised in a child
 process with ``--cluster local:WORKERS`` (each rank loaded and reduced in a worker; the
 driver merges partials), and, up to ``--inprocess-max`` ranks, in-process too (the whole
-run in one process, as ``tuiprof summary`` without ``--cluster``). The driver's peak RSS is
-its own VmHWM (read from /proc while it runs, so the workers' memory is not counted);
-the workers' is reported apart. Every run is cold (``--no-cache``) unless ``--warm``.
+run in one process, as ``tuiprof summary`` without ``--cluster``). Each path's wall time,
+CPU time (its own and its reaped descendants', the cluster's workers included), both per
+rank, and the load average during it; the in-process figures over the cluster's side by
+side. The driver's peak RSS is its own VmHWM (read from /proc while it runs, so the
+workers' memory is not counted); the workers' is reported apart. Every run is cold
+(``--no-cache``) unless ``--warm``.
 ``--tui`` measures instead the TUI's first rank screen (``open RUN --cluster local:N``: the
-merge, then the app until its rank table holds every rank), cold (a new cache) then warm
-(the partials the workers cached). ``--driver-only`` measures the driver alone: N copies of
+merge, then the app until its rank table holds every rank), cold (a new cache) then warm,
+``--repeat`` times each: from the merged document the cold open cached, and, for
+reference, from every rank's cached partials (the document cache off). ``--driver-only`` measures the driver alone: N copies of
 one generated rank's partial merged as the workers' results are, and the document built.
 
     python bench/bench_cluster.py --ranks 256 1024 --dispatches 20000 --workers 2 --dir /tmp/bench_cluster
@@ -73,19 +77,30 @@ def children_rss_kb(pid: int) -> int:
     return total
 
 
+def per_rank(m: dict, ranks: int) -> None:
+    """Per-rank cost of one measured path: wall and CPU (the workers' included) over the rank count."""
+    m["per_rank_ms"] = round(1000 * m["wall_s"] / ranks, 1)
+    m["cpu_per_rank_ms"] = round(1000 * m["cpu_s"] / ranks, 1)
+
+
 def measure(argv: list[str], env: dict) -> dict:
     """Run ``argv``; its wall time, its own peak RSS (VmHWM polled) and its descendants' peak summed RSS."""
     t = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
-        peak, kids, polls = 0, 0, 0
-        while proc.poll() is None:
+        peak, kids, polls, load = 0, 0, 0, [os.getloadavg()[0]]
+        while True:
+            done, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if done:
+                break
             peak = max(peak, hwm_kb(proc.pid))
             if polls % 10 == 0:
                 kids = max(kids, children_rss_kb(proc.pid))
+                load.append(os.getloadavg()[0])
             polls += 1
             time.sleep(0.05)
         wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         doc = json.loads(out.read() or b"{}")
@@ -93,6 +108,9 @@ def measure(argv: list[str], env: dict) -> dict:
     return {
         "rc": proc.returncode,
         "wall_s": round(wall, 2),
+        # the child's CPU with its reaped descendants' (the cluster's workers): less noisy than wall on a shared machine
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "load1_min_max": [round(min(load), 2), round(max(load), 2)],
         "driver_peak_rss_mb": round(peak / 1024, 1),
         "workers_peak_rss_mb": round(kids / 1024, 1),
         "ranks_in_doc": len(doc.get("ranks", [])),
@@ -104,13 +122,17 @@ def measure(argv: list[str], env: dict) -> dict:
 FIRST_SCREEN = """
 import asyncio, json, sys, time
 t0 = time.perf_counter()
-from tui_prof.cli import _merged_run
+from tui_prof import cluster
+from tui_prof.cli import _merged_document
 from tui_prof.tui.cluster_app import MergedRanksApp
 from tui_prof.tui.panes.ranks import RanksTable
-path, where, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
-merged, status = _merged_run(path, where, None, use_cache=True)
+path, where, ranks, source = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if source == "partials":  # the reference: merged from every rank's cached partials, as before the document cache
+    cluster.cached_document = lambda key, sections=None: None
+    cluster.save_document = lambda key, merged, doc: False
+found, status = _merged_document(path, where, None, 20, use_cache=True, sections=cluster.HEAD_SECTIONS)  # as open --cluster
 merged_s = time.perf_counter() - t0
-app = MergedRanksApp(merged.document(20), merged.files, use_cache=True)
+app = MergedRanksApp(*found, use_cache=True)
 
 async def flow():
     async with app.run_test(size=(160, 50)) as pilot:
@@ -159,11 +181,13 @@ def driver_only(run: Path, ranks: int, env: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def first_screen(run: Path, ranks: int, where: str, env: dict) -> dict:
+def first_screen(run: Path, ranks: int, where: str, env: dict, source: str = "document") -> dict:
     """Seconds from the start of ``open RUN --cluster WHERE`` (as the CLI runs it: the merge,
-    then the app) to its rank table painted with every rank, in a child process."""
+    then the app) to its rank table painted with every rank, in a child process. ``source``
+    "partials": the merged-document cache off (every rank's cached partials merged)."""
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", FIRST_SCREEN, str(run), where, str(ranks)], capture_output=True, text=True, env=env)
+    argv = [sys.executable, "-c", FIRST_SCREEN, str(run), where, str(ranks), source]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
     if proc.returncode:
         return {"rc": proc.returncode, "error": (proc.stderr.strip().splitlines() or [""])[-1]}
@@ -182,6 +206,7 @@ def main() -> None:
     ap.add_argument("--warm", action="store_true", help="keep the per-rank cache (second run of a cluster reads it)")
     ap.add_argument("--driver-only", action="store_true", help="instead: the driver's peak RSS merging N copies of one rank's partial (no workers)")
     ap.add_argument("--tui", action="store_true", help="instead: the TUI's first rank screen (open --cluster), cold (empty cache) then warm")
+    ap.add_argument("--repeat", type=int, default=3, help="--tui: warm opens of each kind")
     args = ap.parse_args()
     root = Path(args.dir)
     repo = str(Path(__file__).resolve().parents[1])
@@ -200,17 +225,23 @@ def main() -> None:
             where = f"local:{args.workers}"
             row = {"ranks": ranks, "dispatches_per_rank": args.dispatches, "open": f"--cluster {where}"}
             row["cold"] = {"load1": round(os.getloadavg()[0], 2), **first_screen(run, ranks, where, env)}
-            row["warm"] = {"load1": round(os.getloadavg()[0], 2), **first_screen(run, ranks, where, env)}
+            # warm, alternately from the merged document and from every rank's partials (the reference)
+            for source in ("document", "partials") * args.repeat:
+                row.setdefault(f"warm_{source}", []).append({"load1": round(os.getloadavg()[0], 2), **first_screen(run, ranks, where, env, source)})
             print(json.dumps(row), flush=True)
             continue
         cache = [] if args.warm else ["--no-cache"]
         base = [sys.executable, "-m", "tui_prof.cli", "summary", str(run), "--json", *cache]
         row = {"ranks": ranks, "dispatches_per_rank": args.dispatches, "generate_s": round(gen_s, 1), "load1": round(os.getloadavg()[0], 2)}
         row["cluster"] = measure(base + ["--cluster", f"local:{args.workers}"], env)
-        row["cluster"]["per_rank_ms"] = round(1000 * row["cluster"]["wall_s"] / ranks, 1)
+        per_rank(row["cluster"], ranks)
         if ranks <= args.inprocess_max:
             row["in_process"] = measure(base, env)
-            row["in_process"]["per_rank_ms"] = round(1000 * row["in_process"]["wall_s"] / ranks, 1)
+            per_rank(row["in_process"], ranks)
+            # side by side: how many times the cluster path's cost the in-process one is
+            row["in_process_over_cluster"] = {
+                k: round(row["in_process"][k] / row["cluster"][k], 2) for k in ("wall_s", "cpu_s", "driver_peak_rss_mb") if row["cluster"][k]
+            }
         print(json.dumps(row), flush=True)
 
 

@@ -71,6 +71,22 @@ def test_cluster_local_equals_the_summary(tmp_path: Path, capsys, monkeypatch, f
     assert any((tmp_path / "cache").rglob("*"))  # the workers wrote the per-rank cache
 
 
+def test_cluster_local_on_a_folder_of_recordings_with_statistics(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The rocprofv3 documentation's folder (statistics files, a prefix of agent records only,
+    a process spanning days: twelve recordings) on a LocalCluster: the recording ``summary``
+    picks, its stats, source and warnings, byte for byte, and the same stderr lines."""
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run = str(Path(__file__).parent / "data" / "rocprofv3_csv" / "rocprofv3-docs-rocm7")
+    assert main(["summary", run, "--json", "--no-cache"]) == 0
+    whole = capsys.readouterr()
+    assert main(["summary", run, "--json", "--no-cache", "--cluster", "local:2"]) == 0
+    merged = capsys.readouterr()
+    assert dumped(json.loads(merged.out)) == dumped(json.loads(whole.out))
+    assert [line for line in merged.err.splitlines() if "recording" in line] == [line for line in whole.err.splitlines() if "recording" in line]
+    # the statistics files cover every recording: the cut process's parts leave them out and say so
+    assert any("cover every recording: left out" in w for w in json.loads(merged.out)["warnings"])
+
+
 def die_once(task: cluster.RankTask) -> cluster.RankResult:
     """Kills its worker process the first time it runs rank 1 (a marker file remembers)."""
     marker = Path(task.root).parent / "died"

@@ -132,3 +132,44 @@ def test_the_cli_names_a_rank_without_a_critical_path(run: Path, monkeypatch: py
     assert "rank rank2.pt.trace.json.gz: no critical path (ValueError: rank 2 cannot be read again)" in captured.err
     assert [f["label"] for f in doc["critical_path"]["failed_ranks"]] == ["rank2.pt.trace.json.gz"]
     assert doc["partials"]["failed_ranks"] == []  # its first pass merged: every other section has it
+
+
+class _PoolBrokenAtSubmit:
+    """A stand-in for ProcessPoolExecutor that runs tasks here: its first pool's first task is
+    lost with its worker (the future says BrokenProcessPool) and its second submit finds the
+    pool already broken and raises, as a real pool does once a dead worker is noticed."""
+
+    made = 0
+
+    def __init__(self, max_workers: int) -> None:
+        type(self).made += 1
+        self.first = type(self).made == 1
+        self.submits = 0
+
+    def submit(self, fn, arg):
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.submits += 1
+        if self.first and self.submits == 2:
+            raise BrokenProcessPool("A child process terminated abruptly")
+        fut: Future = Future()
+        if self.first and self.submits == 1:
+            fut.set_exception(BrokenProcessPool("A child process terminated abruptly"))
+        else:
+            fut.set_result(fn(arg))
+        return fut
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+def test_a_pool_found_broken_at_submit_is_started_again(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that dies between two submits: the task being submitted never ran and goes
+    back to the queue (not charged), the one that was running is run again alone, and every
+    rank is summarised."""
+    monkeypatch.setattr(cluster, "ProcessPoolExecutor", _PoolBrokenAtSubmit)
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    merged = cluster.summarise_pool(tasks, DEFAULT_CATEGORY_RULES, 2, paths=None)  # the first pass's pools only
+    assert merged.failed == [] and len(merged.merge.ranks) == SPEC.ranks
+    assert _PoolBrokenAtSubmit.made == 3  # the broken pool, the pool for the rest, the lost rank's own

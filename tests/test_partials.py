@@ -27,6 +27,7 @@ from tui_prof.analysis.api import (
     merge_partials,
     merged_check,
     merged_counts,
+    merged_sections,
     percentile_of,
     rank_partials,
     value_counts,
@@ -103,18 +104,22 @@ def test_merged_partials_equal_the_summary_on_generated_ranks(tmp_path: Path, na
         "kineto/ranks",
         "kineto/h200",
         "rocprofv3_csv/rocprofv3-docs-rocm7",
+        "rocprofv3_csv/rocprofv3-docs-rocm6.3",
         "rocprofv3_csv/hpctraining-extracted",
         "legacy_rocprof/hip-programming",
+        "legacy_rocprof",
         "rocprofv2",
     ],
 )
 def test_merged_partials_equal_the_summary_on_recorded_runs(folder: str) -> None:
     """Real traces: two sampled ranks (HTA's trace_filter) and five H200 processes with
-    operators (op-first categories, distinct durations: the median and stddev)."""
+    operators (op-first categories, distinct durations: the median and stddev); rocprofv3
+    and legacy rocprof runs with the profiler's statistics (stats, their checks against the
+    trace, the load's warnings and skipped files: stats, warnings, source)."""
     runset = load_path(DATA / folder, use_cache=False)
     assert len(runset.runs) >= 2
     doc = build_summary(runset, SummaryOptions(logs=False))
-    merged = merge_partials(partials_of(runset), load=loader(runset))
+    merged = merge_partials(partials_of(runset), load=loader(runset), issues=runset.issues)
     assert dumped(merged) == dumped(doc)
     assert any(h["stddev_ns"] > 0 for h in merged["hotspots"]) or not folder.startswith("kineto")
     # independent of the summary: the API table's calls are the traced calls
@@ -130,12 +135,68 @@ def top_all(doc: dict) -> bool:
 
 def test_api_statistics_stand_in_when_no_call_was_traced() -> None:
     """No traced API call: the api section comes from the processes' API statistics files,
-    as in one process (the hotspots' statistics stand-in is not merged: docs/cluster.md)."""
+    and the kernel statistics stand in for the kernels, as in one process."""
     runset = load_path(DATA / "rocprofv3_summary", use_cache=False)
     doc = build_summary(runset, SummaryOptions(logs=False))
-    merged = merge_partials(partials_of(runset), load=loader(runset))
+    merged = merge_partials(partials_of(runset), load=loader(runset), issues=runset.issues)
+    assert dumped(merged) == dumped(doc)
     assert merged["api"]["source"] == "stats" and merged["api"] == doc["api"]
     assert merged["api"]["rows"] and all(r["calls"] > 0 for r in merged["api"]["rows"])
+    assert merged["hotspots_source"] == "stats" and merged["source"]["skipped"] == doc["source"]["skipped"] != []
+
+
+def test_legacy_statistics_tables_combine_as_their_files_say() -> None:
+    """Four legacy rocprof processes with a kernel statistics file each: the merged table's
+    calls and total are those of the four files, parsed here exactly (csv, integers), without
+    rocprof's "<barrier packet>" pseudo-kernel (a packet's wait, which the loader leaves out)."""
+    import csv
+
+    runset = load_path(DATA / "legacy_rocprof", use_cache=False)
+    merged = merge_partials(partials_of(runset), load=loader(runset), issues=runset.issues, top=None)
+    (table,) = [t for t in merged["stats"]["tables"] if t["key"] == "kernel_stats"]
+    files = sorted((DATA / "legacy_rocprof").rglob("*.stats.csv"))
+    rows = [row for f in files for row in csv.DictReader(f.open(newline="")) if row["Name"] != "<barrier packet>"]
+    assert table["processes"] == len(files) == 4
+    assert table["calls"] == sum(int(r["Calls"]) for r in rows)
+    assert table["total_ns"] == sum(int(r["TotalDurationNs"]) for r in rows)
+    assert len(table["rows"]) == len({r["Name"] for r in rows})
+
+
+def _kernel_rows(text: str) -> list[list[str]]:
+    """The KERNEL_DISPATCH table's rows of a rocprofv3 --summary file (name, calls, ns, ...)."""
+    part = text.split("ROCPROFV3 KERNEL_DISPATCH SUMMARY:", 1)[1].split("ROCPROFV3 ", 1)[0]
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in part.splitlines() if line.startswith("| ")]
+    return [c for c in cells if c[1] == "KERNEL_DISPATCH"]
+
+
+def test_a_statistics_only_run_of_two_processes_merges_its_stand_in(tmp_path: Path, capsys) -> None:
+    """Two rocprofv3 --summary files (no trace): the second cut by a row (its Percentage
+    column says so) and with a hostile kernel name. ``summary --cluster pool:2`` equals the
+    whole-run summary: the statistics stand in for kernels, hotspots and categories, the cut
+    table is warned about; the kernel table's calls and time are the two files' rows, parsed
+    here; the text shows no escape sequence."""
+    text = (DATA / "rocprofv3_summary" / "summary.txt").read_text()
+    hostile = "multiply\x1b]52;c;ZXZpbA==\x07_kernel"
+    cut = "\n".join(line for line in text.splitlines() if not line.startswith("| subtract_kernel")).replace("multiply_kernel", hostile)
+    for sub, body in (("a", text), ("b", cut.encode().decode("unicode_escape"))):
+        (tmp_path / "run" / sub).mkdir(parents=True)
+        (tmp_path / "run" / sub / "summary.txt").write_text(body)
+    run = tmp_path / "run"
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", "pool:2"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert dumped(merged) == dumped(whole) and merged["logs"] == whole["logs"]
+    assert merged["hotspots_source"] == "stats" and merged["partials"]["merged"] == 2
+    rows = _kernel_rows(text) + _kernel_rows(cut.encode().decode("unicode_escape"))
+    (table,) = [t for t in merged["stats"]["tables"] if t["key"] == "kernel_stats"]
+    assert table["calls"] == merged["kernels"]["dispatches"] == sum(int(r[2]) for r in rows) == 56
+    assert table["total_ns"] == merged["kernels"]["total_ns"] == sum(int(r[3]) for r in rows)
+    assert table["cut"] and any("the table is cut" in w for w in merged["warnings"])
+    assert sum(merged["categories"].values()) == table["total_ns"]
+    assert main(["summary", str(run), "--no-cache", "--cluster", "pool:2"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "Top kernels (from rocprofv3 --summary; no trace in this run)" in out
 
 
 def test_listed_gaps_merge_with_ties(tmp_path: Path) -> None:
@@ -203,8 +264,8 @@ def test_cluster_refuses_what_needs_the_whole_run(tmp_path: Path, capsys) -> Non
     run = generated(tmp_path, "csv", RankSpec(ranks=2))
     assert main(["summary", str(run), "--md", "--cluster", "pool:1"]) == 2
     assert "--md needs the whole run" in capsys.readouterr().err
-    assert main(["open", str(run), "--cluster", "pool:1", "--recording", "0"]) == 2
-    assert "--recording needs the whole run" in capsys.readouterr().err
+    assert main(["open", str(run), "--cluster", "pool:1", "--recording", "2"]) == 2  # as without --cluster: one recording
+    assert "--recording 2: the run holds one recording" in capsys.readouterr().err
     assert main(["summary", str(run), "--cluster", "bogus"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "local[:N]" in err
@@ -261,9 +322,9 @@ def test_one_process_in_two_formats_is_merged_once(tmp_path: Path, capsys) -> No
 def test_profiler_sessions_of_one_pid_are_processes_of_their_own(capsys) -> None:
     """h200's four Kineto traces of pid 427 are four profiler sessions: a whole-run load keeps
     them apart (loaders/sessions.py), and so does the merge of their partials, which applies
-    the assembly's own rule (loaders.detect.merge_plan); the merge equals the in-process
-    summary of the whole folder (every recording: the partials path does not pick one) and
-    its check report."""
+    the assembly's own rule (loaders.detect.merge_plan); the merge of every rank equals the
+    in-process summary of the whole folder (``summary`` then picks one recording of them: the
+    next test) and its check report."""
     from tui_prof.cluster import plan, summarise_pool
 
     h200 = DATA / "kineto" / "h200"
@@ -284,6 +345,127 @@ def test_profiler_sessions_of_one_pid_are_processes_of_their_own(capsys) -> None
     alone = capsys.readouterr().out
     assert main(["check", str(h200), "--json", "--no-cache", "--cluster", "pool:1"]) == 5
     assert capsys.readouterr().out == alone
+
+
+def test_source_and_warnings_name_what_the_scan_and_the_ranks_could_not_read(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A cut rank file, a file no loader recognises, a README and an empty file: the merged
+    ``source`` (errors, skipped) and ``warnings`` equal the whole-run summary's, cold and from
+    the partial cache; they name exactly the files put there."""
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run = generated(tmp_path, "kineto", RankSpec(ranks=4, slow_rank=1))
+    broken = run / "rank2.pt.trace.json.gz"
+    broken.write_bytes(broken.read_bytes()[:200])
+    (run / "rank9.pt.trace.json").write_text("{not json")
+    (run / "README.txt").write_text("notes")
+    (run / "empty.csv").write_text("")
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    for _ in range(2):  # the second run merges the three good ranks from the partial cache
+        assert main(["summary", str(run), "--json", "--cluster", "pool:2"]) == 0
+        merged = json.loads(capsys.readouterr().out)
+        assert dumped(merged) == dumped(whole)
+    source = merged["source"]
+    assert [e["path"] for e in source["errors"]] == [str(run / "rank9.pt.trace.json"), str(broken)]
+    assert [e["path"] for e in source["skipped"]] == [str(run / "README.txt"), str(run / "empty.csv")]
+    assert [w for w in merged["warnings"] if w.startswith(str(run))] == [f"{e['path']}: {e['message']}" for e in source["errors"]]
+
+
+def _quiet(err: str) -> list[str]:
+    """stderr without progress lines."""
+    return [line for line in err.splitlines() if not any(w in line for w in ("ranks ", "loading", "scanning", "analysing", "done"))]
+
+
+@pytest.mark.parametrize(
+    ("folder", "cache"),
+    [("rocprofv3_csv/rocprofv3-docs-rocm7", False), ("kineto/h200", True)],
+)
+def test_cluster_summarises_the_recording_summary_picks(tmp_path: Path, capsys, monkeypatch, folder: str, cache: bool) -> None:
+    """A folder of several recordings (issue 32): ``summary --cluster`` picks the recording
+    ``summary`` picks (most dispatches, or ``--recording N``), with the same stderr lines, and
+    its document equals the whole-run summary of that recording; a process cut into several
+    recordings (rocm7's one CSV prefix spans days) is cut the same way in its task. The
+    chosen ranks are read again: through their cached partials (h200) or loaded (rocm7)."""
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    run = str(DATA / folder)
+    flags = [] if cache else ["--no-cache"]
+    for pick in ([], ["--recording", "2"], ["--recording", "99"]):
+        status = main(["summary", run, "--json", *flags, *pick])
+        whole = capsys.readouterr()
+        assert main(["summary", run, "--json", "--cluster", "pool:2", *flags, *pick]) == status
+        merged = capsys.readouterr()
+        assert _quiet(merged.err) == _quiet(whole.err)
+        assert "separate recordings" in merged.err or status == 2
+        if status == 2:  # a bad N: one line, as in one process
+            assert "--recording 99: the run holds" in merged.err and not merged.out
+            continue
+        doc = json.loads(merged.out)
+        assert dumped(doc) == dumped(json.loads(whole.out)) and doc["logs"] == json.loads(whole.out)["logs"]
+        assert doc["partials"]["ranks"] > doc["partials"]["merged"] and not doc["partials"]["failed_ranks"]
+    if folder == "kineto/h200":  # independent: recording 1, train_sync's kernels, counted in its file here
+        import gzip
+
+        assert main(["summary", run, "--json", "--cluster", "pool:2"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        events = json.loads(gzip.decompress((DATA / folder / "train_sync.pt.trace.json.gz").read_bytes()))["traceEvents"]
+        assert doc["kernels"]["dispatches"] == sum(1 for e in events if e.get("cat") == "kernel" and e.get("ph") == "X") == 2730
+        assert [p["label"] for p in doc["processes"]] == ["train_sync"]
+
+
+@pytest.mark.parametrize("folder", ["rocprofv3_csv/rocprofv3-docs-rocm7", "rocprofv3_summary"])
+def test_check_cluster_on_units_without_a_trace(capsys, folder: str) -> None:
+    """Every unit a load makes a process of is a rank (a prefix of agent records only, a
+    --summary file): ``check --cluster`` gives the whole-run report and exit status."""
+    run = str(DATA / folder)
+    status = main(["check", run, "--json", "--no-cache"])
+    alone = capsys.readouterr().out
+    assert main(["check", run, "--json", "--no-cache", "--cluster", "pool:2"]) == status
+    assert capsys.readouterr().out == alone
+
+
+def test_a_process_cut_into_two_recordings_keeps_both_parts() -> None:
+    """A rank (pid 4037) whose second half runs three hours later: its task gives a partial per
+    recording, which are not taken for one another's fragments; the driver's pick and its
+    listing equal ``pick_recording``'s, and the chosen recording, merged again alone, equals
+    the whole-run summary of that recording. Independent: recording 2 holds exactly the
+    kernels moved here."""
+    from tui_prof.analysis.api import pick_recording
+    from tui_prof.analysis.pathpartials import run_in_process
+    from tui_prof.cluster import Plan, RankResult, RankTask, _merge, one_recording
+
+    runset = load_path(DATA / "kineto" / "ranks", use_cache=False)
+    run = runset.runs[0]
+    later = 3 * 3600 * 10**9
+    moved = 0
+    for name in ("kernels", "api", "copies", "markers"):
+        table = run.table(name)
+        if len(table) and "start" in table.columns:
+            half = table["start"] >= table["start"].median()
+            moved += int(half.sum()) if name == "kernels" else 0
+            table.loc[half, "start"] += later
+            table.loc[half, "end"] += later
+    results = {f"t{i}": RankResult(f"t{i}", rank_partials(RunSet(runset.root, [r]), split=True), [], runset.root, ()) for i, r in enumerate(runset.runs)}
+    assert [p.split_of for p in results["t0"].partials] == [("sampled_rank-0", 1), ("sampled_rank-0", 2)]
+    tasks = [RankTask(runset.root, label, (), False) for label in results]
+
+    def rerun(chosen: list, keep: set | None = None):
+        out = _merge(chosen, DEFAULT_CATEGORY_RULES, keep)
+        for task in chosen:
+            out.add(results[task.label])
+        return out
+
+    merged = rerun(tasks)
+    merged.planned = Plan(tasks, [])
+    assert merged.failed == [] and len(merged.merge.ranks) == 3
+    for wanted in (None, 2):
+        got, pick = one_recording(merged, wanted, rerun)
+        choice = pick_recording(runset, wanted)
+        assert (pick.count, pick.chosen, pick.listing) == (choice.count, choice.chosen, choice.listing) and pick.count == 2
+        got.merge.load = loader(choice.runset)
+        # with the second pass over the chosen recording's processes (the critical path, the findings)
+        doc = merged_sections(got.merge, 20, lambda plan, m=got.merge, c=choice: run_in_process(m, plan, loader(c.runset), DEFAULT_CATEGORY_RULES))
+        assert dumped(doc) == dumped(build_summary(choice.runset, SummaryOptions(logs=False)))
+        if wanted == 2:
+            assert doc["kernels"]["dispatches"] == moved and [p["label"] for p in doc["processes"]] == ["sampled_rank-0 · part 2"]
 
 
 # --- the integrity report from per-rank parts --------------------------------------------------
@@ -585,6 +767,45 @@ def test_merge_keeps_instances_not_ranks_times_collectives() -> None:
         kept[ranks] = merge.instances.instance_elements()
         assert len(merge.instances.counts) == ranks and all(len(c) == 2 for c in merge.instances.counts)
     assert kept[64] == kept[256] == 8 * 2 * 3
+
+
+def test_sampled_windows_merge_as_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows cut to a small node budget (the sampled case every trace of more than the
+    critical path's budget is): each rank's path is analysed over its first part, its waits
+    map the window's collectives onto the whole process's instances, and the merge equals the
+    in-process summary (critical_ns scaled to the whole window included)."""
+    import functools
+
+    from tui_prof.analysis import critical
+    from tui_prof.analysis import summary as summary_module
+
+    monkeypatch.setattr(critical, "MIN_NODES", 10)
+    monkeypatch.setattr(critical, "MAX_NODES", 400)
+    monkeypatch.setattr(summary_module, "process_windows", functools.partial(critical.process_windows, max_nodes=400))
+    runset = build_ranks(RankSpec(ranks=4, iterations=12, slow_rank=1, collectives=("AllReduce", "AllGather"), hosts=2)).runset()
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    assert all(p["sampled_ns"] < p["window_ns"] for p in doc["critical_path"]["processes"])  # the case under test
+    assert any(p["waiting_on_ranks"] for p in doc["critical_path"]["processes"])
+    merged = merge_partials(partials_of(runset), load=loader(runset))
+    assert dumped(merged) == dumped(doc)
+
+
+def test_a_rank_that_cannot_be_loaded_again_is_named_in_the_critical_path() -> None:
+    """merge_partials' second pass: a rank whose files are gone when it is loaded again is
+    named in ``critical_path.failed_ranks``; the other ranks' paths and the findings are built."""
+    runset = build_ranks(RankSpec(ranks=3, iterations=3, slow_rank=1)).runset()
+    whole = loader(runset)
+
+    def load(label: str) -> RunSet:
+        if label == "rank2":
+            raise FileNotFoundError("rank2's files are gone")
+        return whole(label)
+
+    merged = merge_partials(partials_of(runset), load=load)
+    section = merged["critical_path"]
+    assert section["failed_ranks"] == [{"label": "rank2", "reason": "FileNotFoundError: rank2's files are gone"}]
+    assert [p["process"] for p in section["processes"]] == ["rank0", "rank1"]
+    assert merged["findings"] and all(0 <= row["critical_ns"] <= row["total_ns"] for row in merged["hotspots"])
 
 
 def test_steps_fold_in_any_order_equals_the_summary_and_keeps_no_rows_per_rank() -> None:

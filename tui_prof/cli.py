@@ -264,7 +264,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-CLUSTER_ONLY_WITHOUT = ("md", "recording")
+CLUSTER_ONLY_WITHOUT = ("md",)
 
 
 def _merged_run(
@@ -277,27 +277,49 @@ def _merged_run(
     max_gaps: int | None = 200,
     step_options=None,
     check_only: bool = False,
-    second_pass: bool = True,
+    recording: int | None = None,
+    verb: str = "summarised",
+    planned=None,
 ):
     """``(merged run, None)`` of ``path`` summarised rank by rank on ``cluster`` (pool[:N],
     local[:N], tcp://HOST:PORT), its errors and failed ranks said on stderr; ``(None, status)``
-    when it cannot be. ``second_pass``: the critical path and the findings too (cluster.path_tasks)."""
+    when it cannot be. Unless ``check_only``, narrowed to one recording as a whole-run load is
+    (``recording``, else the one with most dispatches; said on stderr as :func:`_one_recording`).
+    Then the second pass (the critical path and the findings, cluster.path_tasks) over the
+    recording summarised. ``planned``: the run's plan when the caller made it (with these options)."""
+    from pathlib import Path
+
     from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
-    from tui_prof.cluster import ClusterError, DaskMissing, path_task, plan, summarise_cluster, summarise_pool
+    from tui_prof.cluster import ClusterError, DaskMissing, one_recording, path_task, plan, recording_pick, summarise_cluster, summarise_pool
 
     rules = rules or DEFAULT_CATEGORY_RULES
     progress = _progress_printer()
-    try:
-        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only)
+
+    def run(tasks, keep=None):
         if cluster == "pool" or cluster.startswith("pool:"):
             workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
-            merged = summarise_pool(planned.tasks, rules, workers, progress, paths=path_task if second_pass else None)
-        else:
-            merged = summarise_cluster(planned.tasks, rules, cluster, progress, paths=path_task if second_pass else None)
+            return summarise_pool(tasks, rules, workers, progress, keep=keep, paths=paths, skip_paths=skip)
+        return summarise_cluster(tasks, rules, cluster, progress, keep=keep, paths=paths, skip_paths=skip)
+
+    paths = path_task if not check_only else None
+
+    def skip(merged) -> bool:  # a run of several recordings is merged again, one recording's partials only: its second pass then
+        return recording_pick(merged, recording)[1] is not None
+
+    try:
+        if planned is None:
+            planned = plan(
+                path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options, check_only=check_only
+            )
+        merged = run(planned.tasks)
+        merged.planned = planned
+        pick = None
+        if not check_only and merged.merge.ranks:
+            merged, pick = one_recording(merged, recording, run)
+            merged.recordings = pick.count
     except ClusterError as err:
         _say(err)
         return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
-    merged.planned = planned
     if progress:
         progress("done", 1, 1)
     for line in planned.errors + merged.errors:
@@ -309,7 +331,62 @@ def _merged_run(
     if not merged.merge.ranks:
         _say(f"nothing could be loaded from {_shown_path(path)}")
         return None, EXIT_NOTHING_LOADED
+    shown = _shown_path(str(Path(path)))
+    if pick is not None and pick.error:
+        _say(f"{pick.error} ({shown})")
+        return None, EXIT_USAGE
+    if pick is not None and pick.count >= 2:
+        _say(f"{shown} holds {pick.count} separate recordings (processes or files that did not run together):")
+        for line in pick.listing:
+            _say(f"  {line}")
+        _say(f"{verb} recording {pick.chosen}; pick another with --recording N")
     return merged, None
+
+
+def _merged_document(
+    path: str,
+    cluster: str,
+    rules,
+    top: int | None,
+    *,
+    use_cache: bool,
+    threshold_ns: int | None = None,
+    max_gaps: int | None = 200,
+    step_options=None,
+    sections: tuple[str, ...] | None = None,
+    recording: int | None = None,
+    verb: str = "summarised",
+):
+    """``((document, each rank's files), None)``: the merged summary document of ``path``
+    listing ``top`` rows, read from the cache when a run with the same ranks' files, options
+    and log files was merged before (tui_prof.cluster.document_key; only ``sections`` of it
+    when given), else merged rank by rank on ``cluster`` (:func:`_merged_run`, narrowed to one
+    recording) and cached; ``(None, status)`` when it cannot be. Only a run of one recording
+    is cached, and ``--recording N`` reads no cached document: a hit then says nothing that a
+    merge would have said about recordings."""
+    from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
+    from tui_prof.cluster import ClusterError, DaskMissing, cached_document, document_key, plan, require_engine, save_document
+
+    rules = rules or DEFAULT_CATEGORY_RULES
+    try:
+        require_engine(cluster)
+        planned = plan(path, use_cache=use_cache, rules=rules, threshold_ns=threshold_ns, max_gaps=max_gaps, step_options=step_options)
+    except ClusterError as err:
+        _say(err)
+        return None, EXIT_USAGE if isinstance(err, DaskMissing) else EXIT_NOTHING_LOADED
+    key = document_key(planned, top) if recording is None else None
+    found = cached_document(key, sections)
+    if found is not None:
+        for line in planned.errors:
+            _say(line)
+        return found, None
+    merged, status = _merged_run(path, cluster, rules, use_cache=use_cache, recording=recording, verb=verb, planned=planned)
+    if merged is None:
+        return None, status
+    doc = merged.document(top)
+    if merged.recordings < 2:
+        save_document(key, merged, doc)
+    return (doc, merged.files), None
 
 
 def _summary_cluster(args: argparse.Namespace, rules) -> int:
@@ -324,12 +401,20 @@ def _summary_cluster(args: argparse.Namespace, rules) -> int:
 
     max_gaps = None if args.max_gaps <= 0 else args.max_gaps
     steps = StepOptions(args.step, args.warmup, **({"factor": args.outlier_factor} if args.outlier_factor is not None else {}))
-    merged, status = _merged_run(
-        args.path, args.cluster, rules, use_cache=not args.no_cache, threshold_ns=args.gap_threshold, max_gaps=max_gaps, step_options=steps
+    found, status = _merged_document(
+        args.path,
+        args.cluster,
+        rules,
+        None if args.top <= 0 else args.top,
+        use_cache=not args.no_cache,
+        threshold_ns=args.gap_threshold,
+        max_gaps=max_gaps,
+        step_options=steps,
+        recording=args.recording,
     )
-    if merged is None:
+    if found is None:
         return status
-    doc = merged.document(None if args.top <= 0 else args.top)
+    doc = found[0]
     if args.json:
         _write_json(doc)
     else:
@@ -500,16 +585,20 @@ def cmd_open(args: argparse.Namespace) -> int:
 def _open_cluster(args: argparse.Namespace, path: str) -> int:
     """``open --cluster``: the ranks merged from per-rank partials (computed before the app
     starts, progress on stderr), then the rank table; Enter loads one rank alone."""
-    if getattr(args, "recording", None) is not None:
-        raise _UsageError("--recording needs the whole run in one process: not with --cluster")
-    merged, status = _merged_run(path, args.cluster, None, use_cache=not args.no_cache, second_pass=False)  # the rank screen needs no critical path
-    if merged is None:
+    from tui_prof.cluster import HEAD_SECTIONS
+
+    # a cached document's head: the sections the rank table reads (MergedRanksScreen.SECTIONS)
+    found, status = _merged_document(
+        path, args.cluster, None, 20, use_cache=not args.no_cache, sections=HEAD_SECTIONS, recording=getattr(args, "recording", None), verb="opened"
+    )
+    if found is None:
         return status
     from tui_prof.tui.cluster_app import MergedRanksApp
     from tui_prof.tui.glyphs import plain_ansi
 
     extra = {"ansi_color": True} if plain_ansi() else {}
-    MergedRanksApp(merged.document(20), merged.files, use_cache=not args.no_cache, **extra).run(mouse=not args.no_mouse)
+    doc, files = found
+    MergedRanksApp(doc, files, use_cache=not args.no_cache, **extra).run(mouse=not args.no_mouse)
     return EXIT_OK
 
 
@@ -705,7 +794,8 @@ def _write_json(doc: object) -> None:
     from tui_prof.guard import jsonout
 
     seen = jsonout.NonFinite()
-    sys.stdout.write(jsonout.dumps(doc, seen=seen, indent=2) + "\n")
+    jsonout.dump(doc, sys.stdout, seen=seen, indent=2)  # piece by piece: a many-rank summary's text is never whole in memory
+    sys.stdout.write("\n")
     if seen.count:
         _say(f"note: {seen.count} value(s) were not finite numbers and are written as null (e.g. {', '.join(seen.paths)})")
 

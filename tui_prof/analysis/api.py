@@ -37,8 +37,10 @@ from tui_prof.analysis.integrity import (
     CheckReport,
     Issue,
     RecordingChoice,
+    RecordingPick,
     check_document,
     check_run,
+    choose_recording,
     pick_recording,
     recording_runset,
     recordings,
@@ -81,7 +83,8 @@ from tui_prof.analysis.partials import (
     rank_partials,
     value_counts,
 )
-from tui_prof.analysis.pathpartials import PATH_CACHE_KIND, PathMerge, PathPartial, PathPlan, PathSettings, path_partials, path_plan
+from tui_prof.analysis.pathpartials import PATH_CACHE_KIND, PathMerge, PathPartial, PathPlan, PathSettings, identity, path_partials, path_plan
+from tui_prof.analysis.processes import log_paths
 from tui_prof.analysis.ranks import (
     RankAlignment,
     RankCore,
@@ -153,6 +156,7 @@ __all__ = [
     "RankPartial",
     "RankRecord",
     "RecordingChoice",
+    "RecordingPick",
     "RunInput",
     "StepChoice",
     "StepChoiceError",
@@ -177,6 +181,7 @@ __all__ = [
     "check_partial",
     "check_partials",
     "check_run",
+    "choose_recording",
     "combine_stats",
     "communication_mask",
     "comparable",
@@ -195,6 +200,7 @@ __all__ = [
     "has_operators",
     "host_markers",
     "hotspots",
+    "identity",
     "inconclusive",
     "inline_lane",
     "instances",
@@ -203,6 +209,7 @@ __all__ = [
     "link_launches",
     "link_operators",
     "load_category_rules",
+    "log_paths",
     "median_of",
     "merge_partials",
     "merged_check",

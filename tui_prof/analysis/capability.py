@@ -265,6 +265,30 @@ _KNOWN = tuple((code, re.compile(pattern), meaning) for code, pattern, meaning i
 LOG_SUFFIXES = (".log", ".txt", ".err", ".out")
 
 
+def log_files(directory: str | Path, max_files: int = 200, max_depth: int = 3) -> list[Path]:
+    """The files :func:`scan_logs` reads under ``directory`` (or ``directory`` itself when it
+    is a file): ``LOG_SUFFIXES`` files at most ``max_depth`` levels down, in path order, the
+    first ``max_files``."""
+    root = Path(directory)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        return []
+    # walk only the levels that can hold a file at depth <= max_depth (a file directly
+    # under root is at depth 1), without following directory links; then path order
+    candidates = []
+    base_depth = len(root.parts)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        depth = len(Path(dirpath).parts) - base_depth
+        if depth + 1 >= max_depth:
+            dirnames[:] = []  # files below them would be deeper than max_depth
+        for name in filenames:
+            path = Path(dirpath) / name
+            if path.suffix.lower() in LOG_SUFFIXES and path.is_file():
+                candidates.append(path)
+    return sorted(candidates)[:max_files]
+
+
 def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 200, max_depth: int = 3) -> list[LogHit]:
     """Known profiler error messages in ``*.log``/``*.txt``/``*.err``/``*.out`` files under ``directory``.
 
@@ -273,27 +297,8 @@ def scan_logs(directory: str | Path, max_bytes: int = 4 << 20, max_files: int = 
     per (file, code): path, line (1-based, in the part read; -1 in the tail part), code,
     text (the matching line, trimmed) and meaning.
     """
-    root = Path(directory)
-    if root.is_file():
-        files = [root]
-    elif root.is_dir():
-        # walk only the levels that can hold a file at depth <= max_depth (a file directly
-        # under root is at depth 1), without following directory links; then path order
-        candidates = []
-        base_depth = len(root.parts)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            depth = len(Path(dirpath).parts) - base_depth
-            if depth + 1 >= max_depth:
-                dirnames[:] = []  # files below them would be deeper than max_depth
-            for name in filenames:
-                path = Path(dirpath) / name
-                if path.suffix.lower() in LOG_SUFFIXES and path.is_file():
-                    candidates.append(path)
-        files = sorted(candidates)[:max_files]
-    else:
-        return []
     found: list[LogHit] = []
-    for path in files:
+    for path in log_files(directory, max_files, max_depth):
         try:
             size = path.stat().st_size
             with open_regular(path) as fh:  # a FIFO named like a log is refused, never waited on

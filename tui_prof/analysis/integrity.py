@@ -41,7 +41,8 @@ counter-known-defective a counter the counter dictionary lists as wrong or readi
 records-stop            one kind of record stops >= 20% of the span before the others,   degraded
                         which go on (a full buffer for that kind)
 bandwidth-above-peak    a copy or a dispatch's FETCH_SIZE+WRITE_SIZE moving bytes faster  unreliable
-                        than the GPU's documented memory peak
+                        than the GPU's documented memory peak; a copy faster than the
+                        link it crosses (PCIe host link, NVLink / Infinity Fabric peers)
 graph-without-kernels   > 5% of graph launches have no kernel rows                       degraded
 counter-all-zero        a counter no running dispatch can read as 0 (SQ_WAVES, GRBM_*)   unreliable
                         reads 0 on every one of >= 2 dispatches
@@ -57,8 +58,12 @@ separate-recordings     the run set holds several recordings (processes or profi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -197,19 +202,181 @@ def _where(run: Run, table: str, rows: np.ndarray, frame: pd.DataFrame | None = 
     return {"processes": [run_label(run)], "table": table, "rows": int(len(rows)), "time_range_ns": _span(start, end), "examples": examples}
 
 
+# --- facts shared by the checks of one run --------------------------------------------------------
+
+
+def _is_sorted(values: np.ndarray) -> bool:
+    return len(values) < 2 or bool(np.all(values[1:] >= values[:-1]))
+
+
+class TableFacts:
+    """What several checks read from one table's ``start`` and ``end`` columns, each computed
+    at most once (the checks of one :func:`check_run` share them through :func:`run_facts`)."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
+        self.start, self.end = start, end
+
+    @cached_property
+    def start_sorted(self) -> bool:
+        """Rows in start order (the model's tables are sorted by start, -1 rows first)."""
+        return _is_sorted(self.start)
+
+    @cached_property
+    def end_sorted(self) -> bool:
+        return _is_sorted(self.end)
+
+    @cached_property
+    def all_known(self) -> bool:
+        """No start or end is UNKNOWN (-1)."""
+        start = self.start
+        if self.start_sorted and len(start):  # -1 rows would sit where -1 sorts in: one look instead of a pass
+            at = int(np.searchsorted(start, -1))
+            unknown_start = at < len(start) and int(start[at]) == -1
+        else:
+            unknown_start = bool((start == -1).any())
+        return not unknown_start and not bool((self.end == -1).any())
+
+    @cached_property
+    def known(self) -> np.ndarray:
+        """Per row: both the start and the end are known."""
+        return np.ones(len(self.start), dtype=bool) if self.all_known else (self.start != -1) & (self.end != -1)
+
+
+# [P] id tables (a byte per id; the id-to-row table 4) for ids spanning up to this many times
+# the rows: real Kineto traces hold about one id in 4 (the runtime numbers calls it does not trace)
+DENSE_SPAN = 8
+
+
+class IdLinks:
+    """Correlation ids of one run's API calls and kernels, matched once for the link, early
+    kernel and graph checks: dense lookup tables indexed by id where the ids span a range not
+    much larger than the tables (correlation ids count up from 1), else the sorted ids searched
+    (``dense=False`` forces that path; both answer the same)."""
+
+    def __init__(self, api_ids: np.ndarray, kernel_ids: np.ndarray, dense: bool | None = None) -> None:
+        self.api_ids, self.kernel_ids = api_ids, kernel_ids
+        both = [ids for ids in (api_ids, kernel_ids) if len(ids)]
+        self.lo = min((int(ids.min()) for ids in both), default=0)  # an id -1 (none) present gets a slot: never a match
+        span = max((int(ids.max()) for ids in both), default=0) - self.lo + 1
+        # a table no larger than a few times the rows (a small process searches instead: no table of the ids' magnitude)
+        self.dense = span <= DENSE_SPAN * (len(api_ids) + len(kernel_ids)) if dense is None else dense
+        self.span = span
+
+    def _index(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of ``ids`` in the dense tables (as intp: numpy indexes fastest by it)."""
+        index = ids.astype(np.intp)
+        index -= self.lo
+        return index
+
+    @cached_property
+    def _call_rows(self) -> np.ndarray | None:
+        """Per id: its API row (-1: none); None where the table would be far larger than the
+        ids or an id is on several rows (the sorted search then picks the first, as stably)."""
+        ids = self.api_ids
+        if not self.dense or self.span > DENSE_SPAN * len(ids):
+            return None
+        rows = np.full(self.span, -1, dtype=np.int64 if len(ids) >= 1 << 31 else np.int32)
+        first = int(ids[0]) if len(ids) else -1
+        if first != -1 and int(ids[-1]) - first == len(ids) - 1 and bool(np.all(ids[1:] > ids[:-1])):  # one id per call, counting up
+            rows[first - self.lo : first - self.lo + len(ids)] = np.arange(len(ids), dtype=rows.dtype)
+            return rows
+        known = ids != -1
+        rows[self._index(ids[known])] = np.flatnonzero(known)
+        return rows if int(np.count_nonzero(rows != -1)) == int(np.count_nonzero(known)) else None
+
+    @cached_property
+    def call_has_kernel(self) -> np.ndarray:
+        """Per API row: some kernel holds its id (never for id -1)."""
+        if not self.dense:
+            return (self.api_ids != -1) & np.isin(self.api_ids, self.kernel_ids)
+        has = np.zeros(self.span, dtype=bool)
+        has[self._index(self.kernel_ids)] = True
+        if self.lo <= -1 < self.lo + self.span:
+            has[-1 - self.lo] = False
+        return np.take(has, self._index(self.api_ids))
+
+    @cached_property
+    def kernel_call(self) -> np.ndarray:
+        """Per kernel row: the first API row with its id (-1: none, and for id -1)."""
+        rows = self._call_rows
+        if rows is not None:
+            return np.take(rows, self._index(self.kernel_ids))
+        ids, api = self.kernel_ids, self.api_ids
+        if not len(api):
+            return np.full(len(ids), -1, dtype=np.int64)
+        order = np.arange(len(api)) if _is_sorted(api) else np.argsort(api, kind="stable")
+        in_order = api[order]
+        pos = np.clip(np.searchsorted(in_order, ids), 0, len(api) - 1)
+        return np.where((ids != -1) & (in_order[pos] == ids), order[pos], -1)
+
+
+class RunFacts:
+    """One run's shared facts (:class:`TableFacts` per table, its API classes, :class:`IdLinks`),
+    each computed the first time a check asks."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._tables: dict[str, TableFacts] = {}
+
+    def table(self, name: str) -> TableFacts:
+        if name not in self._tables:
+            frame = self.run.table(name)
+            self._tables[name] = TableFacts(column_array(frame, "start"), column_array(frame, "end"))
+        return self._tables[name]
+
+    @cached_property
+    def classes(self) -> np.ndarray:
+        """:func:`~tui_prof.analysis.hostapi.api_classes` of the API table."""
+        return api_classes(self.run.api) if len(self.run.api) else np.empty(0, dtype=np.int8)
+
+    @cached_property
+    def links(self) -> IdLinks:
+        return IdLinks(column_array(self.run.api, "correlation_id"), column_array(self.run.kernels, "correlation_id"))
+
+
+_SHARED: ContextVar[dict[int, RunFacts] | None] = ContextVar("integrity_facts", default=None)
+
+
+@contextmanager
+def shared_facts() -> Iterator[None]:
+    """Within it, the checks share each run's facts (:func:`run_facts`): :func:`check_run`
+    runs its checks in one, as may a caller running checks one by one on the same runs (which
+    must not change the runs' tables meanwhile)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def run_facts(run: Run) -> RunFacts:
+    """``run``'s facts: the ones the checks of the :func:`check_run` in progress share, else new."""
+    shared = _SHARED.get()
+    if shared is None:
+        return RunFacts(run)
+    facts = shared.get(id(run))
+    if facts is None or facts.run is not run:
+        facts = shared[id(run)] = RunFacts(run)
+    return facts
+
+
 # --- time and clocks ---------------------------------------------------------------------------
 
 
-def _segments(start: np.ndarray, end: np.ndarray) -> list[tuple[int, int]]:
+def _segments(start: np.ndarray, end: np.ndarray, facts: TableFacts | None = None) -> list[tuple[int, int]]:
     """The table's time split where no row starts for CLUSTER_GAP_NS (rows sorted by start)."""
-    known = (start != -1) & (end != -1)
-    if not known.all():
+    facts = TableFacts(start, end) if facts is None else facts
+    ordered = facts.start_sorted
+    if not facts.all_known:
+        known = facts.known
         start, end = start[known], end[known]
     if not len(start):
         return []
-    order = None if bool(np.all(start[1:] >= start[:-1])) else np.argsort(start, kind="stable")
-    if order is not None:
+    if not ordered and not _is_sorted(start):
+        order = np.argsort(start, kind="stable")
         start, end = start[order], end[order]
+    if int(start[-1]) - int(start[0]) <= CLUSTER_GAP_NS:  # no gap can be longer than the whole: one segment
+        return [(int(start[0]), max(int(end.max()), int(start[-1])))]
     reach = np.maximum.accumulate(np.maximum(end, start))
     cuts = np.flatnonzero(start[1:] - reach[:-1] > CLUSTER_GAP_NS) + 1
     bounds = np.concatenate(([0], cuts, [len(start)]))
@@ -220,10 +387,11 @@ def clock_pieces(run: Run) -> list[tuple[int, int, str]]:
     """The time segments of ``run``'s kernels, API calls and copies (split where nothing
     happens for CLUSTER_GAP_NS), each with what it holds: :func:`clock_domains` of one process."""
     pieces: list[tuple[int, int, str]] = []
+    facts = run_facts(run)
     for name in ("kernels", "api", "copies"):
-        table = run.table(name)
-        if len(table):
-            pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(column_array(table, "start"), column_array(table, "end")))
+        if len(run.table(name)):
+            table = facts.table(name)
+            pieces.extend((a, b, f"{run_label(run)} {name}") for a, b in _segments(table.start, table.end, table))
     return pieces
 
 
@@ -261,13 +429,15 @@ def durations(runset: RunSet) -> list[Issue]:
     """Overflowed (> 1 h) and negative durations of kernels, copies and API calls."""
     out: list[Issue] = []
     for run in runset.runs:
+        facts = run_facts(run)
         for name in ("kernels", "copies", "api"):
-            table = run.table(name)
-            if not len(table):
+            if not len(run.table(name)):
                 continue
-            start, end = column_array(table, "start"), column_array(table, "end")  # no Series per column: thousands of processes
-            known = (start != -1) & (end != -1)
-            dur = end - start
+            table = facts.table(name)
+            dur = table.end - table.start
+            if int(dur.min()) >= 0 and (name == "api" or int(dur.max()) <= OVERFLOW_NS):  # nothing to find, whatever is known
+                continue
+            known = table.known
             sections = (
                 list(KERNEL_SECTIONS + TIME_SECTIONS) if name == "kernels" else (["copies", "measurement"] if name == "copies" else ["api", "sync", "launch"])
             )
@@ -289,10 +459,14 @@ def durations(runset: RunSet) -> list[Issue]:
 # --- order -------------------------------------------------------------------------------------
 
 
-def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray) -> np.ndarray:
+def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray, start_sorted: bool | None = None) -> np.ndarray:
     """Rows that start more than OVERLAP_TOLERANCE_NS before a row of their lane with a lower
     correlation id (issued earlier: an in-order stream runs, and a host thread makes, its calls
-    in the order of their ids). Only rows with a lane (>= 0) and an id (> 0) count."""
+    in the order of their ids). Only rows with a lane (>= 0) and an id (> 0) count.
+    ``start_sorted``: whether ``start`` is known to be in order (None: look)."""
+    if (_is_sorted(start) if start_sorted is None else start_sorted) and _is_sorted(ids):
+        return np.empty(0, dtype=np.int64)  # ids in start order: every subset is too, none can run against it
+    lane = lane.astype(np.int64, copy=False)
     known = np.flatnonzero((lane >= 0) & (ids > 0) & (start != -1))
     if len(known) < 2:
         return np.empty(0, dtype=np.int64)
@@ -308,7 +482,7 @@ def _against_launch_order(lane: np.ndarray, ids: np.ndarray, start: np.ndarray) 
     new_id = np.r_[True, (cid[1:] != cid[:-1]) | ~same[1:]]
     prior = np.where(same, np.r_[np.iinfo(np.int64).min, reach[:-1]], np.iinfo(np.int64).min)
     prior = prior[np.maximum.accumulate(np.where(new_id, np.arange(len(st)), 0))]  # rows of one id share their first row's bound
-    hit = same & (prior - st > OVERLAP_TOLERANCE_NS)
+    hit = same & (st + OVERLAP_TOLERANCE_NS < prior)  # not prior - st: the int64 floor minus a start wraps round
     return np.sort(known[order[np.flatnonzero(hit)]])
 
 
@@ -317,12 +491,13 @@ def out_of_order(runset: RunSet) -> list[Issue]:
     launched before it on the same stream, a call starting before an earlier call of its thread."""
     out: list[Issue] = []
     for run in runset.runs:
-        k, api = run.kernels, run.api
+        facts = run_facts(run)
         found = []
-        if len(k) > 1:
-            found.append(("kernels", _against_launch_order(k["stream"].to_numpy().astype(np.int64), k["correlation_id"].to_numpy(), k["start"].to_numpy())))
-        if len(api) > 1:
-            found.append(("api", _against_launch_order(api["tid"].to_numpy().astype(np.int64), api["correlation_id"].to_numpy(), api["start"].to_numpy())))
+        for name, lane in (("kernels", "stream"), ("api", "tid")):
+            table = run.table(name)
+            if len(table) > 1:
+                times = facts.table(name)
+                found.append((name, _against_launch_order(column_array(table, lane), column_array(table, "correlation_id"), times.start, times.start_sorted)))
         for name, rows in found:
             if not len(rows):
                 continue
@@ -347,15 +522,20 @@ def _launch_names(run: Run, correlation: np.ndarray) -> np.ndarray:
     return np.array([names.get(int(c), "") for c in correlation], dtype=object)
 
 
-def _overlaps(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _overlaps(k: pd.DataFrame, times: TableFacts | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(row, overlapped share of its duration) of each kernel that starts before an earlier
-    kernel of its stream ends by more than OVERLAP_TOLERANCE_NS."""
-    stream = k["stream"].to_numpy().astype(np.int64)
+    kernel of its stream ends by more than OVERLAP_TOLERANCE_NS (``times``: the table's
+    :class:`TableFacts`, shared with the other checks)."""
+    times = TableFacts(column_array(k, "start"), column_array(k, "end")) if times is None else times
+    stream, agent = column_array(k, "stream"), column_array(k, "agent")
+    if times.start_sorted and int(stream.min()) == int(stream.max()) >= 0 and int(agent.min()) == int(agent.max()):
+        return _one_lane_overlaps(times)
+    stream = stream.astype(np.int64)
     # HIP may put several streams on one HSA queue: only a recorded stream is an in-order lane
-    key = np.where(stream >= 0, (k["agent"].to_numpy().astype(np.int64) << 42) + stream, -1)
-    start, end = k["start"].to_numpy(), k["end"].to_numpy()
+    key = np.where(stream >= 0, (agent.astype(np.int64) << 42) + stream, -1)
+    start, end = times.start, times.end
     one_lane = bool((key == key[0]).all())
-    if bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start
+    if times.start_sorted:  # the model's tables are sorted by start
         order = np.arange(len(key)) if one_lane else np.argsort(key, kind="stable")
     else:
         order = np.lexsort((start, key))
@@ -370,6 +550,19 @@ def _overlaps(k: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return order[rows], share
 
 
+def _one_lane_overlaps(times: TableFacts) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_overlaps` of kernels of one recorded stream, in start order: no sort, and where
+    the ends are in order too (no kernel ends before an earlier one), each row's earlier
+    kernels end at its predecessor's end, so no running max either."""
+    start, end = times.start, times.end
+    reach = end if times.end_sorted else np.maximum.accumulate(end)
+    rows = np.flatnonzero(reach[:-1] - start[1:] > OVERLAP_TOLERANCE_NS) + 1
+    rows = rows[end[rows] > start[rows]]
+    before = reach[rows - 1]
+    share = (np.minimum(before, end[rows]) - start[rows]) / (end[rows] - start[rows])
+    return rows, share
+
+
 def queue_overlap(runset: RunSet) -> list[Issue]:
     """Kernels overlapping an earlier kernel of the same in-order stream."""
     out: list[Issue] = []
@@ -377,7 +570,7 @@ def queue_overlap(runset: RunSet) -> list[Issue]:
         k = run.kernels
         if len(k) < 2:
             continue
-        rows, share = _overlaps(k)
+        rows, share = _overlaps(k, run_facts(run).table("kernels"))
         if not len(rows):
             continue
         names = _launch_names(run, k["correlation_id"].to_numpy()[rows])
@@ -409,25 +602,23 @@ def _member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     return np.isin(values, pool)
 
 
-def _linked(run: Run, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _linked(run: Run, classes: np.ndarray, links: IdLinks | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """(launch-call rows without a kernel, kernel rows without a call) when both are traced."""
     api, k = run.api, run.kernels
     if not len(api) or not len(k) or not ((classes == LAUNCH) | (classes == GRAPH_LAUNCH)).any():
         return None
-    kernel_ids = k["correlation_id"].to_numpy()
-    known = kernel_ids != -1
-    if not known.any():
+    links = run_facts(run).links if links is None else links
+    kernel_ids = links.kernel_ids
+    if not (kernel_ids != -1).any():
         return None
-    api_ids = api["correlation_id"].to_numpy()
-    direct = np.flatnonzero(classes == LAUNCH)
-    lonely_calls = direct[~_member(api_ids[direct], kernel_ids[known])]
+    api_ids = links.api_ids
+    lonely_calls = np.flatnonzero((classes == LAUNCH) & ~links.call_has_kernel)
     # correlation ids grow with every call: kernels with ids below the first traced call's were
     # launched before the host trace began (Kineto records their GPU activity, not their calls)
-    traced_ids = api_ids[api_ids != -1]
+    traced_ids = api_ids[api_ids != -1] if (api_ids == -1).any() else api_ids
     if not len(traced_ids):
         return lonely_calls, np.empty(0, dtype=np.int64)
-    traced = kernel_ids >= int(traced_ids.min())
-    lonely_kernels = np.flatnonzero(known & traced & ~_member(kernel_ids, traced_ids))
+    lonely_kernels = np.flatnonzero((kernel_ids >= int(traced_ids.min())) & (links.kernel_call == -1) & (kernel_ids != -1))
     return lonely_calls, lonely_kernels
 
 
@@ -436,7 +627,7 @@ def launch_links(runset: RunSet) -> list[Issue]:
     kernels that start before their own launch call."""
     out: list[Issue] = []
     for run in runset.runs:
-        classes = api_classes(run.api) if len(run.api) else np.empty(0, dtype=np.int8)
+        classes = run_facts(run).classes
         found = _linked(run, classes)
         if found is None:
             continue
@@ -461,8 +652,10 @@ def _records_stop(run: Run, classes: np.ndarray, lonely: np.ndarray) -> list[Iss
     """The buffer-full signature: the kernel records stop while the launch calls go on (the
     last BUFFER_TAIL_MIN or more launch calls, and at least BUFFER_TAIL_SHARE of them, have
     no kernel: a profiler buffer with the discard fill policy drops every record once full)."""
+    if not len(lonely):
+        return []
     launches = np.flatnonzero(classes == LAUNCH)  # in start order: the tables are sorted by start
-    if not len(lonely) or len(launches) < 2:
+    if len(launches) < 2:
         return []
     linked = ~_member(launches, lonely)
     last = np.flatnonzero(linked)
@@ -484,8 +677,7 @@ def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
     graphs = np.flatnonzero(classes == GRAPH_LAUNCH)
     if not len(graphs):
         return []
-    kernel_ids = run.kernels["correlation_id"].to_numpy()
-    bare = graphs[~_member(run.api["correlation_id"].to_numpy()[graphs], kernel_ids[kernel_ids != -1])]
+    bare = graphs[~run_facts(run).links.call_has_kernel[graphs]]
     if len(bare) <= UNLINKED_SHARE * len(graphs):
         return []
     where = _where(run, "api", bare)
@@ -493,17 +685,10 @@ def _graph_replays(run: Run, classes: np.ndarray) -> list[Issue]:
     return [Issue("graph-without-kernels", "degraded", message, {"sections": list(KERNEL_SECTIONS + ("gpu", "gaps")), **where})]
 
 
-def _early_kernels(run: Run) -> list[Issue]:
-    api, k = run.api, run.kernels
-    ids = api["correlation_id"].to_numpy()
-    starts = api["start"].to_numpy()
-    if not bool(np.all(ids[1:] >= ids[:-1])):  # usually already in id order (ids grow with time)
-        order = np.argsort(ids, kind="stable")
-        ids, starts = ids[order], starts[order]
-    kid = k["correlation_id"].to_numpy()
-    pos = np.clip(np.searchsorted(ids, kid), 0, len(ids) - 1)
-    match = (kid != -1) & (ids[pos] == kid)
-    early = np.flatnonzero(match & (k["start"].to_numpy() < starts[pos] - EARLY_KERNEL_NS))
+def _early_kernels(run: Run, links: IdLinks | None = None) -> list[Issue]:
+    row = (run_facts(run).links if links is None else links).kernel_call
+    launched_at = np.take(column_array(run.api, "start"), row)  # row -1 (no call): any value, left out below
+    early = np.flatnonzero((row != -1) & (column_array(run.kernels, "start") < launched_at - EARLY_KERNEL_NS))
     if not len(early):
         return []
     where = _where(run, "kernels", early)
@@ -533,16 +718,24 @@ KIND_SECTIONS = {
 
 def _kind_starts(run: Run, kind: str) -> np.ndarray:
     """The start times of one kind's records (counters: their dispatches' kernel starts), sorted."""
+    empty = np.empty(0, dtype=np.int64)
     if kind == "counters":
         c, k = run.counters, run.kernels
         if not len(c) or not len(k):
-            return np.empty(0, dtype=np.int64)
+            return empty
         ids = np.unique(c["dispatch_id"].to_numpy())
         start = k["start"].to_numpy()[_member(k["dispatch_id"].to_numpy(), ids)]
+        in_order = _is_sorted(start)
+    elif kind in ("kernels", "api", "copies"):  # their order is one of the run's shared facts
+        if not len(run.table(kind)):
+            return empty
+        facts = run_facts(run).table(kind)
+        start, in_order = facts.start, facts.start_sorted
     else:
         table = run.table(kind)
-        start = table["start"].to_numpy() if len(table) and "start" in table.columns else np.empty(0, dtype=np.int64)
-    if len(start) > 1 and bool(np.all(start[1:] >= start[:-1])):  # the model's tables are sorted by start: a view, -1 rows first
+        start = column_array(table, "start") if len(table) and "start" in table.columns else empty
+        in_order = _is_sorted(start)
+    if len(start) > 1 and in_order:  # the model's tables are sorted by start: a view, -1 rows first
         return start[int(np.searchsorted(start, 0)) :] if start[0] == -1 else start
     return np.sort(start[start != -1])
 
@@ -609,6 +802,33 @@ MALL_FACTOR = {"gfx942": 4.0, "gfx950": 4.0}
 # the highest of a family's variants where the name does not tell them apart.
 NVIDIA_HBM_GBS = (("H200", 4800.0), ("H100 PCIe", 2000.0), ("H100", 3900.0), ("A100-PCIE-40GB", 1555.0), ("A100", 2039.0))
 COPY_FLOOR_NS = 1_000  # [P] shorter copies: their µs-rounded times make any rate meaningless
+# The link a copy crosses, by the GPU's product name, in GB/s a direction (a copy moves its bytes
+# one way). Host links: PCIe x16 at the link's raw rate before encoding (PCI-SIG: 16 GT/s a lane
+# for PCIe 4.0, 32 GT/s for 5.0: 32 and 64 GB/s a direction), the generation from the product's
+# data sheet (NVIDIA H200, H100 and A100 datasheets: "PCIe Gen5: 128GB/s", "PCIe Gen4: 64GB/s",
+# both directions; AMD Instinct MI300X, MI250X/MI250, MI210, MI100 data sheets: PCIe Gen 5 x16,
+# Gen 4 x16). APUs and superchips are left out: their host memory is on the package or over
+# NVLink-C2C (MI300A, GH200/GB200: "\b" keeps GH200 from matching H200).
+HOST_LINK_GBS = (
+    (r"\bH200\b", 64.0, "PCIe 5.0 x16 (NVIDIA H200 datasheet)"),
+    (r"\bH100\b", 64.0, "PCIe 5.0 x16 (NVIDIA H100 datasheet)"),
+    (r"\bA100\b", 32.0, "PCIe 4.0 x16 (NVIDIA A100 datasheet)"),
+    (r"\bMI300X\b", 64.0, "PCIe 5.0 x16 (AMD Instinct MI300X data sheet)"),
+    (r"\bMI250X?\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI250X/MI250 data sheet)"),
+    (r"\bMI210\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI210 data sheet)"),
+    (r"\bMI100\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI100 data sheet)"),
+)
+# GPU-to-GPU links: half the data sheet's total over every link and both directions, so a bound
+# no pair of GPUs can pass however the links are wired (NVIDIA datasheets: NVLink 900 GB/s on
+# H200 and H100 SXM, 600 GB/s on H100 PCIe/NVL and A100; AMD MI300X data sheet: 7 Infinity
+# Fabric links, 896 GB/s peak aggregate).
+PEER_LINK_GBS = (
+    (r"\bH200\b", 450.0, "NVLink 4 (NVIDIA H200 datasheet: 900 GB/s both directions)"),
+    (r"\bH100\b.*\b(PCIe|NVL)\b", 300.0, "NVLink bridge (NVIDIA H100 PCIe/NVL datasheet: 600 GB/s both directions)"),
+    (r"\bH100\b", 450.0, "NVLink 4 (NVIDIA H100 datasheet: 900 GB/s both directions)"),
+    (r"\bA100\b", 300.0, "NVLink 3 (NVIDIA A100 datasheet: 600 GB/s both directions)"),
+    (r"\bMI300X\b", 448.0, "Infinity Fabric (AMD Instinct MI300X data sheet: 896 GB/s aggregate both directions)"),
+)
 
 
 def _peak_gbs(agent: Agent | None) -> tuple[float | None, str]:
@@ -625,21 +845,46 @@ def _peak_gbs(agent: Agent | None) -> tuple[float | None, str]:
     return None, ""
 
 
+def _copy_rate(cp: pd.DataFrame) -> np.ndarray:
+    """Each copy's rate in GB/s (bytes per ns); NaN under COPY_FLOOR_NS."""
+    dur = (column_array(cp, "end") - column_array(cp, "start")).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(dur >= COPY_FLOOR_NS, cp["bytes"].to_numpy().astype(np.float64) / dur, np.nan)
+
+
+def _copy_memory_peak(run: Run, cp: pd.DataFrame) -> np.ndarray | None:
+    """Each copy's bound by the device memory at its faster end (NaN: neither end's peak is
+    known); None when no GPU's is."""
+    known = {a.id: gbs for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
+    if not known:
+        return None
+    return np.fmax(_by_agent(column_array(cp, "src_agent"), known), _by_agent(column_array(cp, "dst_agent"), known))
+
+
+def _by_agent(ids: np.ndarray, values: dict[int, float]) -> np.ndarray:
+    """``values`` of each row's agent id (NaN: not in it); a pass per agent, of which a run has few."""
+    out = np.full(len(ids), np.nan)
+    for agent, value in values.items():
+        out[ids == agent] = value
+    return out
+
+
+def _in_category(frame: pd.DataFrame, column: str, names: tuple[str, ...]) -> np.ndarray:
+    """Per row: ``column`` (a category) is one of ``names``."""
+    cat = category_array(frame, column)
+    return np.isin(cat.codes, [i for i, c in enumerate(cat.categories) if str(c) in names])
+
+
 def _copy_rates(run: Run) -> list[Issue]:
     """Copies moving bytes faster than the device memory at either end can: every byte of a
     host-device or device-device copy is read from or written to a GPU's memory."""
     cp = run.copies
     if not len(cp) or "bytes" not in cp.columns:
         return []
-    known = {a.id: gbs for a in run.gpu_agents if (gbs := _peak_gbs(a)[0])}
-    if not known:
+    peak = _copy_memory_peak(run, cp)
+    if peak is None:
         return []
-    dur = (cp["end"].to_numpy() - cp["start"].to_numpy()).astype(np.float64)
-    nbytes = cp["bytes"].to_numpy().astype(np.float64)
-    ends = [pd.Series(cp[col].to_numpy()).map(known).to_numpy(dtype=np.float64) for col in ("src_agent", "dst_agent")]
-    peak = np.fmax(ends[0], ends[1])  # the faster end's memory (NaN where neither end's peak is known)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(dur >= COPY_FLOOR_NS, nbytes / dur, np.nan)  # bytes per ns = GB/s
+    rate = _copy_rate(cp)
     rows = np.flatnonzero(rate > peak * PEAK_MARGIN)
     if not len(rows):
         return []
@@ -687,11 +932,60 @@ def _kernel_rates(run: Run) -> list[Issue]:
     return [Issue("bandwidth-above-peak", "unreliable", message, affects)]
 
 
+def _link_gbs(agent: Agent, table: tuple[tuple[str, float, str], ...]) -> tuple[float, str] | None:
+    """The agent's link peak (GB/s a direction) and its name from ``table`` (None: not listed)."""
+    product = agent.product or agent.name
+    for pattern, gbs, link in table:
+        if re.search(pattern, product, flags=re.IGNORECASE):
+            return gbs, link
+    return None
+
+
+def _copy_links(run: Run) -> list[Issue]:
+    """Copies moving bytes faster than the link they cross can: host-device copies (HtoD,
+    DtoH) against the GPU's host link, copies between two GPUs against their peer links
+    (the faster end's, where both ends' are listed)."""
+    cp = run.copies
+    if not len(cp) or "bytes" not in cp.columns:
+        return []
+    host = {a.id: found for a in run.gpu_agents if (found := _link_gbs(a, HOST_LINK_GBS))}
+    peer = {a.id: found for a in run.gpu_agents if (found := _link_gbs(a, PEER_LINK_GBS))}
+    if not host and not peer:
+        return []
+    src, dst = column_array(cp, "src_agent"), column_array(cp, "dst_agent")
+    to_gpu = _in_category(cp, "direction", ("HtoD",))
+    gpu_end = np.where(to_gpu, dst, src)
+    host_peak = np.where(to_gpu | _in_category(cp, "direction", ("DtoH",)), _by_agent(gpu_end, {k: v[0] for k, v in host.items()}), np.nan)
+    ends = [_by_agent(end, {k: v[0] for k, v in peer.items()}) for end in (src, dst)]
+    between = (src != dst) & _in_category(cp, "direction", ("DtoD", "PtoP"))
+    peer_peak = np.where(between, np.maximum(ends[0], ends[1]), np.nan)  # NaN unless both ends' links are listed
+    peak = np.fmin(host_peak, peer_peak)  # a row is one kind or the other (NaN: neither)
+    rate = _copy_rate(cp)
+    memory = _copy_memory_peak(run, cp)
+    over_memory = rate > memory * PEAK_MARGIN if memory is not None else np.zeros(len(cp), dtype=bool)
+    rows = np.flatnonzero((rate > peak * PEAK_MARGIN) & ~over_memory)  # above the memory's peak too: _copy_rates names them
+    if not len(rows):
+        return []
+    worst = int(rows[np.argmax(rate[rows] / peak[rows])])
+    if np.isfinite(host_peak[worst]):
+        link = host[int(gpu_end[worst])][1]
+    else:  # the faster end's peer link bounded it
+        link = peer[int(src[worst]) if ends[0][worst] >= ends[1][worst] else int(dst[worst])][1]
+    message = (
+        f"{len(rows)} copies move bytes faster than the link they cross can (up to {rate[worst]:,.0f} GB/s over {link}, "
+        f"peak {peak[worst]:,.0f} GB/s a direction): their byte counts or times are wrong"
+    )
+    affects = {"sections": ["copies", "measurement"], **_where(run, "copies", rows), "peak_gbs": float(peak[worst])}
+    return [Issue("bandwidth-above-peak", "unreliable", message, affects)]
+
+
 def bandwidth(runset: RunSet) -> list[Issue]:
-    """Copies and kernels moving bytes faster than the device's documented memory peak."""
+    """Copies and kernels moving bytes faster than the device's documented memory peak, and
+    copies faster than the link they cross."""
     out: list[Issue] = []
     for run in runset.runs:
         out.extend(_copy_rates(run))
+        out.extend(_copy_links(run))
         out.extend(_kernel_rates(run))
     return out
 
@@ -1133,6 +1427,35 @@ def _clusters(run: Run) -> list[tuple[int, int]]:
     return [(a, b) for a, b in merged]
 
 
+def _known_start_range(start: np.ndarray, in_order: bool) -> tuple[int, int] | None:
+    """(first, last) of the starts that are not UNKNOWN (-1): a look at each end when they are
+    in order (-1 rows first), else a pass."""
+    if not len(start):
+        return None
+    if in_order:
+        at = 0 if int(start[0]) != -1 else int(np.searchsorted(start, -1, side="right"))
+        return (int(start[at]), int(start[-1])) if at < len(start) else None
+    known = start[start != -1]
+    return (int(known.min()), int(known.max())) if len(known) else None
+
+
+def _may_split(run: Run) -> bool:
+    """Whether :func:`split_run` could cut ``run``: a cut needs a gap of more than
+    CLUSTER_GAP_NS between starts, so the starts must span more than that."""
+    facts = run_facts(run)
+    lo, hi = None, None
+    for name in TABLES:
+        table = run.table(name)
+        col = _time_column(table)
+        if col is None or not len(table):
+            continue
+        start = column_array(table, col)
+        found = _known_start_range(start, facts.table(name).start_sorted if col == "start" and "end" in table.columns else _is_sorted(start))
+        if found is not None:
+            lo, hi = found if lo is None or hi is None else (min(lo, found[0]), max(hi, found[1]))
+    return lo is not None and hi is not None and hi - lo > CLUSTER_GAP_NS
+
+
 def split_run(run: Run) -> list[Run]:
     """``run`` cut into one run per recording when a loader merged files of separate
     recordings into one process (its rows fall in time clusters more than an hour apart: the
@@ -1140,6 +1463,8 @@ def split_run(run: Run) -> list[Run]:
     rows without a timestamp to the first; counter and metric rows follow their dispatch;
     the profiler's statistics files cover every recording and are left out of the parts (said
     in each part's warnings). ``[run]`` when it is one recording."""
+    if not _may_split(run):
+        return [run]
     clusters = _clusters(run)
     if len(clusters) < 2:
         return [run]
@@ -1182,10 +1507,21 @@ def split_recordings(runset: RunSet) -> RunSet:
 
 
 def separate_recordings(runset: RunSet) -> list[Issue]:
-    """A note when the run set holds several recordings (:func:`recordings`: processes that did
-    not run together, separate profiler sessions of one process): each figure of ``summary``,
-    ``open`` and ``export`` comes from one of them (``--recording N``), never from their pool."""
-    return separate_recordings_of([time_range(run) for run in runset.runs], [run.meta for run in runset.runs], [run_label(run) for run in runset.runs])
+    """A note when the run set holds several recordings (:func:`recordings` of the processes
+    cut at their own gaps, :func:`split_recordings`, as :func:`pick_recording` counts them:
+    processes that did not run together, separate profiler sessions of one process): each
+    figure of ``summary``, ``open`` and ``export`` comes from one of them (``--recording N``),
+    never from their pool."""
+    parts = split_recordings(runset).runs
+    if len(parts) < 2:  # one recording: no time range needed
+        return []
+    return separate_recordings_of([time_range(part) for part in parts], [part.meta for part in parts], [run_label(part) for part in parts])
+
+
+def recording_units(run: Run) -> list[tuple[tuple[int, int] | None, RunMeta, str]]:
+    """(time range, metadata, label) of each recording ``run`` holds (:func:`split_run`): what
+    :func:`separate_recordings_of` groups."""
+    return [(time_range(part), part.meta, run_label(part)) for part in split_run(run)]
 
 
 def separate_recordings_of(ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta], labels: Sequence[str]) -> list[Issue]:
@@ -1230,21 +1566,50 @@ def pick_recording(runset: RunSet, wanted: int | None = None) -> RecordingChoice
     (:func:`split_recordings`), the processes grouped (:func:`recordings`), and recording
     ``wanted`` (1-based) chosen, else the one with the most kernel dispatches."""
     split = split_recordings(runset)
-    groups = recordings(split)
+    runs = split.runs
+    found = choose_recording(
+        [time_range(run) for run in runs], [run.meta for run in runs], [run_label(run) for run in runs], [len(run.kernels) for run in runs], wanted
+    )
+    if found.count < 2 or found.error:
+        return RecordingChoice(runset, found.count, found.chosen, [], found.error)
+    return RecordingChoice(recording_runset(split, found.groups[found.chosen - 1]), found.count, found.chosen, found.listing, split=split, groups=found.groups)
+
+
+@dataclass(frozen=True)
+class RecordingPick:
+    """What :func:`choose_recording` decided: ``count`` recordings, ``chosen`` (1-based; 0 on
+    a bad N), one ``listing`` line per recording where there are several, each recording's
+    processes (``groups``: indices in the run set's order) and the ``error`` of a bad N."""
+
+    count: int
+    chosen: int
+    listing: list[str]
+    groups: list[list[int]]
+    error: str | None = None
+
+
+def choose_recording(
+    ranges: Sequence[tuple[int, int] | None], metas: Sequence[RunMeta], labels: Sequence[str], dispatches: Sequence[int], wanted: int | None = None
+) -> RecordingPick:
+    """:func:`pick_recording`'s rule over processes given by their time ranges, metadata,
+    labels and kernel dispatches (in the run set's order, each process already cut into its
+    recordings): the processes grouped (:func:`recordings_of`) and recording ``wanted``
+    (1-based) chosen, else the one with the most kernel dispatches (ties: the first)."""
+    groups = recordings_of(ranges, metas)
     if len(groups) < 2:
         error = None if wanted in (None, 1) else f"--recording {wanted}: the run holds one recording"
-        return RecordingChoice(runset, 1, 1, [], error)
+        return RecordingPick(1, 1, [], groups, error)
     if wanted is not None and not 1 <= wanted <= len(groups):
-        return RecordingChoice(runset, len(groups), 0, [], f"--recording {wanted}: the run holds {len(groups)} recordings (1..{len(groups)})")
-    sizes = [sum(len(split.runs[i].kernels) for i in g) for g in groups]
+        return RecordingPick(len(groups), 0, [], groups, f"--recording {wanted}: the run holds {len(groups)} recordings (1..{len(groups)})")
+    sizes = [sum(dispatches[i] for i in g) for g in groups]
     chosen = wanted if wanted is not None else 1 + max(range(len(groups)), key=lambda g: (sizes[g], -g))
     listing = []
     for n, group in enumerate(groups, 1):
-        ranges = [r for r in (time_range(split.runs[i]) for i in group) if r]
-        start = f"starts at {min(lo for lo, _ in ranges)} ns" if ranges else "no timestamps"
-        labels = ", ".join(run_label(split.runs[i]) for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
-        listing.append(f"[{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {labels}")
-    return RecordingChoice(recording_runset(split, groups[chosen - 1]), len(groups), chosen, listing, split=split, groups=groups)
+        spans = [r for r in (ranges[i] for i in group) if r]
+        start = f"starts at {min(lo for lo, _ in spans)} ns" if spans else "no timestamps"
+        names = ", ".join(labels[i] for i in group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+        listing.append(f"[{n}] {'*' if n == chosen else ' '} {len(group)} process(es), {sizes[n - 1]} dispatches, {start}: {names}")
+    return RecordingPick(len(groups), chosen, listing, groups)
 
 
 # --- the registry ------------------------------------------------------------------------------
@@ -1269,9 +1634,10 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 def check_run(runset: RunSet, checks: Iterable[tuple[str, Check]] = CHECKS) -> CheckReport:
     """Every check of ``checks`` on ``runset``; the issues most severe first (ties in check order)."""
     names, issues = [], []
-    for name, check in checks:
-        names.append(name)
-        issues.extend(check(runset))
+    with shared_facts():
+        for name, check in checks:
+            names.append(name)
+            issues.extend(check(runset))
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
     return CheckReport(runset.root, issues, names)
 

@@ -37,15 +37,20 @@ exact functions of them (``MERGED_SECTIONS``; docs/cluster.md):
   occupancy rows; ``hotspots_by_operator``, ``hotspots_by_module``: the process's parts of
   the operator fold (:func:`~tui_prof.analysis.operators.operator_part`);
 * ``trust`` (of the merged sections) and ``tuiprof check``: the process's part of the
-  integrity report (:class:`CheckPartial`), merged by :func:`merged_check`.
+  integrity report (:class:`CheckPartial`), merged by :func:`merged_check`;
+* ``stats``, ``source``, ``warnings``: the process's statistics tables as the profiler wrote
+  them (one row per name), their disagreements with its own trace and its load warnings
+  (:class:`StatsPartial`); the tables are combined over the processes by the in-process
+  function (:func:`~tui_prof.analysis.stats.stats_tables`), the load's errors and skipped
+  files come from the driver's scan and the ranks' loads. Without any kernel trace the
+  kernel statistics stand in for ``kernels``, ``hotspots`` and ``categories``, as in one process.
 
 The steps, the warm-up, the memory and the measurement need the slowest rank's events for
 the combined steps' outliers (the rank is loaded again: ``PartialMerge.load``); the critical
 path, its ``critical_ns`` columns and the findings need a second pass over the ranks once the
 steps are combined (:mod:`tui_prof.analysis.pathpartials`, run by :func:`merged_sections`'
-``paths``). The statistics, source and warnings are not built as partials yet. A
-partial's size grows with the distinct kernel durations of the rank, not with its
-dispatches' count.
+``paths``). A partial's size grows with the distinct kernel durations of the rank, not with
+its dispatches' count.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ import numpy as np
 import pandas as pd
 
 from tui_prof.analysis import aggregate, hostapi
+from tui_prof.analysis import stats as tool_stats
 from tui_prof.analysis.copies import copies_of_parts, copies_part
 from tui_prof.analysis.counters import counter_metrics
 from tui_prof.analysis.critical import has_window, ranks_on_path_of, step_parts
@@ -76,11 +82,14 @@ from tui_prof.analysis.integrity import (
     concat_work_rows,
     counter_modes_of,
     files_unloaded,
+    recording_units,
     run_read_in_part,
     separate_recordings_of,
+    shared_facts,
+    split_run,
     work_counter_rows,
 )
-from tui_prof.analysis.kernel_tables import GROUPED_BY
+from tui_prof.analysis.kernel_tables import GROUPED_BY, stats_categories, stats_hotspots
 from tui_prof.analysis.measurement import measurement_section, peak_memory
 from tui_prof.analysis.memory import API as MEMORY_API
 from tui_prof.analysis.memory import TOTALS as MEMORY_TOTALS
@@ -98,7 +107,7 @@ from tui_prof.analysis.operators import (
     operators_of_parts,
 )
 from tui_prof.analysis.platform import MIXED, UNKNOWN, detect_platform
-from tui_prof.analysis.processes import agent_records, logs_section, process_records
+from tui_prof.analysis.processes import agent_records, logs_section, process_records, source_section_of, warnings_of
 from tui_prof.analysis.ranks import InstanceTable, RankCore, WaitTable, rank_numbers, sections_of_table
 from tui_prof.analysis.runinput import RunInput, has_gpu_activity, run_inputs, run_label, time_range
 from tui_prof.analysis.sections import (
@@ -115,6 +124,8 @@ from tui_prof.analysis.sections import (
     ProcessRecord,
     RankRecord,
     Record,
+    SourceSection,
+    StatsSection,
     StepRecord,
     StepsSection,
     StragglerSection,
@@ -134,12 +145,14 @@ GROUPINGS = ("name",) + GROUPED_BY  # name, category, normalized, agent, pid
 
 # the summary's sections a merge of partials reproduces exactly, in the document's order
 MERGED_SECTIONS = (
+    "source",
     "processes",
     "agents",
     "platform",
     "kernels",
     "hotspots",
     "hotspots_source",
+    "warnings",
     "wall_ns",
     "gpu",
     "gaps",
@@ -157,6 +170,7 @@ MERGED_SECTIONS = (
     "counters",
     "occupancy",
     "logs",
+    "stats",
     "steps",
     "memory",
     "findings",
@@ -209,13 +223,17 @@ class CheckPartial:
     range: tuple[int, int] | None = None
     meta: RunMeta | None = None
     label: str = ""
+    # (range, meta, label) of each recording the process holds (integrity.recording_units)
+    units: list[tuple[tuple[int, int] | None, RunMeta, str]] = field(default_factory=list)
 
 
 def check_partial(root: str, run: Run) -> CheckPartial:
     one = RunSet(root, [run])
-    issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+    with shared_facts():  # the checks and the clock pieces share the process's facts, as in check_run
+        issues = {name: check(one) for name, check in CHECKS if name in PER_PROCESS_CHECKS}
+        pieces, units = clock_pieces(run), recording_units(run)
     work = work_counter_rows(run, distinct=True)
-    return CheckPartial(root, issues, clock_pieces(run), work, run_read_in_part(run), time_range(run), run.meta, run_label(run))
+    return CheckPartial(root, issues, pieces, work, run_read_in_part(run), time_range(run), run.meta, run_label(run), units)
 
 
 def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], root: str) -> CheckReport:
@@ -234,8 +252,8 @@ def merged_check(parts: Sequence[CheckPartial], errors: Sequence[LoadIssue], roo
         elif name == "files":
             issues.extend(files_unloaded(list(errors)) + [i for part in parts for i in part.in_part])
         elif name == "recordings":
-            metas = [part.meta or RunMeta() for part in parts]
-            issues.extend(separate_recordings_of([part.range for part in parts], metas, [part.label for part in parts]))
+            units = [unit for part in parts for unit in (part.units or [(part.range, part.meta or RunMeta(), part.label)])]
+            issues.extend(separate_recordings_of([u[0] for u in units], [u[1] for u in units], [u[2] for u in units]))
         else:  # a check added to the registry without a partial: the merged report would miss it
             raise ValueError(f"integrity check {name!r} has no partial")
     issues.sort(key=lambda i: -SEVERITIES.index(i.severity))
@@ -381,6 +399,31 @@ def _merged_launch(parts: Sequence[LaunchPartial]) -> LaunchPartial:
 
 
 @dataclass(frozen=True)
+class StatsPartial:
+    """One process's part of the ``stats``, ``source`` and ``warnings`` sections: its
+    statistics tables as the profiler wrote them (one row per name: small), how they were
+    written (:func:`~tui_prof.analysis.stats.tool_of`), whether it recorded trace rows, the
+    names on which its statistics disagree with its own trace, its load warnings and whether
+    it holds counter values (the serialisation warning)."""
+
+    tool: str
+    tables: dict[str, pd.DataFrame]
+    traced: bool
+    checks: list[Record]
+    warnings: list[str]
+    counters: bool
+
+
+def stats_partial(r: RunInput) -> StatsPartial:
+    """What one process adds to the ``stats`` and ``warnings`` sections."""
+    run = r.run
+    one = RunSet("", [run])
+    checks = [dict(c) for c in tool_stats.trace_checks(one, {id(run): r.label})]
+    tables = {key: table for key, table in run.tool_stats.items() if len(table)}
+    return StatsPartial(tool_stats.tool_of(run), tables, tool_stats.trace_recorded(one), checks, list(run.warnings), bool(len(run.counters)))
+
+
+@dataclass(frozen=True)
 class RankPartial:
     """What one process contributes to the merged summary (see the module's doc)."""
 
@@ -408,13 +451,19 @@ class RankPartial:
     occupancy: list[Record] = field(default_factory=list)  # its kernels' occupancy rows (analysis.occupancy.kernel_occupancy)
     operators: OperatorPartial | None = None  # its part of the operator and module tables
     steps: StepsPartial | None = None  # its steps, warm-up and memory parts
+    stats: StatsPartial | None = None  # its statistics tables, load warnings (stats, source, warnings)
+    # a part of a process that holds several recordings (integrity.split_run): the process's
+    # own label and the part's place among its parts (1-based); None: the whole process
+    split_of: tuple[str, int] | None = None
     schema: str = PARTIAL_SCHEMA
 
     @property
     def key(self) -> tuple:
-        """The run set's order of processes (loaders.detect.assemble)."""
+        """The run set's order of processes (loaders.detect.assemble), a process's parts in
+        their order in its place (integrity.split_recordings)."""
         m = self.meta
-        return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, m.label)
+        label, part = self.split_of if self.split_of is not None else (m.label, 0)
+        return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, label, part)
 
 
 def _codes(key: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -579,6 +628,7 @@ def rank_partial(
         occupancy=occupancy_rows(r),
         operators=operator_partial(r, link),
         api_stats={key: table for key, table in run.tool_stats.items() if key in API_STATS and len(table)},
+        stats=stats_partial(r),
     )
 
 
@@ -611,14 +661,22 @@ def rank_partials(
     threshold_ns: int | None = None,
     max_gaps: int | None = 200,
     step_options: StepOptions = StepOptions(),
+    split: bool = False,
 ) -> list[RankPartial]:
     """The partial of every process of ``runset`` (one rank's files, as a worker loads them);
-    ``threshold_ns`` (None: 10 µs), ``max_gaps`` and ``step_options`` as the summary's options."""
-    inputs = run_inputs(runset)
-    records = process_records(inputs)
+    ``threshold_ns`` (None: 10 µs), ``max_gaps`` and ``step_options`` as the summary's options.
+    ``split``: a process that holds several recordings gives a partial per recording
+    (:func:`~tui_prof.analysis.integrity.split_run`, as ``summary`` cuts it before it picks one)."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
     rules = rules or DEFAULT_CATEGORY_RULES
-    return [rank_partial(r, rec, rules, threshold, max_gaps, runset.root, step_options) for r, rec in zip(inputs, records, strict=True)]
+    out = []
+    for run in runset.runs:
+        parts = split_run(run) if split else [run]
+        inputs = run_inputs(RunSet(runset.root, parts))
+        for n, (r, rec) in enumerate(zip(inputs, process_records(inputs), strict=True), 1):
+            partial = rank_partial(r, rec, rules, threshold, max_gaps, runset.root, step_options)
+            out.append(replace(partial, split_of=(run.meta.label, n)) if len(parts) > 1 else partial)
+    return out
 
 
 def check_partials(runset: RunSet) -> list[RankPartial]:
@@ -719,6 +777,16 @@ class PartialMerge:
     api_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)  # kept while no traced API call is seen
     windows: int = 0  # processes that get a critical-path window (analysis.critical.has_window)
     stepped: tuple[StepsSection, MemorySection, dict | None] | None = None  # steps_memory's result, once made
+    # the stats, source and warnings sections: the processes' statistics tables (only those
+    # that have some), their checks against their trace, their load warnings (only where any)
+    tool_stats: list[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]] = field(default_factory=list)
+    tools: set[str] = field(default_factory=set)  # how the kept tables were written
+    stats_checks: list[tuple[tuple, list[Record]]] = field(default_factory=list)
+    warned: list[tuple[tuple, str, list[str]]] = field(default_factory=list)  # (rank key, label, its load warnings)
+    traced: bool = False  # some process recorded trace rows
+    counted: bool = False  # some process holds counter values
+    load_skipped: list[LoadIssue] = field(default_factory=list)  # the files the run's load skipped (the source section)
+    root: str | None = None  # the run's path as the load names it (None: the one the workers loaded)
     # the ranks' collectives, reduced as they arrive (O(instances), analysis.ranks.InstanceTable);
     # each rank core's arrival in it, and the collective starts per type of the first process
     # (in the run set's order) with steps: the reference ranks_on_path places instances by
@@ -758,6 +826,8 @@ class PartialMerge:
             self.api_stats.clear()
         elif p.api_stats:
             self.api_stats.append((p.key, p.meta, p.api_stats))
+        if p.stats is not None:
+            self._add_stats(p, p.stats)
         if p.launch is not None:
             self.launches.append(p.launch)
             if len(self.launches) >= 64:  # compacted: the driver's memory stays bounded by the distinct values
@@ -772,6 +842,51 @@ class PartialMerge:
             self.gaps.extend((-d, p.key, pos, g) for pos, (d, g) in enumerate(p.timeline.listed))
             if self.max_gaps is not None and len(self.gaps) > 2 * self.max_gaps + 64:
                 self.gaps = sorted(self.gaps, key=_gap_order)[: self.max_gaps]
+
+    def _add_stats(self, p: RankPartial, part: StatsPartial) -> None:
+        if part.tables:
+            self.tool_stats.append((p.key, p.meta, part.tables))
+            self.tools.add(part.tool)
+        if part.checks:
+            self.stats_checks.append((p.key, part.checks))
+        if part.warnings:
+            self.warned.append((p.key, p.label, part.warnings))
+        self.traced = self.traced or part.traced
+        self.counted = self.counted or part.counters
+
+    def stats_runset(self) -> RunSet:
+        """The processes' statistics tables as a run set of runs that hold only them (and their
+        meta), in the run set's order: what :mod:`~tui_prof.analysis.stats` combines."""
+        shared = {name: empty_table(name) for name in TABLES}
+        runs = []
+        for _key, meta, tables in sorted(self.tool_stats, key=lambda x: x[0]):
+            run = _meta_run(meta, shared)
+            run.tool_stats = dict(tables)
+            runs.append(run)
+        return RunSet("", runs)
+
+    def stats_section(self, top: int | None) -> StatsSection:
+        """The ``stats`` section: the statistics tables combined over the processes, as
+        :func:`~tui_prof.analysis.stats.stats_section` combines them in one process."""
+        tables = tool_stats.stats_tables(self.stats_runset(), top)
+        checks = [c for _key, mine in sorted(self.stats_checks, key=lambda x: x[0]) for c in mine]
+        return tool_stats.stats_section_of(tables, checks, tool_stats.source_label_of(self.tools, self.traced), self.traced)  # type: ignore[arg-type]
+
+    def warnings_section(self, stats: StatsSection) -> list[str]:
+        """The ``warnings`` section: each process's load warnings, the load's errors, the
+        counter-serialisation warning, then the statistics' disagreements and cut tables."""
+        per_process = [(label, mine) for _key, label, mine in sorted(self.warned, key=lambda x: x[0])]
+        warnings = warnings_of(per_process, self.load_errors, self.counted)
+        return warnings + tool_stats.stats_warnings(stats["checks"]) + tool_stats.cut_warnings(stats["tables"])
+
+    def source_section(self) -> SourceSection:
+        """The ``source`` section: the run's path, its processes' formats (first seen first in
+        the run set's order) and what its load could not read or skipped."""
+        formats: list[str] = []
+        for *_rest, meta in sorted(self.ranks, key=lambda x: x[0]):
+            formats.extend(f for f in meta.formats if f not in formats)
+        root = self.root if self.root is not None else next((part.root for _key, part in self.checks), "")
+        return source_section_of(root, formats, [*self.load_errors, *self.load_skipped])
 
     def _add_core(self, p: RankPartial) -> dict[str, Any] | None:
         """The rank's core figures without its collectives, which go into the instance table
@@ -1007,13 +1122,16 @@ def merged_sections(
         stepped = None
     by_operator, by_module = merge.operator_tables(top)
     copies, copies_source = copies_of_parts([part for _key, part in sorted(merge.copies, key=lambda x: x[0])], merge.process_total)
+    stats = merge.stats_section(top)
     out: dict[str, Any] = {
+        "source": merge.source_section(),
         "processes": [rec for _k, _l, rec, _f, _m in ordered],
         "agents": agents,
         "platform": platform,
         "kernels": {"dispatches": merge.dispatches, "unique_names": int(len(by_name)), "total_ns": merge.kernel_ns},
         "hotspots": hotspot_records(by_name, top),
         "hotspots_source": "trace" if merge.dispatches else "none",
+        "warnings": merge.warnings_section(stats),
         "wall_ns": aggregate.group_span(merge.spans),
         "gpu": gpu,
         "gaps": gaps,
@@ -1034,12 +1152,16 @@ def merged_sections(
         "hotspots_by_module": by_module,
         "counters": counters,
         "occupancy": occupancy,
+        "stats": stats,
         "ranks": ranks,
         "communication": communication,
         "stragglers": stragglers,
     }
+    kernel_whole = None
+    if not merge.dispatches and any(t["key"] == tool_stats.KERNEL_STATS for t in stats["tables"]):
+        kernel_whole = _stats_stand_in(merge, out, top)
     if stepped is not None:
-        out.update(_stepped(merge, out, *stepped))
+        out.update(_stepped(merge, out, *stepped, kernel_whole=kernel_whole))
     if merge.logs_root is not None:  # read-only, on the driver: the run directory's log files
         out["logs"] = logs_section(RunSet(merge.logs_root))
     if paths is not None and stepped is not None:  # the critical path needs the combined steps
@@ -1055,8 +1177,23 @@ def merged_sections(
     return out
 
 
-def _stepped(merge: PartialMerge, doc: dict[str, Any], steps: StepsSection, memory: MemorySection, warmup: dict | None) -> dict[str, Any]:
-    """The ``steps``, ``memory``, ``warmup`` and ``measurement`` sections."""
+def _stats_stand_in(merge: PartialMerge, doc: dict[str, Any], top: int | None) -> int | None:
+    """No kernel trace in any process, a kernel statistics table in some: the statistics stand
+    in for ``kernels``, ``hotspots`` and ``categories`` (hotspots_source "stats"), combined over
+    the processes as in one process (kernel_tables.stats_hotspots); the run's kernel time as
+    the measurement reads it (the table's run total: a cut table's rows hold less)."""
+    found = merge.stats_runset()
+    doc["hotspots"], doc["kernels"] = stats_hotspots(found, top)
+    doc["hotspots_source"] = "stats"
+    doc["categories"] = stats_categories(found, merge.rules)
+    return next((int(t["run_total_ns"]) for t in doc["stats"]["tables"] if t["key"] == tool_stats.KERNEL_STATS), None)
+
+
+def _stepped(
+    merge: PartialMerge, doc: dict[str, Any], steps: StepsSection, memory: MemorySection, warmup: dict | None, kernel_whole: int | None = None
+) -> dict[str, Any]:
+    """The ``steps``, ``memory``, ``warmup`` and ``measurement`` sections (``kernel_whole``:
+    the kernel statistics' run total where they stand in for a trace)."""
     measurement = measurement_section(
         doc["wall_ns"],
         doc["kernels"],
@@ -1068,7 +1205,7 @@ def _stepped(merge: PartialMerge, doc: dict[str, Any], steps: StepsSection, memo
         merge.peak_memory(memory),
         len(merge.ranks),
         merge.process_total,
-        None,
+        kernel_whole,
     )
     return {"steps": steps, "memory": memory, "warmup": warmup, "measurement": measurement}
 
@@ -1081,12 +1218,16 @@ def merge_partials(
     max_gaps: int | None = 200,
     load: Callable[[str], RunSet] | None = None,
     step_options: StepOptions = StepOptions(),
+    issues: Sequence[LoadIssue] = (),
 ) -> dict[str, Any]:
     """:func:`merged_sections` of ``partials`` (in any order; made with the same
     ``threshold_ns`` and ``max_gaps``); ``load``: a rank by its label (PartialMerge.load), with
-    which the second pass (the critical path, its columns and the findings) runs here."""
+    which the second pass (the critical path, its columns and the findings) runs here;
+    ``issues``: what the run's load could not read or skipped (RunSet.issues)."""
     threshold = DEFAULT_GAP_THRESHOLD_NS if threshold_ns is None else int(threshold_ns)
     merge = PartialMerge(rules or DEFAULT_CATEGORY_RULES, threshold_ns=threshold, max_gaps=max_gaps, load=load, step_options=step_options)
+    merge.load_errors = [i for i in issues if i.severity == "error"]
+    merge.load_skipped = [i for i in issues if i.severity != "error"]
     for p in partials:
         merge.add(p)
     if load is None:

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from tui_prof.analysis import critical, savings
 from tui_prof.analysis.critical import (
-    MAX_NODES,
     add_critical_ns,
     add_group_critical,
     collective_waits,
@@ -43,11 +43,11 @@ from tui_prof.analysis.names import CategoryRules
 from tui_prof.analysis.operators import has_operators, link_operators
 from tui_prof.analysis.partials import PartialMerge, StepsNotMerged, keys_of
 from tui_prof.analysis.runinput import RunInput, run_inputs
-from tui_prof.analysis.savings import SAVING_NODES, best_saving, edit_key, part_of, part_saving, projected_edits, ranked_savings, saving_budget
+from tui_prof.analysis.savings import best_saving, edit_key, part_of, part_saving, projected_edits, ranked_savings, saving_budget
 from tui_prof.analysis.sections import StepsSection
 from tui_prof.analysis.whatif import Edits
 from tui_prof.guard import jsonout
-from tui_prof.model import RunSet
+from tui_prof.model import RunMeta, RunSet
 
 PATH_SCHEMA = "tuiprof.pathpartial/1"
 PATH_CACHE_KIND = "rank-paths"  # the cache entries of path partials (loaders.cache.save_doc)
@@ -76,7 +76,7 @@ class PathSettings:
 class PathPartial:
     """One process's part of the critical path, its ``critical_ns`` columns and its savings."""
 
-    key: tuple  # the run set's order of processes (RankPartial.key)
+    key: tuple  # which process it is (identity)
     label: str
     record: dict[str, Any] | None  # its record of critical_path.processes; None: no window
     by_kernel: dict[str, int]  # ns on the path per kernel / copy name (scaled to the window, rounded)
@@ -85,10 +85,11 @@ class PathPartial:
     schema: str = PATH_SCHEMA
 
 
-def rank_key(run: Any) -> tuple:
-    """:attr:`~tui_prof.analysis.partials.RankPartial.key` of a loaded process."""
-    m = run.meta
-    return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, m.label)
+def identity(meta: RunMeta, label: str) -> tuple:
+    """Which process of the first pass a path partial is (host, pid, rank and its label in
+    the summary: a recording cut from a process has its own), matched to the merge's
+    partials by :meth:`PathMerge.ordered`."""
+    return (meta.hostname, meta.pid if meta.pid is not None else -1, meta.rank or 0, label)
 
 
 def path_partial(r: RunInput, records: list[dict], settings: PathSettings, table: WaitTable | None, rules: CategoryRules) -> PathPartial:
@@ -100,7 +101,7 @@ def path_partial(r: RunInput, records: list[dict], settings: PathSettings, table
     categories = keys["category"].astype(str).to_numpy(dtype=object) if link is not None else None
     w = process_window(r, records, settings.path_nodes, categories)
     if w is None:
-        return PathPartial(rank_key(run), r.label, None, {}, {}, {})
+        return PathPartial(identity(run.meta, r.label), r.label, None, {}, {}, {})
     waits = collective_waits({0: w}, rules, table).get(0) if settings.with_waits and table is not None else None
     record, by_kernel, row_ns = process_path(w, rules, waits, settings.with_waits)
     groups = {table_name: sums_by_key(keys[by], row_ns) for table_name, by in GROUP_TABLES}
@@ -108,11 +109,12 @@ def path_partial(r: RunInput, records: list[dict], settings: PathSettings, table
         groups["operator"] = sums_by_key(operator_groups(len(run.kernels), link), row_ns)
     part = part_of(w, settings.saving_nodes)
     savings = {edit_key(e): part_saving(part, e, rules) if part is not None else None for e in settings.edits}
-    return PathPartial(rank_key(run), r.label, record, by_kernel, groups, savings)
+    return PathPartial(identity(run.meta, r.label), r.label, record, by_kernel, groups, savings)
 
 
 def path_partials(runset: RunSet, steady: dict[str, list[dict]], settings: PathSettings, table: WaitTable | None, rules: CategoryRules) -> list[PathPartial]:
-    """The path partial of every process of ``runset`` (one rank's files, loaded again)."""
+    """The path partial of every process of ``runset`` (one rank's files, loaded again, its
+    processes cut into recordings where the first pass cut them)."""
     return [path_partial(r, steady.get(r.label, []), settings, table, rules) for r in run_inputs(runset)]
 
 
@@ -137,16 +139,22 @@ class PathPlan:
 
 
 def table_hash(table: WaitTable | None) -> str:
+    """A short digest of the wait table (made once on the driver: a part of every rank's path key)."""
+    if table is None:
+        return "none"
     digest = hashlib.sha256()
-    for kind in sorted(table or {}):
-        fastest, last = (np.ascontiguousarray(a, dtype=np.int64) for a in (table or {})[kind])
+    for kind in sorted(table):
+        fastest, last = (np.ascontiguousarray(a, dtype=np.int64) for a in table[kind])
         digest.update(kind.encode("utf-8", "surrogateescape") + b"\0" + fastest.tobytes() + b"\0" + last.tobytes() + b"\0")
-    return digest.hexdigest()[:24] if table is not None else "none"
+    return digest.hexdigest()[:24]
 
 
-def path_plan(merge: PartialMerge, max_nodes: int = MAX_NODES, saving_nodes: int = SAVING_NODES) -> PathPlan | None:
-    """The second pass's inputs from the merged first pass; None where the steps could not
-    be combined (a slow step's rank could not be loaded again)."""
+def path_plan(merge: PartialMerge, max_nodes: int | None = None, saving_nodes: int | None = None) -> PathPlan | None:
+    """The second pass's inputs from the merged first pass (``max_nodes``, ``saving_nodes``:
+    the budgets shared by the processes; None: the critical path's and the savings' own);
+    None where the steps could not be combined (a slow step's rank could not be loaded again)."""
+    max_nodes = critical.MAX_NODES if max_nodes is None else max_nodes
+    saving_nodes = savings.SAVING_NODES if saving_nodes is None else saving_nodes
     try:
         steps = merge.steps_memory()[0]
     except StepsNotMerged:
@@ -170,8 +178,10 @@ class PathMerge:
     def add(self, parts: Sequence[PathPartial]) -> None:
         self.parts.extend(parts)
 
-    def ordered(self) -> list[PathPartial]:
-        return sorted(self.parts, key=lambda p: p.key)
+    def ordered(self, merge: PartialMerge) -> list[PathPartial]:
+        """The partials of the merge's processes, in the run set's order (RankPartial.key)."""
+        order = {identity(meta, label): key for key, label, _record, _core, meta in merge.ranks}
+        return sorted((p for p in self.parts if p.key in order), key=lambda p: order[p.key])
 
 
 def run_in_process(merge: PartialMerge, plan: PathPlan, load: Callable[[str], RunSet], rules: CategoryRules) -> PathMerge:
@@ -180,22 +190,25 @@ def run_in_process(merge: PartialMerge, plan: PathPlan, load: Callable[[str], Ru
     if not plan.windows:
         return out
     processes = len(merge.ranks)
-    merged = {key for key, *_rest in merge.ranks}
+    merged = {identity(meta, label) for _key, label, _record, _core, meta in merge.ranks}
     loaded: set[str] = set()
     for _key, label, *_rest in sorted(merge.ranks, key=lambda x: x[0]):
         if label in loaded:  # processes that share a label are loaded together
             continue
         loaded.add(label)
-        runset = load(label)
-        labels = [r.label for r in run_inputs(runset)]
-        out.add([p for p in path_partials(runset, plan.steady(labels, processes), plan.settings, plan.table, rules) if p.key in merged])
+        try:
+            runset = load(label)
+            labels = [r.label for r in run_inputs(runset)]
+            out.add([p for p in path_partials(runset, plan.steady(labels, processes), plan.settings, plan.table, rules) if p.key in merged])
+        except Exception as err:  # a rank that cannot be loaded again (its files gone): named, the rest built
+            out.failed.append((label, f"{type(err).__name__}: {err}".splitlines()[0]))
     return out
 
 
 def add_path_sections(doc: dict[str, Any], merge: PartialMerge, paths: PathMerge, plan: PathPlan) -> None:
     """``critical_path``, the ``critical_ns`` columns and ``findings`` of the merged ``doc``
     (its other sections made), as :func:`~tui_prof.analysis.summary.summarise` adds them."""
-    parts = paths.ordered()
+    parts = paths.ordered(merge)
     with_path = [p for p in parts if p.record is not None]
     doc["critical_path"] = None
     if paths.failed:  # the ranks whose path task failed: said, the rest still built

@@ -3,22 +3,29 @@ agents (with each GPU's capabilities), the load warnings and the profiler's log 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
 
-from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, nvidia_arch, nvidia_capabilities, scan_logs
+from tui_prof.analysis.capability import SERIALISATION_WARNING, capabilities, log_files, nvidia_arch, nvidia_capabilities, scan_logs
 from tui_prof.analysis.runinput import RunInput
 from tui_prof.analysis.sections import LogHit, ProcessRecord, Record, SourceSection
-from tui_prof.model import Agent, Run, RunSet
+from tui_prof.model import Agent, LoadIssue, Run, RunSet
 
 
 def source_section(runset: RunSet) -> SourceSection:
+    return source_section_of(runset.root, runset.formats, runset.issues)
+
+
+def source_section_of(root: str, formats: list[str], issues: Iterable[LoadIssue]) -> SourceSection:
+    """:func:`source_section` of a run at ``root`` whose processes' formats are ``formats``
+    (first seen first) and whose load said ``issues`` (errors and skipped files, in load order)."""
+    issues = list(issues)
     return {
-        "path": runset.root,
-        "formats": runset.formats,
-        "errors": [{"path": i.path, "message": i.message} for i in runset.errors],
-        "skipped": [{"path": i.path, "message": i.message} for i in runset.skipped],
+        "path": root,
+        "formats": formats,
+        "errors": [{"path": i.path, "message": i.message} for i in issues if i.severity == "error"],
+        "skipped": [{"path": i.path, "message": i.message} for i in issues if i.severity != "error"],
     }
 
 
@@ -80,18 +87,34 @@ def agent_records(inputs: Sequence[RunInput], vendor: str = "unknown") -> list[R
 
 def warnings_section(runset: RunSet, inputs: Sequence[RunInput]) -> list[str]:
     """Each process's load warnings, the files that failed, and the counter-serialisation warning."""
-    warnings = [f"{r.label}: {w}" for r in inputs for w in r.run.warnings]
-    warnings.extend(str(issue) for issue in runset.errors)
-    if any(len(run.counters) for run in runset.runs):
+    return warnings_of([(r.label, r.run.warnings) for r in inputs], runset.errors, any(len(run.counters) for run in runset.runs))
+
+
+def warnings_of(per_process: Iterable[tuple[str, Sequence[str]]], errors: Iterable[LoadIssue], counters: bool) -> list[str]:
+    """:func:`warnings_section` from each process's (label, load warnings) in run order, the
+    load's errors and whether any process holds counter values."""
+    warnings = [f"{label}: {w}" for label, mine in per_process for w in mine]
+    warnings.extend(str(issue) for issue in errors)
+    if counters:
         warnings.append(SERIALISATION_WARNING)
     return warnings
 
 
+def _logs_dir(root: str) -> Path | None:
+    """The folder whose log files the ``logs`` section scans: the run's, or its file's."""
+    path = Path(root)
+    if not root or not path.exists():
+        return None
+    return path if path.is_dir() else path.parent
+
+
 def logs_section(runset: RunSet) -> list[LogHit]:
     """Known profiler errors in the log files of the run's directory (read-only)."""
-    if not runset.root:
-        return []
-    root = Path(runset.root)
-    if not root.exists():
-        return []
-    return scan_logs(root if root.is_dir() else root.parent)
+    where = _logs_dir(runset.root)
+    return [] if where is None else scan_logs(where)
+
+
+def log_paths(root: str) -> list[Path]:
+    """The log files :func:`logs_section` reads for a run at ``root`` (a cache key part)."""
+    where = _logs_dir(root)
+    return [] if where is None else log_files(where)

@@ -23,7 +23,7 @@ Every table has the columns of :data:`tui_prof.model.schema.STATS_COLUMNS`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TypedDict
 
 import numpy as np
@@ -116,10 +116,15 @@ def trace_recorded(runset: RunSet) -> bool:
 def source_label(runset: RunSet) -> str:
     """Where the run's statistics tables come from, as the summary and the TUI say it:
     "from rocprofv3 --stats; no trace in this run" ("" when the run has none)."""
-    tools = sorted({tool_of(run) for run in runset.runs if any(len(t) for t in run.tool_stats.values())})
+    return source_label_of({tool_of(run) for run in runset.runs if any(len(t) for t in run.tool_stats.values())}, trace_recorded(runset))
+
+
+def source_label_of(tools: Collection[str], traced: bool) -> str:
+    """:func:`source_label` from the tools of the processes with statistics (:func:`tool_of`)
+    and whether any process recorded trace rows."""
     if not tools:
         return ""
-    return f"from {', '.join(tools)}" + ("" if trace_recorded(runset) else "; no trace in this run")
+    return f"from {', '.join(sorted(set(tools)))}" + ("" if traced else "; no trace in this run")
 
 
 def tables_with(runset: RunSet, key: str) -> list[tuple[Run, pd.DataFrame]]:
@@ -368,11 +373,15 @@ def stats_section(runset: RunSet, inputs: Sequence[RunInput], top: int | None) -
     """Every statistics table, where it came from, and the names on which it disagrees with
     the trace of the same process."""
     tables = stats_tables(runset, top)
-    traced = trace_recorded(runset)
-    source = source_label(runset) if tables else ""
     checks = trace_checks(runset, {id(r.run): r.label for r in inputs})
+    return stats_section_of(tables, checks, source_label(runset), trace_recorded(runset))
+
+
+def stats_section_of(tables: Sequence[StatsTable], checks: Sequence[StatsCheck], source: str, traced: bool) -> StatsSection:
+    """The ``stats`` section from its tables (:func:`stats_tables`), its checks (:func:`trace_checks`),
+    the tables' source (:func:`source_label`) and whether any process recorded trace rows."""
     return {
-        "source": source,
+        "source": source if tables else "",
         "tables": [dict(t) for t in tables],
         "checks": [dict(c) for c in checks],
         "needs_trace": [] if traced or not tables else list(TRACE_FINDINGS),

@@ -74,13 +74,43 @@ def dumps(value: Any, *, seen: NonFinite | None = None, ensure_ascii: bool = Fal
     """Strict JSON of ``value`` (see the module): non-finite numbers become null (counted in
     ``seen``), controls are escaped. ``kwargs`` as for :func:`json.dumps` (``indent``,
     ``default``, ``separators``, ``sort_keys``)."""
+    if "default" not in kwargs and "cls" not in kwargs:
+        try:  # JSON's own types, every float finite: what finite() would give back, without walking it in Python
+            return escape_controls(json.dumps(value, ensure_ascii=ensure_ascii, allow_nan=False, **kwargs))
+        except (ValueError, TypeError):  # a non-finite float, or a numpy number: cleaned below
+            pass
     clean = finite(value, seen)
     return escape_controls(json.dumps(clean, ensure_ascii=ensure_ascii, allow_nan=False, **kwargs))
 
 
-def dump(value: Any, fh: IO[str], *, seen: NonFinite | None = None, **kwargs: Any) -> None:
-    """:func:`dumps` written to ``fh``."""
-    fh.write(dumps(value, seen=seen, **kwargs))
+STREAM_PIECES = 8192  # encoder pieces joined per write of dump()
+
+
+def dump(value: Any, fh: IO[str], *, seen: NonFinite | None = None, ensure_ascii: bool = False, **kwargs: Any) -> None:
+    """:func:`dumps` written to ``fh`` piece by piece: the same text, never whole in memory
+    (an indented document is built from a few small strings per value: millions of them
+    for a summary of many ranks, several times the text's size before they are joined)."""
+    encoder_class = kwargs.pop("cls", json.JSONEncoder)
+    if "default" in kwargs or encoder_class is not json.JSONEncoder or not _plain(value):
+        value = finite(value, seen)
+    encoder = encoder_class(ensure_ascii=ensure_ascii, allow_nan=False, **kwargs)
+    batch: list[str] = []
+    for piece in encoder.iterencode(value):
+        batch.append(piece)
+        if len(batch) >= STREAM_PIECES:
+            fh.write(escape_controls("".join(batch)))  # a piece is a whole token: no character is split
+            batch.clear()
+    fh.write(escape_controls("".join(batch)))
+
+
+def _plain(value: Any) -> bool:
+    """Whether JSON writes ``value`` as it is (its own types, every float finite), checked by
+    the C encoder, without a walk in Python."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def loads(text: str | bytes) -> Any:

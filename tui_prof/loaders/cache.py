@@ -274,10 +274,11 @@ def _chunk_crcs(data) -> list[str]:
     return [_crc(view[start : start + CHECK_CHUNK]) for start in range(0, len(view), CHECK_CHUNK)]
 
 
-def _manifest_bytes(body: dict) -> bytes:
+def _manifest_bytes(body: dict, seen: jsonout.NonFinite | None = None) -> bytes:
     """The manifest: ``{"format":N,"check":"<CRC of body>","body":<body>}``; the check
-    covers the body's bytes exactly as written."""
-    text = jsonout.dumps(body, ensure_ascii=True).encode()
+    covers the body's bytes exactly as written (a non-finite number written null, counted
+    in ``seen``)."""
+    text = jsonout.dumps(body, seen=seen, ensure_ascii=True).encode()
     return _MANIFEST_HEAD + _crc(text).encode() + _MANIFEST_BODY + text + b"}"
 
 
@@ -962,21 +963,29 @@ def doc_key(kind: str, settings: str, paths: list[str]) -> str | None:
     return digest.hexdigest()[:40]
 
 
-def save_doc(key: str, kind: str, doc: Any) -> bool:
+def save_doc(key: str, kind: str, doc: Any, *, finite_only: bool = False) -> bool:
     """Write JSON data ``doc`` as the entry ``key`` (a folder holding only its manifest, made
     and installed as :func:`save` makes a unit's entry, pruned like one); False when the
-    cache is not usable or the write fails (nothing is raised)."""
+    cache is not usable or the write fails (nothing is raised), or with ``finite_only`` when
+    ``doc`` holds a number that is not finite (JSON would read it back as null)."""
     if not _is_key(key):
         return False
     root = usable_root()
     if root is None:
+        return False
+    seen = jsonout.NonFinite()
+    try:
+        data = _manifest_bytes({"key": key, "kind": kind, "doc": doc}, seen)
+    except Exception:  # data JSON cannot hold: no entry
+        return False
+    if finite_only and seen.count:
         return False
     try:
         work = _make_temp(root, key)
     except OSError:
         return False
     try:
-        _write_private(work / MANIFEST, _manifest_bytes({"key": key, "kind": kind, "doc": doc}))
+        _write_private(work / MANIFEST, data)
         _install(root, work, key)
         return True
     except Exception:  # read-only folder, disk full, data JSON cannot hold: no entry

@@ -444,16 +444,18 @@ def _group_label(group: str, root: Path) -> str:
     return label.rstrip("/") or root.name
 
 
-def process_scan(root: Path, units: list[tuple[str, list[DetectedFile]]]) -> ProcessScan:
+def process_scan(root: Path, units: list[tuple[str, list[DetectedFile]]], every: bool = False) -> ProcessScan:
     """The processes among ``units`` (:func:`work_units` of a scan): each unit of a format
     that loads one process per unit (PARALLEL_FORMATS, FILE_FORMATS) and holds a trace or
-    statistics; the same grouping the load then reads unit by unit."""
+    statistics (``every``: any such unit, e.g. a rocprofv3 ``--summary`` file or a prefix of
+    agent records only, which a load makes a process of too); the same grouping the load
+    then reads unit by unit."""
     found = []
     for fmt, files in units:
         if fmt not in PARALLEL_FORMATS and fmt not in FILE_FORMATS:
             continue
         traced = any(TRACE_KIND.search(item.kind) for item in files)
-        if not traced and not any(STATS_KIND.search(item.kind) for item in files):
+        if not (traced or every) and not any(STATS_KIND.search(item.kind) for item in files):
             continue
         group = files[0].group or str(files[0].path)
         found.append(ScannedProcess(_group_label(group, root), tuple(str(item.path) for item in files), traced))

@@ -30,8 +30,11 @@ def merged_text(doc: Mapping[str, Any], name_width: int = 48) -> str:
         out.append(f"Failed rank {failed['label']}: {failed['reason']}")
     for failed in (doc.get("critical_path") or {}).get("failed_ranks", []):
         out.append(f"No critical path for rank {failed['label']}: {failed['reason']}")
+    if doc.get("warnings"):
+        out += ["", "Warnings"] + [f"  {w}" for w in doc["warnings"]]
     if doc["hotspots"]:
-        out += ["", "Top kernels"]
+        source = doc.get("stats", {}).get("source") if doc.get("hotspots_source") == "stats" else ""
+        out += ["", "Top kernels" + (f" ({source})" if source else "")]
         rows = [
             [shorten(h["name"], name_width), str(h["calls"]), fmt_ns(h["total_ns"]), fmt_ns(h["avg_ns"]), fmt_ns(h["median_ns"]), f"{h['percent']:.2f}"]
             for h in doc["hotspots"]
@@ -46,6 +49,6 @@ def merged_text(doc: Mapping[str, Any], name_width: int = 48) -> str:
         out += notes
     out += [
         "",
-        "Merged sections: " + ", ".join(parts["sections"]) + " (the statistics, source and warnings need the whole run: tuiprof summary without --cluster)",
+        "Merged sections: " + ", ".join(parts["sections"]),
     ]
     return lines_text(out)

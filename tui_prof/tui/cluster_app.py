@@ -14,7 +14,6 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui_prof.loaders import load_path
 from tui_prof.model import RunSet
 from tui_prof.render.safe import safe_text
 from tui_prof.threads import use_daemon_threads
@@ -22,7 +21,6 @@ from tui_prof.tui.base import ProfApp
 from tui_prof.tui.keys import binding_rows
 from tui_prof.tui.panes.ranks import RANK_COLUMNS, RanksTable, ranks_frame, ranks_header
 from tui_prof.tui.safe import plain
-from tui_prof.tui.screens.main import RankScreen
 from tui_prof.tui.widgets.table import TableView
 from tui_prof.tui.workers import deliver, thread_worker
 
@@ -31,6 +29,7 @@ class MergedRanksScreen(Screen):
     """The merged rank table; the header says how the ranks were summarised and which failed."""
 
     DEFAULT_CSS = "#merged-header { height: auto; max-height: 4; } #merged-ranks { height: 1fr; }"
+    SECTIONS = ("ranks", "stragglers", "communication", "partials")  # every section of the document it reads
 
     def __init__(self, doc: dict[str, Any], files: dict[str, tuple[str, tuple[str, ...]]], use_cache: bool) -> None:
         """``files``: per rank label (``ranks[].label``), its run root and files."""
@@ -67,14 +66,14 @@ class MergedRanksScreen(Screen):
 
     @thread_worker("loading the rank", group="merged-rank", exclusive=True)
     def open_rank(self, label: str, rank: int) -> None:
-        root, files = self.files[label]
-        runset = load_path(root, use_cache=self.use_cache, only=files)
-        runs = [i for i, run in enumerate(runset.runs) if run.meta.label == label or f"{run.meta.hostname}/{run.meta.pid}" == label]
-        if not runset.runs:
-            raise ValueError(f"rank {rank} could not be loaded: {runset.errors[0] if runset.errors else 'no data'}")
-        deliver(self, self._show_rank, runset, runs[0] if runs else 0, rank)
+        from tui_prof.cluster import load_rank
+
+        runset, run = load_rank(self.files, label, self.use_cache)
+        deliver(self, self._show_rank, runset, run, rank)
 
     def _show_rank(self, runset: RunSet, run: int, rank: int) -> None:
+        from tui_prof.tui.screens.main import RankScreen  # every pane: imported when a rank is opened, not before the first screen
+
         self.app.push_screen(RankScreen(runset, run, rank))
 
 
