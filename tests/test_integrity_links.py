@@ -84,7 +84,9 @@ def test_a_copy_between_two_gpus_faster_than_their_links_is_found():
         ("NVIDIA H100 80GB HBM3", 64.0),
         ("NVIDIA A100-PG509-200", 32.0),
         ("AMD Instinct MI300X VF", 64.0),
-        ("AMD Instinct MI250X", 32.0),
+        ("AMD Instinct MI250X", None),  # Frontier-class nodes: Infinity Fabric to the host at 36 GB/s, over PCIe 4.0's 32
+        ("AMD Instinct MI250", None),
+        ("AMD Instinct MI210", 32.0),
         ("NVIDIA GH200 480GB", None),  # NVLink-C2C to the Grace CPU, not PCIe
         ("AMD Instinct MI300A", None),  # an APU: host memory is the package's HBM
         ("NVIDIA GeForce RTX 4090", None),  # not listed: not bounded

@@ -806,15 +806,16 @@ COPY_FLOOR_NS = 1_000  # [P] shorter copies: their µs-rounded times make any ra
 # one way). Host links: PCIe x16 at the link's raw rate before encoding (PCI-SIG: 16 GT/s a lane
 # for PCIe 4.0, 32 GT/s for 5.0: 32 and 64 GB/s a direction), the generation from the product's
 # data sheet (NVIDIA H200, H100 and A100 datasheets: "PCIe Gen5: 128GB/s", "PCIe Gen4: 64GB/s",
-# both directions; AMD Instinct MI300X, MI250X/MI250, MI210, MI100 data sheets: PCIe Gen 5 x16,
-# Gen 4 x16). APUs and superchips are left out: their host memory is on the package or over
-# NVLink-C2C (MI300A, GH200/GB200: "\b" keeps GH200 from matching H200).
+# both directions; AMD Instinct MI300X, MI210, MI100 data sheets: PCIe Gen 5 x16, Gen 4 x16).
+# APUs and superchips are left out: their host memory is on the package or over NVLink-C2C
+# (MI300A, GH200/GB200: "\b" keeps GH200 from matching H200). So is MI250X/MI250: on HPE Cray
+# EX235a (Frontier-class) nodes each GCD reaches the host over coherent Infinity Fabric at
+# 36 GB/s a direction, above the PCIe 4.0 x16 bound, and the product name does not say which.
 HOST_LINK_GBS = (
     (r"\bH200\b", 64.0, "PCIe 5.0 x16 (NVIDIA H200 datasheet)"),
     (r"\bH100\b", 64.0, "PCIe 5.0 x16 (NVIDIA H100 datasheet)"),
     (r"\bA100\b", 32.0, "PCIe 4.0 x16 (NVIDIA A100 datasheet)"),
     (r"\bMI300X\b", 64.0, "PCIe 5.0 x16 (AMD Instinct MI300X data sheet)"),
-    (r"\bMI250X?\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI250X/MI250 data sheet)"),
     (r"\bMI210\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI210 data sheet)"),
     (r"\bMI100\b", 32.0, "PCIe 4.0 x16 (AMD Instinct MI100 data sheet)"),
 )
