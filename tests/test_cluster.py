@@ -111,6 +111,26 @@ def test_a_worker_killed_mid_run_has_its_rank_retried(tmp_path: Path, scheduler:
     assert merged.failed == [] and len(merged.merge.ranks) == 4
 
 
+def not_this_run() -> str:
+    return "a result of another run"
+
+
+def test_two_runs_on_one_scheduler_keep_their_own_results(tmp_path: Path, scheduler: str) -> None:
+    """Another client holds results under the keys a run with fixed task keys would use: the
+    run still gets its own ranks (its keys carry a token of their own)."""
+    from distributed import Client
+
+    run = generated(tmp_path, "kineto", RankSpec(ranks=4))
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    with Client(scheduler, timeout="10s") as other:
+        held = [other.submit(not_this_run, key=f"tuiprof-rank-{i}", pure=False) for i in range(4)]
+        other.gather(held)
+        merged = cluster.summarise_cluster(tasks, DEFAULT_CATEGORY_RULES, scheduler)
+        assert [f.result() for f in held] == ["a result of another run"] * 4  # still held by the other client
+    assert merged.failed == []
+    assert sorted(r["rank"] for r in merged.document(20)["ranks"]) == [0, 1, 2, 3]
+
+
 def test_a_rank_that_kills_its_worker_twice_is_named(tmp_path: Path, scheduler: str) -> None:
     run = generated(tmp_path, "kineto", RankSpec(ranks=4))
     tasks = cluster.plan(str(run), use_cache=False).tasks

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import uuid
 from collections import deque
 from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -824,7 +825,10 @@ class _DaskRunner:
         client = self.client
         futures: list = []
         try:
-            futures = client.map(task, misses, key=[f"tuiprof-{kind}-{i}" for i in range(len(misses))], retries=1, pure=False)
+            # keys name the task on the scheduler: a token per submission keeps two runs (or two
+            # passes) sharing one scheduler from being handed each other's results
+            token = uuid.uuid4().hex
+            futures = client.map(task, misses, key=[f"tuiprof-{kind}-{token}-{i}" for i in range(len(misses))], retries=1, pure=False)
             label = {f.key: t.label for f, t in zip(futures, misses, strict=True)}
             from distributed import as_completed as dask_completed
 
