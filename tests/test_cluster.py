@@ -55,8 +55,10 @@ def scheduler():
     [
         ("csv", RankSpec(ranks=4, slow_rank=3)),
         ("kineto", RankSpec(ranks=64, iterations=2, collectives=("AllReduce", "AllGather"), slow_rank=9, hosts=2)),
+        # the third size: 256 ranks, one iteration each (small), a straggler
+        ("kineto", RankSpec(ranks=256, iterations=1, compute_kernels=2, collectives=("ReduceScatter",), slow_rank=200)),
     ],
-    ids=["csv4", "kineto64"],
+    ids=["csv4", "kineto64", "kineto256"],
 )
 def test_cluster_local_equals_the_summary(tmp_path: Path, capsys, monkeypatch, fmt: str, spec: RankSpec) -> None:
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
