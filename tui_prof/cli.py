@@ -296,10 +296,11 @@ def _merged_run(
     progress = _progress_printer()
 
     def run(tasks, keep=None):
+        first = skip if keep is None else None  # the rerun of the chosen recording always makes its second pass
         if cluster == "pool" or cluster.startswith("pool:"):
             workers = int(cluster[5:]) if ":" in cluster else (os.cpu_count() or 1)
-            return summarise_pool(tasks, rules, workers, progress, keep=keep, paths=paths, skip_paths=skip)
-        return summarise_cluster(tasks, rules, cluster, progress, keep=keep, paths=paths, skip_paths=skip)
+            return summarise_pool(tasks, rules, workers, progress, keep=keep, paths=paths, skip_paths=first)
+        return summarise_cluster(tasks, rules, cluster, progress, keep=keep, paths=paths, skip_paths=first)
 
     paths = path_task if not check_only else None
 
