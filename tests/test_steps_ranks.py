@@ -69,10 +69,10 @@ def test_per_rank_steps_are_each_ranks_own(ranked):
     per = doc["steps"]["per_process"]
     assert [p["process"] for p in per] == ["rank0", "rank1", "rank2"]
     found = found_steps(run_inputs(load_path(root, use_cache=False)), {})  # no gaps: the outliers' longest gap aside
-    assert [p["step_count"] for p in found.section["per_process"]] == [p["step_count"] for p in per] and list(found.rows) == ["rank0", "rank1", "rank2"]
-    for p, ans in zip(per, rs.answers, strict=True):
+    assert [p["step_count"] for p in found.section["per_process"]] == [p["step_count"] for p in per] and len(found.rows) == 3
+    for p, ans, rows in zip(per, rs.answers, found.rows, strict=True):
         assert p["steps"] == [] and p["step_count"] == len(ans.walls)
-        assert [r["wall_ns"] for r in found.rows[p["process"]]] == ans.walls
+        assert [r["wall_ns"] for r in rows] == ans.walls
         assert p["steady"]["median_wall_ns"] == float(np.median(ans.walls[ans.warmup :]))
         assert p["combined"] == "" and p["per_process"] == []
     # the straggler's steady median is the largest: its kernels last 80 µs against 50 µs
@@ -221,3 +221,24 @@ def test_a_step_wall_beyond_int64_in_one_process_is_compared_exactly():
             ("d", 5, "p1"),
         ]
     )
+
+
+def test_slow_step_is_described_from_its_own_process_when_labels_repeat():
+    """Two processes with one label (as two ranks' ``run.pftrace``): a slow step owned by the
+    second is described from the second's events, in-process and merged alike. Rank 1's
+    outlier step [4] holds its extra copy; rank 0's step [4] holds none."""
+    from tui_prof.analysis.partials import merge_partials, rank_partials
+    from tui_prof.model import RunSet
+
+    rs = build_rank_steps(ranks=2, slow_rank=1, outliers=(5, 3))
+    runset = rs.runset()
+    for run in runset.runs:
+        run.meta.label = "run.pftrace"
+    assert rs.answers[1].copies[3] == 1 and rs.answers[0].copies[3] == 0
+    st = build_summary(runset, SummaryOptions(logs=False))["steps"]
+    slow = next(o for o in st["outliers"] if o["label"] == "train_step [4]")
+    assert slow["process"] == "run.pftrace" and st["steps"][3]["wall_ns"] == rs.answers[1].walls[3]
+    assert slow["extra_copies"] == 1 and slow["wall_ns"] == rs.answers[1].walls[3]
+    parts = [p for run in runset.runs for p in rank_partials(RunSet(runset.root, [run]))]
+    merged = merge_partials(parts, load=lambda label: RunSet(runset.root, [r for r in runset.runs if r.meta.label == label]))
+    assert merged["steps"]["outliers"] == st["outliers"]
