@@ -242,3 +242,32 @@ def test_slow_step_is_described_from_its_own_process_when_labels_repeat():
     parts = [p for run in runset.runs for p in rank_partials(RunSet(runset.root, [run]))]
     merged = merge_partials(parts, load=lambda label: RunSet(runset.root, [r for r in runset.runs if r.meta.label == label]))
     assert merged["steps"]["outliers"] == st["outliers"]
+
+
+def test_ranks_on_path_needs_the_wait_table_and_each_process_rows():
+    """A combined section lists no process's own rows: ranks_on_path takes them (and the rank
+    table's wait table) from its caller, never a default that finds no rows (every step
+    ``instances: 0``). Given them, it is the summary's answer: generated ranks whose slow rank
+    arrives last at every collective."""
+    from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.critical import ranks_on_path
+    from tui_prof.analysis.ranks import ranks_and_waits
+    from tui_prof.analysis.runinput import run_inputs
+    from tui_prof.analysis.steps import found_steps
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    spec = RankSpec(ranks=3, iterations=4, collectives=("AllReduce",), slow_rank=2)
+    runset = build_ranks(spec).runset()
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    inputs = run_inputs(runset)
+    rules = DEFAULT_CATEGORY_RULES
+    *_sections, table = ranks_and_waits(
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules
+    )
+    found = found_steps(inputs, {})
+    assert found.section["combined"] == "max" and all(p["steps"] == [] for p in found.section["per_process"])
+    with pytest.raises(TypeError):
+        ranks_on_path(inputs, found.section, rules)  # type: ignore[call-arg]
+    got = ranks_on_path(inputs, doc["steps"], rules, table, None, found.rows)
+    assert got is not None and got == doc["critical_path"]["ranks_on_path"] and got["rank"] == spec.slow_rank
+    assert all(s["instances"] > 0 for s in got["steps"])

@@ -325,9 +325,9 @@ def _add_decisions(
     steps_found: StepsSection,
     source: str,
     rules: CategoryRules,
-    waits: ranks.WaitTable | None = None,
-    categories: list[np.ndarray | None] | None = None,
-    step_rows: Sequence[Sequence[StepRecord]] | None = None,
+    waits: ranks.WaitTable,
+    categories: list[np.ndarray | None] | None,
+    step_rows: Sequence[Sequence[StepRecord]],
 ) -> tuple[dict[str, int], np.ndarray | None]:
     """The critical path, the warm-up and the findings ranked by their projected saving;
     returns the ns on the critical path of each kernel / copy name, and of each kernel row
