@@ -111,6 +111,52 @@ def test_a_worker_killed_mid_run_has_its_rank_retried(tmp_path: Path, scheduler:
     assert merged.failed == [] and len(merged.merge.ranks) == 4
 
 
+def not_this_run() -> str:
+    return "a result of another run"
+
+
+def test_two_runs_on_one_scheduler_keep_their_own_results(tmp_path: Path, scheduler: str) -> None:
+    """Another client holds results under the keys a run with fixed task keys would use: the
+    run still gets its own ranks (its keys carry a token of their own)."""
+    from distributed import Client
+
+    run = generated(tmp_path, "kineto", RankSpec(ranks=4))
+    tasks = cluster.plan(str(run), use_cache=False).tasks
+    with Client(scheduler, timeout="10s") as other:
+        held = [other.submit(not_this_run, key=f"tuiprof-rank-{i}", pure=False) for i in range(4)]
+        other.gather(held)
+        merged = cluster.summarise_cluster(tasks, DEFAULT_CATEGORY_RULES, scheduler)
+        assert [f.result() for f in held] == ["a result of another run"] * 4  # still held by the other client
+    assert merged.failed == []
+    assert sorted(r["rank"] for r in merged.document(20)["ranks"]) == [0, 1, 2, 3]
+
+
+def test_the_wait_table_is_sent_once_not_in_every_path_task(tmp_path: Path, scheduler: str, monkeypatch, capsys) -> None:
+    """The second pass's tasks go to Dask without the run's wait table (scattered once to the
+    workers and given back there): the merged document is the same as in one process."""
+    from distributed import Client, Future
+
+    sent: list[tuple[list, dict]] = []
+    real_map = Client.map
+
+    def recording_map(self, func, *iterables, **kwargs):
+        sent.append((list(iterables[0]), {k: v for k, v in kwargs.items() if k in ("table", "run")}))
+        return real_map(self, func, *iterables, **kwargs)
+
+    monkeypatch.setattr(Client, "map", recording_map)
+    spec = RankSpec(ranks=4, iterations=3, slow_rank=2)
+    run = generated(tmp_path, "kineto", spec)
+    assert main(["summary", str(run), "--json", "--no-cache", "--cluster", scheduler]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    paths = [(items, extra) for items, extra in sent if items and isinstance(items[0], cluster.PathTask)]
+    assert len(paths) == 1 and len(paths[0][0]) == 4
+    items, extra = paths[0]
+    assert all(t.table is None for t in items) and isinstance(extra["table"], Future)
+    assert doc["critical_path"]["ranks_on_path"]["rank"] == spec.slow_rank  # the waits reached the workers
+    assert main(["summary", str(run), "--json", "--no-cache"]) == 0
+    assert dumped(doc) == dumped(json.loads(capsys.readouterr().out))
+
+
 def test_a_rank_that_kills_its_worker_twice_is_named(tmp_path: Path, scheduler: str) -> None:
     run = generated(tmp_path, "kineto", RankSpec(ranks=4))
     tasks = cluster.plan(str(run), use_cache=False).tasks

@@ -336,6 +336,26 @@ def test_json_written_piece_by_piece_is_the_same_text(value, monkeypatch: pytest
         assert not jsonout.UNSAFE.search(out.getvalue())
 
 
+def test_json_that_cannot_be_written_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value JSON cannot write (a numpy bool, which the non-finite walk leaves as it is)
+    raises before the first write: never half a document on stdout."""
+    import io
+
+    import numpy as np
+
+    from tui_prof.guard import jsonout
+
+    monkeypatch.setattr(jsonout, "STREAM_PIECES", 4)
+    for value in ({"a": list(range(20)), "b": np.bool_(True)}, {"a": list(range(20)), "b": float("nan"), "c": np.bool_(False)}):
+        out = io.StringIO()
+        with pytest.raises(TypeError):
+            jsonout.dump(value, out, indent=2)
+        assert out.getvalue() == ""
+    out = io.StringIO()  # a custom default writes it, as dumps does
+    jsonout.dump({"a": list(range(20)), "b": np.bool_(True)}, out, indent=2, default=bool)
+    assert out.getvalue() == jsonout.dumps({"a": list(range(20)), "b": np.bool_(True)}, indent=2, default=bool)
+
+
 def test_a_document_with_a_number_that_is_not_finite_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
     assert not cache.save_doc("2" * 40, "k", {"v": float("nan")}, finite_only=True)

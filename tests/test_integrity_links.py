@@ -84,7 +84,9 @@ def test_a_copy_between_two_gpus_faster_than_their_links_is_found():
         ("NVIDIA H100 80GB HBM3", 64.0),
         ("NVIDIA A100-PG509-200", 32.0),
         ("AMD Instinct MI300X VF", 64.0),
-        ("AMD Instinct MI250X", 32.0),
+        ("AMD Instinct MI250X", None),  # Frontier-class nodes: Infinity Fabric to the host at 36 GB/s, over PCIe 4.0's 32
+        ("AMD Instinct MI250", None),
+        ("AMD Instinct MI210", 32.0),
         ("NVIDIA GH200 480GB", None),  # NVLink-C2C to the Grace CPU, not PCIe
         ("AMD Instinct MI300A", None),  # an APU: host memory is the package's HBM
         ("NVIDIA GeForce RTX 4090", None),  # not listed: not bounded
@@ -93,3 +95,29 @@ def test_a_copy_between_two_gpus_faster_than_their_links_is_found():
 def test_host_links_by_product(product, host):
     found = integrity._link_gbs(Agent(id=0, product=product), integrity.HOST_LINK_GBS)
     assert (found[0] if found else None) == host
+
+
+def test_host_and_peer_copies_over_their_links_are_reported_apart():
+    """A100s: a DtoD copy from GPU 0 to GPU 1 at 400 GB/s (NVLink 3: 300 a direction) and an
+    HtoD copy at 60 GB/s (PCIe 4.0 x16: 32 a direction) give one issue per link, each with its
+    own count, fastest rate, link and peak; not one message naming the host link for both."""
+    runset = load_path(NCCL)
+    cp = runset.runs[0].copies
+    dtod = int(np.argmax(np.where(cp["direction"].eq("DtoD").to_numpy(), cp["bytes"].to_numpy(), -1)))
+    htod = dtod + 1 if dtod + 1 < len(cp) else dtod - 1  # the trace has no HtoD copy: turn another row into one (Kineto: host -1 to GPU)
+    if "HtoD" not in cp["direction"].cat.categories:
+        cp["direction"] = cp["direction"].cat.add_categories(["HtoD"])
+    cp.loc[htod, ["direction", "src_agent", "dst_agent"]] = ["HtoD", -1, 0]
+    cp.loc[[dtod, htod], "bytes"] = 64 << 20
+    cp.loc[dtod, "dst_agent"] = 1
+    _at_rate(cp, dtod, 400.0)
+    _at_rate(cp, htod, 60.0)
+    issues = codes(check_run(runset))["bandwidth-above-peak"]
+    by_peak = {issue.affects["peak_gbs"]: issue for issue in issues}
+    assert len(issues) == 2 and set(by_peak) == {32.0, 300.0}
+    host, peer = by_peak[32.0], by_peak[300.0]
+    assert host.affects["rows"] == 1 and host.affects["examples"][0]["row"] == htod
+    assert peer.affects["rows"] == 1 and peer.affects["examples"][0]["row"] == dtod
+    assert "up to 60 GB/s over PCIe 4.0 x16" in host.message and "NVLink" not in host.message
+    assert "up to 400 GB/s over NVLink 3" in peer.message and "PCIe" not in peer.message
+    assert all(issue.severity == "unreliable" for issue in issues)

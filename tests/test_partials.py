@@ -375,6 +375,23 @@ def _quiet(err: str) -> list[str]:
     return [line for line in err.splitlines() if not any(w in line for w in ("ranks ", "loading", "scanning", "analysing", "done"))]
 
 
+def test_a_bad_recording_number_ends_before_the_second_pass(tmp_path: Path, capsys, monkeypatch) -> None:
+    """``--recording 99`` on a folder of several recordings: the usage error comes right after
+    the first pass, no rank is loaded again for the critical path."""
+    from tui_prof import cluster
+
+    monkeypatch.setenv("TUIPROF_CACHE_DIR", str(tmp_path / "cache"))
+    made: list[int] = []
+    real = cluster.path_tasks
+    monkeypatch.setattr(cluster, "path_tasks", lambda merged, tasks: made.append(len(tasks)) or real(merged, tasks))
+    assert main(["summary", str(DATA / "kineto/h200"), "--json", "--cluster", "pool:2", "--recording", "99"]) == 2
+    assert "--recording 99: the run holds" in capsys.readouterr().err
+    assert made == []
+    assert main(["summary", str(DATA / "kineto/h200"), "--json", "--cluster", "pool:2"]) == 0  # a good pick: one second pass
+    capsys.readouterr()
+    assert len(made) == 1
+
+
 @pytest.mark.parametrize(
     ("folder", "cache"),
     [("rocprofv3_csv/rocprofv3-docs-rocm7", False), ("kineto/h200", True)],

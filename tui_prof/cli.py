@@ -303,8 +303,11 @@ def _merged_run(
 
     paths = path_task if not check_only else None
 
-    def skip(merged) -> bool:  # a run of several recordings is merged again, one recording's partials only: its second pass then
-        return recording_pick(merged, recording)[1] is not None
+    def skip(merged) -> bool:
+        """No second pass now: a run of several recordings is merged again, one recording's
+        partials only (its second pass then), and a bad ``--recording N`` ends the command."""
+        pick, keep = recording_pick(merged, recording)
+        return keep is not None or bool(pick.error)
 
     try:
         if planned is None:

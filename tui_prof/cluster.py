@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import uuid
 from collections import deque
 from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -805,6 +806,20 @@ def summarise_cluster(
     return out
 
 
+def _shared_table(tasks: list[Any]) -> Any:
+    """The wait table every path task of ``tasks`` carries (one object: :func:`path_tasks`), or
+    None (rank tasks, no table, or tasks that do not share one)."""
+    first = getattr(tasks[0], "table", None) if tasks else None
+    if not first or not all(isinstance(t, PathTask) and t.table is first for t in tasks):
+        return None
+    return first
+
+
+def _with_table(task: PathTask, *, run: Callable, table: Any) -> Any:
+    """A path task sent without its wait table, given it back on the worker."""
+    return run(dataclasses.replace(task, table=table))
+
+
 @dataclass
 class _DaskRunner:
     """The passes of one run on one Dask client, started on the first task not cached."""
@@ -824,7 +839,17 @@ class _DaskRunner:
         client = self.client
         futures: list = []
         try:
-            futures = client.map(task, misses, key=[f"tuiprof-{kind}-{i}" for i in range(len(misses))], retries=1, pure=False)
+            # keys name the task on the scheduler: a token per submission keeps two runs (or two
+            # passes) sharing one scheduler from being handed each other's results
+            token = uuid.uuid4().hex
+            keys = [f"tuiprof-{kind}-{token}-{i}" for i in range(len(misses))]
+            table = _shared_table(misses)
+            if table is not None:  # the run's wait table sent to each worker once, not in every task
+                [sent] = client.scatter([table], broadcast=True, hash=False)
+                light = [dataclasses.replace(t, table=None) for t in misses]
+                futures = client.map(_with_table, light, key=keys, retries=1, pure=False, run=task, table=sent)
+            else:
+                futures = client.map(task, misses, key=keys, retries=1, pure=False)
             label = {f.key: t.label for f, t in zip(futures, misses, strict=True)}
             from distributed import as_completed as dask_completed
 

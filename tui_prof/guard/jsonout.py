@@ -87,13 +87,19 @@ STREAM_PIECES = 8192  # encoder pieces joined per write of dump()
 
 
 def dump(value: Any, fh: IO[str], *, seen: NonFinite | None = None, ensure_ascii: bool = False, **kwargs: Any) -> None:
-    """:func:`dumps` written to ``fh`` piece by piece: the same text, never whole in memory
-    (an indented document is built from a few small strings per value: millions of them
-    for a summary of many ranks, several times the text's size before they are joined)."""
-    encoder_class = kwargs.pop("cls", json.JSONEncoder)
-    if "default" in kwargs or encoder_class is not json.JSONEncoder or not _plain(value):
+    """:func:`dumps` written to ``fh`` piece by piece: the same text, the indented text never
+    whole in memory (an indented document is built from a few small strings per value:
+    millions of them for a summary of many ranks, several times the text's size before they
+    are joined; the check that the value is JSON's own types builds its compact text once).
+    A value JSON cannot write raises before anything is written (no half document)."""
+    if "default" in kwargs or "cls" in kwargs:  # a custom encoding: whole first, so an error writes nothing
+        fh.write(dumps(value, seen=seen, ensure_ascii=ensure_ascii, **kwargs))
+        return
+    if not _plain(value):
         value = finite(value, seen)
-    encoder = encoder_class(ensure_ascii=ensure_ascii, allow_nan=False, **kwargs)
+        if not _plain(value):  # still not JSON's own types: raise here, before any write
+            dumps(value, ensure_ascii=ensure_ascii, **kwargs)
+    encoder = json.JSONEncoder(ensure_ascii=ensure_ascii, allow_nan=False, **kwargs)
     batch: list[str] = []
     for piece in encoder.iterencode(value):
         batch.append(piece)
