@@ -355,3 +355,24 @@ def test_median_bus_bandwidth_is_over_instances_timed_by_the_last_arrival():
     assert row["bus_bandwidth_gbs"] == round(sum(all_bytes) * 4 / 3 / sum(all_durs), 6)
     assert statistics.median(b * 4 / 3 / d for b, d in zip(all_bytes, all_durs, strict=True)) != 4000.0
     assert doc["stragglers"]["rank"] == 0
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_median_bus_bandwidth_leaves_out_instances_of_one_rank(order):
+    """Two traced ranks, unequal counts: rank 0 has AllReduce [100, 1000] ns, rank 1 [100] ns,
+    800 B over 2 ranks (factor 2(n-1)/n = 1). Only the first is an instance (on two ranks):
+    its busbw 800 / 100 = 8.0 GB/s; rank 0's second collective (0.8 GB/s) is no instance and
+    stays out of the median. One process: each collective is its own (median of 8.0, 0.8)."""
+    import numpy as np
+
+    from tui_prof.analysis.ranks import InstanceTable, bandwidth
+
+    durs = {0: [100, 1000], 1: [100]}
+    table = InstanceTable()
+    for rank in order:
+        n = len(durs[rank])
+        table.add(rank, np.array(["AllReduce"] * n, dtype=object), np.array(durs[rank]), np.full(n, 800), np.full(n, 2))
+    (row,) = table.by_type()
+    assert row["count"] == 3 and row["bus_bandwidth_median_gbs"] == 800 * bus_factor("AllReduce", 2) / 100 == 8.0
+    alone = bandwidth("AllReduce", np.array([100, 1000]), np.array([800, 800]), np.array([2, 2]))
+    assert alone["bus_bandwidth_median_gbs"] == statistics.median([800 / 100, 800 / 1000]) == 4.4

@@ -69,10 +69,10 @@ def test_per_rank_steps_are_each_ranks_own(ranked):
     per = doc["steps"]["per_process"]
     assert [p["process"] for p in per] == ["rank0", "rank1", "rank2"]
     found = found_steps(run_inputs(load_path(root, use_cache=False)), {})  # no gaps: the outliers' longest gap aside
-    assert [p["step_count"] for p in found.section["per_process"]] == [p["step_count"] for p in per] and list(found.rows) == ["rank0", "rank1", "rank2"]
-    for p, ans in zip(per, rs.answers, strict=True):
+    assert [p["step_count"] for p in found.section["per_process"]] == [p["step_count"] for p in per] and len(found.rows) == 3
+    for p, ans, rows in zip(per, rs.answers, found.rows, strict=True):
         assert p["steps"] == [] and p["step_count"] == len(ans.walls)
-        assert [r["wall_ns"] for r in found.rows[p["process"]]] == ans.walls
+        assert [r["wall_ns"] for r in rows] == ans.walls
         assert p["steady"]["median_wall_ns"] == float(np.median(ans.walls[ans.warmup :]))
         assert p["combined"] == "" and p["per_process"] == []
     # the straggler's steady median is the largest: its kernels last 80 µs against 50 µs
@@ -221,3 +221,53 @@ def test_a_step_wall_beyond_int64_in_one_process_is_compared_exactly():
             ("d", 5, "p1"),
         ]
     )
+
+
+def test_slow_step_is_described_from_its_own_process_when_labels_repeat():
+    """Two processes with one label (as two ranks' ``run.pftrace``): a slow step owned by the
+    second is described from the second's events, in-process and merged alike. Rank 1's
+    outlier step [4] holds its extra copy; rank 0's step [4] holds none."""
+    from tui_prof.analysis.partials import merge_partials, rank_partials
+    from tui_prof.model import RunSet
+
+    rs = build_rank_steps(ranks=2, slow_rank=1, outliers=(5, 3))
+    runset = rs.runset()
+    for run in runset.runs:
+        run.meta.label = "run.pftrace"
+    assert rs.answers[1].copies[3] == 1 and rs.answers[0].copies[3] == 0
+    st = build_summary(runset, SummaryOptions(logs=False))["steps"]
+    slow = next(o for o in st["outliers"] if o["label"] == "train_step [4]")
+    assert slow["process"] == "run.pftrace" and st["steps"][3]["wall_ns"] == rs.answers[1].walls[3]
+    assert slow["extra_copies"] == 1 and slow["wall_ns"] == rs.answers[1].walls[3]
+    parts = [p for run in runset.runs for p in rank_partials(RunSet(runset.root, [run]))]
+    merged = merge_partials(parts, load=lambda label: RunSet(runset.root, [r for r in runset.runs if r.meta.label == label]))
+    assert merged["steps"]["outliers"] == st["outliers"]
+
+
+def test_ranks_on_path_needs_the_wait_table_and_each_process_rows():
+    """A combined section lists no process's own rows: ranks_on_path takes them (and the rank
+    table's wait table) from its caller, never a default that finds no rows (every step
+    ``instances: 0``). Given them, it is the summary's answer: generated ranks whose slow rank
+    arrives last at every collective."""
+    from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES
+    from tui_prof.analysis.critical import ranks_on_path
+    from tui_prof.analysis.ranks import ranks_and_waits
+    from tui_prof.analysis.runinput import run_inputs
+    from tui_prof.analysis.steps import found_steps
+    from tui_prof.synth.ranks import RankSpec, build_ranks
+
+    spec = RankSpec(ranks=3, iterations=4, collectives=("AllReduce",), slow_rank=2)
+    runset = build_ranks(spec).runset()
+    doc = build_summary(runset, SummaryOptions(logs=False))
+    inputs = run_inputs(runset)
+    rules = DEFAULT_CATEGORY_RULES
+    *_sections, table = ranks_and_waits(
+        [r.run for r in inputs], [r.label for r in inputs], [r.wall_ns for r in inputs], [r.index.classes for r in inputs], rules
+    )
+    found = found_steps(inputs, {})
+    assert found.section["combined"] == "max" and all(p["steps"] == [] for p in found.section["per_process"])
+    with pytest.raises(TypeError):
+        ranks_on_path(inputs, found.section, rules)  # type: ignore[call-arg]
+    got = ranks_on_path(inputs, doc["steps"], rules, table, None, found.rows)
+    assert got is not None and got == doc["critical_path"]["ranks_on_path"] and got["rank"] == spec.slow_rank
+    assert all(s["instances"] > 0 for s in got["steps"])

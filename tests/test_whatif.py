@@ -562,3 +562,68 @@ def test_coupled_ranks_give_back_the_record(hosts):
     assert all(p["projected_ns"] == p["baseline_ns"] for p in same["processes"])
     faster = run_what_if(runset, Edits(scales=[("communication", 0.5)]))
     assert faster["cross_rank"]["settled"] and all(p["saving_ns"] > 0 for p in faster["processes"])
+
+
+def op_collective_trace(path: Path, rank: int) -> Path:
+    """A two-rank Kineto trace's rank ``rank``: two kernels named as NCCL all-reduces, the
+    first launched by aten::mm (the operator says GEMM: no collective, operator first), the
+    second by no operator (the name rule: a collective)."""
+    evs: list[dict] = []
+    for i, (ts, op) in enumerate(((10, "aten::mm"), (100, None))):
+        corr = 101 + i
+        if op is not None:
+            evs.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": ts, "dur": 8, "args": {"External id": 10 + i}})
+        evs.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": ts + 2,
+                "dur": 3,
+                "args": {"correlation": corr, "External id": 10 + i},
+            }
+        )
+        args = {"device": 0, "stream": 7, "correlation": corr, "grid": [1, 1, 1], "block": [128, 1, 1]}
+        evs.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                "pid": 0,
+                "tid": 7,
+                "ts": ts + 20,
+                "dur": 30 + 10 * rank,
+                "args": args,
+            }
+        )
+    doc = {
+        "schemaVersion": 1,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
+        "traceEvents": evs,
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_cross_rank_pairs_collectives_by_the_rank_tables_rule(tmp_path):
+    """Where an operator's category and the kernel-name rule disagree, the cross-rank what-if
+    pairs the collectives the rank table pairs (operator first): one AllReduce instance, not
+    the two the names alone give."""
+    from tui_prof.analysis.api import DEFAULT_CATEGORY_RULES, SummaryOptions, build_summary
+    from tui_prof.analysis.operators import process_categories
+    from tui_prof.analysis.ranks import collective_rows
+
+    for rank in (0, 1):
+        op_collective_trace(tmp_path / f"rank{rank}.pt.trace.json", rank)
+    runset = load_path(str(tmp_path), use_cache=False)
+    rules = DEFAULT_CATEGORY_RULES
+    assert [len(collective_rows(r.kernels, rules)[0]) for r in runset.runs] == [2, 2]
+    assert [len(collective_rows(r.kernels, rules, process_categories(r, rules))[0]) for r in runset.runs] == [1, 1]
+    doc = run_what_if(runset, Edits())
+    assert doc["cross_rank"]["instances"] == 1
+    summary = build_summary(runset, SummaryOptions(logs=False))
+    (row,) = summary["communication"]["by_type"]
+    assert row["type"] == "AllReduce" and row["count"] == 2

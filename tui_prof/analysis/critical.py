@@ -21,7 +21,7 @@ whatever part of each process its window covers or samples.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -424,20 +424,22 @@ def ranks_on_path(
     inputs: Sequence[RunInput],
     steps: StepsSection,
     rules: CategoryRules,
-    table: WaitTable | None = None,
-    categories: Sequence[np.ndarray | None] | None = None,
-    step_rows: Mapping[str, Sequence[StepRecord]] | None = None,
+    table: WaitTable,
+    categories: Sequence[np.ndarray | None] | None,
+    step_rows: Sequence[Sequence[StepRecord]],
 ) -> dict | None:
     """For a run of several processes with steps: per steady step, the rank whose work bounds
     the step -- the rank that arrived last at most of the step's collectives (whole-process
     collective instances, analysis.ranks.InstanceTable: the last to arrive spends the least
     time in it, so clocks of different hosts need not agree). Each rank's process is a graph
     of its own (no cross-rank edges): the collectives say which rank the others waited for.
-    ``table``: the processes' :data:`~tui_prof.analysis.ranks.WaitTable` (None: made here);
-    ``categories`` as :func:`process_windows`; ``step_rows``: each process's own step rows by label
-    (analysis.steps.FoundSteps; None: the section's, of one process). None for one process or
-    without collectives."""
-    from tui_prof.analysis.ranks import collective_rows, run_instance_table
+    ``table``: the rank table's :data:`~tui_prof.analysis.ranks.WaitTable` (its ranks: counter
+    passes of another process left out); ``categories`` as :func:`process_windows`;
+    ``step_rows``: each process's own step rows by its position in ``inputs``
+    (analysis.steps.FoundSteps.rows; a combined section lists no process's own rows). Both
+    required: a default made here would pair other inputs, or find no rows. None for one
+    process or without collectives."""
+    from tui_prof.analysis.ranks import collective_rows
 
     if len(inputs) < 2 or not steps.get("detected"):
         return None
@@ -449,10 +451,7 @@ def ranks_on_path(
     rows, kinds = collective_rows(k, rules, categories[ref] if categories is not None else None)
     starts = column_array(k, "start").astype(np.int64)[rows] if len(rows) else np.zeros(0, np.int64)
     ref_starts = {str(t): starts[kinds == t] for t in sorted(set(kinds.tolist()))}
-    if table is None:
-        table = run_instance_table([r.run for r in inputs], rules, categories)
-    label = inputs[ref].label
-    return ranks_on_path_of(steps, step_rows[label] if step_rows is not None else step_parts(steps)[label].get("steps", []), ref_starts, table)
+    return ranks_on_path_of(steps, step_rows[ref], ref_starts, table)
 
 
 def step_parts(steps: StepsSection) -> dict:

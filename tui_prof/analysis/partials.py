@@ -463,7 +463,12 @@ class RankPartial:
         their order in its place (integrity.split_recordings)."""
         m = self.meta
         label, part = self.split_of if self.split_of is not None else (m.label, 0)
-        return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0, label, part)
+        return (*_process_of(m), label, part)
+
+
+def _process_of(m: RunMeta) -> tuple:
+    """A process's host, pid and rank, as :attr:`RankPartial.key` begins."""
+    return (m.hostname, m.pid if m.pid is not None else -1, m.rank or 0)
 
 
 def _codes(key: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -995,11 +1000,14 @@ class PartialMerge:
         warmup = self.steps_first[1].warmup if len(ordered) == 1 and self.steps_first is not None else None
         return steps, memory, warmup
 
-    def _describe(self, label: str, slow: list[str], ref: str, med: float) -> list:
-        """The slow steps of the rank ``label`` (by step label), loaded again (steps.describe_by_label)."""
+    def _describe(self, key: tuple, label: str, slow: list[str], ref: str, med: float) -> list:
+        """The slow steps of the rank ``label`` whose partial's key is ``key`` (by step label),
+        loaded again (steps.describe_by_label). Of the loaded processes labelled ``label``, the
+        one of that key's host, pid and rank: labels need not be unique (two ranks' ``run.pftrace``)."""
         if self.load is None:
             raise StepsNotMerged(f"the slow steps of {label} need that rank loaded again")
-        r = next(r for r in run_inputs(self.load(label)) if r.label == label)
+        mine = [r for r in run_inputs(self.load(label)) if r.label == label]
+        r = next((r for r in mine if _process_of(r.run.meta) == key[:3]), mine[0])
         timeline = run_timeline(r, self.threshold_ns) if has_gpu_activity(r.run) else None
         o = self.step_options
         gaps = timeline.gaps if timeline is not None else None

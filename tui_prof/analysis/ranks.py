@@ -636,7 +636,8 @@ def bandwidth_of(kind: str, totals: _KindTotals, found: _KindInstances | None) -
     algorithm bandwidth Σ bytes / Σ time and the bus bandwidth Σ (bytes × factor) / Σ time
     (time-weighted; the numerator summed per distinct group size of integer byte sums, so it
     is exact and mergeable); the median bus bandwidth is over the type's collective
-    instances: an instance's bytes × factor / the time of the rank that arrived last (its
+    instances (the k-th on two traced ranks or more where several have the type; each
+    collective where one has): an instance's bytes × factor / the time of the rank that arrived last (its
     time is the transfer, the others' include waiting for it). bytes / ns = GB/s (10**9
     bytes per second, as NCCL-tests). None where no size (or, for the bus bandwidth, no
     group size a factor needs) is known."""
@@ -654,7 +655,10 @@ def bandwidth_of(kind: str, totals: _KindTotals, found: _KindInstances | None) -
     median = None
     if found is not None and len(found.seen):
         factors = bus_factors(kind, found.group)
-        ok = (found.bytes >= 0) & (found.fastest > 0) & (found.seen > 0) & ~np.isnan(factors)
+        # several traced ranks have the type (seen[0] counts them): an instance is the k-th on
+        # two ranks or more, as the instance list's; one process: each collective its own
+        need = 2 if found.seen[0] >= 2 else 1
+        ok = (found.bytes >= 0) & (found.fastest > 0) & (found.seen >= need) & ~np.isnan(factors)
         if ok.any():
             median = round(float(np.median(found.bytes[ok].astype(np.float64) * factors[ok] / found.fastest[ok])), 6)
     return {

@@ -694,10 +694,11 @@ class ProcessSteps:
     frame: StepFrame | None
 
 
-# (the process's label, its slow steps' labels, the label of its reference step, the median):
-# the slow steps of that process described (:func:`describe_outliers`) by a caller that holds
-# its run (or loads it again)
-Describe = Callable[[str, list[str], str, float], list[StepOutlier]]
+# (the process's key in the fold, its label, its slow steps' labels, the label of its reference
+# step, the median): the slow steps of that process described (:func:`describe_outliers`) by a
+# caller that holds its run (or loads it again). The key names the process: labels need not be
+# unique (two ranks' ``run.pftrace``)
+Describe = Callable[[Any, str, list[str], str, float], list[StepOutlier]]
 
 
 def row_positions(records: Sequence[StepRecord]) -> dict[str, int]:
@@ -791,8 +792,8 @@ class StepsFold:
             by_owner: dict[Any, tuple[str, list[str]]] = {}
             for k in slow_k:
                 by_owner.setdefault(owners[k][1], (owners[k][2], []))[1].append(labels[k])
-            for _key, (label, mine) in sorted(by_owner.items(), key=lambda x: x[0]):
-                for o in describe(label, mine, labels[ref_k], med):
+            for key, (label, mine) in sorted(by_owner.items(), key=lambda x: x[0]):
+                for o in describe(key, label, mine, labels[ref_k], med):
                     o["process"] = label
                     outlier_rows.append(o)
             order = {labels[k]: i for i, k in enumerate(slow_k)}
@@ -828,12 +829,13 @@ def describe_by_label(run: Run, frame: StepFrame, slow: list[str], ref: str, med
 class FoundSteps:
     """The ``steps`` section and what its readers need of the processes' own rows, which the
     section does not list: each process's memory growth where several were combined
-    (analysis.memory.memory_of_parts; []: the section's own rows) and each process's rows
-    by label (critical.ranks_on_path's reference)."""
+    (analysis.memory.memory_of_parts; []: the section's own rows) and each input process's
+    rows by its position in the inputs ([]: no steps found; critical.ranks_on_path's reference).
+    By position, not label: labels need not be unique."""
 
     section: StepsSection
     growths: list[Growth]
-    rows: dict[str, list[StepRecord]]
+    rows: list[list[StepRecord]]
 
 
 def steps_of_processes(
@@ -849,12 +851,14 @@ def steps_of_processes(
     One process with steps: its section. Several (data-parallel ranks): :func:`combine_steps`."""
     found: list[ProcessSteps] = []
     first: StepsSection | None = None
+    rows: list[list[StepRecord]] = []
     for run, label, index, gaps in inputs:
         part, frame = steps_of(run, label, index, gaps, step_name=step_name, warmup=warmup, factor=factor)
-        if frame is not None and part["detected"]:
+        detected = frame is not None and part["detected"]
+        if detected:
             found.append(ProcessSteps(run, label, part, frame))
+        rows.append(part["steps"] if detected else [])
         first = first or part
-    rows = {p.label: p.part["steps"] for p in found}
     if len(found) == 1:
         return FoundSteps(found[0].part, [], rows)
     if found:
@@ -871,13 +875,11 @@ def _fold(found: Sequence[ProcessSteps]) -> StepsFold:
 
 
 def _describer(found: Sequence[ProcessSteps]) -> Describe:
-    """The slow steps of a process of ``found`` (by label), from its run and frame."""
-    by_label: dict[str, ProcessSteps] = {}
-    for p in found:
-        by_label.setdefault(p.label, p)
+    """The slow steps of a process of ``found`` (by its key in :func:`_fold`: its position),
+    from its run and frame."""
 
-    def describe(label: str, slow: list[str], ref: str, med: float) -> list[StepOutlier]:
-        p = by_label[label]
+    def describe(key: Any, _label: str, slow: list[str], ref: str, med: float) -> list[StepOutlier]:
+        p = found[key]
         assert p.run is not None and p.frame is not None  # steps_of_processes keeps both
         return describe_by_label(p.run, p.frame, slow, ref, med)
 

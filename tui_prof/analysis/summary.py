@@ -10,7 +10,7 @@ section is about: :mod:`~tui_prof.analysis.gpu_idle`, :mod:`~tui_prof.analysis.h
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -325,16 +325,16 @@ def _add_decisions(
     steps_found: StepsSection,
     source: str,
     rules: CategoryRules,
-    waits: ranks.WaitTable | None = None,
-    categories: list[np.ndarray | None] | None = None,
-    step_rows: Mapping[str, Sequence[StepRecord]] | None = None,
+    waits: ranks.WaitTable,
+    categories: list[np.ndarray | None] | None,
+    step_rows: Sequence[Sequence[StepRecord]],
 ) -> tuple[dict[str, int], np.ndarray | None]:
     """The critical path, the warm-up and the findings ranked by their projected saving;
     returns the ns on the critical path of each kernel / copy name, and of each kernel row
     of the run set's kernels (all processes in run order; None without a path). ``waits``:
     the run's collective instances (the rank sections'), ``categories``: each process's kernel
     categories, operator first (which kernels are collectives); ``step_rows``: each process's
-    own step rows by label (analysis.steps.FoundSteps.rows)."""
+    own step rows by its position in ``inputs`` (analysis.steps.FoundSteps.rows)."""
     windows = process_windows(inputs, steps_found, categories=categories) if source != "stats" else {}  # the critical path and the savings need the trace
     doc["critical_path"] = None
     on_path: dict[str, int] = {}

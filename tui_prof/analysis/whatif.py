@@ -769,13 +769,14 @@ CROSS_RANK_ROUNDS = 64  # [P] rounds of re-scheduling every rank against the oth
 
 def _instances(runs: Sequence[Run], graphs: Sequence[dg.DepGraph], rules: CategoryRules) -> list[list[tuple[int, int]]]:
     """Collective instances: the k-th collective kernel of a type on every rank that has one
-    (at least two ranks), as (process, graph node) pairs (analysis.ranks.collective_rows:
-    the rule of the rank table's instances)."""
+    (at least two ranks), as (process, graph node) pairs (analysis.ranks.collective_rows
+    with each process's categories, operator first: the rule of the rank table's instances)."""
+    from tui_prof.analysis.operators import process_categories
     from tui_prof.analysis.ranks import collective_rows
 
     per: list[dict[str, np.ndarray]] = []
     for run, g in zip(runs, graphs, strict=True):
-        rows, kinds = collective_rows(run.kernels, rules)
+        rows, kinds = collective_rows(run.kernels, rules, process_categories(run, rules))
         per.append({str(t): rows[kinds == t] + g.n_calls for t in set(kinds.tolist())})  # kernel row -> its node
     out = []
     for kind in sorted({t for d in per for t in d}):
