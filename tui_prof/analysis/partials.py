@@ -862,13 +862,7 @@ class PartialMerge:
     def stats_runset(self) -> RunSet:
         """The processes' statistics tables as a run set of runs that hold only them (and their
         meta), in the run set's order: what :mod:`~tui_prof.analysis.stats` combines."""
-        shared = {name: empty_table(name) for name in TABLES}
-        runs = []
-        for _key, meta, tables in sorted(self.tool_stats, key=lambda x: x[0]):
-            run = _meta_run(meta, shared)
-            run.tool_stats = dict(tables)
-            runs.append(run)
-        return RunSet("", runs)
+        return _tables_runset(self.tool_stats)
 
     def stats_section(self, top: int | None) -> StatsSection:
         """The ``stats`` section: the statistics tables combined over the processes, as
@@ -1034,13 +1028,7 @@ class PartialMerge:
 
     def api_section(self, top: int | None) -> ApiSection:
         """The ``api`` section: the summed traced calls, else the processes' API statistics."""
-        shared = {name: empty_table(name) for name in TABLES}
-        runs = []
-        for _key, meta, tables in sorted(self.api_stats, key=lambda x: x[0]):
-            run = _meta_run(meta, shared)
-            run.tool_stats = dict(tables)
-            runs.append(run)
-        return api_of_totals(self.api, RunSet("", runs), top)
+        return api_of_totals(self.api, _tables_runset(self.api_stats), top)
 
     def gpu_gaps(self) -> tuple[GpuSection, GapsSection]:
         """The ``gpu`` and ``gaps`` sections: the longest gaps over every rank, ties in rank
@@ -1088,6 +1076,18 @@ def _stats(values: np.ndarray, counts: np.ndarray) -> tuple[int, int, float, flo
     else:
         std = 0.0
     return n, total, mean, median, int(values[0]), int(values[-1]), std
+
+
+def _tables_runset(entries: Sequence[tuple[tuple, RunMeta, dict[str, pd.DataFrame]]]) -> RunSet:
+    """Statistics tables kept per process, (rank key, meta, tables), as a run set of runs that
+    hold only them, in the run set's order (shared empty tables for the rest)."""
+    shared = {name: empty_table(name) for name in TABLES}
+    runs = []
+    for _key, meta, tables in sorted(entries, key=lambda x: x[0]):
+        run = _meta_run(meta, shared)
+        run.tool_stats = dict(tables)
+        runs.append(run)
+    return RunSet("", runs)
 
 
 def _meta_run(meta: RunMeta, shared: dict[str, pd.DataFrame]) -> Run:
